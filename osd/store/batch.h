@@ -1,0 +1,48 @@
+/*
+ * batch.h - one group commit being built by the commit thread.
+ *
+ * The commit thread applies the transactions of a batch one after the
+ * other inside a single LMDB write transaction, collecting the data
+ * writes (pending), the blocks it allocated (for undo) and the blocks it
+ * freed (released only once the commit is durable and no reader can still
+ * see them).  If a transaction fails, the whole attempt is thrown away and
+ * the batch is applied again without it: failures are rare, and this way
+ * no per-transaction rollback of the kv is needed.
+ */
+#ifndef ATOLL_STORE_BATCH_H
+#define ATOLL_STORE_BATCH_H
+
+#include "store-int.h"
+
+struct pio {
+	uint64_t pblk;		/* first physical block */
+	uint64_t nblk;
+	uint8_t *buf;		/* nblk blocks, 4 KiB aligned; owned elsewhere */
+};
+
+struct pending {
+	struct pio *v;
+	size_t n, cap;
+};
+
+struct batch {
+	struct store *st;
+	MDB_txn *txn;
+	struct pending pend;
+	struct runvec allocated;	/* undone if the attempt is thrown away */
+	struct runvec freed;		/* to limbo once durable */
+	void **bufs;			/* freed after the data I/O */
+	size_t nbufs, capbufs;
+	struct stats stats;		/* working copy of the counters */
+	uint64_t next_id;
+	uint64_t kv_used;		/* measured once per attempt, when near full */
+	bool kv_measured;
+	bool changed;			/* anything to commit */
+};
+
+int batch_keep_buf(struct batch *b, void *buf);
+int pending_add(struct batch *b, uint64_t pblk, uint64_t nblk, uint8_t *buf);
+/* Copies block pblk from the batch's pending writes; false if absent. */
+bool pending_lookup(const struct pending *p, uint64_t pblk, void *out);
+
+#endif

@@ -1,0 +1,462 @@
+/*
+ * commit.c - the commit thread: group commit and durability.
+ *
+ * Transactions queue up while a commit is in progress; the commit thread
+ * then takes all of them (up to batch_max) as one batch:
+ *   1. apply every transaction inside one LMDB write transaction (if one
+ *      fails, throw the attempt away and apply the batch again without
+ *      it), collecting the data writes;
+ *   2. write the data with libaio and fdatasync the block, so every block
+ *      the new records point at is durable;
+ *   3. commit the kv (MDB_NOMETASYNC: pages synced, meta page written);
+ *   4. the sync of step 3 also made the previous batch's meta page
+ *      durable, so the previous batch's completions fire now.  When no
+ *      batch follows, an explicit mdb_env_sync() makes this one durable.
+ * Completions fire in queue order.  Blocks freed by a batch go to the
+ * allocator only after that batch is durable and no reader that started
+ * before it is still reading (read.c).
+ *
+ * A failed data write or flush is not retried: after fsync has failed
+ * the page state is unknown (the "fsyncgate" lesson), so the store stops
+ * taking writes (-EIO) and the operator runs fsck.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "log.h"
+
+struct done {
+	struct store_txn *list;		/* in queue order */
+	struct runvec freed;
+	uint64_t seq;
+	bool active;
+};
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fire(struct store *st, struct store_txn *list)
+{
+	while (list) {
+		struct store_txn *next = list->next;
+
+		if (list->cb)
+			list->cb(list->arg, list->result);
+		store_txn_free(list);
+		list = next;
+	}
+	pthread_mutex_lock(&st->qlock);
+	if (!st->qhead && !st->busy && !st->unsynced)
+		pthread_cond_broadcast(&st->qidle);
+	pthread_mutex_unlock(&st->qlock);
+}
+
+static void set_unsynced(struct store *st, bool v)
+{
+	pthread_mutex_lock(&st->qlock);
+	st->unsynced = v;
+	pthread_mutex_unlock(&st->qlock);
+}
+
+void commit_drain(struct store *st)
+{
+	if (!st->commit_running)
+		return;
+	pthread_mutex_lock(&st->qlock);
+	while (st->qhead || st->busy || st->unsynced)
+		pthread_cond_wait(&st->qidle, &st->qlock);
+	pthread_mutex_unlock(&st->qlock);
+}
+
+static void fail_all(struct store_txn *list, int r)
+{
+	for (; list; list = list->next)
+		if (!list->result)
+			list->result = r;
+}
+
+/* The batch in d is durable: free its blocks (via limbo) and complete. */
+static void complete(struct store *st, struct done *d)
+{
+	if (!d->active)
+		return;
+	limbo_add(st, d->seq, &d->freed);
+	limbo_release(st);
+	set_unsynced(st, false);
+	fire(st, d->list);
+	memset(d, 0, sizeof(*d));
+}
+
+static void sync_and_complete(struct store *st, struct done *d)
+{
+	int rc;
+
+	if (!d->active)
+		return;
+	uint64_t t0 = now_ns();
+
+	rc = mdb_env_sync(st->kv.env, 1);
+	st->perf.sync_ns += now_ns() - t0;
+	st->perf.syncs++;
+	if (rc) {
+		log_error("store", "key-value store sync failed: %s; the store stops writing",
+			  mdb_strerror(rc));
+		pthread_mutex_lock(&st->qlock);
+		st->failed = -EIO;
+		pthread_mutex_unlock(&st->qlock);
+		fail_all(d->list, -EIO);
+		/* Its blocks may still be referenced by a durable commit. */
+		runvec_free(&d->freed);
+		set_unsynced(st, false);
+		fire(st, d->list);
+		memset(d, 0, sizeof(*d));
+		return;
+	}
+	complete(st, d);
+}
+
+static void batch_reset(struct batch *b, bool undo)
+{
+	if (b->txn)
+		mdb_txn_abort(b->txn);
+	b->txn = NULL;
+	if (undo)
+		for (size_t i = 0; i < b->allocated.n; i++)
+			alloc_put(&b->st->alloc, b->allocated.v[i].start, b->allocated.v[i].len);
+	for (size_t i = 0; i < b->nbufs; i++)
+		free(b->bufs[i]);
+	b->nbufs = 0;
+	b->pend.n = 0;
+	b->allocated.n = 0;
+	b->freed.n = 0;
+}
+
+static void batch_destroy(struct batch *b)
+{
+	batch_reset(b, false);
+	free(b->bufs);
+	free(b->pend.v);
+	runvec_free(&b->allocated);
+	runvec_free(&b->freed);
+}
+
+static int write_meta(struct batch *b)
+{
+	uint8_t buf[64];
+	int r;
+
+	r = kv_put(b->txn, b->st->kv.meta, "stats", 5, buf, stats_encode(&b->stats, buf));
+	if (r)
+		return r;
+	memcpy(buf, &b->next_id, 8);
+	return kv_put(b->txn, b->st->kv.meta, "next_id", 7, buf, 8);
+}
+
+static int write_data(struct batch *b)
+{
+	struct store *st = b->st;
+	struct bio_write *w;
+	int r;
+
+	if (!b->pend.n)
+		return 0;
+	w = malloc(b->pend.n * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->pend.n; i++) {
+		w[i].off = b->pend.v[i].pblk * STORE_BLOCK_SIZE;
+		w[i].len = b->pend.v[i].nblk * STORE_BLOCK_SIZE;
+		w[i].buf = b->pend.v[i].buf;
+	}
+	uint64_t t0 = now_ns();
+
+	r = bio_write_all(st->wctx, st->bfd, w, b->pend.n);
+	free(w);
+	st->perf.data_ns += now_ns() - t0;
+	if (r)
+		return r;
+	t0 = now_ns();
+	int fr = st->opt.unsafe_skip_data_flush ? 0 : fdatasync(st->bfd);
+
+	st->perf.flush_ns += now_ns() - t0;
+	if (fr) {
+		log_error("store", "flush of the block device failed: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Applies, writes and commits one batch; returns true if it committed
+ * something to the kv (then it becomes *prev), false if nothing changed
+ * or it failed (then its completions fire here, after *prev's). */
+static void run_batch(struct store *st, struct store_txn *list, struct done *prev)
+{
+	struct batch b;
+	struct store_txn *t;
+	int r, rc;
+
+	uint64_t t0 = now_ns();
+
+	memset(&b, 0, sizeof(b));
+	b.st = st;
+	st->perf.batches++;
+	for (t = list; t; t = t->next)
+		st->perf.txns++;
+	pthread_mutex_lock(&st->alloc_lock);
+	/* Near the kv's end, measure what is really in use (free pages
+	 * count); LMDB only lets a read transaction look at its free list. */
+	{
+		MDB_envinfo info;
+		MDB_txn *rt;
+
+		mdb_env_info(st->kv.env, &info);
+		if (((uint64_t)info.me_last_pgno + 1) * st->kv.psize + st->kv.reserve > st->kv.map_size &&
+		    !mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &rt)) {
+			b.kv_measured = !kv_used_bytes(&st->kv, rt, &b.kv_used);
+			mdb_txn_abort(rt);
+		}
+	}
+attempt:
+	b.stats = st->stats;
+	b.next_id = st->next_id;
+	b.changed = false;
+	rc = mdb_txn_begin(st->kv.env, NULL, 0, &b.txn);
+	if (rc) {
+		log_error("store", "cannot begin a key-value transaction: %s", mdb_strerror(rc));
+		fail_all(list, kv_err(rc));
+		goto out_unchanged;
+	}
+	for (t = list; t; t = t->next) {
+		if (t->result)
+			continue;
+		r = apply_txn(&b, t);
+		if (r) {
+			t->result = r;
+			batch_reset(&b, true);
+			goto attempt;
+		}
+	}
+	if (!b.changed) {
+		batch_reset(&b, false);
+		goto out_unchanged;
+	}
+	st->perf.apply_ns += now_ns() - t0;
+	r = write_meta(&b);
+	if (r) {
+		/* Only -ENOSPC in practice: the kv is full to the last page. */
+		fail_all(list, r);
+		batch_reset(&b, true);
+		goto out_unchanged;
+	}
+	r = write_data(&b);
+	if (r) {
+		pthread_mutex_lock(&st->qlock);
+		st->failed = -EIO;
+		pthread_mutex_unlock(&st->qlock);
+		fail_all(list, -EIO);
+		batch_reset(&b, true);
+		goto out_unchanged;
+	}
+	t0 = now_ns();
+	rc = mdb_txn_commit(b.txn);
+	st->perf.kv_ns += now_ns() - t0;
+	b.txn = NULL;
+	if (rc) {
+		log_error("store", "key-value commit failed: %s", mdb_strerror(rc));
+		fail_all(list, kv_err(rc));
+		if (rc != MDB_MAP_FULL) {
+			pthread_mutex_lock(&st->qlock);
+			st->failed = -EIO;
+			pthread_mutex_unlock(&st->qlock);
+		}
+		batch_reset(&b, true);
+		goto out_unchanged;
+	}
+	st->stats = b.stats;
+	st->next_id = b.next_id;
+	st->commit_seq++;
+	pthread_mutex_unlock(&st->alloc_lock);
+
+	/* New readers may now see this commit (read.c). */
+	pthread_mutex_lock(&st->rlock);
+	st->durable_seq = st->commit_seq;
+	pthread_mutex_unlock(&st->rlock);
+
+	/* This commit's page sync made prev's meta page durable. */
+	complete(st, prev);
+	prev->active = true;
+	prev->list = list;
+	prev->seq = st->commit_seq;
+	prev->freed = b.freed;
+	memset(&b.freed, 0, sizeof(b.freed));
+	set_unsynced(st, true);
+	batch_destroy(&b);
+	return;
+
+out_unchanged:
+	pthread_mutex_unlock(&st->alloc_lock);
+	batch_destroy(&b);
+	sync_and_complete(st, prev);
+	fire(st, list);
+}
+
+static void *commit_main(void *arg)
+{
+	struct store *st = arg;
+	struct done prev;
+
+	memset(&prev, 0, sizeof(prev));
+	for (;;) {
+		struct store_txn *list, *last;
+		uint32_t n = 0;
+
+		pthread_mutex_lock(&st->qlock);
+		while (!st->qhead && !st->stopping && !prev.active)
+			pthread_cond_wait(&st->qcond, &st->qlock);
+		if (!st->qhead) {
+			bool stop = st->stopping && !prev.active;
+
+			pthread_mutex_unlock(&st->qlock);
+			if (stop)
+				break;
+			/* Idle: make the last batch durable now. */
+			sync_and_complete(st, &prev);
+			continue;
+		}
+		list = last = st->qhead;
+		n = 1;
+		while (last->next && n < st->opt.batch_max) {
+			last = last->next;
+			n++;
+		}
+		st->qhead = last->next;
+		if (!st->qhead)
+			st->qtail = NULL;
+		last->next = NULL;
+		st->queued -= n;
+		st->busy = true;
+		pthread_mutex_unlock(&st->qlock);
+
+		run_batch(st, list, &prev);
+
+		pthread_mutex_lock(&st->qlock);
+		st->busy = false;
+		if (!st->qhead && !st->unsynced)
+			pthread_cond_broadcast(&st->qidle);
+		pthread_mutex_unlock(&st->qlock);
+	}
+	pthread_mutex_lock(&st->qlock);
+	pthread_cond_broadcast(&st->qidle);
+	pthread_mutex_unlock(&st->qlock);
+	return NULL;
+}
+
+int commit_start(struct store *st)
+{
+	int r;
+
+	r = io_setup(256, &st->wctx);
+	if (r)
+		return r;
+	r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
+	if (r) {
+		io_destroy(st->wctx);
+		return r;
+	}
+	st->commit_running = true;
+	return 0;
+}
+
+void commit_stop(struct store *st)
+{
+	if (!st->commit_running)
+		return;
+	pthread_mutex_lock(&st->qlock);
+	st->stopping = true;
+	pthread_cond_broadcast(&st->qcond);
+	pthread_mutex_unlock(&st->qlock);
+	pthread_join(st->commit_thread, NULL);
+	io_destroy(st->wctx);
+	st->commit_running = false;
+}
+
+int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *arg)
+{
+	int r = 0;
+
+	if (!st || !t) {
+		store_txn_free(t);
+		return -EINVAL;
+	}
+	if (st->opt.readonly) {
+		store_txn_free(t);
+		return -EROFS;
+	}
+	t->cb = cb;
+	t->arg = arg;
+	t->result = 0;
+	t->next = NULL;
+	pthread_mutex_lock(&st->qlock);
+	if (st->failed)
+		r = st->failed;
+	else if (st->stopping)
+		r = -ESHUTDOWN;
+	if (!r) {
+		if (st->qtail)
+			st->qtail->next = t;
+		else
+			st->qhead = t;
+		st->qtail = t;
+		st->queued++;
+		if (!st->busy)
+			pthread_cond_signal(&st->qcond);
+	}
+	pthread_mutex_unlock(&st->qlock);
+	if (r)
+		store_txn_free(t);
+	return r;
+}
+
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int r;
+};
+
+static void apply_done(void *arg, int r)
+{
+	struct waiter *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->r = r;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int store_apply(struct store *st, struct store_txn *t)
+{
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 };
+	int r;
+
+	r = store_queue(st, t, apply_done, &w);
+	if (r)
+		return r;
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return w.r;
+}

@@ -1,0 +1,509 @@
+/*
+ * fsck.c - rebuilding the allocator at open, and checking a whole store.
+ *
+ * The chunk records are the truth about which blocks hold data; the
+ * allocator is derived from them at every open (a scan of the chunks
+ * database only, so a store of a million small inline objects opens
+ * fast).  fsck walks everything: every kv value's crc, every onode and
+ * its chunks, blocks used twice or outside the data area, records that
+ * belong to no object, the counters, the live allocator against the
+ * records, and with deep every data block's crc.  Each problem is one
+ * sentence naming the object.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <lz4.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crc32c.h"
+#include "log.h"
+#include "store-int.h"
+
+#define BS STORE_BLOCK_SIZE
+
+int store_rebuild_alloc(struct store *st, MDB_txn *t)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t used = 0, bad = 0;
+	int rc;
+
+	rc = mdb_cursor_open(t, st->kv.chunks, &c);
+	if (rc)
+		return kv_err(rc);
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+		const void *pv;
+		size_t pl;
+		struct chunk ch;
+		struct runvec runs = { 0 };
+
+		if (kv_unwrap(&v, &pv, &pl) || chunk_decode(&ch, pv, pl)) {
+			bad++;
+			continue;
+		}
+		if (chunk_runs(&ch, &runs)) {
+			mdb_cursor_close(c);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < runs.n; i++) {
+			struct run *r = &runs.v[i];
+
+			if (r->start < st->data_start || r->start + r->len > st->nblocks ||
+			    r->start + r->len < r->start) {
+				bad++;
+				continue;
+			}
+			st->double_used += alloc_mark_used(&st->alloc, r->start, r->len);
+			used += r->len;
+		}
+		runvec_free(&runs);
+	}
+	mdb_cursor_close(c);
+	if (rc != MDB_NOTFOUND)
+		return kv_err(rc);
+	if (bad || st->double_used)
+		log_error("store", "%" PRIu64 " damaged chunk records and %" PRIu64
+			  " blocks used twice: run fsck", bad, st->double_used);
+	if (used != st->stats.used_blocks)
+		log_warn("store", "chunk records use %" PRIu64 " blocks, the counter says %" PRIu64
+			 ": run fsck", used, st->stats.used_blocks);
+	return 0;
+}
+
+/* ---- fsck ------------------------------------------------------------------ */
+
+struct oref {
+	uint64_t id;
+	uint64_t coll;
+	uint64_t size;
+	bool chunked;
+	char *name;
+};
+
+struct fsck {
+	struct store *st;
+	MDB_txn *t;
+	bool deep;
+	store_report_fn report;
+	void *arg;
+	int problems;
+	struct oref *objs;
+	size_t nobjs, cap;
+	uint64_t *bitmap;	/* blocks referenced by records */
+	uint64_t used;
+	uint64_t stored;
+	uint64_t saved;
+	uint8_t *blk;		/* one aligned block */
+};
+
+static void problem(struct fsck *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void problem(struct fsck *f, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->problems++;
+	log_warn("fsck", "%s", msg);
+	if (f->report)
+		f->report(f->arg, msg);
+}
+
+static int oref_cmp(const void *a, const void *b)
+{
+	const struct oref *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct oref *oref_find(struct fsck *f, uint64_t id)
+{
+	struct oref key = { .id = id };
+
+	return bsearch(&key, f->objs, f->nobjs, sizeof(key), oref_cmp);
+}
+
+static const char *dbname(struct fsck *f, MDB_dbi dbi)
+{
+	struct kv *kv = &f->st->kv;
+
+	return dbi == kv->attrs ? "attribute" : dbi == kv->omap ? "omap value" : "record";
+}
+
+/* Pass 1: onodes.  Collects every object's id and name. */
+static int check_onodes(struct fsck *f)
+{
+	struct kv *kv = &f->st->kv;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	rc = mdb_cursor_open(f->t, kv->onodes, &c);
+	if (rc)
+		return kv_err(rc);
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+		char name[STORE_NAME_MAX + 1];
+		uint64_t coll;
+		const void *pv;
+		size_t pl, nl;
+		struct onode o;
+
+		if (k.mv_size <= 8 || k.mv_size > 8 + STORE_NAME_MAX) {
+			problem(f, "an object key of %zu bytes is malformed", k.mv_size);
+			continue;
+		}
+		coll = get_be64(k.mv_data);
+		nl = k.mv_size - 8;
+		memcpy(name, (uint8_t *)k.mv_data + 8, nl);
+		name[nl] = 0;
+		if (kv_unwrap(&v, &pv, &pl)) {
+			problem(f, "object '%s' in collection 0x%" PRIx64 ": its onode (size, "
+				"inline data) has a bad checksum", name, coll);
+			continue;
+		}
+		if (onode_decode(&o, pv, pl)) {
+			problem(f, "object '%s' in collection 0x%" PRIx64 ": its onode is malformed",
+				name, coll);
+			continue;
+		}
+		{
+			uint8_t ck[8];
+			const void *cv;
+			size_t cvl;
+
+			put_be64(ck, coll);
+			if (kv_get(f->t, kv->colls, ck, 8, &cv, &cvl))
+				problem(f, "object '%s' belongs to collection 0x%" PRIx64
+					", which does not exist", name, coll);
+		}
+		if (o.id >= f->st->next_id)
+			problem(f, "object '%s' in collection 0x%" PRIx64 " has id %" PRIu64
+				" beyond the next id %" PRIu64, name, coll, o.id, f->st->next_id);
+		if (f->nobjs == f->cap) {
+			size_t cap = f->cap ? f->cap * 2 : 1024;
+			struct oref *n = realloc(f->objs, cap * sizeof(*n));
+
+			if (!n) {
+				onode_clear(&o);
+				mdb_cursor_close(c);
+				return -ENOMEM;
+			}
+			f->objs = n;
+			f->cap = cap;
+		}
+		f->objs[f->nobjs].id = o.id;
+		f->objs[f->nobjs].coll = coll;
+		f->objs[f->nobjs].size = o.size;
+		f->objs[f->nobjs].chunked = o.flags & ONODE_CHUNKED;
+		f->objs[f->nobjs].name = strdup(name);
+		if (!f->objs[f->nobjs].name) {
+			onode_clear(&o);
+			mdb_cursor_close(c);
+			return -ENOMEM;
+		}
+		f->nobjs++;
+		f->stored += o.size;
+		onode_clear(&o);
+	}
+	mdb_cursor_close(c);
+	if (rc != MDB_NOTFOUND)
+		return kv_err(rc);
+	qsort(f->objs, f->nobjs, sizeof(*f->objs), oref_cmp);
+	for (size_t i = 1; i < f->nobjs; i++)
+		if (f->objs[i].id == f->objs[i - 1].id)
+			problem(f, "objects '%s' and '%s' share id %" PRIu64, f->objs[i - 1].name,
+				f->objs[i].name, f->objs[i].id);
+	return 0;
+}
+
+static void mark_blocks(struct fsck *f, const struct oref *o, uint64_t start, uint64_t len)
+{
+	struct store *st = f->st;
+
+	if (start < st->data_start || start + len > st->nblocks || start + len < start) {
+		problem(f, "object '%s': blocks %" PRIu64 "..%" PRIu64 " lie outside the data area",
+			o->name, start, start + len - 1);
+		return;
+	}
+	for (uint64_t b = start; b < start + len; b++) {
+		uint64_t i = b - st->data_start;
+
+		if (f->bitmap[i >> 6] & (1ull << (i & 63)))
+			problem(f, "object '%s': block %" PRIu64 " is also used by another record",
+				o->name, b);
+		f->bitmap[i >> 6] |= 1ull << (i & 63);
+	}
+	f->used += len;
+}
+
+static void deep_check(struct fsck *f, const struct oref *o, uint32_t idx, const struct chunk *ch)
+{
+	struct store *st = f->st;
+
+	if (ch->flags & CHUNK_COMPRESSED) {
+		uint8_t *cbuf = bio_alloc((size_t)ch->cblocks * BS);
+		uint8_t *plain = malloc(CHUNK_SIZE);
+		bool ok = cbuf && plain;
+
+		for (unsigned j = 0; ok && j < ch->cblocks; j++) {
+			if (bio_pread(st->bfd, cbuf + (size_t)j * BS, BS, (ch->pblk[0] + j) * BS) ||
+			    atoll_crc32c(0, cbuf + (size_t)j * BS, BS) != ch->crc[j]) {
+				problem(f, "object '%s': block %" PRIu64 " (chunk %u, compressed) has a "
+					"bad checksum", o->name, ch->pblk[0] + j, idx);
+				ok = false;
+			}
+		}
+		if (ok && LZ4_decompress_safe((const char *)cbuf, (char *)plain, (int)ch->clen,
+					      (int)((size_t)ch->lblocks * BS)) !=
+				  (int)((size_t)ch->lblocks * BS))
+			problem(f, "object '%s': chunk %u does not decompress", o->name, idx);
+		free(cbuf);
+		free(plain);
+		return;
+	}
+	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
+		if (!(ch->present & (1ull << i)))
+			continue;
+		if (bio_pread(st->bfd, f->blk, BS, ch->pblk[i] * BS) ||
+		    atoll_crc32c(0, f->blk, BS) != ch->crc[i])
+			problem(f, "object '%s': block %" PRIu64 " (offset %" PRIu64 ") has a bad checksum",
+				o->name, ch->pblk[i], ((uint64_t)idx * CHUNK_BLOCKS + i) * BS);
+	}
+}
+
+/* Pass 2: chunk records. */
+static int check_chunks(struct fsck *f)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	rc = mdb_cursor_open(f->t, f->st->kv.chunks, &c);
+	if (rc)
+		return kv_err(rc);
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+		const void *pv;
+		size_t pl;
+		struct chunk ch;
+		struct oref *o;
+		uint64_t id;
+		uint32_t idx;
+
+		if (k.mv_size != 12) {
+			problem(f, "a chunk key of %zu bytes is malformed", k.mv_size);
+			continue;
+		}
+		id = get_be64(k.mv_data);
+		idx = (uint32_t)get_be64((uint8_t *)k.mv_data + 4) & 0xffffffffu;
+		o = oref_find(f, id);
+		if (!o) {
+			problem(f, "chunk %u of object id %" PRIu64 " belongs to no object", idx, id);
+			continue;
+		}
+		if (kv_unwrap(&v, &pv, &pl)) {
+			problem(f, "object '%s': the record of chunk %u has a bad checksum", o->name, idx);
+			continue;
+		}
+		if (chunk_decode(&ch, pv, pl)) {
+			problem(f, "object '%s': the record of chunk %u is malformed", o->name, idx);
+			continue;
+		}
+		if (!o->chunked)
+			problem(f, "object '%s' keeps its data inline but has chunk %u", o->name, idx);
+		if ((uint64_t)idx * CHUNK_SIZE >= o->size)
+			problem(f, "object '%s': chunk %u lies past its size %" PRIu64, o->name, idx,
+				o->size);
+		if (ch.flags & CHUNK_COMPRESSED) {
+			mark_blocks(f, o, ch.pblk[0], ch.cblocks);
+			f->saved += (uint64_t)(ch.lblocks - ch.cblocks) * BS;
+		} else {
+			for (unsigned i = 0; i < CHUNK_BLOCKS; i++)
+				if (ch.present & (1ull << i))
+					mark_blocks(f, o, ch.pblk[i], 1);
+		}
+		if (f->deep)
+			deep_check(f, o, idx, &ch);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : kv_err(rc);
+}
+
+/* Pass 3: attributes and omap values: crc and owner. */
+static int check_values(struct fsck *f, MDB_dbi dbi)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	rc = mdb_cursor_open(f->t, dbi, &c);
+	if (rc)
+		return kv_err(rc);
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+		const void *pv;
+		size_t pl;
+		struct oref *o;
+		char key[80];
+		size_t kl;
+
+		if (k.mv_size <= 8) {
+			problem(f, "a %s key of %zu bytes is malformed", dbname(f, dbi), k.mv_size);
+			continue;
+		}
+		/* A printable rendering of the key for the report. */
+		kl = min_u64(k.mv_size - 8, sizeof(key) - 1);
+		for (size_t i = 0; i < kl; i++) {
+			char ch = ((char *)k.mv_data)[8 + i];
+
+			key[i] = ch >= 32 && ch < 127 ? ch : '?';
+		}
+		key[kl] = 0;
+		o = oref_find(f, get_be64(k.mv_data));
+		if (!o) {
+			problem(f, "%s '%s' belongs to no object (id %" PRIu64 ")", dbname(f, dbi), key,
+				get_be64(k.mv_data));
+			continue;
+		}
+		if (kv_unwrap(&v, &pv, &pl))
+			problem(f, "object '%s' in collection 0x%" PRIx64 ": %s '%s' has a bad checksum",
+				o->name, o->coll, dbname(f, dbi), key);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND ? 0 : kv_err(rc);
+}
+
+static int check_meta(struct fsck *f)
+{
+	struct kv *kv = &f->st->kv;
+	MDB_dbi dbs[2] = { kv->meta, kv->colls };
+
+	for (int i = 0; i < 2; i++) {
+		MDB_cursor *c;
+		MDB_val k, v;
+		int rc = mdb_cursor_open(f->t, dbs[i], &c);
+
+		if (rc)
+			return kv_err(rc);
+		while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+			const void *pv;
+			size_t pl;
+
+			if (kv_unwrap(&v, &pv, &pl))
+				problem(f, "a %s record (key of %zu bytes) has a bad checksum",
+					i ? "collection" : "store metadata", k.mv_size);
+		}
+		mdb_cursor_close(c);
+		if (rc != MDB_NOTFOUND)
+			return kv_err(rc);
+	}
+	return 0;
+}
+
+/* Pass 4: counters and the live allocator. */
+static void check_counters(struct fsck *f)
+{
+	struct store *st = f->st;
+	uint64_t nblk = st->nblocks - st->data_start;
+
+	if (st->stats.objects != f->nobjs)
+		problem(f, "the object counter says %" PRIu64 ", there are %zu objects",
+			st->stats.objects, f->nobjs);
+	if (st->stats.used_blocks != f->used)
+		problem(f, "the used-block counter says %" PRIu64 ", records use %" PRIu64,
+			st->stats.used_blocks, f->used);
+	if (st->stats.stored != f->stored)
+		problem(f, "the stored-bytes counter says %" PRIu64 ", objects hold %" PRIu64,
+			st->stats.stored, f->stored);
+	if (st->stats.compressed_saved != f->saved)
+		problem(f, "the compression counter says %" PRIu64 " bytes saved, records save %" PRIu64,
+			st->stats.compressed_saved, f->saved);
+
+	/* Blocks in limbo are freed but may still be read: not leaks. */
+	uint64_t *limbo = calloc((nblk + 63) / 64 + 1, 8);
+
+	if (!limbo)
+		return;
+	pthread_mutex_lock(&st->rlock);
+	for (struct limbo *l = st->limbo_head; l; l = l->next)
+		for (size_t i = 0; i < l->runs.n; i++)
+			for (uint64_t b = l->runs.v[i].start; b < l->runs.v[i].start + l->runs.v[i].len; b++)
+				limbo[(b - st->data_start) >> 6] |= 1ull << ((b - st->data_start) & 63);
+	pthread_mutex_unlock(&st->rlock);
+
+	uint64_t leaked = 0, first_leak = 0, wrong = 0, first_wrong = 0;
+
+	for (uint64_t i = 0; i < nblk; i++) {
+		bool ref = f->bitmap[i >> 6] & (1ull << (i & 63));
+		bool lim = limbo[i >> 6] & (1ull << (i & 63));
+		bool fre = alloc_is_free(&st->alloc, st->data_start + i);
+
+		if (ref && fre && !wrong++)
+			first_wrong = st->data_start + i;
+		if (!ref && !fre && !lim && !leaked++)
+			first_leak = st->data_start + i;
+	}
+	free(limbo);
+	if (wrong)
+		problem(f, "the allocator holds %" PRIu64 " blocks in use as free (first: %" PRIu64 ")",
+			wrong, first_wrong);
+	if (leaked)
+		problem(f, "%" PRIu64 " blocks are allocated but hold no data (first: %" PRIu64 ")",
+			leaked, first_leak);
+}
+
+int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
+{
+	struct fsck f;
+	uint64_t nblk;
+	int r;
+
+	if (!st)
+		return -EINVAL;
+	memset(&f, 0, sizeof(f));
+	f.st = st;
+	f.deep = deep;
+	f.report = report;
+	f.arg = arg;
+	nblk = st->nblocks - st->data_start;
+	f.bitmap = calloc((nblk + 63) / 64 + 1, 8);
+	f.blk = bio_alloc(BS);
+	if (!f.bitmap || !f.blk) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* Check a quiet store: no batch half way, allocator and kv in step. */
+	commit_drain(st);
+	pthread_mutex_lock(&st->alloc_lock);
+	r = kv_err(mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &f.t));
+	if (r)
+		goto out_unlock;
+	if (st->double_used)
+		problem(&f, "%" PRIu64 " blocks were found used twice when the store was opened",
+			st->double_used);
+	r = check_meta(&f);
+	if (!r)
+		r = check_onodes(&f);
+	if (!r)
+		r = check_chunks(&f);
+	if (!r)
+		r = check_values(&f, st->kv.attrs);
+	if (!r)
+		r = check_values(&f, st->kv.omap);
+	if (!r)
+		check_counters(&f);
+	mdb_txn_abort(f.t);
+out_unlock:
+	pthread_mutex_unlock(&st->alloc_lock);
+out:
+	for (size_t i = 0; i < f.nobjs; i++)
+		free(f.objs[i].name);
+	free(f.objs);
+	free(f.bitmap);
+	free(f.blk);
+	return r ? r : f.problems;
+}

@@ -1,0 +1,912 @@
+/*
+ * read.c - reads: object data with libaio, attributes, omap, listings.
+ *
+ * A data read looks its object up in an LMDB read transaction (a
+ * consistent snapshot), turns the chunks it touches into a few physical
+ * reads (consecutive blocks coalesce into one aio), submits them and
+ * returns; the read-completion thread checks every block's crc32c as it
+ * arrives, decompresses compressed chunks, copies into the caller's buffer
+ * (or reads straight into it when the request is block-aligned) and calls
+ * back.  Nothing is cached: O_DIRECT reads come from the device.
+ *
+ * A read may still be reading blocks that a later commit has freed, so
+ * every read registers as a reader with the number of commits visible
+ * when it began; freed blocks wait in limbo until no older reader is left.
+ */
+#include <errno.h>
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crc32c.h"
+#include "log.h"
+#include "store-int.h"
+
+#define BS STORE_BLOCK_SIZE
+
+/* ---- readers and limbo ------------------------------------------------- */
+
+void reader_enter(struct store *st, struct reader *r)
+{
+	pthread_mutex_lock(&st->rlock);
+	r->seq = st->durable_seq;
+	r->prev = st->readers.prev;
+	r->next = &st->readers;
+	st->readers.prev->next = r;
+	st->readers.prev = r;
+	pthread_mutex_unlock(&st->rlock);
+}
+
+void reader_exit(struct store *st, struct reader *r)
+{
+	pthread_mutex_lock(&st->rlock);
+	r->prev->next = r->next;
+	r->next->prev = r->prev;
+	pthread_mutex_unlock(&st->rlock);
+}
+
+void limbo_add(struct store *st, uint64_t seq, struct runvec *runs)
+{
+	struct limbo *l;
+
+	if (!runs->n) {
+		runvec_free(runs);
+		return;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		/* Leaks the blocks until the next open rebuilds the allocator:
+		 * safe, never wrong. */
+		log_warn("store", "out of memory: %zu freed runs kept until restart", runs->n);
+		runvec_free(runs);
+		return;
+	}
+	l->seq = seq;
+	l->runs = *runs;
+	memset(runs, 0, sizeof(*runs));
+	pthread_mutex_lock(&st->rlock);
+	if (st->limbo_tail)
+		st->limbo_tail->next = l;
+	else
+		st->limbo_head = l;
+	st->limbo_tail = l;
+	pthread_mutex_unlock(&st->rlock);
+}
+
+void limbo_release(struct store *st)
+{
+	struct limbo *ready = NULL, **tail = &ready;
+
+	pthread_mutex_lock(&st->rlock);
+	/* Readers are listed in the order they began, so the first is oldest. */
+	uint64_t oldest = st->readers.next != &st->readers ? st->readers.next->seq : UINT64_MAX;
+
+	while (st->limbo_head && st->limbo_head->seq <= oldest) {
+		struct limbo *l = st->limbo_head;
+
+		st->limbo_head = l->next;
+		l->next = NULL;
+		*tail = l;
+		tail = &l->next;
+	}
+	if (!st->limbo_head)
+		st->limbo_tail = NULL;
+	pthread_mutex_unlock(&st->rlock);
+
+	/* The caller (commit thread) holds no alloc_lock here: take it. */
+	if (!ready)
+		return;
+	pthread_mutex_lock(&st->alloc_lock);
+	while (ready) {
+		struct limbo *l = ready;
+
+		ready = l->next;
+		for (size_t i = 0; i < l->runs.n; i++)
+			alloc_put(&st->alloc, l->runs.v[i].start, l->runs.v[i].len);
+		runvec_free(&l->runs);
+		free(l);
+	}
+	pthread_mutex_unlock(&st->alloc_lock);
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+static int read_begin(struct store *st, MDB_txn **t)
+{
+	return kv_err(mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, t));
+}
+
+static int check_oid(const char *oid)
+{
+	if (!oid || !*oid)
+		return -EINVAL;
+	return strnlen(oid, STORE_NAME_MAX + 1) > STORE_NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+static int onode_lookup(struct store *st, MDB_txn *t, uint64_t coll, const char *oid,
+			struct onode *o)
+{
+	uint8_t k[ONODE_KEY_MAX];
+	const void *v;
+	size_t vl;
+	int r = check_oid(oid);
+
+	if (r)
+		return r;
+	r = kv_get(t, st->kv.onodes, k, key_onode(k, coll, oid, strlen(oid)), &v, &vl);
+	if (r)
+		return r;
+	r = onode_decode(o, v, vl);
+	if (r == -EUCLEAN) {
+		log_error("store", "onode of '%s' is damaged", oid);
+		return -EIO;
+	}
+	return r;
+}
+
+static int chunk_lookup(struct store *st, MDB_txn *t, uint64_t id, uint32_t idx, struct chunk *c)
+{
+	uint8_t k[12];
+	const void *v;
+	size_t vl;
+	int r = kv_get(t, st->kv.chunks, k, key_chunk(k, id, idx), &v, &vl);
+
+	if (r == -ENOENT) {
+		memset(c, 0, sizeof(*c));
+		return 0;
+	}
+	if (r)
+		return r;
+	return chunk_decode(c, v, vl) ? -EIO : 0;
+}
+
+int store_stat(struct store *st, uint64_t coll, const char *oid, struct store_stat *out)
+{
+	MDB_txn *t;
+	struct onode o;
+	int r;
+
+	if (!st || !out)
+		return -EINVAL;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	r = onode_lookup(st, t, coll, oid, &o);
+	if (r)
+		goto out;
+	memset(out, 0, sizeof(*out));
+	out->size = o.size;
+	out->is_inline = !(o.flags & ONODE_CHUNKED);
+	if (o.flags & ONODE_CHUNKED) {
+		MDB_cursor *c;
+		uint8_t k[12];
+		MDB_val key = { 12, k }, val;
+
+		key_chunk(k, o.id, 0);
+		if (!mdb_cursor_open(t, st->kv.chunks, &c)) {
+			int rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
+
+			while (!rc && key.mv_size == 12 && get_be64(key.mv_data) == o.id) {
+				const void *v;
+				size_t vl;
+				struct chunk ch;
+
+				if (kv_unwrap(&val, &v, &vl) || chunk_decode(&ch, v, vl)) {
+					r = -EIO;
+					break;
+				}
+				out->blocks += chunk_used_blocks(&ch);
+				rc = mdb_cursor_get(c, &key, &val, MDB_NEXT);
+			}
+			mdb_cursor_close(c);
+		}
+	}
+	{
+		MDB_cursor *c;
+		uint8_t k[8];
+		MDB_val key = { 8, k }, val;
+
+		put_be64(k, o.id);
+		if (!mdb_cursor_open(t, st->kv.attrs, &c)) {
+			int rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
+
+			while (!rc && key.mv_size >= 8 && get_be64(key.mv_data) == o.id) {
+				out->nattrs++;
+				rc = mdb_cursor_get(c, &key, &val, MDB_NEXT);
+			}
+			mdb_cursor_close(c);
+		}
+	}
+	onode_clear(&o);
+out:
+	mdb_txn_abort(t);
+	return r;
+}
+
+/* ---- data reads ----------------------------------------------------------- */
+
+struct rpiece {
+	struct iocb iocb;	/* first: events point back here */
+	struct rreq *req;
+	uint64_t pblk;
+	uint32_t nblk;
+	bool compressed;
+	bool direct;		/* buf is the caller's buffer */
+	uint8_t *buf;
+	uint64_t lstart;	/* object offset of buf[0] (uncompressed) */
+	uint64_t cstart;	/* compressed: object offset of the chunk */
+	uint32_t clen;
+	uint8_t lblocks;
+	uint32_t crc[CHUNK_BLOCKS];
+	int err;
+};
+
+struct rreq {
+	struct store *st;
+	struct reader rd;
+	store_read_fn cb;
+	void *arg;
+	uint8_t *out;
+	uint64_t off;
+	uint64_t len;		/* bytes to return */
+	int pending;		/* aio not yet completed (completion thread) */
+	size_t n, cap;
+	struct rpiece **pieces;
+};
+
+static void rreq_free(struct rreq *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		if (!q->pieces[i]->direct)
+			free(q->pieces[i]->buf);
+		free(q->pieces[i]);
+	}
+	free(q->pieces);
+	free(q);
+}
+
+static struct rpiece *rreq_piece(struct rreq *q)
+{
+	struct rpiece *p;
+
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? q->cap * 2 : 4;
+		struct rpiece **v = realloc(q->pieces, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		q->pieces = v;
+		q->cap = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->req = q;
+	q->pieces[q->n++] = p;
+	return p;
+}
+
+/* Copies what a completed piece holds into the caller's buffer. */
+static int piece_finish(struct rreq *q, struct rpiece *p)
+{
+	uint64_t qend = q->off + q->len;
+
+	if (p->err)
+		return p->err;
+	for (uint32_t j = 0; j < p->nblk; j++)
+		if (atoll_crc32c(0, p->buf + (size_t)j * BS, BS) != p->crc[j]) {
+			log_error("store", "checksum mismatch in block %llu",
+				  (unsigned long long)(p->pblk + j));
+			return -EIO;
+		}
+	if (p->compressed) {
+		uint8_t *plain = malloc(CHUNK_SIZE);
+		int n;
+
+		if (!plain)
+			return -ENOMEM;
+		n = LZ4_decompress_safe((const char *)p->buf, (char *)plain, (int)p->clen,
+					(int)((size_t)p->lblocks * BS));
+		if (n != (int)((size_t)p->lblocks * BS)) {
+			free(plain);
+			log_error("store", "compressed chunk at block %llu does not decompress",
+				  (unsigned long long)p->pblk);
+			return -EIO;
+		}
+		uint64_t lo = max_u64(q->off, p->cstart);
+		uint64_t hi = min_u64(qend, p->cstart + (uint64_t)p->lblocks * BS);
+
+		if (hi > lo)
+			memcpy(q->out + (lo - q->off), plain + (lo - p->cstart), hi - lo);
+		free(plain);
+		return 0;
+	}
+	if (!p->direct) {
+		uint64_t lo = max_u64(q->off, p->lstart);
+		uint64_t hi = min_u64(qend, p->lstart + (uint64_t)p->nblk * BS);
+
+		memcpy(q->out + (lo - q->off), p->buf + (lo - p->lstart), hi - lo);
+	}
+	return 0;
+}
+
+static void rreq_complete(struct rreq *q)
+{
+	struct store *st = q->st;
+	int64_t r = (int64_t)q->len;
+
+	for (size_t i = 0; i < q->n && r >= 0; i++) {
+		int e = piece_finish(q, q->pieces[i]);
+
+		if (e)
+			r = e;
+	}
+	reader_exit(st, &q->rd);
+	q->cb(q->arg, r);
+	rreq_free(q);
+	pthread_mutex_lock(&st->rlock);
+	if (--st->reads_inflight == 0)
+		pthread_cond_broadcast(&st->rcond);
+	pthread_mutex_unlock(&st->rlock);
+}
+
+static void *read_main(void *arg)
+{
+	struct store *st = arg;
+	struct io_event ev[128];
+
+	for (;;) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		int n = io_getevents(st->rctx, 1, 128, ev, &ts);
+
+		if (n < 0 && n != -EINTR) {
+			log_error("store", "io_getevents on the read context failed: %s", strerror(-n));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct rpiece *p = (struct rpiece *)ev[i].obj;
+			struct rreq *q = p->req;
+
+			if ((long)ev[i].res != (long)((size_t)p->nblk * BS))
+				p->err = -EIO;
+			if (__atomic_sub_fetch(&q->pending, 1, __ATOMIC_ACQ_REL) == 0)
+				rreq_complete(q);
+		}
+		if (n <= 0) {
+			pthread_mutex_lock(&st->rlock);
+			bool stop = st->read_stop && st->reads_inflight == 0;
+
+			pthread_mutex_unlock(&st->rlock);
+			if (stop)
+				break;
+		}
+	}
+	return NULL;
+}
+
+int read_thread_start(struct store *st)
+{
+	int r = io_setup(512, &st->rctx);
+
+	if (r)
+		return r;
+	r = -pthread_create(&st->read_thread, NULL, read_main, st);
+	if (r) {
+		io_destroy(st->rctx);
+		return r;
+	}
+	st->read_running = true;
+	return 0;
+}
+
+void read_thread_stop(struct store *st)
+{
+	if (!st->read_running)
+		return;
+	pthread_mutex_lock(&st->rlock);
+	while (st->reads_inflight)
+		pthread_cond_wait(&st->rcond, &st->rlock);
+	st->read_stop = true;
+	pthread_mutex_unlock(&st->rlock);
+	pthread_join(st->read_thread, NULL);
+	io_destroy(st->rctx);
+	st->read_running = false;
+}
+
+/* Plans the physical reads of [q->off, q->off + q->len) of chunked object o. */
+static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct onode *o)
+{
+	uint64_t end = q->off + q->len;
+	struct rpiece *cur = NULL;
+	int r;
+
+	for (uint64_t ci = q->off >> CHUNK_SHIFT; ci <= (end - 1) >> CHUNK_SHIFT; ci++) {
+		uint64_t cs = ci << CHUNK_SHIFT;
+		uint64_t lo = max_u64(q->off, cs), hi = min_u64(end, cs + CHUNK_SIZE);
+		struct chunk c;
+
+		r = chunk_lookup(st, t, o->id, (uint32_t)ci, &c);
+		if (r)
+			return r;
+		if (c.flags & CHUNK_COMPRESSED) {
+			struct rpiece *p = rreq_piece(q);
+
+			if (!p)
+				return -ENOMEM;
+			p->compressed = true;
+			p->pblk = c.pblk[0];
+			p->nblk = c.cblocks;
+			p->clen = c.clen;
+			p->lblocks = c.lblocks;
+			p->cstart = cs;
+			memcpy(p->crc, c.crc, sizeof(uint32_t) * c.cblocks);
+			cur = NULL;
+			continue;
+		}
+		for (uint64_t lb = lo / BS; lb <= (hi - 1) / BS; lb++) {
+			unsigned i = (unsigned)(lb % CHUNK_BLOCKS);
+
+			if (!(c.present & (1ull << i))) {
+				cur = NULL;
+				continue;	/* a hole: the output is zeroed already */
+			}
+			if (cur && cur->pblk + cur->nblk == c.pblk[i] &&
+			    cur->lstart + (uint64_t)cur->nblk * BS == lb * BS &&
+			    cur->nblk < CHUNK_BLOCKS) {
+				cur->crc[cur->nblk++] = c.crc[i];
+				continue;
+			}
+			cur = rreq_piece(q);
+			if (!cur)
+				return -ENOMEM;
+			cur->pblk = c.pblk[i];
+			cur->nblk = 1;
+			cur->lstart = lb * BS;
+			cur->crc[0] = c.crc[i];
+		}
+		cur = NULL;	/* pieces stay within a chunk (crc array size) */
+	}
+	/* Buffers: straight into the caller's when the piece lies inside the
+	 * request on block boundaries and the address is aligned. */
+	for (size_t k = 0; k < q->n; k++) {
+		struct rpiece *p = q->pieces[k];
+		size_t bytes = (size_t)p->nblk * BS;
+
+		if (!p->compressed && p->lstart >= q->off && p->lstart + bytes <= end &&
+		    ((uintptr_t)(q->out + (p->lstart - q->off)) % BS) == 0) {
+			p->buf = q->out + (p->lstart - q->off);
+			p->direct = true;
+		} else {
+			p->buf = bio_alloc(bytes);
+			if (!p->buf)
+				return -ENOMEM;
+		}
+		io_prep_pread(&p->iocb, st->bfd, p->buf, bytes, (long long)(p->pblk * BS));
+	}
+	return 0;
+}
+
+int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t off,
+		     size_t len, void *buf, store_read_fn cb, void *arg)
+{
+	struct rreq *q;
+	struct onode o;
+	MDB_txn *t;
+	int r;
+
+	if (!st || !cb || (len && !buf))
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->st = st;
+	q->cb = cb;
+	q->arg = arg;
+	q->out = buf;
+	q->off = off;
+	reader_enter(st, &q->rd);
+	r = read_begin(st, &t);
+	if (r)
+		goto out_exit;
+	r = onode_lookup(st, t, coll, oid, &o);
+	if (r)
+		goto out_abort;
+	q->len = off < o.size ? min_u64(len, o.size - off) : 0;
+	if (q->len)
+		memset(buf, 0, q->len);	/* holes; overwritten by data below */
+	if (!(o.flags & ONODE_CHUNKED)) {
+		if (off < o.inline_len)
+			memcpy(buf, o.inl + off, min_u64(q->len, o.inline_len - off));
+	} else if (q->len) {
+		r = plan_reads(st, t, q, &o);
+	}
+	onode_clear(&o);
+	mdb_txn_abort(t);
+	if (r)
+		goto out_exit;
+	if (q->n == 0) {
+		/* Nothing to read from the device: answer now. */
+		int64_t n = (int64_t)q->len;
+
+		reader_exit(st, &q->rd);
+		rreq_free(q);
+		cb(arg, n);
+		return 0;
+	}
+	struct iocb *ptrs[64];
+	size_t submitted = 0;
+
+	pthread_mutex_lock(&st->rlock);
+	st->reads_inflight++;
+	pthread_mutex_unlock(&st->rlock);
+	/* pending counts every piece before the first submit, so that the
+	 * completion thread cannot finish the request while we still submit. */
+	__atomic_store_n(&q->pending, (int)q->n + 1, __ATOMIC_RELEASE);
+	while (submitted < q->n) {
+		size_t cnt = min_u64(q->n - submitted, 64);
+		int s;
+
+		for (size_t i = 0; i < cnt; i++)
+			ptrs[i] = &q->pieces[submitted + i]->iocb;
+		s = io_submit(st->rctx, (long)cnt, ptrs);
+		if (s == -EAGAIN || s == -EINTR)
+			continue;
+		if (s <= 0) {
+			/* Mark the rest failed; they will never complete. */
+			for (size_t i = submitted; i < q->n; i++)
+				q->pieces[i]->err = -EIO;
+			int left = (int)(q->n - submitted);
+
+			if (__atomic_sub_fetch(&q->pending, left, __ATOMIC_ACQ_REL) == 0)
+				rreq_complete(q);
+			break;
+		}
+		submitted += (size_t)s;
+	}
+	/* Drop the submitter's reference. */
+	if (__atomic_sub_fetch(&q->pending, 1, __ATOMIC_ACQ_REL) == 0)
+		rreq_complete(q);
+	return 0;
+
+out_abort:
+	mdb_txn_abort(t);
+out_exit:
+	reader_exit(st, &q->rd);
+	rreq_free(q);
+	return r;
+}
+
+struct read_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int64_t r;
+};
+
+static void read_wait_done(void *arg, int64_t r)
+{
+	struct read_wait *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->r = r;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int64_t store_read(struct store *st, uint64_t coll, const char *oid, uint64_t off,
+		   size_t len, void *buf)
+{
+	struct read_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 };
+	int r = store_read_async(st, coll, oid, off, len, buf, read_wait_done, &w);
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return w.r;
+}
+
+/* ---- attributes and omap ------------------------------------------------- */
+
+static int copy_out(const void *v, size_t vl, void **val, size_t *len)
+{
+	*val = malloc(vl ? vl : 1);
+	if (!*val)
+		return -ENOMEM;
+	memcpy(*val, v, vl);
+	*len = vl;
+	return 0;
+}
+
+static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
+		  const void *k, size_t kl, void **val, size_t *len)
+{
+	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	struct onode o;
+	MDB_txn *t;
+	const void *v;
+	size_t vl;
+	int r;
+
+	if (!st || !k || !kl || !val || !len)
+		return -EINVAL;
+	if (kl > STORE_OMAP_KEY_MAX)
+		return -ENAMETOOLONG;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	r = onode_lookup(st, t, coll, oid, &o);
+	if (r)
+		goto out;
+	r = kv_get(t, dbi, key, key_id(key, o.id, k, kl), &v, &vl);
+	if (r == -ENOENT)
+		r = -ENODATA;
+	if (r == -EIO)
+		log_error("store", "checksum mismatch in a value of '%s'", oid);
+	if (!r)
+		r = copy_out(v, vl, val, len);
+	onode_clear(&o);
+out:
+	mdb_txn_abort(t);
+	return r;
+}
+
+int store_getattr(struct store *st, uint64_t coll, const char *oid, const char *name,
+		  void **val, size_t *len)
+{
+	if (!name)
+		return -EINVAL;
+	return id_get(st, st->kv.attrs, coll, oid, name, strlen(name), val, len);
+}
+
+int store_omap_get(struct store *st, uint64_t coll, const char *oid, const void *key,
+		   size_t klen, void **val, size_t *vlen)
+{
+	return id_get(st, st->kv.omap, coll, oid, key, klen, val, vlen);
+}
+
+/* Walks keys of dbi under the object's id after `after`; fn gets the key
+ * without the id prefix.  Returns the count or fn's value or an error. */
+typedef int (*walk_fn)(void *arg, const void *k, size_t kl, const void *v, size_t vl);
+
+static int id_walk(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
+		   const void *after, size_t alen, size_t max, walk_fn fn, void *arg)
+{
+	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	struct onode o;
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int r, rc, count = 0;
+
+	if (alen > STORE_OMAP_KEY_MAX)
+		return -ENAMETOOLONG;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	r = onode_lookup(st, t, coll, oid, &o);
+	if (r)
+		goto out;
+	k.mv_size = key_id(key, o.id, after, after ? alen : 0);
+	k.mv_data = key;
+	rc = mdb_cursor_open(t, dbi, &c);
+	if (rc) {
+		r = kv_err(rc);
+		goto out_clear;
+	}
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (!rc && after && k.mv_size == 8 + alen && !memcmp((uint8_t *)k.mv_data + 8, after, alen))
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);	/* strictly after */
+	while (!rc && k.mv_size >= 8 && get_be64(k.mv_data) == o.id && (!max || (size_t)count < max)) {
+		const void *pv;
+		size_t pl;
+
+		r = kv_unwrap(&v, &pv, &pl);
+		if (r) {
+			log_error("store", "checksum mismatch in a value of '%s'", oid);
+			break;
+		}
+		r = fn(arg, (uint8_t *)k.mv_data + 8, k.mv_size - 8, pv, pl);
+		if (r)
+			break;
+		count++;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (!r && rc && rc != MDB_NOTFOUND)
+		r = kv_err(rc);
+	if (!r)
+		r = count;
+out_clear:
+	onode_clear(&o);
+out:
+	mdb_txn_abort(t);
+	return r;
+}
+
+struct attr_walk {
+	store_attr_fn fn;
+	void *arg;
+};
+
+static int attr_walk_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct attr_walk *w = arg;
+	char name[STORE_ATTR_NAME_MAX + 1];
+
+	if (kl > STORE_ATTR_NAME_MAX)
+		return -EIO;
+	memcpy(name, k, kl);
+	name[kl] = 0;
+	return w->fn(w->arg, name, v, vl);
+}
+
+int store_attrs(struct store *st, uint64_t coll, const char *oid, store_attr_fn fn, void *arg)
+{
+	struct attr_walk w = { fn, arg };
+	int r;
+
+	if (!st || !fn)
+		return -EINVAL;
+	r = id_walk(st, st->kv.attrs, coll, oid, NULL, 0, 0, attr_walk_fn, &w);
+	return r > 0 ? 0 : r;
+}
+
+int store_omap_list(struct store *st, uint64_t coll, const char *oid, const void *after,
+		    size_t after_len, size_t max, store_kv_fn fn, void *arg)
+{
+	if (!st || !fn)
+		return -EINVAL;
+	return id_walk(st, st->kv.omap, coll, oid, after, after_len, max, fn, arg);
+}
+
+/* ---- listings --------------------------------------------------------------- */
+
+int store_coll_exists(struct store *st, uint64_t coll)
+{
+	MDB_txn *t;
+	uint8_t k[8];
+	const void *v;
+	size_t vl;
+	int r;
+
+	if (!st)
+		return -EINVAL;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	put_be64(k, coll);
+	r = kv_get(t, st->kv.colls, k, 8, &v, &vl);
+	mdb_txn_abort(t);
+	if (r == -ENOENT)
+		return 0;
+	return r ? r : 1;
+}
+
+int store_list(struct store *st, uint64_t coll, const char *after, size_t max,
+	       store_name_fn fn, void *arg)
+{
+	uint8_t key[ONODE_KEY_MAX];
+	char name[STORE_NAME_MAX + 1];
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	const void *cv;
+	size_t cvl;
+	int r, rc, count = 0;
+
+	if (!st || !fn)
+		return -EINVAL;
+	if (after && (r = check_oid(after)))
+		return r;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	put_be64(key, coll);
+	r = kv_get(t, st->kv.colls, key, 8, &cv, &cvl);
+	if (r)
+		goto out;
+	k.mv_size = after ? key_onode(key, coll, after, strlen(after)) : 8;
+	k.mv_data = key;
+	rc = mdb_cursor_open(t, st->kv.onodes, &c);
+	if (rc) {
+		r = kv_err(rc);
+		goto out;
+	}
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (!rc && after && k.mv_size == 8 + strlen(after) &&
+	    !memcmp((uint8_t *)k.mv_data + 8, after, strlen(after)))
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	while (!rc && k.mv_size > 8 && get_be64(k.mv_data) == coll && (!max || (size_t)count < max)) {
+		size_t nl = k.mv_size - 8;
+
+		if (nl > STORE_NAME_MAX) {
+			r = -EIO;
+			break;
+		}
+		memcpy(name, (uint8_t *)k.mv_data + 8, nl);
+		name[nl] = 0;
+		r = fn(arg, name);
+		if (r)
+			break;
+		count++;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	if (!r && rc && rc != MDB_NOTFOUND)
+		r = kv_err(rc);
+	if (!r)
+		r = count;
+out:
+	mdb_txn_abort(t);
+	return r;
+}
+
+int store_colls(struct store *st, store_coll_fn fn, void *arg)
+{
+	MDB_txn *t;
+	MDB_cursor *c;
+	MDB_val k, v;
+	int r, rc;
+
+	if (!st || !fn)
+		return -EINVAL;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	rc = mdb_cursor_open(t, st->kv.colls, &c);
+	if (rc) {
+		mdb_txn_abort(t);
+		return kv_err(rc);
+	}
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+		const void *pv;
+		size_t pl;
+		uint32_t flags = 0;
+
+		if (k.mv_size != 8 || kv_unwrap(&v, &pv, &pl) || pl < 4) {
+			r = -EIO;
+			break;
+		}
+		memcpy(&flags, pv, 4);
+		r = fn(arg, get_be64(k.mv_data), flags);
+		if (r)
+			break;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(t);
+	if (!r && rc != MDB_NOTFOUND)
+		r = kv_err(rc);
+	return r;
+}
+
+int store_statfs(struct store *st, struct store_statfs *out)
+{
+	MDB_txn *t;
+	int r;
+
+	if (!st || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&st->alloc_lock);
+	out->total = (st->nblocks - st->data_start) * BS;
+	out->used = st->stats.used_blocks * BS;
+	out->objects = st->stats.objects;
+	out->stored = st->stats.stored;
+	out->compressed_saved = st->stats.compressed_saved;
+	pthread_mutex_unlock(&st->alloc_lock);
+	out->free = out->total - min_u64(out->used, out->total);
+	out->kv_max = st->kv.map_size;
+	r = read_begin(st, &t);
+	if (r)
+		return r;
+	r = kv_used_bytes(&st->kv, t, &out->kv_used);
+	mdb_txn_abort(t);
+	return r;
+}

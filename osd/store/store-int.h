@@ -1,0 +1,314 @@
+/*
+ * store-int.h - internals of the store engine shared between its files.
+ *
+ * Layout of a store (doc/store-format.md says it in full):
+ *  - the block: block 0 holds the superblock; blocks [data_start, nblocks)
+ *    are the data area, handed out by the allocator in 4 KiB blocks;
+ *  - the kv (LMDB) with named databases meta, colls, onodes, chunks,
+ *    attrs, omap.  Every value starts with a crc32c of the rest.
+ *
+ * An object's data is either inline (kept in its onode, for small
+ * objects) or split into chunks of 64 blocks (256 KiB); each chunk has one
+ * kv record that maps its blocks to physical blocks with a crc32c each,
+ * or points at one lz4-compressed run.
+ */
+#ifndef ATOLL_STORE_INT_H
+#define ATOLL_STORE_INT_H
+
+#include <lmdb.h>
+#include <libaio.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store.h"
+
+#define CHUNK_SHIFT		18
+#define CHUNK_SIZE		(1u << CHUNK_SHIFT)	/* 256 KiB */
+#define CHUNK_BLOCKS		(CHUNK_SIZE / STORE_BLOCK_SIZE)	/* 64 */
+#define SB_DATA_START		16u	/* first data block: 64 KiB in */
+#define STORE_FORMAT_VERSION	1u
+#define IO_MAX_BYTES		(8u << 20)	/* largest single aio */
+
+/* ---- allocator (alloc.c): a two-level bitmap of free blocks --------- */
+
+struct run {
+	uint64_t start;
+	uint64_t len;
+};
+
+struct runvec {
+	struct run *v;
+	size_t n;
+	size_t cap;
+};
+
+int runvec_push(struct runvec *rv, uint64_t start, uint64_t len);
+void runvec_free(struct runvec *rv);
+
+struct alloc {
+	uint64_t base;		/* first block managed */
+	uint64_t nblocks;	/* blocks managed */
+	uint64_t nfree;
+	uint64_t *bits;		/* 1 = free, one bit per block */
+	uint64_t *sum;		/* 1 = that word of bits has a free block */
+	uint64_t nwords;
+	uint64_t cursor;	/* where the last contiguous search ended */
+};
+
+int alloc_init(struct alloc *a, uint64_t base, uint64_t nblocks);
+void alloc_destroy(struct alloc *a);
+/* Marks [start, start+len) used; returns the number of those blocks that
+ * were already used (0 normally: more means two records share blocks). */
+uint64_t alloc_mark_used(struct alloc *a, uint64_t start, uint64_t len);
+/* Allocates n blocks in as few runs as possible, appending them to out.
+ * -ENOSPC (and nothing taken) when fewer than n are free.  With
+ * contiguous, only a single run will do. */
+int alloc_get(struct alloc *a, uint64_t n, bool contiguous, struct runvec *out);
+void alloc_put(struct alloc *a, uint64_t start, uint64_t len);
+bool alloc_is_free(const struct alloc *a, uint64_t blk);
+
+/* ---- kv (kv.c): LMDB with a crc32c on every value -------------------- */
+
+struct kv {
+	MDB_env *env;
+	MDB_dbi meta, colls, onodes, chunks, attrs, omap;
+	size_t psize;
+	uint64_t map_size;
+	uint64_t reserve;
+};
+
+int kv_open(struct kv *kv, const char *path, uint64_t map_size, bool create, bool readonly);
+void kv_close(struct kv *kv);
+/* LMDB return code -> negative errno. */
+int kv_err(int rc);
+/* Value payload (after its crc) into v and vl, pointing into the map.
+ * -ENOENT when missing, -EIO when the crc does not match. */
+int kv_get(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void **v, size_t *vl);
+int kv_put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl);
+int kv_del(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl);	/* -ENOENT if missing */
+/* Deletes every key that starts with prefix; returns the count or <0. */
+int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen);
+/* Checks a raw LMDB value's crc; payload out. */
+int kv_unwrap(const MDB_val *raw, const void **v, size_t *vl);
+/* Bytes of the map in use (pages up to the last used, less free pages). */
+int kv_used_bytes(struct kv *kv, MDB_txn *t, uint64_t *used);
+
+/* Keys. */
+#define ONODE_KEY_MAX (8 + STORE_NAME_MAX)
+size_t key_onode(uint8_t *k, uint64_t coll, const char *oid, size_t len);
+size_t key_id(uint8_t *k, uint64_t id, const void *suffix, size_t slen);
+size_t key_chunk(uint8_t *k, uint64_t id, uint32_t idx);
+void put_be64(uint8_t *p, uint64_t v);
+uint64_t get_be64(const uint8_t *p);
+
+/* ---- records (chunk.c): onodes and chunks, encode and decode --------- */
+
+#define ONODE_CHUNKED	0x1u	/* data in chunk records, not inline */
+
+struct onode {
+	bool exists;
+	bool dirty;
+	uint64_t id;
+	uint64_t size;
+	uint32_t flags;
+	uint32_t inline_len;	/* bytes of inline data (<= size) */
+	uint8_t *inl;		/* malloc'd inline data */
+};
+
+int onode_decode(struct onode *o, const void *v, size_t vl);
+int onode_encode(const struct onode *o, void **v, size_t *vl);
+void onode_clear(struct onode *o);
+
+#define CHUNK_COMPRESSED 0x1u
+
+struct chunk {
+	uint8_t flags;
+	/* uncompressed: bit i set = block i present at pblk[i], crc[i] */
+	uint64_t present;
+	/* compressed: lblocks logical blocks stored as clen bytes of lz4 in
+	 * cblocks blocks from pblk[0], crc[j] for each of those blocks */
+	uint8_t lblocks;
+	uint8_t cblocks;
+	uint32_t clen;
+	uint64_t pblk[CHUNK_BLOCKS];
+	uint32_t crc[CHUNK_BLOCKS];
+};
+
+int chunk_decode(struct chunk *c, const void *v, size_t vl);
+/* Encodes into buf (at least CHUNK_REC_MAX bytes); returns the length. */
+#define CHUNK_REC_MAX (32 + CHUNK_BLOCKS * 14)
+size_t chunk_encode(const struct chunk *c, uint8_t *buf);
+bool chunk_empty(const struct chunk *c);
+/* Physical runs of c (coalesced), appended to out. */
+int chunk_runs(const struct chunk *c, struct runvec *out);
+/* Blocks of the data area c uses. */
+uint64_t chunk_used_blocks(const struct chunk *c);
+
+/* ---- transactions (txn.c) -------------------------------------------- */
+
+enum op_type {
+	OP_COLL_CREATE, OP_COLL_REMOVE, OP_TOUCH, OP_CREATE, OP_WRITE, OP_ZERO,
+	OP_TRUNCATE, OP_REMOVE, OP_SETATTR, OP_RMATTR, OP_OMAP_SET, OP_OMAP_RM,
+	OP_OMAP_CLEAR,
+};
+
+struct op {
+	enum op_type type;
+	uint32_t flags;
+	uint64_t coll;
+	char *oid;
+	uint64_t off;
+	uint64_t len;
+	void *data;		/* write data, attr/omap value */
+	void *key;		/* attr name (NUL-terminated) or omap key */
+	size_t klen;
+};
+
+struct store_txn {
+	struct op *ops;
+	size_t n, cap;
+	bool frees_only;	/* every op only removes things */
+	/* set by store_queue */
+	struct store_txn *next;
+	store_done_fn cb;
+	void *arg;
+	int result;
+};
+
+void txn_op_free(struct op *op);
+
+/* ---- the store ------------------------------------------------------- */
+
+struct stats {
+	uint64_t objects;
+	uint64_t stored;
+	uint64_t used_blocks;
+	uint64_t compressed_saved;
+};
+
+int stats_decode(struct stats *s, const void *v, size_t vl);
+size_t stats_encode(const struct stats *s, uint8_t *buf);	/* <= 64 bytes */
+
+struct reader {
+	struct reader *prev, *next;
+	uint64_t seq;		/* commits applied when the read began */
+};
+
+struct limbo {			/* blocks freed by a durable commit */
+	struct limbo *next;
+	uint64_t seq;
+	struct runvec runs;
+};
+
+/* Where the commit thread spends its time (nanoseconds), for profiling;
+ * store_close() logs it at debug level. */
+struct commit_perf {
+	uint64_t batches, txns;
+	uint64_t apply_ns, data_ns, flush_ns, kv_ns, sync_ns, syncs;
+};
+
+struct store {
+	struct store_options opt;
+	struct commit_perf perf;
+	char *block_path;
+	char *kv_path;
+	int bfd;
+	uint8_t uuid[16];
+	uint64_t nblocks;	/* whole device, in blocks */
+	uint64_t data_start;
+	struct kv kv;
+
+	/* Owned by the commit thread while it works; others take alloc_lock
+	 * to look (fsck, statfs). */
+	pthread_mutex_t alloc_lock;
+	struct alloc alloc;
+	struct stats stats;
+	uint64_t next_id;
+	uint64_t commit_seq;	/* batches committed */
+	uint64_t double_used;	/* blocks found used twice at open */
+
+	/* The queue: qlock protects qhead..stopping, failed. */
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;	/* work arrived or stop */
+	pthread_cond_t qidle;	/* queue drained */
+	struct store_txn *qhead, *qtail;
+	size_t queued;
+	bool busy;
+	bool unsynced;		/* a committed batch awaits its sync */
+	bool stopping;
+	int failed;		/* sticky -EIO after a device error */
+	pthread_t commit_thread;
+	bool commit_running;
+	io_context_t wctx;
+
+	/* Readers and blocks waiting for them: rlock protects these. */
+	pthread_mutex_t rlock;
+	pthread_cond_t rcond;
+	struct reader readers;	/* list head */
+	uint64_t durable_seq;	/* visible to new readers */
+	struct limbo *limbo_head, *limbo_tail;
+	io_context_t rctx;
+	pthread_t read_thread;
+	bool read_running;
+	int reads_inflight;
+	bool read_stop;
+};
+
+/* superblock.c */
+int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks);
+int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start);
+void uuid_format(const uint8_t u[16], char out[37]);
+
+/* blockio.c */
+int bio_open(const char *path, bool create, bool readonly, int *fd);
+int bio_size(int fd, uint64_t *bytes);
+void *bio_alloc(size_t bytes);		/* 4 KiB aligned, zeroed; NULL on ENOMEM */
+int bio_pread(int fd, void *buf, size_t len, uint64_t off);
+int bio_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+struct bio_write {
+	uint64_t off;
+	size_t len;
+	const void *buf;
+};
+/* Writes all of w with libaio on ctx and waits: 0 or -EIO. */
+int bio_write_all(io_context_t ctx, int fd, const struct bio_write *w, size_t n);
+
+/* reader tracking (read.c) */
+void reader_enter(struct store *st, struct reader *r);
+void reader_exit(struct store *st, struct reader *r);
+/* Hands the runs freed by durable commit seq to the allocator once no
+ * reader older than seq remains (called by the commit thread). */
+void limbo_add(struct store *st, uint64_t seq, struct runvec *runs);
+void limbo_release(struct store *st);
+int read_thread_start(struct store *st);
+void read_thread_stop(struct store *st);
+
+/* Reads one data block (crc-checked) of a chunk for the commit path or
+ * fsck; pending (may be NULL) is consulted first for blocks written in
+ * the current batch. */
+struct pending;
+int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
+		       uint32_t crc, void *buf);
+/* Reads a chunk's logical content (CHUNK_SIZE bytes, zeros for holes). */
+int chunk_read_all(struct store *st, struct pending *p, const struct chunk *c, uint8_t *buf);
+
+/* commit.c */
+int commit_start(struct store *st);
+void commit_stop(struct store *st);
+/* Waits until every queued transaction has completed. */
+void commit_drain(struct store *st);
+
+/* write.c: applies one transaction inside the batch's kv transaction. */
+struct batch;
+int apply_txn(struct batch *b, struct store_txn *t);
+
+/* fsck.c */
+int store_rebuild_alloc(struct store *st, MDB_txn *t);
+
+uint64_t now_ns(void);
+
+static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+#endif

@@ -1,0 +1,1049 @@
+/*
+ * write.c - applying a transaction's ops inside the batch's kv transaction.
+ *
+ * Runs on the commit thread only.  Data never overwrites a block that a
+ * committed record points at: every write goes to freshly allocated
+ * blocks (collected as pending I/O, written and flushed before the kv
+ * commit), and the blocks it replaces go to the batch's freed list.
+ * Partial blocks are read, merged and written whole (read-modify-write),
+ * reading from the batch's pending writes when an earlier op of the same
+ * batch wrote them.
+ *
+ * Small objects (up to inline_max bytes) keep their data inside the onode
+ * in the kv; an object that grows past that moves to chunks.  Chunks of a
+ * compressing collection or write are rewritten whole, lz4-compressed
+ * when that saves at least one block.
+ */
+#include <errno.h>
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "crc32c.h"
+#include "log.h"
+
+#define BS STORE_BLOCK_SIZE
+
+int batch_keep_buf(struct batch *b, void *buf)
+{
+	if (b->nbufs == b->capbufs) {
+		size_t cap = b->capbufs ? b->capbufs * 2 : 16;
+		void **v = realloc(b->bufs, cap * sizeof(*v));
+
+		if (!v) {
+			free(buf);
+			return -ENOMEM;
+		}
+		b->bufs = v;
+		b->capbufs = cap;
+	}
+	b->bufs[b->nbufs++] = buf;
+	return 0;
+}
+
+int pending_add(struct batch *b, uint64_t pblk, uint64_t nblk, uint8_t *buf)
+{
+	struct pending *p = &b->pend;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 32;
+		struct pio *v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n].pblk = pblk;
+	p->v[p->n].nblk = nblk;
+	p->v[p->n].buf = buf;
+	p->n++;
+	return 0;
+}
+
+bool pending_lookup(const struct pending *p, uint64_t pblk, void *out)
+{
+	if (!p)
+		return false;
+	/* Newest first: a block is written at most once per batch anyway,
+	 * since freed blocks are not reused before the commit is durable. */
+	for (size_t i = p->n; i-- > 0;) {
+		const struct pio *io = &p->v[i];
+
+		if (pblk >= io->pblk && pblk < io->pblk + io->nblk) {
+			memcpy(out, io->buf + (pblk - io->pblk) * BS, BS);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- kv helpers ------------------------------------------------------- */
+
+struct obj {
+	struct onode o;
+	uint8_t key[ONODE_KEY_MAX];
+	size_t klen;
+	uint32_t coll_flags;
+	uint64_t old_size;	/* for the stored-bytes counter */
+};
+
+static int coll_get(struct batch *b, uint64_t coll, uint32_t *flags)
+{
+	uint8_t k[8];
+	const void *v;
+	size_t vl;
+	int r;
+
+	put_be64(k, coll);
+	r = kv_get(b->txn, b->st->kv.colls, k, 8, &v, &vl);
+	if (r)
+		return r;
+	if (vl < 4)
+		return -EIO;
+	memcpy(flags, v, 4);
+	return 0;
+}
+
+/* Loads the object of op; with create, a missing one is made (not yet
+ * saved).  -ENOENT for a missing collection, or object without create. */
+static int obj_load(struct batch *b, const struct op *op, bool create, struct obj *ob)
+{
+	const void *v;
+	size_t vl;
+	int r;
+
+	memset(ob, 0, sizeof(*ob));
+	r = coll_get(b, op->coll, &ob->coll_flags);
+	if (r)
+		return r;
+	ob->klen = key_onode(ob->key, op->coll, op->oid, strlen(op->oid));
+	r = kv_get(b->txn, b->st->kv.onodes, ob->key, ob->klen, &v, &vl);
+	if (r == 0) {
+		r = onode_decode(&ob->o, v, vl);
+		if (r == -EUCLEAN) {
+			log_error("store", "onode of '%s' is damaged", op->oid);
+			r = -EIO;
+		}
+		ob->old_size = ob->o.size;
+		return r;
+	}
+	if (r != -ENOENT || !create)
+		return r;
+	ob->o.exists = false;
+	ob->o.dirty = true;
+	ob->o.id = b->next_id++;
+	b->stats.objects++;
+	return 0;
+}
+
+static int obj_save(struct batch *b, struct obj *ob)
+{
+	void *v;
+	size_t vl;
+	int r;
+
+	if (!ob->o.dirty)
+		return 0;
+	r = onode_encode(&ob->o, &v, &vl);
+	if (r)
+		return r;
+	r = kv_put(b->txn, b->st->kv.onodes, ob->key, ob->klen, v, vl);
+	free(v);
+	if (r)
+		return r;
+	b->stats.stored += ob->o.size - ob->old_size;	/* wraps correctly */
+	ob->old_size = ob->o.size;
+	ob->o.exists = true;
+	ob->o.dirty = false;
+	b->changed = true;
+	return 0;
+}
+
+static int chunk_get(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c)
+{
+	uint8_t k[12];
+	const void *v;
+	size_t vl;
+	int r;
+
+	key_chunk(k, id, idx);
+	r = kv_get(b->txn, b->st->kv.chunks, k, sizeof(k), &v, &vl);
+	if (r == -ENOENT) {
+		memset(c, 0, sizeof(*c));
+		return 0;
+	}
+	if (r)
+		return r;
+	r = chunk_decode(c, v, vl);
+	return r == -EUCLEAN ? -EIO : r;
+}
+
+static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, const struct chunk *c)
+{
+	uint8_t k[12], v[CHUNK_REC_MAX];
+	int r;
+
+	key_chunk(k, id, idx);
+	b->changed = true;
+	if (chunk_empty(c)) {
+		r = kv_del(b->txn, b->st->kv.chunks, k, sizeof(k));
+		return r == -ENOENT ? 0 : r;
+	}
+	return kv_put(b->txn, b->st->kv.chunks, k, sizeof(k), v, chunk_encode(c, v));
+}
+
+/* Frees a chunk's blocks (to the batch's freed list) and empties it. */
+static int chunk_release(struct batch *b, struct chunk *c)
+{
+	size_t before = b->freed.n;
+	int r = chunk_runs(c, &b->freed);
+
+	(void)before;
+	if (r)
+		return r;
+	b->stats.used_blocks -= chunk_used_blocks(c);
+	if (c->flags & CHUNK_COMPRESSED)
+		b->stats.compressed_saved -= (uint64_t)(c->lblocks - c->cblocks) * BS;
+	memset(c, 0, sizeof(*c));
+	return 0;
+}
+
+static int free_block(struct batch *b, uint64_t pblk)
+{
+	b->stats.used_blocks--;
+	return runvec_push(&b->freed, pblk, 1);
+}
+
+static int alloc_blocks(struct batch *b, uint64_t n, bool contiguous, struct runvec *out)
+{
+	size_t first = out->n;
+	int r = alloc_get(&b->st->alloc, n, contiguous, out);
+
+	if (r)
+		return r;
+	for (size_t i = first; i < out->n; i++) {
+		r = runvec_push(&b->allocated, out->v[i].start, out->v[i].len);
+		if (r)
+			return r;
+	}
+	b->stats.used_blocks += n;
+	return 0;
+}
+
+/* ---- reading old content for read-modify-write ------------------------ */
+
+int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
+		       uint32_t crc, void *buf)
+{
+	int r;
+
+	if (pending_lookup(p, pblk, buf))
+		return 0;
+	r = bio_pread(st->bfd, buf, BS, pblk * BS);
+	if (r) {
+		log_error("store", "read of block %llu failed: %s",
+			  (unsigned long long)pblk, strerror(-r));
+		return -EIO;
+	}
+	if (atoll_crc32c(0, buf, BS) != crc) {
+		log_error("store", "checksum mismatch in block %llu", (unsigned long long)pblk);
+		return -EIO;
+	}
+	return 0;
+}
+
+int chunk_read_all(struct store *st, struct pending *p, const struct chunk *c, uint8_t *buf)
+{
+	int r;
+
+	memset(buf, 0, CHUNK_SIZE);
+	if (c->flags & CHUNK_COMPRESSED) {
+		uint8_t *cbuf = bio_alloc((size_t)c->cblocks * BS);
+
+		if (!cbuf)
+			return -ENOMEM;
+		for (unsigned j = 0; j < c->cblocks; j++) {
+			r = block_read_checked(st, p, c->pblk[0] + j, c->crc[j], cbuf + (size_t)j * BS);
+			if (r) {
+				free(cbuf);
+				return r;
+			}
+		}
+		int n = LZ4_decompress_safe((const char *)cbuf, (char *)buf, (int)c->clen,
+					    (int)((size_t)c->lblocks * BS));
+
+		free(cbuf);
+		if (n != (int)((size_t)c->lblocks * BS)) {
+			log_error("store", "compressed chunk at block %llu does not decompress",
+				  (unsigned long long)c->pblk[0]);
+			return -EIO;
+		}
+		return 0;
+	}
+	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
+		if (!(c->present & (1ull << i)))
+			continue;
+		r = block_read_checked(st, p, c->pblk[i], c->crc[i], buf + (size_t)i * BS);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Current content of logical block lblk of a chunked object into buf. */
+static int read_lblock(struct batch *b, const struct obj *ob, uint64_t lblk, uint8_t *buf)
+{
+	struct chunk c;
+	unsigned i = (unsigned)(lblk % CHUNK_BLOCKS);
+	int r;
+
+	r = chunk_get(b, ob->o.id, (uint32_t)(lblk / CHUNK_BLOCKS), &c);
+	if (r)
+		return r;
+	if (c.flags & CHUNK_COMPRESSED) {
+		uint8_t *all = bio_alloc(CHUNK_SIZE);
+
+		if (!all)
+			return -ENOMEM;
+		r = chunk_read_all(b->st, &b->pend, &c, all);
+		if (!r)
+			memcpy(buf, all + (size_t)i * BS, BS);
+		free(all);
+		return r;
+	}
+	if (!(c.present & (1ull << i))) {
+		memset(buf, 0, BS);
+		return 0;
+	}
+	return block_read_checked(b->st, &b->pend, c.pblk[i], c.crc[i], buf);
+}
+
+/* ---- writing blocks ----------------------------------------------------- */
+
+/* Writes nblk logical blocks from lblk (content in buf, which stays alive
+ * until the batch's I/O is done) into fresh blocks, and points the
+ * chunks at them, freeing what they replace.  No chunk in the range may
+ * be compressed (callers rewrite those whole first). */
+static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+			uint8_t *buf)
+{
+	struct runvec runs = { 0 };
+	size_t ri = 0;
+	uint64_t rdone = 0;	/* blocks of runs.v[ri] used so far */
+	uint64_t done = 0;
+	int r;
+
+	r = alloc_blocks(b, nblk, false, &runs);
+	if (r)
+		goto out;
+	for (size_t k = 0; k < runs.n; k++) {
+		uint64_t boff = 0;
+
+		for (size_t j = 0; j < k; j++)
+			boff += runs.v[j].len;
+		/* One aio per run, at most IO_MAX_BYTES each. */
+		for (uint64_t x = 0; x < runs.v[k].len; x += IO_MAX_BYTES / BS) {
+			uint64_t n = min_u64(runs.v[k].len - x, IO_MAX_BYTES / BS);
+
+			r = pending_add(b, runs.v[k].start + x, n, buf + (boff + x) * BS);
+			if (r)
+				goto out;
+		}
+	}
+	while (done < nblk) {
+		uint64_t cur = lblk + done;
+		uint32_t idx = (uint32_t)(cur / CHUNK_BLOCKS);
+		unsigned i0 = (unsigned)(cur % CHUNK_BLOCKS);
+		unsigned n = (unsigned)min_u64(CHUNK_BLOCKS - i0, nblk - done);
+		struct chunk c;
+
+		r = chunk_get(b, ob->o.id, idx, &c);
+		if (r)
+			goto out;
+		if (c.flags & CHUNK_COMPRESSED) {
+			r = -EIO;	/* caller bug: would leave a compressed chunk half replaced */
+			log_error("store", "write_blocks over a compressed chunk");
+			goto out;
+		}
+		for (unsigned i = i0; i < i0 + n; i++) {
+			uint8_t *blk = buf + (done + (i - i0)) * BS;
+
+			if (c.present & (1ull << i)) {
+				r = free_block(b, c.pblk[i]);
+				if (r)
+					goto out;
+			}
+			c.present |= 1ull << i;
+			c.pblk[i] = runs.v[ri].start + rdone;
+			c.crc[i] = atoll_crc32c(0, blk, BS);
+			if (++rdone == runs.v[ri].len) {
+				ri++;
+				rdone = 0;
+			}
+		}
+		r = chunk_put(b, ob->o.id, idx, &c);
+		if (r)
+			goto out;
+		done += n;
+	}
+out:
+	runvec_free(&runs);
+	return r;
+}
+
+/* Rewrites chunk idx whole from content (CHUNK_SIZE bytes; blocks past
+ * lblocks are dropped), compressed when asked and worth it.  The old
+ * chunk has been released by the caller.  content is kept by the batch. */
+static int store_chunk_whole(struct batch *b, struct obj *ob, uint32_t idx, uint8_t *content,
+			     unsigned lblocks, bool compress)
+{
+	struct chunk c;
+	int r;
+
+	if (lblocks == 0)
+		return 0;
+	if (compress) {
+		int bound = LZ4_compressBound((int)(lblocks * BS));
+		uint8_t *cbuf = bio_alloc(((size_t)bound + BS - 1) / BS * BS);
+		int clen;
+
+		if (!cbuf)
+			return -ENOMEM;
+		clen = LZ4_compress_default((const char *)content, (char *)cbuf,
+					    (int)(lblocks * BS), bound);
+		unsigned cblocks = clen > 0 ? (unsigned)((clen + BS - 1) / BS) : lblocks;
+
+		if (clen > 0 && cblocks < lblocks) {
+			struct runvec run = { 0 };
+
+			r = alloc_blocks(b, cblocks, true, &run);
+			if (r == 0) {
+				memset(&c, 0, sizeof(c));
+				c.flags = CHUNK_COMPRESSED;
+				c.lblocks = (uint8_t)lblocks;
+				c.cblocks = (uint8_t)cblocks;
+				c.clen = (uint32_t)clen;
+				c.pblk[0] = run.v[0].start;
+				for (unsigned j = 0; j < cblocks; j++)
+					c.crc[j] = atoll_crc32c(0, cbuf + (size_t)j * BS, BS);
+				runvec_free(&run);
+				r = batch_keep_buf(b, cbuf);
+				if (r)
+					return r;
+				r = pending_add(b, c.pblk[0], cblocks, cbuf);
+				if (r)
+					return r;
+				b->stats.compressed_saved += (uint64_t)(lblocks - cblocks) * BS;
+				return chunk_put(b, ob->o.id, idx, &c);
+			}
+			runvec_free(&run);
+			if (r != -ENOSPC)
+				return r;
+			/* No contiguous room: store it uncompressed below. */
+		}
+		free(cbuf);
+	}
+	return write_blocks(b, ob, (uint64_t)idx * CHUNK_BLOCKS, lblocks, content);
+}
+
+/* Applies fn to chunk idx's whole content (decompressing it), then stores
+ * it again.  Used for any change to a compressed chunk, and for every
+ * write when compression is on. */
+typedef void (*patch_fn)(uint8_t *content, const void *arg);
+
+static int rewrite_chunk(struct batch *b, struct obj *ob, uint32_t idx, patch_fn fn,
+			 const void *arg, bool compress)
+{
+	uint64_t cs = (uint64_t)idx * CHUNK_SIZE;
+	uint8_t *content = bio_alloc(CHUNK_SIZE);
+	struct chunk c;
+	unsigned lblocks;
+	int r;
+
+	if (!content)
+		return -ENOMEM;
+	r = batch_keep_buf(b, content);
+	if (r)
+		return r;
+	r = chunk_get(b, ob->o.id, idx, &c);
+	if (r)
+		return r;
+	r = chunk_read_all(b->st, &b->pend, &c, content);
+	if (r)
+		return r;
+	fn(content, arg);
+	r = chunk_release(b, &c);
+	if (r)
+		return r;
+	r = chunk_put(b, ob->o.id, idx, &c);	/* deletes the record */
+	if (r)
+		return r;
+	lblocks = ob->o.size > cs ? (unsigned)((min_u64(ob->o.size - cs, CHUNK_SIZE) + BS - 1) / BS) : 0;
+	/* Bytes past the object's end must read as zeros later. */
+	if (ob->o.size < cs + CHUNK_SIZE && ob->o.size > cs)
+		memset(content + (ob->o.size - cs), 0, CHUNK_SIZE - (ob->o.size - cs));
+	return store_chunk_whole(b, ob, idx, content, lblocks, compress);
+}
+
+struct patch_copy {
+	uint64_t lo, len;
+	const uint8_t *src;	/* NULL: zeros */
+};
+
+static void patch_copy_fn(uint8_t *content, const void *arg)
+{
+	const struct patch_copy *pc = arg;
+
+	if (pc->src)
+		memcpy(content + pc->lo, pc->src, pc->len);
+	else
+		memset(content + pc->lo, 0, pc->len);
+}
+
+static bool chunk_is_compressed(struct batch *b, struct obj *ob, uint32_t idx, int *err)
+{
+	struct chunk c;
+
+	*err = chunk_get(b, ob->o.id, idx, &c);
+	return !*err && (c.flags & CHUNK_COMPRESSED);
+}
+
+/* ---- inline data -------------------------------------------------------- */
+
+/* Moves an inline object's data into chunks. */
+static int make_chunked(struct batch *b, struct obj *ob)
+{
+	uint64_t nblk = (ob->o.inline_len + BS - 1) / BS;
+	int r = 0;
+
+	if (ob->o.flags & ONODE_CHUNKED)
+		return 0;
+	if (nblk) {
+		uint8_t *buf = bio_alloc(nblk * BS);
+
+		if (!buf)
+			return -ENOMEM;
+		memcpy(buf, ob->o.inl, ob->o.inline_len);
+		r = batch_keep_buf(b, buf);
+		if (!r)
+			r = write_blocks(b, ob, 0, nblk, buf);
+	}
+	free(ob->o.inl);
+	ob->o.inl = NULL;
+	ob->o.inline_len = 0;
+	ob->o.flags |= ONODE_CHUNKED;
+	ob->o.dirty = true;
+	return r;
+}
+
+static int inline_patch(struct obj *ob, uint64_t off, const void *data, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	if (end > ob->o.inline_len) {
+		uint8_t *n;
+
+		if (!data && off >= ob->o.inline_len)
+			return 0;	/* zeroing past the inline data: already zeros */
+		if (!data)
+			end = ob->o.inline_len;
+		n = realloc(ob->o.inl, end);
+		if (!n)
+			return -ENOMEM;
+		memset(n + ob->o.inline_len, 0, end - ob->o.inline_len);
+		ob->o.inl = n;
+		ob->o.inline_len = (uint32_t)end;
+	}
+	if (data)
+		memcpy(ob->o.inl + off, data, len);
+	else
+		memset(ob->o.inl + off, 0, min_u64(end, ob->o.inline_len) - off);
+	ob->o.dirty = true;
+	return 0;
+}
+
+/* ---- ops ------------------------------------------------------------------ */
+
+static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data,
+		    uint64_t len, bool compress)
+{
+	uint64_t end = off + len;
+	int r;
+
+	if (len == 0)
+		return 0;
+	if (!(ob->o.flags & ONODE_CHUNKED)) {
+		if (end <= b->st->opt.inline_max) {
+			r = inline_patch(ob, off, data, len);
+			ob->o.size = max_u64(ob->o.size, end);
+			return r;
+		}
+		r = make_chunked(b, ob);
+		if (r)
+			return r;
+	}
+	ob->o.size = max_u64(ob->o.size, end);
+	ob->o.dirty = true;
+
+	uint32_t c0 = (uint32_t)(off >> CHUNK_SHIFT), c1 = (uint32_t)((end - 1) >> CHUNK_SHIFT);
+	bool any_compressed = compress;
+
+	for (uint32_t ci = c0; ci <= c1 && !any_compressed; ci++) {
+		any_compressed = chunk_is_compressed(b, ob, ci, &r);
+		if (r)
+			return r;
+	}
+	if (any_compressed) {
+		/* Chunk by chunk, each rewritten whole. */
+		for (uint32_t ci = c0; ci <= c1; ci++) {
+			uint64_t cs = (uint64_t)ci << CHUNK_SHIFT;
+			uint64_t lo = max_u64(off, cs), hi = min_u64(end, cs + CHUNK_SIZE);
+			struct patch_copy pc = { lo - cs, hi - lo, data + (lo - off) };
+
+			r = rewrite_chunk(b, ob, ci, patch_copy_fn, &pc, compress);
+			if (r)
+				return r;
+		}
+		return 0;
+	}
+	/* Uncompressed: one buffer over the blocks touched. */
+	uint64_t l0 = off / BS, l1 = (end - 1) / BS, nblk = l1 - l0 + 1;
+	uint8_t *buf;
+
+	if (off % BS == 0 && ((uintptr_t)data % BS) == 0) {
+		buf = data;	/* the op's own buffer: aligned and padded */
+	} else {
+		buf = bio_alloc(nblk * BS);
+		if (!buf)
+			return -ENOMEM;
+		r = batch_keep_buf(b, buf);
+		if (r)
+			return r;
+		memcpy(buf + off % BS, data, len);
+	}
+	/* Merge partial first and last blocks with what is there. */
+	if (off % BS) {
+		uint8_t old[BS] __attribute__((aligned(4096)));
+
+		r = read_lblock(b, ob, l0, old);
+		if (r)
+			return r;
+		memcpy(buf, old, off % BS);
+		if (l0 == l1 && end % BS)
+			memcpy(buf + end % BS, old + end % BS, BS - end % BS);
+	}
+	if (end % BS && (l0 != l1 || off % BS == 0)) {
+		uint8_t old[BS] __attribute__((aligned(4096)));
+
+		r = read_lblock(b, ob, l1, old);
+		if (r)
+			return r;
+		memcpy(buf + (nblk - 1) * BS + end % BS, old + end % BS, BS - end % BS);
+	}
+	return write_blocks(b, ob, l0, nblk, buf);
+}
+
+static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+	int r;
+
+	if (len == 0)
+		return 0;
+	if (!(ob->o.flags & ONODE_CHUNKED)) {
+		r = inline_patch(ob, off, NULL, len);
+		if (end > ob->o.size) {
+			ob->o.size = end;
+			ob->o.dirty = true;
+		}
+		return r;
+	}
+	uint64_t zend = min_u64(end, ob->o.size);	/* past the end is zeros already */
+
+	if (end > ob->o.size) {
+		ob->o.size = end;
+		ob->o.dirty = true;
+	}
+	if (off >= zend)
+		return 0;
+	for (uint32_t ci = (uint32_t)(off >> CHUNK_SHIFT); ci <= (uint32_t)((zend - 1) >> CHUNK_SHIFT); ci++) {
+		uint64_t cs = (uint64_t)ci << CHUNK_SHIFT;
+		uint64_t lo = max_u64(off, cs) - cs, hi = min_u64(zend, cs + CHUNK_SIZE) - cs;
+		struct chunk c;
+
+		r = chunk_get(b, ob->o.id, ci, &c);
+		if (r)
+			return r;
+		if (chunk_empty(&c))
+			continue;
+		if (c.flags & CHUNK_COMPRESSED) {
+			struct patch_copy pc = { lo, hi - lo, NULL };
+
+			r = rewrite_chunk(b, ob, ci, patch_copy_fn, &pc, true);
+			if (r)
+				return r;
+			continue;
+		}
+		/* Whole blocks become holes; partial ones are rewritten. */
+		unsigned b0 = (unsigned)(lo / BS), b1 = (unsigned)((hi - 1) / BS);
+		bool changed = false;
+
+		for (unsigned i = b0; i <= b1; i++) {
+			uint64_t bs = (uint64_t)i * BS;
+			bool whole = lo <= bs && hi >= bs + BS;
+
+			if (!(c.present & (1ull << i)) || !whole)
+				continue;
+			r = free_block(b, c.pblk[i]);
+			if (r)
+				return r;
+			c.present &= ~(1ull << i);
+			changed = true;
+		}
+		if (changed) {
+			r = chunk_put(b, ob->o.id, ci, &c);
+			if (r)
+				return r;
+		}
+		for (unsigned i = b0; i <= b1; i++) {
+			uint64_t bs = (uint64_t)i * BS;
+			uint64_t zlo = max_u64(lo, bs) - bs, zhi = min_u64(hi, bs + BS) - bs;
+			uint8_t *blk;
+
+			if (!(c.present & (1ull << i)) || (zlo == 0 && zhi == BS))
+				continue;
+			blk = bio_alloc(BS);
+			if (!blk)
+				return -ENOMEM;
+			r = batch_keep_buf(b, blk);
+			if (r)
+				return r;
+			r = block_read_checked(b->st, &b->pend, c.pblk[i], c.crc[i], blk);
+			if (r)
+				return r;
+			memset(blk + zlo, 0, zhi - zlo);
+			r = write_blocks(b, ob, (uint64_t)ci * CHUNK_BLOCKS + i, 1, blk);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Frees chunks idx >= first. */
+static int drop_chunks_from(struct batch *b, struct obj *ob, uint32_t first)
+{
+	MDB_cursor *cur;
+	uint8_t k[12];
+	MDB_val key = { sizeof(k), k }, val;
+	int rc, r = 0;
+
+	key_chunk(k, ob->o.id, first);
+	rc = mdb_cursor_open(b->txn, b->st->kv.chunks, &cur);
+	if (rc)
+		return kv_err(rc);
+	rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+	while (rc == 0 && key.mv_size == 12 && get_be64(key.mv_data) == ob->o.id) {
+		const void *v;
+		size_t vl;
+		struct chunk c;
+
+		r = kv_unwrap(&val, &v, &vl);
+		if (!r)
+			r = chunk_decode(&c, v, vl) ? -EIO : 0;
+		if (!r)
+			r = chunk_release(b, &c);
+		if (r)
+			break;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc)
+			break;
+		b->changed = true;
+		rc = mdb_cursor_get(cur, &key, &val, MDB_GET_CURRENT);
+	}
+	mdb_cursor_close(cur);
+	if (r)
+		return r;
+	if (rc && rc != MDB_NOTFOUND && rc != EINVAL)
+		return kv_err(rc);
+	return 0;
+}
+
+static void patch_truncate_fn(uint8_t *content, const void *arg)
+{
+	const uint64_t *keep = arg;
+
+	memset(content + *keep, 0, CHUNK_SIZE - *keep);
+}
+
+static int do_truncate(struct batch *b, struct obj *ob, uint64_t size)
+{
+	int r;
+
+	if (size == ob->o.size && ob->o.exists)
+		return 0;
+	if (!(ob->o.flags & ONODE_CHUNKED)) {
+		if (size < ob->o.inline_len) {
+			ob->o.inline_len = (uint32_t)size;
+			if (size == 0) {
+				free(ob->o.inl);
+				ob->o.inl = NULL;
+			}
+		}
+		ob->o.size = size;
+		ob->o.dirty = true;
+		return 0;
+	}
+	if (size < ob->o.size) {
+		uint32_t last = size ? (uint32_t)((size - 1) >> CHUNK_SHIFT) : 0;
+
+		r = drop_chunks_from(b, ob, size ? last + 1 : 0);
+		if (r)
+			return r;
+		if (size) {
+			uint64_t cs = (uint64_t)last << CHUNK_SHIFT;
+			uint64_t keep = size - cs;	/* bytes of the last chunk kept */
+			struct chunk c;
+
+			r = chunk_get(b, ob->o.id, last, &c);
+			if (r)
+				return r;
+			ob->o.size = size;
+			if (c.flags & CHUNK_COMPRESSED) {
+				r = rewrite_chunk(b, ob, last, patch_truncate_fn, &keep, true);
+				if (r)
+					return r;
+			} else if (!chunk_empty(&c)) {
+				unsigned kb = (unsigned)((keep + BS - 1) / BS);
+				bool changed = false;
+
+				for (unsigned i = kb; i < CHUNK_BLOCKS; i++) {
+					if (!(c.present & (1ull << i)))
+						continue;
+					r = free_block(b, c.pblk[i]);
+					if (r)
+						return r;
+					c.present &= ~(1ull << i);
+					changed = true;
+				}
+				if (changed && (r = chunk_put(b, ob->o.id, last, &c)))
+					return r;
+				/* Zero the tail of the last, partial block. */
+				if (keep % BS && (c.present & (1ull << (kb - 1)))) {
+					uint8_t *blk = bio_alloc(BS);
+
+					if (!blk)
+						return -ENOMEM;
+					r = batch_keep_buf(b, blk);
+					if (r)
+						return r;
+					r = block_read_checked(b->st, &b->pend, c.pblk[kb - 1],
+							       c.crc[kb - 1], blk);
+					if (r)
+						return r;
+					memset(blk + keep % BS, 0, BS - keep % BS);
+					r = write_blocks(b, ob, (uint64_t)last * CHUNK_BLOCKS + kb - 1, 1, blk);
+					if (r)
+						return r;
+				}
+			}
+		}
+	}
+	ob->o.size = size;
+	ob->o.dirty = true;
+	if (size == 0) {
+		ob->o.flags &= ~ONODE_CHUNKED;	/* empty again: back to inline */
+	}
+	return 0;
+}
+
+static int do_remove(struct batch *b, struct obj *ob)
+{
+	uint8_t k[8];
+	int64_t n;
+	int r;
+
+	if (ob->o.flags & ONODE_CHUNKED) {
+		r = drop_chunks_from(b, ob, 0);
+		if (r)
+			return r;
+	}
+	key_id(k, ob->o.id, NULL, 0);
+	n = kv_del_prefix(b->txn, b->st->kv.attrs, k, 8);
+	if (n < 0)
+		return (int)n;
+	n = kv_del_prefix(b->txn, b->st->kv.omap, k, 8);
+	if (n < 0)
+		return (int)n;
+	r = kv_del(b->txn, b->st->kv.onodes, ob->key, ob->klen);
+	if (r)
+		return r;
+	b->stats.objects--;
+	b->stats.stored -= ob->o.size;
+	b->changed = true;
+	return 0;
+}
+
+static int id_key_put(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, size_t kl,
+		      const void *v, size_t vl)
+{
+	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+
+	key_id(key, id, k, kl);
+	b->changed = true;
+	return kv_put(b->txn, dbi, key, 8 + kl, v, vl);
+}
+
+static int id_key_del(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, size_t kl)
+{
+	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+
+	key_id(key, id, k, kl);
+	b->changed = true;
+	return kv_del(b->txn, dbi, key, 8 + kl);
+}
+
+/* Is the kv so full that only deletes may go on?  b->kv_used was measured
+ * before the batch began (commit.c), when LMDB's high-water mark said the
+ * kv might be near full; 0 means it was not. */
+static int kv_check_space(struct batch *b, bool frees_only)
+{
+	struct kv *kv = &b->st->kv;
+
+	if (frees_only || !b->kv_measured)
+		return 0;
+	return b->kv_used + kv->reserve > kv->map_size ? -ENOSPC : 0;
+}
+
+static int apply_op(struct batch *b, struct store_txn *t, struct op *op)
+{
+	struct obj ob;
+	uint8_t k[8];
+	int r;
+
+	switch (op->type) {
+	case OP_COLL_CREATE: {
+		uint32_t flags;
+
+		r = coll_get(b, op->coll, &flags);
+		if (r == 0)
+			return -EEXIST;
+		if (r != -ENOENT)
+			return r;
+		put_be64(k, op->coll);
+		b->changed = true;
+		return kv_put(b->txn, b->st->kv.colls, k, 8, &op->flags, 4);
+	}
+	case OP_COLL_REMOVE: {
+		MDB_cursor *cur;
+		MDB_val key = { 8, k }, val;
+		uint32_t flags;
+		int rc;
+
+		r = coll_get(b, op->coll, &flags);
+		if (r)
+			return r;
+		put_be64(k, op->coll);
+		rc = mdb_cursor_open(b->txn, b->st->kv.onodes, &cur);
+		if (rc)
+			return kv_err(rc);
+		rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+		bool empty = rc != 0 || key.mv_size < 8 || get_be64(key.mv_data) != op->coll;
+
+		mdb_cursor_close(cur);
+		if (rc && rc != MDB_NOTFOUND)
+			return kv_err(rc);
+		if (!empty)
+			return -ENOTEMPTY;
+		put_be64(k, op->coll);
+		b->changed = true;
+		return kv_del(b->txn, b->st->kv.colls, k, 8);
+	}
+	default:
+		break;
+	}
+
+	bool create = op->type == OP_TOUCH || op->type == OP_CREATE || op->type == OP_WRITE ||
+		      op->type == OP_ZERO || op->type == OP_TRUNCATE || op->type == OP_SETATTR ||
+		      op->type == OP_OMAP_SET;
+
+	r = obj_load(b, op, create, &ob);
+	if (r)
+		return r;
+	(void)t;
+	switch (op->type) {
+	case OP_TOUCH:
+		break;
+	case OP_CREATE:
+		if (ob.o.exists)
+			r = -EEXIST;
+		break;
+	case OP_WRITE:
+		if (op->off + op->len > b->st->opt.object_max)
+			r = -EFBIG;
+		else
+			r = do_write(b, &ob, op->off, op->data, op->len,
+				     (op->flags & STORE_WRITE_COMPRESS) ||
+				     (ob.coll_flags & STORE_COLL_COMPRESS));
+		break;
+	case OP_ZERO:
+		if (op->off + op->len > b->st->opt.object_max)
+			r = -EFBIG;
+		else
+			r = do_zero(b, &ob, op->off, op->len);
+		break;
+	case OP_TRUNCATE:
+		if (op->off > b->st->opt.object_max)
+			r = -EFBIG;
+		else
+			r = do_truncate(b, &ob, op->off);
+		break;
+	case OP_REMOVE:
+		r = do_remove(b, &ob);
+		onode_clear(&ob.o);
+		return r;
+	case OP_SETATTR:
+		r = id_key_put(b, b->st->kv.attrs, ob.o.id, op->key, op->klen, op->data, op->len);
+		break;
+	case OP_RMATTR:
+		r = id_key_del(b, b->st->kv.attrs, ob.o.id, op->key, op->klen);
+		if (r == -ENOENT)
+			r = -ENODATA;
+		break;
+	case OP_OMAP_SET:
+		r = id_key_put(b, b->st->kv.omap, ob.o.id, op->key, op->klen, op->data, op->len);
+		break;
+	case OP_OMAP_RM:
+		r = id_key_del(b, b->st->kv.omap, ob.o.id, op->key, op->klen);
+		if (r == -ENOENT)
+			r = 0;
+		break;
+	case OP_OMAP_CLEAR: {
+		int64_t n;
+
+		key_id(k, ob.o.id, NULL, 0);
+		n = kv_del_prefix(b->txn, b->st->kv.omap, k, 8);
+		r = n < 0 ? (int)n : 0;
+		if (n > 0)
+			b->changed = true;
+		break;
+	}
+	default:
+		r = -EINVAL;
+	}
+	if (!r)
+		r = obj_save(b, &ob);
+	onode_clear(&ob.o);
+	return r;
+}
+
+int apply_txn(struct batch *b, struct store_txn *t)
+{
+	int r = kv_check_space(b, t->frees_only);
+
+	for (size_t i = 0; i < t->n && !r; i++)
+		r = apply_op(b, t, &t->ops[i]);
+	return r;
+}

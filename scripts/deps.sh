@@ -1,0 +1,46 @@
+#!/bin/bash
+# scripts/deps.sh - installs the Debian 12 packages that atoll's build and
+# tests need, only when some are missing.
+#
+# Idempotent and quiet: when everything is there it prints nothing and
+# exits 0.  Otherwise it runs `apt-get update` once and installs exactly
+# the missing packages, without questions (root, or sudo when available).
+# Extra packages can be asked for as arguments: scripts/deps.sh nbdkit
+set -eu
+
+pkgs=(
+	# build
+	meson ninja-build pkg-config gcc g++ libc6-dev
+	# libraries (see doc/build.md for what each is for)
+	libaio-dev liblmdb-dev lmdb-utils libisal-dev liblz4-dev
+	libjemalloc-dev libxxhash-dev libinih-dev libcjson-dev
+	# tests: Criterion, libFuzzer (clang + its runtime), JSON checks
+	libcriterion-dev clang libclang-rt-14-dev python3
+	# benchmarks: the disk reference (../shared/bench/disklimit.sh)
+	fio
+	"$@"
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "install ok installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		sudo="sudo -n"
+	else
+		echo "deps.sh: missing packages: ${missing[*]}; run as root or install them with: apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+fi
+
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >&2
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+	--no-install-recommends "${missing[@]}" >&2

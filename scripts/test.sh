@@ -1,0 +1,206 @@
+#!/bin/bash
+# scripts/test.sh - builds atoll and runs its test suites.
+#
+# This is the README's test command, and .ci/run runs exactly this.
+#
+#   scripts/test.sh          release build: every suite;
+#                            sanitizer build (address, undefined): the
+#                            suites 'unit', 'fuzz' and 'smoke'
+#   scripts/test.sh --full   the same, but every suite under the sanitizers
+#                            too, plus a short libFuzzer run of each fuzz
+#                            target (clang); run it before calling an issue
+#                            resolved
+#
+# Build folders (inside the repo, ignored by git): build-release, build-asan,
+# build-fuzz.  The suites are described in doc/testing.md.  Suites that
+# hammer the disk ('crash') run one test at a time, the rest two at a time
+# (the machine has two cores).
+#
+# The last line is the tally of every test run, from meson's test logs:
+#   N passed, N failed, N skipped
+# The exit code is 0 only when everything built and nothing failed.
+#
+# Environment: ATOLL_FUZZ_SECONDS (default 60) per libFuzzer target in --full.
+set -uo pipefail
+
+usage() {
+	sed -n '2,/^set -uo/p' "$0" | sed -e '/^set -uo/d' -e 's/^# \{0,1\}//'
+}
+
+full=0
+for a in "$@"; do
+	case $a in
+	--full) full=1 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "test.sh: unknown option '$a'; use --full or --help" >&2; exit 2 ;;
+	esac
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+
+"$root/scripts/deps.sh" || { echo "test.sh: installing the Debian packages failed" >&2; exit 1; }
+
+# Make every UndefinedBehaviorSanitizer report fail its test (by default it
+# only prints); tests may set their own.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
+
+start_all=$(date +%s)
+logs=()		# meson test logs (JSON lines) written by this run
+failed_steps=()	# steps that failed before any test could run
+fuzz_pass=0
+fuzz_fail=0
+
+step() {
+	printf '\n==== %s\n' "$*"
+}
+
+# configure DIR MESON-OPTIONS...: sets up DIR, or updates its options when
+# it exists; wipes it when it cannot be reconfigured (another meson, moved
+# checkout).
+configure() {
+	local dir=$1
+	shift
+	if [ -f "$dir/meson-private/coredata.dat" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null && return 0
+		echo "test.sh: reconfiguring '$dir' failed; starting it afresh" >&2
+		meson setup --wipe "$dir" "$@"
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+# build DIR MESON-OPTIONS...
+build() {
+	local dir=$1 t0
+	t0=$(date +%s)
+	step "build $dir ($*)"
+	if ! configure "$@"; then
+		failed_steps+=("configure $dir")
+		return 1
+	fi
+	if ! ninja -C "$dir"; then
+		failed_steps+=("build $dir")
+		return 1
+	fi
+	echo "built $dir in $(( $(date +%s) - t0 )) s"
+}
+
+# suites DIR LOGBASE MESON-TEST-ARGS...: runs meson test, keeps its log.
+suites() {
+	local dir=$1 logbase=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	step "test $dir: $*"
+	rm -f "$dir/meson-logs/$logbase.json"
+	meson test -C "$dir" --print-errorlogs --logbase "$logbase" "$@" </dev/null
+	rc=$?
+	[ -f "$dir/meson-logs/$logbase.json" ] && logs+=("$dir/meson-logs/$logbase.json")
+	[ $rc -ne 0 ] && [ ! -f "$dir/meson-logs/$logbase.json" ] &&
+		failed_steps+=("meson test in $dir ($*)")
+	echo "($dir: $* took $(( $(date +%s) - t0 )) s)"
+}
+
+# ---- release build: every suite -------------------------------------------
+if build build-release --buildtype=release; then
+	suites build-release testlog-release --num-processes 2 --no-suite crash
+	suites build-release testlog-release-crash --num-processes 1 --suite crash
+fi
+
+# ---- sanitizer build ------------------------------------------------------
+if build build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false; then
+	if [ $full -eq 1 ]; then
+		suites build-asan testlog-asan --num-processes 2 --no-suite crash
+		suites build-asan testlog-asan-crash --num-processes 1 --suite crash
+	else
+		suites build-asan testlog-asan --num-processes 2 --suite unit --suite fuzz --suite smoke
+	fi
+fi
+
+# ---- libFuzzer (--full) ---------------------------------------------------
+# Each target under tests/fuzz/corpus/NAME/ is built as fuzz-NAME with clang
+# and fuzzed for a short while from its seeds, in a scratch folder so that
+# new inputs do not land in the committed corpus.  A crash leaves its input
+# in build-fuzz/artifacts/ (add it to the corpus once fixed).
+if [ $full -eq 1 ]; then
+	if ! command -v clang >/dev/null; then
+		echo "test.sh: clang is missing: skipping the libFuzzer run" >&2
+	elif step "configure build-fuzz (clang, -Dfuzz=true)" &&
+		CC=clang configure build-fuzz --buildtype=debugoptimized -Dfuzz=true \
+			-Db_sanitize=address,undefined -Db_lundef=false; then
+		secs=${ATOLL_FUZZ_SECONDS:-60}
+		mkdir -p build-fuzz/artifacts
+		for corpus in tests/fuzz/corpus/*/; do
+			[ -d "$corpus" ] || continue
+			name=$(basename "$corpus")
+			exe=build-fuzz/tests/fuzz/fuzz-$name
+			step "libFuzzer: fuzz-$name for $secs s"
+			# Only the fuzz targets: the rest of the tree is not meant to
+			# link with coverage hooks and no fuzzer runtime.
+			if ! ninja -C build-fuzz "tests/fuzz/fuzz-$name" || [ ! -x "$exe" ]; then
+				echo "FAIL: fuzz-$name does not build (is '$name' in tests/fuzz/meson.build?)"
+				fuzz_fail=$((fuzz_fail + 1))
+				continue
+			fi
+			work=$(mktemp -d "${TMPDIR:-/tmp}/atoll-fuzz-$name.XXXXXX")
+			if "$exe" -max_total_time="$secs" -malloc_limit_mb=256 -rss_limit_mb=2048 \
+				-print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$name-" \
+				"$work" "$corpus" </dev/null >"build-fuzz/fuzz-$name.log" 2>&1; then
+				tail -n 3 "build-fuzz/fuzz-$name.log"
+				echo "OK: fuzz-$name"
+				fuzz_pass=$((fuzz_pass + 1))
+			else
+				tail -n 40 "build-fuzz/fuzz-$name.log"
+				echo "FAIL: fuzz-$name (log: build-fuzz/fuzz-$name.log, input in build-fuzz/artifacts/)"
+				fuzz_fail=$((fuzz_fail + 1))
+			fi
+			rm -rf "$work"
+		done
+	else
+		failed_steps+=("configure build-fuzz")
+	fi
+fi
+
+# ---- tally ----------------------------------------------------------------
+step "summary ($(( $(date +%s) - start_all )) s)"
+tally=$(python3 - "$fuzz_pass" "$fuzz_fail" "${logs[@]}" <<'EOF'
+import json, sys
+passed, failed = int(sys.argv[1]), int(sys.argv[2])
+skipped = 0
+bad = []
+for path in sys.argv[3:]:
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            t = json.loads(line)
+            r = t.get("result", "")
+            if r in ("OK", "EXPECTEDFAIL"):
+                passed += 1
+            elif r == "SKIP":
+                skipped += 1
+            else:
+                failed += 1
+                bad.append("%s: %s (%s)" % (path.split("/")[0], t.get("name"), r))
+for b in bad:
+    print("failed: " + b)
+print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
+EOF
+) || { echo "test.sh: cannot read the test logs" >&2; tally="0 passed, 1 failed, 0 skipped"; }
+for s in "${failed_steps[@]}"; do
+	echo "failed: $s"
+done
+status=0
+case $tally in
+*" 0 failed,"*) ;;
+*) status=1 ;;
+esac
+[ ${#failed_steps[@]} -gt 0 ] && status=1
+if [ ${#failed_steps[@]} -gt 0 ]; then
+	# A step that failed before its tests ran counts as one failure each.
+	tally=$(printf '%s\n' "$tally" | awk -v n=${#failed_steps[@]} '
+		/ passed, [0-9]+ failed/ { sub(/[0-9]+ failed/, ($3 + n) " failed") } { print }')
+fi
+printf '%s\n' "$tally"
+exit $status

@@ -1,0 +1,80 @@
+/*
+ * pcdisk.h - rebuilding "the disk after a power cut" from a power-cut log
+ * (pclog.h), plus the small file helpers the crash tests share.
+ */
+#ifndef ATOLL_PCDISK_H
+#define ATOLL_PCDISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pclog.h"
+
+struct pc_entry {
+	struct pc_rec h;		/* copied out: records are unaligned in the log */
+	const unsigned char *data;	/* h.len bytes inside the mapped log */
+};
+
+struct pc_log {
+	unsigned char *map;
+	size_t size;
+	struct pc_entry *ents;
+	size_t n;
+	size_t tail_bytes;		/* bytes after the last whole record (a cut record) */
+	char *names[PC_MAX_FILES];	/* fid -> path relative to the watched dir */
+};
+
+/* Reads the log at path; a record cut short or damaged ends it (its bytes
+ * are counted in tail_bytes).  0 or a negative errno. */
+int pc_log_load(const char *path, struct pc_log *lg);
+void pc_log_free(struct pc_log *lg);
+
+enum pc_fate {
+	PC_FATE_RANDOM,		/* each unsynced write lost, applied or torn */
+	PC_FATE_KEEP_ALL,	/* every logged write reaches the disk */
+	PC_FATE_LOSE_ALL,	/* only synced and O_DSYNC writes reach it */
+};
+
+struct pc_stats {
+	uint64_t records;
+	uint64_t durable;	/* synced or O_DSYNC: applied */
+	uint64_t lost;
+	uint64_t applied;	/* unsynced but applied whole */
+	uint64_t torn;		/* unsynced, some 4 KiB pieces applied */
+	uint64_t ignored;	/* records for files we do not rebuild */
+};
+
+/* Applies the log to the durable copies ddir/<rel> of the files named in
+ * files[] (NULL-terminated relative paths), as a power cut right after the
+ * log's last record would leave them.  rng drives the random choices.
+ * Returns 0, or -1 with a sentence in err (also when the log says the shim
+ * was blind to a change of one of those files). */
+int pc_reconstruct(const struct pc_log *lg, const char *ddir,
+		   const char *const files[], enum pc_fate fate, uint64_t *rng,
+		   struct pc_stats *st, char *err, size_t errlen);
+
+/* Copies a file keeping holes; creates or replaces dst.  0 or -errno. */
+int pc_copy_file(const char *src, const char *dst);
+/* rm -rf; 0 or -errno (a missing path is fine). */
+int pc_rmtree(const char *path);
+/* mkdir -p of one level, fine if it exists. */
+int pc_mkdir(const char *path);
+
+/* splitmix64: small, fast, and the same on every machine. */
+static inline uint64_t pc_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* uniform in [0, n) (n > 0; the bias is irrelevant here) */
+static inline uint64_t pc_below(uint64_t *s, uint64_t n)
+{
+	return pc_rand(s) % n;
+}
+
+#endif

@@ -1,0 +1,349 @@
+/*
+ * test_store_corrupt.c - damaged bytes are found, never returned.
+ *
+ * Each test writes something recognisable, closes the store, flips one
+ * byte of it where it lives (in the block file's data area, or inside a
+ * value of the kv), reopens, and checks that reading that item fails with
+ * -EIO, that fsck reports a problem naming the object, and that the rest
+ * of the store still works.
+ *
+ * The kv is edited with the LMDB API directly.  The store's database
+ * names are its own business, so the tests find them by walking the
+ * unnamed main database (whose keys are the sub-database names) and search
+ * every one of them for the pattern.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "helpers.h"
+
+#define C1 1u
+#define KiB 1024ull
+#define MiB (1024ull * 1024ull)
+
+TestSuite(corrupt, .init = ts_init_open, .fini = ts_fini);
+
+static void expect_fsck_names(bool deep, const char *oid)
+{
+	struct fsck_log log;
+
+	fsck_run(ts.st, deep, &log);
+	fsck_print(&log);
+	cr_assert_gt(log.problems, 0, "fsck(deep=%d) found no problem", deep);
+	cr_assert_eq((size_t)log.problems, log.n, "fsck returned %d but reported %zu",
+		     log.problems, log.n);
+	cr_assert(fsck_mentions(&log, oid), "no fsck report names '%s'", oid);
+	fsck_log_free(&log);
+}
+
+/* ---- the block file --------------------------------------------------- */
+
+/* Closes the store, flips a byte `into` bytes after the start of pat in
+ * the block file, reopens.  Returns the offset flipped. */
+static int64_t flip_in_block(const void *pat, size_t patlen, size_t into)
+{
+	int64_t at;
+
+	ts_close(&ts);
+	at = file_find(ts.block_path, pat, patlen);
+	cr_assert_geq(at, 0, "pattern not found in the block file");
+	OK(file_flip_byte(ts.block_path, (uint64_t)at + into, 0x01));
+	OK(ts_open(&ts));
+	return at;
+}
+
+Test(corrupt, data_block_read_eio)
+{
+	const size_t len = 64 * KiB;
+	uint8_t *data = malloc(len), *buf = malloc(len);
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, len, 0, 0xc0ffee);
+	OK(do_write(ts.st, C1, "victim-data", 0, data, len, 0));
+	OK(do_write(ts.st, C1, "bystander", 0, data, 8192, 0));
+	/* Damage block 2 of the object (bytes 8192..12287). */
+	flip_in_block(data + 8192, 64, 100);
+
+	FAILS(store_read(ts.st, C1, "victim-data", 0, len, buf), -EIO);
+	FAILS(store_read(ts.st, C1, "victim-data", 8192 + 50, 100, buf), -EIO);
+	/* The blocks around it still read. */
+	cr_assert_eq(store_read(ts.st, C1, "victim-data", 0, 8192, buf), 8192);
+	cr_assert_arr_eq(buf, data, 8192);
+	cr_assert_eq(store_read(ts.st, C1, "victim-data", 12288, len - 12288, buf),
+		     (int64_t)(len - 12288));
+	cr_assert_arr_eq(buf, data + 12288, len - 12288);
+	expect_content(ts.st, C1, "bystander", data, 8192);
+	expect_fsck_names(true, "victim-data");
+	free(data);
+	free(buf);
+}
+
+struct aslot {
+	struct waiter w;
+	int64_t r;
+};
+
+static void aread_done(void *arg, int64_t r)
+{
+	struct aslot *s = arg;
+
+	s->r = r;
+	waiter_done(&s->w, 0);
+}
+
+Test(corrupt, data_block_read_async_eio)
+{
+	uint8_t data[16384], buf[16384];
+	struct aslot s = { .r = 1 };
+	int r;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0xa5a5);
+	OK(do_write(ts.st, C1, "victim-async", 0, data, sizeof(data), 0));
+	flip_in_block(data + 4096, 64, 4000);
+	waiter_init(&s.w);
+	waiter_add(&s.w, 1);
+	r = store_read_async(ts.st, C1, "victim-async", 0, sizeof(buf), buf, aread_done, &s);
+	if (r == 0) {
+		cr_assert(waiter_wait(&s.w, 30));
+		FAILS(s.r, -EIO);
+	} else {
+		FAILS(r, -EIO);
+	}
+	waiter_destroy(&s.w);
+}
+
+Test(corrupt, store_stays_usable_after_eio)
+{
+	uint8_t data[8192], buf[8192];
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0xbeef);
+	OK(do_write(ts.st, C1, "victim-usable", 0, data, sizeof(data), 0));
+	flip_in_block(data, 64, 7);
+	FAILS(store_read(ts.st, C1, "victim-usable", 0, sizeof(buf), buf), -EIO);
+	/* A bad checksum on read is not a device error: writes go on. */
+	OK(do_write(ts.st, C1, "other", 0, data, sizeof(data), 0));
+	expect_content(ts.st, C1, "other", data, sizeof(data));
+	/* Rewriting the damaged block puts good data in a new one. */
+	OK(do_write(ts.st, C1, "victim-usable", 0, data, 4096, 0));
+	expect_content(ts.st, C1, "victim-usable", data, sizeof(data));
+	/* Removing the damaged object leaves a clean store. */
+	OK(do_remove(ts.st, C1, "victim-usable"));
+	OK(ts_reopen(&ts));
+	cr_assert_eq(store_fsck(ts.st, true, NULL, NULL), 0);
+}
+
+Test(corrupt, compressed_data_read_eio)
+{
+	const size_t len = 256 * KiB;
+	uint8_t *data = malloc(len), *buf = malloc(len);
+	uint64_t seed = 99;
+
+	OK(do_coll_create(ts.st, C1, STORE_COLL_COMPRESS));
+	/* Random bytes first (lz4 keeps them as literals, so they can be
+	 * found in the block file), then text that compresses well. */
+	rng_fill(&seed, data, 64);
+	text_fill(data + 64, len - 64, 0);
+	OK(do_write(ts.st, C1, "victim-lz4", 0, data, len, 0));
+	flip_in_block(data, 32, 40);
+	FAILS(store_read(ts.st, C1, "victim-lz4", 0, len, buf), -EIO);
+	expect_fsck_names(true, "victim-lz4");
+	free(data);
+	free(buf);
+}
+
+Test(corrupt, shallow_fsck_does_not_read_data)
+{
+	uint8_t data[8192];
+	struct fsck_log log;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0x5eed);
+	OK(do_write(ts.st, C1, "victim-shallow", 0, data, sizeof(data), 0));
+	flip_in_block(data, 64, 1);
+	/* Metadata is intact: the shallow check passes, the deep one does not. */
+	fsck_run(ts.st, false, &log);
+	cr_assert_eq(log.problems, 0);
+	fsck_log_free(&log);
+	expect_fsck_names(true, "victim-shallow");
+}
+
+/* ---- the kv ------------------------------------------------------------ */
+
+/* Flips one byte (at `into` past the start of pat) of every kv value that
+ * contains pat, in any database.  Writes the databases' names into
+ * where_found.  Returns the number of values changed. */
+static int kv_flip(const char *kv_path, const void *pat, size_t patlen, size_t into,
+		   char *where_found, size_t wlen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi main_dbi;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	char names[32][64];
+	int nnames = 0, changed = 0, rc;
+
+	where_found[0] = '\0';
+	cr_assert_eq(mdb_env_create(&env), 0);
+	cr_assert_eq(mdb_env_set_maxdbs(env, 64), 0);
+	/* At least the store's map size; LMDB keeps the larger one. */
+	cr_assert_eq(mdb_env_set_mapsize(env, 64 * MiB), 0);
+	rc = mdb_env_open(env, kv_path, 0, 0600);
+	cr_assert_eq(rc, 0, "mdb_env_open '%s': %s", kv_path, mdb_strerror(rc));
+	cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+
+	/* The unnamed database: its keys name the others. */
+	cr_assert_eq(mdb_dbi_open(txn, NULL, 0, &main_dbi), 0);
+	cr_assert_eq(mdb_cursor_open(txn, main_dbi, &cur), 0);
+	while ((rc = mdb_cursor_get(cur, &k, &v, nnames ? MDB_NEXT : MDB_FIRST)) == 0) {
+		cr_assert_lt(nnames, 32);
+		cr_assert_lt(k.mv_size, sizeof(names[0]));
+		memcpy(names[nnames], k.mv_data, k.mv_size);
+		names[nnames][k.mv_size] = '\0';
+		nnames++;
+	}
+	cr_assert_eq(rc, MDB_NOTFOUND);
+	mdb_cursor_close(cur);
+	cr_assert_gt(nnames, 0, "the kv has no named databases");
+
+	for (int i = 0; i < nnames; i++) {
+		MDB_dbi dbi;
+
+		if (mdb_dbi_open(txn, names[i], 0, &dbi) != 0)
+			continue;	/* a plain key of the main database */
+		cr_assert_eq(mdb_cursor_open(txn, dbi, &cur), 0);
+		for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			uint8_t *hit = memmem(v.mv_data, v.mv_size, pat, patlen);
+			MDB_val nv;
+			uint8_t *copy;
+
+			if (!hit)
+				continue;
+			copy = malloc(v.mv_size);
+			cr_assert_not_null(copy);
+			memcpy(copy, v.mv_data, v.mv_size);
+			copy[(size_t)(hit - (uint8_t *)v.mv_data) + into] ^= 0x04;
+			nv.mv_data = copy;
+			nv.mv_size = v.mv_size;
+			/* Replace the value in place: no key comparison, so the
+			 * store's key order does not matter here. */
+			rc = mdb_cursor_put(cur, &k, &nv, MDB_CURRENT);
+			cr_assert_eq(rc, 0, "mdb_cursor_put: %s", mdb_strerror(rc));
+			free(copy);
+			changed++;
+			snprintf(where_found + strlen(where_found), wlen - strlen(where_found),
+				 "%s%s", where_found[0] ? "," : "", names[i]);
+		}
+		mdb_cursor_close(cur);
+	}
+	rc = mdb_txn_commit(txn);
+	cr_assert_eq(rc, 0, "mdb_txn_commit: %s", mdb_strerror(rc));
+	mdb_env_close(env);
+	return changed;
+}
+
+static void flip_in_kv(const void *pat, size_t patlen, size_t into)
+{
+	char where[256];
+	int n;
+
+	ts_close(&ts);
+	n = kv_flip(ts.kv_path, pat, patlen, into, where, sizeof(where));
+	cr_assert_eq(n, 1, "pattern found in %d kv values (databases: %s)", n, where);
+	fprintf(stderr, "corrupted a value in kv database '%s'\n", where);
+	OK(ts_open(&ts));
+}
+
+Test(corrupt, inline_data_read_eio)
+{
+	uint8_t data[200], buf[200];
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0x1111);
+	OK(do_write(ts.st, C1, "victim-inline", 0, data, sizeof(data), 0));
+	OK(do_write(ts.st, C1, "bystander", 0, data, 100, 0));
+	{
+		struct store_stat s;
+
+		OK(store_stat(ts.st, C1, "victim-inline", &s));
+		cr_assert(s.is_inline);
+	}
+	flip_in_kv(data, sizeof(data), 150);
+	FAILS(store_read(ts.st, C1, "victim-inline", 0, sizeof(buf), buf), -EIO);
+	expect_content(ts.st, C1, "bystander", data, 100);
+	expect_fsck_names(false, "victim-inline");
+}
+
+static int attr_count(void *arg, const char *name, const void *val, size_t len)
+{
+	(void)name;
+	(void)val;
+	(void)len;
+	++*(int *)arg;
+	return 0;
+}
+
+Test(corrupt, attr_value_getattr_eio)
+{
+	uint8_t val[300];
+	void *v;
+	size_t len;
+	int n = 0;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(val, sizeof(val), 0, 0x2222);
+	OK(do_write(ts.st, C1, "victim-attr", 0, "data", 4, 0));
+	OK(do_touch(ts.st, C1, "bystander"));
+	OK(do_setattr(ts.st, C1, "victim-attr", "user.bad", val, sizeof(val)));
+	OK(do_setattr(ts.st, C1, "bystander", "user.good", val, 10));
+	flip_in_kv(val, sizeof(val), 123);
+	FAILS(store_getattr(ts.st, C1, "victim-attr", "user.bad", &v, &len), -EIO);
+	FAILS(store_attrs(ts.st, C1, "victim-attr", attr_count, &n), -EIO);
+	OK(store_getattr(ts.st, C1, "bystander", "user.good", &v, &len));
+	free(v);
+	expect_fsck_names(false, "victim-attr");
+}
+
+struct om_walk {
+	int n;
+};
+
+static int om_count(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	(void)k;
+	(void)kl;
+	(void)v;
+	(void)vl;
+	((struct om_walk *)arg)->n++;
+	return 0;
+}
+
+Test(corrupt, omap_value_get_eio)
+{
+	uint8_t val[500];
+	struct om_walk w = {0};
+	void *v;
+	size_t len;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(val, sizeof(val), 0, 0x3333);
+	OK(do_touch(ts.st, C1, "victim-omap"));
+	OK(do_touch(ts.st, C1, "bystander"));
+	OK(do_omap_set(ts.st, C1, "victim-omap", "a-good", 6, "fine", 4));
+	OK(do_omap_set(ts.st, C1, "victim-omap", "b-bad", 5, val, sizeof(val)));
+	OK(do_omap_set(ts.st, C1, "bystander", "k", 1, val, 20));
+	flip_in_kv(val, sizeof(val), 250);
+	FAILS(store_omap_get(ts.st, C1, "victim-omap", "b-bad", 5, &v, &len), -EIO);
+	FAILS(store_omap_list(ts.st, C1, "victim-omap", NULL, 0, 0, om_count, &w), -EIO);
+	OK(store_omap_get(ts.st, C1, "victim-omap", "a-good", 6, &v, &len));
+	free(v);
+	OK(store_omap_get(ts.st, C1, "bystander", "k", 1, &v, &len));
+	free(v);
+	expect_fsck_names(false, "victim-omap");
+}

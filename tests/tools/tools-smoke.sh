@@ -1,0 +1,118 @@
+#!/bin/bash
+# tools-smoke.sh STORE-TOOL STOREBENCH - a quick end-to-end check of
+# atoll-store-tool and atoll-storebench: mkfs, a tiny benchmark run, then
+# fsck, ls, stat, get, attrs, omap, statfs with plain and JSON output, and
+# the errors an operator gets for a wrong command line or a missing store.
+# Works in its own temporary folder, removed on exit.  Exit 77 (skip) when
+# python3 is missing.
+set -euo pipefail
+tool=$1 bench=$2
+command -v python3 >/dev/null || { echo "python3 is missing: skipped"; exit 77; }
+
+# The store needs O_DIRECT: /var/tmp is on disk where /tmp may be tmpfs.
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/atoll-tools-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+json() { python3 -m json.tool >/dev/null || fail "$1: not valid JSON"; }
+# expect CODE PATTERN CMD...: CMD exits CODE and says PATTERN on stderr
+expect() {
+	local code=$1 pat=$2 rc=0
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	[ $rc -eq "$code" ] || fail "'$*' exited $rc, not $code: $(cat "$tmp/err")"
+	grep -q -- "$pat" "$tmp/err" || fail "'$*' did not say '$pat': $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "'$*' printed more than one line of error"
+}
+
+# --- mkfs, then an empty store -------------------------------------------
+"$tool" mkfs --data "$tmp/s" --size 256M >"$tmp/out"
+grep -q "created store" "$tmp/out" || fail "mkfs did not say what it created"
+ok "mkfs --data"
+"$tool" mkfs --block "$tmp/s2.block" --kv "$tmp/s2.kv" --size 128M --format json | json "mkfs json"
+ok "mkfs --block --kv --format json"
+expect 1 "already holds a store" "$tool" mkfs --data "$tmp/s" --size 256M
+ok "mkfs refuses an existing store"
+expect 2 "give its size with --size" "$tool" mkfs --data "$tmp/nosize"
+ok "mkfs without --size for a new file"
+"$tool" --data "$tmp/s" fsck >"$tmp/out"
+grep -q "clean" "$tmp/out" || fail "fsck of a new store is not clean: $(cat "$tmp/out")"
+ok "fsck of a new store"
+[ -z "$("$tool" --data "$tmp/s" colls)" ] || fail "a new store has collections"
+"$tool" --data "$tmp/s" colls --format json | json "colls json"
+"$tool" --data "$tmp/s" statfs --format json >"$tmp/statfs.json"
+json "statfs json" <"$tmp/statfs.json"
+python3 - "$tmp/statfs.json" <<'PY' || fail "statfs of a new store is wrong"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["objects"] == 0 and s["used"] == 0, s
+assert s["total"] > 0 and s["free"] == s["total"] - s["used"], s
+PY
+ok "colls, statfs of a new store"
+
+# --- a tiny benchmark run, then inspect what it wrote ----------------------
+"$bench" --quick --seconds 1 --small-count 500 --small-reads 100 --dir "$tmp/b" \
+	>"$tmp/bench.out" 2>"$tmp/bench.err" || fail "atoll-storebench --quick failed: $(tail -5 "$tmp/bench.err")"
+for m in write_4M_MBps write_4M_lat_p99_us overwrite_4K_IOPS randread_4K_IOPS \
+	randread_4K_cache_hits small_open_s small_rss_anon_MB; do
+	grep -qP "^store\t$m\t[0-9.]+\t" "$tmp/bench.out" || fail "atoll-storebench printed no '$m'"
+done
+grep -qP "^store\trandread_4K_verify_errors\t0\t" "$tmp/bench.out" || fail "reads returned wrong data"
+ok "atoll-storebench --quick"
+expect 2 "unknown test" "$bench" --dir "$tmp/b" frobnicate
+expect 2 "not valid" "$bench" --seconds abc
+ok "atoll-storebench usage errors"
+
+B=(--data "$tmp/b")
+"$tool" "${B[@]}" fsck --deep >"$tmp/out" || fail "fsck --deep after the benchmark: $(cat "$tmp/out")"
+"$tool" "${B[@]}" fsck --format json | json "fsck json"
+ok "fsck --deep after the benchmark"
+"$tool" "${B[@]}" colls | grep -q '^0x2$' || fail "colls does not list the read set 0x2"
+"$tool" "${B[@]}" ls 0x2 --max 3 >"$tmp/out"
+[ "$(wc -l <"$tmp/out")" -eq 3 ] || fail "ls --max 3 printed $(wc -l <"$tmp/out") names"
+oid=$(head -n 1 "$tmp/out")
+[ "$("$tool" "${B[@]}" ls 2 --max 3)" = "$(cat "$tmp/out")" ] || fail "ls 2 and ls 0x2 differ"
+"$tool" "${B[@]}" ls 0x2 --after "$oid" --max 1 | grep -qvx -- "$oid" || fail "ls --after"
+"$tool" "${B[@]}" ls 0x2 --format json >"$tmp/ls.json"
+python3 - "$tmp/ls.json" "$oid" <<'PY' || fail "ls --format json is wrong"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["coll"] == "0x2" and d["objects"][0] == sys.argv[2], d
+PY
+ok "ls, ls --after/--max, ls --format json"
+"$tool" "${B[@]}" stat 0x2 "$oid" | grep -q "^size *4194304" || fail "stat: size is not 4 MiB"
+"$tool" "${B[@]}" stat 0x2 "$oid" --format json | json "stat json"
+ok "stat"
+"$tool" "${B[@]}" get 0x2 "$oid" "$tmp/obj"
+[ "$(stat -c %s "$tmp/obj")" -eq 4194304 ] || fail "get wrote $(stat -c %s "$tmp/obj") bytes"
+cmp -s "$tmp/obj" <("$tool" "${B[@]}" get 0x2 "$oid") || fail "get to stdout differs from get FILE"
+ok "get to a file and to stdout"
+"$tool" "${B[@]}" attrs 0x2 "$oid" --format json | json "attrs json"
+"$tool" "${B[@]}" omap 0x2 "$oid" --format json | json "omap json"
+"$tool" "${B[@]}" statfs | grep -q "^objects" || fail "statfs plain"
+ok "attrs, omap, statfs"
+
+# --- errors: one sentence, exit 2 for usage, 1 for a failed operation ------
+expect 2 "unknown command 'frobnicate'" "$tool" "${B[@]}" frobnicate
+expect 2 "no command given" "$tool" "${B[@]}"
+expect 2 "unknown option" "$tool" "${B[@]}" ls 0x2 --bogus
+expect 2 "needs more arguments" "$tool" "${B[@]}" stat 0x2
+expect 2 "not a collection id" "$tool" "${B[@]}" ls zz
+expect 2 "does not apply to 'ls'" "$tool" "${B[@]}" ls 0x2 --deep
+expect 2 "unknown format" "$tool" "${B[@]}" colls --format yaml
+expect 2 "which store" "$tool" colls
+ok "usage errors exit 2 with one sentence"
+expect 1 "collection 0x7777 does not exist" "$tool" "${B[@]}" ls 0x7777
+expect 1 "does not exist in collection 0x2" "$tool" "${B[@]}" stat 0x2 no-such-object
+expect 1 "cannot open block" "$tool" --data "$tmp/nothing" fsck
+ok "failed operations exit 1 with one sentence"
+for c in fsck colls ls stat get attrs omap statfs mkfs; do
+	"$tool" "$c" --help | grep -q "^usage: atoll-store-tool .*$c" || fail "$c --help"
+done
+"$tool" --help | grep -q "^Commands:" || fail "--help"
+"$tool" help ls | grep -q "^usage:" || fail "help ls"
+"$bench" --help | grep -q "^usage: atoll-storebench" || fail "atoll-storebench --help"
+ok "--help for every command"
+echo "all $n checks passed"
