@@ -25,6 +25,16 @@ struct pending {
 	size_t n, cap;
 };
 
+/* The journal blob this batch is building (deferred.c). */
+#define DBLOB_SLOTS_MAX 16384u
+struct blob_ent;
+struct dblob {
+	uint64_t seq;		/* the commit sequence number this batch will get */
+	uint32_t n, cap;
+	struct blob_ent *ents;
+	uint8_t *data;		/* n slots of 4 KiB */
+};
+
 struct batch {
 	struct store *st;
 	MDB_txn *txn;
@@ -38,11 +48,18 @@ struct batch {
 	uint64_t kv_used;		/* measured once per attempt, when near full */
 	bool kv_measured;
 	bool changed;			/* anything to commit */
+	struct dblob blob;
 };
 
 int batch_keep_buf(struct batch *b, void *buf);
 int pending_add(struct batch *b, uint64_t pblk, uint64_t nblk, uint8_t *buf);
 /* Copies block pblk from the batch's pending writes; false if absent. */
 bool pending_lookup(const struct pending *p, uint64_t pblk, void *out);
+
+/* deferred.c */
+int dblob_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
+	      const uint8_t *data, uint32_t crc, uint16_t *slot);
+int dblob_put(struct batch *b);
+void dblob_free(struct dblob *d);
 
 #endif

@@ -88,8 +88,10 @@ size_t chunk_encode(const struct chunk *c, uint8_t *buf)
 
 	/* Hand-rolled rather than through struct enc: this is the hot path of
 	 * every write and the layout is the same versioned section. */
-	*p++ = 1;		/* version */
-	*p++ = 1;		/* compat */
+	*p++ = 2;		/* version */
+	/* Journaled blocks must not be read from the device by a reader that
+	 * does not know about them: then only version-2 readers may decode. */
+	*p++ = c->deferred ? 2 : 1;	/* compat */
 	body = p;
 	p += 4;			/* body length, patched below */
 	*p++ = c->flags;
@@ -123,6 +125,13 @@ size_t chunk_encode(const struct chunk *c, uint8_t *buf)
 				memcpy(p, &c->crc[i], 4);
 				p += 4;
 			}
+		/* version 2: journaled blocks */
+		memcpy(p, &c->deferred, 8), p += 8;
+		for (unsigned i = 0; i < CHUNK_BLOCKS; i++)
+			if (c->deferred & (1ull << i)) {
+				memcpy(p, &c->dseq[i], 8), p += 8;
+				memcpy(p, &c->dslot[i], 2), p += 2;
+			}
 	}
 	uint32_t blen = (uint32_t)(p - body - 4);
 
@@ -138,7 +147,7 @@ int chunk_decode(struct chunk *c, const void *v, size_t vl)
 
 	memset(c, 0, sizeof(*c));
 	dec_init(&d, v, vl);
-	r = dec_begin(&d, 1, &body, &ver);
+	r = dec_begin(&d, 2, &body, &ver);
 	if (r)
 		return -EUCLEAN;
 	c->flags = dec_u8(&body);
@@ -180,6 +189,16 @@ int chunk_decode(struct chunk *c, const void *v, size_t vl)
 		for (unsigned i = 0; i < CHUNK_BLOCKS; i++)
 			if (c->present & (1ull << i))
 				c->crc[i] = dec_u32(&body);
+		if (ver >= 2) {
+			c->deferred = dec_u64(&body);
+			if (c->deferred & ~c->present)
+				return -EUCLEAN;
+			for (unsigned i = 0; i < CHUNK_BLOCKS; i++)
+				if (c->deferred & (1ull << i)) {
+					c->dseq[i] = dec_u64(&body);
+					c->dslot[i] = dec_u16(&body);
+				}
+		}
 	}
 	r = dec_end(&d, &body);
 	return r ? -EUCLEAN : 0;

@@ -29,6 +29,9 @@
 #include "batch.h"
 #include "log.h"
 
+/* Journaled blocks that trigger an apply between batches (16 MiB). */
+#define DEFER_APPLY_BLOCKS 4096u
+
 struct done {
 	struct store_txn *list;		/* in queue order */
 	struct runvec freed;
@@ -135,6 +138,7 @@ static void batch_reset(struct batch *b, bool undo)
 	for (size_t i = 0; i < b->nbufs; i++)
 		free(b->bufs[i]);
 	b->nbufs = 0;
+	b->blob.n = 0;
 	b->pend.n = 0;
 	b->allocated.n = 0;
 	b->freed.n = 0;
@@ -145,6 +149,7 @@ static void batch_destroy(struct batch *b)
 	batch_reset(b, false);
 	free(b->bufs);
 	free(b->pend.v);
+	dblob_free(&b->blob);
 	runvec_free(&b->allocated);
 	runvec_free(&b->freed);
 }
@@ -226,6 +231,7 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 		}
 	}
 attempt:
+	b.blob.seq = st->commit_seq + 1;	/* the number this commit will get */
 	b.stats = st->stats;
 	b.next_id = st->next_id;
 	b.changed = false;
@@ -250,7 +256,9 @@ attempt:
 		goto out_unchanged;
 	}
 	st->perf.apply_ns += now_ns() - t0;
-	r = write_meta(&b);
+	r = dblob_put(&b);
+	if (!r)
+		r = write_meta(&b);
 	if (r) {
 		/* Only -ENOSPC in practice: the kv is full to the last page. */
 		fail_all(list, r);
@@ -284,6 +292,7 @@ attempt:
 	st->stats = b.stats;
 	st->next_id = b.next_id;
 	st->commit_seq++;
+	st->deferred_blocks += b.blob.n;
 	pthread_mutex_unlock(&st->alloc_lock);
 
 	/* New readers may now see this commit (read.c). */
@@ -309,10 +318,19 @@ out_unchanged:
 	fire(st, list);
 }
 
+/* Applies journaled writes now, making every committed batch durable
+ * first (a blob may be applied only once its commit is durable). */
+static int64_t apply_journal(struct store *st, struct done *prev)
+{
+	sync_and_complete(st, prev);
+	return deferred_apply(st, 0);
+}
+
 static void *commit_main(void *arg)
 {
 	struct store *st = arg;
 	struct done prev;
+	bool apply_stuck = false;	/* readers hold the journal back */
 
 	memset(&prev, 0, sizeof(prev));
 	for (;;) {
@@ -320,16 +338,42 @@ static void *commit_main(void *arg)
 		uint32_t n = 0;
 
 		pthread_mutex_lock(&st->qlock);
-		while (!st->qhead && !st->stopping && !prev.active)
+		for (;;) {
+			if (st->qhead || prev.active || st->stopping)
+				break;
+			if (st->deferred_blocks && !apply_stuck)
+				break;
+			if (st->deferred_blocks) {
+				/* Retry the journal soon: old readers finish. */
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += 50 * 1000 * 1000;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+				if (pthread_cond_timedwait(&st->qcond, &st->qlock, &ts))
+					apply_stuck = false;
+				continue;
+			}
 			pthread_cond_wait(&st->qcond, &st->qlock);
+		}
 		if (!st->qhead) {
-			bool stop = st->stopping && !prev.active;
+			bool stopping = st->stopping;
 
 			pthread_mutex_unlock(&st->qlock);
-			if (stop)
+			if (prev.active) {
+				/* Idle: make the last batch durable now. */
+				sync_and_complete(st, &prev);
+				continue;
+			}
+			if (st->deferred_blocks && !apply_stuck && !st->failed) {
+				apply_stuck = apply_journal(st, &prev) <= 0;
+				continue;
+			}
+			if (stopping)
 				break;
-			/* Idle: make the last batch durable now. */
-			sync_and_complete(st, &prev);
 			continue;
 		}
 		list = last = st->qhead;
@@ -347,6 +391,9 @@ static void *commit_main(void *arg)
 		pthread_mutex_unlock(&st->qlock);
 
 		run_batch(st, list, &prev);
+		apply_stuck = false;
+		if (st->deferred_blocks >= DEFER_APPLY_BLOCKS && !st->failed)
+			apply_journal(st, &prev);
 
 		pthread_mutex_lock(&st->qlock);
 		st->busy = false;
@@ -362,16 +409,10 @@ static void *commit_main(void *arg)
 
 int commit_start(struct store *st)
 {
-	int r;
+	int r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
 
-	r = io_setup(256, &st->wctx);
 	if (r)
 		return r;
-	r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
-	if (r) {
-		io_destroy(st->wctx);
-		return r;
-	}
 	st->commit_running = true;
 	return 0;
 }
@@ -385,7 +426,6 @@ void commit_stop(struct store *st)
 	pthread_cond_broadcast(&st->qcond);
 	pthread_mutex_unlock(&st->qlock);
 	pthread_join(st->commit_thread, NULL);
-	io_destroy(st->wctx);
 	st->commit_running = false;
 }
 

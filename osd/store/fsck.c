@@ -270,6 +270,15 @@ static void deep_check(struct fsck *f, const struct oref *o, uint32_t idx, const
 	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
 		if (!(ch->present & (1ull << i)))
 			continue;
+		if (ch->deferred & (1ull << i)) {
+			/* The device block is not written yet: check the journal. */
+			if (dblob_read(st, f->t, NULL, ch->dseq[i], ch->dslot[i], ch->crc[i], f->blk))
+				problem(f, "object '%s': journaled block at offset %" PRIu64
+					" (blob %" PRIu64 " slot %u) is missing or has a bad checksum",
+					o->name, ((uint64_t)idx * CHUNK_BLOCKS + i) * BS, ch->dseq[i],
+					ch->dslot[i]);
+			continue;
+		}
 		if (bio_pread(st->bfd, f->blk, BS, ch->pblk[i] * BS) ||
 		    atoll_crc32c(0, f->blk, BS) != ch->crc[i])
 			problem(f, "object '%s': block %" PRIu64 " (offset %" PRIu64 ") has a bad checksum",

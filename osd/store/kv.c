@@ -139,7 +139,8 @@ int kv_open(struct kv *kv, const char *path, uint64_t map_size, bool create, boo
 	    (r = open_dbi(t, "onodes", dbflags, &kv->onodes)) ||
 	    (r = open_dbi(t, "chunks", dbflags, &kv->chunks)) ||
 	    (r = open_dbi(t, "attrs", dbflags, &kv->attrs)) ||
-	    (r = open_dbi(t, "omap", dbflags, &kv->omap))) {
+	    (r = open_dbi(t, "omap", dbflags, &kv->omap)) ||
+	    (r = open_dbi(t, "deferred", dbflags, &kv->deferred))) {
 		mdb_txn_abort(t);
 		goto out_close;
 	}

@@ -451,6 +451,18 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 				cur = NULL;
 				continue;	/* a hole: the output is zeroed already */
 			}
+			if (c.deferred & (1ull << i)) {
+				/* Journaled in the kv: copy it out of the snapshot now. */
+				uint8_t blk[BS] __attribute__((aligned(64)));
+				uint64_t b0 = max_u64(q->off, lb * BS), b1 = min_u64(end, lb * BS + BS);
+
+				r = dblob_read(st, t, NULL, c.dseq[i], c.dslot[i], c.crc[i], blk);
+				if (r)
+					return r;
+				memcpy(q->out + (b0 - q->off), blk + (b0 - lb * BS), b1 - b0);
+				cur = NULL;
+				continue;
+			}
 			if (cur && cur->pblk + cur->nblk == c.pblk[i] &&
 			    cur->lstart + (uint64_t)cur->nblk * BS == lb * BS &&
 			    cur->nblk < CHUNK_BLOCKS) {

@@ -72,7 +72,7 @@ bool alloc_is_free(const struct alloc *a, uint64_t blk);
 
 struct kv {
 	MDB_env *env;
-	MDB_dbi meta, colls, onodes, chunks, attrs, omap;
+	MDB_dbi meta, colls, onodes, chunks, attrs, omap, deferred;
 	size_t psize;
 	uint64_t map_size;
 	uint64_t reserve;
@@ -126,6 +126,10 @@ struct chunk {
 	uint8_t flags;
 	/* uncompressed: bit i set = block i present at pblk[i], crc[i] */
 	uint64_t present;
+	/* uncompressed: bit i set = block i's current content is journaled
+	 * in the kv (slot dslot[i] of deferred blob dseq[i]) and not yet
+	 * written to pblk[i]; crc[i] is the crc of that content (deferred.c) */
+	uint64_t deferred;
 	/* compressed: lblocks logical blocks stored as clen bytes of lz4 in
 	 * cblocks blocks from pblk[0], crc[j] for each of those blocks */
 	uint8_t lblocks;
@@ -133,11 +137,13 @@ struct chunk {
 	uint32_t clen;
 	uint64_t pblk[CHUNK_BLOCKS];
 	uint32_t crc[CHUNK_BLOCKS];
+	uint64_t dseq[CHUNK_BLOCKS];
+	uint16_t dslot[CHUNK_BLOCKS];
 };
 
 int chunk_decode(struct chunk *c, const void *v, size_t vl);
 /* Encodes into buf (at least CHUNK_REC_MAX bytes); returns the length. */
-#define CHUNK_REC_MAX (32 + CHUNK_BLOCKS * 14)
+#define CHUNK_REC_MAX (48 + CHUNK_BLOCKS * 24)
 size_t chunk_encode(const struct chunk *c, uint8_t *buf);
 bool chunk_empty(const struct chunk *c);
 /* Physical runs of c (coalesced), appended to out. */
@@ -227,6 +233,7 @@ struct store {
 	uint64_t next_id;
 	uint64_t commit_seq;	/* batches committed */
 	uint64_t double_used;	/* blocks found used twice at open */
+	uint64_t deferred_blocks;	/* journaled slots not yet applied */
 
 	/* The queue: qlock protects qhead..stopping, failed. */
 	pthread_mutex_t qlock;
@@ -241,6 +248,7 @@ struct store {
 	pthread_t commit_thread;
 	bool commit_running;
 	io_context_t wctx;
+	bool wctx_ok;
 
 	/* Readers and blocks waiting for them: rlock protects these. */
 	pthread_mutex_t rlock;
@@ -291,7 +299,9 @@ struct pending;
 int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
 		       uint32_t crc, void *buf);
 /* Reads a chunk's logical content (CHUNK_SIZE bytes, zeros for holes). */
-int chunk_read_all(struct store *st, struct pending *p, const struct chunk *c, uint8_t *buf);
+struct batch;
+int chunk_read_all(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
+		   uint8_t *buf);
 
 /* commit.c */
 int commit_start(struct store *st);
@@ -302,6 +312,17 @@ void commit_drain(struct store *st);
 /* write.c: applies one transaction inside the batch's kv transaction. */
 struct batch;
 int apply_txn(struct batch *b, struct store_txn *t);
+
+/* deferred.c: reads slot of journal blob seq (b: the batch being built,
+ * may be NULL), checked against crc. */
+int dblob_read(struct store *st, MDB_txn *t, struct batch *b, uint64_t seq, uint16_t slot,
+	       uint32_t crc, void *out);
+int64_t deferred_apply(struct store *st, uint64_t max_blocks);
+int deferred_count(struct store *st, MDB_txn *t, uint64_t *blocks, uint64_t *max_seq);
+/* The content of block i of chunk c, wherever it is: the batch's pending
+ * writes or journal, the kv journal, or the device; crc-checked. */
+int chunk_read_block(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
+		     unsigned i, void *buf);
 
 /* fsck.c */
 int store_rebuild_alloc(struct store *st, MDB_txn *t);

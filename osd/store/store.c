@@ -38,6 +38,8 @@ static int opt_copy(const struct store_options *in, struct store_options *out)
 		return -EINVAL;
 	if (!out->batch_max)
 		out->batch_max = 256;
+	if (!out->defer_max)
+		out->defer_max = 32u << 10;
 	return 0;
 }
 
@@ -230,6 +232,8 @@ void store_uuid(const struct store *st, char out[37])
 
 static void store_free(struct store *st)
 {
+	if (st->wctx_ok)
+		io_destroy(st->wctx);
 	kv_close(&st->kv);
 	if (st->bfd >= 0)
 		close(st->bfd);
@@ -365,11 +369,35 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		r = alloc_init(&st->alloc, st->data_start, st->nblocks - st->data_start);
 	if (!r)
 		r = store_rebuild_alloc(st, t);
+	uint64_t jseq = 0;
+
+	if (!r)
+		r = deferred_count(st, t, &st->deferred_blocks, &jseq);
 	mdb_txn_abort(t);
 	if (r) {
 		if (r == -ENOENT)
 			r = -EUCLEAN;
 		goto out_free;
+	}
+	if (!st->opt.readonly) {
+		r = io_setup(256, &st->wctx);
+		if (r)
+			goto out_free;
+		st->wctx_ok = true;
+		/* Journal blobs are numbered by commit; continue after them. */
+		st->commit_seq = jseq;
+		st->durable_seq = jseq;
+		/* Writes journaled before a crash or stop go to their blocks now. */
+		if (st->deferred_blocks) {
+			int64_t n = deferred_apply(st, 0);
+
+			if (n < 0 || mdb_env_sync(st->kv.env, 1)) {
+				log_error("store", "cannot apply the journaled writes of '%s'",
+					  st->kv_path);
+				r = n < 0 ? (int)n : -EIO;
+				goto out_free;
+			}
+		}
 	}
 	r = read_thread_start(st);
 	if (r)

@@ -47,6 +47,7 @@
 #define STORE_OMAP_KEY_MAX	400u
 #define STORE_VALUE_MAX		(64u << 20)	/* one attr or omap value */
 #define STORE_DEFAULT_OBJECT_MAX (128ull << 20)
+#define STORE_DEFER_OFF		UINT32_MAX
 
 struct store;
 struct store_txn;
@@ -70,6 +71,10 @@ struct store_options {
 	uint64_t object_max;	/* 0 = STORE_DEFAULT_OBJECT_MAX */
 	uint32_t inline_max;	/* data up to this many bytes stays in the kv; 0 = 2048 */
 	uint32_t batch_max;	/* most transactions per commit; 0 = 256 */
+	/* Writes of up to this many bytes into existing data are journaled
+	 * in the kv and applied in place later (one flush instead of three
+	 * before the completion); 0 = 32 KiB, STORE_DEFER_OFF = never. */
+	uint32_t defer_max;
 	bool readonly;		/* open for inspection only (no commit thread) */
 	/* mkfs only, for a regular file: write zeros over the whole file so
 	 * that the host file system has real blocks behind it (writes into

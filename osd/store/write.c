@@ -254,8 +254,18 @@ int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
 	return 0;
 }
 
-int chunk_read_all(struct store *st, struct pending *p, const struct chunk *c, uint8_t *buf)
+int chunk_read_block(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
+		     unsigned i, void *buf)
 {
+	if (c->deferred & (1ull << i))
+		return dblob_read(st, t, b, c->dseq[i], c->dslot[i], c->crc[i], buf);
+	return block_read_checked(st, b ? &b->pend : NULL, c->pblk[i], c->crc[i], buf);
+}
+
+int chunk_read_all(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
+		   uint8_t *buf)
+{
+	struct pending *p = b ? &b->pend : NULL;
 	int r;
 
 	memset(buf, 0, CHUNK_SIZE);
@@ -285,7 +295,7 @@ int chunk_read_all(struct store *st, struct pending *p, const struct chunk *c, u
 	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
 		if (!(c->present & (1ull << i)))
 			continue;
-		r = block_read_checked(st, p, c->pblk[i], c->crc[i], buf + (size_t)i * BS);
+		r = chunk_read_block(st, t, b, c, i, buf + (size_t)i * BS);
 		if (r)
 			return r;
 	}
@@ -307,7 +317,7 @@ static int read_lblock(struct batch *b, const struct obj *ob, uint64_t lblk, uin
 
 		if (!all)
 			return -ENOMEM;
-		r = chunk_read_all(b->st, &b->pend, &c, all);
+		r = chunk_read_all(b->st, b->txn, b, &c, all);
 		if (!r)
 			memcpy(buf, all + (size_t)i * BS, BS);
 		free(all);
@@ -317,7 +327,7 @@ static int read_lblock(struct batch *b, const struct obj *ob, uint64_t lblk, uin
 		memset(buf, 0, BS);
 		return 0;
 	}
-	return block_read_checked(b->st, &b->pend, c.pblk[i], c.crc[i], buf);
+	return chunk_read_block(b->st, b->txn, b, &c, i, buf);
 }
 
 /* ---- writing blocks ----------------------------------------------------- */
@@ -375,6 +385,7 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 				if (r)
 					goto out;
 			}
+			c.deferred &= ~(1ull << i);	/* its journaled content is stale now */
 			c.present |= 1ull << i;
 			c.pblk[i] = runs.v[ri].start + rdone;
 			c.crc[i] = atoll_crc32c(0, blk, BS);
@@ -391,6 +402,55 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 out:
 	runvec_free(&runs);
 	return r;
+}
+
+/* Journals nblk logical blocks from lblk (content in buf) in the batch's
+ * kv blob instead of writing them now (deferred.c).  Blocks that are
+ * holes get their target block allocated now. */
+static int defer_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+			const uint8_t *buf)
+{
+	uint64_t done = 0;
+	int r;
+
+	while (done < nblk) {
+		uint64_t cur = lblk + done;
+		uint32_t idx = (uint32_t)(cur / CHUNK_BLOCKS);
+		unsigned i0 = (unsigned)(cur % CHUNK_BLOCKS);
+		unsigned n = (unsigned)min_u64(CHUNK_BLOCKS - i0, nblk - done);
+		struct chunk c;
+
+		r = chunk_get(b, ob->o.id, idx, &c);
+		if (r)
+			return r;
+		for (unsigned i = i0; i < i0 + n; i++) {
+			const uint8_t *blk = buf + (done + (i - i0)) * BS;
+			uint16_t slot;
+
+			if (!(c.present & (1ull << i))) {
+				struct runvec one = { 0 };
+
+				r = alloc_blocks(b, 1, false, &one);
+				if (r)
+					return r;
+				c.pblk[i] = one.v[0].start;
+				runvec_free(&one);
+				c.present |= 1ull << i;
+			}
+			c.crc[i] = atoll_crc32c(0, blk, BS);
+			r = dblob_add(b, ob->o.id, cur + (i - i0), c.pblk[i], blk, c.crc[i], &slot);
+			if (r)
+				return r;
+			c.deferred |= 1ull << i;
+			c.dseq[i] = b->blob.seq;
+			c.dslot[i] = slot;
+		}
+		r = chunk_put(b, ob->o.id, idx, &c);
+		if (r)
+			return r;
+		done += n;
+	}
+	return 0;
 }
 
 /* Rewrites chunk idx whole from content (CHUNK_SIZE bytes; blocks past
@@ -470,7 +530,7 @@ static int rewrite_chunk(struct batch *b, struct obj *ob, uint32_t idx, patch_fn
 	r = chunk_get(b, ob->o.id, idx, &c);
 	if (r)
 		return r;
-	r = chunk_read_all(b->st, &b->pend, &c, content);
+	r = chunk_read_all(b->st, b->txn, b, &c, content);
 	if (r)
 		return r;
 	fn(content, arg);
@@ -642,6 +702,9 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 			return r;
 		memcpy(buf + (nblk - 1) * BS + end % BS, old + end % BS, BS - end % BS);
 	}
+	if (len <= b->st->opt.defer_max && b->st->opt.defer_max != STORE_DEFER_OFF &&
+	    b->blob.n + nblk <= DBLOB_SLOTS_MAX)
+		return defer_blocks(b, ob, l0, nblk, buf);
 	return write_blocks(b, ob, l0, nblk, buf);
 }
 
@@ -700,6 +763,7 @@ static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
 			if (r)
 				return r;
 			c.present &= ~(1ull << i);
+			c.deferred &= ~(1ull << i);
 			changed = true;
 		}
 		if (changed) {
@@ -720,7 +784,7 @@ static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
 			r = batch_keep_buf(b, blk);
 			if (r)
 				return r;
-			r = block_read_checked(b->st, &b->pend, c.pblk[i], c.crc[i], blk);
+			r = chunk_read_block(b->st, b->txn, b, &c, i, blk);
 			if (r)
 				return r;
 			memset(blk + zlo, 0, zhi - zlo);
@@ -826,6 +890,7 @@ static int do_truncate(struct batch *b, struct obj *ob, uint64_t size)
 					if (r)
 						return r;
 					c.present &= ~(1ull << i);
+					c.deferred &= ~(1ull << i);
 					changed = true;
 				}
 				if (changed && (r = chunk_put(b, ob->o.id, last, &c)))
@@ -839,8 +904,7 @@ static int do_truncate(struct batch *b, struct obj *ob, uint64_t size)
 					r = batch_keep_buf(b, blk);
 					if (r)
 						return r;
-					r = block_read_checked(b->st, &b->pend, c.pblk[kb - 1],
-							       c.crc[kb - 1], blk);
+					r = chunk_read_block(b->st, b->txn, b, &c, kb - 1, blk);
 					if (r)
 						return r;
 					memset(blk + keep % BS, 0, BS - keep % BS);
