@@ -126,6 +126,8 @@ static struct oref *oref_find(struct fsck *f, uint64_t id)
 {
 	struct oref key = { .id = id };
 
+	if (!f->nobjs)
+		return NULL;
 	return bsearch(&key, f->objs, f->nobjs, sizeof(key), oref_cmp);
 }
 
@@ -214,7 +216,8 @@ static int check_onodes(struct fsck *f)
 	mdb_cursor_close(c);
 	if (rc != MDB_NOTFOUND)
 		return kv_err(rc);
-	qsort(f->objs, f->nobjs, sizeof(*f->objs), oref_cmp);
+	if (f->nobjs)
+		qsort(f->objs, f->nobjs, sizeof(*f->objs), oref_cmp);
 	for (size_t i = 1; i < f->nobjs; i++)
 		if (f->objs[i].id == f->objs[i - 1].id)
 			problem(f, "objects '%s' and '%s' share id %" PRIu64, f->objs[i - 1].name,

@@ -23,7 +23,9 @@
  * Threading: every function may be called from any thread.  Completions
  * run on the store's commit thread: they must not block for long and must
  * not call store_close(); they may queue more transactions.  Reads see
- * every transaction whose completion has fired (and possibly newer ones).
+ * every transaction whose completion has fired (and possibly newer ones);
+ * each read call sees one committed state (a snapshot), never part of a
+ * transaction.
  *
  * Errors are 0 or a negative errno:
  *   -ENOENT   collection or object missing      -EEXIST   already there

@@ -17,6 +17,8 @@
 #include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -346,4 +348,172 @@ Test(corrupt, omap_value_get_eio)
 	OK(store_omap_get(ts.st, C1, "bystander", "k", 1, &v, &len));
 	free(v);
 	expect_fsck_names(false, "victim-omap");
+}
+
+/* Deletes every kv record whose key contains pat (in any database);
+ * returns how many. */
+static int kv_delete_keys(const char *kv_path, const void *pat, size_t patlen)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi main_dbi;
+	MDB_cursor *cur;
+	MDB_val k, v;
+	char names[32][64];
+	int nnames = 0, deleted = 0, rc;
+
+	cr_assert_eq(mdb_env_create(&env), 0);
+	cr_assert_eq(mdb_env_set_maxdbs(env, 64), 0);
+	cr_assert_eq(mdb_env_set_mapsize(env, 64 * MiB), 0);
+	cr_assert_eq(mdb_env_open(env, kv_path, 0, 0600), 0);
+	cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+	cr_assert_eq(mdb_dbi_open(txn, NULL, 0, &main_dbi), 0);
+	cr_assert_eq(mdb_cursor_open(txn, main_dbi, &cur), 0);
+	while (mdb_cursor_get(cur, &k, &v, nnames ? MDB_NEXT : MDB_FIRST) == 0 && nnames < 32) {
+		snprintf(names[nnames], sizeof(names[0]), "%.*s", (int)k.mv_size,
+			 (const char *)k.mv_data);
+		nnames++;
+	}
+	mdb_cursor_close(cur);
+	for (int i = 0; i < nnames; i++) {
+		MDB_dbi dbi;
+
+		if (mdb_dbi_open(txn, names[i], 0, &dbi) != 0)
+			continue;
+		cr_assert_eq(mdb_cursor_open(txn, dbi, &cur), 0);
+		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+		while (rc == 0) {
+			if (memmem(k.mv_data, k.mv_size, pat, patlen)) {
+				cr_assert_eq(mdb_cursor_del(cur, 0), 0);
+				deleted++;
+				rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+				if (rc == 0)
+					continue;	/* now at the next record */
+				rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+				continue;
+			}
+			rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+		}
+		mdb_cursor_close(cur);
+	}
+	cr_assert_eq(mdb_txn_commit(txn), 0);
+	mdb_env_close(env);
+	return deleted;
+}
+
+/* An onode lost from the kv leaves its chunks, attributes and omap behind,
+ * and its blocks allocated to nothing: fsck must see that. */
+Test(corrupt, fsck_finds_records_of_a_lost_object)
+{
+	uint8_t data[3 * 4096];
+	struct fsck_log log;
+	struct store_stat s;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0x4444);
+	OK(do_write(ts.st, C1, "lost-object", 0, data, sizeof(data), 0));
+	OK(do_setattr(ts.st, C1, "lost-object", "a", "v", 1));
+	OK(do_omap_set(ts.st, C1, "lost-object", "k", 1, "v", 1));
+	OK(do_write(ts.st, C1, "bystander", 0, data, sizeof(data), 0));
+	ts_close(&ts);
+	cr_assert_eq(kv_delete_keys(ts.kv_path, "lost-object", 11), 1,
+		     "the object name should be in exactly one kv key");
+	OK(ts_open(&ts));
+	FAILS(store_stat(ts.st, C1, "lost-object", &s), -ENOENT);
+	expect_content(ts.st, C1, "bystander", data, sizeof(data));
+	fsck_run(ts.st, false, &log);
+	fsck_print(&log);
+	cr_assert_geq(log.problems, 3, "want reports of orphan chunks, attrs, omap, blocks or "
+		      "counters; got %d", log.problems);
+	fsck_log_free(&log);
+}
+
+/* A small overwrite may sit journaled in the kv (its slot checked against
+ * the block's crc) or have been applied to the block already: wherever
+ * its bytes are, damage to them must come out as -EIO. */
+Test(corrupt, journaled_small_write_read_eio)
+{
+	uint8_t data[64 * 1024], patch[4096], buf[64 * 1024];
+	char where[256];
+	int n;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0x6666);
+	pattern_fill(patch, sizeof(patch), 0, 0x7777);
+	OK(do_write(ts.st, C1, "victim-journal", 0, data, sizeof(data), 0));
+	OK(do_write(ts.st, C1, "victim-journal", 8192, patch, sizeof(patch), 0));
+	memcpy(data + 8192, patch, sizeof(patch));
+	expect_content(ts.st, C1, "victim-journal", data, sizeof(data));
+	ts_close(&ts);
+
+	n = kv_flip(ts.kv_path, patch + 1000, 64, 10, where, sizeof(where));
+	if (n == 0) {
+		int64_t at = file_find(ts.block_path, patch + 1000, 64);
+
+		cr_assert_geq(at, 0, "the small write is neither in the kv nor in the block");
+		OK(file_flip_byte(ts.block_path, (uint64_t)at + 10, 0x04));
+		fprintf(stderr, "the small write was in the block\n");
+	} else {
+		cr_assert_eq(n, 1, "the small write is in %d kv values (%s)", n, where);
+		fprintf(stderr, "the small write was journaled in kv database '%s'\n", where);
+	}
+	OK(ts_open(&ts));
+	FAILS(store_read(ts.st, C1, "victim-journal", 0, sizeof(buf), buf), -EIO);
+	cr_assert_eq(store_read(ts.st, C1, "victim-journal", 0, 8192, buf), 8192);
+	cr_assert_arr_eq(buf, data, 8192);
+	expect_fsck_names(true, "victim-journal");
+}
+
+/* Opens the store in a child process, applies one write, and exits
+ * without closing: as if the OSD died right after the completion.  What
+ * the store journaled stays journaled. */
+static void write_then_die(uint64_t off, const void *data, size_t len)
+{
+	pid_t pid;
+	int status;
+
+	ts_close(&ts);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct store *st;
+
+		if (store_open(&ts.opt, &st) != 0 ||
+		    do_write(st, C1, "victim-slot", off, data, len, 0) != 0)
+			_exit(1);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+Test(corrupt, journal_slot_damaged_before_replay_read_eio)
+{
+	uint8_t data[64 * 1024], patch[4096], buf[64 * 1024];
+	char where[256];
+	int n;
+
+	OK(do_coll_create(ts.st, C1, 0));
+	pattern_fill(data, sizeof(data), 0, 0x8888);
+	pattern_fill(patch, sizeof(patch), 0, 0x9999);
+	OK(do_write(ts.st, C1, "victim-slot", 0, data, sizeof(data), 0));
+	write_then_die(4096, patch, sizeof(patch));
+	n = kv_flip(ts.kv_path, patch + 2000, 64, 5, where, sizeof(where));
+	if (n == 0) {
+		fprintf(stderr, "the small write was not journaled; damaging the block instead\n");
+		OK(file_flip_byte(ts.block_path,
+				  (uint64_t)file_find(ts.block_path, patch + 2000, 64) + 5, 0x04));
+	} else {
+		cr_assert_eq(n, 1);
+		fprintf(stderr, "damaged the journaled write in kv database '%s'\n", where);
+	}
+	/* Opening replays the journal; the damaged slot must not become
+	 * good-looking data, and one bad block must not keep the store shut. */
+	OK(ts_open(&ts));
+	FAILS(store_read(ts.st, C1, "victim-slot", 4096, 4096, buf), -EIO);
+	cr_assert_eq(store_read(ts.st, C1, "victim-slot", 8192, 8192, buf), 8192);
+	cr_assert_arr_eq(buf, data + 8192, 8192);
+	expect_fsck_names(true, "victim-slot");
+	OK(ts_reopen(&ts));
+	FAILS(store_read(ts.st, C1, "victim-slot", 0, sizeof(buf), buf), -EIO);
 }

@@ -245,6 +245,54 @@ Test(block_full, full_again_after_refill)
 	expect_fsck_clean();
 }
 
+struct slot {
+	struct waiter *w;
+	int r;
+};
+
+static void slot_done(void *arg, int r)
+{
+	struct slot *s = arg;
+
+	s->r = r;
+	waiter_done(s->w, r);
+}
+
+Test(block_full, enospc_txn_in_a_group_fails_alone)
+{
+	int first_small, first_tiny;
+	struct waiter w;
+	struct slot slots[3];
+	struct store_txn *t[3];
+	uint8_t *big = malloc(4 * MiB);
+	struct store_stat s;
+
+	fill_all(&first_small, &first_tiny);
+	OK(do_remove(ts.st, C1, "fill-0"));	/* 1 MiB free */
+	waiter_init(&w);
+	memset(big, 9, 4 * MiB);
+	for (int i = 0; i < 3; i++) {
+		slots[i] = (struct slot){ .w = &w, .r = 1 };
+		t[i] = store_txn_new();
+	}
+	OK(store_txn_write(t[0], C1, "small-0", 0, big, 256 * KiB, 0));
+	OK(store_txn_write(t[1], C1, "small-1", 0, big, 4 * MiB, 0));	/* does not fit */
+	OK(store_txn_write(t[2], C1, "small-2", 0, big, 256 * KiB, 0));
+	waiter_add(&w, 3);
+	for (int i = 0; i < 3; i++)
+		OK(store_queue(ts.st, t[i], slot_done, &slots[i]));
+	cr_assert(waiter_wait(&w, 60));
+	cr_assert_eq(slots[0].r, 0, "%s", errstr(slots[0].r));
+	cr_assert_eq(slots[1].r, -ENOSPC, "%s", errstr(slots[1].r));
+	cr_assert_eq(slots[2].r, 0, "%s", errstr(slots[2].r));
+	expect_content(ts.st, C1, "small-0", big, 256 * KiB);
+	expect_content(ts.st, C1, "small-2", big, 256 * KiB);
+	FAILS(store_stat(ts.st, C1, "small-1", &s), -ENOENT);
+	expect_consistent();
+	waiter_destroy(&w);
+	free(big);
+}
+
 /* ===== the kv fills up ================================================== */
 
 static void init_small_kv(void)

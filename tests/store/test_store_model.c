@@ -13,9 +13,15 @@
  * and the statfs counters are compared with the model, and at the end a
  * deep fsck must be clean.
  *
+ * The same run is made with the default options (small overwrites
+ * journaled in the kv), with journaling off, and with most writes
+ * journaled, small batches and little inline data; a last test queues
+ * everything in bursts so that commits group many transactions.
+ *
  * The seed is printed; ATOLL_TEST_SEED=<n> replays a run and
- * ATOLL_MODEL_OPS=<n> changes its length (default 20000).  On a mismatch
- * the last ops on the object are printed.
+ * ATOLL_MODEL_OPS=<n> changes its length (default 20000; the variants run
+ * a quarter of it).  On a mismatch the last ops on the object are
+ * printed.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -613,6 +619,30 @@ static int list_walk(void *arg, const char *oid)
 	return 0;
 }
 
+/* Reads of random ranges (unaligned, inside compressed chunks, across
+ * the end) against the model. */
+static void verify_ranges(struct store *st, const struct mobj *o)
+{
+	static uint8_t buf[MAX_END + 8192];
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t off = rnd(o->size + 5000);
+		size_t len = (size_t)(1 + rnd(rnd(2) ? 9000 : MAX_END));
+		uint64_t want = off >= o->size ? 0 : min_u64(len, o->size - off);
+		int64_t n = store_read(st, o->coll, o->name, off, len, buf);
+
+		if (n != (int64_t)want)
+			print_hist(o);
+		cr_assert_eq(n, (int64_t)want, "'%s': read %" PRIu64 "~%zu of %" PRIu64
+			     " bytes: %s, want %" PRIu64, o->name, off, len, o->size, errstr(n), want);
+		if (want && memcmp(buf, o->data + off, want) != 0) {
+			print_hist(o);
+			cr_assert_fail("'%s': read %" PRIu64 "~%zu differs from the model", o->name,
+				       off, len);
+		}
+	}
+}
+
 static void verify_obj(struct store *st, const struct mobj *o)
 {
 	struct store_stat s;
@@ -654,6 +684,7 @@ static void verify_obj(struct store *st, const struct mobj *o)
 				       o->data[i]);
 		}
 	free(got);
+	verify_ranges(st, o);
 
 	w = (struct walk){ .want = &o->attrs, .what = "attrs", .o = o };
 	r = store_attrs(st, o->coll, o->name, attr_walk, &w);
@@ -791,9 +822,8 @@ static long one_txn(bool may_fail)
 
 TestSuite(model, .init = init_model_store, .fini = fini_model_store, .timeout = 600);
 
-Test(model, random_ops_match_model)
+static void run_model(long total)
 {
-	long total = env_long("ATOLL_MODEL_OPS", 20000);
 	long verify_every = total / 8 > 0 ? total / 8 : 1;
 	long next_verify = verify_every;
 	bool reopened = false;
@@ -834,6 +864,42 @@ Test(model, random_ops_match_model)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	fprintf(stderr, "model: %ld ops in %.1f s\n", opno,
 		(double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+
+/* Default options: small overwrites are journaled (defer_max 32 KiB). */
+Test(model, random_ops_match_model)
+{
+	run_model(env_long("ATOLL_MODEL_OPS", 20000));
+}
+
+static void init_model_no_defer(void)
+{
+	ts_init();
+	ts.opt.block_size = 256 * MiB;
+	ts.opt.defer_max = STORE_DEFER_OFF;
+	OK(ts_mkfs_open(&ts));
+}
+
+/* Every write copy-on-write. */
+Test(model, random_ops_match_model_without_defer, .init = init_model_no_defer)
+{
+	run_model(env_long("ATOLL_MODEL_OPS", 20000) / 4);
+}
+
+static void init_model_big_defer(void)
+{
+	ts_init();
+	ts.opt.block_size = 256 * MiB;
+	ts.opt.defer_max = 256 * 1024;
+	ts.opt.inline_max = 512;
+	ts.opt.batch_max = 8;
+	OK(ts_mkfs_open(&ts));
+}
+
+/* Most writes journaled, small batches, little inline data. */
+Test(model, random_ops_match_model_big_defer, .init = init_model_big_defer)
+{
+	run_model(env_long("ATOLL_MODEL_OPS", 20000) / 4);
 }
 
 /* Only queued transactions, many in flight at once, so that they are

@@ -5,16 +5,18 @@
  * (mkfs, open, reopen, refusals), collections, object data (offsets,
  * holes, inline data, truncate, zero), attributes, omap, listing, stat and
  * statfs counters, transaction atomicity, concurrent queueing, async
- * reads and compression.  Every error the header promises has a test that
- * provokes it.  The randomised cross-check against a model is in
- * test_store_model.c.
+ * reads, compression, journaled small writes, and reads racing writes.
+ * Every error the header promises has a test that provokes it.  The
+ * randomised cross-check against a model is in test_store_model.c.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -255,6 +257,58 @@ Test(lifecycle, flipped_superblock_byte_euclean)
 	FAILS(ts_open(&ts), -EUCLEAN);
 }
 
+Test(lifecycle, block_shorter_than_superblock_says_euclean)
+{
+	OK(ts_mkfs(&ts));
+	cr_assert_eq(truncate(ts.block_path, (off_t)(TS_BLOCK_SIZE_DEFAULT / 2)), 0);
+	FAILS(ts_open(&ts), -EUCLEAN);
+}
+
+Test(lifecycle, kv_max_chosen_at_mkfs_is_kept)
+{
+	ts.opt.kv_max = 96 * MiB;
+	OK(ts_mkfs_open(&ts));
+	cr_assert_eq(statfs_of().kv_max, 96 * MiB);
+	ts_close(&ts);
+	ts.opt.kv_max = 0;
+	OK(ts_open(&ts));
+	cr_assert_eq(statfs_of().kv_max, 96 * MiB);
+}
+
+Test(lifecycle, inline_max_changed_between_opens)
+{
+	uint8_t model[3001];
+
+	pattern_fill(model, sizeof(model), 0, 1);
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, 1, 0));
+	OK(do_write(ts.st, 1, "inl", 0, model, 2000, 0));	/* inline under 2048 */
+	OK(do_write(ts.st, 1, "chk", 0, model, 3000, 0));	/* chunked */
+	ts_close(&ts);
+
+	ts.opt.inline_max = 100;
+	OK(ts_open(&ts));
+	expect_content(ts.st, 1, "inl", model, 2000);
+	OK(do_write(ts.st, 1, "inl", 2000, model + 2000, 1, 0));
+	expect_content(ts.st, 1, "inl", model, 2001);
+	ts_close(&ts);
+
+	ts.opt.inline_max = 4000;
+	OK(ts_open(&ts));
+	expect_content(ts.st, 1, "chk", model, 3000);
+	OK(do_write(ts.st, 1, "chk", 3000, model + 3000, 1, 0));
+	expect_content(ts.st, 1, "chk", model, 3001);
+	OK(do_truncate(ts.st, 1, "chk", 10));
+	OK(do_truncate(ts.st, 1, "chk", 20));
+	{
+		uint8_t want[20] = {0};
+
+		memcpy(want, model, 10);
+		expect_content(ts.st, 1, "chk", want, 20);
+	}
+	expect_fsck_clean(true);
+}
+
 Test(lifecycle, mkfs_keeps_existing_file_size)
 {
 	int fd = open(ts.block_path, O_CREAT | O_RDWR, 0644);
@@ -351,6 +405,47 @@ Test(lifecycle, close_waits_for_queued_txns)
 		expect_content(ts.st, 1, oid, oid, strlen(oid));
 	}
 	waiter_destroy(&w);
+}
+
+/* A store left without store_close (the OSD died after the completions)
+ * has every acknowledged write when opened again, journaled small writes
+ * included. */
+Test(lifecycle, acknowledged_writes_survive_exit_without_close)
+{
+	uint8_t model[256 * 1024];
+	pid_t pid;
+	int status;
+
+	pattern_fill(model, sizeof(model), 0, 1);
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, 1, 0));
+	OK(do_write(ts.st, 1, "o", 0, model, sizeof(model), 0));
+	ts_close(&ts);
+	for (int i = 0; i < 50; i++)
+		pattern_fill(model + i * 5000, 100 + (size_t)i, (uint64_t)i * 5000, 2);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct store *st;
+
+		if (store_open(&ts.opt, &st) != 0)
+			_exit(1);
+		for (int i = 0; i < 50; i++)
+			if (do_write(st, 1, "o", (uint64_t)i * 5000, model + i * 5000,
+				     100 + (size_t)i, 0) != 0)
+				_exit(2);
+		if (do_write(st, 1, "p", 0, "after", 5, 0) != 0)
+			_exit(3);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	OK(ts_open(&ts));
+	expect_content(ts.st, 1, "o", model, sizeof(model));
+	expect_content(ts.st, 1, "p", "after", 5);
+	expect_fsck_clean(true);
+	OK(ts_reopen(&ts));
+	expect_content(ts.st, 1, "o", model, sizeof(model));
 }
 
 /* ===== collections ====================================================== */
@@ -653,6 +748,7 @@ Test(obj, read_past_end_returns_zero)
 	cr_assert_eq(store_read(ts.st, C1, "o", 3, sizeof(buf), buf), 0);
 	cr_assert_eq(store_read(ts.st, C1, "o", 100000, sizeof(buf), buf), 0);
 	cr_assert_eq(store_read(ts.st, C1, "o", 5 * GiB, sizeof(buf), buf), 0);
+	cr_assert_eq(store_read(ts.st, C1, "o", UINT64_MAX - 10, sizeof(buf), buf), 0);
 	OK(do_touch(ts.st, C1, "empty"));
 	cr_assert_eq(store_read(ts.st, C1, "empty", 0, sizeof(buf), buf), 0);
 }
@@ -1200,6 +1296,71 @@ Test(obj, builder_copies_its_arguments)
 	expect_content(ts.st, C1, "obj", "payload", 7);
 }
 
+/* Small overwrites may go through the kv and be copied into the block
+ * later: they must show at once, survive a reopen, and never land on
+ * blocks that have since gone to another object. */
+Test(obj, small_overwrites_survive_reopen)
+{
+	uint8_t model[64 * 1024];
+	uint64_t seed = 42;
+
+	coll1();
+	write_mirror("o", model, 0, sizeof(model), 1);
+	for (int i = 0; i < 200; i++) {
+		uint64_t off = rng_below(&seed, sizeof(model) - 100);
+		size_t len = 1 + (size_t)rng_below(&seed, 100);
+
+		write_mirror("o", model, off, len, (uint32_t)(100 + i));
+		if (i % 50 == 0)
+			expect_content(ts.st, C1, "o", model, sizeof(model));
+	}
+	expect_content(ts.st, C1, "o", model, sizeof(model));
+	OK(ts_reopen(&ts));
+	expect_content(ts.st, C1, "o", model, sizeof(model));
+	expect_fsck_clean(true);
+}
+
+static void init_block_64m(void)
+{
+	ts_init();
+	ts.opt.block_size = 64 * MiB;
+	OK(ts_mkfs_open(&ts));
+}
+
+Test(obj, small_overwrites_of_removed_object_hit_nothing, .init = init_block_64m, .timeout = 200)
+{
+	const int rounds = 70, keep = 30;
+	uint8_t *big = malloc(1 * MiB);
+	uint8_t small[64 * 1024];
+	char oid[32];
+
+	coll1();
+	for (int r = 0; r < rounds; r++) {
+		snprintf(oid, sizeof(oid), "b%03d", r);
+		pattern_fill(big, 1 * MiB, 0, (uint32_t)r);
+		OK(do_write(ts.st, C1, oid, 0, big, 1 * MiB, 0));
+		if (r >= keep) {
+			snprintf(oid, sizeof(oid), "b%03d", r - keep);
+			OK(do_remove(ts.st, C1, oid));
+		}
+		pattern_fill(small, sizeof(small), 0, 0xdead0000u + (uint32_t)r);
+		OK(do_write(ts.st, C1, "a", 0, small, sizeof(small), 0));
+		for (int i = 0; i < 8; i++)
+			OK(do_write(ts.st, C1, "a", (uint64_t)i * 7919, "OVERWRITE", 9, 0));
+		OK(do_remove(ts.st, C1, "a"));
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int r = rounds - keep; r < rounds; r++) {
+			snprintf(oid, sizeof(oid), "b%03d", r);
+			pattern_fill(big, 1 * MiB, 0, (uint32_t)r);
+			expect_content(ts.st, C1, oid, big, 1 * MiB);
+		}
+		OK(ts_reopen(&ts));
+	}
+	expect_fsck_clean(true);
+	free(big);
+}
+
 /* ===== attributes ======================================================= */
 
 TestSuite(attr, .init = ts_init_open, .fini = ts_fini);
@@ -1286,28 +1447,28 @@ static int attr_cb(void *arg, const char *name, const void *val, size_t len)
 
 Test(attr, listed_in_name_order)
 {
-	static const char *names[] = { "b", "a", "ab", "z", "A", "_" };
-	static const char *sorted[] = { "A", "_", "a", "ab", "b", "z" };
+	static const char *names[] = { "b", "a", "\xc3\xa9", "ab", "z", "A", "_" };
+	static const char *sorted[] = { "A", "_", "a", "ab", "b", "z", "\xc3\xa9" };
 	struct attr_seen s = {0};
 
 	coll1();
 	OK(do_touch(ts.st, C1, "o"));
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		char v[16];
 
 		snprintf(v, sizeof(v), "v-%s", names[i]);
 		OK(do_setattr(ts.st, C1, "o", names[i], v, strlen(v)));
 	}
 	OK(store_attrs(ts.st, C1, "o", attr_cb, &s));
-	cr_assert_eq(s.n, 6);
-	for (int i = 0; i < 6; i++) {
+	cr_assert_eq(s.n, 7);
+	for (int i = 0; i < 7; i++) {
 		char v[16];
 
 		snprintf(v, sizeof(v), "v-%s", sorted[i]);
 		cr_assert_str_eq(s.names[i], sorted[i]);
 		cr_assert_str_eq(s.vals[i], v);
 	}
-	cr_assert_eq(stat_of(C1, "o").nattrs, 6);
+	cr_assert_eq(stat_of(C1, "o").nattrs, 7);
 }
 
 static int attr_stop(void *arg, const char *name, const void *val, size_t len)
@@ -2290,6 +2451,83 @@ Test(txn, callback_may_queue_more)
 	waiter_destroy(&c.w);
 }
 
+Test(txn, big_txn_of_many_ops)
+{
+	struct store_txn *t = store_txn_new();
+	uint8_t val[64];
+
+	coll1();
+	for (int i = 0; i < 1000; i++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "many%04d", i);
+		pattern_fill(val, sizeof(val), 0, (uint32_t)i);
+		OK(store_txn_write(t, C1, oid, (uint64_t)i * 100, val, sizeof(val), 0));
+		OK(store_txn_setattr(t, C1, oid, "a", val, 8));
+		OK(store_txn_omap_set(t, C1, oid, val, 4, val, sizeof(val)));
+	}
+	cr_assert_eq(store_txn_ops(t), 3000);
+	OK(store_apply(ts.st, t));
+	cr_assert_eq(statfs_of().objects, 1000);
+	for (int i = 0; i < 1000; i += 111) {
+		char oid[16];
+		uint8_t got[64];
+
+		snprintf(oid, sizeof(oid), "many%04d", i);
+		pattern_fill(val, sizeof(val), 0, (uint32_t)i);
+		cr_assert_eq(store_read(ts.st, C1, oid, (uint64_t)i * 100, sizeof(got), got), 64);
+		cr_assert_arr_eq(got, val, sizeof(val));
+		expect_omap(oid, val, 4, val, sizeof(val));
+	}
+	expect_fsck_clean(false);
+}
+
+Test(txn, write_bigger_than_one_io)
+{
+	const size_t len = 20 * MiB + 4095;
+	uint8_t *model = malloc(len + 1);
+
+	coll1();
+	model[0] = 0;
+	pattern_fill(model + 1, len, 1, 9);
+	OK(do_write(ts.st, C1, "o", 1, model + 1, len, 0));
+	expect_content(ts.st, C1, "o", model, len + 1);
+	OK(ts_reopen(&ts));
+	expect_content(ts.st, C1, "o", model, len + 1);
+	free(model);
+}
+
+static void init_batch_1(void)
+{
+	ts_init();
+	ts.opt.batch_max = 1;
+	OK(ts_mkfs_open(&ts));
+}
+
+Test(txn, batch_max_one_commits_each_alone, .init = init_batch_1)
+{
+	struct waiter w;
+
+	coll1();
+	waiter_init(&w);
+	for (int i = 0; i < 100; i++) {
+		struct store_txn *t = store_txn_new();
+		uint32_t v = (uint32_t)i;
+
+		OK(store_txn_write(t, C1, "o", 0, &v, sizeof(v), 0));
+		waiter_add(&w, 1);
+		OK(store_queue(ts.st, t, count_done, &w));
+	}
+	cr_assert(waiter_wait(&w, 60));
+	cr_assert_eq(w.failed, 0);
+	{
+		uint32_t want = 99;
+
+		expect_content(ts.st, C1, "o", &want, sizeof(want));
+	}
+	waiter_destroy(&w);
+}
+
 /* ===== async reads ====================================================== */
 
 TestSuite(aread, .init = ts_init_open, .fini = ts_fini);
@@ -2529,4 +2767,251 @@ Test(fsck, report_may_be_null)
 	OK(do_coll_create(ts.st, 1, 0));
 	OK(do_write(ts.st, 1, "o", 0, "x", 1, 0));
 	cr_assert_eq(store_fsck(ts.st, true, NULL, NULL), 0);
+}
+
+/* ===== reads racing writes ============================================== */
+
+/* Writers rewrite objects, version after version, while readers read
+ * them.  Every block of a version holds one repeated word naming the
+ * object, the block and the version, so a reader can tell a torn block
+ * (or one reused by a later write while it was being read) from a whole
+ * one, and a block that went back to an older version.  Whole rewrites
+ * go copy-on-write and free the old blocks (the block is small, so they
+ * are reused soon); small rewrites are journaled and later applied in
+ * place, under the readers' feet. */
+
+#define RACE_OBJS	4
+#define RACE_SIZE	(1 * MiB + 3 * 4096)
+#define RACE_BLOCKS	(RACE_SIZE / 4096)
+#define RACE_VERSIONS	25
+#define RACE_SMALL_VERSIONS 600
+
+struct race {
+	bool small;		/* small in-place rewrites instead of whole ones */
+	_Atomic bool stop;
+	_Atomic long reads, errors, torn, backwards, mixed;
+	char first_problem[256];
+	pthread_mutex_t mu;
+};
+
+static struct race race;
+
+static void race_problem(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void race_problem(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&race.mu);
+	if (!race.first_problem[0]) {
+		va_start(ap, fmt);
+		vsnprintf(race.first_problem, sizeof(race.first_problem), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&race.mu);
+}
+
+static uint64_t race_word(int obj, uint64_t blk, uint64_t version)
+{
+	return (version << 32) | ((uint64_t)obj << 24) | blk;
+}
+
+static void race_fill(uint8_t *buf, int obj, uint64_t first_blk, uint64_t nblk, uint64_t version)
+{
+	for (uint64_t b = 0; b < nblk; b++) {
+		uint64_t w = race_word(obj, first_blk + b, version);
+
+		for (size_t i = 0; i < 4096; i += 8)
+			memcpy(buf + b * 4096 + i, &w, 8);
+	}
+}
+
+static int race_whole(struct store_txn *t, const char *oid, int obj, uint64_t v, uint8_t *buf)
+{
+	int r;
+
+	race_fill(buf, obj, 0, RACE_BLOCKS, v);
+	/* Sometimes compressed, sometimes in two writes. */
+	if (v % 3 == 0) {
+		r = store_txn_write(t, C1, oid, 0, buf, RACE_SIZE / 2, 0);
+		if (!r)
+			r = store_txn_write(t, C1, oid, RACE_SIZE / 2, buf + RACE_SIZE / 2,
+					    RACE_SIZE - RACE_SIZE / 2, 0);
+		return r;
+	}
+	return store_txn_write(t, C1, oid, 0, buf, RACE_SIZE, v % 3 == 1 ? STORE_WRITE_COMPRESS : 0);
+}
+
+static int race_small(struct store_txn *t, const char *oid, int obj, uint64_t v, uint8_t *buf,
+		      unsigned *seed)
+{
+	/* One to three blocks somewhere, at most 12 KiB: journaled. */
+	uint64_t nblk = 1 + rand_r(seed) % 3;
+	uint64_t blk = rand_r(seed) % (RACE_BLOCKS - nblk + 1);
+
+	race_fill(buf, obj, blk, nblk, v);
+	return store_txn_write(t, C1, oid, blk * 4096, buf, nblk * 4096, 0);
+}
+
+static void *race_writer(void *arg)
+{
+	int first = (int)(intptr_t)arg;
+	uint8_t *buf = malloc(RACE_SIZE);
+	unsigned seed = (unsigned)first + 77;
+	uint64_t versions = race.small ? RACE_SMALL_VERSIONS : RACE_VERSIONS;
+
+	for (uint64_t v = 1; v <= versions; v++)
+		for (int obj = first; obj < RACE_OBJS; obj += 2) {
+			struct store_txn *t = store_txn_new();
+			char oid[16];
+			int r;
+
+			snprintf(oid, sizeof(oid), "race%d", obj);
+			r = race.small ? race_small(t, oid, obj, v, buf, &seed)
+				       : race_whole(t, oid, obj, v, buf);
+			if (!r)
+				r = store_apply(ts.st, t);
+			else
+				store_txn_free(t);
+			if (r) {
+				race.errors++;
+				race_problem("writing %s version %" PRIu64 ": %s", oid, v, errstr(r));
+			}
+		}
+	free(buf);
+	return NULL;
+}
+
+/* last[]: the newest version this reader has seen of each block. */
+static void race_check(const uint8_t *buf, int64_t n, int obj, uint64_t *last)
+{
+	uint64_t first_v = UINT64_MAX;
+	bool mixed = false;
+
+	race.reads++;
+	if (n != RACE_SIZE) {
+		race.errors++;
+		race_problem("reading race%d: %s, want %u bytes", obj, errstr(n), (unsigned)RACE_SIZE);
+		return;
+	}
+	for (uint64_t b = 0; b < RACE_BLOCKS; b++) {
+		uint64_t w, v;
+
+		memcpy(&w, buf + b * 4096, 8);
+		for (size_t i = 8; i < 4096; i += 8)
+			if (memcmp(buf + b * 4096 + i, &w, 8) != 0) {
+				race.torn++;
+				race_problem("race%d block %" PRIu64 " is torn at byte %zu", obj, b, i);
+				return;
+			}
+		if ((w & 0xffffffffu) != race_word(obj, b, 0)) {
+			race.torn++;
+			race_problem("race%d block %" PRIu64 " holds block %" PRIu64 " of race%d", obj,
+				     b, w & 0xffffff, (int)((w >> 24) & 0xff));
+			return;
+		}
+		v = w >> 32;
+		if (first_v == UINT64_MAX)
+			first_v = v;
+		else if (v != first_v)
+			mixed = true;
+		if (v < last[b]) {
+			race.backwards++;
+			race_problem("race%d block %" PRIu64 ": version %" PRIu64 " read after %" PRIu64,
+				     obj, b, v, last[b]);
+			return;
+		}
+		last[b] = v;
+	}
+	if (mixed)
+		race.mixed++;
+}
+
+static void *race_reader(void *arg)
+{
+	uint8_t *buf = malloc(RACE_SIZE);
+	uint64_t (*last)[RACE_BLOCKS] = calloc(RACE_OBJS, sizeof(*last));
+	unsigned seed = (unsigned)(intptr_t)arg;
+
+	while (!race.stop) {
+		int obj = (int)(rand_r(&seed) % RACE_OBJS);
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "race%d", obj);
+		race_check(buf, store_read(ts.st, C1, oid, 0, RACE_SIZE, buf), obj, last[obj]);
+	}
+	free(last);
+	free(buf);
+	return NULL;
+}
+
+static void init_race(void)
+{
+	ts_init();
+	ts.opt.block_size = 64 * MiB;
+	OK(ts_mkfs_open(&ts));
+	memset(&race, 0, sizeof(race));
+	pthread_mutex_init(&race.mu, NULL);
+}
+
+static void run_race(bool small)
+{
+	pthread_t w[2], r[2];
+	uint8_t *buf = malloc(RACE_SIZE);
+
+	race.small = small;
+	coll1();
+	for (int obj = 0; obj < RACE_OBJS; obj++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "race%d", obj);
+		race_fill(buf, obj, 0, RACE_BLOCKS, 0);
+		OK(do_write(ts.st, C1, oid, 0, buf, RACE_SIZE, 0));
+	}
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(pthread_create(&r[i], NULL, race_reader, (void *)(intptr_t)(i + 1)), 0);
+		cr_assert_eq(pthread_create(&w[i], NULL, race_writer, (void *)(intptr_t)i), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	race.stop = true;
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	fprintf(stderr, "race (%s rewrites): %ld reads, %ld errors, %ld torn, %ld backwards, "
+		"%ld mixed versions\n", small ? "small" : "whole", (long)race.reads,
+		(long)race.errors, (long)race.torn, (long)race.backwards, (long)race.mixed);
+	free(buf);
+}
+
+TestSuite(race, .init = init_race, .fini = ts_fini, .timeout = 240);
+
+Test(race, reads_during_rewrites_see_whole_blocks)
+{
+	run_race(false);
+	cr_assert_eq(race.errors, 0, "%s", race.first_problem);
+	cr_assert_eq(race.torn, 0, "%s", race.first_problem);
+	cr_assert_eq(race.backwards, 0, "%s", race.first_problem);
+	cr_assert_gt(race.reads, 10);
+	expect_fsck_clean(true);
+}
+
+/* Not spelled out by store.h, but a transaction is atomic: one read
+ * should not see half of it. */
+Test(race, one_read_sees_one_version)
+{
+	run_race(false);
+	cr_assert_eq(race.errors + race.torn + race.backwards, 0, "%s", race.first_problem);
+	cr_assert_eq(race.mixed, 0, "%ld reads saw parts of two versions of an object",
+		     (long)race.mixed);
+}
+
+Test(race, reads_during_small_rewrites_see_whole_blocks)
+{
+	run_race(true);
+	cr_assert_eq(race.errors, 0, "%s", race.first_problem);
+	cr_assert_eq(race.torn, 0, "%s", race.first_problem);
+	cr_assert_eq(race.backwards, 0, "%s", race.first_problem);
+	cr_assert_gt(race.reads, 10);
+	OK(ts_reopen(&ts));
+	expect_fsck_clean(true);
 }
