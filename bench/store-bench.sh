@@ -122,7 +122,9 @@ def load(kind):
 ref, st = load("ref"), load("store")
 
 def fmt(x):
-    return "%.0f" % x if abs(x) >= 100 else "%.2f" % x
+    if x == int(x) or abs(x) >= 100:
+        return "%.0f" % x
+    return "%.2f" % x if abs(x) >= 1 else "%.3f" % x
 
 print("median of %d run%s (each run: reference, then store)" % (runs, "" if runs == 1 else "s"))
 print()

@@ -65,6 +65,7 @@ struct opts {
 	const char *dir;
 	bool dir_given;
 	bool keep;
+	bool no_zero;		/* mkfs without writing zeros over the block */
 	uint64_t size;
 	double seconds;
 	uint64_t count;
@@ -176,6 +177,12 @@ static void die(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (interrupted) {
+		/* Ctrl-C or SIGTERM: whatever failed, failed because of it. */
+		fputs("atoll-storebench: interrupted\n", stderr);
+		cleanup_tmp();
+		exit(130);
+	}
 	fputs("atoll-storebench: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -521,7 +528,13 @@ static struct store *open_or_create(const char *dir, uint64_t block_size, uint64
 	if (!exists(p.block) && !exists(p.kv)) {
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 			die("cannot create folder '%s': %s", dir, strerror(errno));
+		/* Real blocks behind the file, as an OSD has (see store.h). */
+		so.prefill = !o.no_zero;
+		if (so.prefill)
+			human("  creating a store of %" PRIu64 " MiB in '%s' (writing it whole once)...\n",
+			      block_size / MiB, dir);
 		r = store_mkfs(&so);
+		so.prefill = false;
 		if (r < 0)
 			die("cannot create a store in '%s': %s (a file system without O_DIRECT, "
 			    "such as tmpfs, cannot hold one; pick another folder with --dir)",
@@ -1247,6 +1260,8 @@ static void usage(FILE *f)
 "  --quick              a tiny run for smoke tests: --size 512M --seconds 2\n"
 "                       --prefill 64M --overwrite-set 16M --small-count 2000\n"
 "                       --small-reads 500 (options given later still win)\n"
+"  --no-zero-fill       create a new block file without writing zeros over it\n"
+"                       (an OSD's mkfs writes them: see store.h, prefill)\n"
 "  --keep               keep the temporary folder\n"
 "  --seed N             random seed (default 0x5eed)\n"
 "  --stall-timeout N    give up when no op completes for N seconds (default 120)\n"
@@ -1309,7 +1324,7 @@ static bool parse_size(const char *s, uint64_t *out)
 enum {
 	OPT_DIR = 256, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_QD, OPT_PREFILL, OPT_OWSET,
 	OPT_SCOUNT, OPT_SSIZE, OPT_SBATCH, OPT_SREADS, OPT_QUICK, OPT_KEEP, OPT_SEED,
-	OPT_STALL, OPT_MEASURE,
+	OPT_STALL, OPT_MEASURE, OPT_NOZERO,
 };
 
 /* name is the long option without its dashes; hint (may be NULL) says
@@ -1340,6 +1355,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "stall-timeout", required_argument, NULL, OPT_STALL },
 		{ "measure-small", required_argument, NULL, OPT_MEASURE },
+		{ "no-zero-fill", no_argument, NULL, OPT_NOZERO },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1351,7 +1367,7 @@ int main(int argc, char **argv)
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		const char *name = c >= OPT_DIR && c <= OPT_MEASURE ? lopts[c - OPT_DIR].name : "";
+		const char *name = c >= OPT_DIR && c <= OPT_NOZERO ? lopts[c - OPT_DIR].name : "";
 
 		switch (c) {
 		case OPT_DIR: o.dir = optarg; o.dir_given = true; break;
@@ -1419,6 +1435,7 @@ int main(int argc, char **argv)
 			o.stall_s = (unsigned)v;
 			break;
 		case OPT_MEASURE: measure = optarg; break;
+		case OPT_NOZERO: o.no_zero = true; break;
 		case 'h': usage(stdout); return 0;
 		default:
 			fprintf(stderr, "see atoll-storebench --help\n");

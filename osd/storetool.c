@@ -39,11 +39,13 @@ enum {
 	O_SIZE = 1 << 1,
 	O_AFTER = 1 << 2,
 	O_MAX = 1 << 3,
+	O_NOZERO = 1 << 4,
 };
 
 struct cmd {
 	const char *name;
 	const char *args;	/* synopsis after the name */
+	const char *summary;	/* one line for the overview */
 	const char *help;	/* what it does, a few lines */
 	int nargs_min, nargs_max;
 	unsigned opts;		/* O_* it accepts */
@@ -56,6 +58,7 @@ static struct {
 	const char *kv;
 	bool json;
 	bool deep;
+	bool no_zero;
 	uint64_t size;
 	uint64_t kv_max;
 	const char *after;
@@ -397,25 +400,23 @@ struct ls_ctx {
 static int ls_one(void *arg, const char *oid)
 {
 	struct ls_ctx *c = arg;
+	char *e = escape(oid, strlen(oid));
 
 	if (g.json) {
-		cJSON *s = cJSON_CreateString(oid);
-		char *txt = s ? cJSON_PrintUnformatted(s) : NULL;
-
-		if (!txt) {
-			cJSON_Delete(s);
-			return -ENOMEM;
+		/* The escaped text is printable ASCII: as a JSON string it
+		 * needs only '"' and '\\' escaped. */
+		printf("%s\n    \"", c->first ? "" : ",");
+		for (const char *p = e; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				putchar('\\');
+			putchar(*p);
 		}
-		printf("%s\n    %s", c->first ? "" : ",", txt);
+		putchar('"');
 		c->first = false;
-		free(txt);
-		cJSON_Delete(s);
 	} else {
-		char *e = escape(oid, strlen(oid));
-
 		puts(e);
-		free(e);
 	}
+	free(e);
 	return 0;
 }
 
@@ -477,8 +478,11 @@ static int cmd_stat(char **args, int nargs)
 	if (g.json) {
 		cJSON *j = cJSON_CreateObject();
 
+		char *e = escape(args[1], strlen(args[1]));
+
 		cJSON_AddStringToObject(j, "coll", cs);
-		cJSON_AddStringToObject(j, "oid", args[1]);
+		cJSON_AddStringToObject(j, "oid", e);
+		free(e);
 		cJSON_AddNumberToObject(j, "size", (double)s.size);
 		cJSON_AddNumberToObject(j, "blocks", (double)s.blocks);
 		cJSON_AddNumberToObject(j, "allocated", (double)s.blocks * STORE_BLOCK_SIZE);
@@ -636,9 +640,12 @@ static int cmd_attrs_omap(char **args, bool omap)
 	st = open_ro();
 	coll_str(cs, coll);
 	if (g.json) {
+		char *e = escape(args[1], strlen(args[1]));
+
 		j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "coll", cs);
-		cJSON_AddStringToObject(j, "oid", args[1]);
+		cJSON_AddStringToObject(j, "oid", e);
+		free(e);
 		arr = cJSON_AddArrayToObject(j, omap ? "omap" : "attrs");
 	}
 	if (omap)
@@ -737,6 +744,8 @@ static int cmd_mkfs(char **args, int nargs)
 		return EXIT_USAGE;
 	}
 	fill_options(&so, false);
+	/* Like an OSD: real blocks behind a file (see store.h), unless asked. */
+	so.prefill = !g.no_zero;
 	r = store_mkfs(&so);
 	if (r == -EEXIST) {
 		err("'%s' or '%s' already holds a store; mkfs never overwrites one", g.block, g.kv);
@@ -774,43 +783,55 @@ static int cmd_help(char **args, int nargs);
 
 static const struct cmd cmds[] = {
 	{ "fsck", "[--deep]",
+	  "check metadata, allocator and checksums",
 	  "Checks that metadata, allocator and checksums agree and prints each\n"
 	  "problem found.  --deep also reads every data block and checks its crc32c.\n"
 	  "Exits 0 when the store is clean, 1 when problems were found.",
 	  0, 0, O_DEEP, cmd_fsck },
 	{ "colls", "",
+	  "list the collections",
 	  "Lists the collections (one per placement group) with their flags.",
 	  0, 0, 0, cmd_colls },
 	{ "ls", "COLL [--after OID] [--max N]",
+	  "list the objects of a collection",
 	  "Lists the objects of collection COLL in order; --after starts after the\n"
 	  "name OID, --max stops after N names.",
 	  1, 1, O_AFTER | O_MAX, cmd_ls },
 	{ "stat", "COLL OID",
+	  "size and placement of an object",
 	  "Prints the size, allocated blocks, attribute count and placement (inline in\n"
 	  "the kv or in the block) of object OID.",
 	  2, 2, 0, cmd_stat },
 	{ "get", "COLL OID [FILE]",
+	  "an object's data, to FILE or stdout",
 	  "Writes the data of object OID to FILE, or to standard output when FILE is\n"
 	  "missing or '-'.  Every block's checksum is verified: a mismatch fails with\n"
 	  "an I/O error and leaves no partial FILE.",
 	  2, 3, 0, cmd_get },
 	{ "attrs", "COLL OID",
+	  "an object's attributes",
 	  "Prints the attributes of object OID, in name order.",
 	  2, 2, 0, cmd_attrs },
 	{ "omap", "COLL OID [--after KEY] [--max N]",
+	  "an object's key/value map",
 	  "Prints the key/value map of object OID, in key order.",
 	  2, 2, O_AFTER | O_MAX, cmd_omap },
 	{ "statfs", "",
+	  "space and object counts",
 	  "Prints space use: data area total/used/free, objects, logical bytes\n"
 	  "stored, kv size and use, bytes saved by compression.",
 	  0, 0, 0, cmd_statfs },
-	{ "mkfs", "[--size SIZE] [--kv-max SIZE]",
+	{ "mkfs", "[--size SIZE] [--kv-max SIZE] [--no-zero-fill]",
+	  "create a new, empty store",
 	  "Creates a new, empty store in --block PATH and --kv DIR (or --data DIR).\n"
 	  "--size sets the size of a block file to create (a device is used whole);\n"
-	  "--kv-max the largest the kv may grow (default 1/8 of the block).  Never\n"
-	  "overwrites an existing store.",
-	  0, 0, O_SIZE, cmd_mkfs },
-	{ "help", "[COMMAND]", "Prints the help of COMMAND, or this overview.", 0, 1, 0, cmd_help },
+	  "--kv-max the largest the kv may grow (default 1/8 of the block).  A block\n"
+	  "file gets zeros written over it once, as an OSD's does, so that the file\n"
+	  "system has real blocks behind it; --no-zero-fill skips that (tests,\n"
+	  "quick looks).  Never overwrites an existing store.",
+	  0, 0, O_SIZE | O_NOZERO, cmd_mkfs },
+	{ "help", "[COMMAND]",
+	  "help of a command", "Prints the help of COMMAND, or this overview.", 0, 1, 0, cmd_help },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
@@ -827,9 +848,10 @@ static const char common_help[] =
 "\n"
 "COLL is a collection id, a 64-bit number, printed in hex (0x2a) and accepted\n"
 "as hex with 0x or as decimal (42).  OID is an object name as it is stored.\n"
-"Names, attribute values and omap entries are printed with printable ASCII as\n"
-"it is, a backslash as \\\\ and every other byte as \\xNN.  SIZE takes a suffix\n"
-"K, M, G or T (powers of 1024).\n"
+"Names, attribute values and omap entries are printed, in plain text and in\n"
+"JSON strings alike, with printable ASCII as it is, a backslash as \\\\ and\n"
+"every other byte as \\xNN; OID and KEY are given as raw text.  SIZE takes a\n"
+"suffix K, M, G or T (powers of 1024).\n"
 "\n"
 "The store is opened read-only (except by mkfs): stop the OSD that owns it\n"
 "first.  Exit codes: 0 done, 1 failed (or fsck found problems), 2 bad usage.\n";
@@ -842,8 +864,7 @@ static void usage(FILE *f)
 		char syn[64];
 
 		snprintf(syn, sizeof(syn), "%s %s", cmds[i].name, cmds[i].args);
-		fprintf(f, "  %-38s %.*s\n", syn, (int)strcspn(cmds[i].help, ".\n"),
-			cmds[i].help);
+		fprintf(f, "  %-38s %s\n", syn, cmds[i].summary);
 	}
 	fprintf(f, "\n%s", common_help);
 }
@@ -887,7 +908,7 @@ static int cmd_help(char **args, int nargs)
 
 enum {
 	OPT_DATA = 256, OPT_BLOCK, OPT_KV, OPT_FORMAT, OPT_DEEP, OPT_SIZE, OPT_KVMAX,
-	OPT_AFTER, OPT_MAX,
+	OPT_AFTER, OPT_MAX, OPT_NOZERO,
 };
 
 static const char *opt_name(unsigned o)
@@ -896,7 +917,8 @@ static const char *opt_name(unsigned o)
 	case O_DEEP: return "--deep";
 	case O_SIZE: return "--size";
 	case O_AFTER: return "--after";
-	default: return "--max";
+	case O_MAX: return "--max";
+	default: return "--no-zero-fill";
 	}
 }
 
@@ -912,6 +934,7 @@ int main(int argc, char **argv)
 		{ "kv-max", required_argument, NULL, OPT_KVMAX },
 		{ "after", required_argument, NULL, OPT_AFTER },
 		{ "max", required_argument, NULL, OPT_MAX },
+		{ "no-zero-fill", no_argument, NULL, OPT_NOZERO },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -953,6 +976,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_AFTER: g.after = optarg; g.given |= O_AFTER; break;
+		case OPT_NOZERO: g.no_zero = true; g.given |= O_NOZERO; break;
 		case OPT_MAX: {
 			char *end;
 
@@ -1002,7 +1026,7 @@ int main(int argc, char **argv)
 		    c->name, c->args);
 		return EXIT_USAGE;
 	}
-	for (unsigned o = 1; o <= O_MAX; o <<= 1)
+	for (unsigned o = 1; o <= O_NOZERO; o <<= 1)
 		if ((g.given & o) && !(c->opts & o)) {
 			err("option '%s' does not apply to '%s' (see " PROG " %s --help)",
 			    opt_name(o), c->name, c->name);

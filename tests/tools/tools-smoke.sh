@@ -1,12 +1,14 @@
 #!/bin/bash
-# tools-smoke.sh STORE-TOOL STOREBENCH - a quick end-to-end check of
-# atoll-store-tool and atoll-storebench: mkfs, a tiny benchmark run, then
-# fsck, ls, stat, get, attrs, omap, statfs with plain and JSON output, and
-# the errors an operator gets for a wrong command line or a missing store.
+# tools-smoke.sh STORE-TOOL STOREBENCH FIXTURE - a quick end-to-end check
+# of atoll-store-tool and atoll-storebench: mkfs, a tiny benchmark run, then
+# fsck, ls, stat, get, attrs, omap, statfs with plain and JSON output, on
+# the benchmark's store and on one made by FIXTURE (fixture.c: names and
+# values with bytes that must be escaped), and the errors an operator gets
+# for a wrong command line or a missing store.
 # Works in its own temporary folder, removed on exit.  Exit 77 (skip) when
 # python3 is missing.
 set -euo pipefail
-tool=$1 bench=$2
+tool=$1 bench=$2 fixture=$3
 command -v python3 >/dev/null || { echo "python3 is missing: skipped"; exit 77; }
 
 # The store needs O_DIRECT: /var/tmp is on disk where /tmp may be tmpfs.
@@ -28,10 +30,10 @@ expect() {
 }
 
 # --- mkfs, then an empty store -------------------------------------------
-"$tool" mkfs --data "$tmp/s" --size 256M >"$tmp/out"
+"$tool" mkfs --data "$tmp/s" --size 256M --no-zero-fill >"$tmp/out"
 grep -q "created store" "$tmp/out" || fail "mkfs did not say what it created"
 ok "mkfs --data"
-"$tool" mkfs --block "$tmp/s2.block" --kv "$tmp/s2.kv" --size 128M --format json | json "mkfs json"
+"$tool" mkfs --block "$tmp/s2.block" --kv "$tmp/s2.kv" --size 64M --format json | json "mkfs json"
 ok "mkfs --block --kv --format json"
 expect 1 "already holds a store" "$tool" mkfs --data "$tmp/s" --size 256M
 ok "mkfs refuses an existing store"
@@ -53,7 +55,7 @@ PY
 ok "colls, statfs of a new store"
 
 # --- a tiny benchmark run, then inspect what it wrote ----------------------
-"$bench" --quick --seconds 1 --small-count 500 --small-reads 100 --dir "$tmp/b" \
+"$bench" --quick --no-zero-fill --seconds 1 --small-count 500 --small-reads 100 --dir "$tmp/b" \
 	>"$tmp/bench.out" 2>"$tmp/bench.err" || fail "atoll-storebench --quick failed: $(tail -5 "$tmp/bench.err")"
 for m in write_4M_MBps write_4M_lat_p99_us overwrite_4K_IOPS randread_4K_IOPS \
 	randread_4K_cache_hits small_open_s small_rss_anon_MB; do
@@ -94,6 +96,39 @@ ok "get to a file and to stdout"
 "$tool" "${B[@]}" statfs | grep -q "^objects" || fail "statfs plain"
 ok "attrs, omap, statfs"
 
+# --- escaping, attributes and omap: the fixture's store ------------------
+"$fixture" "$tmp/f"
+F=(--data "$tmp/f")
+oid=$'obj\x01name\\x'
+[ "$("$tool" "${F[@]}" colls)" = $'0x7\n0x2a\tcompress' ] || fail "colls: $("$tool" "${F[@]}" colls)"
+[ "$("$tool" "${F[@]}" ls 42)" = $'empty\nobj\\x01name\\\\x' ] || fail "ls does not escape: $("$tool" "${F[@]}" ls 42)"
+"$tool" "${F[@]}" ls 0x2a --format json >"$tmp/ls.json"
+python3 - "$tmp/ls.json" <<'PY' || fail "ls --format json of an unprintable name"
+import json, sys
+assert json.load(open(sys.argv[1]))["objects"] == ["empty", "obj\\x01name\\\\x"]
+PY
+ok "colls with flags, ls escapes names"
+"$tool" "${F[@]}" attrs 0x2a "$oid" >"$tmp/out"
+[ "$(cat "$tmp/out")" = $'_ = hello (5 bytes)\nbin = \\x00\\xff (2 bytes)' ] || fail "attrs: $(cat "$tmp/out")"
+"$tool" "${F[@]}" omap 0x2a "$oid" --format json >"$tmp/omap.json"
+python3 - "$tmp/omap.json" <<'PY' || fail "omap --format json: $(cat "$tmp/omap.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [(e["key"], e["value"], e["size"]) for e in d["omap"]] == \
+    [("k\\x00", "nul key", 7), ("k1", "v1", 2)], d
+PY
+[ "$("$tool" "${F[@]}" omap 0x2a "$oid" --max 1)" = 'k\x00 = nul key (7 bytes)' ] ||
+	fail "omap --max 1: $("$tool" "${F[@]}" omap 0x2a "$oid" --max 1)"
+ok "attrs and omap escape bytes, plain and JSON"
+"$tool" "${F[@]}" get 0x2a "$oid" "$tmp/got"
+cmp "$tmp/got" "$tmp/f/expected" || fail "get returned other bytes than were written"
+"$tool" "${F[@]}" stat 0x2a "$oid" --format json >"$tmp/stat.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["size"] == 10000 and d["attrs"] == 2, d' \
+	"$tmp/stat.json" || fail "stat --format json: $(cat "$tmp/stat.json")"
+[ "$("$tool" "${F[@]}" get 0x2a empty | wc -c)" -eq 0 ] || fail "get of an empty object"
+"$tool" "${F[@]}" fsck --deep >/dev/null || fail "fsck --deep of the fixture"
+ok "get, stat and fsck on the fixture"
+
 # --- errors: one sentence, exit 2 for usage, 1 for a failed operation ------
 expect 2 "unknown command 'frobnicate'" "$tool" "${B[@]}" frobnicate
 expect 2 "no command given" "$tool" "${B[@]}"
@@ -101,6 +136,7 @@ expect 2 "unknown option" "$tool" "${B[@]}" ls 0x2 --bogus
 expect 2 "needs more arguments" "$tool" "${B[@]}" stat 0x2
 expect 2 "not a collection id" "$tool" "${B[@]}" ls zz
 expect 2 "does not apply to 'ls'" "$tool" "${B[@]}" ls 0x2 --deep
+expect 2 "does not apply to 'fsck'" "$tool" "${B[@]}" fsck --no-zero-fill
 expect 2 "unknown format" "$tool" "${B[@]}" colls --format yaml
 expect 2 "which store" "$tool" colls
 ok "usage errors exit 2 with one sentence"
