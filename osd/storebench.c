@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "store.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -1359,6 +1360,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+
+	/* ATOLL_LOG=debug shows the store's own log, with the commit
+	 * thread's time profile at each close (doc/benchmarks.md). */
+	if (getenv("ATOLL_LOG")) {
+		int lvl = log_level_parse(getenv("ATOLL_LOG"));
+
+		if (lvl >= 0)
+			log_open("storebench", (enum log_level)lvl, NULL);
+	}
 	const char *measure = NULL;
 	struct store *st = NULL;
 	struct sigaction sa;

@@ -29,8 +29,14 @@
 #include "batch.h"
 #include "log.h"
 
-/* Journaled blocks that trigger an apply between batches (16 MiB). */
+/* Journaled blocks that trigger an apply between batches (16 MiB), and
+ * how many one apply takes at most (so that a batch waits for one apply of
+ * 4 MiB at most); how long the store must be idle before it applies the
+ * rest; how soon to retry when old readers held the journal back. */
 #define DEFER_APPLY_BLOCKS 4096u
+#define DEFER_APPLY_SLICE 1024u
+#define APPLY_IDLE_NS (20ull * 1000 * 1000)
+#define APPLY_RETRY_NS (50ull * 1000 * 1000)
 
 struct done {
 	struct store_txn *list;		/* in queue order */
@@ -320,10 +326,10 @@ out_unchanged:
 
 /* Applies journaled writes now, making every committed batch durable
  * first (a blob may be applied only once its commit is durable). */
-static int64_t apply_journal(struct store *st, struct done *prev)
+static int64_t apply_journal(struct store *st, struct done *prev, uint64_t max_blocks)
 {
 	sync_and_complete(st, prev);
-	return deferred_apply(st, 0);
+	return deferred_apply(st, max_blocks);
 }
 
 static void *commit_main(void *arg)
@@ -338,26 +344,38 @@ static void *commit_main(void *arg)
 		uint32_t n = 0;
 
 		pthread_mutex_lock(&st->qlock);
+		uint64_t idle_since = now_ns();
+
 		for (;;) {
 			if (st->qhead || prev.active || st->stopping)
 				break;
-			if (st->deferred_blocks && !apply_stuck)
-				break;
-			if (st->deferred_blocks) {
-				/* Retry the journal soon: old readers finish. */
-				struct timespec ts;
-
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_nsec += 50 * 1000 * 1000;
-				if (ts.tv_nsec >= 1000000000) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000;
-				}
-				if (pthread_cond_timedwait(&st->qcond, &st->qlock, &ts))
-					apply_stuck = false;
+			if (!st->deferred_blocks) {
+				pthread_cond_wait(&st->qcond, &st->qlock);
+				idle_since = now_ns();
 				continue;
 			}
-			pthread_cond_wait(&st->qcond, &st->qlock);
+			/* Journaled writes wait for a quiet moment (or for old
+			 * readers to finish) before they are applied, so that a
+			 * brief gap in the load does not cost a flush each. */
+			uint64_t wait = apply_stuck ? APPLY_RETRY_NS : APPLY_IDLE_NS;
+			uint64_t now = now_ns();
+
+			if (now - idle_since >= wait) {
+				apply_stuck = false;
+				break;
+			}
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t left = wait - (now - idle_since);
+
+			ts.tv_sec += (time_t)(left / 1000000000u);
+			ts.tv_nsec += (long)(left % 1000000000u);
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&st->qcond, &st->qlock, &ts);
 		}
 		if (!st->qhead) {
 			bool stopping = st->stopping;
@@ -369,7 +387,7 @@ static void *commit_main(void *arg)
 				continue;
 			}
 			if (st->deferred_blocks && !apply_stuck && !st->failed) {
-				apply_stuck = apply_journal(st, &prev) <= 0;
+				apply_stuck = apply_journal(st, &prev, 0) <= 0;
 				continue;
 			}
 			if (stopping)
@@ -393,7 +411,7 @@ static void *commit_main(void *arg)
 		run_batch(st, list, &prev);
 		apply_stuck = false;
 		if (st->deferred_blocks >= DEFER_APPLY_BLOCKS && !st->failed)
-			apply_journal(st, &prev);
+			apply_journal(st, &prev, DEFER_APPLY_SLICE);
 
 		pthread_mutex_lock(&st->qlock);
 		st->busy = false;

@@ -14,6 +14,7 @@
  * when it began; freed blocks wait in limbo until no older reader is left.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <lz4.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,6 +254,9 @@ struct rreq {
 	int pending;		/* aio not yet completed (completion thread) */
 	size_t n, cap;
 	struct rpiece **pieces;
+	/* Most reads need one piece: it lives here, saving two allocations. */
+	struct rpiece *one;
+	struct rpiece first;
 };
 
 static void rreq_free(struct rreq *q)
@@ -260,9 +264,11 @@ static void rreq_free(struct rreq *q)
 	for (size_t i = 0; i < q->n; i++) {
 		if (!q->pieces[i]->direct)
 			free(q->pieces[i]->buf);
-		free(q->pieces[i]);
+		if (q->pieces[i] != &q->first)
+			free(q->pieces[i]);
 	}
-	free(q->pieces);
+	if (q->pieces != &q->one)
+		free(q->pieces);
 	free(q);
 }
 
@@ -270,12 +276,25 @@ static struct rpiece *rreq_piece(struct rreq *q)
 {
 	struct rpiece *p;
 
+	if (q->n == 0) {
+		q->pieces = &q->one;
+		q->cap = 1;
+		p = &q->first;
+		memset(p, 0, offsetof(struct rpiece, crc));	/* crc[] is filled as needed */
+		p->err = 0;
+		p->req = q;
+		q->pieces[q->n++] = p;
+		return p;
+	}
 	if (q->n == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 4;
-		struct rpiece **v = realloc(q->pieces, cap * sizeof(*v));
+		size_t cap = q->cap * 4;
+		struct rpiece **v = malloc(cap * sizeof(*v));
 
 		if (!v)
 			return NULL;
+		memcpy(v, q->pieces, q->n * sizeof(*v));
+		if (q->pieces != &q->one)
+			free(q->pieces);
 		q->pieces = v;
 		q->cap = cap;
 	}
@@ -357,7 +376,21 @@ static void *read_main(void *arg)
 	struct io_event ev[128];
 
 	for (;;) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		/* Sleep on the condition variable while nothing is in flight
+		 * (a close then wakes us at once); wait in io_getevents only
+		 * when there are reads to reap.  The timeout covers a read
+		 * whose submission failed after it was counted. */
+		struct timespec ts = { 1, 0 };
+		bool stop;
+
+		pthread_mutex_lock(&st->rlock);
+		while (!st->reads_inflight && !st->read_stop)
+			pthread_cond_wait(&st->rwork, &st->rlock);
+		stop = st->read_stop && !st->reads_inflight;
+		pthread_mutex_unlock(&st->rlock);
+		if (stop)
+			break;
+
 		int n = io_getevents(st->rctx, 1, 128, ev, &ts);
 
 		if (n < 0 && n != -EINTR) {
@@ -372,14 +405,6 @@ static void *read_main(void *arg)
 				p->err = -EIO;
 			if (__atomic_sub_fetch(&q->pending, 1, __ATOMIC_ACQ_REL) == 0)
 				rreq_complete(q);
-		}
-		if (n <= 0) {
-			pthread_mutex_lock(&st->rlock);
-			bool stop = st->read_stop && st->reads_inflight == 0;
-
-			pthread_mutex_unlock(&st->rlock);
-			if (stop)
-				break;
 		}
 	}
 	return NULL;
@@ -408,6 +433,7 @@ void read_thread_stop(struct store *st)
 	while (st->reads_inflight)
 		pthread_cond_wait(&st->rcond, &st->rlock);
 	st->read_stop = true;
+	pthread_cond_signal(&st->rwork);
 	pthread_mutex_unlock(&st->rlock);
 	pthread_join(st->read_thread, NULL);
 	io_destroy(st->rctx);
@@ -434,6 +460,7 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 
 			if (!p)
 				return -ENOMEM;
+			memset(q->out + (lo - q->off), 0, hi - lo);	/* past lblocks: zeros */
 			p->compressed = true;
 			p->pblk = c.pblk[0];
 			p->nblk = c.cblocks;
@@ -448,8 +475,11 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 			unsigned i = (unsigned)(lb % CHUNK_BLOCKS);
 
 			if (!(c.present & (1ull << i))) {
+				uint64_t b0 = max_u64(q->off, lb * BS), b1 = min_u64(end, lb * BS + BS);
+
+				memset(q->out + (b0 - q->off), 0, b1 - b0);	/* a hole */
 				cur = NULL;
-				continue;	/* a hole: the output is zeroed already */
+				continue;
 			}
 			if (c.deferred & (1ull << i)) {
 				/* Journaled in the kv: copy it out of the snapshot now. */
@@ -509,9 +539,10 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t 
 
 	if (!st || !cb || (len && !buf))
 		return -EINVAL;
-	q = calloc(1, sizeof(*q));
+	q = malloc(sizeof(*q));
 	if (!q)
 		return -ENOMEM;
+	memset(q, 0, offsetof(struct rreq, first));
 	q->st = st;
 	q->cb = cb;
 	q->arg = arg;
@@ -525,11 +556,12 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t 
 	if (r)
 		goto out_abort;
 	q->len = off < o.size ? min_u64(len, o.size - off) : 0;
-	if (q->len)
-		memset(buf, 0, q->len);	/* holes; overwritten by data below */
 	if (!(o.flags & ONODE_CHUNKED)) {
-		if (off < o.inline_len)
-			memcpy(buf, o.inl + off, min_u64(q->len, o.inline_len - off));
+		uint64_t n = off < o.inline_len ? min_u64(q->len, o.inline_len - off) : 0;
+
+		if (n)
+			memcpy(buf, o.inl + off, n);
+		memset((uint8_t *)buf + n, 0, q->len - n);	/* past the inline data */
 	} else if (q->len) {
 		r = plan_reads(st, t, q, &o);
 	}
@@ -550,7 +582,8 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t 
 	size_t submitted = 0;
 
 	pthread_mutex_lock(&st->rlock);
-	st->reads_inflight++;
+	if (st->reads_inflight++ == 0)
+		pthread_cond_signal(&st->rwork);
 	pthread_mutex_unlock(&st->rlock);
 	/* pending counts every piece before the first submit, so that the
 	 * completion thread cannot finish the request while we still submit. */

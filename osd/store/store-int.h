@@ -252,7 +252,8 @@ struct store {
 
 	/* Readers and blocks waiting for them: rlock protects these. */
 	pthread_mutex_t rlock;
-	pthread_cond_t rcond;
+	pthread_cond_t rcond;	/* reads_inflight reached 0 */
+	pthread_cond_t rwork;	/* reads_inflight left 0, or stop */
 	struct reader readers;	/* list head */
 	uint64_t durable_seq;	/* visible to new readers */
 	struct limbo *limbo_head, *limbo_tail;

@@ -251,6 +251,7 @@ static void store_free(struct store *st)
 	pthread_cond_destroy(&st->qidle);
 	pthread_mutex_destroy(&st->rlock);
 	pthread_cond_destroy(&st->rcond);
+	pthread_cond_destroy(&st->rwork);
 	free(st->block_path);
 	free(st->kv_path);
 	free(st);
@@ -279,6 +280,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_cond_init(&st->qidle, NULL);
 	pthread_mutex_init(&st->rlock, NULL);
 	pthread_cond_init(&st->rcond, NULL);
+	pthread_cond_init(&st->rwork, NULL);
 	st->readers.next = st->readers.prev = &st->readers;
 	r = opt_copy(opt_in, &st->opt);
 	if (r)

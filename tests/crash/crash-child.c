@@ -8,12 +8,19 @@
  * (or until --max transactions, then closes the store cleanly).
  *
  * Reports are 16-byte records written with one write() each, so that a
- * kill never leaves half a record in the pipe.
+ * kill never leaves half a record in the pipe.  With --ack-file, each
+ * acknowledged txn number is also written (8 bytes, at offset 0) to that
+ * file before the report: under the power-cut shim this puts every
+ * acknowledgement into the write log, in order with the store's own I/O,
+ * so the test can cut power at any point of the log and know what had been
+ * acknowledged by then.
  *
  * usage: crash-child --block PATH --kv DIR --seed N --start N --fd N
- *                    [--profile N] [--inflight N] [--max N] [--unsafe-skip-data-flush]
+ *                    [--profile N] [--inflight N] [--max N] [--ack-file PATH]
+ *                    [--unsafe-skip-data-flush]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +32,7 @@
 #include "workload.h"
 
 static int report_fd = -1;
+static int ack_fd = -1;
 
 /* inflight and next_done are protected by lock; cond signals a completion */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -62,6 +70,10 @@ static void done_cb(void *arg, int r)
 		_exit(3);
 	}
 	next_done++;
+	if (ack_fd >= 0 && pwrite(ack_fd, &n, sizeof(n), 0) != sizeof(n)) {
+		fprintf(stderr, "crash-child: writing the ack file failed: %s\n", strerror(errno));
+		_exit(3);
+	}
 	send_msg(CRASH_MSG_DONE, 0, n);
 	inflight--;
 	pthread_cond_signal(&cond);
@@ -71,7 +83,8 @@ static void done_cb(void *arg, int r)
 static void usage(void)
 {
 	fprintf(stderr, "usage: crash-child --block PATH --kv DIR --seed N --start N --fd N "
-		"[--profile N] [--inflight N] [--max N] [--unsafe-skip-data-flush]\n");
+		"[--profile N] [--inflight N] [--max N] [--ack-file PATH] "
+		"[--unsafe-skip-data-flush]\n");
 	exit(2);
 }
 
@@ -87,6 +100,7 @@ int main(int argc, char **argv)
 		{ "inflight", required_argument, NULL, 'i' },
 		{ "max", required_argument, NULL, 'm' },
 		{ "unsafe-skip-data-flush", no_argument, NULL, 'u' },
+		{ "ack-file", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct store_options opt;
@@ -110,6 +124,14 @@ int main(int argc, char **argv)
 		case 'i': limit = (unsigned)atoi(optarg); break;
 		case 'm': max = strtoull(optarg, NULL, 0); break;
 		case 'u': opt.unsafe_skip_data_flush = true; break;
+		case 'a':
+			ack_fd = open(optarg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (ack_fd < 0) {
+				fprintf(stderr, "crash-child: cannot open '%s': %s\n",
+					optarg, strerror(errno));
+				return 2;
+			}
+			break;
 		default: usage();
 		}
 	}

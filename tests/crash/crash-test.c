@@ -8,7 +8,10 @@
  *   powercut  run crash-child under powercut_shim.so, then rebuild the disk
  *             a power cut would leave (pcdisk.c) and reopen that;
  *   unsafe    powercut against a store opened with unsafe_skip_data_flush:
- *             passes only if the harness catches the damage.
+ *             passes only if the harness catches the damage;
+ *   nokvsync  powercut where the shim pretends the kv's syncs never
+ *             happened (a store that forgot to sync its kv): passes only
+ *             if the harness catches that too.
  *
  * Each round: run the child from the state the last round left, kill it,
  * then in a forked verifier open the store, read the ledger (m = number of
@@ -17,6 +20,12 @@
  * that a deep fsck is clean.  The model is advanced to m and the next
  * round continues from there.  The verifier runs in its own process so
  * that a store that crashes on what it finds is reported, not fatal.
+ *
+ * In powercut mode each round also cuts power at an earlier point of the
+ * child's write log (mostly right after an acknowledgement, the
+ * child logging each one through its ack file): that copy is verified with
+ * what had been acknowledged by then, and thrown away.  Cuts right after an
+ * acknowledgement are where a store that acknowledges too early is caught.
  *
  * The seed is printed; ATOLL_TEST_SEED=N replays a run.
  */
@@ -42,7 +51,7 @@
 #define SKIP 77
 #define COUNT_PLAN_TIMEOUT_MS 5000
 
-enum mode { MODE_KILL, MODE_POWERCUT, MODE_UNSAFE };
+enum mode { MODE_KILL, MODE_POWERCUT, MODE_UNSAFE, MODE_NOKVSYNC };
 
 struct harness {
 	enum mode mode;
@@ -52,9 +61,12 @@ struct harness {
 	enum wl_profile prof;
 	const char *child_path, *shim_path;
 	char root[1024], w[1100], wblock[1200], wkv[1200], d[1100], logp[1100];
+	char x[1100], xblock[1200], xkv[1200], ackp[1200];
+	const char *vblock, *vkv;	/* the store the verifier opens */
 	struct wl_model model;
 	/* totals */
 	unsigned rounds, verified, lost;
+	unsigned early, early_after_ack;	/* extra cuts at earlier log points */
 	uint64_t acked_total;
 	struct pc_stats pc;
 	unsigned printed;		/* problems printed by this verifier */
@@ -88,12 +100,12 @@ static void on_signal(int sig)
 	_exit(128 + sig);
 }
 
-static void open_options(const struct harness *h, struct store_options *o)
+static void open_options(const char *block, const char *kv, struct store_options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->size_of = sizeof(*o);
-	o->block_path = h->wblock;
-	o->kv_path = h->wkv;
+	o->block_path = block;
+	o->kv_path = kv;
 	o->kv_max = CRASH_KV_MAX;
 }
 
@@ -108,7 +120,7 @@ static int make_store(struct harness *h)
 		fprintf(stderr, "%s: cannot create '%s': %s\n", h->name, h->w, strerror(errno));
 		return -1;
 	}
-	open_options(h, &o);
+	open_options(h->wblock, h->wkv, &o);
 	o.block_size = CRASH_BLOCK_SIZE;
 	r = store_mkfs(&o);
 	if (r == -EINVAL) {
@@ -226,6 +238,7 @@ static int spawn_child(struct harness *h, int wfd, bool shim, bool unsafe)
 		char *args[] = {
 			(char *)h->child_path, "--block", h->wblock, "--kv", h->wkv,
 			"--seed", seed, "--start", start, "--fd", fdstr, "--profile", prof,
+			"--ack-file", h->ackp,
 			unsafe ? "--unsafe-skip-data-flush" : NULL, NULL,
 		};
 
@@ -243,6 +256,8 @@ static int spawn_child(struct harness *h, int wfd, bool shim, bool unsafe)
 			setenv("LD_PRELOAD", h->shim_path, 1);
 			setenv("ATOLL_PC_DIR", h->w, 1);
 			setenv("ATOLL_PC_LOG", h->logp, 1);
+			if (h->mode == MODE_NOKVSYNC)
+				setenv("ATOLL_PC_NOSYNC", "kv/data.mdb", 1);
 			/* the shim comes before an ASan runtime in the load order */
 			snprintf(buf, sizeof(buf), "%s%sverify_asan_link_order=0",
 				 asan ? asan : "", asan ? ":" : "");
@@ -328,7 +343,7 @@ static int verify_in_child(struct harness *h, int64_t acked, int fd)
 	int problems = 0, r;
 	double t0 = now_ms(), ta, tb, tc;
 
-	open_options(h, &o);
+	open_options(h->vblock, h->vkv, &o);
 	r = store_open(&o, &st);
 	if (r < 0) {
 		applied = r;
@@ -384,7 +399,10 @@ static int verify_in_child(struct harness *h, int64_t acked, int fd)
 		problems += r;
 	}
 out_close:
+	ta = now_ms();
 	store_close(st);
+	if (verbose)
+		fprintf(stderr, "%s: round %u: close %.0f ms\n", h->name, h->rounds, now_ms() - ta);
 	return problems;
 }
 
@@ -405,9 +423,11 @@ static void describe_round(struct harness *h, uint64_t from, uint64_t to)
 	}
 }
 
-/* Verifies the store in w after a crash.  Returns 0 (clean; the model is
- * advanced), 1 (problems, printed) or -1 (could not run). */
-static int verify(struct harness *h, int64_t acked, int64_t queued_hint)
+/* Verifies the store in dir (with block and kv inside) after a crash.
+ * Returns 0 (clean; with advance, the model is advanced to the store's
+ * state), 1 (problems, printed) or -1 (could not run). */
+static int verify(struct harness *h, const char *block, const char *kv, int64_t acked,
+		  int64_t queued_hint, bool advance)
 {
 	int pfd[2], status;
 	int64_t applied = -1;
@@ -415,6 +435,8 @@ static int verify(struct harness *h, int64_t acked, int64_t queued_hint)
 	pid_t pid;
 	ssize_t n;
 
+	h->vblock = block;
+	h->vkv = kv;
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -1;
 	fflush(NULL);
@@ -439,7 +461,7 @@ static int verify(struct harness *h, int64_t acked, int64_t queued_hint)
 	close(pfd[0]);
 	before = h->model.applied;
 	/* advance our copy of the model while the verifier checks the store */
-	if (n == sizeof(applied) && applied >= 0 && (uint64_t)applied >= before &&
+	if (advance && n == sizeof(applied) && applied >= 0 && (uint64_t)applied >= before &&
 	    (uint64_t)applied <= before + 10000000)
 		wl_model_advance(&h->model, h->seed, h->prof, (uint64_t)applied);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -467,50 +489,106 @@ static int verify(struct harness *h, int64_t acked, int64_t queued_hint)
 
 static const char *const durable_files[] = { "block", "kv/data.mdb", NULL };
 
-/* Copies w's durable files to d, before the child runs. */
-static int save_durable(struct harness *h)
+static int copy_durable(struct harness *h, const char *from, const char *to)
 {
-	char a[4400], b[4400];
+	char a[1400], b[1400];
 	unsigned i;
 	int r;
 
-	if (pc_rmtree(h->d) < 0 || pc_mkdir(h->d) < 0)
+	if (pc_rmtree(to) < 0 || pc_mkdir(to) < 0)
 		return -1;
-	snprintf(a, sizeof(a), "%s/kv", h->d);
+	snprintf(a, sizeof(a), "%s/kv", to);
 	if (pc_mkdir(a) < 0)
 		return -1;
 	for (i = 0; durable_files[i]; i++) {
-		snprintf(a, sizeof(a), "%s/%s", h->w, durable_files[i]);
-		snprintf(b, sizeof(b), "%s/%s", h->d, durable_files[i]);
+		snprintf(a, sizeof(a), "%s/%s", from, durable_files[i]);
+		snprintf(b, sizeof(b), "%s/%s", to, durable_files[i]);
 		r = pc_copy_file(a, b);
 		if (r < 0) {
 			fprintf(stderr, "%s: cannot copy '%s': %s\n", h->name, a, strerror(-r));
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Copies w's durable files to d, before the child runs. */
+static int save_durable(struct harness *h)
+{
+	if (copy_durable(h, h->w, h->d) < 0)
+		return -1;
 	if (unlink(h->logp) < 0 && errno != ENOENT)
 		return -1;
 	return 0;
 }
 
-/* After the kill: d + the log's surviving writes becomes the new w. */
-static int power_cut(struct harness *h)
+/* A power cut at an earlier point of the log, verified on a scratch copy
+ * of d (the disk before the child ran) and thrown away.  Two times in three
+ * the point is right after an acknowledgement.  0, 1 (problems) or -1. */
+static int early_cut(struct harness *h, const struct pc_log *lg)
 {
-	struct pc_log lg;
+	int ackfid = pc_log_fid(lg, "acks");
+	size_t k, cut, nacks = 0, pick;
+	int64_t acked = 0;
+	struct pc_stats st;
+	char err[512];
+	int r;
+
+	for (k = 0; k < lg->n; k++)
+		if (lg->ents[k].h.type == PC_WRITE && (int)lg->ents[k].h.fid == ackfid)
+			nacks++;
+	if (nacks && pc_below(&h->rng, 3)) {
+		pick = (size_t)pc_below(&h->rng, nacks);
+		for (k = 0; k < lg->n; k++)
+			if (lg->ents[k].h.type == PC_WRITE && (int)lg->ents[k].h.fid == ackfid &&
+			    pick-- == 0)
+				break;
+		cut = k + 1;
+		h->early_after_ack++;
+	} else {
+		cut = (size_t)pc_below(&h->rng, lg->n + 1);
+	}
+	for (k = 0; k < cut; k++) {
+		const struct pc_entry *e = &lg->ents[k];
+		uint64_t n;
+
+		if (e->h.type != PC_WRITE || (int)e->h.fid != ackfid || e->h.len != 8)
+			continue;
+		memcpy(&n, e->data, 8);
+		if ((int64_t)n + 1 > acked)
+			acked = (int64_t)n + 1;
+	}
+	if (copy_durable(h, h->d, h->x) < 0)
+		return -1;
+	if (pc_reconstruct(lg, cut, h->x, durable_files, PC_FATE_RANDOM, &h->rng, &st,
+			   err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", h->name, err);
+		return -1;
+	}
+	h->early++;
+	if (verbose)
+		fprintf(stderr, "%s: round %u: early cut after record %zu of %zu, %" PRId64
+			" acknowledged by then\n", h->name, h->rounds, cut, lg->n, acked);
+	r = verify(h, h->xblock, h->xkv, acked, acked, false);
+	if (r == 0)
+		h->verified++;
+	else if (r > 0)
+		fprintf(stderr, "%s: round %u: the failed cut was after record %zu of %zu "
+			"of the write log\n", h->name, h->rounds, cut, lg->n);
+	pc_rmtree(h->x);
+	return r;
+}
+
+/* After the kill: d + the log's surviving writes becomes the new w. */
+static int power_cut(struct harness *h, const struct pc_log *lg)
+{
 	struct pc_stats st;
 	char err[512];
 	unsigned i;
 	int r;
 
-	r = pc_log_load(h->logp, &lg);
-	if (r < 0) {
-		fprintf(stderr, "%s: cannot read the power-cut log '%s': %s\n",
-			h->name, h->logp, strerror(-r));
-		return -1;
-	}
-	r = pc_reconstruct(&lg, h->d, durable_files, PC_FATE_RANDOM, &h->rng, &st,
+	r = pc_reconstruct(lg, lg->n, h->d, durable_files, PC_FATE_RANDOM, &h->rng, &st,
 			   err, sizeof(err));
-	pc_log_free(&lg);
 	if (r < 0) {
 		fprintf(stderr, "%s: %s\n", h->name, err);
 		return -1;
@@ -546,7 +624,7 @@ static int power_cut(struct harness *h)
 static void pick_plan(struct harness *h, struct plan *p)
 {
 	memset(p, 0, sizeof(*p));
-	if (h->mode == MODE_UNSAFE) {
+	if (h->mode == MODE_UNSAFE || h->mode == MODE_NOKVSYNC) {
 		p->by_count = true;
 		p->count = 16 + (unsigned)pc_below(&h->rng, 64);
 		return;
@@ -599,11 +677,25 @@ static int round_once(struct harness *h)
 			COUNT_PLAN_TIMEOUT_MS);
 	h->acked_total += out.nacks;
 	t1 = now_ms();
-	if (shim && power_cut(h) < 0)
-		return -1;
+	if (shim) {
+		struct pc_log lg;
+
+		r = pc_log_load(h->logp, &lg);
+		if (r < 0) {
+			fprintf(stderr, "%s: cannot read the power-cut log '%s': %s\n",
+				h->name, h->logp, strerror(-r));
+			return -1;
+		}
+		r = h->mode == MODE_POWERCUT ? early_cut(h, &lg) : 0;
+		if (r == 0)
+			r = power_cut(h, &lg);
+		pc_log_free(&lg);
+		if (r != 0)
+			return r;
+	}
 	t2 = now_ms();
 	before = h->model.applied;
-	r = verify(h, out.acked, out.acked);
+	r = verify(h, h->wblock, h->wkv, out.acked, out.acked, true);
 	if (verbose)
 		fprintf(stderr, "%s: round %u: %s %u, %u acks, applied %" PRIu64 " -> %" PRIu64
 			", save %.0f ms, child %.0f ms, rebuild %.0f ms, verify %.0f ms\n",
@@ -620,8 +712,8 @@ static int round_once(struct harness *h)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: crash-test --mode kill|powercut|unsafe --child PATH "
-		"[--shim PATH] [--rounds N] [--seed N] [--sanitized]\n");
+	fprintf(stderr, "usage: crash-test --mode kill|powercut|unsafe|nokvsync --child PATH "
+		"[--shim PATH] [--rounds N] [--seed N]\n");
 	exit(2);
 }
 
@@ -633,15 +725,14 @@ int main(int argc, char **argv)
 		{ "shim", required_argument, NULL, 's' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 'S' },
-		{ "sanitized", no_argument, NULL, 'z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct harness hs;
 	struct harness *h = &hs;
 	struct sigaction sa;
-	const char *env, *tmp;
+	const char *env, *tmp, *what;
 	unsigned rounds = 0, i;
-	bool sanitized = false, seed_given = false;
+	bool seed_given = false;
 	double t0 = now_ms();
 	int c, rc = 1, r = 0;
 
@@ -655,6 +746,8 @@ int main(int argc, char **argv)
 				h->mode = MODE_POWERCUT;
 			else if (strcmp(optarg, "unsafe") == 0)
 				h->mode = MODE_UNSAFE;
+			else if (strcmp(optarg, "nokvsync") == 0)
+				h->mode = MODE_NOKVSYNC;
 			else
 				usage();
 			break;
@@ -662,14 +755,14 @@ int main(int argc, char **argv)
 		case 's': h->shim_path = optarg; break;
 		case 'r': rounds = (unsigned)atoi(optarg); break;
 		case 'S': h->seed = strtoull(optarg, NULL, 0); seed_given = true; break;
-		case 'z': sanitized = true; break;
 		default: usage();
 		}
 	}
 	if (!h->child_path || (h->mode != MODE_KILL && !h->shim_path))
 		usage();
 	h->name = h->mode == MODE_KILL ? "crash-kill"
-		: h->mode == MODE_POWERCUT ? "crash-powercut" : "crash-unsafe";
+		: h->mode == MODE_POWERCUT ? "crash-powercut"
+		: h->mode == MODE_UNSAFE ? "crash-unsafe" : "crash-nokvsync";
 	h->prof = h->mode == MODE_UNSAFE ? WL_PROFILE_DATA : WL_PROFILE_MIXED;
 	if (!rounds)
 		rounds = h->mode == MODE_KILL ? 50 : 20;
@@ -682,12 +775,6 @@ int main(int argc, char **argv)
 	if (!seed_given)
 		h->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	h->rng = h->seed ^ 0x5eedc0ffee;
-	if (sanitized && h->mode != MODE_KILL && getenv("ATOLL_CRASH_SHIM_WITH_ASAN") == NULL) {
-		/* see meson.build: the shim and the ASan runtime both interpose
-		 * libc; preloading one before the other is not supported */
-		printf("%s: skipped in a sanitizer build (LD_PRELOAD shim)\n", h->name);
-		return SKIP;
-	}
 	printf("%s: seed %" PRIu64 " (ATOLL_TEST_SEED=%" PRIu64 " replays it), %u rounds\n",
 	       h->name, h->seed, h->seed, rounds);
 	fflush(stdout);
@@ -711,6 +798,10 @@ int main(int argc, char **argv)
 	snprintf(h->wkv, sizeof(h->wkv), "%.1000s/kv", h->w);
 	snprintf(h->d, sizeof(h->d), "%.1000s/d", h->root);
 	snprintf(h->logp, sizeof(h->logp), "%.1000s/pclog", h->root);
+	snprintf(h->ackp, sizeof(h->ackp), "%.1000s/acks", h->w);
+	snprintf(h->x, sizeof(h->x), "%.1000s/x", h->root);
+	snprintf(h->xblock, sizeof(h->xblock), "%.1000s/block", h->x);
+	snprintf(h->xkv, sizeof(h->xkv), "%.1000s/kv", h->x);
 
 	r = make_store(h);
 	if (r == SKIP) {
@@ -736,29 +827,34 @@ int main(int argc, char **argv)
 		rc = r == 0 && h->verified == rounds ? 0 : 1;
 		break;
 	case MODE_POWERCUT:
-		printf("crash: %u power cuts, %u verified, %u lost; %" PRIu64 " txns applied, "
-		       "%" PRIu64 " acknowledgements; writes after the last sync: %" PRIu64
-		       " lost, %" PRIu64 " applied, %" PRIu64 " torn (%" PRIu64 " durable); "
-		       "seed %" PRIu64 "; %.1f s\n",
-		       h->rounds, h->verified, h->lost, h->model.applied, h->acked_total,
+		printf("crash: %u power cuts (%u at the kill, %u earlier in the write log, "
+		       "%u of them right after an acknowledgement), %u verified, %u lost; "
+		       "%" PRIu64 " txns applied, %" PRIu64 " acknowledgements; writes after "
+		       "the last sync: %" PRIu64 " lost, %" PRIu64 " applied, %" PRIu64
+		       " torn (%" PRIu64 " durable); seed %" PRIu64 "; %.1f s\n",
+		       h->rounds + h->early, h->rounds, h->early, h->early_after_ack,
+		       h->verified, h->lost, h->model.applied, h->acked_total,
 		       h->pc.lost, h->pc.applied, h->pc.torn, h->pc.durable,
 		       h->seed, (now_ms() - t0) / 1e3);
-		rc = r == 0 && h->verified == rounds ? 0 : 1;
+		rc = r == 0 && h->verified == rounds + h->early ? 0 : 1;
 		break;
 	case MODE_UNSAFE:
+	case MODE_NOKVSYNC:
+		what = h->mode == MODE_UNSAFE ? "unsafe_skip_data_flush"
+					      : "a kv that is never synced";
 		if (r == 1) {
-			printf("crash: unsafe_skip_data_flush CAUGHT after %u power cuts "
-			       "(%u clean before); seed %" PRIu64 "; %.1f s\n",
-			       h->rounds, h->verified, h->seed, (now_ms() - t0) / 1e3);
+			printf("crash: %s CAUGHT after %u power cuts (%u clean before); "
+			       "seed %" PRIu64 "; %.1f s\n", what, h->rounds, h->verified,
+			       h->seed, (now_ms() - t0) / 1e3);
 			rc = 0;
 		} else if (r == 0) {
-			printf("crash: unsafe_skip_data_flush NOT caught in %u power cuts "
-			       "(%u verified clean): the harness is blind to a missing data "
-			       "flush; seed %" PRIu64 "\n", h->rounds, h->verified, h->seed);
+			printf("crash: %s NOT caught in %u power cuts (%u verified clean): "
+			       "the harness is blind to it; seed %" PRIu64 "\n",
+			       what, h->rounds, h->verified, h->seed);
 			rc = 1;
 		} else {
-			printf("crash: unsafe_skip_data_flush run broke down before the "
-			       "verifier could judge it (see above); seed %" PRIu64 "\n", h->seed);
+			printf("crash: the %s run broke down before the verifier could "
+			       "judge it (see above); seed %" PRIu64 "\n", what, h->seed);
 			rc = 1;
 		}
 		break;

@@ -179,7 +179,7 @@ static int grow_to(int fd, uint64_t size)
 	return 0;
 }
 
-int pc_reconstruct(const struct pc_log *lg, const char *ddir,
+int pc_reconstruct(const struct pc_log *lg, size_t nrec, const char *ddir,
 		   const char *const files[], enum pc_fate fate, uint64_t *rng,
 		   struct pc_stats *st, char *err, size_t errlen)
 {
@@ -195,7 +195,9 @@ int pc_reconstruct(const struct pc_log *lg, const char *ddir,
 		fds[i] = -1;
 		synced[i] = 0;
 	}
-	for (k = 0; k < lg->n; k++) {
+	if (nrec > lg->n)
+		nrec = lg->n;
+	for (k = 0; k < nrec; k++) {
 		const struct pc_rec *h = &lg->ents[k].h;
 
 		if (h->type != PC_SYNC)
@@ -229,7 +231,7 @@ int pc_reconstruct(const struct pc_log *lg, const char *ddir,
 			synced[i] = synced_all;
 	}
 
-	for (k = 0; k < lg->n; k++) {
+	for (k = 0; k < nrec; k++) {
 		const struct pc_entry *e = &lg->ents[k];
 		const struct pc_rec *h = &e->h;
 		int fd = h->fid < PC_MAX_FILES ? fds[h->fid] : -1;
@@ -422,6 +424,16 @@ int pc_rmtree(const char *path)
 	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
 		return -errno;
 	return 0;
+}
+
+int pc_log_fid(const struct pc_log *lg, const char *rel)
+{
+	unsigned i;
+
+	for (i = 0; i < PC_MAX_FILES; i++)
+		if (lg->names[i] && strcmp(lg->names[i], rel) == 0)
+			return (int)i;
+	return -1;
 }
 
 int pc_mkdir(const char *path)

@@ -45,12 +45,13 @@ struct pc_stats {
 	uint64_t ignored;	/* records for files we do not rebuild */
 };
 
-/* Applies the log to the durable copies ddir/<rel> of the files named in
- * files[] (NULL-terminated relative paths), as a power cut right after the
- * log's last record would leave them.  rng drives the random choices.
+/* Applies the log's first nrec records to the durable copies ddir/<rel>
+ * of the files named in files[] (NULL-terminated relative paths), as a
+ * power cut right after record nrec-1 would leave them (nrec = lg->n: at
+ * the end of the log).  rng drives the random choices.
  * Returns 0, or -1 with a sentence in err (also when the log says the shim
  * was blind to a change of one of those files). */
-int pc_reconstruct(const struct pc_log *lg, const char *ddir,
+int pc_reconstruct(const struct pc_log *lg, size_t nrec, const char *ddir,
 		   const char *const files[], enum pc_fate fate, uint64_t *rng,
 		   struct pc_stats *st, char *err, size_t errlen);
 
@@ -60,6 +61,8 @@ int pc_copy_file(const char *src, const char *dst);
 int pc_rmtree(const char *path);
 /* mkdir -p of one level, fine if it exists. */
 int pc_mkdir(const char *path);
+/* The fid the log gave to the file at rel, or -1. */
+int pc_log_fid(const struct pc_log *lg, const char *rel);
 
 /* splitmix64: small, fast, and the same on every machine. */
 static inline uint64_t pc_rand(uint64_t *s)

@@ -215,7 +215,7 @@ static int rebuild(const struct pc_log *lg, const char *dir, enum pc_fate fate,
 
 	if (pc_mkdir(dir) < 0)
 		return -1;
-	if (pc_reconstruct(lg, dir, rebuilt, fate, &rng, st, err, sizeof(err)) < 0) {
+	if (pc_reconstruct(lg, lg->n, dir, rebuilt, fate, &rng, st, err, sizeof(err)) < 0) {
 		fprintf(stderr, "pcshim-selftest: %s\n", err);
 		return -1;
 	}
@@ -325,6 +325,9 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	pc_log_free(&lg);
-	if (!getenv("KEEP")) pc_rmtree(root); else fprintf(stderr, "kept %s\n", root);
+	if (!getenv("ATOLL_CRASH_KEEP"))
+		pc_rmtree(root);
+	else
+		fprintf(stderr, "pcshim-selftest: kept %s\n", root);
 	return rc;
 }

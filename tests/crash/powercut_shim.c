@@ -10,7 +10,14 @@
  *
  * Environment: ATOLL_PC_DIR (the directory whose files are watched) and
  * ATOLL_PC_LOG (the log file, outside that directory).  Without both the
- * shim only passes calls through.
+ * shim only passes calls through.  ATOLL_PC_NOSYNC=<path relative to the
+ * dir> drops that file's syncs from the log: the harness's own test, a
+ * stand-in for a program that never syncs the file.
+ *
+ * Blind spots: writes through stdio (glibc opens those files internally)
+ * and through shared writable mappings.  The latter are flagged in the log
+ * (PC_BLIND) so that the rebuild refuses to trust it; the store writes
+ * neither way.
  *
  * A record is appended after the real call has returned and before the
  * wrapper returns to the caller, so anything the program knows to be
@@ -82,7 +89,9 @@ static struct {
 } real;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static bool active;			/* both env vars set and the log opened */
+/* both env vars set and the log opened; set once by the constructor,
+ * before the program's threads exist */
+static bool active;
 static int log_fd = -1;
 static char watch_dir[PATH_MAX];	/* canonical, no trailing slash */
 static size_t watch_len;
@@ -93,6 +102,10 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_seq;
 static char file_names[PC_MAX_FILES][PC_PATH_MAX];
 static unsigned nfiles;
+/* ATOLL_PC_NOSYNC names one file whose syncs are not recorded: the test of
+ * the harness itself, a stand-in for a program that never syncs that file */
+static const char *nosync_name;
+static int nosync_fid = -1;
 
 /* fd -> FD_TRACKED | FD_DSYNC | fid; 0 = not ours.  Atomics only. */
 static uint32_t fdtab[FD_MAX];
@@ -115,10 +128,9 @@ static void *aio_sym(const char *name, const char *version)
 	return p ? p : dlsym(RTLD_NEXT, name);
 }
 
+/* Resolves the real functions; safe to run from any first call. */
 static void shim_init(void)
 {
-	const char *dir, *logp;
-
 	real.write = sym("write");
 	real.writev = sym("writev");
 	real.pwrite = sym("pwrite64");
@@ -143,9 +155,18 @@ static void shim_init(void)
 	real.io_submit = aio_sym("io_submit", "LIBAIO_0.1");
 	real.io_getevents = aio_sym("io_getevents", "LIBAIO_0.4");
 	real.io_pgetevents = aio_sym("io_pgetevents", "LIBAIO_0.5");
+}
+
+/* Starts recording.  Runs from our constructor only, never from the first
+ * wrapped call: a sanitizer runtime makes such calls (mmap, open) while it
+ * initialises, before realpath() and friends may be used. */
+static void shim_activate(void)
+{
+	const char *dir, *logp;
 
 	dir = getenv("ATOLL_PC_DIR");
 	logp = getenv("ATOLL_PC_LOG");
+	nosync_name = getenv("ATOLL_PC_NOSYNC");
 	if (!dir || !logp || !realpath(dir, watch_dir))
 		return;
 	watch_len = strlen(watch_dir);
@@ -161,6 +182,7 @@ static void shim_init(void)
 __attribute__((constructor)) static void shim_ctor(void)
 {
 	pthread_once(&init_once, shim_init);
+	shim_activate();
 }
 
 static inline void ensure_init(void)
@@ -292,6 +314,8 @@ static int fid_for_path(const char *canon)
 	if (fid < 0 && nfiles < PC_MAX_FILES) {
 		fid = (int)nfiles++;
 		strcpy(file_names[fid], rel);
+		if (nosync_name && strcmp(nosync_name, rel) == 0)
+			__atomic_store_n(&nosync_fid, fid, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&log_lock);
 		v.iov_base = (void *)rel;
 		v.iov_len = strlen(rel);
@@ -300,6 +324,13 @@ static int fid_for_path(const char *canon)
 	}
 	pthread_mutex_unlock(&log_lock);
 	return fid;
+}
+
+static void emit_sync(uint16_t fid, uint64_t start)
+{
+	if ((int)fid == __atomic_load_n(&nosync_fid, __ATOMIC_ACQUIRE))
+		return;
+	emit(PC_SYNC, fid, 0, 0, start, NULL, 0, 0);
 }
 
 /* After a successful open: track fd if its file lies under the dir. */
@@ -552,7 +583,7 @@ static int do_sync(int fd, int (*fn)(int))
 	start = seq_now();
 	r = fn(fd);
 	if (r == 0 && t)
-		emit(PC_SYNC, (uint16_t)(t & 0xffff), 0, 0, start, NULL, 0, 0);
+		emit_sync((uint16_t)(t & 0xffff), start);
 	return r;
 }
 
@@ -763,7 +794,7 @@ static void aio_completed(struct io_event *evs, int n)
 				}
 			pthread_mutex_unlock(&log_lock);
 			if (res == 0 && start != UINT64_MAX)
-				emit(PC_SYNC, (uint16_t)(t & 0xffff), 0, 0, start, NULL, 0, 0);
+				emit_sync((uint16_t)(t & 0xffff), start);
 		}
 	}
 }
