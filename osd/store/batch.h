@@ -48,6 +48,7 @@ struct batch {
 	uint64_t kv_used;		/* measured once per attempt, when near full */
 	bool kv_measured;
 	bool changed;			/* anything to commit */
+	bool data_written;		/* prewritten data to flush before the commit */
 	struct dblob blob;
 };
 

@@ -138,13 +138,17 @@ static void batch_reset(struct batch *b, bool undo)
 	if (b->txn)
 		mdb_txn_abort(b->txn);
 	b->txn = NULL;
-	if (undo)
+	if (undo) {
+		pthread_mutex_lock(&b->st->amutex);
 		for (size_t i = 0; i < b->allocated.n; i++)
 			alloc_put(&b->st->alloc, b->allocated.v[i].start, b->allocated.v[i].len);
+		pthread_mutex_unlock(&b->st->amutex);
+	}
 	for (size_t i = 0; i < b->nbufs; i++)
 		free(b->bufs[i]);
 	b->nbufs = 0;
 	b->blob.n = 0;
+	b->data_written = false;
 	b->pend.n = 0;
 	b->allocated.n = 0;
 	b->freed.n = 0;
@@ -178,9 +182,9 @@ static int write_data(struct batch *b)
 	struct bio_write *w;
 	int r;
 
-	if (!b->pend.n)
+	if (!b->pend.n && !b->data_written)
 		return 0;
-	w = malloc(b->pend.n * sizeof(*w));
+	w = malloc((b->pend.n ? b->pend.n : 1) * sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->pend.n; i++) {
@@ -217,6 +221,8 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 
 	uint64_t t0 = now_ns();
 
+	prewrite_wait(st, list);
+	t0 = now_ns();
 	memset(&b, 0, sizeof(b));
 	b.st = st;
 	st->perf.batches++;
@@ -247,6 +253,10 @@ attempt:
 		fail_all(list, kv_err(rc));
 		goto out_unchanged;
 	}
+	for (t = list; t; t = t->next)
+		for (size_t i = 0; i < t->n; i++)
+			if (t->ops[i].prew)
+				t->ops[i].prew->applied = false;
 	for (t = list; t; t = t->next) {
 		if (t->result)
 			continue;
@@ -299,6 +309,7 @@ attempt:
 	st->next_id = b.next_id;
 	st->commit_seq++;
 	st->deferred_blocks += b.blob.n;
+	prewrite_release_unused(st, list);
 	pthread_mutex_unlock(&st->alloc_lock);
 
 	/* New readers may now see this commit (read.c). */
@@ -318,6 +329,7 @@ attempt:
 	return;
 
 out_unchanged:
+	prewrite_release_unused(st, list);
 	pthread_mutex_unlock(&st->alloc_lock);
 	batch_destroy(&b);
 	sync_and_complete(st, prev);
@@ -463,11 +475,18 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 	t->arg = arg;
 	t->result = 0;
 	t->next = NULL;
+	pthread_rwlock_rdlock(&st->qgate);
 	pthread_mutex_lock(&st->qlock);
 	if (st->failed)
 		r = st->failed;
 	else if (st->stopping)
 		r = -ESHUTDOWN;
+	pthread_mutex_unlock(&st->qlock);
+	/* Start the device on large writes now; a failure to prewrite only
+	 * means the commit thread writes them itself. */
+	if (!r)
+		prewrite_submit(st, t);
+	pthread_mutex_lock(&st->qlock);
 	if (!r) {
 		if (st->qtail)
 			st->qtail->next = t;
@@ -479,6 +498,7 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 			pthread_cond_signal(&st->qcond);
 	}
 	pthread_mutex_unlock(&st->qlock);
+	pthread_rwlock_unlock(&st->qgate);
 	if (r)
 		store_txn_free(t);
 	return r;

@@ -449,6 +449,7 @@ static void check_counters(struct fsck *f)
 
 	uint64_t leaked = 0, first_leak = 0, wrong = 0, first_wrong = 0;
 
+	pthread_mutex_lock(&st->amutex);
 	for (uint64_t i = 0; i < nblk; i++) {
 		bool ref = f->bitmap[i >> 6] & (1ull << (i & 63));
 		bool lim = limbo[i >> 6] & (1ull << (i & 63));
@@ -459,6 +460,7 @@ static void check_counters(struct fsck *f)
 		if (!ref && !fre && !lim && !leaked++)
 			first_leak = st->data_start + i;
 	}
+	pthread_mutex_unlock(&st->amutex);
 	free(limbo);
 	if (wrong)
 		problem(f, "the allocator holds %" PRIu64 " blocks in use as free (first: %" PRIu64 ")",
@@ -488,7 +490,10 @@ int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
 		r = -ENOMEM;
 		goto out;
 	}
-	/* Check a quiet store: no batch half way, allocator and kv in step. */
+	/* Check a quiet store: no batch half way, allocator and kv in step,
+	 * no transaction being queued (with blocks prewritten but not yet
+	 * referenced). */
+	pthread_rwlock_wrlock(&st->qgate);
 	commit_drain(st);
 	pthread_mutex_lock(&st->alloc_lock);
 	r = kv_err(mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &f.t));
@@ -511,6 +516,7 @@ int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
 	mdb_txn_abort(f.t);
 out_unlock:
 	pthread_mutex_unlock(&st->alloc_lock);
+	pthread_rwlock_unlock(&st->qgate);
 out:
 	for (size_t i = 0; i < f.nobjs; i++)
 		free(f.objs[i].name);

@@ -95,10 +95,9 @@ void limbo_release(struct store *st)
 		st->limbo_tail = NULL;
 	pthread_mutex_unlock(&st->rlock);
 
-	/* The caller (commit thread) holds no alloc_lock here: take it. */
 	if (!ready)
 		return;
-	pthread_mutex_lock(&st->alloc_lock);
+	pthread_mutex_lock(&st->amutex);
 	while (ready) {
 		struct limbo *l = ready;
 
@@ -108,7 +107,7 @@ void limbo_release(struct store *st)
 		runvec_free(&l->runs);
 		free(l);
 	}
-	pthread_mutex_unlock(&st->alloc_lock);
+	pthread_mutex_unlock(&st->amutex);
 }
 
 /* ---- lookups ------------------------------------------------------------- */

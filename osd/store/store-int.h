@@ -169,6 +169,20 @@ struct op {
 	void *data;		/* write data, attr/omap value */
 	void *key;		/* attr name (NUL-terminated) or omap key */
 	size_t klen;
+	/* Prewrite (commit.c): the whole blocks of a large aligned write are
+	 * allocated, checksummed and submitted when the transaction is
+	 * queued, so the device works while earlier batches commit. */
+	struct prewrite *prew;
+};
+
+struct prewrite {
+	struct runvec runs;	/* where the whole blocks went, in order */
+	uint64_t nblk;
+	uint32_t *crc;		/* one per block */
+	struct iocb *iocbs;
+	int left;		/* aio not yet reaped (commit thread only) */
+	int err;
+	bool applied;		/* the current attempt's records point at runs */
 };
 
 struct store_txn {
@@ -183,6 +197,7 @@ struct store_txn {
 };
 
 void txn_op_free(struct op *op);
+void prewrite_free(struct prewrite *pw);
 
 /* ---- the store ------------------------------------------------------- */
 
@@ -228,6 +243,9 @@ struct store {
 	/* Owned by the commit thread while it works; others take alloc_lock
 	 * to look (fsck, statfs). */
 	pthread_mutex_t alloc_lock;
+	/* amutex guards the allocator itself: the commit thread and callers
+	 * of store_queue (which allocate for prewritten data) both use it. */
+	pthread_mutex_t amutex;
 	struct alloc alloc;
 	struct stats stats;
 	uint64_t next_id;
@@ -249,6 +267,9 @@ struct store {
 	bool commit_running;
 	io_context_t wctx;
 	bool wctx_ok;
+	io_context_t pctx;	/* prewrites; reaped by the commit thread */
+	bool pctx_ok;
+	pthread_rwlock_t qgate;	/* store_queue reads, fsck writes */
 
 	/* Readers and blocks waiting for them: rlock protects these. */
 	pthread_mutex_t rlock;
@@ -303,6 +324,11 @@ int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
 struct batch;
 int chunk_read_all(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
 		   uint8_t *buf);
+
+/* prewrite.c */
+int prewrite_submit(struct store *st, struct store_txn *t);
+void prewrite_wait(struct store *st, struct store_txn *list);
+void prewrite_release_unused(struct store *st, struct store_txn *list);
 
 /* commit.c */
 int commit_start(struct store *st);

@@ -234,6 +234,8 @@ static void store_free(struct store *st)
 {
 	if (st->wctx_ok)
 		io_destroy(st->wctx);
+	if (st->pctx_ok)
+		io_destroy(st->pctx);
 	kv_close(&st->kv);
 	if (st->bfd >= 0)
 		close(st->bfd);
@@ -246,6 +248,8 @@ static void store_free(struct store *st)
 		free(l);
 	}
 	pthread_mutex_destroy(&st->alloc_lock);
+	pthread_mutex_destroy(&st->amutex);
+	pthread_rwlock_destroy(&st->qgate);
 	pthread_mutex_destroy(&st->qlock);
 	pthread_cond_destroy(&st->qcond);
 	pthread_cond_destroy(&st->qidle);
@@ -275,6 +279,8 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		return -ENOMEM;
 	st->bfd = -1;
 	pthread_mutex_init(&st->alloc_lock, NULL);
+	pthread_mutex_init(&st->amutex, NULL);
+	pthread_rwlock_init(&st->qgate, NULL);
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
 	pthread_cond_init(&st->qidle, NULL);
@@ -386,6 +392,10 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		if (r)
 			goto out_free;
 		st->wctx_ok = true;
+		r = io_setup(1024, &st->pctx);
+		if (r)
+			goto out_free;
+		st->pctx_ok = true;
 		/* Journal blobs are numbered by commit; continue after them. */
 		st->commit_seq = jseq;
 		st->durable_seq = jseq;

@@ -21,8 +21,20 @@ struct store_txn *store_txn_new(void)
 	return t;
 }
 
+void prewrite_free(struct prewrite *pw)
+{
+	if (!pw)
+		return;
+	runvec_free(&pw->runs);
+	free(pw->crc);
+	free(pw->iocbs);
+	free(pw);
+}
+
 void txn_op_free(struct op *op)
 {
+	prewrite_free(op->prew);
+	op->prew = NULL;
 	free(op->oid);
 	free(op->data);
 	free(op->key);

@@ -219,7 +219,11 @@ static int free_block(struct batch *b, uint64_t pblk)
 static int alloc_blocks(struct batch *b, uint64_t n, bool contiguous, struct runvec *out)
 {
 	size_t first = out->n;
-	int r = alloc_get(&b->st->alloc, n, contiguous, out);
+	int r;
+
+	pthread_mutex_lock(&b->st->amutex);
+	r = alloc_get(&b->st->alloc, n, contiguous, out);
+	pthread_mutex_unlock(&b->st->amutex);
 
 	if (r)
 		return r;
@@ -336,13 +340,13 @@ static int read_lblock(struct batch *b, const struct obj *ob, uint64_t lblk, uin
  * until the batch's I/O is done) into fresh blocks, and points the
  * chunks at them, freeing what they replace.  No chunk in the range may
  * be compressed (callers rewrite those whole first). */
+static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs);
+
 static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
 			uint8_t *buf)
 {
 	struct runvec runs = { 0 };
-	size_t ri = 0;
-	uint64_t rdone = 0;	/* blocks of runs.v[ri] used so far */
-	uint64_t done = 0;
 	int r;
 
 	r = alloc_blocks(b, nblk, false, &runs);
@@ -362,6 +366,23 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 				goto out;
 		}
 	}
+	r = map_blocks(b, ob, lblk, nblk, buf, &runs, NULL);
+out:
+	runvec_free(&runs);
+	return r;
+}
+
+/* Points logical blocks [lblk, lblk+nblk) at the blocks of given (in
+ * order), with crcs (or computed from buf), freeing what they replace. */
+static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs)
+{
+	const struct runvec *rv = given;
+	size_t ri = 0;
+	uint64_t rdone = 0;	/* blocks of rv->v[ri] used so far */
+	uint64_t done = 0;
+	int r = 0;
+
 	while (done < nblk) {
 		uint64_t cur = lblk + done;
 		uint32_t idx = (uint32_t)(cur / CHUNK_BLOCKS);
@@ -378,7 +399,7 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 			goto out;
 		}
 		for (unsigned i = i0; i < i0 + n; i++) {
-			uint8_t *blk = buf + (done + (i - i0)) * BS;
+			uint64_t k = done + (i - i0);
 
 			if (c.present & (1ull << i)) {
 				r = free_block(b, c.pblk[i]);
@@ -387,9 +408,9 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 			}
 			c.deferred &= ~(1ull << i);	/* its journaled content is stale now */
 			c.present |= 1ull << i;
-			c.pblk[i] = runs.v[ri].start + rdone;
-			c.crc[i] = atoll_crc32c(0, blk, BS);
-			if (++rdone == runs.v[ri].len) {
+			c.pblk[i] = rv->v[ri].start + rdone;
+			c.crc[i] = crcs ? crcs[k] : atoll_crc32c(0, buf + k * BS, BS);
+			if (++rdone == rv->v[ri].len) {
 				ri++;
 				rdone = 0;
 			}
@@ -400,7 +421,6 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 		done += n;
 	}
 out:
-	runvec_free(&runs);
 	return r;
 }
 
@@ -627,7 +647,7 @@ static int inline_patch(struct obj *ob, uint64_t off, const void *data, uint64_t
 /* ---- ops ------------------------------------------------------------------ */
 
 static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data,
-		    uint64_t len, bool compress)
+		    uint64_t len, bool compress, struct prewrite *pw)
 {
 	uint64_t end = off + len;
 	int r;
@@ -671,6 +691,31 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 	/* Uncompressed: one buffer over the blocks touched. */
 	uint64_t l0 = off / BS, l1 = (end - 1) / BS, nblk = l1 - l0 + 1;
 	uint8_t *buf;
+
+	if (pw && pw->err) {
+		log_error("store", "a data write failed; the store stops writing");
+		pthread_mutex_lock(&b->st->qlock);
+		b->st->failed = -EIO;
+		pthread_mutex_unlock(&b->st->qlock);
+		return -EIO;
+	}
+	if (pw && pw->runs.n && pw->nblk) {
+		/* The whole blocks are on the device already (prewrite): point
+		 * the chunks at them; only a partial last block remains. */
+		r = map_blocks(b, ob, l0, pw->nblk, NULL, &pw->runs, pw->crc);
+		if (r)
+			return r;
+		b->stats.used_blocks += pw->nblk;
+		b->data_written = true;	/* the block flush must cover it */
+		pw->applied = true;
+		if (len % BS == 0)
+			return 0;
+		off += pw->nblk * BS;
+		data += pw->nblk * BS;
+		len -= pw->nblk * BS;
+		l0 += pw->nblk;
+		nblk = 1;
+	}
 
 	if (off % BS == 0 && ((uintptr_t)data % BS) == 0) {
 		buf = data;	/* the op's own buffer: aligned and padded */
@@ -1050,7 +1095,7 @@ static int apply_op(struct batch *b, struct store_txn *t, struct op *op)
 		else
 			r = do_write(b, &ob, op->off, op->data, op->len,
 				     (op->flags & STORE_WRITE_COMPRESS) ||
-				     (ob.coll_flags & STORE_COLL_COMPRESS));
+				     (ob.coll_flags & STORE_COLL_COMPRESS), op->prew);
 		break;
 	case OP_ZERO:
 		if (op->off + op->len > b->st->opt.object_max)
