@@ -112,11 +112,21 @@ static uint64_t now_ns(void)
 }
 
 /* xorshift64*: the main thread's random numbers (offsets, object picks). */
-static uint64_t rng_state;
+/* Per thread: completions issue reads from the store's thread too.  A
+ * thread's stream starts from the seed mixed with a per-thread number. */
+static __thread uint64_t rng_state;
+static uint64_t rng_seed = 1;
+static unsigned rng_threads;
 
 static uint64_t rnd(void)
 {
 	uint64_t x = rng_state;
+
+	if (!x) {
+		unsigned k = __atomic_add_fetch(&rng_threads, 1, __ATOMIC_RELAXED);
+
+		x = (rng_seed ^ (0x9E3779B97F4A7C15ull * k)) | 1;
+	}
 
 	x ^= x >> 12;
 	x ^= x << 25;
@@ -152,6 +162,28 @@ static bool stamp_ok(const void *blk, uint64_t obj, uint64_t bno)
 }
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* mkdir -p: creates dir and its missing parents. */
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(path, dir, n + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
 
 static char tmp_dir[PATH_MAX];	/* our own temporary folder, removed at exit */
 
@@ -248,6 +280,12 @@ struct run {
 	submit_fn submit;
 	bool verify_reads;
 	size_t expect_len;	/* read completions must return this many bytes */
+	/* chain: a completion issues the next op itself, on the store's
+	 * thread, as an event-driven caller (and fio) would; the main thread
+	 * only fills the queue at the start and waits. */
+	bool chain;
+	uint64_t deadline;	/* ns, 0 = none */
+	uint64_t seq;		/* ops issued (under lock) */
 
 	pthread_mutex_t lock;	/* protects everything below */
 	pthread_cond_t cond;	/* signalled when a slot comes back */
@@ -262,6 +300,8 @@ struct run {
 
 	uint64_t elapsed_ns;	/* first issue to last completion */
 };
+
+static __thread int chain_depth;	/* nested submits from completions */
 
 static void slot_done(struct slot *s, int r)
 {
@@ -285,6 +325,23 @@ static void slot_done(struct slot *s, int r)
 		if (run->nlat < run->cap)
 			run->lat[run->nlat++] = t;
 		run->done++;
+	}
+	if (run->chain && chain_depth < 4 && !run->first_err && !interrupted &&
+	    (!run->deadline || now_ns() < run->deadline) &&
+	    (!run->limit_ops || run->seq < run->limit_ops)) {
+		uint64_t seq = run->seq++;
+		int rc;
+
+		pthread_mutex_unlock(&run->lock);
+		chain_depth++;
+		s->t0 = now_ns();
+		rc = run->submit(run, s, seq);
+		chain_depth--;
+		if (rc >= 0)
+			return;
+		pthread_mutex_lock(&run->lock);
+		if (!run->first_err)
+			run->first_err = rc;
 	}
 	run->free_stack[run->nfree++] = s->idx;
 	pthread_cond_signal(&run->cond);
@@ -376,11 +433,13 @@ static void run_wait(struct run *r, bool drain)
  * 0 or the first error of any op. */
 static int run_go(struct run *r)
 {
-	uint64_t start = now_ns(), seq = 0;
+	uint64_t start = now_ns();
 	uint64_t deadline = r->seconds > 0 ? start + (uint64_t)(r->seconds * 1e9) : 0;
 	int err = 0;
 
 	pthread_mutex_lock(&r->lock);
+	r->deadline = deadline;
+	r->seq = 0;
 	for (;;) {
 		struct slot *s;
 		uint64_t t;
@@ -390,13 +449,15 @@ static int run_go(struct run *r)
 		if (r->first_err || interrupted)
 			break;
 		t = now_ns();
-		if ((deadline && t >= deadline) || (r->limit_ops && seq >= r->limit_ops))
+		if ((deadline && t >= deadline) || (r->limit_ops && r->seq >= r->limit_ops))
 			break;
 		s = &r->slots[r->free_stack[--r->nfree]];
+		uint64_t seq = r->seq++;
+
 		pthread_mutex_unlock(&r->lock);
 
 		s->t0 = now_ns();
-		rc = r->submit(r, s, seq++);
+		rc = r->submit(r, s, seq);
 
 		pthread_mutex_lock(&r->lock);
 		if (rc < 0) {
@@ -527,7 +588,7 @@ static struct store *open_or_create(const char *dir, uint64_t block_size, uint64
 	opts_of(&so, &p, block_size, kv_max);
 	*created = false;
 	if (!exists(p.block) && !exists(p.kv)) {
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		if (mkdir_p(dir) < 0)
 			die("cannot create folder '%s': %s", dir, strerror(errno));
 		/* Real blocks behind the file, as an OSD has (see store.h). */
 		so.prefill = !o.no_zero;
@@ -938,6 +999,7 @@ static struct store *test_read(struct store *st, const char *dir)
 	st = open_or_create(dir, o.size, 0, &created);
 
 	run_init(&r, "read", st, qd, IO_SIZE);
+	r.chain = true;
 	r.submit = read_submit;
 	r.verify_reads = true;
 	r.expect_len = IO_SIZE;
@@ -1452,7 +1514,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	rng_state = o.seed ? o.seed : 1;
+	rng_seed = o.seed ? o.seed : 1;
+	rng_state = rng_seed;
 
 	if (measure)
 		return measure_small(measure);
