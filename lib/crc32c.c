@@ -14,7 +14,7 @@
 /* A multiple of 64 keeps every piece but the last on isa-l's fast path. */
 #define CRC_CHUNK ((size_t)1 << 30)
 
-uint32_t atoll_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t atoll__crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	unsigned char *p = (unsigned char *)buf;
 	unsigned int reg = ~crc;

@@ -105,7 +105,7 @@ int dblob_put(struct batch *b)
 	p = val.mv_data;
 	hdr[0] = BLOB_MAGIC;
 	hdr[1] = d->n;
-	hdr[2] = atoll_crc32c(0, d->ents, (size_t)d->n * BLOB_ENT);
+	hdr[2] = atoll__crc32c(0, d->ents, (size_t)d->n * BLOB_ENT);
 	hdr[3] = 0;
 	memcpy(p, hdr, BLOB_HDR);
 	memcpy(p + BLOB_HDR, d->ents, (size_t)d->n * BLOB_ENT);
@@ -127,7 +127,7 @@ static int blob_parse(const MDB_val *v, uint32_t *n, const struct blob_ent **ent
 	if (hdr[0] != BLOB_MAGIC || hdr[1] == 0 || hdr[1] > DBLOB_SLOTS_MAX ||
 	    v->mv_size != BLOB_HDR + (size_t)hdr[1] * (BLOB_ENT + BS))
 		return -EIO;
-	if (atoll_crc32c(0, p + BLOB_HDR, (size_t)hdr[1] * BLOB_ENT) != hdr[2])
+	if (atoll__crc32c(0, p + BLOB_HDR, (size_t)hdr[1] * BLOB_ENT) != hdr[2])
 		return -EIO;
 	*n = hdr[1];
 	*ents = (const struct blob_ent *)(p + BLOB_HDR);	/* 16-aligned in the map */
@@ -162,7 +162,7 @@ int dblob_read(struct store *st, MDB_txn *t, struct batch *b, uint64_t seq, uint
 			return -EIO;
 		p += BLOB_HDR + (size_t)n * BLOB_ENT + (size_t)slot * BS;
 	}
-	if (atoll_crc32c(0, p, BS) != crc) {
+	if (atoll__crc32c(0, p, BS) != crc) {
 		log_error("store", "checksum mismatch in journaled block (blob %llu slot %u)",
 			  (unsigned long long)seq, slot);
 		return -EIO;
@@ -250,7 +250,7 @@ int64_t deferred_apply(struct store *st, uint64_t max_blocks)
 			if (!(c.deferred & (1ull << i)) || c.dseq[i] != seq || c.dslot[i] != s ||
 			    c.pblk[i] != e.pblk)
 				continue;	/* rewritten since: a newer slot or block holds it */
-			if (atoll_crc32c(0, data + (size_t)s * BS, BS) != c.crc[i]) {
+			if (atoll__crc32c(0, data + (size_t)s * BS, BS) != c.crc[i]) {
 				log_error("store", "journaled block (blob %llu slot %u) has a bad "
 					  "checksum; left journaled", (unsigned long long)seq, s);
 				continue;

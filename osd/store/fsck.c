@@ -256,7 +256,7 @@ static void deep_check(struct fsck *f, const struct oref *o, uint32_t idx, const
 
 		for (unsigned j = 0; ok && j < ch->cblocks; j++) {
 			if (bio_pread(st->bfd, cbuf + (size_t)j * BS, BS, (ch->pblk[0] + j) * BS) ||
-			    atoll_crc32c(0, cbuf + (size_t)j * BS, BS) != ch->crc[j]) {
+			    atoll__crc32c(0, cbuf + (size_t)j * BS, BS) != ch->crc[j]) {
 				problem(f, "object '%s': block %" PRIu64 " (chunk %u, compressed) has a "
 					"bad checksum", o->name, ch->pblk[0] + j, idx);
 				ok = false;
@@ -283,7 +283,7 @@ static void deep_check(struct fsck *f, const struct oref *o, uint32_t idx, const
 			continue;
 		}
 		if (bio_pread(st->bfd, f->blk, BS, ch->pblk[i] * BS) ||
-		    atoll_crc32c(0, f->blk, BS) != ch->crc[i])
+		    atoll__crc32c(0, f->blk, BS) != ch->crc[i])
 			problem(f, "object '%s': block %" PRIu64 " (offset %" PRIu64 ") has a bad checksum",
 				o->name, ch->pblk[i], ((uint64_t)idx * CHUNK_BLOCKS + i) * BS);
 	}

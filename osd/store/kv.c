@@ -173,7 +173,7 @@ int kv_unwrap(const MDB_val *raw, const void **v, size_t *vl)
 		return -EIO;
 	want = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	       (uint32_t)p[3] << 24;
-	if (atoll_crc32c(0, p + 4, raw->mv_size - 4) != want)
+	if (atoll__crc32c(0, p + 4, raw->mv_size - 4) != want)
 		return -EIO;
 	*v = p + 4;
 	*vl = raw->mv_size - 4;
@@ -203,7 +203,7 @@ int kv_put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, siz
 	p = val.mv_data;
 	if (vl)
 		memcpy(p + 4, v, vl);
-	crc = atoll_crc32c(0, p + 4, vl);
+	crc = atoll__crc32c(0, p + 4, vl);
 	p[0] = (uint8_t)crc;
 	p[1] = (uint8_t)(crc >> 8);
 	p[2] = (uint8_t)(crc >> 16);

@@ -56,7 +56,7 @@ static int prewrite_op(struct store *st, struct op *op)
 		goto out_free;
 	}
 	for (uint64_t i = 0; i < pw->nblk; i++)
-		pw->crc[i] = atoll_crc32c(0, (uint8_t *)op->data + i * STORE_BLOCK_SIZE,
+		pw->crc[i] = atoll__crc32c(0, (uint8_t *)op->data + i * STORE_BLOCK_SIZE,
 					  STORE_BLOCK_SIZE);
 	pthread_mutex_lock(&st->amutex);
 	r = alloc_get(&st->alloc, pw->nblk, false, &pw->runs);

@@ -313,7 +313,7 @@ static int piece_finish(struct rreq *q, struct rpiece *p)
 	if (p->err)
 		return p->err;
 	for (uint32_t j = 0; j < p->nblk; j++)
-		if (atoll_crc32c(0, p->buf + (size_t)j * BS, BS) != p->crc[j]) {
+		if (atoll__crc32c(0, p->buf + (size_t)j * BS, BS) != p->crc[j]) {
 			log_error("store", "checksum mismatch in block %llu",
 				  (unsigned long long)(p->pblk + j));
 			return -EIO;

@@ -58,7 +58,7 @@ int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks)
 	if (r)
 		goto out;
 	memcpy(blk, e.buf, e.len);
-	crc = atoll_crc32c(0, blk, STORE_BLOCK_SIZE - 4);
+	crc = atoll__crc32c(0, blk, STORE_BLOCK_SIZE - 4);
 	memcpy(blk + STORE_BLOCK_SIZE - 4, &crc, 4);	/* little-endian host */
 	r = bio_pwrite(fd, blk, STORE_BLOCK_SIZE, 0);
 	if (!r && fdatasync(fd))
@@ -87,7 +87,7 @@ int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
 		goto out;
 	}
 	memcpy(&crc, blk + STORE_BLOCK_SIZE - 4, 4);
-	if (atoll_crc32c(0, blk, STORE_BLOCK_SIZE - 4) != crc) {
+	if (atoll__crc32c(0, blk, STORE_BLOCK_SIZE - 4) != crc) {
 		r = -EUCLEAN;
 		goto out;
 	}

@@ -251,7 +251,7 @@ int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
 			  (unsigned long long)pblk, strerror(-r));
 		return -EIO;
 	}
-	if (atoll_crc32c(0, buf, BS) != crc) {
+	if (atoll__crc32c(0, buf, BS) != crc) {
 		log_error("store", "checksum mismatch in block %llu", (unsigned long long)pblk);
 		return -EIO;
 	}
@@ -409,7 +409,7 @@ static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t n
 			c.deferred &= ~(1ull << i);	/* its journaled content is stale now */
 			c.present |= 1ull << i;
 			c.pblk[i] = rv->v[ri].start + rdone;
-			c.crc[i] = crcs ? crcs[k] : atoll_crc32c(0, buf + k * BS, BS);
+			c.crc[i] = crcs ? crcs[k] : atoll__crc32c(0, buf + k * BS, BS);
 			if (++rdone == rv->v[ri].len) {
 				ri++;
 				rdone = 0;
@@ -457,7 +457,7 @@ static int defer_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 				runvec_free(&one);
 				c.present |= 1ull << i;
 			}
-			c.crc[i] = atoll_crc32c(0, blk, BS);
+			c.crc[i] = atoll__crc32c(0, blk, BS);
 			r = dblob_add(b, ob->o.id, cur + (i - i0), c.pblk[i], blk, c.crc[i], &slot);
 			if (r)
 				return r;
@@ -507,7 +507,7 @@ static int store_chunk_whole(struct batch *b, struct obj *ob, uint32_t idx, uint
 				c.clen = (uint32_t)clen;
 				c.pblk[0] = run.v[0].start;
 				for (unsigned j = 0; j < cblocks; j++)
-					c.crc[j] = atoll_crc32c(0, cbuf + (size_t)j * BS, BS);
+					c.crc[j] = atoll__crc32c(0, cbuf + (size_t)j * BS, BS);
 				runvec_free(&run);
 				r = batch_keep_buf(b, cbuf);
 				if (r)

@@ -37,14 +37,14 @@ static void fill(uint8_t *p, size_t n)
 
 Test(crc32c, check_value_of_123456789)
 {
-	cr_expect_eq(atoll_crc32c(0, "123456789", 9), 0xE3069283u);
+	cr_expect_eq(atoll__crc32c(0, "123456789", 9), 0xE3069283u);
 }
 
 Test(crc32c, zero_length_returns_the_seed)
 {
-	cr_expect_eq(atoll_crc32c(0, "", 0), 0);
-	cr_expect_eq(atoll_crc32c(0xE3069283u, "x", 0), 0xE3069283u);
-	cr_expect_eq(atoll_crc32c(0, NULL, 0), 0);
+	cr_expect_eq(atoll__crc32c(0, "", 0), 0);
+	cr_expect_eq(atoll__crc32c(0xE3069283u, "x", 0), 0xE3069283u);
+	cr_expect_eq(atoll__crc32c(0, NULL, 0), 0);
 }
 
 Test(crc32c, chaining_equals_one_pass)
@@ -54,9 +54,9 @@ Test(crc32c, chaining_equals_one_pass)
 	size_t cut;
 
 	fill(buf, sizeof(buf));
-	whole = atoll_crc32c(0, buf, sizeof(buf));
+	whole = atoll__crc32c(0, buf, sizeof(buf));
 	for (cut = 0; cut <= sizeof(buf); cut += 37)
-		cr_expect_eq(atoll_crc32c(atoll_crc32c(0, buf, cut), buf + cut,
+		cr_expect_eq(atoll__crc32c(atoll__crc32c(0, buf, cut), buf + cut,
 					  sizeof(buf) - cut), whole, "cut at %zu", cut);
 }
 
@@ -67,7 +67,7 @@ Test(crc32c, chaining_byte_by_byte)
 	size_t i;
 
 	for (i = 0; i < 9; i++)
-		crc = atoll_crc32c(crc, s + i, 1);
+		crc = atoll__crc32c(crc, s + i, 1);
 	cr_expect_eq(crc, 0xE3069283u);
 }
 
@@ -80,14 +80,14 @@ Test(crc32c, unaligned_buffers_and_odd_lengths_match_the_reference)
 	fill(buf, 4096 + 64);
 	for (off = 0; off < 16; off++)
 		for (len = 0; len < 300; len += 7)
-			cr_expect_eq(atoll_crc32c(0, buf + off, len),
+			cr_expect_eq(atoll__crc32c(0, buf + off, len),
 				     crc32c_ref(0, buf + off, len),
 				     "offset %zu length %zu", off, len);
-	cr_expect_eq(atoll_crc32c(0, buf + 3, 4096), crc32c_ref(0, buf + 3, 4096));
+	cr_expect_eq(atoll__crc32c(0, buf + 3, 4096), crc32c_ref(0, buf + 3, 4096));
 	free(buf);
 }
 
 Test(crc32c, different_data_gives_a_different_crc)
 {
-	cr_expect_neq(atoll_crc32c(0, "123456789", 9), atoll_crc32c(0, "123456788", 9));
+	cr_expect_neq(atoll__crc32c(0, "123456789", 9), atoll__crc32c(0, "123456788", 9));
 }
