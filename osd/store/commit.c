@@ -504,17 +504,8 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 	return r;
 }
 
-struct waiter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int r;
-};
-
-static void apply_done(void *arg, int r)
+void sync_waiter_done(struct sync_waiter *w, int64_t r)
 {
-	struct waiter *w = arg;
-
 	pthread_mutex_lock(&w->lock);
 	w->r = r;
 	w->done = true;
@@ -522,19 +513,26 @@ static void apply_done(void *arg, int r)
 	pthread_mutex_unlock(&w->lock);
 }
 
+int64_t sync_waiter_wait(struct sync_waiter *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (!w->done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	return w->r;
+}
+
+static void apply_done(void *arg, int r)
+{
+	sync_waiter_done(arg, r);
+}
+
 int store_apply(struct store *st, struct store_txn *t)
 {
-	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 };
-	int r;
+	struct sync_waiter w = SYNC_WAITER_INIT;
+	int r = store_queue(st, t, apply_done, &w);
 
-	r = store_queue(st, t, apply_done, &w);
-	if (r)
-		return r;
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	pthread_cond_destroy(&w.cond);
-	pthread_mutex_destroy(&w.lock);
-	return w.r;
+	return r ? r : (int)sync_waiter_wait(&w);
 }

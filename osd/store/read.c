@@ -621,39 +621,18 @@ out_exit:
 	return r;
 }
 
-struct read_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int64_t r;
-};
-
 static void read_wait_done(void *arg, int64_t r)
 {
-	struct read_wait *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	w->r = r;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	sync_waiter_done(arg, r);
 }
 
 int64_t store_read(struct store *st, uint64_t coll, const char *oid, uint64_t off,
 		   size_t len, void *buf)
 {
-	struct read_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 };
+	struct sync_waiter w = SYNC_WAITER_INIT;
 	int r = store_read_async(st, coll, oid, off, len, buf, read_wait_done, &w);
 
-	if (r)
-		return r;
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	pthread_cond_destroy(&w.cond);
-	pthread_mutex_destroy(&w.lock);
-	return w.r;
+	return r ? r : sync_waiter_wait(&w);
 }
 
 /* ---- attributes and omap ------------------------------------------------- */

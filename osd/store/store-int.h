@@ -356,6 +356,19 @@ int store_rebuild_alloc(struct store *st, MDB_txn *t);
 
 uint64_t now_ns(void);
 
+/* A synchronous call waiting for an asynchronous one (store_apply,
+ * store_read): sync_waiter_done() from the completion, sync_waiter_wait() returns
+ * the result.  Lives on the waiting thread's stack. */
+struct sync_waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int64_t r;
+};
+#define SYNC_WAITER_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 }
+void sync_waiter_done(struct sync_waiter *w, int64_t r);
+int64_t sync_waiter_wait(struct sync_waiter *w);
+
 static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 

@@ -374,61 +374,14 @@ out:
 
 /* Points logical blocks [lblk, lblk+nblk) at the blocks of given (in
  * order), with crcs (or computed from buf), freeing what they replace. */
-static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs)
-{
-	const struct runvec *rv = given;
-	size_t ri = 0;
-	uint64_t rdone = 0;	/* blocks of rv->v[ri] used so far */
-	uint64_t done = 0;
-	int r = 0;
+/* Calls fn once per chunk that logical blocks [lblk, lblk+nblk) touch,
+ * with the chunk loaded, its blocks i0..i0+n-1 in the range, and the
+ * range's index of block i0; saves the chunk after fn. */
+typedef int (*span_fn)(struct batch *b, struct obj *ob, uint32_t idx, struct chunk *c,
+		       unsigned i0, unsigned n, uint64_t k0, void *arg);
 
-	while (done < nblk) {
-		uint64_t cur = lblk + done;
-		uint32_t idx = (uint32_t)(cur / CHUNK_BLOCKS);
-		unsigned i0 = (unsigned)(cur % CHUNK_BLOCKS);
-		unsigned n = (unsigned)min_u64(CHUNK_BLOCKS - i0, nblk - done);
-		struct chunk c;
-
-		r = chunk_get(b, ob->o.id, idx, &c);
-		if (r)
-			goto out;
-		if (c.flags & CHUNK_COMPRESSED) {
-			r = -EIO;	/* caller bug: would leave a compressed chunk half replaced */
-			log_error("store", "write_blocks over a compressed chunk");
-			goto out;
-		}
-		for (unsigned i = i0; i < i0 + n; i++) {
-			uint64_t k = done + (i - i0);
-
-			if (c.present & (1ull << i)) {
-				r = free_block(b, c.pblk[i]);
-				if (r)
-					goto out;
-			}
-			c.deferred &= ~(1ull << i);	/* its journaled content is stale now */
-			c.present |= 1ull << i;
-			c.pblk[i] = rv->v[ri].start + rdone;
-			c.crc[i] = crcs ? crcs[k] : atoll__crc32c(0, buf + k * BS, BS);
-			if (++rdone == rv->v[ri].len) {
-				ri++;
-				rdone = 0;
-			}
-		}
-		r = chunk_put(b, ob->o.id, idx, &c);
-		if (r)
-			goto out;
-		done += n;
-	}
-out:
-	return r;
-}
-
-/* Journals nblk logical blocks from lblk (content in buf) in the batch's
- * kv blob instead of writing them now (deferred.c).  Blocks that are
- * holes get their target block allocated now. */
-static int defer_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-			const uint8_t *buf)
+static int for_each_span(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+			 span_fn fn, void *arg)
 {
 	uint64_t done = 0;
 	int r;
@@ -443,34 +396,104 @@ static int defer_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 		r = chunk_get(b, ob->o.id, idx, &c);
 		if (r)
 			return r;
-		for (unsigned i = i0; i < i0 + n; i++) {
-			const uint8_t *blk = buf + (done + (i - i0)) * BS;
-			uint16_t slot;
-
-			if (!(c.present & (1ull << i))) {
-				struct runvec one = { 0 };
-
-				r = alloc_blocks(b, 1, false, &one);
-				if (r)
-					return r;
-				c.pblk[i] = one.v[0].start;
-				runvec_free(&one);
-				c.present |= 1ull << i;
-			}
-			c.crc[i] = atoll__crc32c(0, blk, BS);
-			r = dblob_add(b, ob->o.id, cur + (i - i0), c.pblk[i], blk, c.crc[i], &slot);
-			if (r)
-				return r;
-			c.deferred |= 1ull << i;
-			c.dseq[i] = b->blob.seq;
-			c.dslot[i] = slot;
-		}
+		r = fn(b, ob, idx, &c, i0, n, done, arg);
+		if (r)
+			return r;
 		r = chunk_put(b, ob->o.id, idx, &c);
 		if (r)
 			return r;
 		done += n;
 	}
 	return 0;
+}
+
+struct map_arg {
+	const uint8_t *buf;
+	const struct runvec *rv;
+	const uint32_t *crcs;
+	size_t ri;		/* current run */
+	uint64_t rdone;		/* blocks of rv->v[ri] used so far */
+};
+
+static int map_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk *c, unsigned i0,
+		    unsigned n, uint64_t k0, void *arg)
+{
+	struct map_arg *m = arg;
+	int r;
+
+	(void)ob;
+	(void)idx;
+	if (c->flags & CHUNK_COMPRESSED) {
+		log_error("store", "write_blocks over a compressed chunk");
+		return -EIO;	/* caller bug: would leave a compressed chunk half replaced */
+	}
+	for (unsigned i = i0; i < i0 + n; i++) {
+		uint64_t k = k0 + (i - i0);
+
+		if (c->present & (1ull << i)) {
+			r = free_block(b, c->pblk[i]);
+			if (r)
+				return r;
+		}
+		c->deferred &= ~(1ull << i);	/* its journaled content is stale now */
+		c->present |= 1ull << i;
+		c->pblk[i] = m->rv->v[m->ri].start + m->rdone;
+		c->crc[i] = m->crcs ? m->crcs[k] : atoll__crc32c(0, m->buf + k * BS, BS);
+		if (++m->rdone == m->rv->v[m->ri].len) {
+			m->ri++;
+			m->rdone = 0;
+		}
+	}
+	return 0;
+}
+
+static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs)
+{
+	struct map_arg m = { buf, given, crcs, 0, 0 };
+
+	return for_each_span(b, ob, lblk, nblk, map_span, &m);
+}
+
+/* Journals nblk logical blocks from lblk (content in buf) in the batch's
+ * kv blob instead of writing them now (deferred.c).  Blocks that are
+ * holes get their target block allocated now. */
+static int defer_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk *c,
+		      unsigned i0, unsigned n, uint64_t k0, void *arg)
+{
+	const uint8_t *buf = arg;
+	int r;
+
+	for (unsigned i = i0; i < i0 + n; i++) {
+		const uint8_t *blk = buf + (k0 + (i - i0)) * BS;
+		uint16_t slot;
+
+		if (!(c->present & (1ull << i))) {
+			struct runvec one = { 0 };
+
+			r = alloc_blocks(b, 1, false, &one);
+			if (r)
+				return r;
+			c->pblk[i] = one.v[0].start;
+			runvec_free(&one);
+			c->present |= 1ull << i;
+		}
+		c->crc[i] = atoll__crc32c(0, blk, BS);
+		r = dblob_add(b, ob->o.id, (uint64_t)idx * CHUNK_BLOCKS + i, c->pblk[i], blk,
+			      c->crc[i], &slot);
+		if (r)
+			return r;
+		c->deferred |= 1ull << i;
+		c->dseq[i] = b->blob.seq;
+		c->dslot[i] = slot;
+	}
+	return 0;
+}
+
+static int defer_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+			const uint8_t *buf)
+{
+	return for_each_span(b, ob, lblk, nblk, defer_span, (void *)buf);
 }
 
 /* Rewrites chunk idx whole from content (CHUNK_SIZE bytes; blocks past
