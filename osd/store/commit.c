@@ -475,7 +475,6 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 	t->arg = arg;
 	t->result = 0;
 	t->next = NULL;
-	pthread_rwlock_rdlock(&st->qgate);
 	pthread_mutex_lock(&st->qlock);
 	if (st->failed)
 		r = st->failed;
@@ -498,7 +497,6 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 			pthread_cond_signal(&st->qcond);
 	}
 	pthread_mutex_unlock(&st->qlock);
-	pthread_rwlock_unlock(&st->qgate);
 	if (r)
 		store_txn_free(t);
 	return r;

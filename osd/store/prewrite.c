@@ -40,6 +40,18 @@ static bool coll_compresses(struct store *st, uint64_t coll)
 	return flags & STORE_COLL_COMPRESS;
 }
 
+/* Takes pw off the list of uncommitted prewrites; amutex held. */
+static void prew_unlist(struct store *st, struct prewrite *pw)
+{
+	if (pw->prev)
+		pw->prev->next = pw->next;
+	else if (st->prew_head == pw)
+		st->prew_head = pw->next;
+	if (pw->next)
+		pw->next->prev = pw->prev;
+	pw->prev = pw->next = NULL;
+}
+
 static int prewrite_op(struct store *st, struct op *op)
 {
 	struct prewrite *pw;
@@ -60,6 +72,13 @@ static int prewrite_op(struct store *st, struct op *op)
 					  STORE_BLOCK_SIZE);
 	pthread_mutex_lock(&st->amutex);
 	r = alloc_get(&st->alloc, pw->nblk, false, &pw->runs);
+	if (!r) {
+		/* Listed until its batch commits, so fsck knows these blocks. */
+		pw->next = st->prew_head;
+		if (pw->next)
+			pw->next->prev = pw;
+		st->prew_head = pw;
+	}
 	pthread_mutex_unlock(&st->amutex);
 	if (r)
 		goto out_free;
@@ -116,6 +135,7 @@ static int prewrite_op(struct store *st, struct op *op)
 
 out_put:
 	pthread_mutex_lock(&st->amutex);
+	prew_unlist(st, pw);
 	for (size_t k = 0; k < pw->runs.n; k++)
 		alloc_put(&st->alloc, pw->runs.v[k].start, pw->runs.v[k].len);
 	pthread_mutex_unlock(&st->amutex);
@@ -170,9 +190,10 @@ void prewrite_wait(struct store *st, struct store_txn *list)
 		}
 }
 
-/* Returns the blocks of prewrites that the batch did not use (failed
- * transactions, or ones that took another path) to the allocator: they
- * were never pointed at by a committed record. */
+/* After a batch: prewrites it used are now pointed at by committed
+ * records; the blocks of those it did not use (failed transactions, or
+ * ones that took another path) go back to the allocator: no committed
+ * record ever pointed at them.  Either way they leave the list. */
 void prewrite_release_unused(struct store *st, struct store_txn *list)
 {
 	pthread_mutex_lock(&st->amutex);
@@ -180,7 +201,10 @@ void prewrite_release_unused(struct store *st, struct store_txn *list)
 		for (size_t i = 0; i < t->n; i++) {
 			struct prewrite *pw = t->ops[i].prew;
 
-			if (!pw || (pw->applied && !t->result))
+			if (!pw)
+				continue;
+			prew_unlist(st, pw);	/* committed or given back: done either way */
+			if (pw->applied && !t->result)
 				continue;
 			for (size_t k = 0; k < pw->runs.n; k++)
 				alloc_put(&st->alloc, pw->runs.v[k].start, pw->runs.v[k].len);

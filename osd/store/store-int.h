@@ -176,6 +176,7 @@ struct op {
 };
 
 struct prewrite {
+	struct prewrite *prev, *next;	/* st->prew_head list, under amutex */
 	struct runvec runs;	/* where the whole blocks went, in order */
 	uint64_t nblk;
 	uint32_t *crc;		/* one per block */
@@ -269,7 +270,7 @@ struct store {
 	bool wctx_ok;
 	io_context_t pctx;	/* prewrites; reaped by the commit thread */
 	bool pctx_ok;
-	pthread_rwlock_t qgate;	/* store_queue reads, fsck writes */
+	struct prewrite *prew_head;	/* prewrites not yet committed (amutex) */
 
 	/* Readers and blocks waiting for them: rlock protects these. */
 	pthread_mutex_t rlock;

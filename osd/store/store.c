@@ -249,7 +249,6 @@ static void store_free(struct store *st)
 	}
 	pthread_mutex_destroy(&st->alloc_lock);
 	pthread_mutex_destroy(&st->amutex);
-	pthread_rwlock_destroy(&st->qgate);
 	pthread_mutex_destroy(&st->qlock);
 	pthread_cond_destroy(&st->qcond);
 	pthread_cond_destroy(&st->qidle);
@@ -280,7 +279,6 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	st->bfd = -1;
 	pthread_mutex_init(&st->alloc_lock, NULL);
 	pthread_mutex_init(&st->amutex, NULL);
-	pthread_rwlock_init(&st->qgate, NULL);
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
 	pthread_cond_init(&st->qidle, NULL);
