@@ -1,0 +1,195 @@
+/*
+ * fuzz_store_records.c - libFuzzer target for the store's kv records.
+ *
+ * The first input byte (mod 3) picks the decoder the rest goes to:
+ *   0  chunk_decode()   a chunk record (block map, crcs, journal slots)
+ *   1  onode_decode()   an onode (id, size, flags, inline data)
+ *   2  stats_decode()   the store's counters
+ * Whatever the input, decoding must fail cleanly or succeed; the
+ * sanitizers catch any out-of-bounds read.  A record that decodes must
+ * also hold the invariants the rest of the store relies on without
+ * checking again (read.c, write.c and deferred.c index arrays and size
+ * buffers by these fields), and must survive a re-encode/decode round
+ * trip unchanged; any violation aborts so libFuzzer keeps the input.
+ * chunk_encode() is given a heap buffer of exactly CHUNK_REC_MAX bytes so
+ * that ASan reports an encoder that writes past its documented bound.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store-int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define STATS_REC_MAX 64	/* stats_encode()'s documented bound */
+
+/* What the store assumes of any chunk that chunk_decode() accepted. */
+static void chunk_check_invariants(const struct chunk *c)
+{
+	uint64_t sum = 0;
+	struct runvec rv = { 0 };
+
+	if (c->flags & ~CHUNK_COMPRESSED)
+		abort();
+	if (c->flags & CHUNK_COMPRESSED) {
+		/* read.c decompresses into lblocks blocks and reads cblocks
+		 * blocks of clen bytes; write.c counts lblocks - cblocks saved. */
+		if (c->cblocks < 1 || c->cblocks > c->lblocks || c->lblocks > CHUNK_BLOCKS)
+			abort();
+		if (c->clen <= (uint32_t)(c->cblocks - 1) * STORE_BLOCK_SIZE ||
+		    c->clen > (uint32_t)c->cblocks * STORE_BLOCK_SIZE)
+			abort();
+		/* the uncompressed fields must not leak into a compressed chunk */
+		if (c->present || c->deferred)
+			abort();
+	} else {
+		/* a journaled block is a present block whose data is in the kv */
+		if (c->deferred & ~c->present)
+			abort();
+		if (c->lblocks || c->cblocks || c->clen)
+			abort();
+	}
+	if (chunk_empty(c) != (chunk_used_blocks(c) == 0))
+		abort();
+	if (chunk_runs(c, &rv) < 0)
+		goto out_free_runs;	/* ENOMEM: not the decoder's fault */
+	for (size_t i = 0; i < rv.n; i++)
+		sum += rv.v[i].len;
+	if (sum != chunk_used_blocks(c))
+		abort();
+out_free_runs:
+	runvec_free(&rv);
+}
+
+static void chunk_check_equal(const struct chunk *a, const struct chunk *b)
+{
+	if (a->flags != b->flags)
+		abort();
+	if (a->flags & CHUNK_COMPRESSED) {
+		if (a->lblocks != b->lblocks || a->cblocks != b->cblocks ||
+		    a->clen != b->clen || a->pblk[0] != b->pblk[0] ||
+		    memcmp(a->crc, b->crc, sizeof(a->crc[0]) * a->cblocks) != 0)
+			abort();
+		return;
+	}
+	if (a->present != b->present || a->deferred != b->deferred)
+		abort();
+	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
+		if ((a->present & (1ull << i)) &&
+		    (a->pblk[i] != b->pblk[i] || a->crc[i] != b->crc[i]))
+			abort();
+		if ((a->deferred & (1ull << i)) &&
+		    (a->dseq[i] != b->dseq[i] || a->dslot[i] != b->dslot[i]))
+			abort();
+	}
+}
+
+static void fuzz_chunk(const uint8_t *data, size_t size)
+{
+	struct chunk *c, *again;
+	uint8_t *buf, *buf2;
+	size_t len, len2;
+
+	/* struct chunk is about 1.5 KiB: keep it off the fuzzer's stack */
+	c = malloc(sizeof(*c));
+	again = malloc(sizeof(*again));
+	buf = malloc(CHUNK_REC_MAX);
+	buf2 = malloc(CHUNK_REC_MAX);
+	if (!c || !again || !buf || !buf2)
+		goto out_free;
+
+	if (chunk_decode(c, data, size) != 0)
+		goto out_free;
+	chunk_check_invariants(c);
+
+	len = chunk_encode(c, buf);
+	if (len > CHUNK_REC_MAX)
+		abort();
+	/* compat 2 exactly when blocks are journaled (older readers refuse) */
+	if (len < 6 || buf[0] != 2 || buf[1] != (c->deferred ? 2 : 1))
+		abort();
+	if (chunk_decode(again, buf, len) != 0)
+		abort();
+	chunk_check_equal(c, again);
+
+	/* the encoding is canonical: encoding the copy gives the same bytes */
+	len2 = chunk_encode(again, buf2);
+	if (len2 != len || memcmp(buf, buf2, len) != 0)
+		abort();
+out_free:
+	free(buf2);
+	free(buf);
+	free(again);
+	free(c);
+}
+
+static void fuzz_onode(const uint8_t *data, size_t size)
+{
+	struct onode o, again;
+	void *buf = NULL;
+	size_t len;
+	int r;
+
+	r = onode_decode(&o, data, size);
+	if (r != 0)
+		goto out_clear_o;
+	if (!o.exists || o.id == 0 || o.inline_len > o.size ||
+	    (o.flags & ONODE_CHUNKED && o.inline_len) ||
+	    (o.inline_len != 0) != (o.inl != NULL))
+		abort();
+
+	if (onode_encode(&o, &buf, &len) != 0)
+		goto out_clear_o;
+	r = onode_decode(&again, buf, len);
+	if (r == -ENOMEM)
+		goto out_clear_again;
+	if (r != 0 || again.id != o.id || again.size != o.size || again.flags != o.flags ||
+	    again.inline_len != o.inline_len ||
+	    (o.inline_len && memcmp(again.inl, o.inl, o.inline_len) != 0))
+		abort();
+out_clear_again:
+	onode_clear(&again);
+out_clear_o:
+	free(buf);
+	onode_clear(&o);
+}
+
+static void fuzz_stats(const uint8_t *data, size_t size)
+{
+	struct stats s, again;
+	uint8_t *buf;
+	size_t len;
+
+	buf = malloc(STATS_REC_MAX);
+	if (!buf)
+		return;
+	if (stats_decode(&s, data, size) != 0)
+		goto out_free_buf;
+	len = stats_encode(&s, buf);
+	if (len > STATS_REC_MAX)
+		abort();
+	if (stats_decode(&again, buf, len) != 0 || memcmp(&s, &again, sizeof(s)) != 0)
+		abort();
+out_free_buf:
+	free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0)
+		return 0;
+	switch (data[0] % 3) {
+	case 0:
+		fuzz_chunk(data + 1, size - 1);
+		break;
+	case 1:
+		fuzz_onode(data + 1, size - 1);
+		break;
+	default:
+		fuzz_stats(data + 1, size - 1);
+		break;
+	}
+	return 0;
+}

@@ -1,0 +1,205 @@
+/*
+ * gen_store_corpus.c - writes the seed corpus for fuzz_store_records.c.
+ *
+ *   gen-store-corpus DIR
+ *
+ * Run once by hand (the output is committed under corpus/store_records/);
+ * kept so the seeds can be regenerated when a record layout changes.
+ * Each file is the selector byte of fuzz_store_records.c (0 chunk, 1 onode,
+ * 2 stats) followed by a record made by the store's own encoders: chunks
+ * empty, full, fragmented, scattered, journaled and compressed, a version 1
+ * chunk, onodes inline and chunked, the counters; then a few truncated,
+ * refused and garbage inputs so that the fuzzer starts next to the error
+ * paths too.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store-int.h"
+
+enum { SEL_CHUNK = 0, SEL_ONODE = 1, SEL_STATS = 2 };
+
+static int write_file(const char *dir, const char *name, uint8_t sel,
+		      const void *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f) {
+		fprintf(stderr, "cannot create '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fputc(sel, f) == EOF || (len && fwrite(buf, 1, len, f) != len))
+		r = -1;
+	if (fclose(f) != 0)
+		r = -1;
+	if (r < 0)
+		fprintf(stderr, "cannot write '%s'\n", path);
+	return r;
+}
+
+/* Marks blocks [first, first+len) present at pblk onwards. */
+static void chunk_run(struct chunk *c, unsigned first, unsigned len, uint64_t pblk)
+{
+	for (unsigned i = first; i < first + len; i++) {
+		c->present |= 1ull << i;
+		c->pblk[i] = pblk + (i - first);
+		c->crc[i] = 0x9e3779b9u * (i + 1);
+	}
+}
+
+static void chunk_fragmented(struct chunk *c)
+{
+	memset(c, 0, sizeof(*c));
+	chunk_run(c, 0, 4, 5000);
+	chunk_run(c, 4, 4, 9000);	/* adjacent blocks, not adjacent on disk */
+	chunk_run(c, 10, 2, 200);
+	chunk_run(c, 20, 1, 77);
+	chunk_run(c, 40, 24, 7000);
+}
+
+static int write_chunk(const char *dir, const char *name, const struct chunk *c)
+{
+	uint8_t buf[CHUNK_REC_MAX];
+	size_t len = chunk_encode(c, buf);
+
+	return write_file(dir, name, SEL_CHUNK, buf, len);
+}
+
+static int write_onode(const char *dir, const char *name, const struct onode *o,
+		       size_t cut)
+{
+	void *buf;
+	size_t len;
+	int r;
+
+	if (onode_encode(o, &buf, &len) != 0)
+		return -1;
+	r = write_file(dir, name, SEL_ONODE, buf, cut && cut < len ? cut : len);
+	free(buf);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static const uint8_t garbage[] = "\x02\x00\xff\xff\xff\x7fnot a record at all";
+	static uint8_t inl[100];
+	uint8_t buf[CHUNK_REC_MAX];
+	struct chunk c;
+	struct onode o;
+	struct stats s;
+	const char *dir;
+	size_t len;
+	uint32_t blen;
+	int r = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	dir = argv[1];
+
+	/* ---- chunks ---- */
+	memset(&c, 0, sizeof(c));
+	r |= write_chunk(dir, "chunk-empty", &c);
+
+	chunk_run(&c, 0, CHUNK_BLOCKS, 1000);
+	r |= write_chunk(dir, "chunk-full", &c);
+
+	chunk_fragmented(&c);
+	r |= write_chunk(dir, "chunk-fragmented", &c);
+
+	/* the longest record: every block its own run, journaled */
+	memset(&c, 0, sizeof(c));
+	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
+		chunk_run(&c, i, 1, 100000 - 2 * i);
+		c.deferred |= 1ull << i;
+		c.dseq[i] = 1000 + i / 8;
+		c.dslot[i] = (uint16_t)(i % 8);
+	}
+	r |= write_chunk(dir, "chunk-scattered-deferred", &c);
+
+	chunk_fragmented(&c);
+	c.deferred = (1ull << 2) | (1ull << 10) | (1ull << 11) | (1ull << 63);
+	c.dseq[2] = 41, c.dslot[2] = 0;
+	c.dseq[10] = 41, c.dslot[10] = 1;
+	c.dseq[11] = 42, c.dslot[11] = 0;
+	c.dseq[63] = 0xffffffffffffull, c.dslot[63] = 0xffff;
+	r |= write_chunk(dir, "chunk-deferred", &c);
+
+	/* the same, from a writer whose compat is newer than ours */
+	len = chunk_encode(&c, buf);
+	buf[1] = 3;
+	r |= write_file(dir, "chunk-compat-too-new", SEL_CHUNK, buf, len);
+
+	memset(&c, 0, sizeof(c));
+	c.flags = CHUNK_COMPRESSED;
+	c.lblocks = 16;
+	c.cblocks = 5;
+	c.clen = 4 * STORE_BLOCK_SIZE + 123;
+	c.pblk[0] = 123456;
+	for (unsigned j = 0; j < c.cblocks; j++)
+		c.crc[j] = 0xdeadbeefu ^ j;
+	r |= write_chunk(dir, "chunk-compressed", &c);
+
+	c.lblocks = CHUNK_BLOCKS;
+	c.cblocks = 1;
+	c.clen = 1;
+	r |= write_chunk(dir, "chunk-compressed-tiny", &c);
+
+	/* version 1 (before journaled blocks): no deferred bitmap at the end */
+	chunk_fragmented(&c);
+	len = chunk_encode(&c, buf) - 8;
+	buf[0] = 1;
+	blen = (uint32_t)(len - 6);
+	memcpy(buf + 2, &blen, 4);
+	r |= write_file(dir, "chunk-v1", SEL_CHUNK, buf, len);
+
+	/* refused: a journaled block that is not present (block 9 is a hole) */
+	chunk_fragmented(&c);
+	len = chunk_encode(&c, buf);
+	buf[len - 8 + 1] = 0x02;
+	r |= write_file(dir, "chunk-deferred-not-present", SEL_CHUNK, buf, len);
+
+	/* refused: cut in the middle of the runs */
+	r |= write_file(dir, "chunk-truncated", SEL_CHUNK, buf, len / 3);
+
+	/* ---- onodes ---- */
+	for (size_t i = 0; i < sizeof(inl); i++)
+		inl[i] = (uint8_t)(i * 7 + 1);
+	memset(&o, 0, sizeof(o));
+	o.id = 7;
+	o.size = sizeof(inl);
+	o.inline_len = sizeof(inl);
+	o.inl = inl;
+	r |= write_onode(dir, "onode-inline", &o, 0);
+	r |= write_onode(dir, "onode-truncated", &o, 40);
+
+	o.size = 4096;		/* inline data shorter than the object: zeros after */
+	o.inline_len = 10;
+	r |= write_onode(dir, "onode-inline-short", &o, 0);
+
+	memset(&o, 0, sizeof(o));
+	o.id = 0x123456789ull;
+	o.size = 10ull << 20;
+	o.flags = ONODE_CHUNKED;
+	r |= write_onode(dir, "onode-chunked", &o, 0);
+
+	/* ---- stats ---- */
+	s.objects = 12345;
+	s.stored = 987654321;
+	s.used_blocks = 240000;
+	s.compressed_saved = 4096ull * 1000;
+	len = stats_encode(&s, buf);
+	r |= write_file(dir, "stats", SEL_STATS, buf, len);
+
+	r |= write_file(dir, "garbage", SEL_STATS, garbage, sizeof(garbage) - 1);
+	r |= write_file(dir, "selector-only", SEL_CHUNK, NULL, 0);
+	return r ? 1 : 0;
+}
