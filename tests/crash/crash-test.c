@@ -26,6 +26,30 @@
  * child logging each one through its ack file): that copy is verified with
  * what had been acknowledged by then, and thrown away.  Cuts right after an
  * acknowledgement are where a store that acknowledges too early is caught.
+ * When the log has acknowledgements made while the block file had writes
+ * no completed sync covered, one more cut goes right after one of them,
+ * with each of those writes lost or torn (early_cuts()).
+ *
+ * A forgotten flush that other flushes usually cover.  commit.c
+ * write_data() once returned early for a batch without copy-on-write
+ * data, so a batch whose data had all been prewritten (prewrite.c: large
+ * aligned writes, on the device at queue time) went to its kv commit
+ * without a block flush.  The harness as it was then passed with that
+ * store in 5 runs of 5: batches of 32 transactions nearly always carry
+ * some copy-on-write data, whose flush covered the prewrites, and the cut
+ * after an acknowledgement seldom fell between the ack and the next block
+ * flush, and even then lost the write in one cut of three only.  Three things make
+ * it visible now: the mixed workload has runs of large-aligned-writes-only
+ * transactions (workload.c gen_aligned), half the power-cut rounds keep
+ * 1-6 transactions in flight (small batches), and the extra cut above.
+ * Measured with that line put back in a copy of the tree (release build):
+ * crash-powercut failed in 30 runs of 30 (seeds 1001-1030; the first bad
+ * round 1 to 12, median 2-3) and in 20 of 20 under meson test with random
+ * seeds; with the workload and in-flight changes alone, 10 of 10, later;
+ * with the extra cut alone, 3 of 6.  The store as it is passed all of 21
+ * runs (seeds 1001-1012, 9 under meson test) and made no exposed
+ * acknowledgement in any of them, so the extra cut costs it nothing; the
+ * larger writes cost crash-powercut a few seconds (17-28 s, was 16-20 s).
  *
  * The seed is printed; ATOLL_TEST_SEED=N replays a run.
  */
@@ -67,6 +91,8 @@ struct harness {
 	/* totals */
 	unsigned rounds, verified, lost;
 	unsigned early, early_after_ack;	/* extra cuts at earlier log points */
+	unsigned early_exposed;		/* ... after an ack, block writes unsynced */
+	unsigned inflight;		/* the child's --inflight this round */
 	uint64_t acked_total;
 	struct pc_stats pc;
 	unsigned printed;		/* problems printed by this verifier */
@@ -223,13 +249,14 @@ static void take_msgs(int fd, struct outcome *out, bool *eof)
 
 static int spawn_child(struct harness *h, int wfd, bool shim, bool unsafe)
 {
-	char seed[32], start[32], fdstr[16], prof[16];
+	char seed[32], start[32], fdstr[16], prof[16], inflight[16];
 	pid_t pid;
 
 	snprintf(seed, sizeof(seed), "%" PRIu64, h->seed);
 	snprintf(start, sizeof(start), "%" PRIu64, h->model.applied);
 	snprintf(fdstr, sizeof(fdstr), "%d", wfd);
 	snprintf(prof, sizeof(prof), "%d", (int)h->prof);
+	snprintf(inflight, sizeof(inflight), "%u", h->inflight);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
@@ -238,7 +265,7 @@ static int spawn_child(struct harness *h, int wfd, bool shim, bool unsafe)
 		char *args[] = {
 			(char *)h->child_path, "--block", h->wblock, "--kv", h->wkv,
 			"--seed", seed, "--start", start, "--fd", fdstr, "--profile", prof,
-			"--ack-file", h->ackp,
+			"--ack-file", h->ackp, "--inflight", inflight,
 			unsafe ? "--unsafe-skip-data-flush" : NULL, NULL,
 		};
 
@@ -522,32 +549,56 @@ static int save_durable(struct harness *h)
 	return 0;
 }
 
-/* A power cut at an earlier point of the log, verified on a scratch copy
- * of d (the disk before the child ran) and thrown away.  Two times in three
- * the point is right after an acknowledgement.  0, 1 (problems) or -1. */
-static int early_cut(struct harness *h, const struct pc_log *lg)
+/* The acknowledgements of a log: ack[i] is the record index of the i-th;
+ * exposed lists those made while the block file had a write that no
+ * completed sync of it covered (seq >= every sync's start).  Returns the
+ * number of acks, or -1 (out of memory); *nexposed gets the others. */
+static long find_acks(const struct pc_log *lg, size_t **ack, size_t **exposed, size_t *nexposed)
+{
+	int ackfid = pc_log_fid(lg, "acks"), blockfid = pc_log_fid(lg, "block");
+	uint64_t synced = 0;		/* block writes with seq < this are durable */
+	int64_t last_write = -1;	/* seq of the last unsynced block write */
+	size_t k, n = 0, ne = 0;
+
+	*ack = calloc(lg->n + 1, sizeof(**ack));
+	*exposed = calloc(lg->n + 1, sizeof(**exposed));
+	if (!*ack || !*exposed) {
+		free(*ack);
+		free(*exposed);
+		return -1;
+	}
+	for (k = 0; k < lg->n; k++) {
+		const struct pc_rec *r = &lg->ents[k].h;
+
+		if (r->type == PC_SYNC && ((int)r->fid == blockfid || r->fid == PC_FID_ALL) &&
+		    r->arg > synced)
+			synced = r->arg;
+		else if (r->type == PC_WRITE && blockfid >= 0 && (int)r->fid == blockfid &&
+			 !(r->flags & PC_F_DURABLE))
+			last_write = (int64_t)r->seq;
+		else if (r->type == PC_WRITE && ackfid >= 0 && (int)r->fid == ackfid) {
+			(*ack)[n++] = k;
+			if (last_write >= 0 && (uint64_t)last_write >= synced)
+				(*exposed)[ne++] = k;
+		}
+	}
+	*nexposed = ne;
+	return (long)n;
+}
+
+/* A power cut right after record cut-1 of the log, verified on a scratch
+ * copy of d (the disk before the child ran) with what had been
+ * acknowledged by then, and thrown away.  0, 1 (problems) or -1. */
+static int cut_and_verify(struct harness *h, const struct pc_log *lg, size_t cut,
+			  enum pc_fate fate, const char *kind)
 {
 	int ackfid = pc_log_fid(lg, "acks");
-	size_t k, cut, nacks = 0, pick;
 	int64_t acked = 0;
 	struct pc_stats st;
 	char err[512];
+	size_t k;
 	int r;
 
-	for (k = 0; k < lg->n; k++)
-		if (lg->ents[k].h.type == PC_WRITE && (int)lg->ents[k].h.fid == ackfid)
-			nacks++;
-	if (nacks && pc_below(&h->rng, 3)) {
-		pick = (size_t)pc_below(&h->rng, nacks);
-		for (k = 0; k < lg->n; k++)
-			if (lg->ents[k].h.type == PC_WRITE && (int)lg->ents[k].h.fid == ackfid &&
-			    pick-- == 0)
-				break;
-		cut = k + 1;
-		h->early_after_ack++;
-	} else {
-		cut = (size_t)pc_below(&h->rng, lg->n + 1);
-	}
 	for (k = 0; k < cut; k++) {
 		const struct pc_entry *e = &lg->ents[k];
 		uint64_t n;
@@ -560,22 +611,69 @@ static int early_cut(struct harness *h, const struct pc_log *lg)
 	}
 	if (copy_durable(h, h->d, h->x) < 0)
 		return -1;
-	if (pc_reconstruct(lg, cut, h->x, durable_files, PC_FATE_RANDOM, &h->rng, &st,
+	if (pc_reconstruct(lg, cut, h->x, durable_files, fate, &h->rng, &st,
 			   err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s\n", h->name, err);
 		return -1;
 	}
 	h->early++;
 	if (verbose)
-		fprintf(stderr, "%s: round %u: early cut after record %zu of %zu, %" PRId64
-			" acknowledged by then\n", h->name, h->rounds, cut, lg->n, acked);
+		fprintf(stderr, "%s: round %u: early cut %s, after record %zu of %zu, %" PRId64
+			" acknowledged by then\n", h->name, h->rounds, kind, cut, lg->n, acked);
 	r = verify(h, h->xblock, h->xkv, acked, acked, false);
 	if (r == 0)
 		h->verified++;
 	else if (r > 0)
-		fprintf(stderr, "%s: round %u: the failed cut was after record %zu of %zu "
-			"of the write log\n", h->name, h->rounds, cut, lg->n);
+		fprintf(stderr, "%s: round %u: the failed cut was %s, after record %zu of %zu "
+			"of the write log\n", h->name, h->rounds, kind, cut, lg->n);
 	pc_rmtree(h->x);
+	return r;
+}
+
+/* Power cuts at earlier points of the log:
+ *  - one in every round: two times in three right after an
+ *    acknowledgement, else at any record; unsynced writes lost, applied
+ *    whole or torn at random;
+ *  - one more when the log has "exposed" acknowledgements (find_acks: made
+ *    while the block file had unsynced writes): right after one of them,
+ *    every unsynced write lost or torn, never applied whole
+ *    (PC_FATE_NOT_WHOLE).  If the acknowledged data is among those writes
+ *    -- a batch whose data reached the device without a block flush before
+ *    its kv commit -- it is damaged for certain, not in one cut of three.
+ *    The store as it should be acknowledges only after the block flush
+ *    that follows its last block write (commit.c), so this cut is rare
+ *    when nothing is wrong.
+ * 0, 1 (problems) or -1. */
+static int early_cuts(struct harness *h, const struct pc_log *lg)
+{
+	size_t *acks, *exposed, nexposed, cut;
+	const char *kind = "at a random record";
+	long nacks;
+	int r;
+
+	nacks = find_acks(lg, &acks, &exposed, &nexposed);
+	if (nacks < 0) {
+		fprintf(stderr, "%s: out of memory\n", h->name);
+		return -1;
+	}
+	if (nacks && pc_below(&h->rng, 3)) {
+		cut = acks[pc_below(&h->rng, (uint64_t)nacks)] + 1;
+		kind = "right after an acknowledgement";
+		h->early_after_ack++;
+	} else {
+		cut = (size_t)pc_below(&h->rng, lg->n + 1);
+	}
+	r = cut_and_verify(h, lg, cut, PC_FATE_RANDOM, kind);
+	if (r == 0 && nexposed) {
+		cut = exposed[pc_below(&h->rng, nexposed)] + 1;
+		h->early_after_ack++;
+		h->early_exposed++;
+		r = cut_and_verify(h, lg, cut, PC_FATE_NOT_WHOLE,
+				   "right after an acknowledgement with block writes not "
+				   "yet flushed, each of them lost or torn");
+	}
+	free(acks);
+	free(exposed);
 	return r;
 }
 
@@ -624,6 +722,7 @@ static int power_cut(struct harness *h, const struct pc_log *lg)
 static void pick_plan(struct harness *h, struct plan *p)
 {
 	memset(p, 0, sizeof(*p));
+	h->inflight = 32;
 	if (h->mode == MODE_UNSAFE || h->mode == MODE_NOKVSYNC) {
 		p->by_count = true;
 		p->count = 16 + (unsigned)pc_below(&h->rng, 64);
@@ -634,6 +733,13 @@ static void pick_plan(struct harness *h, struct plan *p)
 		p->count = (unsigned)pc_below(&h->rng, 65);
 	else
 		p->delay_ms = (unsigned)pc_below(&h->rng, h->mode == MODE_KILL ? 301 : 201);
+	/* Half the power-cut rounds keep only a few transactions in flight:
+	 * small batches, each acknowledged by the next one's kv flush or by
+	 * an idle sync, so that a batch of prewritten data only (a run of
+	 * workload.c gen_aligned) is followed by no other batch's block flush
+	 * before its acknowledgement. */
+	if (h->mode == MODE_POWERCUT && pc_below(&h->rng, 2))
+		h->inflight = 1 + (unsigned)pc_below(&h->rng, 6);
 }
 
 /* One round; 0 clean, 1 verification failed, 2 the child misbehaved,
@@ -686,7 +792,7 @@ static int round_once(struct harness *h)
 				h->name, h->logp, strerror(-r));
 			return -1;
 		}
-		r = h->mode == MODE_POWERCUT ? early_cut(h, &lg) : 0;
+		r = h->mode == MODE_POWERCUT ? early_cuts(h, &lg) : 0;
 		if (r == 0)
 			r = power_cut(h, &lg);
 		pc_log_free(&lg);
@@ -697,11 +803,11 @@ static int round_once(struct harness *h)
 	before = h->model.applied;
 	r = verify(h, h->wblock, h->wkv, out.acked, out.acked, true);
 	if (verbose)
-		fprintf(stderr, "%s: round %u: %s %u, %u acks, applied %" PRIu64 " -> %" PRIu64
-			", save %.0f ms, child %.0f ms, rebuild %.0f ms, verify %.0f ms\n",
-			h->name, h->rounds,
+		fprintf(stderr, "%s: round %u: %s %u, inflight %u, %u acks, applied %" PRIu64
+			" -> %" PRIu64 ", save %.0f ms, child %.0f ms, rebuild %.0f ms, "
+			"verify %.0f ms\n", h->name, h->rounds,
 			p.by_count ? "after acks" : "after ms", p.by_count ? p.count : p.delay_ms,
-			out.nacks, before, h->model.applied, ts - t0, t1 - ts, t2 - t1,
+			h->inflight, out.nacks, before, h->model.applied, ts - t0, t1 - ts, t2 - t1,
 			now_ms() - t2);
 	if (r == 0)
 		h->verified++;
@@ -828,12 +934,13 @@ int main(int argc, char **argv)
 		break;
 	case MODE_POWERCUT:
 		printf("crash: %u power cuts (%u at the kill, %u earlier in the write log, "
-		       "%u of them right after an acknowledgement), %u verified, %u lost; "
+		       "%u of them right after an acknowledgement, %u of those with block "
+		       "writes not yet flushed), %u verified, %u lost; "
 		       "%" PRIu64 " txns applied, %" PRIu64 " acknowledgements; writes after "
 		       "the last sync: %" PRIu64 " lost, %" PRIu64 " applied, %" PRIu64
 		       " torn (%" PRIu64 " durable); seed %" PRIu64 "; %.1f s\n",
 		       h->rounds + h->early, h->rounds, h->early, h->early_after_ack,
-		       h->verified, h->lost, h->model.applied, h->acked_total,
+		       h->early_exposed, h->verified, h->lost, h->model.applied, h->acked_total,
 		       h->pc.lost, h->pc.applied, h->pc.torn, h->pc.durable,
 		       h->seed, (now_ms() - t0) / 1e3);
 		rc = r == 0 && h->verified == rounds + h->early ? 0 : 1;

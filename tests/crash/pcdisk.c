@@ -258,6 +258,8 @@ int pc_reconstruct(const struct pc_log *lg, size_t nrec, const char *ddir,
 			choice = 1;
 		else if (fate == PC_FATE_LOSE_ALL)
 			choice = 0;
+		else if (fate == PC_FATE_NOT_WHOLE)
+			choice = pc_below(rng, 2) ? 2 : 0;
 		else
 			choice = (unsigned)pc_below(rng, 3);	/* 0 lost, 1 applied, 2 torn */
 		if (durable)

@@ -34,6 +34,9 @@ enum pc_fate {
 	PC_FATE_RANDOM,		/* each unsynced write lost, applied or torn */
 	PC_FATE_KEEP_ALL,	/* every logged write reaches the disk */
 	PC_FATE_LOSE_ALL,	/* only synced and O_DSYNC writes reach it */
+	PC_FATE_NOT_WHOLE,	/* each unsynced write lost or torn, never whole:
+				 * a write that something durable depends on
+				 * without a sync is (nearly) always damaged */
 };
 
 struct pc_stats {

@@ -4,9 +4,10 @@
  * shim wraps (write, writev, pwrite, pwritev, pwritev2, aio with O_DIRECT,
  * O_DSYNC fds, ftruncate, fallocate, four threads at once), snapshotting
  * what it has synced; the parent rebuilds the disk from the log with every
- * write kept (must equal the files as left) and with every unsynced write
- * lost (must equal the snapshots), then cuts the log short and checks that
- * the reader stops cleanly at the damaged record.
+ * write kept (must equal the files as left), with every unsynced write
+ * lost (must equal the snapshots), at random, and with no unsynced write
+ * kept whole; then it cuts the log short and checks that the reader stops
+ * cleanly at the damaged record.
  *
  * usage: pcshim-selftest SHIM.so            (parent)
  *        pcshim-selftest --child WDIR SDIR  (run by the parent, under the shim)
@@ -225,7 +226,7 @@ static int rebuild(const struct pc_log *lg, const char *dir, enum pc_fate fate,
 int main(int argc, char **argv)
 {
 	char root[] = "/tmp/atoll-pcshim-XXXXXX";
-	char wdir[4200], sdir[4200], logp[4200], d1[4200], d2[4200], d3[4200];
+	char wdir[4200], sdir[4200], logp[4200], d1[4200], d2[4200], d3[4200], d4[4200];
 	char x[4300], y[4300];
 	struct pc_log lg = { 0 };
 	struct pc_stats st;
@@ -250,6 +251,7 @@ int main(int argc, char **argv)
 	snprintf(d1, sizeof(d1), "%s/keep", root);
 	snprintf(d2, sizeof(d2), "%s/lose", root);
 	snprintf(d3, sizeof(d3), "%s/random", root);
+	snprintf(d4, sizeof(d4), "%s/notwhole", root);
 	if (pc_mkdir(wdir) < 0 || pc_mkdir(sdir) < 0)
 		FAIL("cannot make directories under %s", root);
 
@@ -306,6 +308,12 @@ int main(int argc, char **argv)
 		goto out;
 	if (st.lost + st.applied + st.torn == 0)
 		FAIL("random rebuild made no choice");
+	/* lost or torn: no unsynced write reaches the disk whole */
+	if (rebuild(&lg, d4, PC_FATE_NOT_WHOLE, &st) < 0)
+		goto out;
+	if (st.applied || st.lost + st.torn == 0)
+		FAIL("not-whole rebuild applied %llu unsynced writes whole, %llu lost or torn",
+		     (unsigned long long)st.applied, (unsigned long long)(st.lost + st.torn));
 
 	/* a log cut inside its last record: the reader drops just that record */
 	{
@@ -320,7 +328,8 @@ int main(int argc, char **argv)
 			FAIL("cut log: %zu records (want %zu) and %zu tail bytes",
 			     lg.n, n - 1, lg.tail_bytes);
 	}
-	printf("pcshim-selftest: %zu log records, keep-all, lose-all, random and cut-log checks pass\n",
+	printf("pcshim-selftest: %zu log records, keep-all, lose-all, random, not-whole and "
+	       "cut-log checks pass\n",
 	       lg.n + 1);
 	rc = 0;
 out:

@@ -245,6 +245,66 @@ static void gen_data(uint64_t *rng, struct wl_txn *t)
 	op->dlen = (size_t)op->len;
 }
 
+/* Large block-aligned writes of fresh data to the plain collection,
+ * uncompressed, and nothing else that touches the block: the store writes
+ * their whole blocks when they are queued (prewrite.c) and only a partial
+ * last block goes to the journal, so a batch made of such transactions has
+ * no copy-on-write data of its own (but for an object that is still inline
+ * or has compressed chunks: those are rewritten copy-on-write).  That is
+ * the batch whose block flush a store can forget while other batches'
+ * flushes cover for it most of the time: commit.c write_data() once
+ * returned early for a batch without copy-on-write data, prewritten or not.
+ * Never zeros: a lost write of zeros to a fresh block reads back right. */
+static void gen_aligned(uint64_t *rng, struct wl_txn *t)
+{
+	unsigned nw = pc_below(rng, 4) ? 1 : 2, i;
+
+	for (i = 0; i < nw; i++) {
+		struct wl_op *op = add_op(t, WL_WRITE, (int)pc_below(rng, 4));
+		/* at most 4 MiB a transaction, as in gen_mixed mostly */
+		unsigned c = i ? 1 + (unsigned)pc_below(rng, 7) : (unsigned)pc_below(rng, 8);
+
+		if (c == 0)		/* a whole 4 MiB object */
+			op->len = BIG_WRITE;
+		else if (c < 3)		/* 1-2 MiB of whole blocks */
+			op->len = 4096 * (256 + pc_below(rng, 257));
+		else if (c < 6)		/* 256 KiB - 1 MiB of whole blocks */
+			op->len = 4096 * (64 + pc_below(rng, 193));
+		else			/* 256 KiB - 1 MiB, the tail journaled */
+			op->len = 262144 + pc_below(rng, 786432);
+		op->off = c == 0 && pc_below(rng, 2) ? 0
+			: 4096 * pc_below(rng, (MAX_EXTENT - op->len) / 4096 + 1);
+		op->data = gen_bytes(rng, (size_t)op->len,
+				     pc_below(rng, 2) ? FILL_RANDOM : FILL_PATTERN);
+		op->dlen = (size_t)op->len;
+	}
+	if (pc_below(rng, 4) == 0) {	/* metadata only: no block I/O */
+		int obj = (int)pc_below(rng, 4);
+		struct wl_op *op;
+
+		add_op(t, WL_TOUCH, obj);
+		op = add_op(t, WL_OMAP_SET, obj);
+		gen_omap_key(rng, op);
+		op->dlen = gen_value_len(rng, 500, 10000);
+		op->data = gen_bytes(rng, op->dlen, FILL_RANDOM);
+	}
+}
+
+/* In the mixed profile, transactions come in runs of WL_RUN; one run in
+ * WL_RUN_ALIGNED is made of gen_aligned() transactions only, so that with
+ * a few transactions in flight whole batches (and the batch after them,
+ * whose kv flush acknowledges them) carry prewritten data only. */
+#define WL_RUN		16
+#define WL_RUN_ALIGNED	4
+
+static bool is_aligned_run(uint64_t seed, uint64_t n)
+{
+	uint64_t r = seed ^ ((n / WL_RUN + 1) * 0x9fb21c651e98df25ull);
+
+	pc_rand(&r);
+	return pc_below(&r, WL_RUN_ALIGNED) == 0;
+}
+
 void wl_gen(uint64_t seed, uint64_t n, enum wl_profile prof, struct wl_txn *t)
 {
 	uint64_t rng = seed ^ (n * 0xd1342543de82ef95ull);
@@ -257,6 +317,8 @@ void wl_gen(uint64_t seed, uint64_t n, enum wl_profile prof, struct wl_txn *t)
 	t->n = n;
 	if (prof == WL_PROFILE_DATA)
 		gen_data(&rng, t);
+	else if (is_aligned_run(seed, n))
+		gen_aligned(&rng, t);
 	else
 		gen_mixed(&rng, t);
 	/* the ledger: "applied" = n + 1, little endian */

@@ -28,7 +28,8 @@
 
 /* profile: what mix of ops */
 enum wl_profile {
-	WL_PROFILE_MIXED = 0,	/* everything; the kill and power-cut tests */
+	WL_PROFILE_MIXED = 0,	/* everything, and runs of large aligned writes
+				 * only; the kill and power-cut tests */
 	WL_PROFILE_DATA = 1,	/* mostly large writes of fresh data (unsafe-flush test) */
 };
 
