@@ -37,9 +37,12 @@
 #define DEFER_APPLY_SLICE 1024u
 #define APPLY_IDLE_NS (20ull * 1000 * 1000)
 #define APPLY_RETRY_NS (50ull * 1000 * 1000)
+/* How long a committed batch waits for the next one to sync it. */
+#define SYNC_LINGER_NS (200ull * 1000)
 
 struct done {
 	struct store_txn *list;		/* in queue order */
+	uint32_t n;			/* transactions in list */
 	struct runvec freed;
 	uint64_t seq;
 	bool active;
@@ -321,6 +324,9 @@ attempt:
 	complete(st, prev);
 	prev->active = true;
 	prev->list = list;
+	prev->n = 0;
+	for (t = list; t; t = t->next)
+		prev->n++;
 	prev->seq = st->commit_seq;
 	prev->freed = b.freed;
 	memset(&b.freed, 0, sizeof(b.freed));
@@ -334,6 +340,21 @@ out_unchanged:
 	batch_destroy(&b);
 	sync_and_complete(st, prev);
 	fire(st, list);
+}
+
+/* Waits on cond for at most ns nanoseconds. */
+static void cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec += (long)(ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(cond, lock, &ts);
 }
 
 /* Applies journaled writes now, making every committed batch durable
@@ -359,35 +380,34 @@ static void *commit_main(void *arg)
 		uint64_t idle_since = now_ns();
 
 		for (;;) {
-			if (st->qhead || prev.active || st->stopping)
+			uint64_t wait;
+
+			if (st->qhead || st->stopping)
 				break;
-			if (!st->deferred_blocks) {
+			if (prev.active) {
+				/* A committed batch awaits its sync.  Under load (it held
+				 * several transactions), new work arriving within a moment
+				 * will carry it: the next commit's flush makes it durable.
+				 * A lone transaction is synced at once. */
+				wait = prev.n > 1 ? SYNC_LINGER_NS : 0;
+			} else if (!st->deferred_blocks) {
 				pthread_cond_wait(&st->qcond, &st->qlock);
 				idle_since = now_ns();
 				continue;
+			} else {
+				/* Journaled writes wait for a quiet moment (or for old
+				 * readers to finish) before they are applied, so that a
+				 * brief gap in the load does not cost a flush each. */
+				wait = apply_stuck ? APPLY_RETRY_NS : APPLY_IDLE_NS;
 			}
-			/* Journaled writes wait for a quiet moment (or for old
-			 * readers to finish) before they are applied, so that a
-			 * brief gap in the load does not cost a flush each. */
-			uint64_t wait = apply_stuck ? APPLY_RETRY_NS : APPLY_IDLE_NS;
 			uint64_t now = now_ns();
 
 			if (now - idle_since >= wait) {
-				apply_stuck = false;
+				if (!prev.active)
+					apply_stuck = false;
 				break;
 			}
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t left = wait - (now - idle_since);
-
-			ts.tv_sec += (time_t)(left / 1000000000u);
-			ts.tv_nsec += (long)(left % 1000000000u);
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&st->qcond, &st->qlock, &ts);
+			cond_wait_ns(&st->qcond, &st->qlock, wait - (now - idle_since));
 		}
 		if (!st->qhead) {
 			bool stopping = st->stopping;
