@@ -366,6 +366,11 @@ int dec_begin(struct dec *d, uint8_t max_compat, struct dec *body, uint8_t *vers
 		dec_fail(d, -EBADMSG);
 		goto out_fail_body;
 	}
+	if (compat > hdr[0]) {
+		/* No writer makes this (enc_begin refuses it): damaged input. */
+		dec_fail(d, -EBADMSG);
+		goto out_fail_body;
+	}
 	if (compat > max_compat) {
 		dec_fail(d, -EPROTONOSUPPORT);
 		goto out_fail_body;

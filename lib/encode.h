@@ -75,7 +75,8 @@ const void *dec_blob(struct dec *d, size_t *n, size_t max);
 int dec_str(struct dec *d, char *buf, size_t max);
 /* Opens a versioned section.  *body is limited to the section; *version
  * gets the writer's version.  A compat above max_compat is
- * -EPROTONOSUPPORT.  Returns 0 or the (sticky) error. */
+ * -EPROTONOSUPPORT; a compat above the section's own version (which no
+ * writer produces) is -EBADMSG.  Returns 0 or the (sticky) error. */
 int dec_begin(struct dec *d, uint8_t max_compat, struct dec *body, uint8_t *version);
 /* Closes a section: the parent skips whatever the body did not read.
  * Returns the body's error (copied into the parent) or 0. */

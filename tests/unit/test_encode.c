@@ -522,6 +522,18 @@ Test(section, compat_too_new_is_eprotonosupport)
 	free(buf);
 }
 
+Test(section, compat_above_its_own_version_is_ebadmsg)
+{
+	/* version 1, compat 2: no writer produces it (enc_begin refuses it). */
+	static const uint8_t in[] = { 1, 2, 1, 0, 0, 0, 7 };
+	struct dec d, body;
+	uint8_t version;
+
+	dec_init(&d, in, sizeof(in));
+	cr_expect_eq(dec_begin(&d, 5, &body, &version), -EBADMSG);
+	cr_expect_eq(body.err, -EBADMSG);
+}
+
 Test(section, length_beyond_the_input_is_ebadmsg)
 {
 	static const uint8_t in[] = { 1, 1, 10, 0, 0, 0, 1, 2, 3 };
