@@ -30,11 +30,13 @@
 #include "log.h"
 
 /* Journaled blocks that trigger an apply between batches (16 MiB), and
- * how many one apply takes at most (so that a batch waits for one apply of
- * 4 MiB at most); how long the store must be idle before it applies the
- * rest; how soon to retry when old readers held the journal back. */
+ * how many one apply takes at most: a batch waits for one apply of 2 MiB
+ * at most (measured: 4 MiB slices gave 4 KiB writes a p99 of ~30 ms,
+ * 2 MiB ~17 ms, 1 MiB ~12 ms at ~10% less throughput); how long the store
+ * must be idle before it applies the rest; how soon to retry when old
+ * readers held the journal back. */
 #define DEFER_APPLY_BLOCKS 4096u
-#define DEFER_APPLY_SLICE 1024u
+#define DEFER_APPLY_SLICE 512u
 #define APPLY_IDLE_NS (20ull * 1000 * 1000)
 #define APPLY_RETRY_NS (50ull * 1000 * 1000)
 /* How long a committed batch waits for the next one to sync it. */
