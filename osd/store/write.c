@@ -197,10 +197,8 @@ static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, const struct ch
 /* Frees a chunk's blocks (to the batch's freed list) and empties it. */
 static int chunk_release(struct batch *b, struct chunk *c)
 {
-	size_t before = b->freed.n;
 	int r = chunk_runs(c, &b->freed);
 
-	(void)before;
 	if (r)
 		return r;
 	b->stats.used_blocks -= chunk_used_blocks(c);
@@ -1049,7 +1047,7 @@ static int kv_check_space(struct batch *b, bool frees_only)
 	return b->kv_used + kv->reserve > kv->map_size ? -ENOSPC : 0;
 }
 
-static int apply_op(struct batch *b, struct store_txn *t, struct op *op)
+static int apply_op(struct batch *b, struct op *op)
 {
 	struct obj ob;
 	uint8_t k[8];
@@ -1104,7 +1102,6 @@ static int apply_op(struct batch *b, struct store_txn *t, struct op *op)
 	r = obj_load(b, op, create, &ob);
 	if (r)
 		return r;
-	(void)t;
 	switch (op->type) {
 	case OP_TOUCH:
 		break;
@@ -1176,6 +1173,6 @@ int apply_txn(struct batch *b, struct store_txn *t)
 	int r = kv_check_space(b, t->frees_only);
 
 	for (size_t i = 0; i < t->n && !r; i++)
-		r = apply_op(b, t, &t->ops[i]);
+		r = apply_op(b, &t->ops[i]);
 	return r;
 }
