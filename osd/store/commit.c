@@ -230,9 +230,12 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 	t0 = now_ns();
 	memset(&b, 0, sizeof(b));
 	b.st = st;
-	st->perf.batches++;
+	uint32_t ntxns = 0;
+
 	for (t = list; t; t = t->next)
-		st->perf.txns++;
+		ntxns++;
+	st->perf.batches++;
+	st->perf.txns += ntxns;
 	pthread_mutex_lock(&st->alloc_lock);
 	/* Near the kv's end, measure what is really in use (free pages
 	 * count); LMDB only lets a read transaction look at its free list. */
@@ -326,9 +329,7 @@ attempt:
 	complete(st, prev);
 	prev->active = true;
 	prev->list = list;
-	prev->n = 0;
-	for (t = list; t; t = t->next)
-		prev->n++;
+	prev->n = ntxns;
 	prev->seq = st->commit_seq;
 	prev->freed = b.freed;
 	memset(&b.freed, 0, sizeof(b.freed));

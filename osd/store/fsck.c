@@ -174,16 +174,9 @@ static int check_onodes(struct fsck *f)
 				name, coll);
 			continue;
 		}
-		{
-			uint8_t ck[8];
-			const void *cv;
-			size_t cvl;
-
-			put_be64(ck, coll);
-			if (kv_get(f->t, kv->colls, ck, 8, &cv, &cvl))
-				problem(f, "object '%s' belongs to collection 0x%" PRIx64
-					", which does not exist", name, coll);
-		}
+		if (kv_coll_get(kv, f->t, coll, NULL))
+			problem(f, "object '%s' belongs to collection 0x%" PRIx64
+				", which does not exist", name, coll);
 		if (o.id >= f->st->next_id)
 			problem(f, "object '%s' in collection 0x%" PRIx64 " has id %" PRIu64
 				" beyond the next id %" PRIu64, name, coll, o.id, f->st->next_id);

@@ -247,6 +247,24 @@ int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen)
 	return n;
 }
 
+int kv_coll_get(struct kv *kv, MDB_txn *t, uint64_t coll, uint32_t *flags)
+{
+	uint8_t k[8];
+	const void *v;
+	size_t vl;
+	int r;
+
+	put_be64(k, coll);
+	r = kv_get(t, kv->colls, k, 8, &v, &vl);
+	if (r)
+		return r;
+	if (vl < 4)
+		return -EIO;
+	if (flags)
+		memcpy(flags, v, 4);
+	return 0;
+}
+
 int kv_used_bytes(struct kv *kv, MDB_txn *t, uint64_t *used)
 {
 	MDB_envinfo info;

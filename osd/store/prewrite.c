@@ -26,16 +26,11 @@
 static bool coll_compresses(struct store *st, uint64_t coll)
 {
 	MDB_txn *t;
-	uint8_t k[8];
-	const void *v;
-	size_t vl;
 	uint32_t flags = 0;
 
 	if (mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &t))
 		return true;	/* cannot tell: do not prewrite */
-	put_be64(k, coll);
-	if (!kv_get(t, st->kv.colls, k, 8, &v, &vl) && vl >= 4)
-		memcpy(&flags, v, 4);
+	kv_coll_get(&st->kv, t, coll, &flags);	/* missing: the apply fails it */
 	mdb_txn_abort(t);
 	return flags & STORE_COLL_COMPRESS;
 }

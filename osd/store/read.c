@@ -117,20 +117,13 @@ static int read_begin(struct store *st, MDB_txn **t)
 	return kv_err(mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, t));
 }
 
-static int check_oid(const char *oid)
-{
-	if (!oid || !*oid)
-		return -EINVAL;
-	return strnlen(oid, STORE_NAME_MAX + 1) > STORE_NAME_MAX ? -ENAMETOOLONG : 0;
-}
-
 static int onode_lookup(struct store *st, MDB_txn *t, uint64_t coll, const char *oid,
 			struct onode *o)
 {
 	uint8_t k[ONODE_KEY_MAX];
 	const void *v;
 	size_t vl;
-	int r = check_oid(oid);
+	int r = oid_check(oid);
 
 	if (r)
 		return r;
@@ -794,9 +787,6 @@ int store_omap_list(struct store *st, uint64_t coll, const char *oid, const void
 int store_coll_exists(struct store *st, uint64_t coll)
 {
 	MDB_txn *t;
-	uint8_t k[8];
-	const void *v;
-	size_t vl;
 	int r;
 
 	if (!st)
@@ -804,8 +794,7 @@ int store_coll_exists(struct store *st, uint64_t coll)
 	r = read_begin(st, &t);
 	if (r)
 		return r;
-	put_be64(k, coll);
-	r = kv_get(t, st->kv.colls, k, 8, &v, &vl);
+	r = kv_coll_get(&st->kv, t, coll, NULL);
 	mdb_txn_abort(t);
 	if (r == -ENOENT)
 		return 0;
@@ -820,21 +809,19 @@ int store_list(struct store *st, uint64_t coll, const char *after, size_t max,
 	MDB_txn *t;
 	MDB_cursor *c;
 	MDB_val k, v;
-	const void *cv;
-	size_t cvl;
 	int r, rc, count = 0;
 
 	if (!st || !fn)
 		return -EINVAL;
-	if (after && (r = check_oid(after)))
+	if (after && (r = oid_check(after)))
 		return r;
 	r = read_begin(st, &t);
 	if (r)
 		return r;
-	put_be64(key, coll);
-	r = kv_get(t, st->kv.colls, key, 8, &cv, &cvl);
+	r = kv_coll_get(&st->kv, t, coll, NULL);
 	if (r)
 		goto out;
+	put_be64(key, coll);	/* the key prefix of the collection's objects */
 	k.mv_size = after ? key_onode(key, coll, after, strlen(after)) : 8;
 	k.mv_data = key;
 	rc = mdb_cursor_open(t, st->kv.onodes, &c);

@@ -94,6 +94,12 @@ int kv_unwrap(const MDB_val *raw, const void **v, size_t *vl);
 /* Bytes of the map in use (pages up to the last used, less free pages). */
 int kv_used_bytes(struct kv *kv, MDB_txn *t, uint64_t *used);
 
+/* A collection's record: -ENOENT if it does not exist, -EIO if damaged;
+ * flags (may be NULL) gets its flags. */
+int kv_coll_get(struct kv *kv, MDB_txn *t, uint64_t coll, uint32_t *flags);
+/* An object name: 1..STORE_NAME_MAX bytes (-EINVAL, -ENAMETOOLONG). */
+int oid_check(const char *oid);
+
 /* Keys. */
 #define ONODE_KEY_MAX (8 + STORE_NAME_MAX)
 size_t key_onode(uint8_t *k, uint64_t coll, const char *oid, size_t len);

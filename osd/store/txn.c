@@ -55,7 +55,7 @@ size_t store_txn_ops(const struct store_txn *t)
 	return t ? t->n : 0;
 }
 
-static int check_oid(const char *oid)
+int oid_check(const char *oid)
 {
 	if (!oid)
 		return -EINVAL;
@@ -78,7 +78,7 @@ static int add_op(struct store_txn *t, enum op_type type, uint64_t coll, const c
 
 	if (!t)
 		return -EINVAL;
-	if (oid && (r = check_oid(oid)))
+	if (oid && (r = oid_check(oid)))
 		return r;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 4;

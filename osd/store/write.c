@@ -91,19 +91,7 @@ struct obj {
 
 static int coll_get(struct batch *b, uint64_t coll, uint32_t *flags)
 {
-	uint8_t k[8];
-	const void *v;
-	size_t vl;
-	int r;
-
-	put_be64(k, coll);
-	r = kv_get(b->txn, b->st->kv.colls, k, 8, &v, &vl);
-	if (r)
-		return r;
-	if (vl < 4)
-		return -EIO;
-	memcpy(flags, v, 4);
-	return 0;
+	return kv_coll_get(&b->st->kv, b->txn, coll, flags);
 }
 
 /* Loads the object of op; with create, a missing one is made (not yet
