@@ -14,27 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "corpus_file.h"
 #include "encode_sample.h"
 
 static int write_file(const char *dir, const char *name, const void *buf, size_t len)
 {
-	char path[4096];
-	FILE *f;
-	int r = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f) {
-		fprintf(stderr, "cannot create '%s': %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (len && fwrite(buf, 1, len, f) != len)
-		r = -1;
-	if (fclose(f) != 0)
-		r = -1;
-	if (r < 0)
-		fprintf(stderr, "cannot write '%s'\n", path);
-	return r;
+	return corpus_write(dir, name, NULL, 0, buf, len);
 }
 
 /* Encodes the sample for seed as version; caller frees. */

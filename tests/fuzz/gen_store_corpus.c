@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "corpus_file.h"
 #include "store-int.h"
 
 enum { SEL_CHUNK = 0, SEL_ONODE = 1, SEL_STATS = 2 };
@@ -25,23 +26,7 @@ enum { SEL_CHUNK = 0, SEL_ONODE = 1, SEL_STATS = 2 };
 static int write_file(const char *dir, const char *name, uint8_t sel,
 		      const void *buf, size_t len)
 {
-	char path[4096];
-	FILE *f;
-	int r = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f) {
-		fprintf(stderr, "cannot create '%s': %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (fputc(sel, f) == EOF || (len && fwrite(buf, 1, len, f) != len))
-		r = -1;
-	if (fclose(f) != 0)
-		r = -1;
-	if (r < 0)
-		fprintf(stderr, "cannot write '%s'\n", path);
-	return r;
+	return corpus_write(dir, name, &sel, 1, buf, len);	/* selector byte first */
 }
 
 /* Marks blocks [first, first+len) present at pblk onwards. */
