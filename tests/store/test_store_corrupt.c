@@ -428,14 +428,31 @@ Test(corrupt, fsck_finds_records_of_a_lost_object)
 	fsck_log_free(&log);
 }
 
+/* Flips byte at of the 64 bytes at needle, wherever a small write put
+ * them: journaled in one kv value, or already applied to the block. */
+static void damage_small_write(const uint8_t *needle, size_t at)
+{
+	char where[256];
+	int n = kv_flip(ts.kv_path, needle, 64, at, where, sizeof(where));
+
+	if (n == 0) {
+		int64_t pos = file_find(ts.block_path, needle, 64);
+
+		cr_assert_geq(pos, 0, "the small write is neither in the kv nor in the block");
+		OK(file_flip_byte(ts.block_path, (uint64_t)pos + at, 0x04));
+		fprintf(stderr, "the small write was in the block\n");
+	} else {
+		cr_assert_eq(n, 1, "the small write is in %d kv values (%s)", n, where);
+		fprintf(stderr, "the small write was journaled in kv database '%s'\n", where);
+	}
+}
+
 /* A small overwrite may sit journaled in the kv (its slot checked against
  * the block's crc) or have been applied to the block already: wherever
  * its bytes are, damage to them must come out as -EIO. */
 Test(corrupt, journaled_small_write_read_eio)
 {
 	uint8_t data[64 * 1024], patch[4096], buf[64 * 1024];
-	char where[256];
-	int n;
 
 	OK(do_coll_create(ts.st, C1, 0));
 	pattern_fill(data, sizeof(data), 0, 0x6666);
@@ -446,17 +463,7 @@ Test(corrupt, journaled_small_write_read_eio)
 	expect_content(ts.st, C1, "victim-journal", data, sizeof(data));
 	ts_close(&ts);
 
-	n = kv_flip(ts.kv_path, patch + 1000, 64, 10, where, sizeof(where));
-	if (n == 0) {
-		int64_t at = file_find(ts.block_path, patch + 1000, 64);
-
-		cr_assert_geq(at, 0, "the small write is neither in the kv nor in the block");
-		OK(file_flip_byte(ts.block_path, (uint64_t)at + 10, 0x04));
-		fprintf(stderr, "the small write was in the block\n");
-	} else {
-		cr_assert_eq(n, 1, "the small write is in %d kv values (%s)", n, where);
-		fprintf(stderr, "the small write was journaled in kv database '%s'\n", where);
-	}
+	damage_small_write(patch + 1000, 10);
 	OK(ts_open(&ts));
 	FAILS(store_read(ts.st, C1, "victim-journal", 0, sizeof(buf), buf), -EIO);
 	cr_assert_eq(store_read(ts.st, C1, "victim-journal", 0, 8192, buf), 8192);
@@ -490,23 +497,13 @@ static void write_then_die(uint64_t off, const void *data, size_t len)
 Test(corrupt, journal_slot_damaged_before_replay_read_eio)
 {
 	uint8_t data[64 * 1024], patch[4096], buf[64 * 1024];
-	char where[256];
-	int n;
 
 	OK(do_coll_create(ts.st, C1, 0));
 	pattern_fill(data, sizeof(data), 0, 0x8888);
 	pattern_fill(patch, sizeof(patch), 0, 0x9999);
 	OK(do_write(ts.st, C1, "victim-slot", 0, data, sizeof(data), 0));
 	write_then_die(4096, patch, sizeof(patch));
-	n = kv_flip(ts.kv_path, patch + 2000, 64, 5, where, sizeof(where));
-	if (n == 0) {
-		fprintf(stderr, "the small write was not journaled; damaging the block instead\n");
-		OK(file_flip_byte(ts.block_path,
-				  (uint64_t)file_find(ts.block_path, patch + 2000, 64) + 5, 0x04));
-	} else {
-		cr_assert_eq(n, 1);
-		fprintf(stderr, "damaged the journaled write in kv database '%s'\n", where);
-	}
+	damage_small_write(patch + 2000, 5);
 	/* Opening replays the journal; the damaged slot must not become
 	 * good-looking data, and one bad block must not keep the store shut. */
 	OK(ts_open(&ts));
