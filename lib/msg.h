@@ -1,0 +1,227 @@
+/*
+ * msg.h - the messenger: every connection atoll makes (client<->mon,
+ * client<->osd, osd<->osd, osd<->mon) goes through it.
+ *
+ * One event loop thread (epoll) per messenger owns every socket.  A frame
+ * on the wire is
+ *
+ *   header (32 bytes, little-endian):
+ *     u32 magic "ATM1" (MSG_MAGIC)
+ *     u16 type            message type (proto.h, MT_*)
+ *     u16 flags           MSG_F_*
+ *     u64 tid             request id; a reply carries its request's tid
+ *     u32 front_len       encoded fields (encode.h)
+ *     u32 data_len        bulk bytes (object data), sent without copying
+ *     u32 reserved (0)
+ *     u32 header crc32c   over the 28 bytes before it
+ *   front (front_len bytes), data (data_len bytes)
+ *   u32 crc32c over front then data
+ *
+ * A connection starts with a handshake in both directions: a MT_HELLO
+ * frame carrying the cluster fsid, the sender's identity (entity type and
+ * id), its feature bits and an authentication blob (empty until the
+ * authentication issue fills it).  A peer with a non-zero fsid different
+ * from ours, a bad magic, a bad crc, a frame longer than the configured
+ * maximum or any other frame before the hello closes the connection (and
+ * is logged); the messenger keeps serving every other connection.
+ *
+ * Flow control: the bytes of received messages that the upper layer has
+ * not yet freed (msg_free) are counted per connection; while they exceed
+ * inflight_max the loop stops reading from that connection, so a fast
+ * sender is slowed to what the receiver can take.  Sending never blocks:
+ * callers that produce load (the client library) throttle themselves.
+ *
+ * Threads: the callbacks of msgr_ops and msg_call replies run on the loop
+ * thread and must not block.  msg_send, msg_call, msg_reply, msgr_connect,
+ * msg_conn_close and the refcount calls are safe from any thread.
+ */
+#ifndef ATOLL_MSG_H
+#define ATOLL_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MSG_MAGIC		0x314d5441u	/* "ATM1" little-endian */
+#define MSG_HEADER_LEN		32u
+#define MSG_F_REPLY		0x0001u		/* answers the request of the same tid */
+
+/* Message types 1..MSG_T_RESERVED_MAX belong to the messenger itself
+ * (proto.h starts above them); msg_send() refuses them. */
+#define MSG_T_HELLO		1u
+#define MSG_T_RESERVED_MAX	9u
+
+/* Default limits (DESIGN.md, "Default limits"): one op's payload is at
+ * most 64 MiB; a frame may be a little bigger for its fields. */
+#define MSG_DEFAULT_FRAME_MAX	((64u << 20) + (1u << 20))
+#define MSG_DEFAULT_INFLIGHT_MAX (256ull << 20)
+
+enum msg_entity {
+	MSG_ENTITY_NONE = 0,
+	MSG_ENTITY_CLIENT = 1,
+	MSG_ENTITY_MON = 2,
+	MSG_ENTITY_OSD = 3,
+	MSG_ENTITY_MDS = 4,
+};
+
+struct msg_identity {
+	uint8_t type;		/* enum msg_entity */
+	uint64_t id;		/* osd id, mon rank, or a client's random id */
+};
+
+struct msg_conn;
+struct msgr;
+struct msgr_call;
+
+/*
+ * A message.  front and data are owned by the message (freed by msg_free)
+ * unless data was attached with msg_set_data_ref().  A received message
+ * holds a reference on its connection (->conn) until it is freed; its
+ * data is one malloc'ed buffer of data_len bytes (NULL when empty) that
+ * the upper layer may take (set ->data to NULL before msg_free).  Make
+ * messages with msg_new() only: the messenger uses the private fields.
+ */
+struct msg {
+	uint16_t type;
+	uint16_t flags;
+	uint64_t tid;
+	void *front;
+	uint32_t front_len;
+	void *data;
+	uint32_t data_len;
+	struct msg_conn *conn;	/* received messages only */
+	/* private */
+	void (*data_free)(void *arg);
+	void *data_free_arg;
+	uint64_t charged;	/* bytes counted against conn's inflight */
+	struct msg *q_next, *q_prev;	/* the messenger's send queue */
+	struct msgr_call *call;		/* msg_call's record until sent */
+	uint8_t wire_hdr[MSG_HEADER_LEN];
+	uint8_t wire_tail[4];		/* payload crc32c, little-endian */
+};
+
+/* A new message of type; front takes the bytes of an encoder (the
+ * encoder is left empty).  Returns NULL on ENOMEM or when e->err is set. */
+struct enc;
+struct msg *msg_new(uint16_t type, struct enc *front);
+/* Copies len bytes into the message's data. -ENOMEM. */
+int msg_set_data(struct msg *m, const void *p, size_t len);
+/* Attaches data without copying: free_fn(arg) is called once the bytes
+ * are sent (or the message is dropped); free_fn may be NULL when the
+ * caller keeps p alive until the message is freed. */
+void msg_set_data_ref(struct msg *m, void *p, size_t len,
+		      void (*free_fn)(void *arg), void *arg);
+/* Frees m (NULL is fine); for a received message this also returns its
+ * bytes to the connection's flow-control budget. */
+void msg_free(struct msg *m);
+
+struct msgr_config {
+	size_t size_of;			/* sizeof(struct msgr_config) */
+	struct msg_identity me;
+	uint8_t fsid[16];		/* all zero: not known yet (a client
+					 * learns it from the monitor) */
+	uint64_t features;
+	uint32_t frame_max;		/* front + data; 0 = MSG_DEFAULT_FRAME_MAX */
+	uint64_t inflight_max;		/* 0 = MSG_DEFAULT_INFLIGHT_MAX */
+	uint32_t handshake_timeout_ms;	/* 0 = 10 s */
+	uint32_t reconnect_min_ms;	/* first backoff; 0 = 50 ms */
+	uint32_t reconnect_max_ms;	/* backoff cap; 0 = 5 s */
+};
+
+struct msgr_ops {
+	/* A request or one-way message (not a reply matched by msg_call).
+	 * Takes ownership of m. */
+	void (*dispatch)(void *arg, struct msg_conn *c, struct msg *m);
+	/* The handshake of c completed (accepted or dialled); the peer's
+	 * identity is known.  May be NULL. */
+	void (*connected)(void *arg, struct msg_conn *c);
+	/* c closed with err (negative errno).  For a dialled connection
+	 * that is still referenced, a reconnect follows.  Called once after
+	 * each connected(), never for a connection that did not complete
+	 * its handshake.  May be NULL. */
+	void (*closed)(void *arg, struct msg_conn *c, int err);
+};
+
+int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
+		void *arg, struct msgr **out);
+/* Listens on "ip:port" (port 0 = any free port).  The address actually
+ * bound is written to bound ("ip:port") when bound is not NULL.  Only the
+ * given address is bound, never a wildcard unless asked for. */
+int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen);
+/* Starts the loop thread. */
+int msgr_start(struct msgr *m);
+/* Stops the loop thread, closes every connection (pending calls complete
+ * with -ESHUTDOWN, closed() runs for open ones) and frees everything;
+ * timers that have not run are dropped.  NULL is fine.  Not from the
+ * loop thread (a callback).  Connections the caller still holds stay
+ * valid memory (closed for good) until their last msg_conn_put(). */
+void msgr_destroy(struct msgr *m);
+/* Learns the fsid (a client, after the monitor's hello). */
+void msgr_set_fsid(struct msgr *m, const uint8_t fsid[16]);
+void msgr_fsid(struct msgr *m, uint8_t fsid[16]);
+
+/* A connection to addr ("ip:port"), returned at once with one reference
+ * for the caller; messages sent before the handshake completes are queued.
+ * While the caller holds its reference the connection redials with
+ * exponential backoff after every failure; messages queued but not sent
+ * stay queued, calls already sent fail with -ECONNRESET.  NULL for a
+ * malformed address or ENOMEM. */
+struct msg_conn *msgr_connect(struct msgr *m, const char *addr);
+/* References held by the upper layer.  When the last one of a dialled
+ * connection is put, it closes for good as msg_conn_close() does
+ * (received messages keep the memory alive, not the connection).  An
+ * accepted connection lives until its peer or msg_conn_close() ends it,
+ * whatever the references.  msg_conn_put(NULL) is fine. */
+void msg_conn_get(struct msg_conn *c);
+void msg_conn_put(struct msg_conn *c);
+/* Closes c for good (no redial); pending calls fail with -ECONNRESET. */
+void msg_conn_close(struct msg_conn *c);
+/* The peer's identity once connected; MSG_ENTITY_NONE before. */
+struct msg_identity msg_conn_peer(const struct msg_conn *c);
+/* "ip:port" of the peer. */
+const char *msg_conn_addr(const struct msg_conn *c);
+bool msg_conn_is_open(const struct msg_conn *c);
+/* One pointer for the upper layer (e.g. the session of a client). */
+void msg_conn_set_priv(struct msg_conn *c, void *priv);
+void *msg_conn_priv(const struct msg_conn *c);
+struct msgr *msg_conn_msgr(const struct msg_conn *c);
+/* The peer's feature bits from its hello (0 before the handshake). */
+uint64_t msg_conn_features(const struct msg_conn *c);
+/* Bytes of received messages not yet freed (flow control), and bytes
+ * queued for sending but not yet written to the socket. */
+uint64_t msg_conn_inflight(const struct msg_conn *c);
+uint64_t msg_conn_queued(const struct msg_conn *c);
+
+/* Sends m (ownership passes, also on error).  -ENOTCONN when c was closed
+ * for good, -EMSGSIZE over frame_max, -EINVAL for a type reserved to the
+ * messenger (1..MSG_T_RESERVED_MAX). */
+int msg_send(struct msg_conn *c, struct msg *m);
+/* A request: assigns m->tid and calls fn(arg, reply, 0) with the reply
+ * (fn owns it), or fn(arg, NULL, err) with -ETIMEDOUT after timeout_ms
+ * (0 = never; counted from this call, also while the request waits for
+ * a connection), -ECONNRESET when the connection broke after sending or
+ * was closed, or -ESHUTDOWN.  When msg_call returns 0, fn is called
+ * exactly once, on the loop thread; when it returns an error (those of
+ * msg_send, -ENOMEM) fn is never called. */
+typedef void (*msg_reply_fn)(void *arg, struct msg *reply, int err);
+int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
+	     msg_reply_fn fn, void *arg);
+/* Sends reply as the answer to req (copies req's tid, sets MSG_F_REPLY). */
+int msg_reply(struct msg_conn *c, const struct msg *req, struct msg *reply);
+
+/* Runs fn(arg) on the loop thread after ms milliseconds (0 = soon).
+ * Returns a timer id for msgr_timer_cancel, or 0 on ENOMEM.  Both are
+ * safe from any thread. */
+typedef void (*msgr_timer_fn)(void *arg);
+uint64_t msgr_timer(struct msgr *m, uint32_t ms, msgr_timer_fn fn, void *arg);
+/* True if the timer was cancelled before it ran. */
+bool msgr_timer_cancel(struct msgr *m, uint64_t id);
+/* True on the loop thread. */
+bool msgr_on_loop(const struct msgr *m);
+
+/* "ip:port" or "[ipv6]:port" -> its parts (ip without brackets);
+ * -EINVAL for a malformed address or a port over 65535, -ENAMETOOLONG
+ * when ip does not fit in iplen. */
+int msg_parse_addr(const char *addr, char *ip, size_t iplen, uint16_t *port);
+
+#endif

@@ -1,0 +1,821 @@
+/*
+ * proto.c - encodings of the messages in proto.h.
+ *
+ * Each front is one versioned section (encode.h): version 1, compat 1.
+ * Fields appended later go at the end of the section, where an older
+ * decoder skips them.  Decoders take the message's buffer, check every
+ * length against the caps of proto.h and point into the buffer rather
+ * than copy, except where a field outlives the message by contract
+ * (command text, beacon arrays, decoded maps).
+ */
+#include "proto.h"
+
+#include "encode.h"
+#include "osdmap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROTO_V 1
+#define PROTO_COMPAT 1
+#define BEACON_PGS_MAX (1u << 20)
+#define BEACON_SLOW_MAX 1024u
+
+/* Opens the message's one section; returns 0 or the error. */
+static int begin(struct dec *d, struct dec *body)
+{
+	uint8_t v;
+
+	return dec_begin(d, PROTO_COMPAT, body, &v);
+}
+
+/* Closes it, and insists the message holds nothing after the section. */
+static int end(struct dec *d, struct dec *body)
+{
+	int r = dec_end(d, body);
+
+	return r ? r : dec_finish(d);
+}
+
+/* A fixed-size string field: a blob of at most cap-1 bytes, no NUL. */
+static void get_fixed_str(struct dec *d, char *buf, size_t cap)
+{
+	if (dec_str(d, buf, cap - 1) < 0)
+		buf[0] = '\0';
+}
+
+/* ---- monitor ------------------------------------------------------- */
+
+void mon_subscribe_encode(const struct mon_subscribe *s, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u64(e, s->have);
+	enc_end(e, h);
+}
+
+int mon_subscribe_decode(struct dec *d, struct mon_subscribe *s)
+{
+	struct dec b;
+
+	memset(s, 0, sizeof(*s));
+	if (begin(d, &b))
+		return d->err;
+	s->have = dec_u64(&b);
+	return end(d, &b);
+}
+
+void mon_map_msg_encode(const struct osdmap *full, const struct osdmap_inc *incs,
+			uint32_t ninc, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u8(e, full != NULL);
+	if (full)
+		osdmap_encode(full, e);
+	enc_u32(e, ninc);
+	for (uint32_t i = 0; i < ninc; i++)
+		osdmap_inc_encode(&incs[i], e);
+	enc_end(e, h);
+}
+
+void mon_map_msg_clear(struct mon_map_msg *m)
+{
+	osdmap_free(m->full);
+	for (uint32_t i = 0; i < m->ninc; i++)
+		osdmap_inc_clear(&m->incs[i]);
+	free(m->incs);
+	memset(m, 0, sizeof(*m));
+}
+
+int mon_map_msg_decode(struct dec *d, struct mon_map_msg *out)
+{
+	struct dec b;
+	uint8_t has_full;
+	uint32_t n;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (begin(d, &b))
+		return d->err;
+	has_full = dec_u8(&b);
+	if (has_full > 1)
+		dec_fail(&b, -EBADMSG);
+	if (has_full && !b.err) {
+		r = osdmap_decode(&b, &out->full);
+		if (r < 0) {
+			dec_fail(&b, r);
+			goto out_fail;
+		}
+	}
+	/* an incremental is at least a section header */
+	n = dec_count(&b, PROTO_MAPS_MAX, 6);
+	if (b.err)
+		goto out_fail;
+	if (n) {
+		out->incs = calloc(n, sizeof(*out->incs));
+		if (!out->incs) {
+			dec_fail(&b, -ENOMEM);
+			goto out_fail;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		out->ninc = i + 1;
+		r = osdmap_inc_decode(&b, &out->incs[i]);
+		if (r < 0) {
+			dec_fail(&b, r);
+			goto out_fail;
+		}
+	}
+	r = end(d, &b);
+	if (r < 0)
+		goto out_clear;
+	return 0;
+
+out_fail:
+	r = dec_end(d, &b);
+	if (!r)
+		r = -EBADMSG;
+out_clear:
+	mon_map_msg_clear(out);
+	return r;
+}
+
+void mon_command_encode(const char *json, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_str(e, json);
+	enc_end(e, h);
+}
+
+int mon_command_decode(struct dec *d, char **json)
+{
+	struct dec b;
+	const char *p;
+	size_t n;
+	int r;
+
+	*json = NULL;
+	if (begin(d, &b))
+		return d->err;
+	p = dec_blob(&b, &n, PROTO_COMMAND_MAX);
+	if (p && memchr(p, '\0', n))
+		dec_fail(&b, -EBADMSG);
+	r = end(d, &b);
+	if (r < 0)
+		return r;
+	*json = malloc(n + 1);
+	if (!*json)
+		return -ENOMEM;
+	memcpy(*json, p ? p : "", n);
+	(*json)[n] = '\0';
+	return 0;
+}
+
+void mon_command_reply_encode(const struct mon_command_reply *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)r->rc);
+	enc_str(e, r->status ? r->status : "");
+	enc_blob(e, r->out, r->out ? r->out_len : 0);
+	enc_end(e, h);
+}
+
+int mon_command_reply_decode(struct dec *d, struct mon_command_reply *r, char **status)
+{
+	struct dec b;
+	const char *s;
+	size_t n, outn = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	*status = NULL;
+	if (begin(d, &b))
+		return d->err;
+	r->rc = (int32_t)dec_u32(&b);
+	s = dec_blob(&b, &n, 64 * 1024);
+	if (s && memchr(s, '\0', n))
+		dec_fail(&b, -EBADMSG);
+	r->out = dec_blob(&b, &outn, UINT32_MAX);
+	r->out_len = (uint32_t)outn;
+	rc = end(d, &b);
+	if (rc < 0)
+		return rc;
+	*status = malloc(n + 1);
+	if (!*status)
+		return -ENOMEM;
+	memcpy(*status, s ? s : "", n);
+	(*status)[n] = '\0';
+	r->status = *status;
+	return 0;
+}
+
+void osd_new_req_encode(const struct osd_new_req *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_raw(e, r->uuid, 16);
+	enc_u32(e, (uint32_t)r->want_id);
+	enc_end(e, h);
+}
+
+int osd_new_req_decode(struct dec *d, struct osd_new_req *r)
+{
+	struct dec b;
+	const void *p;
+
+	memset(r, 0, sizeof(*r));
+	if (begin(d, &b))
+		return d->err;
+	p = dec_raw(&b, 16);
+	if (p)
+		memcpy(r->uuid, p, 16);
+	r->want_id = (int32_t)dec_u32(&b);
+	return end(d, &b);
+}
+
+void osd_new_reply_encode(const struct osd_new_reply *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)r->rc);
+	enc_u32(e, (uint32_t)r->id);
+	enc_raw(e, r->fsid, 16);
+	enc_end(e, h);
+}
+
+int osd_new_reply_decode(struct dec *d, struct osd_new_reply *r)
+{
+	struct dec b;
+	const void *p;
+
+	memset(r, 0, sizeof(*r));
+	if (begin(d, &b))
+		return d->err;
+	r->rc = (int32_t)dec_u32(&b);
+	r->id = (int32_t)dec_u32(&b);
+	p = dec_raw(&b, 16);
+	if (p)
+		memcpy(r->fsid, p, 16);
+	return end(d, &b);
+}
+
+void osd_boot_req_encode(const struct osd_boot_req *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)r->id);
+	enc_raw(e, r->uuid, 16);
+	enc_str(e, r->addr);
+	enc_str(e, r->host);
+	enc_u32(e, r->weight);
+	enc_u64(e, r->features);
+	enc_u64(e, r->have_epoch);
+	enc_end(e, h);
+}
+
+int osd_boot_req_decode(struct dec *d, struct osd_boot_req *r)
+{
+	struct dec b;
+	const void *p;
+
+	memset(r, 0, sizeof(*r));
+	if (begin(d, &b))
+		return d->err;
+	r->id = (int32_t)dec_u32(&b);
+	p = dec_raw(&b, 16);
+	if (p)
+		memcpy(r->uuid, p, 16);
+	get_fixed_str(&b, r->addr, sizeof(r->addr));
+	get_fixed_str(&b, r->host, sizeof(r->host));
+	r->weight = dec_u32(&b);
+	r->features = dec_u64(&b);
+	r->have_epoch = dec_u64(&b);
+	return end(d, &b);
+}
+
+void osd_boot_reply_encode(const struct osd_boot_reply *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)r->rc);
+	enc_u64(e, r->epoch);
+	enc_str(e, r->status);
+	enc_end(e, h);
+}
+
+int osd_boot_reply_decode(struct dec *d, struct osd_boot_reply *r)
+{
+	struct dec b;
+
+	memset(r, 0, sizeof(*r));
+	if (begin(d, &b))
+		return d->err;
+	r->rc = (int32_t)dec_u32(&b);
+	r->epoch = dec_u64(&b);
+	get_fixed_str(&b, r->status, sizeof(r->status));
+	return end(d, &b);
+}
+
+/* ---- PG states ------------------------------------------------------ */
+
+static const char *const pg_state_names[] = {
+	"creating", "peering", "active", "clean", "degraded", "undersized",
+	"remapped", "recovering", "backfilling", "down", "incomplete",
+	"stale", "inconsistent", "inactive",
+};
+
+char *pg_state_str(uint32_t state, char *buf, size_t len)
+{
+	size_t pos = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(pg_state_names) / sizeof(pg_state_names[0]); i++) {
+		int n;
+
+		if (!(state & (1u << i)))
+			continue;
+		n = snprintf(buf + pos, len - pos, "%s%s", pos ? "+" : "",
+			     pg_state_names[i]);
+		if (n < 0 || (size_t)n >= len - pos)
+			break;
+		pos += (size_t)n;
+	}
+	if (!pos)
+		snprintf(buf, len, "unknown");
+	return buf;
+}
+
+/* ---- beacon, failure, stopping ------------------------------------- */
+
+void osd_beacon_encode(const struct osd_beacon *bc, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)bc->id);
+	enc_u64(e, bc->epoch);
+	enc_u64(e, bc->total);
+	enc_u64(e, bc->used);
+	enc_u64(e, bc->avail);
+	enc_u64(e, bc->store_errors);
+	enc_u32(e, bc->npg);
+	for (uint32_t i = 0; i < bc->npg; i++) {
+		const struct pg_stat *s = &bc->pgs[i];
+
+		enc_u32(e, s->pool);
+		enc_u32(e, s->pg);
+		enc_u32(e, s->state);
+		enc_u64(e, s->objects);
+		enc_u64(e, s->bytes);
+		enc_u64(e, s->last_update_epoch);
+		enc_u64(e, s->last_update_seq);
+		enc_u8(e, s->nacting);
+		for (uint8_t j = 0; j < s->nacting && j < 10; j++)
+			enc_u32(e, (uint32_t)s->acting[j]);
+	}
+	enc_u32(e, bc->nslow);
+	for (uint32_t i = 0; i < bc->nslow; i++) {
+		const struct slow_op *s = &bc->slow[i];
+
+		enc_u32(e, s->pool);
+		enc_u32(e, s->pg);
+		enc_u32(e, s->age_ms);
+		enc_str(e, s->desc);
+	}
+	enc_end(e, h);
+}
+
+void osd_beacon_clear(struct osd_beacon *b)
+{
+	free(b->pgs);
+	free(b->slow);
+	b->pgs = NULL;
+	b->slow = NULL;
+	b->npg = 0;
+	b->nslow = 0;
+}
+
+int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
+{
+	struct dec b;
+	uint32_t n;
+	int r;
+
+	memset(bc, 0, sizeof(*bc));
+	if (begin(d, &b))
+		return d->err;
+	bc->id = (int32_t)dec_u32(&b);
+	bc->epoch = dec_u64(&b);
+	bc->total = dec_u64(&b);
+	bc->used = dec_u64(&b);
+	bc->avail = dec_u64(&b);
+	bc->store_errors = dec_u64(&b);
+	n = dec_count(&b, BEACON_PGS_MAX, 45);
+	if (n && !b.err) {
+		bc->pgs = calloc(n, sizeof(*bc->pgs));
+		if (!bc->pgs)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; i < n && !b.err; i++) {
+		struct pg_stat *s = &bc->pgs[i];
+
+		s->pool = dec_u32(&b);
+		s->pg = dec_u32(&b);
+		s->state = dec_u32(&b);
+		s->objects = dec_u64(&b);
+		s->bytes = dec_u64(&b);
+		s->last_update_epoch = dec_u64(&b);
+		s->last_update_seq = dec_u64(&b);
+		s->nacting = dec_u8(&b);
+		if (s->nacting > 10)
+			dec_fail(&b, -EBADMSG);
+		for (uint8_t j = 0; j < s->nacting && !b.err; j++)
+			s->acting[j] = (int32_t)dec_u32(&b);
+		bc->npg = i + 1;
+	}
+	n = dec_count(&b, BEACON_SLOW_MAX, 16);
+	if (n && !b.err) {
+		bc->slow = calloc(n, sizeof(*bc->slow));
+		if (!bc->slow)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; i < n && !b.err; i++) {
+		struct slow_op *s = &bc->slow[i];
+
+		s->pool = dec_u32(&b);
+		s->pg = dec_u32(&b);
+		s->age_ms = dec_u32(&b);
+		get_fixed_str(&b, s->desc, sizeof(s->desc));
+		bc->nslow = i + 1;
+	}
+	r = end(d, &b);
+	if (r < 0)
+		osd_beacon_clear(bc);
+	return r;
+}
+
+void osd_failure_encode(const struct osd_failure *f, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)f->reporter);
+	enc_u32(e, (uint32_t)f->target);
+	enc_u64(e, f->epoch);
+	enc_u32(e, f->failed_for_ms);
+	enc_u8(e, f->immediate);
+	enc_end(e, h);
+}
+
+int osd_failure_decode(struct dec *d, struct osd_failure *f)
+{
+	struct dec b;
+
+	memset(f, 0, sizeof(*f));
+	if (begin(d, &b))
+		return d->err;
+	f->reporter = (int32_t)dec_u32(&b);
+	f->target = (int32_t)dec_u32(&b);
+	f->epoch = dec_u64(&b);
+	f->failed_for_ms = dec_u32(&b);
+	f->immediate = dec_u8(&b);
+	return end(d, &b);
+}
+
+void osd_stopping_encode(const struct osd_stopping *s, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)s->id);
+	enc_u64(e, s->epoch);
+	enc_end(e, h);
+}
+
+int osd_stopping_decode(struct dec *d, struct osd_stopping *s)
+{
+	struct dec b;
+
+	memset(s, 0, sizeof(*s));
+	if (begin(d, &b))
+		return d->err;
+	s->id = (int32_t)dec_u32(&b);
+	s->epoch = dec_u64(&b);
+	return end(d, &b);
+}
+
+void rc_reply_encode(const struct rc_reply *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)r->rc);
+	enc_u64(e, r->epoch);
+	enc_end(e, h);
+}
+
+int rc_reply_decode(struct dec *d, struct rc_reply *r)
+{
+	struct dec b;
+
+	memset(r, 0, sizeof(*r));
+	if (begin(d, &b))
+		return d->err;
+	r->rc = (int32_t)dec_u32(&b);
+	r->epoch = dec_u64(&b);
+	return end(d, &b);
+}
+
+/* ---- OSD_OP ------------------------------------------------------------ */
+
+bool osd_op_is_write(uint16_t code)
+{
+	switch (code) {
+	case OSD_OP_WRITE:
+	case OSD_OP_WRITE_FULL:
+	case OSD_OP_APPEND:
+	case OSD_OP_TRUNCATE:
+	case OSD_OP_ZERO:
+	case OSD_OP_REMOVE:
+	case OSD_OP_CREATE:
+	case OSD_OP_SETXATTR:
+	case OSD_OP_RMXATTR:
+	case OSD_OP_OMAP_SET:
+	case OSD_OP_OMAP_RM:
+	case OSD_OP_OMAP_CLEAR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool opcode_known(uint16_t code)
+{
+	return code >= OSD_OP_READ && code <= OSD_OP_LIST;
+}
+
+int osd_op_req_encode(const struct osd_op_req *req, struct enc *e,
+		      const void **data, size_t *data_len, bool *data_owned)
+{
+	size_t h, total = 0;
+	uint32_t with_data = 0, last = 0;
+
+	*data = NULL;
+	*data_len = 0;
+	*data_owned = false;
+	if (req->nops > PROTO_OPS_MAX || req->nsnaps > PROTO_SNAPS_MAX)
+		return -E2BIG;
+	h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+	enc_u64(e, req->reqid.client);
+	enc_u64(e, req->reqid.tid);
+	enc_u64(e, req->epoch);
+	enc_u32(e, req->pool);
+	enc_u32(e, req->pg);
+	enc_u32(e, req->flags);
+	enc_blob(e, req->oid, req->oid_len);
+	enc_u64(e, req->snap_seq);
+	enc_u32(e, req->nsnaps);
+	for (uint32_t i = 0; i < req->nsnaps; i++)
+		enc_u64(e, req->snaps[i]);
+	enc_u32(e, req->nops);
+	for (uint32_t i = 0; i < req->nops; i++) {
+		const struct osd_subop *op = &req->ops[i];
+		size_t oh = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+		enc_u16(e, op->code);
+		enc_u16(e, op->flags);
+		enc_u64(e, op->off);
+		enc_u64(e, op->len);
+		enc_blob(e, op->name, op->name ? op->name_len : 0);
+		enc_blob(e, op->val, op->val ? op->val_len : 0);
+		enc_u32(e, op->nkv);
+		for (uint32_t k = 0; k < op->nkv; k++) {
+			enc_blob(e, op->kv[k].key, op->kv[k].klen);
+			enc_u8(e, op->kv[k].val != NULL);
+			if (op->kv[k].val)
+				enc_blob(e, op->kv[k].val, op->kv[k].vlen);
+		}
+		enc_u32(e, op->data_len);
+		enc_end(e, oh);
+		if (op->data_len) {
+			with_data++;
+			last = i;
+			total += op->data_len;
+		}
+	}
+	enc_end(e, h);
+	if (e->err)
+		return e->err;
+	if (with_data == 1) {
+		*data = req->ops[last].data;
+		*data_len = total;
+	} else if (with_data > 1) {
+		uint8_t *buf = malloc(total);
+		size_t pos = 0;
+
+		if (!buf)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < req->nops; i++) {
+			if (!req->ops[i].data_len)
+				continue;
+			memcpy(buf + pos, req->ops[i].data, req->ops[i].data_len);
+			pos += req->ops[i].data_len;
+		}
+		*data = buf;
+		*data_len = total;
+		*data_owned = true;
+	}
+	return 0;
+}
+
+void osd_op_req_clear(struct osd_op_req *req)
+{
+	if (req->ops) {
+		for (uint32_t i = 0; i < req->nops; i++)
+			free(req->ops[i].kv);
+	}
+	free(req->ops);
+	free((void *)req->snaps);
+	memset(req, 0, sizeof(*req));
+}
+
+/* One sub-op's section; *kv_total counts entries across the whole op. */
+static void subop_decode(struct dec *d, struct osd_subop *op, uint32_t *kv_total)
+{
+	struct dec b;
+	size_t n;
+	uint32_t nkv;
+
+	if (begin(d, &b))
+		return;
+	op->code = dec_u16(&b);
+	op->flags = dec_u16(&b);
+	op->off = dec_u64(&b);
+	op->len = dec_u64(&b);
+	op->name = dec_blob(&b, &n, PROTO_OMAP_KEY_MAX);
+	op->name_len = (uint32_t)n;
+	if (!n)
+		op->name = NULL;
+	op->val = dec_blob(&b, &n, UINT32_MAX);
+	op->val_len = (uint32_t)n;
+	nkv = dec_count(&b, PROTO_KV_MAX, 5);
+	if (!b.err && *kv_total + nkv > PROTO_KV_MAX)
+		dec_fail(&b, -E2BIG);
+	if (nkv && !b.err) {
+		op->kv = calloc(nkv, sizeof(*op->kv));
+		if (!op->kv)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t k = 0; k < nkv && !b.err; k++) {
+		struct osd_kv *kv = &op->kv[k];
+		uint8_t has;
+
+		kv->key = dec_blob(&b, &n, PROTO_OMAP_KEY_MAX);
+		kv->klen = (uint32_t)n;
+		has = dec_u8(&b);
+		if (has > 1)
+			dec_fail(&b, -EBADMSG);
+		if (has) {
+			kv->val = dec_blob(&b, &n, UINT32_MAX);
+			kv->vlen = (uint32_t)n;
+			if (!kv->val && !b.err)
+				kv->val = "";	/* present but empty */
+		}
+		op->nkv = k + 1;
+	}
+	*kv_total += op->nkv;
+	op->data_len = dec_u32(&b);
+	if (!b.err && !opcode_known(op->code))
+		dec_fail(&b, -EOPNOTSUPP);
+	dec_end(d, &b);
+}
+
+int osd_op_req_decode(struct dec *d, const void *data, size_t data_len,
+		      struct osd_op_req *req)
+{
+	struct dec b;
+	size_t n, pos = 0;
+	uint32_t kv_total = 0;
+	uint64_t *snaps = NULL;
+
+	memset(req, 0, sizeof(*req));
+	if (begin(d, &b))
+		return d->err;
+	req->reqid.client = dec_u64(&b);
+	req->reqid.tid = dec_u64(&b);
+	req->epoch = dec_u64(&b);
+	req->pool = dec_u32(&b);
+	req->pg = dec_u32(&b);
+	req->flags = dec_u32(&b);
+	req->oid = dec_blob(&b, &n, PROTO_OID_MAX);
+	req->oid_len = (uint32_t)n;
+	if (req->oid && memchr(req->oid, '\0', n))
+		dec_fail(&b, -EBADMSG);
+	req->snap_seq = dec_u64(&b);
+	req->nsnaps = dec_count(&b, PROTO_SNAPS_MAX, 8);
+	if (req->nsnaps && !b.err) {
+		snaps = malloc(req->nsnaps * sizeof(*snaps));
+		if (!snaps)
+			dec_fail(&b, -ENOMEM);
+		for (uint32_t i = 0; i < req->nsnaps && !b.err; i++)
+			snaps[i] = dec_u64(&b);
+	}
+	req->snaps = snaps;
+	req->nops = dec_count(&b, PROTO_OPS_MAX, 6);
+	if (req->nops && !b.err) {
+		req->ops = calloc(req->nops, sizeof(*req->ops));
+		if (!req->ops) {
+			req->nops = 0;
+			dec_fail(&b, -ENOMEM);
+		}
+	}
+	for (uint32_t i = 0; i < req->nops && !b.err; i++) {
+		struct osd_subop *op = &req->ops[i];
+
+		subop_decode(&b, op, &kv_total);
+		if (b.err)
+			break;
+		if (op->data_len > data_len - pos) {
+			dec_fail(&b, -EBADMSG);
+			break;
+		}
+		op->data = op->data_len ? (const uint8_t *)data + pos : NULL;
+		pos += op->data_len;
+	}
+	if (!b.err && pos != data_len)
+		dec_fail(&b, -EBADMSG);
+	return end(d, &b);
+}
+
+void osd_op_reply_encode(const struct osd_op_reply *r, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u64(e, r->reqid.client);
+	enc_u64(e, r->reqid.tid);
+	enc_u32(e, (uint32_t)r->result);
+	enc_u64(e, r->version);
+	enc_u64(e, r->epoch);
+	enc_u32(e, r->nops);
+	for (uint32_t i = 0; i < r->nops; i++) {
+		enc_u32(e, (uint32_t)(r->rvals ? r->rvals[i] : 0));
+		enc_u32(e, r->out_lens ? r->out_lens[i] : 0);
+	}
+	enc_end(e, h);
+}
+
+void osd_op_reply_clear(struct osd_op_reply *r)
+{
+	free(r->rvals);
+	free(r->out_lens);
+	memset(r, 0, sizeof(*r));
+}
+
+int osd_op_reply_decode(struct dec *d, size_t data_len, struct osd_op_reply *r)
+{
+	struct dec b;
+	uint64_t total = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (begin(d, &b))
+		return d->err;
+	r->reqid.client = dec_u64(&b);
+	r->reqid.tid = dec_u64(&b);
+	r->result = (int32_t)dec_u32(&b);
+	r->version = dec_u64(&b);
+	r->epoch = dec_u64(&b);
+	r->nops = dec_count(&b, PROTO_OPS_MAX, 8);
+	if (r->nops && !b.err) {
+		r->rvals = calloc(r->nops, sizeof(*r->rvals));
+		r->out_lens = calloc(r->nops, sizeof(*r->out_lens));
+		if (!r->rvals || !r->out_lens)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; i < r->nops && !b.err; i++) {
+		r->rvals[i] = (int32_t)dec_u32(&b);
+		r->out_lens[i] = dec_u32(&b);
+		total += r->out_lens[i];
+	}
+	if (!b.err && total != data_len)
+		dec_fail(&b, -EBADMSG);
+	rc = end(d, &b);
+	if (rc < 0)
+		osd_op_reply_clear(r);
+	return rc;
+}
+
+void osd_kvlist_encode_begin(struct enc *e, uint32_t n)
+{
+	enc_u32(e, n);
+}
+
+void osd_kvlist_encode_one(struct enc *e, const void *k, uint32_t klen,
+			   const void *v, uint32_t vlen)
+{
+	enc_blob(e, k, klen);
+	enc_blob(e, v, v ? vlen : 0);
+}
