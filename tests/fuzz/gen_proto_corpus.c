@@ -1,0 +1,108 @@
+/*
+ * gen_proto_corpus.c - writes the seed corpus for fuzz_proto.c.
+ *
+ *   gen-proto-corpus DIR
+ *
+ * Run by hand (the output is committed under corpus/proto/).  One valid
+ * message per decoder, each prefixed with the selector byte that
+ * fuzz_proto.c reads, so the fuzzer starts from well-formed input.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corpus_file.h"
+#include "encode.h"
+#include "osdmap.h"
+#include "proto.h"
+
+static int put(const char *dir, const char *name, uint8_t sel, struct enc *e)
+{
+	size_t len;
+	void *buf = enc_take(e, &len);
+	int r;
+
+	if (!buf)
+		return -1;
+	r = corpus_write(dir, name, &sel, 1, buf, len);
+	free(buf);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	uint8_t fsid[16] = { 0xa7, 1, 2, 3 };
+	struct osdmap *m;
+	struct osdmap_inc inc;
+	struct osdmap_osd o = { .id = 0, .state = OSD_ST_EXISTS | OSD_ST_UP,
+				.weight = OSD_WEIGHT_ONE, .reweight = OSD_WEIGHT_ONE };
+	struct osdmap_pool p = { .id = 1, .size = 3, .min_size = 2, .pg_num = 8 };
+	struct osd_subop ops[2] = {
+		{ .code = OSD_OP_WRITE, .off = 0, .data = "data", .data_len = 4 },
+		{ .code = OSD_OP_SETXATTR, .name = "a", .name_len = 1, .val = "v", .val_len = 1 },
+	};
+	struct osd_op_req req = { .reqid = { 7, 1 }, .epoch = 3, .pool = 1, .pg = 2,
+				  .oid = "obj", .oid_len = 3, .nops = 2, .ops = ops };
+	struct pg_stat pgs = { .pool = 1, .pg = 2, .state = PG_ST_ACTIVE, .nacting = 1 };
+	struct osd_beacon b = { .id = 0, .npg = 1, .pgs = &pgs };
+	struct osd_boot_req boot = { .id = 0, .weight = OSD_WEIGHT_ONE };
+	struct mon_command_reply cr = { .rc = 0, .status = "ok", .out = "{}", .out_len = 2 };
+	struct enc e;
+	const void *data;
+	size_t dlen;
+	bool owned;
+	int r = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	enc_init(&e);
+	m = osdmap_new(fsid);
+	strcpy(o.host, "h0");
+	strcpy(o.addr, "127.0.0.2:6800");
+	strcpy(p.name, "pool");
+	osdmap_inc_init(&inc, 1);
+	osdmap_inc_set_osd(&inc, &o);
+	osdmap_inc_set_pool(&inc, &p);
+	osdmap_inc_encode(&inc, &e);
+	r |= put(argv[1], "inc", 1, &e);
+	osdmap_apply(m, &inc);
+	osdmap_encode(m, &e);
+	r |= put(argv[1], "map", 0, &e);
+	mon_map_msg_encode(m, &inc, 0, &e);
+	r |= put(argv[1], "map-msg", 2, &e);
+	{
+		uint8_t sel = 3;
+		size_t len;
+		void *buf;
+
+		osd_op_req_encode(&req, &e, &data, &dlen, &owned);
+		buf = enc_take(&e, &len);
+		/* selector, data length byte, front, data */
+		{
+			uint8_t *all = malloc(1 + len + dlen);
+
+			all[0] = (uint8_t)dlen;
+			memcpy(all + 1, buf, len);
+			memcpy(all + 1 + len, data, dlen);
+			r |= corpus_write(argv[1], "op", &sel, 1, all, 1 + len + dlen);
+			free(all);
+		}
+		free(buf);
+	}
+	osd_beacon_encode(&b, &e);
+	r |= put(argv[1], "beacon", 5, &e);
+	strcpy(boot.addr, "127.0.0.2:6800");
+	strcpy(boot.host, "h0");
+	osd_boot_req_encode(&boot, &e);
+	r |= put(argv[1], "boot", 6, &e);
+	mon_command_encode("{\"prefix\":\"status\"}", &e);
+	r |= put(argv[1], "command", 7, &e);
+	mon_command_reply_encode(&cr, &e);
+	r |= put(argv[1], "command-reply", 8, &e);
+	osdmap_inc_clear(&inc);
+	osdmap_free(m);
+	enc_free(&e);
+	return r ? 1 : 0;
+}
