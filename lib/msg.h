@@ -33,7 +33,13 @@
  *
  * Threads: the callbacks of msgr_ops and msg_call replies run on the loop
  * thread and must not block.  msg_send, msg_call, msg_reply, msgr_connect,
- * msg_conn_close and the refcount calls are safe from any thread.
+ * msg_conn_close, msg_free, msgr_timer, msgr_timer_cancel and the refcount
+ * calls are safe from any thread.  Never call msgr_destroy from a callback.
+ *
+ * The implementation: messenger.c (the loop and the entry points),
+ * msg_conn.c (one connection's state machine), msg_frame.c (the wire
+ * format), msg.c (messages), msg_addr.c (addresses); doc/messenger.md
+ * explains the choices.
  */
 #ifndef ATOLL_MSG_H
 #define ATOLL_MSG_H
@@ -135,10 +141,13 @@ struct msgr_ops {
 	/* The handshake of c completed (accepted or dialled); the peer's
 	 * identity is known.  May be NULL. */
 	void (*connected)(void *arg, struct msg_conn *c);
-	/* c closed with err (negative errno).  For a dialled connection
-	 * that is still referenced, a reconnect follows.  Called once after
-	 * each connected(), never for a connection that did not complete
-	 * its handshake.  May be NULL. */
+	/* c closed with err (negative errno): an open connection ended, or
+	 * an attempt of a dialled connection failed (-ECONNREFUSED,
+	 * -ETIMEDOUT, -ECONNRESET when the peer hung up, e.g. because it
+	 * belongs to another cluster).  For a dialled
+	 * connection that is still referenced, a reconnect follows.  Not
+	 * called for an accepted connection that never completed its
+	 * handshake.  May be NULL. */
 	void (*closed)(void *arg, struct msg_conn *c, int err);
 };
 

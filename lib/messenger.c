@@ -1,0 +1,815 @@
+/*
+ * messenger.c - the messenger: its event loop and its public entry points.
+ *
+ * One thread per struct msgr runs an epoll loop that owns every socket;
+ * msg_conn.c holds one connection's state machine (dial, handshake,
+ * reads, writes, calls).  Other threads never touch a socket: they append
+ * to a connection's outq under msgr->lock and "kick" the connection,
+ * which puts it on the msgr's kick list and wakes the loop through an
+ * eventfd.  The eventfd is written only when the list goes from empty
+ * to non-empty (wake_pending), so a burst of sends costs one wakeup, and
+ * never by the loop itself: work queued from a callback is picked up
+ * before the loop sleeps again.  One pass of the loop is
+ *   kicks (drain queues, flush sockets) -> due timers -> free closed
+ *   connections -> epoll_wait -> events (read, dispatch, write)
+ * so everything sent while handling a batch of events leaves in one
+ * writev per connection.
+ *
+ * Timers (call timeouts, handshake deadlines, redial backoff and
+ * msgr_timer()) share one min-heap under msgr->tlock; epoll_wait sleeps
+ * until the earliest.
+ */
+#include "msgr_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "assert.h"
+#include "log.h"
+
+#define container_of(p, type, member) \
+	((type *)(void *)((char *)(p) - offsetof(type, member)))
+
+#define LOOP_EVENTS		64
+#define LOOP_TIMERS_MAX		4096	/* timers fired per pass */
+#define ACCEPT_BATCH		64
+#define LISTEN_BACKLOG		1024
+#define SLEEP_MAX_MS		60000
+
+/* The messenger whose loop runs on this thread, if any. */
+static __thread struct msgr *tls_loop;
+
+/* ---- waking the loop ---- */
+
+void msgr__wake(struct msgr *m)
+{
+	uint64_t one = 1;
+
+	/* Only EAGAIN can fail (the counter is full, so the loop wakes). */
+	if (write(m->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_error("msgr", "cannot wake the messenger loop: %s", strerror(errno));
+}
+
+/* Under msgr->lock.  True when the caller must wake the loop after
+ * unlocking. */
+bool msgr__kick_locked(struct msg_conn *c, unsigned int flags)
+{
+	struct msgr *m = c->msgr;
+
+	c->kick |= flags;
+	if (!c->on_kick) {
+		c->on_kick = true;
+		msg_conn__hold(c);	/* the kick list's reference */
+		c->kick_next = NULL;
+		if (m->kick_tail)
+			m->kick_tail->kick_next = c;
+		else
+			m->kick_head = c;
+		m->kick_tail = c;
+	}
+	if (m->wake_pending || tls_loop == m)
+		return false;
+	m->wake_pending = true;
+	return true;
+}
+
+void msgr__kick(struct msg_conn *c, unsigned int flags)
+{
+	struct msgr *m = c->msgr;
+	bool wake;
+
+	pthread_mutex_lock(&m->lock);
+	wake = msgr__kick_locked(c, flags);
+	pthread_mutex_unlock(&m->lock);
+	if (wake)
+		msgr__wake(m);
+}
+
+/* ---- timers ---- */
+
+int msgr__arm(struct msgr *m, struct mtimer *t, uint64_t when)
+{
+	bool first;
+	int r;
+
+	pthread_mutex_lock(&m->tlock);
+	r = theap_add(&m->timers, &t->n, when);
+	first = r == 0 && theap_top(&m->timers) == &t->n;
+	pthread_mutex_unlock(&m->tlock);
+	/* The loop may sleep past the new deadline: wake it to recompute. */
+	if (first && tls_loop != m)
+		msgr__wake(m);
+	return r;
+}
+
+void msgr__disarm(struct msgr *m, struct mtimer *t)
+{
+	pthread_mutex_lock(&m->tlock);
+	theap_del(&m->timers, &t->n);
+	pthread_mutex_unlock(&m->tlock);
+}
+
+struct ptimer {
+	struct mtimer t;
+	struct idnode h;	/* key: id, in msgr->ptimers */
+	msgr_timer_fn fn;
+	void *arg;
+};
+
+static void ptimer_fire(struct msgr *m, struct mtimer *t)
+{
+	struct ptimer *pt = container_of(t, struct ptimer, t);
+
+	pthread_mutex_lock(&m->tlock);
+	idtab_del(&m->ptimers, &pt->h);
+	pthread_mutex_unlock(&m->tlock);
+	pt->fn(pt->arg);
+	free(pt);
+}
+
+uint64_t msgr_timer(struct msgr *m, uint32_t ms, msgr_timer_fn fn, void *arg)
+{
+	struct ptimer *pt = calloc(1, sizeof(*pt));
+	uint64_t id;
+	bool first;
+
+	if (!pt)
+		return 0;
+	tnode_init(&pt->t.n);
+	pt->t.fire = ptimer_fire;
+	pt->fn = fn;
+	pt->arg = arg;
+	pthread_mutex_lock(&m->tlock);
+	if (theap_add(&m->timers, &pt->t.n, msg_now_ns() + (uint64_t)ms * 1000000u) < 0) {
+		pthread_mutex_unlock(&m->tlock);
+		free(pt);
+		return 0;
+	}
+	id = m->next_timer_id++;
+	pt->h.key = id;
+	idtab_add(&m->ptimers, &pt->h);
+	first = theap_top(&m->timers) == &pt->t.n;
+	pthread_mutex_unlock(&m->tlock);
+	if (first && tls_loop != m)
+		msgr__wake(m);
+	return id;
+}
+
+bool msgr_timer_cancel(struct msgr *m, uint64_t id)
+{
+	struct idnode *h;
+	struct ptimer *pt = NULL;
+
+	pthread_mutex_lock(&m->tlock);
+	h = idtab_find(&m->ptimers, id);
+	if (h) {
+		pt = container_of(h, struct ptimer, h);
+		/* Not in the heap: the loop popped it and is about to run it. */
+		if (theap_del(&m->timers, &pt->t.n))
+			idtab_del(&m->ptimers, &pt->h);
+		else
+			pt = NULL;
+	}
+	pthread_mutex_unlock(&m->tlock);
+	free(pt);
+	return pt != NULL;
+}
+
+bool msgr_on_loop(const struct msgr *m)
+{
+	return tls_loop == m;
+}
+
+/* ---- the loop ---- */
+
+static void loop_kicks(struct msgr *m)
+{
+	struct msg_conn *c, *run = NULL, **tailp = &run, *next;
+
+	pthread_mutex_lock(&m->lock);
+	for (c = m->kick_head; c; c = c->kick_next) {
+		c->kick_run = c->kick;
+		c->kick = 0;
+		c->on_kick = false;
+		*tailp = c;
+		tailp = &c->run_next;
+	}
+	*tailp = NULL;
+	m->kick_head = m->kick_tail = NULL;
+	m->wake_pending = false;
+	pthread_mutex_unlock(&m->lock);
+
+	for (c = run; c; c = next) {
+		next = c->run_next;
+		msg_conn__kicked(c, c->kick_run);
+		msg_conn__drop(c);	/* the kick list's reference */
+	}
+}
+
+static void loop_timers(struct msgr *m)
+{
+	uint64_t now = msg_now_ns();
+
+	for (int i = 0; i < LOOP_TIMERS_MAX; i++) {
+		struct tnode *t;
+
+		pthread_mutex_lock(&m->tlock);
+		t = theap_pop_due(&m->timers, now);
+		pthread_mutex_unlock(&m->tlock);
+		if (!t)
+			break;
+		container_of(t, struct mtimer, n)->fire(m, container_of(t, struct mtimer, n));
+	}
+}
+
+void msgr__bury(struct msg_conn *c)
+{
+	struct msgr *m = c->msgr;
+
+	pthread_mutex_lock(&m->lock);
+	if (c->all_prev)
+		c->all_prev->all_next = c->all_next;
+	else
+		m->all = c->all_next;
+	if (c->all_next)
+		c->all_next->all_prev = c->all_prev;
+	c->all_prev = c->all_next = NULL;
+	pthread_mutex_unlock(&m->lock);
+	c->grave_next = m->grave;
+	m->grave = c;
+}
+
+/* Drops the references of connections closed during this pass: not
+ * earlier, because an event for one of them may still be in the batch. */
+static void loop_reap(struct msgr *m)
+{
+	while (m->grave) {
+		struct msg_conn *c = m->grave;
+
+		m->grave = c->grave_next;
+		msg_conn__drop(c);
+	}
+}
+
+static int loop_timeout(struct msgr *m)
+{
+	struct tnode *top;
+	uint64_t now, when = 0;
+	bool busy;
+
+	pthread_mutex_lock(&m->lock);
+	busy = m->kick_head != NULL;
+	pthread_mutex_unlock(&m->lock);
+	if (busy)
+		return 0;
+	pthread_mutex_lock(&m->tlock);
+	top = theap_top(&m->timers);
+	if (top)
+		when = top->when;
+	pthread_mutex_unlock(&m->tlock);
+	if (!top)
+		return -1;
+	now = msg_now_ns();
+	if (when <= now)
+		return 0;
+	if (when - now >= (uint64_t)SLEEP_MAX_MS * 1000000u)
+		return SLEEP_MAX_MS;
+	return (int)((when - now + 999999u) / 1000000u);
+}
+
+static void loop_accept(struct msgr *m, struct msgr_listener *l)
+{
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd;
+
+		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				log_warn("msgr", "cannot accept a connection: %s", strerror(errno));
+			return;
+		}
+		msg_conn__accepted(m, fd, (struct sockaddr *)&ss, len);
+	}
+}
+
+static void loop_events(struct msgr *m, int timeout)
+{
+	struct epoll_event ev[LOOP_EVENTS];
+	uint64_t v;
+	int n;
+
+	n = epoll_wait(m->epfd, ev, LOOP_EVENTS, timeout);
+	if (n < 0) {
+		if (errno != EINTR)
+			log_error("msgr", "epoll_wait failed: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct ep_src *src = ev[i].data.ptr;
+
+		switch (src->kind) {
+		case EP_WAKE:
+			if (read(m->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				log_error("msgr", "cannot read the wake eventfd: %s",
+					  strerror(errno));
+			break;
+		case EP_LISTEN:
+			loop_accept(m, (struct msgr_listener *)src);
+			break;
+		case EP_CONN:
+			msg_conn__event((struct msg_conn *)src, ev[i].events);
+			break;
+		}
+	}
+}
+
+/* Closes every connection (calls fail with -ESHUTDOWN) and drops what
+ * waits on the kick list.  On the loop thread as it ends, or on the
+ * destroying thread when the loop never ran. */
+static void loop_shutdown(struct msgr *m)
+{
+	struct msg_conn *c;
+
+	m->shutting_down = true;
+	for (;;) {
+		pthread_mutex_lock(&m->lock);
+		c = m->all;
+		if (c)
+			msg_conn__hold(c);
+		pthread_mutex_unlock(&m->lock);
+		if (!c)
+			break;
+		msg_conn__close(c, -ESHUTDOWN, -ESHUTDOWN);
+		msg_conn__drop(c);
+		loop_reap(m);
+	}
+	/* Kicks of closed connections: nothing left to do but let go. */
+	loop_kicks(m);
+	loop_reap(m);
+}
+
+static void *loop_main(void *arg)
+{
+	struct msgr *m = arg;
+
+	tls_loop = m;
+	while (!atomic_load(&m->stop)) {
+		loop_kicks(m);
+		loop_timers(m);
+		loop_reap(m);
+		loop_events(m, loop_timeout(m));
+	}
+	loop_shutdown(m);
+	tls_loop = NULL;
+	return NULL;
+}
+
+/* ---- the messenger ---- */
+
+int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
+		void *arg, struct msgr **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct msgr *m;
+	size_t n;
+	int r = -ENOMEM;
+
+	*out = NULL;
+	/* A config from an older caller is shorter: the rest stays zero
+	 * (defaults).  Every field of the first version is required. */
+	if (!cfg || cfg->size_of < offsetof(struct msgr_config, reconnect_max_ms) + 4)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	n = cfg->size_of < sizeof(m->cfg) ? cfg->size_of : sizeof(m->cfg);
+	memcpy(&m->cfg, cfg, n);
+	m->cfg.size_of = sizeof(m->cfg);
+	if (!m->cfg.frame_max)
+		m->cfg.frame_max = MSG_DEFAULT_FRAME_MAX;
+	if (!m->cfg.inflight_max)
+		m->cfg.inflight_max = MSG_DEFAULT_INFLIGHT_MAX;
+	if (!m->cfg.handshake_timeout_ms)
+		m->cfg.handshake_timeout_ms = 10000;
+	if (!m->cfg.reconnect_min_ms)
+		m->cfg.reconnect_min_ms = 50;
+	if (!m->cfg.reconnect_max_ms)
+		m->cfg.reconnect_max_ms = 5000;
+	if (m->cfg.reconnect_max_ms < m->cfg.reconnect_min_ms)
+		m->cfg.reconnect_max_ms = m->cfg.reconnect_min_ms;
+	if (ops)
+		m->ops = *ops;
+	m->arg = arg;
+	memcpy(m->fsid, m->cfg.fsid, sizeof(m->fsid));
+	atomic_init(&m->stop, false);
+	atomic_init(&m->next_tid, 1);
+	m->next_timer_id = 1;
+	theap_init(&m->timers);
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->tlock, NULL);
+	if (idtab_init(&m->calls) < 0)
+		goto out_free_m;
+	if (idtab_init(&m->ptimers) < 0)
+		goto out_free_calls;
+	m->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (m->epfd < 0) {
+		r = -errno;
+		goto out_free_ptimers;
+	}
+	m->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (m->wakefd < 0) {
+		r = -errno;
+		goto out_close_epfd;
+	}
+	m->wake_ep.kind = EP_WAKE;
+	ev.data.ptr = &m->wake_ep;
+	if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, m->wakefd, &ev) < 0) {
+		r = -errno;
+		goto out_close_wakefd;
+	}
+	*out = m;
+	return 0;
+
+out_close_wakefd:
+	close(m->wakefd);
+out_close_epfd:
+	close(m->epfd);
+out_free_ptimers:
+	idtab_free(&m->ptimers);
+out_free_calls:
+	idtab_free(&m->calls);
+out_free_m:
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->tlock);
+	free(m);
+	return r;
+}
+
+int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage ss;
+	struct msgr_listener *l;
+	socklen_t len;
+	int one = 1, r;
+
+	r = msgr__resolve(addr, &ss, &len);
+	if (r < 0)
+		return r;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->ep.kind = EP_LISTEN;
+	l->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
+		r = -errno;
+		goto out_free_l;
+	}
+	/* SO_REUSEADDR: a restarted daemon binds its port again at once,
+	 * despite connections of its previous life in TIME_WAIT. */
+	if (setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (ss.ss_family == AF_INET6 &&
+	     setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(l->fd, (struct sockaddr *)&ss, len) < 0 ||
+	    listen(l->fd, LISTEN_BACKLOG) < 0) {
+		r = -errno;
+		goto out_close_fd;
+	}
+	len = sizeof(ss);
+	if (getsockname(l->fd, (struct sockaddr *)&ss, &len) < 0) {
+		r = -errno;
+		goto out_close_fd;
+	}
+	ev.data.ptr = &l->ep;
+	if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0) {
+		r = -errno;
+		goto out_close_fd;
+	}
+	if (bound)
+		msgr__format_addr((struct sockaddr *)&ss, bound, boundlen);
+	pthread_mutex_lock(&m->lock);
+	l->next = m->listeners;
+	m->listeners = l;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+
+out_close_fd:
+	close(l->fd);
+out_free_l:
+	free(l);
+	return r;
+}
+
+int msgr_start(struct msgr *m)
+{
+	sigset_t all, old;
+	int r;
+
+	if (m->started)
+		return -EALREADY;
+	/* The loop takes no signals: they belong to the program's threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&m->thread, NULL, loop_main, m);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
+		return -r;
+	m->started = true;
+	return 0;
+}
+
+void msgr_destroy(struct msgr *m)
+{
+	struct msgr_listener *l;
+
+	if (!m)
+		return;
+	ATOLL_ASSERT(tls_loop != m, "msgr_destroy called from its own loop thread");
+	if (m->started) {
+		atomic_store(&m->stop, true);
+		msgr__wake(m);
+		pthread_join(m->thread, NULL);
+	} else {
+		tls_loop = m;	/* callbacks run as if on the loop */
+		loop_shutdown(m);
+		tls_loop = NULL;
+	}
+	while ((l = m->listeners)) {
+		m->listeners = l->next;
+		close(l->fd);
+		free(l);
+	}
+	/* Timers that never ran: only msgr_timer()s are left (connections
+	 * and calls disarmed theirs as they closed). */
+	theap_free(&m->timers);
+	for (size_t i = 0; i < idtab_nb(&m->ptimers); i++) {
+		while (m->ptimers.b[i]) {
+			struct ptimer *pt = container_of(m->ptimers.b[i], struct ptimer, h);
+
+			idtab_del(&m->ptimers, &pt->h);
+			free(pt);
+		}
+	}
+	idtab_free(&m->ptimers);
+	idtab_free(&m->calls);
+	close(m->wakefd);
+	close(m->epfd);
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->tlock);
+	free(m);
+}
+
+void msgr_set_fsid(struct msgr *m, const uint8_t fsid[16])
+{
+	pthread_mutex_lock(&m->lock);
+	memcpy(m->fsid, fsid, sizeof(m->fsid));
+	pthread_mutex_unlock(&m->lock);
+}
+
+void msgr_fsid(struct msgr *m, uint8_t fsid[16])
+{
+	pthread_mutex_lock(&m->lock);
+	memcpy(fsid, m->fsid, sizeof(m->fsid));
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* ---- connections: the callers' side ---- */
+
+struct msg_conn *msgr_connect(struct msgr *m, const char *addr)
+{
+	struct msg_conn *c;
+	bool wake;
+
+	c = msg_conn__alloc(m, true);
+	if (!c)
+		return NULL;
+	if (msgr__resolve(addr, &c->sa, &c->salen) < 0) {
+		msg_conn__drop(c);
+		return NULL;
+	}
+	msgr__format_addr((struct sockaddr *)&c->sa, c->addr, sizeof(c->addr));
+	atomic_store(&c->uref, 1);
+	atomic_store(&c->ref, 2);	/* the caller's and the messenger's */
+	pthread_mutex_lock(&m->lock);
+	c->all_next = m->all;
+	if (m->all)
+		m->all->all_prev = c;
+	m->all = c;
+	wake = msgr__kick_locked(c, KICK_DIAL);
+	pthread_mutex_unlock(&m->lock);
+	if (wake)
+		msgr__wake(m);
+	return c;
+}
+
+void msg_conn_get(struct msg_conn *c)
+{
+	atomic_fetch_add(&c->uref, 1);
+	atomic_fetch_add(&c->ref, 1);
+}
+
+void msg_conn_put(struct msg_conn *c)
+{
+	int prev;
+
+	if (!c)
+		return;
+	prev = atomic_fetch_sub(&c->uref, 1);
+	ATOLL_ASSERT(prev > 0, "msg_conn_put on '%s' without a reference", c->addr);
+	/* A dead connection's messenger may be gone: leave it alone. */
+	if (prev == 1 && c->dialled && !atomic_load(&c->dead))
+		msgr__kick(c, KICK_UNREF);
+	msg_conn__drop(c);
+}
+
+void msg_conn_close(struct msg_conn *c)
+{
+	struct msgr *m = c->msgr;
+	bool wake = false;
+
+	if (atomic_load(&c->dead))
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (!atomic_load(&c->dead)) {
+		atomic_store(&c->dead, true);
+		wake = msgr__kick_locked(c, KICK_CLOSE);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (wake)
+		msgr__wake(m);
+}
+
+struct msg_identity msg_conn_peer(const struct msg_conn *c)
+{
+	struct msg_conn *cc = (struct msg_conn *)c;
+	struct msg_identity id;
+
+	pthread_mutex_lock(&cc->plock);
+	id = c->peer;
+	pthread_mutex_unlock(&cc->plock);
+	return id;
+}
+
+uint64_t msg_conn_features(const struct msg_conn *c)
+{
+	struct msg_conn *cc = (struct msg_conn *)c;
+	uint64_t f;
+
+	pthread_mutex_lock(&cc->plock);
+	f = c->peer_features;
+	pthread_mutex_unlock(&cc->plock);
+	return f;
+}
+
+const char *msg_conn_addr(const struct msg_conn *c)
+{
+	return c->addr;
+}
+
+bool msg_conn_is_open(const struct msg_conn *c)
+{
+	return atomic_load(&c->open);
+}
+
+void msg_conn_set_priv(struct msg_conn *c, void *priv)
+{
+	c->priv = priv;
+}
+
+void *msg_conn_priv(const struct msg_conn *c)
+{
+	return c->priv;
+}
+
+struct msgr *msg_conn_msgr(const struct msg_conn *c)
+{
+	return c->msgr;
+}
+
+uint64_t msg_conn_inflight(const struct msg_conn *c)
+{
+	return atomic_load(&((struct msg_conn *)c)->inflight);
+}
+
+uint64_t msg_conn_queued(const struct msg_conn *c)
+{
+	return atomic_load(&((struct msg_conn *)c)->queued);
+}
+
+/* ---- sending ---- */
+
+int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
+{
+	struct msgr *mr = c->msgr;
+	struct msg_hdr h;
+	uint32_t crc;
+	bool wake;
+
+	if (m->type >= MSG_T_HELLO && m->type <= MSG_T_RESERVED_MAX)
+		return -EINVAL;
+	if ((uint64_t)m->front_len + m->data_len > c->frame_max)
+		return -EMSGSIZE;
+	if (atomic_load(&c->dead))
+		return -ENOTCONN;
+	/* The frame is encoded here, on the caller's thread, so that the
+	 * crc of a big payload does not hold up the loop. */
+	h.type = m->type;
+	h.flags = m->flags;
+	h.tid = m->tid;
+	h.front_len = m->front_len;
+	h.data_len = m->data_len;
+	msg_hdr_encode(m->wire_hdr, &h);
+	crc = msg_payload_crc(m->front, m->front_len, m->data, m->data_len);
+	for (unsigned int i = 0; i < 4; i++)
+		m->wire_tail[i] = (uint8_t)(crc >> (8 * i));
+	m->call = call;
+	m->q_next = NULL;
+	m->q_prev = NULL;
+
+	pthread_mutex_lock(&mr->lock);
+	if (atomic_load(&c->dead)) {
+		pthread_mutex_unlock(&mr->lock);
+		m->call = NULL;
+		return -ENOTCONN;
+	}
+	*c->outq_tailp = m;
+	c->outq_tailp = &m->q_next;
+	atomic_fetch_add(&c->queued, MSG_HEADER_LEN + (uint64_t)m->front_len +
+			 m->data_len + MSG_TRAILER_LEN);
+	wake = msgr__kick_locked(c, KICK_SEND);
+	pthread_mutex_unlock(&mr->lock);
+	if (wake)
+		msgr__wake(mr);
+	return 0;
+}
+
+int msg_send(struct msg_conn *c, struct msg *m)
+{
+	int r;
+
+	if (!m)
+		return -EINVAL;
+	r = msg_conn__submit(c, m, NULL);
+	if (r < 0)
+		msg_free(m);
+	return r;
+}
+
+int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
+	     msg_reply_fn fn, void *arg)
+{
+	struct msgr_call *call;
+	int r;
+
+	if (!m)
+		return -EINVAL;
+	if (!fn) {
+		msg_free(m);
+		return -EINVAL;
+	}
+	if (atomic_load(&c->dead)) {
+		msg_free(m);
+		return -ENOTCONN;
+	}
+	call = calloc(1, sizeof(*call));
+	if (!call) {
+		msg_free(m);
+		return -ENOMEM;
+	}
+	m->tid = atomic_fetch_add(&c->msgr->next_tid, 1);
+	m->flags &= (uint16_t)~MSG_F_REPLY;
+	call->h.key = m->tid;
+	tnode_init(&call->timer.n);
+	call->deadline = timeout_ms ? msg_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+	call->fn = fn;
+	call->arg = arg;
+	call->conn = c;
+	call->msg = m;
+	r = msg_conn__submit(c, m, call);
+	if (r < 0) {
+		free(call);
+		msg_free(m);
+	}
+	return r;
+}
+
+int msg_reply(struct msg_conn *c, const struct msg *req, struct msg *reply)
+{
+	if (!reply)
+		return -EINVAL;
+	reply->tid = req->tid;
+	reply->flags |= MSG_F_REPLY;
+	return msg_send(c, reply);
+}

@@ -1,0 +1,105 @@
+/*
+ * msg.c - messages: construction, data attached by copy or by reference,
+ * and freeing, which for a received message also returns its bytes to the
+ * connection's flow-control budget (on any thread).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assert.h"
+#include "encode.h"
+#include "msgr_int.h"
+
+struct msg *msg_new(uint16_t type, struct enc *front)
+{
+	struct msg *m;
+	size_t len = 0;
+
+	if (front && (front->err || front->len > UINT32_MAX))
+		return NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->type = type;
+	if (front && front->len) {
+		m->front = enc_take(front, &len);
+		if (!m->front) {
+			free(m);
+			return NULL;
+		}
+		m->front_len = (uint32_t)len;
+	} else if (front) {
+		enc_reset(front);
+	}
+	return m;
+}
+
+static void msg_release_data(struct msg *m)
+{
+	if (m->data_free)
+		m->data_free(m->data_free_arg);
+	else
+		free(m->data);
+	m->data = NULL;
+	m->data_len = 0;
+	m->data_free = NULL;
+	m->data_free_arg = NULL;
+}
+
+int msg_set_data(struct msg *m, const void *p, size_t len)
+{
+	void *buf = NULL;
+
+	if (len > UINT32_MAX)
+		return -EMSGSIZE;
+	if (len) {
+		buf = malloc(len);
+		if (!buf)
+			return -ENOMEM;
+		memcpy(buf, p, len);
+	}
+	msg_release_data(m);
+	m->data = buf;
+	m->data_len = (uint32_t)len;
+	return 0;
+}
+
+/* free_fn for data the caller keeps alive itself. */
+static void msg_data_kept(void *arg)
+{
+	(void)arg;
+}
+
+void msg_set_data_ref(struct msg *m, void *p, size_t len,
+		      void (*free_fn)(void *arg), void *arg)
+{
+	ATOLL_ASSERT(len <= UINT32_MAX, "data of %zu bytes attached to a message", len);
+	msg_release_data(m);
+	m->data = p;
+	m->data_len = (uint32_t)len;
+	m->data_free = free_fn ? free_fn : msg_data_kept;
+	m->data_free_arg = arg;
+}
+
+void msg_free(struct msg *m)
+{
+	struct msg_conn *c;
+
+	if (!m)
+		return;
+	c = m->conn;
+	if (c) {
+		uint64_t left = atomic_fetch_sub(&c->inflight, m->charged) - m->charged;
+
+		/* Pairs with the loop's store of rx_paused then load of
+		 * inflight (msg_conn.c, rx_pause): one of the two sides sees
+		 * the other, so a paused reader is always resumed. */
+		if (m->charged && left <= c->inflight_max && atomic_load(&c->rx_paused))
+			msgr__kick(c, KICK_RESUME);
+		msg_conn__drop(c);
+	}
+	msg_release_data(m);
+	free(m->front);
+	free(m);
+}

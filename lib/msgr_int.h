@@ -1,0 +1,224 @@
+/*
+ * msgr_int.h - the messenger's private structures, shared by
+ * messenger.c (the loop, the public entry points), msg_conn.c (one
+ * connection's state machine, reads, writes and calls), msg.c (messages)
+ * and msg_addr.c (addresses).
+ *
+ * Who may touch what:
+ *   - fields marked [loop] belong to the loop thread (or to the thread
+ *     running msgr_destroy once the loop has stopped);
+ *   - fields marked [lock] are under msgr->lock, taken from any thread;
+ *   - atomics are read and written anywhere.
+ * A connection is freed when its last reference goes, on whatever thread
+ * drops it; while it is registered with the loop the messenger holds one
+ * reference, so the loop never sees freed memory.
+ */
+#ifndef ATOLL_MSGR_INT_H
+#define ATOLL_MSGR_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "msg.h"
+#include "msg_frame.h"
+#include "msg_idtab.h"
+#include "msg_timer.h"
+
+#define MSG_ADDR_MAX	64	/* "[ipv6]:port" and a NUL */
+#define MSG_RBUF_SIZE	(64u * 1024)
+
+/* What an epoll event's data.ptr points at: every source starts with
+ * its kind. */
+enum ep_kind {
+	EP_WAKE,
+	EP_LISTEN,
+	EP_CONN,
+};
+
+struct ep_src {
+	enum ep_kind kind;
+};
+
+/* A timer of the loop: an embedded heap node and what to do when due.
+ * fire runs on the loop thread with no lock held. */
+struct mtimer {
+	struct tnode n;
+	void (*fire)(struct msgr *m, struct mtimer *t);
+};
+
+struct msgr_listener {
+	struct ep_src ep;
+	int fd;
+	struct msgr_listener *next;
+};
+
+/*
+ * A connection's states and the events each accepts:
+ *   NEW         dialled, not started     kick DIAL -> CONNECTING
+ *   CONNECTING  connect(2) in progress   writable -> HANDSHAKE; error,
+ *                                        handshake timer -> BACKOFF
+ *   HANDSHAKE   TCP up, waiting for the  hello -> OPEN; any other frame,
+ *               peer's hello             bad input, timer -> BACKOFF/CLOSED
+ *   OPEN        messages flow            bad input, EOF -> BACKOFF/CLOSED
+ *   BACKOFF     dialled, waiting         redial timer -> CONNECTING
+ *   CLOSED      for good                 nothing
+ * A dialled connection that is referenced goes to BACKOFF on failure,
+ * anything else to CLOSED; msg_conn_close() and msgr_destroy() go to
+ * CLOSED from any state.
+ */
+enum conn_state {
+	CS_NEW,
+	CS_CONNECTING,
+	CS_HANDSHAKE,
+	CS_OPEN,
+	CS_BACKOFF,
+	CS_CLOSED,
+};
+
+enum rx_stage {
+	RX_HDR,		/* waiting for a 32-byte header */
+	RX_BODY,	/* filling front then data */
+	RX_TAIL,	/* waiting for the payload crc */
+};
+
+/* Work handed to the loop from any thread (msgr_kick). */
+#define KICK_SEND	0x01u	/* outq has messages */
+#define KICK_DIAL	0x02u	/* start dialling */
+#define KICK_CLOSE	0x04u	/* msg_conn_close() */
+#define KICK_UNREF	0x08u	/* the last caller reference went */
+#define KICK_RESUME	0x10u	/* msg_free() brought inflight down */
+
+/* A pending msg_call.  Created by the caller's thread, handed to the loop
+ * with its request; from then on [loop]. */
+struct msgr_call {
+	struct idnode h;		/* key: tid, in msgr->calls */
+	struct mtimer timer;		/* timeout, when deadline != 0 */
+	uint64_t deadline;		/* ns, 0 = none */
+	msg_reply_fn fn;
+	void *arg;
+	struct msg_conn *conn;
+	struct msg *msg;		/* the request while not yet written */
+	bool sent;			/* whole request written: await reply */
+	struct msgr_call *prev, *next;	/* conn->calls */
+};
+
+struct msg_conn {
+	struct ep_src ep;
+	struct msgr *msgr;
+	atomic_int ref;			/* memory: loop, messages, kicks, callers */
+	atomic_int uref;		/* callers' references (dialled: keep it up) */
+	bool dialled;
+	uint32_t frame_max;		/* copies of the config, so that a late */
+	uint64_t inflight_max;		/* msg_free never reads the msgr */
+	char addr[MSG_ADDR_MAX];
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	void *priv;
+
+	pthread_mutex_t plock;		/* protects peer, peer_features */
+	struct msg_identity peer;
+	uint64_t peer_features;
+
+	atomic_bool open;		/* state == CS_OPEN, for other threads */
+	atomic_bool dead;		/* closed for good; set under msgr->lock */
+	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
+	atomic_bool rx_paused;		/* reading stopped by flow control */
+	atomic_uint_least64_t queued;	/* bytes queued, not yet written */
+
+	/* [lock] */
+	struct msg *outq_head, **outq_tailp;
+	unsigned int kick;		/* KICK_* waiting for the loop */
+	bool on_kick;
+	struct msg_conn *kick_next;
+	struct msg_conn *all_prev, *all_next;	/* msgr->all */
+
+	/* [loop] */
+	unsigned int kick_run;		/* flags taken by the running kick pass */
+	struct msg_conn *run_next;
+	struct msg_conn *grave_next;
+	enum conn_state state;
+	int fd;
+	uint32_t ev_mask;		/* events registered with epoll */
+	bool wr_blocked;		/* socket full: wait for EPOLLOUT */
+	struct msg *sq_head, *sq_tail;	/* accepted for sending, in order */
+	size_t wr_off;			/* bytes of sq_head's frame written */
+	uint8_t *hs_buf;		/* our hello frame while unsent */
+	size_t hs_len, hs_off;
+	struct msgr_call *calls;	/* registered calls, queued or sent */
+	struct mtimer hs_timer;		/* connect + handshake deadline */
+	struct mtimer redial_timer;
+	uint32_t backoff_ms;		/* next redial delay */
+	/* receive side */
+	uint8_t *rbuf;			/* MSG_RBUF_SIZE bytes */
+	size_t rpos, rlen;		/* unparsed bytes are rbuf[rpos, rlen) */
+	enum rx_stage rx_stage;
+	struct msg_hdr rx_hdr;
+	struct msg *rx_msg;		/* the frame being received */
+	size_t rx_got;			/* front + data bytes filled */
+	uint32_t rx_crc;
+};
+
+struct msgr {
+	struct msgr_config cfg;
+	struct msgr_ops ops;
+	void *arg;
+	int epfd;
+	int wakefd;			/* eventfd: kicks and early timers */
+	struct ep_src wake_ep;
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+
+	pthread_mutex_t lock;		/* [lock] fields of msgr and msg_conn */
+	uint8_t fsid[16];
+	struct msg_conn *kick_head, *kick_tail;
+	bool wake_pending;		/* wakefd written, loop not yet drained */
+	struct msg_conn *all;		/* every registered connection */
+	struct msgr_listener *listeners;
+
+	atomic_uint_least64_t next_tid;
+
+	pthread_mutex_t tlock;		/* protects timers, ptimers, next_timer_id */
+	struct theap timers;
+	struct idtab ptimers;		/* msgr_timer()s by id */
+	uint64_t next_timer_id;
+
+	/* [loop] */
+	struct idtab calls;		/* struct msgr_call by tid */
+	struct msg_conn *grave;		/* closed this pass; reference dropped later */
+	bool shutting_down;
+};
+
+/* messenger.c */
+void msgr__kick(struct msg_conn *c, unsigned int flags);
+bool msgr__kick_locked(struct msg_conn *c, unsigned int flags);
+void msgr__wake(struct msgr *m);
+int msgr__arm(struct msgr *m, struct mtimer *t, uint64_t when);
+void msgr__disarm(struct msgr *m, struct mtimer *t);
+/* Unlinks c from msgr->all and drops the messenger's reference after
+ * the current pass of the loop. */
+void msgr__bury(struct msg_conn *c);
+/* msg_addr.c: "ip:port" -> a socket address (-EINVAL, -EHOSTUNREACH);
+ * a socket address -> "ip:port". */
+int msgr__resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
+void msgr__format_addr(const struct sockaddr *sa, char *buf, size_t len);
+/* Queues m (nothing locked) on c, with its frame encoded: -EINVAL for a
+ * reserved type, -EMSGSIZE, -ENOTCONN.  m stays the caller's on error. */
+int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call);
+
+/* msg_conn.c */
+struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled);
+void msg_conn__hold(struct msg_conn *c);
+void msg_conn__drop(struct msg_conn *c);
+void msg_conn__accepted(struct msgr *m, int fd, const struct sockaddr *sa,
+			socklen_t salen);
+void msg_conn__event(struct msg_conn *c, uint32_t events);
+void msg_conn__kicked(struct msg_conn *c, unsigned int flags);
+/* Closes c for good: calls fail with call_err, closed() gets err. */
+void msg_conn__close(struct msg_conn *c, int err, int call_err);
+
+#endif
