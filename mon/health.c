@@ -1,0 +1,465 @@
+/*
+ * health.c - the cluster's health checks.
+ *
+ * Each check has a stable code (scripts match it), a severity, one
+ * sentence saying what is wrong and the command that fixes it; with
+ * detail, one line per affected OSD, pool, PG or op.  Everything is
+ * computed on demand from the map and the beacons' statistics: nothing
+ * is stored, so health can never disagree with the state it describes.
+ */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mon.h"
+#include "placement.h"
+
+#define DETAIL_MAX	50	/* detail lines per check */
+
+enum sev { SEV_OK = 0, SEV_WARN = 1, SEV_ERR = 2 };
+
+static const char *sev_name[] = { "HEALTH_OK", "HEALTH_WARN", "HEALTH_ERR" };
+
+struct hctx {
+	cJSON *checks;
+	enum sev worst;
+	bool detail;
+};
+
+/* Adds a check; returns its detail array (NULL when detail is off). */
+static cJSON *add_check(struct hctx *h, const char *code, enum sev sev, uint32_t count,
+			const char *summary, const char *fix)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(c, "code", code);
+	cJSON_AddStringToObject(c, "severity", sev_name[sev]);
+	cJSON_AddStringToObject(c, "summary", summary);
+	cJSON_AddStringToObject(c, "fix", fix);
+	cJSON_AddNumberToObject(c, "count", count);
+	cJSON_AddItemToArray(h->checks, c);
+	if (sev > h->worst)
+		h->worst = sev;
+	return cJSON_AddArrayToObject(c, "detail");
+}
+
+static void add_detail(struct hctx *h, cJSON *arr, uint32_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void add_detail(struct hctx *h, cJSON *arr, uint32_t *n, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!h->detail || !arr || *n > DETAIL_MAX)
+		return;
+	if (*n == DETAIL_MAX) {
+		snprintf(buf, sizeof(buf), "... (more not shown)");
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(buf, sizeof(buf), fmt, ap);
+		va_end(ap);
+	}
+	(*n)++;
+	cJSON_AddItemToArray(arr, cJSON_CreateString(buf));
+}
+
+static bool exists(const struct osdmap_osd *o)
+{
+	return o->state & OSD_ST_EXISTS;
+}
+
+static void check_osds(struct mon *mon, struct hctx *h)
+{
+	const struct osdmap *map = mon->map;
+	uint32_t down = 0, full = 0, nearfull = 0, errs = 0, first_down = 0;
+	char sum[256], fix[256];
+	cJSON *d;
+	uint32_t n;
+
+	for (uint32_t i = 0; i < map->max_osd; i++) {
+		const struct osdmap_osd *o = &map->osds[i];
+
+		if (!exists(o))
+			continue;
+		if (!(o->state & OSD_ST_UP) && o->reweight > 0) {
+			if (!down)
+				first_down = i;
+			down++;
+		}
+		if (o->state & OSD_ST_FULL)
+			full++;
+		else if (o->state & (OSD_ST_NEARFULL | OSD_ST_BACKFILLFULL))
+			nearfull++;
+		if (i < OSDMAP_OSD_MAX && mon->osds[i].store_errors)
+			errs++;
+	}
+	if (down) {
+		snprintf(sum, sizeof(sum), "%u osd%s down", down, down == 1 ? " is" : "s are");
+		snprintf(fix, sizeof(fix), "start %s (atoll-osd --data DIR), or if it is "
+			 "gone mark it out with: atoll osd out %u",
+			 down == 1 ? "it" : "them", first_down);
+		d = add_check(h, "OSD_DOWN", SEV_WARN, down, sum, fix);
+		n = 0;
+		for (uint32_t i = 0; i < map->max_osd; i++) {
+			const struct osdmap_osd *o = &map->osds[i];
+
+			if (exists(o) && !(o->state & OSD_ST_UP) && o->reweight > 0)
+				add_detail(h, d, &n, o->down_at ?
+					   "osd.%u on host '%s' is down since epoch %llu" :
+					   "osd.%u on host '%s' has never started%.0llu",
+					   i, o->host[0] ? o->host : "?",
+					   (unsigned long long)o->down_at);
+		}
+	}
+	if (full) {
+		snprintf(sum, sizeof(sum), "%u osd%s full: writes fail with 'no space "
+			 "left' (deletes still work)", full, full == 1 ? " is" : "s are");
+		d = add_check(h, "OSD_FULL", SEV_ERR, full, sum,
+			      "delete data (atoll rm POOL OBJ, atoll pool rm) or add OSDs "
+			      "(atoll-osd --mkfs)");
+		n = 0;
+		for (uint32_t i = 0; i < map->max_osd; i++)
+			if (exists(&map->osds[i]) && (map->osds[i].state & OSD_ST_FULL))
+				add_detail(h, d, &n, "osd.%u is full (%llu of %llu bytes used, "
+					   "full ratio %.2f)", i,
+					   (unsigned long long)mon->osds[i].used,
+					   (unsigned long long)mon->osds[i].total,
+					   map->full_ratio / 10000.0);
+	}
+	if (nearfull) {
+		snprintf(sum, sizeof(sum), "%u osd%s near full", nearfull,
+			 nearfull == 1 ? " is" : "s are");
+		d = add_check(h, "OSD_NEARFULL", SEV_WARN, nearfull, sum,
+			      "add OSDs (atoll-osd --mkfs) or delete data before writes "
+			      "start to fail");
+		n = 0;
+		for (uint32_t i = 0; i < map->max_osd; i++) {
+			const struct osdmap_osd *o = &map->osds[i];
+
+			if (exists(o) && !(o->state & OSD_ST_FULL) &&
+			    (o->state & (OSD_ST_NEARFULL | OSD_ST_BACKFILLFULL)))
+				add_detail(h, d, &n, "osd.%u is %s (%llu of %llu bytes used)", i,
+					   o->state & OSD_ST_BACKFILLFULL ? "backfillfull" :
+					   "nearfull", (unsigned long long)mon->osds[i].used,
+					   (unsigned long long)mon->osds[i].total);
+		}
+	}
+	if (errs) {
+		snprintf(sum, sizeof(sum), "%u osd%s reported checksum or I/O errors in "
+			 "%s store", errs, errs == 1 ? "" : "s", errs == 1 ? "its" : "their");
+		d = add_check(h, "STORE_ERRORS", SEV_ERR, errs, sum,
+			      "check the disk (dmesg, smartctl); if it is failing, mark the "
+			      "OSD out with: atoll osd out ID, and replace it");
+		n = 0;
+		for (uint32_t i = 0; i < map->max_osd && i < OSDMAP_OSD_MAX; i++)
+			if (exists(&map->osds[i]) && mon->osds[i].store_errors)
+				add_detail(h, d, &n, "osd.%u reported %llu store errors", i,
+					   (unsigned long long)mon->osds[i].store_errors);
+	}
+	if (map->flags & OSDMAP_F_NOOUT)
+		add_check(h, "OSDMAP_FLAGS", SEV_WARN, 1, "the noout flag is set: OSDs "
+			  "that go down are not marked out and their data is not re-replicated",
+			  "when maintenance is over, run: atoll osd unset noout");
+}
+
+static uint32_t osds_in(const struct osdmap *map)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < map->max_osd; i++)
+		if (osdmap_osd_in(map, (int32_t)i) && map->osds[i].weight > 0)
+			n++;
+	return n;
+}
+
+static void check_pools(struct mon *mon, struct hctx *h)
+{
+	const struct osdmap *map = mon->map;
+	uint32_t nored = 0, under = 0, nearfull = 0;
+	struct placement_ctx *pc = NULL;
+	uint32_t hosts = osdmap_hosts_in(map), in = osds_in(map);
+	bool any_nearfull = false;
+	cJSON *d;
+	uint32_t n;
+	char sum[256], fix[256];
+
+	for (uint32_t i = 0; i < map->max_osd; i++)
+		if (exists(&map->osds[i]) &&
+		    (map->osds[i].state & (OSD_ST_NEARFULL | OSD_ST_FULL | OSD_ST_BACKFILLFULL)))
+			any_nearfull = true;
+	if (any_nearfull)
+		pc = placement_ctx_new(map);
+
+	/* POOL_NO_REDUNDANCY */
+	for (uint32_t i = 0; i < map->npools; i++)
+		if (map->pools[i].min_size <= 1)
+			nored++;
+	if (nored) {
+		const struct osdmap_pool *p = NULL;
+
+		for (uint32_t i = 0; i < map->npools && !p; i++)
+			if (map->pools[i].min_size <= 1)
+				p = &map->pools[i];
+		snprintf(sum, sizeof(sum), "%u pool%s min_size 1: a write may be "
+			 "acknowledged while only one disk holds it", nored,
+			 nored == 1 ? " has" : "s have");
+		if (p->size >= 2)
+			snprintf(fix, sizeof(fix), "atoll pool set %s min_size 2", p->name);
+		else
+			snprintf(fix, sizeof(fix), "atoll pool set %s size 3 (then min_size 2)",
+				 p->name);
+		d = add_check(h, "POOL_NO_REDUNDANCY", SEV_WARN, nored, sum, fix);
+		n = 0;
+		for (uint32_t i = 0; i < map->npools; i++)
+			if (map->pools[i].min_size <= 1)
+				add_detail(h, d, &n, "pool '%s' has size %u min_size %u",
+					   map->pools[i].name, map->pools[i].size,
+					   map->pools[i].min_size);
+	}
+
+	/* POOL_UNDERSIZED: fewer failure domains than replicas */
+	for (uint32_t i = 0; i < map->npools; i++) {
+		const struct osdmap_pool *p = &map->pools[i];
+		uint32_t have = p->failure_domain == POOL_FD_HOST ? hosts : in;
+
+		if (have < p->size)
+			under++;
+	}
+	if (under) {
+		const struct osdmap_pool *p = NULL;
+
+		for (uint32_t i = 0; i < map->npools && !p; i++) {
+			uint32_t have = map->pools[i].failure_domain == POOL_FD_HOST ? hosts : in;
+
+			if (have < map->pools[i].size)
+				p = &map->pools[i];
+		}
+		snprintf(sum, sizeof(sum), "%u pool%s more replicas than failure domains "
+			 "(hosts or OSDs) that are in: their PGs stay undersized", under,
+			 under == 1 ? " wants" : "s want");
+		if (p->failure_domain == POOL_FD_HOST)
+			snprintf(fix, sizeof(fix), "add OSDs on %u more host%s, or lower the "
+				 "size with: atoll pool set %s size %u", p->size - hosts,
+				 p->size - hosts == 1 ? "" : "s", p->name, hosts ? hosts : 1);
+		else
+			snprintf(fix, sizeof(fix), "add %u more OSD%s, or lower the size with: "
+				 "atoll pool set %s size %u", p->size - in,
+				 p->size - in == 1 ? "" : "s", p->name, in ? in : 1);
+		d = add_check(h, "POOL_UNDERSIZED", SEV_WARN, under, sum, fix);
+		n = 0;
+		for (uint32_t i = 0; i < map->npools; i++) {
+			const struct osdmap_pool *q = &map->pools[i];
+			bool byhost = q->failure_domain == POOL_FD_HOST;
+			uint32_t have = byhost ? hosts : in;
+
+			if (have < q->size)
+				add_detail(h, d, &n, "pool '%s' has size %u but only %u %s%s in",
+					   q->name, q->size, have, byhost ? "host" : "OSD",
+					   have == 1 ? " is" : "s are");
+		}
+	}
+
+	/* POOL_NEARFULL: a pool with a PG on a nearfull OSD */
+	for (uint32_t i = 0; pc && i < map->npools; i++) {
+		const struct osdmap_pool *p = &map->pools[i];
+		bool hit = false;
+
+		for (uint32_t pg = 0; pg < p->pg_num && !hit; pg++) {
+			int32_t acting[OSDMAP_SIZE_MAX], primary;
+			int k = placement_ctx_acting(pc, p, pg, acting, &primary);
+
+			for (int j = 0; j < k && !hit; j++) {
+				const struct osdmap_osd *o = osdmap_osd(map, acting[j]);
+
+				hit = o && (o->state & (OSD_ST_NEARFULL | OSD_ST_FULL |
+							OSD_ST_BACKFILLFULL));
+			}
+		}
+		if (hit) {
+			if (!nearfull)
+				snprintf(fix, sizeof(fix), "delete data from pool '%s' or add "
+					 "OSDs", p->name);
+			nearfull++;
+		}
+	}
+	if (nearfull) {
+		snprintf(sum, sizeof(sum), "%u pool%s near full (%s data on an OSD past "
+			 "the nearfull ratio)", nearfull, nearfull == 1 ? " is" : "s are",
+			 nearfull == 1 ? "it has" : "they have");
+		d = add_check(h, "POOL_NEARFULL", SEV_WARN, nearfull, sum, fix);
+		(void)d;
+	}
+	placement_ctx_free(pc);
+}
+
+static void check_pgs(struct mon *mon, struct hctx *h)
+{
+	const struct osdmap *map = mon->map;
+	struct { char name[160]; uint32_t n; } states[32];
+	uint32_t nstates = 0, bad = 0, total = 0;
+	bool serious = false;
+	char sum[1024];
+	size_t off;
+	cJSON *d;
+	uint32_t n = 0;
+
+	d = NULL;
+	for (uint32_t i = 0; i < map->npools; i++) {
+		const struct osdmap_pool *p = &map->pools[i];
+		struct mon_pg_pool *pp = mon_pg_pool(mon, p->id);
+
+		if (!pp)
+			continue;
+		for (uint32_t pg = 0; pg < pp->pg_num; pg++) {
+			bool unknown;
+			uint32_t st = mon_pg_state(mon, &pp->pgs[pg], &unknown);
+			char name[160];
+			uint32_t k;
+
+			total++;
+			if (!unknown && (st & (PG_ST_ACTIVE | PG_ST_CLEAN)) ==
+			    (PG_ST_ACTIVE | PG_ST_CLEAN) &&
+			    !(st & ~(PG_ST_ACTIVE | PG_ST_CLEAN)))
+				continue;
+			bad++;
+			if (unknown)
+				snprintf(name, sizeof(name), "unknown");
+			else
+				pg_state_str(st, name, sizeof(name));
+			if (unknown || !(st & PG_ST_ACTIVE) ||
+			    (st & (PG_ST_DOWN | PG_ST_INCOMPLETE | PG_ST_INACTIVE)))
+				serious = true;
+			for (k = 0; k < nstates; k++)
+				if (strcmp(states[k].name, name) == 0)
+					break;
+			if (k == nstates && nstates < 32) {
+				snprintf(states[k].name, sizeof(states[k].name), "%s", name);
+				states[k].n = 0;
+				nstates++;
+			}
+			if (k < nstates)
+				states[k].n++;
+		}
+	}
+	if (!bad)
+		return;
+	off = (size_t)snprintf(sum, sizeof(sum), "%u of %u pgs not active+clean:", bad, total);
+	for (uint32_t k = 0; k < nstates && off < sizeof(sum); k++)
+		off += (size_t)snprintf(sum + off, sizeof(sum) - off, "%s %u %s",
+					k ? "," : "", states[k].n, states[k].name);
+	d = add_check(h, "PG_NOT_CLEAN", serious ? SEV_ERR : SEV_WARN, bad, sum,
+		      "bring down OSDs back up (see: atoll osd tree); PGs reported "
+		      "unknown wait for their OSDs' first report; list them with: "
+		      "atoll pg ls");
+	if (d) {
+		cJSON *counts = cJSON_CreateObject();
+
+		for (uint32_t k = 0; k < nstates; k++)
+			cJSON_AddNumberToObject(counts, states[k].name, states[k].n);
+		cJSON_AddItemToObject(cJSON_GetArrayItem(h->checks,
+				      cJSON_GetArraySize(h->checks) - 1), "states", counts);
+	}
+	for (uint32_t i = 0; h->detail && i < mon->npgpools; i++) {
+		struct mon_pg_pool *pp = &mon->pgpools[i];
+
+		for (uint32_t pg = 0; pg < pp->pg_num; pg++) {
+			bool unknown;
+			uint32_t st = mon_pg_state(mon, &pp->pgs[pg], &unknown);
+			char name[160];
+
+			if (!unknown && st == (PG_ST_ACTIVE | PG_ST_CLEAN))
+				continue;
+			if (unknown)
+				snprintf(name, sizeof(name), "unknown");
+			else
+				pg_state_str(st, name, sizeof(name));
+			add_detail(h, d, &n, "pg %u.%u is %s%s%d", pp->pool, pg, name,
+				   unknown ? "" : ", reported by osd.",
+				   unknown ? 0 : pp->pgs[pg].reporter);
+		}
+	}
+}
+
+static void check_slow(struct mon *mon, struct hctx *h)
+{
+	const struct osdmap *map = mon->map;
+	uint32_t total = 0, oldest_age = 0;
+	int32_t oldest_osd = -1;
+	char sum[512];
+	cJSON *d;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < map->max_osd && i < OSDMAP_OSD_MAX; i++) {
+		if (!osdmap_osd_up(map, (int32_t)i))
+			continue;
+		for (uint32_t k = 0; k < mon->osds[i].nslow; k++) {
+			total++;
+			if (mon->osds[i].slow[k].age_ms >= oldest_age) {
+				oldest_age = mon->osds[i].slow[k].age_ms;
+				oldest_osd = (int32_t)i;
+			}
+		}
+	}
+	if (!total)
+		return;
+	snprintf(sum, sizeof(sum), "%u slow op%s, the oldest blocked for %u s on osd.%d",
+		 total, total == 1 ? "" : "s", oldest_age / 1000, oldest_osd);
+	d = add_check(h, "SLOW_OPS", SEV_WARN, total, sum,
+		      "check that OSD's disk and its peers (atoll osd tree, atoll pg ls); "
+		      "restart it if it is stuck");
+	for (uint32_t i = 0; i < map->max_osd && i < OSDMAP_OSD_MAX; i++) {
+		if (!osdmap_osd_up(map, (int32_t)i))
+			continue;
+		for (uint32_t k = 0; k < mon->osds[i].nslow; k++) {
+			const struct slow_op *s = &mon->osds[i].slow[k];
+			char desc[sizeof(s->desc) + 1];
+
+			memcpy(desc, s->desc, sizeof(s->desc));
+			desc[sizeof(s->desc)] = '\0';
+			add_detail(h, d, &n, "op '%s' on pg %u.%u at osd.%u blocked for %u ms",
+				   desc, s->pool, s->pg, i, s->age_ms);
+		}
+	}
+}
+
+cJSON *mon_health(struct mon *mon, bool detail)
+{
+	struct hctx h = { .worst = SEV_OK, .detail = detail };
+	cJSON *root = cJSON_CreateObject();
+
+	if (!root)
+		return NULL;
+	h.checks = cJSON_CreateArray();
+	check_osds(mon, &h);
+	check_pools(mon, &h);
+	check_pgs(mon, &h);
+	check_slow(mon, &h);
+	if (!detail) {
+		cJSON *c;
+
+		cJSON_ArrayForEach(c, h.checks)
+			cJSON_DeleteItemFromObject(c, "detail");
+	}
+	cJSON_AddStringToObject(root, "status", sev_name[h.worst]);
+	cJSON_AddItemToObject(root, "checks", h.checks);
+	return root;
+}
+
+const char *mon_health_status(struct mon *mon)
+{
+	cJSON *h = mon_health(mon, false);
+	const char *s = "HEALTH_ERR";
+
+	if (h) {
+		const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(h, "status"));
+
+		for (int i = 0; v && i < 3; i++)
+			if (strcmp(v, sev_name[i]) == 0)
+				s = sev_name[i];
+		cJSON_Delete(h);
+	}
+	return s;
+}

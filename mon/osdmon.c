@@ -1,0 +1,557 @@
+/*
+ * osdmon.c - the OSDs' lifecycle as the monitor sees it: ids for new
+ * OSDs, boot (up), beacons (heartbeat + capacity), failure reports,
+ * clean stops, and the timers that mark silent OSDs down and long-down
+ * OSDs out.
+ *
+ * Failure detection has two inputs.  Beacons: an up OSD with no beacon
+ * for osd_heartbeat_grace is marked down.  Reports from peers: an OSD is
+ * marked down at once when OSDs on mon_osd_min_down_reporters distinct
+ * other hosts report it (fewer when the cluster has fewer other hosts
+ * with OSDs up, never fewer than one; a one-host cluster counts reporter
+ * OSDs instead of hosts).  An "immediate" report (connection refused)
+ * counts as soon as it arrives; a timed one the reporter sends only after
+ * its own grace.  Reports expire after a grace period.
+ *
+ * Every change goes through mon_map_change(); replies to BOOT and
+ * STOPPING are sent only after it returned, i.e. once durable.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "log.h"
+#include "mon.h"
+#include "msg.h"
+
+/* The record of id as inc would leave it (inc's copy, else the map's). */
+static struct osdmap_osd osd_rec(struct mon *mon, const struct osdmap_inc *inc, int32_t id)
+{
+	struct osdmap_osd o;
+	const struct osdmap_osd *p;
+
+	for (uint32_t i = 0; inc && i < inc->nosds; i++)
+		if ((int32_t)inc->osds[i].id == id)
+			return inc->osds[i];
+	p = osdmap_osd(mon->map, id);
+	if (p)
+		return *p;
+	memset(&o, 0, sizeof(o));
+	o.id = (uint32_t)id;
+	return o;
+}
+
+static bool osd_exists(const struct osdmap_osd *o)
+{
+	return o && (o->state & OSD_ST_EXISTS);
+}
+
+static void reply_front(struct msg *req, uint16_t type, struct enc *e)
+{
+	struct msg *r = msg_new(type, e);
+
+	if (!r) {
+		log_warn("mon", "cannot build a reply to %s", msg_conn_addr(req->conn));
+		return;
+	}
+	msg_reply(req->conn, req, r);
+}
+
+static void drop_reports(struct mon *mon, int32_t target)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < mon->nreports; i++)
+		if (mon->reports[i].target != target && mon->reports[i].reporter != target)
+			mon->reports[j++] = mon->reports[i];
+	mon->nreports = j;
+}
+
+int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id)
+{
+	struct osdmap_osd o = osd_rec(mon, inc, id);
+
+	o.state &= ~OSD_ST_UP;
+	o.down_at = mon->map->epoch + 1;
+	o.down_stamp_ms = mon_wall_ms();
+	drop_reports(mon, id);
+	return osdmap_inc_set_osd(inc, &o);
+}
+
+void mon_osd_init(struct mon *mon)
+{
+	uint64_t now = mon_now_ms();
+
+	/* a restarted monitor gives every OSD it believes up a full grace */
+	for (uint32_t i = 0; i < mon->map->max_osd && i < OSDMAP_OSD_MAX; i++)
+		if (mon->map->osds[i].state & OSD_ST_UP)
+			mon->osds[i].last_beacon_ms = now;
+}
+
+void mon_osd_fini(struct mon *mon)
+{
+	if (!mon->osds)
+		return;
+	for (uint32_t i = 0; i < OSDMAP_OSD_MAX; i++)
+		free(mon->osds[i].slow);
+	free(mon->osds);
+	mon->osds = NULL;
+	free(mon->reports);
+	mon->reports = NULL;
+	mon->nreports = 0;
+}
+
+/* ---- OSD_NEW -------------------------------------------------------- */
+
+static int osd_new(struct mon *mon, const struct osd_new_req *q, int32_t *id)
+{
+	const struct osdmap *map = mon->map;
+	struct osdmap_inc inc;
+	struct osdmap_osd o;
+	int r;
+
+	for (uint32_t i = 0; i < map->max_osd; i++) {
+		if (osd_exists(&map->osds[i]) &&
+		    memcmp(map->osds[i].uuid, q->uuid, 16) == 0) {
+			/* the same disk asking again: the same id */
+			*id = (int32_t)i;
+			return 0;
+		}
+	}
+	if (q->want_id >= OSDMAP_OSD_MAX || q->want_id < -1)
+		return -EINVAL;
+	if (q->want_id >= 0) {
+		*id = q->want_id;
+		o = osd_rec(mon, NULL, *id);
+		if (osd_exists(&o) && (o.state & OSD_ST_UP))
+			return -EBUSY;
+		/* a replaced disk keeps the id: new uuid, same place */
+	} else {
+		int32_t i;
+
+		for (i = 0; i < OSDMAP_OSD_MAX; i++) {
+			const struct osdmap_osd *p = osdmap_osd(map, i);
+
+			if (!osd_exists(p))
+				break;
+		}
+		if (i == OSDMAP_OSD_MAX)
+			return -ENOSPC;
+		*id = i;
+		memset(&o, 0, sizeof(o));
+		o.id = (uint32_t)i;
+	}
+	if (!osd_exists(&o)) {
+		memset(&o, 0, sizeof(o));
+		o.id = (uint32_t)*id;
+		o.reweight = OSD_WEIGHT_ONE;	/* in, with weight 0 until it boots */
+	}
+	o.state = OSD_ST_EXISTS;
+	memcpy(o.uuid, q->uuid, 16);
+	osdmap_inc_init(&inc, 0);
+	r = osdmap_inc_set_osd(&inc, &o);
+	if (r < 0) {
+		osdmap_inc_clear(&inc);
+		return r;
+	}
+	mon->osds[*id].auto_out = false;
+	return mon_map_change(mon, &inc, NULL);
+}
+
+void mon_handle_osd_new(struct mon *mon, struct msg *m)
+{
+	struct osd_new_req q;
+	struct osd_new_reply rep;
+	struct dec d;
+	struct enc e;
+	int r;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.id = -1;
+	dec_init(&d, m->front, m->front_len);
+	r = osd_new_req_decode(&d, &q);
+	if (r == 0)
+		r = osd_new(mon, &q, &rep.id);
+	rep.rc = r;
+	if (r < 0)
+		rep.id = -1;
+	memcpy(rep.fsid, mon->map->fsid, 16);
+	if (r == 0)
+		log_info("mon", "osd.%d registered by %s", rep.id, msg_conn_addr(m->conn));
+	else
+		log_warn("mon", "osd new from %s refused: %s", msg_conn_addr(m->conn),
+			 strerror(-r));
+	enc_init(&e);
+	osd_new_reply_encode(&rep, &e);
+	reply_front(m, MT_OSD_NEW, &e);
+	enc_free(&e);
+	msg_free(m);
+}
+
+/* ---- OSD_BOOT ------------------------------------------------------- */
+
+void mon_handle_osd_boot(struct mon *mon, struct msg *m)
+{
+	struct osd_boot_req q;
+	struct osd_boot_reply rep;
+	struct osdmap_inc inc;
+	struct osdmap_osd o;
+	struct dec d;
+	struct enc e;
+	int r;
+
+	memset(&rep, 0, sizeof(rep));
+	dec_init(&d, m->front, m->front_len);
+	r = osd_boot_req_decode(&d, &q);
+	if (r < 0) {
+		snprintf(rep.status, sizeof(rep.status), "malformed boot request");
+		goto out_reply;
+	}
+	o = osd_rec(mon, NULL, q.id);
+	if (q.id < 0 || q.id >= OSDMAP_OSD_MAX || !osd_exists(&o)) {
+		r = -EINVAL;
+		snprintf(rep.status, sizeof(rep.status), "osd.%d does not exist in the "
+			 "map; create it with: atoll-osd --mkfs --data DIR --mon %s",
+			 q.id, mon->addr);
+		goto out_reply;
+	}
+	if (memcmp(o.uuid, q.uuid, 16) != 0) {
+		char have[37], want[37];
+
+		r = -EINVAL;
+		mon_uuid_format(q.uuid, have);
+		mon_uuid_format(o.uuid, want);
+		snprintf(rep.status, sizeof(rep.status), "osd.%d in the map is disk %s "
+			 "but this store is %s; to replace the disk keeping the id, "
+			 "run: atoll-osd --mkfs --id %d", q.id, want, have, q.id);
+		goto out_reply;
+	}
+	o.state |= OSD_ST_UP;
+	snprintf(o.addr, sizeof(o.addr), "%s", q.addr);
+	if (q.host[0])
+		snprintf(o.host, sizeof(o.host), "%s", q.host);
+	if (q.weight)
+		o.weight = q.weight;
+	o.up_from = mon->map->epoch + 1;
+	if (mon->osds[q.id].auto_out) {
+		/* it was marked out only because it stayed down: back in */
+		o.reweight = OSD_WEIGHT_ONE;
+		mon->osds[q.id].auto_out = false;
+	}
+	osdmap_inc_init(&inc, 0);
+	r = osdmap_inc_set_osd(&inc, &o);
+	if (r == 0) {
+		drop_reports(mon, q.id);
+		r = mon_map_change(mon, &inc, &rep.epoch);
+	} else {
+		osdmap_inc_clear(&inc);
+	}
+	if (r < 0) {
+		snprintf(rep.status, sizeof(rep.status), "the monitor could not record "
+			 "the boot (%s); retry", strerror(-r));
+		goto out_reply;
+	}
+	mon->osds[q.id].last_beacon_ms = mon_now_ms();
+	log_info("mon", "osd.%d up at %s host '%s' in epoch %llu", q.id, o.addr,
+		 o.host, (unsigned long long)rep.epoch);
+out_reply:
+	rep.rc = r;
+	if (r < 0)
+		log_warn("mon", "boot of osd.%d refused: %s", q.id, rep.status);
+	enc_init(&e);
+	osd_boot_reply_encode(&rep, &e);
+	reply_front(m, MT_OSD_BOOT, &e);
+	enc_free(&e);
+	msg_free(m);
+}
+
+/* ---- OSD_BEACON ----------------------------------------------------- */
+
+static uint32_t full_flags(const struct osdmap *map, uint64_t used, uint64_t total)
+{
+	uint64_t ratio;
+
+	if (!total)
+		return 0;
+	ratio = used * 10000 / total;
+	if (ratio >= map->full_ratio)
+		return OSD_ST_FULL | OSD_ST_BACKFILLFULL | OSD_ST_NEARFULL;
+	if (ratio >= map->backfillfull_ratio)
+		return OSD_ST_BACKFILLFULL | OSD_ST_NEARFULL;
+	if (ratio >= map->nearfull_ratio)
+		return OSD_ST_NEARFULL;
+	return 0;
+}
+
+void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
+{
+	const uint32_t mask = OSD_ST_NEARFULL | OSD_ST_BACKFILLFULL | OSD_ST_FULL;
+	struct osd_beacon b;
+	struct mon_osd_info *info;
+	struct osdmap_osd o;
+	struct dec d;
+	uint32_t flags;
+
+	dec_init(&d, m->front, m->front_len);
+	if (osd_beacon_decode(&d, &b) < 0) {
+		log_warn("mon", "malformed beacon from %s", msg_conn_addr(m->conn));
+		goto out_free;
+	}
+	o = osd_rec(mon, NULL, b.id);
+	if (b.id < 0 || b.id >= OSDMAP_OSD_MAX || !osd_exists(&o)) {
+		log_warn("mon", "beacon from unknown osd.%d at %s", b.id,
+			 msg_conn_addr(m->conn));
+		goto out_clear;
+	}
+	info = &mon->osds[b.id];
+	info->last_beacon_ms = mon_now_ms();
+	info->total = b.total;
+	info->used = b.used;
+	info->avail = b.avail;
+	info->store_errors = b.store_errors;
+	info->beacon_epoch = b.epoch;
+	free(info->slow);
+	info->slow = b.slow;
+	info->nslow = b.nslow;
+	b.slow = NULL;
+	b.nslow = 0;
+	mon_pg_update(mon, b.id, b.pgs, b.npg);
+
+	flags = full_flags(mon->map, b.used, b.total);
+	if ((o.state & mask) != flags) {
+		struct osdmap_inc inc;
+
+		o.state = (o.state & ~mask) | flags;
+		osdmap_inc_init(&inc, 0);
+		if (osdmap_inc_set_osd(&inc, &o) == 0) {
+			log_info("mon", "osd.%d is %s (%llu of %llu bytes used)", b.id,
+				 flags & OSD_ST_FULL ? "full" : flags & OSD_ST_BACKFILLFULL ?
+				 "backfillfull" : flags ? "nearfull" : "no longer near full",
+				 (unsigned long long)b.used, (unsigned long long)b.total);
+			mon_map_change(mon, &inc, NULL);
+		} else {
+			osdmap_inc_clear(&inc);
+		}
+	}
+out_clear:
+	osd_beacon_clear(&b);
+out_free:
+	msg_free(m);
+}
+
+/* ---- OSD_FAILURE ---------------------------------------------------- */
+
+/* Distinct hosts (other than the target's) with an up OSD, and whether
+ * every up OSD sits on the target's host. */
+static uint32_t other_hosts(struct mon *mon, const char *host)
+{
+	const char *seen[64];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < mon->map->max_osd; i++) {
+		const struct osdmap_osd *o = &mon->map->osds[i];
+		bool dup = false;
+
+		if (!(o->state & OSD_ST_UP) || strcmp(o->host, host) == 0)
+			continue;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = strcmp(seen[j], o->host) == 0;
+		if (!dup && n < 64)
+			seen[n++] = o->host;
+	}
+	return n;
+}
+
+static bool enough_reports(struct mon *mon, int32_t target)
+{
+	const struct osdmap_osd *t = osdmap_osd(mon->map, target);
+	uint32_t domains = other_hosts(mon, t->host);
+	bool by_osd = domains == 0;
+	const char *seen[64];
+	uint32_t n = 0, need;
+
+	for (size_t i = 0; i < mon->nreports; i++) {
+		const struct mon_report *r = &mon->reports[i];
+		const struct osdmap_osd *rep;
+		const char *key;
+		bool dup = false;
+
+		if (r->target != target)
+			continue;
+		rep = osdmap_osd(mon->map, r->reporter);
+		if (!rep || !(rep->state & OSD_ST_UP))
+			continue;
+		if (by_osd) {
+			n++;	/* reporters are distinct per (reporter, target) */
+			continue;
+		}
+		if (strcmp(rep->host, t->host) == 0)
+			continue;
+		key = rep->host;
+		for (uint32_t j = 0; j < n && !dup; j++)
+			dup = strcmp(seen[j], key) == 0;
+		if (!dup && n < 64)
+			seen[n++] = key;
+	}
+	if (by_osd) {
+		/* one host: the other up OSDs are the possible reporters */
+		uint32_t up = 0;
+
+		for (uint32_t i = 0; i < mon->map->max_osd; i++)
+			if ((mon->map->osds[i].state & OSD_ST_UP) && (int32_t)i != target)
+				up++;
+		domains = up;
+	}
+	need = mon->opts.min_down_reporters;
+	if (need > domains)
+		need = domains;
+	if (need < 1)
+		need = 1;
+	return n >= need;
+}
+
+void mon_handle_osd_failure(struct mon *mon, struct msg *m)
+{
+	struct osd_failure f;
+	const struct osdmap_osd *t, *rep;
+	struct mon_report *r = NULL;
+	struct dec d;
+
+	dec_init(&d, m->front, m->front_len);
+	if (osd_failure_decode(&d, &f) < 0) {
+		log_warn("mon", "malformed failure report from %s", msg_conn_addr(m->conn));
+		goto out_free;
+	}
+	t = osdmap_osd(mon->map, f.target);
+	rep = osdmap_osd(mon->map, f.reporter);
+	if (!t || !(t->state & OSD_ST_UP) || !rep || !(rep->state & OSD_ST_UP) ||
+	    f.reporter == f.target)
+		goto out_free;
+	if (f.epoch && f.epoch < t->up_from)
+		goto out_free;	/* about an earlier life of the target */
+	for (size_t i = 0; i < mon->nreports; i++)
+		if (mon->reports[i].reporter == f.reporter &&
+		    mon->reports[i].target == f.target)
+			r = &mon->reports[i];
+	if (!r) {
+		if (mon->nreports == mon->reports_cap) {
+			size_t cap = mon->reports_cap ? mon->reports_cap * 2 : 32;
+			struct mon_report *n = realloc(mon->reports, cap * sizeof(*n));
+
+			if (!n)
+				goto out_free;
+			mon->reports = n;
+			mon->reports_cap = cap;
+		}
+		r = &mon->reports[mon->nreports++];
+		r->reporter = f.reporter;
+		r->target = f.target;
+	}
+	r->stamp_ms = mon_now_ms();
+	r->immediate = f.immediate;
+	log_info("mon", "osd.%d reports osd.%d failed (%s)", f.reporter, f.target,
+		 f.immediate ? "connection refused" : "no heartbeat");
+	if (enough_reports(mon, f.target)) {
+		struct osdmap_inc inc;
+		uint64_t epoch;
+
+		osdmap_inc_init(&inc, 0);
+		if (mon_osd_mark_down(mon, &inc, f.target) == 0 &&
+		    mon_map_change(mon, &inc, &epoch) == 0)
+			log_info("mon", "osd.%d marked down by peer reports in epoch %llu",
+				 f.target, (unsigned long long)epoch);
+		else
+			osdmap_inc_clear(&inc);
+	}
+out_free:
+	msg_free(m);
+}
+
+/* ---- OSD_STOPPING --------------------------------------------------- */
+
+void mon_handle_osd_stopping(struct mon *mon, struct msg *m)
+{
+	struct osd_stopping s;
+	struct rc_reply rep = { 0, 0 };
+	const struct osdmap_osd *o;
+	struct dec d;
+	struct enc e;
+
+	dec_init(&d, m->front, m->front_len);
+	rep.rc = osd_stopping_decode(&d, &s);
+	if (rep.rc < 0)
+		goto out_reply;
+	o = osdmap_osd(mon->map, s.id);
+	if (!osd_exists(o)) {
+		rep.rc = -ENOENT;
+		goto out_reply;
+	}
+	rep.epoch = mon->map->epoch;
+	if (o->state & OSD_ST_UP) {
+		struct osdmap_inc inc;
+
+		osdmap_inc_init(&inc, 0);
+		rep.rc = mon_osd_mark_down(mon, &inc, s.id);
+		if (rep.rc == 0)
+			rep.rc = mon_map_change(mon, &inc, &rep.epoch);
+		else
+			osdmap_inc_clear(&inc);
+		if (rep.rc == 0)
+			log_info("mon", "osd.%d stopping: down in epoch %llu", s.id,
+				 (unsigned long long)rep.epoch);
+	}
+out_reply:
+	enc_init(&e);
+	rc_reply_encode(&rep, &e);
+	reply_front(m, MT_OSD_STOPPING, &e);
+	enc_free(&e);
+	msg_free(m);
+}
+
+/* ---- timers --------------------------------------------------------- */
+
+void mon_osd_tick(struct mon *mon)
+{
+	const struct osdmap *map = mon->map;
+	uint64_t now = mon_now_ms(), wall = mon_wall_ms();
+	uint64_t grace = mon->opts.heartbeat_grace_ms;
+	struct osdmap_inc inc;
+	size_t j = 0;
+
+	/* expire old reports */
+	for (size_t i = 0; i < mon->nreports; i++)
+		if (now - mon->reports[i].stamp_ms <= grace)
+			mon->reports[j++] = mon->reports[i];
+	mon->nreports = j;
+
+	osdmap_inc_init(&inc, 0);
+	for (uint32_t i = 0; i < map->max_osd && i < OSDMAP_OSD_MAX; i++) {
+		const struct osdmap_osd *o = &map->osds[i];
+		struct mon_osd_info *info = &mon->osds[i];
+
+		if (!(o->state & OSD_ST_EXISTS))
+			continue;
+		if ((o->state & OSD_ST_UP) && now - info->last_beacon_ms > grace) {
+			log_info("mon", "osd.%u sent no beacon for %llu ms: marking it down",
+				 i, (unsigned long long)(now - info->last_beacon_ms));
+			mon_osd_mark_down(mon, &inc, (int32_t)i);
+		} else if (!(o->state & OSD_ST_UP) && o->reweight > 0 &&
+			   o->down_stamp_ms && !(map->flags & OSDMAP_F_NOOUT) &&
+			   wall >= o->down_stamp_ms &&
+			   wall - o->down_stamp_ms >= mon->opts.down_out_interval_ms) {
+			struct osdmap_osd r = *o;
+
+			log_info("mon", "osd.%u down for %llu s: marking it out", i,
+				 (unsigned long long)(wall - o->down_stamp_ms) / 1000);
+			r.reweight = 0;
+			info->auto_out = true;
+			osdmap_inc_set_osd(&inc, &r);
+		}
+	}
+	if (inc.nosds)
+		mon_map_change(mon, &inc, NULL);
+	else
+		osdmap_inc_clear(&inc);
+}

@@ -1,0 +1,526 @@
+/*
+ * store.c - the monitor's durable state: an LMDB environment in
+ * DIR/store holding every epoch's incremental, the latest full map and
+ * a little metadata (the fsid, the first and last epoch).
+ *
+ * Why this shape: an incremental per epoch is what subscribers need to
+ * catch up cheaply and what a replicated log (a monitor quorum, later)
+ * will ship; the latest full map makes start-up O(1) instead of a replay.
+ * Both are written in one LMDB transaction, and LMDB fsyncs on commit, so
+ * "committed" here means "durable": the caller publishes only after.
+ *
+ * Keys (one unnamed database):
+ *   "fsid"            16 bytes
+ *   "first", "last"   u64 little-endian epochs
+ *   "full"            the encoded full map of epoch "last"
+ *   "inc" + be64(E)   the encoded incremental producing epoch E
+ */
+#include <errno.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "encode.h"
+#include "log.h"
+#include "mon.h"
+
+#define STORE_MAP_SIZE		(4ull << 30)	/* sparse; the map is small */
+#define BACKUP_MAGIC		"ATMONBK1"
+#define BACKUP_INC_MAX		(1u << 24)
+
+struct mon_store {
+	MDB_env *env;
+	MDB_dbi dbi;
+	uint64_t first, last;
+	uint8_t fsid[16];
+};
+
+static int lmdb_err(int r)
+{
+	if (r == 0)
+		return 0;
+	if (r == MDB_NOTFOUND)
+		return -ENOENT;
+	if (r == MDB_MAP_FULL)
+		return -ENOSPC;
+	if (r > 0)
+		return -r;
+	return -EIO;
+}
+
+static void inc_key(uint64_t epoch, uint8_t key[11])
+{
+	memcpy(key, "inc", 3);
+	for (int i = 0; i < 8; i++)
+		key[3 + i] = (uint8_t)(epoch >> (56 - 8 * i));
+}
+
+static void put_u64le(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64le(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t get_u32le(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static int put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t klen,
+	       const void *v, size_t vlen)
+{
+	MDB_val key = { klen, (void *)k }, val = { vlen, (void *)v };
+
+	return lmdb_err(mdb_put(t, dbi, &key, &val, 0));
+}
+
+static int get(MDB_txn *t, MDB_dbi dbi, const void *k, size_t klen, MDB_val *v)
+{
+	MDB_val key = { klen, (void *)k };
+
+	return lmdb_err(mdb_get(t, dbi, &key, v));
+}
+
+static int env_open(const char *dir, bool create, struct mon_store **out,
+		    char *err, size_t errlen)
+{
+	struct mon_store *s;
+	char path[4096];
+	struct stat st;
+	MDB_txn *t;
+	int r;
+
+	*out = NULL;
+	if (snprintf(path, sizeof(path), "%s/store", dir) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "data folder path '%s' is too long", dir);
+		return -ENAMETOOLONG;
+	}
+	if (create) {
+		if (stat(path, &st) == 0) {
+			snprintf(err, errlen, "'%s' already holds a monitor store; "
+				 "remove it first or use another --data folder", path);
+			return -EEXIST;
+		}
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			r = -errno;
+			snprintf(err, errlen, "cannot create data folder '%s': %s",
+				 dir, strerror(errno));
+			return r;
+		}
+		if (mkdir(path, 0700) < 0) {
+			r = -errno;
+			snprintf(err, errlen, "cannot create '%s': %s", path, strerror(errno));
+			return r;
+		}
+	} else if (stat(path, &st) < 0) {
+		snprintf(err, errlen, "data folder '%s' has no monitor store; create one "
+			 "with: atoll-mon --mkfs --data %s", dir, dir);
+		return -ENOENT;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	r = lmdb_err(mdb_env_create(&s->env));
+	if (r < 0)
+		goto out_free;
+	mdb_env_set_mapsize(s->env, STORE_MAP_SIZE);
+	r = lmdb_err(mdb_env_open(s->env, path, 0, 0600));
+	if (r < 0) {
+		snprintf(err, errlen, "cannot open the monitor store '%s': %s",
+			 path, mdb_strerror(-r));
+		goto out_env;
+	}
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		goto out_env;
+	r = lmdb_err(mdb_dbi_open(t, NULL, 0, &s->dbi));
+	if (r < 0) {
+		mdb_txn_abort(t);
+		goto out_env;
+	}
+	if (!create) {
+		MDB_val v;
+
+		r = get(t, s->dbi, "fsid", 4, &v);
+		if (r == 0 && v.mv_size == 16)
+			memcpy(s->fsid, v.mv_data, 16);
+		if (r == 0)
+			r = get(t, s->dbi, "first", 5, &v);
+		if (r == 0 && v.mv_size == 8)
+			s->first = get_u64le(v.mv_data);
+		if (r == 0)
+			r = get(t, s->dbi, "last", 4, &v);
+		if (r == 0 && v.mv_size == 8)
+			s->last = get_u64le(v.mv_data);
+		if (r < 0 || s->last == 0 || s->first > s->last) {
+			mdb_txn_abort(t);
+			snprintf(err, errlen, "the monitor store '%s' is incomplete (was "
+				 "--mkfs interrupted?); recreate it or restore a backup "
+				 "with: atoll-mon --restore FILE --data %s", path, dir);
+			r = -EUCLEAN;
+			goto out_env;
+		}
+	}
+	r = lmdb_err(mdb_txn_commit(t));
+	if (r < 0)
+		goto out_env;
+	*out = s;
+	return 0;
+
+out_env:
+	mdb_env_close(s->env);
+out_free:
+	free(s);
+	if (!err[0])
+		snprintf(err, errlen, "cannot open the monitor store in '%s': %s",
+			 dir, strerror(-r));
+	return r;
+}
+
+int mon_store_create(const char *dir, struct mon_store **out, char *err, size_t errlen)
+{
+	err[0] = '\0';
+	return env_open(dir, true, out, err, errlen);
+}
+
+int mon_store_open(const char *dir, struct mon_store **out, char *err, size_t errlen)
+{
+	err[0] = '\0';
+	return env_open(dir, false, out, err, errlen);
+}
+
+void mon_store_close(struct mon_store *s)
+{
+	if (!s)
+		return;
+	mdb_env_close(s->env);
+	free(s);
+}
+
+uint64_t mon_store_first_epoch(struct mon_store *s)
+{
+	return s->first;
+}
+
+/* Writes one epoch in txn t (no commit). */
+static int write_epoch(struct mon_store *s, MDB_txn *t, const void *inc, size_t inclen,
+		       uint64_t epoch, const void *full, size_t fulllen,
+		       const uint8_t fsid[16])
+{
+	uint8_t key[11], u[8];
+	int r;
+
+	inc_key(epoch, key);
+	r = put(t, s->dbi, key, sizeof(key), inc, inclen);
+	if (r == 0 && full)
+		r = put(t, s->dbi, "full", 4, full, fulllen);
+	put_u64le(u, epoch);
+	if (r == 0)
+		r = put(t, s->dbi, "last", 4, u, 8);
+	if (r == 0 && (s->first == 0 || epoch < s->first)) {
+		put_u64le(u, epoch);
+		r = put(t, s->dbi, "first", 5, u, 8);
+	}
+	if (r == 0 && s->last == 0)
+		r = put(t, s->dbi, "fsid", 4, fsid, 16);
+	return r;
+}
+
+int mon_store_commit(struct mon_store *s, const struct osdmap_inc *inc,
+		     const struct osdmap *m)
+{
+	struct enc ei, ef;
+	MDB_txn *t;
+	int r;
+
+	if (inc->epoch != s->last + 1 || m->epoch != inc->epoch)
+		return -EINVAL;		/* never reuse or skip an epoch */
+	enc_init(&ei);
+	enc_init(&ef);
+	osdmap_inc_encode(inc, &ei);
+	osdmap_encode(m, &ef);
+	r = ei.err ? ei.err : ef.err;
+	if (r < 0)
+		goto out_free;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		goto out_free;
+	r = write_epoch(s, t, ei.buf, ei.len, inc->epoch, ef.buf, ef.len, m->fsid);
+	if (r < 0) {
+		mdb_txn_abort(t);
+		goto out_free;
+	}
+	/* mdb_txn_commit fsyncs (the env has neither MDB_NOSYNC nor
+	 * MDB_NOMETASYNC): once it returns 0 the epoch survives a crash */
+	r = lmdb_err(mdb_txn_commit(t));
+	if (r < 0)
+		goto out_free;
+	if (s->first == 0)
+		s->first = inc->epoch;
+	if (s->last == 0)
+		memcpy(s->fsid, m->fsid, 16);
+	s->last = inc->epoch;
+out_free:
+	enc_free(&ei);
+	enc_free(&ef);
+	if (r < 0)
+		log_error("store", "cannot commit epoch %llu: %s",
+			  (unsigned long long)inc->epoch, strerror(-r));
+	return r;
+}
+
+int mon_store_load_latest(struct mon_store *s, struct osdmap **out)
+{
+	MDB_txn *t;
+	MDB_val v;
+	struct dec d;
+	int r;
+
+	*out = NULL;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0)
+		return r;
+	r = get(t, s->dbi, "full", 4, &v);
+	if (r == 0) {
+		dec_init(&d, v.mv_data, v.mv_size);
+		r = osdmap_decode(&d, out);
+	}
+	mdb_txn_abort(t);
+	if (r == 0 && (*out)->epoch != s->last) {
+		osdmap_free(*out);
+		*out = NULL;
+		r = -EUCLEAN;
+	}
+	return r;
+}
+
+int mon_store_load_incs(struct mon_store *s, uint64_t first, uint64_t last,
+			struct osdmap_inc **incs)
+{
+	struct osdmap_inc *a;
+	uint64_t n, i;
+	MDB_txn *t;
+	int r;
+
+	*incs = NULL;
+	if (first < s->first || last > s->last || first > last)
+		return -ERANGE;
+	n = last - first + 1;
+	a = calloc(n, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0) {
+		free(a);
+		return r;
+	}
+	for (i = 0; i < n && r == 0; i++) {
+		uint8_t key[11];
+		MDB_val v;
+		struct dec d;
+
+		inc_key(first + i, key);
+		r = get(t, s->dbi, key, sizeof(key), &v);
+		if (r < 0)
+			break;
+		dec_init(&d, v.mv_data, v.mv_size);
+		r = osdmap_inc_decode(&d, &a[i]);
+		if (r == 0 && a[i].epoch != first + i)
+			r = -EUCLEAN;
+		if (r < 0) {
+			i++;	/* clear this one too */
+			break;
+		}
+	}
+	mdb_txn_abort(t);
+	if (r < 0) {
+		for (uint64_t j = 0; j < i; j++)
+			osdmap_inc_clear(&a[j]);
+		free(a);
+		return r;
+	}
+	*incs = a;
+	return 0;
+}
+
+/*
+ * Backup blob: "ATMONBK1", then one versioned section
+ *   fsid[16] u64 first u64 last, (last-first+1) x blob(inc), blob(full)
+ * then u32 crc32c of everything before it.
+ */
+int mon_store_backup(struct mon_store *s, void **buf, size_t *len)
+{
+	struct enc e;
+	MDB_txn *t;
+	MDB_val v;
+	size_t h;
+	int r;
+
+	*buf = NULL;
+	enc_init(&e);
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0)
+		goto out_free;
+	enc_raw(&e, BACKUP_MAGIC, 8);
+	h = enc_begin(&e, 1, 1);
+	enc_raw(&e, s->fsid, 16);
+	enc_u64(&e, s->first);
+	enc_u64(&e, s->last);
+	for (uint64_t ep = s->first; ep <= s->last && r == 0; ep++) {
+		uint8_t key[11];
+
+		inc_key(ep, key);
+		r = get(t, s->dbi, key, sizeof(key), &v);
+		if (r == 0)
+			enc_blob(&e, v.mv_data, v.mv_size);
+	}
+	if (r == 0)
+		r = get(t, s->dbi, "full", 4, &v);
+	if (r == 0)
+		enc_blob(&e, v.mv_data, v.mv_size);
+	mdb_txn_abort(t);
+	if (r < 0)
+		goto out_free;
+	enc_end(&e, h);
+	enc_u32(&e, atoll__crc32c(0, e.buf, e.len));
+	if (e.err) {
+		r = e.err;
+		goto out_free;
+	}
+	*buf = enc_take(&e, len);
+	return *buf ? 0 : -ENOMEM;
+out_free:
+	enc_free(&e);
+	return r;
+}
+
+static void remove_store(const char *dir)
+{
+	static const char *const files[] = { "data.mdb", "lock.mdb" };
+	char path[4096];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/store/%s", dir, files[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/store", dir);
+	rmdir(path);
+}
+
+int mon_store_restore(const char *dir, const void *buf, size_t len,
+		      char *err, size_t errlen)
+{
+	struct mon_store *s = NULL;
+	struct osdmap *replay = NULL, *full = NULL;
+	struct dec d, b;
+	const uint8_t *fsid;
+	uint64_t first, last;
+	uint8_t ver;
+	const void *fp;
+	size_t fl;
+	MDB_txn *t = NULL;
+	int r;
+
+	err[0] = '\0';
+	if (len < 12 || memcmp(buf, BACKUP_MAGIC, 8) != 0 ||
+	    atoll__crc32c(0, buf, len - 4) != get_u32le((const uint8_t *)buf + len - 4)) {
+		snprintf(err, errlen, "the file is not a monitor backup (bad magic or "
+			 "checksum); take one with: atoll mon backup FILE");
+		return -EBADMSG;
+	}
+	dec_init(&d, (const uint8_t *)buf + 8, len - 12);
+	if (dec_begin(&d, 1, &b, &ver) < 0)
+		goto out_bad;
+	fsid = dec_raw(&b, 16);
+	first = dec_u64(&b);
+	last = dec_u64(&b);
+	if (b.err || first != 1 || last < first || last - first > BACKUP_INC_MAX)
+		goto out_bad;
+	replay = osdmap_new(fsid);
+	if (!replay) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = mon_store_create(dir, &s, err, errlen);
+	if (r < 0)
+		goto out;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		goto out;
+	for (uint64_t ep = first; ep <= last; ep++) {
+		struct osdmap_inc inc;
+		struct dec id;
+		const void *p;
+		size_t n;
+
+		p = dec_blob(&b, &n, PROTO_COMMAND_MAX * 64);
+		if (b.err)
+			goto out_bad;
+		dec_init(&id, p, n);
+		if (osdmap_inc_decode(&id, &inc) < 0)
+			goto out_bad;
+		r = inc.epoch == ep ? osdmap_apply(replay, &inc) : -EINVAL;
+		osdmap_inc_clear(&inc);
+		if (r < 0)
+			goto out_bad;
+		r = write_epoch(s, t, p, n, ep, NULL, 0, fsid);
+		if (r < 0)
+			goto out;
+		s->first = first;
+		s->last = ep;
+	}
+	fp = dec_blob(&b, &fl, PROTO_COMMAND_MAX * 64);
+	if (b.err || dec_end(&d, &b) < 0)
+		goto out_bad;
+	{
+		struct dec fd;
+
+		dec_init(&fd, fp, fl);
+		if (osdmap_decode(&fd, &full) < 0)
+			goto out_bad;
+		/* the creation time is not in any incremental */
+		replay->created_ms = full->created_ms;
+		if (!osdmap_equal(full, replay))
+			goto out_bad;
+	}
+	r = put(t, s->dbi, "full", 4, fp, fl);
+	if (r == 0)
+		r = put(t, s->dbi, "fsid", 4, fsid, 16);
+	if (r == 0)
+		r = lmdb_err(mdb_txn_commit(t));
+	t = NULL;
+	goto out;
+
+out_bad:
+	r = -EBADMSG;
+	snprintf(err, errlen, "the monitor backup is damaged: its history does not "
+		 "decode or does not replay to its full map");
+out:
+	if (t)
+		mdb_txn_abort(t);
+	if (r < 0 && s) {
+		mon_store_close(s);
+		remove_store(dir);	/* never leave half a store behind */
+	} else {
+		mon_store_close(s);
+	}
+	osdmap_free(replay);
+	osdmap_free(full);
+	if (r < 0 && !err[0])
+		snprintf(err, errlen, "cannot restore into '%s': %s", dir, strerror(-r));
+	return r;
+}
