@@ -394,13 +394,24 @@ static int cmd_colls(char **args, int nargs)
 
 struct ls_ctx {
 	bool first;
+	bool meta;	/* the collection holds a PG meta object */
 };
 
 /* Streams names (a collection may hold millions: no array in memory). */
 static int ls_one(void *arg, const char *oid)
 {
 	struct ls_ctx *c = arg;
-	char *e = escape(oid, strlen(oid));
+	char *e;
+
+	/* Names starting with byte 0x01 are the OSD's own (the PG meta
+	 * object holding the PG log and info, osd/pglog.h): not listed,
+	 * since no client can name them; in bash `omap COLL $'\x01pgmeta'`
+	 * shows the log.  The JSON output says "pg_meta": true instead. */
+	if (oid[0] == '\001') {
+		c->meta = true;
+		return 0;
+	}
+	e = escape(oid, strlen(oid));
 
 	if (g.json) {
 		/* The escaped text is printable ASCII: as a JSON string it
@@ -444,7 +455,8 @@ static int cmd_ls(char **args, int nargs)
 	r = store_list(st, coll, g.after, g.max, ls_one, &c);
 	store_close(st);
 	if (g.json)
-		printf("%s]\n}\n", c.first ? "" : "\n  ");
+		printf("%s],\n  \"pg_meta\": %s\n}\n", c.first ? "" : "\n  ",
+		       c.meta ? "true" : "false");
 	if (r < 0) {
 		fflush(stdout);
 		err("cannot list collection %s: %s", cs, errstr(r));
@@ -854,7 +866,8 @@ static const char common_help[] =
 "suffix K, M, G or T (powers of 1024).\n"
 "\n"
 "The store is opened read-only (except by mkfs): stop the OSD that owns it\n"
-"first.  Exit codes: 0 done, 1 failed (or fsck found problems), 2 bad usage.\n";
+"first.  `ls` leaves out the PG meta object (name \\x01pgmeta: the PG log and\n"
+"info); see it with: omap COLL $'\\x01pgmeta'.  Exit codes: 0 done, 1 failed (or fsck found problems), 2 bad usage.\n";
 
 static void usage(FILE *f)
 {

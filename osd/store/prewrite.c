@@ -107,10 +107,14 @@ static int prewrite_op(struct store *st, struct op *op)
 		for (size_t k = 0; k < pw->runs.n; k++)
 			boff += pw->runs.v[k].len;
 	}
-	/* From here on the commit thread reaps what was submitted. */
+	/* From here on the commit thread reaps what was submitted.  The
+	 * count is set before the first io_submit: the commit thread, reaping
+	 * the shared context for an earlier transaction, may take this one's
+	 * completions (and count them down) before io_submit even returns. */
 	op->prew = pw;
 	size_t done = 0;
 
+	__atomic_store_n(&pw->left, (int)nio, __ATOMIC_RELEASE);
 	while (done < nio) {
 		int s = io_submit(st->pctx, (long)(nio - done), ptrs + done);
 
@@ -124,7 +128,8 @@ static int prewrite_op(struct store *st, struct op *op)
 		}
 		done += (size_t)s;
 	}
-	__atomic_store_n(&pw->left, (int)done, __ATOMIC_RELEASE);
+	if (done < nio)		/* never submitted: nothing to reap for those */
+		__atomic_sub_fetch(&pw->left, (int)(nio - done), __ATOMIC_ACQ_REL);
 	free(ptrs);
 	return 0;
 

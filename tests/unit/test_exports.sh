@@ -1,10 +1,14 @@
 #!/bin/sh
-# test_exports.sh LIBATOLL_SO - libatoll.so exports only the public API:
-# every defined dynamic symbol is atoll_ followed by a letter or digit
-# (internal helpers are atoll__* or carry a subsystem prefix and must stay
-# local; lib/libatoll.map enforces it, this checks that it did).
+# test_exports.sh LIBATOLL_SO [HEADER] - libatoll.so exports exactly the
+# public API: every defined dynamic symbol is atoll_ followed by a letter
+# or digit (internal helpers are atoll__* or carry a subsystem prefix and
+# must stay local; lib/libatoll.map enforces it, this checks that it did),
+# and every function HEADER declares (default: include/atoll/atoll.h of
+# this source tree) is exported, so a declared but unimplemented call is
+# caught here rather than by a user's linker.
 set -u
-lib=${1:?usage: test_exports.sh LIBATOLL_SO}
+lib=${1:?usage: test_exports.sh LIBATOLL_SO [HEADER]}
+header=${2:-$(dirname "$0")/../../include/atoll/atoll.h}
 command -v nm >/dev/null 2>&1 || { echo "nm not found; skipping"; exit 77; }
 [ -f "$lib" ] || { echo "no such library: $lib"; exit 1; }
 
@@ -17,5 +21,19 @@ if [ -n "$bad" ]; then
 	printf '  %s\n' $bad
 	exit 1
 fi
+[ -f "$header" ] || { echo "no such header: $header"; exit 1; }
+# A declaration's first line: "type atoll_name(" at the start of a line.
+declared=$(grep -o '^[a-z].*[ *]atoll_[a-z0-9_]*(' "$header" |
+	grep -o 'atoll_[a-z0-9_]*($' | tr -d '(' | sort -u)
+[ -n "$declared" ] || { echo "FAIL: no functions found in $header"; exit 1; }
+missing=$(printf '%s\n' "$declared" | while read -r f; do
+	printf '%s\n' "$syms" | grep -qx "$f" || echo "$f"
+done)
+if [ -n "$missing" ]; then
+	echo "FAIL: $header declares functions that $lib does not export:"
+	printf '  %s\n' $missing
+	exit 1
+fi
+echo "ok: all $(printf '%s\n' "$declared" | wc -l) functions of $(basename "$header") exported"
 echo "ok: $(printf '%s\n' "$syms" | wc -l) exported symbols, all atoll_*:"
 printf '  %s\n' $syms

@@ -1,0 +1,287 @@
+#!/bin/bash
+# bench/cluster-bench.sh - `atoll bench` on a local cluster against the disk.
+#
+# Starts the default cluster (atoll-cluster up: 1 monitor, 3 OSDs on 3
+# hosts, pool 'default' of size 3) in a folder on the repo's disk, writes
+# at least 2 GiB of 4 MiB objects for the reads, then runs, interleaved,
+# never at the same time:
+#   ref    ../shared/bench/disklimit.sh on the same folder (cluster idle)
+#   w4m    atoll bench default S write -b 4M -t 16
+#   w4k    atoll bench default S write -b 4K -t 16   (+ CPU time per write)
+#   (every OSD restarted, caches dropped)
+#   r4m    atoll bench default S seq  -t 16         (4 MiB objects, whole)
+#   r4k    atoll bench default S rand -b 4K -t 16
+# RUNS times, then prints the medians and the ratios to the issue's targets:
+#   4 MiB writes  >= 85% of replicated3_seq_write_limit_MBps
+#   4 MiB reads   >= 90% of seq_read_4M_MBps
+#   4 KiB writes  >= 70% of replicated3_durable_4K_limit_IOPS, and
+#                 <= 500 us of CPU per write (user+system of every atoll
+#                 process: the daemons from /proc/PID/stat before/after, the
+#                 bench client from its rusage)
+#   4 KiB reads   >= 30% of randread_4K_QD32_IOPS
+#   memory        RssAnon of each OSD < 150 MB, monitor < 50 MB (the most
+#                 seen while the benchmarks ran, sampled every 0.5 s);
+#                 RssFile beside it
+#
+# usage: bench/cluster-bench.sh [OPTIONS]
+#   --dir DIR         folder for the cluster and the reference's file
+#                     (default: a new folder under the repo's scratch/,
+#                     removed at the end unless --keep)
+#   --runs N          rounds (default 3)
+#   --seconds N       seconds per workload, both sides (default 15)
+#   --prefill-gib N   GiB of 4 MiB objects written before the first round
+#                     for the reads (default 2)
+#   --size SZ         each OSD's store (default 10G)
+#   --disklimit PATH  the reference script (default ../shared/bench/
+#                     disklimit.sh beside the repo, or $DISKLIMIT)
+#   --out DIR         raw outputs (default scratch/cluster-bench-DATE/)
+#   --quick           the whole pipeline fast: 1 run, 3 s, 256 MiB prefill,
+#                     4G stores; its figures are not the benchmark's
+#   --keep            keep the cluster's folder (it is stopped either way)
+#   -h, --help
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=3 seconds=15 prefill=2 size=10G quick=0 keep=0 dir= out=
+disklimit=${DISKLIMIT:-$root/../shared/bench/disklimit.sh}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--dir) dir=${2:?--dir needs a folder}; shift 2 ;;
+	--runs) runs=${2:?--runs needs a number}; shift 2 ;;
+	--seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
+	--prefill-gib) prefill=${2:?--prefill-gib needs a number}; shift 2 ;;
+	--size) size=${2:?--size needs a size}; shift 2 ;;
+	--disklimit) disklimit=${2:?--disklimit needs a path}; shift 2 ;;
+	--out) out=${2:?--out needs a folder}; shift 2 ;;
+	--quick) quick=1; shift ;;
+	--keep) keep=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "cluster-bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+if [ $quick -eq 1 ]; then
+	runs=1 seconds=3 size=4G
+	prefill_objs=64
+else
+	case $prefill in ''|*[!0-9]*|0) echo "cluster-bench.sh: --prefill-gib '$prefill' is not a positive number" >&2; exit 2 ;; esac
+	prefill_objs=$((prefill * 256))
+fi
+case $runs in ''|*[!0-9]*|0) echo "cluster-bench.sh: --runs '$runs' is not a positive number" >&2; exit 2 ;; esac
+case $seconds in ''|*[!0-9]*|0) echo "cluster-bench.sh: --seconds '$seconds' is not a positive number" >&2; exit 2 ;; esac
+[ -f "$disklimit" ] ||
+	{ echo "cluster-bench.sh: the reference script '$disklimit' is missing; give it with --disklimit PATH" >&2; exit 1; }
+
+# ATOLL_BUILD=DIR: use the binaries already built in DIR (e.g. a helper's
+# own build folder) instead of building build-release/
+if [ -n "${ATOLL_BUILD:-}" ]; then
+	bin=$(cd "$ATOLL_BUILD" && pwd)
+	ninja -C "$bin" tools/atoll tools/atoll-cluster mon/atoll-mon osd/atoll-osd >/dev/null
+else
+	"$root/scripts/build.sh" tools/atoll tools/atoll-cluster mon/atoll-mon osd/atoll-osd
+	bin=$root/build-release
+fi
+cd "$root"
+atoll=$bin/tools/atoll
+acl=$bin/tools/atoll-cluster
+
+stamp=$(date +%Y%m%d-%H%M%S)
+[ -n "$out" ] || out=$root/scratch/cluster-bench-$stamp
+mkdir -p "$out"
+made_dir=0
+if [ -z "$dir" ]; then
+	mkdir -p "$root/scratch"
+	dir=$(mktemp -d "$root/scratch/cluster-bench-dir.XXXXXX")
+	made_dir=1
+fi
+mkdir -p "$dir"
+cdir=$dir/cluster
+export ATOLL_CONF=$cdir/atoll.conf
+cleanup() {
+	[ -f "$cdir/cluster.state" ] && "$acl" down --dir "$cdir" >&2 || true
+	if [ $made_dir -eq 1 ] && [ $keep -eq 0 ]; then rm -rf "$dir"; fi
+}
+trap cleanup EXIT
+
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none)"
+	echo "folder: $dir ($(df -hT "$dir" | awk 'NR==2 {print $1, $2}'))"
+	echo "kernel: $(uname -r); cpus: $(nproc)"
+	echo "runs: $runs; seconds: $seconds; prefill: $prefill_objs x 4 MiB; OSD stores: $size"
+	echo "cluster: atoll-cluster up --dir $cdir --size $size (3 OSDs, 3 hosts, size 3)"
+	echo "reference: $disklimit $dir $seconds"
+} | tee "$out/info.txt" >&2
+
+"$acl" up --dir "$cdir" --size "$size" --timeout 300 >&2
+
+# measure NAME CMD...: runs CMD (an atoll bench with --format json) and
+# writes out/NAME.json: the bench's JSON plus cpu_s (user+system of every
+# daemon, from /proc/PID/stat, and of CMD itself, from its rusage) and the
+# largest RssAnon/RssFile (kB) of each daemon, sampled every 0.5 s.
+measure() {
+	local name=$1
+	shift
+	python3 - "$cdir/cluster.state" "$out/$name.json" "$@" <<'EOF'
+import json, os, resource, subprocess, sys, threading, time
+state, dest, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+hz = os.sysconf("SC_CLK_TCK")
+daemons = {}
+for line in open(state):
+    f = line.split()
+    if f and f[0] == "daemon" and f[7] != "0":
+        daemons[f[1]] = int(f[7])
+def cpu(pid):
+    try:
+        s = open("/proc/%d/stat" % pid).read()
+        rest = s[s.rindex(")") + 2:].split()
+        return (int(rest[11]) + int(rest[12])) / hz   # utime, stime
+    except (OSError, ValueError):
+        return 0.0
+def status(pid):
+    r = {}
+    try:
+        for l in open("/proc/%d/status" % pid):
+            k, _, v = l.partition(":")
+            if k in ("RssAnon", "RssFile"):
+                r[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return r
+peak = {n: {"RssAnon": 0, "RssFile": 0} for n in daemons}
+done = threading.Event()
+def sample():
+    while not done.is_set():
+        for n, p in daemons.items():
+            for k, v in status(p).items():
+                peak[n][k] = max(peak[n][k], v)
+        done.wait(0.5)
+t = threading.Thread(target=sample)
+t.start()
+before = {n: cpu(p) for n, p in daemons.items()}
+ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+p = subprocess.run(cmd, stdout=subprocess.PIPE)
+ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+after = {n: cpu(p_) for n, p_ in daemons.items()}
+done.set()
+t.join()
+if p.returncode != 0:
+    sys.exit("%s failed (exit %d)" % (" ".join(cmd), p.returncode))
+r = json.loads(p.stdout)
+r["cpu_daemons_s"] = sum(after[n] - before[n] for n in daemons)
+r["cpu_client_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+r["cpu_s"] = r["cpu_daemons_s"] + r["cpu_client_s"]
+r["cpu_us_per_op"] = r["cpu_s"] / r["ops"] * 1e6 if r["ops"] else 0
+r["rss_kB"] = peak
+json.dump(r, open(dest, "w"))
+print("%s: %.1f MB/s, %.0f IOPS, lat avg %.2f ms p99 %.2f ms, cpu %.0f us/op"
+      % (os.path.basename(dest), r["MBps"], r["iops"], r["lat_avg_ms"], r["lat_p99_ms"],
+         r["cpu_us_per_op"]), file=sys.stderr)
+EOF
+}
+
+restart_osds() {
+	local ids
+	ids=$(awk '$1 == "daemon" && $3 == "osd" { print $4 }' "$cdir/cluster.state")
+	for i in $ids; do "$acl" osd stop "$i" --dir "$cdir" >&2; done
+	sync
+	if [ -w /proc/sys/vm/drop_caches ]; then echo 3 >/proc/sys/vm/drop_caches || true; fi
+	for i in $ids; do "$acl" osd start "$i" --dir "$cdir" --timeout 120 >&2; done
+	for _ in $(seq 1 600); do
+		[ "$("$atoll" health 2>/dev/null | head -n 1)" = HEALTH_OK ] && return 0
+		sleep 0.2
+	done
+	"$atoll" health detail >&2 || true
+	echo "cluster-bench.sh: the cluster is not HEALTH_OK after restarting the OSDs" >&2
+	exit 1
+}
+
+echo "== prefill: $prefill_objs objects of 4 MiB for the reads" >&2
+"$atoll" bench default 3600 write -b 4M -t 16 --no-cleanup --max-ops "$prefill_objs" \
+	--run-name bench_reads --format json >"$out/prefill.json"
+
+for i in $(seq 1 "$runs"); do
+	echo "== run $i/$runs: reference (disklimit.sh)" >&2
+	bash "$disklimit" "$dir" "$seconds" >"$out/ref.$i.tsv"
+	cat "$out/ref.$i.tsv" >&2
+	echo "== run $i/$runs: cluster writes" >&2
+	# --no-cleanup, then cleanup outside the measurement: removing the
+	# objects must not count in the CPU time per write
+	for w in w4m:4M w4k:4K; do
+		measure "${w%%:*}.$i" "$atoll" bench default "$seconds" write -b "${w##*:}" -t 16 \
+			--no-cleanup --run-name "${w%%:*}" --format json
+		"$atoll" bench default 0 cleanup --run-name "${w%%:*}" --format json >/dev/null
+	done
+	echo "== run $i/$runs: restarting the OSDs before the reads" >&2
+	restart_osds
+	measure "r4m.$i" "$atoll" bench default "$seconds" seq -t 16 --run-name bench_reads --format json
+	measure "r4k.$i" "$atoll" bench default "$seconds" rand -b 4K -t 16 --run-name bench_reads --format json
+done
+
+python3 - "$out" "$runs" <<'EOF' | tee "$out/summary.txt"
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+ref = {}
+for i in range(1, runs + 1):
+    for line in open("%s/ref.%d.tsv" % (out, i)):
+        f = line.rstrip("\n").split("\t")
+        if len(f) == 4:
+            try:
+                ref.setdefault(f[1], []).append(float(f[2]))
+            except ValueError:
+                pass
+def runs_of(name):
+    return [json.load(open("%s/%s.%d.json" % (out, name, i))) for i in range(1, runs + 1)]
+med = statistics.median
+b = {n: runs_of(n) for n in ("w4m", "w4k", "r4m", "r4k")}
+print("median of %d run%s (each run: reference, then the cluster)" % (runs, "" if runs == 1 else "s"))
+print()
+print("%-22s %10s  %-34s %10s  %6s  %7s  %s" % ("cluster", "value", "reference", "disk", "ratio", "target", "verdict"))
+ok = True
+for name, key, label, r, target in (
+        ("w4m", "MBps", "4M write MB/s", "replicated3_seq_write_limit_MBps", 0.85),
+        ("r4m", "MBps", "4M read MB/s", "seq_read_4M_MBps", 0.90),
+        ("w4k", "iops", "4K write IOPS", "replicated3_durable_4K_limit_IOPS", 0.70),
+        ("r4k", "iops", "4K read IOPS", "randread_4K_QD32_IOPS", 0.30)):
+    v = med([x[key] for x in b[name]])
+    d = med(ref[r]) if r in ref else 0
+    ratio = v / d if d else 0
+    good = ratio >= target
+    ok &= good
+    print("%-22s %10.1f  %-34s %10.0f  %5.0f%%  %6s  %s" % (label, v, r, d, ratio * 100,
+          ">=%d%%" % (target * 100), "MET" if good else "MISSED"))
+cpu = med([x["cpu_us_per_op"] for x in b["w4k"]])
+good = cpu <= 500
+ok &= good
+print("%-22s %10.0f  %-34s %10s  %6s  %7s  %s" % ("4K write CPU us/op", cpu, "(all atoll processes)", "", "", "<=500", "MET" if good else "MISSED"))
+print()
+print("memory, the most seen during the benchmarks (MB):")
+peak = {}
+for name in b:
+    for x in b[name]:
+        for d, v in x["rss_kB"].items():
+            p = peak.setdefault(d, {"RssAnon": 0, "RssFile": 0})
+            for k in p:
+                p[k] = max(p[k], v.get(k, 0))
+for d in sorted(peak):
+    limit = 50 if d.startswith("mon") else 150
+    a = peak[d]["RssAnon"] / 1024
+    good = a < limit
+    ok &= good
+    print("  %-8s RssAnon %7.1f (< %d: %s)   RssFile %7.1f" % (d, a, limit, "MET" if good else "MISSED", peak[d]["RssFile"] / 1024))
+print()
+print("latency (median of runs, ms):")
+for name in b:
+    print("  %-4s avg %8.3f  p50 %8.3f  p99 %8.3f  max %8.3f   (%s)" % (name,
+          med([x["lat_avg_ms"] for x in b[name]]), med([x["lat_p50_ms"] for x in b[name]]),
+          med([x["lat_p99_ms"] for x in b[name]]), med([x["lat_max_ms"] for x in b[name]]),
+          " ".join("%.1f" % x["MBps"] + "MB/s" for x in b[name])))
+print()
+print("disk (median):")
+for k in sorted(ref):
+    print("  %-36s %10.0f   %s" % (k, med(ref[k]), " ".join("%.0f" % v for v in ref[k])))
+print()
+print("targets: %s" % ("all met" if ok else "not all met"))
+EOF
+echo "raw outputs: $out" >&2

@@ -1,0 +1,235 @@
+/*
+ * client.h - private types of libatoll's client (the "objecter"), shared
+ * by the files of lib/client/ and by nothing else.
+ *
+ * Locking: one mutex per cluster handle (atoll_cluster.lock) protects the
+ * map, the OSD sessions, the list of requests in flight and the throttle.
+ * It is never held while calling into the messenger's send paths
+ * (msg_call, msg_send, msg_conn_close), whose callbacks may take it.
+ * Completions have their own mutex (completion.c).
+ */
+#ifndef ATOLL_CLIENT_H
+#define ATOLL_CLIENT_H
+
+#include "atoll/atoll.h"
+#include "proto.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config;
+struct msgr;
+struct msg_conn;
+struct osdmap;
+
+/* Default limits (DESIGN.md, "Default limits"). */
+#define CLIENT_OBJECT_MAX	(128ull << 20)	/* bytes of one object */
+#define CLIENT_PAYLOAD_MAX	(64ull << 20)	/* bytes of one op */
+#define CLIENT_KV_MAX		10000u		/* key/value entries of one op */
+#define CLIENT_THROTTLE_OPS	1024u
+#define CLIENT_THROTTLE_BYTES	(256ull << 20)
+/* A resend after -ESTALE from an OSD no newer than us, or after a lost
+ * connection, waits this long so that a flapping peer is not hammered. */
+#define CLIENT_RETRY_MS		50u
+
+/* One connection to an OSD, opened on first use. */
+struct client_session {
+	int32_t osd;
+	char addr[64];
+	struct msg_conn *conn;	/* one reference, ours */
+};
+
+struct atoll_cluster {
+	pthread_mutex_t lock;		/* everything below unless said */
+	pthread_cond_t map_cond;	/* signalled on every new map */
+	pthread_cond_t throttle_cond;	/* signalled when ops finish */
+
+	struct config *cfg;		/* set before connect, read-only after */
+	uint64_t op_timeout_ms;		/* 0 = never */
+	uint64_t mount_timeout_ms;
+	uint64_t throttle_ops;
+	uint64_t throttle_bytes;
+
+	uint64_t id;			/* random, the "client.N" */
+	struct msgr *msgr;
+	struct msg_conn *mon;		/* our reference */
+	bool connected;			/* connect succeeded */
+	bool shutting_down;
+	int mon_err;			/* last close error of the mon conn */
+	bool mon_ever_connected;
+
+	struct osdmap *map;		/* NULL until the first map */
+	uint64_t map_refused;		/* epochs refused (rolled-back monitor) */
+
+	struct client_session *sessions;
+	size_t nsessions;
+
+	/* requests not yet finished, and the throttle */
+	struct client_req *reqs;	/* doubly linked */
+	uint64_t next_tid;
+	uint64_t inflight_ops;
+	uint64_t inflight_bytes;
+};
+
+struct atoll_ioctx {
+	struct atoll_cluster *c;
+	uint32_t pool;
+	char name[64];
+};
+
+/* ---- completions (completion.c) ---- */
+
+struct atoll_completion {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	atoll_callback_t cb;
+	void *arg;
+	int refs;			/* the caller's and an op's */
+	bool used;			/* given to an op already */
+	bool complete;
+	int64_t rval;
+	uint64_t version;
+};
+
+/* Marks comp as taken by an op (and takes the op's reference); -EINVAL
+ * when it was used before. */
+int client_completion_take(struct atoll_completion *comp);
+/* Sets the result, wakes waiters, runs the callback, drops the op's
+ * reference.  Called once per taken completion. */
+void client_completion_finish(struct atoll_completion *comp, int64_t rval,
+			      uint64_t version);
+
+/* ---- compound ops (compound.c) ---- */
+
+enum client_out_kind {
+	OUT_NONE = 0,
+	OUT_READ,		/* buf, len, *bytes_read */
+	OUT_STAT,		/* *size, *mtime_ns */
+	OUT_XATTR_ITER,		/* one entry (name, value) into *iter */
+	OUT_XATTR_BUF,		/* value copied into buf (len) */
+	OUT_KV_ITER,		/* kv list (+ more) into *iter */
+	OUT_NAMES,		/* LIST: names into *iter, *more */
+};
+
+struct client_out {
+	enum client_out_kind kind;
+	int *rval;
+	void *buf;
+	size_t len;
+	size_t *bytes_read;
+	uint64_t *size;
+	uint64_t *mtime_ns;
+	struct atoll_kv_iter **iter;
+	int *more;
+	const char *name;	/* OUT_XATTR_ITER: the attribute's name */
+	/* filled on completion for the simple ops (ops.c) */
+	int64_t got;		/* bytes read / value length */
+};
+
+struct atoll_op {
+	int err;			/* first builder error */
+	bool has_write, has_read;
+	uint32_t nops;
+	uint32_t nkv;			/* entries across every sub-op */
+	uint64_t payload;		/* bytes across every sub-op */
+	struct osd_subop ops[PROTO_OPS_MAX];
+	struct client_out outs[PROTO_OPS_MAX];
+	char *strs[PROTO_OPS_MAX];	/* owned copies (names) */
+};
+
+/* Checks that op can be sent (sizes, mixing); 0 or a negative errno. */
+int client_op_check(const struct atoll_op *op);
+/* Fills the caller's outputs of op from a reply (called once). */
+void client_op_fill(struct atoll_op *op, const struct osd_op_reply *r,
+		    const uint8_t *data, size_t data_len);
+/* Frees what the builders allocated; op itself is not freed. */
+void client_op_clear(struct atoll_op *op);
+
+/* Name checks: 0, -EINVAL (NULL/empty) or -ENAMETOOLONG. */
+int client_check_oid(const char *oid);
+int client_check_xattr_name(const char *name);
+
+/* ---- the objecter (objecter.c) ---- */
+
+struct client_req {
+	struct client_req *prev, *next;	/* cluster's list, under lock */
+	struct atoll_cluster *c;
+	int refs;			/* list, each send, the timer */
+	uint64_t tid;			/* reqid.tid, kept across resends */
+	uint32_t pool;
+	bool fixed_pg;			/* PG-level op (LIST) */
+	uint32_t pg;
+	char oid[PROTO_OID_MAX + 1];
+	size_t oid_len;
+	struct atoll_op *op;
+	bool own_op;			/* free op with the request */
+	struct atoll_completion *comp;
+	/* done: finished (under lock); attempt: the send whose reply
+	 * counts; target: the OSD it was sent to (-1 = not sent) */
+	bool done;
+	bool sent_once;
+	uint32_t attempt;
+	int32_t target;
+	uint64_t need_epoch;		/* waiting for this map epoch */
+	uint64_t timer;			/* op timeout timer, 0 = none */
+	uint64_t bytes;			/* charged to the throttle */
+	/* result of a simple op's own post-processing (ops.c) */
+	int64_t (*post)(struct client_req *r, int64_t result);
+	void *post_arg;
+};
+
+/* Submits a request (takes ownership of r: it is freed after it
+ * finishes).  Blocks on the throttle unless called on the library's
+ * thread.  Returns 0 (the completion will fire) or a negative errno (it
+ * will not; r is freed). */
+int client_submit(struct atoll_cluster *c, struct client_req *r);
+/* A new request for op on oid in pool (oid may be NULL for PG ops). */
+struct client_req *client_req_new(struct atoll_ioctx *io, const char *oid,
+				  struct atoll_op *op, bool own_op,
+				  struct atoll_completion *comp);
+/* Frees a request that was never submitted. */
+void client_req_free(struct client_req *r);
+/* Rechecks every request after a new map (called without the lock). */
+void client_map_changed(struct atoll_cluster *c);
+/* Closes every OSD session (shutdown). */
+void client_sessions_close(struct atoll_cluster *c);
+/* Fails every request not finished yet with err (shutdown). */
+void client_fail_all(struct atoll_cluster *c, int err);
+
+/* ---- the cluster (cluster.c) ---- */
+
+/* Asks the monitor for maps after the one we hold. */
+void client_resubscribe(struct atoll_cluster *c);
+/* Waits (up to timeout_ms, 0 = forever) until the map is at least
+ * epoch; 0 or -ETIMEDOUT. */
+int client_wait_epoch(struct atoll_cluster *c, uint64_t epoch, uint64_t timeout_ms);
+/* The value of "key": N in a JSON text (top level or not: the first
+ * occurrence), or -ENOENT. */
+int client_json_u64(const char *json, size_t len, const char *key, uint64_t *out);
+/* Appends s to buf as a JSON string (quoted, escaped); -E2BIG if buf
+ * is too small.  *pos advances. */
+int client_json_str(char *buf, size_t cap, size_t *pos, const char *s);
+
+/* ---- iterators (kviter.c) ---- */
+
+/* An iterator over a copy of an OSD kv list ("u32 n, n x (blob, blob)",
+ * then u8 more); *more gets the flag when more is not NULL.  kv_only:
+ * keys without values (names).  -EBADMSG for a malformed list. */
+int client_kv_iter_decode(const void *p, size_t len, struct atoll_kv_iter **out,
+			  int *more);
+/* An iterator holding one entry (copied). */
+int client_kv_iter_one(const void *k, size_t klen, const void *v, size_t vlen,
+		       struct atoll_kv_iter **out);
+
+/* ---- listing cursor (list.c) ---- */
+
+/* Encodes (pg, last name) as a cursor string; -ERANGE if buf is small. */
+int client_cursor_encode(uint32_t pg, const char *name, size_t len, char *buf,
+			 size_t cap);
+/* Decodes a cursor: name gets up to PROTO_OID_MAX bytes + NUL. */
+int client_cursor_decode(const char *cursor, uint32_t *pg, char *name,
+			 size_t *len);
+
+#endif

@@ -1,0 +1,675 @@
+/*
+ * cluster.c - the cluster handle: configuration, the connection to the
+ * monitor, the map it keeps current, and monitor commands.
+ *
+ * connect() starts a messenger as entity CLIENT with a random 64-bit id
+ * (the "client.N" every request id carries, so it must not repeat between
+ * handles: getrandom, never a counter), dials mon_host and subscribes to
+ * the map each time that connection's handshake completes (so a
+ * restarted monitor is re-subscribed from the epoch we hold).  Maps are
+ * applied strictly in order: a full map only if newer than ours, then
+ * each incremental that follows our epoch; a gap asks for the missing
+ * epochs again.  A full map of an epoch we hold with different content
+ * (a monitor restored from an older backup that diverged) is refused, so
+ * placement never silently changes under an epoch number.  The fsid is
+ * taken from the first map and given to the messenger, which from then
+ * on refuses peers of another cluster.
+ */
+#include "client.h"
+#include "config.h"
+#include "encode.h"
+#include "log.h"
+#include "msg.h"
+#include "osdmap.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define CLIENT_WHO		"client"
+#define DEFAULT_MON_HOST	"127.0.0.1:6789"
+#define DEFAULT_MOUNT_MS	30000u
+
+/* The keys atoll_cluster_set accepts, with how their value is checked. */
+enum key_kind { KEY_STR, KEY_ADDR, KEY_DURATION, KEY_INT, KEY_SIZE, KEY_LEVEL };
+static const struct {
+	const char *key;
+	enum key_kind kind;
+} known_keys[] = {
+	{ "mon_host", KEY_ADDR },
+	{ "client_op_timeout", KEY_DURATION },
+	{ "client_mount_timeout", KEY_DURATION },
+	{ "client_inflight_ops", KEY_INT },
+	{ "client_inflight_bytes", KEY_SIZE },
+	{ "log_level", KEY_LEVEL },
+	{ "log_file", KEY_STR },
+};
+
+/* "client-op-timeout" == "client_op_timeout", as config.h compares. */
+static bool key_eq(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++) {
+		char x = *a == '-' ? '_' : *a, y = *b == '-' ? '_' : *b;
+
+		if (x >= 'A' && x <= 'Z')
+			x = (char)(x - 'A' + 'a');
+		if (x != y)
+			return false;
+	}
+	return *a == *b;
+}
+
+/* Reads the numeric settings from cfg into c (lock held or not shared). */
+static int read_settings(struct atoll_cluster *c, const struct config *cfg)
+{
+	int64_t ops;
+	int r;
+
+	r = config_get_duration_ms(cfg, CLIENT_WHO, "client_op_timeout", 0,
+				   &c->op_timeout_ms, NULL, 0);
+	if (r == 0)
+		r = config_get_duration_ms(cfg, CLIENT_WHO, "client_mount_timeout",
+					   DEFAULT_MOUNT_MS, &c->mount_timeout_ms, NULL, 0);
+	if (r == 0)
+		r = config_get_int(cfg, CLIENT_WHO, "client_inflight_ops",
+				   CLIENT_THROTTLE_OPS, 1, 1 << 20, &ops, NULL, 0);
+	if (r == 0) {
+		c->throttle_ops = (uint64_t)ops;
+		r = config_get_size(cfg, CLIENT_WHO, "client_inflight_bytes",
+				    CLIENT_THROTTLE_BYTES, &c->throttle_bytes, NULL, 0);
+	}
+	if (r == 0 && c->throttle_bytes == 0)
+		r = -EINVAL;
+	return r < 0 ? -EINVAL : 0;
+}
+
+int atoll_cluster_create(struct atoll_cluster **out, const char *conf, unsigned flags)
+{
+	struct atoll_cluster *c;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (flags)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	r = config_load(&c->cfg, conf, NULL, 0);
+	if (r < 0) {
+		/* a missing named file is ENOENT; anything else is a bad file */
+		if (r != -ENOENT && r != -ENOMEM && r != -EACCES)
+			r = -EINVAL;
+		goto out_free;
+	}
+	r = read_settings(c, c->cfg);
+	if (r < 0)
+		goto out_free_cfg;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->map_cond, NULL);
+	pthread_cond_init(&c->throttle_cond, NULL);
+	*out = c;
+	return 0;
+
+out_free_cfg:
+	config_free(c->cfg);
+out_free:
+	free(c);
+	return r;
+}
+
+static int check_value(enum key_kind kind, const char *key, const char *value)
+{
+	struct config *t;
+	uint64_t u;
+	int64_t i;
+	char ip[64];
+	uint16_t port;
+	int r;
+
+	switch (kind) {
+	case KEY_STR:
+		return 0;
+	case KEY_ADDR:
+		return msg_parse_addr(value, ip, sizeof(ip), &port) < 0 ? -EINVAL : 0;
+	case KEY_LEVEL:
+		return log_level_parse(value) < 0 ? -EINVAL : 0;
+	default:
+		break;
+	}
+	t = config_new();
+	if (!t)
+		return -ENOMEM;
+	r = config_set_override(t, key, value);
+	if (r == 0 && kind == KEY_DURATION)
+		r = config_get_duration_ms(t, CLIENT_WHO, key, 0, &u, NULL, 0);
+	else if (r == 0 && kind == KEY_INT)
+		r = config_get_int(t, CLIENT_WHO, key, 0, 1, 1 << 20, &i, NULL, 0);
+	else if (r == 0 && kind == KEY_SIZE)
+		r = config_get_size(t, CLIENT_WHO, key, 0, &u, NULL, 0);
+	config_free(t);
+	return r < 0 ? -EINVAL : 0;
+}
+
+int atoll_cluster_set(struct atoll_cluster *c, const char *key, const char *value)
+{
+	int r = -EINVAL;
+
+	if (!c || !key || !value)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
+		if (!key_eq(key, known_keys[i].key))
+			continue;
+		r = check_value(known_keys[i].kind, known_keys[i].key, value);
+		if (r < 0)
+			return r;
+		pthread_mutex_lock(&c->lock);
+		r = config_set_override(c->cfg, known_keys[i].key, value);
+		if (r == 0)
+			r = read_settings(c, c->cfg);
+		pthread_mutex_unlock(&c->lock);
+		return r < 0 ? -EINVAL : 0;
+	}
+	return r;
+}
+
+/* ---- maps ---- */
+
+void client_resubscribe(struct atoll_cluster *c)
+{
+	struct mon_subscribe sub;
+	struct msg_conn *mon;
+	struct msg *m;
+	struct enc e;
+
+	pthread_mutex_lock(&c->lock);
+	sub.have = c->map ? c->map->epoch : 0;
+	mon = c->mon;
+	if (mon)
+		msg_conn_get(mon);
+	pthread_mutex_unlock(&c->lock);
+	if (!mon)
+		return;
+	enc_init(&e);
+	mon_subscribe_encode(&sub, &e);
+	m = msg_new(MT_MON_SUBSCRIBE, &e);
+	enc_free(&e);
+	if (m)
+		msg_send(mon, m);	/* a failure is retried on reconnect */
+	msg_conn_put(mon);
+}
+
+/* Applies a MAP message (loop thread). */
+static void handle_map(struct atoll_cluster *c, struct msg *m)
+{
+	struct mon_map_msg mm;
+	bool changed = false, gap = false, first = false;
+	uint8_t fsid[16];
+	struct dec d;
+
+	dec_init(&d, m->front, m->front_len);
+	if (mon_map_msg_decode(&d, &mm) < 0)
+		return;
+
+	pthread_mutex_lock(&c->lock);
+	if (mm.full) {
+		if (c->map && memcmp(mm.full->fsid, c->map->fsid, 16) != 0) {
+			/* another cluster's map: refuse all of it */
+			c->map_refused++;
+			goto out_unlock;
+		}
+		if (c->map && mm.full->epoch == c->map->epoch &&
+		    !osdmap_equal(mm.full, c->map)) {
+			/* the same epoch with other content: a rolled-back
+			 * monitor; refuse it and what follows it */
+			c->map_refused++;
+			goto out_unlock;
+		}
+		if (!c->map || mm.full->epoch > c->map->epoch) {
+			first = !c->map;
+			osdmap_free(c->map);
+			c->map = mm.full;
+			mm.full = NULL;
+			changed = true;
+		}
+	}
+	for (uint32_t i = 0; c->map && i < mm.ninc; i++) {
+		if (mm.incs[i].epoch <= c->map->epoch)
+			continue;	/* known already */
+		if (mm.incs[i].epoch != c->map->epoch + 1 ||
+		    osdmap_apply(c->map, &mm.incs[i]) < 0) {
+			gap = true;
+			break;
+		}
+		changed = true;
+	}
+	if (!c->map)
+		gap = true;	/* incrementals without a base: ask again */
+	if (changed) {
+		memcpy(fsid, c->map->fsid, sizeof(fsid));
+		pthread_cond_broadcast(&c->map_cond);
+	}
+
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	mon_map_msg_clear(&mm);
+	if (first)
+		msgr_set_fsid(c->msgr, fsid);
+	if (gap)
+		client_resubscribe(c);
+	if (changed)
+		client_map_changed(c);
+}
+
+static void on_dispatch(void *arg, struct msg_conn *conn, struct msg *m)
+{
+	struct atoll_cluster *c = arg;
+
+	if (m->type == MT_MON_MAP)
+		handle_map(c, m);
+	msg_free(m);
+}
+
+static void on_connected(void *arg, struct msg_conn *conn)
+{
+	struct atoll_cluster *c = arg;
+	bool mon;
+
+	pthread_mutex_lock(&c->lock);
+	mon = conn == c->mon;
+	if (mon)
+		c->mon_ever_connected = true;
+	pthread_mutex_unlock(&c->lock);
+	if (mon)
+		client_resubscribe(c);
+}
+
+static void on_closed(void *arg, struct msg_conn *conn, int err)
+{
+	struct atoll_cluster *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	if (conn == c->mon) {
+		c->mon_err = err;
+		pthread_cond_broadcast(&c->map_cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void deadline_in(struct timespec *ts, uint64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+int client_wait_epoch(struct atoll_cluster *c, uint64_t epoch, uint64_t timeout_ms)
+{
+	struct timespec ts;
+	int r = 0;
+
+	deadline_in(&ts, timeout_ms);
+	pthread_mutex_lock(&c->lock);
+	while (!c->map || c->map->epoch < epoch) {
+		if (c->shutting_down) {
+			r = -ESHUTDOWN;
+			break;
+		}
+		if (timeout_ms == 0)
+			pthread_cond_wait(&c->map_cond, &c->lock);
+		else if (pthread_cond_timedwait(&c->map_cond, &c->lock, &ts) == ETIMEDOUT) {
+			r = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int atoll_cluster_connect(struct atoll_cluster *c)
+{
+	struct msgr_config mc;
+	struct msgr_ops ops = {
+		.dispatch = on_dispatch,
+		.connected = on_connected,
+		.closed = on_closed,
+	};
+	const char *mon_host;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	if (c->msgr)
+		return -EISCONN;
+	r = config_get_str(c->cfg, CLIENT_WHO, "mon_host", DEFAULT_MON_HOST, &mon_host,
+			   NULL, 0);
+	if (r < 0)
+		return -EINVAL;
+	do {
+		if (getrandom(&c->id, sizeof(c->id), 0) != sizeof(c->id))
+			return -errno ? -errno : -EIO;
+	} while (c->id == 0);
+
+	memset(&mc, 0, sizeof(mc));
+	mc.size_of = sizeof(mc);
+	mc.me.type = MSG_ENTITY_CLIENT;
+	mc.me.id = c->id;
+	r = msgr_create(&mc, &ops, c, &c->msgr);
+	if (r < 0)
+		goto out;
+	r = msgr_start(c->msgr);
+	if (r < 0)
+		goto out_destroy;
+	pthread_mutex_lock(&c->lock);
+	c->mon = msgr_connect(c->msgr, mon_host);
+	pthread_mutex_unlock(&c->lock);
+	if (!c->mon) {
+		r = -ENOMEM;
+		goto out_destroy;
+	}
+	r = client_wait_epoch(c, 1, c->mount_timeout_ms);
+	if (r < 0) {
+		pthread_mutex_lock(&c->lock);
+		if (!c->mon_ever_connected && c->mon_err == -ECONNREFUSED)
+			r = -ECONNREFUSED;
+		pthread_mutex_unlock(&c->lock);
+		goto out_put_mon;
+	}
+	c->connected = true;
+	return 0;
+
+out_put_mon:
+	pthread_mutex_lock(&c->lock);
+	c->shutting_down = true;
+	pthread_mutex_unlock(&c->lock);
+	msg_conn_close(c->mon);
+	msg_conn_put(c->mon);
+	c->mon = NULL;
+out_destroy:
+	msgr_destroy(c->msgr);
+	c->msgr = NULL;
+	pthread_mutex_lock(&c->lock);
+	c->shutting_down = false;
+	osdmap_free(c->map);
+	c->map = NULL;
+	pthread_mutex_unlock(&c->lock);
+out:
+	return r;
+}
+
+void atoll_cluster_shutdown(struct atoll_cluster *c)
+{
+	struct msg_conn *mon;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->shutting_down = true;
+	mon = c->mon;
+	c->mon = NULL;
+	pthread_cond_broadcast(&c->map_cond);
+	pthread_cond_broadcast(&c->throttle_cond);
+	pthread_mutex_unlock(&c->lock);
+	client_sessions_close(c);
+	if (mon) {
+		msg_conn_close(mon);
+		msg_conn_put(mon);
+	}
+	msgr_destroy(c->msgr);
+	c->msgr = NULL;
+	/* nothing can answer what is left now */
+	client_fail_all(c, -ESHUTDOWN);
+	osdmap_free(c->map);
+	config_free(c->cfg);
+	pthread_cond_destroy(&c->throttle_cond);
+	pthread_cond_destroy(&c->map_cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+int atoll_cluster_fsid(struct atoll_cluster *c, char out[37])
+{
+	const uint8_t *u;
+
+	if (!c || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (!c->connected || !c->map) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOTCONN;
+	}
+	u = c->map->fsid;
+	snprintf(out, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+		 u[11], u[12], u[13], u[14], u[15]);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+uint64_t atoll_cluster_id(struct atoll_cluster *c)
+{
+	return c ? c->id : 0;
+}
+
+uint64_t atoll_cluster_epoch(struct atoll_cluster *c)
+{
+	uint64_t e;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	e = c->map ? c->map->epoch : 0;
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
+/* ---- monitor commands ---- */
+
+/* What the library hands out (command output, status) is malloc'd. */
+void atoll_free(void *p)
+{
+	free(p);
+}
+
+struct cmd_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+	struct msg *reply;
+};
+
+static void cmd_reply(void *arg, struct msg *reply, int err)
+{
+	struct cmd_wait *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->reply = reply;
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int atoll_mon_command(struct atoll_cluster *c, const char *json,
+		      char **status, char **out, size_t *outlen)
+{
+	struct mon_command_reply rep;
+	struct cmd_wait w;
+	struct msg_conn *mon;
+	char *st = NULL, *o = NULL;
+	struct msg *m;
+	struct enc e;
+	struct dec d;
+	uint32_t timeout;
+	int r;
+
+	if (status)
+		*status = NULL;
+	if (out)
+		*out = NULL;
+	if (outlen)
+		*outlen = 0;
+	if (!c || !json || !*json)
+		return -EINVAL;
+	if (strnlen(json, PROTO_COMMAND_MAX + 1) > PROTO_COMMAND_MAX)
+		return -E2BIG;
+	pthread_mutex_lock(&c->lock);
+	mon = c->connected ? c->mon : NULL;
+	if (mon)
+		msg_conn_get(mon);
+	timeout = c->op_timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)c->op_timeout_ms;
+	pthread_mutex_unlock(&c->lock);
+	if (!mon)
+		return -ENOTCONN;
+
+	enc_init(&e);
+	mon_command_encode(json, &e);
+	m = msg_new(MT_MON_COMMAND, &e);
+	enc_free(&e);
+	if (!m) {
+		r = -ENOMEM;
+		goto out_put;
+	}
+	memset(&w, 0, sizeof(w));
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	r = msg_call(mon, m, timeout, cmd_reply, &w);
+	if (r < 0)
+		goto out_destroy;
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	if (w.err) {
+		r = w.err;
+		goto out_destroy;
+	}
+	dec_init(&d, w.reply->front, w.reply->front_len);
+	r = mon_command_reply_decode(&d, &rep, &st);
+	if (r < 0)
+		goto out_free_reply;
+	o = malloc((size_t)rep.out_len + 1);
+	if (!o) {
+		r = -ENOMEM;
+		goto out_free_reply;
+	}
+	if (rep.out_len)
+		memcpy(o, rep.out, rep.out_len);
+	o[rep.out_len] = '\0';
+	if (outlen)
+		*outlen = rep.out_len;
+	if (out) {
+		*out = o;
+		o = NULL;
+	}
+	if (status) {
+		if (!st)
+			st = strdup("");
+		*status = st;
+		st = NULL;
+	}
+	r = rep.rc;
+
+out_free_reply:
+	free(o);
+	free(st);
+	msg_free(w.reply);
+out_destroy:
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+out_put:
+	msg_conn_put(mon);
+	return r;
+}
+
+int atoll_cluster_wait_for_latest_map(struct atoll_cluster *c)
+{
+	char *out = NULL;
+	size_t len = 0;
+	uint64_t epoch;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	r = atoll_mon_command(c, "{\"prefix\": \"status\", \"format\": \"json\"}",
+			      NULL, &out, &len);
+	if (r == 0)
+		r = client_json_u64(out, len, "epoch", &epoch);
+	free(out);
+	if (r < 0)
+		return r;
+	return client_wait_epoch(c, epoch, c->mount_timeout_ms);
+}
+
+/* ---- tiny JSON helpers (commands are built and read here without a
+ * JSON library: the monitor's replies we read are flat objects) ---- */
+
+int client_json_u64(const char *json, size_t len, const char *key, uint64_t *out)
+{
+	char pat[64];
+	const char *p, *end = json + len;
+	size_t plen;
+
+	if (!json)
+		return -ENOENT;
+	plen = (size_t)snprintf(pat, sizeof(pat), "\"%s\"", key);
+	for (p = json; p && (size_t)(end - p) >= plen;
+	     p = memchr(p + 1, '"', (size_t)(end - p - 1))) {
+		const char *q;
+
+		if (memcmp(p, pat, plen) != 0)
+			continue;
+		q = p + plen;
+		while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+			q++;
+		if (q >= end || *q != ':')
+			continue;
+		q++;
+		while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+			q++;
+		if (q >= end || *q < '0' || *q > '9')
+			return -EBADMSG;
+		*out = 0;
+		for (; q < end && *q >= '0' && *q <= '9'; q++)
+			*out = *out * 10 + (uint64_t)(*q - '0');
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int client_json_str(char *buf, size_t cap, size_t *pos, const char *s)
+{
+	size_t p = *pos;
+
+#define PUT(ch) do { if (p + 1 >= cap) return -E2BIG; buf[p++] = (ch); } while (0)
+	PUT('"');
+	for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+		if (*u == '"' || *u == '\\') {
+			PUT('\\');
+			PUT((char)*u);
+		} else if (*u < 0x20) {
+			if (p + 7 >= cap)
+				return -E2BIG;
+			p += (size_t)snprintf(buf + p, cap - p, "\\u%04x", *u);
+		} else {
+			PUT((char)*u);
+		}
+	}
+	PUT('"');
+#undef PUT
+	buf[p] = '\0';
+	*pos = p;
+	return 0;
+}

@@ -1,0 +1,371 @@
+/*
+ * ops.c - the simple object calls (write, read, stat, xattrs, omap ...),
+ * each one a compound op of a single step.
+ *
+ * Building them on atoll_op keeps one path to the OSD: the same checks,
+ * the same resend logic, the same output decoding.  The asynchronous form
+ * owns a private atoll_op that is freed with the request; a step whose
+ * result is not the op's result (bytes read, an attribute's length) sets
+ * a post hook that turns the step's output into it.  The synchronous
+ * forms are "issue, wait, release" over the asynchronous ones, as the
+ * header promises.
+ */
+#include "client.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Submits a single-step op built by the caller (taking it over). */
+static int submit_own(struct atoll_ioctx *io, const char *oid,
+		      struct atoll_completion *comp, struct atoll_op *op,
+		      int64_t (*post)(struct client_req *, int64_t))
+{
+	struct client_req *req;
+	int r;
+
+	if (!op)
+		return -ENOMEM;
+	r = client_op_check(op);
+	if (r < 0)
+		goto out_release;
+	req = client_req_new(io, oid, op, true, comp);
+	if (!req) {
+		r = -ENOMEM;
+		goto out_release;
+	}
+	req->post = post;
+	return client_submit(io->c, req);
+
+out_release:
+	atoll_op_release(op);
+	return r;
+}
+
+/* The checks every object call shares. */
+static int check_call(struct atoll_ioctx *io, const char *oid,
+		      struct atoll_completion *comp)
+{
+	if (!io || !comp)
+		return -EINVAL;
+	return client_check_oid(oid);
+}
+
+/* Waits for an async call issued with a private completion. */
+static int64_t run_sync(struct atoll_completion *comp, int issued)
+{
+	int64_t r = issued;
+
+	if (issued == 0)
+		r = atoll_completion_wait(comp);
+	atoll_completion_release(comp);
+	return r;
+}
+
+#define SYNC(call) ({ \
+	struct atoll_completion *comp_; \
+	int64_t r_ = atoll_completion_create(NULL, NULL, &comp_); \
+	if (r_ == 0) \
+		r_ = run_sync(comp_, (call)); \
+	r_; \
+})
+
+static int64_t post_bytes(struct client_req *r, int64_t result)
+{
+	return result < 0 ? result : r->op->outs[0].got;
+}
+
+static int64_t post_xattr(struct client_req *r, int64_t result)
+{
+	const struct client_out *o = &r->op->outs[0];
+
+	if (result < 0)
+		return result;
+	if ((size_t)o->got > o->len)
+		return -ERANGE;
+	return o->got;
+}
+
+/* ---- asynchronous ---- */
+
+int atoll_aio_write(struct atoll_ioctx *io, const char *oid,
+		    struct atoll_completion *comp,
+		    const void *buf, size_t len, uint64_t off)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_write(op, buf, len, off);
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+int atoll_aio_write_full(struct atoll_ioctx *io, const char *oid,
+			 struct atoll_completion *comp, const void *buf, size_t len)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_write_full(op, buf, len);
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+int atoll_aio_append(struct atoll_ioctx *io, const char *oid,
+		     struct atoll_completion *comp, const void *buf, size_t len)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_append(op, buf, len);
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+int atoll_aio_read(struct atoll_ioctx *io, const char *oid,
+		   struct atoll_completion *comp, void *buf, size_t len, uint64_t off)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_read(op, off, len, buf, NULL, NULL);
+	return submit_own(io, oid, comp, op, post_bytes);
+}
+
+int atoll_aio_stat(struct atoll_ioctx *io, const char *oid,
+		   struct atoll_completion *comp, uint64_t *size, uint64_t *mtime_ns)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_stat(op, size, mtime_ns, NULL);
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+int atoll_aio_remove(struct atoll_ioctx *io, const char *oid,
+		     struct atoll_completion *comp)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_remove(op);
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+int atoll_aio_truncate(struct atoll_ioctx *io, const char *oid,
+		       struct atoll_completion *comp, uint64_t size)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_truncate(op, size);
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+/* ---- synchronous ---- */
+
+int atoll_write(struct atoll_ioctx *io, const char *oid,
+		const void *buf, size_t len, uint64_t off)
+{
+	return (int)SYNC(atoll_aio_write(io, oid, comp_, buf, len, off));
+}
+
+int atoll_write_full(struct atoll_ioctx *io, const char *oid,
+		     const void *buf, size_t len)
+{
+	return (int)SYNC(atoll_aio_write_full(io, oid, comp_, buf, len));
+}
+
+int atoll_append(struct atoll_ioctx *io, const char *oid,
+		 const void *buf, size_t len)
+{
+	return (int)SYNC(atoll_aio_append(io, oid, comp_, buf, len));
+}
+
+int64_t atoll_read(struct atoll_ioctx *io, const char *oid,
+		   void *buf, size_t len, uint64_t off)
+{
+	return SYNC(atoll_aio_read(io, oid, comp_, buf, len, off));
+}
+
+int atoll_stat(struct atoll_ioctx *io, const char *oid,
+	       uint64_t *size, uint64_t *mtime_ns)
+{
+	return (int)SYNC(atoll_aio_stat(io, oid, comp_, size, mtime_ns));
+}
+
+int atoll_remove(struct atoll_ioctx *io, const char *oid)
+{
+	return (int)SYNC(atoll_aio_remove(io, oid, comp_));
+}
+
+int atoll_truncate(struct atoll_ioctx *io, const char *oid, uint64_t size)
+{
+	return (int)SYNC(atoll_aio_truncate(io, oid, comp_, size));
+}
+
+/* ---- attributes ---- */
+
+static int aio_getxattr(struct atoll_ioctx *io, const char *oid,
+			struct atoll_completion *comp, const char *name,
+			void *buf, size_t len)
+{
+	struct atoll_op *op;
+	int r = check_call(io, oid, comp);
+
+	if (r < 0)
+		return r;
+	if (len && !buf)
+		return -EINVAL;
+	op = atoll_op_create();
+	if (op) {
+		atoll_op_getxattr(op, name, NULL, NULL);
+		if (!op->err) {
+			op->outs[0].kind = OUT_XATTR_BUF;
+			op->outs[0].buf = buf;
+			op->outs[0].len = len;
+		}
+	}
+	return submit_own(io, oid, comp, op, post_xattr);
+}
+
+int64_t atoll_getxattr(struct atoll_ioctx *io, const char *oid, const char *name,
+		       void *buf, size_t len)
+{
+	return SYNC(aio_getxattr(io, oid, comp_, name, buf, len));
+}
+
+static int aio_one_op(struct atoll_ioctx *io, const char *oid,
+		      struct atoll_completion *comp, struct atoll_op *op)
+{
+	int r = check_call(io, oid, comp);
+
+	if (r < 0) {
+		atoll_op_release(op);
+		return r;
+	}
+	return submit_own(io, oid, comp, op, NULL);
+}
+
+int atoll_setxattr(struct atoll_ioctx *io, const char *oid, const char *name,
+		   const void *val, size_t len)
+{
+	struct atoll_op *op = atoll_op_create();
+
+	if (op)
+		atoll_op_setxattr(op, name, val, len);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+int atoll_rmxattr(struct atoll_ioctx *io, const char *oid, const char *name)
+{
+	struct atoll_op *op = atoll_op_create();
+
+	if (op)
+		atoll_op_rmxattr(op, name);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+int atoll_getxattrs(struct atoll_ioctx *io, const char *oid, struct atoll_kv_iter **out)
+{
+	struct atoll_op *op;
+	struct osd_subop *s;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	op = atoll_op_create();
+	if (op) {
+		/* no public builder: a read step of its own */
+		s = &op->ops[op->nops];
+		s->code = OSD_OP_GETXATTRS;
+		op->outs[op->nops] = (struct client_out){ .kind = OUT_KV_ITER, .iter = out };
+		op->nops++;
+		op->has_read = true;
+	}
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+/* ---- key/value maps ---- */
+
+int atoll_omap_set(struct atoll_ioctx *io, const char *oid,
+		   const struct atoll_kv *kv, size_t n)
+{
+	struct atoll_op *op = atoll_op_create();
+
+	if (op)
+		atoll_op_omap_set(op, kv, n);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+int atoll_omap_get(struct atoll_ioctx *io, const char *oid,
+		   const struct atoll_kv *keys, size_t n, struct atoll_kv_iter **out)
+{
+	struct atoll_op *op;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_omap_get(op, keys, n, out, NULL);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+int atoll_omap_list(struct atoll_ioctx *io, const char *oid,
+		    const void *after, size_t afterlen, size_t max,
+		    struct atoll_kv_iter **out, int *more)
+{
+	struct atoll_op *op;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	op = atoll_op_create();
+	if (op)
+		atoll_op_omap_list(op, after, afterlen, max, out, more, NULL);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+int atoll_omap_rm(struct atoll_ioctx *io, const char *oid,
+		  const struct atoll_kv *keys, size_t n)
+{
+	struct atoll_op *op = atoll_op_create();
+
+	if (op)
+		atoll_op_omap_rm(op, keys, n);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}
+
+int atoll_omap_clear(struct atoll_ioctx *io, const char *oid)
+{
+	struct atoll_op *op = atoll_op_create();
+
+	if (op)
+		atoll_op_omap_clear(op);
+	return (int)SYNC(aio_one_op(io, oid, comp_, op));
+}

@@ -1,0 +1,266 @@
+/*
+ * heartbeat.c - liveness: OSD<->OSD pings, failure reports, and the
+ * beacon to the monitor; also the table of connections to other OSDs.
+ *
+ * Every osd_heartbeat_interval the OSD pings every other up OSD (simple,
+ * and at the cluster sizes a PG-sharing subset would save little) and
+ * sends the monitor its beacon: store usage, the states of the PGs it is
+ * primary of, slow ops and store errors.  A peer silent for longer than
+ * osd_heartbeat_grace, or whose connection is refused, is reported to the
+ * monitor with MT_OSD_FAILURE (again every interval while it lasts; the
+ * monitor decides, from several reporters, to mark it down).
+ *
+ * Loop thread only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "log.h"
+#include "pg.h"
+#include "store.h"
+
+static struct osd_peer *peer(struct osd *osd, int32_t id)
+{
+	if (id < 0 || id >= OSDMAP_OSD_MAX)
+		return NULL;
+	if ((uint32_t)id >= osd->npeers) {
+		uint32_t n = (uint32_t)id + 16;
+		struct osd_peer *p = realloc(osd->peers, n * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		memset(p + osd->npeers, 0, (n - osd->npeers) * sizeof(*p));
+		osd->peers = p;
+		osd->npeers = n;
+	}
+	return &osd->peers[id];
+}
+
+static void peer_reset(struct osd_peer *p)
+{
+	if (p->conn) {
+		msg_conn_close(p->conn);
+		msg_conn_put(p->conn);
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id)
+{
+	const struct osdmap_osd *o;
+	struct osd_peer *p;
+
+	if (!osd->map || id == osd->whoami)
+		return NULL;
+	o = osdmap_osd(osd->map, id);
+	if (!o || !(o->state & OSD_ST_UP) || !o->addr[0])
+		return NULL;
+	p = peer(osd, id);
+	if (!p)
+		return NULL;
+	if (p->conn && strcmp(p->addr, o->addr))
+		peer_reset(p);
+	if (!p->conn) {
+		p->conn = msgr_connect(osd->msgr, o->addr);
+		if (!p->conn)
+			return NULL;
+		snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
+		msg_conn_set_priv(p->conn, (void *)(intptr_t)(id + 1));
+		p->last_rx_ms = osd_now_ms();
+	}
+	return p->conn;
+}
+
+void osd_hb_map_changed(struct osd *osd)
+{
+	for (uint32_t id = 0; id < osd->npeers; id++) {
+		struct osd_peer *p = &osd->peers[id];
+		const struct osdmap_osd *o = osdmap_osd(osd->map, (int32_t)id);
+
+		if (!p->conn)
+			continue;
+		if (!o || !(o->state & OSD_ST_UP) || strcmp(p->addr, o->addr))
+			peer_reset(p);
+	}
+}
+
+static void report_failure(struct osd *osd, int32_t id, uint32_t for_ms, bool immediate)
+{
+	struct osd_failure f = {
+		.reporter = osd->whoami,
+		.target = id,
+		.epoch = osd->map ? osd->map->epoch : 0,
+		.failed_for_ms = for_ms,
+		.immediate = immediate,
+	};
+	struct msg *m;
+	struct enc e;
+
+	if (!osd->mon)
+		return;
+	log_info("hb", "reporting osd.%d as failed (%s)", id,
+		 immediate ? "connection refused" : "no ping reply");
+	enc_init(&e);
+	osd_failure_encode(&f, &e);
+	m = msg_new(MT_OSD_FAILURE, &e);
+	enc_free(&e);
+	if (m)
+		msg_send(osd->mon, m);
+}
+
+void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err)
+{
+	intptr_t v = (intptr_t)msg_conn_priv(c);
+	int32_t id = (int32_t)v - 1;
+	struct osd_peer *p;
+
+	if (v <= 0 || id >= (int32_t)osd->npeers)
+		return;
+	p = &osd->peers[id];
+	if (p->conn != c)
+		return;
+	if (err == -ECONNREFUSED && osdmap_osd_up(osd->map, id) && !p->refused) {
+		p->refused = true;
+		report_failure(osd, id, (uint32_t)(osd_now_ms() - p->last_rx_ms), true);
+	}
+}
+
+struct ping_ctx {
+	struct osd *osd;
+	int32_t id;
+	struct msg_conn *conn;
+};
+
+static void ping_reply(void *arg, struct msg *reply, int err)
+{
+	struct ping_ctx *ctx = arg;
+	struct osd *osd = ctx->osd;
+
+	if (!err && (uint32_t)ctx->id < osd->npeers && osd->peers[ctx->id].conn == ctx->conn) {
+		struct osd_peer *p = &osd->peers[ctx->id];
+
+		p->last_rx_ms = osd_now_ms();
+		p->first_unanswered_ms = 0;
+		p->failed_reported = false;
+		p->refused = false;
+	}
+	msg_free(reply);
+	free(ctx);
+}
+
+void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	struct osd_ping pi;
+	struct msg *r;
+	struct dec d;
+	struct enc e;
+
+	dec_init(&d, m->front, m->front_len);
+	if (osd_ping_decode(&d, &pi) == 0) {
+		pi.from = osd->whoami;
+		pi.epoch = osd->map ? osd->map->epoch : 0;
+		enc_init(&e);
+		osd_ping_encode(&pi, &e);
+		r = msg_new(MT_OSD_PING, &e);
+		enc_free(&e);
+		if (r)
+			msg_reply(c, m, r);
+	}
+	msg_free(m);
+}
+
+static void ping_all(struct osd *osd)
+{
+	uint64_t now = osd_now_ms();
+
+	if (!osd->map || osd->stopping)
+		return;
+	for (uint32_t i = 0; i < osd->map->max_osd; i++) {
+		int32_t id = (int32_t)i;
+		struct osd_peer *p;
+		struct msg_conn *c;
+
+		if (id == osd->whoami || !osdmap_osd_up(osd->map, id))
+			continue;
+		c = osd_peer_conn(osd, id);
+		p = peer(osd, id);
+		if (!c || !p)
+			continue;
+		uint64_t silent = now - p->last_rx_ms;
+
+		if (silent > osd->hb_grace_ms) {
+			report_failure(osd, id, (uint32_t)silent, false);
+			p->failed_reported = true;
+		} else if (p->refused) {
+			report_failure(osd, id, (uint32_t)silent, true);
+		}
+		struct osd_ping pi = { .from = osd->whoami, .epoch = osd->map->epoch,
+				       .stamp_ms = now };
+		struct ping_ctx *ctx = malloc(sizeof(*ctx));
+		struct msg *m;
+		struct enc e;
+
+		if (!ctx)
+			continue;
+		ctx->osd = osd;
+		ctx->id = id;
+		ctx->conn = c;
+		enc_init(&e);
+		osd_ping_encode(&pi, &e);
+		m = msg_new(MT_OSD_PING, &e);
+		enc_free(&e);
+		if (!m || msg_call(c, m, (uint32_t)osd->hb_grace_ms, ping_reply, ctx) < 0)
+			free(ctx);
+	}
+}
+
+static void send_beacon(struct osd *osd)
+{
+	struct osd_beacon b = { .id = osd->whoami, .epoch = osd->map ? osd->map->epoch : 0 };
+	struct store_statfs sf;
+	struct msg *m;
+	struct enc e;
+
+	if (store_statfs(osd->store, &sf) == 0) {
+		b.total = sf.total;
+		b.used = sf.used;
+		b.avail = sf.free;
+		if (osd->map && sf.total) {
+			uint64_t ratio = sf.used * 10000 / sf.total;
+
+			atomic_store(&osd->local_full, ratio >= osd->map->full_ratio);
+		}
+	}
+	b.store_errors = atomic_load(&osd->store_errors);
+	b.npg = osd_pgs_stats(osd, &b.pgs);
+	b.nslow = osd_slow_ops(osd, &b.slow);
+	if (osd->mon && osd->booted) {
+		enc_init(&e);
+		osd_beacon_encode(&b, &e);
+		m = msg_new(MT_OSD_BEACON, &e);
+		enc_free(&e);
+		if (m)
+			msg_send(osd->mon, m);
+	}
+	free(b.pgs);
+	free(b.slow);
+}
+
+static void hb_tick(void *arg)
+{
+	struct osd *osd = arg;
+
+	if (osd->stopping || atomic_load(&osd->closing))
+		return;
+	ping_all(osd);
+	send_beacon(osd);
+	osd->hb_timer = msgr_timer(osd->msgr, (uint32_t)osd->hb_interval_ms, hb_tick, osd);
+}
+
+void osd_hb_start(struct osd *osd)
+{
+	osd->hb_timer = msgr_timer(osd->msgr, (uint32_t)osd->hb_interval_ms, hb_tick, osd);
+}

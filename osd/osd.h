@@ -1,0 +1,149 @@
+/*
+ * osd.h - the object storage daemon's shared state (private to osd/).
+ *
+ * Threading model.  Everything below that is not marked otherwise is
+ * owned by the messenger's loop thread: message dispatch, map changes,
+ * PG states, op queues and peering all run there and take no locks.  The
+ * store's commit thread never touches that state: its completions post a
+ * function to the loop with msgr_timer(.., 0, ..).  Replies to reads are
+ * sent straight from the store's read thread (msg_reply is thread-safe)
+ * and touch nothing else.  The main thread only starts and stops things.
+ */
+#ifndef ATOLL_OSD_OSD_H
+#define ATOLL_OSD_OSD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "msg.h"
+#include "osdmap.h"
+#include "pglog.h"
+#include "proto.h"
+
+struct config;
+struct store;
+struct pg;
+struct osd_op;
+
+#define OSD_MAP_HISTORY 64	/* recent maps kept (interval computation) */
+
+/* An OSD the daemon talks to (heartbeats, replication, peering). */
+struct osd_peer {
+	struct msg_conn *conn;	/* dialled to the map's address */
+	char addr[OSDMAP_ADDR_MAX + 1];
+	uint64_t last_rx_ms;	/* last ping reply */
+	uint64_t first_unanswered_ms;	/* first ping sent since last_rx */
+	bool failed_reported;
+	bool refused;		/* connection refused: report at once */
+};
+
+/* An op waiting for a newer map. */
+struct map_waiter {
+	struct map_waiter *next;
+	uint64_t epoch;
+	struct msg_conn *conn;
+	struct msg *m;
+};
+
+struct osd {
+	/* set up by main, then read-only */
+	struct config *conf;
+	const char *data_dir;
+	int32_t whoami;
+	char ident[32];		/* "osd.N" */
+	uint8_t fsid[16];
+	uint8_t uuid[16];
+	char addr[OSDMAP_ADDR_MAX + 1];	/* bound */
+	char host[OSDMAP_HOST_MAX + 1];
+	char mon_addr[OSDMAP_ADDR_MAX + 1];
+	uint32_t weight;
+	uint64_t hb_interval_ms;
+	uint64_t hb_grace_ms;
+	uint64_t complaint_ms;
+	uint64_t object_max;
+	uint32_t log_max;
+	uint32_t dups_max;
+	struct store *store;
+	struct msgr *msgr;
+
+	/* loop thread */
+	struct msg_conn *mon;
+	struct osdmap *map;	/* current map, NULL before the first */
+	struct osdmap *hist[OSD_MAP_HISTORY];	/* recent maps, by epoch % N */
+	bool booted;		/* the monitor marked us up */
+	uint64_t up_epoch;	/* the epoch it did so in */
+	bool boot_pending;
+	uint64_t boot_sent_ms;
+	struct map_waiter *map_waiters;
+	struct pg **pgs;	/* hash by pg_coll() */
+	uint32_t pg_buckets;
+	uint32_t npgs;
+	uint32_t npeers;
+	struct osd_peer *peers;	/* by osd id, npeers slots */
+	uint64_t hb_timer;
+
+	/* any thread */
+	atomic_bool stopping;
+	atomic_bool closing;	/* shutting down: the loop leaves the store alone */
+	atomic_bool local_full;	/* store used past the map's full ratio */
+	atomic_uint_fast64_t store_errors;
+	atomic_int ops_in_flight;
+	atomic_uint_fast64_t inflight_bytes;	/* write bytes queued, not committed */
+	pthread_mutex_t ops_lock;	/* protects the list of ops below */
+	struct osd_op *ops_head;	/* every op in flight (slow op report) */
+};
+
+uint64_t osd_now_ms(void);
+
+/* osdmap_client.c */
+int osd_map_load(struct osd *osd);		/* DIR/osdmap at startup */
+void osd_map_subscribe(struct osd *osd);
+void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+/* The map of epoch e if still held, else NULL. */
+const struct osdmap *osd_map_at(const struct osd *osd, uint64_t e);
+/* Holds an op until the map reaches epoch (takes m). */
+void osd_map_wait(struct osd *osd, uint64_t epoch, struct msg_conn *c, struct msg *m);
+
+/* main.c: messages that arrive while waiting, redispatched. */
+void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m);
+void osd_boot(struct osd *osd);
+
+/* pg.c */
+struct pg *osd_pg_find(struct osd *osd, uint32_t pool, uint32_t pg);
+int osd_pgs_load(struct osd *osd);
+/* Called for every new map (prev may be NULL at startup). */
+void osd_pgs_map_changed(struct osd *osd, const struct osdmap *prev,
+			 const struct osdmap *cur);
+void osd_pgs_free(struct osd *osd);
+/* Starts peering where we are primary and have not yet (after boot). */
+void osd_pgs_kick(struct osd *osd);
+/* Fills stats for the PGs we are primary of; malloc'd array. */
+uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out);
+/* Posts fn(arg) to the loop thread (from any thread). */
+void osd_post(struct osd *osd, void (*fn)(void *), void *arg);
+
+/* ops.c */
+void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+uint32_t osd_slow_ops(struct osd *osd, struct slow_op **out);
+
+/* replication.c */
+void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+
+/* peering.c */
+void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+
+/* heartbeat.c */
+void osd_hb_start(struct osd *osd);
+void osd_hb_map_changed(struct osd *osd);
+void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err);
+/* The connection to OSD id (dialled on demand), or NULL when it is not up. */
+struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id);
+
+/* A plain {rc, epoch} reply. */
+void osd_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
+		  uint16_t type, int rc);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * osd_proto.h - the fronts of the messages OSDs send each other
+ * (MT_REP_OP, MT_OSD_PING, MT_PG_QUERY; lib/proto.h leaves them to osd/).
+ *
+ * Each front is one versioned section (encode.h).  Decoders are bounds
+ * checked, cap every count and point into the message (valid while it
+ * lives); the write bytes of a REP_OP travel in the data segment,
+ * concatenated in mutation order.
+ */
+#ifndef ATOLL_OSD_PROTO_H
+#define ATOLL_OSD_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pglog.h"
+
+struct enc;
+struct dec;
+struct store_txn;
+
+/* One resolved change to the op's object.  The primary turns a client's
+ * sub-ops into these (append -> write at the size it knows, write_full ->
+ * truncate + write, guards checked), so that every replica applies the
+ * same list and none of it can fail for a reason the primary did not
+ * already see. */
+enum osd_mut_kind {
+	MUT_TOUCH = 1,
+	MUT_WRITE = 2,		/* off, data */
+	MUT_ZERO = 3,		/* off, len */
+	MUT_TRUNCATE = 4,	/* off = size */
+	MUT_REMOVE = 5,
+	MUT_SETATTR = 6,	/* name, val */
+	MUT_RMATTR = 7,		/* name */
+	MUT_OMAP_SET = 8,	/* name = key, val */
+	MUT_OMAP_RM = 9,	/* name = key */
+	MUT_OMAP_CLEAR = 10,
+};
+
+struct osd_mut {
+	uint8_t kind;
+	uint64_t off;
+	uint64_t len;
+	const void *name;
+	uint32_t name_len;
+	const void *val;
+	uint32_t val_len;
+	const void *data;	/* MUT_WRITE: len bytes */
+};
+
+/* a compound op's kv entries (PROTO_KV_MAX) plus its other changes */
+#define OSD_MUTS_MAX	(10000u + 256u)
+
+/* Adds muts to txn for object oid in coll.  Returns 0 or the builder's
+ * error (-EINVAL, -ENAMETOOLONG, -ENOMEM). */
+int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
+		    uint64_t coll, const char *oid);
+
+/* REP_OP: primary -> replica. */
+struct osd_rep_op {
+	uint32_t pool;
+	uint32_t pg;
+	uint64_t epoch;			/* the primary's map epoch */
+	uint64_t same_interval_since;	/* the interval the op belongs to */
+	struct pglog_entry entry;	/* entry.oid is the object */
+	uint32_t nmuts;
+	struct osd_mut *muts;		/* decoded: malloc'd */
+};
+void osd_rep_op_encode(const struct osd_rep_op *r, struct enc *e);
+int osd_rep_op_decode(struct dec *d, const void *data, size_t data_len,
+		      struct osd_rep_op *r);
+void osd_rep_op_clear(struct osd_rep_op *r);
+
+/* Reply to REP_OP and the plain reply of the others: rc + epoch. */
+
+/* PG_QUERY: primary -> member.  QUERY asks for the member's info (the
+ * reply comes once everything the member had queued for the PG is
+ * durable); ACTIVATE (one-way) tells it the PG went active with info's
+ * last_epoch_started, so it may forget older past intervals. */
+enum { PGQ_QUERY = 1, PGQ_ACTIVATE = 2 };
+struct osd_pg_query {
+	uint8_t kind;
+	uint32_t pool;
+	uint32_t pg;
+	uint64_t epoch;
+	uint64_t same_interval_since;
+	uint64_t last_epoch_started;	/* ACTIVATE */
+};
+void osd_pg_query_encode(const struct osd_pg_query *q, struct enc *e);
+int osd_pg_query_decode(struct dec *d, struct osd_pg_query *q);
+
+struct osd_pg_notify {
+	int32_t rc;		/* 0, or -ENOENT: the member has no such PG */
+	uint64_t epoch;
+	struct pg_info info;	/* decoded: past is malloc'd (pg_info_clear) */
+};
+void osd_pg_notify_encode(const struct osd_pg_notify *n, struct enc *e);
+int osd_pg_notify_decode(struct dec *d, struct osd_pg_notify *n);
+
+/* OSD_PING (request and reply). */
+struct osd_ping {
+	int32_t from;
+	uint64_t epoch;
+	uint64_t stamp_ms;
+};
+void osd_ping_encode(const struct osd_ping *p, struct enc *e);
+int osd_ping_decode(struct dec *d, struct osd_ping *p);
+
+#endif

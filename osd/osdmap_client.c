@@ -1,0 +1,307 @@
+/*
+ * osdmap_client.c - the OSD's copy of the cluster map.
+ *
+ * The OSD subscribes to the monitor from the epoch it holds and applies
+ * every incremental in order (never skipping one, so that every interval
+ * change of every PG is seen: pg.c).  A full map newer than ours replaces
+ * it (a jump: the intervals in between collapse into one change).  A map
+ * or incremental for an epoch we already hold is checked against what we
+ * have; different content for the same epoch means the monitor lost
+ * history (a restored or rolled-back monitor) and is refused loudly.
+ *
+ * The newest map is saved in DIR/osdmap (write, fsync, rename) so that a
+ * restarted OSD compares the new maps against the one it last acted on.
+ * Recent maps are kept (OSD_MAP_HISTORY) for interval computation and the
+ * same-epoch check.  Ops that name a newer epoch than ours wait here.
+ *
+ * Loop thread only (osd_map_load runs before the loop starts).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "encode.h"
+#include "log.h"
+#include "pg.h"
+
+#define MAP_FILE_MAX (64u << 20)
+
+static void hist_put(struct osd *osd, struct osdmap *m)
+{
+	struct osdmap **slot = &osd->hist[m->epoch % OSD_MAP_HISTORY];
+
+	if (*slot && *slot != osd->map)
+		osdmap_free(*slot);
+	*slot = m;
+}
+
+const struct osdmap *osd_map_at(const struct osd *osd, uint64_t e)
+{
+	const struct osdmap *m = osd->hist[e % OSD_MAP_HISTORY];
+
+	return m && m->epoch == e ? m : NULL;
+}
+
+static void map_save(struct osd *osd)
+{
+	char path[4096], tmp[4096];
+	struct enc e;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/osdmap", osd->data_dir);
+	snprintf(tmp, sizeof(tmp), "%s/osdmap.tmp", osd->data_dir);
+	enc_init(&e);
+	osdmap_encode(osd->map, &e);
+	if (e.err)
+		goto out;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto fail;
+	if (write(fd, e.buf, e.len) != (ssize_t)e.len || fsync(fd) < 0) {
+		close(fd);
+		goto fail;
+	}
+	close(fd);
+	if (rename(tmp, path) < 0)
+		goto fail;
+	goto out;
+fail:
+	log_warn("map", "cannot save the map to '%s': %s", path, strerror(errno));
+out:
+	enc_free(&e);
+}
+
+int osd_map_load(struct osd *osd)
+{
+	char path[4096];
+	struct osdmap *m = NULL;
+	struct dec d;
+	void *buf;
+	ssize_t n;
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/osdmap", osd->data_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	buf = malloc(MAP_FILE_MAX);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n = read(fd, buf, MAP_FILE_MAX);
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return -errno;
+	}
+	dec_init(&d, buf, (size_t)n);
+	r = osdmap_decode(&d, &m);
+	free(buf);
+	if (r) {
+		log_warn("map", "the saved map '%s' is unreadable (%s); starting without it",
+			 path, strerror(-r));
+		return 0;
+	}
+	if (memcmp(m->fsid, osd->fsid, 16)) {
+		log_warn("map", "the saved map '%s' belongs to another cluster; ignoring it", path);
+		osdmap_free(m);
+		return 0;
+	}
+	osd->map = m;
+	hist_put(osd, m);
+	return 0;
+}
+
+void osd_map_subscribe(struct osd *osd)
+{
+	struct mon_subscribe s = { .have = osd->map ? osd->map->epoch : 0 };
+	struct msg *m;
+	struct enc e;
+
+	enc_init(&e);
+	mon_subscribe_encode(&s, &e);
+	m = msg_new(MT_MON_SUBSCRIBE, &e);
+	enc_free(&e);
+	if (m)
+		msg_send(osd->mon, m);
+}
+
+void osd_map_wait(struct osd *osd, uint64_t epoch, struct msg_conn *c, struct msg *m)
+{
+	struct map_waiter *w = malloc(sizeof(*w)), **pp;
+
+	if (!w) {
+		msg_free(m);
+		return;
+	}
+	w->next = NULL;
+	w->epoch = epoch;
+	w->conn = c;
+	msg_conn_get(c);
+	w->m = m;
+	for (pp = &osd->map_waiters; *pp; pp = &(*pp)->next)
+		;
+	*pp = w;
+}
+
+/* Re-dispatches, in arrival order, what waited for the map we now have. */
+static void wake_waiters(struct osd *osd)
+{
+	struct map_waiter *ready = NULL, **rt = &ready, **pp = &osd->map_waiters;
+
+	while (*pp) {
+		struct map_waiter *w = *pp;
+
+		if (w->epoch <= osd->map->epoch) {
+			*pp = w->next;
+			w->next = NULL;
+			*rt = w;
+			rt = &w->next;
+		} else {
+			pp = &w->next;
+		}
+	}
+	while (ready) {
+		struct map_waiter *w = ready;
+
+		ready = w->next;
+		osd_dispatch(osd, w->conn, w->m);
+		msg_conn_put(w->conn);
+		free(w);
+	}
+}
+
+/* We have a new current map (prev is the one before, or NULL). */
+static void map_changed(struct osd *osd, const struct osdmap *prev)
+{
+	const struct osdmap *cur = osd->map;
+	const struct osdmap_osd *me = osdmap_osd(cur, osd->whoami);
+
+	log_debug("map", "now at epoch %llu", (unsigned long long)cur->epoch);
+	if (osd->booted && cur->epoch >= osd->up_epoch &&
+	    (!me || !(me->state & OSD_ST_UP) || strcmp(me->addr, osd->addr))) {
+		if (!osd->stopping) {
+			log_warn("map", "the map of epoch %llu marks this OSD down; booting again",
+				 (unsigned long long)cur->epoch);
+			osd->booted = false;
+			osd->up_epoch = 0;
+			osd_boot(osd);
+		}
+	}
+	osd_hb_map_changed(osd);
+	osd_pgs_map_changed(osd, prev, cur);
+}
+
+static int apply_full(struct osd *osd, struct osdmap *full)
+{
+	const struct osdmap *known = osd_map_at(osd, full->epoch);
+
+	if (memcmp(full->fsid, osd->fsid, 16)) {
+		log_error("map", "the monitor sent a map of another cluster; ignoring it");
+		return -EINVAL;
+	}
+	if (known) {
+		if (!osdmap_equal(known, full)) {
+			log_error("map", "the monitor sent epoch %llu with content different from "
+				  "the one this OSD acted on; refusing it (was the monitor restored "
+				  "from an old backup?)", (unsigned long long)full->epoch);
+			return -EINVAL;
+		}
+		return 1;	/* nothing new */
+	}
+	if (osd->map && full->epoch < osd->map->epoch)
+		return 1;	/* older than ours, and forgotten */
+	struct osdmap *prev = osd->map;
+
+	osd->map = full;
+	hist_put(osd, full);
+	map_changed(osd, prev);
+	return 0;
+}
+
+static int apply_inc(struct osd *osd, const struct osdmap_inc *inc)
+{
+	const struct osdmap *base = osd_map_at(osd, inc->epoch - 1);
+	const struct osdmap *known = osd_map_at(osd, inc->epoch);
+	struct osdmap *m;
+	int r;
+
+	if (!base)
+		return inc->epoch <= (osd->map ? osd->map->epoch : 0) ? 1 : -EAGAIN;
+	m = osdmap_clone(base);
+	if (!m)
+		return -ENOMEM;
+	r = osdmap_apply(m, inc);
+	if (r) {
+		osdmap_free(m);
+		return r;
+	}
+	if (known) {
+		bool same = osdmap_equal(known, m);
+
+		osdmap_free(m);
+		if (!same) {
+			log_error("map", "the monitor sent epoch %llu with content different from "
+				  "the one this OSD acted on; refusing it (was the monitor restored "
+				  "from an old backup?)", (unsigned long long)inc->epoch);
+			return -EINVAL;
+		}
+		return 1;
+	}
+	if (inc->epoch != osd->map->epoch + 1) {
+		osdmap_free(m);
+		return -EAGAIN;
+	}
+	struct osdmap *prev = osd->map;
+
+	osd->map = m;
+	hist_put(osd, m);
+	map_changed(osd, prev);
+	return 0;
+}
+
+void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	struct mon_map_msg mm;
+	struct dec d;
+	uint64_t before = osd->map ? osd->map->epoch : 0;
+	bool gap = false;
+	int r;
+
+	(void)c;
+	dec_init(&d, m->front, m->front_len);
+	r = mon_map_msg_decode(&d, &mm);
+	msg_free(m);
+	if (r) {
+		log_warn("map", "malformed map message from the monitor: %s", strerror(-r));
+		return;
+	}
+	if (mm.full) {
+		r = apply_full(osd, mm.full);
+		if (r == 0)
+			mm.full = NULL;	/* now ours */
+	}
+	for (uint32_t i = 0; i < mm.ninc; i++) {
+		r = apply_inc(osd, &mm.incs[i]);
+		if (r == -EAGAIN)
+			gap = true;
+		else if (r < 0 && r != -EINVAL)
+			log_warn("map", "cannot apply epoch %llu: %s",
+				 (unsigned long long)mm.incs[i].epoch, strerror(-r));
+	}
+	mon_map_msg_clear(&mm);
+	if (gap && osd->mon) {
+		log_info("map", "missing epochs after %llu; asking the monitor again",
+			 (unsigned long long)(osd->map ? osd->map->epoch : 0));
+		osd_map_subscribe(osd);
+	}
+	if (osd->map && osd->map->epoch != before) {
+		map_save(osd);
+		osd_pgs_kick(osd);
+		wake_waiters(osd);
+	}
+}

@@ -1,0 +1,434 @@
+/*
+ * peering.c - a simple peering that is correct for now: before a PG
+ * serves in a new interval its primary learns what every OSD that may
+ * hold its newest writes has, and refuses to go active on anything less.
+ *
+ *   1. PEERING: the primary makes the new interval durable in its own
+ *      store (this also waits for its earlier writes of the PG), then asks
+ *      (MT_PG_QUERY) every other acting member and every up member of a
+ *      past interval that may have accepted writes for its PG info; a
+ *      member answers once what it had queued for the PG is durable.
+ *   2. Past intervals the members report are merged; any that names OSDs
+ *      not asked yet leads to more queries.
+ *   3. DOWN if some past interval that may have accepted writes has no
+ *      member that answered (its writes may exist only on OSDs that are
+ *      down; health names them).  INCOMPLETE if some acting member is
+ *      behind the newest last_update heard (log recovery and backfill, the
+ *      recovery issue, will bring it up to date; until then nothing is
+ *      served rather than stale data).  Otherwise ACTIVE, plus CLEAN with
+ *      a full acting set or UNDERSIZED+DEGRADED without one; with fewer
+ *      than min_size members the PG stays inactive.
+ *   4. On activation the primary records last_epoch_started, forgets the
+ *      past intervals (every acting member now has everything) and tells
+ *      the members (PGQ_ACTIVATE) so that they forget them too.
+ *
+ * Everything runs on the loop thread; a map change that starts a new
+ * interval bumps pg->peer_gen, and late answers of an older round are
+ * dropped.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "log.h"
+#include "pg.h"
+#include "store.h"
+
+#define QUERY_TIMEOUT_MS 10000
+#define QUERY_RETRY_MS 1000
+
+struct peer_ctx {
+	struct pg *pg;
+	uint64_t gen;
+	uint32_t probe;
+};
+
+static void send_query(struct pg *pg, uint32_t i);
+static void evaluate(struct pg *pg);
+
+static bool probed(const struct pg *pg, int32_t id)
+{
+	for (uint32_t i = 0; i < pg->nprobes; i++)
+		if (pg->probes[i].osd == id)
+			return true;
+	return false;
+}
+
+static bool add_probe(struct pg *pg, int32_t id)
+{
+	struct osd *osd = pg->osd;
+
+	if (id < 0 || id == osd->whoami || probed(pg, id) ||
+	    pg->nprobes == sizeof(pg->probes) / sizeof(pg->probes[0]))
+		return false;
+	if (!osdmap_osd_up(osd->map, id))
+		return false;
+	memset(&pg->probes[pg->nprobes], 0, sizeof(pg->probes[0]));
+	pg->probes[pg->nprobes].osd = id;
+	pg->nprobes++;
+	return true;
+}
+
+/* Adds every OSD we should ask; returns how many were added. */
+static uint32_t add_probes(struct pg *pg)
+{
+	uint32_t before = pg->nprobes;
+
+	for (uint8_t i = 0; i < pg->info.nacting; i++)
+		add_probe(pg, pg->info.acting[i]);
+	for (uint32_t k = 0; k < pg->info.npast; k++) {
+		const struct pg_interval *iv = &pg->info.past[k];
+
+		if (!iv->maybe_went_rw)
+			continue;
+		for (uint8_t i = 0; i < iv->nacting; i++)
+			add_probe(pg, iv->acting[i]);
+	}
+	return pg->nprobes - before;
+}
+
+static void retry_query(void *arg)
+{
+	struct peer_ctx *ctx = arg;
+
+	if (ctx->gen == ctx->pg->peer_gen)
+		send_query(ctx->pg, ctx->probe);
+	free(ctx);
+}
+
+static void query_reply(void *arg, struct msg *reply, int err)
+{
+	struct peer_ctx *ctx = arg;
+	struct pg *pg = ctx->pg;
+	struct osd_pg_notify n;
+	struct pg_probe *p;
+	struct dec d;
+	int r = err;
+
+	if (ctx->gen != pg->peer_gen) {
+		msg_free(reply);
+		free(ctx);
+		return;
+	}
+	p = &pg->probes[ctx->probe];
+	if (!r) {
+		dec_init(&d, reply->front, reply->front_len);
+		r = osd_pg_notify_decode(&d, &n);
+		msg_free(reply);
+	}
+	if (r) {
+		log_debug("peering", "pg %u.%x: osd.%d did not answer the query: %s; retrying",
+			  pg->pool, pg->pgid, p->osd, strerror(-r));
+		if (!msgr_timer(pg->osd->msgr, QUERY_RETRY_MS, retry_query, ctx))
+			free(ctx);
+		return;
+	}
+	free(ctx);
+	pg_info_clear(&p->info);
+	p->replied = true;
+	p->has_pg = n.rc == 0;
+	if (p->has_pg)
+		p->info = n.info;	/* takes n.info.past */
+	evaluate(pg);
+}
+
+static void send_query(struct pg *pg, uint32_t i)
+{
+	struct osd *osd = pg->osd;
+	struct pg_probe *p = &pg->probes[i];
+	struct osd_pg_query q = {
+		.kind = PGQ_QUERY,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+	};
+	struct peer_ctx *ctx;
+	struct msg_conn *c;
+	struct msg *m;
+	struct enc e;
+
+	p->sent = true;
+	ctx = malloc(sizeof(*ctx));
+	if (!ctx)
+		return;
+	ctx->pg = pg;
+	ctx->gen = pg->peer_gen;
+	ctx->probe = i;
+	c = osd_peer_conn(osd, p->osd);
+	enc_init(&e);
+	osd_pg_query_encode(&q, &e);
+	m = msg_new(MT_PG_QUERY, &e);
+	enc_free(&e);
+	if (!c || !m || msg_call(c, m, QUERY_TIMEOUT_MS, query_reply, ctx) < 0) {
+		if (!c)
+			msg_free(m);
+		if (!msgr_timer(osd->msgr, QUERY_RETRY_MS, retry_query, ctx))
+			free(ctx);
+	}
+}
+
+static void activate(struct pg *pg)
+{
+	struct osd *osd = pg->osd;
+	struct store_txn *t;
+	uint32_t state = PG_ST_ACTIVE;
+
+	if (pg->info.nacting >= pg->size)
+		state |= PG_ST_CLEAN;
+	else
+		state |= PG_ST_UNDERSIZED | PG_ST_DEGRADED;
+	pg->info.last_epoch_started = pg->info.same_interval_since;
+	pg_info_prune_past(&pg->info, pg->info.same_interval_since);
+	t = store_txn_new();
+	if (t && !pglog_write_info(&pg->info, t, pg->coll))
+		pg_queue_txn(pg, t, NULL, NULL);
+	else
+		store_txn_free(t);
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct osd_pg_query q = {
+			.kind = PGQ_ACTIVATE,
+			.pool = pg->pool,
+			.pg = pg->pgid,
+			.epoch = osd->map->epoch,
+			.same_interval_since = pg->info.same_interval_since,
+			.last_epoch_started = pg->info.last_epoch_started,
+		};
+		struct msg_conn *c;
+		struct msg *m;
+		struct enc e;
+
+		if (id == osd->whoami || !(c = osd_peer_conn(osd, id)))
+			continue;
+		enc_init(&e);
+		osd_pg_query_encode(&q, &e);
+		m = msg_new(MT_PG_QUERY, &e);
+		enc_free(&e);
+		if (m)
+			msg_send(c, m);
+	}
+	pg_set_state(pg, state);
+	pg_kick_ops(pg);
+}
+
+static void evaluate(struct pg *pg)
+{
+	struct pg_version newest = pg->info.last_update;
+	uint64_t les = pg->info.last_epoch_started;
+
+	for (uint32_t i = 0; i < pg->nprobes; i++)
+		if (!pg->probes[i].replied)
+			return;
+	/* merge what the others know of the history */
+	for (uint32_t i = 0; i < pg->nprobes; i++) {
+		const struct pg_probe *p = &pg->probes[i];
+
+		if (!p->has_pg)
+			continue;
+		if (p->info.last_epoch_started > les)
+			les = p->info.last_epoch_started;
+		for (uint32_t k = 0; k < p->info.npast; k++)
+			if (p->info.past[k].last < pg->info.same_interval_since)
+				pg_info_add_past(&pg->info, &p->info.past[k]);
+		if (pg_version_cmp(p->info.last_update, newest) > 0)
+			newest = p->info.last_update;
+	}
+	pg_info_prune_past(&pg->info, les);
+	uint32_t first_new = pg->nprobes;
+
+	if (add_probes(pg)) {
+		for (uint32_t i = first_new; i < pg->nprobes; i++)
+			send_query(pg, i);
+		return;
+	}
+	/* every past interval that may have taken writes needs a witness */
+	for (uint32_t k = 0; k < pg->info.npast; k++) {
+		const struct pg_interval *iv = &pg->info.past[k];
+		bool heard = false;
+
+		if (!iv->maybe_went_rw)
+			continue;
+		for (uint8_t i = 0; i < iv->nacting && !heard; i++) {
+			if (iv->acting[i] == pg->osd->whoami)
+				heard = true;
+			for (uint32_t j = 0; j < pg->nprobes && !heard; j++)
+				if (pg->probes[j].osd == iv->acting[i] && pg->probes[j].replied)
+					heard = true;
+		}
+		if (!heard) {
+			log_warn("peering", "pg %u.%x is down: no OSD of interval %llu-%llu "
+				 "(primary osd.%d) answered; bring those OSDs back up",
+				 pg->pool, pg->pgid, (unsigned long long)iv->first,
+				 (unsigned long long)iv->last, iv->primary);
+			pg_set_state(pg, PG_ST_DOWN | PG_ST_INACTIVE);
+			return;
+		}
+	}
+	/* every acting member must have the newest history */
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct pg_version lu = { 0, 0 };
+
+		if (id == pg->osd->whoami) {
+			lu = pg->info.last_update;
+		} else {
+			for (uint32_t j = 0; j < pg->nprobes; j++)
+				if (pg->probes[j].osd == id && pg->probes[j].has_pg)
+					lu = pg->probes[j].info.last_update;
+		}
+		if (pg_version_cmp(lu, newest) != 0) {
+			log_warn("peering", "pg %u.%x is incomplete: osd.%d has %llu'%llu but "
+				 "the newest is %llu'%llu; it waits for recovery", pg->pool,
+				 pg->pgid, id, (unsigned long long)lu.epoch,
+				 (unsigned long long)lu.seq, (unsigned long long)newest.epoch,
+				 (unsigned long long)newest.seq);
+			pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
+			return;
+		}
+	}
+	if (pg->info.nacting < pg->min_size) {
+		pg_set_state(pg, PG_ST_UNDERSIZED | PG_ST_DEGRADED | PG_ST_INACTIVE);
+		return;
+	}
+	activate(pg);
+}
+
+static void interval_persisted(void *arg, int r)
+{
+	struct peer_ctx *ctx = arg;
+	struct pg *pg = ctx->pg;
+
+	if (ctx->gen != pg->peer_gen) {
+		free(ctx);
+		return;
+	}
+	free(ctx);
+	if (r < 0) {
+		pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
+		return;
+	}
+	add_probes(pg);
+	for (uint32_t i = 0; i < pg->nprobes; i++)
+		send_query(pg, i);
+	evaluate(pg);
+}
+
+void pg_start_peering(struct pg *pg)
+{
+	struct peer_ctx *ctx;
+	struct store_txn *t;
+
+	pg->peered_sis = pg->info.same_interval_since;
+	pg->peer_gen++;
+	for (uint32_t i = 0; i < pg->nprobes; i++)
+		pg_info_clear(&pg->probes[i].info);
+	pg->nprobes = 0;
+	pg_set_state(pg, PG_ST_PEERING);
+	ctx = malloc(sizeof(*ctx));
+	t = store_txn_new();
+	if (!ctx || !t || pglog_write_info(&pg->info, t, pg->coll)) {
+		free(ctx);
+		store_txn_free(t);
+		log_error("peering", "pg %u.%x: out of memory starting peering", pg->pool,
+			  pg->pgid);
+		return;
+	}
+	ctx->pg = pg;
+	ctx->gen = pg->peer_gen;
+	ctx->probe = 0;
+	pg_queue_txn(pg, t, interval_persisted, ctx);
+}
+
+/* ---- the member's side --------------------------------------------------------- */
+
+struct notify_ctx {
+	struct osd *osd;
+	struct pg *pg;
+	struct msg_conn *conn;
+	struct msg *m;
+};
+
+static void notify_send(struct osd *osd, struct msg_conn *c, const struct msg *req,
+			const struct pg *pg)
+{
+	struct osd_pg_notify n = { .rc = pg ? 0 : -ENOENT, .epoch = osd->map->epoch };
+	struct msg *m;
+	struct enc e;
+
+	if (pg)
+		n.info = pg->info;
+	enc_init(&e);
+	osd_pg_notify_encode(&n, &e);
+	m = msg_new(MT_PG_QUERY, &e);
+	enc_free(&e);
+	if (m)
+		msg_reply(c, req, m);
+}
+
+static void query_synced(void *arg, int r)
+{
+	struct notify_ctx *ctx = arg;
+
+	(void)r;
+	notify_send(ctx->osd, ctx->conn, ctx->m, ctx->pg);
+	msg_free(ctx->m);
+	msg_conn_put(ctx->conn);
+	free(ctx);
+}
+
+void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	struct osd_pg_query q;
+	struct pg *pg;
+	struct dec d;
+
+	dec_init(&d, m->front, m->front_len);
+	if (osd_pg_query_decode(&d, &q)) {
+		log_warn("peering", "malformed PG query from %s", msg_conn_addr(c));
+		msg_free(m);
+		return;
+	}
+	if (!osd->map || q.epoch > osd->map->epoch) {
+		osd_map_wait(osd, q.epoch, c, m);
+		return;
+	}
+	pg = osd_pg_find(osd, q.pool, q.pg);
+	if (q.kind == PGQ_ACTIVATE) {
+		if (pg && pg->info.same_interval_since == q.same_interval_since) {
+			struct store_txn *t = store_txn_new();
+
+			pg->info.last_epoch_started = q.last_epoch_started;
+			pg_info_prune_past(&pg->info, q.last_epoch_started);
+			if (t && !pglog_write_info(&pg->info, t, pg->coll))
+				pg_queue_txn(pg, t, NULL, NULL);
+			else
+				store_txn_free(t);
+		}
+		msg_free(m);
+		return;
+	}
+	if (!pg) {
+		notify_send(osd, c, m, NULL);
+		msg_free(m);
+		return;
+	}
+	/* answer once everything queued for the PG is durable: an empty
+	 * rewrite of the info queued behind it */
+	struct notify_ctx *ctx = malloc(sizeof(*ctx));
+	struct store_txn *t = store_txn_new();
+
+	if (!ctx || !t || pglog_write_info(&pg->info, t, pg->coll)) {
+		free(ctx);
+		store_txn_free(t);
+		msg_free(m);
+		return;
+	}
+	ctx->osd = osd;
+	ctx->pg = pg;
+	ctx->conn = c;
+	msg_conn_get(c);
+	ctx->m = m;
+	pg_queue_txn(pg, t, query_synced, ctx);
+}

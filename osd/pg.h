@@ -1,0 +1,134 @@
+/*
+ * pg.h - a placement group as the OSD holds it, and the op that runs in
+ * it (private to osd/).  Everything here is owned by the loop thread
+ * (osd.h) unless a field says otherwise.
+ */
+#ifndef ATOLL_OSD_PG_H
+#define ATOLL_OSD_PG_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "osd.h"
+#include "osd_proto.h"
+#include "pglog.h"
+#include "proto.h"
+#include "store.h"
+
+/* What a probed OSD told the primary while peering. */
+struct pg_probe {
+	int32_t osd;
+	bool replied;
+	bool has_pg;		/* false: it answered -ENOENT */
+	bool sent;
+	struct pg_info info;
+};
+
+struct pg {
+	struct pg *hnext;
+	struct osd *osd;
+	uint32_t pool;
+	uint32_t pgid;
+	uint64_t coll;
+	uint32_t state;		/* PG_ST_* */
+	struct pg_info info;	/* in memory = what the store will hold
+				 * once every queued txn committed */
+	struct pglog log;
+	uint8_t size;		/* the pool's size / min_size in this map */
+	uint8_t min_size;
+	bool is_primary;
+	bool reloading;		/* a txn failed: re-reading the log */
+	uint64_t objects;	/* approximate, for the beacon */
+	uint64_t bytes;
+
+	/* peering (primary) */
+	uint64_t peer_gen;	/* bumped by every new interval */
+	uint64_t peered_sis;	/* interval peering was started for */
+	uint32_t nprobes;
+	struct pg_probe probes[2 * OSDMAP_SIZE_MAX + 8];
+
+	/* ops: in flight (writes, in submission order) and waiting (in
+	 * arrival order) */
+	struct osd_op *inflight;
+	struct osd_op *waiting;
+	struct osd_op **waiting_tail;
+};
+
+/* A client op from decode to reply. */
+struct osd_op {
+	struct osd *osd;
+	struct pg *pg;
+	struct msg_conn *conn;
+	struct msg *m;			/* the request (owns the data) */
+	struct osd_op_req req;
+	char oid[STORE_NAME_MAX + 1];
+	uint64_t start_ms;
+	atomic_int refs;
+	struct osd_op *next;		/* pg->inflight or pg->waiting */
+	struct osd_op *gnext, *gprev;	/* osd->ops_head, under ops_lock */
+
+	bool is_write;
+	bool replied;
+	bool aborted;			/* its interval ended; -ESTALE sent */
+	int pending;			/* local commit + replica replies */
+	int result;
+	uint64_t sis;			/* interval it was submitted in */
+	uint64_t epoch;			/* our map epoch when it ran */
+	uint64_t data_bytes;		/* write bytes (full check) */
+	struct pg_version version;
+	uint64_t obj_version;		/* reply version */
+
+	/* outputs, one per sub-op */
+	int32_t rvals[PROTO_OPS_MAX];
+	void *outs[PROTO_OPS_MAX];
+	uint32_t out_lens[PROTO_OPS_MAX];
+	atomic_int reads_pending;
+
+	/* writes: the object as it will be once this op is applied (a
+	 * later write to the same object resolves against it) */
+	bool after_exists;
+	uint64_t after_size;
+	struct pg_version after_version;
+
+	/* writes: the resolved change list (points into m and into kv) */
+	struct osd_mut *muts;
+	uint32_t nmuts, muts_cap;
+	struct pglog_entry entry;
+	uint8_t oi[64];			/* encoded object info attr value */
+	uint32_t oi_len;
+};
+
+/* The object info attribute: the object's version and mtime. */
+#define OSD_OI_ATTR "oi"
+/* User attributes are kept as "_" + name. */
+#define OSD_XATTR_PREFIX '_'
+
+/* pg.c */
+void pg_set_state(struct pg *pg, uint32_t state);
+/* Queues txn for pg; fn(arg, r) runs on the loop thread once durable. */
+int pg_queue_txn(struct pg *pg, struct store_txn *txn,
+		 void (*fn)(void *arg, int r), void *arg);
+bool osd_is_up(const struct osd *osd);
+/* A transaction of pg failed (or a replica's did): its log in memory no
+ * longer matches the store.  Answers its ops -ESTALE, re-reads info and
+ * log once everything queued is done, and peers again. */
+void pg_fail(struct pg *pg, int r);
+
+/* ops.c */
+/* Runs the ops of pg that can run (after activation or a completion). */
+void pg_kick_ops(struct pg *pg);
+/* The interval ended: every op in flight or waiting gets -ESTALE. */
+void pg_abort_ops(struct pg *pg);
+void osd_op_put(struct osd_op *op);
+void osd_op_write_done(struct osd_op *op, int r);
+
+/* replication.c */
+/* Sends op's REP_OP to every other acting member; counts them in
+ * op->pending. */
+void pg_replicate(struct pg *pg, struct osd_op *op);
+
+/* peering.c */
+void pg_start_peering(struct pg *pg);
+
+#endif

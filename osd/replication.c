@@ -1,0 +1,241 @@
+/*
+ * replication.c - primary-copy replication of writes (MT_REP_OP).
+ *
+ * The primary sends every other member of the acting set the op's
+ * resolved mutation list and its log entry, in parallel with its own
+ * commit; the write bytes go by reference to the client's message (no
+ * copy for the usual single write).  A replica applies the list, the log
+ * entry and the info in one store transaction and answers once that is
+ * durable.  The primary answers the client after its own commit and every
+ * replica's answer (ops.c, osd_op_write_done).
+ *
+ * Fencing: a REP_OP names the interval it belongs to (same_interval_since
+ * of the primary).  A replica whose PG is in another interval refuses it
+ * with -ESTALE; one whose map is older waits for the map first.  The
+ * primary does not fail a write whose replica connection broke or which a
+ * replica refused: the map change that follows ends the interval, and the
+ * op is answered -ESTALE then (pg_abort_ops) so that the client resends
+ * and the dup index answers it once the PG is active again.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "log.h"
+#include "pg.h"
+#include "store.h"
+
+static void data_ref_put(void *arg)
+{
+	osd_op_put(arg);
+}
+
+static void rep_reply(void *arg, struct msg *reply, int err)
+{
+	struct osd_op *op = arg;
+	struct rc_reply rr = { .rc = err };
+
+	if (reply) {
+		struct dec d;
+
+		dec_init(&d, reply->front, reply->front_len);
+		if (rc_reply_decode(&d, &rr))
+			rr.rc = -EBADMSG;
+		msg_free(reply);
+	}
+	if (rr.rc == -ECONNRESET || rr.rc == -ESHUTDOWN || rr.rc == -ETIMEDOUT ||
+	    rr.rc == -ESTALE || rr.rc == -ENOTCONN) {
+		/* wait for the map change that ends this interval */
+		log_debug("rep", "pg %u.%x: replica did not take '%s': %s; waiting for "
+			  "the next map", op->pg->pool, op->pg->pgid, op->oid,
+			  strerror(-rr.rc));
+		osd_op_put(op);
+		return;
+	}
+	if (rr.rc < 0 && !op->aborted)
+		pg_fail(op->pg, rr.rc);
+	osd_op_write_done(op, rr.rc);
+}
+
+void pg_replicate(struct pg *pg, struct osd_op *op)
+{
+	struct osd *osd = pg->osd;
+	struct osd_rep_op rep = {
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+		.entry = op->entry,
+		.nmuts = op->nmuts,
+		.muts = op->muts,
+	};
+	const void *data = NULL;
+	size_t data_len = 0;
+	uint32_t nwrites = 0;
+
+	for (uint32_t i = 0; i < op->nmuts; i++) {
+		if (op->muts[i].kind == MUT_WRITE) {
+			nwrites++;
+			data = op->muts[i].data;
+			data_len += op->muts[i].len;
+		}
+	}
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct msg_conn *c;
+		struct msg *m;
+		struct enc e;
+
+		if (id == osd->whoami)
+			continue;
+		c = osd_peer_conn(osd, id);
+		if (!c) {
+			log_warn("rep", "pg %u.%x: replica osd.%d is not reachable; the write "
+				 "to '%s' waits for the next map", pg->pool, pg->pgid, id, op->oid);
+			continue;
+		}
+		enc_init(&e);
+		osd_rep_op_encode(&rep, &e);
+		m = msg_new(MT_REP_OP, &e);
+		enc_free(&e);
+		if (!m) {
+			log_error("rep", "pg %u.%x: out of memory sending a write to osd.%d",
+				  pg->pool, pg->pgid, id);
+			continue;
+		}
+		if (nwrites == 1) {
+			atomic_fetch_add(&op->refs, 1);
+			msg_set_data_ref(m, (void *)data, data_len, data_ref_put, op);
+		} else if (nwrites > 1) {
+			uint8_t *buf = malloc(data_len), *p = buf;
+
+			if (!buf) {
+				msg_free(m);
+				continue;
+			}
+			for (uint32_t k = 0; k < op->nmuts; k++) {
+				if (op->muts[k].kind == MUT_WRITE) {
+					memcpy(p, op->muts[k].data, op->muts[k].len);
+					p += op->muts[k].len;
+				}
+			}
+			msg_set_data_ref(m, buf, data_len, free, buf);
+		}
+		op->pending++;
+		atomic_fetch_add(&op->refs, 1);
+		if (msg_call(c, m, 0, rep_reply, op) < 0) {
+			/* rep_reply is not called: wait for the map change */
+			op->pending--;
+			osd_op_put(op);
+		}
+	}
+}
+
+/* ---- replica side ----------------------------------------------------------- */
+
+struct rep_apply {
+	struct osd *osd;
+	struct pg *pg;
+	struct msg_conn *conn;
+	struct msg *m;
+};
+
+static void rep_applied(void *arg, int r)
+{
+	struct rep_apply *ra = arg;
+
+	if (r < 0) {
+		log_error("rep", "pg %u.%x: applying a replicated write failed: %s",
+			  ra->pg->pool, ra->pg->pgid, strerror(-r));
+		pg_fail(ra->pg, r);
+	}
+	osd_reply_rc(ra->osd, ra->conn, ra->m, MT_REP_OP, r < 0 ? -EIO : 0);
+	msg_free(ra->m);
+	msg_conn_put(ra->conn);
+	free(ra);
+}
+
+void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	struct osd_rep_op rep;
+	struct rep_apply *ra;
+	struct store_txn *txn;
+	char oid[STORE_NAME_MAX + 1];
+	struct pg *pg;
+	struct dec d;
+	int r;
+
+	dec_init(&d, m->front, m->front_len);
+	r = osd_rep_op_decode(&d, m->data, m->data_len, &rep);
+	if (r) {
+		log_warn("rep", "malformed replicated write from %s: %s", msg_conn_addr(c),
+			 strerror(-r));
+		osd_reply_rc(osd, c, m, MT_REP_OP, -EINVAL);
+		msg_free(m);
+		return;
+	}
+	if (!osd->map || rep.epoch > osd->map->epoch) {
+		osd_rep_op_clear(&rep);
+		osd_map_wait(osd, rep.epoch, c, m);
+		return;
+	}
+	pg = osd_pg_find(osd, rep.pool, rep.pg);
+	if (!pg || pg->info.same_interval_since != rep.same_interval_since) {
+		log_debug("rep", "pg %u.%x: refusing a write of interval %llu (ours: %llu)",
+			  rep.pool, rep.pg, (unsigned long long)rep.same_interval_since,
+			  pg ? (unsigned long long)pg->info.same_interval_since : 0ull);
+		r = -ESTALE;
+		goto refuse;
+	}
+	if (pg->reloading) {
+		r = -EIO;
+		goto refuse;
+	}
+	if (rep.entry.version.seq != pg->info.last_update.seq + 1) {
+		log_error("rep", "pg %u.%x: replicated write %llu'%llu does not follow our "
+			  "last update %llu'%llu", pg->pool, pg->pgid,
+			  (unsigned long long)rep.entry.version.epoch,
+			  (unsigned long long)rep.entry.version.seq,
+			  (unsigned long long)pg->info.last_update.epoch,
+			  (unsigned long long)pg->info.last_update.seq);
+		r = -ERANGE;
+		goto refuse;
+	}
+	memcpy(oid, rep.entry.oid, rep.entry.oid_len);
+	oid[rep.entry.oid_len] = 0;
+	txn = store_txn_new();
+	if (!txn) {
+		r = -ENOMEM;
+		goto refuse;
+	}
+	rep.entry.oid = oid;
+	r = osd_muts_to_txn(rep.muts, rep.nmuts, txn, pg->coll, oid);
+	if (!r)
+		r = pglog_append(&pg->log, &pg->info, &rep.entry, txn, pg->coll);
+	if (r) {
+		store_txn_free(txn);
+		goto refuse;
+	}
+	ra = malloc(sizeof(*ra));
+	if (!ra) {
+		/* the log already has it: the store must too */
+		ra = NULL;
+	}
+	if (ra) {
+		ra->osd = osd;
+		ra->pg = pg;
+		ra->conn = c;
+		msg_conn_get(c);
+		ra->m = m;
+	}
+	osd_rep_op_clear(&rep);
+	pg_queue_txn(pg, txn, ra ? rep_applied : NULL, ra);
+	if (!ra)
+		msg_free(m);
+	return;
+refuse:
+	osd_rep_op_clear(&rep);
+	osd_reply_rc(osd, c, m, MT_REP_OP, r);
+	msg_free(m);
+}

@@ -1,0 +1,63 @@
+/*
+ * cli.h - the `atoll` admin CLI: shared state and helpers.
+ *
+ * The CLI uses only the public API (include/atoll/atoll.h): admin
+ * commands are JSON monitor commands (doc/cli.md, atoll_mon_command) whose
+ * output the monitor renders; object commands and bench use the object
+ * calls.  Every command handler takes the words after its command name
+ * and returns the process exit code (CLI_EXIT_*).
+ */
+#ifndef ATOLL_TOOLS_CLI_H
+#define ATOLL_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "atoll/atoll.h"
+
+/* Exit codes (doc/cli.md, "Exit codes"). */
+enum {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_ERROR = 1,	/* the command failed (a sentence says why) */
+	CLI_EXIT_USAGE = 2,	/* bad command line */
+	CLI_EXIT_NOENT = 3,	/* no such pool, object or OSD (ENOENT) */
+	CLI_EXIT_CONNECT = 4,	/* the monitor cannot be reached */
+};
+
+struct cli {
+	const char *conf;	/* --conf, or NULL: $ATOLL_CONF, ./atoll.conf, ... */
+	const char *mon;	/* -m/--mon ADDR, or NULL */
+	bool json;		/* --format json */
+	struct atoll_cluster *c;	/* after cli_connect() */
+};
+
+struct cli_cmd {
+	const char *words;	/* "pool create" */
+	const char *args;	/* "NAME [--size N] ..." */
+	const char *help;	/* one or more lines */
+	int (*run)(struct cli *cl, const struct cli_cmd *cmd, int argc, char **argv);
+};
+
+/* cli.c */
+int cli_connect(struct cli *cl);
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int cli_exit_code(int err);
+int cli_parse_size(const char *s, uint64_t *out);
+int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
+void cli_human_bytes(double v, char *buf, size_t len);
+
+/* cli_admin.c: monitor commands */
+extern const struct cli_cmd cli_admin_cmds[];
+/* cli_objects.c: put/get/rm/stat/ls */
+extern const struct cli_cmd cli_object_cmds[];
+/* cli_bench.c */
+extern const struct cli_cmd cli_bench_cmds[];
+
+/* Opens an I/O context on pool with the CLI's standard message for a
+ * missing pool; returns an exit code. */
+int cli_open_pool(struct cli *cl, const char *pool, struct atoll_ioctx **io);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * cluster.h - atoll-cluster, the local cluster launcher: shared types.
+ *
+ * atoll-cluster keeps everything about one local cluster in one folder D:
+ *   D/atoll.conf       the configuration every daemon and client reads
+ *   D/cluster.state    which daemons exist, where they listen, their PIDs
+ *   D/mon.a/           the monitor's data      D/osd.N/  each OSD's data
+ *   D/log/NAME.log     each daemon's output (stdout and stderr)
+ * The state file is what `down`, `status` and `osd ...` read; a PID is
+ * trusted only together with the process start time recorded beside it,
+ * so a PID reused by an unrelated process is never signalled.
+ */
+#ifndef ATOLL_TOOLS_CLUSTER_H
+#define ATOLL_TOOLS_CLUSTER_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CL_MAX_DAEMONS	256
+#define CL_MON_NAME	"mon.a"
+#define CL_STATE_FILE	"cluster.state"
+#define CL_CONF_FILE	"atoll.conf"
+
+enum cl_kind { CL_MON = 1, CL_OSD = 2 };
+
+struct cl_daemon {
+	char name[32];			/* "mon.a", "osd.3" */
+	enum cl_kind kind;
+	int id;				/* OSD id; 0 for the monitor */
+	int host;			/* host index: name "hostH", ip 127.0.0.(H+2) */
+	char ip[16];
+	int port;
+	pid_t pid;			/* 0 when not running */
+	unsigned long long start;	/* /proc/PID/stat starttime, with pid */
+};
+
+struct cl_state {
+	char dir[PATH_MAX];		/* absolute */
+	char fsid[37];
+	int hosts;
+	char size[32];			/* OSD store size as given ("2G") */
+	char pool[64];			/* the default pool's name, "" when none */
+	int n;
+	struct cl_daemon d[CL_MAX_DAEMONS];
+};
+
+/* Options shared by the commands. */
+struct cl_opts {
+	const char *dir;
+	int osds;
+	int hosts;
+	const char *size;
+	const char *pool;		/* default pool name; "" = none */
+	int pg;				/* default pool's pg_num; 0 = monitor default */
+	int timeout;			/* seconds to wait for HEALTH_OK */
+	bool purge;
+	bool json;
+	int host;			/* osd add --host H; -1 = id % hosts */
+	int nsets;
+	const char *sets[64];		/* --set k=v, into [global] */
+};
+
+/* Set by SIGINT/SIGTERM: long waits give up and roll back. */
+extern volatile sig_atomic_t cl_interrupted;
+
+/* cluster_state.c */
+int cl_state_load(struct cl_state *st, const char *dir);
+int cl_state_save(const struct cl_state *st);
+struct cl_daemon *cl_state_find(struct cl_state *st, const char *name);
+struct cl_daemon *cl_state_osd(struct cl_state *st, int id);
+void cl_path(char *buf, size_t len, const struct cl_state *st, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* cluster_proc.c */
+int cl_find_binary(const char *name, char *out, size_t len);
+int cl_free_port(const char *ip);
+bool cl_alive(const struct cl_daemon *d);
+int cl_proc_start_time(pid_t pid, unsigned long long *start);
+int cl_spawn(const char *const argv[], const char *logpath, pid_t *pid);
+int cl_run_capture(const char *const argv[], const char *logpath, int timeout_s,
+		   char *out, size_t outlen);
+int cl_wait_listening(const struct cl_daemon *d, pid_t child, int timeout_s,
+		      const char *logpath);
+int cl_stop(struct cl_daemon *d, int sig, int timeout_s);
+int cl_stop_all(struct cl_state *st, int timeout_s);
+void cl_log_tail(const char *path, int lines);
+double cl_now(void);
+
+/* cluster_daemons.c: command lines of doc/daemons.md */
+int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
+int cl_mkfs_mon(struct cl_state *st);
+int cl_mkfs_osd(struct cl_state *st, int host, int *id);
+void cl_mon_addr(const struct cl_state *st, char *buf, size_t len);
+
+/* cluster_health.c: through the client library */
+int cl_create_pool(struct cl_state *st, const char *name, int osds, int pg, int timeout_s);
+int cl_wait_health(struct cl_state *st, int timeout_s, bool quiet);
+int cl_print_health(struct cl_state *st);
+
+/* cluster_up.c / cluster_osd.c: the commands */
+int cl_add_osd(struct cl_state *st, int host, int timeout_s);
+int cl_cmd_up(struct cl_opts *o);
+int cl_cmd_down(struct cl_opts *o);
+int cl_cmd_status(struct cl_opts *o);
+int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg);
+
+/* Output helpers (stderr, prefixed "atoll-cluster: "). */
+void cl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cl_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * cluster_daemons.c - the daemons' command lines (doc/daemons.md).
+ *
+ * atoll-cluster runs exactly the commands an operator would run by hand,
+ * with explicit --data, --addr, --host and --mon, plus --conf pointing at
+ * D/atoll.conf for everything else (timeouts, --set options).  Keeping
+ * them in this one file makes it easy to check against doc/daemons.md.
+ */
+#include "cluster.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cl_mon_addr(const struct cl_state *st, char *buf, size_t len)
+{
+	const struct cl_daemon *m = NULL;
+
+	for (int i = 0; i < st->n; i++)
+		if (st->d[i].kind == CL_MON)
+			m = &st->d[i];
+	if (m)
+		snprintf(buf, len, "%s:%d", m->ip, m->port);
+	else
+		snprintf(buf, len, "127.0.0.2:6789");
+}
+
+/* atoll-mon --mkfs --data D/mon.a --fsid F --conf D/atoll.conf */
+int cl_mkfs_mon(struct cl_state *st)
+{
+	char bin[PATH_MAX], data[PATH_MAX + 16], conf[PATH_MAX + 16], log[PATH_MAX + 32];
+	char out[256];
+	int ret;
+
+	if (cl_find_binary("atoll-mon", bin, sizeof(bin)))
+		return -ENOENT;
+	cl_path(data, sizeof(data), st, "%s", CL_MON_NAME);
+	cl_path(conf, sizeof(conf), st, "%s", CL_CONF_FILE);
+	cl_path(log, sizeof(log), st, "log/%s.log", CL_MON_NAME);
+	const char *argv[] = { bin, "--mkfs", "--data", data, "--fsid", st->fsid,
+			       "--conf", conf, NULL };
+	ret = cl_run_capture(argv, log, 60, out, sizeof(out));
+	if (ret != 0) {
+		cl_err("'atoll-mon --mkfs' failed (%s %d)", ret < 0 ? "error" : "exit",
+		       ret < 0 ? -ret : ret);
+		cl_log_tail(log, 20);
+		return ret < 0 ? ret : -EIO;
+	}
+	return 0;
+}
+
+/* atoll-osd --mkfs --data D/osd.N --mon ADDR --size SZ --conf D/atoll.conf;
+ * the monitor gives the id, which the command prints.  The data folder
+ * is made under a temporary name and renamed to osd.ID. */
+int cl_mkfs_osd(struct cl_state *st, int host, int *id)
+{
+	char bin[PATH_MAX], data[PATH_MAX + 16], final[PATH_MAX + 16];
+	char conf[PATH_MAX + 16], log[PATH_MAX + 32], finallog[PATH_MAX + 32];
+	char mon[64], out[256], *end, *p;
+	long v;
+	int ret;
+
+	if (cl_find_binary("atoll-osd", bin, sizeof(bin)))
+		return -ENOENT;
+	cl_path(data, sizeof(data), st, "osd.new.%d", (int)getpid());
+	cl_path(conf, sizeof(conf), st, "%s", CL_CONF_FILE);
+	cl_path(log, sizeof(log), st, "log/osd.new.%d.log", (int)getpid());
+	cl_mon_addr(st, mon, sizeof(mon));
+	const char *argv[] = { bin, "--mkfs", "--data", data, "--mon", mon,
+			       "--size", st->size, "--conf", conf, NULL };
+	ret = cl_run_capture(argv, log, 120, out, sizeof(out));
+	if (ret != 0) {
+		cl_err("'atoll-osd --mkfs' failed (%s %d)", ret < 0 ? "error" : "exit",
+		       ret < 0 ? -ret : ret);
+		cl_log_tail(log, 20);
+		return ret < 0 ? ret : -EIO;
+	}
+	/* the id is the last number printed */
+	v = -1;
+	for (p = out; *p; p++) {
+		if (*p >= '0' && *p <= '9' && (p == out || !(p[-1] >= '0' && p[-1] <= '9'))) {
+			long x = strtol(p, &end, 10);
+
+			if (end != p)
+				v = x;
+		}
+	}
+	if (v < 0 || v > 1000000) {
+		cl_err("'atoll-osd --mkfs' printed no OSD id ('%s'); see '%s'", out, log);
+		return -EPROTO;
+	}
+	*id = (int)v;
+	cl_path(final, sizeof(final), st, "osd.%d", *id);
+	cl_path(finallog, sizeof(finallog), st, "log/osd.%d.log", *id);
+	if (rename(data, final) != 0 || rename(log, finallog) != 0) {
+		cl_err("cannot rename '%s' to '%s': %s", data, final, strerror(errno));
+		return -errno;
+	}
+	(void)host;
+	return 0;
+}
+
+static void conf_path(const struct cl_state *st, char *buf, size_t len)
+{
+	cl_path(buf, len, st, "%s", CL_CONF_FILE);
+}
+
+/* Starts one daemon (no mkfs) and waits until it listens. */
+int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
+{
+	char bin[PATH_MAX], data[PATH_MAX + 16], conf[PATH_MAX + 16], log[PATH_MAX + 32];
+	char addr[64], mon[64], host[32];
+	pid_t pid;
+	int ret;
+
+	if (cl_alive(d))
+		return 0;
+	if (cl_find_binary(d->kind == CL_MON ? "atoll-mon" : "atoll-osd", bin, sizeof(bin)))
+		return -ENOENT;
+	cl_path(data, sizeof(data), st, "%s", d->name);
+	cl_path(log, sizeof(log), st, "log/%s.log", d->name);
+	conf_path(st, conf, sizeof(conf));
+	snprintf(addr, sizeof(addr), "%s:%d", d->ip, d->port);
+	snprintf(host, sizeof(host), "host%d", d->host);
+	cl_mon_addr(st, mon, sizeof(mon));
+	if (d->kind == CL_MON) {
+		const char *argv[] = { bin, "--data", data, "--addr", addr,
+				       "--conf", conf, NULL };
+		ret = cl_spawn(argv, log, &pid);
+	} else {
+		const char *argv[] = { bin, "--data", data, "--addr", addr,
+				       "--host", host, "--mon", mon, "--conf", conf, NULL };
+		ret = cl_spawn(argv, log, &pid);
+	}
+	if (ret)
+		return ret;
+	d->pid = pid;
+	/* the start time is what later commands check the PID against */
+	for (int i = 0; i < 100 && cl_proc_start_time(pid, &d->start) != 0; i++)
+		usleep(1000);
+	ret = cl_wait_listening(d, pid, timeout_s, log);
+	if (ret) {
+		cl_stop(d, SIGKILL, 5);
+		return ret;
+	}
+	return 0;
+}

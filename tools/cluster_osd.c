@@ -1,0 +1,133 @@
+/*
+ * cluster_osd.c - `atoll-cluster status` and `osd add|stop|start|kill N`.
+ *
+ * These are for tests and demos: stop an OSD cleanly (SIGTERM: it tells
+ * the monitor), kill one (SIGKILL: the monitor must notice by itself),
+ * start it again on the same address, or add a new one to the running
+ * cluster.  Each changes D/cluster.state so that `down` stays exact.
+ */
+#include "cluster.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cl_cmd_status(struct cl_opts *o)
+{
+	struct cl_state *st = calloc(1, sizeof(*st));
+	int ret, running = 0;
+
+	if (!st)
+		return 1;
+	ret = cl_state_load(st, o->dir);
+	if (ret == -ENOENT)
+		cl_err("no cluster in '%s' (no %s there); give its folder with --dir",
+		       o->dir, CL_STATE_FILE);
+	if (ret)
+		goto out;
+	for (int i = 0; i < st->n; i++)
+		running += cl_alive(&st->d[i]);
+	if (o->json) {
+		printf("{\"dir\":\"%s\",\"fsid\":\"%s\",\"conf\":\"%s/%s\",\"hosts\":%d,"
+		       "\"pool\":\"%s\",\"running\":%d,\"daemons\":[",
+		       st->dir, st->fsid, st->dir, CL_CONF_FILE, st->hosts, st->pool, running);
+		for (int i = 0; i < st->n; i++) {
+			const struct cl_daemon *d = &st->d[i];
+			bool up = cl_alive(d);
+
+			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"id\":%d,\"host\":\"host%d\","
+			       "\"addr\":\"%s:%d\",\"running\":%s,\"pid\":%ld,"
+			       "\"log\":\"%s/log/%s.log\"}", i ? "," : "", d->name,
+			       d->kind == CL_MON ? "mon" : "osd", d->id, d->host, d->ip,
+			       d->port, up ? "true" : "false", up ? (long)d->pid : 0L,
+			       st->dir, d->name);
+		}
+		printf("]}\n");
+		goto out;
+	}
+	printf("cluster in %s (fsid %s)\nconf: %s/%s\n\n", st->dir, st->fsid, st->dir,
+	       CL_CONF_FILE);
+	printf("%-8s %-7s %-22s %-8s %s\n", "NAME", "HOST", "ADDRESS", "PID", "STATE");
+	for (int i = 0; i < st->n; i++) {
+		const struct cl_daemon *d = &st->d[i];
+		char addr[40], pid[16];
+		bool up = cl_alive(d);
+
+		snprintf(addr, sizeof(addr), "%s:%d", d->ip, d->port);
+		snprintf(pid, sizeof(pid), "%ld", up ? (long)d->pid : 0L);
+		printf("%-8s host%-3d %-22s %-8s %s\n", d->name, d->host, addr,
+		       up ? pid : "-", up ? "running" : "stopped");
+	}
+	printf("\n");
+	if (running && st->n && cl_alive(&st->d[0])) {
+		if (cl_print_health(st) != 0)
+			ret = -EIO;
+	}
+out:
+	free(st);
+	return ret ? 1 : 0;
+}
+
+int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg)
+{
+	struct cl_state *st = calloc(1, sizeof(*st));
+	struct cl_daemon *d = NULL;
+	char *end;
+	long id = -1;
+	int ret;
+
+	if (!st)
+		return 1;
+	ret = cl_state_load(st, o->dir);
+	if (ret == -ENOENT)
+		cl_err("no cluster in '%s' (no %s there); give its folder with --dir",
+		       o->dir, CL_STATE_FILE);
+	if (ret)
+		goto out;
+	if (strcmp(verb, "add") != 0) {
+		if (!arg || (id = strtol(arg, &end, 10), *end) || id < 0) {
+			cl_err("osd %s needs an OSD id, e.g.: atoll-cluster osd %s 0", verb, verb);
+			free(st);
+			return 2;
+		}
+		d = cl_state_osd(st, (int)id);
+		if (!d) {
+			cl_err("there is no osd.%ld in '%s'; see: atoll-cluster status --dir %s",
+			       id, st->dir, o->dir);
+			ret = -ENOENT;
+			goto out;
+		}
+	}
+	if (strcmp(verb, "add") == 0) {
+		int n = 0, host;
+
+		for (int i = 0; i < st->n; i++)
+			n += st->d[i].kind == CL_OSD;
+		host = o->host >= 0 ? o->host : n % st->hosts;
+		if (host >= 250) {
+			cl_err("--host must be below 250");
+			ret = -EINVAL;
+			goto out;
+		}
+		if (host >= st->hosts)
+			st->hosts = host + 1;
+		ret = cl_add_osd(st, host, o->timeout);
+		if (ret == 0)
+			printf("%s\n", st->d[st->n - 1].name);
+	} else if (strcmp(verb, "stop") == 0) {
+		ret = cl_stop(d, SIGTERM, 30);
+	} else if (strcmp(verb, "kill") == 0) {
+		ret = cl_stop(d, SIGKILL, 10);
+	} else if (strcmp(verb, "start") == 0) {
+		ret = cl_start_daemon(st, d, o->timeout);
+	} else {
+		cl_err("unknown osd command '%s'; use add, stop, start or kill", verb);
+		free(st);
+		return 2;
+	}
+	cl_state_save(st);
+out:
+	free(st);
+	return ret ? 1 : 0;
+}

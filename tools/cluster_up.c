@@ -1,0 +1,399 @@
+/*
+ * cluster_up.c - `atoll-cluster up` and `down`.
+ *
+ * up: a monitor on 127.0.0.2 and N OSDs spread over H hosts, host h on
+ * its own loopback address 127.0.0.(h+2) (nothing binds 127.0.0.1), each
+ * on a free port; then the default pool; then it waits for HEALTH_OK.
+ * The state file is saved after every daemon that starts, so that a
+ * crash of the launcher still leaves `down` a list of what to stop; any
+ * failure stops every daemon this run started before it returns.
+ * `up` on a folder whose cluster is stopped starts it again (no mkfs).
+ *
+ * down: SIGTERM to every daemon (OSDs first, so each tells the monitor
+ * it goes down), SIGKILL after a timeout; checks they are gone.  It
+ * removes nothing unless --purge.
+ */
+#include "cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STOP_TIMEOUT_S 30
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int make_fsid(char out[37])
+{
+	unsigned char b[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || read(fd, b, sizeof(b)) != (ssize_t)sizeof(b)) {
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	close(fd);
+	b[6] = (b[6] & 0x0f) | 0x40;	/* version 4 */
+	b[8] = (b[8] & 0x3f) | 0x80;	/* variant */
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
+		 b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+	return 0;
+}
+
+static void host_ip(int host, char *buf, size_t len)
+{
+	snprintf(buf, len, "127.0.0.%u", (unsigned)(host + 2) & 0xffu);
+}
+
+/* D/atoll.conf: [global] (fsid, mon_host, the store size, --set options)
+ * and a section per daemon naming its folder, address and host. */
+static int write_conf(const struct cl_state *st, const struct cl_opts *o)
+{
+	char path[PATH_MAX + 16], mon[64];
+	FILE *f;
+
+	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
+	f = fopen(path, "w");
+	if (!f) {
+		cl_err("cannot write '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	cl_mon_addr(st, mon, sizeof(mon));
+	fprintf(f, "# atoll.conf of the local cluster in %s, written by atoll-cluster up.\n"
+		"# Use it with: export ATOLL_CONF=%s\n", st->dir, path);
+	fprintf(f, "[global]\nfsid = %s\nmon_host = %s\nosd_store_size = %s\n",
+		st->fsid, mon, st->size);
+	for (int i = 0; i < o->nsets; i++) {
+		const char *eq = strchr(o->sets[i], '=');
+
+		fprintf(f, "%.*s = %s\n", (int)(eq - o->sets[i]), o->sets[i], eq + 1);
+	}
+	fprintf(f, "\n[mon]\nmon_data = %s/%s\nmon_addr = %s\n", st->dir, CL_MON_NAME, mon);
+	if (fclose(f) != 0) {
+		cl_err("cannot write '%s': %s", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int append_osd_conf(const struct cl_state *st, const struct cl_daemon *d)
+{
+	char path[PATH_MAX + 16];
+	FILE *f;
+
+	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
+	f = fopen(path, "a");
+	if (!f) {
+		cl_err("cannot write '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	fprintf(f, "\n[%s]\nosd_data = %s/%s\nosd_addr = %s:%d\nosd_host = host%d\n",
+		d->name, st->dir, d->name, d->ip, d->port, d->host);
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* mkfs + start one new OSD on host; adds it to st and atoll.conf. */
+int cl_add_osd(struct cl_state *st, int host, int timeout_s)
+{
+	struct cl_daemon *d;
+	char ip[16];
+	int id, port, ret;
+
+	if (st->n >= CL_MAX_DAEMONS) {
+		cl_err("a local cluster holds at most %d daemons", CL_MAX_DAEMONS);
+		return -E2BIG;
+	}
+	ret = cl_mkfs_osd(st, host, &id);
+	if (ret)
+		return ret;
+	if (cl_state_osd(st, id)) {
+		cl_err("the monitor gave id %d, which osd.%d already has", id, id);
+		return -EEXIST;
+	}
+	host_ip(host, ip, sizeof(ip));
+	port = cl_free_port(ip);
+	if (port < 0) {
+		cl_err("no free port on %s: %s", ip, strerror(-port));
+		return port;
+	}
+	d = &st->d[st->n++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "osd.%d", id);
+	d->kind = CL_OSD;
+	d->id = id;
+	d->host = host;
+	snprintf(d->ip, sizeof(d->ip), "%s", ip);
+	d->port = port;
+	ret = append_osd_conf(st, d);
+	if (ret == 0)
+		ret = cl_state_save(st);
+	if (ret == 0)
+		ret = cl_start_daemon(st, d, timeout_s);
+	cl_state_save(st);
+	return ret;
+}
+
+static void print_usage_hint(const struct cl_state *st, int osds)
+{
+	char mon[64];
+
+	cl_mon_addr(st, mon, sizeof(mon));
+	printf("atoll-cluster: HEALTH_OK: 1 monitor (%s), %d OSD%s on %d host%s",
+	       mon, osds, osds == 1 ? "" : "s", st->hosts, st->hosts == 1 ? "" : "s");
+	if (st->pool[0])
+		printf(", pool '%s'", st->pool);
+	printf("\nin %s (logs in %s/log/)\n\n", st->dir, st->dir);
+	printf("Use it:\n"
+	       "  export ATOLL_CONF=%s/%s\n"
+	       "  atoll status\n"
+	       "  atoll osd tree\n", st->dir, CL_CONF_FILE);
+	if (st->pool[0])
+		printf("  atoll put %s hello /etc/hostname && atoll get %s hello -\n"
+		       "  atoll bench %s 10 write\n", st->pool, st->pool, st->pool);
+	printf("Stop it:\n"
+	       "  atoll-cluster down --dir %s          (add --purge to remove it)\n",
+	       st->dir);
+}
+
+static int count_osds(const struct cl_state *st)
+{
+	int n = 0;
+
+	for (int i = 0; i < st->n; i++)
+		n += st->d[i].kind == CL_OSD;
+	return n;
+}
+
+/* Starts a stopped cluster again from its state file. */
+static int restart(struct cl_state *st, struct cl_opts *o)
+{
+	int ret = 0;
+
+	cl_info("starting the stopped cluster in %s again", st->dir);
+	for (int pass = 0; pass < 2 && ret == 0; pass++)
+		for (int i = 0; i < st->n && ret == 0; i++)
+			if (st->d[i].kind == (pass == 0 ? CL_MON : CL_OSD)) {
+				ret = cl_start_daemon(st, &st->d[i], o->timeout);
+				cl_state_save(st);
+			}
+	if (ret == 0)
+		ret = cl_wait_health(st, o->timeout, false);
+	return ret;
+}
+
+int cl_cmd_up(struct cl_opts *o)
+{
+	struct cl_state *st;
+	struct cl_daemon *m;
+	char path[PATH_MAX + 32];
+	int ret, started = 0;
+
+	if (o->osds < 1 || o->hosts < 1 || o->hosts > 250) {
+		cl_err("--osds must be at least 1 and --hosts between 1 and 250");
+		return 2;
+	}
+	if (o->hosts > o->osds) {
+		cl_err("--hosts %d is more than --osds %d; every host needs an OSD",
+		       o->hosts, o->osds);
+		return 2;
+	}
+	{
+		char bin[PATH_MAX];
+
+		/* fail before anything is made when a daemon is not built */
+		if (cl_find_binary("atoll-mon", bin, sizeof(bin)) ||
+		    cl_find_binary("atoll-osd", bin, sizeof(bin)))
+			return 1;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return 1;
+	ret = mkdir_p(o->dir);
+	if (ret) {
+		cl_err("cannot create the folder '%s': %s", o->dir, strerror(-ret));
+		goto out_free;
+	}
+	ret = cl_state_load(st, o->dir);
+	if (ret == 0) {
+		for (int i = 0; i < st->n; i++)
+			if (cl_alive(&st->d[i])) {
+				cl_err("a cluster is already running in '%s' (%s, pid %ld); "
+				       "stop it with: atoll-cluster down --dir %s",
+				       st->dir, st->d[i].name, (long)st->d[i].pid, o->dir);
+				ret = -EBUSY;
+				goto out_free;
+			}
+		started = 1;
+		ret = restart(st, o);
+		if (ret == 0)
+			print_usage_hint(st, count_osds(st));
+		goto out_rollback;
+	}
+	if (ret != -ENOENT)
+		goto out_free;
+
+	/* a new cluster */
+	if (make_fsid(st->fsid)) {
+		cl_err("cannot read /dev/urandom");
+		ret = -EIO;
+		goto out_free;
+	}
+	st->hosts = o->hosts;
+	snprintf(st->size, sizeof(st->size), "%s", o->size);
+	cl_path(path, sizeof(path), st, "log");
+	ret = mkdir_p(path);
+	if (ret) {
+		cl_err("cannot create '%s': %s", path, strerror(-ret));
+		goto out_free;
+	}
+	m = &st->d[st->n++];
+	snprintf(m->name, sizeof(m->name), "%s", CL_MON_NAME);
+	m->kind = CL_MON;
+	m->host = 0;
+	host_ip(0, m->ip, sizeof(m->ip));
+	m->port = cl_free_port(m->ip);
+	if (m->port < 0) {
+		cl_err("no free port on %s: %s", m->ip, strerror(-m->port));
+		ret = m->port;
+		goto out_free;
+	}
+	ret = write_conf(st, o);
+	if (ret == 0)
+		ret = cl_state_save(st);
+	if (ret)
+		goto out_free;
+	cl_info("creating a cluster in %s: 1 monitor, %d OSD%s on %d host%s",
+		st->dir, o->osds, o->osds == 1 ? "" : "s", o->hosts, o->hosts == 1 ? "" : "s");
+	ret = cl_mkfs_mon(st);
+	if (ret)
+		goto out_free;
+	started = 1;
+	ret = cl_start_daemon(st, m, o->timeout);
+	cl_state_save(st);
+	if (ret)
+		goto out_rollback;
+	for (int i = 0; i < o->osds; i++) {
+		ret = cl_add_osd(st, i % o->hosts, o->timeout);
+		if (ret)
+			goto out_rollback;
+	}
+	if (o->pool[0]) {
+		ret = cl_create_pool(st, o->pool, o->osds, o->pg, o->timeout);
+		if (ret)
+			goto out_rollback;
+		snprintf(st->pool, sizeof(st->pool), "%s", o->pool);
+		cl_state_save(st);
+	}
+	ret = cl_wait_health(st, o->timeout, false);
+	if (ret == 0)
+		print_usage_hint(st, o->osds);
+
+out_rollback:
+	if (ret && started) {
+		cl_stop_all(st, STOP_TIMEOUT_S);
+		cl_state_save(st);
+		cl_err("%s; stopped every daemon it started (logs in %s/log/; "
+		       "remove the folder with: atoll-cluster down --purge --dir %s)",
+		       ret == -EINTR ? "interrupted" : "the cluster did not come up",
+		       st->dir, o->dir);
+	}
+out_free:
+	free(st);
+	return ret ? 1 : 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if ((type == FTW_DP ? rmdir(path) : unlink(path)) != 0 && errno != ENOENT) {
+		cl_err("cannot remove '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Removes what `up` made in the folder, then the folder if it is empty. */
+static int purge(const struct cl_state *st)
+{
+	char path[PATH_MAX + 32];
+	int ret = 0;
+
+	for (int i = 0; i < st->n; i++) {
+		cl_path(path, sizeof(path), st, "%s", st->d[i].name);
+		if (access(path, F_OK) == 0 && nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+			ret = -EIO;
+	}
+	cl_path(path, sizeof(path), st, "log");
+	if (access(path, F_OK) == 0 && nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+		ret = -EIO;
+	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
+	unlink(path);
+	cl_path(path, sizeof(path), st, "%s", CL_STATE_FILE);
+	if (ret == 0)
+		unlink(path);
+	if (ret == 0 && rmdir(st->dir) != 0 && errno != ENOENT)
+		cl_info("left the folder %s: it holds files atoll-cluster did not make",
+			st->dir);
+	return ret;
+}
+
+int cl_cmd_down(struct cl_opts *o)
+{
+	struct cl_state *st = calloc(1, sizeof(*st));
+	int ret, running = 0;
+
+	if (!st)
+		return 1;
+	ret = cl_state_load(st, o->dir);
+	if (ret == -ENOENT) {
+		cl_err("no cluster in '%s' (no %s there); give its folder with --dir",
+		       o->dir, CL_STATE_FILE);
+		goto out;
+	}
+	if (ret)
+		goto out;
+	for (int i = 0; i < st->n; i++)
+		running += cl_alive(&st->d[i]);
+	ret = cl_stop_all(st, STOP_TIMEOUT_S);
+	cl_state_save(st);
+	if (ret) {
+		cl_err("some daemons of '%s' could not be stopped", st->dir);
+		goto out;
+	}
+	cl_info("stopped %d daemon%s in %s", running, running == 1 ? "" : "s", st->dir);
+	if (o->purge) {
+		ret = purge(st);
+		if (ret == 0)
+			cl_info("removed the cluster in %s", st->dir);
+	}
+out:
+	free(st);
+	return ret ? 1 : 0;
+}
