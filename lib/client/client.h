@@ -175,6 +175,14 @@ struct client_req {
 	uint64_t need_epoch;		/* waiting for this map epoch */
 	uint64_t timer;			/* op timeout timer, 0 = none */
 	uint64_t bytes;			/* charged to the throttle */
+	/* Messages still holding the caller's write buffer by reference
+	 * (sent from it without a copy).  The caller may free the buffer
+	 * once the completion fires, so the completion waits until every
+	 * such message is written or dropped (finish_* keep its result). */
+	int data_holds;
+	bool finish_pending;
+	int64_t finish_result;
+	uint64_t finish_version;
 	/* result of a simple op's own post-processing (ops.c) */
 	int64_t (*post)(struct client_req *r, int64_t result);
 	void *post_arg;

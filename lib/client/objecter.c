@@ -110,18 +110,64 @@ static bool req_done_locked(struct client_req *r)
 }
 
 /* Completes a request marked done: outputs, completion, the list's
- * reference.  Called without the lock. */
+ * reference.  Called without the lock.  While a message still reads the
+ * caller's write buffer (r->data_holds), the completion is left to the
+ * last req_data_release(). */
 static void req_complete(struct client_req *r, int64_t result,
 			 const struct osd_op_reply *rep, const struct msg *m)
 {
+	struct atoll_cluster *c = r->c;
 	uint64_t version = rep ? rep->version : 0;
+	bool later;
 
 	if (r->op && (rep || result < 0))
 		client_op_fill(r->op, rep, m ? m->data : NULL, m ? m->data_len : 0);
 	if (r->post)
 		result = r->post(r, result);
-	client_completion_finish(r->comp, result, version);
+	pthread_mutex_lock(&c->lock);
+	later = r->data_holds > 0;
+	if (later) {
+		r->finish_pending = true;
+		r->finish_result = result;
+		r->finish_version = version;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!later)
+		client_completion_finish(r->comp, result, version);
 	req_put(r);
+}
+
+/* The messenger is done with a message that was sent from the caller's
+ * buffer (written, or dropped with its connection): any thread. */
+static void req_data_release(void *arg)
+{
+	struct client_req *r = arg;
+	struct atoll_cluster *c = r->c;
+	bool finish;
+
+	pthread_mutex_lock(&c->lock);
+	finish = --r->data_holds == 0 && r->finish_pending;
+	if (finish)
+		r->finish_pending = false;
+	pthread_mutex_unlock(&c->lock);
+	if (finish)
+		client_completion_finish(r->comp, r->finish_result, r->finish_version);
+	req_put(r);
+}
+
+/* Closes the session to osd (lock held); its conn goes to *out for the
+ * caller to close without the lock.  Messages queued there are dropped
+ * and calls sent there fail with -ECONNRESET (their ops resend). */
+static void session_drop_locked(struct atoll_cluster *c, int32_t osd, struct msg_conn **out)
+{
+	*out = NULL;
+	for (size_t i = 0; i < c->nsessions; i++) {
+		if (c->sessions[i].osd == osd) {
+			*out = c->sessions[i].conn;
+			c->sessions[i].conn = NULL;
+			return;
+		}
+	}
 }
 
 static void req_fail(struct client_req *r, int err)
@@ -158,10 +204,20 @@ static void req_retry_later_locked(struct client_req *r)
 static void req_timeout_cb(void *arg)
 {
 	struct client_req *r = arg;
+	struct msg_conn *stuck = NULL;
 
 	pthread_mutex_lock(&r->c->lock);
 	r->timer = 0;
+	/* A message of this op still queued on its connection holds the
+	 * caller's buffer; close that connection so that the message is
+	 * dropped and the completion can fire (others on it resend). */
+	if (!r->done && r->data_holds > 0 && r->target >= 0)
+		session_drop_locked(r->c, r->target, &stuck);
 	pthread_mutex_unlock(&r->c->lock);
+	if (stuck) {
+		msg_conn_close(stuck);
+		msg_conn_put(stuck);
+	}
 	req_fail(r, -ETIMEDOUT);
 	req_put(r);
 }
@@ -350,14 +406,21 @@ static void req_kick(struct client_req *r)
 		rc = rc < 0 ? rc : -ENOMEM;
 		goto out_fail;
 	}
-	if (data_len)
-		msg_set_data_ref(m, (void *)data, data_len, owned ? free : NULL,
-				 (void *)data);
 	sctx = malloc(sizeof(*sctx));
 	if (!sctx) {
 		msg_free(m);
+		if (owned)
+			free((void *)data);
 		rc = -ENOMEM;
 		goto out_fail;
+	}
+	if (data_len && owned) {
+		msg_set_data_ref(m, (void *)data, data_len, free, (void *)data);
+	} else if (data_len) {
+		/* the caller's own buffer: hold the completion until sent */
+		r->data_holds++;
+		r->refs++;
+		msg_set_data_ref(m, (void *)data, data_len, req_data_release, r);
 	}
 	r->attempt++;
 	r->target = primary;
