@@ -372,13 +372,13 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 
 			if (!unknown && st == (PG_ST_ACTIVE | PG_ST_CLEAN))
 				continue;
-			if (unknown)
-				snprintf(name, sizeof(name), "unknown");
-			else
-				pg_state_str(st, name, sizeof(name));
-			add_detail(h, d, &n, "pg %u.%u is %s%s%d", pp->pool, pg, name,
-				   unknown ? "" : ", reported by osd.",
-				   unknown ? 0 : pp->pgs[pg].reporter);
+			if (unknown) {
+				add_detail(h, d, &n, "pg %u.%u is unknown", pp->pool, pg);
+				continue;
+			}
+			pg_state_str(st, name, sizeof(name));
+			add_detail(h, d, &n, "pg %u.%u is %s, reported by osd.%d", pp->pool,
+				   pg, name, pp->pgs[pg].reporter);
 		}
 	}
 }

@@ -297,6 +297,9 @@ static void mon_run(struct mon *mon)
 		drain(mon, true);
 		now = mon_now_ms();
 		if (now >= mon->next_tick_ms) {
+			/* beacons that queued up while the batch above ran (a map
+			 * commit's fsync can be slow) count before silence is judged */
+			drain(mon, true);
 			mon_osd_tick(mon);
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}

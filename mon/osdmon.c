@@ -15,6 +15,16 @@
  *
  * Every change goes through mon_map_change(); replies to BOOT and
  * STOPPING are sent only after it returned, i.e. once durable.
+ *
+ * Who may speak for an OSD: BOOT, BEACON, FAILURE (as the reporter) and
+ * STOPPING are taken only from a connection whose handshake said it is
+ * that very OSD (MSG_ENTITY_OSD with the id the message names), so a
+ * client, or another OSD, cannot mark an OSD up or down by claiming its
+ * id.  NEW comes before the OSD has an id (atoll-osd --mkfs): it is taken
+ * from any OSD identity, whatever its id.  Requests are refused with
+ * -EPERM, one-way messages ignored; both are logged.  The handshake's
+ * identity is declared, not proven (no authentication yet): this stops
+ * mistakes and confused peers, not an attacker.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -103,6 +113,28 @@ void mon_osd_fini(struct mon *mon)
 	mon->nreports = 0;
 }
 
+/* Whether m's connection is osd.id's own (any_id: any OSD's); logs and
+ * returns false when it is not. */
+static bool from_osd(const struct msg *m, int32_t id, bool any_id, const char *what)
+{
+	struct msg_identity p = msg_conn_peer(m->conn);
+	static const char *const types[] = { "unknown", "client", "mon", "osd", "mds" };
+	const char *type = p.type < sizeof(types) / sizeof(types[0]) ? types[p.type] :
+			   "unknown";
+
+	if (p.type == MSG_ENTITY_OSD && (any_id || (id >= 0 && p.id == (uint64_t)id)))
+		return true;
+	if (any_id)
+		log_warn("mon", "%s from %s refused: the connection identified itself as "
+			 "%s.%llu, not as an OSD", what, msg_conn_addr(m->conn), type,
+			 (unsigned long long)p.id);
+	else
+		log_warn("mon", "%s for osd.%d from %s refused: the connection identified "
+			 "itself as %s.%llu; only osd.%d's own connection may send it", what,
+			 id, msg_conn_addr(m->conn), type, (unsigned long long)p.id, id);
+	return false;
+}
+
 /* ---- OSD_NEW -------------------------------------------------------- */
 
 static int osd_new(struct mon *mon, const struct osd_new_req *q, int32_t *id)
@@ -172,6 +204,8 @@ void mon_handle_osd_new(struct mon *mon, struct msg *m)
 	rep.id = -1;
 	dec_init(&d, m->front, m->front_len);
 	r = osd_new_req_decode(&d, &q);
+	if (r == 0 && !from_osd(m, -1, true, "osd new"))
+		r = -EPERM;
 	if (r == 0)
 		r = osd_new(mon, &q, &rep.id);
 	rep.rc = r;
@@ -207,6 +241,12 @@ void mon_handle_osd_boot(struct mon *mon, struct msg *m)
 	r = osd_boot_req_decode(&d, &q);
 	if (r < 0) {
 		snprintf(rep.status, sizeof(rep.status), "malformed boot request");
+		goto out_reply;
+	}
+	if (!from_osd(m, q.id, false, "boot")) {
+		r = -EPERM;
+		snprintf(rep.status, sizeof(rep.status), "osd.%d boots only over a "
+			 "connection made as osd.%d (the messenger identity)", q.id, q.id);
 		goto out_reply;
 	}
 	o = osd_rec(mon, NULL, q.id);
@@ -299,6 +339,8 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 		log_warn("mon", "malformed beacon from %s", msg_conn_addr(m->conn));
 		goto out_free;
 	}
+	if (!from_osd(m, b.id, false, "beacon"))
+		goto out_clear;
 	o = osd_rec(mon, NULL, b.id);
 	if (b.id < 0 || b.id >= OSDMAP_OSD_MAX || !osd_exists(&o)) {
 		log_warn("mon", "beacon from unknown osd.%d at %s", b.id,
@@ -424,6 +466,8 @@ void mon_handle_osd_failure(struct mon *mon, struct msg *m)
 		log_warn("mon", "malformed failure report from %s", msg_conn_addr(m->conn));
 		goto out_free;
 	}
+	if (!from_osd(m, f.reporter, false, "failure report"))
+		goto out_free;
 	t = osdmap_osd(mon->map, f.target);
 	rep = osdmap_osd(mon->map, f.reporter);
 	if (!t || !(t->state & OSD_ST_UP) || !rep || !(rep->state & OSD_ST_UP) ||
@@ -483,6 +527,10 @@ void mon_handle_osd_stopping(struct mon *mon, struct msg *m)
 	rep.rc = osd_stopping_decode(&d, &s);
 	if (rep.rc < 0)
 		goto out_reply;
+	if (!from_osd(m, s.id, false, "stopping")) {
+		rep.rc = -EPERM;
+		goto out_reply;
+	}
 	o = osdmap_osd(mon->map, s.id);
 	if (!osd_exists(o)) {
 		rep.rc = -ENOENT;

@@ -414,8 +414,9 @@ static int do_mkfs(struct config *conf)
 	if (uuid_parse(uuid_s, req.uuid))
 		die("the store's uuid '%s' is malformed", uuid_s);
 
+	/* an OSD with no id yet: the monitor takes OSD_NEW only from an OSD */
 	getrandom(&mc.me.id, sizeof(mc.me.id), 0);
-	mc.me.type = MSG_ENTITY_CLIENT;
+	mc.me.type = MSG_ENTITY_OSD;
 	r = msgr_create(&mc, &ops, NULL, &msgr);
 	if (!r)
 		r = msgr_start(msgr);

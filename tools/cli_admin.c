@@ -192,6 +192,19 @@ static int run_osd_flag(struct cli *cl, const struct cli_cmd *c, int argc, char 
 	return send_cmd(cl, cmd, NULL);
 }
 
+/* osd map POOL OBJECT */
+static int run_osd_map(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
+{
+	cJSON *cmd;
+
+	if (argc != 2)
+		return cli_usage(c, "give a pool name and an object name");
+	cmd = new_cmd(c->words);
+	cJSON_AddStringToObject(cmd, "pool", argv[0]);
+	cJSON_AddStringToObject(cmd, "object", argv[1]);
+	return send_cmd(cl, cmd, NULL);
+}
+
 /* pool create NAME [--size N] [--min-size N] [--pg N] [--failure-domain D] [--compress] */
 static int run_pool_create(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {
@@ -354,6 +367,10 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  run_osd_flag },
 	{ "osd unset", "noout", "Clears a flag.\n", run_osd_flag },
 	{ "osd rm", "ID", "Removes an OSD that is down and out from the map.\n", run_osd_rm },
+	{ "osd map", "POOL OBJECT",
+	  "Where the current map places an object: its PG, up and acting OSDs\n"
+	  "and primary (the object need not exist).\n",
+	  run_osd_map },
 	{ "pool create", "NAME [--size N] [--min-size N] [--pg N] [--failure-domain host|osd] [--compress]",
 	  "Creates a replicated pool.  Defaults: size 3 (osd_pool_default_size),\n"
 	  "min-size size - size/2, 64 PGs, failure domain host (osd on a one-host\n"

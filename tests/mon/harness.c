@@ -133,6 +133,43 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	msg_free(m);
 }
 
+static void osd_drop(struct mh_osd *o, bool destroy)
+{
+	if (o->conn) {
+		msg_conn_close(o->conn);
+		msg_conn_put(o->conn);
+		o->conn = NULL;
+	}
+	if (destroy) {
+		msgr_destroy(o->msgr);
+		o->msgr = NULL;
+	}
+}
+
+struct msg_conn *mh_osd_conn(struct mh *h, int32_t id)
+{
+	struct mh_osd *o;
+	struct msgr_config mc;
+	struct msgr_ops ops = { .dispatch = on_dispatch };
+
+	cr_assert(id >= -1 && id < MH_OSD_MAX, "osd.%d: the harness holds %d OSDs",
+		  id, MH_OSD_MAX);
+	o = id < 0 ? &h->newosd : &h->osds[id];
+	if (!o->msgr) {
+		memset(&mc, 0, sizeof(mc));
+		mc.size_of = sizeof(mc);
+		mc.me.type = MSG_ENTITY_OSD;
+		mc.me.id = id < 0 ? UINT64_MAX : (uint64_t)id;
+		cr_assert_eq(msgr_create(&mc, &ops, h, &o->msgr), 0);
+		cr_assert_eq(msgr_start(o->msgr), 0);
+	}
+	if (!o->conn) {
+		o->conn = msgr_connect(o->msgr, h->addr);
+		cr_assert(o->conn);
+	}
+	return o->conn;
+}
+
 void mh_connect(struct mh *h)
 {
 	struct msgr_config mc;
@@ -212,6 +249,9 @@ void mh_start(struct mh *h)
 		}
 	}
 	cr_assert(h->addr[0], "atoll-mon did not log its address");
+	for (int i = 0; i < MH_OSD_MAX; i++)
+		osd_drop(&h->osds[i], false);
+	osd_drop(&h->newosd, false);
 	mh_connect(h);
 }
 
@@ -238,8 +278,10 @@ int mh_stop(struct mh *h)
 void mh_free(struct mh *h)
 {
 	char cmd[1024];
-	int st = mh_stop(h);
+	int st;
 
+	mh_pump_stop(h);
+	st = mh_stop(h);
 	if (st != 0) {
 		/* a sanitizer report or a crash: show what the monitor said */
 		snprintf(cmd, sizeof(cmd), "cat '%s/mon.stderr' >&2; tail -20 '%s' >&2",
@@ -252,6 +294,9 @@ void mh_free(struct mh *h)
 		msg_conn_put(h->conn);
 	}
 	msgr_destroy(h->msgr);
+	for (int i = 0; i < MH_OSD_MAX; i++)
+		osd_drop(&h->osds[i], true);
+	osd_drop(&h->newosd, true);
 	osdmap_free(h->map);
 	if (!getenv("ATOLL_KEEP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", h->dir);
@@ -283,6 +328,11 @@ static void on_reply(void *arg, struct msg *reply, int err)
 
 struct msg *mh_call(struct mh *h, uint16_t type, struct enc *e)
 {
+	return mh_call_on(h, h->conn, type, e);
+}
+
+struct msg *mh_call_on(struct mh *h, struct msg_conn *c, uint16_t type, struct enc *e)
+{
 	struct waiter w = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			    .cond = PTHREAD_COND_INITIALIZER };
 	struct msg *m = msg_new(type, e);
@@ -290,7 +340,7 @@ struct msg *mh_call(struct mh *h, uint16_t type, struct enc *e)
 
 	enc_free(e);
 	cr_assert(m);
-	r = msg_call(h->conn, m, (uint32_t)mh_scale(10000), on_reply, &w);
+	r = msg_call(c, m, (uint32_t)mh_scale(10000), on_reply, &w);
 	if (r < 0)
 		return NULL;
 	pthread_mutex_lock(&w.lock);
@@ -302,11 +352,17 @@ struct msg *mh_call(struct mh *h, uint16_t type, struct enc *e)
 
 void mh_send(struct mh *h, uint16_t type, struct enc *e)
 {
+	mh_send_on(h, h->conn, type, e);
+}
+
+void mh_send_on(struct mh *h, struct msg_conn *c, uint16_t type, struct enc *e)
+{
 	struct msg *m = msg_new(type, e);
 
+	(void)h;
 	enc_free(e);
 	cr_assert(m);
-	cr_assert_eq(msg_send(h->conn, m), 0);
+	cr_assert_eq(msg_send(c, m), 0);
 }
 
 int mh_cmd(struct mh *h, const char *json, char **status, char **out)
@@ -349,7 +405,7 @@ int mh_osd_new(struct mh *h, const uint8_t uuid[16], int32_t want, int32_t *id)
 	memcpy(q.uuid, uuid, 16);
 	enc_init(&e);
 	osd_new_req_encode(&q, &e);
-	rep = mh_call(h, MT_OSD_NEW, &e);
+	rep = mh_call_on(h, mh_osd_conn(h, -1), MT_OSD_NEW, &e);
 	cr_assert(rep);
 	dec_init(&d, rep->front, rep->front_len);
 	cr_assert_eq(osd_new_reply_decode(&d, &r), 0);
@@ -375,7 +431,7 @@ int mh_osd_boot(struct mh *h, int32_t id, const uint8_t uuid[16], const char *ad
 	q.weight = OSD_WEIGHT_ONE;
 	enc_init(&e);
 	osd_boot_req_encode(&q, &e);
-	rep = mh_call(h, MT_OSD_BOOT, &e);
+	rep = mh_call_on(h, mh_osd_conn(h, id), MT_OSD_BOOT, &e);
 	cr_assert(rep);
 	dec_init(&d, rep->front, rep->front_len);
 	cr_assert_eq(osd_boot_reply_decode(&d, &r), 0);
@@ -397,7 +453,7 @@ int mh_osd_stopping(struct mh *h, int32_t id, uint64_t *epoch)
 
 	enc_init(&e);
 	osd_stopping_encode(&s, &e);
-	rep = mh_call(h, MT_OSD_STOPPING, &e);
+	rep = mh_call_on(h, mh_osd_conn(h, id), MT_OSD_STOPPING, &e);
 	cr_assert(rep);
 	dec_init(&d, rep->front, rep->front_len);
 	cr_assert_eq(rc_reply_decode(&d, &r), 0);
@@ -407,13 +463,78 @@ int mh_osd_stopping(struct mh *h, int32_t id, uint64_t *epoch)
 	return r.rc;
 }
 
+void mh_barrier(struct mh *h, struct msg_conn *c)
+{
+	struct msg *rep;
+	struct enc e;
+
+	enc_init(&e);
+	mon_command_encode("{\"prefix\":\"osd ls\"}", &e);
+	rep = mh_call_on(h, c, MT_MON_COMMAND, &e);
+	cr_assert(rep, "no reply from the monitor");
+	msg_free(rep);
+}
+
 void mh_beacon(struct mh *h, const struct osd_beacon *b)
 {
+	struct msg_conn *c = mh_osd_conn(h, b->id);
 	struct enc e;
 
 	enc_init(&e);
 	osd_beacon_encode(b, &e);
-	mh_send(h, MT_OSD_BEACON, &e);
+	mh_send_on(h, c, MT_OSD_BEACON, &e);
+	mh_barrier(h, c);
+}
+
+static void *pump_main(void *arg)
+{
+	struct mh *h = arg;
+
+	while (!atomic_load(&h->pump_stop)) {
+		for (int i = 0; i < h->npump; i++) {
+			struct osd_beacon b;
+			struct msg *m;
+			struct enc e;
+
+			memset(&b, 0, sizeof(b));
+			b.id = h->pump_ids[i];
+			b.total = 100 << 20;
+			b.used = 1 << 20;
+			b.avail = b.total - b.used;
+			enc_init(&e);
+			osd_beacon_encode(&b, &e);
+			m = msg_new(MT_OSD_BEACON, &e);
+			enc_free(&e);
+			if (m && msg_send(h->pump_conns[i], m) < 0)
+				break;	/* the connection is gone; the test will see */
+		}
+		usleep(100000);
+	}
+	return NULL;
+}
+
+void mh_pump_start(struct mh *h, const int32_t *ids, int n)
+{
+	cr_assert(!h->pumping, "one beacon pump at a time");
+	cr_assert(n > 0 && n <= MH_OSD_MAX);
+	/* connections are made here, on the test's thread */
+	for (int i = 0; i < n; i++) {
+		h->pump_ids[i] = ids[i];
+		h->pump_conns[i] = mh_osd_conn(h, ids[i]);
+	}
+	h->npump = n;
+	atomic_store(&h->pump_stop, false);
+	cr_assert_eq(pthread_create(&h->pump, NULL, pump_main, h), 0);
+	h->pumping = true;
+}
+
+void mh_pump_stop(struct mh *h)
+{
+	if (!h->pumping)
+		return;
+	atomic_store(&h->pump_stop, true);
+	pthread_join(h->pump, NULL);
+	h->pumping = false;
 }
 
 void mh_failure(struct mh *h, int32_t reporter, int32_t target, bool immediate)
@@ -424,7 +545,8 @@ void mh_failure(struct mh *h, int32_t reporter, int32_t target, bool immediate)
 
 	enc_init(&e);
 	osd_failure_encode(&f, &e);
-	mh_send(h, MT_OSD_FAILURE, &e);
+	mh_send_on(h, mh_osd_conn(h, reporter), MT_OSD_FAILURE, &e);
+	mh_barrier(h, mh_osd_conn(h, reporter));
 }
 
 void mh_subscribe(struct mh *h, uint64_t have)
@@ -486,6 +608,46 @@ bool mh_wait_osd(struct mh *h, int32_t id, bool up, int timeout_ms)
 	struct osd_want w = { id, up };
 
 	return wait_cond(h, timeout_ms, osd_pred, &w);
+}
+
+static bool osd_in_pred(struct mh *h, void *arg)
+{
+	struct osd_want *w = arg;
+
+	return h->map && osdmap_osd_in(h->map, w->id) == w->up;
+}
+
+bool mh_wait_osd_in(struct mh *h, int32_t id, bool in, int timeout_ms)
+{
+	struct osd_want w = { id, in };
+
+	return wait_cond(h, timeout_ms, osd_in_pred, &w);
+}
+
+static int log_count(struct mh *h, const char *needle)
+{
+	FILE *f = fopen(h->log, "r");
+	char line[1024];
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+bool mh_wait_log(struct mh *h, const char *needle, int n, int timeout_ms)
+{
+	uint64_t deadline = mh_now_ms() + (uint64_t)mh_scale(timeout_ms);
+
+	for (;;) {
+		if (log_count(h, needle) >= n)
+			return true;
+		if (mh_now_ms() >= deadline)
+			return false;
+		usleep(20000);
+	}
 }
 
 bool mh_osd_is_up(struct mh *h, int32_t id)

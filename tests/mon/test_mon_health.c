@@ -202,6 +202,31 @@ Test(mon_health, clean_pgs_then_down_osd_and_noout)
 	free(out);
 }
 
+Test(mon_health, plain_detail_names_each_pg_and_its_reporter)
+{
+	struct pg_stat pgs[4];
+	char *out = NULL;
+
+	add_osds(3, 3);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pool create\",\"name\":\"p\"}", NULL, NULL), 0);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"health\",\"detail\":true}", NULL, &out), 0);
+	cr_assert(strstr(out, "\n    pg 1.0 is unknown\n"), "%s", out);
+	cr_assert(strstr(out, "\n    pg 1.3 is unknown\n"), "%s", out);
+	cr_assert_null(strstr(out, "unknown0"), "%s", out);
+	free(out);
+
+	/* a reported PG names its state and the OSD that reported it */
+	clean_pgs(pgs, 4);
+	pgs[1].state = PG_ST_ACTIVE | PG_ST_DEGRADED;
+	beacon(2, 10 << 20, 0, pgs, 4, NULL, 0);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"health\",\"detail\":true}", NULL, &out), 0);
+	cr_assert(strstr(out, "\n    pg 1.1 is active+degraded, reported by osd.2\n"),
+		  "%s", out);
+	cr_assert_null(strstr(out, "pg 1.0 "), "a clean PG is listed: %s", out);
+	cr_assert_null(strstr(out, "is unknown"), "%s", out);
+	free(out);
+}
+
 Test(mon_health, full_osd_sets_the_map_flag_and_err)
 {
 	struct pg_stat pgs[4];

@@ -1,0 +1,300 @@
+/*
+ * cmd_status.c - the commands that report on the whole cluster: status,
+ * health, df and pg ls.
+ *
+ * They only read: the map, the OSDs' beacons and the PG statistics
+ * (pgstats.c).  A PG never reported is shown as "unknown" with the acting
+ * set placement computes for it, so a new pool is visible at once.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "mon.h"
+#include "placement.h"
+
+/* ---- status, health ------------------------------------------------- */
+
+struct usage {
+	uint64_t total, used, avail, objects, bytes;
+};
+
+static void cluster_usage(struct mon *mon, struct usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (uint32_t i = 0; i < mon->map->max_osd && i < OSDMAP_OSD_MAX; i++) {
+		if (!(mon->map->osds[i].state & OSD_ST_EXISTS))
+			continue;
+		u->total += mon->osds[i].total;
+		u->used += mon->osds[i].used;
+		u->avail += mon->osds[i].avail;
+	}
+	for (uint32_t i = 0; i < mon->map->npools; i++) {
+		struct mon_pg_pool *pp = mon_pg_pool(mon, mon->map->pools[i].id);
+
+		for (uint32_t pg = 0; pp && pg < pp->pg_num; pg++) {
+			if (!pp->pgs[pg].reported)
+				continue;
+			u->objects += pp->pgs[pg].st.objects;
+			u->bytes += pp->pgs[pg].st.bytes;
+		}
+	}
+}
+
+int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	const struct osdmap *map = mon->map;
+	uint32_t total = 0, up = 0, in = 0, npg = 0;
+	struct { char name[160]; uint32_t n; } st[32];
+	uint32_t nst = 0;
+	char fsid[37], b1[32], b2[32], b3[32];
+	struct usage u;
+	const char *health = mon_health_status(mon);
+
+	for (uint32_t i = 0; i < map->max_osd; i++) {
+		if (!(map->osds[i].state & OSD_ST_EXISTS))
+			continue;
+		total++;
+		up += !!(map->osds[i].state & OSD_ST_UP);
+		in += map->osds[i].reweight > 0;
+	}
+	for (uint32_t i = 0; i < map->npools; i++) {
+		struct mon_pg_pool *pp = mon_pg_pool(mon, map->pools[i].id);
+
+		for (uint32_t pg = 0; pp && pg < pp->pg_num; pg++) {
+			bool unknown;
+			uint32_t s = mon_pg_state(mon, &pp->pgs[pg], &unknown);
+			char name[160];
+			uint32_t k;
+
+			npg++;
+			if (unknown)
+				snprintf(name, sizeof(name), "unknown");
+			else
+				pg_state_str(s, name, sizeof(name));
+			for (k = 0; k < nst && strcmp(st[k].name, name); k++)
+				;
+			if (k == nst && nst < 32) {
+				snprintf(st[k].name, sizeof(st[k].name), "%s", name);
+				st[k].n = 0;
+				nst++;
+			}
+			if (k < nst)
+				st[k].n++;
+		}
+	}
+	cluster_usage(mon, &u);
+	mon_uuid_format(map->fsid, fsid);
+	if (o->json) {
+		cJSON *x, *s;
+
+		cJSON_AddStringToObject(o->j, "fsid", fsid);
+		cJSON_AddNumberToObject(o->j, "epoch", (double)map->epoch);
+		cJSON_AddStringToObject(o->j, "health", health);
+		x = cJSON_AddArrayToObject(o->j, "flags");
+		if (map->flags & OSDMAP_F_NOOUT)
+			cJSON_AddItemToArray(x, cJSON_CreateString("noout"));
+		x = cJSON_AddObjectToObject(o->j, "osds");
+		cJSON_AddNumberToObject(x, "total", total);
+		cJSON_AddNumberToObject(x, "up", up);
+		cJSON_AddNumberToObject(x, "in", in);
+		cJSON_AddNumberToObject(o->j, "pools", map->npools);
+		x = cJSON_AddObjectToObject(o->j, "pgs");
+		cJSON_AddNumberToObject(x, "total", npg);
+		s = cJSON_AddObjectToObject(x, "states");
+		for (uint32_t k = 0; k < nst; k++)
+			cJSON_AddNumberToObject(s, st[k].name, st[k].n);
+		x = cJSON_AddObjectToObject(o->j, "usage");
+		cJSON_AddNumberToObject(x, "total", (double)u.total);
+		cJSON_AddNumberToObject(x, "used", (double)u.used);
+		cJSON_AddNumberToObject(x, "avail", (double)u.avail);
+		cJSON_AddNumberToObject(x, "objects", (double)u.objects);
+		return 0;
+	}
+	fprintf(o->txt, "cluster:\n  id:     %s\n  health: %s\n", fsid, health);
+	fprintf(o->txt, "  epoch:  %llu%s\n", (unsigned long long)map->epoch,
+		map->flags & OSDMAP_F_NOOUT ? " (flags: noout)" : "");
+	fprintf(o->txt, "osd:     %u osds: %u up, %u in\n", total, up, in);
+	fprintf(o->txt, "pools:   %u pools, %u pgs\n", map->npools, npg);
+	fprintf(o->txt, "pgs:    ");
+	for (uint32_t k = 0; k < nst; k++)
+		fprintf(o->txt, "%s %u %s", k ? "," : "", st[k].n, st[k].name);
+	fprintf(o->txt, "%s\n", nst ? "" : " none");
+	cmd_human_bytes(u.used, b1, sizeof(b1));
+	cmd_human_bytes(u.avail, b2, sizeof(b2));
+	cmd_human_bytes(u.total, b3, sizeof(b3));
+	fprintf(o->txt, "usage:   %llu objects, %s used, %s / %s avail\n",
+		(unsigned long long)u.objects, b1, b2, b3);
+	return 0;
+}
+
+int cmd_health(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	bool detail;
+	cJSON *h, *c;
+	int r = cmd_arg_bool(a, "detail", false, &detail, o);
+
+	if (r < 0)
+		return r;
+	h = mon_health(mon, detail);
+	if (!h)
+		return cmd_fail(o, -ENOMEM, "out of memory");
+	if (o->json) {
+		cJSON_Delete(o->j);
+		o->j = h;
+		return 0;
+	}
+	fprintf(o->txt, "%s\n", cJSON_GetStringValue(cJSON_GetObjectItem(h, "status")));
+	cJSON_ArrayForEach(c, cJSON_GetObjectItem(h, "checks")) {
+		cJSON *d;
+
+		fprintf(o->txt, "%s: %s; fix: %s\n",
+			cJSON_GetStringValue(cJSON_GetObjectItem(c, "code")),
+			cJSON_GetStringValue(cJSON_GetObjectItem(c, "summary")),
+			cJSON_GetStringValue(cJSON_GetObjectItem(c, "fix")));
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "detail"))
+			fprintf(o->txt, "    %s\n", cJSON_GetStringValue(d));
+	}
+	cJSON_Delete(h);
+	return 0;
+}
+
+/* ---- df, pg ls ------------------------------------------------------ */
+
+int cmd_df(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	struct usage u;
+	cJSON *arr = NULL;
+	char b1[32], b2[32], b3[32];
+
+	cluster_usage(mon, &u);
+	if (o->json) {
+		cJSON_AddNumberToObject(o->j, "total", (double)u.total);
+		cJSON_AddNumberToObject(o->j, "used", (double)u.used);
+		cJSON_AddNumberToObject(o->j, "avail", (double)u.avail);
+		arr = cJSON_AddArrayToObject(o->j, "pools");
+	} else {
+		cmd_human_bytes(u.total, b1, sizeof(b1));
+		cmd_human_bytes(u.used, b2, sizeof(b2));
+		cmd_human_bytes(u.avail, b3, sizeof(b3));
+		fprintf(o->txt, "RAW: %s total, %s used, %s avail\n\n", b1, b2, b3);
+		fprintf(o->txt, "%-24s %6s %12s %12s\n", "POOL", "ID", "OBJECTS", "BYTES");
+	}
+	for (uint32_t i = 0; i < mon->map->npools; i++) {
+		const struct osdmap_pool *p = &mon->map->pools[i];
+		struct mon_pg_pool *pp = mon_pg_pool(mon, p->id);
+		uint64_t objects = 0, bytes = 0;
+
+		for (uint32_t pg = 0; pp && pg < pp->pg_num; pg++) {
+			if (!pp->pgs[pg].reported)
+				continue;
+			objects += pp->pgs[pg].st.objects;
+			bytes += pp->pgs[pg].st.bytes;
+		}
+		if (arr) {
+			cJSON *j = cJSON_CreateObject();
+
+			cJSON_AddNumberToObject(j, "id", p->id);
+			cJSON_AddStringToObject(j, "name", p->name);
+			cJSON_AddNumberToObject(j, "objects", (double)objects);
+			cJSON_AddNumberToObject(j, "bytes", (double)bytes);
+			cJSON_AddNumberToObject(j, "size", p->size);
+			cJSON_AddItemToArray(arr, j);
+		} else {
+			cmd_human_bytes(bytes, b1, sizeof(b1));
+			fprintf(o->txt, "%-24s %6u %12llu %12s\n", p->name, p->id,
+				(unsigned long long)objects, b1);
+		}
+	}
+	return 0;
+}
+
+int cmd_pg_ls(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	const struct osdmap_pool *only = NULL;
+	struct placement_ctx *pc;
+	const char *name;
+	int r;
+
+	if ((r = cmd_arg_str(a, "pool", false, &name, o)) < 0)
+		return r;
+	if (name) {
+		only = osdmap_pool_by_name(mon->map, name);
+		if (!only)
+			return cmd_fail(o, -ENOENT, "pool '%s' does not exist; list pools with: "
+					"atoll pool ls", name);
+	}
+	pc = placement_ctx_new(mon->map);
+	if (!pc)
+		return cmd_fail(o, -ENOMEM, "out of memory");
+	if (o->json) {
+		cJSON_Delete(o->j);
+		o->j = cJSON_CreateArray();
+	} else {
+		fprintf(o->txt, "%-10s %-36s %10s %12s %s\n", "PG", "STATE", "OBJECTS",
+			"BYTES", "ACTING");
+	}
+	for (uint32_t i = 0; i < mon->map->npools; i++) {
+		const struct osdmap_pool *p = &mon->map->pools[i];
+		struct mon_pg_pool *pp;
+
+		if (only && only->id != p->id)
+			continue;
+		pp = mon_pg_pool(mon, p->id);
+		for (uint32_t pg = 0; pp && pg < pp->pg_num; pg++) {
+			const struct mon_pg *e = &pp->pgs[pg];
+			int32_t acting[OSDMAP_SIZE_MAX], primary = -1;
+			int nact = 0;
+			bool unknown;
+			uint32_t st = mon_pg_state(mon, e, &unknown);
+			char state[160], pgid[24], act[128];
+			size_t off = 0;
+
+			if (unknown) {
+				snprintf(state, sizeof(state), "unknown");
+				nact = placement_ctx_acting(pc, p, pg, acting, &primary);
+				if (nact < 0)
+					nact = 0;
+			} else {
+				pg_state_str(st, state, sizeof(state));
+				nact = e->st.nacting;
+				for (int k = 0; k < nact; k++)
+					acting[k] = e->st.acting[k];
+				primary = nact ? acting[0] : -1;
+			}
+			snprintf(pgid, sizeof(pgid), "%u.%u", p->id, pg);
+			if (o->json) {
+				cJSON *j = cJSON_CreateObject(), *x;
+
+				cJSON_AddStringToObject(j, "pgid", pgid);
+				cJSON_AddNumberToObject(j, "pool", p->id);
+				cJSON_AddNumberToObject(j, "pg", pg);
+				cJSON_AddStringToObject(j, "state", state);
+				x = cJSON_AddArrayToObject(j, "acting");
+				for (int k = 0; k < nact; k++)
+					cJSON_AddItemToArray(x, cJSON_CreateNumber(acting[k]));
+				cJSON_AddNumberToObject(j, "primary", primary);
+				cJSON_AddNumberToObject(j, "objects",
+							unknown ? 0 : (double)e->st.objects);
+				cJSON_AddNumberToObject(j, "bytes",
+							unknown ? 0 : (double)e->st.bytes);
+				if (!unknown)
+					cJSON_AddNumberToObject(j, "reported_by", e->reporter);
+				cJSON_AddItemToArray(o->j, j);
+				continue;
+			}
+			act[0] = '\0';
+			for (int k = 0; k < nact && off < sizeof(act); k++)
+				off += (size_t)snprintf(act + off, sizeof(act) - off, "%s%d",
+							k ? "," : "", acting[k]);
+			fprintf(o->txt, "%-10s %-36s %10llu %12llu [%s]\n", pgid, state,
+				unknown ? 0ull : (unsigned long long)e->st.objects,
+				unknown ? 0ull : (unsigned long long)e->st.bytes, act);
+		}
+	}
+	placement_ctx_free(pc);
+	return 0;
+}
