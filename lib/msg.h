@@ -132,6 +132,15 @@ struct msgr_config {
 	uint32_t handshake_timeout_ms;	/* 0 = 10 s */
 	uint32_t reconnect_min_ms;	/* first backoff; 0 = 50 ms */
 	uint32_t reconnect_max_ms;	/* backoff cap; 0 = 5 s */
+	/* Fault injection, for tests only (0 = off).  Of the request frames
+	 * written for msg_call (never hellos, replies or one-way messages),
+	 * this many per thousand are written a second time, same tid (the
+	 * peer sees a duplicate; its second reply is dropped) ... */
+	uint32_t inject_dup_permille;
+	/* ... and this many per thousand reset the connection right after
+	 * they are written (the call fails -ECONNRESET; a dialled connection
+	 * redials). */
+	uint32_t inject_reset_permille;
 };
 
 struct msgr_ops {

@@ -680,10 +680,64 @@ static int add_iov(struct iovec *iov, int n, const void *p, size_t len,
 	return n + 1;
 }
 
+/* ---- fault injection (msgr_config inject_*, tests only) ---- */
+
+/* The loop thread's own xorshift: true permille times in a thousand. */
+static bool inject_hit(uint32_t permille)
+{
+	static __thread uint64_t x;
+
+	if (!permille)
+		return false;
+	if (!x)
+		x = ((uint64_t)(uintptr_t)&x << 16) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x % 1000 < permille;
+}
+
+/* The connection to reset once the bytes just written are accounted. */
+static __thread struct msg_conn *inject_reset_conn;
+
+/* Queues a copy of the written request m (same frame, same tid) behind
+ * the others.  The copy owns its bytes: the caller's data may be gone
+ * by the time it is written. */
+static void conn_inject_dup(struct msg_conn *c, const struct msg *m)
+{
+	struct msg *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return;
+	d->type = m->type;
+	d->flags = m->flags;
+	d->tid = m->tid;
+	if (m->front_len) {
+		d->front = malloc(m->front_len);
+		if (!d->front)
+			goto fail;
+		memcpy(d->front, m->front, m->front_len);
+		d->front_len = m->front_len;
+	}
+	if (m->data_len && msg_set_data(d, m->data, m->data_len) < 0)
+		goto fail;
+	memcpy(d->wire_hdr, m->wire_hdr, sizeof(d->wire_hdr));
+	memcpy(d->wire_tail, m->wire_tail, sizeof(d->wire_tail));
+	sq_append(c, d);
+	atomic_fetch_add(&c->queued, frame_len(d));
+	return;
+fail:
+	msg_free(d);
+}
+
 /* A written message: a call now waits for its reply. */
 static void conn_sent(struct msg_conn *c, struct msg *m)
 {
 	atomic_fetch_sub(&c->queued, frame_len(m));
+	if (m->call && inject_hit(c->msgr->cfg.inject_dup_permille))
+		conn_inject_dup(c, m);
+	if (m->call && inject_hit(c->msgr->cfg.inject_reset_permille))
+		inject_reset_conn = c;
 	if (m->call) {
 		m->call->sent = true;
 		m->call->msg = NULL;
@@ -770,6 +824,12 @@ static void conn_flush(struct msg_conn *c)
 			return;
 		}
 		conn_consume(c, (size_t)w);
+		if (inject_reset_conn == c) {
+			inject_reset_conn = NULL;
+			log_debug("msgr", "injected reset of connection '%s'", c->addr);
+			conn_fail(c, -ECONNRESET);
+			return;
+		}
 		if ((size_t)w < total) {
 			c->wr_blocked = true;	/* EPOLLOUT says when there is room */
 			break;
@@ -807,6 +867,8 @@ static void conn_resume(struct msg_conn *c)
 }
 
 /* Where the body's next bytes go: the rest of the front or of the data. */
+#define MSG_DATA_ALIGN 4096u
+
 static uint8_t *rx_target(struct msg_conn *c, size_t *len)
 {
 	struct msg *m = c->rx_msg;
@@ -874,7 +936,13 @@ static bool conn_rx_header(struct msg_conn *c)
 	m = calloc(1, sizeof(*m));
 	if (m && h.front_len)
 		m->front = malloc(h.front_len);
-	if (m && h.data_len)
+	/* Data of whole 4 KiB blocks is page-aligned (malloc's large
+	 * allocations need not be: jemalloc offsets them by a random cache
+	 * line) so that the OSD's store can write it with O_DIRECT as it is,
+	 * without a bounce copy. */
+	if (m && h.data_len && h.data_len % MSG_DATA_ALIGN == 0)
+		m->data = aligned_alloc(MSG_DATA_ALIGN, h.data_len);
+	else if (m && h.data_len)
 		m->data = malloc(h.data_len);
 	if (!m || (h.front_len && !m->front) || (h.data_len && !m->data)) {
 		log_error("msgr", "closing connection '%s': cannot allocate a frame of %llu bytes",

@@ -48,6 +48,9 @@ static const struct {
 	{ "client_inflight_bytes", KEY_SIZE },
 	{ "log_level", KEY_LEVEL },
 	{ "log_file", KEY_STR },
+	/* testing only: messenger fault injection (doc/daemons.md) */
+	{ "ms_inject_dup_permille", KEY_INT },
+	{ "ms_inject_reset_permille", KEY_INT },
 };
 
 /* "client-op-timeout" == "client_op_timeout", as config.h compares. */
@@ -364,6 +367,17 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 	mc.size_of = sizeof(mc);
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = c->id;
+	{
+		int64_t dup = 0, reset = 0;
+
+		if (config_get_int(c->cfg, CLIENT_WHO, "ms_inject_dup_permille", 0, 0, 1000,
+				   &dup, NULL, 0) < 0 ||
+		    config_get_int(c->cfg, CLIENT_WHO, "ms_inject_reset_permille", 0, 0, 1000,
+				   &reset, NULL, 0) < 0)
+			return -EINVAL;
+		mc.inject_dup_permille = (uint32_t)dup;
+		mc.inject_reset_permille = (uint32_t)reset;
+	}
 	r = msgr_create(&mc, &ops, c, &c->msgr);
 	if (r < 0)
 		goto out;
