@@ -68,6 +68,8 @@ cmd_fn cmd_osd_tree, cmd_osd_ls, cmd_osd_dump, cmd_osd_out, cmd_osd_in,
 	cmd_osd_reweight, cmd_osd_set, cmd_osd_unset, cmd_osd_rm;
 /* ---- cmd_osdmap.c: osd map POOL OBJECT ---- */
 cmd_fn cmd_osd_map;
+/* ---- cmd_blocklist.c: osd blocklist add|rm|ls ---- */
+cmd_fn cmd_osd_blocklist_add, cmd_osd_blocklist_rm, cmd_osd_blocklist_ls;
 
 /* ---- cmd_pool.c ---- */
 cmd_fn cmd_pool_create, cmd_pool_ls, cmd_pool_rm, cmd_pool_get, cmd_pool_set;

@@ -230,6 +230,9 @@ static const struct {
 	{ "osd unset", cmd_osd_unset },
 	{ "osd rm", cmd_osd_rm },
 	{ "osd map", cmd_osd_map },	/* cmd_osdmap.c */
+	{ "osd blocklist add", cmd_osd_blocklist_add },	/* cmd_blocklist.c */
+	{ "osd blocklist rm", cmd_osd_blocklist_rm },
+	{ "osd blocklist ls", cmd_osd_blocklist_ls },
 	{ "pool create", cmd_pool_create },
 	{ "pool ls", cmd_pool_ls },
 	{ "pool rm", cmd_pool_rm },

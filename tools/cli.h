@@ -55,6 +55,8 @@ extern const struct cli_cmd cli_admin_cmds[];
 extern const struct cli_cmd cli_object_cmds[];
 /* cli_bench.c */
 extern const struct cli_cmd cli_bench_cmds[];
+/* cli_image.c: image ... and osd blocklist ... */
+extern const struct cli_cmd cli_image_cmds[];
 
 /* Opens an I/O context on pool with the CLI's standard message for a
  * missing pool; returns an exit code. */

@@ -141,6 +141,9 @@ int64_t atoll_pool_list(struct atoll_cluster *c, char *buf, size_t len);
 int atoll_ioctx_create(struct atoll_cluster *c, const char *pool,
 		       struct atoll_ioctx **out);
 void atoll_ioctx_destroy(struct atoll_ioctx *io);
+/* The cluster handle io was created on (libraries built on an ioctx,
+ * such as libatoll-image, use it for monitor commands and the client id). */
+struct atoll_cluster *atoll_ioctx_get_cluster(struct atoll_ioctx *io);
 
 /* ---- completions ---------------------------------------------------- */
 

@@ -212,3 +212,8 @@ void atoll_ioctx_destroy(struct atoll_ioctx *io)
 {
 	free(io);
 }
+
+struct atoll_cluster *atoll_ioctx_get_cluster(struct atoll_ioctx *io)
+{
+	return io ? io->c : NULL;
+}
