@@ -41,6 +41,15 @@ cd "$root" || exit 1
 
 "$root/scripts/deps.sh" || { echo "test.sh: installing the Debian packages failed" >&2; exit 1; }
 
+# Every OSD store takes about 1,800 of the kernel's async-I/O events; the
+# suites run up to a dozen stores at once beside whatever else the machine
+# runs, and the default limit (65,536) can run out.  Raise it when we may.
+aio_max=$(cat /proc/sys/fs/aio-max-nr 2>/dev/null || echo 0)
+if [ "$aio_max" -lt 1048576 ] && [ "$(id -u)" = 0 ]; then
+	sysctl -q -w fs.aio-max-nr=1048576 ||
+		echo "test.sh: cannot raise fs.aio-max-nr ($aio_max); daemon tests may fail with EAGAIN" >&2
+fi
+
 # Make every UndefinedBehaviorSanitizer report fail its test (by default it
 # only prints); tests may set their own.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
