@@ -18,6 +18,9 @@ pkgs=(
 	libcriterion-dev clang libclang-rt-14-dev python3
 	# benchmarks: the disk reference (../shared/bench/disklimit.sh)
 	fio
+	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
+	# nbdfuse, nbdsh + python module), qemu-img, ext4 over nbdfuse + loop
+	libnbd-bin nbdkit python3-libnbd qemu-utils fuse3 e2fsprogs
 	"$@"
 )
 

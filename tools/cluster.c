@@ -79,6 +79,8 @@ static const char usage_text[] =
 "  --set K=V      a configuration option for [global] of atoll.conf (repeatable),\n"
 "                 e.g. --set osd_heartbeat_grace=3s\n"
 "  --timeout S    seconds to wait for each daemon and for HEALTH_OK (default 60)\n"
+"  --no-nbd       with up: do not start atoll-nbd (by default one serves the\n"
+"                 default pool's images on 127.0.0.2, see doc/nbd.md)\n"
 "  --purge        with down: remove the cluster's folder too\n"
 "  --host H       with osd add: the host index for the new OSD\n"
 "  --format json  with status: JSON\n"
@@ -91,7 +93,7 @@ static const char usage_text[] =
 int main(int argc, char **argv)
 {
 	enum { O_DIR = 256, O_OSDS, O_HOSTS, O_SIZE, O_POOL, O_PG, O_SET, O_TIMEOUT,
-	       O_PURGE, O_HOST, O_FORMAT, O_VERSION };
+	       O_PURGE, O_HOST, O_FORMAT, O_VERSION, O_NO_NBD };
 	static const struct option lopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "osds", required_argument, NULL, O_OSDS },
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
 		{ "set", required_argument, NULL, O_SET },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "purge", no_argument, NULL, O_PURGE },
+		{ "no-nbd", no_argument, NULL, O_NO_NBD },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
@@ -154,6 +157,7 @@ int main(int argc, char **argv)
 			if (*end || o.timeout < 1) goto bad_number;
 			break;
 		case O_PURGE: o.purge = true; break;
+		case O_NO_NBD: o.no_nbd = true; break;
 		case O_HOST: o.host = (int)strtol(optarg, &end, 10);
 			if (*end || o.host < 0) goto bad_number;
 			break;

@@ -24,7 +24,8 @@
 #define CL_STATE_FILE	"cluster.state"
 #define CL_CONF_FILE	"atoll.conf"
 
-enum cl_kind { CL_MON = 1, CL_OSD = 2 };
+enum cl_kind { CL_MON = 1, CL_OSD = 2, CL_NBD = 3 };
+#define CL_NBD_NAME	"nbd"		/* the one atoll-nbd `up` starts */
 
 struct cl_daemon {
 	char name[32];			/* "mon.a", "osd.3" */
@@ -57,6 +58,7 @@ struct cl_opts {
 	int pg;				/* default pool's pg_num; 0 = monitor default */
 	int timeout;			/* seconds to wait for HEALTH_OK */
 	bool purge;
+	bool no_nbd;			/* up: start no atoll-nbd */
 	bool json;
 	int host;			/* osd add --host H; -1 = id % hosts */
 	int nsets;
@@ -71,6 +73,8 @@ int cl_state_load(struct cl_state *st, const char *dir);
 int cl_state_save(const struct cl_state *st);
 struct cl_daemon *cl_state_find(struct cl_state *st, const char *name);
 struct cl_daemon *cl_state_osd(struct cl_state *st, int id);
+/* "mon", "osd", "nbd": the kind as the state file and status write it. */
+const char *cl_kind_name(enum cl_kind kind);
 void cl_path(char *buf, size_t len, const struct cl_state *st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

@@ -118,7 +118,8 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 
 	if (cl_alive(d))
 		return 0;
-	if (cl_find_binary(d->kind == CL_MON ? "atoll-mon" : "atoll-osd", bin, sizeof(bin)))
+	if (cl_find_binary(d->kind == CL_MON ? "atoll-mon" :
+			   d->kind == CL_NBD ? "atoll-nbd" : "atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
 	cl_path(data, sizeof(data), st, "%s", d->name);
 	cl_path(log, sizeof(log), st, "log/%s.log", d->name);
@@ -129,6 +130,11 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	if (d->kind == CL_MON) {
 		const char *argv[] = { bin, "--data", data, "--addr", addr,
 				       "--conf", conf, NULL };
+		ret = cl_spawn(argv, log, &pid);
+	} else if (d->kind == CL_NBD) {
+		/* atoll-nbd --conf D/atoll.conf --addr IP:PORT --pool POOL */
+		const char *argv[] = { bin, "--conf", conf, "--addr", addr,
+				       "--pool", st->pool, NULL };
 		ret = cl_spawn(argv, log, &pid);
 	} else {
 		const char *argv[] = { bin, "--data", data, "--addr", addr,

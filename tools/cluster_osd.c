@@ -39,7 +39,7 @@ int cl_cmd_status(struct cl_opts *o)
 			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"id\":%d,\"host\":\"host%d\","
 			       "\"addr\":\"%s:%d\",\"running\":%s,\"pid\":%ld,"
 			       "\"log\":\"%s/log/%s.log\"}", i ? "," : "", d->name,
-			       d->kind == CL_MON ? "mon" : "osd", d->id, d->host, d->ip,
+			       cl_kind_name(d->kind), d->id, d->host, d->ip,
 			       d->port, up ? "true" : "false", up ? (long)d->pid : 0L,
 			       st->dir, d->name);
 		}

@@ -46,7 +46,8 @@ static void sleep_ms(int ms)
  * (installed layout), its ../mon and ../osd (the build folder), PATH. */
 int cl_find_binary(const char *name, char *out, size_t len)
 {
-	static const char *const rel[] = { "", "../mon/", "../osd/", "../tools/" };
+	static const char *const rel[] = { "", "../mon/", "../osd/", "../tools/",
+					   "../blockdev/nbd/" };
 	char self[PATH_MAX], *dir;
 	const char *env = getenv("ATOLL_BIN_DIR"), *path;
 	ssize_t n;

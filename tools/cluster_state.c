@@ -7,7 +7,7 @@
  *   hosts H
  *   size 2G
  *   pool default
- *   daemon NAME KIND ID HOST IP PORT PID STARTTIME
+ *   daemon NAME KIND ID HOST IP PORT PID STARTTIME   (KIND mon, osd, nbd)
  * It is replaced atomically (temporary file, fsync, rename) so that a
  * crash of atoll-cluster never leaves half a list of PIDs behind.
  */
@@ -40,6 +40,15 @@ struct cl_daemon *cl_state_find(struct cl_state *st, const char *name)
 		if (strcmp(st->d[i].name, name) == 0)
 			return &st->d[i];
 	return NULL;
+}
+
+const char *cl_kind_name(enum cl_kind kind)
+{
+	switch (kind) {
+	case CL_MON: return "mon";
+	case CL_NBD: return "nbd";
+	default: return "osd";
+	}
 }
 
 struct cl_daemon *cl_state_osd(struct cl_state *st, int id)
@@ -93,7 +102,8 @@ int cl_state_load(struct cl_state *st, const char *dir)
 		    st->n < CL_MAX_DAEMONS) {
 			d = &st->d[st->n++];
 			snprintf(d->name, sizeof(d->name), "%s", name);
-			d->kind = strcmp(kind, "mon") == 0 ? CL_MON : CL_OSD;
+			d->kind = strcmp(kind, "mon") == 0 ? CL_MON :
+				  strcmp(kind, "nbd") == 0 ? CL_NBD : CL_OSD;
 			d->id = id;
 			d->host = atoi(host + strcspn(host, "0123456789"));
 			snprintf(d->ip, sizeof(d->ip), "%s", ip);
@@ -135,7 +145,7 @@ int cl_state_save(const struct cl_state *st)
 		const struct cl_daemon *d = &st->d[i];
 
 		fprintf(f, "daemon %s %s %d host%d %s %d %ld %llu\n", d->name,
-			d->kind == CL_MON ? "mon" : "osd", d->id, d->host, d->ip,
+			cl_kind_name(d->kind), d->id, d->host, d->ip,
 			d->port, (long)d->pid, d->start);
 	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)

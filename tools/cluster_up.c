@@ -9,9 +9,14 @@
  * failure stops every daemon this run started before it returns.
  * `up` on a folder whose cluster is stopped starts it again (no mkfs).
  *
- * down: SIGTERM to every daemon (OSDs first, so each tells the monitor
- * it goes down), SIGKILL after a timeout; checks they are gone.  It
- * removes nothing unless --purge.
+ * down: SIGTERM to every daemon (atoll-nbd first, so it releases its
+ * images' locks while the cluster is still there; then the OSDs, so each
+ * tells the monitor it goes down), SIGKILL after a timeout; checks they
+ * are gone.  It removes nothing unless --purge.
+ *
+ * Unless --no-nbd, up also starts one atoll-nbd serving the default
+ * pool's images on host 0's address (127.0.0.2) and a free port, recorded
+ * in the state file as daemon "nbd" and stopped by `down` by its PID.
  */
 #include "cluster.h"
 
@@ -159,8 +164,63 @@ int cl_add_osd(struct cl_state *st, int host, int timeout_s)
 	return ret;
 }
 
-static void print_usage_hint(const struct cl_state *st, int osds)
+/* The atoll-nbd daemon of the state, or NULL. */
+static struct cl_daemon *nbd_daemon(struct cl_state *st)
 {
+	for (int i = 0; i < st->n; i++)
+		if (st->d[i].kind == CL_NBD)
+			return &st->d[i];
+	return NULL;
+}
+
+/* Stops atoll-nbd (SIGTERM: it drains its clients and closes the images,
+ * which releases their locks) before the daemons it needs. */
+static int stop_nbd(struct cl_state *st, int timeout_s)
+{
+	struct cl_daemon *d = nbd_daemon(st);
+
+	return d ? cl_stop(d, SIGTERM, timeout_s) : 0;
+}
+
+/* Adds and starts the one atoll-nbd of a new cluster (not when the
+ * binary is missing: the cluster is still useful without it). */
+static int add_nbd(struct cl_state *st, int timeout_s)
+{
+	struct cl_daemon *d;
+	char bin[PATH_MAX];
+	int port, ret;
+
+	if (cl_find_binary("atoll-nbd", bin, sizeof(bin))) {
+		cl_info("atoll-nbd is not built; starting no NBD server");
+		return 0;
+	}
+	if (st->n >= CL_MAX_DAEMONS) {
+		cl_err("a local cluster holds at most %d daemons", CL_MAX_DAEMONS);
+		return -E2BIG;
+	}
+	d = &st->d[st->n];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", CL_NBD_NAME);
+	d->kind = CL_NBD;
+	d->host = 0;
+	host_ip(0, d->ip, sizeof(d->ip));
+	port = cl_free_port(d->ip);
+	if (port < 0) {
+		cl_err("no free port on %s: %s", d->ip, strerror(-port));
+		return port;
+	}
+	d->port = port;
+	st->n++;
+	ret = cl_state_save(st);
+	if (ret == 0)
+		ret = cl_start_daemon(st, d, timeout_s);
+	cl_state_save(st);
+	return ret;
+}
+
+static void print_usage_hint(struct cl_state *st, int osds)
+{
+	const struct cl_daemon *nbd = nbd_daemon(st);
 	char mon[64];
 
 	cl_mon_addr(st, mon, sizeof(mon));
@@ -176,6 +236,11 @@ static void print_usage_hint(const struct cl_state *st, int osds)
 	if (st->pool[0])
 		printf("  atoll put %s hello /etc/hostname && atoll get %s hello -\n"
 		       "  atoll bench %s 10 write\n", st->pool, st->pool, st->pool);
+	if (nbd && st->pool[0])
+		printf("Block images over NBD (pool '%s'):\n"
+		       "  NBD URI: nbd://%s:%d/IMAGE\n"
+		       "  atoll image create disk1 1G && nbdinfo nbd://%s:%d/disk1\n",
+		       st->pool, nbd->ip, nbd->port, nbd->ip, nbd->port);
 	printf("Stop it:\n"
 	       "  atoll-cluster down --dir %s          (add --purge to remove it)\n",
 	       st->dir);
@@ -196,9 +261,11 @@ static int restart(struct cl_state *st, struct cl_opts *o)
 	int ret = 0;
 
 	cl_info("starting the stopped cluster in %s again", st->dir);
-	for (int pass = 0; pass < 2 && ret == 0; pass++)
+	static const enum cl_kind order[] = { CL_MON, CL_OSD, CL_NBD };
+
+	for (int pass = 0; pass < 3 && ret == 0; pass++)
 		for (int i = 0; i < st->n && ret == 0; i++)
-			if (st->d[i].kind == (pass == 0 ? CL_MON : CL_OSD)) {
+			if (st->d[i].kind == order[pass]) {
 				ret = cl_start_daemon(st, &st->d[i], o->timeout);
 				cl_state_save(st);
 			}
@@ -309,6 +376,11 @@ int cl_cmd_up(struct cl_opts *o)
 			goto out_rollback;
 		snprintf(st->pool, sizeof(st->pool), "%s", o->pool);
 		cl_state_save(st);
+		if (!o->no_nbd) {
+			ret = add_nbd(st, o->timeout);
+			if (ret)
+				goto out_rollback;
+		}
 	}
 	ret = cl_wait_health(st, o->timeout, false);
 	if (ret == 0)
@@ -316,6 +388,7 @@ int cl_cmd_up(struct cl_opts *o)
 
 out_rollback:
 	if (ret && started) {
+		stop_nbd(st, STOP_TIMEOUT_S);
 		cl_stop_all(st, STOP_TIMEOUT_S);
 		cl_state_save(st);
 		cl_err("%s; stopped every daemon it started (logs in %s/log/; "
@@ -381,7 +454,9 @@ int cl_cmd_down(struct cl_opts *o)
 		goto out;
 	for (int i = 0; i < st->n; i++)
 		running += cl_alive(&st->d[i]);
-	ret = cl_stop_all(st, STOP_TIMEOUT_S);
+	ret = stop_nbd(st, STOP_TIMEOUT_S);
+	if (cl_stop_all(st, STOP_TIMEOUT_S) != 0)
+		ret = -EBUSY;
 	cl_state_save(st);
 	if (ret) {
 		cl_err("some daemons of '%s' could not be stopped", st->dir);

@@ -1,0 +1,374 @@
+/*
+ * nbd_main.c - atoll-nbd: serves the images of a pool over NBD.
+ *
+ *   atoll-nbd [--conf FILE] [-m MON] [--addr IP:PORT] [--pool NAME]
+ *             [--log FILE] [--log-level LEVEL]
+ *
+ * The main thread binds exactly --addr, accepts connections and gives each
+ * its own thread (nbd_conn_main); it waits for SIGTERM/SIGINT through a
+ * signalfd next to the listening socket.  On a signal it stops accepting,
+ * ends every connection's reading side (requests in flight still complete
+ * and get their replies), waits for them, closes the images (releasing
+ * their locks) and exits 0.
+ */
+#include "nbd_server.h"
+
+#include "log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NBD_DEFAULT_ADDR "127.0.0.1:10809"
+#define NBD_DEFAULT_POOL "default"
+#define NBD_MAX_CONNS 1024
+#define NBD_STOP_WAIT_S 60
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: atoll-nbd [options]\n"
+"Serves the images of an atoll pool over the NBD protocol: the export name\n"
+"is the image name (read-write), or IMAGE@SNAP (a snapshot, read-only).\n"
+"  --conf FILE        atoll.conf (default: $ATOLL_CONF, ./atoll.conf,\n"
+"                     /etc/atoll/atoll.conf)\n"
+"  -m, --mon-host IP:PORT   the monitor (overrides mon_host)\n"
+"  --addr IP:PORT     address to listen on (default %s); only that\n"
+"                     address is bound\n"
+"  --pool NAME        the pool whose images are served (default '%s')\n"
+"  --lease SECONDS    the lease of the image locks this server holds (default\n"
+"                     the library's, 15 s): a restarted atoll-nbd takes over\n"
+"                     the images of one that was killed after at most this\n"
+"  --log FILE         log there instead of stderr\n"
+"  --log-level LEVEL  error, warn, info (default), debug\n"
+"  -h, --help         this text\n"
+"Example:\n"
+"  atoll image create disk1 10G && atoll-nbd --pool default &\n"
+"  nbdinfo nbd://127.0.0.1:10809/disk1\n"
+"  nbd-client 127.0.0.1 10809 /dev/nbd0 -N disk1    (see doc/nbd.md)\n",
+		NBD_DEFAULT_ADDR, NBD_DEFAULT_POOL);
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *sa)
+{
+	char ip[64];
+	const char *colon = strrchr(s, ':');
+	char *end;
+	long port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(ip))
+		return -EINVAL;
+	memcpy(ip, s, (size_t)(colon - s));
+	ip[colon - s] = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 0 || port > 65535)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, ip, &sa->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+static int listen_on(const char *addr)
+{
+	struct sockaddr_in sa;
+	int fd, one = 1;
+
+	if (parse_addr(addr, &sa)) {
+		fprintf(stderr, "atoll-nbd: --addr '%s' is not IP:PORT (e.g. %s)\n", addr,
+			NBD_DEFAULT_ADDR);
+		return -EINVAL;
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0) {
+		int err = errno;
+
+		fprintf(stderr, "atoll-nbd: cannot listen on %s: %s; choose another with "
+			"--addr IP:PORT\n", addr, strerror(err));
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static void conn_free(struct nbd_conn *conn)
+{
+	pthread_mutex_destroy(&conn->qlock);
+	pthread_cond_destroy(&conn->qcond);
+	free(conn);
+}
+
+static void *conn_main(void *arg)
+{
+	struct nbd_conn *conn = arg;
+	struct nbd_server *srv = conn->srv;
+	struct timeval tv = { .tv_sec = NBD_NEGOTIATE_TIMEOUT_S };
+	int one = 1, ret;
+
+	setsockopt(conn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ret = nbd_negotiate(conn);
+	if (ret == 0) {
+		struct timeval none = { 0 };
+
+		setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+		log_info(NBD_SUBSYS, "%s: serving '%s'%s", conn->peer, conn->export->name,
+			 conn->structured ? " (structured replies)" : "");
+		nbd_transmit(conn);
+		log_info(NBD_SUBSYS, "%s: disconnected from '%s'", conn->peer,
+			 conn->export->name);
+	} else if (ret != -ENODATA && ret != -ECONNABORTED) {
+		log_info(NBD_SUBSYS, "%s: negotiation ended: %s", conn->peer,
+			 atoll_strerror(ret));
+	}
+	close(conn->fd);
+	nbd_export_put(conn->export);
+
+	pthread_mutex_lock(&srv->lock);
+	for (struct nbd_conn **pp = &srv->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == conn) {
+			*pp = conn->next;
+			break;
+		}
+	}
+	srv->nconns--;
+	pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
+	conn_free(conn);
+	return NULL;
+}
+
+static void accept_one(struct nbd_server *srv, int lfd)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	struct nbd_conn *conn;
+	pthread_attr_t attr;
+	pthread_t th;
+	char ip[INET_ADDRSTRLEN];
+	int fd;
+
+	fd = accept4(lfd, (struct sockaddr *)&sa, &salen, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&srv->lock);
+	if (srv->nconns >= srv->max_conns) {
+		pthread_mutex_unlock(&srv->lock);
+		log_warn(NBD_SUBSYS, "refusing a connection: %u connections already",
+			 srv->max_conns);
+		close(fd);
+		return;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	conn = calloc(1, sizeof(*conn));
+	if (!conn) {
+		close(fd);
+		return;
+	}
+	conn->srv = srv;
+	conn->fd = fd;
+	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+	pthread_mutex_init(&conn->qlock, NULL);
+	pthread_cond_init(&conn->qcond, NULL);
+
+	pthread_mutex_lock(&srv->lock);
+	conn->id = ++srv->next_conn_id;
+	snprintf(conn->peer, sizeof(conn->peer), "conn %llu from %s:%u",
+		 (unsigned long long)conn->id, ip, ntohs(sa.sin_port));
+	conn->next = srv->conns;
+	srv->conns = conn;
+	srv->nconns++;
+	pthread_mutex_unlock(&srv->lock);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	if (pthread_create(&th, &attr, conn_main, conn) != 0) {
+		log_error(NBD_SUBSYS, "cannot start a thread for %s", conn->peer);
+		pthread_mutex_lock(&srv->lock);
+		srv->conns = conn->next;	/* still first: nothing ran since */
+		srv->nconns--;
+		pthread_mutex_unlock(&srv->lock);
+		close(fd);
+		conn_free(conn);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* Stops reading from every client and waits (bounded) for them to drain;
+ * returns the connections still busy. */
+static unsigned stop_connections(struct nbd_server *srv)
+{
+	struct timespec deadline;
+	unsigned busy;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += NBD_STOP_WAIT_S;
+	pthread_mutex_lock(&srv->lock);
+	for (struct nbd_conn *c = srv->conns; c; c = c->next)
+		shutdown(c->fd, SHUT_RD);
+	while (srv->nconns > 0)
+		if (pthread_cond_timedwait(&srv->cond, &srv->lock, &deadline) == ETIMEDOUT)
+			break;
+	if (srv->nconns > 0)
+		log_warn(NBD_SUBSYS, "%u connections still busy after %d s; exiting anyway",
+			 srv->nconns, NBD_STOP_WAIT_S);
+	busy = srv->nconns;
+	pthread_mutex_unlock(&srv->lock);
+	return busy;
+}
+
+enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_LEASE };
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "conf", required_argument, NULL, O_CONF },
+		{ "mon-host", required_argument, NULL, 'm' },
+		{ "addr", required_argument, NULL, O_ADDR },
+		{ "pool", required_argument, NULL, O_POOL },
+		{ "log", required_argument, NULL, O_LOG },
+		{ "lease", required_argument, NULL, O_LEASE },
+		{ "log-level", required_argument, NULL, O_LOG_LEVEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
+	const char *logpath = NULL;
+	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS };
+	int level = LOG_LVL_INFO, opt, lfd, sfd, ret, rc = 1;
+	sigset_t mask;
+
+	while ((opt = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case O_CONF: conf = optarg; break;
+		case 'm': mon = optarg; break;
+		case O_ADDR: addr = optarg; break;
+		case O_POOL: srv.pool = optarg; break;
+		case O_LOG: logpath = optarg; break;
+		case O_LEASE: {
+			char *end;
+			double s = strtod(optarg, &end);
+
+			if (*end || s < 1 || s > 3600) {
+				fprintf(stderr, "atoll-nbd: --lease '%s': give seconds, 1 to "
+					"3600\n", optarg);
+				return 2;
+			}
+			srv.lease_ms = (unsigned)(s * 1000);
+			break;
+		}
+		case O_LOG_LEVEL:
+			level = log_level_parse(optarg);
+			if (level < 0) {
+				fprintf(stderr, "atoll-nbd: --log-level '%s': use error, warn, "
+					"info or debug\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "atoll-nbd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (log_open("nbd", (enum log_level)level, logpath) != 0) {
+		fprintf(stderr, "atoll-nbd: cannot open log '%s': %s\n", logpath,
+			strerror(errno));
+		return 1;
+	}
+	/* Signals arrive only through the signalfd (every thread inherits
+	 * the mask); SIGPIPE never (sends use MSG_NOSIGNAL anyway). */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+
+	lfd = listen_on(addr);
+	if (lfd < 0)
+		goto out;
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.cond, NULL);
+
+	ret = atoll_cluster_create(&srv.cluster, conf, 0);
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: cannot read the configuration%s%s: %s\n",
+			conf ? " " : "", conf ? conf : "", atoll_strerror(ret));
+		goto out_close_listen;
+	}
+	if (mon && (ret = atoll_cluster_set(srv.cluster, "mon_host", mon)) != 0) {
+		fprintf(stderr, "atoll-nbd: -m '%s': %s\n", mon, atoll_strerror(ret));
+		goto out_shutdown;
+	}
+	ret = atoll_cluster_connect(srv.cluster);
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: cannot reach the monitor: %s; check mon_host or "
+			"-m IP:PORT\n", atoll_strerror(ret));
+		goto out_shutdown;
+	}
+	ret = atoll_ioctx_create(srv.cluster, srv.pool, &srv.io);
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: pool '%s': %s; create it with: atoll pool create "
+			"%s\n", srv.pool, atoll_strerror(ret), srv.pool);
+		goto out_shutdown;
+	}
+	log_info(NBD_SUBSYS, "serving pool '%s' on nbd://%s/IMAGE", srv.pool, addr);
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = lfd, .events = POLLIN },
+			{ .fd = sfd, .events = POLLIN },
+		};
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		if (pfd[0].revents)
+			accept_one(&srv, lfd);
+	}
+	log_info(NBD_SUBSYS, "stopping: draining %u connections", srv.nconns);
+	srv.stopping = 1;
+	close(lfd);
+	lfd = -1;
+	/* Close the images (releasing their locks) only when no connection
+	 * can still use them; otherwise their leases simply run out. */
+	if (stop_connections(&srv) == 0)
+		nbd_export_close_all(&srv);
+	rc = 0;
+	atoll_ioctx_destroy(srv.io);
+out_shutdown:
+	atoll_cluster_shutdown(srv.cluster);
+out_close_listen:
+	if (lfd >= 0)
+		close(lfd);
+out:
+	if (sfd >= 0)
+		close(sfd);
+	log_close();
+	return rc;
+}

@@ -1,0 +1,475 @@
+/*
+ * nbd_negotiate.c - the NBD handshake and option haggling, as an explicit
+ * state machine per connection (fixed newstyle only; no TLS, no oldstyle).
+ *
+ *   GREETING ──send──▶ CLIENT_FLAGS ──read──▶ OPTION ⟲ (LIST, INFO,
+ *   STRUCTURED_REPLY, LIST/SET_META_CONTEXT, unknown → error reply)
+ *   OPTION ── GO / EXPORT_NAME ──▶ DONE (transmission)
+ *   any state ── ABORT, EOF, bad magic, absurd length ──▶ CLOSE
+ *
+ * Each state accepts only its own input; anything else moves to CLOSE.
+ * Option data is bounded (NBD_MAX_OPTION_LEN): a longer option closes the
+ * connection instead of reading what the client claims to send.  The
+ * negotiation runs on the connection's reader thread with a receive
+ * timeout, so a client that stops talking frees its slot.
+ */
+#include "nbd_server.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A copy of option data being parsed, with its bounds. */
+struct opt_cursor {
+	const uint8_t *p;
+	size_t left;
+};
+
+static int cur_u16(struct opt_cursor *c, uint16_t *v)
+{
+	if (c->left < 2)
+		return -EINVAL;
+	*v = nbd_get16(c->p);
+	c->p += 2;
+	c->left -= 2;
+	return 0;
+}
+
+static int cur_u32(struct opt_cursor *c, uint32_t *v)
+{
+	if (c->left < 4)
+		return -EINVAL;
+	*v = nbd_get32(c->p);
+	c->p += 4;
+	c->left -= 4;
+	return 0;
+}
+
+/* A length-prefixed string as a NUL-terminated copy in out[NBD_MAX_NAME_LEN+1]. */
+static int cur_string(struct opt_cursor *c, char *out)
+{
+	uint32_t len;
+
+	if (cur_u32(c, &len) || len > c->left || len > NBD_MAX_NAME_LEN)
+		return -EINVAL;
+	memcpy(out, c->p, len);
+	out[len] = 0;
+	if (strlen(out) != len)
+		return -EINVAL;		/* an embedded NUL */
+	c->p += len;
+	c->left -= len;
+	return 0;
+}
+
+static int send_reply(struct nbd_conn *conn, uint32_t opt, uint32_t type,
+		      const void *data, uint32_t len)
+{
+	uint8_t hdr[20];
+	int ret;
+
+	nbd_put64(hdr, NBD_REP_MAGIC);
+	nbd_put32(hdr + 8, opt);
+	nbd_put32(hdr + 12, type);
+	nbd_put32(hdr + 16, len);
+	ret = nbd_write_full(conn->fd, hdr, sizeof(hdr));
+	if (!ret && len)
+		ret = nbd_write_full(conn->fd, data, len);
+	return ret;
+}
+
+/* An error reply with a sentence for the user (clients print it). */
+static int send_error(struct nbd_conn *conn, uint32_t opt, uint32_t type,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int send_error(struct nbd_conn *conn, uint32_t opt, uint32_t type,
+		      const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	log_debug(NBD_SUBSYS, "%s: option %u refused: %s", conn->peer, opt, msg);
+	return send_reply(conn, opt, type, msg, (uint32_t)n);
+}
+
+/* The reply type for an export that cannot be opened. */
+static uint32_t open_error_type(int err)
+{
+	switch (err) {
+	case -ENOENT:
+	case -EINVAL:
+	case -ENAMETOOLONG:
+		return NBD_REP_ERR_UNKNOWN;
+	default:
+		return NBD_REP_ERR_POLICY;
+	}
+}
+
+static int send_open_error(struct nbd_conn *conn, uint32_t opt, const char *name, int err)
+{
+	const char *pool = conn->srv->pool;
+
+	if (err == -ENOENT || err == -EINVAL || err == -ENAMETOOLONG)
+		return send_error(conn, opt, open_error_type(err),
+				  "image '%s' does not exist in pool '%s'; create it with: "
+				  "atoll image create %s SIZE", name, pool, name);
+	if (err == -EBUSY)
+		return send_error(conn, opt, NBD_REP_ERR_POLICY,
+				  "image '%s' is held by another writer; see: atoll image info %s",
+				  name, name);
+	return send_error(conn, opt, NBD_REP_ERR_POLICY, "cannot open image '%s': %s",
+			  name, atoll_strerror(err));
+}
+
+static int opt_list(struct nbd_conn *conn, uint32_t len)
+{
+	char *names = NULL;
+	size_t total = 0;
+	int ret;
+
+	if (len != 0)
+		return send_error(conn, NBD_OPT_LIST, NBD_REP_ERR_INVALID,
+				  "NBD_OPT_LIST takes no data");
+	ret = nbd_export_list(conn->srv, &names, &total);
+	if (ret)
+		return send_error(conn, NBD_OPT_LIST, NBD_REP_ERR_POLICY,
+				  "cannot list the images of pool '%s': %s",
+				  conn->srv->pool, atoll_strerror(ret));
+	for (size_t off = 0; off < total && !ret;) {
+		size_t n = strlen(names + off);
+		uint8_t buf[4 + NBD_MAX_NAME_LEN];
+
+		if (n > 0 && n <= NBD_MAX_NAME_LEN) {
+			nbd_put32(buf, (uint32_t)n);
+			memcpy(buf + 4, names + off, n);
+			ret = send_reply(conn, NBD_OPT_LIST, NBD_REP_SERVER, buf,
+					 (uint32_t)(4 + n));
+		}
+		off += n + 1;
+	}
+	free(names);
+	if (ret)
+		return ret;
+	return send_reply(conn, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
+}
+
+static int send_info_export(struct nbd_conn *conn, uint32_t opt, const struct nbd_export *ex)
+{
+	uint8_t buf[12];
+
+	nbd_put16(buf, NBD_INFO_EXPORT);
+	nbd_put64(buf + 2, ex->size);
+	nbd_put16(buf + 10, nbd_export_flags(ex));
+	return send_reply(conn, opt, NBD_REP_INFO, buf, sizeof(buf));
+}
+
+static int send_info_block_size(struct nbd_conn *conn, uint32_t opt)
+{
+	uint8_t buf[14];
+
+	nbd_put16(buf, NBD_INFO_BLOCK_SIZE);
+	nbd_put32(buf + 2, 1);			/* any alignment works */
+	nbd_put32(buf + 6, 4096);		/* avoids read-modify-write in ext4 */
+	nbd_put32(buf + 10, NBD_MAX_PAYLOAD);
+	return send_reply(conn, opt, NBD_REP_INFO, buf, sizeof(buf));
+}
+
+static int send_info_name(struct nbd_conn *conn, uint32_t opt, uint16_t type,
+			  const char *s)
+{
+	uint8_t buf[2 + NBD_MAX_NAME_LEN];
+	size_t n = strlen(s);
+
+	if (n > NBD_MAX_NAME_LEN)
+		n = NBD_MAX_NAME_LEN;
+	nbd_put16(buf, type);
+	memcpy(buf + 2, s, n);
+	return send_reply(conn, opt, NBD_REP_INFO, buf, (uint32_t)(2 + n));
+}
+
+/* NBD_OPT_INFO and NBD_OPT_GO: name, then a list of info requests. */
+static int opt_info_go(struct nbd_conn *conn, uint32_t opt, const uint8_t *data, uint32_t len)
+{
+	struct opt_cursor c = { data, len };
+	char name[NBD_MAX_NAME_LEN + 1];
+	struct nbd_export *ex;
+	uint16_t nreq, req = 0;
+	bool want_name = false, want_desc = false;
+	int ret;
+
+	if (cur_string(&c, name) || cur_u16(&c, &nreq) || c.left != (size_t)nreq * 2)
+		return send_error(conn, opt, NBD_REP_ERR_INVALID,
+				  "malformed NBD_OPT_INFO/GO data");
+	for (unsigned i = 0; i < nreq; i++) {
+		cur_u16(&c, &req);
+		if (req == NBD_INFO_NAME)
+			want_name = true;
+		else if (req == NBD_INFO_DESCRIPTION)
+			want_desc = true;
+	}
+	if (!name[0])
+		return send_error(conn, opt, NBD_REP_ERR_UNKNOWN,
+				  "atoll-nbd has no default export; give an image name "
+				  "(nbd://HOST:PORT/IMAGE) or IMAGE@SNAP");
+	ret = nbd_export_get(conn->srv, name, &ex);
+	if (ret)
+		return send_open_error(conn, opt, name, ret);
+	ret = send_info_export(conn, opt, ex);
+	if (!ret)
+		ret = send_info_block_size(conn, opt);
+	if (!ret && want_name)
+		ret = send_info_name(conn, opt, NBD_INFO_NAME, ex->name);
+	if (!ret && want_desc) {
+		char desc[256];
+
+		snprintf(desc, sizeof(desc), "atoll image '%s' in pool '%s'%s", ex->name,
+			 conn->srv->pool, ex->read_only ? " (read-only snapshot)" : "");
+		ret = send_info_name(conn, opt, NBD_INFO_DESCRIPTION, desc);
+	}
+	if (!ret)
+		ret = send_reply(conn, opt, NBD_REP_ACK, NULL, 0);
+	if (ret || opt == NBD_OPT_INFO) {
+		nbd_export_put(ex);
+		return ret;
+	}
+	/* GO: contexts chosen for another export do not carry over. */
+	if (conn->meta_alloc && strcmp(conn->meta_export, name) != 0)
+		conn->meta_alloc = false;
+	conn->export = ex;
+	conn->state = NEG_DONE;
+	return 0;
+}
+
+/* NBD_OPT_EXPORT_NAME: no error reply is possible; failure closes. */
+static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t len)
+{
+	char name[NBD_MAX_NAME_LEN + 1];
+	uint8_t buf[10 + 124];
+	struct nbd_export *ex;
+	int ret;
+
+	if (len == 0 || len > NBD_MAX_NAME_LEN || memchr(data, 0, len)) {
+		conn->state = NEG_CLOSE;
+		return 0;
+	}
+	memcpy(name, data, len);
+	name[len] = 0;
+	ret = nbd_export_get(conn->srv, name, &ex);
+	if (ret) {
+		log_info(NBD_SUBSYS, "%s: export '%s' refused: %s", conn->peer, name,
+			 atoll_strerror(ret));
+		conn->state = NEG_CLOSE;
+		return 0;
+	}
+	memset(buf, 0, sizeof(buf));
+	nbd_put64(buf, ex->size);
+	nbd_put16(buf + 8, nbd_export_flags(ex));
+	ret = nbd_write_full(conn->fd, buf, conn->no_zeroes ? 10 : sizeof(buf));
+	if (ret) {
+		nbd_export_put(ex);
+		return ret;
+	}
+	/* Structured replies and contexts need NBD_OPT_GO's error path in
+	 * clients that negotiate them; they still apply here. */
+	if (conn->meta_alloc && strcmp(conn->meta_export, name) != 0)
+		conn->meta_alloc = false;
+	conn->export = ex;
+	conn->state = NEG_DONE;
+	return 0;
+}
+
+static bool is_base_allocation(const char *q)
+{
+	return strcmp(q, NBD_META_BASE_ALLOCATION) == 0;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT. */
+static int opt_meta_context(struct nbd_conn *conn, uint32_t opt, const uint8_t *data,
+			    uint32_t len)
+{
+	struct opt_cursor c = { data, len };
+	char name[NBD_MAX_NAME_LEN + 1], query[NBD_MAX_NAME_LEN + 1];
+	uint8_t rep[4 + sizeof(NBD_META_BASE_ALLOCATION)];
+	uint32_t nq;
+	bool set = opt == NBD_OPT_SET_META_CONTEXT, selected = false, listed = false;
+	int ret = 0;
+
+	if (set && !conn->structured)
+		return send_error(conn, opt, NBD_REP_ERR_INVALID,
+				  "negotiate NBD_OPT_STRUCTURED_REPLY before "
+				  "NBD_OPT_SET_META_CONTEXT");
+	if (cur_string(&c, name) || cur_u32(&c, &nq))
+		return send_error(conn, opt, NBD_REP_ERR_INVALID,
+				  "malformed meta context request");
+	/* Check the whole request before answering any of it. */
+	{
+		struct opt_cursor chk = c;
+
+		for (uint32_t i = 0; i < nq; i++)
+			if (cur_string(&chk, query))
+				return send_error(conn, opt, NBD_REP_ERR_INVALID,
+						  "malformed meta context query");
+		if (chk.left != 0)
+			return send_error(conn, opt, NBD_REP_ERR_INVALID,
+					  "trailing bytes after the meta context queries");
+	}
+	nbd_put32(rep, NBD_META_ID_BASE_ALLOCATION);
+	memcpy(rep + 4, NBD_META_BASE_ALLOCATION, strlen(NBD_META_BASE_ALLOCATION));
+	if (set)
+		conn->meta_alloc = false;
+	for (uint32_t i = 0; i < nq && !ret; i++) {
+		bool match;
+
+		cur_string(&c, query);
+		match = is_base_allocation(query) || (!set && strcmp(query, "base:") == 0);
+		if (!match || (set ? selected : listed))
+			continue;
+		ret = send_reply(conn, opt, NBD_REP_META_CONTEXT, rep,
+				 (uint32_t)(4 + strlen(NBD_META_BASE_ALLOCATION)));
+		if (set)
+			selected = true;
+		else
+			listed = true;
+	}
+	if (!ret && !set && nq == 0)	/* list everything we have */
+		ret = send_reply(conn, opt, NBD_REP_META_CONTEXT, rep,
+				 (uint32_t)(4 + strlen(NBD_META_BASE_ALLOCATION)));
+	if (ret)
+		return ret;
+	if (set && selected) {
+		conn->meta_alloc = true;
+		snprintf(conn->meta_export, sizeof(conn->meta_export), "%s", name);
+	}
+	return send_reply(conn, opt, NBD_REP_ACK, NULL, 0);
+}
+
+/* NEG_OPTION: one option header, its data, its answer. */
+static int handle_option(struct nbd_conn *conn)
+{
+	uint8_t hdr[16];
+	uint8_t *data = NULL;
+	uint32_t opt, len;
+	int ret;
+
+	ret = nbd_read_full(conn->fd, hdr, sizeof(hdr));
+	if (ret)
+		return ret;
+	if (nbd_get64(hdr) != NBD_IHAVEOPT) {
+		log_info(NBD_SUBSYS, "%s: bad option magic; closing", conn->peer);
+		return -EPROTO;
+	}
+	opt = nbd_get32(hdr + 8);
+	len = nbd_get32(hdr + 12);
+	if (len > NBD_MAX_OPTION_LEN) {
+		log_info(NBD_SUBSYS, "%s: option %u of %u bytes is too long; closing",
+			 conn->peer, opt, len);
+		return -EPROTO;
+	}
+	if (len) {
+		data = malloc(len);
+		if (!data)
+			return -ENOMEM;
+		ret = nbd_read_full(conn->fd, data, len);
+		if (ret)
+			goto out_free_data;
+	}
+	if (!conn->fixed && opt != NBD_OPT_EXPORT_NAME) {
+		/* Plain newstyle: an option we do not take ends the session. */
+		conn->state = NEG_CLOSE;
+		goto out_free_data;
+	}
+	switch (opt) {
+	case NBD_OPT_EXPORT_NAME:
+		ret = opt_export_name(conn, data, len);
+		break;
+	case NBD_OPT_ABORT:
+		send_reply(conn, opt, NBD_REP_ACK, NULL, 0);	/* best effort */
+		conn->state = NEG_CLOSE;
+		break;
+	case NBD_OPT_LIST:
+		ret = opt_list(conn, len);
+		break;
+	case NBD_OPT_INFO:
+	case NBD_OPT_GO:
+		ret = opt_info_go(conn, opt, data, len);
+		break;
+	case NBD_OPT_STRUCTURED_REPLY:
+		if (len != 0) {
+			ret = send_error(conn, opt, NBD_REP_ERR_INVALID,
+					 "NBD_OPT_STRUCTURED_REPLY takes no data");
+			break;
+		}
+		conn->structured = true;
+		ret = send_reply(conn, opt, NBD_REP_ACK, NULL, 0);
+		break;
+	case NBD_OPT_LIST_META_CONTEXT:
+	case NBD_OPT_SET_META_CONTEXT:
+		ret = opt_meta_context(conn, opt, data, len);
+		break;
+	case NBD_OPT_STARTTLS:
+		ret = send_error(conn, opt, NBD_REP_ERR_POLICY,
+				 "atoll-nbd does not offer TLS; reach it over a trusted "
+				 "network or an ssh tunnel");
+		break;
+	default:
+		ret = send_error(conn, opt, NBD_REP_ERR_UNSUP, "option %u is not supported",
+				 opt);
+		break;
+	}
+out_free_data:
+	free(data);
+	return ret;
+}
+
+int nbd_negotiate(struct nbd_conn *conn)
+{
+	uint8_t buf[18];
+	uint32_t cflags;
+	int ret = 0;
+
+	conn->state = NEG_GREETING;
+	while (!ret) {
+		switch (conn->state) {
+		case NEG_GREETING:
+			nbd_put64(buf, NBD_MAGIC);
+			nbd_put64(buf + 8, NBD_IHAVEOPT);
+			nbd_put16(buf + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+			ret = nbd_write_full(conn->fd, buf, 18);
+			conn->state = NEG_CLIENT_FLAGS;
+			break;
+		case NEG_CLIENT_FLAGS:
+			ret = nbd_read_full(conn->fd, buf, 4);
+			if (ret)
+				break;
+			cflags = nbd_get32(buf);
+			if (cflags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)) {
+				log_info(NBD_SUBSYS, "%s: unknown client flags 0x%x; closing",
+					 conn->peer, cflags);
+				ret = -EPROTO;
+				break;
+			}
+			conn->fixed = cflags & NBD_FLAG_C_FIXED_NEWSTYLE;
+			conn->no_zeroes = cflags & NBD_FLAG_C_NO_ZEROES;
+			conn->state = NEG_OPTION;
+			break;
+		case NEG_OPTION:
+			ret = handle_option(conn);
+			break;
+		case NEG_DONE:
+			return 0;
+		case NEG_CLOSE:
+			return -ECONNABORTED;
+		}
+	}
+	return ret;
+}

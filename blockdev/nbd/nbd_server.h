@@ -1,0 +1,164 @@
+/*
+ * nbd_server.h - atoll-nbd's internal types: the server, its exports
+ * (one open image each, shared by every connection to it) and a client
+ * connection.
+ *
+ * Threads.  The main thread accepts connections.  Each connection has a
+ * reader thread (negotiation, then reading requests and issuing them as
+ * asynchronous image requests) and a writer thread (sending replies, in
+ * the order requests complete).  Image completions run on libatoll's
+ * threads: they only queue the reply and signal the writer, so a client
+ * that does not read its replies never blocks the library (and through
+ * it other clients); it only stops its own reader through the memory
+ * budget.
+ */
+#ifndef ATOLL_NBD_SERVER_H
+#define ATOLL_NBD_SERVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <atoll/atoll.h>
+#include <atoll/image.h>
+
+#include "nbd_proto.h"
+
+#define NBD_SUBSYS "nbd"
+
+/* Limits (doc/nbd.md).  The largest read or write we accept; advertised as
+ * the maximum block size.  Longer writes end the connection (their payload
+ * is not read), longer reads get EINVAL. */
+#define NBD_MAX_PAYLOAD		(32u << 20)
+/* Bytes of request payload (write data and read buffers) one connection
+ * may hold at a time, and requests in flight: the reader waits beyond. */
+#define NBD_CONN_BUDGET_BYTES	(64u << 20)
+#define NBD_CONN_MAX_INFLIGHT	256
+/* One option's data: names are at most 4 KiB by the protocol. */
+#define NBD_MAX_OPTION_LEN	(64u << 10)
+#define NBD_MAX_NAME_LEN	4096
+/* Extents in one block status reply. */
+#define NBD_MAX_EXTENTS		1024
+/* Discard and write-zeroes are issued in pieces of at most this size. */
+#define NBD_ZERO_PIECE		(64ull << 20)
+/* The longest wait for another writer's lease to end (nbd_export.c). */
+#define NBD_LEASE_WAIT_MAX_S	60
+/* A client has this long to finish negotiating. */
+#define NBD_NEGOTIATE_TIMEOUT_S	30
+
+struct nbd_server;
+
+/* One export: an image (or image@snap) opened once, shared by all the
+ * connections that chose it, closed when the last one leaves. */
+struct nbd_export {
+	struct nbd_server *srv;
+	struct nbd_export *next;	/* in srv->exports; srv->lock */
+	char *name;			/* the export name the client gave */
+	struct atoll_image *img;	/* NULL while opening */
+	int open_rc;			/* result of the open, once done */
+	bool opening;			/* srv->lock; waiters on srv->cond */
+	unsigned refs;			/* srv->lock */
+	bool read_only;
+	uint64_t size;
+};
+
+/* The transmission flags for an export. */
+uint16_t nbd_export_flags(const struct nbd_export *ex);
+/* Finds or opens export `name`; 0 and a reference, or a negative errno
+ * (-ENOENT no such image, -EBUSY locked by another writer, ...). */
+int nbd_export_get(struct nbd_server *srv, const char *name, struct nbd_export **out);
+/* Drops a reference; the last one closes the image. */
+void nbd_export_put(struct nbd_export *ex);
+/* Writes the names of the pool's images into *names (malloc'd, each
+ * NUL-terminated, *len bytes in all).  0 or a negative errno. */
+int nbd_export_list(struct nbd_server *srv, char **names, size_t *len);
+/* Closes every export (shutdown, after all connections are gone). */
+void nbd_export_close_all(struct nbd_server *srv);
+
+struct nbd_server {
+	struct atoll_cluster *cluster;
+	struct atoll_ioctx *io;
+	const char *pool;
+	unsigned lease_ms;		/* image lock lease; 0 = the library's */
+	pthread_mutex_t lock;		/* exports, conns, nconns */
+	pthread_cond_t cond;		/* an export finished opening; a conn left */
+	struct nbd_export *exports;
+	struct nbd_conn *conns;
+	unsigned nconns;
+	unsigned max_conns;
+	volatile int stopping;
+	uint64_t next_conn_id;
+};
+
+/* A request in flight (transmission phase). */
+struct nbd_req {
+	struct nbd_conn *conn;
+	struct nbd_req *next;		/* in conn's reply queue; conn->qlock */
+	struct nbd_request rq;
+	uint8_t *buf;			/* write data or read buffer */
+	size_t budget;			/* bytes charged to conn's budget */
+	int err;			/* the reply's error (negative errno) or 0 */
+	unsigned pieces;		/* image requests still running; qlock */
+	int64_t nextents;		/* block status: extents filled */
+	struct atoll_image_extent *ext;
+};
+
+/* Negotiation states (nbd_negotiate.c); transmission follows NEG_DONE. */
+enum nbd_neg_state {
+	NEG_GREETING,		/* send NBDMAGIC IHAVEOPT flags */
+	NEG_CLIENT_FLAGS,	/* read the client's 32-bit flags */
+	NEG_OPTION,		/* read and answer one option, repeatedly */
+	NEG_DONE,		/* an export was chosen: transmission */
+	NEG_CLOSE,		/* abort, error or EOF: close the socket */
+};
+
+struct nbd_conn {
+	struct nbd_server *srv;
+	struct nbd_conn *next;		/* in srv->conns; srv->lock */
+	uint64_t id;
+	int fd;
+	char peer[64];
+
+	/* negotiation results (reader thread only) */
+	enum nbd_neg_state state;
+	bool fixed;			/* the client said fixed newstyle */
+	bool no_zeroes;
+	bool structured;		/* NBD_OPT_STRUCTURED_REPLY acked */
+	bool meta_alloc;		/* base:allocation selected */
+	char meta_export[NBD_MAX_NAME_LEN + 1];	/* ... for this export */
+	struct nbd_export *export;	/* chosen export (a reference) */
+
+	/* transmission */
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t qlock;		/* everything below */
+	pthread_cond_t qcond;		/* reply queued; budget freed; writer gone */
+	struct nbd_req *qhead, *qtail;	/* replies ready to send, completion order */
+	size_t budget_used;		/* bytes held by requests in flight */
+	unsigned inflight;		/* requests issued, reply not yet sent */
+	bool reader_done;		/* no more requests will come */
+	bool dead;			/* socket failed: drop replies */
+	bool writer_exited;
+};
+
+/* nbd_io.c: whole reads and writes on a blocking socket.  0, or -EPIPE /
+ * -ECONNRESET / -ETIMEDOUT / ... ; a clean EOF before the first byte is
+ * -ENODATA. */
+int nbd_read_full(int fd, void *buf, size_t len);
+int nbd_write_full(int fd, const void *buf, size_t len);
+/* Reads and throws away len bytes (bounded by the caller). */
+int nbd_skip(int fd, size_t len);
+/* Writes a then b (b may be empty) with as few system calls as it can. */
+int nbd_write2(int fd, const void *a, size_t alen, const void *b, size_t blen);
+
+/* nbd_negotiate.c: runs the negotiation state machine on conn; returns 0
+ * when transmission starts (conn->export set), or a negative errno when
+ * the connection is to be closed. */
+int nbd_negotiate(struct nbd_conn *conn);
+
+/* nbd_transmit.c: serves requests until the client disconnects; returns
+ * when every request has completed and its reply was sent or dropped. */
+void nbd_transmit(struct nbd_conn *conn);
+
+#endif

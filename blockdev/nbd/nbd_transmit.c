@@ -1,0 +1,500 @@
+/*
+ * nbd_transmit.c - the transmission phase of one connection: read
+ * requests, check them, issue them as asynchronous image requests, and
+ * send the replies in the order the requests complete.
+ *
+ * The reader thread (the connection's own) reads one request header at a
+ * time.  A request that is wrong (unknown command or flags, out of range,
+ * too long to read) is answered with the protocol's error and reading goes
+ * on; only a request whose payload we cannot or will not read (a write
+ * over NBD_MAX_PAYLOAD) and a bad magic end the connection.  Requests in
+ * flight are bounded by bytes (NBD_CONN_BUDGET_BYTES) and by count: the
+ * reader waits for replies to go out before reading on, so one client
+ * holds a bounded amount of memory however it behaves.
+ *
+ * Completions (libatoll threads) only move the request onto the reply
+ * queue; the writer thread sends it, frees it and gives its bytes back to
+ * the budget.  No write is cached: an image write completes when it is
+ * durable on every replica, so a write's reply means durable, FUA costs
+ * nothing, and FLUSH only has to wait for the writes issued before it
+ * (the image library's flush does exactly that, for every connection).
+ */
+#include "nbd_server.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *cmd_name(uint16_t type)
+{
+	switch (type) {
+	case NBD_CMD_READ: return "read";
+	case NBD_CMD_WRITE: return "write";
+	case NBD_CMD_DISC: return "disc";
+	case NBD_CMD_FLUSH: return "flush";
+	case NBD_CMD_TRIM: return "trim";
+	case NBD_CMD_WRITE_ZEROES: return "write-zeroes";
+	case NBD_CMD_BLOCK_STATUS: return "block-status";
+	default: return "unknown";
+	}
+}
+
+/* ---- the reply queue ------------------------------------------------ */
+
+static void queue_reply(struct nbd_req *req)
+{
+	struct nbd_conn *conn = req->conn;
+
+	pthread_mutex_lock(&conn->qlock);
+	req->next = NULL;
+	if (conn->qtail)
+		conn->qtail->next = req;
+	else
+		conn->qhead = req;
+	conn->qtail = req;
+	pthread_cond_broadcast(&conn->qcond);
+	pthread_mutex_unlock(&conn->qlock);
+}
+
+/* One piece of a request finished with rc (from a library thread, or from
+ * the reader when a piece was refused at once).  The last one queues the
+ * reply; the first error wins. */
+static void piece_done(struct nbd_req *req, int64_t rc)
+{
+	struct nbd_conn *conn = req->conn;
+	bool last;
+
+	pthread_mutex_lock(&conn->qlock);
+	if (rc < 0 && !req->err)
+		req->err = (int)rc;
+	if (req->rq.type == NBD_CMD_BLOCK_STATUS && rc >= 0)
+		req->nextents = rc;
+	last = --req->pieces == 0;
+	pthread_mutex_unlock(&conn->qlock);
+	if (last)
+		queue_reply(req);
+}
+
+static void image_cb(struct atoll_image *img, int64_t result, void *arg)
+{
+	piece_done(arg, result);
+}
+
+/* ---- sending replies (writer thread) -------------------------------- */
+
+static int send_simple(struct nbd_conn *conn, struct nbd_req *req)
+{
+	uint8_t hdr[NBD_SIMPLE_REPLY_SIZE];
+	bool data = req->rq.type == NBD_CMD_READ && !req->err;
+
+	nbd_put32(hdr, NBD_SIMPLE_REPLY_MAGIC);
+	nbd_put32(hdr + 4, nbd_errno_to_wire(req->err));
+	nbd_put64(hdr + 8, req->rq.cookie);
+	return nbd_write2(conn->fd, hdr, sizeof(hdr), data ? req->buf : NULL,
+			  data ? req->rq.length : 0);
+}
+
+static void chunk_header(uint8_t *hdr, uint16_t flags, uint16_t type, uint64_t cookie,
+			 uint32_t len)
+{
+	nbd_put32(hdr, NBD_STRUCTURED_REPLY_MAGIC);
+	nbd_put16(hdr + 4, flags);
+	nbd_put16(hdr + 6, type);
+	nbd_put64(hdr + 8, cookie);
+	nbd_put32(hdr + 16, len);
+}
+
+static int send_structured_error(struct nbd_conn *conn, struct nbd_req *req)
+{
+	uint8_t buf[NBD_STRUCTURED_REPLY_SIZE + 6 + 128];
+	const char *msg = atoll_strerror(req->err);
+	size_t mlen = strlen(msg);
+
+	if (mlen > 128)
+		mlen = 128;
+	chunk_header(buf, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, req->rq.cookie,
+		     (uint32_t)(6 + mlen));
+	nbd_put32(buf + 20, nbd_errno_to_wire(req->err));
+	nbd_put16(buf + 24, (uint16_t)mlen);
+	memcpy(buf + 26, msg, mlen);
+	return nbd_write_full(conn->fd, buf, NBD_STRUCTURED_REPLY_SIZE + 6 + mlen);
+}
+
+static int send_structured_read(struct nbd_conn *conn, struct nbd_req *req)
+{
+	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
+
+	if (req->rq.length == 0) {
+		chunk_header(hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, req->rq.cookie, 0);
+		return nbd_write_full(conn->fd, hdr, NBD_STRUCTURED_REPLY_SIZE);
+	}
+	chunk_header(hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, req->rq.cookie,
+		     8 + req->rq.length);
+	nbd_put64(hdr + 20, req->rq.offset);
+	return nbd_write2(conn->fd, hdr, sizeof(hdr), req->buf, req->rq.length);
+}
+
+/* The extents go into req->buf (sized for them by the reader). */
+static int send_block_status(struct nbd_conn *conn, struct nbd_req *req)
+{
+	uint8_t *p = req->buf;
+	uint32_t n = 0, covered = 0;
+
+	for (int64_t i = 0; i < req->nextents; i++) {
+		uint64_t len = req->ext[i].len;
+		uint32_t fl = req->ext[i].flags & (NBD_STATE_HOLE | NBD_STATE_ZERO);
+
+		if (len == 0)
+			continue;
+		if (len > req->rq.length - covered)	/* never past the request */
+			len = req->rq.length - covered;
+		if (len == 0)
+			break;
+		nbd_put32(p + 24 + 8 * n, (uint32_t)len);
+		nbd_put32(p + 24 + 8 * n + 4, fl);
+		covered += (uint32_t)len;
+		n++;
+	}
+	if (n == 0) {	/* the library promises at least one; be safe anyway */
+		req->err = -EIO;
+		return send_structured_error(conn, req);
+	}
+	chunk_header(p, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS, req->rq.cookie,
+		     4 + 8 * n);
+	nbd_put32(p + 20, NBD_META_ID_BASE_ALLOCATION);
+	return nbd_write_full(conn->fd, p, 24 + 8 * (size_t)n);
+}
+
+static int send_reply(struct nbd_conn *conn, struct nbd_req *req)
+{
+	bool payload_cmd = req->rq.type == NBD_CMD_READ ||
+			   req->rq.type == NBD_CMD_BLOCK_STATUS;
+
+	if (!conn->structured || !payload_cmd)
+		return send_simple(conn, req);
+	if (req->err)
+		return send_structured_error(conn, req);
+	if (req->rq.type == NBD_CMD_READ)
+		return send_structured_read(conn, req);
+	return send_block_status(conn, req);
+}
+
+static void req_free(struct nbd_req *req)
+{
+	free(req->buf);
+	free(req->ext);
+	free(req);
+}
+
+static void *writer_main(void *arg)
+{
+	struct nbd_conn *conn = arg;
+
+	pthread_mutex_lock(&conn->qlock);
+	for (;;) {
+		struct nbd_req *req;
+		int ret = 0;
+
+		while (!conn->qhead && !(conn->reader_done && conn->inflight == 0))
+			pthread_cond_wait(&conn->qcond, &conn->qlock);
+		if (!conn->qhead)
+			break;
+		req = conn->qhead;
+		conn->qhead = req->next;
+		if (!conn->qhead)
+			conn->qtail = NULL;
+		pthread_mutex_unlock(&conn->qlock);
+
+		if (req->err && req->err != -EINVAL && req->err != -ENOSPC &&
+		    req->err != -EPERM)
+			log_warn(NBD_SUBSYS, "%s: %s of %u bytes at %llu on '%s' failed: %s",
+				 conn->peer, cmd_name(req->rq.type), req->rq.length,
+				 (unsigned long long)req->rq.offset, conn->export->name,
+				 atoll_strerror(req->err));
+		if (!conn->dead)
+			ret = send_reply(conn, req);
+		pthread_mutex_lock(&conn->qlock);
+		if (ret && !conn->dead) {
+			/* The client is gone: drop later replies, wake the reader. */
+			conn->dead = true;
+			shutdown(conn->fd, SHUT_RDWR);
+		}
+		conn->budget_used -= req->budget;
+		conn->inflight--;
+		pthread_cond_broadcast(&conn->qcond);
+		pthread_mutex_unlock(&conn->qlock);
+		req_free(req);
+		pthread_mutex_lock(&conn->qlock);
+	}
+	conn->writer_exited = true;
+	pthread_mutex_unlock(&conn->qlock);
+	return NULL;
+}
+
+/* ---- reading and issuing requests (reader thread) -------------------- */
+
+/* Waits until bytes more fit in the connection's budget, then charges
+ * them and counts one more request in flight.  false if the writer gave
+ * up on the client meanwhile. */
+static bool budget_take(struct nbd_conn *conn, size_t bytes)
+{
+	bool ok;
+
+	pthread_mutex_lock(&conn->qlock);
+	while (!conn->dead && (conn->inflight >= NBD_CONN_MAX_INFLIGHT ||
+			       conn->budget_used + bytes > NBD_CONN_BUDGET_BYTES))
+		pthread_cond_wait(&conn->qcond, &conn->qlock);
+	ok = !conn->dead;
+	if (ok) {
+		conn->budget_used += bytes;
+		conn->inflight++;
+	}
+	pthread_mutex_unlock(&conn->qlock);
+	return ok;
+}
+
+/* Flags each command accepts.  FUA is accepted everywhere it means
+ * anything, and ignored: every write is durable when it completes. */
+static uint16_t allowed_flags(uint16_t type)
+{
+	switch (type) {
+	case NBD_CMD_WRITE:
+	case NBD_CMD_TRIM:
+		return NBD_CMD_FLAG_FUA;
+	case NBD_CMD_WRITE_ZEROES:
+		return NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
+	case NBD_CMD_BLOCK_STATUS:
+		return NBD_CMD_FLAG_REQ_ONE;
+	default:
+		return 0;
+	}
+}
+
+/* The error a request gets before anything is issued, or 0. */
+static int check_request(struct nbd_conn *conn, const struct nbd_request *rq)
+{
+	const struct nbd_export *ex = conn->export;
+	bool writes = rq->type == NBD_CMD_WRITE || rq->type == NBD_CMD_TRIM ||
+		      rq->type == NBD_CMD_WRITE_ZEROES;
+	bool in_range = rq->offset <= ex->size && rq->length <= ex->size - rq->offset;
+
+	switch (rq->type) {
+	case NBD_CMD_READ:
+	case NBD_CMD_WRITE:
+	case NBD_CMD_FLUSH:
+	case NBD_CMD_TRIM:
+	case NBD_CMD_WRITE_ZEROES:
+	case NBD_CMD_BLOCK_STATUS:
+		break;
+	default:
+		return -EINVAL;		/* NBD_CMD_CACHE and anything unknown */
+	}
+	if (rq->flags & ~allowed_flags(rq->type))
+		return -EINVAL;
+	if (writes && ex->read_only)
+		return -EPERM;
+	switch (rq->type) {
+	case NBD_CMD_READ:
+		if (rq->length > NBD_MAX_PAYLOAD || !in_range)
+			return -EINVAL;
+		break;
+	case NBD_CMD_WRITE:
+	case NBD_CMD_WRITE_ZEROES:
+		if (!in_range)
+			return -ENOSPC;
+		break;
+	case NBD_CMD_TRIM:
+		if (!in_range)
+			return -EINVAL;
+		break;
+	case NBD_CMD_FLUSH:
+		if (rq->offset || rq->length)
+			return -EINVAL;
+		break;
+	case NBD_CMD_BLOCK_STATUS:
+		if (!conn->meta_alloc || rq->length == 0 || rq->offset >= ex->size)
+			return -EINVAL;
+		break;
+	}
+	return 0;
+}
+
+/* Discard and write-zeroes in pieces the library takes. */
+static void issue_ranges(struct nbd_req *req)
+{
+	struct atoll_image *img = req->conn->export->img;
+	uint64_t off = req->rq.offset, end = off + req->rq.length;
+	unsigned zflags = (req->rq.flags & NBD_CMD_FLAG_NO_HOLE) ? ATOLL_IMAGE_ZERO_NO_HOLE : 0;
+
+	req->pieces = 1;	/* our own, until every piece is issued */
+	while (off < end) {
+		uint64_t len = end - off < NBD_ZERO_PIECE ? end - off : NBD_ZERO_PIECE;
+		int ret;
+
+		pthread_mutex_lock(&req->conn->qlock);
+		req->pieces++;
+		pthread_mutex_unlock(&req->conn->qlock);
+		if (req->rq.type == NBD_CMD_TRIM)
+			ret = atoll_image_aio_discard(img, off, len, image_cb, req, 0);
+		else
+			ret = atoll_image_aio_write_zeroes(img, off, len, image_cb, req, zflags);
+		if (ret) {
+			piece_done(req, ret);
+			break;
+		}
+		off += len;
+	}
+	piece_done(req, 0);
+}
+
+static void issue(struct nbd_req *req)
+{
+	struct nbd_conn *conn = req->conn;
+	struct atoll_image *img = conn->export->img;
+	uint64_t len = req->rq.length, left;
+	int ret;
+
+	req->pieces = 1;
+	switch (req->rq.type) {
+	case NBD_CMD_READ:
+		ret = atoll_image_aio_read(img, req->buf, len, req->rq.offset, image_cb, req, 0);
+		break;
+	case NBD_CMD_WRITE:
+		ret = atoll_image_aio_write(img, req->buf, len, req->rq.offset, image_cb, req, 0);
+		break;
+	case NBD_CMD_FLUSH:
+		ret = atoll_image_aio_flush(img, image_cb, req, 0);
+		break;
+	case NBD_CMD_TRIM:
+	case NBD_CMD_WRITE_ZEROES:
+		issue_ranges(req);
+		return;
+	case NBD_CMD_BLOCK_STATUS:
+		left = conn->export->size - req->rq.offset;
+		if (len > left)
+			len = left;
+		ret = atoll_image_aio_block_status(img, req->rq.offset, len, req->ext,
+						   (req->rq.flags & NBD_CMD_FLAG_REQ_ONE) ?
+						   1 : NBD_MAX_EXTENTS, image_cb, req, 0);
+		break;
+	default:
+		ret = -EINVAL;
+		break;
+	}
+	if (ret)
+		piece_done(req, ret);
+}
+
+/* A block status reply (header, context id, extents) and the extents the
+ * library fills, charged to the budget like read data. */
+#define BS_REPLY_BYTES (24 + 8 * (size_t)NBD_MAX_EXTENTS)
+#define BS_EXT_BYTES (NBD_MAX_EXTENTS * sizeof(struct atoll_image_extent))
+
+/* Reads and serves requests until DISC, EOF or a fatal protocol error. */
+static void reader_loop(struct nbd_conn *conn)
+{
+	for (;;) {
+		uint8_t hdr[NBD_REQUEST_SIZE];
+		struct nbd_request rq;
+		struct nbd_req *req;
+		size_t bytes = 0;
+		bool bs;
+		int err, ret;
+
+		ret = nbd_read_full(conn->fd, hdr, sizeof(hdr));
+		if (ret) {
+			if (ret != -ENODATA && !conn->dead)
+				log_info(NBD_SUBSYS, "%s: connection lost: %s", conn->peer,
+					 atoll_strerror(ret));
+			return;
+		}
+		if (nbd_request_decode(hdr, &rq)) {
+			log_warn(NBD_SUBSYS, "%s: bad request magic 0x%08x; closing",
+				 conn->peer, nbd_get32(hdr));
+			return;
+		}
+		if (rq.type == NBD_CMD_DISC)
+			return;
+		if (rq.type == NBD_CMD_WRITE && rq.length > NBD_MAX_PAYLOAD) {
+			/* Its payload follows, and we will not read that much. */
+			log_warn(NBD_SUBSYS, "%s: write of %u bytes is over the %u-byte "
+				 "limit; closing", conn->peer, rq.length, NBD_MAX_PAYLOAD);
+			return;
+		}
+		err = check_request(conn, &rq);
+		bs = !err && rq.type == NBD_CMD_BLOCK_STATUS;
+		if (rq.type == NBD_CMD_WRITE || (!err && rq.type == NBD_CMD_READ))
+			bytes = rq.length;	/* write data is read even when refused */
+		else if (bs)
+			bytes = BS_REPLY_BYTES;
+		if (!budget_take(conn, bytes + (bs ? BS_EXT_BYTES : 0)))
+			return;
+		req = calloc(1, sizeof(*req));
+		if (req && bytes)
+			req->buf = malloc(bytes);
+		if (req && bs)
+			req->ext = calloc(NBD_MAX_EXTENTS, sizeof(*req->ext));
+		if (!req || (bytes && !req->buf) || (bs && !req->ext)) {
+			log_error(NBD_SUBSYS, "%s: out of memory; closing", conn->peer);
+			if (req)
+				req_free(req);
+			pthread_mutex_lock(&conn->qlock);
+			conn->budget_used -= bytes + (bs ? BS_EXT_BYTES : 0);
+			conn->inflight--;
+			pthread_cond_broadcast(&conn->qcond);
+			pthread_mutex_unlock(&conn->qlock);
+			return;
+		}
+		req->conn = conn;
+		req->rq = rq;
+		req->budget = bytes + (bs ? BS_EXT_BYTES : 0);
+		if (rq.type == NBD_CMD_WRITE) {
+			ret = nbd_read_full(conn->fd, req->buf, rq.length);
+			if (ret) {
+				log_info(NBD_SUBSYS, "%s: connection lost in a write's data: %s",
+					 conn->peer, atoll_strerror(ret));
+				pthread_mutex_lock(&conn->qlock);
+				conn->dead = true;	/* nobody to answer */
+				pthread_mutex_unlock(&conn->qlock);
+				req->pieces = 1;
+				piece_done(req, -ECONNRESET);
+				return;
+			}
+		}
+		if (err) {
+			log_debug(NBD_SUBSYS, "%s: %s at %llu+%u refused: %s", conn->peer,
+				  cmd_name(rq.type), (unsigned long long)rq.offset, rq.length,
+				  atoll_strerror(err));
+			req->pieces = 1;
+			piece_done(req, err);
+			continue;
+		}
+		issue(req);
+	}
+}
+
+void nbd_transmit(struct nbd_conn *conn)
+{
+	int ret;
+
+	ret = pthread_create(&conn->writer, NULL, writer_main, conn);
+	if (ret) {
+		log_error(NBD_SUBSYS, "%s: cannot start a writer thread: %s", conn->peer,
+			  atoll_strerror(-ret));
+		return;
+	}
+	conn->writer_started = true;
+	reader_loop(conn);
+
+	/* No more requests: let the writer drain what is in flight. */
+	pthread_mutex_lock(&conn->qlock);
+	conn->reader_done = true;
+	pthread_cond_broadcast(&conn->qcond);
+	pthread_mutex_unlock(&conn->qlock);
+	pthread_join(conn->writer, NULL);
+	conn->writer_started = false;
+}
