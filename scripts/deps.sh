@@ -21,6 +21,8 @@ pkgs=(
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
 	# nbdfuse, nbdsh + python module), qemu-img, ext4 over nbdfuse + loop
 	libnbd-bin nbdkit python3-libnbd qemu-utils fuse3 e2fsprogs
+	# the file system (posixfs/atoll-fuse): libfuse3 low-level API
+	libfuse3-dev
 	"$@"
 )
 

@@ -1,0 +1,1133 @@
+/*
+ * fuse_main.c - atoll-fuse: mounts an atoll file system with libfuse3's
+ * low-level (inode) API, multi-threaded.
+ *
+ * Metadata goes to atoll-mds (mds_proto.h, one synchronous call per
+ * op); file data goes straight to the OSDs: block B of inode I is object
+ * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks, every block
+ * of a request in flight at once (atoll_aio_*).  Writes complete when the
+ * OSDs have them durable; the file size is the MDS's, and this client
+ * pushes the largest size it wrote on flush (every close), release and
+ * fsync.  Close-to-open consistency: the kernel caches entries and
+ * attributes for one second and drops a file's page cache at open.
+ * doc/fs.md describes the design and what is still missing.
+ */
+#define FUSE_USE_VERSION 35
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atoll/atoll.h>
+
+#include "config.h"
+#include "encode.h"
+#include "log.h"
+#include "mds_proto.h"
+#include "msg.h"
+
+#define CALL_TIMEOUT_MS 60000u
+#define CACHE_TIMEOUT 1.0
+
+struct cino {
+	uint64_t ino;
+	uint64_t msize;		/* size as the MDS last told */
+	uint64_t wsize;		/* largest end of a write since the last push */
+	uint64_t mtime;
+	bool dirty;
+	struct cino *next;
+};
+
+static struct {
+	struct atoll_cluster *cl;
+	struct atoll_ioctx *data;
+	struct msgr *msgr;
+	struct msg_conn *mds;
+	uint64_t client_id;
+	uint64_t next_reqid;
+	pthread_mutex_t lock;
+	struct cino *ht[4096];
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+struct opts {
+	char *conf, *mon, *mds;
+};
+
+/* ---- local inode state ------------------------------------------------ */
+
+/* Under g.lock. */
+static struct cino *cino_get(uint64_t ino, bool add)
+{
+	struct cino **pp = &g.ht[ino % 4096];
+
+	for (struct cino *c = *pp; c; c = c->next)
+		if (c->ino == ino)
+			return c;
+	if (!add)
+		return NULL;
+	struct cino *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ino = ino;
+	c->next = *pp;
+	*pp = c;
+	return c;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void to_stat(const struct mds_inode *in, struct stat *st)
+{
+	uint64_t size = in->size;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(in->ino, false);
+	if (c) {
+		c->msize = in->size;
+		if (c->dirty && c->wsize > size)
+			size = c->wsize;
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (S_ISDIR(in->mode))
+		size = 4096;	/* what ext4 shows for a small directory */
+	memset(st, 0, sizeof(*st));
+	st->st_ino = in->ino;
+	st->st_mode = in->mode;
+	st->st_nlink = in->nlink;
+	st->st_uid = in->uid;
+	st->st_gid = in->gid;
+	st->st_rdev = in->rdev;
+	st->st_size = (off_t)size;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	st->st_atim.tv_sec = (time_t)(in->atime / 1000000000ull);
+	st->st_atim.tv_nsec = (long)(in->atime % 1000000000ull);
+	st->st_mtim.tv_sec = (time_t)(in->mtime / 1000000000ull);
+	st->st_mtim.tv_nsec = (long)(in->mtime % 1000000000ull);
+	st->st_ctim.tv_sec = (time_t)(in->ctime / 1000000000ull);
+	st->st_ctim.tv_nsec = (long)(in->ctime % 1000000000ull);
+}
+
+/* ---- calls to the MDS ------------------------------------------------------ */
+
+struct waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int err;
+	struct msg *reply;
+};
+
+static void on_reply(void *arg, struct msg *reply, int err)
+{
+	struct waiter *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	w->reply = reply;
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
+{
+	memset(rq, 0, sizeof(*rq));
+	rq->op = op;
+	rq->client = g.client_id;
+	rq->reqid = __atomic_add_fetch(&g.next_reqid, 1, __ATOMIC_RELAXED);
+	if (req) {
+		const struct fuse_ctx *ctx = fuse_req_ctx(req);
+		rq->uid = ctx->uid;
+		rq->gid = ctx->gid;
+	}
+}
+
+/* Sends rq and waits for the reply; returns rp->rc or a transport error.
+ * A call cut off by a broken connection (the MDS restarting) is sent
+ * again on the redialled connection. */
+static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
+{
+	int ret = -EIO;
+
+	memset(rp, 0, sizeof(*rp));
+	for (int attempt = 0; attempt < 5; attempt++) {
+		struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+				    false, 0, NULL };
+		struct enc e;
+		enc_init(&e);
+		mds_req_encode(&e, rq);
+		struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+		enc_free(&e);
+		if (!m)
+			return -ENOMEM;
+		ret = msg_call(g.mds, m, CALL_TIMEOUT_MS, on_reply, &w);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&w.mu);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.mu);
+		pthread_mutex_unlock(&w.mu);
+		if (w.err == -ECONNRESET) {
+			ret = -EIO;
+			usleep(200000);
+			continue;
+		}
+		if (w.err)
+			return w.err == -ETIMEDOUT ? -EIO : w.err;
+		struct dec d;
+		dec_init(&d, w.reply->front, w.reply->front_len);
+		ret = mds_reply_decode(&d, rp);
+		msg_free(w.reply);
+		if (ret)
+			return -EIO;
+		return rp->rc;
+	}
+	return ret;
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+static void reply_entry(fuse_req_t req, const struct mds_inode *in)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = in->ino;
+	e.generation = in->gen;
+	to_stat(in, &e.attr);
+	e.attr_timeout = CACHE_TIMEOUT;
+	e.entry_timeout = CACHE_TIMEOUT;
+	fuse_reply_entry(req, &e);
+}
+
+static void reply_attr(fuse_req_t req, const struct mds_inode *in)
+{
+	struct stat st;
+
+	to_stat(in, &st);
+	fuse_reply_attr(req, &st, CACHE_TIMEOUT);
+}
+
+/* Pushes the size and mtime this client wrote (op FSYNC or CLOSE). */
+static int push_size(fuse_req_t req, fuse_ino_t ino, uint32_t op)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	bool dirty;
+
+	req_init(&rq, req, op);
+	rq.ino = ino;
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	dirty = c && c->dirty;
+	if (dirty) {
+		rq.size_hint = c->wsize;
+		rq.setmask = MDS_SET_MTIME;
+		rq.s_mtime = c->mtime;
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (!dirty && op == MDS_OP_FSYNC)
+		return 0;
+	int ret = mds_call(&rq, &rp);
+	free(rp.ents);
+	if (ret == 0 && dirty) {
+		pthread_mutex_lock(&g.lock);
+		c = cino_get(ino, false);
+		if (c && c->wsize == rq.size_hint && c->mtime == rq.s_mtime)
+			c->dirty = false;
+		if (c && rp.ninodes)
+			c->msize = rp.in[0].size;
+		pthread_mutex_unlock(&g.lock);
+	}
+	return ret;
+}
+
+/* ---- operations ------------------------------------------------------------ */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	if (strlen(name) > MDS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	req_init(&rq, req, MDS_OP_LOOKUP);
+	rq.ino = parent;
+	snprintf(rq.name, sizeof(rq.name), "%s", name);
+	ret = mds_call(&rq, &rp);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		reply_entry(req, &rp.in[0]);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	req_init(&rq, req, MDS_OP_GETATTR);
+	rq.ino = ino;
+	ret = mds_call(&rq, &rp);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		reply_attr(req, &rp.in[0]);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	req_init(&rq, req, MDS_OP_SETATTR);
+	rq.ino = ino;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		rq.setmask |= MDS_SET_MODE;
+		rq.s_mode = attr->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		rq.setmask |= MDS_SET_UID;
+		rq.s_uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		rq.setmask |= MDS_SET_GID;
+		rq.s_gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rq.setmask |= MDS_SET_SIZE;
+		rq.s_size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		rq.setmask |= MDS_SET_ATIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME) {
+		rq.setmask |= MDS_SET_ATIME;
+		rq.s_atime = (uint64_t)attr->st_atim.tv_sec * 1000000000ull + (uint64_t)attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		rq.setmask |= MDS_SET_MTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME) {
+		rq.setmask |= MDS_SET_MTIME;
+		rq.s_mtime = (uint64_t)attr->st_mtim.tv_sec * 1000000000ull + (uint64_t)attr->st_mtim.tv_nsec;
+	}
+	/* the MDS gets this client's written size first, then the change */
+	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
+		ret = push_size(req, ino, MDS_OP_FSYNC);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c) {
+		rq.size_hint = c->wsize > c->msize ? c->wsize : c->msize;
+		if (to_set & FUSE_SET_ATTR_SIZE) {
+			/* the new size replaces what this client wrote */
+			c->wsize = rq.s_size;
+			c->msize = rq.s_size;
+			c->dirty = false;
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	ret = mds_call(&rq, &rp);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		reply_attr(req, &rp.in[0]);
+}
+
+static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev, const char *target, struct fuse_file_info *fi)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	if (strlen(name) > MDS_NAME_MAX || (target && strlen(target) > MDS_PATH_MAX)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	req_init(&rq, req, op);
+	rq.ino = parent;
+	snprintf(rq.name, sizeof(rq.name), "%s", name);
+	rq.mode = mode & ~fuse_req_ctx(req)->umask;
+	if (op == MDS_OP_MKNOD && !(mode & S_IFMT))
+		rq.mode |= S_IFREG;
+	rq.rdev = rdev;
+	rq.flags = MDS_F_EXCL | (fi ? 0x2u : 0);
+	if (target)
+		snprintf(rq.target, sizeof(rq.target), "%s", target);
+	ret = mds_call(&rq, &rp);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	if (fi) {
+		struct fuse_entry_param e;
+		pthread_mutex_lock(&g.lock);
+		struct cino *c = cino_get(rp.in[0].ino, true);
+		if (c) {
+			c->msize = 0;
+			c->wsize = 0;
+			c->dirty = false;
+		}
+		pthread_mutex_unlock(&g.lock);
+		memset(&e, 0, sizeof(e));
+		e.ino = rp.in[0].ino;
+		e.generation = rp.in[0].gen;
+		to_stat(&rp.in[0], &e.attr);
+		e.attr_timeout = e.entry_timeout = CACHE_TIMEOUT;
+		fi->keep_cache = 0;
+		fuse_reply_create(req, &e, fi);
+		return;
+	}
+	reply_entry(req, &rp.in[0]);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	make_node(req, MDS_OP_MKNOD, parent, name, mode, rdev, NULL, NULL);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_node(req, MDS_OP_MKDIR, parent, name, mode | S_IFDIR, 0, NULL, NULL);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make_node(req, MDS_OP_SYMLINK, parent, name, S_IFLNK | 0777, 0, link, NULL);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	make_node(req, MDS_OP_MKNOD, parent, name, (mode & 07777) | S_IFREG, 0, NULL, fi);
+}
+
+static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
+		   fuse_ino_t b, const char *n2, unsigned flags)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	if (strlen(n1) > MDS_NAME_MAX || (n2 && strlen(n2) > MDS_NAME_MAX)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	req_init(&rq, req, op);
+	rq.ino = a;
+	rq.ino2 = b;
+	snprintf(rq.name, sizeof(rq.name), "%s", n1);
+	if (n2)
+		snprintf(rq.name2, sizeof(rq.name2), "%s", n2);
+	rq.flags = flags;
+	ret = mds_call(&rq, &rp);
+	free(rp.ents);
+	fuse_reply_err(req, -ret);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	simple(req, MDS_OP_UNLINK, parent, name, 0, NULL, 0);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	simple(req, MDS_OP_RMDIR, parent, name, 0, NULL, 0);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	simple(req, MDS_OP_RENAME, parent, name, newparent, newname, flags);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	if (strlen(newname) > MDS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	req_init(&rq, req, MDS_OP_LINK);
+	rq.ino = ino;
+	rq.ino2 = newparent;
+	snprintf(rq.name2, sizeof(rq.name2), "%s", newname);
+	ret = mds_call(&rq, &rp);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		reply_entry(req, &rp.in[0]);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mds_req rq;
+	struct mds_reply *rp = malloc(sizeof(*rp));
+	int ret;
+
+	if (!rp) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	req_init(&rq, req, MDS_OP_READLINK);
+	rq.ino = ino;
+	ret = mds_call(&rq, rp);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_readlink(req, rp->target);
+	free(rp);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	struct statvfs sv;
+	int ret;
+
+	req_init(&rq, req, MDS_OP_STATFS);
+	ret = mds_call(&rq, &rp);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = rp.st.bsize;
+	sv.f_blocks = rp.st.blocks;
+	sv.f_bfree = rp.st.bfree;
+	sv.f_bavail = rp.st.bavail;
+	sv.f_files = rp.st.files;
+	sv.f_ffree = sv.f_favail = rp.st.ffree;
+	sv.f_namemax = MDS_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	req_init(&rq, req, MDS_OP_OPEN);
+	rq.ino = ino;
+	ret = mds_call(&rq, &rp);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, true);
+	if (c) {
+		c->msize = rp.in[0].size;
+		if (!c->dirty)
+			c->wsize = 0;
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (fi->flags & O_TRUNC) {
+		req_init(&rq, req, MDS_OP_SETATTR);
+		rq.ino = ino;
+		rq.setmask = MDS_SET_SIZE;
+		rq.s_size = 0;
+		pthread_mutex_lock(&g.lock);
+		c = cino_get(ino, false);
+		if (c) {
+			rq.size_hint = c->wsize > c->msize ? c->wsize : c->msize;
+			c->wsize = 0;
+			c->msize = 0;
+			c->dirty = false;
+		}
+		pthread_mutex_unlock(&g.lock);
+		ret = mds_call(&rq, &rp);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void data_oid(char *b, size_t n, uint64_t ino, uint64_t blk)
+{
+	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
+}
+
+struct piece {
+	struct atoll_completion *comp;
+	char *buf;
+	size_t len;
+};
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	uint64_t fsize;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	fsize = c ? (c->wsize > c->msize ? c->wsize : c->msize) : 0;
+	pthread_mutex_unlock(&g.lock);
+	if ((uint64_t)off >= fsize) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if ((uint64_t)off + size > fsize)
+		size = (size_t)(fsize - (uint64_t)off);
+	char *buf = malloc(size ? size : 1);
+	size_t np = (size_t)(((uint64_t)off + size - 1) / MDS_BLOCK_SIZE - (uint64_t)off / MDS_BLOCK_SIZE + 1);
+	struct piece *p = calloc(np, sizeof(*p));
+	int ret = 0;
+
+	if (!buf || !p) {
+		free(buf);
+		free(p);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	uint64_t pos = (uint64_t)off;
+	size_t done = 0;
+	for (size_t i = 0; i < np; i++) {
+		uint64_t blk = pos / MDS_BLOCK_SIZE, boff = pos % MDS_BLOCK_SIZE;
+		size_t len = (size_t)(MDS_BLOCK_SIZE - boff);
+		char oid[64];
+		if (len > size - done)
+			len = size - done;
+		p[i].buf = buf + done;
+		p[i].len = len;
+		data_oid(oid, sizeof(oid), ino, blk);
+		if (atoll_completion_create(NULL, NULL, &p[i].comp) ||
+		    atoll_aio_read(g.data, oid, p[i].comp, p[i].buf, len, boff)) {
+			atoll_completion_release(p[i].comp);
+			p[i].comp = NULL;
+			ret = -EIO;
+		}
+		pos += len;
+		done += len;
+	}
+	for (size_t i = 0; i < np; i++) {
+		if (!p[i].comp)
+			continue;
+		int64_t r = atoll_completion_wait(p[i].comp);
+		atoll_completion_release(p[i].comp);
+		if (r == -ENOENT)
+			r = 0;	/* a hole */
+		if (r < 0) {
+			ret = (int)r;
+			continue;
+		}
+		if ((size_t)r < p[i].len)
+			memset(p[i].buf + r, 0, p[i].len - (size_t)r);
+	}
+	if (ret)
+		fuse_reply_err(req, ret == -EPERM ? EIO : -ret);
+	else
+		fuse_reply_buf(req, buf, size);
+	free(p);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	if (size == 0) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	size_t np = (size_t)(((uint64_t)off + size - 1) / MDS_BLOCK_SIZE - (uint64_t)off / MDS_BLOCK_SIZE + 1);
+	struct piece *p = calloc(np, sizeof(*p));
+	int ret = 0;
+
+	if (!p) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	uint64_t pos = (uint64_t)off;
+	size_t done = 0;
+	for (size_t i = 0; i < np; i++) {
+		uint64_t blk = pos / MDS_BLOCK_SIZE, boff = pos % MDS_BLOCK_SIZE;
+		size_t len = (size_t)(MDS_BLOCK_SIZE - boff);
+		char oid[64];
+		if (len > size - done)
+			len = size - done;
+		data_oid(oid, sizeof(oid), ino, blk);
+		if (atoll_completion_create(NULL, NULL, &p[i].comp) ||
+		    atoll_aio_write(g.data, oid, p[i].comp, buf + done, len, boff)) {
+			atoll_completion_release(p[i].comp);
+			p[i].comp = NULL;
+			ret = -EIO;
+		}
+		pos += len;
+		done += len;
+	}
+	for (size_t i = 0; i < np; i++) {
+		if (!p[i].comp)
+			continue;
+		int64_t r = atoll_completion_wait(p[i].comp);
+		atoll_completion_release(p[i].comp);
+		if (r < 0)
+			ret = (int)r;
+	}
+	free(p);
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, true);
+	if (c) {
+		uint64_t end = (uint64_t)off + size;
+		if (!c->dirty || c->wsize < c->msize)
+			c->wsize = c->wsize > c->msize ? c->wsize : c->msize;
+		if (end > c->wsize)
+			c->wsize = end;
+		c->mtime = now_ns();
+		c->dirty = true;
+	}
+	pthread_mutex_unlock(&g.lock);
+	fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -push_size(req, ino, MDS_OP_FSYNC));
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -push_size(req, ino, MDS_OP_FSYNC));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, -push_size(req, ino, MDS_OP_CLOSE));
+}
+
+/* ---- directories -------------------------------------------------------------- */
+
+struct dirh {
+	struct mds_dirent *ents;
+	size_t n;
+	fuse_ino_t parent;
+};
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirh *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+/* Takes a snapshot of the whole directory (positions stay stable for the
+ * life of the handle; rewinddir takes a new one). */
+static int dir_fill(fuse_req_t req, fuse_ino_t ino, struct dirh *d)
+{
+	struct mds_req *rq = malloc(sizeof(*rq));
+	struct mds_reply rp;
+	int ret = 0;
+
+	if (!rq)
+		return -ENOMEM;
+	free(d->ents);
+	d->ents = NULL;
+	d->n = 0;
+	req_init(rq, req, MDS_OP_READDIR);
+	rq->ino = ino;
+	rq->max = MDS_READDIR_MAX;
+	for (;;) {
+		ret = mds_call(rq, &rp);
+		if (ret)
+			break;
+		if (rp.nents) {
+			struct mds_dirent *ne = realloc(d->ents, (d->n + rp.nents) * sizeof(*ne));
+			if (!ne) {
+				free(rp.ents);
+				ret = -ENOMEM;
+				break;
+			}
+			d->ents = ne;
+			memcpy(d->ents + d->n, rp.ents, rp.nents * sizeof(*ne));
+			d->n += rp.nents;
+			snprintf(rq->cookie, sizeof(rq->cookie), "%s", rp.ents[rp.nents - 1].name);
+		}
+		free(rp.ents);
+		if (!rp.more || !rp.nents)
+			break;
+	}
+	free(rq);
+	return ret;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+	char *buf;
+	size_t used = 0;
+
+	if (off == 0) {
+		int ret = dir_fill(req, ino, d);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = (size_t)off; i < d->n + 2; i++) {
+		struct stat st;
+		const char *name;
+		memset(&st, 0, sizeof(st));
+		if (i == 0) {
+			name = ".";
+			st.st_ino = ino;
+			st.st_mode = S_IFDIR;
+		} else if (i == 1) {
+			name = "..";
+			st.st_ino = d->parent ? d->parent : FUSE_ROOT_ID;	/* the kernel answers ".." itself */
+			st.st_mode = S_IFDIR;
+		} else {
+			name = d->ents[i - 2].name;
+			st.st_ino = d->ents[i - 2].ino;
+			st.st_mode = d->ents[i - 2].mode;
+		}
+		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
+						(off_t)(i + 1));
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+
+	if (d) {
+		free(d->ents);
+		free(d);
+	}
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);	/* every change is journaled before its reply */
+}
+
+/* ---- extended attributes ------------------------------------------------------ */
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	if (strlen(name) > MDS_NAME_MAX) {
+		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	if (size > MDS_XATTR_MAX) {
+		fuse_reply_err(req, E2BIG);
+		return;
+	}
+	if (!strncmp(name, "system.posix_acl_", 17)) {
+		/* POSIX ACLs are not supported yet: refusing them makes tools
+		 * such as cp -a fall back to chmod (later: FUSE_CAP_POSIX_ACL) */
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	req_init(&rq, req, MDS_OP_SETXATTR);
+	rq.ino = ino;
+	snprintf(rq.name, sizeof(rq.name), "%s", name);
+	rq.value = value;
+	rq.vlen = (uint32_t)size;
+	rq.flags = (uint32_t)flags;
+	ret = mds_call(&rq, &rp);
+	free(rp.value);
+	fuse_reply_err(req, -ret);
+}
+
+static void xattr_reply(fuse_req_t req, int ret, struct mds_reply *rp, size_t size)
+{
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else if (size == 0)
+		fuse_reply_xattr(req, rp->vlen);
+	else if (rp->vlen > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, rp->value, rp->vlen);
+	free(rp->value);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+
+	if (strlen(name) > MDS_NAME_MAX) {
+		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	req_init(&rq, req, MDS_OP_GETXATTR);
+	rq.ino = ino;
+	snprintf(rq.name, sizeof(rq.name), "%s", name);
+	int ret = mds_call(&rq, &rp);
+	xattr_reply(req, ret, &rp, size);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+
+	req_init(&rq, req, MDS_OP_LISTXATTR);
+	rq.ino = ino;
+	int ret = mds_call(&rq, &rp);
+	xattr_reply(req, ret, &rp, size);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	int ret;
+
+	if (strlen(name) > MDS_NAME_MAX) {
+		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	req_init(&rq, req, MDS_OP_REMOVEXATTR);
+	rq.ino = ino;
+	snprintf(rq.name, sizeof(rq.name), "%s", name);
+	ret = mds_call(&rq, &rp);
+	free(rp.value);
+	fuse_reply_err(req, -ret);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn);
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = op_init,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.create = op_create,
+};
+
+/* ---- start-up ------------------------------------------------------------------ */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* 1 MiB writes (the kernel's limit) instead of 128 KiB: fewer,
+	 * larger writes to the OSDs */
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 4u << 20;
+}
+
+static const struct fuse_opt opt_spec[] = {
+	{ "conf=%s", offsetof(struct opts, conf), 0 },
+	{ "mon=%s", offsetof(struct opts, mon), 0 },
+	{ "mds=%s", offsetof(struct opts, mds), 0 },
+	FUSE_OPT_END
+};
+
+static int connect_all(struct opts *o)
+{
+	struct mds_req rq;
+	struct mds_reply *rp = malloc(sizeof(*rp));
+	int ret;
+
+	if (!rp)
+		return -ENOMEM;
+	ret = atoll_cluster_create(&g.cl, o->conf, 0);
+	if (!ret && o->mon)
+		ret = atoll_cluster_set(g.cl, "mon_host", o->mon);
+	if (!ret)
+		ret = atoll_cluster_connect(g.cl);
+	if (ret) {
+		fprintf(stderr, "atoll-fuse: cannot connect to the cluster: %s; check "
+			"-o conf=/-o mon= and that the monitor runs\n", atoll_strerror(ret));
+		goto out;
+	}
+	g.client_id = atoll_cluster_id(g.cl);
+	struct msgr_config mc = { .size_of = sizeof(mc) };
+	struct msgr_ops mops = { 0 };
+	mc.me.type = MSG_ENTITY_CLIENT;
+	mc.me.id = g.client_id;
+	if ((ret = msgr_create(&mc, &mops, NULL, &g.msgr)) || (ret = msgr_start(g.msgr)))
+		goto out;
+	g.mds = msgr_connect(g.msgr, o->mds);
+	if (!g.mds) {
+		fprintf(stderr, "atoll-fuse: '%s' is not an MDS address (IP:PORT)\n", o->mds);
+		ret = -EINVAL;
+		goto out;
+	}
+	req_init(&rq, NULL, MDS_OP_SESSION);
+	ret = mds_call(&rq, rp);
+	if (ret) {
+		fprintf(stderr, "atoll-fuse: the MDS at %s does not answer: %s\n", o->mds,
+			atoll_strerror(ret));
+		goto out;
+	}
+	ret = atoll_ioctx_create(g.cl, rp->target, &g.data);
+	if (ret)
+		fprintf(stderr, "atoll-fuse: cannot open the data pool '%s': %s\n",
+			rp->target, atoll_strerror(ret));
+out:
+	free(rp);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts co;
+	struct fuse_session *se = NULL;
+	struct opts o = { 0 };
+	int ret = 1;
+
+	if (fuse_opt_parse(&args, &o, opt_spec, NULL) == -1)
+		return 1;
+	if (fuse_parse_cmdline(&args, &co) != 0)
+		return 1;
+	if (co.show_help) {
+		printf("usage: atoll-fuse MOUNTPOINT [-f] [-o options]\n"
+		       "  -o conf=FILE    atoll.conf\n"
+		       "  -o mon=ADDR     the monitor\n"
+		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n");
+		fuse_cmdline_help();
+		fuse_lowlevel_help();
+		ret = 0;
+		goto out;
+	}
+	if (co.show_version) {
+		printf("atoll-fuse (libfuse %s)\n", fuse_pkgversion());
+		ret = 0;
+		goto out;
+	}
+	if (!co.mountpoint) {
+		fprintf(stderr, "atoll-fuse: give a mount point; see --help\n");
+		goto out;
+	}
+	if (!o.mds) {
+		/* mds_addr of atoll.conf ([mds] or [global]), else the default */
+		struct config *cf = NULL;
+		char cerr[256];
+		const char *v = NULL;
+		if (config_load(&cf, o.conf, cerr, sizeof(cerr)) == 0)
+			v = config_get(cf, "mds", "mds_addr", NULL);
+		o.mds = strdup(v ? v : "127.0.0.1:6800");
+		config_free(cf);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (o.conf && o.conf[0] != '/') {
+		/* fuse_daemonize() changes to "/": keep the file reachable */
+		char *abs = realpath(o.conf, NULL);
+		if (!abs) {
+			fprintf(stderr, "atoll-fuse: cannot find the config file '%s'\n", o.conf);
+			goto out;
+		}
+		free(o.conf);
+		o.conf = abs;
+	}
+	/* Threads do not survive fork(): daemonize before connecting. */
+	if (fuse_daemonize(co.foreground) != 0)
+		goto out;
+	if (connect_all(&o))
+		goto out;
+	fuse_opt_add_arg(&args, "-odefault_permissions");
+	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	if (!se)
+		goto out;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, co.mountpoint) != 0)
+		goto out_sig;
+	struct fuse_loop_config *lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(lc, 16);
+	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
+	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
+	fuse_loop_cfg_destroy(lc);
+	fuse_session_unmount(se);
+out_sig:
+	fuse_remove_signal_handlers(se);
+out:
+	if (se)
+		fuse_session_destroy(se);
+	msg_conn_put(g.mds);
+	msgr_destroy(g.msgr);
+	atoll_ioctx_destroy(g.data);
+	atoll_cluster_shutdown(g.cl);
+	free(co.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret;
+}

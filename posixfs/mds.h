@@ -1,0 +1,155 @@
+/*
+ * mds.h - atoll-mds internals: the in-memory namespace, transactions
+ * (one journal entry each), the journal and the object store layout.
+ * doc/fs.md describes the layout; mds_ns.c keeps the namespace and
+ * persists it, mds_ops.c answers the client's requests, mds_main.c starts
+ * the daemon.
+ */
+#ifndef ATOLL_MDS_H
+#define ATOLL_MDS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mds_proto.h"
+
+struct atoll_cluster;
+struct atoll_ioctx;
+
+#define MDS_INODE_SHARDS	16u
+#define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
+#define MDS_SEG_ENTRIES		128u	/* journal entries per segment */
+
+struct mds_dent {
+	char *name;
+	uint64_t ino;
+	uint32_t mode;		/* S_IF* */
+};
+
+struct mds_xattr {
+	char *name;
+	void *val;
+	uint32_t len;
+};
+
+struct mds_node {
+	struct mds_inode a;
+	char *link;		/* symlink target or NULL */
+	struct mds_dent *ents;	/* directories: sorted by name */
+	size_t nents, cap;
+	uint64_t parent;	/* directories: the one that names it */
+	int opens;		/* open handles of all clients (memory only) */
+	struct mds_xattr *xa;	/* loaded on first use (xa_loaded) */
+	size_t nxa;
+	bool xa_loaded;
+	struct mds_node *hnext;
+};
+
+/* One change: working copies of the inodes it touches and the dentry
+ * updates it makes.  mds_commit() journals it, then applies it. */
+enum mds_upd_type {
+	MDS_U_DENT_SET = 1,
+	MDS_U_DENT_RM = 2,
+	MDS_U_INODE_PUT = 3,
+	MDS_U_INODE_RM = 4,	/* also removes the directory object */
+	MDS_U_PURGE = 5,	/* data objects of blocks [0, size) */
+	MDS_U_TRUNC = 6,	/* data beyond size up to old_size */
+	MDS_U_HW = 7,		/* ino_hw */
+	MDS_U_XATTR_SET = 8,	/* ino, name = txn's xval */
+	MDS_U_XATTR_RM = 9,	/* ino, name */
+};
+
+struct mds_upd {
+	uint8_t type;
+	uint64_t dir;
+	char name[MDS_NAME_MAX + 1];
+	uint64_t ino;
+	uint32_t mode;
+	struct mds_inode in;	/* INODE_PUT */
+	uint64_t size, old_size;
+};
+
+#define MDS_TXN_INODES	6
+#define MDS_TXN_UPDS	16
+
+struct mds_txn {
+	int nw;
+	struct {
+		struct mds_inode in;
+		bool dirty, removed;
+		uint64_t purge_size;
+		bool purge;
+		uint64_t trunc_from, trunc_to;
+		bool trunc;
+	} w[MDS_TXN_INODES];
+	int nu;
+	struct mds_upd u[MDS_TXN_UPDS];
+	char link[MDS_PATH_MAX + 1];	/* a new symlink's target */
+	uint64_t link_ino;
+	uint64_t client, reqid;	/* the request that made it (0: none) */
+	uint64_t res_ino;	/* the inode its reply names */
+	uint32_t xlen;
+	uint8_t xval[MDS_XATTR_MAX];	/* a new attribute's value */
+};
+
+/* Requests already answered, so that one resent after a lost connection
+ * (or replayed from the journal after a restart) is not applied twice. */
+#define MDS_DONE_MAX	8192u
+struct mds_done {
+	uint64_t client, reqid, ino;
+	int32_t rc;
+};
+
+struct mds {
+	struct atoll_cluster *cl;
+	struct atoll_ioctx *meta, *data;
+	char data_pool[128], meta_pool[128];
+	pthread_mutex_t lock;
+	struct mds_node **ht;
+	size_t htsize;
+	uint64_t ninodes;
+	uint64_t next_ino, ino_hw;
+	uint64_t seg, seg_entries, seq;
+	uint64_t nreq;
+	struct mds_done done[MDS_DONE_MAX];
+	uint32_t done_next;
+	uint64_t commits, crash_after;	/* fault injection (tests) */
+};
+
+/* mds_ns.c */
+int mds_open(struct mds *m);		/* mkfs if needed, replay, load */
+void mds_close(struct mds *m);
+struct mds_node *mds_get(struct mds *m, uint64_t ino);
+struct mds_dent *mds_dir_find(struct mds_node *d, const char *name, size_t *pos);
+/* The first entry with name > after ("" = from the start). */
+size_t mds_dir_upper(struct mds_node *d, const char *after);
+int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
+uint64_t mds_now(void);
+
+void mds_txn_init(struct mds_txn *t);
+/* A working copy of ino in the txn (NULL when ino does not exist). */
+struct mds_inode *mds_txn_inode(struct mds *m, struct mds_txn *t, uint64_t ino);
+struct mds_inode *mds_txn_new_inode(struct mds_txn *t, uint64_t ino);
+void mds_txn_remove(struct mds_txn *t, uint64_t ino, bool purge);
+void mds_txn_trunc(struct mds_txn *t, uint64_t ino, uint64_t from, uint64_t to);
+void mds_txn_dent_set(struct mds_txn *t, uint64_t dir, const char *name,
+		      uint64_t ino, uint32_t mode);
+void mds_txn_dent_rm(struct mds_txn *t, uint64_t dir, const char *name);
+/* Journals the txn, then applies it in memory and to the objects.  A
+ * journal failure is fatal (the daemon exits; a restart replays). */
+int mds_commit(struct mds *m, struct mds_txn *t);
+
+void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc, uint64_t ino);
+const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
+
+/* Loads the node's extended attributes (once). */
+int mds_xattr_load(struct mds *m, struct mds_node *n);
+struct mds_xattr *mds_xattr_find(struct mds_node *n, const char *name);
+void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
+		   const void *val, uint32_t len, bool remove);
+
+/* mds_ops.c */
+void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);
+
+#endif

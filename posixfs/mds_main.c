@@ -1,0 +1,287 @@
+/*
+ * mds_main.c - atoll-mds: options, start-up (connect to the cluster,
+ * create the pools and the file system when missing, replay the journal,
+ * load the namespace), then serve.
+ *
+ * The messenger's loop thread only queues requests; one worker thread
+ * handles them in arrival order (a handler blocks on the cluster while it
+ * journals), so the namespace needs no finer locking.  Later: a pool of
+ * workers and batched journaling (doc/fs.md, early replies).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <atoll/atoll.h>
+
+#include "config.h"
+#include "encode.h"
+#include "log.h"
+#include "mds.h"
+#include "msg.h"
+
+#define SUB "mds"
+
+static volatile sig_atomic_t g_stop;
+
+struct work {
+	struct msg *m;
+	struct work *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct work *head, *tail;
+} q = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL };
+
+static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
+{
+	struct work *w;
+
+	if (m->type != MT_MDS_REQUEST) {
+		log_warn(SUB, "unexpected message type %u from %s; ignoring it",
+			 m->type, msg_conn_addr(c));
+		msg_free(m);
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (!w) {
+		msg_free(m);
+		return;
+	}
+	w->m = m;
+	w->next = NULL;
+	pthread_mutex_lock(&q.lock);
+	if (q.tail)
+		q.tail->next = w;
+	else
+		q.head = w;
+	q.tail = w;
+	pthread_cond_signal(&q.cond);
+	pthread_mutex_unlock(&q.lock);
+}
+
+static void serve_one(struct mds *mds, struct msg *m)
+{
+	struct mds_req *rq = malloc(sizeof(*rq));
+	struct mds_reply *rp = calloc(1, sizeof(*rp));
+	struct dec d;
+	struct enc e;
+
+	if (!rq || !rp)
+		goto out;
+	dec_init(&d, m->front, m->front_len);
+	if (mds_req_decode(&d, rq)) {
+		log_warn(SUB, "a malformed request from %s; ignoring it",
+			 msg_conn_addr(m->conn));
+		goto out;
+	}
+	mds_handle(mds, rq, rp);
+	log_debug(SUB, "%s ino %llu '%s' -> %d", mds_op_name(rq->op),
+		  (unsigned long long)rq->ino, rq->name, rp->rc);
+	enc_init(&e);
+	mds_reply_encode(&e, rp);
+	struct msg *r = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	if (r)
+		msg_reply(m->conn, m, r);
+out:
+	if (rp) {
+		free(rp->ents);
+		free(rp->value);
+	}
+	free(rp);
+	free(rq);
+	msg_free(m);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+	pthread_cond_broadcast(&q.cond);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: atoll-mds [options]\n"
+		"  --conf FILE        atoll.conf (default: $ATOLL_CONF, ./atoll.conf, /etc/atoll/atoll.conf)\n"
+		"  -m, --mon ADDR     the monitor (mon_host)\n"
+		"  --addr IP:PORT     where clients reach this MDS (mds_addr; default 127.0.0.1:6800)\n"
+		"  --meta-pool NAME   metadata pool (mds_meta_pool; default fs_meta; created if missing)\n"
+		"  --data-pool NAME   data pool (mds_data_pool; default fs_data; created if missing)\n"
+		"  --log FILE         log file (default: stderr)\n"
+		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
+		"  -h, --help         this text\n"
+		"The first start on an empty metadata pool creates the file system.\n");
+}
+
+static int ensure_pool(struct atoll_cluster *cl, const char *name)
+{
+	struct atoll_pool_options o = { .size_of = sizeof(o) };
+	int ret = atoll_pool_create(cl, name, &o);
+
+	if (ret == -EEXIST)
+		return 0;
+	if (ret == 0)
+		log_info(SUB, "created pool '%s'", name);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
+		   *data = NULL, *logf = NULL, *lvl = NULL;
+	static const struct option lo[] = {
+		{ "conf", required_argument, NULL, 'c' },
+		{ "mon", required_argument, NULL, 'm' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "meta-pool", required_argument, NULL, 'M' },
+		{ "data-pool", required_argument, NULL, 'D' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "log-level", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct config *conf = NULL;
+	struct mds mds = { 0 };
+	struct msgr *msgr = NULL;
+	char err[256], bound[64];
+	int c, ret, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "m:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': conf_path = optarg; break;
+		case 'm': mon = optarg; break;
+		case 'a': addr = optarg; break;
+		case 'M': meta = optarg; break;
+		case 'D': data = optarg; break;
+		case 'l': logf = optarg; break;
+		case 'L': lvl = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "atoll-mds: unexpected argument '%s'; see --help\n", argv[optind]);
+		return 2;
+	}
+	if (config_load(&conf, conf_path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "atoll-mds: %s\n", err);
+		return 1;
+	}
+	if (!addr)
+		addr = config_get(conf, "mds", "mds_addr", NULL);
+	if (!addr)
+		addr = "127.0.0.1:6800";
+	if (!meta)
+		meta = config_get(conf, "mds", "mds_meta_pool", NULL);
+	if (!data)
+		data = config_get(conf, "mds", "mds_data_pool", NULL);
+	snprintf(mds.meta_pool, sizeof(mds.meta_pool), "%s", meta ? meta : "fs_meta");
+	snprintf(mds.data_pool, sizeof(mds.data_pool), "%s", data ? data : "fs_data");
+	if (!lvl)
+		lvl = config_get(conf, "mds", "log_level", NULL);
+	if (!logf)
+		logf = config_get(conf, "mds", "log_file", NULL);
+	int level = lvl ? log_level_parse(lvl) : LOG_LVL_INFO;
+	if (level < 0) {
+		fprintf(stderr, "atoll-mds: unknown log level '%s'; use error, warn, info, debug or trace\n", lvl);
+		goto out;
+	}
+	if (log_open("mds", (enum log_level)level, logf) < 0) {
+		fprintf(stderr, "atoll-mds: cannot open the log file '%s'\n", logf);
+		goto out;
+	}
+
+	ret = atoll_cluster_create(&mds.cl, conf_path, 0);
+	if (!ret && mon)
+		ret = atoll_cluster_set(mds.cl, "mon_host", mon);
+	if (!ret)
+		ret = atoll_cluster_connect(mds.cl);
+	if (ret) {
+		log_error(SUB, "cannot connect to the cluster: %s; check --mon/--conf "
+			  "and that the monitor runs", atoll_strerror(ret));
+		goto out;
+	}
+	if ((ret = ensure_pool(mds.cl, mds.meta_pool)) ||
+	    (ret = ensure_pool(mds.cl, mds.data_pool)) ||
+	    (ret = atoll_ioctx_create(mds.cl, mds.meta_pool, &mds.meta)) ||
+	    (ret = atoll_ioctx_create(mds.cl, mds.data_pool, &mds.data))) {
+		log_error(SUB, "cannot open the pools '%s' and '%s': %s", mds.meta_pool,
+			  mds.data_pool, atoll_strerror(ret));
+		goto out;
+	}
+	ret = mds_open(&mds);
+	if (ret) {
+		log_error(SUB, "cannot load the file system: %s", atoll_strerror(ret));
+		goto out;
+	}
+
+	const char *fault = getenv("ATOLL_MDS_CRASH_AFTER_COMMITS");
+	if (fault && atoi(fault) > 0) {
+		mds.crash_after = (uint64_t)atoi(fault);
+		log_warn(SUB, "fault injection: will exit after journaling %s more change(s)", fault);
+	}
+
+	struct msgr_config mc = { .size_of = sizeof(mc) };
+	struct msgr_ops ops = { .dispatch = on_dispatch };
+	mc.me.type = MSG_ENTITY_MDS;
+	mc.me.id = 0;
+	if ((ret = msgr_create(&mc, &ops, &mds, &msgr)) ||
+	    (ret = msgr_listen(msgr, addr, bound, sizeof(bound))) ||
+	    (ret = msgr_start(msgr))) {
+		log_error(SUB, "cannot listen on %s: %s; pick another --addr", addr,
+			  atoll_strerror(ret));
+		goto out;
+	}
+	log_info(SUB, "serving the file system on %s", bound);
+	printf("atoll-mds: serving on %s\n", bound);
+	fflush(stdout);
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	while (!g_stop) {
+		pthread_mutex_lock(&q.lock);
+		while (!q.head && !g_stop)
+			pthread_cond_wait(&q.cond, &q.lock);
+		struct work *w = q.head;
+		if (w) {
+			q.head = w->next;
+			if (!q.head)
+				q.tail = NULL;
+		}
+		pthread_mutex_unlock(&q.lock);
+		if (w) {
+			serve_one(&mds, w->m);
+			free(w);
+		}
+	}
+	log_info(SUB, "stopping");
+	rc = 0;
+out:
+	msgr_destroy(msgr);
+	while (q.head) {
+		struct work *w = q.head;
+		q.head = w->next;
+		msg_free(w->m);
+		free(w);
+	}
+	mds_close(&mds);
+	atoll_ioctx_destroy(mds.meta);
+	atoll_ioctx_destroy(mds.data);
+	atoll_cluster_shutdown(mds.cl);
+	config_free(conf);
+	return rc;
+}

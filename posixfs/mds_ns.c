@@ -1,0 +1,1134 @@
+/*
+ * mds_ns.c - the MDS's namespace: held whole in memory, persisted as
+ * objects of the metadata pool (doc/fs.md), changed only by transactions
+ * that are journaled before they are applied.
+ *
+ * A transaction's journal entry lists final states (dentry set/removed,
+ * inode record put/removed, data purged/truncated), so applying an entry
+ * twice gives the same result: a restart replays the current journal
+ * segment over the objects and then loads them.
+ */
+#include "mds.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atoll/atoll.h>
+
+#include "crc32c.h"
+#include "encode.h"
+#include "log.h"
+
+#define SUB "mds"
+
+uint64_t mds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- object names ---------------------------------------------------- */
+
+static void oid_inodes(char *b, size_t n, uint64_t ino)
+{
+	snprintf(b, n, "fs.inodes.%02x", (unsigned)(ino % MDS_INODE_SHARDS));
+}
+
+static void oid_dir(char *b, size_t n, uint64_t ino)
+{
+	snprintf(b, n, "fs.dir.%016" PRIx64, ino);
+}
+
+static void oid_xattr(char *b, size_t n, uint64_t ino)
+{
+	snprintf(b, n, "fs.xattr.%016" PRIx64, ino);
+}
+
+static void oid_seg(char *b, size_t n, uint64_t seg)
+{
+	snprintf(b, n, "fs.journal.%016" PRIx64, seg);
+}
+
+static void oid_data(char *b, size_t n, uint64_t ino, uint64_t blk)
+{
+	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+struct mds_node *mds_get(struct mds *m, uint64_t ino)
+{
+	struct mds_node *n = m->ht[ino % m->htsize];
+
+	while (n && n->a.ino != ino)
+		n = n->hnext;
+	return n;
+}
+
+static struct mds_node *node_get_or_add(struct mds *m, uint64_t ino)
+{
+	struct mds_node *n = mds_get(m, ino);
+
+	if (n)
+		return n;
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		log_error(SUB, "out of memory adding inode %" PRIu64 "; exiting", ino);
+		exit(1);
+	}
+	n->a.ino = ino;
+	n->hnext = m->ht[ino % m->htsize];
+	m->ht[ino % m->htsize] = n;
+	m->ninodes++;
+	return n;
+}
+
+static void node_del(struct mds *m, uint64_t ino)
+{
+	struct mds_node **pp = &m->ht[ino % m->htsize];
+
+	while (*pp && (*pp)->a.ino != ino)
+		pp = &(*pp)->hnext;
+	if (!*pp)
+		return;
+	struct mds_node *n = *pp;
+	*pp = n->hnext;
+	for (size_t i = 0; i < n->nents; i++)
+		free(n->ents[i].name);
+	free(n->ents);
+	free(n->link);
+	for (size_t i = 0; i < n->nxa; i++) {
+		free(n->xa[i].name);
+		free(n->xa[i].val);
+	}
+	free(n->xa);
+	free(n);
+	m->ninodes--;
+}
+
+static size_t dir_lower(struct mds_node *d, const char *name, int *found)
+{
+	size_t lo = 0, hi = d->nents;
+
+	*found = 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(d->ents[mid].name, name);
+		if (c == 0) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct mds_dent *mds_dir_find(struct mds_node *d, const char *name, size_t *pos)
+{
+	int found;
+	size_t i = dir_lower(d, name, &found);
+
+	if (pos)
+		*pos = i;
+	return found ? &d->ents[i] : NULL;
+}
+
+size_t mds_dir_upper(struct mds_node *d, const char *after)
+{
+	int found;
+	size_t i;
+
+	if (!after[0])
+		return 0;
+	i = dir_lower(d, after, &found);
+	return found ? i + 1 : i;
+}
+
+static void mem_dent_set(struct mds *m, uint64_t dir, const char *name,
+			 uint64_t ino, uint32_t mode)
+{
+	struct mds_node *d = node_get_or_add(m, dir);
+	int found;
+	size_t i = dir_lower(d, name, &found);
+
+	if (!found) {
+		if (d->nents == d->cap) {
+			size_t nc = d->cap ? d->cap * 2 : 8;
+			struct mds_dent *ne = realloc(d->ents, nc * sizeof(*ne));
+			if (!ne) {
+				log_error(SUB, "out of memory growing a directory; exiting");
+				exit(1);
+			}
+			d->ents = ne;
+			d->cap = nc;
+		}
+		memmove(&d->ents[i + 1], &d->ents[i], (d->nents - i) * sizeof(*d->ents));
+		d->ents[i].name = strdup(name);
+		if (!d->ents[i].name) {
+			log_error(SUB, "out of memory; exiting");
+			exit(1);
+		}
+		d->nents++;
+	}
+	d->ents[i].ino = ino;
+	d->ents[i].mode = mode & S_IFMT;
+	if (S_ISDIR(mode))
+		node_get_or_add(m, ino)->parent = dir;
+}
+
+static void mem_dent_rm(struct mds *m, uint64_t dir, const char *name)
+{
+	struct mds_node *d = mds_get(m, dir);
+	int found;
+	size_t i;
+
+	if (!d)
+		return;
+	i = dir_lower(d, name, &found);
+	if (!found)
+		return;
+	free(d->ents[i].name);
+	memmove(&d->ents[i], &d->ents[i + 1], (d->nents - i - 1) * sizeof(*d->ents));
+	d->nents--;
+}
+
+/* ---- transactions -------------------------------------------------------- */
+
+void mds_txn_init(struct mds_txn *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+static int txn_find(struct mds_txn *t, uint64_t ino)
+{
+	for (int i = 0; i < t->nw; i++)
+		if (t->w[i].in.ino == ino)
+			return i;
+	return -1;
+}
+
+struct mds_inode *mds_txn_inode(struct mds *m, struct mds_txn *t, uint64_t ino)
+{
+	int i = txn_find(t, ino);
+
+	if (i >= 0)
+		return t->w[i].removed ? NULL : &t->w[i].in;
+	struct mds_node *n = mds_get(m, ino);
+	if (!n || t->nw == MDS_TXN_INODES)
+		return NULL;
+	i = t->nw++;
+	t->w[i].in = n->a;
+	t->w[i].dirty = true;
+	return &t->w[i].in;
+}
+
+struct mds_inode *mds_txn_new_inode(struct mds_txn *t, uint64_t ino)
+{
+	int i = t->nw++;
+
+	memset(&t->w[i], 0, sizeof(t->w[i]));
+	t->w[i].in.ino = ino;
+	t->w[i].dirty = true;
+	return &t->w[i].in;
+}
+
+void mds_txn_remove(struct mds_txn *t, uint64_t ino, bool purge)
+{
+	int i = txn_find(t, ino);
+
+	if (i < 0)
+		return;
+	t->w[i].removed = true;
+	t->w[i].purge = purge;
+	t->w[i].purge_size = t->w[i].in.size;
+}
+
+void mds_txn_trunc(struct mds_txn *t, uint64_t ino, uint64_t from, uint64_t to)
+{
+	int i = txn_find(t, ino);
+
+	if (i < 0)
+		return;
+	t->w[i].trunc = true;
+	t->w[i].trunc_from = from;
+	t->w[i].trunc_to = to;
+}
+
+static struct mds_upd *txn_upd(struct mds_txn *t, uint8_t type)
+{
+	struct mds_upd *u = &t->u[t->nu++];
+
+	memset(u, 0, sizeof(*u));
+	u->type = type;
+	return u;
+}
+
+void mds_txn_dent_set(struct mds_txn *t, uint64_t dir, const char *name,
+		      uint64_t ino, uint32_t mode)
+{
+	struct mds_upd *u = txn_upd(t, MDS_U_DENT_SET);
+
+	u->dir = dir;
+	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->ino = ino;
+	u->mode = mode & S_IFMT;
+}
+
+void mds_txn_dent_rm(struct mds_txn *t, uint64_t dir, const char *name)
+{
+	struct mds_upd *u = txn_upd(t, MDS_U_DENT_RM);
+
+	u->dir = dir;
+	snprintf(u->name, sizeof(u->name), "%s", name);
+}
+
+void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
+		   const void *val, uint32_t len, bool remove)
+{
+	struct mds_upd *u = txn_upd(t, remove ? MDS_U_XATTR_RM : MDS_U_XATTR_SET);
+
+	u->ino = ino;
+	snprintf(u->name, sizeof(u->name), "%s", name);
+	if (!remove) {
+		memcpy(t->xval, val, len);
+		t->xlen = len;
+	}
+}
+
+/* Turns the working inodes into updates (after the dentry updates). */
+static void txn_finish(struct mds_txn *t)
+{
+	for (int i = 0; i < t->nw; i++) {
+		struct mds_upd *u;
+		if (t->w[i].removed) {
+			u = txn_upd(t, MDS_U_INODE_RM);
+			u->ino = t->w[i].in.ino;
+			u->mode = t->w[i].in.mode;
+			u->in = t->w[i].in;
+			if (t->w[i].purge) {
+				u = txn_upd(t, MDS_U_PURGE);
+				u->ino = t->w[i].in.ino;
+				u->size = t->w[i].purge_size;
+			}
+			continue;
+		}
+		if (t->w[i].dirty) {
+			u = txn_upd(t, MDS_U_INODE_PUT);
+			u->in = t->w[i].in;
+		}
+		if (t->w[i].trunc) {
+			u = txn_upd(t, MDS_U_TRUNC);
+			u->ino = t->w[i].in.ino;
+			u->size = t->w[i].trunc_from;
+			u->old_size = t->w[i].trunc_to;
+		}
+	}
+}
+
+static void txn_encode(struct enc *e, const struct mds_txn *t)
+{
+	size_t h = enc_begin(e, 1, 1);
+
+	enc_u32(e, (uint32_t)t->nu);
+	for (int i = 0; i < t->nu; i++) {
+		const struct mds_upd *u = &t->u[i];
+		enc_u8(e, u->type);
+		enc_u64(e, u->dir);
+		enc_str(e, u->name);
+		enc_u64(e, u->ino);
+		enc_u32(e, u->mode);
+		mds_inode_encode(e, &u->in);
+		enc_u64(e, u->size);
+		enc_u64(e, u->old_size);
+	}
+	enc_u64(e, t->link_ino);
+	enc_str(e, t->link);
+	enc_u64(e, t->client);
+	enc_u64(e, t->reqid);
+	enc_u64(e, t->res_ino);
+	enc_blob(e, t->xval, t->xlen);
+	enc_end(e, h);
+}
+
+static int txn_decode(struct dec *d, struct mds_txn *t)
+{
+	struct dec b;
+	uint8_t v;
+
+	mds_txn_init(t);
+	if (dec_begin(d, 1, &b, &v))
+		return d->err;
+	t->nu = (int)dec_count(&b, MDS_TXN_UPDS, 1);
+	for (int i = 0; !b.err && i < t->nu; i++) {
+		struct mds_upd *u = &t->u[i];
+		u->type = dec_u8(&b);
+		u->dir = dec_u64(&b);
+		dec_str(&b, u->name, MDS_NAME_MAX);
+		u->ino = dec_u64(&b);
+		u->mode = dec_u32(&b);
+		mds_inode_decode(&b, &u->in);
+		u->size = dec_u64(&b);
+		u->old_size = dec_u64(&b);
+	}
+	t->link_ino = dec_u64(&b);
+	dec_str(&b, t->link, MDS_PATH_MAX);
+	t->client = dec_u64(&b);
+	t->reqid = dec_u64(&b);
+	t->res_ino = dec_u64(&b);
+	if (dec_left(&b)) {
+		size_t n = 0;
+		const void *p = dec_blob(&b, &n, MDS_XATTR_MAX);
+		if (p && n)
+			memcpy(t->xval, p, n);
+		t->xlen = (uint32_t)n;
+	}
+	return dec_end(d, &b);
+}
+
+/* ---- applying to the objects ---------------------------------------------- */
+
+static int ignore_enoent(int r)
+{
+	return r == -ENOENT ? 0 : r;
+}
+
+static int store_inode_put(struct mds *m, const struct mds_inode *in, const char *link)
+{
+	char oid[64], key[17];
+	struct enc e;
+	size_t len;
+	void *buf;
+	int ret;
+
+	enc_init(&e);
+	mds_inode_encode(&e, in);
+	enc_str(&e, link ? link : "");
+	buf = enc_take(&e, &len);
+	if (!buf) {
+		enc_free(&e);
+		return -ENOMEM;
+	}
+	oid_inodes(oid, sizeof(oid), in->ino);
+	snprintf(key, sizeof(key), "%016" PRIx64, in->ino);
+	struct atoll_kv kv = { key, 16, buf, len };
+	ret = atoll_omap_set(m->meta, oid, &kv, 1);
+	free(buf);
+	return ret;
+}
+
+static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t to)
+{
+	char oid[64];
+	uint64_t bs = MDS_BLOCK_SIZE;
+	uint64_t first = from / bs;
+	uint64_t last = to ? (to - 1) / bs : 0;
+	int ret = 0;
+
+	if (to <= from && from % bs == 0)
+		return 0;
+	if (from % bs) {
+		oid_data(oid, sizeof(oid), ino, first);
+		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs));
+		if (ret)
+			return ret;
+		first++;
+	}
+	for (uint64_t b = first; b <= last && to > from; b++) {
+		oid_data(oid, sizeof(oid), ino, b);
+		ret = ignore_enoent(atoll_remove(m->data, oid));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The omap updates of a txn touch distinct keys, so they are all sent at
+ * once and waited for together: one round trip for the whole change. */
+struct pop {
+	struct atoll_op *op;
+	struct atoll_completion *c;
+	struct atoll_kv kv;
+	char key[17];
+	uint8_t dval[12];
+	void *val;
+	char oid[64];
+	bool rm;
+};
+
+static int store_apply_omap(struct mds *m, const struct mds_txn *t)
+{
+	struct pop *p = calloc((size_t)t->nu + 1, sizeof(*p));
+	int n = 0, ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (int i = 0; i < t->nu; i++) {
+		const struct mds_upd *u = &t->u[i];
+		struct pop *q = &p[n];
+		switch (u->type) {
+		case MDS_U_DENT_SET:
+			for (int k = 0; k < 8; k++)
+				q->dval[k] = (uint8_t)(u->ino >> (8 * k));
+			for (int k = 0; k < 4; k++)
+				q->dval[8 + k] = (uint8_t)(u->mode >> (8 * k));
+			q->kv = (struct atoll_kv){ u->name, strlen(u->name), q->dval, 12 };
+			oid_dir(q->oid, sizeof(q->oid), u->dir);
+			break;
+		case MDS_U_DENT_RM:
+			q->kv = (struct atoll_kv){ u->name, strlen(u->name), NULL, 0 };
+			q->rm = true;
+			oid_dir(q->oid, sizeof(q->oid), u->dir);
+			break;
+		case MDS_U_INODE_PUT: {
+			struct enc e;
+			size_t len;
+			enc_init(&e);
+			mds_inode_encode(&e, &u->in);
+			enc_str(&e, t->link_ino == u->in.ino ? t->link : "");
+			q->val = enc_take(&e, &len);
+			if (!q->val) {
+				enc_free(&e);
+				ret = -ENOMEM;
+				continue;
+			}
+			snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->in.ino);
+			q->kv = (struct atoll_kv){ q->key, 16, q->val, len };
+			oid_inodes(q->oid, sizeof(q->oid), u->in.ino);
+			break;
+		}
+		case MDS_U_INODE_RM:
+			snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->ino);
+			q->kv = (struct atoll_kv){ q->key, 16, NULL, 0 };
+			q->rm = true;
+			oid_inodes(q->oid, sizeof(q->oid), u->ino);
+			break;
+		case MDS_U_XATTR_SET:
+			q->kv = (struct atoll_kv){ u->name, strlen(u->name), t->xval, t->xlen };
+			oid_xattr(q->oid, sizeof(q->oid), u->ino);
+			break;
+		case MDS_U_XATTR_RM:
+			q->kv = (struct atoll_kv){ u->name, strlen(u->name), NULL, 0 };
+			q->rm = true;
+			oid_xattr(q->oid, sizeof(q->oid), u->ino);
+			break;
+		default:
+			continue;
+		}
+		q->op = atoll_op_create();
+		if (!q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+			atoll_op_release(q->op);
+			free(q->val);
+			memset(q, 0, sizeof(*q));
+			ret = -ENOMEM;
+			continue;
+		}
+		if (q->rm)
+			atoll_op_omap_rm(q->op, &q->kv, 1);
+		else
+			atoll_op_omap_set(q->op, &q->kv, 1);
+		int r = atoll_aio_op_operate(q->op, m->meta, q->oid, q->c, 0);
+		if (r) {
+			ret = r;
+			atoll_completion_release(q->c);
+			q->c = NULL;
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++) {
+		if (p[i].c) {
+			int r = (int)atoll_completion_wait(p[i].c);
+			if (p[i].rm && r == -ENOENT)
+				r = 0;
+			if (r && !ret)
+				ret = r;
+			atoll_completion_release(p[i].c);
+		}
+		atoll_op_release(p[i].op);
+		free(p[i].val);
+	}
+	free(p);
+	return ret;
+}
+
+static int store_apply(struct mds *m, const struct mds_txn *t)
+{
+	char oid[64];
+	int ret = store_apply_omap(m, t);
+
+	for (int i = 0; i < t->nu && !ret; i++) {
+		const struct mds_upd *u = &t->u[i];
+		switch (u->type) {
+		case MDS_U_INODE_RM:
+			if (S_ISDIR(u->mode)) {
+				oid_dir(oid, sizeof(oid), u->ino);
+				ret = ignore_enoent(atoll_remove(m->meta, oid));
+			}
+			if (!ret && (u->in.flags & MDS_INO_XATTRS)) {
+				oid_xattr(oid, sizeof(oid), u->ino);
+				ret = ignore_enoent(atoll_remove(m->meta, oid));
+			}
+			break;
+		case MDS_U_PURGE:
+			ret = store_data_trunc(m, u->ino, 0, u->size);
+			break;
+		case MDS_U_TRUNC:
+			ret = store_data_trunc(m, u->ino, u->size, u->old_size);
+			break;
+		case MDS_U_HW: {
+			char v[17];
+			snprintf(v, sizeof(v), "%016" PRIx64, u->ino);
+			struct atoll_kv kv = { "ino_hw", 6, v, 16 };
+			ret = atoll_omap_set(m->meta, "fs.super", &kv, 1);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return ret;
+}
+
+struct mds_xattr *mds_xattr_find(struct mds_node *n, const char *name)
+{
+	for (size_t i = 0; i < n->nxa; i++)
+		if (!strcmp(n->xa[i].name, name))
+			return &n->xa[i];
+	return NULL;
+}
+
+static void xattr_mem_set(struct mds_node *n, const char *name, const void *val,
+			  uint32_t len, bool remove)
+{
+	struct mds_xattr *x = mds_xattr_find(n, name);
+
+	if (remove) {
+		if (!x)
+			return;
+		free(x->name);
+		free(x->val);
+		*x = n->xa[--n->nxa];
+		return;
+	}
+	if (!x) {
+		struct mds_xattr *nx = realloc(n->xa, (n->nxa + 1) * sizeof(*nx));
+		if (!nx)
+			goto oom;
+		n->xa = nx;
+		x = &n->xa[n->nxa];
+		x->name = strdup(name);
+		x->val = NULL;
+		if (!x->name)
+			goto oom;
+		n->nxa++;
+	}
+	free(x->val);
+	x->val = malloc(len ? len : 1);
+	if (!x->val)
+		goto oom;
+	memcpy(x->val, val, len);
+	x->len = len;
+	return;
+oom:
+	log_error(SUB, "out of memory setting an extended attribute; exiting");
+	exit(1);
+}
+
+static void mem_apply(struct mds *m, const struct mds_txn *t)
+{
+	for (int i = 0; i < t->nu; i++) {
+		const struct mds_upd *u = &t->u[i];
+		switch (u->type) {
+		case MDS_U_DENT_SET:
+			mem_dent_set(m, u->dir, u->name, u->ino, u->mode);
+			break;
+		case MDS_U_DENT_RM:
+			mem_dent_rm(m, u->dir, u->name);
+			break;
+		case MDS_U_INODE_PUT: {
+			struct mds_node *n = node_get_or_add(m, u->in.ino);
+			n->a = u->in;
+			if (t->link_ino == u->in.ino && t->link[0]) {
+				free(n->link);
+				n->link = strdup(t->link);
+			}
+			break;
+		}
+		case MDS_U_INODE_RM:
+			node_del(m, u->ino);
+			break;
+		case MDS_U_XATTR_SET:
+		case MDS_U_XATTR_RM: {
+			struct mds_node *n = mds_get(m, u->ino);
+			if (n && n->xa_loaded)
+				xattr_mem_set(n, u->name, u->type == MDS_U_XATTR_SET ? t->xval : NULL,
+					      t->xlen, u->type == MDS_U_XATTR_RM);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+}
+
+/* ---- the journal ----------------------------------------------------------- */
+
+static int head_set_seg(struct mds *m, uint64_t seg)
+{
+	char v[17];
+
+	snprintf(v, sizeof(v), "%016" PRIx64, seg);
+	struct atoll_kv kv = { "seg", 3, v, 16 };
+	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1);
+}
+
+static int journal_roll(struct mds *m)
+{
+	char oid[64];
+	int ret = head_set_seg(m, m->seg + 1);
+
+	if (ret)
+		return ret;
+	oid_seg(oid, sizeof(oid), m->seg);
+	atoll_remove(m->meta, oid);	/* every entry in it is applied */
+	m->seg++;
+	m->seg_entries = 0;
+	return 0;
+}
+
+static int journal_append(struct mds *m, const struct mds_txn *t)
+{
+	struct enc e;
+	uint8_t *body, *frame;
+	size_t blen;
+	char oid[64];
+	int ret;
+
+	enc_init(&e);
+	txn_encode(&e, t);
+	body = enc_take(&e, &blen);
+	if (!body) {
+		enc_free(&e);
+		return -ENOMEM;
+	}
+	frame = malloc(blen + 16);
+	if (!frame) {
+		free(body);
+		return -ENOMEM;
+	}
+	uint64_t seq = ++m->seq;
+	uint32_t len = (uint32_t)blen;
+	memcpy(frame, &len, 4);
+	memcpy(frame + 8, &seq, 8);
+	memcpy(frame + 16, body, blen);
+	uint32_t crc = atoll__crc32c(0, frame + 8, blen + 8);
+	memcpy(frame + 4, &crc, 4);
+	oid_seg(oid, sizeof(oid), m->seg);
+	ret = atoll_append(m->meta, oid, frame, blen + 16);
+	free(frame);
+	free(body);
+	return ret;
+}
+
+int mds_commit(struct mds *m, struct mds_txn *t)
+{
+	int ret;
+
+	txn_finish(t);
+	ret = journal_append(m, t);
+	if (ret) {
+		log_error(SUB, "cannot write the journal (%s); exiting so that a restart "
+			  "replays it", atoll_strerror(ret));
+		exit(1);
+	}
+	if (m->crash_after && ++m->commits >= m->crash_after) {
+		log_warn(SUB, "fault injection: exiting after journaling entry %" PRIu64
+			 " and before applying it", m->seq);
+		_exit(9);
+	}
+	mem_apply(m, t);
+	ret = store_apply(m, t);
+	if (ret) {
+		log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
+			  "a restart replays it", atoll_strerror(ret));
+		exit(1);
+	}
+	if (++m->seg_entries >= MDS_SEG_ENTRIES) {
+		ret = journal_roll(m);
+		if (ret)
+			log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
+	}
+	return 0;
+}
+
+void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc, uint64_t ino)
+{
+	struct mds_done *d = &m->done[m->done_next++ % MDS_DONE_MAX];
+
+	d->client = client;
+	d->reqid = reqid;
+	d->rc = rc;
+	d->ino = ino;
+}
+
+const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid)
+{
+	for (uint32_t i = 0; i < MDS_DONE_MAX; i++)
+		if (m->done[i].reqid == reqid && m->done[i].client == client)
+			return &m->done[i];
+	return NULL;
+}
+
+int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
+{
+	if (m->next_ino >= m->ino_hw) {
+		struct mds_txn h;
+		mds_txn_init(&h);
+		struct mds_upd *u = txn_upd(&h, MDS_U_HW);
+		u->ino = m->ino_hw + MDS_INO_RANGE;
+		int ret = store_apply(m, &h);
+		if (ret)
+			return ret;
+		m->ino_hw = u->ino;
+	}
+	*ino = m->next_ino++;
+	return 0;
+}
+
+/* Replays the segment named by fs.journal.head over the objects. */
+static int journal_replay(struct mds *m)
+{
+	struct atoll_kv_iter *it = NULL;
+	struct atoll_kv key = { "seg", 3, NULL, 0 };
+	const void *k, *v;
+	size_t kl, vl;
+	char oid[64], num[17];
+	uint64_t size = 0, mt;
+	int ret, n = 0;
+
+	m->seg = 1;
+	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it);
+	if (ret == 0 && atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 16) {
+		memcpy(num, v, 16);
+		num[16] = 0;
+		m->seg = strtoull(num, NULL, 16);
+	}
+	atoll_kv_iter_free(it);
+	if (ret && ret != -ENOENT)
+		return ret;
+	oid_seg(oid, sizeof(oid), m->seg);
+	ret = atoll_stat(m->meta, oid, &size, &mt);
+	if (ret == -ENOENT)
+		goto roll;
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	int64_t got = atoll_read(m->meta, oid, buf, size, 0);
+	if (got < 0) {
+		free(buf);
+		return (int)got;
+	}
+	size_t pos = 0;
+	struct mds_txn *t = malloc(sizeof(*t));
+	while (t && pos + 16 <= (size_t)got) {
+		uint32_t len, crc;
+		uint64_t seq;
+		memcpy(&len, buf + pos, 4);
+		memcpy(&crc, buf + pos + 4, 4);
+		memcpy(&seq, buf + pos + 8, 8);
+		if (pos + 16 + len > (size_t)got ||
+		    atoll__crc32c(0, buf + pos + 8, (size_t)len + 8) != crc) {
+			log_warn(SUB, "journal segment %" PRIu64 " ends with a torn entry "
+				 "at byte %zu (never acknowledged); ignoring it", m->seg, pos);
+			break;
+		}
+		struct dec d;
+		dec_init(&d, buf + pos + 16, len);
+		if (txn_decode(&d, t) == 0) {
+			ret = store_apply(m, t);
+			if (t->reqid)
+				mds_done_add(m, t->client, t->reqid, 0, t->res_ino);
+			if (ret) {
+				free(t);
+				free(buf);
+				return ret;
+			}
+			n++;
+		}
+		if (seq > m->seq)
+			m->seq = seq;
+		pos += 16 + len;
+	}
+	free(t);
+	free(buf);
+	log_info(SUB, "replayed %d journal entr%s of segment %" PRIu64, n,
+		 n == 1 ? "y" : "ies", m->seg);
+roll:
+	ret = head_set_seg(m, m->seg);
+	if (ret)
+		return ret;
+	return journal_roll(m);
+}
+
+/* ---- start-up: mkfs, load ---------------------------------------------------- */
+
+static int mkfs(struct mds *m)
+{
+	struct mds_inode root = { 0 };
+	uint64_t now = mds_now();
+	int ret;
+
+	root.ino = MDS_ROOT_INO;
+	root.mode = S_IFDIR | 0755;
+	root.nlink = 2;
+	root.atime = root.mtime = root.ctime = now;
+	ret = store_inode_put(m, &root, NULL);
+	if (ret)
+		return ret;
+	ret = head_set_seg(m, 1);
+	if (ret)
+		return ret;
+	char hw[17], created[32];
+	snprintf(hw, sizeof(hw), "%016" PRIx64, (uint64_t)MDS_INO_RANGE);
+	snprintf(created, sizeof(created), "%" PRIu64, now);
+	struct atoll_kv kv[] = {
+		{ "ino_hw", 6, hw, 16 },
+		{ "data_pool", 9, m->data_pool, strlen(m->data_pool) },
+		{ "created", 7, created, strlen(created) },
+		{ "version", 7, "1", 1 },
+	};
+	ret = atoll_omap_set(m->meta, "fs.super", kv, 4);
+	if (ret == 0)
+		log_info(SUB, "created a new file system (metadata pool '%s', data pool '%s')",
+			 m->meta_pool, m->data_pool);
+	return ret;
+}
+
+static int load_super(struct mds *m, bool *exists)
+{
+	struct atoll_kv keys[] = { { "version", 7, NULL, 0 }, { "ino_hw", 6, NULL, 0 } };
+	struct atoll_kv_iter *it = NULL;
+	const void *k, *v;
+	size_t kl, vl;
+	int ret = atoll_omap_get(m->meta, "fs.super", keys, 2, &it);
+
+	*exists = false;
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
+		if (kl == 7 && !memcmp(k, "version", 7))
+			*exists = true;
+		if (kl == 6 && !memcmp(k, "ino_hw", 6) && vl == 16) {
+			char num[17];
+			memcpy(num, v, 16);
+			num[16] = 0;
+			m->ino_hw = strtoull(num, NULL, 16);
+		}
+	}
+	atoll_kv_iter_free(it);
+	return 0;
+}
+
+/* Calls fn for every omap entry of oid; a missing object has none. */
+static int omap_each(struct mds *m, const char *oid,
+		     int (*fn)(struct mds *m, void *arg, const void *k, size_t kl,
+			       const void *v, size_t vl), void *arg)
+{
+	char after[MDS_NAME_MAX + 1];
+	size_t alen = 0;
+	int more = 1, ret;
+
+	while (more) {
+		struct atoll_kv_iter *it = NULL;
+		const void *k, *v;
+		size_t kl, vl;
+		ret = atoll_omap_list(m->meta, oid, alen ? after : NULL, alen, 1000, &it, &more);
+		if (ret == -ENOENT)
+			return 0;
+		if (ret)
+			return ret;
+		while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
+			ret = fn(m, arg, k, kl, v, vl);
+			if (ret) {
+				atoll_kv_iter_free(it);
+				return ret;
+			}
+			if (kl <= MDS_NAME_MAX) {
+				memcpy(after, k, kl);
+				alen = kl;
+			}
+		}
+		atoll_kv_iter_free(it);
+	}
+	return 0;
+}
+
+static int load_inode(struct mds *m, void *arg, const void *k, size_t kl,
+		      const void *v, size_t vl)
+{
+	struct mds_inode in;
+	struct dec d;
+	char link[MDS_PATH_MAX + 1];
+
+	dec_init(&d, v, vl);
+	mds_inode_decode(&d, &in);
+	dec_str(&d, link, MDS_PATH_MAX);
+	if (d.err) {
+		log_warn(SUB, "a malformed inode record (%zu bytes) in the metadata "
+			 "pool; skipping it", vl);
+		return 0;
+	}
+	struct mds_node *n = node_get_or_add(m, in.ino);
+	n->a = in;
+	if (link[0])
+		n->link = strdup(link);
+	if (in.ino >= m->next_ino)
+		m->next_ino = in.ino + 1;
+	return 0;
+}
+
+static int load_dent(struct mds *m, void *arg, const void *k, size_t kl,
+		     const void *v, size_t vl)
+{
+	uint64_t dir = *(uint64_t *)arg, ino = 0;
+	uint32_t mode = 0;
+	char name[MDS_NAME_MAX + 1];
+
+	if (kl == 0 || kl > MDS_NAME_MAX || vl != 12)
+		return 0;
+	memcpy(name, k, kl);
+	name[kl] = 0;
+	for (int i = 0; i < 8; i++)
+		ino |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
+	for (int i = 0; i < 4; i++)
+		mode |= (uint32_t)((const uint8_t *)v)[8 + i] << (8 * i);
+	mem_dent_set(m, dir, name, ino, mode);
+	return 0;
+}
+
+static int load_xattr(struct mds *m, void *arg, const void *k, size_t kl,
+		      const void *v, size_t vl)
+{
+	char name[MDS_NAME_MAX + 1];
+
+	if (kl == 0 || kl > MDS_NAME_MAX || vl > MDS_XATTR_MAX)
+		return 0;
+	memcpy(name, k, kl);
+	name[kl] = 0;
+	xattr_mem_set(arg, name, v, (uint32_t)vl, false);
+	return 0;
+}
+
+int mds_xattr_load(struct mds *m, struct mds_node *n)
+{
+	char oid[64];
+	int ret = 0;
+
+	if (n->xa_loaded)
+		return 0;
+	if (n->a.flags & MDS_INO_XATTRS) {
+		oid_xattr(oid, sizeof(oid), n->a.ino);
+		ret = omap_each(m, oid, load_xattr, n);
+	}
+	if (ret == 0)
+		n->xa_loaded = true;
+	return ret;
+}
+
+int mds_open(struct mds *m)
+{
+	bool exists;
+	char oid[64];
+	int ret;
+
+	pthread_mutex_init(&m->lock, NULL);
+	m->htsize = 1u << 16;
+	m->ht = calloc(m->htsize, sizeof(*m->ht));
+	if (!m->ht)
+		return -ENOMEM;
+	ret = load_super(m, &exists);
+	if (ret)
+		return ret;
+	if (!exists) {
+		m->ino_hw = MDS_INO_RANGE;
+		ret = mkfs(m);
+		if (ret)
+			return ret;
+	}
+	ret = journal_replay(m);
+	if (ret)
+		return ret;
+	for (unsigned s = 0; s < MDS_INODE_SHARDS; s++) {
+		snprintf(oid, sizeof(oid), "fs.inodes.%02x", s);
+		ret = omap_each(m, oid, load_inode, NULL);
+		if (ret)
+			return ret;
+	}
+	/* every directory's entries */
+	for (size_t b = 0; b < m->htsize; b++)
+		for (struct mds_node *n = m->ht[b]; n; n = n->hnext)
+			if (S_ISDIR(n->a.mode)) {
+				uint64_t ino = n->a.ino;
+				oid_dir(oid, sizeof(oid), ino);
+				ret = omap_each(m, oid, load_dent, &ino);
+				if (ret)
+					return ret;
+			}
+	if (!mds_get(m, MDS_ROOT_INO)) {
+		log_error(SUB, "the metadata pool '%s' has no root inode; it is not an "
+			  "atoll file system or it is damaged", m->meta_pool);
+		return -EUCLEAN;
+	}
+	mds_get(m, MDS_ROOT_INO)->parent = MDS_ROOT_INO;
+	/* numbers below ino_hw may have been handed out: start above */
+	if (m->next_ino < m->ino_hw)
+		m->next_ino = m->ino_hw;
+	if (m->next_ino < 2)
+		m->next_ino = 2;
+	/* orphans (no names, open when the MDS stopped): purge now.  Later:
+	 * after the clients' reconnect window. */
+	for (size_t b = 0; b < m->htsize; b++) {
+		struct mds_node *n = m->ht[b];
+		while (n) {
+			struct mds_node *next = n->hnext;
+			if (n->a.nlink == 0 && n->a.ino != MDS_ROOT_INO) {
+				struct mds_txn *t = calloc(1, sizeof(*t));
+				if (t) {
+					mds_txn_inode(m, t, n->a.ino);
+					mds_txn_remove(t, n->a.ino, true);
+					mds_commit(m, t);
+					free(t);
+				}
+			}
+			n = next;
+		}
+	}
+	log_info(SUB, "loaded %" PRIu64 " inodes; next inode number %" PRIu64,
+		 m->ninodes, m->next_ino);
+	return 0;
+}
+
+void mds_close(struct mds *m)
+{
+	if (!m->ht)
+		return;
+	for (size_t b = 0; b < m->htsize; b++)
+		while (m->ht[b])
+			node_del(m, m->ht[b]->a.ino);
+	free(m->ht);
+	m->ht = NULL;
+}

@@ -1,0 +1,607 @@
+/*
+ * mds_ops.c - the MDS's answer to each client request (mds_proto.h).
+ *
+ * Requests are handled one at a time by the MDS's worker thread: each
+ * checks the namespace in memory, builds one transaction and commits it
+ * (journal, then objects) before the reply is sent.  POSIX error cases
+ * follow what Linux's local file systems return.
+ */
+#include "mds.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static int dir_of(struct mds *m, uint64_t ino, struct mds_node **out)
+{
+	struct mds_node *d = mds_get(m, ino);
+
+	if (!d || d->a.nlink == 0)
+		return -ENOENT;
+	if (!S_ISDIR(d->a.mode))
+		return -ENOTDIR;
+	*out = d;
+	return 0;
+}
+
+static int check_name(const char *name)
+{
+	if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
+		return -EINVAL;
+	return 0;
+}
+
+static void touch_dir(struct mds_inode *d, uint64_t now)
+{
+	d->mtime = d->ctime = now;
+}
+
+static void reply_inode(struct mds_reply *rp, const struct mds_inode *in)
+{
+	if (rp->ninodes < 2)
+		rp->in[rp->ninodes++] = *in;
+}
+
+/* Drops one link of the inode in the txn (the victim of an unlink or of
+ * a rename over it): removes and purges it when nothing names or holds it. */
+static void drop_link(struct mds *m, struct mds_txn *t, struct mds_inode *in, uint64_t now)
+{
+	struct mds_node *n = mds_get(m, in->ino);
+
+	if (in->nlink > 0)
+		in->nlink--;
+	in->ctime = now;
+	if (in->nlink > 0)
+		return;
+	if (n && n->opens > 0)
+		in->flags |= MDS_INO_ORPHAN;
+	else
+		mds_txn_remove(t, in->ino, true);
+}
+
+static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		     struct mds_txn *t, uint32_t mode)
+{
+	struct mds_node *d;
+	uint64_t ino, now = mds_now();
+	int ret = dir_of(m, rq->ino, &d);
+
+	if (ret)
+		return ret;
+	if ((ret = check_name(rq->name)))
+		return ret;
+	if (mds_dir_find(d, rq->name, NULL))
+		return -EEXIST;
+	if ((ret = mds_alloc_ino(m, t, &ino)))
+		return ret;
+	struct mds_inode *p = mds_txn_inode(m, t, rq->ino);
+	struct mds_inode *in = mds_txn_new_inode(t, ino);
+	in->mode = mode;
+	in->uid = rq->uid;
+	in->gid = (p->mode & S_ISGID) ? p->gid : rq->gid;
+	if (S_ISDIR(mode) && (p->mode & S_ISGID))
+		in->mode |= S_ISGID;
+	in->nlink = S_ISDIR(mode) ? 2 : 1;
+	in->rdev = rq->rdev;
+	in->atime = in->mtime = in->ctime = now;
+	in->gen = 1;
+	if (S_ISLNK(mode)) {
+		snprintf(t->link, sizeof(t->link), "%s", rq->target);
+		t->link_ino = ino;
+		in->size = strlen(rq->target);
+	}
+	if (S_ISDIR(mode))
+		p->nlink++;
+	touch_dir(p, now);
+	mds_txn_dent_set(t, rq->ino, rq->name, ino, mode);
+	struct mds_inode out_in = *in, out_p = *p;
+	t->res_ino = ino;
+	mds_commit(m, t);
+	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u)) {
+		struct mds_node *n = mds_get(m, ino);
+		if (n)
+			n->opens++;
+	}
+	reply_inode(rp, &out_in);
+	reply_inode(rp, &out_p);
+	return 0;
+}
+
+static int op_unlink(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		     struct mds_txn *t, bool dir)
+{
+	struct mds_node *d, *victim;
+	struct mds_dent *de;
+	uint64_t now = mds_now();
+	int ret = dir_of(m, rq->ino, &d);
+
+	if (ret)
+		return ret;
+	if (!strcmp(rq->name, "."))
+		return -EINVAL;
+	if (!strcmp(rq->name, ".."))
+		return -ENOTEMPTY;
+	de = mds_dir_find(d, rq->name, NULL);
+	if (!de)
+		return -ENOENT;
+	victim = mds_get(m, de->ino);
+	if (!victim)
+		return -EIO;
+	if (dir) {
+		if (!S_ISDIR(victim->a.mode))
+			return -ENOTDIR;
+		if (victim->nents)
+			return -ENOTEMPTY;
+	} else if (S_ISDIR(victim->a.mode)) {
+		return -EISDIR;
+	}
+	uint64_t vino = de->ino;
+	struct mds_inode *p = mds_txn_inode(m, t, rq->ino);
+	struct mds_inode *v = mds_txn_inode(m, t, vino);
+	mds_txn_dent_rm(t, rq->ino, rq->name);
+	touch_dir(p, now);
+	if (dir) {
+		p->nlink--;
+		mds_txn_remove(t, vino, false);
+	} else {
+		drop_link(m, t, v, now);
+	}
+	struct mds_inode out_p = *p;
+	mds_commit(m, t);
+	reply_inode(rp, &out_p);
+	return 0;
+}
+
+static bool is_ancestor(struct mds *m, uint64_t anc, uint64_t ino)
+{
+	for (int depth = 0; depth < 4096; depth++) {
+		if (ino == anc)
+			return true;
+		if (ino == MDS_ROOT_INO)
+			return false;
+		struct mds_node *n = mds_get(m, ino);
+		if (!n)
+			return false;
+		ino = n->parent;
+	}
+	return true;
+}
+
+static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		     struct mds_txn *t)
+{
+	struct mds_node *d1, *d2, *sn, *dn = NULL;
+	struct mds_dent *se, *de;
+	uint64_t now = mds_now();
+	int ret;
+
+	if ((ret = dir_of(m, rq->ino, &d1)) || (ret = dir_of(m, rq->ino2, &d2)))
+		return ret;
+	if ((ret = check_name(rq->name)) || (ret = check_name(rq->name2)))
+		return ret == -EINVAL && (!strcmp(rq->name, "..") || !strcmp(rq->name2, ".."))
+			? -EBUSY : ret;
+	if (rq->flags & ~(uint32_t)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if ((rq->flags & RENAME_NOREPLACE) && (rq->flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	se = mds_dir_find(d1, rq->name, NULL);
+	if (!se)
+		return -ENOENT;
+	uint64_t sino = se->ino;
+	uint32_t smode = se->mode;
+	sn = mds_get(m, sino);
+	de = mds_dir_find(d2, rq->name2, NULL);
+	uint64_t dino = de ? de->ino : 0;
+	uint32_t dmode = de ? de->mode : 0;
+	if (de)
+		dn = mds_get(m, dino);
+	if (!sn || (de && !dn))
+		return -EIO;
+	if (rq->flags & RENAME_NOREPLACE && de)
+		return -EEXIST;
+	if (rq->flags & RENAME_EXCHANGE) {
+		if (!de)
+			return -ENOENT;
+		if (sino == dino)
+			return 0;
+		if ((S_ISDIR(smode) && is_ancestor(m, sino, rq->ino2)) ||
+		    (S_ISDIR(dmode) && is_ancestor(m, dino, rq->ino)))
+			return -EINVAL;
+		struct mds_inode *p1 = mds_txn_inode(m, t, rq->ino);
+		struct mds_inode *p2 = mds_txn_inode(m, t, rq->ino2);
+		struct mds_inode *si = mds_txn_inode(m, t, sino);
+		struct mds_inode *di = mds_txn_inode(m, t, dino);
+		mds_txn_dent_set(t, rq->ino, rq->name, dino, dmode);
+		mds_txn_dent_set(t, rq->ino2, rq->name2, sino, smode);
+		if (rq->ino != rq->ino2 && S_ISDIR(smode) != S_ISDIR(dmode)) {
+			if (S_ISDIR(smode)) {
+				p1->nlink--;
+				p2->nlink++;
+			} else {
+				p2->nlink--;
+				p1->nlink++;
+			}
+		}
+		touch_dir(p1, now);
+		touch_dir(p2, now);
+		si->ctime = di->ctime = now;
+		mds_commit(m, t);
+		return 0;
+	}
+	if (de && dino == sino)
+		return 0;	/* two names of one inode: POSIX says do nothing */
+	if (S_ISDIR(smode) && is_ancestor(m, sino, rq->ino2))
+		return -EINVAL;
+	if (de) {
+		if (S_ISDIR(smode) && !S_ISDIR(dmode))
+			return -ENOTDIR;
+		if (!S_ISDIR(smode) && S_ISDIR(dmode))
+			return -EISDIR;
+		if (S_ISDIR(dmode) && dn->nents)
+			return -ENOTEMPTY;
+	}
+	struct mds_inode *p1 = mds_txn_inode(m, t, rq->ino);
+	struct mds_inode *p2 = mds_txn_inode(m, t, rq->ino2);
+	struct mds_inode *si = mds_txn_inode(m, t, sino);
+	if (de) {
+		struct mds_inode *di = mds_txn_inode(m, t, dino);
+		if (S_ISDIR(dmode)) {
+			p2->nlink--;
+			mds_txn_remove(t, dino, false);
+		} else {
+			drop_link(m, t, di, now);
+		}
+	}
+	mds_txn_dent_set(t, rq->ino2, rq->name2, sino, smode);
+	mds_txn_dent_rm(t, rq->ino, rq->name);
+	if (S_ISDIR(smode) && rq->ino != rq->ino2) {
+		p1->nlink--;
+		p2->nlink++;
+	}
+	touch_dir(p1, now);
+	touch_dir(p2, now);
+	si->ctime = now;
+	mds_commit(m, t);
+	(void)rp;
+	return 0;
+}
+
+static int op_link(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		   struct mds_txn *t)
+{
+	struct mds_node *d, *n = mds_get(m, rq->ino);
+	uint64_t now = mds_now();
+	int ret;
+
+	if (!n || n->a.nlink == 0)
+		return -ENOENT;
+	if (S_ISDIR(n->a.mode))
+		return -EPERM;
+	if ((ret = dir_of(m, rq->ino2, &d)) || (ret = check_name(rq->name2)))
+		return ret;
+	if (mds_dir_find(d, rq->name2, NULL))
+		return -EEXIST;
+	struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
+	struct mds_inode *p = mds_txn_inode(m, t, rq->ino2);
+	in->nlink++;
+	in->ctime = now;
+	touch_dir(p, now);
+	mds_txn_dent_set(t, rq->ino2, rq->name2, rq->ino, in->mode);
+	struct mds_inode out = *in;
+	t->res_ino = rq->ino;
+	mds_commit(m, t);
+	reply_inode(rp, &out);
+	return 0;
+}
+
+static int op_setattr(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		      struct mds_txn *t)
+{
+	struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
+	uint64_t now = mds_now();
+
+	if (!in)
+		return -ENOENT;
+	if (rq->setmask & MDS_SET_MODE)
+		in->mode = (in->mode & S_IFMT) | (rq->s_mode & 07777);
+	if (rq->setmask & MDS_SET_UID)
+		in->uid = rq->s_uid;
+	if (rq->setmask & MDS_SET_GID)
+		in->gid = rq->s_gid;
+	if (rq->setmask & MDS_SET_SIZE) {
+		if (S_ISDIR(in->mode))
+			return -EISDIR;
+		uint64_t old = in->size > rq->size_hint ? in->size : rq->size_hint;
+		if (rq->s_size < old)
+			mds_txn_trunc(t, rq->ino, rq->s_size, old);
+		in->size = rq->s_size;
+		in->mtime = now;
+	}
+	if (rq->setmask & MDS_SET_ATIME)
+		in->atime = rq->s_atime;
+	if (rq->setmask & MDS_SET_ATIME_NOW)
+		in->atime = now;
+	if (rq->setmask & MDS_SET_MTIME)
+		in->mtime = rq->s_mtime;
+	if (rq->setmask & MDS_SET_MTIME_NOW)
+		in->mtime = now;
+	in->ctime = (rq->setmask & MDS_SET_CTIME) ? rq->s_ctime : now;
+	struct mds_inode out = *in;
+	t->res_ino = rq->ino;
+	mds_commit(m, t);
+	reply_inode(rp, &out);
+	return 0;
+}
+
+/* CLOSE and FSYNC: the client's size (it only grows the size) and mtime. */
+static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		    struct mds_txn *t)
+{
+	struct mds_node *n = mds_get(m, rq->ino);
+
+	if (!n)
+		return -ENOENT;
+	if (rq->op == MDS_OP_CLOSE && n->opens > 0)
+		n->opens--;
+	bool grow = rq->size_hint > n->a.size;
+	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
+	bool gone = n->a.nlink == 0 && n->opens == 0;
+	if (grow || mt || gone) {
+		struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
+		if (grow)
+			in->size = rq->size_hint;
+		if (mt) {
+			in->mtime = rq->s_mtime;
+			in->ctime = mds_now();
+		}
+		if (gone)
+			mds_txn_remove(t, rq->ino, true);
+		struct mds_inode out = *in;
+		mds_commit(m, t);
+		reply_inode(rp, &out);
+		return 0;
+	}
+	reply_inode(rp, &n->a);
+	return 0;
+}
+
+static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
+{
+	struct mds_node *d;
+	int ret = dir_of(m, rq->ino, &d);
+	uint32_t max = rq->max && rq->max < MDS_READDIR_MAX ? rq->max : MDS_READDIR_MAX;
+
+	if (ret)
+		return ret;
+	size_t i = mds_dir_upper(d, rq->cookie);
+	size_t n = d->nents - i < max ? d->nents - i : max;
+	if (n) {
+		rp->ents = calloc(n, sizeof(*rp->ents));
+		if (!rp->ents)
+			return -ENOMEM;
+	}
+	for (size_t k = 0; k < n; k++) {
+		snprintf(rp->ents[k].name, sizeof(rp->ents[k].name), "%s", d->ents[i + k].name);
+		rp->ents[k].ino = d->ents[i + k].ino;
+		rp->ents[k].mode = d->ents[i + k].mode;
+	}
+	rp->nents = (uint32_t)n;
+	rp->more = i + n < d->nents;
+	return 0;
+}
+
+#define XATTR_CREATE_ 1
+#define XATTR_REPLACE_ 2
+
+static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		    struct mds_txn *t)
+{
+	struct mds_node *n = mds_get(m, rq->ino);
+	struct mds_xattr *x;
+	int ret;
+
+	if (!n)
+		return -ENOENT;
+	if ((ret = mds_xattr_load(m, n)))
+		return ret;
+	switch (rq->op) {
+	case MDS_OP_GETXATTR:
+		x = mds_xattr_find(n, rq->name);
+		if (!x)
+			return -ENODATA;
+		rp->value = malloc(x->len ? x->len : 1);
+		if (!rp->value)
+			return -ENOMEM;
+		memcpy(rp->value, x->val, x->len);
+		rp->vlen = x->len;
+		return 0;
+	case MDS_OP_LISTXATTR: {
+		size_t len = 0;
+		for (size_t i = 0; i < n->nxa; i++)
+			len += strlen(n->xa[i].name) + 1;
+		if (len > MDS_XATTR_MAX)
+			return -E2BIG;
+		rp->value = malloc(len ? len : 1);
+		if (!rp->value)
+			return -ENOMEM;
+		len = 0;
+		for (size_t i = 0; i < n->nxa; i++) {
+			size_t l = strlen(n->xa[i].name) + 1;
+			memcpy((char *)rp->value + len, n->xa[i].name, l);
+			len += l;
+		}
+		rp->vlen = (uint32_t)len;
+		return 0;
+	}
+	case MDS_OP_SETXATTR:
+	case MDS_OP_REMOVEXATTR: {
+		if (!rq->name[0])
+			return -EINVAL;
+		x = mds_xattr_find(n, rq->name);
+		bool rm = rq->op == MDS_OP_REMOVEXATTR;
+		if (rm && !x)
+			return -ENODATA;
+		if (!rm && (rq->flags & XATTR_CREATE_) && x)
+			return -EEXIST;
+		if (!rm && (rq->flags & XATTR_REPLACE_) && !x)
+			return -ENODATA;
+		if (!rm && rq->vlen > MDS_XATTR_MAX)
+			return -E2BIG;
+		struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
+		in->flags |= MDS_INO_XATTRS;
+		in->ctime = mds_now();
+		mds_txn_xattr(t, rq->ino, rq->name, rq->value, rq->vlen, rm);
+		struct mds_inode out = *in;
+		t->res_ino = rq->ino;
+		mds_commit(m, t);
+		reply_inode(rp, &out);
+		return 0;
+	}
+	}
+	return -EOPNOTSUPP;
+}
+
+void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
+{
+	struct mds_txn *t = calloc(1, sizeof(*t));
+	struct mds_node *n, *d;
+	struct mds_dent *de;
+	int ret = 0;
+
+	memset(rp, 0, sizeof(*rp));
+	if (!t) {
+		rp->rc = -ENOMEM;
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	m->nreq++;
+	bool mutating = rq->op == MDS_OP_SETATTR || rq->op == MDS_OP_MKNOD ||
+			rq->op == MDS_OP_MKDIR || rq->op == MDS_OP_SYMLINK ||
+			rq->op == MDS_OP_UNLINK || rq->op == MDS_OP_RMDIR ||
+			rq->op == MDS_OP_RENAME || rq->op == MDS_OP_LINK ||
+			rq->op == MDS_OP_SETXATTR || rq->op == MDS_OP_REMOVEXATTR;
+	if (mutating && rq->reqid) {
+		const struct mds_done *dn = mds_done_find(m, rq->client, rq->reqid);
+		if (dn) {
+			ret = dn->rc;
+			n = dn->ino ? mds_get(m, dn->ino) : NULL;
+			if (n)
+				reply_inode(rp, &n->a);
+			else if (dn->ino)
+				ret = ret ? ret : -ESTALE;
+			log_info("mds", "request %llu of client %llu was resent; answering "
+				 "it from its first result", (unsigned long long)rq->reqid,
+				 (unsigned long long)rq->client);
+			goto out;
+		}
+		t->client = rq->client;
+		t->reqid = rq->reqid;
+	}
+	switch (rq->op) {
+	case MDS_OP_SESSION:
+		snprintf(rp->target, sizeof(rp->target), "%s", m->data_pool);
+		break;
+	case MDS_OP_LOOKUP:
+		if ((ret = dir_of(m, rq->ino, &d)))
+			break;
+		de = mds_dir_find(d, rq->name, NULL);
+		n = de ? mds_get(m, de->ino) : NULL;
+		if (!n)
+			ret = -ENOENT;
+		else
+			reply_inode(rp, &n->a);
+		break;
+	case MDS_OP_GETATTR:
+	case MDS_OP_OPEN:
+		n = mds_get(m, rq->ino);
+		if (!n) {
+			ret = -ENOENT;
+			break;
+		}
+		if (rq->op == MDS_OP_OPEN)
+			n->opens++;
+		reply_inode(rp, &n->a);
+		break;
+	case MDS_OP_SETATTR:
+		ret = op_setattr(m, rq, rp, t);
+		break;
+	case MDS_OP_MKNOD:
+		if (S_ISDIR(rq->mode) || S_ISLNK(rq->mode))
+			ret = -EINVAL;
+		else
+			ret = op_create(m, rq, rp, t, rq->mode & S_IFMT ? rq->mode
+					: (rq->mode | S_IFREG));
+		break;
+	case MDS_OP_MKDIR:
+		ret = op_create(m, rq, rp, t, S_IFDIR | (rq->mode & 07777));
+		break;
+	case MDS_OP_SYMLINK:
+		if (!rq->target[0])
+			ret = -ENOENT;
+		else
+			ret = op_create(m, rq, rp, t, S_IFLNK | 0777);
+		break;
+	case MDS_OP_UNLINK:
+		ret = op_unlink(m, rq, rp, t, false);
+		break;
+	case MDS_OP_RMDIR:
+		ret = op_unlink(m, rq, rp, t, true);
+		break;
+	case MDS_OP_RENAME:
+		ret = op_rename(m, rq, rp, t);
+		break;
+	case MDS_OP_LINK:
+		ret = op_link(m, rq, rp, t);
+		break;
+	case MDS_OP_READLINK:
+		n = mds_get(m, rq->ino);
+		if (!n)
+			ret = -ENOENT;
+		else if (!S_ISLNK(n->a.mode))
+			ret = -EINVAL;
+		else
+			snprintf(rp->target, sizeof(rp->target), "%s", n->link ? n->link : "");
+		break;
+	case MDS_OP_READDIR:
+		ret = op_readdir(m, rq, rp);
+		break;
+	case MDS_OP_STATFS:
+		rp->st.bsize = 4096;
+		rp->st.blocks = 1ull << 28;	/* later: the cluster's capacity */
+		rp->st.bfree = rp->st.bavail = 1ull << 27;
+		rp->st.files = m->ninodes + (1ull << 24);
+		rp->st.ffree = 1ull << 24;
+		break;
+	case MDS_OP_CLOSE:
+	case MDS_OP_FSYNC:
+		ret = op_close(m, rq, rp, t);
+		break;
+	case MDS_OP_SETXATTR:
+	case MDS_OP_GETXATTR:
+	case MDS_OP_LISTXATTR:
+	case MDS_OP_REMOVEXATTR:
+		ret = op_xattr(m, rq, rp, t);
+		break;
+	default:
+		ret = -EOPNOTSUPP;
+	}
+	if (mutating && rq->reqid)
+		mds_done_add(m, rq->client, rq->reqid, ret,
+			     !ret && rp->ninodes ? rp->in[0].ino : 0);
+out:
+	pthread_mutex_unlock(&m->lock);
+	rp->rc = ret;
+	free(t);
+}

@@ -1,0 +1,225 @@
+/*
+ * mds_proto.c - encoders and bounds-checked decoders of the MDS messages
+ * (mds_proto.h).  Every front is one versioned section; an older reader
+ * skips what a newer writer appended.
+ */
+#include "mds_proto.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+
+#define MDS_PROTO_V 1
+#define MDS_PROTO_COMPAT 1
+
+void mds_inode_encode(struct enc *e, const struct mds_inode *in)
+{
+	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);
+
+	enc_u64(e, in->ino);
+	enc_u32(e, in->mode);
+	enc_u32(e, in->uid);
+	enc_u32(e, in->gid);
+	enc_u32(e, in->nlink);
+	enc_u64(e, in->rdev);
+	enc_u64(e, in->size);
+	enc_u64(e, in->atime);
+	enc_u64(e, in->mtime);
+	enc_u64(e, in->ctime);
+	enc_u64(e, in->gen);
+	enc_u32(e, in->flags);
+	enc_end(e, h);
+}
+
+int mds_inode_decode(struct dec *d, struct mds_inode *in)
+{
+	struct dec b;
+	uint8_t v;
+
+	memset(in, 0, sizeof(*in));
+	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+		return d->err;
+	in->ino = dec_u64(&b);
+	in->mode = dec_u32(&b);
+	in->uid = dec_u32(&b);
+	in->gid = dec_u32(&b);
+	in->nlink = dec_u32(&b);
+	in->rdev = dec_u64(&b);
+	in->size = dec_u64(&b);
+	in->atime = dec_u64(&b);
+	in->mtime = dec_u64(&b);
+	in->ctime = dec_u64(&b);
+	in->gen = dec_u64(&b);
+	in->flags = dec_u32(&b);
+	return dec_end(d, &b);
+}
+
+void mds_req_encode(struct enc *e, const struct mds_req *r)
+{
+	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);
+
+	enc_u32(e, r->op);
+	enc_u32(e, r->uid);
+	enc_u32(e, r->gid);
+	enc_u64(e, r->client);
+	enc_u64(e, r->ino);
+	enc_u64(e, r->ino2);
+	enc_str(e, r->name);
+	enc_str(e, r->name2);
+	enc_u32(e, r->mode);
+	enc_u32(e, r->flags);
+	enc_u64(e, r->rdev);
+	enc_u32(e, r->setmask);
+	enc_u32(e, r->s_mode);
+	enc_u32(e, r->s_uid);
+	enc_u32(e, r->s_gid);
+	enc_u64(e, r->s_size);
+	enc_u64(e, r->s_atime);
+	enc_u64(e, r->s_mtime);
+	enc_u64(e, r->s_ctime);
+	enc_u64(e, r->size_hint);
+	enc_str(e, r->cookie);
+	enc_u32(e, r->max);
+	enc_str(e, r->target);
+	enc_u64(e, r->reqid);
+	enc_blob(e, r->value ? r->value : "", r->value ? r->vlen : 0);
+	enc_end(e, h);
+}
+
+int mds_req_decode(struct dec *d, struct mds_req *r)
+{
+	struct dec b;
+	uint8_t v;
+
+	memset(r, 0, sizeof(*r));
+	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+		return d->err;
+	r->op = dec_u32(&b);
+	r->uid = dec_u32(&b);
+	r->gid = dec_u32(&b);
+	r->client = dec_u64(&b);
+	r->ino = dec_u64(&b);
+	r->ino2 = dec_u64(&b);
+	dec_str(&b, r->name, MDS_NAME_MAX);
+	dec_str(&b, r->name2, MDS_NAME_MAX);
+	r->mode = dec_u32(&b);
+	r->flags = dec_u32(&b);
+	r->rdev = dec_u64(&b);
+	r->setmask = dec_u32(&b);
+	r->s_mode = dec_u32(&b);
+	r->s_uid = dec_u32(&b);
+	r->s_gid = dec_u32(&b);
+	r->s_size = dec_u64(&b);
+	r->s_atime = dec_u64(&b);
+	r->s_mtime = dec_u64(&b);
+	r->s_ctime = dec_u64(&b);
+	r->size_hint = dec_u64(&b);
+	dec_str(&b, r->cookie, MDS_NAME_MAX);
+	r->max = dec_u32(&b);
+	dec_str(&b, r->target, MDS_PATH_MAX);
+	r->reqid = dec_u64(&b);
+	if (dec_left(&b)) {
+		size_t n = 0;
+		r->value = dec_blob(&b, &n, MDS_XATTR_MAX);
+		r->vlen = (uint32_t)n;
+	}
+	if (!b.err && (r->op == 0 || r->op >= MDS_OP_MAX_))
+		dec_fail(&b, -EBADMSG);
+	return dec_end(d, &b);
+}
+
+void mds_reply_encode(struct enc *e, const struct mds_reply *r)
+{
+	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)r->rc);
+	enc_u32(e, r->ninodes);
+	for (uint32_t i = 0; i < r->ninodes && i < 2; i++)
+		mds_inode_encode(e, &r->in[i]);
+	enc_u32(e, r->nents);
+	for (uint32_t i = 0; i < r->nents; i++) {
+		enc_str(e, r->ents[i].name);
+		enc_u64(e, r->ents[i].ino);
+		enc_u32(e, r->ents[i].mode);
+	}
+	enc_u32(e, r->more);
+	enc_str(e, r->target);
+	enc_u64(e, r->st.blocks);
+	enc_u64(e, r->st.bfree);
+	enc_u64(e, r->st.bavail);
+	enc_u64(e, r->st.files);
+	enc_u64(e, r->st.ffree);
+	enc_u32(e, r->st.bsize);
+	enc_blob(e, r->value ? r->value : "", r->value ? r->vlen : 0);
+	enc_end(e, h);
+}
+
+int mds_reply_decode(struct dec *d, struct mds_reply *r)
+{
+	struct dec b;
+	uint8_t v;
+
+	memset(r, 0, sizeof(*r));
+	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+		return d->err;
+	r->rc = (int32_t)dec_u32(&b);
+	r->ninodes = dec_u32(&b);
+	if (r->ninodes > 2)
+		dec_fail(&b, -EBADMSG);
+	for (uint32_t i = 0; !b.err && i < r->ninodes; i++)
+		mds_inode_decode(&b, &r->in[i]);
+	r->nents = dec_count(&b, MDS_READDIR_MAX, 4 + 8 + 4);
+	if (!b.err && r->nents) {
+		r->ents = calloc(r->nents, sizeof(*r->ents));
+		if (!r->ents)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; !b.err && i < r->nents; i++) {
+		dec_str(&b, r->ents[i].name, MDS_NAME_MAX);
+		r->ents[i].ino = dec_u64(&b);
+		r->ents[i].mode = dec_u32(&b);
+	}
+	r->more = dec_u32(&b);
+	dec_str(&b, r->target, MDS_PATH_MAX);
+	r->st.blocks = dec_u64(&b);
+	r->st.bfree = dec_u64(&b);
+	r->st.bavail = dec_u64(&b);
+	r->st.files = dec_u64(&b);
+	r->st.ffree = dec_u64(&b);
+	r->st.bsize = dec_u32(&b);
+	if (dec_left(&b)) {
+		size_t n = 0;
+		const void *p = dec_blob(&b, &n, MDS_XATTR_MAX);
+		if (p && n) {
+			r->value = malloc(n);
+			if (!r->value)
+				dec_fail(&b, -ENOMEM);
+			else
+				memcpy(r->value, p, n);
+			r->vlen = (uint32_t)n;
+		}
+	}
+	int ret = dec_end(d, &b);
+	if (ret) {
+		free(r->ents);
+		r->ents = NULL;
+		r->nents = 0;
+		free(r->value);
+		r->value = NULL;
+		r->vlen = 0;
+	}
+	return ret;
+}
+
+const char *mds_op_name(uint32_t op)
+{
+	static const char *names[] = {
+		"?", "session", "lookup", "getattr", "setattr", "mknod", "mkdir",
+		"unlink", "rmdir", "rename", "link", "symlink", "readlink",
+		"readdir", "statfs", "open", "close", "fsync", "setxattr",
+		"getxattr", "listxattr", "removexattr",
+	};
+	return op < MDS_OP_MAX_ ? names[op] : "?";
+}

@@ -1,0 +1,141 @@
+/*
+ * mds_proto.h - the messages between atoll-fuse and atoll-mds
+ * (message types 60..79, reserved for the MDS in lib/proto.h).
+ *
+ * One request type carries every metadata op (a client waits for the
+ * reply, same type with MSG_F_REPLY).  Request and reply fronts are one
+ * versioned section each (encode.h), so a newer side may append fields.
+ * Decoders are bounds-checked and cap every string and count.
+ * doc/fs.md describes the protocol and what each op does.
+ */
+#ifndef ATOLL_MDS_PROTO_H
+#define ATOLL_MDS_PROTO_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+struct enc;
+struct dec;
+
+enum {
+	MT_MDS_REQUEST = 60,
+	MT_MDS_NOTIFY = 62,	/* later: lease revoke, invalidation */
+};
+
+#define MDS_NAME_MAX	255u
+#define MDS_PATH_MAX	4096u
+#define MDS_READDIR_MAX	1024u	/* entries in one READDIR reply */
+#define MDS_BLOCK_SIZE	(4u << 20)
+#define MDS_ROOT_INO	1u
+#define MDS_XATTR_MAX	65536u	/* one value; also a LISTXATTR reply */
+
+enum mds_op {
+	MDS_OP_SESSION = 1,	/* reply: data pool name in target */
+	MDS_OP_LOOKUP,		/* ino = parent, name */
+	MDS_OP_GETATTR,		/* ino */
+	MDS_OP_SETATTR,		/* ino, setmask + values; size_hint */
+	MDS_OP_MKNOD,		/* ino = parent, name, mode, rdev, flags (MDS_F_EXCL) */
+	MDS_OP_MKDIR,		/* ino = parent, name, mode */
+	MDS_OP_UNLINK,		/* ino = parent, name */
+	MDS_OP_RMDIR,		/* ino = parent, name */
+	MDS_OP_RENAME,		/* ino/name -> ino2/name2, flags (RENAME_*) */
+	MDS_OP_LINK,		/* ino = target inode, ino2/name2 = new name */
+	MDS_OP_SYMLINK,		/* ino = parent, name, target */
+	MDS_OP_READLINK,	/* ino */
+	MDS_OP_READDIR,		/* ino, cookie (entries after it), max */
+	MDS_OP_STATFS,
+	MDS_OP_OPEN,		/* ino */
+	MDS_OP_CLOSE,		/* ino, size_hint, s_mtime (when MDS_SET_MTIME) */
+	MDS_OP_FSYNC,		/* ino, size_hint */
+	MDS_OP_SETXATTR,	/* ino, name, value, flags (XATTR_CREATE/REPLACE) */
+	MDS_OP_GETXATTR,	/* ino, name -> value */
+	MDS_OP_LISTXATTR,	/* ino -> value: names, each NUL-terminated */
+	MDS_OP_REMOVEXATTR,	/* ino, name */
+	MDS_OP_MAX_
+};
+
+#define MDS_F_EXCL	0x1u
+
+/* setattr mask */
+#define MDS_SET_MODE	0x01u
+#define MDS_SET_UID	0x02u
+#define MDS_SET_GID	0x04u
+#define MDS_SET_SIZE	0x08u
+#define MDS_SET_ATIME	0x10u
+#define MDS_SET_MTIME	0x20u
+#define MDS_SET_CTIME	0x40u
+#define MDS_SET_ATIME_NOW 0x80u
+#define MDS_SET_MTIME_NOW 0x100u
+
+/* inode flags */
+#define MDS_INO_ORPHAN	0x1u	/* no names left, still open somewhere */
+#define MDS_INO_XATTRS	0x2u	/* has extended attributes (fs.xattr.INO) */
+
+struct mds_inode {
+	uint64_t ino;
+	uint32_t mode;		/* S_IF* | permission bits */
+	uint32_t uid, gid;
+	uint32_t nlink;
+	uint64_t rdev;
+	uint64_t size;
+	uint64_t atime, mtime, ctime;	/* ns since the epoch */
+	uint64_t gen;
+	uint32_t flags;
+};
+
+struct mds_req {
+	uint32_t op;
+	uint32_t uid, gid;
+	uint64_t client;	/* the client's id (its session) */
+	uint64_t ino, ino2;
+	char name[MDS_NAME_MAX + 1];
+	char name2[MDS_NAME_MAX + 1];
+	uint32_t mode;
+	uint32_t flags;
+	uint64_t rdev;
+	uint32_t setmask;
+	uint32_t s_mode, s_uid, s_gid;
+	uint64_t s_size, s_atime, s_mtime, s_ctime;
+	uint64_t size_hint;	/* largest size the client wrote */
+	char cookie[MDS_NAME_MAX + 1];	/* readdir: entries after this name */
+	uint32_t max;
+	char target[MDS_PATH_MAX + 1];	/* symlink */
+	uint64_t reqid;		/* unique per client: a resent request is answered once */
+	const void *value;	/* setxattr; decoded: points into the message */
+	uint32_t vlen;
+};
+
+struct mds_dirent {
+	char name[MDS_NAME_MAX + 1];
+	uint64_t ino;
+	uint32_t mode;		/* S_IF* only */
+};
+
+struct mds_statfs {
+	uint64_t blocks, bfree, bavail, files, ffree;
+	uint32_t bsize;
+};
+
+struct mds_reply {
+	int32_t rc;
+	uint32_t ninodes;
+	struct mds_inode in[2];	/* the target; for create ops the parent too */
+	uint32_t nents;
+	struct mds_dirent *ents;	/* malloc'd by the decoder / owned by the encoder's caller */
+	uint32_t more;
+	char target[MDS_PATH_MAX + 1];	/* readlink, session (data pool) */
+	struct mds_statfs st;
+	void *value;		/* getxattr/listxattr; malloc'd by the decoder */
+	uint32_t vlen;
+};
+
+void mds_inode_encode(struct enc *e, const struct mds_inode *in);
+int mds_inode_decode(struct dec *d, struct mds_inode *in);
+void mds_req_encode(struct enc *e, const struct mds_req *r);
+int mds_req_decode(struct dec *d, struct mds_req *r);
+void mds_reply_encode(struct enc *e, const struct mds_reply *r);
+/* r->ents and r->value are malloc'd (free them). */
+int mds_reply_decode(struct dec *d, struct mds_reply *r);
+const char *mds_op_name(uint32_t op);
+
+#endif

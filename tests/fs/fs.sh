@@ -1,0 +1,258 @@
+#!/bin/bash
+# tests/fs/fs.sh - the file system on a real mount: a local cluster
+# (atoll-cluster up), atoll-mds, atoll-fuse on a temporary folder; shell
+# operations compared with a local directory (the oracle); cp -a of a
+# tree with checksums; the MDS killed with -9 and restarted (nothing
+# acknowledged lost); a second mount sees the first one's files.
+# Everything is stopped and unmounted from an EXIT trap, in every outcome.
+# Usage: fs.sh ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL
+set -u
+cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE}
+mds_bin=${2:?}
+fuse_bin=${3:?}
+atoll_cli=${4:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL}
+
+skip() { echo "skipped: $*"; exit 77; }
+[ -x "$fuse_bin" ] || skip "atoll-fuse is not built (libfuse3-dev missing?)"
+[ -e /dev/fuse ] || skip "/dev/fuse is missing"
+command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt-get install fuse3)"
+
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/atoll-fs-test.XXXXXX")
+cdir=$tmp/c
+conf=$cdir/atoll.conf
+export ATOLL_CONF=$conf
+mds_pid=
+fuse_pids=()
+
+cleanup() {
+	local rc=$?
+	for m in "$tmp"/mnt*; do
+		[ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
+	done
+	for p in "${fuse_pids[@]}"; do kill "$p" 2>/dev/null; done
+	[ -n "$mds_pid" ] && kill "$mds_pid" 2>/dev/null && wait "$mds_pid" 2>/dev/null
+	[ -f "$cdir/cluster.state" ] && "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1
+	if [ $rc -ne 0 ]; then
+		echo "---- tail of the MDS log" >&2
+		tail -n 30 "$tmp/mds.log" >&2 2>/dev/null
+		for f in "$tmp"/fuse*.log; do echo "---- $f" >&2; tail -n 20 "$f" >&2; done
+	fi
+	[ "${ATOLL_TEST_KEEP:-0}" = 1 ] && echo "kept $tmp" >&2 || rm -rf "$tmp"
+	exit $rc
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+step "cluster"
+"$cluster_bin" up --dir "$cdir" --size 1G >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
+mds_ip=127.0.0.2
+mds_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2",0)); print(s.getsockname()[1])')
+mds_addr=$mds_ip:$mds_port
+
+start_mds() {
+	"$mds_bin" --conf "$conf" --addr "$mds_addr" --log "$tmp/mds.log" >>"$tmp/mds.out" 2>&1 &
+	mds_pid=$!
+	for _ in $(seq 1 300); do
+		grep -q "serving the file system" "$tmp/mds.log" 2>/dev/null &&
+			[ "$(grep -c 'serving the file system' "$tmp/mds.log")" -ge "$1" ] && return 0
+		kill -0 "$mds_pid" 2>/dev/null || fail "atoll-mds exited: $(cat "$tmp/mds.out")"
+		sleep 0.1
+	done
+	fail "atoll-mds did not start in 30 s"
+}
+
+mount_fs() {	# mount_fs DIR LOG
+	mkdir -p "$1"
+	"$fuse_bin" "$1" -f -o "conf=$conf,mds=$mds_addr" >"$2" 2>&1 &
+	fuse_pids+=($!)
+	for _ in $(seq 1 200); do
+		mountpoint -q "$1" && return 0
+		sleep 0.1
+	done
+	cat "$2" >&2
+	fail "atoll-fuse did not mount $1"
+}
+
+step "mds + mount"
+start_mds 1
+A=$tmp/mnt1
+mount_fs "$A" "$tmp/fuse1.log"
+L=$tmp/local
+mkdir -p "$L"
+
+# run the same script in the mount and in the local folder; compare output
+script() {
+	set +e
+	mkdir d1 d1/sub; echo $?
+	mkdir d1 2>/dev/null; echo "mkdir exists $?"
+	touch d1/empty; echo hello >d1/f1; echo world >>d1/f1; cat d1/f1
+	printf 'x%.0s' $(seq 1 5000) >d1/big; wc -c <d1/big
+	ln d1/f1 d1/hard; echo "link $?"
+	ln -s f1 d1/sym; readlink d1/sym; cat d1/sym
+	stat -c '%n %F %s %h %a' d1/f1 d1/hard d1/sym d1/empty d1/sub | sort
+	mv d1/f1 d1/sub/moved; echo "mv $?"
+	echo over >d1/victim; mv d1/victim d1/sub/moved; cat d1/sub/moved
+	stat -c '%h' d1/hard
+	rmdir d1 2>/dev/null; echo "rmdir nonempty $?"
+	rmdir d1/nonexist 2>/dev/null; echo "rmdir enoent $?"
+	rm d1/sub 2>/dev/null; echo "rm dir $?"
+	cat d1/nope 2>/dev/null; echo "cat enoent $?"
+	mkdir d1/empty/x 2>/dev/null; echo "enotdir $?"
+	truncate -s 3 d1/big; cat d1/big; echo
+	truncate -s 10000 d1/big; od -An -c d1/big | head -2; wc -c <d1/big
+	dd if=/dev/zero of=d1/holey bs=1 count=1 seek=9000000 2>/dev/null
+	stat -c '%s' d1/holey; sha256sum <d1/holey
+	chmod 640 d1/empty; stat -c '%a' d1/empty
+	touch -d '2001-02-03 04:05:06' d1/empty; stat -c '%Y' d1/empty
+	ls -l d1 | tail -n +2 | awk '{print $1, $2, $5, $9, $10, $11}'
+	rm -r d1/sub d1/hard; ls d1
+	mkdir d2; mv d1/sym d2/; mv d2 d1/; ls -R d1
+	rm -rf d1; ls
+	set -e
+}
+step "oracle script"
+(cd "$A" && script) >"$tmp/out.atoll" 2>&1
+(cd "$L" && script) >"$tmp/out.local" 2>&1
+diff -u "$tmp/out.local" "$tmp/out.atoll" || fail "the mount differs from the local folder"
+
+step "extended attributes (and their errors) as on the local folder"
+xattrs() {
+	python3 - "$1" <<'PY'
+import os, sys, errno
+d = sys.argv[1]
+f = os.path.join(d, "xf"); open(f, "w").write("x")
+out = []
+def t(name, fn):
+    try:
+        r = fn()
+        out.append("%s ok %r" % (name, r))
+    except OSError as e:
+        out.append("%s %s" % (name, errno.errorcode[e.errno]))
+t("get-missing", lambda: os.getxattr(f, "user.a"))
+t("set", lambda: os.setxattr(f, "user.a", b"one"))
+t("set-create-exists", lambda: os.setxattr(f, "user.a", b"x", os.XATTR_CREATE))
+t("set-replace-missing", lambda: os.setxattr(f, "user.b", b"x", os.XATTR_REPLACE))
+t("set-replace", lambda: os.setxattr(f, "user.a", b"two" * 1000, os.XATTR_REPLACE))
+t("set-b", lambda: os.setxattr(f, "user.b", b""))
+t("get", lambda: len(os.getxattr(f, "user.a")))
+t("get-empty", lambda: os.getxattr(f, "user.b"))
+t("list", lambda: sorted(os.listxattr(f)))
+t("remove", lambda: os.removexattr(f, "user.a"))
+t("remove-missing", lambda: os.removexattr(f, "user.a"))
+t("list2", lambda: sorted(os.listxattr(f)))
+t("dir", lambda: os.setxattr(d, "user.d", b"dir"))
+t("dir-get", lambda: os.getxattr(d, "user.d"))
+t("dir-rm", lambda: os.removexattr(d, "user.d"))
+os.unlink(f)
+print("\n".join(out))
+PY
+}
+xattrs "$A" >"$tmp/xa.atoll" 2>&1
+xattrs "$L" >"$tmp/xa.local" 2>&1
+diff -u "$tmp/xa.local" "$tmp/xa.atoll" || fail "extended attributes differ from the local folder"
+
+step "cp -a tree + sha256sum"
+src=$tmp/tree
+mkdir -p "$src/a/b/c" "$src/e"
+for i in $(seq 1 60); do head -c $((i * 997)) /dev/urandom >"$src/a/f$i"; done
+head -c $((5 * 1024 * 1024 + 123)) /dev/urandom >"$src/a/b/c/large"
+echo small >"$src/e/s"; ln -s ../a/f1 "$src/e/l"; chmod 600 "$src/e/s"
+python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.tag", b"kept")' "$src/e/s"
+cp -a "$src" "$A/tree"
+(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$tmp/sum.src"
+(cd "$A/tree" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$tmp/sum.atoll"
+diff -u "$tmp/sum.src" "$tmp/sum.atoll" || fail "checksums differ after cp -a"
+(cd "$src" && find . -printf '%p %y %m %s %l\n' | sort) >"$tmp/ls.src"
+(cd "$A/tree" && find . -printf '%p %y %m %s %l\n' | sort) >"$tmp/ls.atoll"
+diff -u <(grep -v '^\. ' "$tmp/ls.src") <(grep -v '^\. ' "$tmp/ls.atoll") || fail "tree metadata differs after cp -a"
+cp -a "$A/tree" "$tmp/back"
+diff -r "$src" "$tmp/back" || fail "the tree copied back out differs"
+[ "$(python3 -c 'import os,sys; print(os.getxattr(sys.argv[1], "user.tag").decode())' "$tmp/back/e/s")" = kept ] ||
+	fail "cp -a did not carry the extended attribute through the mount"
+
+step "second mount sees the first one's changes"
+B=$tmp/mnt2
+mount_fs "$B" "$tmp/fuse2.log"
+echo from-a >"$A/shared"
+[ "$(cat "$B/shared")" = from-a ] || fail "mount 2 does not see mount 1's file"
+echo from-b-longer >"$B/shared"
+sleep 1.2
+[ "$(cat "$A/shared")" = from-b-longer ] || fail "mount 1 does not see mount 2's new content"
+mkdir "$B/dirb"; touch "$B/dirb/x"
+sleep 1.2
+[ -f "$A/dirb/x" ] || fail "mount 1 does not see mount 2's new directory"
+rm -r "$A/dirb"
+sleep 1.2
+[ ! -e "$B/dirb" ] || fail "mount 2 still sees a directory mount 1 removed"
+
+step "kill -9 the MDS, restart, nothing acknowledged lost"
+for i in $(seq 1 40); do echo "n$i" >"$A/ledger.$i"; done
+mkdir "$A/ledgerdir"; mv "$A/ledger.1" "$A/ledgerdir/one"; rm "$A/ledger.2"
+kill -9 "$mds_pid"; wait "$mds_pid" 2>/dev/null; mds_pid=
+start_mds 2
+sleep 1.2
+[ -f "$A/ledgerdir/one" ] && [ ! -e "$A/ledger.1" ] && [ ! -e "$A/ledger.2" ] || fail "a rename or unlink was lost"
+for i in $(seq 3 40); do
+	[ "$(cat "$A/ledger.$i" 2>/dev/null)" = "n$i" ] || fail "ledger.$i lost after the MDS restart (mount 1)"
+	[ "$(cat "$B/ledger.$i" 2>/dev/null)" = "n$i" ] || fail "ledger.$i lost after the MDS restart (mount 2)"
+done
+(cd "$A/tree" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$tmp/sum.after"
+diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS restart"
+echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
+
+step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
+head -c 5000000 /dev/urandom >"$tmp/orph"
+cp "$tmp/orph" "$A/orphan"
+ino=$(stat -c %i "$A/orphan")
+obj=$(printf '%016x.%016x' "$ino" 1)
+"$atoll_cli" ls fs_data | grep -q "^$obj\$" || fail "no data object $obj for the 5 MB file"
+exec 3<"$B/orphan"
+rm "$A/orphan"
+[ ! -e "$A/orphan" ] || fail "the unlinked file is still visible"
+cmp - "$tmp/orph" <&3 || fail "the open descriptor no longer reads the unlinked file"
+exec 3<&-
+sleep 0.5
+! "$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || fail "the unlinked file's data was not purged after the last close"
+
+step "rename: RENAME_NOREPLACE, RENAME_EXCHANGE, over a file, directories"
+echo one >"$A/r1"; echo two >"$A/r2"; mkdir -p "$A/rd/x" "$A/re"
+python3 - "$A" <<'PY' || fail "renameat2 checks"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]
+def r2(a, b, flags):
+    rc = libc.renameat2(-100, os.path.join(d, a).encode(), -100, os.path.join(d, b).encode(), flags)
+    return 0 if rc == 0 else ctypes.get_errno()
+import errno
+assert r2("r1", "r2", 1) == errno.EEXIST, "NOREPLACE over an existing name"
+assert r2("r1", "r2", 2) == 0, "EXCHANGE"
+assert open(os.path.join(d, "r1")).read() == "two\n" and open(os.path.join(d, "r2")).read() == "one\n"
+assert r2("r1", "nonexist", 2) == errno.ENOENT, "EXCHANGE with a missing target"
+assert r2("rd", "rd/x/y", 0) == errno.EINVAL, "a directory into itself"
+assert r2("rd", "re", 0) == 0, "over an empty directory"
+assert os.path.isdir(os.path.join(d, "re/x"))
+assert r2("r1", "re", 0) == errno.EISDIR
+assert r2("re", "r1", 0) == errno.ENOTDIR
+assert r2("r1", "r2", 0) == 0 and not os.path.exists(os.path.join(d, "r1"))
+PY
+[ "$(stat -c %h "$A")" = "$(( 2 + $(find "$A" -mindepth 1 -maxdepth 1 -type d | wc -l) ))" ] || fail "the root's link count is not 2 + its subdirectories"
+
+step "the MDS dies after journaling a change and before applying it: replay keeps it, the resent request is answered once"
+kill "$mds_pid"; wait "$mds_pid" 2>/dev/null; mds_pid=
+ATOLL_MDS_CRASH_AFTER_COMMITS=1 start_mds 3
+mkdir "$A/crashdir" 2>"$tmp/mkdir.err" &
+mk=$!
+for _ in $(seq 1 100); do kill -0 "$mds_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$mds_pid" 2>/dev/null && fail "the fault-injected MDS did not exit"
+wait "$mds_pid" 2>/dev/null; mds_pid=
+start_mds 4
+wait $mk || fail "mkdir across the MDS crash failed: $(cat "$tmp/mkdir.err")"
+grep "replayed" "$tmp/mds.log" | tail -n 1 | grep -q "replayed 1 journal entry " || fail "the restart did not replay the journaled mkdir"
+sleep 1.2
+[ -d "$A/crashdir" ] && [ -d "$B/crashdir" ] || fail "the mkdir journaled before the crash is lost"
+
+step "unmount"
+fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
+echo "fs: all checks passed"
