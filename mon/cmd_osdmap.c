@@ -56,15 +56,15 @@ int cmd_osd_map(struct mon *mon, cJSON *a, struct cmd_out *o)
 	pg = placement_object_pg(p, oid, strlen(oid));
 	nraw = placement_raw(mon->map, p, pg, raw);
 	if (nraw < 0)
-		return cmd_fail(o, nraw, "cannot place PG %u.%u: %s", p->id, pg, strerror(-nraw));
+		return cmd_fail(o, nraw, "cannot place PG %u.%x: %s", p->id, pg, strerror(-nraw));
 	/* up: the raw set without holes and down OSDs, in order */
 	for (uint32_t i = 0; i < p->size && i < OSDMAP_SIZE_MAX; i++)
 		if (raw[i] >= 0 && osdmap_osd_up(mon->map, raw[i]))
 			up[nup++] = raw[i];
 	nact = placement_acting(mon->map, p, pg, acting, &primary);
 	if (nact < 0)
-		return cmd_fail(o, nact, "cannot place PG %u.%u: %s", p->id, pg, strerror(-nact));
-	snprintf(pgid, sizeof(pgid), "%u.%u", p->id, pg);
+		return cmd_fail(o, nact, "cannot place PG %u.%x: %s", p->id, pg, strerror(-nact));
+	snprintf(pgid, sizeof(pgid), "%u.%x", p->id, pg);
 	if (o->json) {
 		cJSON_AddNumberToObject(o->j, "epoch", (double)mon->map->epoch);
 		cJSON_AddStringToObject(o->j, "pool", p->name);

@@ -265,7 +265,7 @@ int cmd_pg_ls(struct mon *mon, cJSON *a, struct cmd_out *o)
 					acting[k] = e->st.acting[k];
 				primary = nact ? acting[0] : -1;
 			}
-			snprintf(pgid, sizeof(pgid), "%u.%u", p->id, pg);
+			snprintf(pgid, sizeof(pgid), "%u.%x", p->id, pg);
 			if (o->json) {
 				cJSON *j = cJSON_CreateObject(), *x;
 

@@ -373,11 +373,11 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 			if (!unknown && st == (PG_ST_ACTIVE | PG_ST_CLEAN))
 				continue;
 			if (unknown) {
-				add_detail(h, d, &n, "pg %u.%u is unknown", pp->pool, pg);
+				add_detail(h, d, &n, "pg %u.%x is unknown", pp->pool, pg);
 				continue;
 			}
 			pg_state_str(st, name, sizeof(name));
-			add_detail(h, d, &n, "pg %u.%u is %s, reported by osd.%d", pp->pool,
+			add_detail(h, d, &n, "pg %u.%x is %s, reported by osd.%d", pp->pool,
 				   pg, name, pp->pgs[pg].reporter);
 		}
 	}
@@ -419,7 +419,7 @@ static void check_slow(struct mon *mon, struct hctx *h)
 
 			memcpy(desc, s->desc, sizeof(s->desc));
 			desc[sizeof(s->desc)] = '\0';
-			add_detail(h, d, &n, "op '%s' on pg %u.%u at osd.%u blocked for %u ms",
+			add_detail(h, d, &n, "op '%s' on pg %u.%x at osd.%u blocked for %u ms",
 				   desc, s->pool, s->pg, i, s->age_ms);
 		}
 	}

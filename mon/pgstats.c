@@ -64,7 +64,7 @@ void mon_pg_update(struct mon *mon, int32_t reporter, const struct pg_stat *st,
 		struct mon_pg *p;
 
 		if (!pp || st[i].pg >= pp->pg_num) {
-			log_debug("mon", "osd.%d reports unknown pg %u.%u", reporter,
+			log_debug("mon", "osd.%d reports unknown pg %u.%x", reporter,
 				  st[i].pool, st[i].pg);
 			continue;
 		}

@@ -17,7 +17,7 @@ out=$(atoll osd map default some-object)
 echo "$out" | grep -Eq "^osdmap e[0-9]+ pool 'default' \([0-9]+\) object 'some-object' -> pg [0-9]+\.[0-9]+ -> up \[[0-9]+,[0-9]+,[0-9]+\] p[0-9]+ acting \[[0-9]+,[0-9]+,[0-9]+\] p[0-9]+$" ||
 	fail "atoll osd map prints: $out"
 atoll --format json osd map default some-object |
-	pyjson "j['pool'] == 'default' and j['object'] == 'some-object' and len(j['acting']) == 3 and j['primary'] == j['acting'][0] and j['pgid'] == '%d.%d' % (j['pool_id'], j['pg']) and j['up'] == j['acting']"
+	pyjson "j['pool'] == 'default' and j['object'] == 'some-object' and len(j['acting']) == 3 and j['primary'] == j['acting'][0] and j['pgid'] == '%d.%x' % (j['pool_id'], j['pg']) and j['up'] == j['acting']"
 expect 3 "does not exist" atoll osd map nopool x
 expect 2 "give a pool name and an object name" atoll osd map default
 ok "atoll osd map, plain and JSON, and its errors"
