@@ -39,6 +39,8 @@
 #                     4G stores; its figures are not the benchmark's
 #   --keep            keep the cluster's folder (it is stopped either way)
 #   -h, --help
+# environment: ATOLL_BUILD=DIR uses the binaries of that build folder
+# (built there with ninja) instead of building build-release/
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
@@ -182,12 +184,12 @@ EOF
 }
 
 restart_osds() {
-	local ids
+	local ids id	# not i: that is the caller's round number
 	ids=$(awk '$1 == "daemon" && $3 == "osd" { print $4 }' "$cdir/cluster.state")
-	for i in $ids; do "$acl" osd stop "$i" --dir "$cdir" >&2; done
+	for id in $ids; do "$acl" osd stop "$id" --dir "$cdir" >&2; done
 	sync
 	if [ -w /proc/sys/vm/drop_caches ]; then echo 3 >/proc/sys/vm/drop_caches || true; fi
-	for i in $ids; do "$acl" osd start "$i" --dir "$cdir" --timeout 120 >&2; done
+	for id in $ids; do "$acl" osd start "$id" --dir "$cdir" --timeout 120 >&2; done
 	for _ in $(seq 1 600); do
 		[ "$("$atoll" health 2>/dev/null | head -n 1)" = HEALTH_OK ] && return 0
 		sleep 0.2

@@ -189,7 +189,13 @@ static void ping_all(struct osd *osd)
 		p = peer(osd, id);
 		if (!c || !p)
 			continue;
-		uint64_t silent = now - p->last_rx_ms;
+		/* Silence counts from the first ping not yet answered, not
+		 * from the last reply or from when the connection was made:
+		 * an OSD that was slow to start (store open, a loaded
+		 * machine) must not report peers it has not pinged yet. */
+		if (!p->first_unanswered_ms)
+			p->first_unanswered_ms = now;
+		uint64_t silent = now - p->first_unanswered_ms;
 
 		if (silent > osd->hb_grace_ms) {
 			report_failure(osd, id, (uint32_t)silent, false);
@@ -231,7 +237,7 @@ static void send_beacon(struct osd *osd)
 		if (osd->map && sf.total) {
 			uint64_t ratio = sf.used * 10000 / sf.total;
 
-			atomic_store(&osd->local_full, ratio >= osd->map->full_ratio);
+			atomic_store(&osd->local_full, ratio >= osd->failsafe_ratio);
 		}
 	}
 	b.store_errors = atomic_load(&osd->store_errors);

@@ -36,6 +36,16 @@
 #include "pg.h"
 #include "store.h"
 
+/* jemalloc reads this at start-up (MALLOC_CONF in the environment still
+ * overrides it).  Freed pages are kept instead of being given back over
+ * time: the 4 MiB message and read buffers come and go hundreds of times
+ * a second, and with the default 10 s decay about half of each new one
+ * was fresh pages (a page fault and zeroing per 4 KiB, ~10% of the OSD's
+ * CPU on 4 MiB writes).  Memory then stays at its peak, which the
+ * messenger's flow control bounds. */
+extern const char *malloc_conf;
+const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+
 #define PROG "atoll-osd"
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -721,6 +731,15 @@ static int do_run(struct config *conf)
 					  1, 1000000);
 	osd->dups_max = (uint32_t)conf_int(conf, who, "osd_pg_log_dups_max", PGLOG_DEFAULT_DUPS,
 					   0, 1000000);
+	{
+		char ferr[512];
+		double fs;
+
+		if (config_get_double(conf, who, "osd_failsafe_full_ratio", 0.97, 0, 1, &fs, ferr,
+				      sizeof(ferr)) < 0)
+			die("%s", ferr);
+		osd->failsafe_ratio = (uint32_t)(fs * 10000 + 0.5);
+	}
 	if (osd->hb_interval_ms == 0)
 		osd->hb_interval_ms = 1000;
 	pthread_mutex_init(&osd->ops_lock, NULL);
@@ -735,6 +754,12 @@ static int do_run(struct config *conf)
 
 	store_paths(opt.data, &so, block, kv);
 	so.object_max = osd->object_max;
+	/* Objects of up to one block live in the kv: a small write then
+	 * costs one kv commit, instead of a journaled block that must be
+	 * applied (written and flushed) again later. */
+	so.inline_max = (uint32_t)conf_size(conf, who, "osd_store_inline_max", 4096);
+	if (so.inline_max == 0 || so.inline_max > 65536)
+		die("osd_store_inline_max must be between 1 and 64K");
 	r = store_open(&so, &osd->store);
 	if (r < 0)
 		die("cannot open the store in '%s': %s; check it with: atoll-store-tool --data %s "

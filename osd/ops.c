@@ -593,10 +593,13 @@ static struct osd_mut *mut_add(struct osd_op *op, uint8_t kind)
 	return m;
 }
 
-/* Would need more bytes take this OSD past the full ratio, or is any
- * acting member flagged full in the map?  The local check counts the
- * bytes of writes queued but not yet committed, so a burst cannot run the
- * store out of space between two beacons. */
+/* Is any acting member flagged full in the map (the monitor's decision,
+ * at mon_osd_full_ratio, from the beacons), or would need more bytes take
+ * this OSD's store past osd_failsafe_full_ratio?  The local failsafe sits
+ * above the full ratio, so that the store reaches the full ratio, the
+ * monitor flags it and health says OSD_FULL; it counts the bytes of
+ * writes queued but not yet committed, so that a burst between two
+ * beacons can never fill the store. */
 static bool any_full(struct osd *osd, const struct pg *pg, uint64_t need)
 {
 	struct store_statfs sf;
@@ -607,7 +610,7 @@ static bool any_full(struct osd *osd, const struct pg *pg, uint64_t need)
 		unsigned __int128 used = (unsigned __int128)sf.used +
 					 atomic_load(&osd->inflight_bytes) + need;
 
-		if (used * 10000 >= (unsigned __int128)sf.total * osd->map->full_ratio)
+		if (used * 10000 >= (unsigned __int128)sf.total * osd->failsafe_ratio)
 			return true;
 	}
 	for (uint8_t i = 0; i < pg->info.nacting; i++) {
@@ -871,12 +874,25 @@ void osd_op_write_done(struct osd_op *op, int r)
 				op_reply(op, 0, op->osd->map->epoch);
 			}
 			pg_kick_ops(pg);
+			osd_op_put(op);		/* the in-flight list's reference */
 		}
 	}
 	osd_op_put(op);
 }
 
 static struct osd_op *inflight_last(const struct pg *pg, const char *oid);
+
+static void op_data_hold(void *arg)
+{
+	struct osd_op *op = arg;
+
+	atomic_fetch_add(&op->refs, 1);
+}
+
+static void op_data_release(void *arg)
+{
+	osd_op_put(arg);
+}
 
 static void exec_write(struct osd_op *op)
 {
@@ -948,7 +964,10 @@ static void exec_write(struct osd_op *op)
 		r = -ENOMEM;
 		goto reply;
 	}
-	r = osd_muts_to_txn(op->muts, op->nmuts, txn, pg->coll, op->oid);
+	/* the write bytes stay in the client's message (no copy) while the
+	 * store needs them: each such write holds a reference on op */
+	r = osd_muts_to_txn_ref(op->muts, op->nmuts, txn, pg->coll, op->oid, op_data_hold,
+				op_data_release, op);
 	if (!r)
 		r = pglog_append(&pg->log, &pg->info, &op->entry, txn, pg->coll);
 	if (r) {
@@ -973,6 +992,11 @@ static void exec_write(struct osd_op *op)
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = op;
+	/* The list holds a reference of its own: a replica that cannot take
+	 * the write drops its call's reference without completing the op,
+	 * which then waits in the list for the interval to end
+	 * (pg_abort_ops) and must stay alive until it is unlinked. */
+	atomic_fetch_add(&op->refs, 1);
 	op->sis = pg->info.same_interval_since;
 	op->pending = 1;
 	atomic_fetch_add(&op->refs, 1);
@@ -1102,7 +1126,8 @@ void pg_abort_ops(struct pg *pg)
 		op->next = NULL;
 		op->aborted = true;
 		op_reply(op, -ESTALE, epoch);
-		/* the pending completions hold their references */
+		/* the pending completions hold their own references */
+		osd_op_put(op);		/* the in-flight list's */
 	}
 	while (pg->waiting) {
 		struct osd_op *op = pg->waiting;

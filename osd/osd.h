@@ -65,6 +65,7 @@ struct osd {
 	uint64_t object_max;
 	uint32_t log_max;
 	uint32_t dups_max;
+	uint32_t failsafe_ratio;	/* osd_failsafe_full_ratio x 10000 */
 	struct store *store;
 	struct msgr *msgr;
 
@@ -87,7 +88,7 @@ struct osd {
 	/* any thread */
 	atomic_bool stopping;
 	atomic_bool closing;	/* shutting down: the loop leaves the store alone */
-	atomic_bool local_full;	/* store used past the map's full ratio */
+	atomic_bool local_full;	/* store used past osd_failsafe_full_ratio */
 	atomic_uint_fast64_t store_errors;
 	atomic_int ops_in_flight;
 	atomic_uint_fast64_t inflight_bytes;	/* write bytes queued, not committed */

@@ -26,6 +26,22 @@ static int cstr(char *buf, size_t cap, const void *p, uint32_t n)
 int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 		    uint64_t coll, const char *oid)
 {
+	return osd_muts_to_txn_ref(muts, n, txn, coll, oid, NULL, NULL, NULL);
+}
+
+bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (muts[i].kind == MUT_WRITE && store_write_ref_ok(muts[i].data, muts[i].off,
+								      muts[i].len))
+			return true;
+	return false;
+}
+
+int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
+			uint64_t coll, const char *oid, void (*hold)(void *arg),
+			void (*release)(void *arg), void *arg)
+{
 	char name[STORE_ATTR_NAME_MAX + 1];
 	int r = 0;
 
@@ -37,7 +53,13 @@ int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *tx
 			r = store_txn_touch(txn, coll, oid);
 			break;
 		case MUT_WRITE:
-			r = store_txn_write(txn, coll, oid, m->off, m->data, m->len, 0);
+			if (hold && store_write_ref_ok(m->data, m->off, m->len)) {
+				hold(arg);
+				r = store_txn_write_ref(txn, coll, oid, m->off, m->data, m->len,
+							0, release, arg);
+			} else {
+				r = store_txn_write(txn, coll, oid, m->off, m->data, m->len, 0);
+			}
 			break;
 		case MUT_ZERO:
 			r = store_txn_zero(txn, coll, oid, m->off, m->len);

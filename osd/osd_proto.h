@@ -56,6 +56,15 @@ struct osd_mut {
  * error (-EINVAL, -ENAMETOOLONG, -ENOMEM). */
 int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 		    uint64_t coll, const char *oid);
+/* The same, but the data of writes the store can take by reference
+ * (store_write_ref_ok) goes in without a copy: hold(arg) is called for
+ * each such write and release(arg) by the store once it is done with the
+ * bytes (any thread).  hold NULL: every write is copied. */
+int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
+			uint64_t coll, const char *oid, void (*hold)(void *arg),
+			void (*release)(void *arg), void *arg);
+/* Whether some write of muts can go by reference (see above). */
+bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n);
 
 /* REP_OP: primary -> replica. */
 struct osd_rep_op {

@@ -321,6 +321,8 @@ void pg_start_peering(struct pg *pg)
 	struct store_txn *t;
 
 	pg->peered_sis = pg->info.same_interval_since;
+	if (pg->sealed_sis < pg->info.same_interval_since)
+		pg->sealed_sis = pg->info.same_interval_since;
 	pg->peer_gen++;
 	for (uint32_t i = 0; i < pg->nprobes; i++)
 		pg_info_clear(&pg->probes[i].info);
@@ -414,6 +416,9 @@ void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
+	/* from now on REP_OPs of older intervals are refused (replication.c) */
+	if (pg->sealed_sis < q.same_interval_since)
+		pg->sealed_sis = q.same_interval_since;
 	/* answer once everything queued for the PG is durable: an empty
 	 * rewrite of the info queued behind it */
 	struct notify_ctx *ctx = malloc(sizeof(*ctx));

@@ -45,6 +45,11 @@ struct pg {
 	/* peering (primary) */
 	uint64_t peer_gen;	/* bumped by every new interval */
 	uint64_t peered_sis;	/* interval peering was started for */
+	/* The newest interval this OSD peered for or answered a query of:
+	 * a REP_OP of an older interval is refused from then on (before,
+	 * it is applied, so that the members' logs agree when peering
+	 * starts: see replication.c). */
+	uint64_t sealed_sis;
 	uint32_t nprobes;
 	struct pg_probe probes[2 * OSDMAP_SIZE_MAX + 8];
 

@@ -10,14 +10,19 @@
  * replica's answer (ops.c, osd_op_write_done).
  *
  * Fencing: a REP_OP names the interval it belongs to (same_interval_since
- * of the primary).  A replica whose PG is in another interval refuses it
- * with -ESTALE; one whose map is older waits for the map first.  The
+ * of the primary).  A replica whose map is older waits for the map first.
+ * A replica already in a newer interval still applies it until it peers
+ * or answers a peering query for the newer interval (pg->sealed_sis), and
+ * refuses it with -ESTALE from then on: so the members that stay agree on
+ * the log when the primary peers (the primary's query follows its REP_OPs
+ * on the same connection).  The
  * primary does not fail a write whose replica connection broke or which a
  * replica refused: the map change that follows ends the interval, and the
  * op is answered -ESTALE then (pg_abort_ops) so that the client resends
  * and the dup index answers it once the PG is active again.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,8 +161,32 @@ static void rep_applied(void *arg, int r)
 	free(ra);
 }
 
+/* A REP_OP's data buffer, shared by the store's by-reference writes. */
+struct rep_buf {
+	atomic_uint refs;
+	void *buf;
+};
+
+static void rep_buf_hold(void *arg)
+{
+	struct rep_buf *b = arg;
+
+	atomic_fetch_add(&b->refs, 1);
+}
+
+static void rep_buf_put(void *arg)
+{
+	struct rep_buf *b = arg;
+
+	if (atomic_fetch_sub(&b->refs, 1) == 1) {
+		free(b->buf);
+		free(b);
+	}
+}
+
 void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 {
+	struct rep_buf *hold;
 	struct osd_rep_op rep;
 	struct rep_apply *ra;
 	struct store_txn *txn;
@@ -181,7 +210,14 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		return;
 	}
 	pg = osd_pg_find(osd, rep.pool, rep.pg);
-	if (!pg || pg->info.same_interval_since != rep.same_interval_since) {
+	/* A REP_OP of an older interval is still applied until this OSD
+	 * peers or answers a query for a newer one: the primary sent it
+	 * before it saw the map change, and the members' logs must agree
+	 * when peering starts (the query comes after it on the same
+	 * connection).  After that it is refused. */
+	if (!pg || rep.same_interval_since > pg->info.same_interval_since ||
+	    (rep.same_interval_since != pg->info.same_interval_since &&
+	     rep.same_interval_since < pg->sealed_sis)) {
 		log_debug("rep", "pg %u.%x: refusing a write of interval %llu (ours: %llu)",
 			  rep.pool, rep.pg, (unsigned long long)rep.same_interval_since,
 			  pg ? (unsigned long long)pg->info.same_interval_since : 0ull);
@@ -210,7 +246,18 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		goto refuse;
 	}
 	rep.entry.oid = oid;
-	r = osd_muts_to_txn(rep.muts, rep.nmuts, txn, pg->coll, oid);
+	if (osd_muts_any_ref(rep.muts, rep.nmuts) && (hold = malloc(sizeof(*hold)))) {
+		/* the store writes straight from the message's data buffer,
+		 * which now lives until the store and this function are done */
+		atomic_init(&hold->refs, 1);
+		hold->buf = m->data;
+		m->data = NULL;
+		r = osd_muts_to_txn_ref(rep.muts, rep.nmuts, txn, pg->coll, oid, rep_buf_hold,
+					rep_buf_put, hold);
+		rep_buf_put(hold);
+	} else {
+		r = osd_muts_to_txn(rep.muts, rep.nmuts, txn, pg->coll, oid);
+	}
 	if (!r)
 		r = pglog_append(&pg->log, &pg->info, &rep.entry, txn, pg->coll);
 	if (r) {

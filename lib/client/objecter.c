@@ -12,7 +12,8 @@
  *     we wait for the epoch it names, or retry shortly if it is not newer;
  *   - the call fails with -ECONNRESET: retry shortly on the current map
  *     (the messenger redials) and ask the monitor for anything newer;
- *   - a new map moves the request's PG to another primary.
+ *   - a new map moves the request's PG to another primary;
+ *   - a reply names another request id (ours is lost: resend).
  * A PG without a primary waits for a new map.  The first final reply from
  * any attempt finishes the request; an error reply of an older attempt is
  * ignored (sctx->attempt).
@@ -238,8 +239,16 @@ static void req_reply(void *arg, struct msg *m, int err)
 	if (!err) {
 		dec_init(&d, m->front, m->front_len);
 		rc = osd_op_reply_decode(&d, m->data_len, &rep);
-		if (rc < 0 || rep.reqid.client != c->id || rep.reqid.tid != r->tid)
+		if (rc < 0) {
 			err = -EBADMSG;
+		} else if (rep.reqid.client == 0 && rep.reqid.tid == 0 && rep.result < 0) {
+			/* the OSD could not decode our request: final */
+		} else if (rep.reqid.client != c->id || rep.reqid.tid != r->tid) {
+			/* an answer to another request: ours is lost, resend
+			 * (same reqid: an OSD that applied it answers from its
+			 * log) */
+			err = -ECONNRESET;
+		}
 	}
 
 	pthread_mutex_lock(&c->lock);

@@ -63,6 +63,19 @@ static void fire(struct store *st, struct store_txn *list)
 	while (list) {
 		struct store_txn *next = list->next;
 
+		/* The caller's by-reference write buffers are released before
+		 * the completion: once it fires, the store holds none of them
+		 * (their bytes are on disk or in the kv journal by now). */
+		for (size_t i = 0; i < list->n; i++) {
+			struct op *op = &list->ops[i];
+
+			if (op->release) {
+				op->release(op->release_arg);
+				op->release = NULL;
+				if (op->data_ref)
+					op->data = NULL;
+			}
+		}
 		if (list->cb)
 			list->cb(list->arg, list->result);
 		store_txn_free(list);

@@ -173,6 +173,11 @@ struct op {
 	uint64_t off;
 	uint64_t len;
 	void *data;		/* write data, attr/omap value */
+	/* Set when data is the caller's (store_txn_write_ref): not freed,
+	 * release(release_arg) is called instead when the op is freed. */
+	void (*release)(void *arg);
+	void *release_arg;
+	bool data_ref;
 	void *key;		/* attr name (NUL-terminated) or omap key */
 	size_t klen;
 	/* Prewrite (commit.c): the whole blocks of a large aligned write are

@@ -435,7 +435,7 @@ void store_close(struct store *st)
 	if (st->perf.batches) {
 		struct commit_perf *p = &st->perf;
 
-		log_debug("store", "commit profile: %llu txns in %llu batches; per batch us: "
+		log_info("store", "commit profile: %llu txns in %llu batches; per batch us: "
 			  "apply %.1f data %.1f flush %.1f kv %.1f; %llu extra syncs of %.1f us",
 			  (unsigned long long)p->txns, (unsigned long long)p->batches,
 			  p->apply_ns / 1e3 / p->batches, p->data_ns / 1e3 / p->batches,

@@ -127,6 +127,18 @@ int store_txn_create(struct store_txn *t, uint64_t coll, const char *oid);
 /* Writes len bytes at off, creating the object if missing. */
 int store_txn_write(struct store_txn *t, uint64_t coll, const char *oid,
 		    uint64_t off, const void *data, size_t len, uint32_t flags);
+/* store_txn_write() without the copy: when data is STORE_BLOCK_SIZE-aligned
+ * and off and len are whole blocks (store_write_ref_ok), the txn keeps the
+ * pointer and goes to the device straight from it; the bytes must stay
+ * valid and unchanged until release(arg) (may be NULL), which the store
+ * calls once, from any thread, when the op is freed (after the completion,
+ * or when the txn is freed unqueued).  Otherwise it copies as
+ * store_txn_write() does and calls release(arg) before returning.  Also on
+ * error release(arg) has been called when it returns. */
+int store_txn_write_ref(struct store_txn *t, uint64_t coll, const char *oid,
+			uint64_t off, const void *data, size_t len, uint32_t flags,
+			void (*release)(void *arg), void *arg);
+bool store_write_ref_ok(const void *data, uint64_t off, size_t len);
 /* Makes [off, off+len) read as zeros (freeing whole blocks); may grow the object. */
 int store_txn_zero(struct store_txn *t, uint64_t coll, const char *oid,
 		   uint64_t off, uint64_t len);

@@ -36,8 +36,12 @@ void txn_op_free(struct op *op)
 	prewrite_free(op->prew);
 	op->prew = NULL;
 	free(op->oid);
-	free(op->data);
+	if (!op->data_ref)
+		free(op->data);
 	free(op->key);
+	if (op->release)
+		op->release(op->release_arg);
+	op->release = NULL;
 }
 
 void store_txn_free(struct store_txn *t)
@@ -95,7 +99,12 @@ static int add_op(struct store_txn *t, enum op_type type, uint64_t coll, const c
 	op->coll = coll;
 	if (oid && !(op->oid = strdup(oid)))
 		goto out_nomem;
-	if (dlen) {
+	if (dlen && type != OP_WRITE) {
+		/* attribute and omap values only go into the kv */
+		if (!(op->data = malloc(dlen)))
+			goto out_nomem;
+		memcpy(op->data, data, dlen);
+	} else if (dlen) {
 		/* Aligned and padded to whole blocks, so that an aligned write
 		 * can go to the device straight from here (write.c). */
 		size_t padded = (dlen + STORE_BLOCK_SIZE - 1) / STORE_BLOCK_SIZE * STORE_BLOCK_SIZE;
@@ -168,6 +177,53 @@ int store_txn_write(struct store_txn *t, uint64_t coll, const char *oid,
 		t->ops[t->n - 1].off = off;
 		t->ops[t->n - 1].flags = flags;
 	}
+	return r;
+}
+
+bool store_write_ref_ok(const void *data, uint64_t off, size_t len)
+{
+	return len && off % STORE_BLOCK_SIZE == 0 && len % STORE_BLOCK_SIZE == 0 &&
+	       (uintptr_t)data % STORE_BLOCK_SIZE == 0;
+}
+
+int store_txn_write_ref(struct store_txn *t, uint64_t coll, const char *oid,
+			uint64_t off, const void *data, size_t len, uint32_t flags,
+			void (*release)(void *arg), void *arg)
+{
+	struct op *op;
+	int r;
+
+	if (!store_write_ref_ok(data, off, len)) {
+		r = store_txn_write(t, coll, oid, off, data, len, flags);
+		if (release)
+			release(arg);
+		return r;
+	}
+	if ((flags & ~STORE_WRITE_COMPRESS) || off + len < off) {
+		r = -EINVAL;
+		goto out_release;
+	}
+	if (len > STORE_DEFAULT_OBJECT_MAX * 8) {
+		r = -EFBIG;
+		goto out_release;
+	}
+	/* the op without data, then the caller's bytes by reference */
+	r = add_op(t, OP_WRITE, coll, oid ? oid : "", NULL, 0, NULL, 0);
+	if (r)
+		goto out_release;
+	op = &t->ops[t->n - 1];
+	op->data = (void *)data;
+	op->data_ref = true;
+	op->len = len;
+	op->off = off;
+	op->flags = flags;
+	op->release = release;
+	op->release_arg = arg;
+	return 0;
+
+out_release:
+	if (release)
+		release(arg);
 	return r;
 }
 

@@ -28,12 +28,15 @@ ok "300 objects written, osd map asked for each"
 
 "$cluster_bin" down --dir "$cdir" >/dev/null || fail "atoll-cluster down"
 
-# every OSD's store, offline: collection -> objects -> sizes
+# every OSD's store, offline: collection -> objects -> sizes, for the
+# collections of this pool only (a collection id is pool << 32 | pg; other
+# pools, such as the file system's, are not this test's)
+pool_id=$(head -n 1 "$tmp/map.jsonl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pool_id"])')
 for d in "$cdir"/osd.*; do
 	id=${d##*.}
 	"$storetool_bin" --data "$d" --format json colls >"$tmp/colls.$id" ||
 		fail "atoll-store-tool colls on $d"
-	for coll in $(python3 -c 'import json,sys; print(" ".join(c["coll"] for c in json.load(open(sys.argv[1]))))' "$tmp/colls.$id"); do
+	for coll in $(python3 -c 'import json,sys; print(" ".join(c["coll"] for c in json.load(open(sys.argv[1])) if int(c["coll"], 0) >> 32 == int(sys.argv[2])))' "$tmp/colls.$id" "$pool_id"); do
 		"$storetool_bin" --data "$d" --format json ls "$coll" >"$tmp/ls.$id.$coll" ||
 			fail "atoll-store-tool ls $coll on $d"
 	done

@@ -3015,3 +3015,67 @@ Test(race, reads_during_small_rewrites_see_whole_blocks)
 	OK(ts_reopen(&ts));
 	expect_fsck_clean(true);
 }
+
+/* ---- writes by reference (store_txn_write_ref) --------------------------- */
+
+static void count_release(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+Test(txn, write_ref_aligned_and_not)
+{
+	const size_t big = 1u << 20, small = 8192;
+	uint8_t *a = NULL, *b = NULL, *u = malloc(small + 1);
+	int released = 0;
+	struct store_txn *t;
+
+	cr_assert_not_null(u);
+	cr_assert_eq(posix_memalign((void **)&a, STORE_BLOCK_SIZE, big), 0);
+	cr_assert_eq(posix_memalign((void **)&b, STORE_BLOCK_SIZE, small), 0);
+	pattern_fill(a, big, 0, 3);
+	pattern_fill(b, small, 0, 4);
+	pattern_fill(u + 1, small, 0, 5);
+	cr_assert(store_write_ref_ok(a, 0, big));
+	cr_assert(!store_write_ref_ok(u + 1, 0, small));
+	cr_assert(!store_write_ref_ok(a, 100, small));
+	cr_assert(!store_write_ref_ok(a, 0, 1000));
+	coll1();
+
+	/* big: prewritten from the caller's buffer; small: journaled from it;
+	 * unaligned: copied, released at once */
+	t = store_txn_new();
+	OK(store_txn_write_ref(t, C1, "big", 0, a, big, 0, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "small", 4096, b, small, 0, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "copy", 0, u + 1, small, 0, count_release, &released));
+	cr_assert_eq(released, 1, "the copied write is released at once");
+	OK(store_apply(ts.st, t));
+	cr_assert_eq(released, 3, "each write is released once, by the time it completes");
+	expect_content(ts.st, C1, "big", a, big);
+	{
+		uint8_t *want = calloc(1, 4096 + small);
+
+		cr_assert_not_null(want);
+		memcpy(want + 4096, b, small);
+		expect_content(ts.st, C1, "small", want, 4096 + small);
+		free(want);
+	}
+	expect_content(ts.st, C1, "copy", u + 1, small);
+
+	/* a txn freed without being queued releases too */
+	t = store_txn_new();
+	OK(store_txn_write_ref(t, C1, "never", 0, a, big, 0, count_release, &released));
+	store_txn_free(t);
+	cr_assert_eq(released, 4);
+	/* a failing txn releases and changes nothing */
+	t = store_txn_new();
+	OK(store_txn_write_ref(t, C1, "big", 0, b, small, 0, count_release, &released));
+	OK(store_txn_remove(t, C1, "missing"));
+	FAILS(store_apply(ts.st, t), -ENOENT);
+	cr_assert_eq(released, 5);
+	expect_content(ts.st, C1, "big", a, big);
+	free(a);
+	free(b);
+	free(u);
+	expect_fsck_clean(true);
+}
