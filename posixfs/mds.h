@@ -111,6 +111,7 @@ struct mds {
 	uint64_t ninodes;
 	uint64_t next_ino, ino_hw;
 	uint64_t seg, seg_entries, seq;
+	uint64_t seg_bytes;	/* length of the current segment */
 	uint64_t nreq;
 	struct mds_done done[MDS_DONE_MAX];
 	uint32_t done_next;
@@ -148,6 +149,23 @@ int mds_xattr_load(struct mds *m, struct mds_node *n);
 struct mds_xattr *mds_xattr_find(struct mds_node *n, const char *name);
 void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
 		   const void *val, uint32_t len, bool remove);
+
+/* mds_status.c: the answer to MT_MDS_STATUS.  The *_client_* calls and
+ * mds_status_reply run on the messenger's loop thread; mds_status_sync
+ * and mds_status_served on the worker (the only writer of the numbers
+ * they copy). */
+struct msg_conn;
+struct msg;
+void mds_status_init(const struct mds *m);
+void mds_status_set_addr(const char *addr);
+void mds_status_set_state(uint32_t state);	/* enum mds_state */
+void mds_status_sync(const struct mds *m);
+/* Counts one request of op (or a malformed one), then syncs. */
+void mds_status_served(const struct mds *m, uint32_t op, bool malformed);
+/* A client request arrived on c: c counts as a client until it closes. */
+void mds_status_client_request(struct msg_conn *c);
+void mds_status_client_closed(struct msg_conn *c);
+void mds_status_reply(struct msg_conn *c, const struct msg *req);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

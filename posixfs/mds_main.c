@@ -45,6 +45,13 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	struct work *w;
 
+	(void)arg;
+	if (m->type == MT_MDS_STATUS) {
+		/* answered here, not behind the worker (mds_status.c) */
+		mds_status_reply(c, m);
+		msg_free(m);
+		return;
+	}
 	if (m->type != MT_MDS_REQUEST) {
 		log_warn(SUB, "unexpected message type %u from %s; ignoring it",
 			 m->type, msg_conn_addr(c));
@@ -56,6 +63,7 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
+	mds_status_client_request(c);
 	w->m = m;
 	w->next = NULL;
 	pthread_mutex_lock(&q.lock);
@@ -66,6 +74,13 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	q.tail = w;
 	pthread_cond_signal(&q.cond);
 	pthread_mutex_unlock(&q.lock);
+}
+
+static void on_closed(void *arg, struct msg_conn *c, int err)
+{
+	(void)arg;
+	(void)err;
+	mds_status_client_closed(c);
 }
 
 static void serve_one(struct mds *mds, struct msg *m)
@@ -81,9 +96,11 @@ static void serve_one(struct mds *mds, struct msg *m)
 	if (mds_req_decode(&d, rq)) {
 		log_warn(SUB, "a malformed request from %s; ignoring it",
 			 msg_conn_addr(m->conn));
+		mds_status_served(mds, 0, true);
 		goto out;
 	}
 	mds_handle(mds, rq, rp);
+	mds_status_served(mds, rq->op, false);
 	log_debug(SUB, "%s ino %llu '%s' -> %d", mds_op_name(rq->op),
 		  (unsigned long long)rq->ino, rq->name, rp->rc);
 	enc_init(&e);
@@ -220,22 +237,14 @@ int main(int argc, char **argv)
 			  mds.data_pool, atoll_strerror(ret));
 		goto out;
 	}
-	ret = mds_open(&mds);
-	if (ret) {
-		log_error(SUB, "cannot load the file system: %s", atoll_strerror(ret));
-		goto out;
-	}
-
-	const char *fault = getenv("ATOLL_MDS_CRASH_AFTER_COMMITS");
-	if (fault && atoi(fault) > 0) {
-		mds.crash_after = (uint64_t)atoi(fault);
-		log_warn(SUB, "fault injection: will exit after journaling %s more change(s)", fault);
-	}
-
+	/* Listen first, so that `atoll fs status` answers "replaying" while
+	 * the namespace loads; client requests wait in the queue until the
+	 * worker loop below starts. */
 	struct msgr_config mc = { .size_of = sizeof(mc) };
-	struct msgr_ops ops = { .dispatch = on_dispatch };
+	struct msgr_ops ops = { .dispatch = on_dispatch, .closed = on_closed };
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;
+	mds_status_init(&mds);
 	if ((ret = msgr_create(&mc, &ops, &mds, &msgr)) ||
 	    (ret = msgr_listen(msgr, addr, bound, sizeof(bound))) ||
 	    (ret = msgr_start(msgr))) {
@@ -243,6 +252,20 @@ int main(int argc, char **argv)
 			  atoll_strerror(ret));
 		goto out;
 	}
+	mds_status_set_addr(bound);
+	ret = mds_open(&mds);
+	if (ret) {
+		log_error(SUB, "cannot load the file system: %s", atoll_strerror(ret));
+		goto out;
+	}
+	const char *fault = getenv("ATOLL_MDS_CRASH_AFTER_COMMITS");
+	if (fault && atoi(fault) > 0) {
+		mds.crash_after = (uint64_t)atoi(fault);
+		log_warn(SUB, "fault injection: will exit after journaling %s more change(s)", fault);
+	}
+
+	mds_status_sync(&mds);
+	mds_status_set_state(MDS_STATE_ACTIVE);
 	log_info(SUB, "serving the file system on %s", bound);
 	printf("atoll-mds: serving on %s\n", bound);
 	fflush(stdout);

@@ -703,6 +703,7 @@ static int journal_roll(struct mds *m)
 	atoll_remove(m->meta, oid);	/* every entry in it is applied */
 	m->seg++;
 	m->seg_entries = 0;
+	m->seg_bytes = 0;
 	return 0;
 }
 
@@ -735,6 +736,8 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 	memcpy(frame + 4, &crc, 4);
 	oid_seg(oid, sizeof(oid), m->seg);
 	ret = atoll_append(m->meta, oid, frame, blen + 16);
+	if (ret == 0)
+		m->seg_bytes += blen + 16;
 	free(frame);
 	free(body);
 	return ret;

@@ -223,3 +223,94 @@ const char *mds_op_name(uint32_t op)
 	};
 	return op < MDS_OP_MAX_ ? names[op] : "?";
 }
+
+void mds_status_encode(struct enc *e, const struct mds_status *s)
+{
+	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);
+	uint32_t nops = s->nops < MDS_STATUS_OPS_MAX ? s->nops : MDS_STATUS_OPS_MAX;
+
+	enc_u32(e, s->state);
+	enc_u64(e, s->uptime_ms);
+	enc_str(e, s->addr);
+	enc_str(e, s->meta_pool);
+	enc_str(e, s->data_pool);
+	enc_u64(e, s->inodes);
+	enc_u64(e, s->next_ino);
+	enc_u64(e, s->ino_hw);
+	enc_u64(e, s->j_seg);
+	enc_u64(e, s->j_entries);
+	enc_u64(e, s->j_offset);
+	enc_u64(e, s->j_seq);
+	enc_u64(e, s->requests);
+	enc_u64(e, s->malformed);
+	enc_u64(e, s->status_requests);
+	enc_u32(e, nops);
+	for (uint32_t i = 0; i < nops; i++)
+		enc_u64(e, s->op_count[i]);
+	enc_u32(e, s->nclients);
+	for (uint32_t i = 0; i < s->nclients; i++) {
+		enc_u64(e, s->clients[i].id);
+		enc_str(e, s->clients[i].addr);
+		enc_u64(e, s->clients[i].requests);
+		enc_u64(e, s->clients[i].connected_ms);
+	}
+	enc_end(e, h);
+}
+
+int mds_status_decode(struct dec *d, struct mds_status *s)
+{
+	struct dec b;
+	uint8_t v;
+
+	memset(s, 0, sizeof(*s));
+	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+		return d->err;
+	s->state = dec_u32(&b);
+	s->uptime_ms = dec_u64(&b);
+	dec_str(&b, s->addr, sizeof(s->addr) - 1);
+	dec_str(&b, s->meta_pool, sizeof(s->meta_pool) - 1);
+	dec_str(&b, s->data_pool, sizeof(s->data_pool) - 1);
+	s->inodes = dec_u64(&b);
+	s->next_ino = dec_u64(&b);
+	s->ino_hw = dec_u64(&b);
+	s->j_seg = dec_u64(&b);
+	s->j_entries = dec_u64(&b);
+	s->j_offset = dec_u64(&b);
+	s->j_seq = dec_u64(&b);
+	s->requests = dec_u64(&b);
+	s->malformed = dec_u64(&b);
+	s->status_requests = dec_u64(&b);
+	s->nops = dec_count(&b, MDS_STATUS_OPS_MAX, 8);
+	for (uint32_t i = 0; !b.err && i < s->nops; i++)
+		s->op_count[i] = dec_u64(&b);
+	s->nclients = dec_count(&b, MDS_STATUS_CLIENTS_MAX, 8 + 4 + 8 + 8);
+	if (!b.err && s->nclients) {
+		s->clients = calloc(s->nclients, sizeof(*s->clients));
+		if (!s->clients)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; !b.err && i < s->nclients; i++) {
+		s->clients[i].id = dec_u64(&b);
+		dec_str(&b, s->clients[i].addr, sizeof(s->clients[i].addr) - 1);
+		s->clients[i].requests = dec_u64(&b);
+		s->clients[i].connected_ms = dec_u64(&b);
+	}
+	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
+		dec_fail(&b, -EBADMSG);
+	int ret = dec_end(d, &b);
+	if (ret) {
+		free(s->clients);
+		s->clients = NULL;
+		s->nclients = 0;
+	}
+	return ret;
+}
+
+const char *mds_state_name(uint32_t state)
+{
+	switch (state) {
+	case MDS_STATE_REPLAYING: return "replaying";
+	case MDS_STATE_ACTIVE: return "active";
+	default: return "unknown";
+	}
+}

@@ -20,6 +20,7 @@ struct dec;
 enum {
 	MT_MDS_REQUEST = 60,
 	MT_MDS_NOTIFY = 62,	/* later: lease revoke, invalidation */
+	MT_MDS_STATUS = 63,	/* anyone -> mds: its state; reply same type */
 };
 
 #define MDS_NAME_MAX	255u
@@ -128,6 +129,49 @@ struct mds_reply {
 	void *value;		/* getxattr/listxattr; malloc'd by the decoder */
 	uint32_t vlen;
 };
+
+/* The MDS's answer to MT_MDS_STATUS (the request's front is empty):
+ * what `atoll fs status` shows.  A client counts as connected from its
+ * first request on a connection until that connection closes. */
+enum mds_state {
+	MDS_STATE_REPLAYING = 1,	/* loading the namespace, replaying the journal */
+	MDS_STATE_ACTIVE = 2,		/* serving requests */
+};
+
+#define MDS_STATUS_CLIENTS_MAX	4096u	/* listed in one reply */
+#define MDS_STATUS_OPS_MAX	64u	/* per-op counters in one reply */
+
+struct mds_client_info {
+	uint64_t id;			/* the client's id (its messenger identity) */
+	char addr[64];
+	uint64_t requests;		/* requests received on this connection */
+	uint64_t connected_ms;		/* how long it has been connected */
+};
+
+struct mds_status {
+	uint32_t state;			/* enum mds_state */
+	uint64_t uptime_ms;
+	char addr[64];			/* where the MDS serves */
+	char meta_pool[128], data_pool[128];
+	uint64_t inodes;		/* inodes in the namespace (root included) */
+	uint64_t next_ino, ino_hw;
+	uint64_t j_seg;			/* journal: the current segment */
+	uint64_t j_entries;		/* entries in it */
+	uint64_t j_offset;		/* its length in bytes (next append's offset) */
+	uint64_t j_seq;			/* sequence number of the last entry */
+	uint64_t requests;		/* every request answered (all ops) */
+	uint64_t malformed;		/* requests that did not decode */
+	uint64_t status_requests;	/* MT_MDS_STATUS, this one included */
+	uint32_t nops;			/* op_count[op] for op < nops (mds_op) */
+	uint64_t op_count[MDS_STATUS_OPS_MAX];
+	uint32_t nclients;		/* connected clients */
+	struct mds_client_info *clients;	/* malloc'd by the decoder */
+};
+
+void mds_status_encode(struct enc *e, const struct mds_status *s);
+/* s->clients is malloc'd (free it). */
+int mds_status_decode(struct dec *d, struct mds_status *s);
+const char *mds_state_name(uint32_t state);
 
 void mds_inode_encode(struct enc *e, const struct mds_inode *in);
 int mds_inode_decode(struct dec *d, struct mds_inode *in);

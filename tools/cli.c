@@ -18,7 +18,7 @@
 #include <string.h>
 
 static const struct cli_cmd *const tables[] = {
-	cli_admin_cmds, cli_object_cmds, cli_bench_cmds, cli_image_cmds,
+	cli_admin_cmds, cli_object_cmds, cli_bench_cmds, cli_image_cmds, cli_fs_cmds,
 };
 
 void cli_err(const char *fmt, ...)

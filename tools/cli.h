@@ -58,6 +58,9 @@ extern const struct cli_cmd cli_bench_cmds[];
 /* cli_image.c: image ... and osd blocklist ... */
 extern const struct cli_cmd cli_image_cmds[];
 
+/* cli_fs.c: fs status (speaks the MDS protocol: see the file's comment) */
+extern const struct cli_cmd cli_fs_cmds[];
+
 /* Opens an I/O context on pool with the CLI's standard message for a
  * missing pool; returns an exit code. */
 int cli_open_pool(struct cli *cl, const char *pool, struct atoll_ioctx **io);

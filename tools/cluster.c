@@ -54,7 +54,9 @@ static const char usage_text[] =
 "\n"
 "Starts and stops a complete atoll cluster on this machine, in one folder:\n"
 "a monitor and OSDs spread over several 'hosts', each host on its own\n"
-"loopback address 127.0.0.H (H = 2, 3, ...), every daemon on a free port.\n"
+"loopback address 127.0.0.H (H = 2, 3, ...), every daemon on a free port;\n"
+"then atoll-nbd (block images) and atoll-mds (the file system, mount it\n"
+"with: atoll-fuse MNT -o conf=D/atoll.conf).\n"
 "\n"
 "commands:\n"
 "  up       create and start a cluster (or start a stopped one again) and\n"
@@ -65,6 +67,8 @@ static const char usage_text[] =
 "  osd add             mkfs and start one more OSD (--host H to choose its host)\n"
 "  osd stop|start N    stop osd.N cleanly (SIGTERM) or start it again\n"
 "  osd kill N          kill osd.N with SIGKILL (a crash)\n"
+"  mds stop|start|kill  stop atoll-mds cleanly, start it again (same address),\n"
+"                      or kill it with SIGKILL\n"
 "\n"
 "options:\n"
 "  --dir D        the cluster's folder (default: $ATOLL_CLUSTER_DIR or ./atoll-cluster)\n"
@@ -81,6 +85,9 @@ static const char usage_text[] =
 "  --timeout S    seconds to wait for each daemon and for HEALTH_OK (default 60)\n"
 "  --no-nbd       with up: do not start atoll-nbd (by default one serves the\n"
 "                 default pool's images on 127.0.0.2, see doc/nbd.md)\n"
+"  --no-mds       with up: no file system (by default up creates the pools\n"
+"                 fs_meta and fs_data and starts atoll-mds on 127.0.0.2; its\n"
+"                 address is mds_addr in [mds] of atoll.conf; see doc/fs.md)\n"
 "  --purge        with down: remove the cluster's folder too\n"
 "  --host H       with osd add: the host index for the new OSD\n"
 "  --format json  with status: JSON\n"
@@ -88,12 +95,14 @@ static const char usage_text[] =
 "\n"
 "files in D: atoll.conf (export ATOLL_CONF=D/atoll.conf for the atoll CLI),\n"
 "cluster.state (daemons and PIDs), mon.a/ and osd.N/ (data), log/NAME.log.\n"
+"Mount the file system: mkdir MNT && atoll-fuse MNT -o conf=D/atoll.conf\n"
+"(unmount: fusermount3 -u MNT); atoll fs status shows the MDS.\n"
 "Exit status: 0 success, 1 failure (a message says why), 2 bad usage.\n";
 
 int main(int argc, char **argv)
 {
 	enum { O_DIR = 256, O_OSDS, O_HOSTS, O_SIZE, O_POOL, O_PG, O_SET, O_TIMEOUT,
-	       O_PURGE, O_HOST, O_FORMAT, O_VERSION, O_NO_NBD };
+	       O_PURGE, O_HOST, O_FORMAT, O_VERSION, O_NO_NBD, O_NO_MDS };
 	static const struct option lopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "osds", required_argument, NULL, O_OSDS },
@@ -105,6 +114,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "purge", no_argument, NULL, O_PURGE },
 		{ "no-nbd", no_argument, NULL, O_NO_NBD },
+		{ "no-mds", no_argument, NULL, O_NO_MDS },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
@@ -158,6 +168,7 @@ int main(int argc, char **argv)
 			break;
 		case O_PURGE: o.purge = true; break;
 		case O_NO_NBD: o.no_nbd = true; break;
+		case O_NO_MDS: o.no_mds = true; break;
 		case O_HOST: o.host = (int)strtol(optarg, &end, 10);
 			if (*end || o.host < 0) goto bad_number;
 			break;
@@ -200,8 +211,11 @@ int main(int argc, char **argv)
 		return cl_cmd_status(&o);
 	if (strcmp(cmd, "osd") == 0 && optind + 1 < argc && optind + 3 >= argc)
 		return cl_cmd_osd(&o, argv[optind + 1], argv[optind + 2]);
+	if (strcmp(cmd, "mds") == 0 && optind + 2 == argc)
+		return cl_cmd_mds(&o, argv[optind + 1]);
 	cl_err("unknown command '%s'%s; see: atoll-cluster --help", cmd,
-	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill N)" : "");
+	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill N)" :
+	       strcmp(cmd, "mds") == 0 ? " (mds stop|start|kill)" : "");
 	return 2;
 
 bad_number:

@@ -24,8 +24,11 @@
 #define CL_STATE_FILE	"cluster.state"
 #define CL_CONF_FILE	"atoll.conf"
 
-enum cl_kind { CL_MON = 1, CL_OSD = 2, CL_NBD = 3 };
+enum cl_kind { CL_MON = 1, CL_OSD = 2, CL_NBD = 3, CL_MDS = 4 };
 #define CL_NBD_NAME	"nbd"		/* the one atoll-nbd `up` starts */
+#define CL_MDS_NAME	"mds"		/* the one atoll-mds `up` starts */
+#define CL_FS_META_POOL	"fs_meta"	/* the file system's pools (atoll-mds's defaults) */
+#define CL_FS_DATA_POOL	"fs_data"
 
 struct cl_daemon {
 	char name[32];			/* "mon.a", "osd.3" */
@@ -59,6 +62,7 @@ struct cl_opts {
 	int timeout;			/* seconds to wait for HEALTH_OK */
 	bool purge;
 	bool no_nbd;			/* up: start no atoll-nbd */
+	bool no_mds;			/* up: start no atoll-mds (no file system) */
 	bool json;
 	int host;			/* osd add --host H; -1 = id % hosts */
 	int nsets;
@@ -73,7 +77,7 @@ int cl_state_load(struct cl_state *st, const char *dir);
 int cl_state_save(const struct cl_state *st);
 struct cl_daemon *cl_state_find(struct cl_state *st, const char *name);
 struct cl_daemon *cl_state_osd(struct cl_state *st, int id);
-/* "mon", "osd", "nbd": the kind as the state file and status write it. */
+/* "mon", "osd", "nbd", "mds": the kind as the state file and status write it. */
 const char *cl_kind_name(enum cl_kind kind);
 void cl_path(char *buf, size_t len, const struct cl_state *st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -88,6 +92,11 @@ int cl_run_capture(const char *const argv[], const char *logpath, int timeout_s,
 		   char *out, size_t outlen);
 int cl_wait_listening(const struct cl_daemon *d, pid_t child, int timeout_s,
 		      const char *logpath);
+/* Waits until the log holds, after byte `from`, a line starting with
+ * prefix; the rest of that line goes to out. */
+int cl_wait_line(const struct cl_daemon *d, pid_t child, int timeout_s,
+		 const char *logpath, long from, const char *prefix,
+		 char *out, size_t outlen);
 int cl_stop(struct cl_daemon *d, int sig, int timeout_s);
 int cl_stop_all(struct cl_state *st, int timeout_s);
 void cl_log_tail(const char *path, int lines);
@@ -110,6 +119,7 @@ int cl_cmd_up(struct cl_opts *o);
 int cl_cmd_down(struct cl_opts *o);
 int cl_cmd_status(struct cl_opts *o);
 int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg);
+int cl_cmd_mds(struct cl_opts *o, const char *verb);
 
 /* Output helpers (stderr, prefixed "atoll-cluster: "). */
 void cl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -119,7 +119,8 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	if (cl_alive(d))
 		return 0;
 	if (cl_find_binary(d->kind == CL_MON ? "atoll-mon" :
-			   d->kind == CL_NBD ? "atoll-nbd" : "atoll-osd", bin, sizeof(bin)))
+			   d->kind == CL_NBD ? "atoll-nbd" :
+			   d->kind == CL_MDS ? "atoll-mds" : "atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
 	cl_path(data, sizeof(data), st, "%s", d->name);
 	cl_path(log, sizeof(log), st, "log/%s.log", d->name);
@@ -127,6 +128,8 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	snprintf(addr, sizeof(addr), "%s:%d", d->ip, d->port);
 	snprintf(host, sizeof(host), "host%d", d->host);
 	cl_mon_addr(st, mon, sizeof(mon));
+	struct stat sb;
+	long from = stat(log, &sb) == 0 ? (long)sb.st_size : 0;
 	if (d->kind == CL_MON) {
 		const char *argv[] = { bin, "--data", data, "--addr", addr,
 				       "--conf", conf, NULL };
@@ -135,6 +138,12 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 		/* atoll-nbd --conf D/atoll.conf --addr IP:PORT --pool POOL */
 		const char *argv[] = { bin, "--conf", conf, "--addr", addr,
 				       "--pool", st->pool, NULL };
+		ret = cl_spawn(argv, log, &pid);
+	} else if (d->kind == CL_MDS) {
+		/* atoll-mds --conf D/atoll.conf --addr IP:PORT --log D/log/mds.log
+		 * (its log and its stdout/stderr share the file, both appending) */
+		const char *argv[] = { bin, "--conf", conf, "--addr", addr,
+				       "--log", log, NULL };
 		ret = cl_spawn(argv, log, &pid);
 	} else {
 		const char *argv[] = { bin, "--data", data, "--addr", addr,
@@ -147,7 +156,20 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	/* the start time is what later commands check the PID against */
 	for (int i = 0; i < 100 && cl_proc_start_time(pid, &d->start) != 0; i++)
 		usleep(1000);
-	ret = cl_wait_listening(d, pid, timeout_s, log);
+	if (d->kind == CL_MDS) {
+		/* it listens before it has loaded the namespace: ready is the
+		 * line it prints after (atoll-mds: serving on IP:PORT) */
+		char where[64];
+
+		ret = cl_wait_line(d, pid, timeout_s, log, from, "atoll-mds: serving on ",
+				   where, sizeof(where));
+		if (ret == 0 && strcmp(where, addr) != 0) {
+			cl_err("%s serves on %s, not on %s as asked", d->name, where, addr);
+			ret = -EADDRNOTAVAIL;
+		}
+	} else {
+		ret = cl_wait_listening(d, pid, timeout_s, log);
+	}
 	if (ret) {
 		cl_stop(d, SIGKILL, 5);
 		return ret;

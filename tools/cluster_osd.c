@@ -1,5 +1,6 @@
 /*
- * cluster_osd.c - `atoll-cluster status` and `osd add|stop|start|kill N`.
+ * cluster_osd.c - `atoll-cluster status`, `osd add|stop|start|kill N` and
+ * `mds stop|start|kill`.
  *
  * These are for tests and demos: stop an OSD cleanly (SIGTERM: it tells
  * the monitor), kill one (SIGKILL: the monitor must notice by itself),
@@ -126,6 +127,43 @@ int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg)
 		free(st);
 		return 2;
 	}
+	cl_state_save(st);
+out:
+	free(st);
+	return ret ? 1 : 0;
+}
+
+int cl_cmd_mds(struct cl_opts *o, const char *verb)
+{
+	struct cl_state *st = calloc(1, sizeof(*st));
+	struct cl_daemon *d = NULL;
+	int ret;
+
+	if (!st)
+		return 1;
+	if (strcmp(verb, "stop") && strcmp(verb, "start") && strcmp(verb, "kill")) {
+		cl_err("unknown mds command '%s'; use stop, start or kill", verb);
+		free(st);
+		return 2;
+	}
+	ret = cl_state_load(st, o->dir);
+	if (ret == -ENOENT)
+		cl_err("no cluster in '%s' (no %s there); give its folder with --dir",
+		       o->dir, CL_STATE_FILE);
+	if (ret)
+		goto out;
+	d = cl_state_find(st, CL_MDS_NAME);
+	if (!d) {
+		cl_err("the cluster in '%s' has no MDS (it was made with --no-mds)", st->dir);
+		ret = -ENOENT;
+		goto out;
+	}
+	if (strcmp(verb, "stop") == 0)
+		ret = cl_stop(d, SIGTERM, 30);
+	else if (strcmp(verb, "kill") == 0)
+		ret = cl_stop(d, SIGKILL, 10);
+	else
+		ret = cl_start_daemon(st, d, o->timeout);
 	cl_state_save(st);
 out:
 	free(st);

@@ -43,11 +43,11 @@ static void sleep_ms(int ms)
 }
 
 /* Finds a daemon binary: $ATOLL_BIN_DIR, the folder of this program
- * (installed layout), its ../mon and ../osd (the build folder), PATH. */
+ * (installed layout), its ../mon, ../osd, ... (the build folder), PATH. */
 int cl_find_binary(const char *name, char *out, size_t len)
 {
 	static const char *const rel[] = { "", "../mon/", "../osd/", "../tools/",
-					   "../blockdev/nbd/" };
+					   "../blockdev/nbd/", "../posixfs/" };
 	char self[PATH_MAX], *dir;
 	const char *env = getenv("ATOLL_BIN_DIR"), *path;
 	ssize_t n;
@@ -352,6 +352,62 @@ int cl_wait_listening(const struct cl_daemon *d, pid_t child, int timeout_s,
 		if (cl_now() > deadline) {
 			cl_err("%s does not listen on %s:%d after %d s", d->name,
 			       d->ip, d->port, timeout_s);
+			cl_log_tail(logpath, 20);
+			return -ETIMEDOUT;
+		}
+		sleep_ms(50);
+	}
+}
+
+/* Whether the log holds, after byte from, a line starting with prefix
+ * (the rest of it copied to out). */
+static bool log_has_line(const char *logpath, long from, const char *prefix,
+			 char *out, size_t outlen)
+{
+	FILE *f = fopen(logpath, "r");
+	char line[512];
+	size_t pl = strlen(prefix);
+	bool found = false;
+
+	if (!f)
+		return false;
+	if (fseek(f, from, SEEK_SET) == 0) {
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, prefix, pl) != 0 || !strchr(line, '\n'))
+				continue;
+			line[strcspn(line, "\n")] = 0;
+			snprintf(out, outlen, "%s", line + pl);
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+int cl_wait_line(const struct cl_daemon *d, pid_t child, int timeout_s,
+		 const char *logpath, long from, const char *prefix,
+		 char *out, size_t outlen)
+{
+	double deadline = cl_now() + timeout_s;
+	int status;
+
+	for (;;) {
+		if (log_has_line(logpath, from, prefix, out, outlen))
+			return 0;
+		if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+			cl_err("%s exited (%s %d) before it printed '%s...'",
+			       d->name, WIFEXITED(status) ? "status" : "signal",
+			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			       prefix);
+			cl_log_tail(logpath, 20);
+			return -ECHILD;
+		}
+		if (cl_interrupted)
+			return -EINTR;
+		if (cl_now() > deadline) {
+			cl_err("%s did not print '%s...' within %d s", d->name, prefix,
+			       timeout_s);
 			cl_log_tail(logpath, 20);
 			return -ETIMEDOUT;
 		}

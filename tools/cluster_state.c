@@ -7,7 +7,7 @@
  *   hosts H
  *   size 2G
  *   pool default
- *   daemon NAME KIND ID HOST IP PORT PID STARTTIME   (KIND mon, osd, nbd)
+ *   daemon NAME KIND ID HOST IP PORT PID STARTTIME   (KIND mon, osd, nbd, mds)
  * It is replaced atomically (temporary file, fsync, rename) so that a
  * crash of atoll-cluster never leaves half a list of PIDs behind.
  */
@@ -47,6 +47,7 @@ const char *cl_kind_name(enum cl_kind kind)
 	switch (kind) {
 	case CL_MON: return "mon";
 	case CL_NBD: return "nbd";
+	case CL_MDS: return "mds";
 	default: return "osd";
 	}
 }
@@ -103,7 +104,8 @@ int cl_state_load(struct cl_state *st, const char *dir)
 			d = &st->d[st->n++];
 			snprintf(d->name, sizeof(d->name), "%s", name);
 			d->kind = strcmp(kind, "mon") == 0 ? CL_MON :
-				  strcmp(kind, "nbd") == 0 ? CL_NBD : CL_OSD;
+				  strcmp(kind, "nbd") == 0 ? CL_NBD :
+				  strcmp(kind, "mds") == 0 ? CL_MDS : CL_OSD;
 			d->id = id;
 			d->host = atoi(host + strcspn(host, "0123456789"));
 			snprintf(d->ip, sizeof(d->ip), "%s", ip);

@@ -9,14 +9,23 @@
  * failure stops every daemon this run started before it returns.
  * `up` on a folder whose cluster is stopped starts it again (no mkfs).
  *
- * down: SIGTERM to every daemon (atoll-nbd first, so it releases its
- * images' locks while the cluster is still there; then the OSDs, so each
- * tells the monitor it goes down), SIGKILL after a timeout; checks they
- * are gone.  It removes nothing unless --purge.
+ * down: SIGTERM to every daemon (atoll-mds and atoll-nbd first, so that
+ * they finish their work and atoll-nbd releases its images' locks while
+ * the cluster is still there; then the OSDs, so each tells the monitor
+ * it goes down), SIGKILL after a timeout; checks they are gone.  It
+ * removes nothing unless --purge.
  *
  * Unless --no-nbd, up also starts one atoll-nbd serving the default
  * pool's images on host 0's address (127.0.0.2) and a free port, recorded
  * in the state file as daemon "nbd" and stopped by `down` by its PID.
+ *
+ * Unless --no-mds, up then creates the file system's pools (fs_meta,
+ * fs_data) and, once the cluster is healthy, starts one atoll-mds on
+ * 127.0.0.2 and a free port, which creates the file system on its first
+ * start (also after HEALTH_OK when `up` restarts a stopped cluster); its address goes to
+ * atoll.conf ([mds] mds_addr, where atoll-fuse and `atoll fs status`
+ * find it) and to the state file as daemon "mds".  `down` stops it first
+ * (before the OSDs it journals to) by its PID.
  */
 #include "cluster.h"
 
@@ -182,6 +191,107 @@ static int stop_nbd(struct cl_state *st, int timeout_s)
 	return d ? cl_stop(d, SIGTERM, timeout_s) : 0;
 }
 
+/* The atoll-mds daemon of the state, or NULL. */
+static struct cl_daemon *mds_daemon(struct cl_state *st)
+{
+	for (int i = 0; i < st->n; i++)
+		if (st->d[i].kind == CL_MDS)
+			return &st->d[i];
+	return NULL;
+}
+
+/* Stops atoll-mds (SIGTERM: it finishes the request at hand) while the
+ * OSDs holding its journal are still up. */
+static int stop_mds(struct cl_state *st, int timeout_s)
+{
+	struct cl_daemon *d = mds_daemon(st);
+
+	return d ? cl_stop(d, SIGTERM, timeout_s) : 0;
+}
+
+/* The daemons that use the cluster as clients go first. */
+static int stop_clients(struct cl_state *st, int timeout_s)
+{
+	int a = stop_mds(st, timeout_s), b = stop_nbd(st, timeout_s);
+
+	return a ? a : b;
+}
+
+static int append_mds_conf(const struct cl_state *st, const struct cl_daemon *d)
+{
+	char path[PATH_MAX + 16];
+	FILE *f;
+
+	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
+	f = fopen(path, "a");
+	if (!f) {
+		cl_err("cannot write '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	fprintf(f, "\n[mds]\nmds_addr = %s:%d\n", d->ip, d->port);
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* Creates the file system's pools of a new cluster, and adds its one
+ * atoll-mds to the state and atoll.conf (not when the binary is missing);
+ * start_mds() starts it once the pools are healthy. */
+static int add_mds(struct cl_state *st, const struct cl_opts *o)
+{
+	struct cl_daemon *d;
+	char bin[PATH_MAX];
+	int port, ret, osds = 0;
+
+	if (cl_find_binary("atoll-mds", bin, sizeof(bin))) {
+		cl_info("atoll-mds is not built; starting no file system");
+		return 0;
+	}
+	if (st->n >= CL_MAX_DAEMONS) {
+		cl_err("a local cluster holds at most %d daemons", CL_MAX_DAEMONS);
+		return -E2BIG;
+	}
+	for (int i = 0; i < st->n; i++)
+		osds += st->d[i].kind == CL_OSD;
+	/* made here rather than by atoll-mds so that their size fits the
+	 * cluster (atoll-mds would make them with the monitor's defaults) */
+	ret = cl_create_pool(st, CL_FS_META_POOL, osds, o->pg ? o->pg : 16, o->timeout);
+	if (ret == 0)
+		ret = cl_create_pool(st, CL_FS_DATA_POOL, osds, o->pg ? o->pg : 32, o->timeout);
+	if (ret)
+		return ret;
+	d = &st->d[st->n];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", CL_MDS_NAME);
+	d->kind = CL_MDS;
+	d->host = 0;
+	host_ip(0, d->ip, sizeof(d->ip));
+	port = cl_free_port(d->ip);
+	if (port < 0) {
+		cl_err("no free port on %s: %s", d->ip, strerror(-port));
+		return port;
+	}
+	d->port = port;
+	st->n++;
+	ret = append_mds_conf(st, d);
+	if (ret == 0)
+		ret = cl_state_save(st);
+	return ret;
+}
+
+/* Starts the MDS of the state (if any) after the cluster is healthy: it
+ * reads and writes its pools as it starts, and waits on PGs that are
+ * not active yet would eat into its start timeout. */
+static int start_mds(struct cl_state *st, int timeout_s)
+{
+	struct cl_daemon *d = mds_daemon(st);
+	int ret;
+
+	if (!d)
+		return 0;
+	ret = cl_start_daemon(st, d, timeout_s);
+	cl_state_save(st);
+	return ret;
+}
+
 /* Adds and starts the one atoll-nbd of a new cluster (not when the
  * binary is missing: the cluster is still useful without it). */
 static int add_nbd(struct cl_state *st, int timeout_s)
@@ -221,6 +331,7 @@ static int add_nbd(struct cl_state *st, int timeout_s)
 static void print_usage_hint(struct cl_state *st, int osds)
 {
 	const struct cl_daemon *nbd = nbd_daemon(st);
+	const struct cl_daemon *mds = mds_daemon(st);
 	char mon[64];
 
 	cl_mon_addr(st, mon, sizeof(mon));
@@ -241,6 +352,12 @@ static void print_usage_hint(struct cl_state *st, int osds)
 		       "  NBD URI: nbd://%s:%d/IMAGE\n"
 		       "  atoll image create disk1 1G && nbdinfo nbd://%s:%d/disk1\n",
 		       st->pool, nbd->ip, nbd->port, nbd->ip, nbd->port);
+	if (mds)
+		printf("The file system (atoll-mds at %s:%d):\n"
+		       "  mkdir -p MNT && atoll-fuse MNT -o conf=%s/%s\n"
+		       "  atoll fs status\n"
+		       "  fusermount3 -u MNT          (unmount it)\n",
+		       mds->ip, mds->port, st->dir, CL_CONF_FILE);
 	printf("Stop it:\n"
 	       "  atoll-cluster down --dir %s          (add --purge to remove it)\n",
 	       st->dir);
@@ -271,6 +388,8 @@ static int restart(struct cl_state *st, struct cl_opts *o)
 			}
 	if (ret == 0)
 		ret = cl_wait_health(st, o->timeout, false);
+	if (ret == 0)
+		ret = start_mds(st, o->timeout);
 	return ret;
 }
 
@@ -382,13 +501,20 @@ int cl_cmd_up(struct cl_opts *o)
 				goto out_rollback;
 		}
 	}
+	if (!o->no_mds) {
+		ret = add_mds(st, o);
+		if (ret)
+			goto out_rollback;
+	}
 	ret = cl_wait_health(st, o->timeout, false);
+	if (ret == 0)
+		ret = start_mds(st, o->timeout);
 	if (ret == 0)
 		print_usage_hint(st, o->osds);
 
 out_rollback:
 	if (ret && started) {
-		stop_nbd(st, STOP_TIMEOUT_S);
+		stop_clients(st, STOP_TIMEOUT_S);
 		cl_stop_all(st, STOP_TIMEOUT_S);
 		cl_state_save(st);
 		cl_err("%s; stopped every daemon it started (logs in %s/log/; "
@@ -454,7 +580,7 @@ int cl_cmd_down(struct cl_opts *o)
 		goto out;
 	for (int i = 0; i < st->n; i++)
 		running += cl_alive(&st->d[i]);
-	ret = stop_nbd(st, STOP_TIMEOUT_S);
+	ret = stop_clients(st, STOP_TIMEOUT_S);
 	if (cl_stop_all(st, STOP_TIMEOUT_S) != 0)
 		ret = -EBUSY;
 	cl_state_save(st);

@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-cluster_up
+cluster_up --no-mds	# the admin CLI on a plain cluster: one pool, no file system
 ok "cluster up"
 
 # ---- monitor commands, JSON ---------------------------------------------

@@ -1,11 +1,14 @@
 #!/bin/bash
-# tests/fs/fs.sh - the file system on a real mount: a local cluster
-# (atoll-cluster up), atoll-mds, atoll-fuse on a temporary folder; shell
-# operations compared with a local directory (the oracle); cp -a of a
-# tree with checksums; the MDS killed with -9 and restarted (nothing
-# acknowledged lost); a second mount sees the first one's files.
+# tests/fs/fs.sh - the file system on a real mount: a local cluster with
+# its MDS (atoll-cluster up starts both), atoll-fuse on a temporary
+# folder; shell operations compared with a local directory (the oracle);
+# cp -a of a tree with checksums; `atoll fs status` (state, clients,
+# inode count, per-op counters); the MDS killed with -9 and restarted
+# through atoll-cluster (nothing acknowledged lost); a second mount sees
+# the first one's files.
 # Everything is stopped and unmounted from an EXIT trap, in every outcome.
 # Usage: fs.sh ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL
+# (atoll-cluster finds atoll-mds itself; ATOLL-MDS is only checked.)
 set -u
 cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE}
 mds_bin=${2:?}
@@ -13,6 +16,7 @@ fuse_bin=${3:?}
 atoll_cli=${4:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL}
 
 skip() { echo "skipped: $*"; exit 77; }
+[ -x "$mds_bin" ] || skip "atoll-mds is not built"
 [ -x "$fuse_bin" ] || skip "atoll-fuse is not built (libfuse3-dev missing?)"
 [ -e /dev/fuse ] || skip "/dev/fuse is missing"
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt-get install fuse3)"
@@ -21,7 +25,7 @@ tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/atoll-fs-test.XXXXXX")
 cdir=$tmp/c
 conf=$cdir/atoll.conf
 export ATOLL_CONF=$conf
-mds_pid=
+mds_log=$cdir/log/mds.log
 fuse_pids=()
 
 cleanup() {
@@ -30,11 +34,10 @@ cleanup() {
 		[ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
 	done
 	for p in "${fuse_pids[@]}"; do kill "$p" 2>/dev/null; done
-	[ -n "$mds_pid" ] && kill "$mds_pid" 2>/dev/null && wait "$mds_pid" 2>/dev/null
 	[ -f "$cdir/cluster.state" ] && "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1
 	if [ $rc -ne 0 ]; then
 		echo "---- tail of the MDS log" >&2
-		tail -n 30 "$tmp/mds.log" >&2 2>/dev/null
+		tail -n 30 "$mds_log" >&2 2>/dev/null
 		for f in "$tmp"/fuse*.log; do echo "---- $f" >&2; tail -n 20 "$f" >&2; done
 	fi
 	[ "${ATOLL_TEST_KEEP:-0}" = 1 ] && echo "kept $tmp" >&2 || rm -rf "$tmp"
@@ -45,27 +48,27 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "== $*"; }
 
-step "cluster"
+step "cluster (with its MDS)"
 "$cluster_bin" up --dir "$cdir" --size 1G >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
-mds_ip=127.0.0.2
-mds_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2",0)); print(s.getsockname()[1])')
-mds_addr=$mds_ip:$mds_port
+grep -q "atoll-fuse MNT -o conf=$conf" "$tmp/up.log" || fail "up did not say how to mount: $(cat "$tmp/up.log")"
+mds_addr=$(awk '$1 == "daemon" && $2 == "mds" { print $6 ":" $7 }' "$cdir/cluster.state")
+[ -n "$mds_addr" ] || fail "atoll-cluster up started no MDS: $(cat "$cdir/cluster.state")"
+grep -q "^mds_addr = $mds_addr\$" "$conf" || fail "atoll.conf does not name the MDS ($mds_addr)"
+alive() { [ -d /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }
+mds_pid() { awk '$1 == "daemon" && $2 == "mds" { print $8 }' "$cdir/cluster.state"; }
+mds() { "$cluster_bin" mds "$1" --dir "$cdir" >>"$tmp/mds-cmd.log" 2>&1 || { cat "$tmp/mds-cmd.log" >&2; fail "atoll-cluster mds $1"; }; }
 
-start_mds() {
-	"$mds_bin" --conf "$conf" --addr "$mds_addr" --log "$tmp/mds.log" >>"$tmp/mds.out" 2>&1 &
-	mds_pid=$!
-	for _ in $(seq 1 300); do
-		grep -q "serving the file system" "$tmp/mds.log" 2>/dev/null &&
-			[ "$(grep -c 'serving the file system' "$tmp/mds.log")" -ge "$1" ] && return 0
-		kill -0 "$mds_pid" 2>/dev/null || fail "atoll-mds exited: $(cat "$tmp/mds.out")"
-		sleep 0.1
-	done
-	fail "atoll-mds did not start in 30 s"
+# fsq EXPR: `atoll fs status --format json` as j; fails unless EXPR holds.
+fsq() {
+	"$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"
+	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+		"$tmp/fs.json" "$1" || fail "fs status: not ($1): $(cat "$tmp/fs.json")"
 }
+fsv() { python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/fs.json" "$1"; }
 
-mount_fs() {	# mount_fs DIR LOG
+mount_fs() {	# mount_fs DIR LOG (the MDS from mds_addr of atoll.conf)
 	mkdir -p "$1"
-	"$fuse_bin" "$1" -f -o "conf=$conf,mds=$mds_addr" >"$2" 2>&1 &
+	"$fuse_bin" "$1" -f -o "conf=$conf" >"$2" 2>&1 &
 	fuse_pids+=($!)
 	for _ in $(seq 1 200); do
 		mountpoint -q "$1" && return 0
@@ -75,10 +78,15 @@ mount_fs() {	# mount_fs DIR LOG
 	fail "atoll-fuse did not mount $1"
 }
 
-step "mds + mount"
-start_mds 1
+step "fs status before any mount"
+fsq "j['state'] == 'active' and j['num_clients'] == 0 and j['inodes'] == 1 and j['addr'] == '$mds_addr'"
+"$atoll_cli" fs status | grep -q "active" || fail "plain fs status does not say active"
+
+step "mount"
 A=$tmp/mnt1
 mount_fs "$A" "$tmp/fuse1.log"
+fsq "j['num_clients'] == 1 and j['requests']['by_op']['session'] >= 1"
+inodes0=$(fsv "j['inodes']")
 L=$tmp/local
 mkdir -p "$L"
 
@@ -116,6 +124,13 @@ step "oracle script"
 (cd "$A" && script) >"$tmp/out.atoll" 2>&1
 (cd "$L" && script) >"$tmp/out.local" 2>&1
 diff -u "$tmp/out.local" "$tmp/out.atoll" || fail "the mount differs from the local folder"
+fsq "j['inodes'] == $inodes0"	# the script removed what it made
+mk0=$(fsv "j['requests']['by_op']['mkdir']")
+seq0=$(fsv "j['journal']['seq']")
+mkdir "$A/counted"; touch "$A/counted/f1" "$A/counted/f2"
+fsq "j['inodes'] == $inodes0 + 3 and j['requests']['by_op']['mkdir'] == $mk0 + 1 and j['journal']['seq'] > $seq0"
+rm -r "$A/counted"
+fsq "j['inodes'] == $inodes0"
 
 step "extended attributes (and their errors) as on the local folder"
 xattrs() {
@@ -175,6 +190,7 @@ diff -r "$src" "$tmp/back" || fail "the tree copied back out differs"
 step "second mount sees the first one's changes"
 B=$tmp/mnt2
 mount_fs "$B" "$tmp/fuse2.log"
+fsq "j['num_clients'] == 2 and len(set(c['id'] for c in j['clients'])) == 2"
 echo from-a >"$A/shared"
 [ "$(cat "$B/shared")" = from-a ] || fail "mount 2 does not see mount 1's file"
 echo from-b-longer >"$B/shared"
@@ -190,8 +206,8 @@ sleep 1.2
 step "kill -9 the MDS, restart, nothing acknowledged lost"
 for i in $(seq 1 40); do echo "n$i" >"$A/ledger.$i"; done
 mkdir "$A/ledgerdir"; mv "$A/ledger.1" "$A/ledgerdir/one"; rm "$A/ledger.2"
-kill -9 "$mds_pid"; wait "$mds_pid" 2>/dev/null; mds_pid=
-start_mds 2
+mds kill
+mds start
 sleep 1.2
 [ -f "$A/ledgerdir/one" ] && [ ! -e "$A/ledger.1" ] && [ ! -e "$A/ledger.2" ] || fail "a rename or unlink was lost"
 for i in $(seq 3 40); do
@@ -201,6 +217,7 @@ done
 (cd "$A/tree" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$tmp/sum.after"
 diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS restart"
 echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
+fsq "j['state'] == 'active' and j['num_clients'] == 2"
 
 step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
 head -c 5000000 /dev/urandom >"$tmp/orph"
@@ -240,19 +257,41 @@ PY
 [ "$(stat -c %h "$A")" = "$(( 2 + $(find "$A" -mindepth 1 -maxdepth 1 -type d | wc -l) ))" ] || fail "the root's link count is not 2 + its subdirectories"
 
 step "the MDS dies after journaling a change and before applying it: replay keeps it, the resent request is answered once"
-kill "$mds_pid"; wait "$mds_pid" 2>/dev/null; mds_pid=
-ATOLL_MDS_CRASH_AFTER_COMMITS=1 start_mds 3
+mds stop
+ATOLL_MDS_CRASH_AFTER_COMMITS=1 mds start
+mp=$(mds_pid)
 mkdir "$A/crashdir" 2>"$tmp/mkdir.err" &
 mk=$!
-for _ in $(seq 1 100); do kill -0 "$mds_pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$mds_pid" 2>/dev/null && fail "the fault-injected MDS did not exit"
-wait "$mds_pid" 2>/dev/null; mds_pid=
-start_mds 4
+for _ in $(seq 1 100); do alive "$mp" || break; sleep 0.1; done
+alive "$mp" && fail "the fault-injected MDS did not exit"
+mds start
 wait $mk || fail "mkdir across the MDS crash failed: $(cat "$tmp/mkdir.err")"
-grep "replayed" "$tmp/mds.log" | tail -n 1 | grep -q "replayed 1 journal entry " || fail "the restart did not replay the journaled mkdir"
+grep "replayed" "$mds_log" | tail -n 1 | grep -q "replayed 1 journal entry " || fail "the restart did not replay the journaled mkdir"
 sleep 1.2
 [ -d "$A/crashdir" ] && [ -d "$B/crashdir" ] || fail "the mkdir journaled before the crash is lost"
 
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
+for _ in $(seq 1 50); do
+	"$atoll_cli" fs status --format json >"$tmp/fs.json" 2>/dev/null &&
+		[ "$(fsv "j['num_clients']")" = 0 ] && break
+	sleep 0.1
+done
+fsq "j['num_clients'] == 0"
+inodes1=$(fsv "j['inodes']")
+
+step "atoll-cluster down stops the MDS too; up starts it again with the file system"
+pids=$(awk '$1 == "daemon" { print $8 }' "$cdir/cluster.state")
+"$cluster_bin" down --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster down"
+for p in $pids; do
+	! alive "$p" || fail "pid $p runs after atoll-cluster down"
+done
+"$atoll_cli" fs status >/dev/null 2>&1 && fail "fs status answers after down"
+"$cluster_bin" up --dir "$cdir" >"$tmp/up2.log" 2>&1 || { cat "$tmp/up2.log"; fail "up of the stopped cluster"; }
+[ "$(awk '$1 == "daemon" && $2 == "mds" { print $6 ":" $7 }' "$cdir/cluster.state")" = "$mds_addr" ] ||
+	fail "the MDS moved from $mds_addr"
+fsq "j['state'] == 'active' and j['inodes'] == $inodes1 and j['num_clients'] == 0"
+mount_fs "$A" "$tmp/fuse3.log"
+[ "$(cat "$A/ledger.40")" = n40 ] || fail "a file is lost across down/up"
+fusermount3 -u "$A" || fail "fusermount3 -u"
 echo "fs: all checks passed"

@@ -165,3 +165,66 @@ Test(mds_proto, too_many_inodes_refused)
 	cr_assert_neq(mds_reply_decode(&d, &b), 0);
 	free(buf);
 }
+
+Test(mds_proto, status_round_trip)
+{
+	struct mds_status *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct mds_client_info ci[2] = {
+		{ .id = 11, .addr = "127.0.0.2:5000", .requests = 3, .connected_ms = 40 },
+		{ .id = 12, .addr = "127.0.0.3:5001", .requests = 9, .connected_ms = 50 },
+	};
+	struct enc e;
+	struct dec d;
+	size_t len;
+
+	a->state = MDS_STATE_ACTIVE;
+	a->uptime_ms = 1234;
+	strcpy(a->addr, "127.0.0.2:6800");
+	strcpy(a->meta_pool, "fs_meta");
+	strcpy(a->data_pool, "fs_data");
+	a->inodes = 42;
+	a->j_seg = 3;
+	a->j_entries = 17;
+	a->j_offset = 4096;
+	a->j_seq = 273;
+	a->requests = 100;
+	a->nops = MDS_OP_MAX_;
+	a->op_count[MDS_OP_LOOKUP] = 60;
+	a->nclients = 2;
+	a->clients = ci;
+	enc_init(&e);
+	mds_status_encode(&e, a);
+	cr_assert_eq(e.err, 0);
+	void *buf = enc_take(&e, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_status_decode(&d, b), 0);
+	cr_assert_eq(b->state, MDS_STATE_ACTIVE);
+	cr_assert_str_eq(b->addr, "127.0.0.2:6800");
+	cr_assert_eq(b->inodes, 42);
+	cr_assert_eq(b->j_offset, 4096);
+	cr_assert_eq(b->j_seq, 273);
+	cr_assert_eq(b->nops, MDS_OP_MAX_);
+	cr_assert_eq(b->op_count[MDS_OP_LOOKUP], 60);
+	cr_assert_eq(b->nclients, 2);
+	cr_assert_eq(b->clients[1].id, 12);
+	cr_assert_str_eq(b->clients[1].addr, "127.0.0.3:5001");
+	cr_assert_str_eq(mds_state_name(b->state), "active");
+	free(b->clients);
+	for (size_t n = 0; n < len; n++) {
+		dec_init(&d, buf, n);
+		cr_assert_neq(mds_status_decode(&d, b), 0, "a status cut at %zu bytes decoded", n);
+		cr_assert_null(b->clients);
+	}
+	/* an unknown state is refused */
+	a->state = 9;
+	a->nclients = 0;
+	free(buf);
+	enc_init(&e);
+	mds_status_encode(&e, a);
+	buf = enc_take(&e, &len);
+	dec_init(&d, buf, len);
+	cr_assert_neq(mds_status_decode(&d, b), 0);
+	free(buf);
+	free(a);
+	free(b);
+}

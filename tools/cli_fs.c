@@ -1,0 +1,303 @@
+/*
+ * cli_fs.c - `atoll fs status`: the file system's metadata server (MDS)
+ * state, its connected clients, the inode count, the journal position and
+ * the requests it served, per op.
+ *
+ * An exception to "the CLI uses only the public API" (cli.h): the MDS is
+ * not behind libatoll, so this command speaks the MDS protocol itself.
+ * It links the MDS protocol library (posixfs/mds_proto.c) and the
+ * internal messenger (lib/msg.h) and config reader (lib/config.h), and
+ * asks the MDS with one MT_MDS_STATUS message.  The MDS is found through
+ * --mds IP:PORT (or -o mds=IP:PORT, as atoll-fuse takes it), else
+ * mds_addr of the configuration ([mds] or [global]).  Only the status
+ * message is sent, never a client request, so the MDS does not count
+ * this command as a client.
+ */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "config.h"
+#include "encode.h"
+#include "mds_proto.h"
+#include "msg.h"
+
+#define FS_STATUS_TIMEOUT_MS 10000u
+
+struct waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int err;		/* the call's error */
+	int conn_err;		/* a failed connection attempt (refused...) */
+	struct msg *reply;
+};
+
+static void on_reply(void *arg, struct msg *reply, int err)
+{
+	struct waiter *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	w->reply = reply;
+	w->err = err;
+	w->done = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* A dialled connection's attempt failed: report it at once rather than
+ * redialling until the timeout. */
+static void on_closed(void *arg, struct msg_conn *c, int err)
+{
+	struct waiter *w = arg;
+
+	(void)c;
+	pthread_mutex_lock(&w->mu);
+	if (!w->conn_err)
+		w->conn_err = err ? err : -ECONNRESET;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The MDS's address: --mds, else mds_addr of the configuration. */
+static int find_mds(struct cli *cl, const char *opt, char *out, size_t len)
+{
+	struct config *conf = NULL;
+	char err[256];
+	const char *v;
+
+	if (opt) {
+		snprintf(out, len, "%s", opt);
+		return 0;
+	}
+	if (config_load(&conf, cl->conf, err, sizeof(err)) < 0) {
+		cli_err("%s", err);
+		return CLI_EXIT_ERROR;
+	}
+	v = config_get(conf, "mds", "mds_addr", NULL);
+	if (!v) {
+		cli_err("no MDS address: the configuration%s%s has no mds_addr; give one with "
+			"--mds IP:PORT (atoll-cluster up writes it to DIR/atoll.conf)",
+			cl->conf ? " " : "", cl->conf ? cl->conf : "");
+		config_free(conf);
+		return CLI_EXIT_USAGE;
+	}
+	snprintf(out, len, "%s", v);
+	config_free(conf);
+	return 0;
+}
+
+/* Sends MT_MDS_STATUS to addr and decodes the answer into st. */
+static int ask_status(const char *addr, struct mds_status *st)
+{
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+			    false, 0, 0, NULL };
+	struct msgr_config mc = { .size_of = sizeof(mc) };
+	struct msgr_ops ops = { .closed = on_closed };
+	struct msgr *m = NULL;
+	struct msg_conn *c = NULL;
+	struct msg *req;
+	struct enc e;
+	struct dec d;
+	int ret;
+
+	mc.me.type = MSG_ENTITY_CLIENT;
+	if (getrandom(&mc.me.id, sizeof(mc.me.id), 0) != sizeof(mc.me.id))
+		mc.me.id = 1;
+	ret = msgr_create(&mc, &ops, &w, &m);
+	if (!ret)
+		ret = msgr_start(m);
+	if (ret)
+		goto out;
+	c = msgr_connect(m, addr);
+	if (!c) {
+		ret = -EINVAL;
+		goto out;
+	}
+	enc_init(&e);
+	req = msg_new(MT_MDS_STATUS, &e);
+	enc_free(&e);
+	if (!req) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = msg_call(c, req, FS_STATUS_TIMEOUT_MS, on_reply, &w);
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&w.mu);
+	while (!w.done && !w.conn_err)
+		pthread_cond_wait(&w.cv, &w.mu);
+	if (!w.done) {
+		/* closing fails the pending call: on_reply runs once more */
+		pthread_mutex_unlock(&w.mu);
+		msg_conn_close(c);
+		pthread_mutex_lock(&w.mu);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.mu);
+		w.err = w.conn_err;
+	}
+	pthread_mutex_unlock(&w.mu);
+	ret = w.err;
+	if (ret)
+		goto out;
+	dec_init(&d, w.reply->front, w.reply->front_len);
+	ret = mds_status_decode(&d, st);
+out:
+	msg_free(w.reply);
+	msg_conn_put(c);
+	msgr_destroy(m);
+	return ret;
+}
+
+static void add_u64(cJSON *o, const char *k, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	cJSON_AddRawToObject(o, k, buf);
+}
+
+static void print_json(const struct mds_status *st)
+{
+	cJSON *o = cJSON_CreateObject(), *j, *cs, *ops;
+	char *s;
+
+	cJSON_AddStringToObject(o, "addr", st->addr);
+	cJSON_AddStringToObject(o, "state", mds_state_name(st->state));
+	add_u64(o, "uptime_ms", st->uptime_ms);
+	cJSON_AddStringToObject(o, "meta_pool", st->meta_pool);
+	cJSON_AddStringToObject(o, "data_pool", st->data_pool);
+	add_u64(o, "inodes", st->inodes);
+	add_u64(o, "next_ino", st->next_ino);
+	j = cJSON_AddObjectToObject(o, "journal");
+	add_u64(j, "segment", st->j_seg);
+	add_u64(j, "entries", st->j_entries);
+	add_u64(j, "offset", st->j_offset);
+	add_u64(j, "seq", st->j_seq);
+	add_u64(o, "num_clients", st->nclients);
+	cs = cJSON_AddArrayToObject(o, "clients");
+	for (uint32_t i = 0; i < st->nclients; i++) {
+		cJSON *ci = cJSON_CreateObject();
+		add_u64(ci, "id", st->clients[i].id);
+		cJSON_AddStringToObject(ci, "addr", st->clients[i].addr);
+		add_u64(ci, "requests", st->clients[i].requests);
+		add_u64(ci, "connected_ms", st->clients[i].connected_ms);
+		cJSON_AddItemToArray(cs, ci);
+	}
+	j = cJSON_AddObjectToObject(o, "requests");
+	add_u64(j, "total", st->requests);
+	add_u64(j, "malformed", st->malformed);
+	add_u64(j, "status", st->status_requests);
+	ops = cJSON_AddObjectToObject(j, "by_op");
+	for (uint32_t op = 1; op < st->nops; op++)
+		add_u64(ops, mds_op_name(op), st->op_count[op]);
+	s = cJSON_PrintUnformatted(o);
+	if (s)
+		printf("%s\n", s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static void human_ms(uint64_t ms, char *buf, size_t len)
+{
+	uint64_t s = ms / 1000;
+
+	if (s < 60)
+		snprintf(buf, len, "%" PRIu64 ".%01" PRIu64 " s", s, (ms % 1000) / 100);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRIu64 " min %" PRIu64 " s", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%" PRIu64 " h %" PRIu64 " min", s / 3600, (s / 60) % 60);
+}
+
+static void print_plain(const struct mds_status *st)
+{
+	char up[32], sz[32];
+
+	human_ms(st->uptime_ms, up, sizeof(up));
+	cli_human_bytes((double)st->j_offset, sz, sizeof(sz));
+	printf("mds %s: %s, up %s\n", st->addr, mds_state_name(st->state), up);
+	printf("  pools:    metadata '%s', data '%s'\n", st->meta_pool, st->data_pool);
+	printf("  inodes:   %" PRIu64 " (next inode number %" PRIu64 ")\n", st->inodes,
+	       st->next_ino);
+	printf("  journal:  segment %" PRIu64 ", %" PRIu64 " entr%s, offset %" PRIu64
+	       " (%s), last sequence %" PRIu64 "\n", st->j_seg, st->j_entries,
+	       st->j_entries == 1 ? "y" : "ies", st->j_offset, sz, st->j_seq);
+	printf("  clients:  %u\n", st->nclients);
+	for (uint32_t i = 0; i < st->nclients; i++) {
+		human_ms(st->clients[i].connected_ms, up, sizeof(up));
+		printf("    client.%" PRIu64 "  %-22s %" PRIu64 " requests, connected %s\n",
+		       st->clients[i].id, st->clients[i].addr, st->clients[i].requests, up);
+	}
+	printf("  requests: %" PRIu64 " served", st->requests);
+	if (st->malformed)
+		printf(", %" PRIu64 " malformed", st->malformed);
+	printf(", %" PRIu64 " status\n", st->status_requests);
+	int col = 0;
+	for (uint32_t op = 1; op < st->nops; op++) {
+		if (!st->op_count[op])
+			continue;
+		printf("%s%s %" PRIu64, col % 6 == 0 ? (col ? "\n    " : "    ") : ", ",
+		       mds_op_name(op), st->op_count[op]);
+		col++;
+	}
+	if (col)
+		printf("\n");
+}
+
+static int run_status(struct cli *cl, const struct cli_cmd *cmd, int argc, char **argv)
+{
+	const char *opt = NULL;
+	struct mds_status st;
+	char addr[128];
+	int ret;
+
+	for (int i = 0; i < argc; i++) {
+		if ((strcmp(argv[i], "--mds") == 0) && i + 1 < argc)
+			opt = argv[++i];
+		else if (strncmp(argv[i], "--mds=", 6) == 0)
+			opt = argv[i] + 6;
+		else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc &&
+			 strncmp(argv[i + 1], "mds=", 4) == 0)
+			opt = argv[++i] + 4;
+		else
+			return cli_usage(cmd, "unexpected argument '%s'", argv[i]);
+	}
+	ret = find_mds(cl, opt, addr, sizeof(addr));
+	if (ret)
+		return ret;
+	ret = ask_status(addr, &st);
+	if (ret) {
+		if (ret == -EINVAL)
+			cli_err("'%s' is not an MDS address (IP:PORT)", addr);
+		else
+			cli_err("the MDS at %s does not answer: %s; is it running? "
+				"(atoll-cluster status shows it)", addr, atoll_strerror(ret));
+		return ret == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CONNECT;
+	}
+	if (cl->json)
+		print_json(&st);
+	else
+		print_plain(&st);
+	free(st.clients);
+	return CLI_EXIT_OK;
+}
+
+const struct cli_cmd cli_fs_cmds[] = {
+	{ "fs status", "[--mds IP:PORT]",
+	  "The file system's metadata server: its state (replaying while it loads the\n"
+	  "namespace and replays its journal, then active), uptime, connected clients\n"
+	  "(atoll-fuse mounts) with their ids, the inode count, the journal position\n"
+	  "(segment, entries, byte offset, last sequence number) and the requests it\n"
+	  "served, per op.  The MDS is --mds IP:PORT (or -o mds=IP:PORT), else\n"
+	  "mds_addr of the configuration.  Exit status 4 when the MDS does not answer.\n",
+	  run_status },
+	{ NULL, NULL, NULL, NULL },
+};
