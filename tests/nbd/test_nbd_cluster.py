@@ -10,9 +10,13 @@ serves every test, in a temporary folder; it is always stopped, and every
 mount and nbdfuse is undone, whatever happens.  The OSD-kill test runs last.
 Skips (77) when a client is missing (scripts/deps.sh installs them)."""
 import hashlib
+import json
 import os
 import random
+import shlex
 import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,7 @@ class ClusterCtx(proto.Ctx):
             "cluster": os.path.join(BUILD, "tools", "atoll-cluster"),
             "nbd": os.path.join(BUILD, "blockdev", "nbd", "atoll-nbd"),
             "tool": os.path.join(BUILD, "tests", "nbd", "nbd-image-tool"),
+            "atoll": os.path.join(BUILD, "tools", "atoll"),
         }
         self.conf = os.path.join(self.cdir, "atoll.conf")
         self.own = []           # atoll-nbd processes a test started
@@ -113,6 +118,24 @@ class ClusterCtx(proto.Ctx):
                            ip="127.0.0.2", log=os.path.join(self.tmp, "own-nbd.log"))
         self.own.append(s)
         return s.start()
+
+    def cli(self, *args, check=True, timeout=120):
+        """The atoll CLI on this cluster, run in the test's folder."""
+        return sh(self.bin["atoll"], "--conf", self.conf, *args, check=check,
+                  timeout=timeout, cwd=self.tmp)
+
+    def lock_owner(self, name):
+        """The client id holding the image's writer lock, or None."""
+        out = self.cli("--format", "json", "image", "info", "default", name).stdout
+        return json.loads(out)["lock_owner"]
+
+    def wait_unlocked(self, name, timeout=20):
+        deadline = time.time() + timeout
+        while self.lock_owner(name) is not None:
+            if time.time() > deadline:
+                raise AssertionError("image %s still locked %d s after its last "
+                                     "connection left" % (name, timeout))
+            time.sleep(0.1)
 
     def down(self):
         while self.mounts:
@@ -307,6 +330,238 @@ def test_fio_verify_passes_while_an_osd_is_killed(c):
     assert "err=" not in err or "err= 0" in err, err
 
 
+def test_second_writer_is_refused_and_breaking_a_dead_writers_lock_fences_it(c):
+    # a server of our own, with a long lease: nobody takes over by waiting
+    srv = c.own_server("--lease", "60")
+    name = c.image()
+    h = nbd.NBD()
+    h.connect_uri(srv.uri(name))
+    h.pwrite(b"1" * 4096, 0)
+    h.flush()
+    owner = c.lock_owner(name)
+    assert owner is not None, "atoll-nbd serves %s but holds no lock" % name
+    # a second writer through the library, and through the CLI
+    r = sh(c.bin["tool"], c.conf, "default", "write", name, "0", "4096", "0x32",
+           check=False, cwd=c.tmp)
+    assert r.returncode == 1 and "another writer holds its lock" in r.stderr, r.stderr
+    r = c.cli("image", "resize", "default", name, "--size", str(2 * c.size), check=False)
+    assert r.returncode != 0, r.stdout
+    assert "another writer holds its lock" in r.stderr, r.stderr
+    assert "atoll image lock break default %s" % name in r.stderr, r.stderr
+    assert h.pread(4096, 0) == b"1" * 4096
+    # the writer dies; its lock is broken on purpose, which fences it
+    srv.kill9()
+    try:
+        h.shutdown()
+    except nbd.Error:
+        pass
+    assert c.lock_owner(name) == owner      # a dead writer's lock stays until broken
+    c.cli("image", "lock", "break", "default", name)
+    assert "client.%s " % owner in c.cli("osd", "blocklist", "ls").stdout
+    assert c.lock_owner(name) is None
+    # a new writer writes; a restarted atoll-nbd (a new client) serves it at once
+    sh(c.bin["tool"], c.conf, "default", "write", name, "0", "4096", "0x33", cwd=c.tmp)
+    srv.start()
+    h = nbd.NBD()
+    h.connect_uri(srv.uri(name))
+    assert h.pread(4096, 0) == b"3" * 4096
+    h.pwrite(b"4" * 4096, 4096)
+    h.flush()
+    assert c.lock_owner(name) not in (None, owner)
+    h.shutdown()
+    srv.stop()
+
+    # a writer that is only paused (not dead) is fenced as well: its late
+    # writes are refused, by the library and by the OSDs themselves
+    name = c.image()
+    p = subprocess.Popen([c.bin["tool"], c.conf, "default", "hold", name, "0"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=c.tmp)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("ready "), line + p.stderr.read()
+        held = line.split()[1]
+        assert c.lock_owner(name) == held
+        p.send_signal(signal.SIGSTOP)
+        c.cli("image", "lock", "break", "default", name)
+        assert "client.%s " % held in c.cli("osd", "blocklist", "ls").stdout
+        sh(c.bin["tool"], c.conf, "default", "write", name, "0", "4096", "0x43", cwd=c.tmp)
+        p.send_signal(signal.SIGCONT)
+        out, err = p.communicate("go\n", timeout=120)
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, out + err
+    eperm = -1
+    assert "late image_write=%d object_write=%d" % (eperm, eperm) in out, out + err
+    h = c.connect(name)
+    assert h.pread(4096, 0) == b"C" * 4096          # the new writer's
+    assert h.pread(4096, 4096) == bytes(4096)        # none of the fenced writer's
+    h.shutdown()
+
+
+def block_pattern(block, seq):
+    return struct.pack("<QQ", block, seq) * 256
+
+
+def test_snapshot_from_the_cli_during_writes_has_every_write_completed_before_it(c):
+    """A python3-libnbd writer rather than fio: it keeps an exact ledger of
+    when each write was issued and when its reply came (fio's logs do not
+    say which data each completed write carried).  4 KiB random writes at
+    queue depth 16, each block written with a unique (block, sequence)
+    pattern, never two writes to one block in flight at once, so the
+    writes to a block complete in the order they were issued."""
+    name = c.image()
+    nblocks = 4096                  # 16 MiB
+    rnd = random.Random(7)
+    h = nbd.NBD()
+    h.connect_uri(c.srv.uri(name))
+    issued, done = {}, {}           # seq -> (block, time issued) / time completed
+    inflight, busy = {}, set()      # cookie -> (seq, block, buffer)
+    seq = 0
+    snap = after = None
+    t_start = t_end = None
+    t0 = time.monotonic()
+    while True:
+        now = time.monotonic()
+        # the snapshot lands mid-stream: after 400 writes, and with 200 more after it
+        if snap is None and (len(done) >= 400 or now - t0 > 30):
+            t_start = time.monotonic()
+            snap = subprocess.Popen([c.bin["atoll"], "--conf", c.conf, "image", "snap",
+                                     "create", "default", name + "@s1"], cwd=c.tmp,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+        if snap is not None and t_end is None and snap.poll() is not None:
+            t_end = time.monotonic()
+            out, err = snap.communicate()
+            assert snap.returncode == 0, "snap create failed:\n" + out + err
+        if t_end is not None and after is None:
+            after = seq
+        stopping = t_end is not None and (seq - after >= 200 or now - t_end > 20)
+        if now - t0 > 120:
+            raise AssertionError("the snapshot command ran for over 2 minutes")
+        while not stopping and len(inflight) < 16:
+            b = rnd.randrange(nblocks)
+            if b in busy:
+                continue
+            seq += 1
+            buf = nbd.Buffer.from_bytearray(bytearray(block_pattern(b, seq)))
+            issued[seq] = (b, time.monotonic())
+            cookie = h.aio_pwrite(buf, b * 4096)
+            inflight[cookie] = (seq, b, buf)
+            busy.add(b)
+        if not inflight:
+            break
+        h.poll(10)
+        for cookie in list(inflight):
+            if h.aio_command_completed(cookie):
+                s, b, _ = inflight.pop(cookie)
+                done[s] = time.monotonic()
+                busy.discard(b)
+    h.flush()
+    h.shutdown()
+    before = sum(1 for s in done if done[s] < t_start)
+    during = sum(1 for s in done if t_start <= done[s] < t_end)
+    assert before >= 100 and seq - after >= 50, (before, during, seq)
+
+    img = os.path.join(c.tmp, "s1.raw")
+    c.cli("image", "export", "default", name + "@s1", img)
+    with open(img, "rb") as f:
+        data = f.read(nblocks * 4096)
+    os.unlink(img)
+    # what the snapshot holds, block by block: a whole write or zeros
+    got = {}
+    for b in range(nblocks):
+        blk = data[b * 4096:(b + 1) * 4096]
+        if blk == bytes(4096):
+            got[b] = 0
+            continue
+        pb, ps = struct.unpack("<QQ", blk[:16])
+        assert pb == b and blk == block_pattern(b, ps), "block %d is torn" % b
+        assert ps in issued and issued[ps][0] == b, "block %d: a write never made" % b
+        got[b] = ps
+
+    def last_completed_before(t):
+        last = {}
+        for s, (b, _) in issued.items():
+            if s in done and done[s] < t and s > last.get(b, 0):
+                last[b] = s
+        return last
+    # every write completed before the command started is there (or a later one)
+    for b, s in last_completed_before(t_start).items():
+        assert got[b] >= s, "block %d: the snapshot lacks write %d, completed %.3f s " \
+            "before the snapshot command started" % (b, s, t_start - done[s])
+    # nothing issued after the command returned is there
+    for b, s in got.items():
+        assert not s or issued[s][1] < t_end, "block %d: write %d, issued after the " \
+            "snapshot command returned, is in the snapshot" % (b, s)
+    # crash-consistent: with the newest write it holds, it holds every write
+    # that completed before that one was issued
+    newest = max((issued[s][1] for s in got.values() if s), default=t_start)
+    for b, s in last_completed_before(newest).items():
+        assert got[b] >= s, "block %d: the snapshot lacks write %d though it holds a " \
+            "write issued after that one completed" % (b, s)
+    # and the writes after it are not: the snapshot is not the final image
+    final = {}
+    for s, (b, _) in issued.items():
+        final[b] = max(final.get(b, 0), s)
+    assert any(got.get(b, 0) < s for b, s in final.items()), "no write after the snapshot"
+    # writes completed between the command's start and its return: in or not
+    late = sum(1 for b, s in last_completed_before(t_end).items() if got[b] < s)
+    print("  %d writes before the snapshot command, %d during it (%.2f s), %d after; "
+          "%d blocks took a write completed during the command after the snapshot point"
+          % (before, during, t_end - t_start, seq - before - during, late))
+
+
+def read_all(h, size):
+    out = bytearray()
+    for off in range(0, size, 16 * MiB):
+        out += h.pread(min(16 * MiB, size - off), off)
+    return bytes(out)
+
+
+def test_snapshot_then_more_writes_export_has_the_old_content_and_rollback_restores_it(c):
+    name = c.image()
+    old = bytearray(c.size)
+    h = c.connect(name)
+    for off, ln in ((0, MiB), (5 * MiB + 123, 300000), (c.size - 4096, 4096)):
+        d = os.urandom(ln)
+        h.pwrite(d, off)
+        old[off:off + ln] = d
+    h.flush()
+    old = bytes(old)
+    c.cli("image", "snap", "create", "default", name + "@s1")     # the writer takes it
+    assert "s1" in c.cli("image", "snap", "ls", "default", name).stdout
+    for off, ln in ((0, 2 * MiB), (5 * MiB, MiB), (9 * MiB + 7, 5000)):
+        h.pwrite(os.urandom(ln), off)
+    h.trim(4096, c.size - 4096)
+    h.flush()
+    new = read_all(h, c.size)
+    assert new != old
+    snapfile = os.path.join(c.tmp, "snap.raw")
+    c.cli("image", "export", "default", name + "@s1", snapfile)
+    with open(snapfile, "rb") as f:
+        assert f.read() == old, "the exported snapshot differs from the old content"
+    os.unlink(snapfile)
+    # rollback needs the lock, which atoll-nbd holds while a connection is open
+    r = c.cli("image", "snap", "rollback", "default", name + "@s1", check=False)
+    assert r.returncode != 0 and "another writer holds its lock" in r.stderr, r.stderr
+    assert read_all(h, c.size) == new
+    h.shutdown()                # the last connection: atoll-nbd closes the image
+    c.wait_unlocked(name)
+    c.cli("image", "snap", "rollback", "default", name + "@s1")
+    h = c.connect(name)
+    assert read_all(h, c.size) == old, "after the rollback the image differs from the snapshot"
+    h.pwrite(b"x" * 4096, 0)                # and it is writable again
+    h.flush()
+    h.shutdown()
+    s = c.connect(name + "@s1")
+    assert s.pread(MiB, 0) == old[:MiB]     # the snapshot stays
+    s.shutdown()
+
+
 TESTS = [
     test_cluster_up_starts_atoll_nbd_and_prints_its_uri,
     test_nbdinfo_shows_size_and_flags,
@@ -317,10 +572,12 @@ TESTS = [
     test_nbdcopy_256_mib_in_and_out_is_identical,
     test_qemu_img_info_and_convert,
     test_snapshot_export_has_the_old_content,
+    test_snapshot_then_more_writes_export_has_the_old_content_and_rollback_restores_it,
+    test_snapshot_from_the_cli_during_writes_has_every_write_completed_before_it,
+    test_second_writer_is_refused_and_breaking_a_dead_writers_lock_fences_it,
     test_kill9_during_writes_loses_nothing_flushed,
     test_ext4_on_nbdfuse_and_loop_end_to_end,
-    # test_fio_verify_passes_while_an_osd_is_killed: enabled with the OSD's
-    # interval-change fix (ops in flight when an OSD dies)
+    test_fio_verify_passes_while_an_osd_is_killed,   # last: leaves an OSD down
 ]
 
 
@@ -331,11 +588,36 @@ def main():
     tmp = tempfile.mkdtemp(prefix="atoll-nbd-test.")
     state = {}
 
+    def on_sigterm(signum, frame):
+        # meson's timeout: SIGTERM to our process group, SIGKILL 0.5 s later;
+        # the cluster's daemons are not in the group, so a cleanup of its own
+        # session undoes the mounts and stops the cluster
+        c = state.get("c")
+        steps = []
+        for kind, path in reversed(c.mounts if c else []):
+            steps.append(("umount -l %s" if kind == "mount" else "fusermount3 -u %s")
+                         % shlex.quote(path))
+        if c:
+            steps.append("%s down --dir %s" % (shlex.quote(c.bin["cluster"]),
+                                                shlex.quote(c.cdir)))
+        if os.environ.get("ATOLL_TEST_KEEP") != "1":
+            steps.append("rm -rf %s" % shlex.quote(tmp))
+        subprocess.Popen(["sh", "-c", "; ".join(steps)], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+        print("SIGTERM: stopping the cluster in the background", flush=True)
+        os._exit(1)
+    signal.signal(signal.SIGTERM, on_sigterm)
+
     def setup():
         c = ClusterCtx(tmp)
         state["c"] = c
         t0 = time.time()
-        c.up()
+        try:
+            c.up()
+        except BaseException:
+            c.down()            # whatever part of the cluster did start
+            raise
         print("cluster up in %.1fs; atoll-nbd at %s" % (time.time() - t0, c.srv.uri("")))
         return c
 
