@@ -38,7 +38,8 @@ storebench)
 esac
 
 echo "start.sh: building atoll (build-release)..." >&2
-"$root/scripts/build.sh" tools/atoll tools/atoll-cluster mon/atoll-mon osd/atoll-osd
+"$root/scripts/build.sh" tools/atoll tools/atoll-cluster mon/atoll-mon osd/atoll-osd \
+	blockdev/nbd/atoll-nbd posixfs/atoll-mds posixfs/atoll-fuse
 
 export ATOLL_CLUSTER_DIR=${ATOLL_CLUSTER_DIR:-$root/scratch/cluster}
 cluster=$bin/tools/atoll-cluster
