@@ -31,11 +31,21 @@ pids=()
 
 cleanup() {
 	local rc=$?
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do
+	# the OSDs first (each tells the monitor it stops), then the monitor
+	local order=("${pids[@]:1}" "${pids[@]:0:1}")
+	for p in "${order[@]:0:${#order[@]}-1}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${order[@]}"; do
+		[ "$p" = "${pids[0]:-}" ] && kill -TERM "$p" 2>/dev/null
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
 	done
+	# nothing of ours may outlive the test (a daemon holding $tmp open)
+	left=$(ps -eo pid,args | grep -F -- "$tmp/" | grep -v grep || true)
+	if [ -n "$left" ]; then
+		echo "FAIL: processes left behind:"; echo "$left"
+		echo "$left" | awk '{print $1}' | xargs -r kill -KILL 2>/dev/null || true
+		rc=1
+	fi
 	for n in "${hosts[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
 	if [ $rc -ne 0 ]; then
 		for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; }; done
@@ -72,7 +82,10 @@ CONF
 
 # host 1: the monitor
 in_ns 0 "$(bin mon/atoll-mon)" --mkfs --data "$tmp/mon" --conf "$conf" > "$tmp/fsid"
-in_ns 0 "$(bin mon/atoll-mon)" --data "$tmp/mon" --addr "$mon" --conf "$conf" \
+# Daemons start through `ip netns exec` itself, not the in_ns function: a
+# function in the background runs in a subshell whose PID is not the
+# daemon's, and killing it would leave the daemon running.
+ip netns exec "${hosts[0]}" "$(bin mon/atoll-mon)" --data "$tmp/mon" --addr "$mon" --conf "$conf" \
 	> "$tmp/mon.log" 2>&1 &
 pids+=($!)
 
@@ -82,8 +95,9 @@ for h in 1 2; do
 		d=$tmp/osd-$h-$j
 		in_ns $h "$(bin osd/atoll-osd)" --mkfs --data "$d" --mon "$mon" \
 			--size 512M --conf "$conf" > "$d.id"
-		in_ns $h "$(bin osd/atoll-osd)" --data "$d" --addr "10.77.$net.$((h + 1))" \
-			--host "node$h" --mon "$mon" --conf "$conf" > "$d.log" 2>&1 &
+		ip netns exec "${hosts[$h]}" "$(bin osd/atoll-osd)" --data "$d" \
+			--addr "10.77.$net.$((h + 1))" --host "node$h" --mon "$mon" \
+			--conf "$conf" > "$d.log" 2>&1 &
 		pids+=($!)
 	done
 done
