@@ -491,6 +491,12 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	case MT_PG_QUERY:
 		osd_pg_query_dispatch(osd, c, m);
 		break;
+	case MT_PG_LOG:
+		osd_pg_log_dispatch(osd, c, m);
+		break;
+	case MT_PG_PUSH:
+		osd_pg_push_dispatch(osd, c, m);
+		break;
 	default:
 		log_debug("osd", "ignoring message type %u from %s", m->type, msg_conn_addr(c));
 		msg_free(m);
@@ -731,6 +737,7 @@ static int do_run(struct config *conf)
 					  1, 1000000);
 	osd->dups_max = (uint32_t)conf_int(conf, who, "osd_pg_log_dups_max", PGLOG_DEFAULT_DUPS,
 					   0, 1000000);
+	osd->rec_max = (uint32_t)conf_int(conf, who, "osd_recovery_max_active", 4, 1, 1024);
 	{
 		char ferr[512];
 		double fs;
@@ -832,6 +839,7 @@ static int do_run(struct config *conf)
 		nanosleep(&ts, NULL);
 	}
 	run_on_loop_and_wait(osd, close_loop, &sc);
+	osd_write_profile_log();
 	store_close(osd->store);
 	osd->store = NULL;
 	msgr_destroy(osd->msgr);

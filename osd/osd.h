@@ -66,6 +66,7 @@ struct osd {
 	uint32_t log_max;
 	uint32_t dups_max;
 	uint32_t failsafe_ratio;	/* osd_failsafe_full_ratio x 10000 */
+	uint32_t rec_max;	/* osd_recovery_max_active */
 	struct store *store;
 	struct msgr *msgr;
 
@@ -84,6 +85,9 @@ struct osd {
 	uint32_t npeers;
 	struct osd_peer *peers;	/* by osd id, npeers slots */
 	uint64_t hb_timer;
+	uint32_t rec_active;	/* objects being recovered (recovery.c) */
+	bool rec_kicking;
+	bool rec_retry_armed;
 
 	/* any thread */
 	atomic_bool stopping;
@@ -128,12 +132,21 @@ void osd_post(struct osd *osd, void (*fn)(void *), void *arg);
 /* ops.c */
 void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 uint32_t osd_slow_ops(struct osd *osd, struct slow_op **out);
+/* Logs where the primary's replicated writes spent their time (close). */
+void osd_write_profile_log(void);
+uint64_t osd_now_ns(void);
 
 /* replication.c */
 void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 
 /* peering.c */
 void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+
+/* recovery.c */
+void osd_pg_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+/* Tries the recovery work of every PG again in a moment. */
+void osd_recovery_retry_later(struct osd *osd);
 
 /* heartbeat.c */
 void osd_hb_start(struct osd *osd);

@@ -273,3 +273,184 @@ int osd_ping_decode(struct dec *d, struct osd_ping *p)
 	p->stamp_ms = dec_u64(&b);
 	return dec_end(d, &b);
 }
+
+static void enc_pgv(struct enc *e, struct pg_version v)
+{
+	enc_u64(e, v.epoch);
+	enc_u64(e, v.seq);
+}
+
+static struct pg_version dec_pgv(struct dec *d)
+{
+	struct pg_version v;
+
+	v.epoch = dec_u64(d);
+	v.seq = dec_u64(d);
+	return v;
+}
+
+void osd_pg_log_encode(const struct osd_pg_log *l, struct enc *e)
+{
+	size_t h = enc_begin(e, 1, 1);
+
+	enc_u8(e, l->kind);
+	enc_u32(e, (uint32_t)l->rc);
+	enc_u32(e, l->pool);
+	enc_u32(e, l->pg);
+	enc_u64(e, l->epoch);
+	enc_u64(e, l->same_interval_since);
+	enc_pgv(e, l->from);
+	enc_pgv(e, l->log_tail);
+	enc_u64(e, l->last_epoch_started);
+	enc_u32(e, l->nentries);
+	for (uint32_t i = 0; i < l->nentries; i++)
+		pglog_entry_encode(&l->entries[i], e);
+	enc_end(e, h);
+}
+
+int osd_pg_log_decode(struct dec *d, struct osd_pg_log *l)
+{
+	struct dec b;
+	uint8_t v;
+	int r;
+
+	memset(l, 0, sizeof(*l));
+	if (dec_begin(d, 1, &b, &v))
+		return d->err;
+	l->kind = dec_u8(&b);
+	l->rc = (int32_t)dec_u32(&b);
+	l->pool = dec_u32(&b);
+	l->pg = dec_u32(&b);
+	l->epoch = dec_u64(&b);
+	l->same_interval_since = dec_u64(&b);
+	l->from = dec_pgv(&b);
+	l->log_tail = dec_pgv(&b);
+	l->last_epoch_started = dec_u64(&b);
+	l->nentries = dec_count(&b, OSD_PG_LOG_ENTRIES_MAX, 40);
+	if (!b.err && (l->kind < PGL_GET || l->kind > PGL_APPLY))
+		dec_fail(&b, -EBADMSG);
+	if (!b.err && l->nentries) {
+		l->entries = calloc(l->nentries, sizeof(*l->entries));
+		if (!l->entries)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; !b.err && i < l->nentries; i++) {
+		if (pglog_entry_decode(&b, &l->entries[i]))
+			break;
+		if (i && l->entries[i].version.seq <= l->entries[i - 1].version.seq)
+			dec_fail(&b, -EBADMSG);
+	}
+	r = dec_end(d, &b);
+	if (r)
+		osd_pg_log_clear(l);
+	return r;
+}
+
+void osd_pg_log_clear(struct osd_pg_log *l)
+{
+	free(l->entries);
+	l->entries = NULL;
+	l->nentries = 0;
+}
+
+static void enc_kvs(struct enc *e, uint32_t n, const struct osd_rkv *kv)
+{
+	enc_u32(e, n);
+	for (uint32_t i = 0; i < n; i++) {
+		enc_blob(e, kv[i].key, kv[i].klen);
+		enc_blob(e, kv[i].val, kv[i].vlen);
+	}
+}
+
+static struct osd_rkv *dec_kvs(struct dec *d, uint32_t *n, size_t kmax)
+{
+	struct osd_rkv *kv = NULL;
+
+	*n = dec_count(d, OSD_PUSH_KV_MAX, 8);
+	if (d->err || !*n)
+		return NULL;
+	kv = calloc(*n, sizeof(*kv));
+	if (!kv) {
+		dec_fail(d, -ENOMEM);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < *n && !d->err; i++) {
+		size_t len = 0;
+
+		kv[i].key = dec_blob(d, &len, kmax);
+		kv[i].klen = (uint32_t)len;
+		kv[i].val = dec_blob(d, &len, STORE_VALUE_MAX);
+		kv[i].vlen = (uint32_t)len;
+		if (!d->err && kv[i].klen == 0)
+			dec_fail(d, -EBADMSG);
+	}
+	return kv;
+}
+
+void osd_pg_push_encode(const struct osd_pg_push *p, struct enc *e)
+{
+	size_t h = enc_begin(e, 1, 1);
+
+	enc_u8(e, p->kind);
+	enc_u8(e, p->flags);
+	enc_u32(e, (uint32_t)p->rc);
+	enc_u32(e, p->pool);
+	enc_u32(e, p->pg);
+	enc_u64(e, p->epoch);
+	enc_u64(e, p->same_interval_since);
+	enc_blob(e, p->oid, p->oid_len);
+	enc_u64(e, p->size);
+	enc_u64(e, p->off);
+	enc_u64(e, p->len);
+	enc_kvs(e, p->nattrs, p->attrs);
+	enc_kvs(e, p->nomap, p->omap);
+	enc_end(e, h);
+}
+
+int osd_pg_push_decode(struct dec *d, const void *data, size_t data_len,
+		       struct osd_pg_push *p)
+{
+	struct dec b;
+	size_t n = 0;
+	uint8_t v;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	if (dec_begin(d, 1, &b, &v))
+		return d->err;
+	p->kind = dec_u8(&b);
+	p->flags = dec_u8(&b);
+	p->rc = (int32_t)dec_u32(&b);
+	p->pool = dec_u32(&b);
+	p->pg = dec_u32(&b);
+	p->epoch = dec_u64(&b);
+	p->same_interval_since = dec_u64(&b);
+	p->oid = dec_blob(&b, &n, STORE_NAME_MAX);
+	p->oid_len = (uint32_t)n;
+	p->size = dec_u64(&b);
+	p->off = dec_u64(&b);
+	p->len = dec_u64(&b);
+	p->attrs = dec_kvs(&b, &p->nattrs, STORE_ATTR_NAME_MAX);
+	p->omap = dec_kvs(&b, &p->nomap, STORE_OMAP_KEY_MAX);
+	if (!b.err && (p->kind < PGP_PUSH || p->kind > PGP_PULL_REPLY || n == 0 ||
+		       memchr(p->oid, 0, n)))
+		dec_fail(&b, -EBADMSG);
+	if (!b.err && p->kind != PGP_PULL &&
+	    (p->len != data_len || p->off + p->len > p->size))
+		dec_fail(&b, -EBADMSG);
+	p->data = data;
+	r = dec_end(d, &b);
+	if (r)
+		osd_pg_push_clear(p);
+	return r;
+}
+
+void osd_pg_push_clear(struct osd_pg_push *p)
+{
+	free(p->attrs);
+	free(p->omap);
+	p->attrs = NULL;
+	p->omap = NULL;
+	p->nattrs = 0;
+	p->nomap = 0;
+}

@@ -116,4 +116,70 @@ struct osd_ping {
 void osd_ping_encode(const struct osd_ping *p, struct enc *e);
 int osd_ping_decode(struct dec *d, struct osd_ping *p);
 
+/* PG_LOG (recovery.c, doc/recovery.md).  GET asks a member for its log
+ * entries with seq > from.seq (the reply, GET_REPLY, carries them and the
+ * member's log_tail); APPLY gives a member that has every missing object
+ * now the entries after its last_update (from) and last_epoch_started;
+ * its reply is the plain {rc, epoch}. */
+enum { PGL_GET = 1, PGL_GET_REPLY = 2, PGL_APPLY = 3 };
+#define OSD_PG_LOG_ENTRIES_MAX	1000000u
+struct osd_pg_log {
+	uint8_t kind;
+	int32_t rc;			/* GET_REPLY */
+	uint32_t pool;
+	uint32_t pg;
+	uint64_t epoch;
+	uint64_t same_interval_since;
+	struct pg_version from;
+	struct pg_version log_tail;	/* GET_REPLY */
+	uint64_t last_epoch_started;	/* APPLY */
+	uint32_t nentries;
+	struct pglog_entry *entries;	/* decoded: malloc'd, oids point
+					 * into the message */
+};
+void osd_pg_log_encode(const struct osd_pg_log *l, struct enc *e);
+int osd_pg_log_decode(struct dec *d, struct osd_pg_log *l);
+void osd_pg_log_clear(struct osd_pg_log *l);
+
+/* PG_PUSH: one chunk of one object.  PUSH (primary -> member) carries it
+ * (the reply is {rc, epoch}); PULL (primary -> the member it recovers
+ * from) asks for the chunk at off, and PULL_REPLY carries it.  The chunk's
+ * bytes are the data segment.  FIRST: the receiver drops what it had of
+ * the object and re-creates it at size with attrs and omap; DELETE: it
+ * removes the object. */
+enum { PGP_PUSH = 1, PGP_PULL = 2, PGP_PULL_REPLY = 3 };
+#define PGP_FIRST	0x1u
+#define PGP_LAST	0x2u
+#define PGP_DELETE	0x4u
+#define OSD_PUSH_KV_MAX	(1u << 22)
+struct osd_rkv {
+	const void *key;
+	uint32_t klen;
+	const void *val;
+	uint32_t vlen;
+};
+struct osd_pg_push {
+	uint8_t kind;
+	uint8_t flags;
+	int32_t rc;			/* PULL_REPLY */
+	uint32_t pool;
+	uint32_t pg;
+	uint64_t epoch;
+	uint64_t same_interval_since;
+	const char *oid;		/* not NUL-terminated when decoded */
+	uint32_t oid_len;
+	uint64_t size;			/* the whole object's */
+	uint64_t off;			/* of this chunk */
+	uint32_t nattrs;
+	struct osd_rkv *attrs;		/* decoded: malloc'd */
+	uint32_t nomap;
+	struct osd_rkv *omap;
+	const void *data;		/* decoded: the message's data */
+	uint64_t len;
+};
+void osd_pg_push_encode(const struct osd_pg_push *p, struct enc *e);
+int osd_pg_push_decode(struct dec *d, const void *data, size_t data_len,
+		       struct osd_pg_push *p);
+void osd_pg_push_clear(struct osd_pg_push *p);
+
 #endif

@@ -169,14 +169,27 @@ static void send_query(struct pg *pg, uint32_t i)
 	}
 }
 
-static void activate(struct pg *pg)
+static bool in_list(const int32_t *v, uint32_t n, int32_t id)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+/* Goes active; the members in behind[] (at from[]) are recovered first:
+ * they get last_epoch_started only with their log (recovery.c). */
+static void activate(struct pg *pg, const int32_t *behind, const struct pg_version *from,
+		     uint32_t nbehind)
 {
 	struct osd *osd = pg->osd;
 	struct store_txn *t;
 	uint32_t state = PG_ST_ACTIVE;
 
+	if (nbehind)
+		state |= PG_ST_RECOVERING | PG_ST_DEGRADED;
 	if (pg->info.nacting >= pg->size)
-		state |= PG_ST_CLEAN;
+		state |= nbehind ? 0 : PG_ST_CLEAN;
 	else
 		state |= PG_ST_UNDERSIZED | PG_ST_DEGRADED;
 	pg->info.last_epoch_started = pg->info.same_interval_since;
@@ -200,7 +213,8 @@ static void activate(struct pg *pg)
 		struct msg *m;
 		struct enc e;
 
-		if (id == osd->whoami || !(c = osd_peer_conn(osd, id)))
+		if (id == osd->whoami || in_list(behind, nbehind, id) ||
+		    !(c = osd_peer_conn(osd, id)))
 			continue;
 		enc_init(&e);
 		osd_pg_query_encode(&q, &e);
@@ -210,6 +224,11 @@ static void activate(struct pg *pg)
 			msg_send(c, m);
 	}
 	pg_set_state(pg, state);
+	if (nbehind && pg_recovery_push(pg, behind, from, nbehind)) {
+		log_error("peering", "pg %u.%x: cannot start recovering its members; "
+			  "it stays active+recovering with writes waiting until the next "
+			  "interval", pg->pool, pg->pgid);
+	}
 	pg_kick_ops(pg);
 }
 
@@ -266,33 +285,73 @@ static void evaluate(struct pg *pg)
 			return;
 		}
 	}
-	/* every acting member must have the newest history */
-	for (uint8_t i = 0; i < pg->info.nacting; i++) {
-		int32_t id = pg->info.acting[i];
-		struct pg_version lu = { 0, 0 };
+	/* The authoritative log is the newest one heard.  When it is not
+	 * ours, pull from its holder first (recovery.c); peering is
+	 * evaluated again once we have it. */
+	if (pg_version_cmp(pg->info.last_update, newest) != 0) {
+		int32_t src = -1;
 
-		if (id == pg->osd->whoami) {
-			lu = pg->info.last_update;
-		} else {
-			for (uint32_t j = 0; j < pg->nprobes; j++)
-				if (pg->probes[j].osd == id && pg->probes[j].has_pg)
-					lu = pg->probes[j].info.last_update;
-		}
-		if (pg_version_cmp(lu, newest) != 0) {
-			log_warn("peering", "pg %u.%x is incomplete: osd.%d has %llu'%llu but "
-				 "the newest is %llu'%llu; it waits for recovery", pg->pool,
-				 pg->pgid, id, (unsigned long long)lu.epoch,
-				 (unsigned long long)lu.seq, (unsigned long long)newest.epoch,
-				 (unsigned long long)newest.seq);
+		for (uint32_t j = 0; j < pg->nprobes && src < 0; j++)
+			if (pg->probes[j].has_pg &&
+			    pg_version_cmp(pg->probes[j].info.last_update, newest) == 0 &&
+			    pg_version_cmp(pg->info.last_update,
+					   pg->probes[j].info.log_tail) >= 0)
+				src = pg->probes[j].osd;
+		if (src < 0 || pg->info.nacting < pg->min_size || pg_recovery_pull(pg, src)) {
+			log_warn("peering", "pg %u.%x is incomplete: this OSD has %llu'%llu but "
+				 "the newest is %llu'%llu and its log does not reach back "
+				 "(backfill is not there yet)", pg->pool, pg->pgid,
+				 (unsigned long long)pg->info.last_update.epoch,
+				 (unsigned long long)pg->info.last_update.seq,
+				 (unsigned long long)newest.epoch, (unsigned long long)newest.seq);
 			pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
 			return;
 		}
+		pg_set_state(pg, PG_ST_PEERING | PG_ST_RECOVERING);
+		return;
+	}
+	/* every other acting member must have our log, or a prefix of it
+	 * that our log reaches back to (log recovery) */
+	int32_t behind[OSDMAP_SIZE_MAX];
+	struct pg_version from[OSDMAP_SIZE_MAX];
+	uint32_t nbehind = 0;
+
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct pg_version lu = { 0, 0 };
+		bool has = false;
+
+		if (id == pg->osd->whoami)
+			continue;
+		for (uint32_t j = 0; j < pg->nprobes; j++)
+			if (pg->probes[j].osd == id && pg->probes[j].has_pg) {
+				lu = pg->probes[j].info.last_update;
+				has = true;
+			}
+		if (pg_version_cmp(lu, newest) == 0)
+			continue;
+		if (!has || !pg_log_reaches(pg, lu)) {
+			log_warn("peering", "pg %u.%x is incomplete: osd.%d has %llu'%llu, the "
+				 "newest is %llu'%llu and the log does not reach back to it "
+				 "(backfill is not there yet)", pg->pool, pg->pgid, id,
+				 (unsigned long long)lu.epoch, (unsigned long long)lu.seq,
+				 (unsigned long long)newest.epoch, (unsigned long long)newest.seq);
+			pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
+			return;
+		}
+		behind[nbehind] = id;
+		from[nbehind++] = lu;
 	}
 	if (pg->info.nacting < pg->min_size) {
 		pg_set_state(pg, PG_ST_UNDERSIZED | PG_ST_DEGRADED | PG_ST_INACTIVE);
 		return;
 	}
-	activate(pg);
+	activate(pg, behind, from, nbehind);
+}
+
+void pg_peering_evaluate(struct pg *pg)
+{
+	evaluate(pg);
 }
 
 static void interval_persisted(void *arg, int r)
@@ -324,6 +383,7 @@ void pg_start_peering(struct pg *pg)
 	if (pg->sealed_sis < pg->info.same_interval_since)
 		pg->sealed_sis = pg->info.same_interval_since;
 	pg->peer_gen++;
+	pg_recovery_free(pg);
 	for (uint32_t i = 0; i < pg->nprobes; i++)
 		pg_info_clear(&pg->probes[i].info);
 	pg->nprobes = 0;

@@ -134,6 +134,7 @@ static struct pg *pg_alloc(struct osd *osd, uint32_t pool, uint32_t pgid)
 
 static void pg_free(struct pg *pg)
 {
+	pg_recovery_free(pg);
 	pglog_destroy(&pg->log);
 	pg_info_clear(&pg->info);
 	for (uint32_t i = 0; i < pg->nprobes; i++)

@@ -58,6 +58,10 @@ struct pg {
 	struct osd_op *inflight;
 	struct osd_op *waiting;
 	struct osd_op **waiting_tail;
+
+	/* recovery (primary): NULL unless members are being brought up to
+	 * date (recovery.c) */
+	struct pg_recovery *rec;
 };
 
 /* A client op from decode to reply. */
@@ -69,6 +73,8 @@ struct osd_op {
 	struct osd_op_req req;
 	char oid[STORE_NAME_MAX + 1];
 	uint64_t start_ms;
+	/* write profile (ns): received, executed, local commit, last replica */
+	uint64_t t_recv, t_start, t_exec, t_local, t_reps;
 	atomic_int refs;
 	struct osd_op *next;		/* pg->inflight or pg->waiting */
 	struct osd_op *gnext, *gprev;	/* osd->ops_head, under ops_lock */
@@ -135,5 +141,20 @@ void pg_replicate(struct pg *pg, struct osd_op *op);
 
 /* peering.c */
 void pg_start_peering(struct pg *pg);
+/* Peering's decision with what it has heard (recovery.c, after a pull). */
+void pg_peering_evaluate(struct pg *pg);
+
+/* recovery.c (doc/recovery.md) */
+struct pg_recovery;
+/* The primary is behind: pull what it lacks from src (which has the
+ * newest log), then evaluate peering again.  0 or -errno. */
+int pg_recovery_pull(struct pg *pg, int32_t src);
+/* The PG is active: bring the n members osds (at last_update from[i])
+ * up to date; it goes clean when all are.  0 or -errno. */
+int pg_recovery_push(struct pg *pg, const int32_t *osds, const struct pg_version *from,
+		     uint32_t n);
+void pg_recovery_free(struct pg *pg);
+/* Whether our log goes back to v (v is its tail or one of its entries). */
+bool pg_log_reaches(struct pg *pg, struct pg_version v);
 
 #endif

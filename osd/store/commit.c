@@ -60,8 +60,19 @@ uint64_t now_ns(void)
 
 static void fire(struct store *st, struct store_txn *list)
 {
+	uint64_t now = list ? now_ns() : 0;
+
 	while (list) {
 		struct store_txn *next = list->next;
+
+		if (list->t_queued && list->t_taken) {
+			uint64_t committed = list->t_committed ? list->t_committed : now;
+
+			st->perf.queue_ns += list->t_taken - list->t_queued;
+			st->perf.run_ns += committed - list->t_taken;
+			st->perf.durable_ns += now - committed;
+			st->perf.fired++;
+		}
 
 		/* The caller's by-reference write buffers are released before
 		 * the completion: once it fires, the store holds none of them
@@ -131,6 +142,7 @@ static void sync_and_complete(struct store *st, struct done *d)
 		return;
 	uint64_t t0 = now_ns();
 
+	st->perf.synced_alone++;
 	rc = mdb_env_sync(st->kv.env, 1);
 	st->perf.sync_ns += now_ns() - t0;
 	st->perf.syncs++;
@@ -326,10 +338,20 @@ attempt:
 		batch_reset(&b, true);
 		goto out_unchanged;
 	}
+	pthread_mutex_lock(&st->stats_lock);
 	st->stats = b.stats;
+	pthread_mutex_unlock(&st->stats_lock);
 	st->next_id = b.next_id;
 	st->commit_seq++;
 	st->deferred_blocks += b.blob.n;
+	{
+		uint64_t now = now_ns();
+
+		for (t = list; t; t = t->next)
+			t->t_committed = now;
+	}
+	if (prev->active)
+		st->perf.synced_by_next++;
 	prewrite_release_unused(st, list);
 	pthread_mutex_unlock(&st->alloc_lock);
 
@@ -455,6 +477,12 @@ static void *commit_main(void *arg)
 		st->queued -= n;
 		st->busy = true;
 		pthread_mutex_unlock(&st->qlock);
+		{
+			uint64_t now = now_ns();
+
+			for (struct store_txn *t = list; t; t = t->next)
+				t->t_taken = now;
+		}
 
 		run_batch(st, list, &prev);
 		apply_stuck = false;
@@ -511,6 +539,7 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 	t->arg = arg;
 	t->result = 0;
 	t->next = NULL;
+	t->t_queued = now_ns();
 	pthread_mutex_lock(&st->qlock);
 	if (st->failed)
 		r = st->failed;

@@ -896,22 +896,30 @@ int store_colls(struct store *st, store_coll_fn fn, void *arg)
 	return r;
 }
 
-int store_statfs(struct store *st, struct store_statfs *out)
+int store_statfs_quick(struct store *st, struct store_statfs *out)
 {
-	MDB_txn *t;
-	int r;
-
 	if (!st || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&st->alloc_lock);
+	pthread_mutex_lock(&st->stats_lock);
 	out->total = (st->nblocks - st->data_start) * BS;
 	out->used = st->stats.used_blocks * BS;
 	out->objects = st->stats.objects;
 	out->stored = st->stats.stored;
 	out->compressed_saved = st->stats.compressed_saved;
-	pthread_mutex_unlock(&st->alloc_lock);
+	pthread_mutex_unlock(&st->stats_lock);
 	out->free = out->total - min_u64(out->used, out->total);
+	return 0;
+}
+
+int store_statfs(struct store *st, struct store_statfs *out)
+{
+	MDB_txn *t;
+	int r;
+
+	r = store_statfs_quick(st, out);
+	if (r)
+		return r;
 	out->kv_max = st->kv.map_size;
 	r = read_begin(st, &t);
 	if (r)

@@ -206,6 +206,8 @@ struct store_txn {
 	store_done_fn cb;
 	void *arg;
 	int result;
+	/* stage timestamps (CLOCK_MONOTONIC ns) for the commit profile */
+	uint64_t t_queued, t_taken, t_committed;
 };
 
 void txn_op_free(struct op *op);
@@ -239,6 +241,10 @@ struct limbo {			/* blocks freed by a durable commit */
 struct commit_perf {
 	uint64_t batches, txns;
 	uint64_t apply_ns, data_ns, flush_ns, kv_ns, sync_ns, syncs;
+	/* per transaction, summed: queued -> taken into a batch -> its batch
+	 * committed -> durable and completed */
+	uint64_t queue_ns, run_ns, durable_ns, fired;
+	uint64_t synced_by_next, synced_alone;	/* how batches became durable */
 };
 
 struct store {
@@ -255,6 +261,10 @@ struct store {
 	/* Owned by the commit thread while it works; others take alloc_lock
 	 * to look (fsck, statfs). */
 	pthread_mutex_t alloc_lock;
+	/* stats_lock guards stats (written by the commit thread after each
+	 * commit): statfs must not wait for alloc_lock, which the commit
+	 * thread holds through a whole commit, device flushes included. */
+	pthread_mutex_t stats_lock;
 	/* amutex guards the allocator itself: the commit thread and callers
 	 * of store_queue (which allocate for prewritten data) both use it. */
 	pthread_mutex_t amutex;

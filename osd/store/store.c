@@ -248,6 +248,7 @@ static void store_free(struct store *st)
 		free(l);
 	}
 	pthread_mutex_destroy(&st->alloc_lock);
+	pthread_mutex_destroy(&st->stats_lock);
 	pthread_mutex_destroy(&st->amutex);
 	pthread_mutex_destroy(&st->qlock);
 	pthread_cond_destroy(&st->qcond);
@@ -278,6 +279,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		return -ENOMEM;
 	st->bfd = -1;
 	pthread_mutex_init(&st->alloc_lock, NULL);
+	pthread_mutex_init(&st->stats_lock, NULL);
 	pthread_mutex_init(&st->amutex, NULL);
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
@@ -441,6 +443,14 @@ void store_close(struct store *st)
 			  p->apply_ns / 1e3 / p->batches, p->data_ns / 1e3 / p->batches,
 			  p->flush_ns / 1e3 / p->batches, p->kv_ns / 1e3 / p->batches,
 			  (unsigned long long)p->syncs, p->syncs ? p->sync_ns / 1e3 / p->syncs : 0.0);
+		if (p->fired)
+			log_info("store", "commit profile: per transaction us: queued %.1f, in its "
+				 "batch %.1f, committed to durable %.1f; batches made durable by "
+				 "the next commit %llu, by their own sync %llu",
+				 p->queue_ns / 1e3 / p->fired, p->run_ns / 1e3 / p->fired,
+				 p->durable_ns / 1e3 / p->fired,
+				 (unsigned long long)p->synced_by_next,
+				 (unsigned long long)p->synced_alone);
 	}
 	read_thread_stop(st);
 	store_free(st);

@@ -234,6 +234,9 @@ struct store_statfs {
 	uint64_t compressed_saved;	/* bytes saved by compression */
 };
 int store_statfs(struct store *st, struct store_statfs *out);
+/* The same without kv_max and kv_used (left 0): no kv read, and it never
+ * waits for a commit in progress, so an OSD may ask it for every write. */
+int store_statfs_quick(struct store *st, struct store_statfs *out);
 
 /* ---- checking -------------------------------------------------------- */
 

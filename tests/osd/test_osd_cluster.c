@@ -770,8 +770,8 @@ int main(int argc, char **argv)
 	}
 
 	/* 7. the killed replica comes back (its store and PGs load again);
-	 * it missed a write, and without recovery (a later issue) the PG must
-	 * stay inactive rather than serve from a stale member */
+	 * it missed a write: log recovery (doc/recovery.md) brings it up to
+	 * date and the PG goes active+clean */
 	{
 		char host[16], bind[32];
 
@@ -797,16 +797,15 @@ int main(int argc, char **argv)
 				nl = line ? strchr(line, '\n') : NULL;
 				if (nl)
 					*nl = 0;
-				/* the state column: incomplete, never active */
-				seen = line && strstr(line, "incomplete") &&
-				       !strstr(line, " active") && !strstr(line, "+active");
+				/* the state column: recovered */
+				seen = line && strstr(line, "active+clean");
 				if (nl)
 					*nl = '\n';
 			}
 			if (!seen)
 				sleep_ms(300);
 		}
-		CHECK(seen, "pg %u.%x is not incomplete after osd.%d came back (rc %d):\n%s",
+		CHECK(seen, "pg %u.%x is not active+clean after osd.%d came back (rc %d):\n%s",
 		      t.pool, t.pg, victim, rc, out);
 	}
 

@@ -1,0 +1,1233 @@
+/*
+ * recovery.c - log recovery: bringing the PG members that are behind up
+ * to date from the PG log (doc/recovery.md).
+ *
+ * Peering (peering.c) decides who is behind and whether the log reaches
+ * back far enough; this file does the copying.  A target is one member
+ * with its last_update ("from") and the log entries after it; its missing
+ * set is the newest entry per object among them.  Each missing object is
+ * copied whole (size, attributes, omap, data in chunks of at most
+ * RECOVERY_CHUNK), one chunk = one store transaction on the receiver,
+ * and only once every object is in do the entries go into the target's
+ * log (one transaction), so that last_update never claims data the
+ * member lacks.  If the primary itself is behind it first pulls from the
+ * authoritative member (MT_PG_PUSH kind PULL) and peering is evaluated
+ * again; then it pushes to the members that are behind while the PG is
+ * active+recovering (reads served, writes wait: ops.c).
+ *
+ * At most osd_recovery_max_active objects are being copied by one OSD at
+ * a time.  Everything runs on the loop thread; a new interval bumps
+ * pg->peer_gen and every callback of an older round only frees its slot.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "log.h"
+#include "pg.h"
+#include "store.h"
+
+#define RECOVERY_CHUNK		(8u << 20)
+#define RECOVERY_TIMEOUT_MS	60000
+#define RECOVERY_RETRY_MS	1000
+
+enum { OBJ_TODO = 0, OBJ_BUSY = 1, OBJ_DONE = 2 };
+
+struct rec_obj {
+	char *oid;
+	uint8_t state;
+};
+
+struct rec_target {
+	int32_t osd;		/* the member brought up to date */
+	struct pg_version from;	/* its last_update */
+	struct pglog_entry *entries;	/* after from; oids malloc'd */
+	uint32_t nentries;
+	struct rec_obj *objs;
+	uint32_t nobjs;
+	uint32_t done;
+	bool log_busy;
+	bool complete;
+};
+
+struct pg_recovery {
+	uint64_t gen;		/* pg->peer_gen it belongs to */
+	bool pull;		/* t[0] is the primary, copying from src */
+	int32_t src;
+	uint64_t backoff_ms;	/* after a failure: start nothing before */
+	uint32_t ntargets;
+	struct rec_target t[OSDMAP_SIZE_MAX];
+};
+
+/* One object being copied (holds one of the OSD's recovery slots). */
+struct rec_op {
+	struct osd *osd;
+	struct pg *pg;
+	uint64_t gen;
+	uint32_t ti;
+	uint32_t oi;
+	uint64_t off;
+};
+
+static void rec_kick(struct osd *osd);
+
+static struct pg_recovery *live(struct pg *pg, uint64_t gen)
+{
+	if (gen != pg->peer_gen || !pg->rec || pg->rec->gen != gen)
+		return NULL;
+	return pg->rec;
+}
+
+static void target_clear(struct rec_target *t)
+{
+	for (uint32_t i = 0; i < t->nentries; i++)
+		free((char *)t->entries[i].oid);
+	free(t->entries);
+	for (uint32_t i = 0; i < t->nobjs; i++)
+		free(t->objs[i].oid);
+	free(t->objs);
+	memset(t, 0, sizeof(*t));
+}
+
+void pg_recovery_free(struct pg *pg)
+{
+	if (!pg->rec)
+		return;
+	for (uint32_t i = 0; i < pg->rec->ntargets; i++)
+		target_clear(&pg->rec->t[i]);
+	free(pg->rec);
+	pg->rec = NULL;
+}
+
+/* ---- the log --------------------------------------------------------------- */
+
+static int entry_copy(struct pglog_entry *dst, const struct pglog_entry *src)
+{
+	char *oid = malloc(src->oid_len + 1);
+
+	if (!oid)
+		return -ENOMEM;
+	memcpy(oid, src->oid, src->oid_len);
+	oid[src->oid_len] = 0;
+	*dst = *src;
+	dst->oid = oid;
+	return 0;
+}
+
+struct entries_ctx {
+	struct pglog_entry *v;
+	uint32_t n, cap;
+	int err;
+};
+
+static int entries_add(struct entries_ctx *c, const struct pglog_entry *le)
+{
+	if (c->n == c->cap) {
+		uint32_t cap = c->cap ? c->cap * 2 : 64;
+		struct pglog_entry *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	int r = entry_copy(&c->v[c->n], le);
+
+	if (!r)
+		c->n++;
+	return r;
+}
+
+static int read_entry(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct entries_ctx *c = arg;
+	struct pglog_entry le;
+	struct dec d;
+
+	if (klen != PGLOG_KEY_LEN || ((const uint8_t *)key)[0] != 'l')
+		return 1;	/* past the log keys */
+	dec_init(&d, val, vlen);
+	c->err = pglog_entry_decode(&d, &le);
+	if (!c->err)
+		c->err = entries_add(c, &le);
+	return c->err ? 1 : 0;
+}
+
+/* The log entries of pg in our store with seq > after, oldest first. */
+static int read_entries(struct pg *pg, uint64_t after, struct entries_ctx *c)
+{
+	uint8_t key[PGLOG_KEY_LEN];
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	pglog_key('l', after, key);
+	r = store_omap_list(pg->osd->store, pg->coll, PG_META_OID, key, sizeof(key), 0,
+			    read_entry, c);
+	if (r < 0 || c->err) {
+		for (uint32_t i = 0; i < c->n; i++)
+			free((char *)c->v[i].oid);
+		free(c->v);
+		memset(c, 0, sizeof(*c));
+		return c->err ? c->err : r;
+	}
+	return 0;
+}
+
+bool pg_log_reaches(struct pg *pg, struct pg_version v)
+{
+	uint8_t key[PGLOG_KEY_LEN];
+	struct pglog_entry le;
+	void *val = NULL;
+	size_t vlen = 0;
+	struct dec d;
+	bool ok;
+
+	if (pg_version_cmp(v, pg->info.log_tail) == 0)
+		return true;
+	if (v.seq <= pg->info.log_tail.seq || pg_version_cmp(v, pg->info.last_update) > 0)
+		return false;
+	pglog_key('l', v.seq, key);
+	if (store_omap_get(pg->osd->store, pg->coll, PG_META_OID, key, sizeof(key), &val,
+			   &vlen))
+		return false;
+	dec_init(&d, val, vlen);
+	ok = pglog_entry_decode(&d, &le) == 0 && pg_version_cmp(le.version, v) == 0;
+	free(val);
+	return ok;
+}
+
+static int cmp_oid(const void *a, const void *b)
+{
+	const struct pglog_entry *x = *(const struct pglog_entry *const *)a;
+	const struct pglog_entry *y = *(const struct pglog_entry *const *)b;
+	int c = strcmp(x->oid, y->oid);
+
+	if (c)
+		return c;
+	return x->version.seq < y->version.seq ? -1 : x->version.seq > y->version.seq;
+}
+
+/* The missing set: every object the entries touch, once. */
+static int target_missing(struct rec_target *t)
+{
+	const struct pglog_entry **s;
+
+	if (!t->nentries)
+		return 0;
+	s = malloc(t->nentries * sizeof(*s));
+	t->objs = calloc(t->nentries, sizeof(*t->objs));
+	if (!s || !t->objs) {
+		free(s);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->nentries; i++)
+		s[i] = &t->entries[i];
+	qsort(s, t->nentries, sizeof(*s), cmp_oid);
+	for (uint32_t i = 0; i < t->nentries; i++) {
+		if (i + 1 < t->nentries && !strcmp(s[i]->oid, s[i + 1]->oid))
+			continue;	/* the newest entry of the object counts */
+		t->objs[t->nobjs].oid = strdup(s[i]->oid);
+		if (!t->objs[t->nobjs].oid) {
+			free(s);
+			return -ENOMEM;
+		}
+		t->nobjs++;
+	}
+	free(s);
+	return 0;
+}
+
+/* ---- one chunk: read on the source, applied on the receiver ---------------- */
+
+struct kvlist {
+	struct osd_rkv *v;
+	uint32_t n, cap;
+	int err;
+};
+
+static int kv_add(struct kvlist *l, const void *k, size_t klen, const void *val, size_t vlen)
+{
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 16;
+		struct osd_rkv *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return l->err = -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	void *kc = malloc(klen ? klen : 1), *vc = malloc(vlen ? vlen : 1);
+
+	if (!kc || !vc) {
+		free(kc);
+		free(vc);
+		return l->err = -ENOMEM;
+	}
+	memcpy(kc, k, klen);
+	memcpy(vc, val, vlen);
+	l->v[l->n++] = (struct osd_rkv){ kc, (uint32_t)klen, vc, (uint32_t)vlen };
+	return 0;
+}
+
+static void kv_free(struct kvlist *l)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		free((void *)l->v[i].key);
+		free((void *)l->v[i].val);
+	}
+	free(l->v);
+}
+
+static int attr_cb(void *arg, const char *name, const void *val, size_t len)
+{
+	return kv_add(arg, name, strlen(name), val, len) ? 1 : 0;
+}
+
+static int omap_cb(void *arg, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	return kv_add(arg, key, klen, val, vlen) ? 1 : 0;
+}
+
+/*
+ * Builds the message (type MT_PG_PUSH, kind) holding the chunk of oid at
+ * off as our store has it now: flags, size, attrs + omap with the first
+ * chunk, the bytes as data.  A missing object is a DELETE.
+ */
+static struct msg *chunk_msg(struct pg *pg, uint8_t kind, const char *oid, uint64_t off,
+			     uint32_t *flags_out, int *err)
+{
+	struct osd *osd = pg->osd;
+	struct osd_pg_push p = {
+		.kind = kind,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+		.oid = oid,
+		.oid_len = (uint32_t)strlen(oid),
+		.off = off,
+	};
+	struct kvlist attrs = { 0 }, omap = { 0 };
+	struct store_stat st;
+	struct msg *m = NULL;
+	void *buf = NULL;
+	struct enc e;
+	int r;
+
+	r = store_stat(osd->store, pg->coll, oid, &st);
+	if (r == -ENOENT) {
+		p.flags = PGP_FIRST | PGP_LAST | PGP_DELETE;
+		p.off = 0;
+		r = 0;
+	} else if (r == 0) {
+		p.size = st.size;
+		if (off > st.size)
+			off = p.off = st.size;
+		p.len = st.size - off < RECOVERY_CHUNK ? st.size - off : RECOVERY_CHUNK;
+		if (off == 0) {
+			p.flags |= PGP_FIRST;
+			r = store_attrs(osd->store, pg->coll, oid, attr_cb, &attrs);
+			if (!r || r == 1)
+				r = attrs.err;
+			if (!r) {
+				r = store_omap_list(osd->store, pg->coll, oid, NULL, 0, 0, omap_cb,
+						    &omap);
+				r = r < 0 ? r : omap.err;
+			}
+		}
+		if (off + p.len >= st.size)
+			p.flags |= PGP_LAST;
+		if (!r && p.len) {
+			buf = malloc(p.len);
+			if (!buf) {
+				r = -ENOMEM;
+			} else {
+				int64_t n = store_read(osd->store, pg->coll, oid, off, p.len, buf);
+
+				if (n < 0)
+					r = (int)n;
+				else if ((uint64_t)n < p.len)
+					memset((char *)buf + n, 0, p.len - n);
+			}
+		}
+	}
+	if (r)
+		goto out;
+	p.nattrs = attrs.n;
+	p.attrs = attrs.v;
+	p.nomap = omap.n;
+	p.omap = omap.v;
+	enc_init(&e);
+	osd_pg_push_encode(&p, &e);
+	m = msg_new(MT_PG_PUSH, &e);
+	enc_free(&e);
+	if (!m) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (buf) {
+		msg_set_data_ref(m, buf, p.len, free, buf);
+		buf = NULL;
+	}
+	*flags_out = p.flags;
+out:
+	free(buf);
+	kv_free(&attrs);
+	kv_free(&omap);
+	*err = r;
+	return m;
+}
+
+/* Adds the chunk p to txn for pg's collection. */
+static int chunk_to_txn(struct pg *pg, const struct osd_pg_push *p, const char *oid,
+			struct store_txn *txn)
+{
+	struct osd *osd = pg->osd;
+	char name[STORE_ATTR_NAME_MAX + 1];
+	struct store_stat st;
+	int r = 0;
+
+	if (p->flags & PGP_FIRST) {
+		if (store_stat(osd->store, pg->coll, oid, &st) == 0)
+			r = store_txn_remove(txn, pg->coll, oid);
+		if (r || (p->flags & PGP_DELETE))
+			return r;
+		r = store_txn_touch(txn, pg->coll, oid);
+		if (!r)
+			r = store_txn_truncate(txn, pg->coll, oid, p->size);
+		for (uint32_t i = 0; !r && i < p->nattrs; i++) {
+			if (p->attrs[i].klen > STORE_ATTR_NAME_MAX)
+				return -ENAMETOOLONG;
+			memcpy(name, p->attrs[i].key, p->attrs[i].klen);
+			name[p->attrs[i].klen] = 0;
+			r = store_txn_setattr(txn, pg->coll, oid, name,
+					      p->attrs[i].val ? p->attrs[i].val : "",
+					      p->attrs[i].vlen);
+		}
+		for (uint32_t i = 0; !r && i < p->nomap; i++)
+			r = store_txn_omap_set(txn, pg->coll, oid, p->omap[i].key,
+					       p->omap[i].klen,
+					       p->omap[i].val ? p->omap[i].val : "",
+					       p->omap[i].vlen);
+	}
+	if (!r && p->len && !(p->flags & PGP_DELETE))
+		r = store_txn_write(txn, pg->coll, oid, p->off, p->data, p->len, 0);
+	return r;
+}
+
+/* ---- the primary: copying objects ------------------------------------------ */
+
+static void op_end(struct rec_op *op, bool done)
+{
+	struct osd *osd = op->osd;
+	struct pg_recovery *rec = live(op->pg, op->gen);
+
+	osd->rec_active--;
+	if (rec) {
+		struct rec_target *t = &rec->t[op->ti];
+
+		t->objs[op->oi].state = done ? OBJ_DONE : OBJ_TODO;
+		if (done)
+			t->done++;
+	}
+	free(op);
+	rec_kick(osd);
+}
+
+static void op_failed(struct rec_op *op, const char *what, int r)
+{
+	struct pg *pg = op->pg;
+
+	if (live(pg, op->gen)) {
+		log_warn("recovery", "pg %u.%x: %s '%s' failed: %s; retrying", pg->pool,
+			 pg->pgid, what, pg->rec->t[op->ti].objs[op->oi].oid, strerror(-r));
+		pg->rec->backoff_ms = osd_now_ms() + RECOVERY_RETRY_MS;
+		osd_recovery_retry_later(op->osd);
+	}
+	op_end(op, false);
+}
+
+static void push_chunk(struct rec_op *op);
+static void pull_chunk(struct rec_op *op);
+
+static void push_reply(void *arg, struct msg *reply, int err)
+{
+	struct rec_op *op = arg;
+	struct rc_reply rr = { .rc = err };
+
+	if (reply) {
+		struct dec d;
+
+		dec_init(&d, reply->front, reply->front_len);
+		if (rc_reply_decode(&d, &rr))
+			rr.rc = -EBADMSG;
+		msg_free(reply);
+	}
+	if (!live(op->pg, op->gen)) {
+		op_end(op, false);
+		return;
+	}
+	if (rr.rc < 0) {
+		op_failed(op, "pushing", rr.rc);
+		return;
+	}
+	if (op->off == UINT64_MAX) {
+		op_end(op, true);
+		return;
+	}
+	push_chunk(op);
+}
+
+/* Sends the chunk at op->off; after the last one op->off is UINT64_MAX. */
+static void push_chunk(struct rec_op *op)
+{
+	struct pg *pg = op->pg;
+	struct rec_target *t = &pg->rec->t[op->ti];
+	const char *oid = t->objs[op->oi].oid;
+	struct msg_conn *c = osd_peer_conn(op->osd, t->osd);
+	uint32_t flags = 0;
+	int r;
+
+	if (!c) {
+		op_failed(op, "pushing", -ENOTCONN);
+		return;
+	}
+	struct msg *m = chunk_msg(pg, PGP_PUSH, oid, op->off, &flags, &r);
+
+	if (!m) {
+		op_failed(op, "reading", r);
+		return;
+	}
+	if (flags & PGP_LAST)
+		op->off = UINT64_MAX;
+	else
+		op->off += RECOVERY_CHUNK;
+	if (msg_call(c, m, RECOVERY_TIMEOUT_MS, push_reply, op) < 0)
+		op_failed(op, "pushing", -ENOTCONN);
+}
+
+struct pull_apply {
+	struct rec_op *op;
+	bool last;
+};
+
+static void pull_applied(void *arg, int r)
+{
+	struct pull_apply *pa = arg;
+	struct rec_op *op = pa->op;
+	bool last = pa->last;
+
+	free(pa);
+	if (r < 0) {
+		pg_fail(op->pg, r);
+		op_end(op, false);
+		return;
+	}
+	if (!live(op->pg, op->gen)) {
+		op_end(op, false);
+		return;
+	}
+	if (last) {
+		op_end(op, true);
+		return;
+	}
+	pull_chunk(op);
+}
+
+static void pull_reply(void *arg, struct msg *reply, int err)
+{
+	struct rec_op *op = arg;
+	struct pg *pg = op->pg;
+	struct osd_pg_push p;
+	struct store_txn *txn;
+	struct pull_apply *pa;
+	struct dec d;
+	int r = err;
+
+	if (!reply) {
+		op_failed(op, "pulling", r);
+		return;
+	}
+	dec_init(&d, reply->front, reply->front_len);
+	r = osd_pg_push_decode(&d, reply->data, reply->data_len, &p);
+	if (!r && p.rc)
+		r = p.rc;
+	if (!r && p.kind != PGP_PULL_REPLY)
+		r = -EBADMSG;
+	if (r || !live(pg, op->gen)) {
+		if (!r)
+			osd_pg_push_clear(&p);
+		msg_free(reply);
+		if (r)
+			op_failed(op, "pulling", r);
+		else
+			op_end(op, false);
+		return;
+	}
+	const char *oid = pg->rec->t[op->ti].objs[op->oi].oid;
+
+	txn = store_txn_new();
+	pa = malloc(sizeof(*pa));
+	r = txn && pa ? chunk_to_txn(pg, &p, oid, txn) : -ENOMEM;
+	osd_pg_push_clear(&p);
+	msg_free(reply);
+	if (r) {
+		store_txn_free(txn);
+		free(pa);
+		op_failed(op, "applying", r);
+		return;
+	}
+	pa->op = op;
+	pa->last = (p.flags & PGP_LAST) != 0;
+	op->off = p.off + p.len;
+	pg_queue_txn(pg, txn, pull_applied, pa);
+}
+
+static void pull_chunk(struct rec_op *op)
+{
+	struct pg *pg = op->pg;
+	struct osd *osd = op->osd;
+	const char *oid = pg->rec->t[op->ti].objs[op->oi].oid;
+	struct osd_pg_push p = {
+		.kind = PGP_PULL,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+		.oid = oid,
+		.oid_len = (uint32_t)strlen(oid),
+		.off = op->off,
+		.size = op->off,
+	};
+	struct msg_conn *c = osd_peer_conn(osd, pg->rec->src);
+	struct msg *m;
+	struct enc e;
+
+	if (!c) {
+		op_failed(op, "pulling", -ENOTCONN);
+		return;
+	}
+	enc_init(&e);
+	osd_pg_push_encode(&p, &e);
+	m = msg_new(MT_PG_PUSH, &e);
+	enc_free(&e);
+	if (!m || msg_call(c, m, RECOVERY_TIMEOUT_MS, pull_reply, op) < 0)
+		op_failed(op, "pulling", -ENOMEM);
+}
+
+/* ---- the primary: finishing a target ---------------------------------------- */
+
+static void recovery_done(struct pg *pg)
+{
+	uint32_t state = PG_ST_ACTIVE;
+
+	log_info("recovery", "pg %u.%x: recovered", pg->pool, pg->pgid);
+	pg_recovery_free(pg);
+	if (pg->info.nacting >= pg->size)
+		state |= PG_ST_CLEAN;
+	else
+		state |= PG_ST_UNDERSIZED | PG_ST_DEGRADED;
+	pg_set_state(pg, state);
+	pg_kick_ops(pg);
+}
+
+struct log_ctx {
+	struct pg *pg;
+	uint64_t gen;
+	uint32_t ti;
+};
+
+static void log_retry(void *arg)
+{
+	struct log_ctx *lc = arg;
+
+	if (live(lc->pg, lc->gen))
+		lc->pg->rec->t[lc->ti].log_busy = false;
+	rec_kick(lc->pg->osd);
+	free(lc);
+}
+
+static void apply_reply(void *arg, struct msg *reply, int err)
+{
+	struct log_ctx *lc = arg;
+	struct pg *pg = lc->pg;
+	struct rc_reply rr = { .rc = err };
+	struct pg_recovery *rec;
+
+	if (reply) {
+		struct dec d;
+
+		dec_init(&d, reply->front, reply->front_len);
+		if (rc_reply_decode(&d, &rr))
+			rr.rc = -EBADMSG;
+		msg_free(reply);
+	}
+	rec = live(pg, lc->gen);
+	if (!rec) {
+		free(lc);
+		return;
+	}
+	if (rr.rc < 0) {
+		log_warn("recovery", "pg %u.%x: osd.%d did not take its log: %s; retrying",
+			 pg->pool, pg->pgid, rec->t[lc->ti].osd, strerror(-rr.rc));
+		if (!msgr_timer(pg->osd->msgr, RECOVERY_RETRY_MS, log_retry, lc))
+			free(lc);
+		return;
+	}
+	rec->t[lc->ti].complete = true;
+	log_info("recovery", "pg %u.%x: osd.%d is up to date (%u objects)", pg->pool,
+		 pg->pgid, rec->t[lc->ti].osd, rec->t[lc->ti].nobjs);
+	free(lc);
+	for (uint32_t i = 0; i < rec->ntargets; i++)
+		if (!rec->t[i].complete)
+			return;
+	recovery_done(pg);
+}
+
+/* Sends the target its entries (all its objects are in). */
+static void send_apply(struct pg *pg, uint32_t ti)
+{
+	struct rec_target *t = &pg->rec->t[ti];
+	struct osd *osd = pg->osd;
+	struct osd_pg_log l = {
+		.kind = PGL_APPLY,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+		.from = t->from,
+		.last_epoch_started = pg->info.last_epoch_started,
+		.nentries = t->nentries,
+		.entries = t->entries,
+	};
+	struct log_ctx *lc = malloc(sizeof(*lc));
+	struct msg_conn *c = osd_peer_conn(osd, t->osd);
+	struct msg *m;
+	struct enc e;
+
+	if (!lc)
+		return;
+	lc->pg = pg;
+	lc->gen = pg->rec->gen;
+	lc->ti = ti;
+	t->log_busy = true;
+	enc_init(&e);
+	osd_pg_log_encode(&l, &e);
+	m = msg_new(MT_PG_LOG, &e);
+	enc_free(&e);
+	if (!c || !m || msg_call(c, m, RECOVERY_TIMEOUT_MS, apply_reply, lc) < 0) {
+		if (!c)
+			msg_free(m);
+		if (!msgr_timer(osd->msgr, RECOVERY_RETRY_MS, log_retry, lc))
+			free(lc);
+	}
+}
+
+/* Appends entries to pg's log in txn (the receiver's side of APPLY and the
+ * primary's own after a pull). */
+static int entries_to_txn(struct pg *pg, const struct pglog_entry *v, uint32_t n,
+			  struct store_txn *txn)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int r;
+
+		if (v[i].version.seq <= pg->info.last_update.seq)
+			continue;	/* we have it */
+		if (v[i].version.seq != pg->info.last_update.seq + 1)
+			pg->info.last_update.seq = v[i].version.seq - 1;	/* a gap */
+		r = pglog_append(&pg->log, &pg->info, &v[i], txn, pg->coll);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void pull_log_applied(void *arg, int r)
+{
+	struct log_ctx *lc = arg;
+	struct pg *pg = lc->pg;
+
+	if (r < 0) {
+		pg_fail(pg, r);
+		free(lc);
+		return;
+	}
+	if (live(pg, lc->gen)) {
+		log_info("recovery", "pg %u.%x: pulled %u objects from osd.%d; now at %llu'%llu",
+			 pg->pool, pg->pgid, pg->rec->t[0].nobjs, pg->rec->src,
+			 (unsigned long long)pg->info.last_update.epoch,
+			 (unsigned long long)pg->info.last_update.seq);
+		pg_recovery_free(pg);
+		pg_peering_evaluate(pg);
+	}
+	free(lc);
+}
+
+static void finish_target(struct pg *pg, uint32_t ti)
+{
+	struct pg_recovery *rec = pg->rec;
+	struct rec_target *t = &rec->t[ti];
+
+	if (!rec->pull) {
+		send_apply(pg, ti);
+		return;
+	}
+	struct store_txn *txn = store_txn_new();
+	struct log_ctx *lc = malloc(sizeof(*lc));
+	int r = txn && lc ? entries_to_txn(pg, t->entries, t->nentries, txn) : -ENOMEM;
+
+	if (r) {
+		store_txn_free(txn);
+		free(lc);
+		log_error("recovery", "pg %u.%x: cannot append the pulled log: %s", pg->pool,
+			  pg->pgid, strerror(-r));
+		pg_fail(pg, r);
+		return;
+	}
+	t->log_busy = true;
+	lc->pg = pg;
+	lc->gen = rec->gen;
+	lc->ti = ti;
+	pg_queue_txn(pg, txn, pull_log_applied, lc);
+}
+
+/* ---- the throttle ----------------------------------------------------------- */
+
+static bool start_one(struct pg *pg)
+{
+	struct pg_recovery *rec = pg->rec;
+
+	if (rec->backoff_ms && osd_now_ms() < rec->backoff_ms)
+		return false;
+	for (uint32_t ti = 0; ti < rec->ntargets; ti++) {
+		struct rec_target *t = &rec->t[ti];
+
+		for (uint32_t oi = 0; oi < t->nobjs; oi++) {
+			if (t->objs[oi].state != OBJ_TODO)
+				continue;
+			struct rec_op *op = calloc(1, sizeof(*op));
+
+			if (!op)
+				return false;
+			op->osd = pg->osd;
+			op->pg = pg;
+			op->gen = rec->gen;
+			op->ti = ti;
+			op->oi = oi;
+			t->objs[oi].state = OBJ_BUSY;
+			pg->osd->rec_active++;
+			if (rec->pull)
+				pull_chunk(op);
+			else
+				push_chunk(op);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void rec_kick(struct osd *osd)
+{
+	if (atomic_load(&osd->closing) || osd->rec_kicking)
+		return;
+	osd->rec_kicking = true;
+	for (uint32_t b = 0; b < osd->pg_buckets; b++) {
+		for (struct pg *pg = osd->pgs[b]; pg; pg = pg->hnext) {
+			if (!pg->rec || !live(pg, pg->rec->gen))
+				continue;
+			while (osd->rec_active < osd->rec_max && pg->rec && start_one(pg))
+				;
+			struct pg_recovery *rec = pg->rec;
+			uint64_t gen = rec ? rec->gen : 0;
+
+			for (uint32_t ti = 0; rec && ti < rec->ntargets; ti++) {
+				struct rec_target *t = &rec->t[ti];
+
+				if (t->done == t->nobjs && !t->log_busy && !t->complete) {
+					finish_target(pg, ti);
+					rec = live(pg, gen);
+				}
+			}
+		}
+	}
+	osd->rec_kicking = false;
+}
+
+static void retry_timer(void *arg)
+{
+	struct osd *osd = arg;
+
+	osd->rec_retry_armed = false;
+	rec_kick(osd);
+}
+
+void osd_recovery_retry_later(struct osd *osd)
+{
+	if (osd->rec_retry_armed)
+		return;
+	if (msgr_timer(osd->msgr, RECOVERY_RETRY_MS, retry_timer, osd))
+		osd->rec_retry_armed = true;
+}
+
+/* ---- starting ----------------------------------------------------------------- */
+
+static struct pg_recovery *rec_new(struct pg *pg)
+{
+	pg_recovery_free(pg);
+	pg->rec = calloc(1, sizeof(*pg->rec));
+	if (pg->rec)
+		pg->rec->gen = pg->peer_gen;
+	return pg->rec;
+}
+
+int pg_recovery_push(struct pg *pg, const int32_t *osds, const struct pg_version *from,
+		     uint32_t n)
+{
+	struct pg_recovery *rec = rec_new(pg);
+	uint64_t total = 0;
+
+	if (!rec)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && i < OSDMAP_SIZE_MAX; i++) {
+		struct rec_target *t = &rec->t[rec->ntargets++];
+		struct entries_ctx c;
+		int r;
+
+		t->osd = osds[i];
+		t->from = from[i];
+		r = read_entries(pg, from[i].seq, &c);
+		if (!r) {
+			t->entries = c.v;
+			t->nentries = c.n;
+			r = target_missing(t);
+		}
+		if (r) {
+			log_error("recovery", "pg %u.%x: cannot read its log to recover osd.%d: %s",
+				  pg->pool, pg->pgid, osds[i], strerror(-r));
+			pg_recovery_free(pg);
+			return r;
+		}
+		total += t->nobjs;
+		log_info("recovery", "pg %u.%x: osd.%d is behind (%llu'%llu): %u log entries, "
+			 "%u objects to recover", pg->pool, pg->pgid, t->osd,
+			 (unsigned long long)t->from.epoch, (unsigned long long)t->from.seq,
+			 t->nentries, t->nobjs);
+	}
+	(void)total;
+	rec_kick(pg->osd);
+	return 0;
+}
+
+static void get_reply(void *arg, struct msg *reply, int err)
+{
+	struct log_ctx *lc = arg;
+	struct pg *pg = lc->pg;
+	struct pg_recovery *rec = live(pg, lc->gen);
+	struct osd_pg_log l = { 0 };
+	struct dec d;
+	int r = err;
+
+	free(lc);
+	if (!rec) {
+		msg_free(reply);
+		return;
+	}
+	if (reply) {
+		dec_init(&d, reply->front, reply->front_len);
+		r = osd_pg_log_decode(&d, &l);
+		if (!r && l.rc)
+			r = l.rc;
+		if (!r && l.kind != PGL_GET_REPLY)
+			r = -EBADMSG;
+	}
+	if (!r) {
+		struct rec_target *t = &rec->t[0];
+		struct entries_ctx c = { 0 };
+
+		for (uint32_t i = 0; !r && i < l.nentries; i++)
+			r = entries_add(&c, &l.entries[i]);
+		t->entries = c.v;
+		t->nentries = c.n;
+		if (!r)
+			r = target_missing(t);
+		t->log_busy = false;
+	}
+	osd_pg_log_clear(&l);
+	msg_free(reply);
+	if (r) {
+		log_warn("recovery", "pg %u.%x: cannot get the log of osd.%d: %s; it stays "
+			 "incomplete", pg->pool, pg->pgid, rec->src, strerror(-r));
+		pg_recovery_free(pg);
+		pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
+		return;
+	}
+	log_info("recovery", "pg %u.%x: this OSD is behind: pulling %u objects (%u log "
+		 "entries) from osd.%d", pg->pool, pg->pgid, rec->t[0].nobjs,
+		 rec->t[0].nentries, rec->src);
+	rec_kick(pg->osd);
+}
+
+int pg_recovery_pull(struct pg *pg, int32_t src)
+{
+	struct osd *osd = pg->osd;
+	struct pg_recovery *rec = rec_new(pg);
+	struct osd_pg_log l = {
+		.kind = PGL_GET,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+		.from = pg->info.last_update,
+	};
+	struct msg_conn *c = osd_peer_conn(osd, src);
+	struct log_ctx *lc;
+	struct msg *m;
+	struct enc e;
+
+	if (!rec)
+		return -ENOMEM;
+	rec->pull = true;
+	rec->src = src;
+	rec->ntargets = 1;
+	rec->t[0].osd = osd->whoami;
+	rec->t[0].from = pg->info.last_update;
+	rec->t[0].log_busy = true;	/* until the entries are in */
+	lc = malloc(sizeof(*lc));
+	if (!lc || !c) {
+		free(lc);
+		pg_recovery_free(pg);
+		return -ENOMEM;
+	}
+	lc->pg = pg;
+	lc->gen = rec->gen;
+	lc->ti = 0;
+	enc_init(&e);
+	osd_pg_log_encode(&l, &e);
+	m = msg_new(MT_PG_LOG, &e);
+	enc_free(&e);
+	if (!m || msg_call(c, m, RECOVERY_TIMEOUT_MS, get_reply, lc) < 0) {
+		free(lc);
+		pg_recovery_free(pg);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- the receivers ------------------------------------------------------------- */
+
+static struct pg *check_pg(struct osd *osd, uint32_t pool, uint32_t pgid, uint64_t sis, int *r)
+{
+	struct pg *pg = osd_pg_find(osd, pool, pgid);
+
+	*r = 0;
+	if (!pg || pg->info.same_interval_since != sis)
+		*r = -ESTALE;
+	else if (pg->reloading)
+		*r = -EIO;
+	return *r ? NULL : pg;
+}
+
+struct reply_ctx {
+	struct osd *osd;
+	struct pg *pg;
+	struct msg_conn *conn;
+	struct msg *m;
+	uint16_t type;
+};
+
+static void applied(void *arg, int r)
+{
+	struct reply_ctx *rc = arg;
+
+	if (r < 0) {
+		log_error("recovery", "pg %u.%x: applying recovered data failed: %s",
+			  rc->pg->pool, rc->pg->pgid, strerror(-r));
+		pg_fail(rc->pg, r);
+	}
+	osd_reply_rc(rc->osd, rc->conn, rc->m, rc->type, r < 0 ? -EIO : 0);
+	msg_free(rc->m);
+	msg_conn_put(rc->conn);
+	free(rc);
+}
+
+static void queue_and_reply(struct pg *pg, struct store_txn *txn, struct msg_conn *c,
+			    struct msg *m, uint16_t type)
+{
+	struct reply_ctx *rc = malloc(sizeof(*rc));
+
+	if (!rc) {
+		store_txn_free(txn);
+		osd_reply_rc(pg->osd, c, m, type, -ENOMEM);
+		msg_free(m);
+		return;
+	}
+	rc->osd = pg->osd;
+	rc->pg = pg;
+	rc->conn = c;
+	msg_conn_get(c);
+	rc->m = m;
+	rc->type = type;
+	pg_queue_txn(pg, txn, applied, rc);
+}
+
+void osd_pg_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	char oid[STORE_NAME_MAX + 1];
+	struct osd_pg_push p;
+	struct store_txn *txn;
+	struct pg *pg;
+	struct dec d;
+	int r;
+
+	dec_init(&d, m->front, m->front_len);
+	r = osd_pg_push_decode(&d, m->data, m->data_len, &p);
+	if (r || p.kind == PGP_PULL_REPLY) {
+		log_warn("recovery", "malformed recovery push from %s", msg_conn_addr(c));
+		if (!r)
+			osd_pg_push_clear(&p);
+		osd_reply_rc(osd, c, m, MT_PG_PUSH, -EINVAL);
+		msg_free(m);
+		return;
+	}
+	if (!osd->map || p.epoch > osd->map->epoch) {
+		osd_pg_push_clear(&p);
+		osd_map_wait(osd, p.epoch, c, m);
+		return;
+	}
+	memcpy(oid, p.oid, p.oid_len);
+	oid[p.oid_len] = 0;
+	pg = check_pg(osd, p.pool, p.pg, p.same_interval_since, &r);
+	if (p.kind == PGP_PULL) {
+		uint32_t flags = 0;
+		struct msg *rep = NULL;
+
+		if (pg)
+			rep = chunk_msg(pg, PGP_PULL_REPLY, oid, p.off, &flags, &r);
+		if (!rep) {
+			struct osd_pg_push e0 = { .kind = PGP_PULL_REPLY, .rc = r ? r : -EIO,
+						  .oid = oid, .oid_len = p.oid_len };
+			struct enc e;
+
+			enc_init(&e);
+			osd_pg_push_encode(&e0, &e);
+			rep = msg_new(MT_PG_PUSH, &e);
+			enc_free(&e);
+		}
+		if (rep)
+			msg_reply(c, m, rep);
+		osd_pg_push_clear(&p);
+		msg_free(m);
+		return;
+	}
+	if (pg && pg->is_primary)
+		r = -EINVAL;
+	txn = r ? NULL : store_txn_new();
+	if (!r && !txn)
+		r = -ENOMEM;
+	if (!r)
+		r = chunk_to_txn(pg, &p, oid, txn);
+	osd_pg_push_clear(&p);
+	if (r) {
+		store_txn_free(txn);
+		osd_reply_rc(osd, c, m, MT_PG_PUSH, r);
+		msg_free(m);
+		return;
+	}
+	queue_and_reply(pg, txn, c, m, MT_PG_PUSH);
+}
+
+static void log_get(struct osd *osd, struct pg *pg, struct msg_conn *c, struct msg *m,
+		    const struct osd_pg_log *q, int r)
+{
+	struct osd_pg_log l = { .kind = PGL_GET_REPLY, .rc = r, .pool = q->pool, .pg = q->pg };
+	struct entries_ctx ec = { 0 };
+	struct msg *rep;
+	struct enc e;
+
+	if (!l.rc && !pg_log_reaches(pg, q->from))
+		l.rc = -ERANGE;	/* behind our tail, or divergent: backfill */
+	if (!l.rc)
+		l.rc = read_entries(pg, q->from.seq, &ec);
+	if (!l.rc) {
+		l.epoch = osd->map->epoch;
+		l.same_interval_since = pg->info.same_interval_since;
+		l.log_tail = pg->info.log_tail;
+		l.nentries = ec.n;
+		l.entries = ec.v;
+	}
+	enc_init(&e);
+	osd_pg_log_encode(&l, &e);
+	rep = msg_new(MT_PG_LOG, &e);
+	enc_free(&e);
+	if (rep)
+		msg_reply(c, m, rep);
+	for (uint32_t i = 0; i < ec.n; i++)
+		free((char *)ec.v[i].oid);
+	free(ec.v);
+}
+
+void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	struct store_txn *txn = NULL;
+	struct osd_pg_log l;
+	struct pg *pg;
+	struct dec d;
+	int r;
+
+	dec_init(&d, m->front, m->front_len);
+	r = osd_pg_log_decode(&d, &l);
+	if (r || l.kind == PGL_GET_REPLY) {
+		log_warn("recovery", "malformed PG log message from %s", msg_conn_addr(c));
+		if (!r)
+			osd_pg_log_clear(&l);
+		osd_reply_rc(osd, c, m, MT_PG_LOG, -EINVAL);
+		msg_free(m);
+		return;
+	}
+	if (!osd->map || l.epoch > osd->map->epoch) {
+		osd_pg_log_clear(&l);
+		osd_map_wait(osd, l.epoch, c, m);
+		return;
+	}
+	pg = check_pg(osd, l.pool, l.pg, l.same_interval_since, &r);
+	if (l.kind == PGL_GET) {
+		log_get(osd, pg, c, m, &l, r);
+		goto out;
+	}
+	/* APPLY: every object is in; the log follows */
+	if (!r && pg_version_cmp(pg->info.last_update, l.from) != 0)
+		r = -ERANGE;
+	if (!r && !(txn = store_txn_new()))
+		r = -ENOMEM;
+	if (!r)
+		r = entries_to_txn(pg, l.entries, l.nentries, txn);
+	if (!r) {
+		if (l.last_epoch_started > pg->info.last_epoch_started) {
+			pg->info.last_epoch_started = l.last_epoch_started;
+			pg_info_prune_past(&pg->info, l.last_epoch_started);
+		}
+		r = pglog_write_info(&pg->info, txn, pg->coll);
+	}
+	if (r) {
+		store_txn_free(txn);
+		if (txn && pg)
+			pg_fail(pg, r);	/* the log in memory moved */
+		log_warn("recovery", "pg %u.%x: refusing recovered log entries: %s", l.pool,
+			 l.pg, strerror(-r));
+		osd_reply_rc(osd, c, m, MT_PG_LOG, r);
+		osd_pg_log_clear(&l);
+		msg_free(m);
+		return;
+	}
+	log_info("recovery", "pg %u.%x: recovered up to %llu'%llu", pg->pool, pg->pgid,
+		 (unsigned long long)pg->info.last_update.epoch,
+		 (unsigned long long)pg->info.last_update.seq);
+	osd_pg_log_clear(&l);
+	queue_and_reply(pg, txn, c, m, MT_PG_LOG);
+	return;
+out:
+	osd_pg_log_clear(&l);
+	msg_free(m);
+}
