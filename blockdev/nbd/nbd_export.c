@@ -110,8 +110,11 @@ int nbd_export_get(struct nbd_server *srv, const char *name, struct nbd_export *
 
 	pthread_mutex_lock(&srv->lock);
 	for (;;) {
+		/* an entry being opened or closed is waited for: a connection
+		 * that arrives while the last one's close still holds the
+		 * image's lock must not be refused as a second writer */
 		ex = find(srv, name);
-		if (!ex || !ex->opening)
+		if (!ex || (!ex->opening && !ex->closing))
 			break;
 		pthread_cond_wait(&srv->cond, &srv->lock);
 	}
@@ -166,7 +169,7 @@ void nbd_export_put(struct nbd_export *ex)
 	pthread_mutex_lock(&srv->lock);
 	last = --ex->refs == 0;
 	if (last)
-		unlink_export(srv, ex);
+		ex->closing = true;	/* stays listed until its lock is released */
 	pthread_mutex_unlock(&srv->lock);
 	if (!last)
 		return;
@@ -177,6 +180,10 @@ void nbd_export_put(struct nbd_export *ex)
 			  ex->name, atoll_strerror(ret));
 	else
 		log_info(NBD_SUBSYS, "export '%s' closed", ex->name);
+	pthread_mutex_lock(&srv->lock);
+	unlink_export(srv, ex);
+	pthread_cond_broadcast(&srv->cond);
+	pthread_mutex_unlock(&srv->lock);
 	free(ex->name);
 	free(ex);
 }
@@ -211,7 +218,14 @@ void nbd_export_close_all(struct nbd_server *srv)
 	while (srv->exports) {
 		struct nbd_export *ex = srv->exports;
 
-		srv->exports = ex->next;
+		/* one that its last connection is closing: that close frees it */
+		while (ex && ex->closing)
+			ex = ex->next;
+		if (!ex) {
+			pthread_cond_wait(&srv->cond, &srv->lock);
+			continue;
+		}
+		unlink_export(srv, ex);
 		pthread_mutex_unlock(&srv->lock);
 		atoll_image_close(ex->img);
 		free(ex->name);

@@ -58,6 +58,7 @@ struct nbd_export {
 	struct atoll_image *img;	/* NULL while opening */
 	int open_rc;			/* result of the open, once done */
 	bool opening;			/* srv->lock; waiters on srv->cond */
+	bool closing;		/* the last connection left; being closed (table lock) */
 	unsigned refs;			/* srv->lock */
 	bool read_only;
 	uint64_t size;
