@@ -350,8 +350,8 @@ static void print_usage_hint(struct cl_state *st, int osds)
 	if (nbd && st->pool[0])
 		printf("Block images over NBD (pool '%s'):\n"
 		       "  NBD URI: nbd://%s:%d/IMAGE\n"
-		       "  atoll image create disk1 1G && nbdinfo nbd://%s:%d/disk1\n",
-		       st->pool, nbd->ip, nbd->port, nbd->ip, nbd->port);
+		       "  atoll image create %s disk1 --size 1G && nbdinfo nbd://%s:%d/disk1\n",
+		       st->pool, nbd->ip, nbd->port, st->pool, nbd->ip, nbd->port);
 	if (mds)
 		printf("The file system (atoll-mds at %s:%d):\n"
 		       "  mkdir -p MNT && atoll-fuse MNT -o conf=%s/%s\n"
