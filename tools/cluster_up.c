@@ -173,38 +173,13 @@ int cl_add_osd(struct cl_state *st, int host, int timeout_s)
 	return ret;
 }
 
-/* The atoll-nbd daemon of the state, or NULL. */
-static struct cl_daemon *nbd_daemon(struct cl_state *st)
+/* Stops the client daemon called name (atoll-nbd, atoll-mds) if the state
+ * has one.  SIGTERM: atoll-nbd drains its clients and closes the images,
+ * which releases their locks; atoll-mds finishes the request at hand;
+ * both while the OSDs they need are still up. */
+static int stop_named(struct cl_state *st, const char *name, int timeout_s)
 {
-	for (int i = 0; i < st->n; i++)
-		if (st->d[i].kind == CL_NBD)
-			return &st->d[i];
-	return NULL;
-}
-
-/* Stops atoll-nbd (SIGTERM: it drains its clients and closes the images,
- * which releases their locks) before the daemons it needs. */
-static int stop_nbd(struct cl_state *st, int timeout_s)
-{
-	struct cl_daemon *d = nbd_daemon(st);
-
-	return d ? cl_stop(d, SIGTERM, timeout_s) : 0;
-}
-
-/* The atoll-mds daemon of the state, or NULL. */
-static struct cl_daemon *mds_daemon(struct cl_state *st)
-{
-	for (int i = 0; i < st->n; i++)
-		if (st->d[i].kind == CL_MDS)
-			return &st->d[i];
-	return NULL;
-}
-
-/* Stops atoll-mds (SIGTERM: it finishes the request at hand) while the
- * OSDs holding its journal are still up. */
-static int stop_mds(struct cl_state *st, int timeout_s)
-{
-	struct cl_daemon *d = mds_daemon(st);
+	struct cl_daemon *d = cl_state_find(st, name);
 
 	return d ? cl_stop(d, SIGTERM, timeout_s) : 0;
 }
@@ -212,7 +187,8 @@ static int stop_mds(struct cl_state *st, int timeout_s)
 /* The daemons that use the cluster as clients go first. */
 static int stop_clients(struct cl_state *st, int timeout_s)
 {
-	int a = stop_mds(st, timeout_s), b = stop_nbd(st, timeout_s);
+	int a = stop_named(st, CL_MDS_NAME, timeout_s);
+	int b = stop_named(st, CL_NBD_NAME, timeout_s);
 
 	return a ? a : b;
 }
@@ -282,7 +258,7 @@ static int add_mds(struct cl_state *st, const struct cl_opts *o)
  * not active yet would eat into its start timeout. */
 static int start_mds(struct cl_state *st, int timeout_s)
 {
-	struct cl_daemon *d = mds_daemon(st);
+	struct cl_daemon *d = cl_state_find(st, CL_MDS_NAME);
 	int ret;
 
 	if (!d)
@@ -330,8 +306,8 @@ static int add_nbd(struct cl_state *st, int timeout_s)
 
 static void print_usage_hint(struct cl_state *st, int osds)
 {
-	const struct cl_daemon *nbd = nbd_daemon(st);
-	const struct cl_daemon *mds = mds_daemon(st);
+	const struct cl_daemon *nbd = cl_state_find(st, CL_NBD_NAME);
+	const struct cl_daemon *mds = cl_state_find(st, CL_MDS_NAME);
 	char mon[64];
 
 	cl_mon_addr(st, mon, sizeof(mon));
