@@ -67,13 +67,14 @@ static const char usage_text[] =
 "  osd add             mkfs and start one more OSD (--host H to choose its host)\n"
 "  osd stop|start N    stop osd.N cleanly (SIGTERM) or start it again\n"
 "  osd kill N          kill osd.N with SIGKILL (a crash)\n"
-"  mds stop|start|kill  stop atoll-mds cleanly, start it again (same address),\n"
-"                      or kill it with SIGKILL\n"
+"  mon stop|start|kill  stop the monitor cleanly, start it again (same address\n"
+"                      and data), or kill it with SIGKILL\n"
+"  mds stop|start|kill  the same for atoll-mds\n"
 "\n"
 "options:\n"
 "  --dir D        the cluster's folder (default: $ATOLL_CLUSTER_DIR or ./atoll-cluster)\n"
 "  --osds N       OSDs to create (up; default 3)\n"
-"  --hosts H      hosts to spread them over, OSD i on host i %% H (up; default 3,\n"
+"  --hosts H      hosts to spread them over, OSD i on host i mod H (up; default 3,\n"
 "                 or N when N is smaller)\n"
 "  --size SZ      each OSD's store size (up, osd add; default 10G; the file is\n"
 "                 sparse until written)\n"
@@ -211,10 +212,11 @@ int main(int argc, char **argv)
 		return cl_cmd_status(&o);
 	if (strcmp(cmd, "osd") == 0 && optind + 1 < argc && optind + 3 >= argc)
 		return cl_cmd_osd(&o, argv[optind + 1], argv[optind + 2]);
-	if (strcmp(cmd, "mds") == 0 && optind + 2 == argc)
-		return cl_cmd_mds(&o, argv[optind + 1]);
+	if ((strcmp(cmd, "mon") == 0 || strcmp(cmd, "mds") == 0) && optind + 2 == argc)
+		return cl_cmd_single(&o, cmd, argv[optind + 1]);
 	cl_err("unknown command '%s'%s; see: atoll-cluster --help", cmd,
 	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill N)" :
+	       strcmp(cmd, "mon") == 0 ? " (mon stop|start|kill)" :
 	       strcmp(cmd, "mds") == 0 ? " (mds stop|start|kill)" : "");
 	return 2;
 

@@ -119,7 +119,8 @@ int cl_cmd_up(struct cl_opts *o);
 int cl_cmd_down(struct cl_opts *o);
 int cl_cmd_status(struct cl_opts *o);
 int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg);
-int cl_cmd_mds(struct cl_opts *o, const char *verb);
+/* `mon|mds stop|start|kill`: what is "mon" or "mds". */
+int cl_cmd_single(struct cl_opts *o, const char *what, const char *verb);
 
 /* Output helpers (stderr, prefixed "atoll-cluster: "). */
 void cl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,6 +1,6 @@
 /*
- * cluster_osd.c - `atoll-cluster status`, `osd add|stop|start|kill N` and
- * `mds stop|start|kill`.
+ * cluster_osd.c - `atoll-cluster status`, `osd add|stop|start|kill N`,
+ * `mon stop|start|kill` and `mds stop|start|kill`.
  *
  * These are for tests and demos: stop an OSD cleanly (SIGTERM: it tells
  * the monitor), kill one (SIGKILL: the monitor must notice by itself),
@@ -10,6 +10,7 @@
 #include "cluster.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,8 +134,9 @@ out:
 	return ret ? 1 : 0;
 }
 
-int cl_cmd_mds(struct cl_opts *o, const char *verb)
+int cl_cmd_single(struct cl_opts *o, const char *what, const char *verb)
 {
+	bool mon = strcmp(what, "mon") == 0;
 	struct cl_state *st = calloc(1, sizeof(*st));
 	struct cl_daemon *d = NULL;
 	int ret;
@@ -142,7 +144,7 @@ int cl_cmd_mds(struct cl_opts *o, const char *verb)
 	if (!st)
 		return 1;
 	if (strcmp(verb, "stop") && strcmp(verb, "start") && strcmp(verb, "kill")) {
-		cl_err("unknown mds command '%s'; use stop, start or kill", verb);
+		cl_err("unknown %s command '%s'; use stop, start or kill", what, verb);
 		free(st);
 		return 2;
 	}
@@ -152,9 +154,13 @@ int cl_cmd_mds(struct cl_opts *o, const char *verb)
 		       o->dir, CL_STATE_FILE);
 	if (ret)
 		goto out;
-	d = cl_state_find(st, CL_MDS_NAME);
+	d = cl_state_find(st, mon ? CL_MON_NAME : CL_MDS_NAME);
 	if (!d) {
-		cl_err("the cluster in '%s' has no MDS (it was made with --no-mds)", st->dir);
+		if (mon)
+			cl_err("the cluster in '%s' has no %s", st->dir, CL_MON_NAME);
+		else
+			cl_err("the cluster in '%s' has no MDS (it was made with --no-mds)",
+			       st->dir);
 		ret = -ENOENT;
 		goto out;
 	}

@@ -36,9 +36,15 @@ cdir=$tmp/c
 export ATOLL_CONF=$cdir/atoll.conf
 unset ATOLL_CLUSTER_DIR
 
+# A test may set cleanup_hook to a function that stops its own helpers
+# (clients it started) before the cluster goes down.
+cleanup_hook=
 cleanup() {
 	local rc=$?
 	local st
+	if [ -n "$cleanup_hook" ]; then
+		"$cleanup_hook" || true
+	fi
 	for st in "$tmp"/*/cluster.state; do
 		[ -f "$st" ] || continue
 		"$cluster_bin" down --dir "$(dirname "$st")" >/dev/null 2>&1 ||
