@@ -111,6 +111,7 @@ static void conn_free(struct nbd_conn *conn)
 {
 	pthread_mutex_destroy(&conn->qlock);
 	pthread_cond_destroy(&conn->qcond);
+	pthread_cond_destroy(&conn->wcond);
 	free(conn);
 }
 
@@ -186,6 +187,7 @@ static void accept_one(struct nbd_server *srv, int lfd)
 	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
 	pthread_mutex_init(&conn->qlock, NULL);
 	pthread_cond_init(&conn->qcond, NULL);
+	pthread_cond_init(&conn->wcond, NULL);
 
 	pthread_mutex_lock(&srv->lock);
 	conn->id = ++srv->next_conn_id;

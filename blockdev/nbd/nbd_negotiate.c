@@ -11,7 +11,9 @@
  * Option data is bounded (NBD_MAX_OPTION_LEN): a longer option closes the
  * connection instead of reading what the client claims to send.  The
  * negotiation runs on the connection's reader thread with a receive
- * timeout, so a client that stops talking frees its slot.
+ * timeout, so a client that stops talking frees its slot.  The bytes
+ * themselves are decoded by nbd_decode.c (fuzzed); this file reads the
+ * socket and answers.
  */
 #include "nbd_server.h"
 
@@ -22,48 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A copy of option data being parsed, with its bounds. */
-struct opt_cursor {
-	const uint8_t *p;
-	size_t left;
-};
-
-static int cur_u16(struct opt_cursor *c, uint16_t *v)
-{
-	if (c->left < 2)
-		return -EINVAL;
-	*v = nbd_get16(c->p);
-	c->p += 2;
-	c->left -= 2;
-	return 0;
-}
-
-static int cur_u32(struct opt_cursor *c, uint32_t *v)
-{
-	if (c->left < 4)
-		return -EINVAL;
-	*v = nbd_get32(c->p);
-	c->p += 4;
-	c->left -= 4;
-	return 0;
-}
-
-/* A length-prefixed string as a NUL-terminated copy in out[NBD_MAX_NAME_LEN+1]. */
-static int cur_string(struct opt_cursor *c, char *out)
-{
-	uint32_t len;
-
-	if (cur_u32(c, &len) || len > c->left || len > NBD_MAX_NAME_LEN)
-		return -EINVAL;
-	memcpy(out, c->p, len);
-	out[len] = 0;
-	if (strlen(out) != len)
-		return -EINVAL;		/* an embedded NUL */
-	c->p += len;
-	c->left -= len;
-	return 0;
-}
 
 static int send_reply(struct nbd_conn *conn, uint32_t opt, uint32_t type,
 		      const void *data, uint32_t len)
@@ -200,23 +160,14 @@ static int send_info_name(struct nbd_conn *conn, uint32_t opt, uint16_t type,
 /* NBD_OPT_INFO and NBD_OPT_GO: name, then a list of info requests. */
 static int opt_info_go(struct nbd_conn *conn, uint32_t opt, const uint8_t *data, uint32_t len)
 {
-	struct opt_cursor c = { data, len };
-	char name[NBD_MAX_NAME_LEN + 1];
+	struct nbd_opt_go go;
+	const char *name = go.name;
 	struct nbd_export *ex;
-	uint16_t nreq, req = 0;
-	bool want_name = false, want_desc = false;
 	int ret;
 
-	if (cur_string(&c, name) || cur_u16(&c, &nreq) || c.left != (size_t)nreq * 2)
+	if (nbd_opt_go_decode(data, len, &go))
 		return send_error(conn, opt, NBD_REP_ERR_INVALID,
 				  "malformed NBD_OPT_INFO/GO data");
-	for (unsigned i = 0; i < nreq; i++) {
-		cur_u16(&c, &req);
-		if (req == NBD_INFO_NAME)
-			want_name = true;
-		else if (req == NBD_INFO_DESCRIPTION)
-			want_desc = true;
-	}
 	if (!name[0])
 		return send_error(conn, opt, NBD_REP_ERR_UNKNOWN,
 				  "atoll-nbd has no default export; give an image name "
@@ -227,9 +178,9 @@ static int opt_info_go(struct nbd_conn *conn, uint32_t opt, const uint8_t *data,
 	ret = send_info_export(conn, opt, ex);
 	if (!ret)
 		ret = send_info_block_size(conn, opt);
-	if (!ret && want_name)
+	if (!ret && go.want_name)
 		ret = send_info_name(conn, opt, NBD_INFO_NAME, ex->name);
-	if (!ret && want_desc) {
+	if (!ret && go.want_desc) {
 		char desc[256];
 
 		snprintf(desc, sizeof(desc), "atoll image '%s' in pool '%s'%s", ex->name,
@@ -258,12 +209,10 @@ static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t 
 	struct nbd_export *ex;
 	int ret;
 
-	if (len == 0 || len > NBD_MAX_NAME_LEN || memchr(data, 0, len)) {
+	if (nbd_opt_export_name_decode(data, len, name)) {
 		conn->state = NEG_CLOSE;
 		return 0;
 	}
-	memcpy(name, data, len);
-	name[len] = 0;
 	ret = nbd_export_get(conn->srv, name, &ex);
 	if (ret) {
 		log_info(NBD_SUBSYS, "%s: export '%s' refused: %s", conn->peer, name,
@@ -288,67 +237,36 @@ static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t 
 	return 0;
 }
 
-static bool is_base_allocation(const char *q)
-{
-	return strcmp(q, NBD_META_BASE_ALLOCATION) == 0;
-}
-
-/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT. */
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT: we have one
+ * context, base:allocation, so the answer is it or nothing. */
 static int opt_meta_context(struct nbd_conn *conn, uint32_t opt, const uint8_t *data,
 			    uint32_t len)
 {
-	struct opt_cursor c = { data, len };
-	char name[NBD_MAX_NAME_LEN + 1], query[NBD_MAX_NAME_LEN + 1];
 	uint8_t rep[4 + sizeof(NBD_META_BASE_ALLOCATION)];
-	uint32_t nq;
-	bool set = opt == NBD_OPT_SET_META_CONTEXT, selected = false, listed = false;
+	bool set = opt == NBD_OPT_SET_META_CONTEXT;
+	struct nbd_opt_meta meta;
 	int ret = 0;
 
 	if (set && !conn->structured)
 		return send_error(conn, opt, NBD_REP_ERR_INVALID,
 				  "negotiate NBD_OPT_STRUCTURED_REPLY before "
 				  "NBD_OPT_SET_META_CONTEXT");
-	if (cur_string(&c, name) || cur_u32(&c, &nq))
+	if (nbd_opt_meta_decode(set, data, len, &meta))
 		return send_error(conn, opt, NBD_REP_ERR_INVALID,
 				  "malformed meta context request");
-	/* Check the whole request before answering any of it. */
-	{
-		struct opt_cursor chk = c;
-
-		for (uint32_t i = 0; i < nq; i++)
-			if (cur_string(&chk, query))
-				return send_error(conn, opt, NBD_REP_ERR_INVALID,
-						  "malformed meta context query");
-		if (chk.left != 0)
-			return send_error(conn, opt, NBD_REP_ERR_INVALID,
-					  "trailing bytes after the meta context queries");
-	}
-	nbd_put32(rep, NBD_META_ID_BASE_ALLOCATION);
-	memcpy(rep + 4, NBD_META_BASE_ALLOCATION, strlen(NBD_META_BASE_ALLOCATION));
 	if (set)
 		conn->meta_alloc = false;
-	for (uint32_t i = 0; i < nq && !ret; i++) {
-		bool match;
-
-		cur_string(&c, query);
-		match = is_base_allocation(query) || (!set && strcmp(query, "base:") == 0);
-		if (!match || (set ? selected : listed))
-			continue;
+	if (meta.base_allocation) {
+		nbd_put32(rep, NBD_META_ID_BASE_ALLOCATION);
+		memcpy(rep + 4, NBD_META_BASE_ALLOCATION, strlen(NBD_META_BASE_ALLOCATION));
 		ret = send_reply(conn, opt, NBD_REP_META_CONTEXT, rep,
 				 (uint32_t)(4 + strlen(NBD_META_BASE_ALLOCATION)));
-		if (set)
-			selected = true;
-		else
-			listed = true;
 	}
-	if (!ret && !set && nq == 0)	/* list everything we have */
-		ret = send_reply(conn, opt, NBD_REP_META_CONTEXT, rep,
-				 (uint32_t)(4 + strlen(NBD_META_BASE_ALLOCATION)));
 	if (ret)
 		return ret;
-	if (set && selected) {
+	if (set && meta.base_allocation) {
 		conn->meta_alloc = true;
-		snprintf(conn->meta_export, sizeof(conn->meta_export), "%s", name);
+		snprintf(conn->meta_export, sizeof(conn->meta_export), "%s", meta.name);
 	}
 	return send_reply(conn, opt, NBD_REP_ACK, NULL, 0);
 }
@@ -356,7 +274,8 @@ static int opt_meta_context(struct nbd_conn *conn, uint32_t opt, const uint8_t *
 /* NEG_OPTION: one option header, its data, its answer. */
 static int handle_option(struct nbd_conn *conn)
 {
-	uint8_t hdr[16];
+	uint8_t hdr[NBD_OPTION_HEADER_SIZE];
+	struct nbd_option o;
 	uint8_t *data = NULL;
 	uint32_t opt, len;
 	int ret;
@@ -364,17 +283,18 @@ static int handle_option(struct nbd_conn *conn)
 	ret = nbd_read_full(conn->fd, hdr, sizeof(hdr));
 	if (ret)
 		return ret;
-	if (nbd_get64(hdr) != NBD_IHAVEOPT) {
+	ret = nbd_option_decode(hdr, &o);
+	if (ret == -EPROTO) {
 		log_info(NBD_SUBSYS, "%s: bad option magic; closing", conn->peer);
-		return -EPROTO;
+		return ret;
 	}
-	opt = nbd_get32(hdr + 8);
-	len = nbd_get32(hdr + 12);
-	if (len > NBD_MAX_OPTION_LEN) {
+	if (ret) {
 		log_info(NBD_SUBSYS, "%s: option %u of %u bytes is too long; closing",
-			 conn->peer, opt, len);
+			 conn->peer, o.opt, o.len);
 		return -EPROTO;
 	}
+	opt = o.opt;
+	len = o.len;
 	if (len) {
 		data = malloc(len);
 		if (!data)
@@ -434,7 +354,6 @@ out_free_data:
 int nbd_negotiate(struct nbd_conn *conn)
 {
 	uint8_t buf[18];
-	uint32_t cflags;
 	int ret = 0;
 
 	conn->state = NEG_GREETING;
@@ -451,15 +370,12 @@ int nbd_negotiate(struct nbd_conn *conn)
 			ret = nbd_read_full(conn->fd, buf, 4);
 			if (ret)
 				break;
-			cflags = nbd_get32(buf);
-			if (cflags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)) {
+			ret = nbd_client_flags_decode(buf, &conn->fixed, &conn->no_zeroes);
+			if (ret) {
 				log_info(NBD_SUBSYS, "%s: unknown client flags 0x%x; closing",
-					 conn->peer, cflags);
-				ret = -EPROTO;
+					 conn->peer, nbd_get32(buf));
 				break;
 			}
-			conn->fixed = cflags & NBD_FLAG_C_FIXED_NEWSTYLE;
-			conn->no_zeroes = cflags & NBD_FLAG_C_NO_ZEROES;
 			conn->state = NEG_OPTION;
 			break;
 		case NEG_OPTION:

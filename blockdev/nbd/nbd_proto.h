@@ -10,6 +10,8 @@
 #ifndef ATOLL_NBD_PROTO_H
 #define ATOLL_NBD_PROTO_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -115,6 +117,16 @@
 #define NBD_META_BASE_ALLOCATION "base:allocation"
 #define NBD_META_ID_BASE_ALLOCATION 1u
 
+/* What atoll-nbd accepts from a client (doc/nbd.md).  The largest read or
+ * write, advertised as the maximum block size: longer writes end the
+ * connection (their payload is not read), longer reads get EINVAL.  One
+ * option's data (names are at most 4 KiB by the protocol). */
+#define NBD_MAX_PAYLOAD		(32u << 20)
+#define NBD_MAX_OPTION_LEN	(64u << 10)
+#define NBD_MAX_NAME_LEN	4096
+#define NBD_OPTION_HEADER_SIZE	16
+#define NBD_CLIENT_FLAGS_SIZE	4
+
 /* Big-endian helpers: p points at enough bytes (callers check lengths). */
 static inline void nbd_put16(uint8_t *p, uint16_t v)
 {
@@ -159,19 +171,84 @@ struct nbd_request {
 	uint32_t length;
 };
 
-/* Decodes the 28-byte request header; -1 on bad magic. */
-static inline int nbd_request_decode(const uint8_t p[NBD_REQUEST_SIZE],
-				     struct nbd_request *r)
-{
-	if (nbd_get32(p) != NBD_REQUEST_MAGIC)
-		return -1;
-	r->flags = nbd_get16(p + 4);
-	r->type = nbd_get16(p + 6);
-	r->cookie = nbd_get64(p + 8);
-	r->offset = nbd_get64(p + 16);
-	r->length = nbd_get32(p + 24);
-	return 0;
-}
+/*
+ * nbd_decode.c: pure decoders of everything a client sends, apart from
+ * the socket (which nbd_negotiate.c and nbd_transmit.c read), so that
+ * tests/fuzz/fuzz_nbd.c reaches every one of them.  Each takes a buffer
+ * and its length, checks every length and string against it and against
+ * the limits above, and fails cleanly: 0 or a negative errno.  Names come
+ * out NUL-terminated, without embedded NULs.
+ */
+
+/* The client's 32-bit flags: -EPROTO for a flag we do not know. */
+int nbd_client_flags_decode(const uint8_t p[NBD_CLIENT_FLAGS_SIZE], bool *fixed,
+			    bool *no_zeroes);
+
+/* An option header: IHAVEOPT, option, data length. */
+struct nbd_option {
+	uint32_t opt;
+	uint32_t len;
+};
+/* -EPROTO for a bad magic, -EMSGSIZE for data over NBD_MAX_OPTION_LEN
+ * (both close the connection: the data is not read). */
+int nbd_option_decode(const uint8_t p[NBD_OPTION_HEADER_SIZE], struct nbd_option *o);
+
+/* NBD_OPT_INFO and NBD_OPT_GO: export name, then 16-bit info requests. */
+struct nbd_opt_go {
+	char name[NBD_MAX_NAME_LEN + 1];
+	uint16_t nreq;
+	bool want_name;		/* NBD_INFO_NAME asked for */
+	bool want_desc;		/* NBD_INFO_DESCRIPTION asked for */
+};
+/* -EINVAL for a short or long string, an embedded NUL, or a request
+ * count that does not match the bytes left. */
+int nbd_opt_go_decode(const uint8_t *data, size_t len, struct nbd_opt_go *out);
+
+/* NBD_OPT_EXPORT_NAME: the whole data is the name.  -EINVAL when empty,
+ * too long or holding a NUL. */
+int nbd_opt_export_name_decode(const uint8_t *data, size_t len,
+			       char name[NBD_MAX_NAME_LEN + 1]);
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT: export name,
+ * query count, queries.  The whole request is checked before any of it
+ * is answered. */
+struct nbd_opt_meta {
+	char name[NBD_MAX_NAME_LEN + 1];
+	uint32_t nqueries;
+	/* base:allocation is selected (set: a query names it) or listed
+	 * (list: a query names it or "base:", or there is no query). */
+	bool base_allocation;
+};
+int nbd_opt_meta_decode(bool set, const uint8_t *data, size_t len, struct nbd_opt_meta *out);
+
+/* Decodes the 28-byte request header; -EPROTO on bad magic. */
+int nbd_request_decode(const uint8_t p[NBD_REQUEST_SIZE], struct nbd_request *r);
+
+/* What the transmission checks need to know of the export. */
+struct nbd_request_limits {
+	uint64_t size;
+	bool read_only;
+	bool meta_alloc;	/* base:allocation was negotiated */
+};
+
+/* What the reader does with a request. */
+enum nbd_request_action {
+	NBD_RQ_ISSUE,		/* valid: issue it */
+	NBD_RQ_REFUSE,		/* answer with .err (write data is read and dropped) */
+	NBD_RQ_DISC,		/* NBD_CMD_DISC: finish what is in flight, close */
+	NBD_RQ_CLOSE,		/* bad magic, or write data we will not read */
+};
+
+struct nbd_request_plan {
+	enum nbd_request_action action;
+	int err;		/* NBD_RQ_REFUSE: a negative errno for the reply */
+	uint32_t payload;	/* bytes of write data after the header */
+	uint64_t length;	/* to issue: block status is clipped at the end */
+};
+
+/* Decodes a request header and decides what to do with it. */
+void nbd_request_plan(const uint8_t p[NBD_REQUEST_SIZE], const struct nbd_request_limits *lim,
+		      struct nbd_request *rq, struct nbd_request_plan *plan);
 
 /* A host errno (positive or negative) as the protocol's error value. */
 static inline uint32_t nbd_errno_to_wire(int err)

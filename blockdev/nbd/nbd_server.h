@@ -7,10 +7,12 @@
  * reader thread (negotiation, then reading requests and issuing them as
  * asynchronous image requests) and a writer thread (sending replies, in
  * the order requests complete).  Image completions run on libatoll's
- * threads: they only queue the reply and signal the writer, so a client
- * that does not read its replies never blocks the library (and through
- * it other clients); it only stops its own reader through the memory
- * budget.
+ * threads: when nothing else is being sent they write the reply
+ * themselves, without blocking (MSG_DONTWAIT), and leave whatever the
+ * socket did not take to the writer; otherwise they queue it and signal
+ * the writer.  So a client that does not read its replies never blocks
+ * the library (and through it other clients); it only stops its own
+ * reader through the memory budget.
  */
 #ifndef ATOLL_NBD_SERVER_H
 #define ATOLL_NBD_SERVER_H
@@ -27,17 +29,11 @@
 
 #define NBD_SUBSYS "nbd"
 
-/* Limits (doc/nbd.md).  The largest read or write we accept; advertised as
- * the maximum block size.  Longer writes end the connection (their payload
- * is not read), longer reads get EINVAL. */
-#define NBD_MAX_PAYLOAD		(32u << 20)
-/* Bytes of request payload (write data and read buffers) one connection
+/* Limits (doc/nbd.md; those on what a client sends are in nbd_proto.h).
+ * Bytes of request payload (write data and read buffers) one connection
  * may hold at a time, and requests in flight: the reader waits beyond. */
 #define NBD_CONN_BUDGET_BYTES	(64u << 20)
 #define NBD_CONN_MAX_INFLIGHT	256
-/* One option's data: names are at most 4 KiB by the protocol. */
-#define NBD_MAX_OPTION_LEN	(64u << 10)
-#define NBD_MAX_NAME_LEN	4096
 /* Extents in one block status reply. */
 #define NBD_MAX_EXTENTS		1024
 /* Discard and write-zeroes are issued in pieces of at most this size. */
@@ -103,6 +99,14 @@ struct nbd_req {
 	unsigned pieces;		/* image requests still running; qlock */
 	int64_t nextents;		/* block status: extents filled */
 	struct atoll_image_extent *ext;
+	/* the reply, once built: hdr[0, hlen) then data[0, dlen); sent bytes
+	 * of it so far (a direct send may leave the rest to the writer) */
+	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 6 + 128];
+	size_t hlen;
+	const uint8_t *data;
+	size_t dlen;
+	size_t sent;
+	bool built;
 };
 
 /* Negotiation states (nbd_negotiate.c); transmission follows NEG_DONE. */
@@ -134,10 +138,14 @@ struct nbd_conn {
 	pthread_t writer;
 	bool writer_started;
 	pthread_mutex_t qlock;		/* everything below */
-	pthread_cond_t qcond;		/* reply queued; budget freed; writer gone */
+	pthread_cond_t qcond;		/* budget freed (the reader waits on it) */
+	pthread_cond_t wcond;		/* work for the writer: a reply queued, the
+					 * socket free again, or the drain done */
+	bool reader_waits;		/* the reader waits on qcond */
 	struct nbd_req *qhead, *qtail;	/* replies ready to send, completion order */
 	size_t budget_used;		/* bytes held by requests in flight */
 	unsigned inflight;		/* requests issued, reply not yet sent */
+	bool sending;			/* a reply is being written (one at a time) */
 	bool reader_done;		/* no more requests will come */
 	bool dead;			/* socket failed: drop replies */
 	bool writer_exited;

@@ -12,9 +12,10 @@
  * reader waits for replies to go out before reading on, so one client
  * holds a bounded amount of memory however it behaves.
  *
- * Completions (libatoll threads) only move the request onto the reply
- * queue; the writer thread sends it, frees it and gives its bytes back to
- * the budget.  No write is cached: an image write completes when it is
+ * Completions (libatoll threads) send the reply themselves when the
+ * socket is free and takes it at once (MSG_DONTWAIT: they never block);
+ * otherwise the reply goes onto the queue, and the writer thread sends
+ * it.  Whoever sends it frees it and gives its bytes back to the budget.  No write is cached: an image write completes when it is
  * durable on every replica, so a write's reply means durable, FUA costs
  * nothing, and FLUSH only has to wait for the writes issued before it
  * (the image library's flush does exactly that, for every connection).
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static const char *cmd_name(uint16_t type)
@@ -43,21 +45,235 @@ static const char *cmd_name(uint16_t type)
 	}
 }
 
+/* ---- building replies ----------------------------------------------- */
+
+static void chunk_header(uint8_t *hdr, uint16_t flags, uint16_t type, uint64_t cookie,
+			 uint32_t len)
+{
+	nbd_put32(hdr, NBD_STRUCTURED_REPLY_MAGIC);
+	nbd_put16(hdr + 4, flags);
+	nbd_put16(hdr + 6, type);
+	nbd_put64(hdr + 8, cookie);
+	nbd_put32(hdr + 16, len);
+}
+
+static void build_simple(struct nbd_req *req)
+{
+	bool data = req->rq.type == NBD_CMD_READ && !req->err;
+
+	nbd_put32(req->hdr, NBD_SIMPLE_REPLY_MAGIC);
+	nbd_put32(req->hdr + 4, nbd_errno_to_wire(req->err));
+	nbd_put64(req->hdr + 8, req->rq.cookie);
+	req->hlen = NBD_SIMPLE_REPLY_SIZE;
+	req->data = data ? req->buf : NULL;
+	req->dlen = data ? req->rq.length : 0;
+}
+
+static void build_structured_error(struct nbd_req *req)
+{
+	const char *msg = atoll_strerror(req->err);
+	size_t mlen = strlen(msg);
+
+	if (mlen > sizeof(req->hdr) - NBD_STRUCTURED_REPLY_SIZE - 6)
+		mlen = sizeof(req->hdr) - NBD_STRUCTURED_REPLY_SIZE - 6;
+	chunk_header(req->hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, req->rq.cookie,
+		     (uint32_t)(6 + mlen));
+	nbd_put32(req->hdr + 20, nbd_errno_to_wire(req->err));
+	nbd_put16(req->hdr + 24, (uint16_t)mlen);
+	memcpy(req->hdr + 26, msg, mlen);
+	req->hlen = NBD_STRUCTURED_REPLY_SIZE + 6 + mlen;
+	req->data = NULL;
+	req->dlen = 0;
+}
+
+static void build_structured_read(struct nbd_req *req)
+{
+	req->data = NULL;
+	req->dlen = 0;
+	if (req->rq.length == 0) {
+		chunk_header(req->hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE,
+			     req->rq.cookie, 0);
+		req->hlen = NBD_STRUCTURED_REPLY_SIZE;
+		return;
+	}
+	chunk_header(req->hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, req->rq.cookie,
+		     8 + req->rq.length);
+	nbd_put64(req->hdr + 20, req->rq.offset);
+	req->hlen = NBD_STRUCTURED_REPLY_SIZE + 8;
+	req->data = req->buf;
+	req->dlen = req->rq.length;
+}
+
+/* The extents go into req->buf (sized for them by the reader). */
+static void build_block_status(struct nbd_req *req)
+{
+	uint8_t *p = req->buf;
+	uint32_t n = 0, covered = 0;
+
+	for (int64_t i = 0; i < req->nextents; i++) {
+		uint64_t len = req->ext[i].len;
+		uint32_t fl = req->ext[i].flags & (NBD_STATE_HOLE | NBD_STATE_ZERO);
+
+		if (len == 0)
+			continue;
+		if (len > req->rq.length - covered)	/* never past the request */
+			len = req->rq.length - covered;
+		if (len == 0)
+			break;
+		nbd_put32(p + 24 + 8 * n, (uint32_t)len);
+		nbd_put32(p + 24 + 8 * n + 4, fl);
+		covered += (uint32_t)len;
+		n++;
+	}
+	if (n == 0) {	/* the library promises at least one; be safe anyway */
+		req->err = -EIO;
+		build_structured_error(req);
+		return;
+	}
+	chunk_header(p, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS, req->rq.cookie,
+		     4 + 8 * n);
+	nbd_put32(p + 20, NBD_META_ID_BASE_ALLOCATION);
+	req->hlen = 0;
+	req->data = p;
+	req->dlen = 24 + 8 * (size_t)n;
+}
+
+static void build_reply(struct nbd_conn *conn, struct nbd_req *req)
+{
+	bool payload_cmd = req->rq.type == NBD_CMD_READ ||
+			   req->rq.type == NBD_CMD_BLOCK_STATUS;
+
+	if (req->built)
+		return;
+	req->built = true;
+	req->sent = 0;
+	if (!conn->structured || !payload_cmd)
+		build_simple(req);
+	else if (req->err)
+		build_structured_error(req);
+	else if (req->rq.type == NBD_CMD_READ)
+		build_structured_read(req);
+	else
+		build_block_status(req);
+}
+
+/* Sends what is left of req's reply.  0 once all of it is out; with
+ * MSG_DONTWAIT in flags, -EAGAIN when the socket takes no more (req->sent
+ * says how far it got); another negative errno when the client is gone. */
+static int send_rest(int fd, struct nbd_req *req, int flags)
+{
+	while (req->sent < req->hlen + req->dlen) {
+		struct iovec iov[2];
+		struct msghdr mh = { .msg_iov = iov };
+		ssize_t n;
+
+		if (req->sent < req->hlen) {
+			iov[0].iov_base = req->hdr + req->sent;
+			iov[0].iov_len = req->hlen - req->sent;
+			iov[1].iov_base = (void *)req->data;
+			iov[1].iov_len = req->dlen;
+			mh.msg_iovlen = req->dlen ? 2 : 1;
+		} else {
+			iov[0].iov_base = (void *)(req->data + (req->sent - req->hlen));
+			iov[0].iov_len = req->dlen - (req->sent - req->hlen);
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(fd, &mh, flags | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return (flags & MSG_DONTWAIT) ? -EAGAIN : -ETIMEDOUT;
+			return -errno;
+		}
+		req->sent += (size_t)n;
+	}
+	return 0;
+}
+
+static void req_free(struct nbd_req *req)
+{
+	free(req->buf);
+	free(req->ext);
+	free(req);
+}
+
+/* A reply was sent (ret 0) or could not be (the client is gone): give
+ * its bytes back to the budget.  Called with qlock held. */
+static void reply_gone(struct nbd_conn *conn, struct nbd_req *req, int ret)
+{
+	if (ret && !conn->dead) {
+		/* The client is gone: drop later replies, wake the reader. */
+		conn->dead = true;
+		shutdown(conn->fd, SHUT_RDWR);
+	}
+	conn->budget_used -= req->budget;
+	conn->inflight--;
+	if (conn->reader_waits)
+		pthread_cond_signal(&conn->qcond);
+	if (conn->reader_done && conn->inflight == 0)
+		pthread_cond_signal(&conn->wcond);	/* the drain is over */
+}
+
+static void log_failure(struct nbd_conn *conn, const struct nbd_req *req)
+{
+	if (req->err && req->err != -EINVAL && req->err != -ENOSPC && req->err != -EPERM &&
+	    req->err != -ECONNRESET)
+		log_warn(NBD_SUBSYS, "%s: %s of %u bytes at %llu on '%s' failed: %s",
+			 conn->peer, cmd_name(req->rq.type), req->rq.length,
+			 (unsigned long long)req->rq.offset, conn->export->name,
+			 atoll_strerror(req->err));
+}
+
 /* ---- the reply queue ------------------------------------------------ */
 
+/* A request is complete (any thread).  If nothing is being sent and no
+ * reply waits, its reply goes out from here, without blocking: that saves
+ * waking the writer for every request.  What the socket does not take at
+ * once goes to the head of the queue, for the writer to finish. */
 static void queue_reply(struct nbd_req *req)
 {
 	struct nbd_conn *conn = req->conn;
+	bool direct;
+	int ret;
 
+	log_failure(conn, req);
 	pthread_mutex_lock(&conn->qlock);
-	req->next = NULL;
-	if (conn->qtail)
-		conn->qtail->next = req;
-	else
-		conn->qhead = req;
-	conn->qtail = req;
-	pthread_cond_broadcast(&conn->qcond);
+	direct = !conn->qhead && !conn->sending && !conn->dead;
+	if (direct) {
+		conn->sending = true;
+	} else {
+		req->next = NULL;
+		if (conn->qtail)
+			conn->qtail->next = req;
+		else
+			conn->qhead = req;
+		conn->qtail = req;
+		if (!conn->sending)	/* else the sender signals when done */
+			pthread_cond_signal(&conn->wcond);
+	}
 	pthread_mutex_unlock(&conn->qlock);
+	if (!direct)
+		return;
+
+	build_reply(conn, req);
+	ret = send_rest(conn->fd, req, MSG_DONTWAIT);
+	pthread_mutex_lock(&conn->qlock);
+	conn->sending = false;
+	if (ret == -EAGAIN) {
+		req->next = conn->qhead;
+		conn->qhead = req;
+		if (!conn->qtail)
+			conn->qtail = req;
+		pthread_cond_signal(&conn->wcond);
+		pthread_mutex_unlock(&conn->qlock);
+		return;
+	}
+	if (conn->qhead)	/* queued while we sent */
+		pthread_cond_signal(&conn->wcond);
+	reply_gone(conn, req, ret);
+	pthread_mutex_unlock(&conn->qlock);
+	req_free(req);
 }
 
 /* One piece of a request finished with rc (from a library thread, or from
@@ -84,112 +300,10 @@ static void image_cb(struct atoll_image *img, int64_t result, void *arg)
 	piece_done(arg, result);
 }
 
-/* ---- sending replies (writer thread) -------------------------------- */
+/* ---- the writer thread ---------------------------------------------- */
 
-static int send_simple(struct nbd_conn *conn, struct nbd_req *req)
-{
-	uint8_t hdr[NBD_SIMPLE_REPLY_SIZE];
-	bool data = req->rq.type == NBD_CMD_READ && !req->err;
-
-	nbd_put32(hdr, NBD_SIMPLE_REPLY_MAGIC);
-	nbd_put32(hdr + 4, nbd_errno_to_wire(req->err));
-	nbd_put64(hdr + 8, req->rq.cookie);
-	return nbd_write2(conn->fd, hdr, sizeof(hdr), data ? req->buf : NULL,
-			  data ? req->rq.length : 0);
-}
-
-static void chunk_header(uint8_t *hdr, uint16_t flags, uint16_t type, uint64_t cookie,
-			 uint32_t len)
-{
-	nbd_put32(hdr, NBD_STRUCTURED_REPLY_MAGIC);
-	nbd_put16(hdr + 4, flags);
-	nbd_put16(hdr + 6, type);
-	nbd_put64(hdr + 8, cookie);
-	nbd_put32(hdr + 16, len);
-}
-
-static int send_structured_error(struct nbd_conn *conn, struct nbd_req *req)
-{
-	uint8_t buf[NBD_STRUCTURED_REPLY_SIZE + 6 + 128];
-	const char *msg = atoll_strerror(req->err);
-	size_t mlen = strlen(msg);
-
-	if (mlen > 128)
-		mlen = 128;
-	chunk_header(buf, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, req->rq.cookie,
-		     (uint32_t)(6 + mlen));
-	nbd_put32(buf + 20, nbd_errno_to_wire(req->err));
-	nbd_put16(buf + 24, (uint16_t)mlen);
-	memcpy(buf + 26, msg, mlen);
-	return nbd_write_full(conn->fd, buf, NBD_STRUCTURED_REPLY_SIZE + 6 + mlen);
-}
-
-static int send_structured_read(struct nbd_conn *conn, struct nbd_req *req)
-{
-	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
-
-	if (req->rq.length == 0) {
-		chunk_header(hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, req->rq.cookie, 0);
-		return nbd_write_full(conn->fd, hdr, NBD_STRUCTURED_REPLY_SIZE);
-	}
-	chunk_header(hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, req->rq.cookie,
-		     8 + req->rq.length);
-	nbd_put64(hdr + 20, req->rq.offset);
-	return nbd_write2(conn->fd, hdr, sizeof(hdr), req->buf, req->rq.length);
-}
-
-/* The extents go into req->buf (sized for them by the reader). */
-static int send_block_status(struct nbd_conn *conn, struct nbd_req *req)
-{
-	uint8_t *p = req->buf;
-	uint32_t n = 0, covered = 0;
-
-	for (int64_t i = 0; i < req->nextents; i++) {
-		uint64_t len = req->ext[i].len;
-		uint32_t fl = req->ext[i].flags & (NBD_STATE_HOLE | NBD_STATE_ZERO);
-
-		if (len == 0)
-			continue;
-		if (len > req->rq.length - covered)	/* never past the request */
-			len = req->rq.length - covered;
-		if (len == 0)
-			break;
-		nbd_put32(p + 24 + 8 * n, (uint32_t)len);
-		nbd_put32(p + 24 + 8 * n + 4, fl);
-		covered += (uint32_t)len;
-		n++;
-	}
-	if (n == 0) {	/* the library promises at least one; be safe anyway */
-		req->err = -EIO;
-		return send_structured_error(conn, req);
-	}
-	chunk_header(p, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS, req->rq.cookie,
-		     4 + 8 * n);
-	nbd_put32(p + 20, NBD_META_ID_BASE_ALLOCATION);
-	return nbd_write_full(conn->fd, p, 24 + 8 * (size_t)n);
-}
-
-static int send_reply(struct nbd_conn *conn, struct nbd_req *req)
-{
-	bool payload_cmd = req->rq.type == NBD_CMD_READ ||
-			   req->rq.type == NBD_CMD_BLOCK_STATUS;
-
-	if (!conn->structured || !payload_cmd)
-		return send_simple(conn, req);
-	if (req->err)
-		return send_structured_error(conn, req);
-	if (req->rq.type == NBD_CMD_READ)
-		return send_structured_read(conn, req);
-	return send_block_status(conn, req);
-}
-
-static void req_free(struct nbd_req *req)
-{
-	free(req->buf);
-	free(req->ext);
-	free(req);
-}
-
+/* Sends the queued replies, in order, blocking as the client reads them;
+ * MSG_MORE while more are queued, so a burst leaves in few segments. */
 static void *writer_main(void *arg)
 {
 	struct nbd_conn *conn = arg;
@@ -197,35 +311,29 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&conn->qlock);
 	for (;;) {
 		struct nbd_req *req;
+		bool more;
 		int ret = 0;
 
-		while (!conn->qhead && !(conn->reader_done && conn->inflight == 0))
-			pthread_cond_wait(&conn->qcond, &conn->qlock);
-		if (!conn->qhead)
+		while ((!conn->qhead || conn->sending) &&
+		       !(conn->reader_done && conn->inflight == 0))
+			pthread_cond_wait(&conn->wcond, &conn->qlock);
+		if (!conn->qhead || conn->sending)
 			break;
 		req = conn->qhead;
 		conn->qhead = req->next;
 		if (!conn->qhead)
 			conn->qtail = NULL;
+		more = conn->qhead != NULL;
+		conn->sending = true;
 		pthread_mutex_unlock(&conn->qlock);
 
-		if (req->err && req->err != -EINVAL && req->err != -ENOSPC &&
-		    req->err != -EPERM)
-			log_warn(NBD_SUBSYS, "%s: %s of %u bytes at %llu on '%s' failed: %s",
-				 conn->peer, cmd_name(req->rq.type), req->rq.length,
-				 (unsigned long long)req->rq.offset, conn->export->name,
-				 atoll_strerror(req->err));
-		if (!conn->dead)
-			ret = send_reply(conn, req);
-		pthread_mutex_lock(&conn->qlock);
-		if (ret && !conn->dead) {
-			/* The client is gone: drop later replies, wake the reader. */
-			conn->dead = true;
-			shutdown(conn->fd, SHUT_RDWR);
+		if (!conn->dead) {
+			build_reply(conn, req);
+			ret = send_rest(conn->fd, req, more ? MSG_MORE : 0);
 		}
-		conn->budget_used -= req->budget;
-		conn->inflight--;
-		pthread_cond_broadcast(&conn->qcond);
+		pthread_mutex_lock(&conn->qlock);
+		conn->sending = false;
+		reply_gone(conn, req, ret);
 		pthread_mutex_unlock(&conn->qlock);
 		req_free(req);
 		pthread_mutex_lock(&conn->qlock);
@@ -246,8 +354,11 @@ static bool budget_take(struct nbd_conn *conn, size_t bytes)
 
 	pthread_mutex_lock(&conn->qlock);
 	while (!conn->dead && (conn->inflight >= NBD_CONN_MAX_INFLIGHT ||
-			       conn->budget_used + bytes > NBD_CONN_BUDGET_BYTES))
+			       conn->budget_used + bytes > NBD_CONN_BUDGET_BYTES)) {
+		conn->reader_waits = true;
 		pthread_cond_wait(&conn->qcond, &conn->qlock);
+		conn->reader_waits = false;
+	}
 	ok = !conn->dead;
 	if (ok) {
 		conn->budget_used += bytes;
@@ -255,72 +366,6 @@ static bool budget_take(struct nbd_conn *conn, size_t bytes)
 	}
 	pthread_mutex_unlock(&conn->qlock);
 	return ok;
-}
-
-/* Flags each command accepts.  FUA is accepted everywhere it means
- * anything, and ignored: every write is durable when it completes. */
-static uint16_t allowed_flags(uint16_t type)
-{
-	switch (type) {
-	case NBD_CMD_WRITE:
-	case NBD_CMD_TRIM:
-		return NBD_CMD_FLAG_FUA;
-	case NBD_CMD_WRITE_ZEROES:
-		return NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
-	case NBD_CMD_BLOCK_STATUS:
-		return NBD_CMD_FLAG_REQ_ONE;
-	default:
-		return 0;
-	}
-}
-
-/* The error a request gets before anything is issued, or 0. */
-static int check_request(struct nbd_conn *conn, const struct nbd_request *rq)
-{
-	const struct nbd_export *ex = conn->export;
-	bool writes = rq->type == NBD_CMD_WRITE || rq->type == NBD_CMD_TRIM ||
-		      rq->type == NBD_CMD_WRITE_ZEROES;
-	bool in_range = rq->offset <= ex->size && rq->length <= ex->size - rq->offset;
-
-	switch (rq->type) {
-	case NBD_CMD_READ:
-	case NBD_CMD_WRITE:
-	case NBD_CMD_FLUSH:
-	case NBD_CMD_TRIM:
-	case NBD_CMD_WRITE_ZEROES:
-	case NBD_CMD_BLOCK_STATUS:
-		break;
-	default:
-		return -EINVAL;		/* NBD_CMD_CACHE and anything unknown */
-	}
-	if (rq->flags & ~allowed_flags(rq->type))
-		return -EINVAL;
-	if (writes && ex->read_only)
-		return -EPERM;
-	switch (rq->type) {
-	case NBD_CMD_READ:
-		if (rq->length > NBD_MAX_PAYLOAD || !in_range)
-			return -EINVAL;
-		break;
-	case NBD_CMD_WRITE:
-	case NBD_CMD_WRITE_ZEROES:
-		if (!in_range)
-			return -ENOSPC;
-		break;
-	case NBD_CMD_TRIM:
-		if (!in_range)
-			return -EINVAL;
-		break;
-	case NBD_CMD_FLUSH:
-		if (rq->offset || rq->length)
-			return -EINVAL;
-		break;
-	case NBD_CMD_BLOCK_STATUS:
-		if (!conn->meta_alloc || rq->length == 0 || rq->offset >= ex->size)
-			return -EINVAL;
-		break;
-	}
-	return 0;
 }
 
 /* Discard and write-zeroes in pieces the library takes. */
@@ -351,11 +396,10 @@ static void issue_ranges(struct nbd_req *req)
 	piece_done(req, 0);
 }
 
-static void issue(struct nbd_req *req)
+static void issue(struct nbd_req *req, uint64_t len)
 {
 	struct nbd_conn *conn = req->conn;
 	struct atoll_image *img = conn->export->img;
-	uint64_t len = req->rq.length, left;
 	int ret;
 
 	req->pieces = 1;
@@ -373,10 +417,7 @@ static void issue(struct nbd_req *req)
 	case NBD_CMD_WRITE_ZEROES:
 		issue_ranges(req);
 		return;
-	case NBD_CMD_BLOCK_STATUS:
-		left = conn->export->size - req->rq.offset;
-		if (len > left)
-			len = left;
+	case NBD_CMD_BLOCK_STATUS:	/* len clipped at the end by the plan */
 		ret = atoll_image_aio_block_status(img, req->rq.offset, len, req->ext,
 						   (req->rq.flags & NBD_CMD_FLAG_REQ_ONE) ?
 						   1 : NBD_MAX_EXTENTS, image_cb, req, 0);
@@ -397,8 +438,15 @@ static void issue(struct nbd_req *req)
 /* Reads and serves requests until DISC, EOF or a fatal protocol error. */
 static void reader_loop(struct nbd_conn *conn)
 {
+	const struct nbd_request_limits lim = {
+		.size = conn->export->size,
+		.read_only = conn->export->read_only,
+		.meta_alloc = conn->meta_alloc,
+	};
+
 	for (;;) {
 		uint8_t hdr[NBD_REQUEST_SIZE];
+		struct nbd_request_plan plan;
 		struct nbd_request rq;
 		struct nbd_req *req;
 		size_t bytes = 0;
@@ -412,23 +460,29 @@ static void reader_loop(struct nbd_conn *conn)
 					 atoll_strerror(ret));
 			return;
 		}
-		if (nbd_request_decode(hdr, &rq)) {
-			log_warn(NBD_SUBSYS, "%s: bad request magic 0x%08x; closing",
-				 conn->peer, nbd_get32(hdr));
+		nbd_request_plan(hdr, &lim, &rq, &plan);
+		switch (plan.action) {
+		case NBD_RQ_CLOSE:
+			if (nbd_get32(hdr) != NBD_REQUEST_MAGIC)
+				log_warn(NBD_SUBSYS, "%s: bad request magic 0x%08x; closing",
+					 conn->peer, nbd_get32(hdr));
+			else
+				log_warn(NBD_SUBSYS, "%s: write of %u bytes is over the "
+					 "%u-byte limit; closing", conn->peer, rq.length,
+					 NBD_MAX_PAYLOAD);
 			return;
+		case NBD_RQ_DISC:
+			return;
+		case NBD_RQ_REFUSE:
+		case NBD_RQ_ISSUE:
+			break;
 		}
-		if (rq.type == NBD_CMD_DISC)
-			return;
-		if (rq.type == NBD_CMD_WRITE && rq.length > NBD_MAX_PAYLOAD) {
-			/* Its payload follows, and we will not read that much. */
-			log_warn(NBD_SUBSYS, "%s: write of %u bytes is over the %u-byte "
-				 "limit; closing", conn->peer, rq.length, NBD_MAX_PAYLOAD);
-			return;
-		}
-		err = check_request(conn, &rq);
+		err = plan.err;
 		bs = !err && rq.type == NBD_CMD_BLOCK_STATUS;
-		if (rq.type == NBD_CMD_WRITE || (!err && rq.type == NBD_CMD_READ))
-			bytes = rq.length;	/* write data is read even when refused */
+		if (rq.type == NBD_CMD_WRITE)
+			bytes = plan.payload;	/* write data is read even when refused */
+		else if (!err && rq.type == NBD_CMD_READ)
+			bytes = rq.length;
 		else if (bs)
 			bytes = BS_REPLY_BYTES;
 		if (!budget_take(conn, bytes + (bs ? BS_EXT_BYTES : 0)))
@@ -473,7 +527,7 @@ static void reader_loop(struct nbd_conn *conn)
 			piece_done(req, err);
 			continue;
 		}
-		issue(req);
+		issue(req, plan.length);
 	}
 }
 
@@ -493,7 +547,7 @@ void nbd_transmit(struct nbd_conn *conn)
 	/* No more requests: let the writer drain what is in flight. */
 	pthread_mutex_lock(&conn->qlock);
 	conn->reader_done = true;
-	pthread_cond_broadcast(&conn->qcond);
+	pthread_cond_signal(&conn->wcond);
 	pthread_mutex_unlock(&conn->qlock);
 	pthread_join(conn->writer, NULL);
 	conn->writer_started = false;

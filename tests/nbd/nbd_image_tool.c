@@ -16,6 +16,11 @@
  *        refuse it) and straight to the data object (only the OSDs'
  *        blocklist refuses that one), and prints
  *        "late image_write=RC object_write=RC close=RC".
+ *   nbd-image-tool CONF POOL bench NAME SECONDS rand|seq read|write BS QD
+ *        the image library alone, without NBD (bench/nbd-bench.sh compares
+ *        it with atoll-nbd): QD asynchronous requests of BS bytes kept in
+ *        flight for SECONDS, issued from one thread as atoll-nbd does;
+ *        prints "IOPS MiB/s".
  * Exit status: 0, or 1 with one line on stderr saying what failed.
  */
 #include <atoll/atoll.h>
@@ -23,6 +28,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +117,109 @@ static int do_hold(struct atoll_ioctx *io, const char *name, uint64_t off)
 	return 0;
 }
 
+/* bench: slots in flight, refilled by the main thread as they complete. */
+struct bench {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned done;		/* completions not yet refilled */
+	unsigned inflight;
+	int err;
+	uint64_t ops;
+};
+
+static void bench_cb(struct atoll_image *img, int64_t result, void *arg)
+{
+	struct bench *b = arg;
+
+	(void)img;
+	pthread_mutex_lock(&b->lock);
+	if (result < 0 && !b->err)
+		b->err = (int)result;
+	b->done++;
+	b->inflight--;
+	b->ops++;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int do_bench(struct atoll_ioctx *io, const char *name, double secs, bool rnd,
+		    bool wr, size_t bs, unsigned qd)
+{
+	struct bench b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct atoll_image_open_options ro = { .size_of = sizeof(ro),
+					       .flags = ATOLL_IMAGE_OPEN_READ_ONLY };
+	struct atoll_image *img = NULL;
+	uint64_t size, nblocks, seq = 0, ops0 = 0;
+	double t0, t1 = 0;
+	char *buf;
+	int ret;
+
+	buf = malloc(bs * qd);
+	if (!buf || !bs || !qd)
+		return -ENOMEM;
+	memset(buf, 0x5a, bs * qd);
+	ret = wr ? open_writer(io, name, &img) : atoll_image_open(io, name, &ro, &img);
+	if (ret)
+		goto out_free_buf;
+	size = atoll_image_size(img);
+	nblocks = size / bs;
+	if (!nblocks) {
+		ret = -EINVAL;
+		goto out_close;
+	}
+	srand(1);
+	t0 = now_s();
+	pthread_mutex_lock(&b.lock);
+	b.done = qd;
+	for (;;) {
+		while (b.done && !b.err) {
+			uint64_t blk = rnd ? ((uint64_t)rand() * RAND_MAX + rand()) % nblocks
+					   : seq++ % nblocks;
+			char *p = buf + (b.done - 1) * bs;
+
+			b.done--;
+			b.inflight++;
+			pthread_mutex_unlock(&b.lock);
+			ret = wr ? atoll_image_aio_write(img, p, bs, blk * bs, bench_cb, &b, 0)
+				 : atoll_image_aio_read(img, p, bs, blk * bs, bench_cb, &b, 0);
+			pthread_mutex_lock(&b.lock);
+			if (ret) {
+				b.err = ret;
+				b.inflight--;
+			}
+		}
+		if (b.err || (t1 && now_s() >= t1))
+			break;
+		if (!t1 && now_s() - t0 >= 2) {		/* 2 s of ramp, like fio's */
+			t0 = now_s();
+			t1 = t0 + secs;
+			ops0 = b.ops;
+		}
+		pthread_cond_wait(&b.cond, &b.lock);
+	}
+	t1 = now_s();
+	ops0 = b.ops - ops0;
+	while (b.inflight)
+		pthread_cond_wait(&b.cond, &b.lock);
+	ret = b.err;
+	pthread_mutex_unlock(&b.lock);
+	if (!ret)
+		printf("%.0f %.1f\n", ops0 / (t1 - t0), ops0 * (double)bs / (1 << 20) / (t1 - t0));
+out_close:
+	atoll_image_close(img);
+out_free_buf:
+	free(buf);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct atoll_cluster *c = NULL;
@@ -116,7 +227,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: nbd-image-tool CONF POOL create|snap|rm|write|hold NAME "
+		fprintf(stderr, "usage: nbd-image-tool CONF POOL create|snap|rm|write|hold|bench NAME "
 			"[ARG...]\n");
 		return 2;
 	}
@@ -136,6 +247,10 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[3], "write") == 0 && argc == 8)
 		ret = do_write(io, argv[4], strtoull(argv[5], NULL, 0),
 			       strtoull(argv[6], NULL, 0), (int)strtol(argv[7], NULL, 0));
+	else if (strcmp(argv[3], "bench") == 0 && argc == 10)
+		ret = do_bench(io, argv[4], strtod(argv[5], NULL), strcmp(argv[6], "rand") == 0,
+			       strcmp(argv[7], "write") == 0, strtoull(argv[8], NULL, 0),
+			       (unsigned)strtoul(argv[9], NULL, 0));
 	else if (strcmp(argv[3], "hold") == 0 && argc == 6)
 		ret = do_hold(io, argv[4], strtoull(argv[5], NULL, 0));
 	else

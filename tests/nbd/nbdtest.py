@@ -82,6 +82,13 @@ class Server:
             self.proc.wait()
             raise RuntimeError("atoll-nbd did not stop within 30 s of SIGTERM")
 
+    def remove_log(self):
+        """Removes the server's log (after a clean run: nothing is left in /tmp)."""
+        try:
+            os.unlink(self.log)
+        except OSError:
+            pass
+
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 

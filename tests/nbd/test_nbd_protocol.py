@@ -407,7 +407,8 @@ def fake_main(binary):
         rc = c.srv.stop()
         if rc != 0:
             print(c.srv.tail())
-            raise SystemExit("atoll-nbd exited %s on SIGTERM" % rc)
+            raise SystemExit("atoll-nbd exited %s on SIGTERM (log: %s)" % (rc, c.srv.log))
+        c.srv.remove_log()
     nbdtest.run(TESTS, setup, teardown)
 
 
