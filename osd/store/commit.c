@@ -127,6 +127,7 @@ static void complete(struct store *st, struct done *d)
 {
 	if (!d->active)
 		return;
+	st->unsynced_from = UINT64_MAX;
 	limbo_add(st, d->seq, &d->freed);
 	limbo_release(st);
 	set_unsynced(st, false);
@@ -155,6 +156,7 @@ static void sync_and_complete(struct store *st, struct done *d)
 		fail_all(d->list, -EIO);
 		/* Its blocks may still be referenced by a durable commit. */
 		runvec_free(&d->freed);
+		st->unsynced_from = UINT64_MAX;
 		set_unsynced(st, false);
 		fire(st, d->list);
 		memset(d, 0, sizeof(*d));
@@ -256,6 +258,7 @@ static int write_data(struct batch *b, bool kv)
 		log_error("store", "flush of the block device failed: %s", strerror(errno));
 		return -EIO;
 	}
+	st->flush_gen++;
 	return 0;
 }
 
@@ -407,6 +410,7 @@ attempt:
 	prev->list = list;
 	prev->n = ntxns;
 	prev->seq = st->commit_seq;
+	st->unsynced_from = prev->seq;
 	prev->freed = b.freed;
 	memset(&b.freed, 0, sizeof(b.freed));
 	set_unsynced(st, true);
@@ -546,9 +550,13 @@ static void *commit_main(void *arg)
 		make_room(st, &prev);
 		run_batch(st, list, &prev);
 		apply_stuck = false;
-		if ((st->deferred_blocks >= DEFER_APPLY_BLOCKS ||
-		     wal_used_blocks(st) > st->wal.blocks * 3 / 8) && !st->failed)
-			apply_journal(st, &prev, DEFER_APPLY_SLICE);
+		/* Checkpoints run beside the batches: started when enough is
+		 * logged, moved on after every batch (wal.c). */
+		if (!st->failed && (wal_ckpt_active(st) ||
+				    st->deferred_blocks >= DEFER_APPLY_BLOCKS ||
+				    wal_used_blocks(st) > st->wal.blocks / 4)) {
+			wal_ckpt_step(st, DEFER_APPLY_SLICE);
+		}
 
 		pthread_mutex_lock(&st->qlock);
 		st->busy = false;

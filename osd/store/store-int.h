@@ -261,6 +261,18 @@ struct wal_rec {		/* a record not yet checkpointed */
 };
 
 struct wal_ent;
+struct ckpt {			/* a checkpoint in progress (wal.c) */
+	bool active, need_flush, writes_done;
+	size_t k;		/* records it covers */
+	uint64_t lsn_last, tail, cnt, t0;
+	uint8_t *buf;		/* the blocks, sorted by place */
+	struct bio_write *w;	/* coalesced writes */
+	struct iocb *cbs;
+	size_t nw, submitted, done;
+	int err;
+	uint64_t flush_mark;	/* flush_gen when the writes were done */
+};
+
 struct wal {
 	uint64_t start, blocks;
 	uint64_t rec_max;	/* largest record, blocks */
@@ -276,6 +288,7 @@ struct wal {
 	struct wal_ent *retired;	/* checkpointed or superseded, for old readers */
 	uint64_t nlive;
 	uint64_t nents;			/* all in the index (atomic reads) */
+	struct ckpt ck;
 };
 
 struct store {
@@ -322,6 +335,10 @@ struct store {
 	io_context_t wctx;
 	bool wctx_ok;
 	io_context_t pctx;	/* prewrites; reaped by the commit thread */
+	io_context_t cctx;	/* log checkpoints' in-place writes */
+	bool cctx_ok;
+	uint64_t flush_gen;	/* completed fdatasyncs of the block (commit thread) */
+	uint64_t unsynced_from;	/* seq of the kv batch awaiting its sync, or UINT64_MAX */
 	bool pctx_ok;
 	struct prewrite *prew_head;	/* prewrites not yet committed (amutex) */
 
@@ -416,6 +433,11 @@ int wal_split_freed(struct store *st, struct runvec *runs, struct runvec *logged
  * thread or open only; every committed batch must be durable.  Returns
  * the blocks consumed, 0 if readers held everything back, or -errno. */
 int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force);
+/* A checkpoint is in progress; wal_ckpt_step starts one (at most
+ * max_blocks) or moves the one in progress on without waiting: the
+ * blocks it finished, 0, or -errno. */
+bool wal_ckpt_active(const struct store *st);
+int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks);
 int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
 int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char *msg),
 	      void *arg);

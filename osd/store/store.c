@@ -246,6 +246,8 @@ static void store_free(struct store *st)
 		io_destroy(st->wctx);
 	if (st->pctx_ok)
 		io_destroy(st->pctx);
+	if (st->cctx_ok)
+		io_destroy(st->cctx);
 	kv_close(&st->kv);
 	if (st->bfd >= 0)
 		close(st->bfd);
@@ -299,6 +301,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_cond_init(&st->rcond, NULL);
 	pthread_cond_init(&st->rwork, NULL);
 	st->readers.next = st->readers.prev = &st->readers;
+	st->unsynced_from = UINT64_MAX;
 	r = opt_copy(opt_in, &st->opt);
 	if (r)
 		goto out_free;
@@ -409,6 +412,10 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		if (r)
 			goto out_free;
 		st->pctx_ok = true;
+		r = io_setup(256, &st->cctx);
+		if (r)
+			goto out_free;
+		st->cctx_ok = true;
 		/* Commit numbers continue after the kv's and the log's. */
 		st->commit_seq = jseq;
 		st->durable_seq = jseq;

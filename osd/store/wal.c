@@ -90,6 +90,8 @@ struct wal_ent {
 	uint8_t data[BS];
 };
 
+static void ckpt_clear(struct ckpt *ck);
+
 static uint64_t table_blocks(uint64_t n)
 {
 	return (WAL_HDR + n * WAL_ENT + BS - 1) / BS;
@@ -143,6 +145,7 @@ void wal_destroy(struct store *st)
 {
 	struct wal *w = &st->wal;
 
+	ckpt_clear(&w->ck);
 	free_list(w->live_head);
 	free_list(w->retired);
 	free(w->hash);
@@ -557,93 +560,231 @@ static int ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struc
 	       c->pblk[i] == e->pblk;
 }
 
-int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
+/* A checkpoint runs in two steps, both on the commit thread: begin picks
+ * the records (a prefix, each with no reader older than it) and submits
+ * the in-place writes of their newest versions, sorted and coalesced; the
+ * batches that follow go on meanwhile.  finish, once the writes are done,
+ * makes them durable (a batch's flush after them counts), sets the chunk
+ * crcs and the checkpoint in one kv transaction, syncs it fully, and frees
+ * the log space. */
+#define CKPT_QD 128u
+
+struct ckpt_blk {
+	uint64_t pblk;
+	const uint8_t *data;
+};
+
+static int ckpt_blk_cmp(const void *a, const void *b)
+{
+	const struct ckpt_blk *x = a, *y = b;
+
+	return x->pblk < y->pblk ? -1 : x->pblk > y->pblk;
+}
+
+static void ckpt_clear(struct ckpt *ck)
+{
+	free(ck->buf);
+	free(ck->w);
+	free(ck->cbs);
+	memset(ck, 0, sizeof(*ck));
+}
+
+static void ckpt_fail(struct store *st, const char *what)
+{
+	log_error("store", "%s; the store stops writing", what);
+	pthread_mutex_lock(&st->qlock);
+	st->failed = -EIO;
+	pthread_mutex_unlock(&st->qlock);
+}
+
+static int ckpt_submit(struct store *st)
+{
+	struct ckpt *ck = &st->wal.ck;
+
+	while (ck->submitted < ck->nw && ck->submitted - ck->done < CKPT_QD) {
+		struct iocb *ptrs[CKPT_QD];
+		size_t n = 0;
+
+		while (ck->submitted + n < ck->nw && ck->submitted + n - ck->done < CKPT_QD) {
+			struct iocb *cb = &ck->cbs[ck->submitted + n];
+			const struct bio_write *bw = &ck->w[ck->submitted + n];
+
+			io_prep_pwrite(cb, st->bfd, (void *)bw->buf, bw->len, (long long)bw->off);
+			cb->data = (void *)bw;
+			ptrs[n++] = cb;
+		}
+		int s = io_submit(st->cctx, (long)n, ptrs);
+
+		if (s == -EINTR || s == -EAGAIN)
+			return 0;	/* try again at the next poll */
+		if (s < 0) {
+			log_error("store", "io_submit failed: %s", strerror(-s));
+			return -EIO;
+		}
+		ck->submitted += (size_t)s;
+	}
+	return 0;
+}
+
+static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 {
 	struct wal *w = &st->wal;
-	uint64_t oldest = oldest_reader(st), cnt = 0, lsn_last, tail, seq;
-	struct bio_write *wv = NULL;
-	size_t nw = 0, k = 0;
+	struct ckpt *ck = &w->ck;
+	uint64_t oldest = oldest_reader(st), cnt = 0;
+	struct ckpt_blk *blks = NULL;
+	size_t k = 0, nb = 0;
+	struct wal_ent *e;
+	int r;
+
+	/* Nor any record from a kv batch whose commit is not yet durable, or
+	 * after one: a crash would drop that record at replay, and its block
+	 * must not have changed in place. */
+	while (k < w->rn && w->recs[k].seq <= oldest && w->recs[k].seq < st->unsynced_from &&
+	       (!max_blocks || cnt < max_blocks))
+		cnt += w->recs[k++].nent;
+	if (!k && !force)
+		return 0;
+	memset(ck, 0, sizeof(*ck));
+	ck->t0 = now_ns();
+	ck->k = k;
+	ck->cnt = cnt;
+	if (k == w->rn) {
+		ck->lsn_last = w->next_lsn - 1;
+		ck->tail = w->head;
+	} else {
+		ck->lsn_last = w->recs[k - 1].lsn;
+		ck->tail = w->recs[k].vpos;
+	}
+	blks = malloc((cnt ? cnt : 1) * sizeof(*blks));
+	if (!blks)
+		return -ENOMEM;
+	/* The newest version of each block within the prefix; entries stay
+	 * (live) until finish, so their data may be read without the lock. */
+	pthread_mutex_lock(&w->lock);
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext) {
+		if (e->newer && e->newer->lsn <= ck->lsn_last)
+			continue;
+		if (e->bad)
+			continue;
+		blks[nb++] = (struct ckpt_blk){ e->pblk, e->data };
+	}
+	pthread_mutex_unlock(&w->lock);
+	qsort(blks, nb, sizeof(*blks), ckpt_blk_cmp);
+	ck->buf = nb ? bio_alloc(nb * BS) : NULL;
+	ck->w = malloc((nb ? nb : 1) * sizeof(*ck->w));
+	ck->cbs = calloc(nb ? nb : 1, sizeof(*ck->cbs));
+	if ((nb && !ck->buf) || !ck->w || !ck->cbs) {
+		free(blks);
+		ckpt_clear(ck);
+		return -ENOMEM;
+	}
+	for (size_t j = 0; j < nb; j++) {
+		uint8_t *dst = ck->buf + j * BS;
+
+		memcpy(dst, blks[j].data, BS);
+		if (ck->nw && ck->w[ck->nw - 1].off + ck->w[ck->nw - 1].len == blks[j].pblk * BS &&
+		    ck->w[ck->nw - 1].len < IO_MAX_BYTES)
+			ck->w[ck->nw - 1].len += BS;	/* adjacent: one write */
+		else
+			ck->w[ck->nw++] = (struct bio_write){ blks[j].pblk * BS, BS, dst };
+	}
+	free(blks);
+	ck->active = true;
+	ck->need_flush = ck->nw > 0;
+	ck->writes_done = ck->nw == 0;
+	ck->flush_mark = st->flush_gen;
+	r = ckpt_submit(st);
+	if (r) {
+		ck->err = r;
+		ckpt_fail(st, "writing logged blocks in place failed");
+	}
+	return 1;
+}
+
+/* Reaps the checkpoint's writes (waiting for all of them with wait):
+ * 1 when all are done, 0 if not yet, -EIO on a failed write. */
+static int ckpt_poll(struct store *st, bool wait)
+{
+	struct ckpt *ck = &st->wal.ck;
+	struct io_event ev[CKPT_QD];
+
+	while (!ck->writes_done && !ck->err) {
+		int g = io_getevents(st->cctx, wait ? 1 : 0, CKPT_QD, ev, NULL);
+
+		if (g == -EINTR)
+			continue;
+		if (g < 0) {
+			ck->err = -EIO;
+			break;
+		}
+		for (int j = 0; j < g; j++) {
+			const struct bio_write *bw = ev[j].data;
+
+			if ((long)ev[j].res != (long)bw->len)
+				ck->err = -EIO;
+		}
+		ck->done += (size_t)g;
+		if (!ck->err && ckpt_submit(st))
+			ck->err = -EIO;
+		if (ck->done == ck->nw) {
+			ck->writes_done = true;
+			ck->flush_mark = st->flush_gen;	/* a flush after this covers them */
+		} else if (!g && !wait) {
+			return 0;
+		}
+	}
+	if (ck->err) {
+		ckpt_fail(st, "writing logged blocks in place failed");
+		return -EIO;
+	}
+	return 1;
+}
+
+static int64_t ckpt_finish(struct store *st)
+{
+	struct wal *w = &st->wal;
+	struct ckpt *ck = &w->ck;
+	uint64_t seq, cnt = ck->cnt;
 	struct wal_ent *e;
 	MDB_txn *t = NULL;
 	int r = 0, rc;
 
-	uint64_t t0 = now_ns();
-
+	if (ck->need_flush && st->flush_gen == ck->flush_mark) {
+		if (fdatasync(st->bfd)) {
+			ckpt_fail(st, "flush of the block device failed");
+			ckpt_clear(ck);
+			return -EIO;
+		}
+		st->flush_gen++;
+	}
 	pthread_mutex_lock(&st->alloc_lock);
-	/* The records to apply: a prefix, each with no reader older than it. */
-	while (k < w->rn && w->recs[k].seq <= oldest && (!max_blocks || cnt < max_blocks))
-		cnt += w->recs[k++].nent;
-	if (!k && !force)
-		goto out_unlock;
-	if (k == w->rn) {
-		lsn_last = w->next_lsn - 1;
-		tail = w->head;
-	} else {
-		lsn_last = w->recs[k - 1].lsn;
-		tail = w->recs[k].vpos;
-	}
-	wv = malloc((cnt ? cnt : 1) * sizeof(*wv));
-	if (!wv) {
-		r = -ENOMEM;
-		goto out_unlock;
-	}
 	rc = mdb_txn_begin(st->kv.env, NULL, 0, &t);
 	if (rc) {
 		r = kv_err(rc);
 		goto out_unlock;
 	}
-	/* The live list is in lsn order; entries of later records stay. */
-	for (e = w->live_head; e && e->lsn <= lsn_last; e = e->lnext) {
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext) {
 		struct chunk c;
-		uint8_t ck[12], rec[CHUNK_REC_MAX];
+		uint8_t key[12], rec[CHUNK_REC_MAX];
 		unsigned i = (unsigned)(e->lblk % CHUNK_BLOCKS);
 
-		if (e->newer && e->newer->lsn <= lsn_last)
+		if (e->newer && e->newer->lsn <= ck->lsn_last)
 			continue;	/* a newer version in this checkpoint wins */
 		r = ent_current(t, &st->kv, e, &c);
 		if (r < 0)
 			goto out_abort;
 		if (!r)
 			continue;	/* rewritten, dropped or removed since */
-		if (!e->bad) {
-			if (atoll__crc32c(0, e->data, BS) != e->crc) {
-				log_error("store", "logged block %llu is damaged in memory; it reads "
-					  "as -EIO", (unsigned long long)e->pblk);
-			} else {
-				wv[nw++] = (struct bio_write){ e->pblk * BS, BS, e->data };
-			}
-		}
+		/* A lost block (bad) keeps its old content, and now the crc of
+		 * the content it should have: it reads -EIO until rewritten. */
 		c.crc[i] = e->crc;
-		r = kv_put(t, st->kv.chunks, ck, key_chunk(ck, e->id, (uint32_t)(e->lblk / CHUNK_BLOCKS)),
+		r = kv_put(t, st->kv.chunks, key, key_chunk(key, e->id, (uint32_t)(e->lblk / CHUNK_BLOCKS)),
 			   rec, chunk_encode(&c, rec));
 		if (r)
 			goto out_abort;
 	}
-	r = 0;
-	if (nw) {
-		/* O_DIRECT wants aligned buffers: copy the blocks out. */
-		uint8_t *buf = bio_alloc(nw * BS);
-
-		if (!buf) {
-			r = -ENOMEM;
-			goto out_abort;
-		}
-		for (size_t j = 0; j < nw; j++) {
-			memcpy(buf + j * BS, wv[j].buf, BS);
-			wv[j].buf = buf + j * BS;
-		}
-		r = bio_write_all(st->wctx, st->bfd, wv, nw);
-		if (!r && fdatasync(st->bfd))
-			r = -EIO;
-		free(buf);
-		if (r) {
-			log_error("store", "writing logged blocks in place failed; the store stops "
-				  "writing");
-			goto out_fail;
-		}
-	}
 	seq = st->commit_seq + 1;
-	r = wal_state_put(t, &st->kv, lsn_last, tail);
+	r = wal_state_put(t, &st->kv, ck->lsn_last, ck->tail);
 	if (!r)
 		r = kv_seq_put(t, &st->kv, seq);
 	if (r)
@@ -651,7 +792,7 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
 	/* Readers of the kv state before this commit still see the logged
 	 * versions, those after it the blocks in place. */
 	pthread_mutex_lock(&w->lock);
-	for (e = w->live_head; e && e->lsn <= lsn_last; e = e->lnext)
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
 		if (e->end > seq)
 			e->end = seq;
 	pthread_mutex_unlock(&w->lock);
@@ -660,17 +801,16 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
 	if (!rc)
 		rc = mdb_env_sync(st->kv.env, 1);
 	if (rc) {
-		log_error("store", "log checkpoint commit failed: %s; the store stops writing",
-			  mdb_strerror(rc));
+		ckpt_fail(st, "the log checkpoint's kv commit failed");
 		r = -EIO;
-		goto out_fail;
+		goto out_unlock;
 	}
 	st->commit_seq = seq;
 	st->perf.ckpts++;
 	st->perf.ckpt_blocks += cnt;
-	st->perf.ckpt_ns += now_ns() - t0;
+	st->perf.ckpt_ns += now_ns() - ck->t0;
 	pthread_mutex_lock(&w->lock);
-	while (w->live_head && w->live_head->lsn <= lsn_last) {
+	while (w->live_head && w->live_head->lsn <= ck->lsn_last) {
 		e = w->live_head;
 		w->live_head = e->lnext;
 		e->lnext = w->retired;
@@ -679,32 +819,84 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
 	}
 	if (!w->live_head)
 		w->live_tail = NULL;
-	memmove(w->recs, w->recs + k, (w->rn - k) * sizeof(*w->recs));
-	w->rn -= k;
-	w->tail = tail;
-	w->ckpt_lsn = lsn_last;
+	if (ck->k) {
+		memmove(w->recs, w->recs + ck->k, (w->rn - ck->k) * sizeof(*w->recs));
+		w->rn -= ck->k;
+	}
+	w->tail = ck->tail;
+	w->ckpt_lsn = ck->lsn_last;
 	pthread_mutex_unlock(&w->lock);
 	st->deferred_blocks = w->nlive;
 	pthread_mutex_lock(&st->rlock);
 	st->durable_seq = st->commit_seq;
 	pthread_mutex_unlock(&st->rlock);
 	pthread_mutex_unlock(&st->alloc_lock);
-	free(wv);
+	ckpt_clear(ck);
 	wal_gc(st);
 	limbo_release(st);
 	return (int64_t)(cnt ? cnt : 1);
 
-out_fail:
-	pthread_mutex_lock(&st->qlock);
-	st->failed = -EIO;
-	pthread_mutex_unlock(&st->qlock);
 out_abort:
 	if (t)
 		mdb_txn_abort(t);
 out_unlock:
 	pthread_mutex_unlock(&st->alloc_lock);
-	free(wv);
+	ckpt_clear(ck);
 	return r;
+}
+
+bool wal_ckpt_active(const struct store *st)
+{
+	return st->wal.ck.active;
+}
+
+int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks)
+{
+	struct ckpt *ck = &st->wal.ck;
+	int r;
+
+	if (!ck->active) {
+		r = ckpt_begin(st, max_blocks, false);
+		if (r <= 0)
+			return r;
+	}
+	r = ckpt_poll(st, false);
+	if (r <= 0) {
+		if (r < 0)
+			ckpt_clear(ck);
+		return r;
+	}
+	return ckpt_finish(st);
+}
+
+int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
+{
+	struct ckpt *ck = &st->wal.ck;
+	int64_t total = 0, n;
+	int r;
+
+	if (ck->active) {
+		r = ckpt_poll(st, true);
+		if (r < 0) {
+			ckpt_clear(ck);
+			return r;
+		}
+		n = ckpt_finish(st);
+		if (n < 0 || max_blocks)
+			return n;
+		total += n;
+		force = false;
+	}
+	r = ckpt_begin(st, max_blocks, force);
+	if (r <= 0)
+		return r < 0 ? r : total;
+	r = ckpt_poll(st, true);
+	if (r < 0) {
+		ckpt_clear(ck);
+		return r;
+	}
+	n = ckpt_finish(st);
+	return n < 0 ? n : total + n;
 }
 
 /* ---- replay at open ------------------------------------------------------- */
