@@ -251,14 +251,17 @@ static int write_data(struct batch *b, bool kv)
 	if (r)
 		return r;
 	t0 = now_ns();
-	int fr = st->opt.unsafe_skip_data_flush ? 0 : fdatasync(st->bfd);
+	bool log_only = !b->pend.n && !b->data_written;
+	bool skip = st->opt.unsafe_skip_data_flush || (st->opt.unsafe_skip_log_flush && log_only);
+	int fr = skip ? 0 : fdatasync(st->bfd);
 
 	st->perf.flush_ns += now_ns() - t0;
 	if (fr) {
 		log_error("store", "flush of the block device failed: %s", strerror(errno));
 		return -EIO;
 	}
-	st->flush_gen++;
+	if (!skip)
+		st->flush_gen++;
 	return 0;
 }
 
