@@ -6,8 +6,10 @@
  *   1. apply every transaction inside one LMDB write transaction (if one
  *      fails, throw the attempt away and apply the batch again without
  *      it), collecting the data writes;
- *   2. write the data with libaio and fdatasync the block, so every block
- *      the new records point at is durable;
+ *   2. write the data and the batch's log record (small overwrites,
+ *      wal.c) with libaio and fdatasync the block, so every block the new
+ *      records point at, and every logged block, is durable; a batch that
+ *      only logged overwrites is complete here (after the batch before it);
  *   3. commit the kv (MDB_NOMETASYNC: pages synced, meta page written);
  *   4. the sync of step 3 also made the previous batch's meta page
  *      durable, so the previous batch's completions fire now.  When no

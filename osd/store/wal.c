@@ -17,12 +17,13 @@
  * kv are not touched by a logged write: they keep the crc of the block's
  * content on the device.
  *
- * Checkpoint (enough logged, the log half full, idle, close, open): the
- * newest logged version of each block is written in place (the one in-place
- * overwrite of acknowledged data DESIGN.md allows: the replay of a
- * journaled small write), the block is flushed, then one kv transaction sets
- * the chunk records' crcs and the log's checkpoint (lsn and position), and
- * is synced.  Log space before it is then reused.  Only records no reader
+ * Checkpoint (16 MiB logged or a quarter of the log used, no room for the
+ * next batch, idle, close, open): the newest logged version of each block
+ * is written in place (the one in-place overwrite of acknowledged data
+ * DESIGN.md allows: the replay of a journaled small write) -- submitted
+ * asynchronously while batches go on -- and flushed, then one kv
+ * transaction sets the chunk records' crcs and the log's checkpoint (lsn
+ * and position), and is synced.  Log space before it is then reused.  Only records no reader
  * older than them remains for are applied (such a reader may still read the
  * block's old content).
  *
