@@ -25,14 +25,24 @@ struct pending {
 	size_t n, cap;
 };
 
-/* The journal blob this batch is building (deferred.c). */
-#define DBLOB_SLOTS_MAX 16384u
-struct blob_ent;
-struct dblob {
+/* The batch's small overwrites, logged in one record (wal.c).  The entry
+ * layout is the one of the record's entry table on disk. */
+struct walb_ent {
+	uint64_t pblk;		/* the block it overwrites */
+	uint64_t id;		/* object id */
+	uint64_t lblk;		/* logical block in the object */
+	uint32_t crc;		/* of the new content */
+	uint32_t pad;
+};
+
+struct walb {
 	uint64_t seq;		/* the commit sequence number this batch will get */
 	uint32_t n, cap;
-	struct blob_ent *ents;
-	uint8_t *data;		/* n slots of 4 KiB */
+	struct walb_ent *ents;
+	uint8_t *data;		/* n blocks of 4 KiB */
+	/* set by wal_prepare */
+	uint8_t *rec;		/* the record, aligned */
+	uint64_t vpos, nblocks;
 };
 
 struct batch {
@@ -49,7 +59,7 @@ struct batch {
 	bool kv_measured;
 	bool changed;			/* anything to commit */
 	bool data_written;		/* prewritten data to flush before the commit */
-	struct dblob blob;
+	struct walb wal;
 };
 
 int batch_keep_buf(struct batch *b, void *buf);
@@ -57,10 +67,18 @@ int pending_add(struct batch *b, uint64_t pblk, uint64_t nblk, uint8_t *buf);
 /* Copies block pblk from the batch's pending writes; false if absent. */
 bool pending_lookup(const struct pending *p, uint64_t pblk, void *out);
 
-/* deferred.c */
-int dblob_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
-	      const uint8_t *data, uint32_t crc, uint16_t *slot);
-int dblob_put(struct batch *b);
-void dblob_free(struct dblob *d);
+/* wal.c */
+bool walb_room(const struct batch *b, uint64_t k);
+int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
+	     const uint8_t *data, uint32_t crc);
+/* Copies the batch's logged content of block pblk; false if none. */
+bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
+void walb_free(struct walb *wb);
+/* Builds the batch's record (kv: the batch also commits to the kv) at the
+ * log's head into *out, for the batch's data write. */
+int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *out);
+/* The record is durable: its blocks become visible to readers of seq >=
+ * b->wal.seq. */
+int wal_publish(struct store *st, struct batch *b);
 
 #endif

@@ -6,8 +6,10 @@
  *   1. apply every transaction inside one LMDB write transaction (if one
  *      fails, throw the attempt away and apply the batch again without
  *      it), collecting the data writes;
- *   2. write the data with libaio and fdatasync the block, so every block
- *      the new records point at is durable;
+ *   2. write the data and the batch's log record (small overwrites,
+ *      wal.c) with libaio and fdatasync the block, so every block the new
+ *      records point at, and every logged block, is durable; a batch that
+ *      only logged overwrites is complete here (after the batch before it);
  *   3. commit the kv (MDB_NOMETASYNC: pages synced, meta page written);
  *   4. the sync of step 3 also made the previous batch's meta page
  *      durable, so the previous batch's completions fire now.  When no
@@ -35,8 +37,8 @@
  * 2 MiB ~17 ms, 1 MiB ~12 ms at ~10% less throughput); how long the store
  * must be idle before it applies the rest; how soon to retry when old
  * readers held the journal back. */
-#define DEFER_APPLY_BLOCKS 4096u
-#define DEFER_APPLY_SLICE 512u
+#define DEFER_APPLY_BLOCKS 8192u
+#define DEFER_APPLY_SLICE 4096u
 #define APPLY_IDLE_NS (20ull * 1000 * 1000)
 #define APPLY_RETRY_NS (50ull * 1000 * 1000)
 /* How long a committed batch waits for the next one to sync it. */
@@ -127,6 +129,7 @@ static void complete(struct store *st, struct done *d)
 {
 	if (!d->active)
 		return;
+	st->unsynced_from = UINT64_MAX;
 	limbo_add(st, d->seq, &d->freed);
 	limbo_release(st);
 	set_unsynced(st, false);
@@ -155,6 +158,7 @@ static void sync_and_complete(struct store *st, struct done *d)
 		fail_all(d->list, -EIO);
 		/* Its blocks may still be referenced by a durable commit. */
 		runvec_free(&d->freed);
+		st->unsynced_from = UINT64_MAX;
 		set_unsynced(st, false);
 		fire(st, d->list);
 		memset(d, 0, sizeof(*d));
@@ -177,7 +181,9 @@ static void batch_reset(struct batch *b, bool undo)
 	for (size_t i = 0; i < b->nbufs; i++)
 		free(b->bufs[i]);
 	b->nbufs = 0;
-	b->blob.n = 0;
+	b->wal.n = 0;
+	free(b->wal.rec);
+	b->wal.rec = NULL;
 	b->data_written = false;
 	b->pend.n = 0;
 	b->allocated.n = 0;
@@ -189,7 +195,8 @@ static void batch_destroy(struct batch *b)
 	batch_reset(b, false);
 	free(b->bufs);
 	free(b->pend.v);
-	dblob_free(&b->blob);
+	free(b->wal.rec);
+	walb_free(&b->wal);
 	runvec_free(&b->allocated);
 	runvec_free(&b->freed);
 }
@@ -203,18 +210,25 @@ static int write_meta(struct batch *b)
 	if (r)
 		return r;
 	memcpy(buf, &b->next_id, 8);
-	return kv_put(b->txn, b->st->kv.meta, "next_id", 7, buf, 8);
+	r = kv_put(b->txn, b->st->kv.meta, "next_id", 7, buf, 8);
+	if (!r)
+		r = kv_seq_put(b->txn, &b->st->kv, b->wal.seq);
+	return r;
 }
 
-static int write_data(struct batch *b)
+/* Writes the batch's data and its log record (if any) and flushes the
+ * block once: after that every block the batch's records point at, and
+ * every logged block, is durable. */
+static int write_data(struct batch *b, bool kv)
 {
 	struct store *st = b->st;
 	struct bio_write *w;
+	size_t n = b->pend.n;
 	int r;
 
-	if (!b->pend.n && !b->data_written)
+	if (!b->pend.n && !b->data_written && !b->wal.n)
 		return 0;
-	w = malloc((b->pend.n ? b->pend.n : 1) * sizeof(*w));
+	w = malloc((b->pend.n + 1) * sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->pend.n; i++) {
@@ -222,22 +236,42 @@ static int write_data(struct batch *b)
 		w[i].len = b->pend.v[i].nblk * STORE_BLOCK_SIZE;
 		w[i].buf = b->pend.v[i].buf;
 	}
+	if (b->wal.n) {
+		r = wal_prepare(st, b, kv, &w[n]);
+		if (r) {
+			free(w);
+			log_error("store", "cannot build the batch's log record: %s", strerror(-r));
+			return -EIO;
+		}
+		n++;
+	}
 	uint64_t t0 = now_ns();
 
-	r = bio_write_all(st->wctx, st->bfd, w, b->pend.n);
+	r = bio_write_all(st->wctx, st->bfd, w, n);
 	free(w);
 	st->perf.data_ns += now_ns() - t0;
 	if (r)
 		return r;
 	t0 = now_ns();
-	int fr = st->opt.unsafe_skip_data_flush ? 0 : fdatasync(st->bfd);
+	bool log_only = !b->pend.n && !b->data_written;
+	bool skip = st->opt.unsafe_skip_data_flush || (st->opt.unsafe_skip_log_flush && log_only);
+	int fr = skip ? 0 : fdatasync(st->bfd);
 
 	st->perf.flush_ns += now_ns() - t0;
 	if (fr) {
 		log_error("store", "flush of the block device failed: %s", strerror(errno));
 		return -EIO;
 	}
+	if (!skip)
+		st->flush_gen++;
 	return 0;
+}
+
+static void set_failed(struct store *st)
+{
+	pthread_mutex_lock(&st->qlock);
+	st->failed = -EIO;
+	pthread_mutex_unlock(&st->qlock);
 }
 
 /* Applies, writes and commits one batch; returns true if it committed
@@ -276,7 +310,7 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 		}
 	}
 attempt:
-	b.blob.seq = st->commit_seq + 1;	/* the number this commit will get */
+	b.wal.seq = st->commit_seq + 1;	/* the number this commit will get */
 	b.stats = st->stats;
 	b.next_id = st->next_id;
 	b.changed = false;
@@ -300,57 +334,62 @@ attempt:
 			goto attempt;
 		}
 	}
-	if (!b.changed) {
+	if (!b.changed && !b.wal.n) {
 		batch_reset(&b, false);
 		goto out_unchanged;
 	}
 	st->perf.apply_ns += now_ns() - t0;
-	r = dblob_put(&b);
-	if (!r)
-		r = write_meta(&b);
+	bool kv = b.changed;
+
+	r = kv ? write_meta(&b) : 0;
 	if (r) {
 		/* Only -ENOSPC in practice: the kv is full to the last page. */
 		fail_all(list, r);
 		batch_reset(&b, true);
 		goto out_unchanged;
 	}
-	r = write_data(&b);
+	r = write_data(&b, kv);
+	if (!r && b.wal.n)
+		r = wal_publish(st, &b);
 	if (r) {
-		pthread_mutex_lock(&st->qlock);
-		st->failed = -EIO;
-		pthread_mutex_unlock(&st->qlock);
+		set_failed(st);
 		fail_all(list, -EIO);
 		batch_reset(&b, true);
 		goto out_unchanged;
 	}
-	t0 = now_ns();
-	rc = mdb_txn_commit(b.txn);
-	st->perf.kv_ns += now_ns() - t0;
-	b.txn = NULL;
-	if (rc) {
-		log_error("store", "key-value commit failed: %s", mdb_strerror(rc));
-		fail_all(list, kv_err(rc));
-		if (rc != MDB_MAP_FULL) {
-			pthread_mutex_lock(&st->qlock);
-			st->failed = -EIO;
-			pthread_mutex_unlock(&st->qlock);
+	if (kv) {
+		t0 = now_ns();
+		rc = mdb_txn_commit(b.txn);
+		st->perf.kv_ns += now_ns() - t0;
+		b.txn = NULL;
+		if (rc) {
+			log_error("store", "key-value commit failed: %s", mdb_strerror(rc));
+			fail_all(list, kv_err(rc));
+			/* A logged record of this batch is on the device and in
+			 * the index: the store cannot go on without it. */
+			if (rc != MDB_MAP_FULL || b.wal.n)
+				set_failed(st);
+			batch_reset(&b, true);
+			goto out_unchanged;
 		}
-		batch_reset(&b, true);
-		goto out_unchanged;
+	} else {
+		/* Only logged overwrites: nothing for the kv. */
+		mdb_txn_abort(b.txn);
+		b.txn = NULL;
+		st->perf.wal_only++;
 	}
 	pthread_mutex_lock(&st->stats_lock);
 	st->stats = b.stats;
 	pthread_mutex_unlock(&st->stats_lock);
 	st->next_id = b.next_id;
 	st->commit_seq++;
-	st->deferred_blocks += b.blob.n;
 	{
 		uint64_t now = now_ns();
 
 		for (t = list; t; t = t->next)
 			t->t_committed = now;
 	}
-	if (prev->active)
+	if (kv && prev->active)
 		st->perf.synced_by_next++;
 	prewrite_release_unused(st, list);
 	pthread_mutex_unlock(&st->alloc_lock);
@@ -360,12 +399,23 @@ attempt:
 	st->durable_seq = st->commit_seq;
 	pthread_mutex_unlock(&st->rlock);
 
+	if (!kv) {
+		/* Durable already (the block's flush covered the record):
+		 * complete now, after the batch before it. */
+		sync_and_complete(st, prev);
+		limbo_add(st, st->commit_seq, &b.freed);
+		limbo_release(st);
+		batch_destroy(&b);
+		fire(st, list);
+		return;
+	}
 	/* This commit's page sync made prev's meta page durable. */
 	complete(st, prev);
 	prev->active = true;
 	prev->list = list;
 	prev->n = ntxns;
 	prev->seq = st->commit_seq;
+	st->unsynced_from = prev->seq;
 	prev->freed = b.freed;
 	memset(&b.freed, 0, sizeof(b.freed));
 	set_unsynced(st, true);
@@ -400,7 +450,25 @@ static void cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t n
 static int64_t apply_journal(struct store *st, struct done *prev, uint64_t max_blocks)
 {
 	sync_and_complete(st, prev);
-	return deferred_apply(st, max_blocks);
+	return wal_checkpoint(st, max_blocks, false);
+}
+
+/* Makes room in the log for the largest record before a batch: half the
+ * log is free (a record may skip the rest of a lap).  Readers older than
+ * the oldest records hold them back; they finish soon. */
+static void make_room(struct store *st, struct done *prev)
+{
+	while (wal_free_blocks(st) < 2 * st->wal.rec_max && !st->failed) {
+		int64_t n = apply_journal(st, prev, 0);
+
+		if (n < 0)
+			break;
+		if (n == 0) {
+			struct timespec ts = { 0, 1000 * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 }
 
 static void *commit_main(void *arg)
@@ -484,10 +552,16 @@ static void *commit_main(void *arg)
 				t->t_taken = now;
 		}
 
+		make_room(st, &prev);
 		run_batch(st, list, &prev);
 		apply_stuck = false;
-		if (st->deferred_blocks >= DEFER_APPLY_BLOCKS && !st->failed)
-			apply_journal(st, &prev, DEFER_APPLY_SLICE);
+		/* Checkpoints run beside the batches: started when enough is
+		 * logged, moved on after every batch (wal.c). */
+		if (!st->failed && (wal_ckpt_active(st) ||
+				    st->deferred_blocks >= DEFER_APPLY_BLOCKS ||
+				    wal_used_blocks(st) > st->wal.blocks / 4)) {
+			wal_ckpt_step(st, DEFER_APPLY_SLICE);
+		}
 
 		pthread_mutex_lock(&st->qlock);
 		st->busy = false;

@@ -97,6 +97,7 @@ struct fsck {
 	uint64_t stored;
 	uint64_t saved;
 	uint8_t *blk;		/* one aligned block */
+	struct reader rd;	/* rd.vseq: which logged blocks fsck sees */
 };
 
 static void problem(struct fsck *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -266,14 +267,16 @@ static void deep_check(struct fsck *f, const struct oref *o, uint32_t idx, const
 	for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
 		if (!(ch->present & (1ull << i)))
 			continue;
-		if (ch->deferred & (1ull << i)) {
-			/* The device block is not written yet: check the journal. */
-			if (dblob_read(st, f->t, NULL, ch->dseq[i], ch->dslot[i], ch->crc[i], f->blk))
-				problem(f, "object '%s': journaled block at offset %" PRIu64
-					" (blob %" PRIu64 " slot %u) is missing or has a bad checksum",
-					o->name, ((uint64_t)idx * CHUNK_BLOCKS + i) * BS, ch->dseq[i],
-					ch->dslot[i]);
-			continue;
+		{
+			/* Logged and not yet in place: check the logged content. */
+			int lr = wal_read(st, ch->pblk[i], f->rd.vseq, f->blk);
+
+			if (lr < 0)
+				problem(f, "object '%s': logged block at offset %" PRIu64 " (block %"
+					PRIu64 ") is lost or has a bad checksum", o->name,
+					((uint64_t)idx * CHUNK_BLOCKS + i) * BS, ch->pblk[i]);
+			if (lr)
+				continue;
 		}
 		if (bio_pread(st->bfd, f->blk, BS, ch->pblk[i] * BS) ||
 		    atoll__crc32c(0, f->blk, BS) != ch->crc[i])
@@ -469,6 +472,11 @@ static void check_counters(struct fsck *f)
 			leaked, first_leak);
 }
 
+static void wal_problem(void *arg, const char *msg)
+{
+	problem(arg, "%s", msg);
+}
+
 int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
 {
 	struct fsck f;
@@ -482,6 +490,7 @@ int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
 	f.deep = deep;
 	f.report = report;
 	f.arg = arg;
+	f.rd.vseq = UINT64_MAX - 1;	/* a quiet store: the newest of everything */
 	nblk = st->nblocks - st->data_start;
 	f.bitmap = calloc((nblk + 63) / 64 + 1, 8);
 	f.blk = bio_alloc(BS);
@@ -510,6 +519,8 @@ int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
 		r = check_values(&f, st->kv.omap);
 	if (!r)
 		check_counters(&f);
+	if (!r)
+		wal_check(st, f.t, wal_problem, &f);
 	mdb_txn_abort(f.t);
 out_unlock:
 	pthread_mutex_unlock(&st->alloc_lock);

@@ -47,7 +47,7 @@ void reader_exit(struct store *st, struct reader *r)
 	pthread_mutex_unlock(&st->rlock);
 }
 
-void limbo_add(struct store *st, uint64_t seq, struct runvec *runs)
+static void limbo_push(struct store *st, uint64_t seq, struct runvec *runs, bool logged)
 {
 	struct limbo *l;
 
@@ -65,6 +65,7 @@ void limbo_add(struct store *st, uint64_t seq, struct runvec *runs)
 	}
 	l->seq = seq;
 	l->runs = *runs;
+	l->logged = logged;
 	memset(runs, 0, sizeof(*runs));
 	pthread_mutex_lock(&st->rlock);
 	if (st->limbo_tail)
@@ -75,24 +76,45 @@ void limbo_add(struct store *st, uint64_t seq, struct runvec *runs)
 	pthread_mutex_unlock(&st->rlock);
 }
 
+void limbo_add(struct store *st, uint64_t seq, struct runvec *runs)
+{
+	struct runvec logged = { 0 };
+
+	/* Blocks that the log has versions of wait for its checkpoint too. */
+	if (runs->n && wal_split_freed(st, runs, &logged))
+		log_warn("store", "out of memory: freed blocks wait for the log's checkpoint");
+	limbo_push(st, seq, runs, false);
+	limbo_push(st, seq, &logged, true);
+}
+
 void limbo_release(struct store *st)
 {
-	struct limbo *ready = NULL, **tail = &ready;
+	struct limbo *ready = NULL, **tail = &ready, **pp, *last = NULL;
+	/* A freed block the log names waits, too, until no log record from
+	 * before its freeing commit is left: a stale logged version of it
+	 * must never be replayed onto, or read from, its next owner. */
+	uint64_t logged = wal_oldest_seq(st);
 
 	pthread_mutex_lock(&st->rlock);
 	/* Readers are listed in the order they began, so the first is oldest. */
 	uint64_t oldest = st->readers.next != &st->readers ? st->readers.next->seq : UINT64_MAX;
 
-	while (st->limbo_head && st->limbo_head->seq <= oldest) {
-		struct limbo *l = st->limbo_head;
+	pp = &st->limbo_head;
+	while (*pp && (*pp)->seq <= oldest) {
+		struct limbo *l = *pp;
 
-		st->limbo_head = l->next;
+		if (l->logged && l->seq >= logged) {
+			last = l;
+			pp = &l->next;
+			continue;
+		}
+		*pp = l->next;
 		l->next = NULL;
 		*tail = l;
 		tail = &l->next;
 	}
-	if (!st->limbo_head)
-		st->limbo_tail = NULL;
+	if (!*pp)
+		st->limbo_tail = last;
 	pthread_mutex_unlock(&st->rlock);
 
 	if (!ready)
@@ -473,17 +495,20 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 				cur = NULL;
 				continue;
 			}
-			if (c.deferred & (1ull << i)) {
-				/* Journaled in the kv: copy it out of the snapshot now. */
+			if (wal_active(st)) {
+				/* Logged and not yet in place: copy it from the log's
+				 * index (wal.c), as of this reader's snapshot. */
 				uint8_t blk[BS] __attribute__((aligned(64)));
 				uint64_t b0 = max_u64(q->off, lb * BS), b1 = min_u64(end, lb * BS + BS);
 
-				r = dblob_read(st, t, NULL, c.dseq[i], c.dslot[i], c.crc[i], blk);
-				if (r)
+				r = wal_read(st, c.pblk[i], q->rd.vseq, blk);
+				if (r < 0)
 					return r;
-				memcpy(q->out + (b0 - q->off), blk + (b0 - lb * BS), b1 - b0);
-				cur = NULL;
-				continue;
+				if (r) {
+					memcpy(q->out + (b0 - q->off), blk + (b0 - lb * BS), b1 - b0);
+					cur = NULL;
+					continue;
+				}
 			}
 			if (cur && cur->pblk + cur->nblk == c.pblk[i] &&
 			    cur->lstart + (uint64_t)cur->nblk * BS == lb * BS &&
@@ -544,6 +569,7 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t 
 	r = read_begin(st, &t);
 	if (r)
 		goto out_exit;
+	wal_reader_seq(st, t, &q->rd);
 	r = onode_lookup(st, t, coll, oid, &o);
 	if (r)
 		goto out_abort;

@@ -27,7 +27,9 @@
 #define CHUNK_SIZE		(1u << CHUNK_SHIFT)	/* 256 KiB */
 #define CHUNK_BLOCKS		(CHUNK_SIZE / STORE_BLOCK_SIZE)	/* 64 */
 #define SB_DATA_START		16u	/* first data block: 64 KiB in */
-#define STORE_FORMAT_VERSION	1u
+#define STORE_FORMAT_VERSION	2u	/* 2: the write-ahead log region */
+#define WAL_MIN_BLOCKS		64u	/* log region: 256 KiB .. 64 MiB */
+#define WAL_MAX_BLOCKS		16384u
 #define IO_MAX_BYTES		(8u << 20)	/* largest single aio */
 
 /* ---- allocator (alloc.c): a two-level bitmap of free blocks --------- */
@@ -228,12 +230,14 @@ size_t stats_encode(const struct stats *s, uint8_t *buf);	/* <= 64 bytes */
 struct reader {
 	struct reader *prev, *next;
 	uint64_t seq;		/* commits applied when the read began */
+	uint64_t vseq;		/* logged blocks of seq <= vseq are visible (wal.c) */
 };
 
 struct limbo {			/* blocks freed by a durable commit */
 	struct limbo *next;
 	uint64_t seq;
 	struct runvec runs;
+	bool logged;		/* the log names these blocks: wait for its checkpoint */
 };
 
 /* Where the commit thread spends its time (nanoseconds), for profiling;
@@ -245,6 +249,46 @@ struct commit_perf {
 	 * committed -> durable and completed */
 	uint64_t queue_ns, run_ns, durable_ns, fired;
 	uint64_t synced_by_next, synced_alone;	/* how batches became durable */
+	uint64_t wal_only;	/* batches that only logged overwrites (no kv commit) */
+	uint64_t ckpts, ckpt_blocks, ckpt_ns;	/* log checkpoints */
+};
+
+/* The write-ahead log (wal.c): a ring in blocks [start, start+blocks);
+ * positions (head, tail, vpos) count blocks over the log's whole life. */
+struct wal_rec {		/* a record not yet checkpointed */
+	uint64_t lsn, vpos, seq;
+	uint32_t nblocks, nent;
+};
+
+struct wal_ent;
+struct ckpt {			/* a checkpoint in progress (wal.c) */
+	bool active, need_flush, writes_done;
+	size_t k;		/* records it covers */
+	uint64_t lsn_last, tail, cnt, t0;
+	uint8_t *buf;		/* the blocks, sorted by place */
+	struct bio_write *w;	/* coalesced writes */
+	struct iocb *cbs;
+	size_t nw, submitted, done;
+	int err;
+	uint64_t flush_mark;	/* flush_gen when the writes were done */
+};
+
+struct wal {
+	uint64_t start, blocks;
+	uint64_t rec_max;	/* largest record, blocks */
+	uint64_t head, tail;	/* next record; first record not checkpointed */
+	uint64_t next_lsn, ckpt_lsn;
+	/* lock guards the index and recs: readers look blocks up */
+	pthread_mutex_t lock;
+	bool lock_ok;
+	struct wal_rec *recs;
+	size_t rn, rcap;
+	struct wal_ent **hash;		/* newest version of each logged block */
+	struct wal_ent *live_head, *live_tail;	/* not checkpointed, lsn order */
+	struct wal_ent *retired;	/* checkpointed or superseded, for old readers */
+	uint64_t nlive;
+	uint64_t nents;			/* all in the index (atomic reads) */
+	struct ckpt ck;
 };
 
 struct store {
@@ -273,7 +317,8 @@ struct store {
 	uint64_t next_id;
 	uint64_t commit_seq;	/* batches committed */
 	uint64_t double_used;	/* blocks found used twice at open */
-	uint64_t deferred_blocks;	/* journaled slots not yet applied */
+	uint64_t deferred_blocks;	/* logged blocks not yet checkpointed */
+	struct wal wal;
 
 	/* The queue: qlock protects qhead..stopping, failed. */
 	pthread_mutex_t qlock;
@@ -290,6 +335,10 @@ struct store {
 	io_context_t wctx;
 	bool wctx_ok;
 	io_context_t pctx;	/* prewrites; reaped by the commit thread */
+	io_context_t cctx;	/* log checkpoints' in-place writes */
+	bool cctx_ok;
+	uint64_t flush_gen;	/* completed fdatasyncs of the block (commit thread) */
+	uint64_t unsynced_from;	/* seq of the kv batch awaiting its sync, or UINT64_MAX */
 	bool pctx_ok;
 	struct prewrite *prew_head;	/* prewrites not yet committed (amutex) */
 
@@ -308,7 +357,7 @@ struct store {
 };
 
 /* superblock.c */
-int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks);
+int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start);
 int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start);
 void uuid_format(const uint8_t u[16], char out[37]);
 
@@ -362,14 +411,41 @@ void commit_drain(struct store *st);
 struct batch;
 int apply_txn(struct batch *b, struct store_txn *t);
 
-/* deferred.c: reads slot of journal blob seq (b: the batch being built,
- * may be NULL), checked against crc. */
-int dblob_read(struct store *st, MDB_txn *t, struct batch *b, uint64_t seq, uint16_t slot,
-	       uint32_t crc, void *out);
-int64_t deferred_apply(struct store *st, uint64_t max_blocks);
-int deferred_count(struct store *st, MDB_txn *t, uint64_t *blocks, uint64_t *max_seq);
+/* wal.c: the write-ahead log of small overwrites */
+uint64_t wal_default_blocks(uint64_t nblocks);
+int wal_init(struct store *st);
+void wal_destroy(struct store *st);
+bool wal_active(struct store *st);
+/* The logged content of block pblk visible at snapshot rseq into out:
+ * 1 if there is one, 0 if the device holds it, -EIO if it is lost. */
+int wal_read(struct store *st, uint64_t pblk, uint64_t rseq, void *out);
+/* The visibility seq of a reader that entered at r->seq and reads t. */
+void wal_reader_seq(struct store *st, MDB_txn *t, struct reader *r);
+uint64_t wal_free_blocks(const struct store *st);
+uint64_t wal_used_blocks(const struct store *st);
+/* Seq of the oldest record not checkpointed (UINT64_MAX: none). */
+uint64_t wal_oldest_seq(struct store *st);
+void wal_gc(struct store *st);
+/* Moves the blocks of runs that the log's index names to logged. */
+int wal_split_freed(struct store *st, struct runvec *runs, struct runvec *logged);
+/* Applies logged blocks in place and checkpoints (at most max_blocks, 0 =
+ * all; force: write the checkpoint even if nothing is logged).  Commit
+ * thread or open only; every committed batch must be durable.  Returns
+ * the blocks consumed, 0 if readers held everything back, or -errno. */
+int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force);
+/* A checkpoint is in progress; wal_ckpt_step starts one (at most
+ * max_blocks) or moves the one in progress on without waiting: the
+ * blocks it finished, 0, or -errno. */
+bool wal_ckpt_active(const struct store *st);
+int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks);
+int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
+int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char *msg),
+	      void *arg);
+int wal_state_put(MDB_txn *t, struct kv *kv, uint64_t ckpt_lsn, uint64_t tail);
+int kv_seq_put(MDB_txn *t, struct kv *kv, uint64_t seq);
+uint64_t kv_seq_get(MDB_txn *t, struct kv *kv);
 /* The content of block i of chunk c, wherever it is: the batch's pending
- * writes or journal, the kv journal, or the device; crc-checked. */
+ * writes or log entries, the log, or the device; crc-checked. */
 int chunk_read_block(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
 		     unsigned i, void *buf);
 

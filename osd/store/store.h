@@ -88,6 +88,10 @@ struct store_options {
 	 * Breaks crash safety on purpose, so that the power-cut test can show
 	 * it catches a store without the flush.  Never set it otherwise. */
 	bool unsafe_skip_data_flush;
+	/* Testing seam: skip the fdatasync of the block for a batch whose only
+	 * block write is its log record (wal.c), so that the power-cut test
+	 * can show it catches a lost log flush.  Never set it otherwise. */
+	bool unsafe_skip_log_flush;
 };
 
 /* Creates a new store: writes the superblock to the block (creating the

@@ -15,6 +15,7 @@
 
 #include "crc32c.h"
 #include "encode.h"
+#include "log.h"
 #include "store-int.h"
 
 static const char sb_magic[8] = { 'A', 'T', 'O', 'L', 'L', 'S', 'B', '1' };
@@ -33,7 +34,7 @@ void uuid_format(const uint8_t u[16], char out[37])
 	*p = 0;
 }
 
-int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks)
+int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start)
 {
 	uint8_t *blk = bio_alloc(STORE_BLOCK_SIZE);
 	struct enc e;
@@ -50,7 +51,7 @@ int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks)
 	enc_u32(&e, STORE_BLOCK_SIZE);
 	enc_raw(&e, uuid, 16);
 	enc_u64(&e, nblocks);
-	enc_u64(&e, SB_DATA_START);
+	enc_u64(&e, data_start);
 	enc_end(&e, h);
 	r = e.err;
 	if (!r && e.len > STORE_BLOCK_SIZE - 4)
@@ -104,7 +105,13 @@ int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
 	r = dec_end(&d, &body);
 	if (r || !u)
 		goto out_unclean;
-	if (fmt != STORE_FORMAT_VERSION || bs != STORE_BLOCK_SIZE ||
+	if (fmt != STORE_FORMAT_VERSION) {
+		log_error("store", "the store has on-disk format %u and this build reads format %u "
+			  "only; make a new store (mkfs) and move the data", fmt, STORE_FORMAT_VERSION);
+		r = -EUCLEAN;
+		goto out;
+	}
+	if (bs != STORE_BLOCK_SIZE || *data_start < SB_DATA_START + WAL_MIN_BLOCKS ||
 	    *data_start >= *nblocks) {
 		r = -EUCLEAN;
 		goto out;

@@ -247,8 +247,14 @@ int block_read_checked(struct store *st, struct pending *p, uint64_t pblk,
 int chunk_read_block(struct store *st, MDB_txn *t, struct batch *b, const struct chunk *c,
 		     unsigned i, void *buf)
 {
-	if (c->deferred & (1ull << i))
-		return dblob_read(st, t, b, c->dseq[i], c->dslot[i], c->crc[i], buf);
+	int r;
+
+	(void)t;
+	if (b && walb_lookup(b, c->pblk[i], buf))
+		return 0;
+	r = wal_read(st, c->pblk[i], UINT64_MAX - 1, buf);
+	if (r)
+		return r < 0 ? r : 0;
 	return block_read_checked(st, b ? &b->pend : NULL, c->pblk[i], c->crc[i], buf);
 }
 
@@ -441,45 +447,42 @@ static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t n
 	return for_each_span(b, ob, lblk, nblk, map_span, &m);
 }
 
-/* Journals nblk logical blocks from lblk (content in buf) in the batch's
- * kv blob instead of writing them now (deferred.c).  Blocks that are
- * holes get their target block allocated now. */
-static int defer_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk *c,
-		      unsigned i0, unsigned n, uint64_t k0, void *arg)
+/* Logs nblk logical blocks from lblk (content in buf) in the batch's log
+ * record instead of writing them now (wal.c) when every one of them has a
+ * block already: then the kv is not touched.  Otherwise (holes) they are
+ * written copy-on-write, which needs a kv commit anyway. */
+static int log_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+		      uint8_t *buf)
 {
-	const uint8_t *buf = arg;
-	int r;
+	uint64_t *pblk = malloc(nblk * sizeof(*pblk));
+	struct chunk c;
+	uint32_t have = UINT32_MAX;
+	int r = 0;
 
-	for (unsigned i = i0; i < i0 + n; i++) {
-		const uint8_t *blk = buf + (k0 + (i - i0)) * BS;
-		uint16_t slot;
+	if (!pblk)
+		return -ENOMEM;
+	for (uint64_t k = 0; k < nblk; k++) {
+		uint32_t idx = (uint32_t)((lblk + k) / CHUNK_BLOCKS);
+		unsigned i = (unsigned)((lblk + k) % CHUNK_BLOCKS);
 
-		if (!(c->present & (1ull << i))) {
-			struct runvec one = { 0 };
-
-			r = alloc_blocks(b, 1, false, &one);
+		if (idx != have) {
+			r = chunk_get(b, ob->o.id, idx, &c);
 			if (r)
-				return r;
-			c->pblk[i] = one.v[0].start;
-			runvec_free(&one);
-			c->present |= 1ull << i;
+				goto out;
+			have = idx;
 		}
-		c->crc[i] = atoll__crc32c(0, blk, BS);
-		r = dblob_add(b, ob->o.id, (uint64_t)idx * CHUNK_BLOCKS + i, c->pblk[i], blk,
-			      c->crc[i], &slot);
-		if (r)
-			return r;
-		c->deferred |= 1ull << i;
-		c->dseq[i] = b->blob.seq;
-		c->dslot[i] = slot;
+		if ((c.flags & CHUNK_COMPRESSED) || !(c.present & (1ull << i))) {
+			r = write_blocks(b, ob, lblk, nblk, buf);
+			goto out;
+		}
+		pblk[k] = c.pblk[i];
 	}
-	return 0;
-}
-
-static int defer_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-			const uint8_t *buf)
-{
-	return for_each_span(b, ob, lblk, nblk, defer_span, (void *)buf);
+	for (uint64_t k = 0; k < nblk && !r; k++)
+		r = walb_add(b, ob->o.id, lblk + k, pblk[k], buf + k * BS,
+			     atoll__crc32c(0, buf + k * BS, BS));
+out:
+	free(pblk);
+	return r;
 }
 
 /* Rewrites chunk idx whole from content (CHUNK_SIZE bytes; blocks past
@@ -673,8 +676,12 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 		if (r)
 			return r;
 	}
-	ob->o.size = max_u64(ob->o.size, end);
-	ob->o.dirty = true;
+	if (end > ob->o.size) {
+		/* Only a growing object changes its onode: an overwrite inside
+		 * it may leave the kv untouched (wal.c). */
+		ob->o.size = end;
+		ob->o.dirty = true;
+	}
 
 	uint32_t c0 = (uint32_t)(off >> CHUNK_SHIFT), c1 = (uint32_t)((end - 1) >> CHUNK_SHIFT);
 	bool any_compressed = compress;
@@ -757,8 +764,8 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 		memcpy(buf + (nblk - 1) * BS + end % BS, old + end % BS, BS - end % BS);
 	}
 	if (len <= b->st->opt.defer_max && b->st->opt.defer_max != STORE_DEFER_OFF &&
-	    b->blob.n + nblk <= DBLOB_SLOTS_MAX)
-		return defer_blocks(b, ob, l0, nblk, buf);
+	    walb_room(b, nblk))
+		return log_blocks(b, ob, l0, nblk, buf);
 	return write_blocks(b, ob, l0, nblk, buf);
 }
 

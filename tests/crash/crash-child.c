@@ -17,7 +17,7 @@
  *
  * usage: crash-child --block PATH --kv DIR --seed N --start N --fd N
  *                    [--profile N] [--inflight N] [--max N] [--ack-file PATH]
- *                    [--unsafe-skip-data-flush]
+ *                    [--unsafe-skip-data-flush] [--unsafe-skip-log-flush]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +84,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: crash-child --block PATH --kv DIR --seed N --start N --fd N "
 		"[--profile N] [--inflight N] [--max N] [--ack-file PATH] "
-		"[--unsafe-skip-data-flush]\n");
+		"[--unsafe-skip-data-flush] [--unsafe-skip-log-flush]\n");
 	exit(2);
 }
 
@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 		{ "inflight", required_argument, NULL, 'i' },
 		{ "max", required_argument, NULL, 'm' },
 		{ "unsafe-skip-data-flush", no_argument, NULL, 'u' },
+		{ "unsafe-skip-log-flush", no_argument, NULL, 'L' },
 		{ "ack-file", required_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -124,6 +125,7 @@ int main(int argc, char **argv)
 		case 'i': limit = (unsigned)atoi(optarg); break;
 		case 'm': max = strtoull(optarg, NULL, 0); break;
 		case 'u': opt.unsafe_skip_data_flush = true; break;
+		case 'L': opt.unsafe_skip_log_flush = true; break;
 		case 'a':
 			ack_fd = open(optarg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 			if (ack_fd < 0) {

@@ -11,7 +11,10 @@
  *             passes only if the harness catches the damage;
  *   nokvsync  powercut where the shim pretends the kv's syncs never
  *             happened (a store that forgot to sync its kv): passes only
- *             if the harness catches that too.
+ *             if the harness catches that too;
+ *   unsafelog powercut against a store opened with unsafe_skip_log_flush
+ *             (batches that write only their log record skip the block
+ *             flush): passes only if the harness catches it.
  *
  * Each round: run the child from the state the last round left, kill it,
  * then in a forked verifier open the store, read the ledger (m = number of
@@ -75,7 +78,7 @@
 #define SKIP 77
 #define COUNT_PLAN_TIMEOUT_MS 5000
 
-enum mode { MODE_KILL, MODE_POWERCUT, MODE_UNSAFE, MODE_NOKVSYNC };
+enum mode { MODE_KILL, MODE_POWERCUT, MODE_UNSAFE, MODE_NOKVSYNC, MODE_UNSAFELOG };
 
 struct harness {
 	enum mode mode;
@@ -266,7 +269,9 @@ static int spawn_child(struct harness *h, int wfd, bool shim, bool unsafe)
 			(char *)h->child_path, "--block", h->wblock, "--kv", h->wkv,
 			"--seed", seed, "--start", start, "--fd", fdstr, "--profile", prof,
 			"--ack-file", h->ackp, "--inflight", inflight,
-			unsafe ? "--unsafe-skip-data-flush" : NULL, NULL,
+			unsafe ? (h->mode == MODE_UNSAFELOG ? "--unsafe-skip-log-flush"
+							    : "--unsafe-skip-data-flush") : NULL,
+			NULL,
 		};
 
 		/* die with the parent, whatever kills it */
@@ -723,9 +728,12 @@ static void pick_plan(struct harness *h, struct plan *p)
 {
 	memset(p, 0, sizeof(*p));
 	h->inflight = 32;
-	if (h->mode == MODE_UNSAFE || h->mode == MODE_NOKVSYNC) {
+	if (h->mode == MODE_UNSAFE || h->mode == MODE_NOKVSYNC || h->mode == MODE_UNSAFELOG) {
 		p->by_count = true;
 		p->count = 16 + (unsigned)pc_below(&h->rng, 64);
+		/* few in flight: batches of one run (small overwrites only) */
+		if (h->mode == MODE_UNSAFELOG)
+			h->inflight = 1 + (unsigned)pc_below(&h->rng, 3);
 		return;
 	}
 	p->by_count = pc_below(&h->rng, 2);
@@ -757,7 +765,7 @@ static int round_once(struct harness *h)
 	if (shim && save_durable(h) < 0)
 		return -1;
 	ts = now_ms();
-	if (run_child(h, &p, shim, h->mode == MODE_UNSAFE, &out) < 0) {
+	if (run_child(h, &p, shim, h->mode == MODE_UNSAFE || h->mode == MODE_UNSAFELOG, &out) < 0) {
 		fprintf(stderr, "%s: cannot start the child: %s\n", h->name, strerror(errno));
 		return -1;
 	}
@@ -818,7 +826,7 @@ static int round_once(struct harness *h)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: crash-test --mode kill|powercut|unsafe|nokvsync --child PATH "
+	fprintf(stderr, "usage: crash-test --mode kill|powercut|unsafe|nokvsync|unsafelog --child PATH "
 		"[--shim PATH] [--rounds N] [--seed N]\n");
 	exit(2);
 }
@@ -854,6 +862,8 @@ int main(int argc, char **argv)
 				h->mode = MODE_UNSAFE;
 			else if (strcmp(optarg, "nokvsync") == 0)
 				h->mode = MODE_NOKVSYNC;
+			else if (strcmp(optarg, "unsafelog") == 0)
+				h->mode = MODE_UNSAFELOG;
 			else
 				usage();
 			break;
@@ -868,7 +878,8 @@ int main(int argc, char **argv)
 		usage();
 	h->name = h->mode == MODE_KILL ? "crash-kill"
 		: h->mode == MODE_POWERCUT ? "crash-powercut"
-		: h->mode == MODE_UNSAFE ? "crash-unsafe" : "crash-nokvsync";
+		: h->mode == MODE_UNSAFE ? "crash-unsafe"
+		: h->mode == MODE_UNSAFELOG ? "crash-unsafelog" : "crash-nokvsync";
 	h->prof = h->mode == MODE_UNSAFE ? WL_PROFILE_DATA : WL_PROFILE_MIXED;
 	if (!rounds)
 		rounds = h->mode == MODE_KILL ? 50 : 20;
@@ -947,8 +958,10 @@ int main(int argc, char **argv)
 		break;
 	case MODE_UNSAFE:
 	case MODE_NOKVSYNC:
+	case MODE_UNSAFELOG:
 		what = h->mode == MODE_UNSAFE ? "unsafe_skip_data_flush"
-					      : "a kv that is never synced";
+			: h->mode == MODE_UNSAFELOG ? "unsafe_skip_log_flush"
+						    : "a kv that is never synced";
 		if (r == 1) {
 			printf("crash: %s CAUGHT after %u power cuts (%u clean before); "
 			       "seed %" PRIu64 "; %.1f s\n", what, h->rounds, h->verified,

@@ -290,6 +290,27 @@ static void gen_aligned(uint64_t *rng, struct wl_txn *t)
 	}
 }
 
+/* Small block-aligned overwrites (4-12 KiB) near the start of objects
+ * 0..3, where data usually is: the store logs them (wal.c) without a kv
+ * commit, so with the ledger (also a logged block) a batch of such
+ * transactions commits through the log alone and is acknowledged right
+ * after the block's flush.  That is the flush a store could forget while
+ * kv batches hide it most of the time. */
+static void gen_small(uint64_t *rng, struct wl_txn *t)
+{
+	unsigned nw = 1 + (unsigned)pc_below(rng, 2), i;
+
+	for (i = 0; i < nw; i++) {
+		struct wl_op *op = add_op(t, WL_WRITE, (int)pc_below(rng, 4));
+
+		op->len = 4096 * (1 + pc_below(rng, 3));
+		op->off = 4096 * pc_below(rng, 48);
+		op->data = gen_bytes(rng, (size_t)op->len,
+				     pc_below(rng, 2) ? FILL_RANDOM : FILL_PATTERN);
+		op->dlen = (size_t)op->len;
+	}
+}
+
 /* In the mixed profile, transactions come in runs of WL_RUN; one run in
  * WL_RUN_ALIGNED is made of gen_aligned() transactions only, so that with
  * a few transactions in flight whole batches (and the batch after them,
@@ -297,12 +318,15 @@ static void gen_aligned(uint64_t *rng, struct wl_txn *t)
 #define WL_RUN		16
 #define WL_RUN_ALIGNED	4
 
-static bool is_aligned_run(uint64_t seed, uint64_t n)
+/* 0: a mixed run, 1: an aligned run, 2: a run of small overwrites */
+static unsigned run_kind(uint64_t seed, uint64_t n)
 {
 	uint64_t r = seed ^ ((n / WL_RUN + 1) * 0x9fb21c651e98df25ull);
 
 	pc_rand(&r);
-	return pc_below(&r, WL_RUN_ALIGNED) == 0;
+	if (pc_below(&r, WL_RUN_ALIGNED) == 0)
+		return 1;
+	return pc_below(&r, 3) == 0 ? 2 : 0;
 }
 
 void wl_gen(uint64_t seed, uint64_t n, enum wl_profile prof, struct wl_txn *t)
@@ -315,20 +339,28 @@ void wl_gen(uint64_t seed, uint64_t n, enum wl_profile prof, struct wl_txn *t)
 	pc_rand(&rng);
 	memset(t, 0, sizeof(*t));
 	t->n = n;
-	if (prof == WL_PROFILE_DATA)
+	if (prof == WL_PROFILE_DATA) {
 		gen_data(&rng, t);
-	else if (is_aligned_run(seed, n))
-		gen_aligned(&rng, t);
-	else
-		gen_mixed(&rng, t);
-	/* the ledger: "applied" = n + 1, little endian */
-	op = add_op(t, WL_OMAP_SET, WL_LEDGER);
-	memcpy(op->key, WL_LEDGER_KEY, strlen(WL_LEDGER_KEY));
-	op->klen = strlen(WL_LEDGER_KEY);
-	op->data = xmalloc(8);
+	} else {
+		unsigned kind = run_kind(seed, n);
+
+		if (kind == 1)
+			gen_aligned(&rng, t);
+		else if (kind == 2)
+			gen_small(&rng, t);
+		else
+			gen_mixed(&rng, t);
+	}
+	/* the ledger: "applied" = n + 1, little endian, in the first 8 bytes
+	 * of the ledger object's one 4 KiB block (an overwrite: logged) */
+	op = add_op(t, WL_WRITE, WL_LEDGER);
+	op->off = 0;
+	op->len = WL_LEDGER_SIZE;
+	op->data = xmalloc(WL_LEDGER_SIZE);
+	memset(op->data, 0, WL_LEDGER_SIZE);
 	for (i = 0; i < 8; i++)
 		op->data[i] = (unsigned char)(v >> (8 * i));
-	op->dlen = 8;
+	op->dlen = WL_LEDGER_SIZE;
 }
 
 void wl_txn_release(struct wl_txn *t)
@@ -530,13 +562,11 @@ static void mobj_grow(struct wl_mobj *o, uint64_t to)
 
 void wl_model_init(struct wl_model *m)
 {
-	static const unsigned char zero8[8];
-
 	memset(m, 0, sizeof(*m));
 	m->obj[WL_LEDGER].exists = true;
-	kv_set(&m->obj[WL_LEDGER].omap, &m->obj[WL_LEDGER].nomap,
-	       &m->obj[WL_LEDGER].capomap, (const unsigned char *)WL_LEDGER_KEY,
-	       strlen(WL_LEDGER_KEY), zero8, 8);
+	m->obj[WL_LEDGER].data = xmalloc(WL_LEDGER_SIZE);
+	memset(m->obj[WL_LEDGER].data, 0, WL_LEDGER_SIZE);
+	m->obj[WL_LEDGER].size = m->obj[WL_LEDGER].cap = WL_LEDGER_SIZE;
 }
 
 void wl_model_free(struct wl_model *m)
@@ -620,7 +650,7 @@ void wl_model_advance(struct wl_model *m, uint64_t seed, enum wl_profile prof, u
 
 int wl_setup_store(struct store *st)
 {
-	static const unsigned char zero8[8];
+	static const unsigned char zero[WL_LEDGER_SIZE];
 	struct store_txn *t = store_txn_new();
 	const char *ledger = wl_objects[WL_LEDGER].name;
 	int r;
@@ -633,8 +663,7 @@ int wl_setup_store(struct store *st)
 	if (!r)
 		r = store_txn_touch(t, WL_COLL, ledger);
 	if (!r)
-		r = store_txn_omap_set(t, WL_COLL, ledger, WL_LEDGER_KEY,
-				       strlen(WL_LEDGER_KEY), zero8, 8);
+		r = store_txn_write(t, WL_COLL, ledger, 0, zero, WL_LEDGER_SIZE, 0);
 	if (r) {
 		store_txn_free(t);
 		return r;
@@ -644,22 +673,18 @@ int wl_setup_store(struct store *st)
 
 int64_t wl_read_ledger(struct store *st)
 {
-	void *val = NULL;
-	size_t len = 0;
+	unsigned char buf[WL_LEDGER_SIZE];
 	uint64_t v = 0;
-	int r, i;
+	int64_t r;
+	int i;
 
-	r = store_omap_get(st, WL_COLL, wl_objects[WL_LEDGER].name, WL_LEDGER_KEY,
-			   strlen(WL_LEDGER_KEY), &val, &len);
+	r = store_read(st, WL_COLL, wl_objects[WL_LEDGER].name, 0, sizeof(buf), buf);
 	if (r < 0)
 		return r;
-	if (len != 8) {
-		free(val);
+	if (r != (int64_t)sizeof(buf))
 		return -EBADMSG;
-	}
 	for (i = 0; i < 8; i++)
-		v |= (uint64_t)((unsigned char *)val)[i] << (8 * i);
-	free(val);
+		v |= (uint64_t)buf[i] << (8 * i);
 	return (int64_t)v;
 }
 

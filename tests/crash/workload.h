@@ -8,7 +8,7 @@
  * touches it; an attribute is removed only after being set in the same
  * transaction), so "which transactions are applied" is always a prefix
  * 0..m, and every transaction ends by writing m+1 into the ledger object's
- * omap key "applied".
+ * first 8 bytes of its one 4 KiB block (a logged overwrite in the store).
  */
 #ifndef ATOLL_CRASH_WORKLOAD_H
 #define ATOLL_CRASH_WORKLOAD_H
@@ -25,6 +25,7 @@
 #define WL_LEDGER	6	/* index of the ledger object */
 #define WL_MAXOPS	16
 #define WL_LEDGER_KEY	"applied"
+#define WL_LEDGER_SIZE	4096	/* the ledger: first 8 bytes of this block */
 
 /* profile: what mix of ops */
 enum wl_profile {
@@ -90,7 +91,7 @@ struct wl_model {
 };
 
 /* The state right after wl_setup_store(): both collections, the ledger
- * with "applied" = 0, nothing else. */
+ * (a 4 KiB block of zeros: "applied" = 0), nothing else. */
 void wl_model_init(struct wl_model *m);
 void wl_model_free(struct wl_model *m);
 void wl_model_apply(struct wl_model *m, const struct wl_txn *t);

@@ -1,0 +1,1210 @@
+/*
+ * wal.c - the write-ahead log of small overwrites, in a region of the block.
+ *
+ * A durable 4 KiB overwrite through the kv cost 4-5 random kv page writes
+ * and a kv flush (doc/store.md, "Where the time goes").  Instead, a small
+ * overwrite of a block that already holds data goes into the batch's log
+ * record: the commit thread writes one record per batch, sequentially, into
+ * the log region (blocks SB_DATA_START .. data_start), with the data writes
+ * of the batch's large writes, and one fdatasync of the block covers both.
+ * A batch made only of such overwrites touches no kv page at all and
+ * completes right after that flush.
+ *
+ * The record's blocks live in memory in an index keyed by physical block
+ * (versions of one block chained newest first, each visible to readers
+ * whose snapshot lies in [seq, end)).  Readers and the commit thread look
+ * there before reading a block from the device.  The chunk records in the
+ * kv are not touched by a logged write: they keep the crc of the block's
+ * content on the device.
+ *
+ * Checkpoint (16 MiB logged or a quarter of the log used, no room for the
+ * next batch, idle, close, open): the newest logged version of each block
+ * is written in place (the one in-place overwrite of acknowledged data
+ * DESIGN.md allows: the replay of a journaled small write) -- submitted
+ * asynchronously while batches go on -- and flushed, then one kv
+ * transaction sets the chunk records' crcs and the log's checkpoint (lsn
+ * and position), and is synced.  Log space before it is then reused.  Only records no reader
+ * older than them remains for are applied (such a reader may still read the
+ * block's old content).
+ *
+ * Open replays the records after the checkpoint: record N+1 lies right after
+ * record N (or at the start of the region's next lap), carries lsn N+1 and
+ * its own position, and a crc32c of header and entry table; each data block
+ * has its crc in the table.  Replay stops at the first record that does not
+ * fit.  A record whose header is good but a data block is not is either torn
+ * (its flush never completed: the last record) or damaged (a later record,
+ * or its kv part, proves it was complete): the first is dropped, the second
+ * kept with that block marked lost, so reads of it fail with -EIO and the
+ * checkpoint stores the lost content's crc, keeping it -EIO until rewritten.
+ * A record whose batch also changed the kv (flag KV) counts only if the kv
+ * reached that batch (meta/seq), so a transaction is never half applied.
+ *
+ * Blocks freed by a commit are not reused before every record older than
+ * that commit is checkpointed (limbo_release): a stale logged version of a
+ * freed block is then never replayed onto, nor read from, its next owner.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "crc32c.h"
+#include "log.h"
+
+#define BS STORE_BLOCK_SIZE
+#define WAL_MAGIC 0x4c415741u	/* "AWAL" */
+#define WAL_VERSION 1u
+#define WAL_HDR 64u
+#define WAL_ENT 32u
+#define WAL_F_KV 0x1u
+#define HASH_BITS 14u
+
+struct wal_hdr {		/* little-endian, WAL_HDR bytes */
+	uint32_t magic;
+	uint16_t version;
+	uint16_t flags;
+	uint32_t crc;		/* of header (this field 0) and entry table */
+	uint32_t nent;
+	uint64_t lsn;
+	uint64_t vpos;		/* its own position, in blocks of the log's life */
+	uint64_t seq;		/* the batch's commit number */
+	uint32_t nblocks;	/* the whole record */
+	uint32_t pad;
+	uint8_t reserved[16];
+};
+
+_Static_assert(sizeof(struct wal_hdr) == WAL_HDR, "log header layout");
+_Static_assert(sizeof(struct walb_ent) == WAL_ENT, "log entry layout");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "log records are little-endian");
+
+struct wal_ent {
+	struct wal_ent *hnext;		/* hash bucket (newest versions only) */
+	struct wal_ent *newer, *older;	/* versions of the same block */
+	struct wal_ent *lnext;		/* live list (lsn order) or retired list */
+	uint64_t pblk, id, lblk;
+	uint64_t seq, lsn, end;
+	uint32_t crc;
+	bool bad;			/* content lost (damaged record) */
+	uint8_t data[BS];
+};
+
+static void ckpt_clear(struct ckpt *ck);
+
+static uint64_t table_blocks(uint64_t n)
+{
+	return (WAL_HDR + n * WAL_ENT + BS - 1) / BS;
+}
+
+static uint64_t hslot(uint64_t pblk)
+{
+	return (pblk * 0x9e3779b97f4a7c15ull) >> (64 - HASH_BITS);
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+uint64_t wal_default_blocks(uint64_t nblocks)
+{
+	uint64_t w = nblocks / 32;
+
+	if (w > WAL_MAX_BLOCKS)
+		w = WAL_MAX_BLOCKS;
+	if (w < WAL_MIN_BLOCKS)
+		w = WAL_MIN_BLOCKS;
+	return w;
+}
+
+int wal_init(struct store *st)
+{
+	struct wal *w = &st->wal;
+
+	w->start = SB_DATA_START;
+	w->blocks = st->data_start - SB_DATA_START;
+	w->rec_max = w->blocks / 4;
+	w->next_lsn = 1;
+	w->hash = calloc((size_t)1 << HASH_BITS, sizeof(*w->hash));
+	if (!w->hash)
+		return -ENOMEM;
+	pthread_mutex_init(&w->lock, NULL);
+	w->lock_ok = true;
+	return 0;
+}
+
+static void free_list(struct wal_ent *e)
+{
+	while (e) {
+		struct wal_ent *n = e->lnext;
+
+		free(e);
+		e = n;
+	}
+}
+
+void wal_destroy(struct store *st)
+{
+	struct wal *w = &st->wal;
+
+	ckpt_clear(&w->ck);
+	free_list(w->live_head);
+	free_list(w->retired);
+	free(w->hash);
+	free(w->recs);
+	if (w->lock_ok)
+		pthread_mutex_destroy(&w->lock);
+	memset(w, 0, sizeof(*w));
+}
+
+/* ---- the batch's entries ------------------------------------------------ */
+
+bool walb_room(const struct batch *b, uint64_t k)
+{
+	const struct wal *w = &b->st->wal;
+	uint64_t n = b->wal.n + k;
+
+	return w->rec_max && table_blocks(n) + n <= w->rec_max;
+}
+
+static int64_t walb_find(const struct walb *wb, uint64_t pblk)
+{
+	for (uint32_t j = wb->n; j-- > 0;)
+		if (wb->ents[j].pblk == pblk)
+			return j;
+	return -1;
+}
+
+int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
+	     const uint8_t *data, uint32_t crc)
+{
+	struct walb *wb = &b->wal;
+	int64_t j = walb_find(wb, pblk);
+
+	if (j < 0) {
+		if (wb->n == wb->cap) {
+			uint32_t cap = wb->cap ? wb->cap * 2 : 32;
+			struct walb_ent *e = realloc(wb->ents, cap * sizeof(*e));
+			uint8_t *nd;
+
+			if (!e)
+				return -ENOMEM;
+			wb->ents = e;
+			nd = realloc(wb->data, (size_t)cap * BS);
+			if (!nd)
+				return -ENOMEM;
+			wb->data = nd;
+			wb->cap = cap;
+		}
+		j = wb->n++;
+	}
+	wb->ents[j] = (struct walb_ent){ pblk, id, lblk, crc, 0 };
+	memcpy(wb->data + (size_t)j * BS, data, BS);
+	return 0;
+}
+
+bool walb_lookup(const struct batch *b, uint64_t pblk, void *out)
+{
+	int64_t j = walb_find(&b->wal, pblk);
+
+	if (j < 0)
+		return false;
+	memcpy(out, b->wal.data + (size_t)j * BS, BS);
+	return true;
+}
+
+void walb_free(struct walb *wb)
+{
+	free(wb->ents);
+	free(wb->data);
+	memset(wb, 0, sizeof(*wb));
+}
+
+/* ---- the index ----------------------------------------------------------- */
+
+bool wal_active(struct store *st)
+{
+	return __atomic_load_n(&st->wal.nents, __ATOMIC_ACQUIRE) != 0;
+}
+
+static struct wal_ent *find_head(struct wal *w, uint64_t pblk, struct wal_ent ***link)
+{
+	struct wal_ent **pp = &w->hash[hslot(pblk)];
+
+	for (; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->pblk == pblk) {
+			if (link)
+				*link = pp;
+			return *pp;
+		}
+	if (link)
+		*link = pp;
+	return NULL;
+}
+
+int wal_read(struct store *st, uint64_t pblk, uint64_t rseq, void *out)
+{
+	struct wal *w = &st->wal;
+	struct wal_ent *e;
+	int r = 0;
+
+	if (!wal_active(st))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	e = find_head(w, pblk, NULL);
+	while (e && e->seq > rseq)
+		e = e->older;
+	if (e && rseq < e->end) {
+		if (e->bad || atoll__crc32c(0, e->data, BS) != e->crc) {
+			log_error("store", "logged block %llu (log record %llu) is lost or damaged",
+				  (unsigned long long)pblk, (unsigned long long)e->lsn);
+			r = -EIO;
+		} else {
+			memcpy(out, e->data, BS);
+			r = 1;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+/* Adds one entry as the newest version of its block (w->lock held). */
+static void index_add(struct wal *w, struct wal_ent *e)
+{
+	struct wal_ent **link;
+	struct wal_ent *head = find_head(w, e->pblk, &link);
+
+	e->newer = NULL;
+	e->older = head;
+	if (head) {
+		if (head->end == UINT64_MAX)
+			head->end = e->seq;
+		head->newer = e;
+		e->hnext = head->hnext;
+		head->hnext = NULL;
+	} else {
+		e->hnext = NULL;
+	}
+	*link = e;
+	e->lnext = NULL;
+	if (w->live_tail)
+		w->live_tail->lnext = e;
+	else
+		w->live_head = e;
+	w->live_tail = e;
+	w->nlive++;
+	__atomic_store_n(&w->nents, w->nents + 1, __ATOMIC_RELEASE);
+}
+
+static void index_unlink(struct wal *w, struct wal_ent *e)
+{
+	if (e->newer) {
+		e->newer->older = e->older;
+	} else {
+		struct wal_ent **link;
+
+		find_head(w, e->pblk, &link);
+		if (e->older) {
+			e->older->hnext = e->hnext;
+			*link = e->older;
+		} else {
+			*link = e->hnext;
+		}
+	}
+	if (e->older)
+		e->older->newer = e->newer;
+	__atomic_store_n(&w->nents, w->nents - 1, __ATOMIC_RELEASE);
+}
+
+static int rec_push(struct wal *w, const struct wal_rec *r)
+{
+	if (w->rn == w->rcap) {
+		size_t cap = w->rcap ? w->rcap * 2 : 64;
+		struct wal_rec *n = realloc(w->recs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->recs = n;
+		w->rcap = cap;
+	}
+	w->recs[w->rn++] = *r;
+	return 0;
+}
+
+uint64_t wal_free_blocks(const struct store *st)
+{
+	return st->wal.blocks - (st->wal.head - st->wal.tail);
+}
+
+uint64_t wal_used_blocks(const struct store *st)
+{
+	return st->wal.head - st->wal.tail;
+}
+
+static uint64_t oldest_reader(struct store *st)
+{
+	uint64_t oldest;
+
+	pthread_mutex_lock(&st->rlock);
+	oldest = st->readers.next != &st->readers ? st->readers.next->seq : UINT64_MAX;
+	pthread_mutex_unlock(&st->rlock);
+	return oldest;
+}
+
+uint64_t wal_oldest_seq(struct store *st)
+{
+	uint64_t s;
+
+	pthread_mutex_lock(&st->wal.lock);
+	s = st->wal.rn ? st->wal.recs[0].seq : UINT64_MAX;
+	pthread_mutex_unlock(&st->wal.lock);
+	return s;
+}
+
+/* Frees retired versions no reader can see any more. */
+void wal_gc(struct store *st)
+{
+	struct wal *w = &st->wal;
+	uint64_t oldest = oldest_reader(st);
+	struct wal_ent **pp;
+
+	pthread_mutex_lock(&w->lock);
+	pp = &w->retired;
+	while (*pp) {
+		struct wal_ent *e = *pp;
+
+		if (e->end <= oldest) {
+			*pp = e->lnext;
+			index_unlink(w, e);
+			free(e);
+		} else {
+			pp = &e->lnext;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* ---- writing records ------------------------------------------------------ */
+
+static void hdr_seal(uint8_t *rec, uint64_t nent)
+{
+	struct wal_hdr h;
+	uint32_t crc;
+
+	memcpy(&h, rec, WAL_HDR);
+	h.crc = 0;
+	memcpy(rec, &h, WAL_HDR);
+	crc = atoll__crc32c(0, rec, WAL_HDR + nent * WAL_ENT);
+	h.crc = crc;
+	memcpy(rec, &h, WAL_HDR);
+}
+
+int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *out)
+{
+	struct wal *w = &st->wal;
+	struct walb *wb = &b->wal;
+	uint64_t tb = table_blocks(wb->n), nb = tb + wb->n, pos = w->head;
+	struct wal_hdr h;
+	uint8_t *rec;
+
+	if (nb > w->rec_max)
+		return -EOVERFLOW;
+	if (pos % w->blocks + nb > w->blocks)
+		pos = (pos / w->blocks + 1) * w->blocks;	/* next lap */
+	if (pos + nb - w->tail > w->blocks)
+		return -ENOSPC;	/* commit.c makes room before every batch */
+	rec = bio_alloc(nb * BS);
+	if (!rec)
+		return -ENOMEM;
+	memset(&h, 0, sizeof(h));
+	h.magic = WAL_MAGIC;
+	h.version = WAL_VERSION;
+	h.flags = kv ? WAL_F_KV : 0;
+	h.nent = wb->n;
+	h.lsn = w->next_lsn;
+	h.vpos = pos;
+	h.seq = wb->seq;
+	h.nblocks = (uint32_t)nb;
+	memcpy(h.reserved, st->uuid, 16);
+	memcpy(rec, &h, WAL_HDR);
+	memcpy(rec + WAL_HDR, wb->ents, (size_t)wb->n * WAL_ENT);
+	hdr_seal(rec, wb->n);
+	memcpy(rec + tb * BS, wb->data, (size_t)wb->n * BS);
+	wb->rec = rec;
+	wb->vpos = pos;
+	wb->nblocks = nb;
+	out->off = (w->start + pos % w->blocks) * BS;
+	out->len = nb * BS;
+	out->buf = rec;
+	return 0;
+}
+
+int wal_publish(struct store *st, struct batch *b)
+{
+	struct wal *w = &st->wal;
+	struct walb *wb = &b->wal;
+	struct wal_rec rec = { w->next_lsn, wb->vpos, wb->seq, (uint32_t)wb->nblocks, wb->n };
+	struct wal_ent **es = calloc(wb->n ? wb->n : 1, sizeof(*es));
+	int r = 0;
+
+	if (!es)
+		return -ENOMEM;
+	for (uint32_t j = 0; j < wb->n; j++) {
+		es[j] = malloc(sizeof(struct wal_ent));
+		if (!es[j]) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	pthread_mutex_lock(&w->lock);
+	r = rec_push(w, &rec);
+	if (!r) {
+		for (uint32_t j = 0; j < wb->n; j++) {
+			struct wal_ent *e = es[j];
+			const struct walb_ent *be = &wb->ents[j];
+
+			e->pblk = be->pblk;
+			e->id = be->id;
+			e->lblk = be->lblk;
+			e->crc = be->crc;
+			e->seq = wb->seq;
+			e->lsn = w->next_lsn;
+			e->end = UINT64_MAX;
+			e->bad = false;
+			memcpy(e->data, wb->data + (size_t)j * BS, BS);
+			index_add(w, e);
+			es[j] = NULL;
+		}
+		w->next_lsn++;
+		w->head = wb->vpos + wb->nblocks;
+	}
+	pthread_mutex_unlock(&w->lock);
+out:
+	for (uint32_t j = 0; j < wb->n; j++)
+		free(es[j]);
+	free(es);
+	st->deferred_blocks = w->nlive;
+	return r;
+}
+
+/* ---- kv records of the log ----------------------------------------------- */
+
+int wal_state_put(MDB_txn *t, struct kv *kv, uint64_t ckpt_lsn, uint64_t tail)
+{
+	uint64_t v[2] = { ckpt_lsn, tail };
+
+	return kv_put(t, kv->meta, "wal", 3, v, sizeof(v));
+}
+
+int kv_seq_put(MDB_txn *t, struct kv *kv, uint64_t seq)
+{
+	return kv_put(t, kv->meta, "seq", 3, &seq, 8);
+}
+
+uint64_t kv_seq_get(MDB_txn *t, struct kv *kv)
+{
+	const void *v;
+	size_t vl;
+	uint64_t s = 0;
+
+	if (!kv_get(t, kv->meta, "seq", 3, &v, &vl) && vl == 8)
+		memcpy(&s, v, 8);
+	return s;
+}
+
+static int wal_state_get(MDB_txn *t, struct kv *kv, uint64_t *ckpt_lsn, uint64_t *tail)
+{
+	const void *v;
+	size_t vl;
+	uint64_t s[2];
+	int r = kv_get(t, kv->meta, "wal", 3, &v, &vl);
+
+	if (r == -ENOENT) {
+		*ckpt_lsn = 0;
+		*tail = 0;
+		return 0;
+	}
+	if (r)
+		return r;
+	if (vl != sizeof(s))
+		return -EUCLEAN;
+	memcpy(s, v, sizeof(s));
+	*ckpt_lsn = s[0];
+	*tail = s[1];
+	return 0;
+}
+
+/* ---- checkpoint ----------------------------------------------------------- */
+
+static int chunk_load(MDB_txn *t, struct kv *kv, uint64_t id, uint32_t idx, struct chunk *c)
+{
+	uint8_t k[12];
+	const void *v;
+	size_t vl;
+	int r = kv_get(t, kv->chunks, k, key_chunk(k, id, idx), &v, &vl);
+
+	if (r)
+		return r;
+	return chunk_decode(c, v, vl) ? -EIO : 0;
+}
+
+/* Does the chunk record in t still map e's block to e's physical block? */
+static int ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struct chunk *c)
+{
+	unsigned i = (unsigned)(e->lblk % CHUNK_BLOCKS);
+	int r = chunk_load(t, kv, e->id, (uint32_t)(e->lblk / CHUNK_BLOCKS), c);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r)
+		return r;
+	return !(c->flags & CHUNK_COMPRESSED) && (c->present & (1ull << i)) &&
+	       c->pblk[i] == e->pblk;
+}
+
+/* A checkpoint runs in two steps, both on the commit thread: begin picks
+ * the records (a prefix, each with no reader older than it) and submits
+ * the in-place writes of their newest versions, sorted and coalesced; the
+ * batches that follow go on meanwhile.  finish, once the writes are done,
+ * makes them durable (a batch's flush after them counts), sets the chunk
+ * crcs and the checkpoint in one kv transaction, syncs it fully, and frees
+ * the log space. */
+#define CKPT_QD 128u
+
+struct ckpt_blk {
+	uint64_t pblk;
+	const uint8_t *data;
+};
+
+static int ckpt_blk_cmp(const void *a, const void *b)
+{
+	const struct ckpt_blk *x = a, *y = b;
+
+	return x->pblk < y->pblk ? -1 : x->pblk > y->pblk;
+}
+
+static void ckpt_clear(struct ckpt *ck)
+{
+	free(ck->buf);
+	free(ck->w);
+	free(ck->cbs);
+	memset(ck, 0, sizeof(*ck));
+}
+
+static void ckpt_fail(struct store *st, const char *what)
+{
+	log_error("store", "%s; the store stops writing", what);
+	pthread_mutex_lock(&st->qlock);
+	st->failed = -EIO;
+	pthread_mutex_unlock(&st->qlock);
+}
+
+static int ckpt_submit(struct store *st)
+{
+	struct ckpt *ck = &st->wal.ck;
+
+	while (ck->submitted < ck->nw && ck->submitted - ck->done < CKPT_QD) {
+		struct iocb *ptrs[CKPT_QD];
+		size_t n = 0;
+
+		while (ck->submitted + n < ck->nw && ck->submitted + n - ck->done < CKPT_QD) {
+			struct iocb *cb = &ck->cbs[ck->submitted + n];
+			const struct bio_write *bw = &ck->w[ck->submitted + n];
+
+			io_prep_pwrite(cb, st->bfd, (void *)bw->buf, bw->len, (long long)bw->off);
+			cb->data = (void *)bw;
+			ptrs[n++] = cb;
+		}
+		int s = io_submit(st->cctx, (long)n, ptrs);
+
+		if (s == -EINTR || s == -EAGAIN)
+			return 0;	/* try again at the next poll */
+		if (s < 0) {
+			log_error("store", "io_submit failed: %s", strerror(-s));
+			return -EIO;
+		}
+		ck->submitted += (size_t)s;
+	}
+	return 0;
+}
+
+static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
+{
+	struct wal *w = &st->wal;
+	struct ckpt *ck = &w->ck;
+	uint64_t oldest = oldest_reader(st), cnt = 0;
+	struct ckpt_blk *blks = NULL;
+	size_t k = 0, nb = 0;
+	struct wal_ent *e;
+	int r;
+
+	/* Nor any record from a kv batch whose commit is not yet durable, or
+	 * after one: a crash would drop that record at replay, and its block
+	 * must not have changed in place. */
+	while (k < w->rn && w->recs[k].seq <= oldest && w->recs[k].seq < st->unsynced_from &&
+	       (!max_blocks || cnt < max_blocks))
+		cnt += w->recs[k++].nent;
+	if (!k && !force)
+		return 0;
+	memset(ck, 0, sizeof(*ck));
+	ck->t0 = now_ns();
+	ck->k = k;
+	ck->cnt = cnt;
+	if (k == w->rn) {
+		ck->lsn_last = w->next_lsn - 1;
+		ck->tail = w->head;
+	} else {
+		ck->lsn_last = w->recs[k - 1].lsn;
+		ck->tail = w->recs[k].vpos;
+	}
+	blks = malloc((cnt ? cnt : 1) * sizeof(*blks));
+	if (!blks)
+		return -ENOMEM;
+	/* The newest version of each block within the prefix; entries stay
+	 * (live) until finish, so their data may be read without the lock. */
+	pthread_mutex_lock(&w->lock);
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext) {
+		if (e->newer && e->newer->lsn <= ck->lsn_last)
+			continue;
+		if (e->bad)
+			continue;
+		blks[nb++] = (struct ckpt_blk){ e->pblk, e->data };
+	}
+	pthread_mutex_unlock(&w->lock);
+	qsort(blks, nb, sizeof(*blks), ckpt_blk_cmp);
+	ck->buf = nb ? bio_alloc(nb * BS) : NULL;
+	ck->w = malloc((nb ? nb : 1) * sizeof(*ck->w));
+	ck->cbs = calloc(nb ? nb : 1, sizeof(*ck->cbs));
+	if ((nb && !ck->buf) || !ck->w || !ck->cbs) {
+		free(blks);
+		ckpt_clear(ck);
+		return -ENOMEM;
+	}
+	for (size_t j = 0; j < nb; j++) {
+		uint8_t *dst = ck->buf + j * BS;
+
+		memcpy(dst, blks[j].data, BS);
+		if (ck->nw && ck->w[ck->nw - 1].off + ck->w[ck->nw - 1].len == blks[j].pblk * BS &&
+		    ck->w[ck->nw - 1].len < IO_MAX_BYTES)
+			ck->w[ck->nw - 1].len += BS;	/* adjacent: one write */
+		else
+			ck->w[ck->nw++] = (struct bio_write){ blks[j].pblk * BS, BS, dst };
+	}
+	free(blks);
+	ck->active = true;
+	ck->need_flush = ck->nw > 0;
+	ck->writes_done = ck->nw == 0;
+	ck->flush_mark = st->flush_gen;
+	r = ckpt_submit(st);
+	if (r) {
+		ck->err = r;
+		ckpt_fail(st, "writing logged blocks in place failed");
+	}
+	return 1;
+}
+
+/* Reaps the checkpoint's writes (waiting for all of them with wait):
+ * 1 when all are done, 0 if not yet, -EIO on a failed write. */
+static int ckpt_poll(struct store *st, bool wait)
+{
+	struct ckpt *ck = &st->wal.ck;
+	struct io_event ev[CKPT_QD];
+
+	while (!ck->writes_done && !ck->err) {
+		int g = io_getevents(st->cctx, wait ? 1 : 0, CKPT_QD, ev, NULL);
+
+		if (g == -EINTR)
+			continue;
+		if (g < 0) {
+			ck->err = -EIO;
+			break;
+		}
+		for (int j = 0; j < g; j++) {
+			const struct bio_write *bw = ev[j].data;
+
+			if ((long)ev[j].res != (long)bw->len)
+				ck->err = -EIO;
+		}
+		ck->done += (size_t)g;
+		if (!ck->err && ckpt_submit(st))
+			ck->err = -EIO;
+		if (ck->done == ck->nw) {
+			ck->writes_done = true;
+			ck->flush_mark = st->flush_gen;	/* a flush after this covers them */
+		} else if (!g && !wait) {
+			return 0;
+		}
+	}
+	if (ck->err) {
+		ckpt_fail(st, "writing logged blocks in place failed");
+		return -EIO;
+	}
+	return 1;
+}
+
+static int64_t ckpt_finish(struct store *st)
+{
+	struct wal *w = &st->wal;
+	struct ckpt *ck = &w->ck;
+	uint64_t seq, cnt = ck->cnt;
+	struct wal_ent *e;
+	MDB_txn *t = NULL;
+	int r = 0, rc;
+
+	if (ck->need_flush && st->flush_gen == ck->flush_mark) {
+		if (fdatasync(st->bfd)) {
+			ckpt_fail(st, "flush of the block device failed");
+			ckpt_clear(ck);
+			return -EIO;
+		}
+		st->flush_gen++;
+	}
+	pthread_mutex_lock(&st->alloc_lock);
+	rc = mdb_txn_begin(st->kv.env, NULL, 0, &t);
+	if (rc) {
+		r = kv_err(rc);
+		goto out_unlock;
+	}
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext) {
+		struct chunk c;
+		uint8_t key[12], rec[CHUNK_REC_MAX];
+		unsigned i = (unsigned)(e->lblk % CHUNK_BLOCKS);
+
+		if (e->newer && e->newer->lsn <= ck->lsn_last)
+			continue;	/* a newer version in this checkpoint wins */
+		r = ent_current(t, &st->kv, e, &c);
+		if (r < 0)
+			goto out_abort;
+		if (!r)
+			continue;	/* rewritten, dropped or removed since */
+		/* A lost block (bad) keeps its old content, and now the crc of
+		 * the content it should have: it reads -EIO until rewritten. */
+		c.crc[i] = e->crc;
+		r = kv_put(t, st->kv.chunks, key, key_chunk(key, e->id, (uint32_t)(e->lblk / CHUNK_BLOCKS)),
+			   rec, chunk_encode(&c, rec));
+		if (r)
+			goto out_abort;
+	}
+	seq = st->commit_seq + 1;
+	r = wal_state_put(t, &st->kv, ck->lsn_last, ck->tail);
+	if (!r)
+		r = kv_seq_put(t, &st->kv, seq);
+	if (r)
+		goto out_abort;
+	/* Readers of the kv state before this commit still see the logged
+	 * versions, those after it the blocks in place. */
+	pthread_mutex_lock(&w->lock);
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
+		if (e->end > seq)
+			e->end = seq;
+	pthread_mutex_unlock(&w->lock);
+	rc = mdb_txn_commit(t);
+	t = NULL;
+	if (!rc)
+		rc = mdb_env_sync(st->kv.env, 1);
+	if (rc) {
+		ckpt_fail(st, "the log checkpoint's kv commit failed");
+		r = -EIO;
+		goto out_unlock;
+	}
+	st->commit_seq = seq;
+	st->perf.ckpts++;
+	st->perf.ckpt_blocks += cnt;
+	st->perf.ckpt_ns += now_ns() - ck->t0;
+	pthread_mutex_lock(&w->lock);
+	while (w->live_head && w->live_head->lsn <= ck->lsn_last) {
+		e = w->live_head;
+		w->live_head = e->lnext;
+		e->lnext = w->retired;
+		w->retired = e;
+		w->nlive--;
+	}
+	if (!w->live_head)
+		w->live_tail = NULL;
+	if (ck->k) {
+		memmove(w->recs, w->recs + ck->k, (w->rn - ck->k) * sizeof(*w->recs));
+		w->rn -= ck->k;
+	}
+	w->tail = ck->tail;
+	w->ckpt_lsn = ck->lsn_last;
+	pthread_mutex_unlock(&w->lock);
+	st->deferred_blocks = w->nlive;
+	pthread_mutex_lock(&st->rlock);
+	st->durable_seq = st->commit_seq;
+	pthread_mutex_unlock(&st->rlock);
+	pthread_mutex_unlock(&st->alloc_lock);
+	ckpt_clear(ck);
+	wal_gc(st);
+	limbo_release(st);
+	return (int64_t)(cnt ? cnt : 1);
+
+out_abort:
+	if (t)
+		mdb_txn_abort(t);
+out_unlock:
+	pthread_mutex_unlock(&st->alloc_lock);
+	ckpt_clear(ck);
+	return r;
+}
+
+bool wal_ckpt_active(const struct store *st)
+{
+	return st->wal.ck.active;
+}
+
+int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks)
+{
+	struct ckpt *ck = &st->wal.ck;
+	int r;
+
+	if (!ck->active) {
+		r = ckpt_begin(st, max_blocks, false);
+		if (r <= 0)
+			return r;
+	}
+	r = ckpt_poll(st, false);
+	if (r <= 0) {
+		if (r < 0)
+			ckpt_clear(ck);
+		return r;
+	}
+	return ckpt_finish(st);
+}
+
+int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
+{
+	struct ckpt *ck = &st->wal.ck;
+	int64_t total = 0, n;
+	int r;
+
+	if (ck->active) {
+		r = ckpt_poll(st, true);
+		if (r < 0) {
+			ckpt_clear(ck);
+			return r;
+		}
+		n = ckpt_finish(st);
+		if (n < 0 || max_blocks)
+			return n;
+		total += n;
+		force = false;
+	}
+	r = ckpt_begin(st, max_blocks, force);
+	if (r <= 0)
+		return r < 0 ? r : total;
+	r = ckpt_poll(st, true);
+	if (r < 0) {
+		ckpt_clear(ck);
+		return r;
+	}
+	n = ckpt_finish(st);
+	return n < 0 ? n : total + n;
+}
+
+/* ---- replay at open ------------------------------------------------------- */
+
+struct loaded {
+	struct loaded *next;
+	struct wal_rec rec;
+	uint16_t flags;
+	uint8_t *buf;		/* the whole record */
+	uint64_t nbad;
+	bool *bad;
+};
+
+/* Reads and checks the record at vpos; 0 and *out, or -ENOENT. */
+static int load_at(struct store *st, uint64_t vpos, uint64_t lsn, struct loaded **out,
+		   uint64_t *seen_lsn, uint64_t *seen_seq)
+{
+	struct wal *w = &st->wal;
+	uint64_t phys = vpos % w->blocks, tb, nb;
+	uint8_t *hb = bio_alloc(BS), *buf = NULL;
+	struct wal_hdr h;
+	struct loaded *l = NULL;
+	int r = -ENOENT;
+
+	if (!hb)
+		return -ENOMEM;
+	if (bio_pread(st->bfd, hb, BS, (w->start + phys) * BS))
+		goto out;
+	memcpy(&h, hb, WAL_HDR);
+	if (h.magic != WAL_MAGIC || h.version != WAL_VERSION || h.vpos != vpos ||
+	    memcmp(h.reserved, st->uuid, 16))
+		goto out;
+	tb = table_blocks(h.nent);
+	nb = tb + h.nent;
+	if (h.nblocks != nb || nb > w->rec_max || phys + nb > w->blocks)
+		goto out;
+	buf = bio_alloc(nb * BS);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (bio_pread(st->bfd, buf, nb * BS, (w->start + phys) * BS))
+		goto out;
+	{
+		uint32_t want = h.crc;
+
+		hdr_seal(buf, h.nent);
+		memcpy(&h, buf, WAL_HDR);
+		if (h.crc != want)
+			goto out;
+	}
+	/* A good header: its numbers are real, whether or not it is the next. */
+	if (h.lsn > *seen_lsn)
+		*seen_lsn = h.lsn;
+	if (h.seq > *seen_seq)
+		*seen_seq = h.seq;
+	if (h.lsn != lsn)
+		goto out;
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->bad = calloc(h.nent ? h.nent : 1, sizeof(bool)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	l->rec = (struct wal_rec){ h.lsn, vpos, h.seq, (uint32_t)nb, h.nent };
+	l->flags = h.flags;
+	for (uint32_t j = 0; j < h.nent; j++) {
+		struct walb_ent de;
+
+		memcpy(&de, buf + WAL_HDR + (size_t)j * WAL_ENT, WAL_ENT);
+		if (atoll__crc32c(0, buf + (tb + j) * BS, BS) != de.crc) {
+			l->bad[j] = true;
+			l->nbad++;
+		}
+	}
+	l->buf = buf;
+	buf = NULL;
+	*out = l;
+	l = NULL;
+	r = 0;
+out:
+	if (l)
+		free(l->bad);
+	free(l);
+	free(buf);
+	free(hb);
+	return r;
+}
+
+static void loaded_free(struct loaded *l)
+{
+	while (l) {
+		struct loaded *n = l->next;
+
+		free(l->buf);
+		free(l->bad);
+		free(l);
+		l = n;
+	}
+}
+
+int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
+{
+	struct wal *w = &st->wal;
+	uint64_t kv_seq = kv_seq_get(t, &st->kv), ckpt, pos, lsn, seen_lsn = 0, seen_seq = 0;
+	struct loaded *head = NULL, **tailp = &head, *last = NULL;
+	int r;
+
+	r = wal_state_get(t, &st->kv, &ckpt, &pos);
+	if (r)
+		return r;
+	w->ckpt_lsn = ckpt;
+	w->tail = w->head = pos;
+	lsn = ckpt + 1;
+	for (;;) {
+		struct loaded *l = NULL;
+
+		r = load_at(st, pos, lsn, &l, &seen_lsn, &seen_seq);
+		if (r == -ENOENT && pos % w->blocks) {
+			pos = (pos / w->blocks + 1) * w->blocks;
+			r = load_at(st, pos, lsn, &l, &seen_lsn, &seen_seq);
+		}
+		if (r == -ENOENT)
+			break;
+		if (r)
+			goto out;
+		if ((l->flags & WAL_F_KV) && l->rec.seq > kv_seq) {
+			/* Its batch's kv commit never became durable: neither
+			 * did the batch, nor anything after it. */
+			loaded_free(l);
+			break;
+		}
+		*tailp = l;
+		tailp = &l->next;
+		last = l;
+		pos = l->rec.vpos + l->rec.nblocks;
+		lsn++;
+	}
+	/* A last record with a bad block and nothing proving it complete was
+	 * torn by a crash during its write: it was never acknowledged. */
+	if (last && last->nbad && !((last->flags & WAL_F_KV) && last->rec.seq <= kv_seq)) {
+		struct loaded **pp = &head;
+
+		log_info("store", "log record %llu was torn by a crash; dropped",
+			 (unsigned long long)last->rec.lsn);
+		while (*pp != last)
+			pp = &(*pp)->next;
+		*pp = NULL;
+		loaded_free(last);
+		last = NULL;
+	}
+	for (struct loaded *l = head; l; l = l->next) {
+		uint64_t tb = table_blocks(l->rec.nent);
+
+		r = rec_push(w, &l->rec);
+		if (r)
+			goto out;
+		for (uint32_t j = 0; j < l->rec.nent; j++) {
+			struct walb_ent de;
+			struct wal_ent *e = malloc(sizeof(*e));
+
+			if (!e) {
+				r = -ENOMEM;
+				goto out;
+			}
+			memcpy(&de, l->buf + WAL_HDR + (size_t)j * WAL_ENT, WAL_ENT);
+			e->pblk = de.pblk;
+			e->id = de.id;
+			e->lblk = de.lblk;
+			e->crc = de.crc;
+			e->seq = l->rec.seq;
+			e->lsn = l->rec.lsn;
+			e->end = UINT64_MAX;
+			e->bad = l->bad[j];
+			if (e->bad)
+				log_error("store", "log record %llu: block %llu of object id %llu is "
+					  "damaged; it reads as -EIO until rewritten",
+					  (unsigned long long)l->rec.lsn, (unsigned long long)de.pblk,
+					  (unsigned long long)de.id);
+			memcpy(e->data, l->buf + (tb + j) * BS, BS);
+			index_add(w, e);
+		}
+		w->head = l->rec.vpos + l->rec.nblocks;
+	}
+	/* Continue numbering after everything seen, dropped records too, so
+	 * that a stale record never passes for a new one. */
+	w->next_lsn = max_u64(lsn, seen_lsn + 1);
+	if (w->next_lsn < ckpt + 1)
+		w->next_lsn = ckpt + 1;
+	*max_seq = max_u64(kv_seq, seen_seq);
+	st->deferred_blocks = w->nlive;
+	r = 0;
+out:
+	loaded_free(head);
+	return r;
+}
+
+/* ---- fsck ------------------------------------------------------------------- */
+
+int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char *msg),
+	      void *arg)
+{
+	struct wal *w = &st->wal;
+	char msg[256];
+	int problems = 0;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->head < w->tail || w->head - w->tail > w->blocks) {
+		snprintf(msg, sizeof(msg), "log: head %llu and tail %llu do not fit a log of %llu "
+			 "blocks", (unsigned long long)w->head, (unsigned long long)w->tail,
+			 (unsigned long long)w->blocks);
+		report(arg, msg);
+		problems++;
+	}
+	for (struct wal_ent *e = w->live_head; e; e = e->lnext) {
+		struct chunk c;
+		int cur;
+
+		if (e->newer)
+			continue;
+		if (e->bad || atoll__crc32c(0, e->data, BS) != e->crc)
+			continue;	/* named by the object's deep check */
+		cur = ent_current(t, &st->kv, e, &c);
+		if (cur > 0 && (e->pblk < st->data_start || e->pblk >= st->nblocks)) {
+			snprintf(msg, sizeof(msg), "log: block %llu of object id %llu lies outside "
+				 "the data area", (unsigned long long)e->pblk,
+				 (unsigned long long)e->id);
+			report(arg, msg);
+			problems++;
+		}
+	}
+	/* The records on the device, from the checkpoint on, read back whole. */
+	{
+		uint64_t lsn = w->ckpt_lsn + 1;
+
+		for (size_t k = 0; k < w->rn; k++, lsn++) {
+			struct loaded *l = NULL;
+			uint64_t sl = 0, ss = 0;
+			int r = load_at(st, w->recs[k].vpos, w->recs[k].lsn, &l, &sl, &ss);
+
+			if (r || w->recs[k].lsn != lsn) {
+				snprintf(msg, sizeof(msg), "log: record %llu at position %llu does not "
+					 "read back", (unsigned long long)w->recs[k].lsn,
+					 (unsigned long long)w->recs[k].vpos);
+				report(arg, msg);
+				problems++;
+			} else if (l->nbad) {
+				snprintf(msg, sizeof(msg), "log: record %llu has %llu damaged block(s)",
+					 (unsigned long long)w->recs[k].lsn,
+					 (unsigned long long)l->nbad);
+				report(arg, msg);
+				problems++;
+			}
+			loaded_free(l);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return problems;
+}
+
+void wal_reader_seq(struct store *st, MDB_txn *t, struct reader *r)
+{
+	r->vseq = r->seq;
+	if (wal_active(st)) {
+		/* The snapshot may already hold a batch whose commit number
+		 * was not yet published when the reader entered: its logged
+		 * blocks (published before its kv commit) belong with it. */
+		uint64_t k = kv_seq_get(t, &st->kv);
+
+		if (k > r->vseq)
+			r->vseq = k;
+	}
+}
+
+int wal_split_freed(struct store *st, struct runvec *runs, struct runvec *logged)
+{
+	struct wal *w = &st->wal;
+	struct runvec keep = { 0 };
+	int r = 0;
+
+	if (!wal_active(st))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t k = 0; k < runs->n && !r; k++) {
+		uint64_t s = runs->v[k].start, e = s + runs->v[k].len, from = s;
+
+		for (uint64_t p = s; p < e && !r; p++) {
+			if (!find_head(w, p, NULL))
+				continue;
+			if (p > from)
+				r = runvec_push(&keep, from, p - from);
+			if (!r)
+				r = runvec_push(logged, p, 1);
+			from = p + 1;
+		}
+		if (!r && e > from)
+			r = runvec_push(&keep, from, e - from);
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (r) {
+		/* Out of memory: hold every block back, the safe way. */
+		runvec_free(&keep);
+		for (size_t k = 0; k < runs->n && !r; k++)
+			r = runvec_push(logged, runs->v[k].start, runs->v[k].len);
+		runs->n = 0;
+		return r;
+	}
+	runvec_free(runs);
+	*runs = keep;
+	return 0;
+}
