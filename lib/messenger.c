@@ -3,8 +3,10 @@
  *
  * One thread per struct msgr runs an epoll loop that owns every socket;
  * msg_conn.c holds one connection's state machine (dial, handshake,
- * reads, writes, calls).  Other threads never touch a socket: they append
- * to a connection's outq under msgr->lock and "kick" the connection,
+ * reads, writes, calls).  Other threads read no socket and write one only
+ * for a reply or one-way message on an idle connection (a direct send,
+ * msg_conn__send_direct, under the connection's wlock); otherwise they
+ * append to a connection's outq under msgr->lock and "kick" the connection,
  * which puts it on the msgr's kick list and wakes the loop through an
  * eventfd.  The eventfd is written only when the list goes from empty
  * to non-empty (wake_pending), so a burst of sends costs one wakeup, and
@@ -731,12 +733,22 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	h.front_len = m->front_len;
 	h.data_len = m->data_len;
 	msg_hdr_encode(m->wire_hdr, &h);
-	crc = msg_payload_crc(m->front, m->front_len, m->data, m->data_len);
+	if (m->data_crc_known && m->data_len)
+		crc = msg_crc32c_combine(msg_payload_crc(m->front, m->front_len, NULL, 0),
+					 m->data_crc, m->data_len);
+	else
+		crc = msg_payload_crc(m->front, m->front_len, m->data, m->data_len);
 	for (unsigned int i = 0; i < 4; i++)
 		m->wire_tail[i] = (uint8_t)(crc >> (8 * i));
 	m->call = call;
 	m->q_next = NULL;
 	m->q_prev = NULL;
+	/* A reply or one-way message from another thread on an idle
+	 * connection: write it now rather than wake the loop to do it (the
+	 * OSD answers reads from its store's read thread).  Calls go through
+	 * the loop, which registers them. */
+	if (!call && tls_loop != mr && atomic_load(&c->open) && msg_conn__send_direct(c, m))
+		return 0;
 
 	pthread_mutex_lock(&mr->lock);
 	if (atomic_load(&c->dead)) {
@@ -770,6 +782,12 @@ int msg_send(struct msg_conn *c, struct msg *m)
 int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	     msg_reply_fn fn, void *arg)
 {
+	return msg_call_rx(c, m, timeout_ms, fn, arg, NULL, NULL);
+}
+
+int msg_call_rx(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
+		msg_reply_fn fn, void *arg, const struct msg_rxbuf_ops *rx, void *rx_arg)
+{
 	struct msgr_call *call;
 	int r;
 
@@ -797,6 +815,8 @@ int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	call->arg = arg;
 	call->conn = c;
 	call->msg = m;
+	call->rx = rx && rx->get && rx->put ? rx : NULL;
+	call->rx_arg = rx_arg;
 	r = msg_conn__submit(c, m, call);
 	if (r < 0) {
 		free(call);

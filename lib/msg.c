@@ -43,6 +43,7 @@ static void msg_release_data(struct msg *m)
 		free(m->data);
 	m->data = NULL;
 	m->data_len = 0;
+	m->data_crc_known = false;
 	m->data_free = NULL;
 	m->data_free_arg = NULL;
 }
@@ -80,6 +81,12 @@ void msg_set_data_ref(struct msg *m, void *p, size_t len,
 	m->data_len = (uint32_t)len;
 	m->data_free = free_fn ? free_fn : msg_data_kept;
 	m->data_free_arg = arg;
+}
+
+void msg_set_data_crc(struct msg *m, uint32_t crc)
+{
+	m->data_crc = crc;
+	m->data_crc_known = true;
 }
 
 void msg_free(struct msg *m)

@@ -96,6 +96,11 @@ struct msg {
 	void *data;
 	uint32_t data_len;
 	struct msg_conn *conn;	/* received messages only */
+	/* crc32c(0, data, data_len) when data_crc_known: set on received
+	 * messages with big data (the receive pass computes it anyway), or
+	 * by msg_set_data_crc() */
+	bool data_crc_known;
+	uint32_t data_crc;
 	/* private */
 	void (*data_free)(void *arg);
 	void *data_free_arg;
@@ -117,6 +122,12 @@ int msg_set_data(struct msg *m, const void *p, size_t len);
  * caller keeps p alive until the message is freed. */
 void msg_set_data_ref(struct msg *m, void *p, size_t len,
 		      void (*free_fn)(void *arg), void *arg);
+/* Tells the messenger the crc32c of m's data, crc32c(0, data, data_len),
+ * so that sending m does not compute it again: e.g. the data_crc of a
+ * received message whose data is forwarded as it is (a primary OSD's
+ * REP_OPs).  A wrong crc makes the peer drop the connection.  Attaching
+ * other data (msg_set_data, msg_set_data_ref) forgets it. */
+void msg_set_data_crc(struct msg *m, uint32_t crc);
 /* Frees m (NULL is fine); for a received message this also returns its
  * bytes to the connection's flow-control budget. */
 void msg_free(struct msg *m);
@@ -224,6 +235,34 @@ int msg_send(struct msg_conn *c, struct msg *m);
 typedef void (*msg_reply_fn)(void *arg, struct msg *reply, int err);
 int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	     msg_reply_fn fn, void *arg);
+/*
+ * Replies received straight into the caller's memory (a big read without
+ * a copy).  msg_call_rx() is msg_call() plus rx: when the header of the
+ * reply arrives, the loop calls rx->get(rx_arg, data_len), which returns
+ * a buffer of at least data_len bytes, or NULL (the data is then
+ * allocated as usual).  The reply's data is received into that buffer
+ * and the reply's ->data points at it (msg_free leaves it alone);
+ * rx->put(rx_arg) is called once the messenger will write it no more:
+ * the frame is complete (before fn runs with it), was dropped (bad crc,
+ * connection lost), or the lease was revoked.  Both run on the loop
+ * thread.  Between get and put the buffer must stay valid: an upper
+ * layer that wants it back earlier (its op timed out, another attempt
+ * answered) calls msg_conn_rx_revoke() on the loop thread.  A call that
+ * fails or times out while its reply is being received revokes the
+ * lease itself before fn runs.
+ */
+struct msg_rxbuf_ops {
+	void *(*get)(void *arg, uint32_t data_len);
+	void (*put)(void *arg);
+};
+int msg_call_rx(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
+		msg_reply_fn fn, void *arg, const struct msg_rxbuf_ops *rx, void *rx_arg);
+/* On the loop thread only: if c is receiving a reply into a buffer
+ * leased through msg_rxbuf_ops, the rest of that frame goes into a
+ * buffer of the messenger's (what was received is copied) and put runs
+ * before this returns.  Nothing happens otherwise. */
+void msg_conn_rx_revoke(struct msg_conn *c);
+
 /* Sends reply as the answer to req (copies req's tid, sets MSG_F_REPLY). */
 int msg_reply(struct msg_conn *c, const struct msg *req, struct msg *reply);
 

@@ -10,7 +10,16 @@
  * Sending: messages accepted from the outq wait in sq (in order); one
  * sendmsg() takes as many of them as fit in IOV_BATCH iovecs, pointing at
  * each message's own header, front, data and crc, so data is never
- * copied.  When the socket is full we wait for EPOLLOUT.
+ * copied.  When the socket is full we wait for EPOLLOUT.  Another thread
+ * may write a reply itself while the connection is idle (send_direct,
+ * under wlock, which the loop holds while it writes); what it could not
+ * write whole waits in tx_part and goes first.
+ *
+ * Replies of msg_call_rx are received into the caller's buffer, leased
+ * at the header (rx_lease_begin) and given back when the frame ends, is
+ * dropped, or the lease is revoked (msg_conn_rx_revoke).  Big data gets
+ * a crc of its own (rx_dcrc, then msg.data_crc) combined with the
+ * front's for the check.
  *
  * Receiving: small frames are read many at a time into rbuf and parsed
  * from there; once a frame's header is in, its front and data get their
@@ -43,6 +52,8 @@
 #define IOV_BATCH	128	/* iovecs per sendmsg: 32 small frames */
 #define TX_SENDS_MAX	16	/* sendmsg calls per flush, for fairness */
 #define RX_READS_MAX	16	/* reads per readable event, for fairness */
+#define MSG_DATA_ALIGN	4096u	/* received data of whole 4 KiB blocks is aligned */
+#define MSG_CRC_SPLIT_MIN (64u * 1024)	/* data this big gets its own crc */
 
 static void conn_fail(struct msg_conn *c, int err);
 static void conn_flush(struct msg_conn *c);
@@ -91,6 +102,7 @@ struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled)
 	c->frame_max = m->cfg.frame_max;
 	c->inflight_max = m->cfg.inflight_max;
 	pthread_mutex_init(&c->plock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
 	c->outq_tailp = &c->outq_head;
 	c->state = dialled ? CS_NEW : CS_HANDSHAKE;
 	c->fd = -1;
@@ -118,6 +130,7 @@ static void conn_free(struct msg_conn *c)
 	free(c->rbuf);
 	free(c->hs_buf);
 	pthread_mutex_destroy(&c->plock);
+	pthread_mutex_destroy(&c->wlock);
 	free(c);
 }
 
@@ -196,6 +209,25 @@ static void sq_unlink(struct msg_conn *c, struct msg *m)
 	m->q_next = m->q_prev = NULL;
 }
 
+/* A frame a direct sender wrote in part goes first in sq, its written
+ * part accounted (wlock held, and sq had nothing before it). */
+static void conn_take_part(struct msg_conn *c)
+{
+	struct msg *m = c->tx_part;
+
+	if (!m)
+		return;
+	c->tx_part = NULL;
+	m->q_prev = NULL;
+	m->q_next = c->sq_head;
+	if (c->sq_head)
+		c->sq_head->q_prev = m;
+	else
+		c->sq_tail = m;
+	c->sq_head = m;
+	c->wr_off = c->tx_part_off;
+}
+
 /* A message leaves the queue unsent (dropped). */
 static void sq_drop(struct msg_conn *c, struct msg *m)
 {
@@ -234,6 +266,68 @@ static void call_unlink(struct msgr *mr, struct msgr_call *call)
 	msgr__disarm(mr, &call->timer);
 }
 
+/* ---- reply data in the caller's buffer (msg_call_rx) ---- */
+
+/* data_free of a reply received into a leased buffer: not ours. */
+static void rx_data_kept(void *arg)
+{
+	(void)arg;
+}
+
+/* The messenger is done writing the leased buffer of rx_msg. */
+static void rx_lease_end(struct msg_conn *c)
+{
+	const struct msg_rxbuf_ops *ops = c->rx_lease;
+
+	if (!ops)
+		return;
+	c->rx_lease = NULL;
+	ops->put(c->rx_lease_arg);
+}
+
+/* At a reply's header: its data goes into the buffer of the call it
+ * answers, when that call asked for it and its owner still lends it. */
+static void *rx_lease_begin(struct msg_conn *c, const struct msg_hdr *h)
+{
+	struct idnode *n = idtab_find(&c->msgr->calls, h->tid);
+	struct msgr_call *call = n ? container_of(n, struct msgr_call, h) : NULL;
+	void *buf;
+
+	if (!call || call->conn != c || !call->sent || !call->rx)
+		return NULL;
+	buf = call->rx->get(call->rx_arg, h->data_len);
+	if (buf) {
+		c->rx_lease = call->rx;
+		c->rx_lease_arg = call->rx_arg;
+	}
+	return buf;
+}
+
+void msg_conn_rx_revoke(struct msg_conn *c)
+{
+	struct msg *m = c->rx_msg;
+	size_t got;
+	void *copy;
+
+	ATOLL_ASSERT(msgr_on_loop(c->msgr), "msg_conn_rx_revoke called off the loop thread");
+	if (!c->rx_lease)
+		return;
+	got = c->rx_got > m->front_len ? c->rx_got - m->front_len : 0;
+	copy = m->data_len % MSG_DATA_ALIGN == 0 ? aligned_alloc(MSG_DATA_ALIGN, m->data_len)
+						: malloc(m->data_len);
+	if (copy) {
+		memcpy(copy, m->data, got);
+		m->data_free = NULL;
+	} else {
+		/* the frame cannot be finished: the next read fails c */
+		log_error("msgr", "connection '%s' fails: cannot allocate %u bytes", c->addr,
+			  m->data_len);
+		c->rx_broken = true;
+	}
+	m->data = copy;
+	rx_lease_end(c);
+}
+
 /* Ends a registered call with err: its request is dropped if it has not
  * started to leave (a partly written frame must be finished). */
 static void call_abort(struct msgr_call *call, int err)
@@ -242,6 +336,9 @@ static void call_abort(struct msgr_call *call, int err)
 	struct msg *m = call->msg;
 
 	call_unlink(c->msgr, call);
+	/* its reply is being received into the caller's buffer: no more */
+	if (call->rx && c->rx_lease && c->rx_lease_arg == call->rx_arg)
+		msg_conn_rx_revoke(c);
 	if (m) {
 		m->call = NULL;
 		call->msg = NULL;
@@ -322,7 +419,15 @@ static void conn_take_outq(struct msg_conn *c)
 {
 	struct msg *m, *next;
 
-	for (m = outq_take(c); m; m = next) {
+	/* What a direct sender left unfinished goes first; and from now on
+	 * sq has messages, so direct senders must queue behind them. */
+	pthread_mutex_lock(&c->wlock);
+	m = outq_take(c);
+	if (m)
+		c->tx_idle = false;
+	conn_take_part(c);
+	pthread_mutex_unlock(&c->wlock);
+	for (; m; m = next) {
 		next = m->q_next;
 		sq_append(c, m);
 		if (m->call)
@@ -346,9 +451,13 @@ static void conn_drop_socket(struct msg_conn *c)
 {
 	struct msgr *mr = c->msgr;
 
+	pthread_mutex_lock(&c->wlock);
+	c->tx_idle = false;
+	conn_take_part(c);
 	if (c->fd >= 0)
 		close(c->fd);	/* also leaves the epoll set */
 	c->fd = -1;
+	pthread_mutex_unlock(&c->wlock);
 	c->ev_mask = 0;
 	c->wr_blocked = false;
 	msgr__disarm(mr, &c->hs_timer);
@@ -358,6 +467,8 @@ static void conn_drop_socket(struct msg_conn *c)
 	/* A partly written frame goes again, whole, on the next connection
 	 * (the peer discards the piece it got). */
 	c->wr_off = 0;
+	rx_lease_end(c);
+	c->rx_broken = false;
 	msg_free(c->rx_msg);	/* not charged: ->conn is not set yet */
 	c->rx_msg = NULL;
 	c->rx_stage = RX_HDR;
@@ -774,11 +885,12 @@ static void conn_consume(struct msg_conn *c, size_t w)
 	}
 }
 
-static void conn_flush(struct msg_conn *c)
+/* Writes what sq holds (wlock held); a negative errno when c failed. */
+static int conn_flush_locked(struct msg_conn *c)
 {
 	if (c->fd < 0 || c->wr_blocked ||
 	    (c->state != CS_HANDSHAKE && c->state != CS_OPEN))
-		return;
+		return 0;
 	for (int sends = 0;; sends++) {
 		struct iovec iov[IOV_BATCH];
 		struct msghdr mh = { .msg_iov = iov };
@@ -820,15 +932,13 @@ static void conn_flush(struct msg_conn *c)
 				break;
 			}
 			log_debug("msgr", "connection '%s' failed: %s", c->addr, strerror(errno));
-			conn_fail(c, -errno);
-			return;
+			return -errno;
 		}
 		conn_consume(c, (size_t)w);
 		if (inject_reset_conn == c) {
 			inject_reset_conn = NULL;
 			log_debug("msgr", "injected reset of connection '%s'", c->addr);
-			conn_fail(c, -ECONNRESET);
-			return;
+			return -ECONNRESET;
 		}
 		if ((size_t)w < total) {
 			c->wr_blocked = true;	/* EPOLLOUT says when there is room */
@@ -836,6 +946,68 @@ static void conn_flush(struct msg_conn *c)
 		}
 	}
 	conn_update_events(c);
+	return 0;
+}
+
+static void conn_flush(struct msg_conn *c)
+{
+	int err;
+
+	pthread_mutex_lock(&c->wlock);
+	conn_take_part(c);
+	err = conn_flush_locked(c);
+	c->tx_idle = !err && c->state == CS_OPEN && c->fd >= 0 && !c->sq_head &&
+		     !c->hs_buf && !c->wr_blocked;
+	pthread_mutex_unlock(&c->wlock);
+	if (err)
+		conn_fail(c, err);
+}
+
+/* A direct send (msg_conn__submit, any thread but the loop's): m goes
+ * out on the caller's thread when c is idle, open and nothing is queued
+ * before it.  True when m was taken (written whole and freed, or
+ * written in part and left to the loop). */
+bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
+{
+	struct iovec iov[4];
+	struct msghdr mh = { .msg_iov = iov };
+	size_t total = 0, skip = 0, len = frame_len(m);
+	bool idle;
+	ssize_t w;
+	int n = 0;
+
+	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&c->msgr->lock);
+	idle = c->tx_idle && !c->outq_head && !atomic_load(&c->dead);
+	pthread_mutex_unlock(&c->msgr->lock);
+	if (!idle) {
+		pthread_mutex_unlock(&c->wlock);
+		return false;
+	}
+	n = add_iov(iov, n, m->wire_hdr, MSG_HEADER_LEN, &skip, &total);
+	if (m->front_len)
+		n = add_iov(iov, n, m->front, m->front_len, &skip, &total);
+	if (m->data_len)
+		n = add_iov(iov, n, m->data, m->data_len, &skip, &total);
+	n = add_iov(iov, n, m->wire_tail, MSG_TRAILER_LEN, &skip, &total);
+	mh.msg_iovlen = (size_t)n;
+	do
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
+	if ((size_t)w == len) {
+		pthread_mutex_unlock(&c->wlock);
+		msg_free(m);
+		return true;
+	}
+	/* The rest (all of it after an error: the loop meets the error
+	 * itself) is the loop's, first in line. */
+	c->tx_part = m;
+	c->tx_part_off = w > 0 ? (size_t)w : 0;
+	c->tx_idle = false;
+	atomic_fetch_add(&c->queued, len);
+	pthread_mutex_unlock(&c->wlock);
+	msgr__kick(c, KICK_SEND);
+	return true;
 }
 
 /* ---- reading ---- */
@@ -867,7 +1039,6 @@ static void conn_resume(struct msg_conn *c)
 }
 
 /* Where the body's next bytes go: the rest of the front or of the data. */
-#define MSG_DATA_ALIGN 4096u
 
 static uint8_t *rx_target(struct msg_conn *c, size_t *len)
 {
@@ -894,7 +1065,10 @@ static void rx_fill(struct msg_conn *c, const uint8_t *src, size_t k)
 			memcpy(dst, src, n);
 			src += n;
 		}
-		c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
+		if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
+			c->rx_dcrc = atoll__crc32c(c->rx_dcrc, dst, n);
+		else
+			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
 		c->rx_got += n;
 		k -= n;
 	}
@@ -936,15 +1110,20 @@ static bool conn_rx_header(struct msg_conn *c)
 	m = calloc(1, sizeof(*m));
 	if (m && h.front_len)
 		m->front = malloc(h.front_len);
+	/* The reply to a msg_call_rx: into the caller's buffer if it lends it. */
+	if (m && h.data_len && (h.flags & MSG_F_REPLY) && c->state == CS_OPEN &&
+	    (m->data = rx_lease_begin(c, &h)))
+		m->data_free = rx_data_kept;
 	/* Data of whole 4 KiB blocks is page-aligned (malloc's large
 	 * allocations need not be: jemalloc offsets them by a random cache
 	 * line) so that the OSD's store can write it with O_DIRECT as it is,
 	 * without a bounce copy. */
-	if (m && h.data_len && h.data_len % MSG_DATA_ALIGN == 0)
+	else if (m && h.data_len && h.data_len % MSG_DATA_ALIGN == 0)
 		m->data = aligned_alloc(MSG_DATA_ALIGN, h.data_len);
 	else if (m && h.data_len)
 		m->data = malloc(h.data_len);
 	if (!m || (h.front_len && !m->front) || (h.data_len && !m->data)) {
+		rx_lease_end(c);
 		log_error("msgr", "closing connection '%s': cannot allocate a frame of %llu bytes",
 			  c->addr, (unsigned long long)h.front_len + h.data_len);
 		msg_free(m);
@@ -960,6 +1139,10 @@ static bool conn_rx_header(struct msg_conn *c)
 	c->rx_msg = m;
 	c->rx_got = 0;
 	c->rx_crc = 0;
+	c->rx_dcrc = 0;
+	/* Big data gets a crc of its own, combined with the front's for the
+	 * check, so that whoever forwards it need not compute it again. */
+	c->rx_split = h.data_len >= MSG_CRC_SPLIT_MIN;
 	c->rpos += MSG_HEADER_LEN;
 	c->rx_stage = h.front_len || h.data_len ? RX_BODY : RX_TAIL;
 	return true;
@@ -972,6 +1155,7 @@ static bool conn_rx_deliver(struct msg_conn *c)
 	struct msg *m = c->rx_msg;
 
 	c->rx_msg = NULL;
+	rx_lease_end(c);	/* the data is in: the buffer is the caller's again */
 	if (c->state == CS_HANDSHAKE)
 		return conn_rx_hello(c, m);
 	m->conn = c;
@@ -990,6 +1174,10 @@ static bool conn_rx_deliver(struct msg_conn *c)
 /* Parses what rbuf holds.  False when c failed, paused or was closed. */
 static bool conn_parse(struct msg_conn *c)
 {
+	if (c->rx_broken) {
+		conn_fail(c, -ENOMEM);
+		return false;
+	}
 	for (;;) {
 		size_t avail = c->rlen - c->rpos, need, len;
 		const uint8_t *p;
@@ -1018,6 +1206,12 @@ static bool conn_parse(struct msg_conn *c)
 			p = c->rbuf + c->rpos;
 			crc = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 			      (uint32_t)p[3] << 24;
+			if (c->rx_split) {
+				c->rx_msg->data_crc = c->rx_dcrc;
+				c->rx_msg->data_crc_known = true;
+				c->rx_crc = msg_crc32c_combine(c->rx_crc, c->rx_dcrc,
+							       c->rx_msg->data_len);
+			}
 			if (crc != c->rx_crc) {
 				log_warn("msgr", "closing connection '%s': bad payload crc "
 					 "(message type %u, %u + %u bytes)", c->addr,

@@ -103,6 +103,8 @@ struct msgr_call {
 	struct msg_conn *conn;
 	struct msg *msg;		/* the request while not yet written */
 	bool sent;			/* whole request written: await reply */
+	const struct msg_rxbuf_ops *rx;	/* msg_call_rx: the reply's data buffer */
+	void *rx_arg;
 	struct msgr_call *prev, *next;	/* conn->calls */
 };
 
@@ -128,6 +130,15 @@ struct msg_conn {
 	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
 	atomic_bool rx_paused;		/* reading stopped by flow control */
 	atomic_uint_least64_t queued;	/* bytes queued, not yet written */
+
+	/* Writing to the socket: the loop, or a thread sending directly
+	 * (msg_conn__submit: a reply or one-way message on an idle
+	 * connection goes out from the sender's thread, without waking
+	 * the loop).  Taken before msgr->lock, never while calling out. */
+	pthread_mutex_t wlock;
+	bool tx_idle;			/* [wlock] open, nothing waits to be written */
+	struct msg *tx_part;		/* [wlock] written in part by a direct sender */
+	size_t tx_part_off;
 
 	/* [lock] */
 	struct msg *outq_head, **outq_tailp;
@@ -159,7 +170,14 @@ struct msg_conn {
 	struct msg_hdr rx_hdr;
 	struct msg *rx_msg;		/* the frame being received */
 	size_t rx_got;			/* front + data bytes filled */
-	uint32_t rx_crc;
+	uint32_t rx_crc;		/* the payload's, or the front's when split */
+	bool rx_split;			/* big data: its own crc (msg.data_crc) */
+	uint32_t rx_dcrc;		/* crc32c of the data so far, when split */
+	/* rx_msg's data is a buffer leased from the caller (msg_call_rx)
+	 * while rx_lease is set: put(rx_lease_arg) gives it back */
+	const struct msg_rxbuf_ops *rx_lease;
+	void *rx_lease_arg;
+	bool rx_broken;			/* a revoke ran out of memory: fail c */
 };
 
 struct msgr {
@@ -218,6 +236,9 @@ void msg_conn__accepted(struct msgr *m, int fd, const struct sockaddr *sa,
 			socklen_t salen);
 void msg_conn__event(struct msg_conn *c, uint32_t events);
 void msg_conn__kicked(struct msg_conn *c, unsigned int flags);
+/* Writes m (no call) at once on the caller's thread if c is idle; true
+ * when m was taken. */
+bool msg_conn__send_direct(struct msg_conn *c, struct msg *m);
 /* Closes c for good: calls fail with call_err, closed() gets err. */
 void msg_conn__close(struct msg_conn *c, int err, int call_err);
 

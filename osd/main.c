@@ -412,7 +412,14 @@ static int do_mkfs(struct config *conf)
 		    "first", opt.data, buf);
 	store_paths(opt.data, &so, block, kv);
 	so.block_size = conf_size(conf, "osd", "osd_store_size", 10ull << 30);
-	so.prefill = true;
+	/* tests turn the zero fill off: it writes the whole store once */
+	{
+		char err[512];
+
+		if (config_get_bool(conf, "osd", "osd_mkfs_prefill", true, &so.prefill, err,
+				    sizeof(err)) < 0)
+			die("%s", err);
+	}
 	r = store_mkfs(&so);
 	if (r < 0 && r != -EEXIST)
 		die("cannot create the store in '%s': %s", opt.data, strerror(-r));

@@ -367,6 +367,10 @@ struct read_cb {
 	uint32_t i;
 };
 
+/* Sends the reply of a read and drops its reference, on whichever thread
+ * finished it (the store's read thread, mostly): a read op holds nothing
+ * of the loop's, so it is freed right here rather than posted to the
+ * loop, which would cost a second wakeup of the loop per read. */
 static void read_finish(struct osd_op *op)
 {
 	int result = 0;
@@ -378,7 +382,8 @@ static void read_finish(struct osd_op *op)
 		}
 	}
 	op_reply(op, result, op->epoch);
-	osd_op_put(op);
+	if (atomic_fetch_sub(&op->refs, 1) == 1)
+		op_free(op);
 }
 
 /* Store read thread (or the loop thread on a submission error). */

@@ -116,6 +116,10 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 		} else if (nwrites > 1) {
 			uint8_t *buf = malloc(data_len), *p = buf;
 
+			/* the client's data as it came: its crc is known */
+			if (data == op->m->data && data_len == op->m->data_len &&
+			    op->m->data_crc_known)
+				msg_set_data_crc(m, op->m->data_crc);
 			if (!buf) {
 				msg_free(m);
 				continue;

@@ -34,6 +34,17 @@ struct osdmap;
  * connection, waits this long so that a flapping peer is not hammered. */
 #define CLIENT_RETRY_MS		50u
 
+/* The primary of every PG of one pool on the current map, computed on
+ * first use (objecter.c): placing a PG takes microseconds, and a client
+ * doing small ops at a high rate would otherwise spend much of its time
+ * there.  Forgotten at every map change (client_pgcache_reset). */
+struct client_pgc {
+	uint32_t pool;
+	uint32_t pg_num;
+	int32_t *primary;	/* pg_num entries; CLIENT_PGC_UNKNOWN until placed */
+};
+#define CLIENT_PGC_UNKNOWN	INT32_MIN
+
 /* One connection to an OSD, opened on first use. */
 struct client_session {
 	int32_t osd;
@@ -65,6 +76,11 @@ struct atoll_cluster {
 
 	struct client_session *sessions;
 	size_t nsessions;
+
+	/* PG placement on the current map (client_pgc) */
+	struct placement_ctx *pc_ctx;	/* built on the first op after a map change */
+	struct client_pgc *pc_pools;
+	size_t pc_npools;
 
 	/* requests not yet finished, and the throttle */
 	struct client_req *reqs;	/* doubly linked */
@@ -180,6 +196,11 @@ struct client_req {
 	 * once the completion fires, so the completion waits until every
 	 * such message is written or dropped (finish_* keep its result). */
 	int data_holds;
+	/* The reply of the latest send is being received straight into the
+	 * caller's read buffer (msg_call_rx; counted in data_holds too):
+	 * finishing the request on the loop thread revokes it first. */
+	bool rx_lease;
+	struct msg_conn *rx_conn;
 	bool finish_pending;
 	int64_t finish_result;
 	uint64_t finish_version;
@@ -201,6 +222,9 @@ struct client_req *client_req_new(struct atoll_ioctx *io, const char *oid,
 void client_req_free(struct client_req *r);
 /* Rechecks every request after a new map (called without the lock). */
 void client_map_changed(struct atoll_cluster *c);
+/* Forgets the PG placements computed on the map (lock held): call it
+ * whenever c->map changes or is freed. */
+void client_pgcache_reset(struct atoll_cluster *c);
 /* Closes every OSD session (shutdown). */
 void client_sessions_close(struct atoll_cluster *c);
 /* Fails every request not finished yet with err (shutdown). */

@@ -254,6 +254,8 @@ static void handle_map(struct atoll_cluster *c, struct msg *m)
 	}
 	if (!c->map)
 		gap = true;	/* incrementals without a base: ask again */
+	if (changed || gap)
+		client_pgcache_reset(c);	/* the map may have changed in place */
 	if (changed) {
 		memcpy(fsid, c->map->fsid, sizeof(fsid));
 		pthread_cond_broadcast(&c->map_cond);
@@ -414,6 +416,7 @@ out_destroy:
 	c->msgr = NULL;
 	pthread_mutex_lock(&c->lock);
 	c->shutting_down = false;
+	client_pgcache_reset(c);
 	osdmap_free(c->map);
 	c->map = NULL;
 	pthread_mutex_unlock(&c->lock);
@@ -443,6 +446,7 @@ void atoll_cluster_shutdown(struct atoll_cluster *c)
 	c->msgr = NULL;
 	/* nothing can answer what is left now */
 	client_fail_all(c, -ESHUTDOWN);
+	client_pgcache_reset(c);
 	osdmap_free(c->map);
 	config_free(c->cfg);
 	pthread_cond_destroy(&c->throttle_cond);

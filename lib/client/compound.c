@@ -478,7 +478,7 @@ static int fill_one(struct client_out *o, const uint8_t *p, size_t n)
 		return 0;
 	case OUT_READ:
 		c = n < o->len ? n : o->len;
-		if (c)
+		if (c && p != o->buf)	/* not received into it already */
 			memcpy(o->buf, p, c);
 		if (o->bytes_read)
 			*o->bytes_read = c;

@@ -3,7 +3,8 @@
  * map changes, lost connections and timeouts.
  *
  * A request (struct client_req) is targeted from the map the handle holds
- * (placement_object_pg + placement_acting -> the primary -> its address)
+ * (placement_object_pg + placement_acting -> the primary -> its address;
+ * the primaries are cached per map, client_pgc)
  * and sent as one MT_OSD_OP over the session to that OSD, with a request
  * id {client id, tid} that stays the same for every resend: an OSD that
  * already applied it answers with the first result, so a resend can never
@@ -39,6 +40,7 @@
 struct send_ctx {
 	struct client_req *r;
 	uint32_t attempt;
+	struct msg_conn *conn;	/* sent on (the rx lease's connection) */
 };
 
 static void req_kick(struct client_req *r);
@@ -119,8 +121,18 @@ static void req_complete(struct client_req *r, int64_t result,
 {
 	struct atoll_cluster *c = r->c;
 	uint64_t version = rep ? rep->version : 0;
+	struct msg_conn *leased;
 	bool later;
 
+	/* A reply still being received into the caller's buffer (another
+	 * attempt's) must stop writing it before the outputs are filled and
+	 * the caller gets its buffer back.  Off the loop thread (a failure
+	 * with no data to fill) the completion waits for the lease instead. */
+	pthread_mutex_lock(&c->lock);
+	leased = r->rx_lease ? r->rx_conn : NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (leased && c->msgr && msgr_on_loop(c->msgr))
+		msg_conn_rx_revoke(leased);
 	if (r->op && (rep || result < 0))
 		client_op_fill(r->op, rep, m ? m->data : NULL, m ? m->data_len : 0);
 	if (r->post)
@@ -202,6 +214,57 @@ static void req_retry_later_locked(struct client_req *r)
 		r->refs--;	/* ENOMEM: the next map change kicks it */
 }
 
+/* msg_call_rx: the reply's data may go straight into the caller's read
+ * buffer, when it is the reply of the latest send of a request still in
+ * flight (loop thread). */
+static void *req_rx_get(void *arg, uint32_t len)
+{
+	struct send_ctx *sctx = arg;
+	struct client_req *r = sctx->r;
+	struct atoll_cluster *c = r->c;
+	void *buf = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	if (!r->done && !r->rx_lease && sctx->attempt == r->attempt &&
+	    len <= r->op->outs[0].len) {
+		r->rx_lease = true;
+		r->rx_conn = sctx->conn;
+		r->data_holds++;
+		r->refs++;
+		buf = r->op->outs[0].buf;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return buf;
+}
+
+/* The messenger writes the buffer no more (loop thread). */
+static void req_rx_put(void *arg)
+{
+	struct send_ctx *sctx = arg;
+	struct client_req *r = sctx->r;
+
+	pthread_mutex_lock(&r->c->lock);
+	r->rx_lease = false;
+	r->rx_conn = NULL;
+	pthread_mutex_unlock(&r->c->lock);
+	req_data_release(r);
+}
+
+static const struct msg_rxbuf_ops req_rx_ops = {
+	.get = req_rx_get,
+	.put = req_rx_put,
+};
+
+/* Whether the reply of r can be received into the caller's buffer: one
+ * read into a buffer of its own. */
+static bool req_rx_direct(const struct client_req *r)
+{
+	const struct atoll_op *op = r->op;
+
+	return op && op->nops == 1 && op->outs[0].kind == OUT_READ && op->outs[0].buf &&
+	       op->outs[0].len;
+}
+
 static void req_timeout_cb(void *arg)
 {
 	struct client_req *r = arg;
@@ -211,8 +274,9 @@ static void req_timeout_cb(void *arg)
 	r->timer = 0;
 	/* A message of this op still queued on its connection holds the
 	 * caller's buffer; close that connection so that the message is
-	 * dropped and the completion can fire (others on it resend). */
-	if (!r->done && r->data_holds > 0 && r->target >= 0)
+	 * dropped and the completion can fire (others on it resend).  A
+	 * reply received into the buffer is revoked by req_complete. */
+	if (!r->done && r->data_holds > (r->rx_lease ? 1 : 0) && r->target >= 0)
 		session_drop_locked(r->c, r->target, &stuck);
 	pthread_mutex_unlock(&r->c->lock);
 	if (stuck) {
@@ -330,13 +394,68 @@ static struct client_session *session_get_locked(struct atoll_cluster *c, int32_
 	return s;
 }
 
+void client_pgcache_reset(struct atoll_cluster *c)
+{
+	for (size_t i = 0; i < c->pc_npools; i++)
+		free(c->pc_pools[i].primary);
+	free(c->pc_pools);
+	c->pc_pools = NULL;
+	c->pc_npools = 0;
+	placement_ctx_free(c->pc_ctx);
+	c->pc_ctx = NULL;
+}
+
+/* The cache of pool's PG primaries (lock held); NULL on ENOMEM. */
+static struct client_pgc *pgcache_pool_locked(struct atoll_cluster *c,
+					      const struct osdmap_pool *pool)
+{
+	struct client_pgc *pc, *n;
+
+	for (size_t i = 0; i < c->pc_npools; i++)
+		if (c->pc_pools[i].pool == pool->id)
+			return c->pc_pools[i].pg_num == pool->pg_num ? &c->pc_pools[i] : NULL;
+	if (!c->pc_ctx && !(c->pc_ctx = placement_ctx_new(c->map)))
+		return NULL;
+	n = realloc(c->pc_pools, (c->pc_npools + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	c->pc_pools = n;
+	pc = &n[c->pc_npools];
+	pc->primary = malloc(((size_t)pool->pg_num + 1) * sizeof(*pc->primary));
+	if (!pc->primary)
+		return NULL;
+	for (uint32_t i = 0; i < pool->pg_num; i++)
+		pc->primary[i] = CLIENT_PGC_UNKNOWN;
+	pc->pool = pool->id;
+	pc->pg_num = pool->pg_num;
+	c->pc_npools++;
+	return pc;
+}
+
+/* The primary of pool's pg on the current map, -1 for none (lock held). */
+static int32_t pg_primary_locked(struct atoll_cluster *c, const struct osdmap_pool *pool,
+				 uint32_t pg)
+{
+	struct client_pgc *pc = pgcache_pool_locked(c, pool);
+	int32_t acting[OSDMAP_SIZE_MAX], primary = -1;
+
+	if (pc && pc->primary[pg] != CLIENT_PGC_UNKNOWN)
+		return pc->primary[pg];
+	if (pc)
+		placement_ctx_acting(c->pc_ctx, pool, pg, acting, &primary);
+	else
+		placement_acting(c->map, pool, pg, acting, &primary);	/* ENOMEM: uncached */
+	if (pc)
+		pc->primary[pg] = primary;
+	return primary;
+}
+
 /* Where r goes on the current map (lock held): 0 and the primary, or
  * -EAGAIN when its PG has no primary, -ENOENT when the pool is gone. */
 static int req_target_locked(struct client_req *r, uint32_t *pg, int32_t *primary)
 {
 	const struct osdmap *map = r->c->map;
 	const struct osdmap_pool *pool;
-	int32_t acting[OSDMAP_SIZE_MAX];
 
 	pool = osdmap_pool(map, r->pool);
 	if (!pool)
@@ -348,7 +467,7 @@ static int req_target_locked(struct client_req *r, uint32_t *pg, int32_t *primar
 	} else {
 		*pg = placement_object_pg(pool, r->oid, r->oid_len);
 	}
-	placement_acting(map, pool, *pg, acting, primary);
+	*primary = pg_primary_locked(r->c, pool, *pg);
 	if (*primary < 0 || !osdmap_osd_up(map, *primary))
 		return -EAGAIN;
 	return 0;
@@ -365,7 +484,7 @@ static void req_kick(struct client_req *r)
 	struct send_ctx *sctx;
 	const void *data;
 	size_t data_len;
-	bool owned, resub = false;
+	bool owned, resub = false, rx;
 	struct msg *m;
 	struct enc e;
 	uint32_t pg;
@@ -439,6 +558,8 @@ static void req_kick(struct client_req *r)
 	sctx->r = r;
 	sctx->attempt = r->attempt;
 	conn = s->conn;
+	sctx->conn = conn;
+	rx = req_rx_direct(r);
 	msg_conn_get(conn);
 	pthread_mutex_unlock(&c->lock);
 
@@ -446,7 +567,7 @@ static void req_kick(struct client_req *r)
 		msg_conn_close(old);
 		msg_conn_put(old);
 	}
-	rc = msg_call(conn, m, 0, req_reply, sctx);
+	rc = msg_call_rx(conn, m, 0, req_reply, sctx, rx ? &req_rx_ops : NULL, sctx);
 	msg_conn_put(conn);
 	if (rc < 0) {
 		/* not sent (the session was closed under us): retry */

@@ -25,7 +25,11 @@ stop() {
 trap stop EXIT
 trap 'exit 1' INT TERM
 
+# No atoll-nbd or file system (not this test's), and stores not zero-filled
+# at mkfs (osd_mkfs_prefill, doc/daemons.md): writing three 4G stores whole
+# took most of the time `up` did.
 if ! "$cl" up --dir "$dir/c" --osds 3 --hosts 3 --size 4G --pool client --pg 16 \
+	--no-nbd --no-mds --set osd_mkfs_prefill=false \
 	--timeout 120 >"$dir/up.log" 2>&1; then
 	echo "FAIL: atoll-cluster up"
 	cat "$dir/up.log"

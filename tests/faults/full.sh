@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-cluster_up --size 512M --set mon_osd_nearfull_ratio=0.2 \
+faults_up --size 512M --set mon_osd_nearfull_ratio=0.2 \
 	--set mon_osd_backfillfull_ratio=0.25 --set mon_osd_full_ratio=0.3
 wait_health HEALTH_OK
 ok "3 OSDs with 512 MiB stores, full ratio 0.3"

@@ -15,3 +15,11 @@ storetool_bin=${3:?}
 [ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
 
 fc() { "$client_bin" "$@"; }
+
+# faults_up [ATOLL-CLUSTER-UP-OPTIONS...]: cluster_up without what these
+# tests do not use: no atoll-nbd, no file system (its pools and MDS), and
+# stores not zero-filled at mkfs (osd_mkfs_prefill, doc/daemons.md: the
+# fill writes every store whole once, most of the time `up` took).
+faults_up() {
+	cluster_up --no-nbd --no-mds --set osd_mkfs_prefill=false "$@"
+}

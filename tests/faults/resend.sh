@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-cluster_up
+faults_up
 wait_health HEALTH_OK
 ok "3 OSDs on 3 hosts are up"
 

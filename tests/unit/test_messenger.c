@@ -1403,3 +1403,206 @@ Test(messenger, ipv6_loopback_works_when_the_host_has_it)
 	node_stop(&cl);
 	node_stop(&s);
 }
+
+/* ---- crcs passed through, replies into the caller's buffer ---- */
+
+Test(msg_frame, crc_combine_equals_the_crc_of_the_concatenation)
+{
+	static uint8_t buf[300000];
+	const size_t cuts[] = { 0, 1, 3, 4096, 65536, 100001, sizeof(buf) };
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 2654435761u >> 13);
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		size_t a = cuts[k];
+		uint32_t ca = atoll__crc32c(0, buf, a);
+		uint32_t cb = atoll__crc32c(0, buf + a, sizeof(buf) - a);
+
+		cr_expect_eq(msg_crc32c_combine(ca, cb, sizeof(buf) - a),
+			     atoll__crc32c(0, buf, sizeof(buf)), "cut at %zu", a);
+	}
+}
+
+/* A big echo: the data crc of the received reply is known, and a message
+ * sent with a crc given by msg_set_data_crc() arrives intact. */
+Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)
+{
+	struct node *s = server_a();
+	struct msgr_config cfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
+	size_t len = 256 * 1024;
+	uint8_t *data = malloc(len);
+	struct waiter w = { 0 }, w2 = { 0 };
+	struct msg_conn *c;
+	struct msg *m;
+	struct node cl;
+
+	cr_assert_not_null(data);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	node_start(&cl, &cfg, NULL);
+	c = msgr_connect(cl.m, s->addr);
+	cr_assert_eq(msg_call(c, make_msg(T_ECHO, "f", 1, data, len), 0, on_reply, &w), 0);
+	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert_eq(w.err, 0);
+	cr_expect(w.reply->data_crc_known);
+	cr_expect_eq(w.reply->data_crc, atoll__crc32c(0, data, len));
+	/* forward the received data with its crc: the server checks it */
+	m = make_msg(T_SUM, "g", 1, NULL, 0);
+	msg_set_data_ref(m, w.reply->data, w.reply->data_len, NULL, NULL);
+	msg_set_data_crc(m, w.reply->data_crc);
+	cr_assert_eq(msg_call(c, m, 0, on_reply, &w2), 0);
+	cr_assert(WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
+	cr_assert_eq(w2.err, 0, "the frame with the given crc was refused");
+	cr_expect_eq(front_u32(w2.reply), (uint32_t)len);
+	msg_free(w2.reply);
+	msg_free(w.reply);
+	free(data);
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(s);
+}
+
+struct lease {
+	uint8_t *buf;
+	size_t len;
+	atomic_int gets, puts;
+	atomic_int put_before_fn;	/* puts seen when fn ran */
+	struct waiter w;
+};
+
+static void *lease_get(void *arg, uint32_t len)
+{
+	struct lease *l = arg;
+
+	atomic_fetch_add(&l->gets, 1);
+	return len <= l->len ? l->buf : NULL;
+}
+
+static void lease_put(void *arg)
+{
+	struct lease *l = arg;
+
+	atomic_fetch_add(&l->puts, 1);
+}
+
+static const struct msg_rxbuf_ops lease_ops = { .get = lease_get, .put = lease_put };
+
+static void lease_reply(void *arg, struct msg *reply, int err)
+{
+	struct lease *l = arg;
+
+	atomic_store(&l->put_before_fn, atomic_load(&l->puts));
+	on_reply(&l->w, reply, err);
+}
+
+Test(messenger, reply_data_goes_into_the_callers_buffer)
+{
+	struct node *s = server_a();
+	struct msgr_config cfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
+	size_t len = 100000;
+	uint8_t *data = malloc(len), *buf = calloc(1, len + 10);
+	struct lease l = { .buf = buf, .len = len + 10 };
+	struct msg_conn *c;
+	struct node cl;
+
+	cr_assert(data && buf);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i * 13 + 1);
+	node_start(&cl, &cfg, NULL);
+	c = msgr_connect(cl.m, s->addr);
+	cr_assert_eq(msg_call_rx(c, make_msg(T_ECHO, "f", 1, data, len), 0, lease_reply, &l,
+				 &lease_ops, &l), 0);
+	cr_assert(WAIT_FOR(atomic_load(&l.w.fired) == 1, WAIT_MS));
+	cr_assert_eq(l.w.err, 0);
+	cr_expect_eq(l.w.reply->data, buf, "the reply was not received into the buffer");
+	cr_expect_eq(l.w.reply->data_len, len);
+	cr_expect_eq(memcmp(buf, data, len), 0);
+	cr_expect_eq(atomic_load(&l.gets), 1);
+	cr_expect_eq(atomic_load(&l.put_before_fn), 1, "put must come before the reply");
+	msg_free(l.w.reply);	/* leaves the caller's buffer alone */
+	cr_expect_eq(memcmp(buf, data, len), 0);
+	free(data);
+	free(buf);
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(s);
+}
+
+/* A call that times out while its reply's data is being received into the
+ * caller's buffer: the lease ends before fn runs, and the rest of the
+ * frame never touches the buffer. */
+Test(messenger, a_call_timing_out_mid_reply_no_longer_writes_the_buffer)
+{
+	struct msgr_config cfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_ZERO);
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t slen = sizeof(sin);
+	uint8_t in[4096], *data, *buf, hdr[MSG_HEADER_LEN], tail[4];
+	size_t have = 0, used, len = 65536;
+	struct lease l = { .len = 65536 };
+	const uint8_t *front, *d;
+	struct msg_hdr h, rh = { .type = T_ECHO, .flags = MSG_F_REPLY };
+	struct msg_conn *c;
+	struct node cl;
+	char addr[64];
+	int lfd, fd, frames = 0;
+	uint32_t crc;
+
+	data = malloc(len);
+	buf = malloc(len);
+	cr_assert(data && buf);
+	l.buf = buf;
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i * 5 + 9);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(lfd, 1), 0);
+	cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sin, &slen), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sin.sin_port));
+
+	node_start(&cl, &cfg, NULL);
+	c = msgr_connect(cl.m, addr);
+	cr_assert_eq(msg_call_rx(c, make_u32(T_ECHO, 1), 300, lease_reply, &l, &lease_ops, &l), 0);
+	fd = accept(lfd, NULL, NULL);
+	cr_assert_geq(fd, 0);
+	raw_hello(fd, FSID_A);
+	while (frames < 2) {	/* the client's hello, then its request */
+		ssize_t n = recv(fd, in + have, sizeof(in) - have, 0);
+
+		cr_assert_gt(n, 0);
+		have += (size_t)n;
+		while (msg_frame_decode(in, have, 1 << 20, &h, &front, &d, &used) == 0) {
+			if (frames++ == 1)
+				rh.tid = h.tid;
+			memmove(in, in + used, have - used);
+			have -= used;
+		}
+	}
+	/* the reply's header and a first part of its data, then nothing */
+	rh.data_len = (uint32_t)len;
+	msg_hdr_encode(hdr, &rh);
+	raw_write(fd, hdr, sizeof(hdr));
+	raw_write(fd, data, 1000);
+	cr_assert(WAIT_FOR(atomic_load(&l.w.fired) == 1, WAIT_MS));
+	cr_expect_eq(l.w.err, -ETIMEDOUT);
+	cr_expect_eq(atomic_load(&l.gets), 1, "the reply's data was not leased");
+	cr_expect_eq(atomic_load(&l.put_before_fn), 1, "the lease outlived the call");
+	memset(buf, 0xee, len);
+	/* the rest arrives: it must go elsewhere, and the frame is dropped */
+	raw_write(fd, data + 1000, len - 1000);
+	crc = msg_payload_crc(NULL, 0, data, len);
+	for (int i = 0; i < 4; i++)
+		tail[i] = (uint8_t)(crc >> (8 * i));
+	raw_write(fd, tail, sizeof(tail));
+	usleep(200 * 1000);
+	for (size_t i = 0; i < len; i++)
+		cr_assert_eq(buf[i], 0xee, "byte %zu written after the timeout", i);
+	cr_expect(msg_conn_is_open(c), "a whole frame after a revoke is fine");
+	cr_expect_eq(atomic_load(&l.puts), 1);
+	close(fd);
+	close(lfd);
+	msg_conn_put(c);
+	node_stop(&cl);
+	free(data);
+	free(buf);
+}
