@@ -5,11 +5,12 @@
  * Metadata goes to atoll-mds (mds_proto.h, one synchronous call per
  * op); file data goes straight to the OSDs: block B of inode I is object
  * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks, every block
- * of a request in flight at once (atoll_aio_*).  Writes complete when the
- * OSDs have them durable; the file size is the MDS's, and this client
- * pushes the largest size it wrote on flush (every close), release and
- * fsync.  Close-to-open consistency: the kernel caches entries and
- * attributes for one second and drops a file's page cache at open.
+ * of a request in flight at once (atoll_aio_*).  Writes are answered once
+ * issued (write-behind, below): flush (every close), fsync and release
+ * push the largest size this client wrote to the MDS (the file size is
+ * the MDS's) and return once the OSDs have the data durable.
+ * Close-to-open consistency: the kernel caches entries and attributes
+ * for one second and drops a file's page cache at open.
  * doc/fs.md describes the design and what is still missing.
  */
 #define FUSE_USE_VERSION 35
@@ -40,13 +41,37 @@
 #define CALL_TIMEOUT_MS 60000u
 #define CACHE_TIMEOUT 1.0
 
+struct wop;
+
 struct cino {
 	uint64_t ino;
 	uint64_t msize;		/* size as the MDS last told */
 	uint64_t wsize;		/* largest end of a write since the last push */
 	uint64_t mtime;
 	bool dirty;
+	struct wop *wl;		/* writes in flight (write-behind) */
+	int werr;		/* the first failed write since the last flush/fsync */
 	struct cino *next;
+};
+
+/* Write-behind: a FUSE write is answered once its pieces are issued to
+ * the OSDs; the data is copied and the write stays on its inode's list
+ * until every piece completed.  Who waits: a write overlapping one in
+ * flight (so overlapping writes land in order), a read of an overlapping
+ * range, setattr, open with O_TRUNC, flush (every close), fsync and
+ * release (all of the inode's writes); and any write while more than
+ * WB_MAX bytes are in flight.  A failed write is reported by the next
+ * flush or fsync of the inode (EIO), as the kernel reports writeback
+ * errors of a local file system. */
+#define WB_MAX (64u << 20)
+
+struct wop {
+	struct cino *c;
+	uint64_t off, len;
+	char *buf;
+	int pending;		/* pieces not completed */
+	int err;
+	struct wop *next;
 };
 
 static struct {
@@ -56,9 +81,11 @@ static struct {
 	struct msg_conn *mds;
 	uint64_t client_id;
 	uint64_t next_reqid;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;	/* the cino table, every cino's fields, wb_bytes */
+	pthread_cond_t wcond;	/* a write in flight completed */
+	uint64_t wb_bytes;	/* bytes of writes in flight, all inodes */
 	struct cino *ht[4096];
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wcond = PTHREAD_COND_INITIALIZER };
 
 struct opts {
 	char *conf, *mon, *mds;
@@ -83,6 +110,41 @@ static struct cino *cino_get(uint64_t ino, bool add)
 	c->next = *pp;
 	*pp = c;
 	return c;
+}
+
+static bool wop_overlaps(const struct wop *w, uint64_t off, uint64_t len)
+{
+	return w->off < off + len && off < w->off + w->len;
+}
+
+/* Under g.lock: waits until no write of c in flight overlaps [off,
+ * off + len) (len 0: until none is in flight at all). */
+static void wb_wait(struct cino *c, uint64_t off, uint64_t len)
+{
+	for (;;) {
+		struct wop *w = c->wl;
+		while (w && len && !wop_overlaps(w, off, len))
+			w = w->next;
+		if (!w)
+			return;
+		pthread_cond_wait(&g.wcond, &g.lock);
+	}
+}
+
+/* Waits for all of ino's writes; returns and clears the first error. */
+static int wb_flush(fuse_ino_t ino)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c) {
+		wb_wait(c, 0, 0);
+		err = c->werr;
+		c->werr = 0;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return err;
 }
 
 static uint64_t now_ns(void)
@@ -233,6 +295,12 @@ static int push_size(fuse_req_t req, fuse_ino_t ino, uint32_t op)
 	struct mds_reply rp;
 	bool dirty;
 
+	/* FSYNC (flush at every close, fsync, setattr): the size goes to the
+	 * MDS while this inode's writes are still in flight, and the call
+	 * returns once both are durable: one round trip less per close.
+	 * CLOSE (release) may purge an unlinked file's data: its writes must
+	 * have landed before. */
+	int werr = op == MDS_OP_CLOSE ? wb_flush(ino) : 0;
 	req_init(&rq, req, op);
 	rq.ino = ino;
 	pthread_mutex_lock(&g.lock);
@@ -245,9 +313,11 @@ static int push_size(fuse_req_t req, fuse_ino_t ino, uint32_t op)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (!dirty && op == MDS_OP_FSYNC)
-		return 0;
+		return wb_flush(ino);
 	int ret = mds_call(&rq, &rp);
 	free(rp.ents);
+	if (op != MDS_OP_CLOSE)
+		werr = wb_flush(ino);
 	if (ret == 0 && dirty) {
 		pthread_mutex_lock(&g.lock);
 		c = cino_get(ino, false);
@@ -257,7 +327,7 @@ static int push_size(fuse_req_t req, fuse_ino_t ino, uint32_t op)
 			c->msize = rp.in[0].size;
 		pthread_mutex_unlock(&g.lock);
 	}
-	return ret;
+	return werr ? werr : ret;
 }
 
 /* ---- operations ------------------------------------------------------------ */
@@ -334,8 +404,15 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		rq.setmask |= MDS_SET_MTIME;
 		rq.s_mtime = (uint64_t)attr->st_mtim.tv_sec * 1000000000ull + (uint64_t)attr->st_mtim.tv_nsec;
 	}
-	/* the MDS gets this client's written size first, then the change */
-	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
+	/* the MDS gets this client's written data and size first, then the
+	 * change (a truncate must not meet a write still in flight) */
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		ret = wb_flush(ino);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	} else {
 		ret = push_size(req, ino, MDS_OP_FSYNC);
 		if (ret) {
 			fuse_reply_err(req, -ret);
@@ -558,6 +635,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (fi->flags & O_TRUNC) {
+		wb_flush(ino);	/* an error of old data no longer matters */
 		req_init(&rq, req, MDS_OP_SETATTR);
 		rq.ino = ino;
 		rq.setmask = MDS_SET_SIZE;
@@ -599,6 +677,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, false);
+	if (c && size)
+		wb_wait(c, (uint64_t)off, size);
 	fsize = c ? (c->wsize > c->msize ? c->wsize : c->msize) : 0;
 	pthread_mutex_unlock(&g.lock);
 	if ((uint64_t)off >= fsize) {
@@ -660,6 +740,39 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+/* Under g.lock: one piece of w is done (or was never issued); the last
+ * one takes the write off its inode's list and wakes the waiters. */
+static void wop_piece_done(struct wop *w, int err)
+{
+	if (err && !w->err)
+		w->err = err == -EPERM ? -EIO : err;
+	pthread_cond_broadcast(&g.wcond);	/* op_write may wait for its pieces */
+	if (--w->pending > 0)
+		return;
+	struct cino *c = w->c;
+	for (struct wop **pp = &c->wl; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (w->err && !c->werr)
+		c->werr = w->err;
+	g.wb_bytes -= w->len;
+	pthread_cond_broadcast(&g.wcond);
+	free(w->buf);
+	free(w);
+}
+
+/* The completion of one piece (a library thread). */
+static void on_write_done(struct atoll_completion *comp, void *arg)
+{
+	int64_t r = atoll_completion_return(comp);
+
+	pthread_mutex_lock(&g.lock);
+	wop_piece_done(arg, r < 0 ? (int)r : 0);
+	pthread_mutex_unlock(&g.lock);
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
@@ -668,57 +781,84 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		return;
 	}
 	size_t np = (size_t)(((uint64_t)off + size - 1) / MDS_BLOCK_SIZE - (uint64_t)off / MDS_BLOCK_SIZE + 1);
-	struct piece *p = calloc(np, sizeof(*p));
-	int ret = 0;
+	struct wop *w = calloc(1, sizeof(*w));
+	char *copy = malloc(size);
+	int issue_err = 0;
 
-	if (!p) {
+	if (!w || !copy) {
+		free(w);
+		free(copy);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	memcpy(copy, buf, size);
+	w->buf = copy;
+	w->off = (uint64_t)off;
+	w->len = size;
+	w->pending = (int)np + 1;	/* + 1: ours, until every piece is issued */
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, true);
+	if (!c) {
+		pthread_mutex_unlock(&g.lock);
+		free(copy);
+		free(w);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	wb_wait(c, w->off, w->len);	/* overlapping writes land in order */
+	while (g.wb_bytes && g.wb_bytes + size > WB_MAX)
+		pthread_cond_wait(&g.wcond, &g.lock);
+	w->c = c;
+	w->next = c->wl;
+	c->wl = w;
+	g.wb_bytes += size;
+	uint64_t end = (uint64_t)off + size;
+	if (!c->dirty || c->wsize < c->msize)
+		c->wsize = c->wsize > c->msize ? c->wsize : c->msize;
+	if (end > c->wsize)
+		c->wsize = end;
+	c->mtime = now_ns();
+	c->dirty = true;
+	pthread_mutex_unlock(&g.lock);
+
 	uint64_t pos = (uint64_t)off;
 	size_t done = 0;
 	for (size_t i = 0; i < np; i++) {
 		uint64_t blk = pos / MDS_BLOCK_SIZE, boff = pos % MDS_BLOCK_SIZE;
 		size_t len = (size_t)(MDS_BLOCK_SIZE - boff);
+		struct atoll_completion *comp = NULL;
 		char oid[64];
+		int r;
 		if (len > size - done)
 			len = size - done;
 		data_oid(oid, sizeof(oid), ino, blk);
-		if (atoll_completion_create(NULL, NULL, &p[i].comp) ||
-		    atoll_aio_write(g.data, oid, p[i].comp, buf + done, len, boff)) {
-			atoll_completion_release(p[i].comp);
-			p[i].comp = NULL;
-			ret = -EIO;
+		r = atoll_completion_create(on_write_done, w, &comp);
+		if (!r)
+			r = atoll_aio_write(g.data, oid, comp, copy + done, len, boff);
+		atoll_completion_release(comp);	/* an op in flight keeps its own */
+		if (r) {
+			/* never issued: its piece is done, with the error */
+			pthread_mutex_lock(&g.lock);
+			wop_piece_done(w, r);
+			pthread_mutex_unlock(&g.lock);
+			issue_err = r;
 		}
 		pos += len;
 		done += len;
 	}
-	for (size_t i = 0; i < np; i++) {
-		if (!p[i].comp)
-			continue;
-		int64_t r = atoll_completion_wait(p[i].comp);
-		atoll_completion_release(p[i].comp);
-		if (r < 0)
-			ret = (int)r;
-	}
-	free(p);
-	if (ret) {
-		fuse_reply_err(req, -ret);
-		return;
-	}
 	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, true);
-	if (c) {
-		uint64_t end = (uint64_t)off + size;
-		if (!c->dirty || c->wsize < c->msize)
-			c->wsize = c->wsize > c->msize ? c->wsize : c->msize;
-		if (end > c->wsize)
-			c->wsize = end;
-		c->mtime = now_ns();
-		c->dirty = true;
+	if (issue_err) {
+		/* answer the error now: wait for the pieces that did go out */
+		while (w->pending > 1)
+			pthread_cond_wait(&g.wcond, &g.lock);
+		w->err = 0;	/* reported here, not again at flush */
 	}
+	wop_piece_done(w, 0);
 	pthread_mutex_unlock(&g.lock);
-	fuse_reply_write(req, size);
+	if (issue_err)
+		fuse_reply_err(req, issue_err == -EPERM ? EIO : -issue_err);
+	else
+		fuse_reply_write(req, size);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -85,8 +85,13 @@ struct mds_txn {
 	} w[MDS_TXN_INODES];
 	int nu;
 	struct mds_upd u[MDS_TXN_UPDS];
-	char link[MDS_PATH_MAX + 1];	/* a new symlink's target */
+	char link[MDS_PATH_MAX + 1];	/* the target of symlink link_ino */
 	uint64_t link_ino;
+	/* a second symlink of the txn (RENAME_EXCHANGE of two): an inode
+	 * record is written with its target, so every symlink a txn puts
+	 * carries it (mds_txn_inode fills these in) */
+	char link2[MDS_PATH_MAX + 1];
+	uint64_t link2_ino;
 	uint64_t client, reqid;	/* the request that made it (0: none) */
 	uint64_t res_ino;	/* the inode its reply names */
 	uint32_t xlen;
@@ -100,6 +105,15 @@ struct mds_done {
 	uint64_t client, reqid, ino;
 	int32_t rc;
 };
+
+/* A journaled change waiting for the applier (mds_ns.c) to write it to
+ * the namespace objects. */
+struct mds_apply {
+	struct mds_apply *next;
+	struct mds_txn t;
+};
+
+#define MDS_APPLY_MAX	256u	/* journaled changes not yet applied, at most */
 
 struct mds {
 	struct atoll_cluster *cl;
@@ -116,6 +130,16 @@ struct mds {
 	struct mds_done done[MDS_DONE_MAX];
 	uint32_t done_next;
 	uint64_t commits, crash_after;	/* fault injection (tests) */
+	/* The applier: a thread that writes journaled changes to the
+	 * namespace objects in journal order, behind the replies.  alock
+	 * protects the queue, its length, `busy` and `stop`; acond signals
+	 * a change of any of them (both ways). */
+	pthread_t applier;
+	bool applier_on, busy, stop;
+	pthread_mutex_t alock;
+	pthread_cond_t acond;
+	struct mds_apply *aq_head, *aq_tail;
+	unsigned aq_len;
 };
 
 /* mds_ns.c */

@@ -5,8 +5,9 @@
  *
  * The messenger's loop thread only queues requests; one worker thread
  * handles them in arrival order (a handler blocks on the cluster while it
- * journals), so the namespace needs no finer locking.  Later: a pool of
- * workers and batched journaling (doc/fs.md, early replies).
+ * journals; mds_ns.c's applier writes the objects behind it), so the
+ * namespace needs no finer locking.  Later: a pool of workers and batched
+ * journaling (doc/fs.md, early replies).
  */
 #include <errno.h>
 #include <getopt.h>

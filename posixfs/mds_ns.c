@@ -6,12 +6,14 @@
  * A transaction's journal entry lists final states (dentry set/removed,
  * inode record put/removed, data purged/truncated), so applying an entry
  * twice gives the same result: a restart replays the current journal
- * segment over the objects and then loads them.
+ * segment over the objects and then loads them.  The objects are written
+ * by the applier thread behind the reply (see "the applier" below).
  */
 #include "mds.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,7 +232,27 @@ struct mds_inode *mds_txn_inode(struct mds *m, struct mds_txn *t, uint64_t ino)
 	i = t->nw++;
 	t->w[i].in = n->a;
 	t->w[i].dirty = true;
+	/* its record is written whole, target included */
+	if (S_ISLNK(n->a.mode) && n->link && t->link_ino != ino && t->link2_ino != ino) {
+		if (!t->link_ino) {
+			t->link_ino = ino;
+			snprintf(t->link, sizeof(t->link), "%s", n->link);
+		} else if (!t->link2_ino) {
+			t->link2_ino = ino;
+			snprintf(t->link2, sizeof(t->link2), "%s", n->link);
+		}
+	}
 	return &t->w[i].in;
+}
+
+/* The target to store with inode ino's record in t ("" when none). */
+static const char *txn_link(const struct mds_txn *t, uint64_t ino)
+{
+	if (ino && t->link_ino == ino)
+		return t->link;
+	if (ino && t->link2_ino == ino)
+		return t->link2;
+	return "";
 }
 
 struct mds_inode *mds_txn_new_inode(struct mds_txn *t, uint64_t ino)
@@ -358,6 +380,8 @@ static void txn_encode(struct enc *e, const struct mds_txn *t)
 	enc_u64(e, t->reqid);
 	enc_u64(e, t->res_ino);
 	enc_blob(e, t->xval, t->xlen);
+	enc_u64(e, t->link2_ino);	/* later than the first entries: optional */
+	enc_str(e, t->link2);
 	enc_end(e, h);
 }
 
@@ -392,6 +416,10 @@ static int txn_decode(struct dec *d, struct mds_txn *t)
 		if (p && n)
 			memcpy(t->xval, p, n);
 		t->xlen = (uint32_t)n;
+	}
+	if (dec_left(&b)) {
+		t->link2_ino = dec_u64(&b);
+		dec_str(&b, t->link2, MDS_PATH_MAX);
 	}
 	return dec_end(d, &b);
 }
@@ -453,118 +481,211 @@ static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t
 	return 0;
 }
 
-/* The omap updates of a txn touch distinct keys, so they are all sent at
- * once and waited for together: one round trip for the whole change. */
+/* The omap updates of a batch of txns (in journal order): each (object,
+ * key) keeps only its last update, then every object gets at most two
+ * ops, one setting its keys and one removing them (the keys of the two
+ * are distinct, so they may run in any order), all in flight at once:
+ * one round trip for the whole batch, however many changes it holds. */
+struct kvu {
+	char oid[64];
+	char key[MDS_NAME_MAX + 1];
+	size_t klen;
+	const void *val;
+	size_t vlen;
+	void *own;		/* an encoded inode record (val points here) */
+	uint8_t dval[12];	/* a dentry's value (val is NULL: qsort moves it) */
+	bool rm;
+	size_t seq;		/* position in the batch */
+};
+
 struct pop {
 	struct atoll_op *op;
 	struct atoll_completion *c;
-	struct atoll_kv kv;
-	char key[17];
-	uint8_t dval[12];
-	void *val;
-	char oid[64];
+	struct atoll_kv *kv;
 	bool rm;
 };
 
-static int store_apply_omap(struct mds *m, const struct mds_txn *t)
+static int kvu_cmp(const void *a, const void *b)
 {
-	struct pop *p = calloc((size_t)t->nu + 1, sizeof(*p));
-	int n = 0, ret = 0;
+	const struct kvu *x = a, *y = b;
+	int c = strcmp(x->oid, y->oid);
 
-	if (!p)
-		return -ENOMEM;
-	for (int i = 0; i < t->nu; i++) {
-		const struct mds_upd *u = &t->u[i];
-		struct pop *q = &p[n];
-		switch (u->type) {
-		case MDS_U_DENT_SET:
-			for (int k = 0; k < 8; k++)
-				q->dval[k] = (uint8_t)(u->ino >> (8 * k));
-			for (int k = 0; k < 4; k++)
-				q->dval[8 + k] = (uint8_t)(u->mode >> (8 * k));
-			q->kv = (struct atoll_kv){ u->name, strlen(u->name), q->dval, 12 };
-			oid_dir(q->oid, sizeof(q->oid), u->dir);
-			break;
-		case MDS_U_DENT_RM:
-			q->kv = (struct atoll_kv){ u->name, strlen(u->name), NULL, 0 };
-			q->rm = true;
-			oid_dir(q->oid, sizeof(q->oid), u->dir);
-			break;
-		case MDS_U_INODE_PUT: {
-			struct enc e;
-			size_t len;
-			enc_init(&e);
-			mds_inode_encode(&e, &u->in);
-			enc_str(&e, t->link_ino == u->in.ino ? t->link : "");
-			q->val = enc_take(&e, &len);
-			if (!q->val) {
-				enc_free(&e);
-				ret = -ENOMEM;
-				continue;
-			}
-			snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->in.ino);
-			q->kv = (struct atoll_kv){ q->key, 16, q->val, len };
-			oid_inodes(q->oid, sizeof(q->oid), u->in.ino);
-			break;
+	if (c)
+		return c;
+	if (x->klen != y->klen)
+		return x->klen < y->klen ? -1 : 1;
+	c = memcmp(x->key, y->key, x->klen);
+	if (c)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Fills q from u (one omap update of t); false when u is no omap update. */
+static bool kvu_from(struct kvu *q, const struct mds_txn *t, const struct mds_upd *u, int *err)
+{
+	memset(q, 0, sizeof(*q));
+	switch (u->type) {
+	case MDS_U_DENT_SET:
+		for (int k = 0; k < 8; k++)
+			q->dval[k] = (uint8_t)(u->ino >> (8 * k));
+		for (int k = 0; k < 4; k++)
+			q->dval[8 + k] = (uint8_t)(u->mode >> (8 * k));
+		snprintf(q->key, sizeof(q->key), "%s", u->name);
+		q->vlen = 12;
+		oid_dir(q->oid, sizeof(q->oid), u->dir);
+		break;
+	case MDS_U_DENT_RM:
+		snprintf(q->key, sizeof(q->key), "%s", u->name);
+		q->rm = true;
+		oid_dir(q->oid, sizeof(q->oid), u->dir);
+		break;
+	case MDS_U_INODE_PUT: {
+		struct enc e;
+		size_t len;
+		enc_init(&e);
+		mds_inode_encode(&e, &u->in);
+		enc_str(&e, txn_link(t, u->in.ino));
+		q->own = enc_take(&e, &len);
+		if (!q->own) {
+			enc_free(&e);
+			*err = -ENOMEM;
+			return false;
 		}
-		case MDS_U_INODE_RM:
-			snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->ino);
-			q->kv = (struct atoll_kv){ q->key, 16, NULL, 0 };
-			q->rm = true;
-			oid_inodes(q->oid, sizeof(q->oid), u->ino);
-			break;
-		case MDS_U_XATTR_SET:
-			q->kv = (struct atoll_kv){ u->name, strlen(u->name), t->xval, t->xlen };
-			oid_xattr(q->oid, sizeof(q->oid), u->ino);
-			break;
-		case MDS_U_XATTR_RM:
-			q->kv = (struct atoll_kv){ u->name, strlen(u->name), NULL, 0 };
-			q->rm = true;
-			oid_xattr(q->oid, sizeof(q->oid), u->ino);
-			break;
-		default:
-			continue;
-		}
-		q->op = atoll_op_create();
-		if (!q->op || atoll_completion_create(NULL, NULL, &q->c)) {
-			atoll_op_release(q->op);
-			free(q->val);
-			memset(q, 0, sizeof(*q));
-			ret = -ENOMEM;
-			continue;
-		}
-		if (q->rm)
-			atoll_op_omap_rm(q->op, &q->kv, 1);
-		else
-			atoll_op_omap_set(q->op, &q->kv, 1);
-		int r = atoll_aio_op_operate(q->op, m->meta, q->oid, q->c, 0);
-		if (r) {
-			ret = r;
-			atoll_completion_release(q->c);
-			q->c = NULL;
-		}
-		n++;
+		q->val = q->own;
+		q->vlen = len;
+		snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->in.ino);
+		oid_inodes(q->oid, sizeof(q->oid), u->in.ino);
+		break;
 	}
-	for (int i = 0; i < n; i++) {
+	case MDS_U_INODE_RM:
+		snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->ino);
+		q->rm = true;
+		oid_inodes(q->oid, sizeof(q->oid), u->ino);
+		break;
+	case MDS_U_XATTR_SET:
+		snprintf(q->key, sizeof(q->key), "%s", u->name);
+		q->val = t->xval;
+		q->vlen = t->xlen;
+		oid_xattr(q->oid, sizeof(q->oid), u->ino);
+		break;
+	case MDS_U_XATTR_RM:
+		snprintf(q->key, sizeof(q->key), "%s", u->name);
+		q->rm = true;
+		oid_xattr(q->oid, sizeof(q->oid), u->ino);
+		break;
+	default:
+		return false;
+	}
+	q->klen = strlen(q->key);
+	return true;
+}
+
+static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t nt)
+{
+	size_t cap = 0, n = 0, nops = 0;
+	struct kvu *u;
+	struct pop *p = NULL;
+	int ret = 0;
+
+	for (size_t i = 0; i < nt; i++)
+		cap += (size_t)ts[i]->nu;
+	if (!cap)
+		return 0;
+	u = calloc(cap, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < nt; i++)
+		for (int k = 0; k < ts[i]->nu; k++)
+			if (kvu_from(&u[n], ts[i], &ts[i]->u[k], &ret)) {
+				u[n].seq = n;
+				n++;
+			}
+	if (ret)
+		goto out;
+	qsort(u, n, sizeof(*u), kvu_cmp);
+	/* keep the last update of each (object, key): mark the others */
+	for (size_t i = 0; i + 1 < n; i++)
+		if (!strcmp(u[i].oid, u[i + 1].oid) && u[i].klen == u[i + 1].klen &&
+		    !memcmp(u[i].key, u[i + 1].key, u[i].klen))
+			u[i].klen = SIZE_MAX;
+	p = calloc(2 * n, sizeof(*p));
+	if (!p) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* per object: the sets, then the removals, one op each */
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && !strcmp(u[j].oid, u[i].oid))
+			j++;
+		for (int rm = 0; rm <= 1; rm++) {
+			size_t cnt = 0;
+			for (size_t k = i; k < j; k++)
+				cnt += u[k].klen != SIZE_MAX && u[k].rm == rm;
+			if (!cnt)
+				continue;
+			struct pop *q = &p[nops];
+			q->kv = calloc(cnt, sizeof(*q->kv));
+			q->op = atoll_op_create();
+			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+				ret = -ENOMEM;
+				break;
+			}
+			nops++;
+			cnt = 0;
+			for (size_t k = i; k < j; k++)
+				if (u[k].klen != SIZE_MAX && u[k].rm == rm)
+					q->kv[cnt++] = (struct atoll_kv){
+						u[k].key, u[k].klen,
+						rm ? NULL : u[k].val ? u[k].val : u[k].dval,
+						rm ? 0 : u[k].vlen };
+			q->rm = rm;
+			if (rm)
+				atoll_op_omap_rm(q->op, q->kv, cnt);
+			else
+				atoll_op_omap_set(q->op, q->kv, cnt);
+			int r = atoll_aio_op_operate(q->op, m->meta, u[i].oid, q->c, 0);
+			if (r) {
+				ret = r;
+				atoll_completion_release(q->c);
+				q->c = NULL;
+			}
+		}
+		if (ret)
+			break;
+		i = j;
+	}
+	for (size_t i = 0; i < nops; i++) {
 		if (p[i].c) {
 			int r = (int)atoll_completion_wait(p[i].c);
 			if (p[i].rm && r == -ENOENT)
-				r = 0;
+				r = 0;	/* the object is gone: so are its keys */
 			if (r && !ret)
 				ret = r;
 			atoll_completion_release(p[i].c);
 		}
-		atoll_op_release(p[i].op);
-		free(p[i].val);
 	}
+out:
+	for (size_t i = 0; p && i < 2 * n; i++) {
+		atoll_op_release(p[i].op);
+		free(p[i].kv);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(u[i].own);
 	free(p);
+	free(u);
 	return ret;
 }
 
-static int store_apply(struct mds *m, const struct mds_txn *t)
+/* The updates of a txn that are no omap changes: removing the objects of
+ * a removed inode, purging or trimming file data, the inode allocator's
+ * high-water mark.  A removed inode's objects are never named again
+ * (inode numbers are not reused), so these may follow the omap updates
+ * of later txns of the same batch. */
+static int store_apply_rest(struct mds *m, const struct mds_txn *t)
 {
 	char oid[64];
-	int ret = store_apply_omap(m, t);
+	int ret = 0;
 
 	for (int i = 0; i < t->nu && !ret; i++) {
 		const struct mds_upd *u = &t->u[i];
@@ -597,6 +718,13 @@ static int store_apply(struct mds *m, const struct mds_txn *t)
 		}
 	}
 	return ret;
+}
+
+static int store_apply(struct mds *m, const struct mds_txn *t)
+{
+	int ret = store_apply_omap(m, &t, 1);
+
+	return ret ? ret : store_apply_rest(m, t);
 }
 
 struct mds_xattr *mds_xattr_find(struct mds_node *n, const char *name)
@@ -743,6 +871,140 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 	return ret;
 }
 
+/* ---- the applier -------------------------------------------------------------
+ *
+ * Once a change is in the journal it is durable: replay rebuilds the
+ * objects from it.  So the objects (directory and inode omaps) are written
+ * by this thread, behind the reply, in journal order, while the worker
+ * answers the next request: a metadata change costs the client one
+ * cluster round trip (the journal append) instead of two.  The applier
+ * takes up to 64 queued changes at once and writes each (object, key) of
+ * them once, with its last value (store_apply_omap), so a backlog costs
+ * one round trip, not one per change.  What must hold before a reply
+ * waits for the queue to drain (apply_drain): data trimmed by a truncate
+ * (a client may write the same blocks right after the reply; a removed
+ * inode's data is purged behind the reply), and every entry of a segment
+ * before the segment is dropped
+ * (journal_roll).  The applier never takes the namespace lock. */
+
+#define APPLY_BATCH 64u	/* changes the applier writes in one round */
+
+static void *applier_main(void *arg)
+{
+	struct mds *m = arg;
+	const struct mds_txn *ts[APPLY_BATCH];
+
+	pthread_mutex_lock(&m->alock);
+	for (;;) {
+		while (!m->aq_head && !m->stop)
+			pthread_cond_wait(&m->acond, &m->alock);
+		if (!m->aq_head)
+			break;	/* stop, and nothing left */
+		/* the oldest changes, up to a batch; the worker only appends
+		 * behind them, so they stay put while the lock is dropped */
+		size_t n = 0;
+		for (struct mds_apply *a = m->aq_head; a && n < APPLY_BATCH; a = a->next)
+			ts[n++] = &a->t;
+		m->busy = true;
+		pthread_mutex_unlock(&m->alock);
+		int ret = store_apply_omap(m, ts, n);
+		for (size_t i = 0; i < n && !ret; i++)
+			ret = store_apply_rest(m, ts[i]);
+		if (ret) {
+			log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
+				  "a restart replays it", atoll_strerror(ret));
+			exit(1);
+		}
+		pthread_mutex_lock(&m->alock);
+		for (size_t i = 0; i < n; i++) {
+			struct mds_apply *a = m->aq_head;
+			m->aq_head = a->next;
+			m->aq_len--;
+			free(a);
+		}
+		if (!m->aq_head)
+			m->aq_tail = NULL;
+		m->busy = false;
+		pthread_cond_broadcast(&m->acond);
+	}
+	pthread_mutex_unlock(&m->alock);
+	return NULL;
+}
+
+/* Waits until every queued change is applied (the worker calls it). */
+static void apply_drain(struct mds *m)
+{
+	pthread_mutex_lock(&m->alock);
+	while (m->aq_head)
+		pthread_cond_wait(&m->acond, &m->alock);
+	pthread_mutex_unlock(&m->alock);
+}
+
+static int applier_start(struct mds *m)
+{
+	int ret;
+
+	pthread_mutex_init(&m->alock, NULL);
+	pthread_cond_init(&m->acond, NULL);
+	ret = -pthread_create(&m->applier, NULL, applier_main, m);
+	if (ret == 0)
+		m->applier_on = true;
+	return ret;
+}
+
+static void applier_stop(struct mds *m)
+{
+	if (!m->applier_on)
+		return;
+	pthread_mutex_lock(&m->alock);
+	m->stop = true;
+	pthread_cond_broadcast(&m->acond);
+	pthread_mutex_unlock(&m->alock);
+	pthread_join(m->applier, NULL);
+	m->applier_on = false;
+}
+
+/* Hands a journaled change to the applier (a copy: the caller keeps t). */
+static void apply_queue(struct mds *m, const struct mds_txn *t)
+{
+	struct mds_apply *a = malloc(sizeof(*a));
+
+	if (!a) {
+		/* no memory for the queue: apply it here, in order */
+		apply_drain(m);
+		if (store_apply(m, t)) {
+			log_error(SUB, "cannot apply a journaled change; exiting so that "
+				  "a restart replays it");
+			exit(1);
+		}
+		return;
+	}
+	a->next = NULL;
+	memcpy(&a->t, t, offsetof(struct mds_txn, xval) + t->xlen);
+	pthread_mutex_lock(&m->alock);
+	while (m->aq_len >= MDS_APPLY_MAX)
+		pthread_cond_wait(&m->acond, &m->alock);
+	if (m->aq_tail)
+		m->aq_tail->next = a;
+	else
+		m->aq_head = a;
+	m->aq_tail = a;
+	m->aq_len++;
+	pthread_cond_broadcast(&m->acond);
+	pthread_mutex_unlock(&m->alock);
+}
+
+/* A truncate's trim must land before its reply: the client may write the
+ * same blocks right after.  A purge need not: its inode is gone, no
+ * client holds it open, and nobody writes its blocks again. */
+static bool txn_trims_data(const struct mds_txn *t)
+{
+	for (int i = 0; i < t->nu; i++)
+		if (t->u[i].type == MDS_U_TRUNC)
+			return true;
+	return false;
+}
+
 int mds_commit(struct mds *m, struct mds_txn *t)
 {
 	int ret;
@@ -760,13 +1022,17 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 		_exit(9);
 	}
 	mem_apply(m, t);
-	ret = store_apply(m, t);
-	if (ret) {
+	if (m->applier_on) {
+		apply_queue(m, t);
+		if (txn_trims_data(t))
+			apply_drain(m);
+	} else if ((ret = store_apply(m, t))) {
 		log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
 			  "a restart replays it", atoll_strerror(ret));
 		exit(1);
 	}
 	if (++m->seg_entries >= MDS_SEG_ENTRIES) {
+		apply_drain(m);	/* the segment goes: all of it must be applied */
 		ret = journal_roll(m);
 		if (ret)
 			log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
@@ -1102,6 +1368,14 @@ int mds_open(struct mds *m)
 		m->next_ino = m->ino_hw;
 	if (m->next_ino < 2)
 		m->next_ino = 2;
+	/* ATOLL_MDS_SYNC_APPLY=1: apply every change before its reply, as
+	 * before the applier existed (an A/B seam for benchmarks) */
+	const char *sync_apply = getenv("ATOLL_MDS_SYNC_APPLY");
+	if (!sync_apply || strcmp(sync_apply, "1")) {
+		ret = applier_start(m);
+		if (ret)
+			return ret;
+	}
 	/* orphans (no names, open when the MDS stopped): purge now.  Later:
 	 * after the clients' reconnect window. */
 	for (size_t b = 0; b < m->htsize; b++) {
@@ -1127,6 +1401,7 @@ int mds_open(struct mds *m)
 
 void mds_close(struct mds *m)
 {
+	applier_stop(m);	/* applies what is queued first */
 	if (!m->ht)
 		return;
 	for (size_t b = 0; b < m->htsize; b++)

@@ -21,8 +21,9 @@ pkgs=(
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
 	# nbdfuse, nbdsh + python module), qemu-img, ext4 over nbdfuse + loop
 	libnbd-bin nbdkit python3-libnbd qemu-utils fuse3 e2fsprogs
-	# the file system (posixfs/atoll-fuse): libfuse3 low-level API
-	libfuse3-dev
+	# the file system (posixfs/atoll-fuse): libfuse3 low-level API; the
+	# tools tests/fs/fs-tools.sh runs on a mount; fsbench.sh's bc, postmark
+	libfuse3-dev rsync tar git bc postmark
 	"$@"
 )
 
