@@ -508,6 +508,42 @@ int osd_stopping_decode(struct dec *d, struct osd_stopping *s)
 	return end(d, &b);
 }
 
+void osd_pg_temp_req_encode(const struct osd_pg_temp_req *q, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)q->from);
+	enc_u64(e, q->epoch);
+	enc_u32(e, q->pool);
+	enc_u32(e, q->pg);
+	enc_u8(e, q->n);
+	for (uint8_t i = 0; i < q->n && i < OSDMAP_SIZE_MAX; i++)
+		enc_u32(e, (uint32_t)q->osds[i]);
+	enc_end(e, h);
+}
+
+int osd_pg_temp_req_decode(struct dec *d, struct osd_pg_temp_req *q)
+{
+	struct dec b;
+
+	memset(q, 0, sizeof(*q));
+	if (begin(d, &b))
+		return d->err;
+	q->from = (int32_t)dec_u32(&b);
+	q->epoch = dec_u64(&b);
+	q->pool = dec_u32(&b);
+	q->pg = dec_u32(&b);
+	q->n = dec_u8(&b);
+	if (!b.err && q->n > OSDMAP_SIZE_MAX)
+		dec_fail(&b, -EBADMSG);
+	for (uint8_t i = 0; !b.err && i < q->n; i++) {
+		q->osds[i] = (int32_t)dec_u32(&b);
+		if (!b.err && (q->osds[i] < 0 || q->osds[i] >= OSDMAP_OSD_MAX))
+			dec_fail(&b, -EBADMSG);
+	}
+	return end(d, &b);
+}
+
 void rc_reply_encode(const struct rc_reply *r, struct enc *e)
 {
 	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);

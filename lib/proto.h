@@ -38,6 +38,7 @@ enum msg_type {
 	MT_OSD_BEACON = 15,
 	MT_OSD_FAILURE = 16,
 	MT_OSD_STOPPING = 17,
+	MT_OSD_PG_TEMP = 18,
 	MT_OSD_OP = 30,
 	/* 31..59: between OSDs, fronts owned by osd/ */
 	MT_REP_OP = 31,
@@ -223,6 +224,22 @@ struct osd_stopping {
 };
 void osd_stopping_encode(const struct osd_stopping *s, struct enc *e);
 int osd_stopping_decode(struct dec *d, struct osd_stopping *s);
+
+/* OSD_PG_TEMP (one-way): the primary of a PG in map epoch asks for a
+ * temporary acting set (n OSDs, the first its primary) while members of
+ * the PG's up set are backfilled; n = 0 asks to drop the entry.  The
+ * monitor takes it only from a connection of that OSD, and only while the
+ * OSD is still the PG's primary (doc/recovery.md). */
+struct osd_pg_temp_req {
+	int32_t from;
+	uint64_t epoch;
+	uint32_t pool;
+	uint32_t pg;
+	uint8_t n;
+	int32_t osds[10];		/* OSDMAP_SIZE_MAX */
+};
+void osd_pg_temp_req_encode(const struct osd_pg_temp_req *q, struct enc *e);
+int osd_pg_temp_req_decode(struct dec *d, struct osd_pg_temp_req *q);
 
 /* Plain reply {i32 rc; u64 epoch} for STOPPING and similar. */
 struct rc_reply {

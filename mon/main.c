@@ -245,6 +245,9 @@ static void handle_msg(struct mon *mon, struct msg *m)
 	case MT_OSD_STOPPING:
 		mon_handle_osd_stopping(mon, m);
 		break;
+	case MT_OSD_PG_TEMP:
+		mon_handle_osd_pg_temp(mon, m);
+		break;
 	default:
 		log_warn("mon", "message of unknown type %u from %s ignored", m->type,
 			 msg_conn_addr(m->conn));
@@ -295,6 +298,7 @@ static void mon_run(struct mon *mon)
 		}
 		pthread_mutex_unlock(&mon->qlock);
 		drain(mon, true);
+		mon_pg_temp_flush(mon);
 		now = mon_now_ms();
 		if (now >= mon->next_tick_ms) {
 			/* beacons that queued up while the batch above ran (a map
@@ -551,6 +555,7 @@ out_free:
 	mon_osd_fini(mon);
 	mon_pg_fini(mon);
 	free(mon->subs);
+	free(mon->pgt);
 	pthread_cond_destroy(&mon->qcond);
 	pthread_mutex_destroy(&mon->qlock);
 	free(mon);

@@ -110,6 +110,10 @@ struct mon {
 	struct mon_report *reports;
 	size_t nreports, reports_cap;
 
+	/* pg_temp requests not yet in a map (pgtemp.c) */
+	struct osd_pg_temp_req *pgt;
+	uint32_t npgt, pgt_cap;
+
 	/* PG statistics (pgstats.c) */
 	struct mon_pg_pool *pgpools;
 	size_t npgpools;
@@ -169,6 +173,11 @@ void mon_handle_osd_boot(struct mon *mon, struct msg *m);
 void mon_handle_osd_beacon(struct mon *mon, struct msg *m);
 void mon_handle_osd_failure(struct mon *mon, struct msg *m);
 void mon_handle_osd_stopping(struct mon *mon, struct msg *m);
+/* ---- pgtemp.c ---- */
+/* Takes a primary's pg_temp request (kept until the flush). */
+void mon_handle_osd_pg_temp(struct mon *mon, struct msg *m);
+/* Puts the requests taken since the last flush into one map change. */
+void mon_pg_temp_flush(struct mon *mon);
 /* Periodic: down after grace, out after the interval, expiring reports. */
 void mon_osd_tick(struct mon *mon);
 /* Called once at start: every OSD up in the map gets a fresh grace. */

@@ -82,11 +82,14 @@ struct osd {
 	struct pg **pgs;	/* hash by pg_coll() */
 	uint32_t pg_buckets;
 	uint32_t npgs;
+	struct pg *pg_graveyard;	/* forgotten PGs, freed at exit (pg.c) */
+	bool stray_armed;	/* the stray check timer is set (backfill.c) */
 	uint32_t npeers;
 	struct osd_peer *peers;	/* by osd id, npeers slots */
 	uint64_t hb_timer;
 	uint32_t rec_active;	/* objects being recovered (recovery.c) */
 	bool rec_kicking;
+	bool rec_again;		/* kick again: a slot freed during a kick */
 	bool rec_retry_armed;
 
 	/* any thread */
@@ -147,6 +150,11 @@ void osd_pg_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 /* Tries the recovery work of every PG again in a moment. */
 void osd_recovery_retry_later(struct osd *osd);
+/* Starts what recovery and backfill work the free slots allow, now. */
+void osd_recovery_kick(struct osd *osd);
+
+/* backfill.c */
+void osd_pg_scan_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 
 /* heartbeat.c */
 void osd_hb_start(struct osd *osd);

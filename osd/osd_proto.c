@@ -215,7 +215,7 @@ int osd_pg_query_decode(struct dec *d, struct osd_pg_query *q)
 	q->epoch = dec_u64(&b);
 	q->same_interval_since = dec_u64(&b);
 	q->last_epoch_started = dec_u64(&b);
-	if (!b.err && q->kind != PGQ_QUERY && q->kind != PGQ_ACTIVATE)
+	if (!b.err && (q->kind < PGQ_QUERY || q->kind > PGQ_STRAY))
 		dec_fail(&b, -EBADMSG);
 	return dec_end(d, &b);
 }
@@ -327,7 +327,7 @@ int osd_pg_log_decode(struct dec *d, struct osd_pg_log *l)
 	l->log_tail = dec_pgv(&b);
 	l->last_epoch_started = dec_u64(&b);
 	l->nentries = dec_count(&b, OSD_PG_LOG_ENTRIES_MAX, 40);
-	if (!b.err && (l->kind < PGL_GET || l->kind > PGL_APPLY))
+	if (!b.err && (l->kind < PGL_GET || l->kind > PGL_BACKFILL_DONE))
 		dec_fail(&b, -EBADMSG);
 	if (!b.err && l->nentries) {
 		l->entries = calloc(l->nentries, sizeof(*l->entries));
@@ -453,4 +453,89 @@ void osd_pg_push_clear(struct osd_pg_push *p)
 	p->omap = NULL;
 	p->nattrs = 0;
 	p->nomap = 0;
+}
+
+void osd_pg_scan_encode(const struct osd_pg_scan *s, struct enc *e)
+{
+	size_t h = enc_begin(e, 1, 1);
+
+	enc_u8(e, s->kind);
+	enc_u8(e, s->end);
+	enc_u32(e, (uint32_t)s->rc);
+	enc_u32(e, s->pool);
+	enc_u32(e, s->pg);
+	enc_u64(e, s->epoch);
+	enc_u64(e, s->same_interval_since);
+	enc_blob(e, s->after, s->after_len);
+	enc_u32(e, s->max);
+	enc_u32(e, s->nobjs);
+	for (uint32_t i = 0; i < s->nobjs; i++) {
+		enc_blob(e, s->objs[i].oid, s->objs[i].oid_len);
+		enc_pgv(e, s->objs[i].version);
+	}
+	enc_end(e, h);
+}
+
+/* Names are compared as the store orders them: memcmp, shorter first. */
+static int name_cmp(const char *a, uint32_t alen, const char *b, uint32_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+int osd_pg_scan_decode(struct dec *d, struct osd_pg_scan *s)
+{
+	struct dec b;
+	size_t n = 0;
+	uint8_t v;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (dec_begin(d, 1, &b, &v))
+		return d->err;
+	s->kind = dec_u8(&b);
+	s->end = dec_u8(&b);
+	s->rc = (int32_t)dec_u32(&b);
+	s->pool = dec_u32(&b);
+	s->pg = dec_u32(&b);
+	s->epoch = dec_u64(&b);
+	s->same_interval_since = dec_u64(&b);
+	s->after = dec_blob(&b, &n, STORE_NAME_MAX);
+	s->after_len = (uint32_t)n;
+	s->max = dec_u32(&b);
+	s->nobjs = dec_count(&b, OSD_PG_SCAN_MAX, 20);
+	if (!b.err && (s->kind < PGS_SCAN || s->kind > PGS_SCAN_REPLY || s->end > 1 ||
+		       (s->after_len && memchr(s->after, 0, s->after_len)) ||
+		       (s->kind == PGS_SCAN && (s->max == 0 || s->max > OSD_PG_SCAN_MAX ||
+						s->nobjs))))
+		dec_fail(&b, -EBADMSG);
+	if (!b.err && s->nobjs) {
+		s->objs = calloc(s->nobjs, sizeof(*s->objs));
+		if (!s->objs)
+			dec_fail(&b, -ENOMEM);
+	}
+	for (uint32_t i = 0; !b.err && i < s->nobjs; i++) {
+		struct osd_scan_obj *o = &s->objs[i];
+
+		o->oid = dec_blob(&b, &n, STORE_NAME_MAX);
+		o->oid_len = (uint32_t)n;
+		o->version = dec_pgv(&b);
+		if (b.err)
+			break;
+		if (!n || memchr(o->oid, 0, n) ||
+		    (i && name_cmp(s->objs[i - 1].oid, s->objs[i - 1].oid_len, o->oid, n) >= 0))
+			dec_fail(&b, -EBADMSG);
+	}
+	r = dec_end(d, &b);
+	if (r)
+		osd_pg_scan_clear(s);
+	return r;
+}
+
+void osd_pg_scan_clear(struct osd_pg_scan *s)
+{
+	free(s->objs);
+	s->objs = NULL;
+	s->nobjs = 0;
 }

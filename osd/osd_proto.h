@@ -87,7 +87,11 @@ void osd_rep_op_clear(struct osd_rep_op *r);
  * reply comes once everything the member had queued for the PG is
  * durable); ACTIVATE (one-way) tells it the PG went active with info's
  * last_epoch_started, so it may forget older past intervals. */
-enum { PGQ_QUERY = 1, PGQ_ACTIVATE = 2 };
+/* REMOVE (one-way, backfill.c): the PG is clean without the member, which
+ * drops its copy unless its own map puts it back in the PG.  STRAY
+ * (one-way, stray -> primary): "I hold a copy of this PG and am not in
+ * it"; a clean primary answers with REMOVE. */
+enum { PGQ_QUERY = 1, PGQ_ACTIVATE = 2, PGQ_REMOVE = 3, PGQ_STRAY = 4 };
 struct osd_pg_query {
 	uint8_t kind;
 	uint32_t pool;
@@ -121,7 +125,10 @@ int osd_ping_decode(struct dec *d, struct osd_ping *p);
  * member's log_tail); APPLY gives a member that has every missing object
  * now the entries after its last_update (from) and last_epoch_started;
  * its reply is the plain {rc, epoch}. */
-enum { PGL_GET = 1, PGL_GET_REPLY = 2, PGL_APPLY = 3 };
+/* BACKFILL_DONE (backfill.c): a backfill target has every object as of
+ * the primary's last_update; its log becomes the primary's (log_tail,
+ * then the entries); reply {rc, epoch}. */
+enum { PGL_GET = 1, PGL_GET_REPLY = 2, PGL_APPLY = 3, PGL_BACKFILL_DONE = 4 };
 #define OSD_PG_LOG_ENTRIES_MAX	1000000u
 struct osd_pg_log {
 	uint8_t kind;
@@ -181,5 +188,35 @@ void osd_pg_push_encode(const struct osd_pg_push *p, struct enc *e);
 int osd_pg_push_decode(struct dec *d, const void *data, size_t data_len,
 		       struct osd_pg_push *p);
 void osd_pg_push_clear(struct osd_pg_push *p);
+
+/* PG_SCAN (backfill.c): the primary asks a backfill target for the
+ * objects of the PG after `after` (empty: from the start), in name order,
+ * at most max of them; the reply lists them with their versions (the
+ * object info, 0'0 when it has none) and says whether the listing reached
+ * the end. */
+enum { PGS_SCAN = 1, PGS_SCAN_REPLY = 2 };
+#define OSD_PG_SCAN_MAX	4096u
+struct osd_scan_obj {
+	const char *oid;		/* not NUL-terminated when decoded */
+	uint32_t oid_len;
+	struct pg_version version;
+};
+struct osd_pg_scan {
+	uint8_t kind;
+	uint8_t end;			/* SCAN_REPLY: nothing after the last */
+	int32_t rc;			/* SCAN_REPLY */
+	uint32_t pool;
+	uint32_t pg;
+	uint64_t epoch;
+	uint64_t same_interval_since;
+	const char *after;		/* SCAN; not NUL-terminated */
+	uint32_t after_len;
+	uint32_t max;			/* SCAN: 1..OSD_PG_SCAN_MAX */
+	uint32_t nobjs;			/* SCAN_REPLY, in name order */
+	struct osd_scan_obj *objs;	/* decoded: malloc'd */
+};
+void osd_pg_scan_encode(const struct osd_pg_scan *s, struct enc *e);
+int osd_pg_scan_decode(struct dec *d, struct osd_pg_scan *s);
+void osd_pg_scan_clear(struct osd_pg_scan *s);
 
 #endif

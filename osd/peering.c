@@ -12,12 +12,19 @@
  *      not asked yet leads to more queries.
  *   3. DOWN if some past interval that may have accepted writes has no
  *      member that answered (its writes may exist only on OSDs that are
- *      down; health names them).  INCOMPLETE if some acting member is
- *      behind the newest last_update heard (log recovery and backfill, the
- *      recovery issue, will bring it up to date; until then nothing is
- *      served rather than stale data).  Otherwise ACTIVE, plus CLEAN with
- *      a full acting set or UNDERSIZED+DEGRADED without one; with fewer
- *      than min_size members the PG stays inactive.
+ *      down; health names them).  If the primary lacks the newest log but
+ *      its log reaches back to that log's tail, it pulls first
+ *      (recovery.c) and evaluates again.  Then the acting set it wants:
+ *      the complete up members (newest log, or one the authoritative log
+ *      reaches back to), filled up with other complete OSDs while some up
+ *      member is not complete.  If that differs from the map's acting set
+ *      it asks the monitor for a pg_temp (or to drop it) and waits for the
+ *      next interval: an OSD that is not complete is never primary and
+ *      never counts toward min_size.  INCOMPLETE if no complete OSD is up.
+ *      Otherwise ACTIVE: members behind by the log are recovered, up
+ *      members outside the acting set are backfilled (backfill.c); CLEAN
+ *      once nothing is left and the acting set is the full up set; with
+ *      fewer than min_size members the PG stays inactive.
  *   4. On activation the primary records last_epoch_started, forgets the
  *      past intervals (every acting member now has everything) and tells
  *      the members (PGQ_ACTIVATE) so that they forget them too.
@@ -37,6 +44,7 @@
 
 #define QUERY_TIMEOUT_MS 10000
 #define QUERY_RETRY_MS 1000
+#define PG_TEMP_RETRY_MS 5000
 
 struct peer_ctx {
 	struct pg *pg;
@@ -77,6 +85,8 @@ static uint32_t add_probes(struct pg *pg)
 
 	for (uint8_t i = 0; i < pg->info.nacting; i++)
 		add_probe(pg, pg->info.acting[i]);
+	for (uint8_t i = 0; i < pg->nup; i++)
+		add_probe(pg, pg->up[i]);
 	for (uint32_t k = 0; k < pg->info.npast; k++) {
 		const struct pg_interval *iv = &pg->info.past[k];
 
@@ -177,21 +187,98 @@ static bool in_list(const int32_t *v, uint32_t n, int32_t id)
 	return false;
 }
 
+static bool same_set(const int32_t *a, uint32_t na, const int32_t *b, uint32_t nb)
+{
+	return na == nb && !memcmp(a, b, na * sizeof(int32_t));
+}
+
+/* Tells the OSDs that answered with a copy of the PG but are no longer in
+ * it that it is clean without them (backfill.c removes their copy). */
+static void remove_strays(struct pg *pg)
+{
+	struct osd *osd = pg->osd;
+
+	for (uint32_t j = 0; j < pg->nprobes; j++) {
+		const struct pg_probe *p = &pg->probes[j];
+		struct osd_pg_query q = {
+			.kind = PGQ_REMOVE,
+			.pool = pg->pool,
+			.pg = pg->pgid,
+			.epoch = osd->map->epoch,
+			.same_interval_since = pg->info.same_interval_since,
+		};
+		struct msg_conn *c;
+		struct msg *m;
+		struct enc e;
+
+		if (!p->replied || !p->has_pg || pg_has_member(pg, p->osd) ||
+		    !(c = osd_peer_conn(osd, p->osd)))
+			continue;
+		enc_init(&e);
+		osd_pg_query_encode(&q, &e);
+		m = msg_new(MT_PG_QUERY, &e);
+		enc_free(&e);
+		if (m)
+			msg_send(c, m);
+	}
+}
+
+void pg_update_active_state(struct pg *pg)
+{
+	uint32_t state = PG_ST_ACTIVE;
+
+	if (pg->rec)
+		state |= PG_ST_RECOVERING | PG_ST_DEGRADED;
+	if (!pg_backfill_complete(pg))
+		state |= PG_ST_BACKFILLING | PG_ST_DEGRADED;
+	if (pg->info.nacting < pg->size)
+		state |= PG_ST_UNDERSIZED | PG_ST_DEGRADED;
+	if (!same_set(pg->info.acting, pg->info.nacting, pg->up, pg->nup))
+		state |= PG_ST_REMAPPED;
+	if (!(state & (PG_ST_RECOVERING | PG_ST_BACKFILLING | PG_ST_DEGRADED | PG_ST_REMAPPED)))
+		state |= PG_ST_CLEAN;
+	if ((state & PG_ST_CLEAN) && !(pg->state & PG_ST_CLEAN))
+		remove_strays(pg);
+	pg_set_state(pg, state);
+}
+
+void pg_request_pg_temp(struct pg *pg, const int32_t *osds, uint8_t n)
+{
+	struct osd *osd = pg->osd;
+	struct osd_pg_temp_req q = {
+		.from = osd->whoami,
+		.epoch = osd->map->epoch,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.n = n,
+	};
+	struct msg *m;
+	struct enc e;
+
+	if (!osd->mon)
+		return;
+	if (n)
+		memcpy(q.osds, osds, n * sizeof(int32_t));
+	enc_init(&e);
+	osd_pg_temp_req_encode(&q, &e);
+	m = msg_new(MT_OSD_PG_TEMP, &e);
+	enc_free(&e);
+	if (m)
+		msg_send(osd->mon, m);
+	log_info("peering", "pg %u.%x: asking the monitor for %s", pg->pool, pg->pgid,
+		 n ? "a temporary acting set while members are backfilled" :
+		     "no temporary acting set");
+}
+
 /* Goes active; the members in behind[] (at from[]) are recovered first:
- * they get last_epoch_started only with their log (recovery.c). */
+ * they get last_epoch_started only with their log (recovery.c); the up
+ * members in bftgt[] are backfilled next (backfill.c). */
 static void activate(struct pg *pg, const int32_t *behind, const struct pg_version *from,
-		     uint32_t nbehind)
+		     uint32_t nbehind, const int32_t *bftgt, uint32_t nbf)
 {
 	struct osd *osd = pg->osd;
 	struct store_txn *t;
-	uint32_t state = PG_ST_ACTIVE;
 
-	if (nbehind)
-		state |= PG_ST_RECOVERING | PG_ST_DEGRADED;
-	if (pg->info.nacting >= pg->size)
-		state |= nbehind ? 0 : PG_ST_CLEAN;
-	else
-		state |= PG_ST_UNDERSIZED | PG_ST_DEGRADED;
 	pg->info.last_epoch_started = pg->info.same_interval_since;
 	pg_info_prune_past(&pg->info, pg->info.same_interval_since);
 	t = store_txn_new();
@@ -223,13 +310,169 @@ static void activate(struct pg *pg, const int32_t *behind, const struct pg_versi
 		if (m)
 			msg_send(c, m);
 	}
-	pg_set_state(pg, state);
+	if (nbf && pg_backfill_start(pg, bftgt, nbf))
+		log_error("peering", "pg %u.%x: cannot start backfilling (out of memory); it "
+			  "stays remapped until the next interval", pg->pool, pg->pgid);
 	if (nbehind && pg_recovery_push(pg, behind, from, nbehind)) {
 		log_error("peering", "pg %u.%x: cannot start recovering its members; "
 			  "it stays active+recovering with writes waiting until the next "
 			  "interval", pg->pool, pg->pgid);
+		pg_set_state(pg, PG_ST_ACTIVE | PG_ST_RECOVERING | PG_ST_DEGRADED);
+	} else {
+		pg_update_active_state(pg);
 	}
 	pg_kick_ops(pg);
+	if (pg->bf)
+		osd_recovery_kick(osd);
+}
+
+static void incomplete(struct pg *pg, const char *why, struct pg_version newest)
+{
+	log_warn("peering", "pg %u.%x is incomplete: %s (this OSD has %llu'%llu, the newest "
+		 "is %llu'%llu); bring back the OSDs that were in it", pg->pool, pg->pgid, why,
+		 (unsigned long long)pg->info.last_update.epoch,
+		 (unsigned long long)pg->info.last_update.seq,
+		 (unsigned long long)newest.epoch, (unsigned long long)newest.seq);
+	pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
+}
+
+/* What peering heard of id: its info, or NULL (no copy, or no answer). */
+static const struct pg_info *heard(const struct pg *pg, int32_t id)
+{
+	if (id == pg->osd->whoami)
+		return &pg->info;
+	for (uint32_t j = 0; j < pg->nprobes; j++)
+		if (pg->probes[j].osd == id && pg->probes[j].replied && pg->probes[j].has_pg)
+			return &pg->probes[j].info;
+	return NULL;
+}
+
+/* Complete: it has the newest log, or the authoritative log reaches back
+ * to its last_update (log recovery brings it up to date).  Before we hold
+ * the authoritative log ourselves only its tail can be checked; a
+ * divergent member shows when we evaluate again after the pull. */
+static bool complete(struct pg *pg, int32_t id, struct pg_version newest, bool me_auth,
+		     struct pg_version auth_tail)
+{
+	const struct pg_info *in = heard(pg, id);
+
+	if (!in || !osdmap_osd_up(pg->osd->map, id))
+		return false;
+	if (id == pg->osd->whoami && pg->no_pull && !me_auth)
+		return false;
+	if (pg_version_cmp(in->last_update, newest) == 0)
+		return true;
+	if (me_auth)
+		return pg_log_reaches(pg, in->last_update);
+	return pg_version_cmp(in->last_update, auth_tail) >= 0;
+}
+
+struct temp_ctx {
+	struct pg *pg;
+	uint64_t gen;
+};
+
+static void temp_retry(void *arg)
+{
+	struct temp_ctx *tc = arg;
+
+	if (tc->gen == tc->pg->peer_gen && (tc->pg->state & PG_ST_PEERING))
+		evaluate(tc->pg);
+	free(tc);
+}
+
+/*
+ * The acting set the PG should have: its up members that are complete,
+ * in up order; when some up member is not (it must be backfilled), other
+ * complete OSDs that answered fill it up to the pool's size, so that the
+ * PG keeps its copies while the targets are filled.  If that is not the
+ * map's acting set the primary asks the monitor for it as a pg_temp (or
+ * to drop the pg_temp) and waits for the new interval.  Otherwise the PG
+ * goes active: acting members behind by the log are recovered, up members
+ * outside the acting set are backfilled.
+ */
+static void choose_acting(struct pg *pg, struct pg_version newest, bool me_auth,
+			  struct pg_version auth_tail)
+{
+	struct osd *osd = pg->osd;
+	int32_t want[OSDMAP_SIZE_MAX];
+	uint32_t nwant = 0;
+	bool all_up_complete = true;
+
+	for (uint8_t i = 0; i < pg->nup; i++) {
+		if (complete(pg, pg->up[i], newest, me_auth, auth_tail))
+			want[nwant++] = pg->up[i];
+		else
+			all_up_complete = false;
+	}
+	if (!all_up_complete) {
+		for (uint8_t i = 0; i < pg->info.nacting && nwant < pg->size; i++) {
+			int32_t id = pg->info.acting[i];
+
+			if (!in_list(want, nwant, id) &&
+			    complete(pg, id, newest, me_auth, auth_tail))
+				want[nwant++] = id;
+		}
+		for (uint32_t j = 0; j < pg->nprobes && nwant < pg->size; j++) {
+			int32_t id = pg->probes[j].osd;
+
+			if (!in_list(want, nwant, id) &&
+			    complete(pg, id, newest, me_auth, auth_tail))
+				want[nwant++] = id;
+		}
+	}
+	if (!nwant) {
+		incomplete(pg, "no OSD that is up has the newest data or a log that reaches "
+			   "back to it", newest);
+		return;
+	}
+	if (!same_set(want, nwant, pg->info.acting, pg->info.nacting)) {
+		struct temp_ctx *tc = malloc(sizeof(*tc));
+
+		if (same_set(want, nwant, pg->up, pg->nup))
+			pg_request_pg_temp(pg, NULL, 0);
+		else
+			pg_request_pg_temp(pg, want, (uint8_t)nwant);
+		pg_set_state(pg, PG_ST_PEERING | PG_ST_REMAPPED);
+		/* asked again if no map comes (the request was stale) */
+		if (tc) {
+			tc->pg = pg;
+			tc->gen = pg->peer_gen;
+			if (!msgr_timer(osd->msgr, PG_TEMP_RETRY_MS, temp_retry, tc))
+				free(tc);
+		}
+		return;
+	}
+	if (!me_auth) {
+		incomplete(pg, "the OSD with the newest log cannot be pulled from", newest);
+		return;
+	}
+	/* the acting members are complete: some may be behind by the log */
+	int32_t behind[OSDMAP_SIZE_MAX], bf[OSDMAP_SIZE_MAX];
+	struct pg_version from[OSDMAP_SIZE_MAX];
+	uint32_t nbehind = 0, nbf = 0;
+
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		const struct pg_info *in = heard(pg, id);
+
+		if (id == osd->whoami || !in || pg_version_cmp(in->last_update, newest) == 0)
+			continue;
+		behind[nbehind] = id;
+		from[nbehind++] = in->last_update;
+	}
+	for (uint8_t i = 0; i < pg->nup; i++)
+		if (!in_list(pg->info.acting, pg->info.nacting, pg->up[i]))
+			bf[nbf++] = pg->up[i];
+	if (pg->info.nacting < pg->min_size) {
+		pg_set_state(pg, PG_ST_UNDERSIZED | PG_ST_DEGRADED | PG_ST_INACTIVE);
+		return;
+	}
+	/* a pg_temp left over that names the up set itself */
+	for (uint32_t i = 0; !nbf && i < osd->map->npg_temp; i++)
+		if (osd->map->pg_temp[i].pool == pg->pool && osd->map->pg_temp[i].pg == pg->pgid)
+			pg_request_pg_temp(pg, NULL, 0);
+	activate(pg, behind, from, nbehind, bf, nbf);
 }
 
 static void evaluate(struct pg *pg)
@@ -286,67 +529,32 @@ static void evaluate(struct pg *pg)
 		}
 	}
 	/* The authoritative log is the newest one heard.  When it is not
-	 * ours, pull from its holder first (recovery.c); peering is
-	 * evaluated again once we have it. */
-	if (pg_version_cmp(pg->info.last_update, newest) != 0) {
-		int32_t src = -1;
+	 * ours, pull from its holder first (recovery.c) if our log reaches
+	 * back to its tail; peering is evaluated again once we have it.
+	 * Otherwise this OSD is not complete, and the acting set chosen
+	 * below leaves it out. */
+	struct pg_version auth_tail = pg->info.log_tail;
+	bool me_auth = pg_version_cmp(pg->info.last_update, newest) == 0;
+	int32_t src = -1;
 
-		for (uint32_t j = 0; j < pg->nprobes && src < 0; j++)
-			if (pg->probes[j].has_pg &&
-			    pg_version_cmp(pg->probes[j].info.last_update, newest) == 0 &&
-			    pg_version_cmp(pg->info.last_update,
-					   pg->probes[j].info.log_tail) >= 0)
-				src = pg->probes[j].osd;
-		if (src < 0 || pg->info.nacting < pg->min_size || pg_recovery_pull(pg, src)) {
-			log_warn("peering", "pg %u.%x is incomplete: this OSD has %llu'%llu but "
-				 "the newest is %llu'%llu and its log does not reach back "
-				 "(backfill is not there yet)", pg->pool, pg->pgid,
-				 (unsigned long long)pg->info.last_update.epoch,
-				 (unsigned long long)pg->info.last_update.seq,
-				 (unsigned long long)newest.epoch, (unsigned long long)newest.seq);
-			pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
+	for (uint32_t j = 0; j < pg->nprobes && !me_auth && src < 0; j++) {
+		if (pg->probes[j].has_pg &&
+		    pg_version_cmp(pg->probes[j].info.last_update, newest) == 0) {
+			src = pg->probes[j].osd;
+			auth_tail = pg->probes[j].info.log_tail;
+		}
+	}
+	if (!me_auth && src >= 0 && !pg->no_pull &&
+	    pg_version_cmp(pg->info.last_update, auth_tail) >= 0 &&
+	    pg->info.nacting >= pg->min_size) {
+		if (pg_recovery_pull(pg, src) == 0) {
+			pg_set_state(pg, PG_ST_PEERING | PG_ST_RECOVERING);
 			return;
 		}
-		pg_set_state(pg, PG_ST_PEERING | PG_ST_RECOVERING);
+		incomplete(pg, "cannot pull the newest log", newest);
 		return;
 	}
-	/* every other acting member must have our log, or a prefix of it
-	 * that our log reaches back to (log recovery) */
-	int32_t behind[OSDMAP_SIZE_MAX];
-	struct pg_version from[OSDMAP_SIZE_MAX];
-	uint32_t nbehind = 0;
-
-	for (uint8_t i = 0; i < pg->info.nacting; i++) {
-		int32_t id = pg->info.acting[i];
-		struct pg_version lu = { 0, 0 };
-		bool has = false;
-
-		if (id == pg->osd->whoami)
-			continue;
-		for (uint32_t j = 0; j < pg->nprobes; j++)
-			if (pg->probes[j].osd == id && pg->probes[j].has_pg) {
-				lu = pg->probes[j].info.last_update;
-				has = true;
-			}
-		if (pg_version_cmp(lu, newest) == 0)
-			continue;
-		if (!has || !pg_log_reaches(pg, lu)) {
-			log_warn("peering", "pg %u.%x is incomplete: osd.%d has %llu'%llu, the "
-				 "newest is %llu'%llu and the log does not reach back to it "
-				 "(backfill is not there yet)", pg->pool, pg->pgid, id,
-				 (unsigned long long)lu.epoch, (unsigned long long)lu.seq,
-				 (unsigned long long)newest.epoch, (unsigned long long)newest.seq);
-			pg_set_state(pg, PG_ST_INCOMPLETE | PG_ST_INACTIVE);
-			return;
-		}
-		behind[nbehind] = id;
-		from[nbehind++] = lu;
-	}
-	if (pg->info.nacting < pg->min_size) {
-		pg_set_state(pg, PG_ST_UNDERSIZED | PG_ST_DEGRADED | PG_ST_INACTIVE);
-		return;
-	}
-	activate(pg, behind, from, nbehind);
+	choose_acting(pg, newest, me_auth, auth_tail);
 }
 
 void pg_peering_evaluate(struct pg *pg)
@@ -383,7 +591,9 @@ void pg_start_peering(struct pg *pg)
 	if (pg->sealed_sis < pg->info.same_interval_since)
 		pg->sealed_sis = pg->info.same_interval_since;
 	pg->peer_gen++;
+	pg->no_pull = false;
 	pg_recovery_free(pg);
+	pg_backfill_free(pg);
 	for (uint32_t i = 0; i < pg->nprobes; i++)
 		pg_info_clear(&pg->probes[i].info);
 	pg->nprobes = 0;
@@ -457,6 +667,18 @@ void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		return;
 	}
 	pg = osd_pg_find(osd, q.pool, q.pg);
+	if (q.kind == PGQ_REMOVE) {
+		if (pg)
+			pg_remove_stray(pg, q.same_interval_since);
+		msg_free(m);
+		return;
+	}
+	if (q.kind == PGQ_STRAY) {
+		if (pg)
+			pg_stray_notified(pg, c);
+		msg_free(m);
+		return;
+	}
 	if (q.kind == PGQ_ACTIVATE) {
 		if (pg && pg->info.same_interval_since == q.same_interval_since) {
 			struct store_txn *t = store_txn_new();

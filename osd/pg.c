@@ -135,6 +135,7 @@ static struct pg *pg_alloc(struct osd *osd, uint32_t pool, uint32_t pgid)
 static void pg_free(struct pg *pg)
 {
 	pg_recovery_free(pg);
+	pg_backfill_free(pg);
 	pglog_destroy(&pg->log);
 	pg_info_clear(&pg->info);
 	for (uint32_t i = 0; i < pg->nprobes; i++)
@@ -156,6 +157,32 @@ void osd_pgs_free(struct osd *osd)
 	osd->pgs = NULL;
 	osd->npgs = 0;
 	osd->pg_buckets = 0;
+	while (osd->pg_graveyard) {
+		struct pg *pg = osd->pg_graveyard;
+
+		osd->pg_graveyard = pg->hnext;
+		pg_free(pg);
+	}
+}
+
+/* The struct stays allocated until exit: late callbacks of its peering or
+ * its queued transactions may still look at it (they find its peer_gen
+ * moved on). */
+void osd_pg_forget(struct osd *osd, struct pg *pg)
+{
+	struct pg **pp = &osd->pgs[pg_hash(pg->coll, osd->pg_buckets)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == pg) {
+			*pp = pg->hnext;
+			osd->npgs--;
+			break;
+		}
+	}
+	pg_recovery_free(pg);
+	pg_backfill_free(pg);
+	pg->hnext = osd->pg_graveyard;
+	osd->pg_graveyard = pg;
 }
 
 void pg_set_state(struct pg *pg, uint32_t state)
@@ -462,6 +489,22 @@ static bool incarnation_changed(const struct osdmap *prev, const struct osdmap *
 	return false;
 }
 
+/* The up set: the raw set without down OSDs, compacted (placement without
+ * pg_temp).  Returns the count, or a negative errno. */
+static int up_set(const struct osdmap *m, const struct osdmap_pool *pool, uint32_t pgid,
+		  int32_t *out)
+{
+	int32_t raw[OSDMAP_SIZE_MAX];
+	int n = placement_raw(m, pool, pgid, raw), k = 0;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < OSDMAP_SIZE_MAX; i++)
+		if (raw[i] >= 0 && osdmap_osd_up(m, raw[i]))
+			out[k++] = raw[i];
+	return k;
+}
+
 static struct pg *pg_create(struct osd *osd, const struct osdmap *prev,
 			    const struct osdmap *cur, const struct osdmap_pool *pool,
 			    uint32_t pgid)
@@ -519,9 +562,13 @@ fail:
 static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct osdmap *cur,
 		       const struct osdmap_pool *pool, uint32_t pgid)
 {
-	int32_t acting[OSDMAP_SIZE_MAX], primary;
+	int32_t acting[OSDMAP_SIZE_MAX], primary, up[OSDMAP_SIZE_MAX];
 	int n = placement_acting(cur, pool, pgid, acting, &primary);
-	bool in = n > 0 && in_set(acting, n, osd->whoami);
+	int nup = up_set(cur, pool, pgid, up);
+	/* an up member outside the acting set (pg_temp) is backfilled into
+	 * the PG, so it holds it too */
+	bool in = (n > 0 && in_set(acting, n, osd->whoami)) ||
+		  (nup > 0 && in_set(up, nup, osd->whoami));
 	struct pg *pg = osd_pg_find(osd, pool->id, pgid);
 
 	if (!pg && !in)
@@ -575,8 +622,19 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 		 * peering */
 	}
 	pg->is_primary = primary == osd->whoami;
+	if (nup < 0)
+		nup = 0;
+	if (pg->nup != nup || memcmp(pg->up, up, (size_t)nup * sizeof(int32_t))) {
+		/* the backfill targets changed: the primary peers again */
+		if (!changed && pg->is_primary)
+			pg->peered_sis = 0;
+		pg->nup = (uint8_t)nup;
+		memcpy(pg->up, up, (size_t)nup * sizeof(int32_t));
+	}
 	if (pg->is_primary && osd_is_up(osd) && pg->peered_sis != pg->info.same_interval_since)
 		pg_start_peering(pg);
+	if (!in && !pg->is_primary)
+		osd_stray_check_later(osd);	/* a copy it no longer needs */
 }
 
 void osd_pgs_map_changed(struct osd *osd, const struct osdmap *prev, const struct osdmap *cur)
@@ -587,6 +645,12 @@ void osd_pgs_map_changed(struct osd *osd, const struct osdmap *prev, const struc
 		for (uint32_t p = 0; p < pool->pg_num; p++)
 			pg_map_one(osd, prev, cur, pool, p);
 	}
+}
+
+void osd_pgs_recheck(struct osd *osd)
+{
+	if (osd->map && !atomic_load(&osd->closing))
+		osd_pgs_map_changed(osd, osd->map, osd->map);
 }
 
 void osd_pgs_kick(struct osd *osd)

@@ -39,6 +39,11 @@ struct pg {
 	uint8_t min_size;
 	bool is_primary;
 	bool reloading;		/* a txn failed: re-reading the log */
+	bool removing;		/* a stray copy being dropped (backfill.c) */
+	/* the up set (placement without pg_temp): with a pg_temp its members
+	 * outside the acting set are backfilled (backfill.c) */
+	uint8_t nup;
+	int32_t up[OSDMAP_SIZE_MAX];
 	uint64_t objects;	/* approximate, for the beacon */
 	uint64_t bytes;
 
@@ -62,6 +67,10 @@ struct pg {
 	/* recovery (primary): NULL unless members are being brought up to
 	 * date (recovery.c) */
 	struct pg_recovery *rec;
+	/* backfill (primary): NULL unless up members outside the acting set
+	 * are being brought up to date (backfill.c) */
+	struct pg_backfill *bf;
+	bool no_pull;		/* this round: our log diverges, no pull */
 };
 
 /* A client op from decode to reply. */
@@ -143,6 +152,11 @@ void pg_replicate(struct pg *pg, struct osd_op *op);
 void pg_start_peering(struct pg *pg);
 /* Peering's decision with what it has heard (recovery.c, after a pull). */
 void pg_peering_evaluate(struct pg *pg);
+/* The state of an active PG from its recovery, backfill and acting set;
+ * drops the strays' copies once it is clean. */
+void pg_update_active_state(struct pg *pg);
+/* Asks the monitor for a temporary acting set (n = 0: none). */
+void pg_request_pg_temp(struct pg *pg, const int32_t *osds, uint8_t n);
 
 /* recovery.c (doc/recovery.md) */
 struct pg_recovery;
@@ -156,5 +170,53 @@ int pg_recovery_push(struct pg *pg, const int32_t *osds, const struct pg_version
 void pg_recovery_free(struct pg *pg);
 /* Whether our log goes back to v (v is its tail or one of its entries). */
 bool pg_log_reaches(struct pg *pg, struct pg_version v);
+/* Copies oid whole from our store to peer (pull false) or from peer into
+ * our store (pull true), holding one of the OSD's recovery slots;
+ * done(arg, r) gets 0, -ESTALE when the interval ended, or the failure.
+ * 0, or -ENOMEM (done is not called). */
+int pg_copy_start(struct pg *pg, int32_t peer, bool pull, const char *oid,
+		  void (*done)(void *arg, int r), void *arg);
+/* The log entries of pg with seq > after, oldest first: *v malloc'd with
+ * malloc'd oids (pg_entries_free). */
+int pg_read_entries(struct pg *pg, uint64_t after, struct pglog_entry **v, uint32_t *n);
+void pg_entries_free(struct pglog_entry *v, uint32_t n);
+/* Appends entries to pg's log and info in txn (they must follow it, gaps
+ * allowed). */
+int pg_entries_to_txn(struct pg *pg, const struct pglog_entry *v, uint32_t n,
+		      struct store_txn *txn);
+
+/* backfill.c (doc/recovery.md, "Backfill") */
+struct pg_backfill;
+/* The PG is active: bring the n up members in osds[] (outside the acting
+ * set, not complete) up to date by a full scan. */
+int pg_backfill_start(struct pg *pg, const int32_t *osds, uint32_t n);
+void pg_backfill_free(struct pg *pg);
+/* Whether every target is complete (true without a backfill). */
+bool pg_backfill_complete(const struct pg *pg);
+/* Starts the backfill work the free recovery slots allow (recovery.c). */
+void pg_backfill_kick(struct pg *pg);
+/* A write to oid was submitted (replication.c): targets that already have
+ * it get it again once the write is done. */
+void pg_backfill_note_write(struct pg *pg, const char *oid);
+/* Member side of PGL_BACKFILL_DONE (recovery.c): adds to txn what makes
+ * our log the primary's; pg's info and log in memory follow. */
+int pg_backfill_take_log(struct pg *pg, const struct osd_pg_log *l, struct store_txn *txn);
+/* stray.c */
+/* Member side of PGQ_REMOVE (peering.c). */
+void pg_remove_stray(struct pg *pg, uint64_t sis);
+/* This OSD holds PGs it is not in: every few seconds it tells their
+ * primaries (PGQ_STRAY), until they are gone. */
+void osd_stray_check_later(struct osd *osd);
+/* Primary side of PGQ_STRAY (peering.c). */
+void pg_stray_notified(struct pg *pg, struct msg_conn *c);
+/* Whether id is in pg's acting or up set. */
+bool pg_has_member(const struct pg *pg, int32_t id);
+
+/* pg.c */
+/* Takes pg out of the table and frees it (its collection is gone). */
+void osd_pg_forget(struct osd *osd, struct pg *pg);
+/* Creates the PGs the current map gives us that we lack (after a stray
+ * removal raced with a map that gives the PG back). */
+void osd_pgs_recheck(struct osd *osd);
 
 #endif

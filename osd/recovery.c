@@ -15,8 +15,11 @@
  * again; then it pushes to the members that are behind while the PG is
  * active+recovering (reads served, writes wait: ops.c).
  *
- * At most osd_recovery_max_active objects are being copied by one OSD at
- * a time.  Everything runs on the loop thread; a new interval bumps
+ * The copy of one object (pg_copy_start) is one path for both ways, push
+ * and pull, and backfill (backfill.c) uses it too.  At most
+ * osd_recovery_max_active objects are being copied by one OSD at a time,
+ * recovery and backfill together; a PG's log recovery goes before its
+ * backfill.  Everything runs on the loop thread; a new interval bumps
  * pg->peer_gen and every callback of an older round only frees its slot.
  */
 #include <errno.h>
@@ -59,16 +62,6 @@ struct pg_recovery {
 	uint64_t backoff_ms;	/* after a failure: start nothing before */
 	uint32_t ntargets;
 	struct rec_target t[OSDMAP_SIZE_MAX];
-};
-
-/* One object being copied (holds one of the OSD's recovery slots). */
-struct rec_op {
-	struct osd *osd;
-	struct pg *pg;
-	uint64_t gen;
-	uint32_t ti;
-	uint32_t oi;
-	uint64_t off;
 };
 
 static void rec_kick(struct osd *osd);
@@ -175,6 +168,23 @@ static int read_entries(struct pg *pg, uint64_t after, struct entries_ctx *c)
 	return 0;
 }
 
+int pg_read_entries(struct pg *pg, uint64_t after, struct pglog_entry **v, uint32_t *n)
+{
+	struct entries_ctx c;
+	int r = read_entries(pg, after, &c);
+
+	*v = c.v;
+	*n = c.n;
+	return r;
+}
+
+void pg_entries_free(struct pglog_entry *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free((char *)v[i].oid);
+	free(v);
+}
+
 bool pg_log_reaches(struct pg *pg, struct pg_version v)
 {
 	uint8_t key[PGLOG_KEY_LEN];
@@ -271,6 +281,20 @@ static int kv_add(struct kvlist *l, const void *k, size_t klen, const void *val,
 	return 0;
 }
 
+static void kv_drop(struct kvlist *l, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (l->v[i].klen == klen && !memcmp(l->v[i].key, key, klen)) {
+			free((void *)l->v[i].key);
+			free((void *)l->v[i].val);
+			l->v[i] = l->v[--l->n];
+			return;
+		}
+	}
+}
+
 static void kv_free(struct kvlist *l)
 {
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -339,6 +363,19 @@ static struct msg *chunk_msg(struct pg *pg, uint8_t kind, const char *oid, uint6
 		}
 		if (off + p.len >= st.size)
 			p.flags |= PGP_LAST;
+		/* The object info (its version) goes with the last chunk only:
+		 * a copy cut short leaves an object without one, which a
+		 * backfill scan sees as different and copies again. */
+		if (!r && (p.flags & PGP_FIRST) && !(p.flags & PGP_LAST))
+			kv_drop(&attrs, OSD_OI_ATTR);
+		if (!r && !(p.flags & PGP_FIRST) && (p.flags & PGP_LAST)) {
+			void *val = NULL;
+			size_t vlen = 0;
+
+			if (store_getattr(osd->store, pg->coll, oid, OSD_OI_ATTR, &val, &vlen) == 0)
+				r = kv_add(&attrs, OSD_OI_ATTR, strlen(OSD_OI_ATTR), val, vlen);
+			free(val);
+		}
 		if (!r && p.len) {
 			buf = malloc(p.len);
 			if (!buf) {
@@ -397,240 +434,274 @@ static int chunk_to_txn(struct pg *pg, const struct osd_pg_push *p, const char *
 		r = store_txn_touch(txn, pg->coll, oid);
 		if (!r)
 			r = store_txn_truncate(txn, pg->coll, oid, p->size);
-		for (uint32_t i = 0; !r && i < p->nattrs; i++) {
-			if (p->attrs[i].klen > STORE_ATTR_NAME_MAX)
-				return -ENAMETOOLONG;
-			memcpy(name, p->attrs[i].key, p->attrs[i].klen);
-			name[p->attrs[i].klen] = 0;
-			r = store_txn_setattr(txn, pg->coll, oid, name,
-					      p->attrs[i].val ? p->attrs[i].val : "",
-					      p->attrs[i].vlen);
-		}
 		for (uint32_t i = 0; !r && i < p->nomap; i++)
 			r = store_txn_omap_set(txn, pg->coll, oid, p->omap[i].key,
 					       p->omap[i].klen,
 					       p->omap[i].val ? p->omap[i].val : "",
 					       p->omap[i].vlen);
 	}
+	/* attributes come with the first chunk, the object info with the
+	 * last (chunk_msg) */
+	for (uint32_t i = 0; !r && i < p->nattrs && !(p->flags & PGP_DELETE); i++) {
+		if (p->attrs[i].klen > STORE_ATTR_NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, p->attrs[i].key, p->attrs[i].klen);
+		name[p->attrs[i].klen] = 0;
+		r = store_txn_setattr(txn, pg->coll, oid, name,
+				      p->attrs[i].val ? p->attrs[i].val : "", p->attrs[i].vlen);
+	}
 	if (!r && p->len && !(p->flags & PGP_DELETE))
 		r = store_txn_write(txn, pg->coll, oid, p->off, p->data, p->len, 0);
 	return r;
 }
 
-/* ---- the primary: copying objects ------------------------------------------ */
+/* ---- the primary: copying one object ----------------------------------------- */
 
-static void op_end(struct rec_op *op, bool done)
+/*
+ * One object copied chunk by chunk, either pushed from our store to a
+ * member (PUSH: each chunk is read here and sent; the reply is {rc}) or
+ * pulled from a member into our store (PULL: each request names the
+ * offset; the reply carries the chunk, applied here).  Both ways a chunk
+ * is one store transaction on the receiving side, answered or completed
+ * once durable, before the next chunk goes.  The op holds one of the
+ * OSD's recovery slots until done() is called.
+ */
+struct pg_copy {
+	struct osd *osd;
+	struct pg *pg;
+	uint64_t gen;		/* pg->peer_gen it was started in */
+	int32_t peer;
+	bool pull;
+	bool last;		/* the chunk in flight is the object's last */
+	char *oid;
+	uint64_t off;
+	void (*done)(void *arg, int r);
+	void *arg;
+};
+
+static void copy_step(struct pg_copy *op);
+
+/* r: 0 copied, -ESTALE the interval ended, another -errno a failure. */
+static void copy_end(struct pg_copy *op, int r)
 {
 	struct osd *osd = op->osd;
-	struct pg_recovery *rec = live(op->pg, op->gen);
 
+	if (r && r != -ESTALE)
+		log_warn("recovery", "pg %u.%x: %s '%s' %s osd.%d failed: %s; retrying",
+			 op->pg->pool, op->pg->pgid, op->pull ? "pulling" : "pushing", op->oid,
+			 op->pull ? "from" : "to", op->peer, strerror(-r));
 	osd->rec_active--;
-	if (rec) {
-		struct rec_target *t = &rec->t[op->ti];
-
-		t->objs[op->oi].state = done ? OBJ_DONE : OBJ_TODO;
-		if (done)
-			t->done++;
-	}
+	op->done(op->arg, r);
+	free(op->oid);
 	free(op);
 	rec_kick(osd);
 }
 
-static void op_failed(struct rec_op *op, const char *what, int r)
+static bool copy_live(const struct pg_copy *op)
 {
-	struct pg *pg = op->pg;
-
-	if (live(pg, op->gen)) {
-		log_warn("recovery", "pg %u.%x: %s '%s' failed: %s; retrying", pg->pool,
-			 pg->pgid, what, pg->rec->t[op->ti].objs[op->oi].oid, strerror(-r));
-		pg->rec->backoff_ms = osd_now_ms() + RECOVERY_RETRY_MS;
-		osd_recovery_retry_later(op->osd);
-	}
-	op_end(op, false);
-}
-
-static void push_chunk(struct rec_op *op);
-static void pull_chunk(struct rec_op *op);
-
-static void push_reply(void *arg, struct msg *reply, int err)
-{
-	struct rec_op *op = arg;
-	struct rc_reply rr = { .rc = err };
-
-	if (reply) {
-		struct dec d;
-
-		dec_init(&d, reply->front, reply->front_len);
-		if (rc_reply_decode(&d, &rr))
-			rr.rc = -EBADMSG;
-		msg_free(reply);
-	}
-	if (!live(op->pg, op->gen)) {
-		op_end(op, false);
-		return;
-	}
-	if (rr.rc < 0) {
-		op_failed(op, "pushing", rr.rc);
-		return;
-	}
-	if (op->off == UINT64_MAX) {
-		op_end(op, true);
-		return;
-	}
-	push_chunk(op);
-}
-
-/* Sends the chunk at op->off; after the last one op->off is UINT64_MAX. */
-static void push_chunk(struct rec_op *op)
-{
-	struct pg *pg = op->pg;
-	struct rec_target *t = &pg->rec->t[op->ti];
-	const char *oid = t->objs[op->oi].oid;
-	struct msg_conn *c = osd_peer_conn(op->osd, t->osd);
-	uint32_t flags = 0;
-	int r;
-
-	if (!c) {
-		op_failed(op, "pushing", -ENOTCONN);
-		return;
-	}
-	struct msg *m = chunk_msg(pg, PGP_PUSH, oid, op->off, &flags, &r);
-
-	if (!m) {
-		op_failed(op, "reading", r);
-		return;
-	}
-	if (flags & PGP_LAST)
-		op->off = UINT64_MAX;
-	else
-		op->off += RECOVERY_CHUNK;
-	if (msg_call(c, m, RECOVERY_TIMEOUT_MS, push_reply, op) < 0)
-		op_failed(op, "pushing", -ENOTCONN);
+	return op->gen == op->pg->peer_gen && !op->pg->reloading;
 }
 
 struct pull_apply {
-	struct rec_op *op;
+	struct pg_copy *op;
 	bool last;
 };
 
 static void pull_applied(void *arg, int r)
 {
 	struct pull_apply *pa = arg;
-	struct rec_op *op = pa->op;
+	struct pg_copy *op = pa->op;
 	bool last = pa->last;
 
 	free(pa);
 	if (r < 0) {
 		pg_fail(op->pg, r);
-		op_end(op, false);
-		return;
+		copy_end(op, -ESTALE);
+	} else if (!copy_live(op)) {
+		copy_end(op, -ESTALE);
+	} else if (last) {
+		copy_end(op, 0);
+	} else {
+		copy_step(op);
 	}
-	if (!live(op->pg, op->gen)) {
-		op_end(op, false);
-		return;
-	}
-	if (last) {
-		op_end(op, true);
-		return;
-	}
-	pull_chunk(op);
 }
 
-static void pull_reply(void *arg, struct msg *reply, int err)
+/* A PULL_REPLY: apply its chunk to our store. */
+static int pull_apply_chunk(struct pg_copy *op, struct msg *reply)
 {
-	struct rec_op *op = arg;
 	struct pg *pg = op->pg;
 	struct osd_pg_push p;
 	struct store_txn *txn;
 	struct pull_apply *pa;
 	struct dec d;
-	int r = err;
+	int r;
 
-	if (!reply) {
-		op_failed(op, "pulling", r);
-		return;
-	}
 	dec_init(&d, reply->front, reply->front_len);
 	r = osd_pg_push_decode(&d, reply->data, reply->data_len, &p);
-	if (!r && p.rc)
-		r = p.rc;
+	if (r)
+		return r;
+	r = p.rc;
 	if (!r && p.kind != PGP_PULL_REPLY)
 		r = -EBADMSG;
-	if (r || !live(pg, op->gen)) {
-		if (!r)
-			osd_pg_push_clear(&p);
-		msg_free(reply);
-		if (r)
-			op_failed(op, "pulling", r);
-		else
-			op_end(op, false);
-		return;
-	}
-	const char *oid = pg->rec->t[op->ti].objs[op->oi].oid;
-
-	txn = store_txn_new();
-	pa = malloc(sizeof(*pa));
-	r = txn && pa ? chunk_to_txn(pg, &p, oid, txn) : -ENOMEM;
+	txn = r ? NULL : store_txn_new();
+	pa = r ? NULL : malloc(sizeof(*pa));
+	if (!r && (!txn || !pa))
+		r = -ENOMEM;
+	if (!r)
+		r = chunk_to_txn(pg, &p, op->oid, txn);
 	osd_pg_push_clear(&p);
-	msg_free(reply);
 	if (r) {
 		store_txn_free(txn);
 		free(pa);
-		op_failed(op, "applying", r);
-		return;
+		return r;
 	}
 	pa->op = op;
 	pa->last = (p.flags & PGP_LAST) != 0;
 	op->off = p.off + p.len;
 	pg_queue_txn(pg, txn, pull_applied, pa);
+	return 0;
 }
 
-static void pull_chunk(struct rec_op *op)
+static void copy_reply(void *arg, struct msg *reply, int err)
+{
+	struct pg_copy *op = arg;
+	int r = err;
+
+	if (!copy_live(op)) {
+		msg_free(reply);
+		copy_end(op, -ESTALE);
+		return;
+	}
+	if (reply && op->pull) {
+		r = pull_apply_chunk(op, reply);
+		msg_free(reply);
+		if (r)
+			copy_end(op, r);
+		return;	/* pull_applied goes on */
+	}
+	if (reply) {
+		struct rc_reply rr;
+		struct dec d;
+
+		dec_init(&d, reply->front, reply->front_len);
+		r = rc_reply_decode(&d, &rr) ? -EBADMSG : rr.rc;
+		msg_free(reply);
+	}
+	if (r < 0)
+		copy_end(op, r);
+	else if (op->last)
+		copy_end(op, 0);
+	else
+		copy_step(op);
+}
+
+/* Sends the next request: a chunk read from our store (push), or the
+ * request for one (pull). */
+static void copy_step(struct pg_copy *op)
 {
 	struct pg *pg = op->pg;
 	struct osd *osd = op->osd;
-	const char *oid = pg->rec->t[op->ti].objs[op->oi].oid;
-	struct osd_pg_push p = {
-		.kind = PGP_PULL,
-		.pool = pg->pool,
-		.pg = pg->pgid,
-		.epoch = osd->map->epoch,
-		.same_interval_since = pg->info.same_interval_since,
-		.oid = oid,
-		.oid_len = (uint32_t)strlen(oid),
-		.off = op->off,
-		.size = op->off,
-	};
-	struct msg_conn *c = osd_peer_conn(osd, pg->rec->src);
+	struct msg_conn *c = osd_peer_conn(osd, op->peer);
 	struct msg *m;
-	struct enc e;
+	int r = 0;
 
 	if (!c) {
-		op_failed(op, "pulling", -ENOTCONN);
+		copy_end(op, -ENOTCONN);
 		return;
 	}
-	enc_init(&e);
-	osd_pg_push_encode(&p, &e);
-	m = msg_new(MT_PG_PUSH, &e);
-	enc_free(&e);
-	if (!m || msg_call(c, m, RECOVERY_TIMEOUT_MS, pull_reply, op) < 0)
-		op_failed(op, "pulling", -ENOMEM);
+	if (op->pull) {
+		struct osd_pg_push p = {
+			.kind = PGP_PULL,
+			.pool = pg->pool,
+			.pg = pg->pgid,
+			.epoch = osd->map->epoch,
+			.same_interval_since = pg->info.same_interval_since,
+			.oid = op->oid,
+			.oid_len = (uint32_t)strlen(op->oid),
+			.off = op->off,
+			.size = op->off,
+		};
+		struct enc e;
+
+		enc_init(&e);
+		osd_pg_push_encode(&p, &e);
+		m = msg_new(MT_PG_PUSH, &e);
+		enc_free(&e);
+		r = m ? 0 : -ENOMEM;
+	} else {
+		uint32_t flags = 0;
+
+		m = chunk_msg(pg, PGP_PUSH, op->oid, op->off, &flags, &r);
+		op->last = (flags & PGP_LAST) != 0;
+		op->off += RECOVERY_CHUNK;
+	}
+	if (!m) {
+		copy_end(op, r);
+		return;
+	}
+	if (msg_call(c, m, RECOVERY_TIMEOUT_MS, copy_reply, op) < 0)
+		copy_end(op, -ENOTCONN);
+}
+
+int pg_copy_start(struct pg *pg, int32_t peer, bool pull, const char *oid,
+		  void (*done)(void *arg, int r), void *arg)
+{
+	struct pg_copy *op = calloc(1, sizeof(*op));
+
+	if (!op || !(op->oid = strdup(oid))) {
+		free(op);
+		return -ENOMEM;
+	}
+	op->osd = pg->osd;
+	op->pg = pg;
+	op->gen = pg->peer_gen;
+	op->peer = peer;
+	op->pull = pull;
+	op->done = done;
+	op->arg = arg;
+	pg->osd->rec_active++;
+	copy_step(op);
+	return 0;
+}
+
+/* ---- log recovery: one object of a target ------------------------------------ */
+
+struct rec_obj_ctx {
+	struct pg *pg;
+	uint64_t gen;
+	uint32_t ti;
+	uint32_t oi;
+};
+
+static void rec_obj_done(void *arg, int r)
+{
+	struct rec_obj_ctx *cx = arg;
+	struct pg_recovery *rec = live(cx->pg, cx->gen);
+
+	if (rec) {
+		struct rec_target *t = &rec->t[cx->ti];
+
+		t->objs[cx->oi].state = r ? OBJ_TODO : OBJ_DONE;
+		if (!r)
+			t->done++;
+		if (r) {
+			rec->backoff_ms = osd_now_ms() + RECOVERY_RETRY_MS;
+			osd_recovery_retry_later(cx->pg->osd);
+		}
+	}
+	free(cx);
 }
 
 /* ---- the primary: finishing a target ---------------------------------------- */
 
 static void recovery_done(struct pg *pg)
 {
-	uint32_t state = PG_ST_ACTIVE;
-
 	log_info("recovery", "pg %u.%x: recovered", pg->pool, pg->pgid);
 	pg_recovery_free(pg);
-	if (pg->info.nacting >= pg->size)
-		state |= PG_ST_CLEAN;
-	else
-		state |= PG_ST_UNDERSIZED | PG_ST_DEGRADED;
-	pg_set_state(pg, state);
+	pg_update_active_state(pg);
 	pg_kick_ops(pg);
+	if (pg->bf)
+		rec_kick(pg->osd);	/* backfill's turn */
 }
 
 struct log_ctx {
@@ -727,8 +798,8 @@ static void send_apply(struct pg *pg, uint32_t ti)
 
 /* Appends entries to pg's log in txn (the receiver's side of APPLY and the
  * primary's own after a pull). */
-static int entries_to_txn(struct pg *pg, const struct pglog_entry *v, uint32_t n,
-			  struct store_txn *txn)
+int pg_entries_to_txn(struct pg *pg, const struct pglog_entry *v, uint32_t n,
+		      struct store_txn *txn)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		int r;
@@ -776,7 +847,7 @@ static void finish_target(struct pg *pg, uint32_t ti)
 	}
 	struct store_txn *txn = store_txn_new();
 	struct log_ctx *lc = malloc(sizeof(*lc));
-	int r = txn && lc ? entries_to_txn(pg, t->entries, t->nentries, txn) : -ENOMEM;
+	int r = txn && lc ? pg_entries_to_txn(pg, t->entries, t->nentries, txn) : -ENOMEM;
 
 	if (r) {
 		store_txn_free(txn);
@@ -807,52 +878,75 @@ static bool start_one(struct pg *pg)
 		for (uint32_t oi = 0; oi < t->nobjs; oi++) {
 			if (t->objs[oi].state != OBJ_TODO)
 				continue;
-			struct rec_op *op = calloc(1, sizeof(*op));
+			struct rec_obj_ctx *cx = malloc(sizeof(*cx));
 
-			if (!op)
+			if (!cx)
 				return false;
-			op->osd = pg->osd;
-			op->pg = pg;
-			op->gen = rec->gen;
-			op->ti = ti;
-			op->oi = oi;
+			cx->pg = pg;
+			cx->gen = rec->gen;
+			cx->ti = ti;
+			cx->oi = oi;
 			t->objs[oi].state = OBJ_BUSY;
-			pg->osd->rec_active++;
-			if (rec->pull)
-				pull_chunk(op);
-			else
-				push_chunk(op);
+			if (pg_copy_start(pg, rec->pull ? rec->src : t->osd, rec->pull,
+					  t->objs[oi].oid, rec_obj_done, cx)) {
+				t->objs[oi].state = OBJ_TODO;
+				free(cx);
+				return false;
+			}
 			return true;
 		}
 	}
 	return false;
 }
 
-static void rec_kick(struct osd *osd)
+/* Log recovery first; backfill (backfill.c) once no member is behind. */
+static void kick_pg(struct pg *pg)
 {
-	if (atomic_load(&osd->closing) || osd->rec_kicking)
+	struct osd *osd = pg->osd;
+
+	if (!pg->rec) {
+		if (pg->bf)
+			pg_backfill_kick(pg);
 		return;
-	osd->rec_kicking = true;
-	for (uint32_t b = 0; b < osd->pg_buckets; b++) {
-		for (struct pg *pg = osd->pgs[b]; pg; pg = pg->hnext) {
-			if (!pg->rec || !live(pg, pg->rec->gen))
-				continue;
-			while (osd->rec_active < osd->rec_max && pg->rec && start_one(pg))
-				;
-			struct pg_recovery *rec = pg->rec;
-			uint64_t gen = rec ? rec->gen : 0;
+	}
+	if (!live(pg, pg->rec->gen))
+		return;
+	while (osd->rec_active < osd->rec_max && pg->rec && start_one(pg))
+		;
+	struct pg_recovery *rec = pg->rec;
+	uint64_t gen = rec ? rec->gen : 0;
 
-			for (uint32_t ti = 0; rec && ti < rec->ntargets; ti++) {
-				struct rec_target *t = &rec->t[ti];
+	for (uint32_t ti = 0; rec && ti < rec->ntargets; ti++) {
+		struct rec_target *t = &rec->t[ti];
 
-				if (t->done == t->nobjs && !t->log_busy && !t->complete) {
-					finish_target(pg, ti);
-					rec = live(pg, gen);
-				}
-			}
+		if (t->done == t->nobjs && !t->log_busy && !t->complete) {
+			finish_target(pg, ti);
+			rec = live(pg, gen);
 		}
 	}
+}
+
+static void rec_kick(struct osd *osd)
+{
+	if (atomic_load(&osd->closing))
+		return;
+	if (osd->rec_kicking) {
+		osd->rec_again = true;	/* a slot freed while we were at it */
+		return;
+	}
+	osd->rec_kicking = true;
+	do {
+		osd->rec_again = false;
+		for (uint32_t b = 0; b < osd->pg_buckets; b++)
+			for (struct pg *pg = osd->pgs[b]; pg; pg = pg->hnext)
+				kick_pg(pg);
+	} while (osd->rec_again);
 	osd->rec_kicking = false;
+}
+
+void osd_recovery_kick(struct osd *osd)
+{
+	rec_kick(osd);
 }
 
 static void retry_timer(void *arg)
@@ -956,6 +1050,16 @@ static void get_reply(void *arg, struct msg *reply, int err)
 	}
 	osd_pg_log_clear(&l);
 	msg_free(reply);
+	if (r == -ERANGE) {
+		/* our log diverges from the authoritative one: this OSD is
+		 * not complete, peering leaves it out and it is backfilled */
+		log_info("recovery", "pg %u.%x: this OSD's log diverges from osd.%d's; it "
+			 "will be backfilled", pg->pool, pg->pgid, rec->src);
+		pg_recovery_free(pg);
+		pg->no_pull = true;
+		pg_peering_evaluate(pg);
+		return;
+	}
 	if (r) {
 		log_warn("recovery", "pg %u.%x: cannot get the log of osd.%d: %s; it stays "
 			 "incomplete", pg->pool, pg->pgid, rec->src, strerror(-r));
@@ -1196,13 +1300,23 @@ void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		log_get(osd, pg, c, m, &l, r);
 		goto out;
 	}
-	/* APPLY: every object is in; the log follows */
-	if (!r && pg_version_cmp(pg->info.last_update, l.from) != 0)
-		r = -ERANGE;
-	if (!r && !(txn = store_txn_new()))
-		r = -ENOMEM;
-	if (!r)
-		r = entries_to_txn(pg, l.entries, l.nentries, txn);
+	if (l.kind == PGL_BACKFILL_DONE) {
+		/* a backfill target: every object is in, the log is the primary's */
+		if (!r && pg->is_primary)
+			r = -EINVAL;
+		if (!r && !(txn = store_txn_new()))
+			r = -ENOMEM;
+		if (!r)
+			r = pg_backfill_take_log(pg, &l, txn);
+	} else {
+		/* APPLY: every object is in; the log follows */
+		if (!r && pg_version_cmp(pg->info.last_update, l.from) != 0)
+			r = -ERANGE;
+		if (!r && !(txn = store_txn_new()))
+			r = -ENOMEM;
+		if (!r)
+			r = pg_entries_to_txn(pg, l.entries, l.nentries, txn);
+	}
 	if (!r) {
 		if (l.last_epoch_started > pg->info.last_epoch_started) {
 			pg->info.last_epoch_started = l.last_epoch_started;

@@ -80,6 +80,9 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 	size_t data_len = 0;
 	uint32_t nwrites = 0;
 
+	/* a backfill target that already has the object gets it again once
+	 * the write is done (backfill.c) */
+	pg_backfill_note_write(pg, op->oid);
 	for (uint32_t i = 0; i < op->nmuts; i++) {
 		if (op->muts[i].kind == MUT_WRITE) {
 			nwrites++;
@@ -113,13 +116,13 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 		if (nwrites == 1) {
 			atomic_fetch_add(&op->refs, 1);
 			msg_set_data_ref(m, (void *)data, data_len, data_ref_put, op);
-		} else if (nwrites > 1) {
-			uint8_t *buf = malloc(data_len), *p = buf;
-
 			/* the client's data as it came: its crc is known */
 			if (data == op->m->data && data_len == op->m->data_len &&
 			    op->m->data_crc_known)
 				msg_set_data_crc(m, op->m->data_crc);
+		} else if (nwrites > 1) {
+			uint8_t *buf = malloc(data_len), *p = buf;
+
 			if (!buf) {
 				msg_free(m);
 				continue;

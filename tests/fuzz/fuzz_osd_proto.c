@@ -1,7 +1,7 @@
 /*
  * fuzz_osd_proto.c - libFuzzer target for the decoders of the messages
  * OSDs send each other (osd/osd_proto.c): REP_OP, PG_QUERY, PG_NOTIFY
- * (which carries a pg_info) and OSD_PING.
+ * (which carries a pg_info), OSD_PING and PG_SCAN.
  *
  * The first input byte picks the decoder, the rest is the front.  For
  * REP_OP the second byte says how many bytes from the end form the data
@@ -145,6 +145,32 @@ static void check_ping(struct dec *d)
 	enc_free(&e);
 }
 
+static void check_scan(struct dec *d)
+{
+	struct osd_pg_scan s, s2;
+	struct enc e;
+	struct dec d2;
+	size_t l1, l2;
+	void *b1, *b2;
+
+	if (osd_pg_scan_decode(d, &s) < 0)
+		return;
+	enc_init(&e);
+	osd_pg_scan_encode(&s, &e);
+	b1 = take(&e, &l1);
+	dec_init(&d2, b1, l1);
+	if (osd_pg_scan_decode(&d2, &s2) < 0)
+		abort();
+	osd_pg_scan_encode(&s2, &e);
+	b2 = take(&e, &l2);
+	same(b1, l1, b2, l2);
+	osd_pg_scan_clear(&s2);
+	osd_pg_scan_clear(&s);
+	free(b1);
+	free(b2);
+	enc_free(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dec d;
@@ -152,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	dec_init(&d, data + 1, size - 1);
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		check_rep_op(data + 1, size - 1);
 		break;
@@ -164,6 +190,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 3:
 		check_ping(&d);
+		break;
+	case 4:
+		check_scan(&d);
 		break;
 	}
 	return 0;

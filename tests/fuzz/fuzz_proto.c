@@ -124,9 +124,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct osd_failure f;
 		struct mon_subscribe sub;
 
+		struct osd_pg_temp_req pgt;
+
 		(void)osd_failure_decode(&d, &f);
 		dec_init(&d, data + 1, size - 1);
 		(void)mon_subscribe_decode(&d, &sub);
+		dec_init(&d, data + 1, size - 1);
+		(void)osd_pg_temp_req_decode(&d, &pgt);
 		break;
 	}
 	}

@@ -79,6 +79,18 @@ static int osd_proto(const char *dir)
 	struct osd_pg_notify n = { .rc = 0, .epoch = 5 };
 	struct osd_pg_notify none = { .rc = -2, .epoch = 5 };
 	struct osd_ping ping = { .from = 2, .epoch = 5, .stamp_ms = 123456789 };
+	struct osd_pg_query rm = { .kind = PGQ_REMOVE, .pool = 1, .pg = 3, .epoch = 7,
+				   .same_interval_since = 6 };
+	struct osd_pg_scan scan = { .kind = PGS_SCAN, .pool = 1, .pg = 3, .epoch = 7,
+				    .same_interval_since = 6, .after = "obj1", .after_len = 4,
+				    .max = 256 };
+	struct osd_scan_obj objs[2] = {
+		{ .oid = "obj2", .oid_len = 4, .version = { 5, 17 } },
+		{ .oid = "obj3", .oid_len = 4, .version = { 6, 20 } },
+	};
+	struct osd_pg_scan scanr = { .kind = PGS_SCAN_REPLY, .end = 1, .pool = 1, .pg = 3,
+				     .epoch = 7, .same_interval_since = 6, .nobjs = 2,
+				     .objs = objs };
 	struct pg_interval past[2];
 	struct enc e;
 	int r = 0;
@@ -113,6 +125,15 @@ static int osd_proto(const char *dir)
 	r |= put(dir, "pg-notify-enoent", 2, &e);
 	osd_ping_encode(&ping, &e);
 	r |= put(dir, "ping", 3, &e);
+	osd_pg_query_encode(&rm, &e);
+	r |= put(dir, "pg-remove", 1, &e);
+	rm.kind = PGQ_STRAY;
+	osd_pg_query_encode(&rm, &e);
+	r |= put(dir, "pg-stray", 1, &e);
+	osd_pg_scan_encode(&scan, &e);
+	r |= put(dir, "pg-scan", 4, &e);
+	osd_pg_scan_encode(&scanr, &e);
+	r |= put(dir, "pg-scan-reply", 4, &e);
 	enc_free(&e);
 	return r;
 }

@@ -47,6 +47,8 @@ int main(int argc, char **argv)
 	struct osd_beacon b = { .id = 0, .npg = 1, .pgs = &pgs };
 	struct osd_boot_req boot = { .id = 0, .weight = OSD_WEIGHT_ONE };
 	struct mon_command_reply cr = { .rc = 0, .status = "ok", .out = "{}", .out_len = 2 };
+	struct osd_pg_temp_req pgt = { .from = 2, .epoch = 9, .pool = 1, .pg = 3, .n = 2,
+				       .osds = { 2, 0 } };
 	struct enc e;
 	const void *data;
 	size_t dlen;
@@ -93,6 +95,8 @@ int main(int argc, char **argv)
 	}
 	osd_beacon_encode(&b, &e);
 	r |= put(argv[1], "beacon", 5, &e);
+	osd_pg_temp_req_encode(&pgt, &e);
+	r |= put(argv[1], "pg-temp", 9, &e);
 	strcpy(boot.addr, "127.0.0.2:6800");
 	strcpy(boot.host, "h0");
 	osd_boot_req_encode(&boot, &e);

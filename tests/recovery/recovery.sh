@@ -1,6 +1,8 @@
 #!/bin/bash
-# recovery.sh - log recovery (doc/recovery.md): 3 OSDs, pool size 3
-# min_size 2.  Objects are written; osd.1 is stopped; objects are
+# recovery.sh - log recovery and backfill (doc/recovery.md): 3 OSDs, pool
+# size 3 min_size 2.  RECOVERY_MODE=backfill keeps 2 PG log entries
+# (osd_pg_log_max), so that most PGs take more writes than their log holds
+# while osd.1 is down and it comes back by backfill.  Objects are written; osd.1 is stopped; objects are
 # overwritten, appended to, deleted, re-created and created while the PGs
 # are active+degraded; osd.1 is started again: the cluster must reach
 # HEALTH_OK (every PG active+clean) within a bound, every object must read
@@ -16,7 +18,10 @@ storetool_bin=${2:?}
 [ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
 rc() { "$client_bin" "$ATOLL_CONF" default "$@"; }
 
-cluster_up --osds 3 --no-mds --no-nbd
+mode=${RECOVERY_MODE:-log}
+extra=()
+[ "$mode" = backfill ] && extra=(--set osd_pg_log_max=2)
+cluster_up --osds 3 --no-mds --no-nbd "${extra[@]}"
 wait_health HEALTH_OK
 ok "3 OSDs are up, pool default size 3 min_size 2"
 
@@ -48,8 +53,15 @@ done
 atoll --format json pg ls default |
 	pyjson "all(p['state'] == 'active+clean' and 1 in p['acting'] for p in j)"
 ok "osd.1 back: HEALTH_OK, every PG active+clean, in $(( $(date +%s) - start )) s"
-grep -q "recovered\|up to date" "$cdir"/log/osd.*.log ||
-	fail "no OSD log says it recovered anything"
+if [ "$mode" = backfill ]; then
+	grep -q "osd.1 is backfilled" "$cdir"/log/osd.*.log ||
+		fail "no OSD log says it backfilled osd.1"
+	ok "osd.1 came back by backfill ($(grep -c "osd.1 is backfilled" \
+		"$cdir"/log/osd.*.log | awk -F: '{s += $2} END {print s}') PGs)"
+else
+	grep -q "recovered\|up to date" "$cdir"/log/osd.*.log ||
+		fail "no OSD log says it recovered anything"
+fi
 
 rc verify >"$tmp/want" || fail "reading back after recovery"
 [ "$(wc -l <"$tmp/want")" = 69 ] || fail "verify listed $(wc -l <"$tmp/want") objects, not 69"

@@ -1,0 +1,109 @@
+#!/bin/bash
+# rebalance.sh - data moves when the cluster changes (doc/recovery.md,
+# "Backfill"): four OSDs on four hosts, pool size 3.  osd.3 is marked out
+# while objects are written, overwritten and deleted: its PGs move to the
+# others by backfill behind temporary acting sets, HEALTH_OK; a fifth OSD
+# on a fifth host joins: the PGs placement gives it move there, HEALTH_OK.
+# After each step every object must read back right, and at the end the
+# stopped OSDs' stores, inspected offline, must hold every object on
+# exactly the OSDs `atoll osd map` names (no copy left behind on osd.3,
+# none missing on osd.4) and no deleted one anywhere.
+set -euo pipefail
+. "$(dirname "$0")/../cluster/lib.sh"
+
+client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL RECOVERY-CLIENT STORE-TOOL}
+storetool_bin=${2:?}
+[ -x "$client_bin" ] || skip "recovery-client is missing ($client_bin)"
+[ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
+rc() { "$client_bin" "$ATOLL_CONF" default "$@"; }
+check=$(dirname "$0")/storecheck.py
+
+# placement WANT-FILE: "OID PGID UP" for every object, as `atoll osd map`
+# says now (UP: the OSDs placement gives the PG, without pg_temp)
+placement() {
+	rm -rf "$tmp/map.d"
+	mkdir -p "$tmp/map.d"
+	# eight at a time: one CLI call per object
+	awk '{print $1}' "$1" | xargs -P 8 -I{} sh -c \
+		'"$0" --format json osd map default "$1" >"$2/$1" || echo "osd map $1 failed" >&2' \
+		"$atoll_bin" {} "$tmp/map.d"
+	python3 - "$1" "$tmp/map.d" <<'PY'
+import json, os, sys
+for line in open(sys.argv[1]):
+    oid = line.split()[0]
+    j = json.load(open(os.path.join(sys.argv[2], oid)))
+    print(oid, j["pgid"], ",".join(map(str, j["up"])))
+PY
+}
+
+# wait_placed: HEALTH_OK, the objects read back right (into $tmp/want),
+# and every PG holding one active+clean with its up set acting (its
+# pg_temp dropped): the PG stats come from the primaries' beacons, and an
+# old primary's last report still names the old acting set
+wait_placed() {
+	local i
+	wait_health HEALTH_OK "${ATOLL_RECOVERY_BOUND:-90}"
+	rc verify >"$tmp/want" || fail "reading back"
+	placement "$tmp/want" >"$tmp/place"
+	for i in $(seq 300); do
+		atoll --format json pg ls default 2>"$tmp/err" >"$tmp/pgs" &&
+			python3 - "$tmp/place" "$tmp/pgs" <<'PY' && return 0
+import json, sys
+want = {}
+for line in open(sys.argv[1]):
+    oid, pgid, up = line.split()
+    want[pgid] = [int(x) for x in up.split(",")]
+pgs = {p["pgid"]: p for p in json.load(open(sys.argv[2]))}
+sys.exit(0 if all(pgs[g]["state"] == "active+clean" and pgs[g]["acting"] == up
+                  for g, up in want.items()) else 1)
+PY
+		sleep 0.2
+	done
+	cat "$tmp/pgs" >&2
+	fail "the PGs did not all become active+clean on their up sets"
+}
+
+# a short log: the moved PGs hold more writes than it, so they go by backfill
+cluster_up --osds 4 --hosts 4 --no-mds --no-nbd --set osd_pg_log_max=5
+wait_health HEALTH_OK
+ok "4 OSDs on 4 hosts, pool default size 3"
+
+rc phase1 || fail "phase 1 (60 objects)"
+ok "60 objects written"
+
+start=$(date +%s)
+atoll osd out 3 >/dev/null || fail "atoll osd out 3"
+rc phase2 || fail "phase 2 while osd.3's PGs move"
+wait_placed
+ok "osd.3 out, written to meanwhile: HEALTH_OK, PGs active+clean on their new OSDs, in $(( $(date +%s) - start )) s"
+grep -q "is backfilled" "$cdir"/log/osd.*.log || fail "no OSD log says it backfilled a PG"
+[ "$(wc -l <"$tmp/want")" = 69 ] || fail "verify listed $(wc -l <"$tmp/want") objects, not 69"
+! awk '{print $3}' "$tmp/place" | tr , '\n' | grep -qx 3 || fail "placement still names osd.3"
+ok "every object reads back right; the deleted ones are gone"
+
+start=$(date +%s)
+"$cluster_bin" osd add --dir "$cdir" --host 4 --size 1G >"$tmp/add.out" 2>&1 ||
+	{ cat "$tmp/add.out" >&2; fail "atoll-cluster osd add"; }
+for i in $(seq 150); do
+	atoll --format json osd dump 2>/dev/null |
+		pyjson "any(o['id'] == 4 and o['up'] and o['in'] for o in j['osds'])" 2>/dev/null &&
+		break
+	sleep 0.2
+done
+atoll --format json osd dump |
+	pyjson "any(o['id'] == 4 and o['up'] and o['in'] for o in j['osds'])" ||
+	fail "osd.4 is not up and in"
+cp "$tmp/want" "$tmp/want1"
+wait_placed
+awk '{print $3}' "$tmp/place" | tr , '\n' | grep -qx 4 || fail "no PG moved to osd.4"
+ok "osd.4 added on a fifth host: HEALTH_OK, PGs active+clean, some on osd.4, in $(( $(date +%s) - start )) s"
+cmp -s "$tmp/want1" "$tmp/want" || fail "verify lists other objects after osd.4 joined"
+ok "every object reads back right"
+
+# the stores offline against where placement puts each object
+awk '{print $1, $3}' "$tmp/place" >"$tmp/map"
+"$cluster_bin" down --dir "$cdir" >/dev/null || fail "atoll-cluster down"
+python3 "$check" "$storetool_bin" "$cdir" "$tmp/want" "$tmp/map" ||
+	fail "the stores do not hold what placement says"
+ok "offline: every object on exactly the 3 OSDs placement names, no stray or deleted copy"
+echo "all $n checks passed"
