@@ -47,6 +47,8 @@ enum msg_type {
 	MT_PG_LOG = 34,
 	MT_PG_PUSH = 35,
 	MT_PG_SCAN = 36,
+	MT_OSD_SCRUB = 40,	/* anyone -> primary: deep scrub (scrub_proto.h) */
+	MT_PG_SCRUB = 41,	/* primary -> member: its scrub map */
 	/* 60..79: MDS (file-system issue) */
 };
 

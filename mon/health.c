@@ -299,7 +299,7 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 {
 	const struct osdmap *map = mon->map;
 	struct { char name[160]; uint32_t n; } states[32];
-	uint32_t nstates = 0, bad = 0, total = 0;
+	uint32_t nstates = 0, bad = 0, total = 0, damaged = 0;
 	bool serious = false;
 	char sum[1024];
 	size_t off;
@@ -320,6 +320,11 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 			uint32_t k;
 
 			total++;
+			/* inconsistent is PG_DAMAGED's business, below */
+			if (!unknown && (st & PG_ST_INCONSISTENT)) {
+				damaged++;
+				st &= ~PG_ST_INCONSISTENT;
+			}
 			if (!unknown && (st & (PG_ST_ACTIVE | PG_ST_CLEAN)) ==
 			    (PG_ST_ACTIVE | PG_ST_CLEAN) &&
 			    !(st & ~(PG_ST_ACTIVE | PG_ST_CLEAN)))
@@ -344,6 +349,12 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 				states[k].n++;
 		}
 	}
+	if (damaged) {
+		snprintf(sum, sizeof(sum), "%u pg%s inconsistent: a deep scrub found copies that "
+			 "differ or cannot be read", damaged, damaged == 1 ? "" : "s");
+		add_check(h, "PG_DAMAGED", SEV_ERR, damaged, sum,
+			  "repair each with: atoll pg repair PGID (atoll pg ls shows which)");
+	}
 	if (!bad)
 		return;
 	off = (size_t)snprintf(sum, sizeof(sum), "%u of %u pgs not active+clean:", bad, total);
@@ -367,7 +378,8 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 
 		for (uint32_t pg = 0; pg < pp->pg_num; pg++) {
 			bool unknown;
-			uint32_t st = mon_pg_state(mon, &pp->pgs[pg], &unknown);
+			uint32_t st = mon_pg_state(mon, &pp->pgs[pg], &unknown) &
+				      ~PG_ST_INCONSISTENT;
 			char name[160];
 
 			if (!unknown && st == (PG_ST_ACTIVE | PG_ST_CLEAN))

@@ -507,6 +507,10 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	case MT_PG_SCAN:
 		osd_pg_scan_dispatch(osd, c, m);
 		break;
+	case MT_OSD_SCRUB:
+	case MT_PG_SCRUB:
+		osd_scrub_dispatch(osd, c, m);
+		break;
 	default:
 		log_debug("osd", "ignoring message type %u from %s", m->type, msg_conn_addr(c));
 		msg_free(m);

@@ -1148,9 +1148,10 @@ void pg_kick_ops(struct pg *pg)
 		return;
 	while (pg->waiting && (pg->state & PG_ST_ACTIVE)) {
 		struct osd_op *op = pg->waiting;
-		/* writes wait while members are recovered (doc/recovery.md) */
+		/* writes wait while members are recovered or the PG is deep
+		 * scrubbed (doc/recovery.md) */
 		bool wait = must_wait(pg, op) ||
-			    (op->is_write && (pg->state & PG_ST_RECOVERING));
+			    (op->is_write && ((pg->state & PG_ST_RECOVERING) || pg->scrub));
 
 		pg->waiting = op->next;
 		op->next = NULL;

@@ -156,6 +156,9 @@ void osd_recovery_kick(struct osd *osd);
 /* backfill.c */
 void osd_pg_scan_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 
+/* scrub.c: MT_OSD_SCRUB (deep scrub and repair) and MT_PG_SCRUB */
+void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+
 /* heartbeat.c */
 void osd_hb_start(struct osd *osd);
 void osd_hb_map_changed(struct osd *osd);

@@ -682,7 +682,7 @@ uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out)
 
 			st->pool = pg->pool;
 			st->pg = pg->pgid;
-			st->state = pg->state;
+			st->state = pg->state | (pg->scrub_errors ? PG_ST_INCONSISTENT : 0);
 			st->objects = pg->objects;
 			st->bytes = pg->bytes;
 			st->last_update_epoch = pg->info.last_update.epoch;

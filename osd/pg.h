@@ -70,6 +70,10 @@ struct pg {
 	/* backfill (primary): NULL unless up members outside the acting set
 	 * are being brought up to date (backfill.c) */
 	struct pg_backfill *bf;
+	/* deep scrub (primary, scrub.c): the one running (new writes wait),
+	 * and the errors the last one left unrepaired (stats: inconsistent) */
+	struct scrub_job *scrub;
+	uint32_t scrub_errors;
 	bool no_pull;		/* this round: our log diverges, no pull */
 };
 

@@ -18,53 +18,17 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "cli_call.h"
 #include "config.h"
 #include "encode.h"
 #include "mds_proto.h"
 #include "msg.h"
 
 #define FS_STATUS_TIMEOUT_MS 10000u
-
-struct waiter {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	int err;		/* the call's error */
-	int conn_err;		/* a failed connection attempt (refused...) */
-	struct msg *reply;
-};
-
-static void on_reply(void *arg, struct msg *reply, int err)
-{
-	struct waiter *w = arg;
-
-	pthread_mutex_lock(&w->mu);
-	w->reply = reply;
-	w->err = err;
-	w->done = true;
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
-/* A dialled connection's attempt failed: report it at once rather than
- * redialling until the timeout. */
-static void on_closed(void *arg, struct msg_conn *c, int err)
-{
-	struct waiter *w = arg;
-
-	(void)c;
-	pthread_mutex_lock(&w->mu);
-	if (!w->conn_err)
-		w->conn_err = err ? err : -ECONNRESET;
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
 
 /* The MDS's address: --mds, else mds_addr of the configuration. */
 static int find_mds(struct cli *cl, const char *opt, char *out, size_t len)
@@ -97,62 +61,24 @@ static int find_mds(struct cli *cl, const char *opt, char *out, size_t len)
 /* Sends MT_MDS_STATUS to addr and decodes the answer into st. */
 static int ask_status(const char *addr, struct mds_status *st)
 {
-	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-			    false, 0, 0, NULL };
-	struct msgr_config mc = { .size_of = sizeof(mc) };
-	struct msgr_ops ops = { .closed = on_closed };
-	struct msgr *m = NULL;
-	struct msg_conn *c = NULL;
-	struct msg *req;
+	struct cli_msgr *cm = NULL;
+	struct msg *reply = NULL;
 	struct enc e;
 	struct dec d;
 	int ret;
 
-	mc.me.type = MSG_ENTITY_CLIENT;
-	if (getrandom(&mc.me.id, sizeof(mc.me.id), 0) != sizeof(mc.me.id))
-		mc.me.id = 1;
-	ret = msgr_create(&mc, &ops, &w, &m);
-	if (!ret)
-		ret = msgr_start(m);
+	ret = cli_msgr_new(&cm);
 	if (ret)
-		goto out;
-	c = msgr_connect(m, addr);
-	if (!c) {
-		ret = -EINVAL;
-		goto out;
-	}
+		return ret;
 	enc_init(&e);
-	req = msg_new(MT_MDS_STATUS, &e);
+	ret = cli_msgr_call(cm, addr, MT_MDS_STATUS, &e, FS_STATUS_TIMEOUT_MS, &reply);
 	enc_free(&e);
-	if (!req) {
-		ret = -ENOMEM;
-		goto out;
+	if (!ret) {
+		dec_init(&d, reply->front, reply->front_len);
+		ret = mds_status_decode(&d, st);
 	}
-	ret = msg_call(c, req, FS_STATUS_TIMEOUT_MS, on_reply, &w);
-	if (ret)
-		goto out;
-	pthread_mutex_lock(&w.mu);
-	while (!w.done && !w.conn_err)
-		pthread_cond_wait(&w.cv, &w.mu);
-	if (!w.done) {
-		/* closing fails the pending call: on_reply runs once more */
-		pthread_mutex_unlock(&w.mu);
-		msg_conn_close(c);
-		pthread_mutex_lock(&w.mu);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.mu);
-		w.err = w.conn_err;
-	}
-	pthread_mutex_unlock(&w.mu);
-	ret = w.err;
-	if (ret)
-		goto out;
-	dec_init(&d, w.reply->front, w.reply->front_len);
-	ret = mds_status_decode(&d, st);
-out:
-	msg_free(w.reply);
-	msg_conn_put(c);
-	msgr_destroy(m);
+	msg_free(reply);
+	cli_msgr_free(cm);
 	return ret;
 }
 
