@@ -7,7 +7,8 @@
  * MT_OSD_SCRUB through the messenger (cli_call.h) and answers when the
  * scrub is over.  A primary that is not one any more (-ESTALE), a PG busy
  * recovering (-EBUSY) or peering (-EAGAIN) is asked again, with a fresh
- * map, for up to SCRUB_RETRIES seconds.  Exit status: 0 when every PG is
+ * map, for up to SCRUB_RETRIES seconds; the first attempt of every PG
+ * uses the one `pg ls` and `osd dump` the command starts with.  Exit status: 0 when every PG is
  * consistent (after repair, with repair), 1 otherwise.
  */
 #include "cli.h"
@@ -74,35 +75,48 @@ static const char *osd_addr(const cJSON *dump, int id)
 	return NULL;
 }
 
-/* One PG's scrub: 0 and the reply, or an -errno worth a retry or not. */
-static int scrub_one(struct cli *cl, struct cli_msgr *cm, const char *pgid, uint32_t pool,
-		     uint32_t pg, bool repair, struct osd_scrub_reply *rep)
+/* The primary pg ls names for pgid, or -1. */
+static int primary_of(const cJSON *pgs, const char *pgid)
+{
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, pgs) {
+		if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(p, "pgid")) ?: "", pgid))
+			return cJSON_GetObjectItem(p, "primary")->valueint;
+	}
+	return -1;
+}
+
+/* One PG's scrub: 0 and the reply, or an -errno worth a retry or not.
+ * The first attempt uses the caller's pgs and dump; a retry (the primary
+ * moved, or the PG was busy) asks the monitor again. */
+static int scrub_one(struct cli *cl, struct cli_msgr *cm, const cJSON *pgs0,
+		     const cJSON *dump0, const char *pgid, uint32_t pool, uint32_t pg,
+		     bool repair, struct osd_scrub_reply *rep)
 {
 	struct osd_scrub_req req = { .pool = pool, .pg = pg, .repair = repair };
 	int r = -EAGAIN, ret = 0;
 
 	for (int attempt = 0; attempt < SCRUB_RETRIES; attempt++) {
-		cJSON *pgs = NULL, *dump = NULL, *p;
+		cJSON *pgs = NULL, *dump = NULL;
 		const char *addr = NULL;
 		struct msg *reply = NULL;
 		struct enc e;
 		struct dec d;
-		int primary = -1;
+		int primary;
 
-		if (attempt)
+		if (attempt) {
 			sleep(1);
-		pgs = mon_json(cl, "pg ls", NULL, &ret);
-		dump = pgs ? mon_json(cl, "osd dump", NULL, &ret) : NULL;
-		if (!dump) {
-			cJSON_Delete(pgs);
-			return -EIO;	/* said why */
+			pgs = mon_json(cl, "pg ls", NULL, &ret);
+			dump = pgs ? mon_json(cl, "osd dump", NULL, &ret) : NULL;
+			if (!dump) {
+				cJSON_Delete(pgs);
+				return -EIO;	/* said why */
+			}
 		}
-		cJSON_ArrayForEach(p, pgs) {
-			if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(p, "pgid")) ?: "", pgid))
-				primary = cJSON_GetObjectItem(p, "primary")->valueint;
-		}
+		primary = primary_of(pgs ? pgs : pgs0, pgid);
 		if (primary >= 0)
-			addr = osd_addr(dump, primary);
+			addr = osd_addr(dump ? dump : dump0, primary);
 		if (addr) {
 			enc_init(&e);
 			osd_scrub_req_encode(&req, &e);
@@ -133,7 +147,7 @@ static int run_scrub(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	bool repair = strcmp(c->words, "pg repair") == 0;
 	bool one = argc == 1 && strchr(argv[0], '.') != NULL;
 	struct cli_msgr *cm = NULL;
-	cJSON *pgs, *p, *out = NULL;
+	cJSON *pgs, *dump, *p, *out = NULL;
 	int ret = 0, bad = 0, scrubbed = 0;
 
 	if (argc != 1)
@@ -142,12 +156,16 @@ static int run_scrub(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	if (ret)
 		return ret;
 	pgs = mon_json(cl, "pg ls", one ? NULL : argv[0], &ret);
-	if (!pgs)
+	dump = pgs ? mon_json(cl, "osd dump", NULL, &ret) : NULL;
+	if (!dump) {
+		cJSON_Delete(pgs);
 		return ret;
+	}
 	ret = cli_msgr_new(&cm);
 	if (ret) {
 		cli_err("cannot start a messenger: %s", strerror(-ret));
 		cJSON_Delete(pgs);
+		cJSON_Delete(dump);
 		return CLI_EXIT_ERROR;
 	}
 	if (cl->json)
@@ -162,7 +180,7 @@ static int run_scrub(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 			continue;
 		scrubbed++;
 		memset(&rep, 0, sizeof(rep));
-		r = scrub_one(cl, cm, pgid, (uint32_t)cJSON_GetObjectItem(p, "pool")->valueint,
+		r = scrub_one(cl, cm, pgs, dump, pgid, (uint32_t)cJSON_GetObjectItem(p, "pool")->valueint,
 			      (uint32_t)cJSON_GetObjectItem(p, "pg")->valueint, repair, &rep);
 		if (r == -EIO) {
 			ret = CLI_EXIT_ERROR;
@@ -215,6 +233,7 @@ static int run_scrub(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	}
 	cli_msgr_free(cm);
 	cJSON_Delete(pgs);
+	cJSON_Delete(dump);
 	if (ret)
 		return ret;
 	if (one && !scrubbed) {
