@@ -337,6 +337,39 @@ static void loop_events(struct msgr *m, int timeout)
 	}
 }
 
+/* Every keepalive_ms: each open connection gets a keepalive, or fails
+ * when it has been silent too long (msg_conn__keepalive). */
+static void keepalive_tick(struct msgr *m, struct mtimer *t)
+{
+	uint64_t now = msg_now_ns();
+	struct msg_conn **v = NULL;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&m->lock);
+	for (struct msg_conn *c = m->all; c; c = c->all_next) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct msg_conn **nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv)
+				break;
+			v = nv;
+			cap = nc;
+		}
+		msg_conn__hold(c);
+		v[n++] = c;
+	}
+	pthread_mutex_unlock(&m->lock);
+	for (size_t i = 0; i < n; i++) {
+		msg_conn__keepalive(v[i], now);
+		msg_conn__drop(v[i]);
+	}
+	free(v);
+	if (!m->shutting_down &&
+	    msgr__arm(m, t, now + (uint64_t)m->cfg.keepalive_ms * 1000000u) < 0)
+		log_error("msgr", "cannot arm the keepalive timer: out of memory");
+}
+
 /* Closes every connection (calls fail with -ESHUTDOWN) and drops what
  * waits on the kick list.  On the loop thread as it ends, or on the
  * destroying thread when the loop never ran. */
@@ -367,6 +400,8 @@ static void *loop_main(void *arg)
 	struct msgr *m = arg;
 
 	tls_loop = m;
+	if (msgr__arm(m, &m->ka_timer, msg_now_ns() + (uint64_t)m->cfg.keepalive_ms * 1000000u) < 0)
+		log_error("msgr", "cannot arm the keepalive timer: out of memory");
 	while (!atomic_load(&m->stop)) {
 		loop_kicks(m);
 		loop_timers(m);
@@ -411,6 +446,14 @@ int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
 		m->cfg.reconnect_max_ms = 5000;
 	if (m->cfg.reconnect_max_ms < m->cfg.reconnect_min_ms)
 		m->cfg.reconnect_max_ms = m->cfg.reconnect_min_ms;
+	if (!m->cfg.keepalive_ms)
+		m->cfg.keepalive_ms = 1000;
+	if (!m->cfg.keepalive_timeout_ms)
+		m->cfg.keepalive_timeout_ms = 10000;
+	if (m->cfg.keepalive_timeout_ms < 2 * m->cfg.keepalive_ms)
+		m->cfg.keepalive_timeout_ms = 2 * m->cfg.keepalive_ms;
+	tnode_init(&m->ka_timer.n);
+	m->ka_timer.fire = keepalive_tick;
 	if (ops)
 		m->ops = *ops;
 	m->arg = arg;
@@ -719,8 +762,6 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	uint32_t crc;
 	bool wake;
 
-	if (m->type >= MSG_T_HELLO && m->type <= MSG_T_RESERVED_MAX)
-		return -EINVAL;
 	if ((uint64_t)m->front_len + m->data_len > c->frame_max)
 		return -EMSGSIZE;
 	if (atomic_load(&c->dead))
@@ -773,6 +814,10 @@ int msg_send(struct msg_conn *c, struct msg *m)
 
 	if (!m)
 		return -EINVAL;
+	if (m->type >= MSG_T_HELLO && m->type <= MSG_T_RESERVED_MAX) {
+		msg_free(m);
+		return -EINVAL;
+	}
 	r = msg_conn__submit(c, m, NULL);
 	if (r < 0)
 		msg_free(m);
@@ -793,7 +838,7 @@ int msg_call_rx(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 
 	if (!m)
 		return -EINVAL;
-	if (!fn) {
+	if (!fn || (m->type >= MSG_T_HELLO && m->type <= MSG_T_RESERVED_MAX)) {
 		msg_free(m);
 		return -EINVAL;
 	}

@@ -25,6 +25,13 @@
  * maximum or any other frame before the hello closes the connection (and
  * is logged); the messenger keeps serving every other connection.
  *
+ * Keepalive: every keepalive_ms the loop sends each open connection an
+ * empty MSG_T_KEEPALIVE frame, and a connection that received nothing for
+ * keepalive_timeout_ms (while we were reading from it) is taken as broken:
+ * a dialled one redials, an accepted one closes.  TCP alone can take
+ * minutes to notice a peer behind a partition, and then more to
+ * retransmit once the path is back; this bounds both (doc/messenger.md).
+ *
  * Flow control: the bytes of received messages that the upper layer has
  * not yet freed (msg_free) are counted per connection; while they exceed
  * inflight_max the loop stops reading from that connection, so a fast
@@ -55,6 +62,7 @@
 /* Message types 1..MSG_T_RESERVED_MAX belong to the messenger itself
  * (proto.h starts above them); msg_send() refuses them. */
 #define MSG_T_HELLO		1u
+#define MSG_T_KEEPALIVE		2u		/* empty; consumed by the messenger */
 #define MSG_T_RESERVED_MAX	9u
 
 /* Default limits (DESIGN.md, "Default limits"): one op's payload is at
@@ -152,6 +160,8 @@ struct msgr_config {
 	 * they are written (the call fails -ECONNRESET; a dialled connection
 	 * redials). */
 	uint32_t inject_reset_permille;
+	uint32_t keepalive_ms;		/* 0 = 1 s */
+	uint32_t keepalive_timeout_ms;	/* 0 = 10 s */
 };
 
 struct msgr_ops {

@@ -646,6 +646,7 @@ static bool conn_rx_hello(struct msg_conn *c, struct msg *msg)
 		return false;
 	}
 	msgr__disarm(mr, &c->hs_timer);
+	c->last_rx_ns = msg_now_ns();
 	c->state = CS_OPEN;
 	atomic_store(&c->open, true);
 	c->backoff_ms = mr->cfg.reconnect_min_ms;
@@ -1158,6 +1159,10 @@ static bool conn_rx_deliver(struct msg_conn *c)
 	rx_lease_end(c);	/* the data is in: the buffer is the caller's again */
 	if (c->state == CS_HANDSHAKE)
 		return conn_rx_hello(c, m);
+	if (m->type == MSG_T_KEEPALIVE) {
+		msg_free(m);	/* its arrival was all it had to say */
+		return true;
+	}
 	m->conn = c;
 	msg_conn__hold(c);
 	m->charged = frame_len(m);
@@ -1276,6 +1281,7 @@ static void conn_readable(struct msg_conn *c)
 			conn_eof(c);
 			return;
 		}
+		c->last_rx_ns = msg_now_ns();
 		if (direct) {
 			size_t k = (size_t)r < direct ? (size_t)r : direct;
 
@@ -1288,6 +1294,31 @@ static void conn_readable(struct msg_conn *c)
 			break;		/* drained: epoll tells us when there is more */
 	}
 	conn_parse(c);
+}
+
+/* ---- keepalive ---- */
+
+void msg_conn__keepalive(struct msg_conn *c, uint64_t now)
+{
+	struct msgr *mr = c->msgr;
+	uint64_t timeout = (uint64_t)mr->cfg.keepalive_timeout_ms * 1000000u;
+	struct msg *m;
+
+	if (c->state != CS_OPEN || atomic_load(&c->dead))
+		return;
+	/* while we do not read from it, its silence is ours */
+	if (atomic_load(&c->rx_paused))
+		c->last_rx_ns = now;
+	if (now - c->last_rx_ns > timeout) {
+		log_warn("msgr", "connection '%s': nothing received for %llu ms; taking it as "
+			 "broken%s", c->addr, (unsigned long long)(now - c->last_rx_ns) / 1000000u,
+			 c->dialled ? " and dialling again" : "");
+		conn_fail(c, -ETIMEDOUT);
+		return;
+	}
+	m = msg_new(MSG_T_KEEPALIVE, NULL);
+	if (m && msg_conn__submit(c, m, NULL) < 0)
+		msg_free(m);
 }
 
 /* ---- entry points from the loop ---- */

@@ -161,6 +161,7 @@ struct msg_conn {
 	size_t hs_len, hs_off;
 	struct msgr_call *calls;	/* registered calls, queued or sent */
 	struct mtimer hs_timer;		/* connect + handshake deadline */
+	uint64_t last_rx_ns;		/* [loop] when bytes last came in (keepalive) */
 	struct mtimer redial_timer;
 	uint32_t backoff_ms;		/* next redial delay */
 	/* receive side */
@@ -208,6 +209,7 @@ struct msgr {
 	/* [loop] */
 	struct idtab calls;		/* struct msgr_call by tid */
 	struct msg_conn *grave;		/* closed this pass; reference dropped later */
+	struct mtimer ka_timer;		/* keepalive.c-like tick (messenger.c) */
 	bool shutting_down;
 };
 
@@ -224,9 +226,13 @@ void msgr__bury(struct msg_conn *c);
  * a socket address -> "ip:port". */
 int msgr__resolve(const char *addr, struct sockaddr_storage *ss, socklen_t *len);
 void msgr__format_addr(const struct sockaddr *sa, char *buf, size_t len);
-/* Queues m (nothing locked) on c, with its frame encoded: -EINVAL for a
- * reserved type, -EMSGSIZE, -ENOTCONN.  m stays the caller's on error. */
+/* Queues m (nothing locked) on c, with its frame encoded: -EMSGSIZE,
+ * -ENOTCONN.  m stays the caller's on error.  (The public entry points
+ * refuse the messenger's own types before.) */
 int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call);
+/* The keepalive tick for one connection (loop thread): sends it a
+ * keepalive, or fails it when it has been silent too long. */
+void msg_conn__keepalive(struct msg_conn *c, uint64_t now_ns);
 
 /* msg_conn.c */
 struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled);

@@ -37,6 +37,8 @@ struct dec;
 /* osdmap_osd.state bits */
 #define OSD_ST_EXISTS		0x01u	/* the id is allocated */
 #define OSD_ST_UP		0x02u	/* running and reachable */
+#define OSD_ST_DRAIN		0x04u	/* out to be removed: atoll osd drain */
+#define OSD_ST_DESTROYED	0x08u	/* its disk is gone; the id waits for a new one */
 #define OSD_ST_NEARFULL		0x10u	/* used past nearfull_ratio */
 #define OSD_ST_BACKFILLFULL	0x20u	/* used past backfillfull_ratio */
 #define OSD_ST_FULL		0x40u	/* used past full_ratio: writes -ENOSPC */

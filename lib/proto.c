@@ -565,6 +565,29 @@ int rc_reply_decode(struct dec *d, struct rc_reply *r)
 	return end(d, &b);
 }
 
+void osd_lease_encode(const struct osd_lease *l, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u32(e, (uint32_t)l->rc);
+	enc_u64(e, l->epoch);
+	enc_u32(e, l->lease_ms);
+	enc_end(e, h);
+}
+
+int osd_lease_decode(struct dec *d, struct osd_lease *l)
+{
+	struct dec b;
+
+	memset(l, 0, sizeof(*l));
+	if (begin(d, &b))
+		return d->err;
+	l->rc = (int32_t)dec_u32(&b);
+	l->epoch = dec_u64(&b);
+	l->lease_ms = dec_u32(&b);
+	return end(d, &b);
+}
+
 /* ---- OSD_OP ------------------------------------------------------------ */
 
 bool osd_op_is_write(uint16_t code)

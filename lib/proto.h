@@ -187,9 +187,11 @@ struct slow_op {
 	char desc[128];			/* "write 'obj' from client.N" */
 };
 
-/* OSD_BEACON (one-way, every few seconds): the OSD is alive, how full it
- * is, its PGs' states, its slow ops and store errors.  The monitor takes
- * it as the OSD's heartbeat. */
+/* OSD_BEACON (a call, every osd_heartbeat_interval): the OSD is alive,
+ * how full it is, its PGs' states, its slow ops and store errors.  The
+ * monitor takes it as the OSD's heartbeat, and answers with the OSD's
+ * lease (struct osd_lease): an OSD serves client ops only while it holds
+ * one (doc/osd.md, "Leases"). */
 struct osd_beacon {
 	int32_t id;
 	uint64_t epoch;			/* the OSD's map epoch */
@@ -205,6 +207,17 @@ struct osd_beacon {
 void osd_beacon_encode(const struct osd_beacon *b, struct enc *e);
 int osd_beacon_decode(struct dec *d, struct osd_beacon *b);
 void osd_beacon_clear(struct osd_beacon *b);
+
+/* The monitor's answer to a beacon.  rc 0: the OSD may serve client ops
+ * for lease_ms, counted from when it sent the beacon; rc -ESTALE: no
+ * lease (the OSD is down in the map, or about to be marked down). */
+struct osd_lease {
+	int32_t rc;
+	uint64_t epoch;			/* the monitor's map epoch */
+	uint32_t lease_ms;
+};
+void osd_lease_encode(const struct osd_lease *l, struct enc *e);
+int osd_lease_decode(struct dec *d, struct osd_lease *l);
 
 /* OSD_FAILURE (one-way): reporter has not heard from target for
  * failed_for_ms, or (immediate) its connection was refused. */

@@ -65,7 +65,8 @@ cmd_fn cmd_status, cmd_health, cmd_df, cmd_pg_ls;
 
 /* ---- cmd_osd.c ---- */
 cmd_fn cmd_osd_tree, cmd_osd_ls, cmd_osd_dump, cmd_osd_out, cmd_osd_in,
-	cmd_osd_reweight, cmd_osd_set, cmd_osd_unset, cmd_osd_rm;
+	cmd_osd_reweight, cmd_osd_set, cmd_osd_unset, cmd_osd_rm, cmd_osd_drain,
+	cmd_osd_destroy;
 /* ---- cmd_osdmap.c: osd map POOL OBJECT ---- */
 cmd_fn cmd_osd_map;
 /* ---- cmd_blocklist.c: osd blocklist add|rm|ls ---- */

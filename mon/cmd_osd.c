@@ -89,7 +89,8 @@ int cmd_osd_tree(struct mon *mon, cJSON *a, struct cmd_out *o)
 				cJSON_AddNumberToObject(j, "id", i);
 				cJSON_AddNumberToObject(j, "weight", wt(x->weight));
 				cJSON_AddNumberToObject(j, "reweight", wt(x->reweight));
-				cJSON_AddStringToObject(j, "status", up ? "up" : "down");
+				cJSON_AddStringToObject(j, "status", (x->state & OSD_ST_DESTROYED) ?
+							"destroyed" : up ? "up" : "down");
 				cJSON_AddBoolToObject(j, "in", x->reweight > 0);
 				cJSON_AddStringToObject(j, "addr", x->addr);
 				cJSON_AddItemToArray(ho, j);
@@ -97,8 +98,10 @@ int cmd_osd_tree(struct mon *mon, cJSON *a, struct cmd_out *o)
 				char name[16];
 
 				snprintf(name, sizeof(name), "osd.%u", i);
-				fprintf(o->txt, "%-6u   %-18s %8.4f %-6s %8.4f\n", i, name,
-					wt(x->weight), up ? "up" : "down", wt(x->reweight));
+				fprintf(o->txt, "%-6u   %-18s %8.4f %-6s %8.4f%s\n", i, name,
+					wt(x->weight), (x->state & OSD_ST_DESTROYED) ? "destroyed" :
+					up ? "up" : "down", wt(x->reweight),
+					(x->state & OSD_ST_DRAIN) ? " draining" : "");
 			}
 		}
 	}
@@ -174,6 +177,10 @@ int cmd_osd_dump(struct mon *mon, cJSON *a, struct cmd_out *o)
 				cJSON_AddItemToArray(s, cJSON_CreateString("backfillfull"));
 			if (d->state & OSD_ST_FULL)
 				cJSON_AddItemToArray(s, cJSON_CreateString("full"));
+			if (d->state & OSD_ST_DRAIN)
+				cJSON_AddItemToArray(s, cJSON_CreateString("draining"));
+			if (d->state & OSD_ST_DESTROYED)
+				cJSON_AddItemToArray(s, cJSON_CreateString("destroyed"));
 			cJSON_AddItemToArray(x, j);
 		}
 		x = cJSON_AddArrayToObject(o->j, "pools");
@@ -204,8 +211,14 @@ int cmd_osd_dump(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return 0;
 }
 
-static int set_reweight(struct mon *mon, cJSON *a, struct cmd_out *o, bool in)
+enum reweight_how { RW_OUT, RW_IN, RW_DRAIN };
+
+/* out: reweight 0; in: reweight 1, no longer draining; drain: out, and
+ * health follows its PGs until none is left on it. */
+static int set_reweight(struct mon *mon, cJSON *a, struct cmd_out *o, enum reweight_how how)
 {
+	static const char *const done[] = { "out", "in", "out to drain" };
+	bool in = how == RW_IN;
 	int32_t *ids = malloc(OSDMAP_OSD_MAX * sizeof(*ids));
 	struct osdmap_inc inc;
 	uint32_t n;
@@ -223,12 +236,18 @@ static int set_reweight(struct mon *mon, cJSON *a, struct cmd_out *o, bool in)
 	osdmap_inc_init(&inc, 0);
 	for (uint32_t i = 0; i < n; i++) {
 		struct osdmap_osd x = *osd_get(mon, ids[i]);
-		uint32_t want = in ? OSD_WEIGHT_ONE : 0;
+		uint32_t want = in ? OSD_WEIGHT_ONE : 0, state = x.state;
 
 		mon->osds[ids[i]].auto_out = false;
-		if ((in && x.reweight > 0) || (!in && x.reweight == 0))
+		if (how == RW_IN)
+			state &= ~OSD_ST_DRAIN;
+		else if (how == RW_DRAIN)
+			state |= OSD_ST_DRAIN;
+		if (((in && x.reweight > 0) || (!in && x.reweight == 0)) && state == x.state)
 			continue;
-		x.reweight = want;
+		if (!in || x.reweight == 0)
+			x.reweight = want;
+		x.state = state;
 		r = osdmap_inc_set_osd(&inc, &x);
 		if (r < 0) {
 			osdmap_inc_clear(&inc);
@@ -238,13 +257,14 @@ static int set_reweight(struct mon *mon, cJSON *a, struct cmd_out *o, bool in)
 	}
 	if (!inc.nosds) {
 		osdmap_inc_clear(&inc);
-		cmd_say(o, "%s already %s", n == 1 ? "the OSD is" : "the OSDs are",
-			in ? "in" : "out");
+		cmd_say(o, "%s already %s", n == 1 ? "the OSD is" : "the OSDs are", done[how]);
 		cmd_no_change(mon, o);
 		goto out_free;
 	}
-	cmd_say(o, "marked %u OSD%s %s", inc.nosds, inc.nosds == 1 ? "" : "s",
-		in ? "in" : "out");
+	cmd_say(o, "marked %u OSD%s %s", inc.nosds, inc.nosds == 1 ? "" : "s", done[how]);
+	if (how == RW_DRAIN)
+		cmd_say(o, "its PGs move to other OSDs now; `atoll health` says when it "
+			"holds none, then stop it and run: atoll osd rm ID");
 	r = cmd_map_change(mon, &inc, o);
 out_free:
 	free(ids);
@@ -253,12 +273,17 @@ out_free:
 
 int cmd_osd_out(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
-	return set_reweight(mon, a, o, false);
+	return set_reweight(mon, a, o, RW_OUT);
+}
+
+int cmd_osd_drain(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	return set_reweight(mon, a, o, RW_DRAIN);
 }
 
 int cmd_osd_in(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
-	return set_reweight(mon, a, o, true);
+	return set_reweight(mon, a, o, RW_IN);
 }
 
 int cmd_osd_reweight(struct mon *mon, cJSON *a, struct cmd_out *o)
@@ -333,16 +358,14 @@ int cmd_osd_unset(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return set_flag(mon, a, o, false);
 }
 
-int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
+/* The one OSD a command names ("id": N, or "ids": [N]); it must exist. */
+static int arg_one_osd(struct mon *mon, cJSON *a, struct cmd_out *o, int64_t *id,
+		       const struct osdmap_osd **x)
 {
-	const struct osdmap_osd *x;
-	struct osdmap_osd rec;
-	struct osdmap_inc inc;
-	int64_t id;
 	bool present;
 	int r;
 
-	r = cmd_arg_int(a, "id", 0, OSDMAP_OSD_MAX - 1, &id, &present, o);
+	r = cmd_arg_int(a, "id", 0, OSDMAP_OSD_MAX - 1, id, &present, o);
 	if (r < 0)
 		return r;
 	if (!present) {
@@ -355,12 +378,26 @@ int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
 		r = cmd_arg_ids(a, ids, &n, o);
 		if (r < 0)
 			return r;
-		id = ids[0];
+		*id = ids[0];
 	}
-	x = osd_get(mon, (int32_t)id);
-	if (!x)
+	*x = osd_get(mon, (int32_t)*id);
+	if (!*x)
 		return cmd_fail(o, -ENOENT, "osd.%lld does not exist; list OSDs with: atoll osd ls",
-				(long long)id);
+				(long long)*id);
+	return 0;
+}
+
+int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	const struct osdmap_osd *x;
+	struct osdmap_osd rec;
+	struct osdmap_inc inc;
+	int64_t id;
+	int r;
+
+	r = arg_one_osd(mon, a, o, &id, &x);
+	if (r < 0)
+		return r;
 	if (x->state & OSD_ST_UP)
 		return cmd_fail(o, -EBUSY, "osd.%lld is still up; stop it first (SIGTERM, or "
 				"atoll-cluster osd stop %lld)", (long long)id, (long long)id);
@@ -387,3 +424,40 @@ int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return r;
 }
 
+
+/* The disk of a down OSD is gone for good: the id keeps its place (host,
+ * weights) for a new disk made with atoll-osd --mkfs --id N, and the old
+ * disk can no longer join (its uuid is forgotten). */
+int cmd_osd_destroy(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	const struct osdmap_osd *x;
+	struct osdmap_osd rec;
+	struct osdmap_inc inc;
+	int64_t id;
+	int r;
+
+	r = arg_one_osd(mon, a, o, &id, &x);
+	if (r < 0)
+		return r;
+	if (x->state & OSD_ST_UP)
+		return cmd_fail(o, -EBUSY, "osd.%lld is still up; stop it first (SIGTERM, or "
+				"atoll-cluster osd stop %lld)", (long long)id, (long long)id);
+	if (x->state & OSD_ST_DESTROYED) {
+		cmd_say(o, "osd.%lld is already destroyed", (long long)id);
+		cmd_no_change(mon, o);
+		return 0;
+	}
+	rec = *x;
+	rec.state |= OSD_ST_DESTROYED;
+	memset(rec.uuid, 0, sizeof(rec.uuid));
+	osdmap_inc_init(&inc, 0);
+	r = osdmap_inc_set_osd(&inc, &rec);
+	if (r < 0) {
+		osdmap_inc_clear(&inc);
+		return cmd_fail(o, r, "out of memory");
+	}
+	cmd_say(o, "destroyed osd.%lld: its old disk can no longer join; make the new "
+		"disk with: atoll-osd --mkfs --id %lld --data DIR, and start it",
+		(long long)id, (long long)id);
+	return cmd_map_change(mon, &inc, o);
+}

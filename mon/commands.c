@@ -229,6 +229,8 @@ static const struct {
 	{ "osd set", cmd_osd_set },
 	{ "osd unset", cmd_osd_unset },
 	{ "osd rm", cmd_osd_rm },
+	{ "osd drain", cmd_osd_drain },
+	{ "osd destroy", cmd_osd_destroy },
 	{ "osd map", cmd_osd_map },	/* cmd_osdmap.c */
 	{ "osd blocklist add", cmd_osd_blocklist_add },	/* cmd_blocklist.c */
 	{ "osd blocklist rm", cmd_osd_blocklist_rm },

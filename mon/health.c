@@ -165,6 +165,65 @@ static void check_osds(struct mon *mon, struct hctx *h)
 			  "when maintenance is over, run: atoll osd unset noout");
 }
 
+/* PGs whose last report names osd id in their acting set. */
+static uint32_t pgs_on(struct mon *mon, uint32_t id)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < mon->npgpools; i++)
+		for (uint32_t j = 0; j < mon->pgpools[i].pg_num; j++) {
+			const struct mon_pg *p = &mon->pgpools[i].pgs[j];
+
+			for (uint8_t k = 0; p->reported && k < p->st.nacting; k++)
+				n += p->st.acting[k] == (int32_t)id;
+		}
+	return n;
+}
+
+/* The OSD lifecycle: OSDs being drained, drained, or destroyed. */
+static void check_lifecycle(struct mon *mon, struct hctx *h)
+{
+	const struct osdmap *map = mon->map;
+	char sum[256];
+	cJSON *d;
+	uint32_t n;
+
+	for (uint32_t i = 0; i < map->max_osd && i < OSDMAP_OSD_MAX; i++) {
+		const struct osdmap_osd *o = &map->osds[i];
+		uint32_t pgs;
+
+		if (!exists(o))
+			continue;
+		if (o->state & OSD_ST_DESTROYED) {
+			snprintf(sum, sizeof(sum), "osd.%u was destroyed and waits for a new disk", i);
+			d = add_check(h, "OSD_DESTROYED", SEV_WARN, 1, sum,
+				      "make the new disk with: atoll-osd --mkfs --id ID --data DIR "
+				      "and start it (it is backfilled), or remove the id with: "
+				      "atoll osd rm ID");
+			n = 0;
+			add_detail(h, d, &n, "osd.%u on host '%s': its data is re-created from "
+				   "the other copies once a new disk joins", i, o->host);
+			continue;
+		}
+		if (!(o->state & OSD_ST_DRAIN) || o->reweight)
+			continue;
+		pgs = pgs_on(mon, i);
+		if (pgs) {
+			snprintf(sum, sizeof(sum), "osd.%u is draining: %u PG%s still use%s it",
+				 i, pgs, pgs == 1 ? "" : "s", pgs == 1 ? "s" : "");
+			add_check(h, "OSD_DRAINING", SEV_WARN, pgs, sum,
+				  "wait: their data is being copied to other OSDs (atoll osd in ID "
+				  "cancels)");
+		} else {
+			snprintf(sum, sizeof(sum), "osd.%u is drained: no PG uses it", i);
+			add_check(h, "OSD_DRAINED", SEV_WARN, 1, sum,
+				  (o->state & OSD_ST_UP) ?
+				  "stop it, then remove it with: atoll osd rm ID" :
+				  "remove it with: atoll osd rm ID");
+		}
+	}
+}
+
 static uint32_t osds_in(const struct osdmap *map)
 {
 	uint32_t n = 0;
@@ -446,6 +505,7 @@ cJSON *mon_health(struct mon *mon, bool detail)
 		return NULL;
 	h.checks = cJSON_CreateArray();
 	check_osds(mon, &h);
+	check_lifecycle(mon, &h);
 	check_pools(mon, &h);
 	check_pgs(mon, &h);
 	check_slow(mon, &h);

@@ -145,6 +145,19 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 				&v, err, errlen)) < 0)
 		return r;
 	o->pool_default_pg_num = (uint32_t)v;
+	/* An OSD serves client ops only under a lease, which must run out
+	 * before the grace after which a silent OSD is marked down. */
+	if ((r = config_get_duration_ms(cfg, WHO, "osd_lease", o->heartbeat_grace_ms / 2,
+					&o->lease_ms, err, errlen)) < 0)
+		return r;
+	if (o->lease_ms == 0 || o->lease_ms >= o->heartbeat_grace_ms ||
+	    o->lease_ms > UINT32_MAX) {
+		snprintf(err, errlen, "osd_lease (%llu ms) must be more than 0 and less than "
+			 "osd_heartbeat_grace (%llu ms); leave it unset for half the grace",
+			 (unsigned long long)o->lease_ms,
+			 (unsigned long long)o->heartbeat_grace_ms);
+		return -EINVAL;
+	}
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)

@@ -28,6 +28,7 @@ struct mon_store;
 /* Options the monitor reads (doc/daemons.md), durations in ms. */
 struct mon_opts {
 	uint64_t heartbeat_grace_ms;	/* osd_heartbeat_grace */
+	uint64_t lease_ms;		/* osd_lease: < the grace */
 	uint64_t down_out_interval_ms;	/* mon_osd_down_out_interval */
 	uint32_t min_down_reporters;	/* mon_osd_min_down_reporters */
 	uint64_t op_complaint_ms;	/* osd_op_complaint_time (SLOW_OPS) */
@@ -76,6 +77,12 @@ struct mon_osd_info {
 	uint32_t nslow;
 	struct slow_op *slow;		/* malloc'd */
 	bool auto_out;			/* marked out by the down-out timer */
+	/* The latest time (monotonic, this monitor's clock) until which the
+	 * OSD may hold a lease we granted: it counts its lease from when it
+	 * sent the beacon, before we received it.  No OSD is marked down on
+	 * peer reports before this has passed (doc/osd.md, "Leases"). */
+	uint64_t lease_until_ms;
+	bool fencing;			/* to be marked down once lease_until_ms passed */
 };
 
 /* One PG's last report. */

@@ -86,6 +86,7 @@ int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id)
 	o.state &= ~OSD_ST_UP;
 	o.down_at = mon->map->epoch + 1;
 	o.down_stamp_ms = mon_wall_ms();
+	mon->osds[id].fencing = false;
 	drop_reports(mon, id);
 	return osdmap_inc_set_osd(inc, &o);
 }
@@ -94,10 +95,14 @@ void mon_osd_init(struct mon *mon)
 {
 	uint64_t now = mon_now_ms();
 
-	/* a restarted monitor gives every OSD it believes up a full grace */
-	for (uint32_t i = 0; i < mon->map->max_osd && i < OSDMAP_OSD_MAX; i++)
-		if (mon->map->osds[i].state & OSD_ST_UP)
+	/* A restarted monitor gives every OSD it believes up a full grace,
+	 * and assumes its previous life granted each a lease just now. */
+	for (uint32_t i = 0; i < mon->map->max_osd && i < OSDMAP_OSD_MAX; i++) {
+		if (mon->map->osds[i].state & OSD_ST_UP) {
 			mon->osds[i].last_beacon_ms = now;
+			mon->osds[i].lease_until_ms = now + mon->opts.lease_ms;
+		}
+	}
 }
 
 void mon_osd_fini(struct mon *mon)
@@ -159,7 +164,10 @@ static int osd_new(struct mon *mon, const struct osd_new_req *q, int32_t *id)
 		o = osd_rec(mon, NULL, *id);
 		if (osd_exists(&o) && (o.state & OSD_ST_UP))
 			return -EBUSY;
-		/* a replaced disk keeps the id: new uuid, same place */
+		/* a replaced disk keeps the id (new uuid, same place), once
+		 * the old one was declared gone: atoll osd destroy N */
+		if (osd_exists(&o) && !(o.state & OSD_ST_DESTROYED))
+			return -EEXIST;
 	} else {
 		int32_t i;
 
@@ -294,6 +302,7 @@ void mon_handle_osd_boot(struct mon *mon, struct msg *m)
 		goto out_reply;
 	}
 	mon->osds[q.id].last_beacon_ms = mon_now_ms();
+	mon->osds[q.id].fencing = false;
 	log_info("mon", "osd.%d up at %s host '%s' in epoch %llu", q.id, o.addr,
 		 o.host, (unsigned long long)rep.epoch);
 out_reply:
@@ -308,6 +317,29 @@ out_reply:
 }
 
 /* ---- OSD_BEACON ----------------------------------------------------- */
+
+/* Answers a beacon with a lease while the OSD is up and not being fenced
+ * (a one-way beacon, from an older OSD or a test, gets no answer). */
+static void grant_lease(struct mon *mon, const struct msg *m, const struct osdmap_osd *o,
+			struct mon_osd_info *info)
+{
+	struct osd_lease l = { .rc = 0, .epoch = mon->map->epoch,
+			       .lease_ms = (uint32_t)mon->opts.lease_ms };
+	struct enc e;
+
+	if (!m->tid)
+		return;
+	if (!(o->state & OSD_ST_UP) || info->fencing) {
+		l.rc = -ESTALE;
+		l.lease_ms = 0;
+	} else {
+		info->lease_until_ms = info->last_beacon_ms + mon->opts.lease_ms;
+	}
+	enc_init(&e);
+	osd_lease_encode(&l, &e);
+	reply_front((struct msg *)m, MT_OSD_BEACON, &e);
+	enc_free(&e);
+}
 
 static uint32_t full_flags(const struct osdmap *map, uint64_t used, uint64_t total)
 {
@@ -349,6 +381,7 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 	}
 	info = &mon->osds[b.id];
 	info->last_beacon_ms = mon_now_ms();
+	grant_lease(mon, m, &o, info);
 	info->total = b.total;
 	info->used = b.used;
 	info->avail = b.avail;
@@ -498,9 +531,24 @@ void mon_handle_osd_failure(struct mon *mon, struct msg *m)
 	log_info("mon", "osd.%d reports osd.%d failed (%s)", f.reporter, f.target,
 		 f.immediate ? "connection refused" : "no heartbeat");
 	if (enough_reports(mon, f.target)) {
+		struct mon_osd_info *info = &mon->osds[f.target];
+		uint64_t now = mon_now_ms();
 		struct osdmap_inc inc;
 		uint64_t epoch;
 
+		/* A refused connection means no process listens there: the
+		 * OSD is dead and holds no lease.  Otherwise it may be alive
+		 * behind a partition, serving reads under its lease: it is
+		 * no longer renewed, and the OSD is marked down (a new
+		 * interval starts) only once it has run out. */
+		if (!f.immediate && now < info->lease_until_ms) {
+			if (!info->fencing)
+				log_info("mon", "osd.%d reported failed: it is marked down when "
+					 "its lease runs out, in %llu ms", f.target,
+					 (unsigned long long)(info->lease_until_ms - now));
+			info->fencing = true;
+			goto out_free;
+		}
 		osdmap_inc_init(&inc, 0);
 		if (mon_osd_mark_down(mon, &inc, f.target) == 0 &&
 		    mon_map_change(mon, &inc, &epoch) == 0)
@@ -584,6 +632,10 @@ void mon_osd_tick(struct mon *mon)
 		if ((o->state & OSD_ST_UP) && now - info->last_beacon_ms > grace) {
 			log_info("mon", "osd.%u sent no beacon for %llu ms: marking it down",
 				 i, (unsigned long long)(now - info->last_beacon_ms));
+			mon_osd_mark_down(mon, &inc, (int32_t)i);
+		} else if ((o->state & OSD_ST_UP) && info->fencing && now >= info->lease_until_ms) {
+			log_info("mon", "osd.%u reported failed, and its lease has run out: "
+				 "marking it down", i);
 			mon_osd_mark_down(mon, &inc, (int32_t)i);
 		} else if (!(o->state & OSD_ST_UP) && o->reweight > 0 &&
 			   o->down_stamp_ms && !(map->flags & OSDMAP_F_NOOUT) &&

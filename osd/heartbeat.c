@@ -10,6 +10,14 @@
  * monitor with MT_OSD_FAILURE (again every interval while it lasts; the
  * monitor decides, from several reporters, to mark it down).
  *
+ * Leases: the monitor answers every beacon with a lease, osd_lease long
+ * (half the grace by default), counted here from when the beacon was
+ * sent.  Client ops are executed only while a lease holds (ops.c); an
+ * OSD cut off from the monitor stops serving when it runs out, and the
+ * monitor marks an OSD down on peer reports only after the last lease it
+ * granted has run out — so a PG's new interval never serves while its
+ * old primary, behind a partition, still does (doc/osd.md, "Leases").
+ *
  * Loop thread only.
  */
 #include <errno.h>
@@ -223,7 +231,52 @@ static void ping_all(struct osd *osd)
 	}
 }
 
-static void send_beacon(struct osd *osd)
+bool osd_lease_valid(struct osd *osd)
+{
+	if (osd_now_ms() < osd->lease_until_ms)
+		return true;
+	if (!osd->lease_lost_logged && osd->booted) {
+		log_warn("hb", "no lease from the monitor: serving no client op until it "
+			 "renews it, or another OSD takes over");
+		osd->lease_lost_logged = true;
+	}
+	return false;
+}
+
+struct beacon_ctx {
+	struct osd *osd;
+	uint64_t sent_ms;
+};
+
+static void beacon_reply(void *arg, struct msg *reply, int err)
+{
+	struct beacon_ctx *ctx = arg;
+	struct osd *osd = ctx->osd;
+	struct osd_lease l;
+	struct dec d;
+
+	if (!err) {
+		dec_init(&d, reply->front, reply->front_len);
+		err = osd_lease_decode(&d, &l);
+		msg_free(reply);
+	}
+	if (err || l.rc < 0 || atomic_load(&osd->stopping)) {
+		log_debug("hb", "beacon: no lease (%s)", strerror(-(err ? err : l.rc)));
+	} else if (ctx->sent_ms + l.lease_ms > osd->lease_until_ms) {
+		bool had = osd_now_ms() < osd->lease_until_ms;
+
+		osd->lease_until_ms = ctx->sent_ms + l.lease_ms;
+		if (!had) {
+			if (osd->lease_lost_logged)
+				log_info("hb", "the monitor renewed our lease: serving again");
+			osd->lease_lost_logged = false;
+			osd_pgs_kick_ops(osd);
+		}
+	}
+	free(ctx);
+}
+
+void osd_hb_beacon(struct osd *osd)
 {
 	struct osd_beacon b = { .id = osd->whoami, .epoch = osd->map ? osd->map->epoch : 0 };
 	struct store_statfs sf;
@@ -244,12 +297,21 @@ static void send_beacon(struct osd *osd)
 	b.npg = osd_pgs_stats(osd, &b.pgs);
 	b.nslow = osd_slow_ops(osd, &b.slow);
 	if (osd->mon && osd->booted) {
+		struct beacon_ctx *ctx = malloc(sizeof(*ctx));
+
 		enc_init(&e);
 		osd_beacon_encode(&b, &e);
 		m = msg_new(MT_OSD_BEACON, &e);
 		enc_free(&e);
-		if (m)
-			msg_send(osd->mon, m);
+		if (ctx && m) {
+			ctx->osd = osd;
+			ctx->sent_ms = osd_now_ms();
+			if (msg_call(osd->mon, m, (uint32_t)osd->hb_grace_ms, beacon_reply, ctx) < 0)
+				free(ctx);
+		} else {
+			free(ctx);
+			msg_free(m);
+		}
 	}
 	free(b.pgs);
 	free(b.slow);
@@ -262,7 +324,7 @@ static void hb_tick(void *arg)
 	if (osd->stopping || atomic_load(&osd->closing))
 		return;
 	ping_all(osd);
-	send_beacon(osd);
+	osd_hb_beacon(osd);
 	osd->hb_timer = msgr_timer(osd->msgr, (uint32_t)osd->hb_interval_ms, hb_tick, osd);
 }
 

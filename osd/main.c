@@ -457,8 +457,14 @@ static int do_mkfs(struct config *conf)
 	msgr_destroy(msgr);
 	if (r)
 		die("the monitor's answer is malformed: %s", strerror(-r));
-	if (rep.rc < 0)
+	if (rep.rc < 0) {
+		if (rep.rc == -EEXIST)
+			die("osd.%d exists with another disk; if that disk is gone for good, "
+			    "run first: atoll osd destroy %d", opt.want_id, opt.want_id);
+		if (rep.rc == -EBUSY)
+			die("osd.%d is up; stop it before replacing its disk", opt.want_id);
 		die("the monitor refused a new OSD: %s", strerror(-rep.rc));
+	}
 	snprintf(buf, sizeof(buf), "%d", rep.id);
 	uuid_fmt(rep.fsid, fsid_s);
 	if ((r = write_small(opt.data, "fsid", fsid_s)) < 0 ||
@@ -575,6 +581,7 @@ static void boot_reply(void *arg, struct msg *reply, int err)
 	osd->up_epoch = br.epoch;
 	log_info("osd", "osd.%d is up at %s in epoch %llu", osd->whoami, osd->addr,
 		 (unsigned long long)br.epoch);
+	osd_hb_beacon(osd);	/* its answer brings the first lease */
 	osd_pgs_kick(osd);
 }
 

@@ -1146,6 +1146,10 @@ void pg_kick_ops(struct pg *pg)
 
 	if (!(pg->state & PG_ST_ACTIVE) || atomic_load(&pg->osd->closing))
 		return;
+	/* without a lease the ops wait: for its renewal, or for the map in
+	 * which another OSD serves the PG (heartbeat.c) */
+	if (pg->waiting && !osd_lease_valid(pg->osd))
+		return;
 	while (pg->waiting && (pg->state & PG_ST_ACTIVE)) {
 		struct osd_op *op = pg->waiting;
 		/* writes wait while members are recovered or the PG is deep

@@ -78,6 +78,11 @@ struct osd {
 	uint64_t up_epoch;	/* the epoch it did so in */
 	bool boot_pending;
 	uint64_t boot_sent_ms;
+	/* Client ops are served only until this time (osd_now_ms): the
+	 * lease the monitor grants in its answers to our beacons
+	 * (heartbeat.c; doc/osd.md, "Leases"). */
+	uint64_t lease_until_ms;
+	bool lease_lost_logged;
 	struct map_waiter *map_waiters;
 	struct pg **pgs;	/* hash by pg_coll() */
 	uint32_t pg_buckets;
@@ -127,6 +132,8 @@ void osd_pgs_map_changed(struct osd *osd, const struct osdmap *prev,
 void osd_pgs_free(struct osd *osd);
 /* Starts peering where we are primary and have not yet (after boot). */
 void osd_pgs_kick(struct osd *osd);
+/* Runs the ops waiting in the PGs we are primary of (a lease came back). */
+void osd_pgs_kick_ops(struct osd *osd);
 /* Fills stats for the PGs we are primary of; malloc'd array. */
 uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out);
 /* Posts fn(arg) to the loop thread (from any thread). */
@@ -161,6 +168,10 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 
 /* heartbeat.c */
 void osd_hb_start(struct osd *osd);
+/* Sends a beacon now (after boot: the first lease comes with its answer). */
+void osd_hb_beacon(struct osd *osd);
+/* Whether we hold a lease now, i.e. may serve client ops. */
+bool osd_lease_valid(struct osd *osd);
 void osd_hb_map_changed(struct osd *osd);
 void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err);

@@ -516,7 +516,10 @@ static void evaluate(struct pg *pg)
 			if (iv->acting[i] == pg->osd->whoami)
 				heard = true;
 			for (uint32_t j = 0; j < pg->nprobes && !heard; j++)
-				if (pg->probes[j].osd == iv->acting[i] && pg->probes[j].replied)
+				/* a member without the PG has a new disk
+				 * (atoll osd destroy): no witness */
+				if (pg->probes[j].osd == iv->acting[i] && pg->probes[j].replied &&
+				    pg->probes[j].has_pg)
 					heard = true;
 		}
 		if (!heard) {

@@ -631,6 +631,13 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 		pg->nup = (uint8_t)nup;
 		memcpy(pg->up, up, (size_t)nup * sizeof(int32_t));
 	}
+	/* peering waits for every OSD it asked; one that went down will not
+	 * answer: ask again without it */
+	if (pg->is_primary && !changed && (pg->state & PG_ST_PEERING)) {
+		for (uint32_t i = 0; i < pg->nprobes; i++)
+			if (!pg->probes[i].replied && !osdmap_osd_up(cur, pg->probes[i].osd))
+				pg->peered_sis = 0;
+	}
 	if (pg->is_primary && osd_is_up(osd) && pg->peered_sis != pg->info.same_interval_since)
 		pg_start_peering(pg);
 	if (!in && !pg->is_primary)
@@ -661,6 +668,14 @@ void osd_pgs_kick(struct osd *osd)
 		for (struct pg *pg = osd->pgs[i]; pg; pg = pg->hnext)
 			if (pg->is_primary && pg->peered_sis != pg->info.same_interval_since)
 				pg_start_peering(pg);
+}
+
+void osd_pgs_kick_ops(struct osd *osd)
+{
+	for (uint32_t i = 0; i < osd->pg_buckets; i++)
+		for (struct pg *pg = osd->pgs[i]; pg; pg = pg->hnext)
+			if (pg->is_primary && pg->waiting)
+				pg_kick_ops(pg);
 }
 
 uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out)

@@ -159,6 +159,22 @@ static int run_osd_rm(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	return send_cmd(cl, cmd, NULL);
 }
 
+/* osd destroy ID --yes-i-really-mean-it */
+static int run_osd_destroy(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
+{
+	cJSON *cmd;
+	int64_t id;
+
+	if (argc != 2 || strcmp(argv[1], "--yes-i-really-mean-it"))
+		return cli_usage(c, "give one OSD id and --yes-i-really-mean-it: the OSD's "
+				 "current disk can never join again");
+	if (parse_id(argv[0], &id))
+		return cli_usage(c, "'%s' is not an OSD id (a number such as 2)", argv[0]);
+	cmd = new_cmd(c->words);
+	cJSON_AddNumberToObject(cmd, "id", (double)id);
+	return send_cmd(cl, cmd, NULL);
+}
+
 /* osd reweight ID W */
 static int run_osd_reweight(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {
@@ -366,7 +382,15 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "Sets a flag; noout: OSDs that go down are not marked out (planned reboots).\n",
 	  run_osd_flag },
 	{ "osd unset", "noout", "Clears a flag.\n", run_osd_flag },
+	{ "osd drain", "ID...",
+	  "Marks OSDs out to remove them: their PGs move to other OSDs, and health\n"
+	  "says when none is left on them (then stop them and `atoll osd rm`).\n",
+	  run_osd_ids },
 	{ "osd rm", "ID", "Removes an OSD that is down and out from the map.\n", run_osd_rm },
+	{ "osd destroy", "ID --yes-i-really-mean-it",
+	  "The disk of a down OSD is gone: its id keeps its place for a new disk\n"
+	  "(atoll-osd --mkfs --id ID), which is then backfilled.\n",
+	  run_osd_destroy },
 	{ "osd map", "POOL OBJECT",
 	  "Where the current map places an object: its PG, up and acting OSDs\n"
 	  "and primary (the object need not exist).\n",

@@ -67,6 +67,10 @@ static const char usage_text[] =
 "  osd add             mkfs and start one more OSD (--host H to choose its host)\n"
 "  osd stop|start N    stop osd.N cleanly (SIGTERM) or start it again\n"
 "  osd kill N          kill osd.N with SIGKILL (a crash)\n"
+"  osd replace N       give stopped osd.N a new, empty disk keeping its id (after\n"
+"                      atoll osd destroy N) and start it: it is backfilled\n"
+"  osd rm N            forget stopped osd.N and delete its data (after it was\n"
+"                      drained: atoll osd drain N; then atoll osd rm N)\n"
 "  mon stop|start|kill  stop the monitor cleanly, start it again (same address\n"
 "                      and data), or kill it with SIGKILL\n"
 "  mds stop|start|kill  the same for atoll-mds\n"
@@ -215,7 +219,7 @@ int main(int argc, char **argv)
 	if ((strcmp(cmd, "mon") == 0 || strcmp(cmd, "mds") == 0) && optind + 2 == argc)
 		return cl_cmd_single(&o, cmd, argv[optind + 1]);
 	cl_err("unknown command '%s'%s; see: atoll-cluster --help", cmd,
-	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill N)" :
+	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill|replace|rm N)" :
 	       strcmp(cmd, "mon") == 0 ? " (mon stop|start|kill)" :
 	       strcmp(cmd, "mds") == 0 ? " (mds stop|start|kill)" : "");
 	return 2;

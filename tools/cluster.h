@@ -105,7 +105,10 @@ double cl_now(void);
 /* cluster_daemons.c: command lines of doc/daemons.md */
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
 int cl_mkfs_mon(struct cl_state *st);
-int cl_mkfs_osd(struct cl_state *st, int host, int *id);
+/* want_id >= 0: a new disk for that id (after atoll osd destroy). */
+int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id);
+/* Removes a folder and everything in it. */
+int cl_remove_tree(const char *path);
 void cl_mon_addr(const struct cl_state *st, char *buf, size_t len);
 
 /* cluster_health.c: through the client library */

@@ -52,11 +52,12 @@ int cl_mkfs_mon(struct cl_state *st)
 	return 0;
 }
 
-/* atoll-osd --mkfs --data D/osd.N --mon ADDR --size SZ --conf D/atoll.conf;
- * the monitor gives the id, which the command prints.  The data folder
- * is made under a temporary name and renamed to osd.ID. */
-int cl_mkfs_osd(struct cl_state *st, int host, int *id)
+/* atoll-osd --mkfs --data D/osd.N --mon ADDR --size SZ --conf D/atoll.conf
+ * [--id WANT]; the monitor gives the id, which the command prints.  The
+ * data folder is made under a temporary name and renamed to osd.ID. */
+int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id)
 {
+	char want[16];
 	char bin[PATH_MAX], data[PATH_MAX + 16], final[PATH_MAX + 16];
 	char conf[PATH_MAX + 16], log[PATH_MAX + 32], finallog[PATH_MAX + 32];
 	char mon[64], out[256], *end, *p;
@@ -70,12 +71,19 @@ int cl_mkfs_osd(struct cl_state *st, int host, int *id)
 	cl_path(log, sizeof(log), st, "log/osd.new.%d.log", (int)getpid());
 	cl_mon_addr(st, mon, sizeof(mon));
 	const char *argv[] = { bin, "--mkfs", "--data", data, "--mon", mon,
-			       "--size", st->size, "--conf", conf, NULL };
+			       "--size", st->size, "--conf", conf, NULL, NULL, NULL };
+
+	snprintf(want, sizeof(want), "%d", want_id);
+	if (want_id >= 0) {
+		argv[10] = "--id";
+		argv[11] = want;
+	}
 	ret = cl_run_capture(argv, log, 120, out, sizeof(out));
 	if (ret != 0) {
 		cl_err("'atoll-osd --mkfs' failed (%s %d)", ret < 0 ? "error" : "exit",
 		       ret < 0 ? -ret : ret);
 		cl_log_tail(log, 20);
+		cl_remove_tree(data);	/* what the refused mkfs made */
 		return ret < 0 ? ret : -EIO;
 	}
 	/* the id is the last number printed */

@@ -1,11 +1,13 @@
 /*
  * cluster_osd.c - `atoll-cluster status`, `osd add|stop|start|kill N`,
- * `mon stop|start|kill` and `mds stop|start|kill`.
+ * `osd replace|rm N`, `mon stop|start|kill` and `mds stop|start|kill`.
  *
  * These are for tests and demos: stop an OSD cleanly (SIGTERM: it tells
  * the monitor), kill one (SIGKILL: the monitor must notice by itself),
  * start it again on the same address, or add a new one to the running
- * cluster.  Each changes D/cluster.state so that `down` stays exact.
+ * cluster; give a stopped OSD a new, empty disk keeping its id (after
+ * `atoll osd destroy N`), or forget a stopped one (after `atoll osd rm N`).
+ * Each changes D/cluster.state so that `down` stays exact.
  */
 #include "cluster.h"
 
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cl_cmd_status(struct cl_opts *o)
 {
@@ -71,6 +74,56 @@ out:
 	return ret ? 1 : 0;
 }
 
+/* The OSD's disk died: a new, empty one under the same id, started. */
+static int replace_osd(struct cl_state *st, struct cl_daemon *d, int timeout_s)
+{
+	char path[PATH_MAX + 32], old[PATH_MAX + 32];
+	int id, ret;
+
+	if (cl_alive(d)) {
+		cl_err("%s is running; stop it first (atoll-cluster osd stop %d) and destroy "
+		       "it (atoll osd destroy %d --yes-i-really-mean-it)", d->name, d->id, d->id);
+		return -EBUSY;
+	}
+	/* the old folder is kept aside until the monitor took the new disk */
+	cl_path(path, sizeof(path), st, "%s", d->name);
+	cl_path(old, sizeof(old), st, "%s.old.%d", d->name, (int)getpid());
+	if (rename(path, old) != 0 && errno != ENOENT) {
+		cl_err("cannot rename '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	ret = cl_mkfs_osd(st, d->host, d->id, &id);
+	if (ret == 0 && id != d->id) {
+		cl_err("the monitor gave id %d, not %d", id, d->id);
+		ret = -EPROTO;
+	}
+	if (ret) {
+		rename(old, path);
+		return ret;
+	}
+	if (cl_remove_tree(old))
+		return -EIO;
+	return cl_start_daemon(st, d, timeout_s);
+}
+
+/* Forgets a stopped OSD: its data and its entry in the state. */
+static int remove_osd(struct cl_state *st, struct cl_daemon *d)
+{
+	char path[PATH_MAX + 32];
+	int i = (int)(d - st->d);
+
+	if (cl_alive(d)) {
+		cl_err("%s is running; stop it first: atoll-cluster osd stop %d", d->name, d->id);
+		return -EBUSY;
+	}
+	cl_path(path, sizeof(path), st, "%s", d->name);
+	if (cl_remove_tree(path))
+		return -EIO;
+	memmove(&st->d[i], &st->d[i + 1], (size_t)(st->n - i - 1) * sizeof(st->d[0]));
+	st->n--;
+	return 0;
+}
+
 int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg)
 {
 	struct cl_state *st = calloc(1, sizeof(*st));
@@ -123,8 +176,12 @@ int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg)
 		ret = cl_stop(d, SIGKILL, 10);
 	} else if (strcmp(verb, "start") == 0) {
 		ret = cl_start_daemon(st, d, o->timeout);
+	} else if (strcmp(verb, "replace") == 0) {
+		ret = replace_osd(st, d, o->timeout);
+	} else if (strcmp(verb, "rm") == 0) {
+		ret = remove_osd(st, d);
 	} else {
-		cl_err("unknown osd command '%s'; use add, stop, start or kill", verb);
+		cl_err("unknown osd command '%s'; use add, stop, start, kill, replace or rm", verb);
 		free(st);
 		return 2;
 	}

@@ -143,7 +143,7 @@ int cl_add_osd(struct cl_state *st, int host, int timeout_s)
 		cl_err("a local cluster holds at most %d daemons", CL_MAX_DAEMONS);
 		return -E2BIG;
 	}
-	ret = cl_mkfs_osd(st, host, &id);
+	ret = cl_mkfs_osd(st, host, -1, &id);
 	if (ret)
 		return ret;
 	if (cl_state_osd(st, id)) {
@@ -514,6 +514,13 @@ static int rm_entry(const char *path, const struct stat *sb, int type, struct FT
 	return 0;
 }
 
+int cl_remove_tree(const char *path)
+{
+	if (access(path, F_OK) == 0 && nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+		return -EIO;
+	return 0;
+}
+
 /* Removes what `up` made in the folder, then the folder if it is empty. */
 static int purge(const struct cl_state *st)
 {
@@ -522,11 +529,11 @@ static int purge(const struct cl_state *st)
 
 	for (int i = 0; i < st->n; i++) {
 		cl_path(path, sizeof(path), st, "%s", st->d[i].name);
-		if (access(path, F_OK) == 0 && nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+		if (cl_remove_tree(path))
 			ret = -EIO;
 	}
 	cl_path(path, sizeof(path), st, "log");
-	if (access(path, F_OK) == 0 && nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+	if (cl_remove_tree(path))
 		ret = -EIO;
 	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
 	unlink(path);

@@ -125,8 +125,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct mon_subscribe sub;
 
 		struct osd_pg_temp_req pgt;
+		struct osd_lease lease;
 
 		(void)osd_failure_decode(&d, &f);
+		dec_init(&d, data + 1, size - 1);
+		(void)osd_lease_decode(&d, &lease);
 		dec_init(&d, data + 1, size - 1);
 		(void)mon_subscribe_decode(&d, &sub);
 		dec_init(&d, data + 1, size - 1);

@@ -974,6 +974,41 @@ Test(messenger, silent_peer_is_closed_after_the_handshake_timeout)
 	node_stop(&s);
 }
 
+Test(messenger, keepalives_hold_an_idle_connection_and_a_silent_peer_is_dropped)
+{
+	struct msgr_config scfg = node_cfg(MSG_ENTITY_OSD, 7, FSID_A);
+	struct msgr_config ccfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
+	struct node s, cl;
+	struct msg_conn *c;
+	int fd;
+
+	scfg.keepalive_ms = ccfg.keepalive_ms = 50;
+	scfg.keepalive_timeout_ms = ccfg.keepalive_timeout_ms = 300;
+	node_start(&s, &scfg, "127.0.0.1:0");
+	node_start(&cl, &ccfg, NULL);
+	c = msgr_connect(cl.m, s.addr);
+	cr_assert_eq(echo_call(c, 1, 0), 0);
+	/* idle for several timeouts: the keepalives hold it open */
+	usleep(1200 * 1000);
+	cr_expect_eq(atomic_load(&cl.closed), 0);
+	cr_expect_eq(atomic_load(&s.closed), 0);
+	cr_expect_eq(atomic_load(&s.dispatched), 1, "a keepalive reached the upper layer");
+	cr_expect_eq(echo_call(c, 2, 0), 0);
+	cr_expect_eq(atomic_load(&cl.connected), 1);
+
+	/* a peer that completes the handshake, then says nothing (a peer
+	 * behind a partition): dropped after the timeout */
+	fd = raw_connect(s.addr);
+	raw_hello(fd, FSID_A);
+	cr_expect(raw_closed(fd, WAIT_MS));
+	close(fd);
+	cr_expect(WAIT_FOR(atomic_load(&s.closed) == 1, WAIT_MS));
+	cr_expect_eq(atomic_load(&s.last_closed_err), -ETIMEDOUT);
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(&s);
+}
+
 Test(messenger, raw_client_gets_a_reply_and_unknown_tids_are_dropped)
 {
 	struct node *s = server_a();

@@ -1,0 +1,148 @@
+# tests/multihost/lib.sh - "hosts" as network namespaces, for the tests of
+# this folder (sourced; needs root and iproute2, skips with 77 otherwise).
+#
+#   mh_init BUILD_DIR NHOSTS   namespaces host 0..NHOSTS-1, each with the
+#                              address 10.77.$net.(N+1)/24 on eth0, joined by
+#                              a bridge in a further namespace (the switch);
+#                              an EXIT trap removes everything again
+#   mh_conf [LINE...]          writes $conf ([global]: mon_host, the lines)
+#   mh_mon                     bootstraps and starts the monitor on host 0
+#   mh_osd H SIZE              makes and starts an OSD on host H (osd_host
+#                              nodeH); prints nothing, its id is in $tmp
+#   mh_cli ARGS...             the atoll CLI, run on host 0
+#   mh_wait_up N               until N OSDs are up
+#   mh_wait_health             until HEALTH_OK
+#   mh_cut H / mh_heal H       unplugs / plugs host H's cable at the switch
+#   mh_bg H CMD...             runs CMD on host H in the background; its PID
+#                              is stopped by the EXIT trap too
+#   in_ns H CMD...             runs CMD on host H
+# Daemons start through `ip netns exec` itself, not a shell function: a
+# function in the background runs in a subshell whose PID is not the
+# daemon's, and killing it would leave the daemon running.
+
+mh_init() {
+	build=$1
+	mh_n=$2
+	for p in mon/atoll-mon osd/atoll-osd tools/atoll; do
+		[ -x "$build/$p" ] || { echo "SKIP: $build/$p not built"; exit 77; }
+	done
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }
+	command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+
+	tag=a$$
+	net=$((10 + $$ % 200))		# 10.77.$net.0/24, unlikely to collide
+	sw=atl-$tag-sw
+	hosts=()
+	for ((i = 0; i < mh_n; i++)); do hosts+=("atl-$tag-$i"); done
+	tmp=$(mktemp -d /tmp/atoll-netns.XXXXXX)
+	conf=$tmp/atoll.conf
+	mon="10.77.$net.1:6789"
+	pids=()		# the monitor first, then the OSDs
+	bg_pids=()	# clients and the like
+	trap mh_cleanup EXIT
+
+	ip netns add "$sw"
+	ip -n "$sw" link add br0 type bridge
+	ip -n "$sw" link set br0 up
+	for ((i = 0; i < mh_n; i++)); do
+		local h=${hosts[$i]}
+		ip netns add "$h"
+		ip link add "v$tag$i" type veth peer name eth0 netns "$h"
+		ip link set "v$tag$i" netns "$sw"
+		ip -n "$sw" link set "v$tag$i" master br0 up
+		ip -n "$h" addr add "10.77.$net.$((i + 1))/24" dev eth0
+		ip -n "$h" link set eth0 up
+		ip -n "$h" link set lo up
+	done
+}
+
+mh_cleanup() {
+	local rc=$?
+	for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	# the OSDs first (each tells the monitor it stops), then the monitor
+	local order=("${pids[@]:1}" "${pids[@]:0:1}")
+	for p in "${order[@]:0:${#order[@]}-1}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${order[@]}" "${bg_pids[@]}"; do
+		[ "$p" = "${pids[0]:-}" ] && kill -TERM "$p" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	# nothing of ours may outlive the test (a daemon holding $tmp open)
+	local left
+	left=$(ps -eo pid,args | grep -F -- "$tmp/" | grep -v grep || true)
+	if [ -n "$left" ]; then
+		echo "FAIL: processes left behind:"; echo "$left"
+		echo "$left" | awk '{print $1}' | xargs -r kill -KILL 2>/dev/null || true
+		rc=1
+	fi
+	for n in "${hosts[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
+	if [ $rc -ne 0 ]; then
+		for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; }; done
+	fi
+	rm -rf "$tmp"
+	exit $rc
+}
+
+in_ns() { local n=$1; shift; ip netns exec "${hosts[$n]}" "$@"; }
+
+mh_conf() {
+	{
+		echo "[global]"
+		echo "mon_host = $mon"
+		for l in "$@"; do echo "$l"; done
+	} > "$conf"
+}
+
+mh_mon() {
+	in_ns 0 "$build/mon/atoll-mon" --mkfs --data "$tmp/mon" --conf "$conf" > "$tmp/fsid"
+	ip netns exec "${hosts[0]}" "$build/mon/atoll-mon" --data "$tmp/mon" --addr "$mon" \
+		--conf "$conf" > "$tmp/mon.log" 2>&1 &
+	pids+=($!)
+}
+
+mh_osd() {
+	local h=$1 size=$2 d
+	d=$tmp/osd-$h-${#pids[@]}
+	in_ns "$h" "$build/osd/atoll-osd" --mkfs --data "$d" --mon "$mon" \
+		--size "$size" --conf "$conf" > "$d.id"
+	ip netns exec "${hosts[$h]}" "$build/osd/atoll-osd" --data "$d" \
+		--addr "10.77.$net.$((h + 1))" --host "node$h" --mon "$mon" \
+		--conf "$conf" > "$d.log" 2>&1 &
+	pids+=($!)
+}
+
+mh_cli() { in_ns 0 "$build/tools/atoll" --conf "$conf" "$@"; }
+
+mh_bg() {
+	local h=$1; shift
+	ip netns exec "${hosts[$h]}" "$@" &
+	bg_pids+=($!)
+}
+
+mh_wait_up() {
+	local want=$1 up=0
+	for _ in $(seq 150); do
+		up=$(mh_cli status --format json 2>/dev/null |
+		     python3 -c 'import json,sys; print(json.load(sys.stdin)["osds"]["up"])' \
+			2>/dev/null || echo 0)
+		[ "$up" = "$want" ] && return 0
+		sleep 0.2
+	done
+	echo "FAIL: only $up of $want OSDs came up"
+	exit 1
+}
+
+mh_wait_health() {
+	local h=
+	for _ in $(seq 300); do
+		h=$(mh_cli health 2>/dev/null | head -n 1 || true)
+		[ "$h" = HEALTH_OK ] && return 0
+		sleep 0.2
+	done
+	echo "FAIL: health is '$h'"
+	mh_cli health detail || true
+	exit 1
+}
+
+mh_cut() { ip -n "$sw" link set "v$tag$1" down; }
+mh_heal() { ip -n "$sw" link set "v$tag$1" up; }
