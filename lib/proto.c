@@ -22,6 +22,7 @@
 #define PROTO_COMPAT 1
 #define BEACON_PGS_MAX (1u << 20)
 #define BEACON_SLOW_MAX 1024u
+#define BEACON_V 2	/* 2: the PGs' recovery and scrub figures */
 
 /* Opens the message's one section; returns 0 or the error. */
 static int begin(struct dec *d, struct dec *body)
@@ -356,7 +357,7 @@ char *pg_state_str(uint32_t state, char *buf, size_t len)
 
 void osd_beacon_encode(const struct osd_beacon *bc, struct enc *e)
 {
-	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+	size_t h = enc_begin(e, BEACON_V, PROTO_COMPAT);
 
 	enc_u32(e, (uint32_t)bc->id);
 	enc_u64(e, bc->epoch);
@@ -388,6 +389,27 @@ void osd_beacon_encode(const struct osd_beacon *bc, struct enc *e)
 		enc_u32(e, s->age_ms);
 		enc_str(e, s->desc);
 	}
+	/* v2: each PG's recovery and scrub figures, in the same order */
+	enc_u32(e, bc->npg);
+	for (uint32_t i = 0; i < bc->npg; i++) {
+		const struct pg_stat *s = &bc->pgs[i];
+		uint8_t nbad = s->nbad < PG_STAT_BAD_MAX ? s->nbad : PG_STAT_BAD_MAX;
+
+		enc_u64(e, s->degraded);
+		enc_u64(e, s->misplaced);
+		enc_u64(e, s->unfound);
+		enc_u64(e, s->recovered);
+		enc_u64(e, s->last_epoch_started);
+		enc_u64(e, s->last_scrub);
+		enc_u64(e, s->last_deep_scrub);
+		enc_u32(e, s->scrub_errors);
+		enc_u8(e, nbad);
+		for (uint8_t j = 0; j < nbad; j++) {
+			enc_u32(e, (uint32_t)s->bad[j].osd);
+			enc_u8(e, s->bad[j].kind);
+			enc_str(e, s->bad[j].oid);
+		}
+	}
 	enc_end(e, h);
 }
 
@@ -405,10 +427,11 @@ int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
 {
 	struct dec b;
 	uint32_t n;
+	uint8_t v;
 	int r;
 
 	memset(bc, 0, sizeof(*bc));
-	if (begin(d, &b))
+	if (dec_begin(d, PROTO_COMPAT, &b, &v))
 		return d->err;
 	bc->id = (int32_t)dec_u32(&b);
 	bc->epoch = dec_u64(&b);
@@ -453,6 +476,33 @@ int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
 		s->age_ms = dec_u32(&b);
 		get_fixed_str(&b, s->desc, sizeof(s->desc));
 		bc->nslow = i + 1;
+	}
+	if (v >= 2 && !b.err) {
+		n = dec_u32(&b);
+		if (n != bc->npg)
+			dec_fail(&b, -EBADMSG);
+		for (uint32_t i = 0; i < bc->npg && !b.err; i++) {
+			struct pg_stat *s = &bc->pgs[i];
+
+			s->degraded = dec_u64(&b);
+			s->misplaced = dec_u64(&b);
+			s->unfound = dec_u64(&b);
+			s->recovered = dec_u64(&b);
+			s->last_epoch_started = dec_u64(&b);
+			s->last_scrub = dec_u64(&b);
+			s->last_deep_scrub = dec_u64(&b);
+			s->scrub_errors = dec_u32(&b);
+			s->nbad = dec_u8(&b);
+			if (s->nbad > PG_STAT_BAD_MAX)
+				dec_fail(&b, -EBADMSG);
+			for (uint8_t j = 0; j < s->nbad && !b.err; j++) {
+				s->bad[j].osd = (int32_t)dec_u32(&b);
+				s->bad[j].kind = dec_u8(&b);
+				if (dec_str(&b, s->bad[j].oid, sizeof(s->bad[j].oid) - 1) < 0 ||
+				    s->bad[j].kind < 1 || s->bad[j].kind > 4)
+					dec_fail(&b, -EBADMSG);
+			}
+		}
 	}
 	r = end(d, &b);
 	if (r < 0)

@@ -49,6 +49,7 @@ enum msg_type {
 	MT_PG_SCAN = 36,
 	MT_OSD_SCRUB = 40,	/* anyone -> primary: deep scrub (scrub_proto.h) */
 	MT_PG_SCRUB = 41,	/* primary -> member: its scrub map */
+	MT_OSD_PG_QUERY = 42,	/* anyone -> primary: `atoll pg query` (scrub_proto.h) */
 	/* 60..79: MDS (file-system issue) */
 };
 
@@ -167,6 +168,8 @@ int osd_boot_reply_decode(struct dec *d, struct osd_boot_reply *r);
 char *pg_state_str(uint32_t state, char *buf, size_t len);
 
 /* A PG's report, in an OSD's beacon (the primary reports its PGs). */
+#define PG_STAT_BAD_MAX		2	/* inconsistent copies named per PG */
+#define PG_STAT_OID_MAX		95	/* their names, cut (pg query has them whole) */
 struct pg_stat {
 	uint32_t pool;
 	uint32_t pg;
@@ -177,6 +180,21 @@ struct pg_stat {
 	uint64_t last_update_seq;
 	uint8_t nacting;
 	int32_t acting[10];
+	/* beacon v2 (zero from a v1 sender): recovery and scrub */
+	uint64_t degraded;		/* object copies acting members lack */
+	uint64_t misplaced;		/* copies still to backfill elsewhere */
+	uint64_t unfound;		/* objects no member has a good copy of */
+	uint64_t recovered;		/* objects copied so far (grows; rate) */
+	uint64_t last_epoch_started;	/* the epoch it last went active */
+	uint64_t last_scrub;		/* wall clock seconds, 0 = never */
+	uint64_t last_deep_scrub;
+	uint32_t scrub_errors;		/* left unrepaired by the last scrub */
+	uint8_t nbad;			/* the first of them */
+	struct pg_stat_bad {
+		int32_t osd;
+		uint8_t kind;		/* enum scrub_kind (scrub_proto.h) */
+		char oid[PG_STAT_OID_MAX + 1];
+	} bad[PG_STAT_BAD_MAX];
 };
 
 /* An op slower than the OSD's complaint time. */

@@ -1,5 +1,7 @@
 /*
- * scrub_proto.c - encodings of the deep scrub messages (scrub_proto.h).
+ * scrub_proto.c - encodings of the scrub and PG query messages
+ * (scrub_proto.h).  Version 2 appends fields to version 1's: a version 1
+ * reader skips them, and a version 1 message decodes with their defaults.
  */
 #include "scrub_proto.h"
 
@@ -7,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCRUB_V		1
+#define SCRUB_V		2
 #define SCRUB_COMPAT	1
 
 const char *scrub_kind_name(uint8_t kind)
@@ -21,11 +23,16 @@ const char *scrub_kind_name(uint8_t kind)
 	return "unknown";
 }
 
+static int sc_begin_v(struct dec *d, struct dec *body, uint8_t *v)
+{
+	return dec_begin(d, SCRUB_COMPAT, body, v);
+}
+
 static int sc_begin(struct dec *d, struct dec *body)
 {
 	uint8_t v;
 
-	return dec_begin(d, SCRUB_COMPAT, body, &v);
+	return sc_begin_v(d, body, &v);
 }
 
 static int sc_end(struct dec *d, struct dec *body)
@@ -42,20 +49,23 @@ void osd_scrub_req_encode(const struct osd_scrub_req *r, struct enc *e)
 	enc_u32(e, r->pool);
 	enc_u32(e, r->pg);
 	enc_u8(e, r->repair);
+	enc_u8(e, r->deep);
 	enc_end(e, h);
 }
 
 int osd_scrub_req_decode(struct dec *d, struct osd_scrub_req *r)
 {
 	struct dec b;
+	uint8_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin(d, &b))
+	if (sc_begin_v(d, &b, &v))
 		return d->err;
 	r->pool = dec_u32(&b);
 	r->pg = dec_u32(&b);
 	r->repair = dec_u8(&b);
-	if (r->repair > 1)
+	r->deep = v >= 2 ? dec_u8(&b) : 1;
+	if (r->repair > 1 || r->deep > 1)
 		dec_fail(&b, -EBADMSG);
 	return sc_end(d, &b);
 }
@@ -134,19 +144,30 @@ void pg_scrub_req_encode(const struct pg_scrub_req *r, struct enc *e)
 	enc_u32(e, r->pool);
 	enc_u32(e, r->pg);
 	enc_u64(e, r->epoch);
+	enc_u8(e, r->flags);
+	enc_u64(e, r->last_scrub);
+	enc_u64(e, r->last_deep);
 	enc_end(e, h);
 }
 
 int pg_scrub_req_decode(struct dec *d, struct pg_scrub_req *r)
 {
 	struct dec b;
+	uint8_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin(d, &b))
+	if (sc_begin_v(d, &b, &v))
 		return d->err;
 	r->pool = dec_u32(&b);
 	r->pg = dec_u32(&b);
 	r->epoch = dec_u64(&b);
+	if (v >= 2) {
+		r->flags = dec_u8(&b);
+		r->last_scrub = dec_u64(&b);
+		r->last_deep = dec_u64(&b);
+		if (r->flags & ~(PG_SCRUB_F_SHALLOW | PG_SCRUB_F_STAMP))
+			dec_fail(&b, -EBADMSG);
+	}
 	return sc_end(d, &b);
 }
 
@@ -221,4 +242,220 @@ int pg_scrub_map_decode(struct dec *d, struct pg_scrub_map *m)
 	if (ret < 0)
 		pg_scrub_map_clear(m);
 	return ret;
+}
+
+/* ---- scrub stamps (a PG meta object's value) ------------------------------ */
+
+void scrub_stamps_encode(const struct scrub_stamps *s, struct enc *e)
+{
+	size_t h = enc_begin(e, SCRUB_V, SCRUB_COMPAT);
+
+	enc_u64(e, s->last_scrub);
+	enc_u64(e, s->last_deep);
+	enc_end(e, h);
+}
+
+int scrub_stamps_decode(struct dec *d, struct scrub_stamps *s)
+{
+	struct dec b;
+
+	memset(s, 0, sizeof(*s));
+	if (sc_begin(d, &b))
+		return d->err;
+	s->last_scrub = dec_u64(&b);
+	s->last_deep = dec_u64(&b);
+	return sc_end(d, &b);
+}
+
+/* ---- MT_OSD_PG_QUERY ------------------------------------------------------- */
+
+void pg_query_req_encode(const struct pg_query_req *r, struct enc *e)
+{
+	size_t h = enc_begin(e, SCRUB_V, SCRUB_COMPAT);
+
+	enc_u32(e, r->pool);
+	enc_u32(e, r->pg);
+	enc_end(e, h);
+}
+
+int pg_query_req_decode(struct dec *d, struct pg_query_req *r)
+{
+	struct dec b;
+
+	memset(r, 0, sizeof(*r));
+	if (sc_begin(d, &b))
+		return d->err;
+	r->pool = dec_u32(&b);
+	r->pg = dec_u32(&b);
+	return sc_end(d, &b);
+}
+
+static void enc_ver(struct enc *e, struct pgq_version v)
+{
+	enc_u64(e, v.epoch);
+	enc_u64(e, v.seq);
+}
+
+static struct pgq_version dec_ver(struct dec *d)
+{
+	struct pgq_version v;
+
+	v.epoch = dec_u64(d);
+	v.seq = dec_u64(d);
+	return v;
+}
+
+static void enc_osds(struct enc *e, uint8_t n, const int32_t *v)
+{
+	enc_u8(e, n);
+	for (uint8_t i = 0; i < n && i < OSDMAP_SIZE_MAX; i++)
+		enc_u32(e, (uint32_t)v[i]);
+}
+
+static uint8_t dec_osds(struct dec *d, int32_t *v)
+{
+	uint8_t n = dec_u8(d);
+
+	if (n > OSDMAP_SIZE_MAX) {
+		dec_fail(d, -EBADMSG);
+		return 0;
+	}
+	for (uint8_t i = 0; i < n; i++)
+		v[i] = (int32_t)dec_u32(d);
+	return d->err ? 0 : n;
+}
+
+void pg_query_reply_encode(const struct pg_query_reply *r, struct enc *e)
+{
+	size_t h = enc_begin(e, SCRUB_V, SCRUB_COMPAT);
+	uint32_t np = r->npeers < PGQ_PEERS_MAX ? r->npeers : PGQ_PEERS_MAX;
+	uint32_t nt = r->ntargets < PGQ_TARGETS_MAX ? r->ntargets : PGQ_TARGETS_MAX;
+	uint32_t nb = r->nbad < PGQ_BAD_MAX ? r->nbad : PGQ_BAD_MAX;
+
+	enc_u32(e, (uint32_t)r->rc);
+	enc_u64(e, r->epoch);
+	enc_u32(e, r->pool);
+	enc_u32(e, r->pg);
+	enc_u32(e, r->state);
+	enc_str(e, r->state_name);
+	enc_u32(e, (uint32_t)r->primary);
+	enc_osds(e, r->nup, r->up);
+	enc_osds(e, r->nacting, r->acting);
+	enc_u64(e, r->last_epoch_started);
+	enc_u64(e, r->same_interval_since);
+	enc_ver(e, r->last_update);
+	enc_ver(e, r->last_complete);
+	enc_ver(e, r->log_tail);
+	enc_u32(e, r->log_entries);
+	enc_u64(e, r->objects);
+	enc_u64(e, r->bytes);
+	enc_u32(e, np);
+	for (uint32_t i = 0; i < np; i++) {
+		const struct pgq_peer *p = &r->peers[i];
+
+		enc_u32(e, (uint32_t)p->osd);
+		enc_u8(e, p->flags);
+		enc_ver(e, p->last_update);
+		enc_ver(e, p->last_complete);
+		enc_u64(e, p->last_epoch_started);
+	}
+	enc_u32(e, nt);
+	for (uint32_t i = 0; i < nt; i++) {
+		const struct pgq_target *t = &r->targets[i];
+
+		enc_u32(e, (uint32_t)t->osd);
+		enc_u8(e, t->kind);
+		enc_u8(e, t->complete);
+		enc_u64(e, t->todo);
+		enc_u64(e, t->done);
+		enc_str(e, t->pos);
+	}
+	enc_u64(e, r->missing);
+	enc_u64(e, r->stamps.last_scrub);
+	enc_u64(e, r->stamps.last_deep);
+	enc_u8(e, r->scrubbing);
+	enc_u32(e, r->scrub_errors);
+	enc_u32(e, nb);
+	for (uint32_t i = 0; i < nb; i++) {
+		enc_str(e, r->bad[i].oid);
+		enc_u32(e, (uint32_t)r->bad[i].osd);
+		enc_u8(e, r->bad[i].kind);
+	}
+	enc_end(e, h);
+}
+
+int pg_query_reply_decode(struct dec *d, struct pg_query_reply *r)
+{
+	struct dec b;
+	uint32_t n;
+
+	memset(r, 0, sizeof(*r));
+	if (sc_begin(d, &b))
+		return d->err;
+	r->rc = (int32_t)dec_u32(&b);
+	r->epoch = dec_u64(&b);
+	r->pool = dec_u32(&b);
+	r->pg = dec_u32(&b);
+	r->state = dec_u32(&b);
+	dec_str(&b, r->state_name, sizeof(r->state_name) - 1);
+	r->primary = (int32_t)dec_u32(&b);
+	r->nup = dec_osds(&b, r->up);
+	r->nacting = dec_osds(&b, r->acting);
+	r->last_epoch_started = dec_u64(&b);
+	r->same_interval_since = dec_u64(&b);
+	r->last_update = dec_ver(&b);
+	r->last_complete = dec_ver(&b);
+	r->log_tail = dec_ver(&b);
+	r->log_entries = dec_u32(&b);
+	r->objects = dec_u64(&b);
+	r->bytes = dec_u64(&b);
+	n = dec_count(&b, PGQ_PEERS_MAX, 4 + 1 + 32 + 8);
+	for (uint32_t i = 0; i < n && !b.err; i++) {
+		struct pgq_peer *p = &r->peers[i];
+
+		p->osd = (int32_t)dec_u32(&b);
+		p->flags = dec_u8(&b);
+		p->last_update = dec_ver(&b);
+		p->last_complete = dec_ver(&b);
+		p->last_epoch_started = dec_u64(&b);
+		if (p->flags & ~(PGQ_PEER_REPLIED | PGQ_PEER_HAS_PG))
+			dec_fail(&b, -EBADMSG);
+		r->npeers = i + 1;
+	}
+	n = dec_count(&b, PGQ_TARGETS_MAX, 4 + 1 + 1 + 16 + 4);
+	for (uint32_t i = 0; i < n && !b.err; i++) {
+		struct pgq_target *t = &r->targets[i];
+
+		t->osd = (int32_t)dec_u32(&b);
+		t->kind = dec_u8(&b);
+		t->complete = dec_u8(&b);
+		t->todo = dec_u64(&b);
+		t->done = dec_u64(&b);
+		dec_str(&b, t->pos, sizeof(t->pos) - 1);
+		if (t->kind < PGQ_RECOVERY || t->kind > PGQ_BACKFILL || t->complete > 1)
+			dec_fail(&b, -EBADMSG);
+		r->ntargets = i + 1;
+	}
+	r->missing = dec_u64(&b);
+	r->stamps.last_scrub = dec_u64(&b);
+	r->stamps.last_deep = dec_u64(&b);
+	r->scrubbing = dec_u8(&b);
+	r->scrub_errors = dec_u32(&b);
+	if (r->scrubbing > 2)
+		dec_fail(&b, -EBADMSG);
+	n = dec_count(&b, PGQ_BAD_MAX, 4 + 4 + 1);
+	for (uint32_t i = 0; i < n && !b.err; i++) {
+		struct scrub_error *s = &r->bad[i];
+
+		dec_str(&b, s->oid, sizeof(s->oid) - 1);
+		s->osd = (int32_t)dec_u32(&b);
+		s->kind = dec_u8(&b);
+		if (s->kind < SCRUB_MISSING || s->kind > SCRUB_MISMATCH)
+			dec_fail(&b, -EBADMSG);
+		r->nbad = i + 1;
+	}
+	if (b.err) {
+		r->npeers = r->ntargets = r->nbad = 0;
+	}
+	return sc_end(d, &b);
 }

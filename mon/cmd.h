@@ -61,7 +61,7 @@ int cmd_map_change(struct mon *mon, struct osdmap_inc *inc, struct cmd_out *o);
 void cmd_no_change(struct mon *mon, struct cmd_out *o);
 
 /* ---- cmd_status.c ---- */
-cmd_fn cmd_status, cmd_health, cmd_df, cmd_pg_ls;
+cmd_fn cmd_status, cmd_health, cmd_df, cmd_pg_ls, cmd_pg_stat;
 
 /* ---- cmd_osd.c ---- */
 cmd_fn cmd_osd_tree, cmd_osd_ls, cmd_osd_dump, cmd_osd_out, cmd_osd_in,

@@ -1,6 +1,6 @@
 /*
  * cmd_status.c - the commands that report on the whole cluster: status,
- * health, df and pg ls.
+ * health, df, pg stat and pg ls.
  *
  * They only read: the map, the OSDs' beacons and the PG statistics
  * (pgstats.c).  A PG never reported is shown as "unknown" with the acting
@@ -14,9 +14,13 @@
 
 #include "cmd.h"
 #include "mon.h"
+#include "pgstats.h"
 #include "placement.h"
 
 /* ---- status, health ------------------------------------------------- */
+
+static void add_recovery_json(cJSON *j, const struct mon_pg_summary *ps);
+static void recovery_sentence(const struct mon_pg_summary *ps, char *buf, size_t len);
 
 struct usage {
 	uint64_t total, used, avail, objects, bytes;
@@ -47,12 +51,14 @@ static void cluster_usage(struct mon *mon, struct usage *u)
 int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
 	const struct osdmap *map = mon->map;
-	uint32_t total = 0, up = 0, in = 0, npg = 0;
-	struct { char name[160]; uint32_t n; } st[32];
-	uint32_t nst = 0;
+	uint32_t total = 0, up = 0, in = 0;
+	struct mon_pg_summary *ps = malloc(sizeof(*ps));
 	char fsid[37], b1[32], b2[32], b3[32];
 	struct usage u;
 	const char *health = mon_health_status(mon);
+
+	if (!ps)
+		return cmd_fail(o, -ENOMEM, "out of memory");
 
 	for (uint32_t i = 0; i < map->max_osd; i++) {
 		if (!(map->osds[i].state & OSD_ST_EXISTS))
@@ -61,31 +67,7 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		up += !!(map->osds[i].state & OSD_ST_UP);
 		in += map->osds[i].reweight > 0;
 	}
-	for (uint32_t i = 0; i < map->npools; i++) {
-		struct mon_pg_pool *pp = mon_pg_pool(mon, map->pools[i].id);
-
-		for (uint32_t pg = 0; pp && pg < pp->pg_num; pg++) {
-			bool unknown;
-			uint32_t s = mon_pg_state(mon, &pp->pgs[pg], &unknown);
-			char name[160];
-			uint32_t k;
-
-			npg++;
-			if (unknown)
-				snprintf(name, sizeof(name), "unknown");
-			else
-				pg_state_str(s, name, sizeof(name));
-			for (k = 0; k < nst && strcmp(st[k].name, name); k++)
-				;
-			if (k == nst && nst < 32) {
-				snprintf(st[k].name, sizeof(st[k].name), "%s", name);
-				st[k].n = 0;
-				nst++;
-			}
-			if (k < nst)
-				st[k].n++;
-		}
-	}
+	mon_pg_summarize(mon, ps);
 	cluster_usage(mon, &u);
 	mon_uuid_format(map->fsid, fsid);
 	if (o->json) {
@@ -103,31 +85,124 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		cJSON_AddNumberToObject(x, "in", in);
 		cJSON_AddNumberToObject(o->j, "pools", map->npools);
 		x = cJSON_AddObjectToObject(o->j, "pgs");
-		cJSON_AddNumberToObject(x, "total", npg);
+		cJSON_AddNumberToObject(x, "total", ps->total);
 		s = cJSON_AddObjectToObject(x, "states");
-		for (uint32_t k = 0; k < nst; k++)
-			cJSON_AddNumberToObject(s, st[k].name, st[k].n);
+		for (uint32_t k = 0; k < ps->nstates; k++)
+			cJSON_AddNumberToObject(s, ps->states[k].name, ps->states[k].n);
+		add_recovery_json(o->j, ps);
 		x = cJSON_AddObjectToObject(o->j, "usage");
 		cJSON_AddNumberToObject(x, "total", (double)u.total);
 		cJSON_AddNumberToObject(x, "used", (double)u.used);
 		cJSON_AddNumberToObject(x, "avail", (double)u.avail);
 		cJSON_AddNumberToObject(x, "objects", (double)u.objects);
+		free(ps);
 		return 0;
 	}
 	fprintf(o->txt, "cluster:\n  id:     %s\n  health: %s\n", fsid, health);
 	fprintf(o->txt, "  epoch:  %llu%s\n", (unsigned long long)map->epoch,
 		map->flags & OSDMAP_F_NOOUT ? " (flags: noout)" : "");
 	fprintf(o->txt, "osd:     %u osds: %u up, %u in\n", total, up, in);
-	fprintf(o->txt, "pools:   %u pools, %u pgs\n", map->npools, npg);
+	fprintf(o->txt, "pools:   %u pools, %u pgs\n", map->npools, ps->total);
 	fprintf(o->txt, "pgs:    ");
-	for (uint32_t k = 0; k < nst; k++)
-		fprintf(o->txt, "%s %u %s", k ? "," : "", st[k].n, st[k].name);
-	fprintf(o->txt, "%s\n", nst ? "" : " none");
+	for (uint32_t k = 0; k < ps->nstates; k++)
+		fprintf(o->txt, "%s %u %s", k ? "," : "", ps->states[k].n, ps->states[k].name);
+	fprintf(o->txt, "%s\n", ps->nstates ? "" : " none");
+	if (ps->degraded || ps->misplaced || ps->unfound || ps->recovering_pgs) {
+		char line[512];
+
+		recovery_sentence(ps, line, sizeof(line));
+		fprintf(o->txt, "recovery: %s\n", line);
+	}
+	free(ps);
 	cmd_human_bytes(u.used, b1, sizeof(b1));
 	cmd_human_bytes(u.avail, b2, sizeof(b2));
 	cmd_human_bytes(u.total, b3, sizeof(b3));
 	fprintf(o->txt, "usage:   %llu objects, %s used, %s / %s avail\n",
 		(unsigned long long)u.objects, b1, b2, b3);
+	return 0;
+}
+
+/* ---- pg stat ----------------------------------------------------------- */
+
+static void add_recovery_json(cJSON *j, const struct mon_pg_summary *ps)
+{
+	cJSON *x = cJSON_AddObjectToObject(j, "recovery");
+
+	cJSON_AddNumberToObject(x, "objects", (double)ps->objects);
+	cJSON_AddNumberToObject(x, "object_copies", (double)ps->copies);
+	cJSON_AddNumberToObject(x, "degraded", (double)ps->degraded);
+	cJSON_AddNumberToObject(x, "misplaced", (double)ps->misplaced);
+	cJSON_AddNumberToObject(x, "unfound", (double)ps->unfound);
+	cJSON_AddNumberToObject(x, "recovering_pgs", ps->recovering_pgs);
+	cJSON_AddNumberToObject(x, "objects_per_s", ps->rate);
+	if (ps->rate > 0 && (ps->degraded || ps->misplaced))
+		cJSON_AddNumberToObject(x, "eta_s",
+					(double)(uint64_t)((double)(ps->degraded + ps->misplaced) /
+							   ps->rate + 0.5));
+}
+
+/* "8 of 360 object copies degraded (2.2%), 0 misplaced, 0 unfound;
+ * recovering at 3.5 objects/s, about 2 s left" */
+static void recovery_sentence(const struct mon_pg_summary *ps, char *buf, size_t len)
+{
+	size_t off;
+	char eta[48];
+
+	off = (size_t)snprintf(buf, len, "%llu of %llu object copies degraded (%.1f%%), %llu "
+			       "misplaced, %llu unfound", (unsigned long long)ps->degraded,
+			       (unsigned long long)ps->copies,
+			       ps->copies ? 100.0 * (double)ps->degraded / (double)ps->copies : 0.0,
+			       (unsigned long long)ps->misplaced, (unsigned long long)ps->unfound);
+	if (off >= len)
+		return;
+	if (ps->rate > 0 && (ps->degraded || ps->misplaced)) {
+		mon_pg_duration_str((uint64_t)((double)(ps->degraded + ps->misplaced) / ps->rate +
+					       0.5), eta, sizeof(eta));
+		snprintf(buf + off, len - off, "; recovering at %.1f objects/s, about %s left",
+			 ps->rate, eta);
+	} else if (ps->recovering_pgs) {
+		snprintf(buf + off, len - off, "; %u pgs recovering, no object copied in the "
+			 "last %u s", ps->recovering_pgs, PG_RATE_WINDOW_S);
+	} else if (ps->degraded || ps->misplaced) {
+		snprintf(buf + off, len - off, "; no recovery running");
+	}
+}
+
+int cmd_pg_stat(struct mon *mon, cJSON *a, struct cmd_out *o)
+{
+	struct mon_pg_summary *ps = malloc(sizeof(*ps));
+	char b1[32], line[512];
+
+	(void)a;
+	if (!ps)
+		return cmd_fail(o, -ENOMEM, "out of memory");
+	mon_pg_summarize(mon, ps);
+	if (o->json) {
+		cJSON *s;
+
+		cJSON_AddNumberToObject(o->j, "pgs", ps->total);
+		s = cJSON_AddObjectToObject(o->j, "states");
+		for (uint32_t k = 0; k < ps->nstates; k++)
+			cJSON_AddNumberToObject(s, ps->states[k].name, ps->states[k].n);
+		cJSON_AddNumberToObject(o->j, "inactive", ps->inactive);
+		cJSON_AddNumberToObject(o->j, "inconsistent", ps->inconsistent);
+		cJSON_AddNumberToObject(o->j, "bytes", (double)ps->bytes);
+		add_recovery_json(o->j, ps);
+		free(ps);
+		return 0;
+	}
+	fprintf(o->txt, "%u pgs:", ps->total);
+	for (uint32_t k = 0; k < ps->nstates; k++)
+		fprintf(o->txt, "%s %u %s", k ? "," : "", ps->states[k].n, ps->states[k].name);
+	cmd_human_bytes(ps->bytes, b1, sizeof(b1));
+	recovery_sentence(ps, line, sizeof(line));
+	fprintf(o->txt, "; %llu objects, %s; %s", (unsigned long long)ps->objects, b1, line);
+	if (ps->inactive)
+		fprintf(o->txt, "; %u pgs inactive (no I/O)", ps->inactive);
+	if (ps->inconsistent)
+		fprintf(o->txt, "; %u pgs inconsistent", ps->inconsistent);
+	fprintf(o->txt, "\n");
+	free(ps);
 	return 0;
 }
 
@@ -212,14 +287,67 @@ int cmd_df(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return 0;
 }
 
+/* `pg ls --state S[,S...]`: the states a PG may be in to be listed. */
+static const struct {
+	const char *name;
+	uint32_t bit;		/* 0: inactive (not active, unknown included) */
+} state_filters[] = {
+	{ "active", PG_ST_ACTIVE }, { "clean", PG_ST_CLEAN }, { "peering", PG_ST_PEERING },
+	{ "degraded", PG_ST_DEGRADED }, { "undersized", PG_ST_UNDERSIZED },
+	{ "recovering", PG_ST_RECOVERING }, { "backfilling", PG_ST_BACKFILLING },
+	{ "inconsistent", PG_ST_INCONSISTENT }, { "down", PG_ST_DOWN },
+	{ "remapped", PG_ST_REMAPPED }, { "stale", PG_ST_STALE },
+	{ "incomplete", PG_ST_INCOMPLETE }, { "creating", PG_ST_CREATING },
+	{ "inactive", 0 },
+};
+
+/* Parses "degraded,inactive" into bits (bit 31: inactive); -EINVAL. */
+static int parse_states(const char *s, uint32_t *mask, struct cmd_out *o)
+{
+	char buf[256], *save = NULL;
+
+	*mask = 0;
+	if (strlen(s) >= sizeof(buf))
+		return cmd_fail(o, -EINVAL, "the state list '%s' is too long", s);
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *t = strtok_r(buf, ",+", &save); t; t = strtok_r(NULL, ",+", &save)) {
+		size_t k;
+
+		for (k = 0; k < sizeof(state_filters) / sizeof(state_filters[0]); k++)
+			if (strcmp(t, state_filters[k].name) == 0)
+				break;
+		if (k == sizeof(state_filters) / sizeof(state_filters[0]))
+			return cmd_fail(o, -EINVAL, "unknown PG state '%s'; use any of: active, "
+					"clean, peering, degraded, undersized, recovering, "
+					"backfilling, inactive, inconsistent, down, remapped, "
+					"stale, incomplete, creating", t);
+		*mask |= state_filters[k].bit ? state_filters[k].bit : 1u << 31;
+	}
+	if (!*mask)
+		return cmd_fail(o, -EINVAL, "give at least one PG state");
+	return 0;
+}
+
+/* Whether a PG in st (unknown: never reported) is in any state of mask. */
+static bool state_matches(uint32_t st, bool unknown, uint32_t mask)
+{
+	if ((mask & (1u << 31)) && (unknown || !(st & PG_ST_ACTIVE)))
+		return true;
+	return !unknown && (st & mask & ~(1u << 31));
+}
+
 int cmd_pg_ls(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
 	const struct osdmap_pool *only = NULL;
 	struct placement_ctx *pc;
-	const char *name;
+	const char *name, *states;
+	uint32_t mask = 0;
 	int r;
 
-	if ((r = cmd_arg_str(a, "pool", false, &name, o)) < 0)
+	if ((r = cmd_arg_str(a, "pool", false, &name, o)) < 0 ||
+	    (r = cmd_arg_str(a, "state", false, &states, o)) < 0)
+		return r;
+	if (states && (r = parse_states(states, &mask, o)) < 0)
 		return r;
 	if (name) {
 		only = osdmap_pool_by_name(mon->map, name);
@@ -253,6 +381,8 @@ int cmd_pg_ls(struct mon *mon, cJSON *a, struct cmd_out *o)
 			char state[160], pgid[24], act[128];
 			size_t off = 0;
 
+			if (mask && !state_matches(st, unknown, mask))
+				continue;
 			if (unknown) {
 				snprintf(state, sizeof(state), "unknown");
 				nact = placement_ctx_acting(pc, p, pg, acting, &primary);
@@ -281,8 +411,19 @@ int cmd_pg_ls(struct mon *mon, cJSON *a, struct cmd_out *o)
 							unknown ? 0 : (double)e->st.objects);
 				cJSON_AddNumberToObject(j, "bytes",
 							unknown ? 0 : (double)e->st.bytes);
-				if (!unknown)
+				if (!unknown) {
 					cJSON_AddNumberToObject(j, "reported_by", e->reporter);
+					cJSON_AddNumberToObject(j, "degraded", (double)e->st.degraded);
+					cJSON_AddNumberToObject(j, "misplaced", (double)e->st.misplaced);
+					cJSON_AddNumberToObject(j, "unfound", (double)e->st.unfound);
+					cJSON_AddNumberToObject(j, "last_epoch_started",
+								(double)e->st.last_epoch_started);
+					cJSON_AddNumberToObject(j, "last_scrub",
+								(double)e->st.last_scrub);
+					cJSON_AddNumberToObject(j, "last_deep_scrub",
+								(double)e->st.last_deep_scrub);
+					cJSON_AddNumberToObject(j, "scrub_errors", e->st.scrub_errors);
+				}
 				cJSON_AddItemToArray(o->j, j);
 				continue;
 			}

@@ -242,6 +242,7 @@ static const struct {
 	{ "pool set", cmd_pool_set },
 	{ "df", cmd_df },
 	{ "pg ls", cmd_pg_ls },
+	{ "pg stat", cmd_pg_stat },
 	{ "mon backup", cmd_mon_backup },
 };
 

@@ -1,20 +1,26 @@
 /*
- * health.c - the cluster's health checks.
+ * health.c - the cluster's health checks (doc/recovery.md, "Health").
  *
  * Each check has a stable code (scripts match it), a severity, one
  * sentence saying what is wrong and the command that fixes it; with
- * detail, one line per affected OSD, pool, PG or op.  Everything is
- * computed on demand from the map and the beacons' statistics: nothing
- * is stored, so health can never disagree with the state it describes.
+ * detail, plain sentences: each affected OSD, pool, PG or op, what atoll
+ * is doing about it (marking a down OSD out at a given time, recovering
+ * at a measured rate with an estimate of the time left) and what the
+ * operator can do.  Everything is computed on demand from the map and the
+ * beacons' statistics: nothing is stored, so health can never disagree
+ * with the state it describes.
  */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mon.h"
+#include "pgstats.h"
 #include "placement.h"
+#include "scrub_proto.h"
 
 #define DETAIL_MAX	50	/* detail lines per check */
 
@@ -71,6 +77,49 @@ static bool exists(const struct osdmap_osd *o)
 	return o->state & OSD_ST_EXISTS;
 }
 
+/* "14:05:09 UTC" from a wall clock in ms */
+static void clock_str(uint64_t wall_ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+/* One down OSD in sentences: since when, and when it will be marked out
+ * (or why it will not be). */
+static void down_detail(struct mon *mon, struct hctx *h, cJSON *d, uint32_t *n, uint32_t i)
+{
+	const struct osdmap *map = mon->map;
+	const struct osdmap_osd *o = &map->osds[i];
+	uint64_t wall = mon_wall_ms(), out_at = o->down_stamp_ms + mon->opts.down_out_interval_ms;
+	char since[40], when[40], ago[48], left[48];
+
+	if (!o->down_at || !o->down_stamp_ms) {
+		add_detail(h, d, n, "osd.%u on host '%s' is down: it has never started; start it "
+			   "with: atoll-osd --data DIR", i, o->host[0] ? o->host : "?");
+		return;
+	}
+	clock_str(o->down_stamp_ms, since, sizeof(since));
+	mon_pg_duration_str(wall > o->down_stamp_ms ? (wall - o->down_stamp_ms) / 1000 : 0, ago,
+			    sizeof(ago));
+	if (map->flags & OSDMAP_F_NOOUT) {
+		add_detail(h, d, n, "osd.%u on host '%s' is down since %s (%s ago, epoch %llu); the "
+			   "noout flag holds it in: it will not be marked out, and its PGs stay "
+			   "degraded until it returns", i, o->host[0] ? o->host : "?", since, ago,
+			   (unsigned long long)o->down_at);
+		return;
+	}
+	clock_str(out_at, when, sizeof(when));
+	mon_pg_duration_str(out_at > wall ? (out_at - wall) / 1000 : 0, left, sizeof(left));
+	add_detail(h, d, n, "osd.%u on host '%s' is down since %s (%s ago, epoch %llu); it will be "
+		   "marked out at %s (in %s, mon_osd_down_out_interval), and then its data is "
+		   "copied to other OSDs, unless it comes back first; start it again, or mark "
+		   "it out now with: atoll osd out %u", i, o->host[0] ? o->host : "?", since, ago,
+		   (unsigned long long)o->down_at, when, left, i);
+}
+
 static void check_osds(struct mon *mon, struct hctx *h)
 {
 	const struct osdmap *map = mon->map;
@@ -107,11 +156,7 @@ static void check_osds(struct mon *mon, struct hctx *h)
 			const struct osdmap_osd *o = &map->osds[i];
 
 			if (exists(o) && !(o->state & OSD_ST_UP) && o->reweight > 0)
-				add_detail(h, d, &n, o->down_at ?
-					   "osd.%u on host '%s' is down since epoch %llu" :
-					   "osd.%u on host '%s' has never started%.0llu",
-					   i, o->host[0] ? o->host : "?",
-					   (unsigned long long)o->down_at);
+				down_detail(mon, h, d, &n, i);
 		}
 	}
 	if (full) {
@@ -354,6 +399,185 @@ static void check_pools(struct mon *mon, struct hctx *h)
 	placement_ctx_free(pc);
 }
 
+/* The first bad copy a PG's report names, for the summary. */
+static const struct mon_pg *first_damaged(struct mon *mon, uint32_t *pool, uint32_t *pgno)
+{
+	for (size_t i = 0; i < mon->npgpools; i++) {
+		struct mon_pg_pool *pp = &mon->pgpools[i];
+
+		for (uint32_t pg = 0; pg < pp->pg_num; pg++) {
+			bool unknown;
+			uint32_t st = mon_pg_state(mon, &pp->pgs[pg], &unknown);
+
+			if (!unknown && (st & PG_ST_INCONSISTENT) && pp->pgs[pg].st.nbad) {
+				*pool = pp->pool;
+				*pgno = pg;
+				return &pp->pgs[pg];
+			}
+		}
+	}
+	return NULL;
+}
+
+/* PG_DAMAGED: which object on which OSD, and how to repair it. */
+static void check_damaged(struct mon *mon, struct hctx *h, uint32_t damaged)
+{
+	const struct mon_pg *f;
+	uint32_t fpool = 0, fpg = 0, n = 0;
+	char sum[1024], fix[256];
+	size_t off;
+	cJSON *d;
+
+	off = (size_t)snprintf(sum, sizeof(sum), "%u pg%s inconsistent: a scrub found copies "
+			       "that differ or cannot be read", damaged, damaged == 1 ? "" : "s");
+	f = first_damaged(mon, &fpool, &fpg);
+	if (f && off < sizeof(sum))
+		snprintf(sum + off, sizeof(sum) - off, " (first: object '%s' on osd.%d in pg "
+			 "%u.%x: %s)", f->st.bad[0].oid, f->st.bad[0].osd, fpool, fpg,
+			 scrub_kind_name(f->st.bad[0].kind));
+	if (f && damaged == 1)
+		snprintf(fix, sizeof(fix), "repair it with: atoll pg repair %u.%x", fpool, fpg);
+	else
+		snprintf(fix, sizeof(fix), "repair each with: atoll pg repair PGID (atoll pg ls "
+			 "--state inconsistent shows which)");
+	d = add_check(h, "PG_DAMAGED", SEV_ERR, damaged, sum, fix);
+	for (size_t i = 0; h->detail && i < mon->npgpools; i++) {
+		struct mon_pg_pool *pp = &mon->pgpools[i];
+
+		for (uint32_t pg = 0; pg < pp->pg_num; pg++) {
+			const struct mon_pg *e = &pp->pgs[pg];
+			bool unknown;
+			uint32_t st = mon_pg_state(mon, e, &unknown);
+
+			if (unknown || !(st & PG_ST_INCONSISTENT))
+				continue;
+			for (uint8_t k = 0; k < e->st.nbad && k < PG_STAT_BAD_MAX; k++)
+				add_detail(h, d, &n, "pg %u.%x: object '%s' on osd.%d: %s; the other "
+					   "copies are good, and atoll pg repair %u.%x rewrites "
+					   "this one from them", pp->pool, pg, e->st.bad[k].oid,
+					   e->st.bad[k].osd, scrub_kind_name(e->st.bad[k].kind),
+					   pp->pool, pg);
+			if (e->st.scrub_errors > e->st.nbad)
+				add_detail(h, d, &n, "pg %u.%x: %u more inconsistent cop%s; see them "
+					   "all with: atoll pg query %u.%x", pp->pool, pg,
+					   e->st.scrub_errors - e->st.nbad,
+					   e->st.scrub_errors - e->st.nbad == 1 ? "y" : "ies",
+					   pp->pool, pg);
+			else if (!e->st.nbad)
+				add_detail(h, d, &n, "pg %u.%x is inconsistent (reported by osd.%d, "
+					   "which names no object: see atoll pg deep-scrub %u.%x)",
+					   pp->pool, pg, e->reporter, pp->pool, pg);
+		}
+	}
+}
+
+/* The down OSDs, "osd.1, osd.4", for a sentence. */
+static void down_list(const struct osdmap *map, char *buf, size_t len, uint32_t *count,
+		      uint32_t *first)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	*count = 0;
+	for (uint32_t i = 0; i < map->max_osd; i++) {
+		const struct osdmap_osd *o = &map->osds[i];
+
+		if (!exists(o) || (o->state & OSD_ST_UP) || o->reweight == 0)
+			continue;
+		if (!*count)
+			*first = i;
+		(*count)++;
+		if (off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%sosd.%u", off ? ", " : "", i);
+	}
+}
+
+/* PG_DEGRADED: how many objects lack copies, what atoll does about it
+ * (recovery at a measured rate, the time left; the down OSDs marked out
+ * when), and what the operator can do. */
+static void check_degraded(struct mon *mon, struct hctx *h)
+{
+	struct mon_pg_summary *ps = malloc(sizeof(*ps));
+	const struct osdmap *map = mon->map;
+	char sum[512], fix[512], downs[256], eta[48];
+	uint32_t ndown = 0, first = 0, n = 0;
+	cJSON *d;
+
+	if (!ps)
+		return;
+	mon_pg_summarize(mon, ps);
+	if (!ps->degraded && !ps->misplaced && !ps->degraded_pgs)
+		goto out_free;
+	down_list(map, downs, sizeof(downs), &ndown, &first);
+	snprintf(sum, sizeof(sum), "%llu of %llu object copies are degraded (%.1f%%) in %u pg%s, "
+		 "%llu misplaced", (unsigned long long)ps->degraded,
+		 (unsigned long long)ps->copies,
+		 ps->copies ? 100.0 * (double)ps->degraded / (double)ps->copies : 0.0,
+		 ps->degraded_pgs, ps->degraded_pgs == 1 ? "" : "s",
+		 (unsigned long long)ps->misplaced);
+	if (ndown && (map->flags & OSDMAP_F_NOOUT))
+		snprintf(fix, sizeof(fix), "start %s again (noout is set, so nothing is copied "
+			 "elsewhere meanwhile)", downs);
+	else if (ndown)
+		snprintf(fix, sizeof(fix), "start %s again, or mark %s out to copy the data "
+			 "elsewhere now: atoll osd out %u", downs, ndown == 1 ? "it" : "them",
+			 first);
+	else
+		snprintf(fix, sizeof(fix), "nothing to do: recovery runs by itself (raise "
+			 "osd_recovery_max_active to speed it up, at the cost of client I/O)");
+	d = add_check(h, "PG_DEGRADED", SEV_WARN, ps->degraded_pgs, sum, fix);
+	if (ps->degraded || ps->misplaced) {
+		if (ps->rate > 0) {
+			mon_pg_duration_str((uint64_t)((double)(ps->degraded + ps->misplaced) /
+						       ps->rate + 0.5), eta, sizeof(eta));
+			add_detail(h, d, &n, "atoll is recovering them: %u pg%s recovering or "
+				   "backfilling, %.1f objects/s over the last %u s; about %s "
+				   "left at this rate", ps->recovering_pgs,
+				   ps->recovering_pgs == 1 ? "" : "s", ps->rate, PG_RATE_WINDOW_S,
+				   eta);
+		} else if (ps->recovering_pgs) {
+			add_detail(h, d, &n, "atoll is recovering them: %u pg%s recovering or "
+				   "backfilling; no object copied in the last %u s yet, so no "
+				   "estimate of the time left", ps->recovering_pgs,
+				   ps->recovering_pgs == 1 ? "" : "s", PG_RATE_WINDOW_S);
+		}
+	}
+	if (ndown && !(map->flags & OSDMAP_F_NOOUT))
+		add_detail(h, d, &n, "the missing copies are on %s, which %s down: when %s "
+			   "marked out (see OSD_DOWN for when), the copies are made again on "
+			   "other OSDs", downs, ndown == 1 ? "is" : "are",
+			   ndown == 1 ? "it is" : "they are");
+	else if (ndown)
+		add_detail(h, d, &n, "the missing copies are on %s, which %s down; noout holds "
+			   "%s in, so they come back only when %s restarted", downs,
+			   ndown == 1 ? "is" : "are", ndown == 1 ? "it" : "them",
+			   ndown == 1 ? "it is" : "they are");
+	else if (!ps->recovering_pgs)
+		add_detail(h, d, &n, "no recovery is running: the PGs are undersized (fewer "
+			   "hosts or OSDs up and in than the pool's size); add OSDs or lower "
+			   "the pool's size (see POOL_UNDERSIZED)");
+	for (size_t i = 0; h->detail && i < mon->npgpools; i++) {
+		struct mon_pg_pool *pp = &mon->pgpools[i];
+
+		for (uint32_t pg = 0; pg < pp->pg_num; pg++) {
+			const struct mon_pg *e = &pp->pgs[pg];
+			bool unknown;
+			uint32_t st = mon_pg_state(mon, e, &unknown);
+			char name[160];
+
+			if (unknown || !(st & (PG_ST_DEGRADED | PG_ST_UNDERSIZED)))
+				continue;
+			pg_state_str(st, name, sizeof(name));
+			add_detail(h, d, &n, "pg %u.%x is %s: %llu object copies degraded, %llu "
+				   "misplaced", pp->pool, pg, name,
+				   (unsigned long long)e->st.degraded,
+				   (unsigned long long)e->st.misplaced);
+		}
+	}
+out_free:
+	free(ps);
+}
+
 static void check_pgs(struct mon *mon, struct hctx *h)
 {
 	const struct osdmap *map = mon->map;
@@ -408,12 +632,9 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 				states[k].n++;
 		}
 	}
-	if (damaged) {
-		snprintf(sum, sizeof(sum), "%u pg%s inconsistent: a deep scrub found copies that "
-			 "differ or cannot be read", damaged, damaged == 1 ? "" : "s");
-		add_check(h, "PG_DAMAGED", SEV_ERR, damaged, sum,
-			  "repair each with: atoll pg repair PGID (atoll pg ls shows which)");
-	}
+	if (damaged)
+		check_damaged(mon, h, damaged);
+	check_degraded(mon, h);
 	if (!bad)
 		return;
 	off = (size_t)snprintf(sum, sizeof(sum), "%u of %u pgs not active+clean:", bad, total);

@@ -811,3 +811,28 @@ int pg_backfill_take_log(struct pg *pg, const struct osd_pg_log *l, struct store
 			 (unsigned long long)pg->info.last_update.seq);
 	return r;
 }
+
+/* ---- progress, for `atoll pg query` and the beacon (scrub.h) ------------- */
+
+uint32_t pg_backfill_progress(const struct pg *pg, struct pgq_target *out, uint32_t max)
+{
+	const struct pg_backfill *bf = pg->bf;
+	uint32_t n = 0;
+
+	if (!bf || bf->gen != pg->peer_gen)
+		return 0;
+	for (uint32_t i = 0; i < bf->ntargets && n < max; i++) {
+		const struct bf_target *t = &bf->t[i];
+
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].osd = t->osd;
+		out[n].kind = PGQ_BACKFILL;
+		out[n].complete = t->complete;
+		out[n].todo = pg->objects > t->pushed ? pg->objects : t->pushed;
+		out[n].done = t->pushed;
+		if (t->started)
+			snprintf(out[n].pos, sizeof(out[n].pos), "%s", t->end ? "(end)" : t->pos);
+		n++;
+	}
+	return n;
+}

@@ -517,6 +517,9 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	case MT_PG_SCRUB:
 		osd_scrub_dispatch(osd, c, m);
 		break;
+	case MT_OSD_PG_QUERY:
+		osd_pg_query_admin_dispatch(osd, c, m);
+		break;
 	default:
 		log_debug("osd", "ignoring message type %u from %s", m->type, msg_conn_addr(c));
 		msg_free(m);
@@ -623,6 +626,7 @@ static void start_loop(void *arg)
 		log_error("osd", "cannot connect to the monitor at %s: out of memory",
 			  osd->mon_addr);
 	osd_hb_start(osd);
+	osd_scrub_sched_start(osd);
 }
 
 /* Shutdown, step 1 (loop): ask to be marked down. */

@@ -704,6 +704,7 @@ uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out)
 			st->last_update_seq = pg->info.last_update.seq;
 			st->nacting = pg->info.nacting;
 			memcpy(st->acting, pg->info.acting, sizeof(st->acting));
+			pg_stat_fill_extra(pg, st);
 		}
 	}
 	*out = s;

@@ -14,6 +14,7 @@
 #include "osd_proto.h"
 #include "pglog.h"
 #include "proto.h"
+#include "scrub.h"
 #include "store.h"
 
 /* What a probed OSD told the primary while peering. */
@@ -74,6 +75,7 @@ struct pg {
 	 * and the errors the last one left unrepaired (stats: inconsistent) */
 	struct scrub_job *scrub;
 	uint32_t scrub_errors;
+	struct pg_scrub_sched sched;	/* stamps, findings (scrub.c, scrub.h) */
 	bool no_pull;		/* this round: our log diverges, no pull */
 };
 

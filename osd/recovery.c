@@ -1345,3 +1345,26 @@ out:
 	osd_pg_log_clear(&l);
 	msg_free(m);
 }
+
+/* ---- progress, for `atoll pg query` and the beacon (scrub.h) ------------- */
+
+uint32_t pg_recovery_progress(const struct pg *pg, struct pgq_target *out, uint32_t max)
+{
+	const struct pg_recovery *rec = pg->rec;
+	uint32_t n = 0;
+
+	if (!rec || rec->gen != pg->peer_gen)
+		return 0;
+	for (uint32_t i = 0; i < rec->ntargets && n < max; i++) {
+		const struct rec_target *t = &rec->t[i];
+
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].osd = t->osd;
+		out[n].kind = PGQ_RECOVERY;
+		out[n].complete = t->complete;
+		out[n].todo = t->nobjs;
+		out[n].done = t->done;
+		n++;
+	}
+	return n;
+}

@@ -1,13 +1,17 @@
 /*
- * scrub.c - deep scrub and repair of a PG (doc/scrub.md).
+ * scrub.c - scrub, deep scrub and repair of a PG, on demand and on a
+ * schedule (doc/scrub.md).
  *
- * `atoll pg deep-scrub|repair PGID` sends MT_OSD_SCRUB to the PG's
+ * `atoll pg scrub|deep-scrub|repair PGID` sends MT_OSD_SCRUB to the PG's
  * primary.  The primary holds new writes to the PG back (reads go on),
  * waits for the writes in flight to finish, then asks every member of the
  * acting set for its scrub map (MT_PG_SCRUB) and builds its own: every
- * object of the PG with its size and the crc32c of its whole data, of its
- * attributes and of its key/value map, read back through the store, so
- * that a block whose checksum fails shows up as a read error.  Maps are
+ * object of the PG with its size and the crc32c of its attributes (the
+ * object info attribute holds its version); a deep scrub adds the crc32c
+ * of its whole data and of its key/value map, read back through the store,
+ * so that a block whose checksum fails shows up as a read error.  A
+ * shallow scrub reads no data, so it is cheap enough to run often: it
+ * finds missing, extra and stale copies, not rotten bytes.  Maps are
  * built on a thread of their own, never on the loop thread.
  *
  * The authoritative copy of an object is the primary's, unless reading it
@@ -18,16 +22,32 @@
  * other bad member, with recovery's whole-object copy (pg_copy_start).
  * Writes resume when the scrub and its repairs are over.  Errors left
  * unrepaired mark the PG inconsistent in its stats until a later scrub
- * finds it clean.
+ * finds it clean (a deep one, for what a deep scrub found).
  *
  * A new interval (map change) ends a scrub: the caller gets -EAGAIN.
+ *
+ * Stamps and schedule.  A scrub that ends records when it ran (wall
+ * clock seconds; a deep scrub counts as a scrub too) in the PG meta
+ * object of the primary and, by an MT_PG_SCRUB with PG_SCRUB_F_STAMP, of
+ * every member, so that a new primary knows them.  A timer checks the PGs
+ * this OSD is primary of: one whose deep stamp is older than
+ * osd_deep_scrub_interval (7 days) gets a deep scrub, else one whose
+ * stamp is older than osd_scrub_interval (1 day) a scrub; each PG's
+ * intervals are lengthened by a random 0-24% (drawn again after each
+ * scrub) so that PGs created together do not come due together.  Only an
+ * active+clean PG is scrubbed on the schedule, one at a time per OSD, and
+ * none while this OSD recovers or backfills anything.  A PG never seen
+ * before gets the time it was first seen as its stamps.  An interval of 0
+ * turns that kind of scheduled scrub off.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "config.h"
 #include "crc32c.h"
 #include "encode.h"
 #include "log.h"
@@ -39,6 +59,11 @@
 #define SCRUB_DRAIN_POLL_MS	5u
 #define SCRUB_READ_CHUNK	(4u << 20)
 #define SCRUB_LIST_PAGE		256u
+#define SCRUB_DEFAULT_INTERVAL_MS	(24ull * 3600 * 1000)
+#define SCRUB_DEFAULT_DEEP_MS		(7ull * 24 * 3600 * 1000)
+#define SCHED_TICK_MIN_MS	200u
+#define SCHED_TICK_MAX_MS	10000u
+#define SCHED_JITTER_PCT	25u
 
 /* ---- building a scrub map (any thread) ------------------------------- */
 
@@ -117,8 +142,10 @@ static int omap_crc_cb(void *arg, const void *key, size_t klen, const void *val,
 	return 0;
 }
 
-/* One object's entry: a read error goes into o->err, not the result. */
-static void scrub_object(struct store *st, uint64_t coll, void *buf, struct scrub_obj *o)
+/* One object's entry: a read error goes into o->err, not the result.
+ * Shallow: its size and attributes only. */
+static void scrub_object(struct store *st, uint64_t coll, void *buf, struct scrub_obj *o,
+			 bool deep)
 {
 	struct store_stat ss;
 	int64_t r;
@@ -129,7 +156,7 @@ static void scrub_object(struct store *st, uint64_t coll, void *buf, struct scru
 		return;
 	}
 	o->size = ss.size;
-	for (uint64_t off = 0; off < ss.size; off += SCRUB_READ_CHUNK) {
+	for (uint64_t off = 0; deep && off < ss.size; off += SCRUB_READ_CHUNK) {
 		r = store_read(st, coll, o->oid, off, SCRUB_READ_CHUNK, buf);
 		if (r < 0) {
 			o->err = (int32_t)r;
@@ -138,13 +165,14 @@ static void scrub_object(struct store *st, uint64_t coll, void *buf, struct scru
 		o->data_crc = atoll__crc32c(o->data_crc, buf, (size_t)r);
 	}
 	r = store_attrs(st, coll, o->oid, attr_crc_cb, &o->attr_crc);
-	if (r >= 0)
+	if (r >= 0 && deep)
 		r = store_omap_list(st, coll, o->oid, NULL, 0, 0, omap_crc_cb, &o->omap_crc);
 	if (r < 0)
 		o->err = (int32_t)r;
 }
 
-static void scrub_map_build(struct store *st, uint64_t coll, struct pg_scrub_map *map)
+static void scrub_map_build(struct store *st, uint64_t coll, struct pg_scrub_map *map,
+			    bool deep)
 {
 	struct name_vec nv = { 0 };
 	void *buf = NULL;
@@ -154,14 +182,14 @@ static void scrub_map_build(struct store *st, uint64_t coll, struct pg_scrub_map
 	r = list_all(st, coll, &nv);
 	if (!r && nv.n) {
 		map->objs = calloc(nv.n, sizeof(*map->objs));
-		buf = malloc(SCRUB_READ_CHUNK);
-		if (!map->objs || !buf)
+		buf = deep ? malloc(SCRUB_READ_CHUNK) : NULL;
+		if (!map->objs || (deep && !buf))
 			r = -ENOMEM;
 	}
 	for (uint32_t i = 0; i < nv.n; i++) {
 		if (!r) {
 			map->objs[i].oid = nv.v[i];
-			scrub_object(st, coll, buf, &map->objs[i]);
+			scrub_object(st, coll, buf, &map->objs[i], deep);
 			map->n = i + 1;
 		} else {
 			free(nv.v[i]);
@@ -175,11 +203,81 @@ static void scrub_map_build(struct store *st, uint64_t coll, struct pg_scrub_map
 	}
 }
 
+/* ---- stamps ------------------------------------------------------------------ */
+
+static int stamps_save(struct pg *pg, const struct scrub_stamps *ss);
+
+static uint64_t wall_s(void)
+{
+	return (uint64_t)time(NULL);
+}
+
+/* Reads pg's stamps from its meta object once; a PG without any gets
+ * the time we first saw it (kept, so that restarts do not postpone its
+ * scrubs forever). */
+static void stamps_load(struct pg *pg)
+{
+	struct pg_scrub_sched *s = &pg->sched;
+	void *val = NULL;
+	size_t len = 0;
+	int r;
+
+	if (s->loaded)
+		return;
+	s->loaded = true;
+	s->jitter_pct = (uint32_t)(random() % SCHED_JITTER_PCT);
+	r = store_omap_get(pg->osd->store, pg->coll, PG_META_OID, SCRUB_STAMPS_KEY,
+			   strlen(SCRUB_STAMPS_KEY), &val, &len);
+	if (r >= 0) {
+		struct dec d;
+
+		dec_init(&d, val, len);
+		if (scrub_stamps_decode(&d, &s->stamps) == 0) {
+			s->stamped = true;
+			free(val);
+			return;
+		}
+		log_warn("scrub", "pg %u.%x: unreadable scrub stamps; starting them afresh",
+			 pg->pool, pg->pgid);
+	}
+	free(val);
+	s->stamps.last_scrub = s->stamps.last_deep = wall_s();
+	stamps_save(pg, &s->stamps);
+}
+
+/* Records stamps in memory and (queued) in our meta object. */
+static int stamps_save(struct pg *pg, const struct scrub_stamps *ss)
+{
+	struct store_txn *t;
+	struct enc e;
+	int r;
+
+	pg->sched.stamps = *ss;
+	pg->sched.loaded = true;
+	pg->sched.stamped = true;
+	if (pg->removing || pg->reloading)
+		return 0;
+	t = store_txn_new();
+	if (!t)
+		return -ENOMEM;
+	enc_init(&e);
+	scrub_stamps_encode(ss, &e);
+	r = e.err ? e.err : store_txn_omap_set(t, pg->coll, PG_META_OID, SCRUB_STAMPS_KEY,
+					       strlen(SCRUB_STAMPS_KEY), e.buf, e.len);
+	enc_free(&e);
+	if (r < 0) {
+		store_txn_free(t);
+		return r;
+	}
+	return pg_queue_txn(pg, t, NULL, NULL);
+}
+
 /* ---- a member's side: MT_PG_SCRUB ----------------------------------------- */
 
 struct member_work {
 	struct osd *osd;
 	uint64_t coll;
+	bool deep;
 	struct msg *req;	/* holds its connection */
 };
 
@@ -201,7 +299,7 @@ static void *member_thread(void *arg)
 	struct member_work *w = arg;
 	struct pg_scrub_map map;
 
-	scrub_map_build(w->osd->store, w->coll, &map);
+	scrub_map_build(w->osd->store, w->coll, &map, w->deep);
 	reply_map(w->req, &map);
 	pg_scrub_map_clear(&map);
 	msg_free(w->req);
@@ -226,6 +324,14 @@ static void member_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		return;
 	}
 	pg = osd_pg_find(osd, req.pool, req.pg);
+	if (pg && (req.flags & PG_SCRUB_F_STAMP)) {
+		struct scrub_stamps ss = { req.last_scrub, req.last_deep };
+
+		nomap.rc = stamps_save(pg, &ss);
+		reply_map(m, &nomap);
+		msg_free(m);
+		return;
+	}
 	w = pg ? calloc(1, sizeof(*w)) : NULL;
 	if (!w) {
 		nomap.rc = pg ? -ENOMEM : -ENOENT;
@@ -235,6 +341,7 @@ static void member_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	}
 	w->osd = osd;
 	w->coll = pg->coll;
+	w->deep = !(req.flags & PG_SCRUB_F_SHALLOW);
 	w->req = m;
 	if (pthread_create(&tid, NULL, member_thread, w)) {
 		nomap.rc = -EAGAIN;
@@ -259,7 +366,9 @@ struct scrub_job {
 	struct pg *pg;
 	uint64_t gen;		/* pg->peer_gen at the start */
 	bool repair;
-	struct msg *req;	/* the caller's MT_OSD_SCRUB (holds its conn) */
+	bool deep;
+	bool scheduled;		/* started by the schedule: no caller */
+	struct msg *req;	/* the caller's MT_OSD_SCRUB (holds its conn), or NULL */
 	uint8_t n;
 	int32_t members[OSDMAP_SIZE_MAX];
 	struct pg_scrub_map maps[OSDMAP_SIZE_MAX];
@@ -287,6 +396,8 @@ static void job_reply(struct scrub_job *j, int rc)
 	struct msg *m;
 	struct enc e;
 
+	if (!j->req)
+		return;
 	memcpy(r.members, j->members, sizeof(r.members));
 	enc_init(&e);
 	osd_scrub_reply_encode(&r, &e);
@@ -301,29 +412,93 @@ static bool job_live(const struct scrub_job *j)
 	return j->pg->scrub == j && j->pg->peer_gen == j->gen && !j->pg->reloading;
 }
 
+static void sched_job_over(struct osd *osd, struct pg *pg);
+
+/* Tells every other member the stamps (one-way: a member that misses
+ * them has older ones, which only makes it scrub sooner as primary). */
+static void stamps_send(struct scrub_job *j, const struct scrub_stamps *ss)
+{
+	struct pg_scrub_req req = { .pool = j->pg->pool, .pg = j->pg->pgid,
+				    .epoch = j->osd->map ? j->osd->map->epoch : 0,
+				    .flags = PG_SCRUB_F_STAMP, .last_scrub = ss->last_scrub,
+				    .last_deep = ss->last_deep };
+
+	for (uint8_t i = 1; i < j->n; i++) {
+		struct msg_conn *c = osd_peer_conn(j->osd, j->members[i]);
+		struct msg *m;
+		struct enc e;
+
+		if (!c)
+			continue;
+		enc_init(&e);
+		pg_scrub_req_encode(&req, &e);
+		m = msg_new(MT_PG_SCRUB, &e);
+		enc_free(&e);
+		if (m)
+			msg_send(c, m);
+	}
+}
+
+/* A scrub that ran to its end: what it left bad, and its stamps. */
+static void job_record(struct scrub_job *j, uint32_t left)
+{
+	struct pg *pg = j->pg;
+	struct scrub_stamps ss = pg->sched.stamps;
+
+	/* A shallow scrub cannot see what a deep one found (damaged data):
+	 * its findings replace only the last shallow scrub's; a deep scrub
+	 * (it sees everything) replaces them all. */
+	if (j->deep) {
+		pg->sched.deep_errors = left;
+		pg->sched.ndeepbad = 0;
+	}
+	pg->sched.shallow_errors = j->deep ? 0 : left;
+	pg->scrub_errors = pg->sched.deep_errors + pg->sched.shallow_errors;
+	pg->sched.nbad = pg->sched.ndeepbad;
+	for (uint32_t i = 0; i < j->nerrs && pg->sched.nbad < PG_SCRUB_BAD_KEEP; i++)
+		if (!j->errs[i].repaired)
+			pg->sched.bad[pg->sched.nbad++] = j->errs[i];
+	if (j->deep)
+		pg->sched.ndeepbad = pg->sched.nbad;
+	ss.last_scrub = wall_s();
+	if (j->deep)
+		ss.last_deep = ss.last_scrub;
+	pg->sched.jitter_pct = (uint32_t)(random() % SCHED_JITTER_PCT);
+	if (stamps_save(pg, &ss))
+		log_warn("scrub", "pg %u.%x: cannot record the scrub stamps", pg->pool,
+			 pg->pgid);
+	stamps_send(j, &ss);
+}
+
 /* Ends the job: replies, lets writes go, frees it. */
 static void job_end(struct scrub_job *j, int rc)
 {
 	struct pg *pg = j->pg;
+	const char *what = j->repair ? "deep scrub and repair" : j->deep ? "deep scrub" :
+			   "scrub";
 	uint32_t left = 0;
 
 	if (!rc) {
 		for (uint32_t i = 0; i < j->nerrs; i++)
 			left += !j->errs[i].repaired;
 		if (job_live(j))
-			pg->scrub_errors = left;
-		log_info("scrub", "pg %u.%x: deep scrub of %u objects on %u members: %u "
-			 "inconsistencies, %u repaired", pg->pool, pg->pgid, j->objects, j->n,
+			job_record(j, left);
+		log_info("scrub", "pg %u.%x: %s%s of %u objects on %u members: %u "
+			 "inconsistencies, %u repaired", pg->pool, pg->pgid,
+			 j->scheduled ? "scheduled " : "", what, j->objects, j->n,
 			 j->nerrs, j->nerrs - left);
 	} else {
-		log_info("scrub", "pg %u.%x: deep scrub ended: %s", pg->pool, pg->pgid,
+		log_info("scrub", "pg %u.%x: %s ended: %s", pg->pool, pg->pgid, what,
 			 strerror(-rc));
 	}
 	job_reply(j, rc);
 	if (pg->scrub == j) {
 		pg->scrub = NULL;
+		pg->sched.running = 0;
 		pg_kick_ops(pg);
 	}
+	if (j->scheduled)
+		sched_job_over(j->osd, pg);
 	for (uint8_t i = 0; i < j->n; i++)
 		pg_scrub_map_clear(&j->maps[i]);
 	msg_free(j->req);
@@ -378,10 +553,11 @@ static bool own_copy_good(const struct scrub_job *j, const char *oid)
 	return true;
 }
 
-static bool same_copy(const struct scrub_obj *a, const struct scrub_obj *b)
+/* Shallow: the maps hold no data or omap checksums to compare. */
+static bool same_copy(const struct scrub_obj *a, const struct scrub_obj *b, bool deep)
 {
-	return a->size == b->size && a->data_crc == b->data_crc &&
-	       a->attr_crc == b->attr_crc && a->omap_crc == b->omap_crc;
+	return a->size == b->size && a->attr_crc == b->attr_crc &&
+	       (!deep || (a->data_crc == b->data_crc && a->omap_crc == b->omap_crc));
 }
 
 /* Compares the maps (maps[0] is ours): errors, and the fixes repair needs. */
@@ -433,7 +609,7 @@ static int compare(struct scrub_job *j)
 				kind = SCRUB_MISSING;
 			else if (!a && have[i])
 				kind = SCRUB_EXTRA;
-			else if (a && !same_copy(a, have[i]))
+			else if (a && !same_copy(a, have[i], j->deep))
 				kind = SCRUB_MISMATCH;
 			if (!kind)
 				continue;
@@ -551,6 +727,7 @@ static void map_arrived(struct scrub_job *j)
 struct local_work {
 	struct scrub_job *j;
 	uint64_t coll;
+	bool deep;
 	struct pg_scrub_map map;
 };
 
@@ -567,7 +744,7 @@ static void *local_thread(void *arg)
 {
 	struct local_work *w = arg;
 
-	scrub_map_build(w->j->osd->store, w->coll, &w->map);
+	scrub_map_build(w->j->osd->store, w->coll, &w->map, w->deep);
 	osd_post(w->j->osd, local_done, w);
 	return NULL;
 }
@@ -603,7 +780,8 @@ static void start_maps(struct scrub_job *j)
 	struct pg *pg = j->pg;
 	struct osd *osd = j->osd;
 	struct pg_scrub_req req = { .pool = pg->pool, .pg = pg->pgid,
-				    .epoch = osd->map ? osd->map->epoch : 0 };
+				    .epoch = osd->map ? osd->map->epoch : 0,
+				    .flags = j->deep ? 0 : PG_SCRUB_F_SHALLOW };
 	struct local_work *lw;
 	pthread_t tid;
 
@@ -637,6 +815,7 @@ static void start_maps(struct scrub_job *j)
 	if (lw) {
 		lw->j = j;
 		lw->coll = pg->coll;
+		lw->deep = j->deep;
 	}
 	if (!lw || pthread_create(&tid, NULL, local_thread, lw)) {
 		free(lw);
@@ -671,10 +850,11 @@ static void reply_rc(struct osd *osd, struct msg *req, int rc)
 	job_reply(&j, rc);
 }
 
+static int job_start(struct osd *osd, struct pg *pg, bool deep, bool repair, struct msg *req);
+
 void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 {
 	struct osd_scrub_req req;
-	struct scrub_job *j;
 	struct pg *pg;
 	struct dec d;
 	int rc = 0;
@@ -701,17 +881,28 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
-	j = calloc(1, sizeof(*j));
-	if (!j) {
-		reply_rc(osd, m, -ENOMEM);
+	rc = job_start(osd, pg, req.repair || req.deep, req.repair, m);
+	if (rc) {
+		reply_rc(osd, m, rc);
 		msg_free(m);
-		return;
 	}
+}
+
+/* Starts a scrub of pg (primary, active, none running); req (taken on
+ * success) is the caller's, or NULL for a scheduled one. */
+static int job_start(struct osd *osd, struct pg *pg, bool deep, bool repair, struct msg *req)
+{
+	struct scrub_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
 	j->osd = osd;
 	j->pg = pg;
 	j->gen = pg->peer_gen;
-	j->repair = req.repair;
-	j->req = m;
+	j->repair = repair;
+	j->deep = deep;
+	j->scheduled = !req;
+	j->req = req;
 	j->n = pg->info.nacting;
 	memcpy(j->members, pg->info.acting, sizeof(j->members));
 	/* we are members[0]: our map is maps[0] */
@@ -721,8 +912,133 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			j->members[0] = osd->whoami;
 		}
 	}
+	stamps_load(pg);
 	pg->scrub = j;		/* new writes wait (pg_kick_ops) */
-	log_info("scrub", "pg %u.%x: deep %s started", pg->pool, pg->pgid,
-		 req.repair ? "scrub and repair" : "scrub");
+	pg->sched.running = deep ? 2 : 1;
+	log_info("scrub", "pg %u.%x: %s%s started", pg->pool, pg->pgid,
+		 req ? "" : "scheduled ", repair ? "deep scrub and repair" :
+		 deep ? "deep scrub" : "scrub");
 	drain_poll(j);
+	return 0;
+}
+
+/* ---- the schedule -------------------------------------------------------------- */
+
+/* One OSD per process: the schedule's state (loop thread). */
+static struct {
+	struct osd *osd;
+	uint64_t interval_ms;	/* osd_scrub_interval, 0 = off */
+	uint64_t deep_ms;	/* osd_deep_scrub_interval, 0 = off */
+	struct pg *running;	/* the one scheduled scrub in progress */
+} sched;
+
+/* When the stamp `last` (s) comes due for an interval lengthened by pct
+ * percent, in ms since the epoch; UINT64_MAX when the interval is off. */
+static uint64_t due_ms(uint64_t last, uint64_t interval_ms, uint32_t pct)
+{
+	if (!interval_ms)
+		return UINT64_MAX;
+	return last * 1000 + interval_ms + interval_ms / 100 * pct;
+}
+
+/* Whether this OSD is bringing anything up to date: no scheduled scrub
+ * then (a member's copies may be in flux, and the disk is busy). */
+static bool osd_recovering(struct osd *osd)
+{
+	if (osd->rec_active)
+		return true;
+	for (uint32_t i = 0; i < osd->pg_buckets; i++)
+		for (struct pg *pg = osd->pgs[i]; pg; pg = pg->hnext)
+			if (pg->rec || !pg_backfill_complete(pg) ||
+			    (pg->state & (PG_ST_RECOVERING | PG_ST_BACKFILLING)))
+				return true;
+	return false;
+}
+
+static void sched_pick(struct osd *osd)
+{
+	uint64_t now = wall_s() * 1000, best_over = 0;
+	struct pg *best = NULL;
+	bool best_deep = false;
+
+	if (sched.running || !osd->booted || !osd->map || osd->stopping ||
+	    osd_recovering(osd))
+		return;
+	for (uint32_t i = 0; i < osd->pg_buckets; i++) {
+		for (struct pg *pg = osd->pgs[i]; pg; pg = pg->hnext) {
+			uint64_t dd, ds;
+			bool deep;
+
+			if (!pg->is_primary || pg->state != (PG_ST_ACTIVE | PG_ST_CLEAN) ||
+			    pg->scrub || pg->reloading || pg->removing)
+				continue;
+			stamps_load(pg);
+			dd = due_ms(pg->sched.stamps.last_deep, sched.deep_ms, pg->sched.jitter_pct);
+			ds = due_ms(pg->sched.stamps.last_scrub, sched.interval_ms,
+				    pg->sched.jitter_pct);
+			deep = dd <= now;
+			if (!deep && ds > now)
+				continue;
+			/* the most overdue first; deep before shallow */
+			if (!best || deep > best_deep ||
+			    (deep == best_deep && now - (deep ? dd : ds) > best_over)) {
+				best = pg;
+				best_deep = deep;
+				best_over = now - (deep ? dd : ds);
+			}
+		}
+	}
+	if (!best)
+		return;
+	sched.running = best;	/* before: the job may end at once */
+	if (job_start(osd, best, best_deep, false, NULL))
+		sched.running = NULL;
+}
+
+static void sched_job_over(struct osd *osd, struct pg *pg)
+{
+	(void)osd;
+	if (sched.running == pg)
+		sched.running = NULL;
+}
+
+static void sched_tick(void *arg)
+{
+	struct osd *osd = arg;
+	uint64_t every = sched.interval_ms;
+
+	if (osd->stopping || atomic_load(&osd->closing))
+		return;
+	sched_pick(osd);
+	if (!every || (sched.deep_ms && sched.deep_ms < every))
+		every = sched.deep_ms;
+	every /= 4;
+	if (every < SCHED_TICK_MIN_MS)
+		every = SCHED_TICK_MIN_MS;
+	if (every > SCHED_TICK_MAX_MS)
+		every = SCHED_TICK_MAX_MS;
+	if (!msgr_timer(osd->msgr, (uint32_t)every, sched_tick, osd))
+		log_error("scrub", "out of memory: scheduled scrubs stop until the OSD restarts");
+}
+
+void osd_scrub_sched_start(struct osd *osd)
+{
+	char err[512];
+
+	sched.osd = osd;
+	if (config_get_duration_ms(osd->conf, osd->ident, "osd_scrub_interval",
+				   SCRUB_DEFAULT_INTERVAL_MS, &sched.interval_ms, err,
+				   sizeof(err)) < 0 ||
+	    config_get_duration_ms(osd->conf, osd->ident, "osd_deep_scrub_interval",
+				   SCRUB_DEFAULT_DEEP_MS, &sched.deep_ms, err, sizeof(err)) < 0) {
+		log_error("scrub", "%s; scheduled scrubs are off until it is fixed", err);
+		return;
+	}
+	if (!sched.interval_ms && !sched.deep_ms) {
+		log_info("scrub", "scheduled scrubs are off (both intervals are 0)");
+		return;
+	}
+	srandom((unsigned)(time(NULL) ^ (uint32_t)osd->whoami * 2654435761u));
+	if (!msgr_timer(osd->msgr, SCHED_TICK_MIN_MS, sched_tick, osd))
+		log_error("scrub", "out of memory: no scheduled scrubs until the OSD restarts");
 }

@@ -339,16 +339,30 @@ static int run_pool_set(struct cli *cl, const struct cli_cmd *c, int argc, char 
 	return send_cmd(cl, cmd, NULL);
 }
 
-/* pg ls [POOL] */
+/* pg ls [POOL] [--state S[,S...]] */
 static int run_pg_ls(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {
+	const char *pool = NULL, *state = NULL;
 	cJSON *cmd;
 
-	if (argc > 1)
-		return cli_usage(c, "give at most one pool name");
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--state") == 0) {
+			if (++i == argc)
+				return cli_usage(c, "--state needs a state, e.g. --state degraded");
+			state = argv[i];
+		} else if (strncmp(argv[i], "--state=", 8) == 0) {
+			state = argv[i] + 8;
+		} else if (!pool && argv[i][0] != '-') {
+			pool = argv[i];
+		} else {
+			return cli_usage(c, "unexpected argument '%s'", argv[i]);
+		}
+	}
 	cmd = new_cmd(c->words);
-	if (argc == 1)
-		cJSON_AddStringToObject(cmd, "pool", argv[0]);
+	if (pool)
+		cJSON_AddStringToObject(cmd, "pool", pool);
+	if (state)
+		cJSON_AddStringToObject(cmd, "state", state);
 	return send_cmd(cl, cmd, NULL);
 }
 
@@ -363,10 +377,14 @@ static int run_mon_backup(struct cli *cl, const struct cli_cmd *c, int argc, cha
 const struct cli_cmd cli_admin_cmds[] = {
 	{ "health", "[detail]",
 	  "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, then each problem with its code\n"
-	  "and how to fix it; `detail` lists the OSDs, PGs and ops concerned.\n",
+	  "and how to fix it; `detail` says in sentences which OSDs, PGs, objects\n"
+	  "and ops are concerned, what atoll is doing about it (when a down OSD\n"
+	  "will be marked out, recovery's rate and the time left) and what you\n"
+	  "can do.  Codes: doc/recovery.md, \"Health\".\n",
 	  run_simple },
 	{ "status", "",
-	  "The cluster at a glance: health, OSDs up/in, pools, PG states, capacity.\n",
+	  "The cluster at a glance: health, OSDs up/in, pools, PG states,\n"
+	  "recovery (degraded and misplaced copies, rate, time left), capacity.\n",
 	  run_simple },
 	{ "df", "", "Raw capacity, and the objects and bytes of each pool.\n", run_simple },
 	{ "osd tree", "", "Hosts and their OSDs with weights and status.\n", run_simple },
@@ -411,7 +429,14 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "Changes a pool's size, min_size, compress or failure_domain\n"
 	  "(pg_num cannot change yet).\n",
 	  run_pool_set },
-	{ "pg ls", "[POOL]", "Every PG with its state, objects and acting OSDs.\n", run_pg_ls },
+	{ "pg ls", "[POOL] [--state S[,S...]]",
+	  "Every PG with its state, objects and acting OSDs; --state lists only\n"
+	  "the PGs in any of the states given: active, clean, peering, degraded,\n"
+	  "undersized, recovering, backfilling, inactive (not active, unknown\n"
+	  "included), inconsistent, down, remapped, stale, incomplete, creating.\n"
+	  "With --format json, each PG also has its degraded and misplaced object\n"
+	  "copies and its scrub stamps.\n",
+	  run_pg_ls },
 	{ "mon backup", "FILE",
 	  "Writes the monitor's map history to FILE; restore a lost monitor with\n"
 	  "atoll-mon --restore FILE --data DIR.\n",

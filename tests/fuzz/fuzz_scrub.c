@@ -1,8 +1,9 @@
 /*
  * fuzz_scrub.c - libFuzzer target for the deep scrub messages
  * (lib/scrub_proto.c): MT_OSD_SCRUB's request and reply (from anyone that
- * connects to an OSD, and from the OSD to the CLI) and MT_PG_SCRUB's
- * request and scrub map (between OSDs).
+ * connects to an OSD, and from the OSD to the CLI), MT_PG_SCRUB's
+ * request and scrub map (between OSDs), the scrub stamps (a PG meta
+ * object's value) and MT_OSD_PG_QUERY's request and reply.
  *
  * The first input byte picks the decoder, the rest is the bytes.  A
  * decoder must fail cleanly or succeed; what decodes must re-encode to
@@ -49,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	dec_init(&d, data + 1, size - 1);
-	switch (data[0] % 4) {
+	switch (data[0] % 7) {
 	case 0: {
 		struct osd_scrub_req r;
 
@@ -79,7 +80,56 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   pg_scrub_req_decode, no_clear);
 		break;
 	}
-	default: {
+	case 4: {
+		struct scrub_stamps s;
+
+		if (scrub_stamps_decode(&d, &s) == 0)
+			ROUND_TRIP(struct scrub_stamps, &s, scrub_stamps_encode,
+				   scrub_stamps_decode, no_clear);
+		break;
+	}
+	case 5: {
+		struct pg_query_req r;
+
+		if (pg_query_req_decode(&d, &r) == 0)
+			ROUND_TRIP(struct pg_query_req, &r, pg_query_req_encode,
+				   pg_query_req_decode, no_clear);
+		break;
+	}
+	case 6: {
+		struct pg_query_reply *r = malloc(sizeof(*r));
+
+		if (r && pg_query_reply_decode(&d, r) == 0) {
+			if (r->npeers > PGQ_PEERS_MAX || r->ntargets > PGQ_TARGETS_MAX ||
+			    r->nbad > PGQ_BAD_MAX || r->nup > OSDMAP_SIZE_MAX ||
+			    r->nacting > OSDMAP_SIZE_MAX ||
+			    !memchr(r->state_name, 0, sizeof(r->state_name)))
+				abort();
+			{
+				struct pg_query_reply *r2 = malloc(sizeof(*r2));
+				struct enc e1, e2;
+				struct dec d2;
+
+				if (!r2)
+					abort();
+				enc_init(&e1);
+				enc_init(&e2);
+				pg_query_reply_encode(r, &e1);
+				dec_init(&d2, e1.buf, e1.len);
+				if (pg_query_reply_decode(&d2, r2) < 0)
+					abort();
+				pg_query_reply_encode(r2, &e2);
+				if (e1.len != e2.len || memcmp(e1.buf, e2.buf, e1.len))
+					abort();
+				enc_free(&e1);
+				enc_free(&e2);
+				free(r2);
+			}
+		}
+		free(r);
+		break;
+	}
+	case 3: {
 		struct pg_scrub_map m;
 
 		if (pg_scrub_map_decode(&d, &m) == 0) {

@@ -43,7 +43,11 @@ int main(int argc, char **argv)
 	};
 	struct osd_op_req req = { .reqid = { 7, 1 }, .epoch = 3, .pool = 1, .pg = 2,
 				  .oid = "obj", .oid_len = 3, .nops = 2, .ops = ops };
-	struct pg_stat pgs = { .pool = 1, .pg = 2, .state = PG_ST_ACTIVE, .nacting = 1 };
+	struct pg_stat pgs = { .pool = 1, .pg = 2, .state = PG_ST_ACTIVE, .nacting = 1,
+			       .degraded = 3, .misplaced = 1, .recovered = 7,
+			       .last_epoch_started = 4, .last_scrub = 1796050089,
+			       .last_deep_scrub = 1796050085, .scrub_errors = 1, .nbad = 1,
+			       .bad = { { .osd = 2, .kind = 3, .oid = "obj" } } };
 	struct osd_beacon b = { .id = 0, .npg = 1, .pgs = &pgs };
 	struct osd_boot_req boot = { .id = 0, .weight = OSD_WEIGHT_ONE };
 	struct mon_command_reply cr = { .rc = 0, .status = "ok", .out = "{}", .out_len = 2 };

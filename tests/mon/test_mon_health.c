@@ -292,3 +292,105 @@ Test(mon_health, store_errors_and_slow_ops)
 		  strstr(d, "osd.2"), "detail: %s", d);
 	cJSON_Delete(j);
 }
+
+Test(mon_health, damaged_names_objects_degraded_tells_rate_and_pg_stat)
+{
+	struct pg_stat pgs[4];
+	cJSON *j, *c;
+	char *out = NULL;
+	char *d;
+
+	add_osds(3, 3);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pool create\",\"name\":\"p\"}", NULL, NULL), 0);
+	clean_pgs(pgs, 4);
+	pgs[2].state |= PG_ST_INCONSISTENT;
+	pgs[2].scrub_errors = 3;
+	pgs[2].nbad = 2;
+	pgs[2].bad[0].osd = 1;
+	pgs[2].bad[0].kind = 3;		/* read error */
+	snprintf(pgs[2].bad[0].oid, sizeof(pgs[2].bad[0].oid), "obj-a");
+	pgs[2].bad[1].osd = 2;
+	pgs[2].bad[1].kind = 4;		/* differs */
+	snprintf(pgs[2].bad[1].oid, sizeof(pgs[2].bad[1].oid), "obj-b");
+	pgs[3].state = PG_ST_ACTIVE | PG_ST_DEGRADED | PG_ST_RECOVERING;
+	pgs[3].degraded = 5;
+	beacon(0, 10 << 20, 0, pgs, 4, NULL, 0);
+	usleep(100000);
+	pgs[3].recovered = 20;		/* 20 objects copied since */
+	beacon(0, 10 << 20, 0, pgs, 4, NULL, 0);
+	usleep(200000);
+
+	j = health();
+	cr_assert_str_eq(status(j), "HEALTH_ERR");
+	c = check(j, "PG_DAMAGED");
+	cr_assert(c);
+	cr_assert(strstr(cJSON_GetObjectItem(c, "summary")->valuestring,
+			 "first: object 'obj-a' on osd.1 in pg 1.2: read error"),
+		  "%s", cJSON_GetObjectItem(c, "summary")->valuestring);
+	cr_assert(strstr(cJSON_GetObjectItem(c, "fix")->valuestring, "atoll pg repair 1.2"));
+	d = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "detail"));
+	cr_assert(strstr(d, "pg 1.2: object 'obj-a' on osd.1: read error") &&
+		  strstr(d, "pg 1.2: object 'obj-b' on osd.2: differs") &&
+		  strstr(d, "1 more inconsistent copy"), "%s", d);
+	free(d);
+	c = check(j, "PG_DEGRADED");
+	cr_assert(c);
+	cr_assert(strstr(cJSON_GetObjectItem(c, "summary")->valuestring,
+			 "5 of 120 object copies are degraded (4.2%) in 1 pg"),
+		  "%s", cJSON_GetObjectItem(c, "summary")->valuestring);
+	d = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "detail"));
+	cr_assert(strstr(d, "atoll is recovering them: 1 pg recovering") &&
+		  strstr(d, "left at this rate"), "%s", d);
+	free(d);
+	cJSON_Delete(j);
+
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pg stat\",\"format\":\"json\"}", NULL, &out), 0);
+	j = cJSON_Parse(out);
+	free(out);
+	cr_assert_eq(cJSON_GetObjectItem(j, "inconsistent")->valueint, 1);
+	c = cJSON_GetObjectItem(j, "recovery");
+	cr_assert_eq(cJSON_GetObjectItem(c, "degraded")->valueint, 5);
+	cr_assert(cJSON_GetObjectItem(c, "objects_per_s")->valuedouble > 0);
+	cJSON_Delete(j);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pg stat\"}", NULL, &out), 0);
+	cr_assert(!strncmp(out, "4 pgs: ", 7) && strstr(out, "5 of 120 object copies degraded") &&
+		  strstr(out, "objects/s"), "%s", out);
+	free(out);
+
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pg ls\",\"state\":\"inconsistent,recovering\","
+			    "\"format\":\"json\"}", NULL, &out), 0);
+	j = cJSON_Parse(out);
+	free(out);
+	cr_assert_eq(cJSON_GetArraySize(j), 2);
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 0), "pgid")->valuestring, "1.2");
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(j, 1), "pgid")->valuestring, "1.3");
+	cJSON_Delete(j);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pg ls\",\"state\":\"inactive\",\"format\":\"json\"}",
+			    NULL, &out), 0);
+	cr_assert_str_eq(out, "[]");
+	free(out);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"pg ls\",\"state\":\"sad\"}", NULL, NULL), -EINVAL);
+}
+
+Test(mon_health, down_osd_says_since_when_and_when_out)
+{
+	cJSON *j, *c;
+	const char *d;
+
+	add_osds(3, 3);
+	cr_assert_eq(mh_osd_stopping(&h, 1, NULL), 0);
+	j = health();
+	c = check(j, "OSD_DOWN");
+	cr_assert(c);
+	d = cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "detail"), 0));
+	cr_assert(strstr(d, "osd.1 on host 'host1' is down since 20") && strstr(d, " UTC (") &&
+		  strstr(d, "it will be marked out at ") && strstr(d, "atoll osd out 1"),
+		  "%s", d);
+	cJSON_Delete(j);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"osd set\",\"flag\":\"noout\"}", NULL, NULL), 0);
+	j = health();
+	d = cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(check(j, "OSD_DOWN"),
+									 "detail"), 0));
+	cr_assert(strstr(d, "noout flag holds it in: it will not be marked out"), "%s", d);
+	cJSON_Delete(j);
+}

@@ -166,6 +166,63 @@ Test(proto, beacon_round_trip)
 	free(p);
 }
 
+Test(proto, beacon_v2_recovery_and_scrub_figures)
+{
+	struct enc e;
+	struct dec d;
+	struct pg_stat pg = { .pool = 1, .pg = 3, .state = PG_ST_ACTIVE, .nacting = 1,
+			      .degraded = 5, .misplaced = 6, .recovered = 7,
+			      .last_epoch_started = 8, .last_scrub = 1796050089,
+			      .last_deep_scrub = 1796050085, .scrub_errors = 3, .nbad = 2,
+			      .bad = { { .osd = 1, .kind = 3, .oid = "obj-a" },
+				       { .osd = 2, .kind = 4, .oid = "obj-b" } } };
+	struct osd_beacon b = { .id = 1, .npg = 1, .pgs = &pg }, o;
+	uint8_t *p;
+	size_t n;
+
+	enc_init(&e);
+	osd_beacon_encode(&b, &e);
+	p = take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(osd_beacon_decode(&d, &o), 0);
+	cr_assert_eq(o.pgs[0].degraded, 5);
+	cr_assert_eq(o.pgs[0].misplaced, 6);
+	cr_assert_eq(o.pgs[0].recovered, 7);
+	cr_assert_eq(o.pgs[0].last_deep_scrub, 1796050085);
+	cr_assert_eq(o.pgs[0].nbad, 2);
+	cr_assert_str_eq(o.pgs[0].bad[1].oid, "obj-b");
+	cr_assert_eq(o.pgs[0].bad[1].kind, 4);
+	osd_beacon_clear(&o);
+
+	/* a version 1 section: the figures are not read, and are zero */
+	p[0] = 1;
+	dec_init(&d, p, n);
+	cr_assert_eq(osd_beacon_decode(&d, &o), 0);
+	cr_assert_eq(o.pgs[0].degraded, 0);
+	cr_assert_eq(o.pgs[0].nbad, 0);
+	osd_beacon_clear(&o);
+	free(p);
+
+	/* more bad copies than a PG may name: refused */
+	pg.nbad = 2;
+	enc_init(&e);
+	osd_beacon_encode(&b, &e);
+	p = take(&e, &n);
+	for (size_t i = 0; i + 6 <= n; i++) {
+		/* the nbad byte precedes the first bad entry's osd (1, LE), kind 3 */
+		if (p[i] == 2 && p[i + 1] == 1 && p[i + 2] == 0 && p[i + 3] == 0 &&
+		    p[i + 4] == 0 && p[i + 5] == 3) {
+			p[i] = PG_STAT_BAD_MAX + 1;
+			pg.nbad = 0;	/* found */
+			break;
+		}
+	}
+	cr_assert_eq(pg.nbad, 0, "the nbad byte was not found");
+	dec_init(&d, p, n);
+	cr_assert_lt(osd_beacon_decode(&d, &o), 0);
+	free(p);
+}
+
 Test(proto, pg_state_names)
 {
 	char buf[128];
