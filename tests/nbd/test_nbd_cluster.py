@@ -143,7 +143,15 @@ class ClusterCtx(proto.Ctx):
             if kind == "mount":
                 subprocess.run(["umount", "-l", path], capture_output=True)
             else:
-                subprocess.run(["fusermount3", "-u", path], capture_output=True)
+                # busy while a loop device still holds the file: retry,
+                # then detach lazily rather than leave a mount behind
+                for _ in range(50):
+                    if subprocess.run(["fusermount3", "-u", path],
+                                      capture_output=True).returncode == 0:
+                        break
+                    time.sleep(0.1)
+                else:
+                    subprocess.run(["fusermount3", "-uz", path], capture_output=True)
                 if isinstance(kind, subprocess.Popen):
                     try:
                         kind.wait(timeout=10)
