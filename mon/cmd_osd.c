@@ -211,6 +211,21 @@ int cmd_osd_dump(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return 0;
 }
 
+/* A map change that sets one OSD's record to rec. */
+static int change_osd(struct mon *mon, struct cmd_out *o, const struct osdmap_osd *rec)
+{
+	struct osdmap_inc inc;
+	int r;
+
+	osdmap_inc_init(&inc, 0);
+	r = osdmap_inc_set_osd(&inc, rec);
+	if (r < 0) {
+		osdmap_inc_clear(&inc);
+		return cmd_fail(o, r, "out of memory");
+	}
+	return cmd_map_change(mon, &inc, o);
+}
+
 enum reweight_how { RW_OUT, RW_IN, RW_DRAIN };
 
 /* out: reweight 0; in: reweight 1, no longer draining; drain: out, and
@@ -289,7 +304,6 @@ int cmd_osd_in(struct mon *mon, cJSON *a, struct cmd_out *o)
 int cmd_osd_reweight(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
 	cJSON *w = cJSON_GetObjectItemCaseSensitive(a, "weight");
-	struct osdmap_inc inc;
 	struct osdmap_osd x;
 	int64_t id;
 	bool present;
@@ -314,14 +328,8 @@ int cmd_osd_reweight(struct mon *mon, cJSON *a, struct cmd_out *o)
 				(long long)id);
 	x = *osd_get(mon, (int32_t)id);
 	x.reweight = (uint32_t)lround(v * OSD_WEIGHT_ONE);
-	osdmap_inc_init(&inc, 0);
-	r = osdmap_inc_set_osd(&inc, &x);
-	if (r < 0) {
-		osdmap_inc_clear(&inc);
-		return cmd_fail(o, r, "out of memory");
-	}
 	cmd_say(o, "reweighted osd.%lld to %.4f", (long long)id, v);
-	return cmd_map_change(mon, &inc, o);
+	return change_osd(mon, o, &x);
 }
 
 static int set_flag(struct mon *mon, cJSON *a, struct cmd_out *o, bool set)
@@ -358,9 +366,10 @@ int cmd_osd_unset(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return set_flag(mon, a, o, false);
 }
 
-/* The one OSD a command names ("id": N, or "ids": [N]); it must exist. */
-static int arg_one_osd(struct mon *mon, cJSON *a, struct cmd_out *o, int64_t *id,
-		       const struct osdmap_osd **x)
+/* The one OSD a command names ("id": N, or "ids": [N]); it must exist
+ * and be down. */
+static int arg_down_osd(struct mon *mon, cJSON *a, struct cmd_out *o, int64_t *id,
+			const struct osdmap_osd **x)
 {
 	bool present;
 	int r;
@@ -384,37 +393,31 @@ static int arg_one_osd(struct mon *mon, cJSON *a, struct cmd_out *o, int64_t *id
 	if (!*x)
 		return cmd_fail(o, -ENOENT, "osd.%lld does not exist; list OSDs with: atoll osd ls",
 				(long long)*id);
+	if ((*x)->state & OSD_ST_UP)
+		return cmd_fail(o, -EBUSY, "osd.%lld is still up; stop it first (SIGTERM, or "
+				"atoll-cluster osd stop %lld)", (long long)*id, (long long)*id);
 	return 0;
 }
+
 
 int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
 	const struct osdmap_osd *x;
 	struct osdmap_osd rec;
-	struct osdmap_inc inc;
 	int64_t id;
 	int r;
 
-	r = arg_one_osd(mon, a, o, &id, &x);
+	r = arg_down_osd(mon, a, o, &id, &x);
 	if (r < 0)
 		return r;
-	if (x->state & OSD_ST_UP)
-		return cmd_fail(o, -EBUSY, "osd.%lld is still up; stop it first (SIGTERM, or "
-				"atoll-cluster osd stop %lld)", (long long)id, (long long)id);
 	if (x->reweight > 0)
 		return cmd_fail(o, -EBUSY, "osd.%lld is still in; mark it out first with: "
 				"atoll osd out %lld, and wait for its data to move",
 				(long long)id, (long long)id);
 	memset(&rec, 0, sizeof(rec));
 	rec.id = (uint32_t)id;
-	osdmap_inc_init(&inc, 0);
-	r = osdmap_inc_set_osd(&inc, &rec);
-	if (r < 0) {
-		osdmap_inc_clear(&inc);
-		return cmd_fail(o, r, "out of memory");
-	}
 	cmd_say(o, "removed osd.%lld", (long long)id);
-	r = cmd_map_change(mon, &inc, o);
+	r = change_osd(mon, o, &rec);
 	if (r == 0) {
 		struct mon_osd_info *info = &mon->osds[id];
 
@@ -424,7 +427,6 @@ int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
 	return r;
 }
 
-
 /* The disk of a down OSD is gone for good: the id keeps its place (host,
  * weights) for a new disk made with atoll-osd --mkfs --id N, and the old
  * disk can no longer join (its uuid is forgotten). */
@@ -432,16 +434,12 @@ int cmd_osd_destroy(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
 	const struct osdmap_osd *x;
 	struct osdmap_osd rec;
-	struct osdmap_inc inc;
 	int64_t id;
 	int r;
 
-	r = arg_one_osd(mon, a, o, &id, &x);
+	r = arg_down_osd(mon, a, o, &id, &x);
 	if (r < 0)
 		return r;
-	if (x->state & OSD_ST_UP)
-		return cmd_fail(o, -EBUSY, "osd.%lld is still up; stop it first (SIGTERM, or "
-				"atoll-cluster osd stop %lld)", (long long)id, (long long)id);
 	if (x->state & OSD_ST_DESTROYED) {
 		cmd_say(o, "osd.%lld is already destroyed", (long long)id);
 		cmd_no_change(mon, o);
@@ -450,14 +448,8 @@ int cmd_osd_destroy(struct mon *mon, cJSON *a, struct cmd_out *o)
 	rec = *x;
 	rec.state |= OSD_ST_DESTROYED;
 	memset(rec.uuid, 0, sizeof(rec.uuid));
-	osdmap_inc_init(&inc, 0);
-	r = osdmap_inc_set_osd(&inc, &rec);
-	if (r < 0) {
-		osdmap_inc_clear(&inc);
-		return cmd_fail(o, r, "out of memory");
-	}
 	cmd_say(o, "destroyed osd.%lld: its old disk can no longer join; make the new "
 		"disk with: atoll-osd --mkfs --id %lld --data DIR, and start it",
 		(long long)id, (long long)id);
-	return cmd_map_change(mon, &inc, o);
+	return change_osd(mon, o, &rec);
 }

@@ -10,15 +10,7 @@
 # After each step every object reads back right; at the end the stores,
 # inspected offline, hold every object on exactly the OSDs placement names.
 set -euo pipefail
-. "$(dirname "$0")/../cluster/lib.sh"
-
-client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL RECOVERY-CLIENT STORE-TOOL}
-storetool_bin=${2:?}
-[ -x "$client_bin" ] || skip "recovery-client is missing ($client_bin)"
-[ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
-rc() { "$client_bin" "$ATOLL_CONF" default "$@"; }
-check=$(dirname "$0")/storecheck.py
-. "$(dirname "$0")/placement.sh"
+. "$(dirname "$0")/lib.sh"
 
 # health_has CODE: the current health names CODE
 health_has() {

@@ -9,16 +9,7 @@
 # exactly the OSDs `atoll osd map` names (no copy left behind on osd.3,
 # none missing on osd.4) and no deleted one anywhere.
 set -euo pipefail
-. "$(dirname "$0")/../cluster/lib.sh"
-
-client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL RECOVERY-CLIENT STORE-TOOL}
-storetool_bin=${2:?}
-[ -x "$client_bin" ] || skip "recovery-client is missing ($client_bin)"
-[ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
-rc() { "$client_bin" "$ATOLL_CONF" default "$@"; }
-check=$(dirname "$0")/storecheck.py
-
-. "$(dirname "$0")/placement.sh"
+. "$(dirname "$0")/lib.sh"
 
 # a short log: the moved PGs hold more writes than it, so they go by backfill
 cluster_up --osds 4 --hosts 4 --no-mds --no-nbd --set osd_pg_log_max=5

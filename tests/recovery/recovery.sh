@@ -10,13 +10,7 @@
 # offline after the cluster is stopped, must hold exactly the objects that
 # exist, with their sizes, and none of the deleted ones.
 set -euo pipefail
-. "$(dirname "$0")/../cluster/lib.sh"
-
-client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL RECOVERY-CLIENT STORE-TOOL}
-storetool_bin=${2:?}
-[ -x "$client_bin" ] || skip "recovery-client is missing ($client_bin)"
-[ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
-rc() { "$client_bin" "$ATOLL_CONF" default "$@"; }
+. "$(dirname "$0")/lib.sh"
 
 mode=${RECOVERY_MODE:-log}
 extra=()

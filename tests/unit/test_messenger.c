@@ -982,14 +982,15 @@ Test(messenger, keepalives_hold_an_idle_connection_and_a_silent_peer_is_dropped)
 	struct msg_conn *c;
 	int fd;
 
-	scfg.keepalive_ms = ccfg.keepalive_ms = 50;
-	scfg.keepalive_timeout_ms = ccfg.keepalive_timeout_ms = 300;
+	/* generous against a loaded machine: the loop may be late by a lot */
+	scfg.keepalive_ms = ccfg.keepalive_ms = 100;
+	scfg.keepalive_timeout_ms = ccfg.keepalive_timeout_ms = 1500;
 	node_start(&s, &scfg, "127.0.0.1:0");
 	node_start(&cl, &ccfg, NULL);
 	c = msgr_connect(cl.m, s.addr);
 	cr_assert_eq(echo_call(c, 1, 0), 0);
 	/* idle for several timeouts: the keepalives hold it open */
-	usleep(1200 * 1000);
+	usleep(4000 * 1000);
 	cr_expect_eq(atomic_load(&cl.closed), 0);
 	cr_expect_eq(atomic_load(&s.closed), 0);
 	cr_expect_eq(atomic_load(&s.dispatched), 1, "a keepalive reached the upper layer");

@@ -1,5 +1,14 @@
-# tests/recovery/placement.sh - sourced by rebalance.sh and lifecycle.sh,
-# after tests/cluster/lib.sh, with rc() (the recovery client) defined.
+# tests/recovery/lib.sh - sourced by the scripts of tests/recovery: their
+# arguments (after tests/cluster/lib.sh has taken ATOLL-CLUSTER ATOLL),
+# rc() (the recovery client on pool default), and the placement checks.
+. "$(dirname "$0")/../cluster/lib.sh"
+
+client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL RECOVERY-CLIENT STORE-TOOL}
+storetool_bin=${2:?}
+[ -x "$client_bin" ] || skip "recovery-client is missing ($client_bin)"
+[ -x "$storetool_bin" ] || skip "atoll-store-tool is missing ($storetool_bin)"
+rc() { "$client_bin" "$ATOLL_CONF" default "$@"; }
+check=$(dirname "$0")/storecheck.py
 
 # placement WANT-FILE: "OID PGID UP" for every object, as `atoll osd map`
 # says now (UP: the OSDs placement gives the PG, without pg_temp)
