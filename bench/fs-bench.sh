@@ -11,6 +11,8 @@
 #     --quick        fsbench.sh's quick mode (fewer files, 256 MiB dd) and
 #                    a 5 s disklimit: checks the pipeline only
 #     --no-disk      skip ../shared/bench/disklimit.sh
+#     --fuse-opts O  more atoll-fuse -o options, e.g. nolease (an A/B of
+#                    the leases: the kernel then caches metadata for 1 s)
 #   BUILD_DIR defaults to $ATOLL_BUILD, else build-release.
 #
 # Starts a default cluster (3 OSDs on 3 hosts; fs_meta and fs_data of size
@@ -25,7 +27,7 @@ set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${ATOLL_BUILD:-$here/build-release}
-size=4G rounds=1 out="" quick="" disk=1
+size=4G rounds=1 out="" quick="" disk=1 fopts=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) size=$2; shift 2 ;;
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--quick) quick=quick; shift ;;
 	--no-disk) disk=0; shift ;;
+	--fuse-opts) fopts=,$2; shift 2 ;;
 	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "unknown option '$1'; see: bench/fs-bench.sh --help" >&2; exit 2 ;;
 	*) build=$1; shift ;;
@@ -71,14 +74,14 @@ load() { echo "load $(cut -d' ' -f1-3 /proc/loadavg), $(grep -c ^processor /proc
 {
 	echo "# fs-bench $(date -u '+%Y-%m-%d %H:%M UTC'), build $build"
 	echo "# commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$here" status --porcelain 2>/dev/null | grep -q . && echo ' (uncommitted changes)')"
-	echo "# $rounds round(s)${quick:+, quick}, stores $size, $(load)"
+	echo "# $rounds round(s)${quick:+, quick}, stores $size${fopts:+, atoll-fuse -o ${fopts#,}}, $(load)"
 } | tee "$out/summary.txt"
 
 echo "== cluster (3 OSDs, stores $size)"
 "$cluster" up --dir "$cdir" --size "$size" --no-nbd --timeout 120 >"$out/up.txt" 2>&1 ||
 	{ tail -20 "$out/up.txt" >&2; echo "atoll-cluster up failed (see $out/up.txt)" >&2; exit 1; }
 mkdir -p "$mnt" "$local"
-"$fuse" "$mnt" -o "conf=$cdir/atoll.conf" >"$out/fuse.txt" 2>&1 ||
+"$fuse" "$mnt" -o "conf=$cdir/atoll.conf$fopts" >"$out/fuse.txt" 2>&1 ||
 	{ cat "$out/fuse.txt" >&2; echo "atoll-fuse failed" >&2; exit 1; }
 # atoll-fuse returns once it has daemonized: the mount comes a moment later
 for _ in $(seq 1 300); do mountpoint -q "$mnt" && break; sleep 0.1; done

@@ -402,7 +402,7 @@ static int arg_down_osd(struct mon *mon, cJSON *a, struct cmd_out *o, int64_t *i
 
 int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
-	const struct osdmap_osd *x;
+	const struct osdmap_osd *x = NULL;
 	struct osdmap_osd rec;
 	int64_t id;
 	int r;
@@ -432,7 +432,7 @@ int cmd_osd_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
  * disk can no longer join (its uuid is forgotten). */
 int cmd_osd_destroy(struct mon *mon, cJSON *a, struct cmd_out *o)
 {
-	const struct osdmap_osd *x;
+	const struct osdmap_osd *x = NULL;
 	struct osdmap_osd rec;
 	int64_t id;
 	int r;

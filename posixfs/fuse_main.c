@@ -9,8 +9,12 @@
  * issued (write-behind, below): flush (every close), fsync and release
  * push the largest size this client wrote to the MDS (the file size is
  * the MDS's) and return once the OSDs have the data durable.
- * Close-to-open consistency: the kernel caches entries and attributes
- * for one second and drops a file's page cache at open.
+ * Close-to-open consistency: a file's page cache is dropped at open.
+ * Metadata the MDS leased (fuse_cache.c) is answered from the cache and
+ * the kernel keeps it for the lease's time; the MDS revokes a lease
+ * before another client changes what it covers (MT_MDS_NOTIFY), and the
+ * cache and the kernel drop it.  Without leases (-o nolease, or an MDS
+ * with them off) the kernel caches entries and attributes for 1 s.
  * doc/fs.md describes the design and what is still missing.
  */
 #define FUSE_USE_VERSION 35
@@ -34,12 +38,12 @@
 
 #include "config.h"
 #include "encode.h"
+#include "fuse_cache.h"
 #include "log.h"
 #include "mds_proto.h"
 #include "msg.h"
 
 #define CALL_TIMEOUT_MS 60000u
-#define CACHE_TIMEOUT 1.0
 
 struct wop;
 
@@ -89,6 +93,7 @@ static struct {
 
 struct opts {
 	char *conf, *mon, *mds;
+	int nolease;
 };
 
 /* ---- local inode state ------------------------------------------------ */
@@ -193,16 +198,29 @@ struct waiter {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
-	int err;
-	struct msg *reply;
+	int err;		/* the call's, or the decoder's */
+	const struct mds_req *rq;
+	struct mds_reply *rp;
+	uint64_t t_send;
+	struct lc_info ci;
 };
 
+/* The loop thread: decodes the reply and hands it to the cache here, in
+ * the order of the connection (a revoke that follows it comes after). */
 static void on_reply(void *arg, struct msg *reply, int err)
 {
 	struct waiter *w = arg;
 
+	if (!err) {
+		struct dec d;
+		dec_init(&d, reply->front, reply->front_len);
+		if (mds_reply_decode(&d, w->rp))
+			err = -EBADMSG;
+		else
+			lc_reply(w->rq, w->rp, w->t_send, &w->ci);
+	}
+	msg_free(reply);
 	pthread_mutex_lock(&w->mu);
-	w->reply = reply;
 	w->err = err;
 	w->done = true;
 	pthread_cond_signal(&w->cv);
@@ -215,6 +233,7 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 	rq->op = op;
 	rq->client = g.client_id;
 	rq->reqid = __atomic_add_fetch(&g.next_reqid, 1, __ATOMIC_RELAXED);
+	rq->lflags = lc_on() ? MDS_L_WANT : 0;
 	if (req) {
 		const struct fuse_ctx *ctx = fuse_req_ctx(req);
 		rq->uid = ctx->uid;
@@ -225,14 +244,17 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 /* Sends rq and waits for the reply; returns rp->rc or a transport error.
  * A call cut off by a broken connection (the MDS restarting) is sent
  * again on the redialled connection. */
-static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
+static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci)
 {
 	int ret = -EIO;
 
 	memset(rp, 0, sizeof(*rp));
+	if (ci)
+		memset(ci, 0, sizeof(*ci));
 	for (int attempt = 0; attempt < 5; attempt++) {
-		struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-				    false, 0, NULL };
+		struct waiter w = { .mu = PTHREAD_MUTEX_INITIALIZER,
+				    .cv = PTHREAD_COND_INITIALIZER,
+				    .rq = rq, .rp = rp, .t_send = lc_now() };
 		struct enc e;
 		enc_init(&e);
 		mds_req_encode(&e, rq);
@@ -253,39 +275,61 @@ static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
 			continue;
 		}
 		if (w.err)
-			return w.err == -ETIMEDOUT ? -EIO : w.err;
-		struct dec d;
-		dec_init(&d, w.reply->front, w.reply->front_len);
-		ret = mds_reply_decode(&d, rp);
-		msg_free(w.reply);
-		if (ret)
-			return -EIO;
+			return w.err == -ETIMEDOUT || w.err == -EBADMSG ? -EIO : w.err;
+		if (ci)
+			*ci = w.ci;
 		return rp->rc;
 	}
 	return ret;
 }
 
+static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
+{
+	return mds_call_ci(rq, rp, NULL);
+}
+
 /* ---- replies ------------------------------------------------------------- */
 
-static void reply_entry(fuse_req_t req, const struct mds_inode *in)
+/* The kernel may keep the entry (parent, name) as long as the reply's
+ * directory lease covers parent. */
+static double entry_timeout(const struct lc_info *ci, uint64_t parent)
+{
+	if (ci->exp && ci->dir_lease != parent)
+		return 0;
+	return lc_timeout(parent, ci);
+}
+
+static void fill_entry(struct fuse_entry_param *e, const struct mds_inode *in,
+		       double entry_tmo, double attr_tmo)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = in->ino;
+	e->generation = in->gen;
+	to_stat(in, &e->attr);
+	e->attr_timeout = attr_tmo;
+	e->entry_timeout = entry_tmo;
+}
+
+/* An entry from a reply with ci (lc_kbar: see fuse_cache.h). */
+static void reply_entry(fuse_req_t req, const struct mds_inode *in,
+			const struct lc_info *ci, uint64_t parent)
 {
 	struct fuse_entry_param e;
 
-	memset(&e, 0, sizeof(e));
-	e.ino = in->ino;
-	e.generation = in->gen;
-	to_stat(in, &e.attr);
-	e.attr_timeout = CACHE_TIMEOUT;
-	e.entry_timeout = CACHE_TIMEOUT;
+	lc_kbar_enter();
+	fill_entry(&e, in, entry_timeout(ci, parent), lc_timeout(in->ino, ci));
 	fuse_reply_entry(req, &e);
+	lc_kbar_leave();
 }
 
-static void reply_attr(fuse_req_t req, const struct mds_inode *in)
+static void reply_attr(fuse_req_t req, const struct mds_inode *in, const struct lc_info *ci)
 {
 	struct stat st;
 
+	lc_kbar_enter();
 	to_stat(in, &st);
-	fuse_reply_attr(req, &st, CACHE_TIMEOUT);
+	fuse_reply_attr(req, &st, lc_timeout(in->ino, ci));
+	lc_kbar_leave();
 }
 
 /* Pushes the size and mtime this client wrote (op FSYNC or CLOSE). */
@@ -342,14 +386,35 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
+	/* from a leased listing of parent and a leased record: no MDS */
+	uint64_t ino;
+	uint32_t mode;
+	double dleft, aleft;
+	struct mds_inode in;
+	lc_kbar_enter();
+	int hit = lc_dir_lookup(parent, name, &ino, &mode, &dleft);
+	if (hit == 0) {
+		fuse_reply_err(req, ENOENT);	/* not cached negative: no timeout */
+		lc_kbar_leave();
+		return;
+	}
+	if (hit == 1 && (aleft = lc_attr(ino, &in)) > 0) {
+		struct fuse_entry_param e;
+		fill_entry(&e, &in, dleft, aleft);
+		fuse_reply_entry(req, &e);
+		lc_kbar_leave();
+		return;
+	}
+	lc_kbar_leave();
+	struct lc_info ci;
 	req_init(&rq, req, MDS_OP_LOOKUP);
 	rq.ino = parent;
 	snprintf(rq.name, sizeof(rq.name), "%s", name);
-	ret = mds_call(&rq, &rp);
+	ret = mds_call_ci(&rq, &rp, &ci);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, &rp.in[0]);
+		reply_entry(req, &rp.in[0], &ci, parent);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -358,13 +423,25 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct mds_reply rp;
 	int ret;
 
+	struct mds_inode in;
+	struct lc_info ci;
+	lc_kbar_enter();
+	double left = lc_attr(ino, &in);
+	if (left > 0) {
+		struct stat st;
+		to_stat(&in, &st);
+		fuse_reply_attr(req, &st, left);
+		lc_kbar_leave();
+		return;
+	}
+	lc_kbar_leave();
 	req_init(&rq, req, MDS_OP_GETATTR);
 	rq.ino = ino;
-	ret = mds_call(&rq, &rp);
+	ret = mds_call_ci(&rq, &rp, &ci);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		reply_attr(req, &rp.in[0]);
+		reply_attr(req, &rp.in[0], &ci);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -431,11 +508,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		}
 	}
 	pthread_mutex_unlock(&g.lock);
-	ret = mds_call(&rq, &rp);
+	struct lc_info ci;
+	ret = mds_call_ci(&rq, &rp, &ci);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		reply_attr(req, &rp.in[0]);
+		reply_attr(req, &rp.in[0], &ci);
 }
 
 static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
@@ -459,7 +537,8 @@ static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char
 	rq.flags = MDS_F_EXCL | (fi ? 0x2u : 0);
 	if (target)
 		snprintf(rq.target, sizeof(rq.target), "%s", target);
-	ret = mds_call(&rq, &rp);
+	struct lc_info ci;
+	ret = mds_call_ci(&rq, &rp, &ci);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -474,16 +553,14 @@ static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char
 			c->dirty = false;
 		}
 		pthread_mutex_unlock(&g.lock);
-		memset(&e, 0, sizeof(e));
-		e.ino = rp.in[0].ino;
-		e.generation = rp.in[0].gen;
-		to_stat(&rp.in[0], &e.attr);
-		e.attr_timeout = e.entry_timeout = CACHE_TIMEOUT;
 		fi->keep_cache = 0;
+		lc_kbar_enter();
+		fill_entry(&e, &rp.in[0], entry_timeout(&ci, parent), lc_timeout(rp.in[0].ino, &ci));
 		fuse_reply_create(req, &e, fi);
+		lc_kbar_leave();
 		return;
 	}
-	reply_entry(req, &rp.in[0]);
+	reply_entry(req, &rp.in[0], &ci, parent);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -560,11 +637,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	rq.ino = ino;
 	rq.ino2 = newparent;
 	snprintf(rq.name2, sizeof(rq.name2), "%s", newname);
-	ret = mds_call(&rq, &rp);
+	struct lc_info ci;
+	ret = mds_call_ci(&rq, &rp, &ci);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, &rp.in[0]);
+		reply_entry(req, &rp.in[0], &ci, newparent);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -879,9 +957,10 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* ---- directories -------------------------------------------------------------- */
 
 struct dirh {
-	struct mds_dirent *ents;
+	struct lc_ent *ents;
 	size_t n;
 	fuse_ino_t parent;
+	uint64_t gen;		/* the cached listing it copies (0: none) */
 };
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -896,55 +975,114 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-/* Takes a snapshot of the whole directory (positions stay stable for the
- * life of the handle; rewinddir takes a new one). */
-static int dir_fill(fuse_req_t req, fuse_ino_t ino, struct dirh *d)
+/* Is every entry's record in the cache?  (readdirplus answers from it.) */
+static bool dir_attrs_cached(const struct lc_ent *ents, size_t n)
 {
-	struct mds_req *rq = malloc(sizeof(*rq));
+	struct mds_inode in;
+
+	for (size_t i = 0; i < n; i++)
+		if (lc_attr(ents[i].ino, &in) <= 0)
+			return false;
+	return true;
+}
+
+/* Takes a snapshot of the whole directory (positions stay stable for the
+ * life of the handle; rewinddir takes a new one): the leased listing when
+ * the cache has it (and, for readdirplus, every entry's record), else
+ * from the MDS, with the records (cached under their leases) and the
+ * listing cached under the directory's lease. */
+static int dir_fill(fuse_req_t req, fuse_ino_t ino, struct dirh *d, bool plus)
+{
+	struct mds_req *rq;
 	struct mds_reply rp;
+	struct lc_info ci0, ci;
+	size_t cap = 0;
 	int ret = 0;
 
-	if (!rq)
-		return -ENOMEM;
-	free(d->ents);
+	lc_ents_free(d->ents, d->n);
 	d->ents = NULL;
 	d->n = 0;
+	d->gen = 0;
+	if (lc_dir_get(ino, &d->ents, &d->n, &d->gen) == 0) {
+		if (!plus || dir_attrs_cached(d->ents, d->n))
+			return 0;
+		lc_ents_free(d->ents, d->n);
+		d->ents = NULL;
+		d->n = 0;
+		d->gen = 0;
+	}
+	rq = malloc(sizeof(*rq));
+	if (!rq)
+		return -ENOMEM;
 	req_init(rq, req, MDS_OP_READDIR);
 	rq->ino = ino;
 	rq->max = MDS_READDIR_MAX;
-	for (;;) {
-		ret = mds_call(rq, &rp);
+	if (lc_on())
+		rq->lflags |= MDS_L_PLUS;
+	for (int page = 0;; page++) {
+		ret = mds_call_ci(rq, &rp, page ? &ci : &ci0);
 		if (ret)
 			break;
-		if (rp.nents) {
-			struct mds_dirent *ne = realloc(d->ents, (d->n + rp.nents) * sizeof(*ne));
-			if (!ne) {
-				free(rp.ents);
+		if (rp.nents && d->n + rp.nents > cap) {
+			size_t ncap = cap ? cap * 2 : rp.nents;
+			while (ncap < d->n + rp.nents)
+				ncap *= 2;
+			struct lc_ent *ne = realloc(d->ents, ncap * sizeof(*ne));
+			if (!ne)
+				ret = -ENOMEM;
+			else {
+				d->ents = ne;
+				cap = ncap;
+			}
+		}
+		for (uint32_t i = 0; !ret && i < rp.nents; i++) {
+			struct lc_ent *e = &d->ents[d->n];
+			e->name = strdup(rp.ents[i].name);
+			if (!e->name) {
 				ret = -ENOMEM;
 				break;
 			}
-			d->ents = ne;
-			memcpy(d->ents + d->n, rp.ents, rp.nents * sizeof(*ne));
-			d->n += rp.nents;
-			snprintf(rq->cookie, sizeof(rq->cookie), "%s", rp.ents[rp.nents - 1].name);
+			e->ino = rp.ents[i].ino;
+			e->mode = rp.ents[i].mode;
+			d->n++;
 		}
+		if (!ret && rp.nents)
+			snprintf(rq->cookie, sizeof(rq->cookie), "%s", rp.ents[rp.nents - 1].name);
 		free(rp.ents);
-		if (!rp.more || !rp.nents)
+		free(rp.plus);
+		if (ret || !rp.more || !rp.nents)
 			break;
 	}
 	free(rq);
-	return ret;
+	if (ret)
+		return ret;
+	/* cache a copy under the first page's lease (refused if anything
+	 * changed the directory since that page arrived) */
+	if (ci0.exp && entry_timeout(&ci0, ino) > 0) {
+		struct lc_ent *copy = calloc(d->n ? d->n : 1, sizeof(*copy));
+		size_t i;
+		for (i = 0; copy && i < d->n; i++) {
+			copy[i] = d->ents[i];
+			if (!(copy[i].name = strdup(d->ents[i].name)))
+				break;
+		}
+		if (copy && i == d->n)
+			d->gen = lc_dir_put(ino, copy, d->n, &ci0);
+		else
+			lc_ents_free(copy, i);
+	}
+	return 0;
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+static void dir_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi, bool plus)
 {
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	char *buf;
 	size_t used = 0;
 
 	if (off == 0) {
-		int ret = dir_fill(req, ino, d);
+		int ret = dir_fill(req, ino, d, plus);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;
@@ -955,31 +1093,57 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	lc_kbar_enter();
+	/* the snapshot's entries are still what the MDS leased while the
+	 * listing it copies is cached (a revoke drops it) */
+	double dleft = plus && d->gen ? lc_dir_left(ino, d->gen) : 0;
 	for (size_t i = (size_t)off; i < d->n + 2; i++) {
-		struct stat st;
+		struct fuse_entry_param e;
 		const char *name;
-		memset(&st, 0, sizeof(st));
+		memset(&e, 0, sizeof(e));
 		if (i == 0) {
 			name = ".";
-			st.st_ino = ino;
-			st.st_mode = S_IFDIR;
+			e.attr.st_ino = ino;
+			e.attr.st_mode = S_IFDIR;
 		} else if (i == 1) {
 			name = "..";
-			st.st_ino = d->parent ? d->parent : FUSE_ROOT_ID;	/* the kernel answers ".." itself */
-			st.st_mode = S_IFDIR;
+			e.attr.st_ino = d->parent ? d->parent : FUSE_ROOT_ID;	/* the kernel answers ".." itself */
+			e.attr.st_mode = S_IFDIR;
 		} else {
-			name = d->ents[i - 2].name;
-			st.st_ino = d->ents[i - 2].ino;
-			st.st_mode = d->ents[i - 2].mode;
+			const struct lc_ent *de = &d->ents[i - 2];
+			struct mds_inode in;
+			double left;
+			name = de->name;
+			e.attr.st_ino = de->ino;
+			e.attr.st_mode = de->mode;
+			/* with a leased record the kernel gets the entry and its
+			 * attributes (no lookup, no getattr); without, the name */
+			if (dleft > 0 && (left = lc_attr(de->ino, &in)) > 0)
+				fill_entry(&e, &in, dleft, left);
 		}
-		size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st,
-						(off_t)(i + 1));
+		size_t need = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name,
+							    &e, (off_t)(i + 1))
+				   : fuse_add_direntry(req, buf + used, size - used, name,
+						       &e.attr, (off_t)(i + 1));
 		if (need > size - used)
 			break;
 		used += need;
 	}
 	fuse_reply_buf(req, buf, used);
+	lc_kbar_leave();
 	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	dir_list(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	dir_list(req, ino, size, off, fi, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -987,7 +1151,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 
 	if (d) {
-		free(d->ents);
+		lc_ents_free(d->ents, d->n);
 		free(d);
 	}
 	fuse_reply_err(req, 0);
@@ -1054,6 +1218,26 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ERANGE);
 		return;
 	}
+	if (!strncmp(name, "system.posix_acl_", 17)) {
+		/* never set (setxattr refuses them), so never there: `ls -l`
+		 * asks for each file */
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	/* `ls -l` asks for security.selinux of each file: a leased record
+	 * without the xattrs flag has none (setting one changes the record,
+	 * which revokes the lease); else the answer may be cached with it */
+	struct mds_inode in;
+	if (lc_attr(ino, &in) > 0 && !(in.flags & MDS_INO_XATTRS)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	memset(&rp, 0, sizeof(rp));
+	int hit = lc_xattr(ino, name, &rp.value, &rp.vlen);
+	if (hit >= 0) {
+		xattr_reply(req, hit ? 0 : -ENODATA, &rp, size);
+		return;
+	}
 	req_init(&rq, req, MDS_OP_GETXATTR);
 	rq.ino = ino;
 	snprintf(rq.name, sizeof(rq.name), "%s", name);
@@ -1117,6 +1301,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
@@ -1137,8 +1322,52 @@ static const struct fuse_opt opt_spec[] = {
 	{ "conf=%s", offsetof(struct opts, conf), 0 },
 	{ "mon=%s", offsetof(struct opts, mon), 0 },
 	{ "mds=%s", offsetof(struct opts, mds), 0 },
+	{ "nolease", offsetof(struct opts, nolease), 1 },
 	FUSE_OPT_END
 };
+
+/* The loop thread: a revoke from the MDS.  The cache drops what it
+ * covers at once and queues the kernel's invalidations (done on a thread
+ * of their own, fuse_cache.c), then we ack: the MDS answers the change
+ * once every holder acked. */
+static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
+{
+	(void)arg;
+	if (m->type == MT_MDS_NOTIFY && !(m->flags & MSG_F_REPLY)) {
+		struct mds_notify *n = malloc(sizeof(*n));
+		struct dec d;
+		struct enc e;
+		dec_init(&d, m->front, m->front_len);
+		if (n && mds_notify_decode(&d, n) == 0) {
+			lc_revoke(n->c, n->n, false);
+		} else {
+			log_warn("fuse", "a malformed lease revoke from the MDS; dropping "
+				 "every cached entry");
+			lc_revoke(NULL, 0, true);
+		}
+		if (n) {
+			n->n = 0;
+			enc_init(&e);
+			mds_notify_encode(&e, n);
+			struct msg *r = msg_new(MT_MDS_NOTIFY, &e);
+			enc_free(&e);
+			if (r)
+				msg_reply(c, m, r);
+		}
+		free(n);
+	}
+	msg_free(m);
+}
+
+/* The loop thread: the MDS connection broke (a restart): the MDS forgot
+ * our leases, so everything cached goes, the kernel's too. */
+static void on_mds_closed(void *arg, struct msg_conn *c, int err)
+{
+	(void)arg;
+	(void)c;
+	(void)err;
+	lc_revoke(NULL, 0, true);
+}
 
 static int connect_all(struct opts *o)
 {
@@ -1160,7 +1389,7 @@ static int connect_all(struct opts *o)
 	}
 	g.client_id = atoll_cluster_id(g.cl);
 	struct msgr_config mc = { .size_of = sizeof(mc) };
-	struct msgr_ops mops = { 0 };
+	struct msgr_ops mops = { .dispatch = on_mds_msg, .closed = on_mds_closed };
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = g.client_id;
 	if ((ret = msgr_create(&mc, &mops, NULL, &g.msgr)) || (ret = msgr_start(g.msgr)))
@@ -1203,7 +1432,8 @@ int main(int argc, char **argv)
 		printf("usage: atoll-fuse MOUNTPOINT [-f] [-o options]\n"
 		       "  -o conf=FILE    atoll.conf\n"
 		       "  -o mon=ADDR     the monitor\n"
-		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n");
+		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n"
+		       "  -o nolease      no leases: the kernel caches metadata for 1 s\n");
 		fuse_cmdline_help();
 		fuse_lowlevel_help();
 		ret = 0;
@@ -1242,6 +1472,7 @@ int main(int argc, char **argv)
 	/* Threads do not survive fork(): daemonize before connecting. */
 	if (fuse_daemonize(co.foreground) != 0)
 		goto out;
+	lc_init(!o.nolease);
 	if (connect_all(&o))
 		goto out;
 	fuse_opt_add_arg(&args, "-odefault_permissions");
@@ -1252,11 +1483,15 @@ int main(int argc, char **argv)
 		goto out;
 	if (fuse_session_mount(se, co.mountpoint) != 0)
 		goto out_sig;
+	if (lc_start(se))
+		goto out_unmount;
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
 	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
 	fuse_loop_cfg_destroy(lc);
+	lc_stop();
+out_unmount:
 	fuse_session_unmount(se);
 out_sig:
 	fuse_remove_signal_handlers(se);
@@ -1268,6 +1503,9 @@ out:
 	atoll_ioctx_destroy(g.data);
 	atoll_cluster_shutdown(g.cl);
 	free(co.mountpoint);
+	free(o.conf);
+	free(o.mon);
+	free(o.mds);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -2,8 +2,8 @@
  * mds.h - atoll-mds internals: the in-memory namespace, transactions
  * (one journal entry each), the journal and the object store layout.
  * doc/fs.md describes the layout; mds_ns.c keeps the namespace and
- * persists it, mds_ops.c answers the client's requests, mds_main.c starts
- * the daemon.
+ * persists it, mds_ops.c answers the client's requests, mds_lease.c
+ * grants and revokes the clients' leases, mds_main.c starts the daemon.
  */
 #ifndef ATOLL_MDS_H
 #define ATOLL_MDS_H
@@ -140,6 +140,11 @@ struct mds {
 	pthread_cond_t acond;
 	struct mds_apply *aq_head, *aq_tail;
 	unsigned aq_len;
+	/* what the request being handled changed (mds_lease_note, at each
+	 * commit): revoked from other clients' leases, and sent back to the
+	 * requester.  The worker resets it before each request. */
+	uint32_t nchg;
+	struct mds_chg chg[MDS_CHG_MAX];
 };
 
 /* mds_ns.c */
@@ -190,6 +195,21 @@ void mds_status_served(const struct mds *m, uint32_t op, bool malformed);
 void mds_status_client_request(struct msg_conn *c);
 void mds_status_client_closed(struct msg_conn *c);
 void mds_status_reply(struct msg_conn *c, const struct msg *req);
+
+/* mds_lease.c: leases and their revocation (doc/fs.md, "Leases").
+ * lease_ms 0 turns leases off; max bounds the records held. */
+int mds_lease_init(uint32_t lease_ms, uint64_t max);
+void mds_lease_fini(void);
+/* Worker: records what txn t changes in m->chg (before it is applied). */
+void mds_lease_note(struct mds *m, const struct mds_txn *t);
+/* Worker: grants the leases rp lets c cache (sets rp->lease_ms, dir_lease). */
+void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_reply *rp);
+/* Worker: revokes chg from every client but c that holds a lease it
+ * covers; returns once each acked, closed or saw its lease run out. */
+void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
+/* Loop thread: c closed; its leases are void. */
+void mds_lease_closed(struct msg_conn *c);
+void mds_lease_stats(struct mds_status *s);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

@@ -6,8 +6,10 @@
  * The messenger's loop thread only queues requests; one worker thread
  * handles them in arrival order (a handler blocks on the cluster while it
  * journals; mds_ns.c's applier writes the objects behind it), so the
- * namespace needs no finer locking.  Later: a pool of workers and batched
- * journaling (doc/fs.md, early replies).
+ * namespace needs no finer locking.  After a change, the worker revokes
+ * the other clients' leases that cover it (mds_lease.c) before replying.
+ * Later: a pool of workers and batched journaling (doc/fs.md, early
+ * replies).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -81,6 +83,7 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 {
 	(void)arg;
 	(void)err;
+	mds_lease_closed(c);
 	mds_status_client_closed(c);
 }
 
@@ -100,7 +103,14 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_status_served(mds, 0, true);
 		goto out;
 	}
+	mds->nchg = 0;
 	mds_handle(mds, rq, rp);
+	/* the others' caches first (they ack or their lease runs out), then
+	 * the requester's: its reply lists the changes and grants leases */
+	mds_lease_revoke(m->conn, mds->chg, mds->nchg);
+	rp->nchg = mds->nchg;
+	memcpy(rp->chg, mds->chg, mds->nchg * sizeof(*rp->chg));
+	mds_lease_grant(m->conn, rq, rp);
 	mds_status_served(mds, rq->op, false);
 	log_debug(SUB, "%s ino %llu '%s' -> %d", mds_op_name(rq->op),
 		  (unsigned long long)rq->ino, rq->name, rp->rc);
@@ -113,6 +123,7 @@ static void serve_one(struct mds *mds, struct msg *m)
 out:
 	if (rp) {
 		free(rp->ents);
+		free(rp->plus);
 		free(rp->value);
 	}
 	free(rp);
@@ -136,6 +147,9 @@ static void usage(FILE *f)
 		"  --addr IP:PORT     where clients reach this MDS (mds_addr; default 127.0.0.1:6800)\n"
 		"  --meta-pool NAME   metadata pool (mds_meta_pool; default fs_meta; created if missing)\n"
 		"  --data-pool NAME   data pool (mds_data_pool; default fs_data; created if missing)\n"
+		"  --lease-ms MS      how long clients may cache metadata (mds_lease_ms; default\n"
+		"                     30000; 0: no leases, clients cache for 1 s)\n"
+		"  --lease-max N      lease records held at most (mds_lease_max; default 1048576)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -157,7 +171,7 @@ static int ensure_pool(struct atoll_cluster *cl, const char *name)
 int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
-		   *data = NULL, *logf = NULL, *lvl = NULL;
+		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -165,6 +179,8 @@ int main(int argc, char **argv)
 		{ "meta-pool", required_argument, NULL, 'M' },
 		{ "data-pool", required_argument, NULL, 'D' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "lease-ms", required_argument, NULL, 'T' },
+		{ "lease-max", required_argument, NULL, 'X' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -184,6 +200,8 @@ int main(int argc, char **argv)
 		case 'D': data = optarg; break;
 		case 'l': logf = optarg; break;
 		case 'L': lvl = optarg; break;
+		case 'T': lease = optarg; break;
+		case 'X': lmax = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -210,6 +228,27 @@ int main(int argc, char **argv)
 		lvl = config_get(conf, "mds", "log_level", NULL);
 	if (!logf)
 		logf = config_get(conf, "mds", "log_file", NULL);
+	if (!lease)
+		lease = config_get(conf, "mds", "mds_lease_ms", NULL);
+	if (!lmax)
+		lmax = config_get(conf, "mds", "mds_lease_max", NULL);
+	char *end = NULL;
+	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
+	if ((lease && (*end || end == lease)) || lease_ms > 3600000) {
+		fprintf(stderr, "atoll-mds: mds_lease_ms '%s' is not a number of milliseconds "
+			"up to 3600000; use e.g. --lease-ms 30000\n", lease);
+		goto out;
+	}
+	unsigned long long lease_max = lmax ? strtoull(lmax, &end, 10) : 1048576;
+	if ((lmax && (*end || end == lmax)) || lease_max < 16) {
+		fprintf(stderr, "atoll-mds: mds_lease_max '%s' is not a number of at least 16; "
+			"use e.g. --lease-max 1048576\n", lmax);
+		goto out;
+	}
+	if (mds_lease_init((uint32_t)lease_ms, lease_max)) {
+		fprintf(stderr, "atoll-mds: out of memory for the lease table\n");
+		goto out;
+	}
 	int level = lvl ? log_level_parse(lvl) : LOG_LVL_INFO;
 	if (level < 0) {
 		fprintf(stderr, "atoll-mds: unknown log level '%s'; use error, warn, info, debug or trace\n", lvl);
@@ -303,6 +342,7 @@ out:
 		free(w);
 	}
 	mds_close(&mds);
+	mds_lease_fini();
 	atoll_ioctx_destroy(mds.meta);
 	atoll_ioctx_destroy(mds.data);
 	atoll_cluster_shutdown(mds.cl);

@@ -1021,6 +1021,7 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 			 " and before applying it", m->seq);
 		_exit(9);
 	}
+	mds_lease_note(m, t);	/* compares with the old records: before mem_apply */
 	mem_apply(m, t);
 	if (m->applier_on) {
 		apply_queue(m, t);
@@ -1388,6 +1389,7 @@ int mds_open(struct mds *m)
 					mds_txn_inode(m, t, n->a.ino);
 					mds_txn_remove(t, n->a.ino, true);
 					mds_commit(m, t);
+					m->nchg = 0;	/* no client holds a lease yet */
 					free(t);
 				}
 			}

@@ -391,13 +391,28 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 		rp->ents = calloc(n, sizeof(*rp->ents));
 		if (!rp->ents)
 			return -ENOMEM;
+		/* readdir-plus: each entry's inode record too (`ls -l` needs
+		 * them; the client caches them under an attribute lease) */
+		if (rq->lflags & MDS_L_PLUS) {
+			rp->plus = calloc(n, sizeof(*rp->plus));
+			if (!rp->plus)
+				return -ENOMEM;
+		}
 	}
 	for (size_t k = 0; k < n; k++) {
 		snprintf(rp->ents[k].name, sizeof(rp->ents[k].name), "%s", d->ents[i + k].name);
 		rp->ents[k].ino = d->ents[i + k].ino;
 		rp->ents[k].mode = d->ents[i + k].mode;
+		if (rp->plus) {
+			struct mds_node *c = mds_get(m, d->ents[i + k].ino);
+			if (c)
+				rp->plus[k] = c->a;
+			else
+				rp->plus[k].ino = 0;	/* cannot happen: no lease, no attributes */
+		}
 	}
 	rp->nents = (uint32_t)n;
+	rp->nplus = rp->plus ? (uint32_t)n : 0;
 	rp->more = i + n < d->nents;
 	return 0;
 }
@@ -418,6 +433,10 @@ static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		return ret;
 	switch (rq->op) {
 	case MDS_OP_GETXATTR:
+		/* with the inode's record: the client caches the answer
+		 * (absent too) under the record's lease; a change of an
+		 * attribute moves ctime, which revokes it */
+		reply_inode(rp, &n->a);
 		x = mds_xattr_find(n, rq->name);
 		if (!x)
 			return -ENODATA;

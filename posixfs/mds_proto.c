@@ -11,8 +11,58 @@
 
 #include "encode.h"
 
-#define MDS_PROTO_V 1
+/* v2 appends leases: the request's lflags, the reply's lease fields,
+ * readdir-plus records and change list, the status's lease numbers. */
+#define MDS_PROTO_V 2
 #define MDS_PROTO_COMPAT 1
+
+static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
+{
+	enc_u32(e, n);
+	for (uint32_t i = 0; i < n; i++) {
+		enc_u32(e, c[i].kind);
+		enc_u64(e, c[i].ino);
+		enc_str(e, c[i].name);
+	}
+}
+
+static uint32_t chg_decode(struct dec *d, struct mds_chg *c)
+{
+	uint32_t n = dec_count(d, MDS_CHG_MAX, 4 + 8 + 4);
+
+	for (uint32_t i = 0; !d->err && i < n; i++) {
+		c[i].kind = dec_u32(d);
+		c[i].ino = dec_u64(d);
+		dec_str(d, c[i].name, MDS_NAME_MAX);
+		if (!d->err && (!c[i].kind || (c[i].kind & ~(MDS_CHG_ATTR | MDS_CHG_DATA |
+							      MDS_CHG_DENT))))
+			dec_fail(d, -EBADMSG);
+	}
+	return d->err ? 0 : n;
+}
+
+void mds_notify_encode(struct enc *e, const struct mds_notify *n)
+{
+	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);
+
+	chg_encode(e, n->n < MDS_CHG_MAX ? n->n : MDS_CHG_MAX, n->c);
+	enc_end(e, h);
+}
+
+int mds_notify_decode(struct dec *d, struct mds_notify *n)
+{
+	struct dec b;
+	uint8_t v;
+
+	memset(n, 0, sizeof(*n));
+	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+		return d->err;
+	n->n = chg_decode(&b, n->c);
+	int ret = dec_end(d, &b);
+	if (ret)
+		n->n = 0;
+	return ret;
+}
 
 void mds_inode_encode(struct enc *e, const struct mds_inode *in)
 {
@@ -85,6 +135,7 @@ void mds_req_encode(struct enc *e, const struct mds_req *r)
 	enc_str(e, r->target);
 	enc_u64(e, r->reqid);
 	enc_blob(e, r->value ? r->value : "", r->value ? r->vlen : 0);
+	enc_u32(e, r->lflags);
 	enc_end(e, h);
 }
 
@@ -125,6 +176,8 @@ int mds_req_decode(struct dec *d, struct mds_req *r)
 		r->value = dec_blob(&b, &n, MDS_XATTR_MAX);
 		r->vlen = (uint32_t)n;
 	}
+	if (dec_left(&b))
+		r->lflags = dec_u32(&b);
 	if (!b.err && (r->op == 0 || r->op >= MDS_OP_MAX_))
 		dec_fail(&b, -EBADMSG);
 	return dec_end(d, &b);
@@ -153,6 +206,13 @@ void mds_reply_encode(struct enc *e, const struct mds_reply *r)
 	enc_u64(e, r->st.ffree);
 	enc_u32(e, r->st.bsize);
 	enc_blob(e, r->value ? r->value : "", r->value ? r->vlen : 0);
+	enc_u32(e, r->lease_ms);
+	enc_u64(e, r->dir_lease);
+	uint32_t np = r->plus && r->nplus == r->nents ? r->nplus : 0;
+	enc_u32(e, np);
+	for (uint32_t i = 0; i < np; i++)
+		mds_inode_encode(e, &r->plus[i]);
+	chg_encode(e, r->nchg < MDS_CHG_MAX ? r->nchg : MDS_CHG_MAX, r->chg);
 	enc_end(e, h);
 }
 
@@ -201,8 +261,28 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 			r->vlen = (uint32_t)n;
 		}
 	}
+	if (dec_left(&b)) {
+		r->lease_ms = dec_u32(&b);
+		r->dir_lease = dec_u64(&b);
+		/* an inode record is a section: 6 bytes of header at least */
+		r->nplus = dec_count(&b, MDS_READDIR_MAX, 6);
+		if (!b.err && r->nplus && r->nplus != r->nents)
+			dec_fail(&b, -EBADMSG);
+		if (!b.err && r->nplus) {
+			r->plus = calloc(r->nplus, sizeof(*r->plus));
+			if (!r->plus)
+				dec_fail(&b, -ENOMEM);
+		}
+		for (uint32_t i = 0; !b.err && i < r->nplus; i++)
+			mds_inode_decode(&b, &r->plus[i]);
+		r->nchg = chg_decode(&b, r->chg);
+	}
 	int ret = dec_end(d, &b);
 	if (ret) {
+		free(r->plus);
+		r->plus = NULL;
+		r->nplus = 0;
+		r->nchg = 0;
 		free(r->ents);
 		r->ents = NULL;
 		r->nents = 0;
@@ -254,6 +334,12 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 		enc_u64(e, s->clients[i].requests);
 		enc_u64(e, s->clients[i].connected_ms);
 	}
+	enc_u32(e, s->lease_ms);
+	enc_u64(e, s->leases);
+	enc_u64(e, s->leases_max);
+	enc_u64(e, s->grants);
+	enc_u64(e, s->revokes);
+	enc_u64(e, s->revoke_timeouts);
 	enc_end(e, h);
 }
 
@@ -294,6 +380,14 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 		dec_str(&b, s->clients[i].addr, sizeof(s->clients[i].addr) - 1);
 		s->clients[i].requests = dec_u64(&b);
 		s->clients[i].connected_ms = dec_u64(&b);
+	}
+	if (dec_left(&b)) {
+		s->lease_ms = dec_u32(&b);
+		s->leases = dec_u64(&b);
+		s->leases_max = dec_u64(&b);
+		s->grants = dec_u64(&b);
+		s->revokes = dec_u64(&b);
+		s->revoke_timeouts = dec_u64(&b);
 	}
 	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
 		dec_fail(&b, -EBADMSG);

@@ -19,13 +19,14 @@ struct dec;
 
 enum {
 	MT_MDS_REQUEST = 60,
-	MT_MDS_NOTIFY = 62,	/* later: lease revoke, invalidation */
+	MT_MDS_NOTIFY = 62,	/* mds -> client: lease revoke; the client acks
+				 * with a reply of the same type (MSG_F_REPLY) */
 	MT_MDS_STATUS = 63,	/* anyone -> mds: its state; reply same type */
 };
 
 #define MDS_NAME_MAX	255u
 #define MDS_PATH_MAX	4096u
-#define MDS_READDIR_MAX	1024u	/* entries in one READDIR reply */
+#define MDS_READDIR_MAX	4096u	/* entries in one READDIR reply */
 #define MDS_BLOCK_SIZE	(4u << 20)
 #define MDS_ROOT_INO	1u
 #define MDS_XATTR_MAX	65536u	/* one value; also a LISTXATTR reply */
@@ -56,6 +57,31 @@ enum mds_op {
 };
 
 #define MDS_F_EXCL	0x1u
+
+/* mds_req.lflags (protocol v2) */
+#define MDS_L_WANT	0x1u	/* grant leases on what the reply returns */
+#define MDS_L_PLUS	0x2u	/* READDIR: each entry's inode record too */
+
+/* What changed, in a reply (for the requester's own cache) and in a
+ * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
+ * its size or mtime moved), or one entry of a directory. */
+#define MDS_CHG_ATTR	0x1u	/* ino's attributes */
+#define MDS_CHG_DATA	0x2u	/* with ATTR: its size or mtime too */
+#define MDS_CHG_DENT	0x4u	/* the entry `name` of directory ino */
+#define MDS_CHG_MAX	32u	/* items in one reply or revoke */
+
+struct mds_chg {
+	uint32_t kind;		/* MDS_CHG_* */
+	uint64_t ino;
+	char name[MDS_NAME_MAX + 1];	/* DENT only */
+};
+
+/* A revoke: the MDS -> a client holding a lease that one of the items
+ * covers.  The client drops what it cached, then acks. */
+struct mds_notify {
+	uint32_t n;
+	struct mds_chg c[MDS_CHG_MAX];
+};
 
 /* setattr mask */
 #define MDS_SET_MODE	0x01u
@@ -104,6 +130,7 @@ struct mds_req {
 	uint64_t reqid;		/* unique per client: a resent request is answered once */
 	const void *value;	/* setxattr; decoded: points into the message */
 	uint32_t vlen;
+	uint32_t lflags;	/* MDS_L_* (v2; 0 from a v1 client) */
 };
 
 struct mds_dirent {
@@ -128,6 +155,17 @@ struct mds_reply {
 	struct mds_statfs st;
 	void *value;		/* getxattr/listxattr; malloc'd by the decoder */
 	uint32_t vlen;
+	/* v2: leases.  lease_ms > 0: the requester holds an attribute lease
+	 * on every inode of in[] and plus[], and a directory lease on
+	 * dir_lease (its entries) when not 0, for lease_ms from when it sent
+	 * the request (the MDS counts from later, so it never lets a lease
+	 * go before the client does). */
+	uint32_t lease_ms;
+	uint64_t dir_lease;
+	uint32_t nplus;		/* READDIR with MDS_L_PLUS: = nents */
+	struct mds_inode *plus;	/* malloc'd by the decoder */
+	uint32_t nchg;		/* what this request changed */
+	struct mds_chg chg[MDS_CHG_MAX];
 };
 
 /* The MDS's answer to MT_MDS_STATUS (the request's front is empty):
@@ -166,6 +204,13 @@ struct mds_status {
 	uint64_t op_count[MDS_STATUS_OPS_MAX];
 	uint32_t nclients;		/* connected clients */
 	struct mds_client_info *clients;	/* malloc'd by the decoder */
+	/* v2: leases */
+	uint32_t lease_ms;		/* their duration; 0: leases are off */
+	uint64_t leases;		/* held now (client, inode) */
+	uint64_t leases_max;		/* the bound of the table */
+	uint64_t grants;		/* leases granted or renewed */
+	uint64_t revokes;		/* revokes sent (one per client per change) */
+	uint64_t revoke_timeouts;	/* of those, neither acked nor closed in time */
 };
 
 void mds_status_encode(struct enc *e, const struct mds_status *s);
@@ -181,5 +226,7 @@ void mds_reply_encode(struct enc *e, const struct mds_reply *r);
 /* r->ents and r->value are malloc'd (free them). */
 int mds_reply_decode(struct dec *d, struct mds_reply *r);
 const char *mds_op_name(uint32_t op);
+void mds_notify_encode(struct enc *e, const struct mds_notify *n);
+int mds_notify_decode(struct dec *d, struct mds_notify *n);
 
 #endif

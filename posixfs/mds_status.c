@@ -83,7 +83,16 @@ void mds_status_set_state(uint32_t state)
  * without m->lock. */
 void mds_status_sync(const struct mds *m)
 {
+	struct mds_status ls;
+
+	mds_lease_stats(&ls);	/* its own lock, never taken inside ours */
 	pthread_mutex_lock(&g.lock);
+	g.snap.lease_ms = ls.lease_ms;
+	g.snap.leases = ls.leases;
+	g.snap.leases_max = ls.leases_max;
+	g.snap.grants = ls.grants;
+	g.snap.revokes = ls.revokes;
+	g.snap.revoke_timeouts = ls.revoke_timeouts;
 	g.snap.inodes = m->ninodes;
 	g.snap.next_ino = m->next_ino;
 	g.snap.ino_hw = m->ino_hw;

@@ -1,7 +1,7 @@
 /*
  * cli_fs.c - `atoll fs status`: the file system's metadata server (MDS)
- * state, its connected clients, the inode count, the journal position and
- * the requests it served, per op.
+ * state, its connected clients, the inode count, the journal position,
+ * the requests it served (in all, per op and per client) and its leases.
  *
  * An exception to "the CLI uses only the public API" (cli.h): the MDS is
  * not behind libatoll, so this command speaks the MDS protocol itself.
@@ -124,6 +124,13 @@ static void print_json(const struct mds_status *st)
 	ops = cJSON_AddObjectToObject(j, "by_op");
 	for (uint32_t op = 1; op < st->nops; op++)
 		add_u64(ops, mds_op_name(op), st->op_count[op]);
+	j = cJSON_AddObjectToObject(o, "leases");
+	add_u64(j, "lease_ms", st->lease_ms);
+	add_u64(j, "held", st->leases);
+	add_u64(j, "max", st->leases_max);
+	add_u64(j, "grants", st->grants);
+	add_u64(j, "revokes", st->revokes);
+	add_u64(j, "revoke_timeouts", st->revoke_timeouts);
 	s = cJSON_PrintUnformatted(o);
 	if (s)
 		printf("%s\n", s);
@@ -176,6 +183,13 @@ static void print_plain(const struct mds_status *st)
 	}
 	if (col)
 		printf("\n");
+	if (st->lease_ms)
+		printf("  leases:   %" PRIu64 " held (at most %" PRIu64 "), %" PRIu64 " ms each; %"
+		       PRIu64 " granted, %" PRIu64 " revoked, %" PRIu64 " not acked in time\n",
+		       st->leases, st->leases_max, (uint64_t)st->lease_ms, st->grants,
+		       st->revokes, st->revoke_timeouts);
+	else
+		printf("  leases:   off (clients cache metadata for 1 s)\n");
 }
 
 static int run_status(struct cli *cl, const struct cli_cmd *cmd, int argc, char **argv)
@@ -221,8 +235,9 @@ const struct cli_cmd cli_fs_cmds[] = {
 	  "The file system's metadata server: its state (replaying while it loads the\n"
 	  "namespace and replays its journal, then active), uptime, connected clients\n"
 	  "(atoll-fuse mounts) with their ids, the inode count, the journal position\n"
-	  "(segment, entries, byte offset, last sequence number) and the requests it\n"
-	  "served, per op.  The MDS is --mds IP:PORT (or -o mds=IP:PORT), else\n"
+	  "(segment, entries, byte offset, last sequence number), the requests it\n"
+	  "served (in all, per op, per client) and the leases it holds for clients'\n"
+	  "caches (granted, revoked, revokes not acked in time).  The MDS is --mds IP:PORT (or -o mds=IP:PORT), else\n"
 	  "mds_addr of the configuration.  Exit status 4 when the MDS does not answer.\n",
 	  run_status },
 	{ NULL, NULL, NULL, NULL },

@@ -2,8 +2,10 @@
 # tests/fs/fs-tools.sh - everyday tools at some scale on a real mount:
 # `cp -a` of a tree of 1,000 files (mixed sizes, five large ones, under
 # 300 MiB in all) in and out with equal checksums; `ls -l` on a directory
-# of 10,000 files; tar and rsync round trips; `git clone` of a local
-# repository onto the mount, `git fsck` there, a commit and `git gc`.
+# of 10,000 files, and a warm one again that the client's leases answer
+# (at most 10 requests reach the MDS); tar and rsync round trips; `git
+# clone` of a local repository onto the mount, `git fsck` there, a commit
+# and `git gc`.
 # Usage: fs-tools.sh ATOLL-CLUSTER ATOLL-FUSE ATOLL
 # ATOLL_FS_TOOLS_SMALL=1 shrinks the tree and the directory (a quick run
 # while developing; CI runs the full size).
@@ -111,11 +113,28 @@ mkdir "$A/many" || fail "mkdir many"
 python3 -c 'import os, sys
 d, n = sys.argv[1], int(sys.argv[2])
 for i in range(n): os.mknod(f"{d}/file{i:05d}")' "$A/many" "$nls" || fail "creating $nls files"
+t0=$(date +%s%N)
 ls -l "$A/many" >"$tmp/ls.out" || fail "ls -l"
+t1=$(date +%s%N)
 [ "$(grep -c ' file[0-9]*$' "$tmp/ls.out")" = "$nls" ] || fail "ls -l lists $(grep -c ' file' "$tmp/ls.out") of $nls files"
 [ "$(awk 'NR > 1 && $5 != 0' "$tmp/ls.out" | wc -l)" = 0 ] || fail "ls -l shows sizes other than 0"
 diff <(ls "$A/many") <(seq -f 'file%05g' 0 $((nls - 1))) >/dev/null || fail "the names differ"
 [ "$(stat -c %h "$A/many")" = 2 ] || fail "a folder of files has link count $(stat -c %h "$A/many")"
+
+step "a warm ls -l of the unchanged $nls files: answered from leases"
+# the MDS's request counter (atoll fs status) before and after
+mds_requests() {
+	"$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["requests"]["total"])' "$tmp/fs.json"
+}
+r0=$(mds_requests)
+t2=$(date +%s%N)
+ls -l "$A/many" >"$tmp/ls2.out" || fail "warm ls -l"
+t3=$(date +%s%N)
+r1=$(mds_requests)
+cmp -s "$tmp/ls.out" "$tmp/ls2.out" || fail "the warm ls -l differs from the first"
+echo "ls -l of $nls files: first $(( (t1 - t0) / 1000000 )) ms, warm $(( (t3 - t2) / 1000000 )) ms, $((r1 - r0)) MDS requests"
+[ $((r1 - r0)) -le 10 ] || fail "a warm ls -l of $nls unchanged files sent $((r1 - r0)) requests to the MDS (at most 10)"
 
 step "unmount"
 fusermount3 -u "$A" || fail "fusermount3 -u"

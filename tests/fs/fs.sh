@@ -5,7 +5,9 @@
 # cp -a of a tree with checksums; `atoll fs status` (state, clients,
 # inode count, per-op counters); the MDS killed with -9 and restarted
 # through atoll-cluster (nothing acknowledged lost); a second mount sees
-# the first one's files.
+# the first one's files; leases: the second mount answers an unchanged
+# folder from its cache, sees each change of the first within a second,
+# and a stopped client holds a change up for its lease time at most.
 # Everything is stopped and unmounted from an EXIT trap, in every outcome.
 # Usage: fs.sh ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL
 # (atoll-cluster finds atoll-mds itself; ATOLL-MDS is only checked.)
@@ -202,6 +204,60 @@ sleep 1.2
 rm -r "$A/dirb"
 sleep 1.2
 [ ! -e "$B/dirb" ] || fail "mount 2 still sees a directory mount 1 removed"
+
+step "leases: the other mount answers from its cache, and sees every change within a second"
+# within COND: COND holds now or within a second (polled)
+within() { local i; for i in $(seq 1 20); do eval "$1" && return 0; sleep 0.05; done; eval "$1"; }
+total() { "$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"; fsv "j['requests']['total']"; }
+fsq "j['leases']['lease_ms'] == 30000"
+mkdir "$A/co" && echo one >"$A/co/f" && echo keep >"$A/co/k" || fail "making co"
+ls -l "$B/co" >/dev/null && cat "$B/co/f" >/dev/null || fail "reading co on mount 2"
+r0=$(total)
+for _ in 1 2 3; do ls -l "$B/co" >/dev/null; stat "$B/co/f" "$B/co/k" >/dev/null; done
+r1=$(total)
+[ "$r1" = "$r0" ] || fail "mount 2 asked the MDS $((r1 - r0)) times for an unchanged folder it holds leases on"
+touch "$A/co/new"
+within '[ -e "$B/co/new" ] && ls "$B/co" | grep -qx new' || fail "mount 2 does not see a file created on mount 1"
+stat "$B/co/new" >/dev/null
+mv "$A/co/new" "$A/co/renamed"
+within '[ ! -e "$B/co/new" ] && [ -e "$B/co/renamed" ] && ! ls "$B/co" | grep -qx new' ||
+	fail "mount 2 does not see a rename made on mount 1"
+mkdir "$A/co2"; stat "$B/co/renamed" "$B/co2" >/dev/null
+mv "$A/co/renamed" "$A/co2/moved"
+within '[ ! -e "$B/co/renamed" ] && [ -e "$B/co2/moved" ]' || fail "mount 2 does not see a rename across folders"
+stat -c %a "$B/co/f" >/dev/null
+chmod 600 "$A/co/f"
+within '[ "$(stat -c %a "$B/co/f")" = 600 ]' || fail "mount 2 does not see a chmod made on mount 1"
+echo longer-content >"$A/co/f"
+within '[ "$(cat "$B/co/f")" = longer-content ] && [ "$(stat -c %s "$B/co/f")" = 15 ]' ||
+	fail "mount 2 does not see a write and close made on mount 1"
+rm "$A/co2/moved"
+within '[ ! -e "$B/co2/moved" ] && [ -z "$(ls "$B/co2")" ]' || fail "mount 2 still sees a file mount 1 removed"
+rmdir "$A/co2"
+within '[ ! -e "$B/co2" ]' || fail "mount 2 still sees a folder mount 1 removed"
+# the other way round, and a name mount 1 had looked up
+stat "$A/co/k" >/dev/null; echo changed >"$B/co/k"
+within '[ "$(cat "$A/co/k")" = changed ]' || fail "mount 1 does not see a write made on mount 2"
+fsq "j['leases']['revokes'] > 0 and j['leases']['revoke_timeouts'] == 0 and j['leases']['held'] > 0"
+
+step "leases: a stopped client holds a change up for its lease time at most"
+# a 3 s lease from the configuration; mount 2 caches, then stops
+printf '[mds]\nmds_lease_ms = 3000\n' >>"$conf"
+mds stop
+mds start
+fsq "j['leases']['lease_ms'] == 3000"
+stat -c %a "$B/co/k" >/dev/null && stat -c %a "$A/co/k" >/dev/null || fail "stat after the MDS restart"
+kill -STOP "${fuse_pids[1]}"
+t0=$(date +%s%N)
+chmod 640 "$A/co/k"
+t1=$(date +%s%N)
+kill -CONT "${fuse_pids[1]}"
+ms=$(( (t1 - t0) / 1000000 ))
+echo "chmod with a stopped lease holder: $ms ms"
+[ "$ms" -ge 2000 ] || fail "the chmod did not wait for the stopped client's lease ($ms ms)"
+[ "$ms" -le 20000 ] || fail "the chmod waited $ms ms for a stopped client, far beyond its 3 s lease"
+within '[ "$(stat -c %a "$B/co/k")" = 640 ]' || fail "mount 2 does not see the chmod after it resumed"
+fsq "j['leases']['revoke_timeouts'] >= 1"
 
 step "kill -9 the MDS, restart, nothing acknowledged lost"
 for i in $(seq 1 40); do echo "n$i" >"$A/ledger.$i"; done

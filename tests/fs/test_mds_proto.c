@@ -228,3 +228,148 @@ Test(mds_proto, status_round_trip)
 	free(a);
 	free(b);
 }
+
+Test(mds_proto, reply_leases_plus_and_changes)
+{
+	struct mds_reply a, b;
+	struct mds_dirent ents[2];
+	struct mds_inode plus[2];
+	struct dec d;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	memset(ents, 0, sizeof(ents));
+	memset(plus, 0, sizeof(plus));
+	for (int i = 0; i < 2; i++) {
+		snprintf(ents[i].name, sizeof(ents[i].name), "p%d", i);
+		ents[i].ino = plus[i].ino = 200 + (uint64_t)i;
+		plus[i].mode = 0100600;
+		plus[i].size = 7 + (uint64_t)i;
+	}
+	a.ents = ents;
+	a.nents = 2;
+	a.plus = plus;
+	a.nplus = 2;
+	a.lease_ms = 30000;
+	a.dir_lease = 9;
+	a.nchg = 2;
+	a.chg[0].kind = MDS_CHG_ATTR | MDS_CHG_DATA;
+	a.chg[0].ino = 200;
+	a.chg[1].kind = MDS_CHG_DENT;
+	a.chg[1].ino = 9;
+	strcpy(a.chg[1].name, "p1");
+	void *buf = encode_reply(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_reply_decode(&d, &b), 0);
+	cr_assert_eq(b.lease_ms, 30000);
+	cr_assert_eq(b.dir_lease, 9);
+	cr_assert_eq(b.nplus, 2);
+	cr_assert_eq(b.plus[1].ino, 201);
+	cr_assert_eq(b.plus[1].size, 8);
+	cr_assert_eq(b.nchg, 2);
+	cr_assert_eq(b.chg[0].kind, MDS_CHG_ATTR | MDS_CHG_DATA);
+	cr_assert_str_eq(b.chg[1].name, "p1");
+	free(b.ents);
+	free(b.plus);
+	free(b.value);
+	for (size_t n = 0; n < len; n++) {
+		dec_init(&d, buf, n);
+		cr_assert_neq(mds_reply_decode(&d, &b), 0, "a reply cut at %zu bytes decoded", n);
+		cr_assert_null(b.plus);
+		cr_assert_eq(b.nchg, 0);
+	}
+	uint8_t *c = malloc(len);
+	for (size_t i = 0; i < len; i++) {
+		memcpy(c, buf, len);
+		c[i] ^= 0xff;
+		dec_init(&d, c, len);
+		if (mds_reply_decode(&d, &b) == 0) {
+			cr_assert(b.nplus == 0 || b.nplus == b.nents);
+			cr_assert_leq(b.nchg, MDS_CHG_MAX);
+			free(b.ents);
+			free(b.plus);
+			free(b.value);
+		}
+	}
+	free(c);
+	free(buf);
+
+	/* records for some entries only are not sent (the client indexes
+	 * them by entry) */
+	a.nplus = 1;
+	buf = encode_reply(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_reply_decode(&d, &b), 0);
+	cr_assert_eq(b.nplus, 0);
+	cr_assert_null(b.plus);
+	free(b.ents);
+	free(b.value);
+	free(buf);
+}
+
+Test(mds_proto, request_lflags_round_trip)
+{
+	struct mds_req a, b;
+	struct dec d;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_READDIR;
+	a.lflags = MDS_L_WANT | MDS_L_PLUS;
+	void *buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.lflags, MDS_L_WANT | MDS_L_PLUS);
+	free(buf);
+}
+
+Test(mds_proto, notify_round_trip_and_truncations)
+{
+	struct mds_notify a, b;
+	struct dec d;
+	struct enc e;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	a.n = 3;
+	a.c[0].kind = MDS_CHG_ATTR;
+	a.c[0].ino = 12;
+	a.c[1].kind = MDS_CHG_DENT;
+	a.c[1].ino = 1;
+	strcpy(a.c[1].name, "renamed");
+	a.c[2].kind = MDS_CHG_ATTR | MDS_CHG_DATA;
+	a.c[2].ino = 13;
+	enc_init(&e);
+	mds_notify_encode(&e, &a);
+	cr_assert_eq(e.err, 0);
+	uint8_t *buf = enc_take(&e, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_notify_decode(&d, &b), 0);
+	cr_assert_eq(b.n, 3);
+	cr_assert_str_eq(b.c[1].name, "renamed");
+	cr_assert_eq(b.c[2].kind, MDS_CHG_ATTR | MDS_CHG_DATA);
+	for (size_t n = 0; n < len; n++) {
+		dec_init(&d, buf, n);
+		cr_assert_neq(mds_notify_decode(&d, &b), 0, "a revoke cut at %zu bytes decoded", n);
+		cr_assert_eq(b.n, 0);
+	}
+	/* an unknown kind is refused: the section header (6), the count (4),
+	 * then the first item's kind */
+	uint32_t bad = 0x80;
+	memcpy(buf + 6 + 4, &bad, 4);
+	dec_init(&d, buf, len);
+	cr_assert_neq(mds_notify_decode(&d, &b), 0);
+	free(buf);
+
+	/* more items than MDS_CHG_MAX: refused */
+	enc_init(&e);
+	a.n = 0;
+	mds_notify_encode(&e, &a);
+	buf = enc_take(&e, &len);
+	cr_assert_eq(len, 6 + 4);
+	uint32_t many = MDS_CHG_MAX + 1;
+	memcpy(buf + 6, &many, 4);
+	dec_init(&d, buf, len);
+	cr_assert_neq(mds_notify_decode(&d, &b), 0);
+	free(buf);
+}

@@ -1,0 +1,616 @@
+/*
+ * fuse_cache.c - atoll-fuse's leased metadata (fuse_cache.h): what the
+ * MDS let this client cache, so that lookup, getattr and readdir(plus)
+ * of unchanged metadata are answered without asking it, and the
+ * invalidations that keep this cache and the kernel's right.
+ *
+ * Why the loop thread: the MDS sends a reply and, later, the revoke of
+ * what that reply leased on the same connection, so applying both in
+ * arrival order (the loop thread's order) never caches a record a revoke
+ * has already dropped.  The request threads then give the kernel timeouts
+ * from the lease, unless the cache's per-bucket sequence shows that
+ * something invalidated the inode after their reply arrived (timeout 0).
+ *
+ * The kernel is told on a thread of its own (never inside a request
+ * handler, which may hold the very inode lock an invalidation takes),
+ * after a barrier: every request thread that read the cache or checked
+ * freshness before the invalidation has finished replying to the kernel
+ * (lc_kbar_*), so no stale reply lands after the invalidation.
+ *
+ * Bounded: LC_ATTR_MAX records and LC_ENT_MAX listing entries; over
+ * either, everything is dropped (the MDS's leases stay, so its revokes
+ * still reach the kernel).
+ */
+#define FUSE_USE_VERSION 35
+
+#include "fuse_cache.h"
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define LC_BUCKETS	65536u
+#define LC_SEQ_BUCKETS	4096u
+#define LC_ATTR_MAX	(256u << 10)
+#define LC_ENT_MAX	(512u << 10)
+#define LC_NO_LEASE_TIMEOUT 1.0	/* s: the kernel's cache without a lease */
+
+/* A cached answer of GETXATTR, valid with its inode's record. */
+#define LC_XA_MAX	8u	/* names per inode */
+#define LC_XA_VMAX	256u	/* bytes of a value */
+struct lxattr {
+	char *name;
+	void *val;		/* NULL: absent */
+	uint32_t len;
+	struct lxattr *next;
+};
+
+struct lattr {
+	struct mds_inode a;
+	uint64_t exp;
+	struct lxattr *xa;
+	unsigned nxa;
+	struct lattr *next;
+};
+
+struct ldir {
+	uint64_t ino;
+	uint64_t exp;
+	uint64_t gen;
+	struct lc_ent *ents;	/* sorted by strcmp (the MDS's order) */
+	size_t n;
+	struct ldir *next;
+};
+
+/* A kernel invalidation waiting for the notifier thread. */
+struct kinv {
+	uint32_t kind;		/* MDS_CHG_* */
+	uint64_t ino;
+	char *name;
+	struct kinv *next;
+};
+
+static struct {
+	bool on;
+	pthread_mutex_t lock;	/* everything below but the kernel queue */
+	struct lattr *attrs[LC_BUCKETS];
+	struct ldir *dirs[LC_BUCKETS];
+	size_t nattrs, nents;
+	uint64_t seq;				/* bumped by every invalidation */
+	uint64_t bseq[LC_SEQ_BUCKETS];		/* the last one of each bucket */
+	uint64_t flush_seq;			/* the last "drop everything" */
+	uint64_t next_gen;			/* of listings */
+	pthread_rwlock_t kbar;
+	/* the notifier thread and its queue (qlock) */
+	struct fuse_session *se;
+	pthread_t thr;
+	bool thr_on, stop;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct kinv *qhead, *qtail;
+} L = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.qlock = PTHREAD_MUTEX_INITIALIZER,
+	.qcond = PTHREAD_COND_INITIALIZER,
+};
+
+uint64_t lc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int lc_init(bool on)
+{
+	pthread_rwlockattr_t ra;
+
+	L.on = on;
+	/* the notifier must not starve behind a stream of replies: a
+	 * waiting writer goes first (no reader takes kbar twice) */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&L.kbar, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	return 0;
+}
+
+bool lc_on(void)
+{
+	return L.on;
+}
+
+void lc_ents_free(struct lc_ent *ents, size_t n)
+{
+	for (size_t i = 0; ents && i < n; i++)
+		free(ents[i].name);
+	free(ents);
+}
+
+/* ---- the kernel ---------------------------------------------------------- */
+
+/* Any thread: queues an invalidation of the kernel's caches. */
+static void kq_push(uint32_t kind, uint64_t ino, const char *name)
+{
+	struct kinv *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return;	/* the kernel keeps it until its timeout: the lease's */
+	k->kind = kind;
+	k->ino = ino;
+	if (name && name[0] && !(k->name = strdup(name))) {
+		free(k);
+		return;
+	}
+	pthread_mutex_lock(&L.qlock);
+	if (!L.thr_on || L.stop) {
+		/* not mounted yet, or unmounting: no kernel to tell */
+		pthread_mutex_unlock(&L.qlock);
+		free(k->name);
+		free(k);
+		return;
+	}
+	if (L.qtail)
+		L.qtail->next = k;
+	else
+		L.qhead = k;
+	L.qtail = k;
+	pthread_cond_signal(&L.qcond);
+	pthread_mutex_unlock(&L.qlock);
+}
+
+static void *notifier_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&L.qlock);
+	for (;;) {
+		while (!L.qhead && !L.stop)
+			pthread_cond_wait(&L.qcond, &L.qlock);
+		if (L.stop)
+			break;
+		struct kinv *batch = L.qhead;
+		L.qhead = L.qtail = NULL;
+		pthread_mutex_unlock(&L.qlock);
+		/* the barrier: replies that read what these invalidate are out */
+		pthread_rwlock_wrlock(&L.kbar);
+		pthread_rwlock_unlock(&L.kbar);
+		while (batch) {
+			struct kinv *k = batch;
+			batch = k->next;
+			/* -ENOENT (the kernel has nothing of it) is the common case */
+			if (k->kind & MDS_CHG_DENT)
+				fuse_lowlevel_notify_inval_entry(L.se, k->ino, k->name,
+								 strlen(k->name));
+			else
+				fuse_lowlevel_notify_inval_inode(L.se, k->ino,
+								 (k->kind & MDS_CHG_DATA) ? 0 : -1, 0);
+			free(k->name);
+			free(k);
+		}
+		pthread_mutex_lock(&L.qlock);
+	}
+	pthread_mutex_unlock(&L.qlock);
+	return NULL;
+}
+
+int lc_start(struct fuse_session *se)
+{
+	if (!L.on)
+		return 0;
+	L.se = se;
+	pthread_mutex_lock(&L.qlock);
+	L.thr_on = pthread_create(&L.thr, NULL, notifier_main, NULL) == 0;
+	pthread_mutex_unlock(&L.qlock);
+	return L.thr_on ? 0 : -EAGAIN;
+}
+
+void lc_stop(void)
+{
+	if (!L.thr_on)
+		return;
+	pthread_mutex_lock(&L.qlock);
+	L.stop = true;
+	pthread_cond_signal(&L.qcond);
+	pthread_mutex_unlock(&L.qlock);
+	pthread_join(L.thr, NULL);
+	pthread_mutex_lock(&L.qlock);
+	L.thr_on = false;
+	pthread_mutex_unlock(&L.qlock);
+	while (L.qhead) {
+		struct kinv *k = L.qhead;
+		L.qhead = k->next;
+		free(k->name);
+		free(k);
+	}
+	L.qtail = NULL;
+}
+
+void lc_kbar_enter(void)
+{
+	pthread_rwlock_rdlock(&L.kbar);
+}
+
+void lc_kbar_leave(void)
+{
+	pthread_rwlock_unlock(&L.kbar);
+}
+
+/* ---- the cache (under L.lock) ----------------------------------------------- */
+
+static void bump(uint64_t ino)
+{
+	L.bseq[ino % LC_SEQ_BUCKETS] = ++L.seq;
+}
+
+static bool fresh(uint64_t ino, uint64_t seq)
+{
+	return L.bseq[ino % LC_SEQ_BUCKETS] <= seq && L.flush_seq <= seq;
+}
+
+static struct lattr **attr_slot(uint64_t ino)
+{
+	struct lattr **pp = &L.attrs[ino % LC_BUCKETS];
+
+	while (*pp && (*pp)->a.ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static struct ldir **dir_slot(uint64_t ino)
+{
+	struct ldir **pp = &L.dirs[ino % LC_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void xa_free(struct lattr *a)
+{
+	while (a->xa) {
+		struct lxattr *x = a->xa;
+		a->xa = x->next;
+		free(x->name);
+		free(x->val);
+		free(x);
+	}
+	a->nxa = 0;
+}
+
+static void attr_drop(uint64_t ino)
+{
+	struct lattr **pp = attr_slot(ino);
+
+	if (*pp) {
+		struct lattr *a = *pp;
+		*pp = a->next;
+		xa_free(a);
+		free(a);
+		L.nattrs--;
+	}
+}
+
+static void xa_put(uint64_t ino, const char *name, const void *val, uint32_t len)
+{
+	struct lattr *a = *attr_slot(ino);
+	struct lxattr *x;
+
+	if (!a || a->nxa >= LC_XA_MAX || len > LC_XA_VMAX)
+		return;
+	for (x = a->xa; x; x = x->next)
+		if (!strcmp(x->name, name))
+			return;
+	x = calloc(1, sizeof(*x));
+	if (!x || !(x->name = strdup(name)) || (val && !(x->val = malloc(len ? len : 1)))) {
+		if (x)
+			free(x->name);
+		free(x);
+		return;
+	}
+	if (val)
+		memcpy(x->val, val, len);
+	x->len = len;
+	x->next = a->xa;
+	a->xa = x;
+	a->nxa++;
+}
+
+int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len)
+{
+	int ret = -1;
+
+	if (!L.on)
+		return -1;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct lattr *a = *attr_slot(ino);
+	for (struct lxattr *x = a && a->exp > now ? a->xa : NULL; x; x = x->next) {
+		if (strcmp(x->name, name))
+			continue;
+		ret = 0;
+		if (x->val) {
+			*val = malloc(x->len ? x->len : 1);
+			if (!*val) {
+				ret = -1;
+				break;
+			}
+			memcpy(*val, x->val, x->len);
+			*len = x->len;
+			ret = 1;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return ret;
+}
+
+static void dir_drop(uint64_t ino)
+{
+	struct ldir **pp = dir_slot(ino);
+
+	if (*pp) {
+		struct ldir *d = *pp;
+		*pp = d->next;
+		L.nents -= d->n;
+		lc_ents_free(d->ents, d->n);
+		free(d);
+	}
+}
+
+/* Drops everything; kernel: queue invalidations of all this cache knew. */
+static void drop_all(bool kernel)
+{
+	for (size_t b = 0; b < LC_BUCKETS; b++) {
+		while (L.attrs[b]) {
+			struct lattr *a = L.attrs[b];
+			L.attrs[b] = a->next;
+			if (kernel)
+				kq_push(MDS_CHG_ATTR, a->a.ino, NULL);
+			xa_free(a);
+			free(a);
+		}
+		while (L.dirs[b]) {
+			struct ldir *d = L.dirs[b];
+			L.dirs[b] = d->next;
+			for (size_t i = 0; kernel && i < d->n; i++)
+				kq_push(MDS_CHG_DENT, d->ino, d->ents[i].name);
+			lc_ents_free(d->ents, d->n);
+			free(d);
+		}
+	}
+	L.nattrs = L.nents = 0;
+	L.flush_seq = ++L.seq;
+}
+
+static void attr_put(const struct mds_inode *in, uint64_t exp)
+{
+	if (!in->ino)
+		return;
+	struct lattr **pp = attr_slot(in->ino);
+	if (*pp) {
+		/* its cached attributes stay right: a change would have
+		 * dropped the record (and them with it) */
+		(*pp)->a = *in;
+		(*pp)->exp = exp;
+		return;
+	}
+	if (L.nattrs >= LC_ATTR_MAX)
+		drop_all(false);
+	struct lattr *a = malloc(sizeof(*a));
+	if (!a)
+		return;
+	a->a = *in;
+	a->exp = exp;
+	a->xa = NULL;
+	a->nxa = 0;
+	a->next = L.attrs[in->ino % LC_BUCKETS];
+	L.attrs[in->ino % LC_BUCKETS] = a;
+	L.nattrs++;
+}
+
+static void apply(const struct mds_chg *c, uint32_t n, bool kernel)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		bump(c[i].ino);
+		if (c[i].kind & MDS_CHG_DENT) {
+			dir_drop(c[i].ino);
+		} else {
+			attr_drop(c[i].ino);
+		}
+		if (kernel)
+			kq_push(c[i].kind, c[i].ino, c[i].name);
+	}
+}
+
+/* ---- entry points -------------------------------------------------------------- */
+
+void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_send,
+	      struct lc_info *ci)
+{
+	memset(ci, 0, sizeof(*ci));
+	if (!L.on)
+		return;
+	pthread_mutex_lock(&L.lock);
+	/* the requester's own change: its kernel knows (it made it) */
+	apply(rp->chg, rp->nchg, false);
+	bool xa = rq->op == MDS_OP_GETXATTR && (rp->rc == 0 || rp->rc == -ENODATA) &&
+		  rp->ninodes == 1;
+	if ((rp->rc == 0 || xa) && rp->lease_ms) {
+		/* counted from the send: the MDS counts from later */
+		uint64_t lease = (uint64_t)rp->lease_ms * 1000000ull;
+		uint64_t margin = lease / 10 < 1000000000ull ? lease / 10 : 1000000000ull;
+		ci->exp = t_send + lease - margin;
+		ci->lease_ms = rp->lease_ms;
+		ci->dir_lease = rp->dir_lease;
+		for (uint32_t i = 0; i < rp->ninodes && i < 2; i++)
+			attr_put(&rp->in[i], ci->exp);
+		for (uint32_t i = 0; rp->plus && i < rp->nplus; i++)
+			attr_put(&rp->plus[i], ci->exp);
+		if (xa)
+			xa_put(rp->in[0].ino, rq->name, rp->rc ? NULL : (rp->value ? rp->value : ""),
+			       rp->vlen);
+	}
+	ci->seq = L.seq;
+	pthread_mutex_unlock(&L.lock);
+}
+
+void lc_revoke(const struct mds_chg *c, uint32_t n, bool all)
+{
+	if (!L.on)
+		return;
+	pthread_mutex_lock(&L.lock);
+	if (all)
+		drop_all(true);
+	else
+		apply(c, n, true);
+	pthread_mutex_unlock(&L.lock);
+}
+
+double lc_timeout(uint64_t ino, const struct lc_info *ci)
+{
+	double t;
+
+	if (!L.on || !ci->exp)
+		return LC_NO_LEASE_TIMEOUT;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	if (!fresh(ino, ci->seq) || ci->exp <= now)
+		t = 0;
+	else
+		t = (double)(ci->exp - now) / 1e9;
+	pthread_mutex_unlock(&L.lock);
+	return t;
+}
+
+double lc_attr(uint64_t ino, struct mds_inode *out)
+{
+	double t = -1;
+
+	if (!L.on)
+		return -1;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct lattr *a = *attr_slot(ino);
+	if (a && a->exp > now) {
+		*out = a->a;
+		t = (double)(a->exp - now) / 1e9;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return t;
+}
+
+static int ent_cmp(const void *k, const void *e)
+{
+	return strcmp(k, ((const struct lc_ent *)e)->name);
+}
+
+int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
+		  double *left)
+{
+	int ret = -ENOENT;
+
+	if (!L.on)
+		return -ENOENT;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct ldir *d = *dir_slot(dir);
+	if (d && d->exp > now) {
+		const struct lc_ent *e = bsearch(name, d->ents, d->n, sizeof(*d->ents), ent_cmp);
+		*left = (double)(d->exp - now) / 1e9;
+		ret = 0;
+		if (e) {
+			*ino = e->ino;
+			*mode = e->mode;
+			ret = 1;
+		}
+	}
+	pthread_mutex_unlock(&L.lock);
+	return ret;
+}
+
+int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen)
+{
+	int ret = -ENOENT;
+
+	*ents = NULL;
+	*n = 0;
+	if (!L.on)
+		return -ENOENT;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct ldir *d = *dir_slot(dir);
+	if (d && d->exp > now) {
+		struct lc_ent *e = calloc(d->n ? d->n : 1, sizeof(*e));
+		ret = e ? 0 : -ENOMEM;
+		for (size_t i = 0; e && i < d->n; i++) {
+			e[i] = d->ents[i];
+			e[i].name = strdup(d->ents[i].name);
+			if (!e[i].name) {
+				lc_ents_free(e, i);
+				e = NULL;
+				ret = -ENOMEM;
+			}
+		}
+		if (e) {
+			*ents = e;
+			*n = d->n;
+			*gen = d->gen;
+		}
+	}
+	pthread_mutex_unlock(&L.lock);
+	return ret;
+}
+
+double lc_dir_left(uint64_t dir, uint64_t gen)
+{
+	double t = 0;
+	uint64_t now = lc_now();
+
+	pthread_mutex_lock(&L.lock);
+	struct ldir *d = *dir_slot(dir);
+	if (d && d->gen == gen && d->exp > now)
+		t = (double)(d->exp - now) / 1e9;
+	pthread_mutex_unlock(&L.lock);
+	return t;
+}
+
+uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc_info *ci)
+{
+	uint64_t gen;
+
+	if (!L.on || !ci->exp || ci->dir_lease != dir) {
+		lc_ents_free(ents, n);
+		return 0;
+	}
+	pthread_mutex_lock(&L.lock);
+	if (!fresh(dir, ci->seq) || ci->exp <= lc_now() || n > LC_ENT_MAX) {
+		pthread_mutex_unlock(&L.lock);
+		lc_ents_free(ents, n);
+		return 0;
+	}
+	dir_drop(dir);
+	if (L.nents + n > LC_ENT_MAX)
+		drop_all(false);
+	struct ldir *d = malloc(sizeof(*d));
+	if (!d) {
+		pthread_mutex_unlock(&L.lock);
+		lc_ents_free(ents, n);
+		return 0;
+	}
+	d->gen = gen = ++L.next_gen;
+	d->ino = dir;
+	d->exp = ci->exp;
+	d->ents = ents;
+	d->n = n;
+	d->next = L.dirs[dir % LC_BUCKETS];
+	L.dirs[dir % LC_BUCKETS] = d;
+	L.nents += n;
+	pthread_mutex_unlock(&L.lock);
+	return gen;
+}

@@ -1,0 +1,82 @@
+/*
+ * fuse_cache.h - atoll-fuse's cache of leased metadata (fuse_cache.c):
+ * inode records under attribute leases and whole directory listings
+ * under directory leases, the invalidations a revoke brings, and the
+ * kernel's own caches kept in step with them.
+ *
+ * Threads: lc_reply and lc_revoke run on the messenger's loop thread (in
+ * the order the MDS's messages arrive, which is what keeps the cache
+ * right); everything else on FUSE's request threads.  One mutex inside
+ * protects the cache; the kernel is told on a thread of its own.
+ */
+#ifndef ATOLL_FUSE_CACHE_H
+#define ATOLL_FUSE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mds_proto.h"
+
+struct fuse_session;
+
+/* What a request thread needs to give the kernel timeouts for what a
+ * reply told it: the cache's sequence when the reply arrived, and its
+ * lease's end (0: none). */
+struct lc_info {
+	uint64_t seq;
+	uint64_t exp;		/* CLOCK_MONOTONIC ns */
+	uint32_t lease_ms;
+	uint64_t dir_lease;
+};
+
+/* One entry of a cached listing. */
+struct lc_ent {
+	char *name;
+	uint64_t ino;
+	uint32_t mode;
+};
+
+int lc_init(bool on);
+bool lc_on(void);
+/* Starts telling the kernel (after the mount). */
+int lc_start(struct fuse_session *se);
+void lc_stop(void);
+uint64_t lc_now(void);		/* CLOCK_MONOTONIC ns */
+
+/* Loop thread: a decoded reply to a request sent at t_send: applies what
+ * it changed (the requester's own change), caches what it leased. */
+void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_send,
+	      struct lc_info *ci);
+/* Loop thread: a revoke (or a lost MDS session: all = true). */
+void lc_revoke(const struct mds_chg *c, uint32_t n, bool all);
+
+/* Request threads.  Hold the kernel barrier (lc_kbar_enter/leave) from
+ * reading the cache or checking a reply's freshness until the reply to
+ * the kernel went out: an invalidation of the kernel then never overtakes
+ * a reply that carried what it invalidates. */
+void lc_kbar_enter(void);
+void lc_kbar_leave(void);
+/* Seconds the kernel may cache ino's attributes (is_dir: the entries of
+ * directory ino) after a reply with ci: the lease left, 0 when something
+ * invalidated it since, 1 s without a lease. */
+double lc_timeout(uint64_t ino, const struct lc_info *ci);
+/* The cached record of ino; returns the seconds left, or < 0 when none. */
+double lc_attr(uint64_t ino, struct mds_inode *out);
+/* In a cached listing of dir: 1 found (ino, mode), 0 not in it,
+ * < 0 no listing.  *left: seconds its lease has left. */
+int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
+		  double *left);
+/* A copy of dir's cached listing (malloc'd, names too: lc_ents_free)
+ * and its generation; -ENOENT when none. */
+int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen);
+/* Caches a listing read with ci (the first page's info): refused (0)
+ * when something changed dir since; else its generation.  Takes ents. */
+uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc_info *ci);
+/* Seconds the lease of listing gen of dir has left; 0 when it is gone. */
+double lc_dir_left(uint64_t dir, uint64_t gen);
+void lc_ents_free(struct lc_ent *ents, size_t n);
+/* An extended attribute of ino cached with its record: 1 (a malloc'd
+ * copy in *val, *len), 0 cached as absent, -1 not cached. */
+int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len);
+
+#endif

@@ -1,0 +1,495 @@
+/*
+ * mds_lease.c - the leases atoll-mds hands its clients, so that a client
+ * answers from its cache what has not changed, and their revocation
+ * before a change (doc/fs.md, "Leases").
+ *
+ * Two kinds, both per (client, inode), for mds_lease_ms (30 s default):
+ * an attribute lease (the inode's record may be cached) and a directory
+ * lease (the directory's entries may be cached: a full listing, or the
+ * names the kernel has looked up).  Replies grant them; a change that
+ * one covers is answered only after every other holder acked a revoke
+ * (MT_MDS_NOTIFY) or its lease ran out, so a dead or stuck client holds
+ * the others up for the lease time at most.  The requester gets the same
+ * change list in its reply and fixes its own cache.
+ *
+ * The table is bounded (mds_lease_max records): when full, replies grant
+ * nothing, and the client caches nothing (it asks the MDS each time).
+ * Expired records and those of closed connections are swept once per
+ * lease time.  Records are keyed by inode number only: inode numbers are
+ * never reused, so a record of a removed inode is harmless until swept.
+ *
+ * Threads: grants and revokes run on the MDS's worker; ack callbacks and
+ * closed connections on the messenger's loop thread.  L.lock protects
+ * everything here; it is never held while waiting for acks.
+ */
+#include "mds.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "encode.h"
+#include "log.h"
+#include "msg.h"
+
+#define SUB "mds"
+#define LEASE_BUCKETS (1u << 16)
+
+#define L_ATTR	0x1u
+#define L_DIR	0x2u
+
+struct lclient {
+	struct msg_conn *c;	/* a reference of ours, put when it closes */
+	uint64_t id;
+	bool dead;		/* closed: its records go at the next sweep */
+	uint64_t refs;		/* records naming it, + 1 while open */
+	struct lclient *next;
+};
+
+struct lrec {
+	uint64_t ino;
+	struct lclient *cl;
+	uint64_t exp_ms;	/* monotonic */
+	uint32_t bits;		/* L_ATTR | L_DIR */
+	struct lrec *next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* an ack arrived (pending dropped) */
+	uint32_t lease_ms;
+	uint64_t max, n;
+	struct lrec **ht;
+	struct lclient *clients;
+	uint64_t last_sweep;
+	uint64_t grants, revokes, timeouts;
+} L = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int mds_lease_init(uint32_t lease_ms, uint64_t max)
+{
+	L.lease_ms = lease_ms;
+	L.max = max;
+	if (!lease_ms)
+		return 0;
+	L.ht = calloc(LEASE_BUCKETS, sizeof(*L.ht));
+	return L.ht ? 0 : -ENOMEM;
+}
+
+static void client_put(struct lclient *cl)
+{
+	if (--cl->refs)
+		return;
+	for (struct lclient **pp = &L.clients; *pp; pp = &(*pp)->next)
+		if (*pp == cl) {
+			*pp = cl->next;
+			break;
+		}
+	free(cl);
+}
+
+static void rec_free(struct lrec *r)
+{
+	client_put(r->cl);
+	free(r);
+	L.n--;
+}
+
+void mds_lease_fini(void)
+{
+	pthread_mutex_lock(&L.lock);
+	for (size_t b = 0; L.ht && b < LEASE_BUCKETS; b++)
+		while (L.ht[b]) {
+			struct lrec *r = L.ht[b];
+			L.ht[b] = r->next;
+			rec_free(r);
+		}
+	while (L.clients) {
+		struct lclient *cl = L.clients;
+		L.clients = cl->next;
+		if (!cl->dead)
+			msg_conn_put(cl->c);
+		free(cl);
+	}
+	free(L.ht);
+	L.ht = NULL;
+	pthread_mutex_unlock(&L.lock);
+}
+
+/* Under L.lock. */
+static void sweep(uint64_t now)
+{
+	for (size_t b = 0; b < LEASE_BUCKETS; b++)
+		for (struct lrec **pp = &L.ht[b]; *pp;) {
+			struct lrec *r = *pp;
+			if (r->exp_ms <= now || r->cl->dead) {
+				*pp = r->next;
+				rec_free(r);
+			} else {
+				pp = &r->next;
+			}
+		}
+	L.last_sweep = now;
+}
+
+/* Under L.lock: the open client of connection c (made on first use). */
+static struct lclient *client_of(struct msg_conn *c)
+{
+	struct lclient *cl;
+
+	for (cl = L.clients; cl; cl = cl->next)
+		if (cl->c == c && !cl->dead)
+			return cl;
+	if (!msg_conn_is_open(c))
+		return NULL;	/* closed after it sent the request: no lease */
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return NULL;
+	cl->c = c;
+	cl->id = msg_conn_peer(c).id;
+	cl->refs = 1;
+	msg_conn_get(c);
+	cl->next = L.clients;
+	L.clients = cl;
+	return cl;
+}
+
+/* Under L.lock. */
+static bool grant_one(struct lclient *cl, uint64_t ino, uint32_t bits, uint64_t exp)
+{
+	struct lrec **head = &L.ht[ino % LEASE_BUCKETS];
+
+	for (struct lrec *r = *head; r; r = r->next)
+		if (r->ino == ino && r->cl == cl) {
+			r->bits |= bits;
+			r->exp_ms = exp;
+			L.grants++;
+			return true;
+		}
+	if (L.n >= L.max)
+		return false;
+	struct lrec *r = malloc(sizeof(*r));
+	if (!r)
+		return false;
+	r->ino = ino;
+	r->cl = cl;
+	cl->refs++;
+	r->exp_ms = exp;
+	r->bits = bits;
+	r->next = *head;
+	*head = r;
+	L.n++;
+	L.grants++;
+	return true;
+}
+
+void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_reply *rp)
+{
+	uint64_t dirs[2] = { 0, 0 };
+
+	rp->lease_ms = 0;
+	rp->dir_lease = 0;
+	if (!L.lease_ms || !(rq->lflags & MDS_L_WANT))
+		return;
+	if (rp->rc && !(rq->op == MDS_OP_GETXATTR && rp->rc == -ENODATA))
+		return;
+	switch (rq->op) {
+	case MDS_OP_LOOKUP:
+	case MDS_OP_READDIR:
+	case MDS_OP_MKNOD:
+	case MDS_OP_MKDIR:
+	case MDS_OP_SYMLINK:
+		dirs[0] = rq->ino;
+		break;
+	case MDS_OP_LINK:
+		dirs[0] = rq->ino2;
+		break;
+	case MDS_OP_RENAME:
+		/* the requester's kernel moves its entry into ino2: the
+		 * lease of ino2 must cover it */
+		dirs[0] = rq->ino2;
+		dirs[1] = rq->ino;
+		break;
+	default:
+		break;
+	}
+	uint64_t now = now_ms(), exp = now + L.lease_ms;
+	uint64_t need = rp->ninodes + (rp->plus ? rp->nplus : 0) + 2;
+
+	pthread_mutex_lock(&L.lock);
+	/* full: sweep at most once a second (a scan of the whole table) */
+	if (now >= L.last_sweep + L.lease_ms ||
+	    (L.n + need > L.max && now >= L.last_sweep + 1000))
+		sweep(now);
+	struct lclient *cl = L.n + need <= L.max ? client_of(c) : NULL;
+	bool ok = cl != NULL;
+	for (uint32_t i = 0; ok && i < rp->ninodes; i++)
+		ok = grant_one(cl, rp->in[i].ino, L_ATTR, exp);
+	for (uint32_t i = 0; ok && rp->plus && i < rp->nplus; i++)
+		ok = grant_one(cl, rp->plus[i].ino, L_ATTR, exp);
+	for (int i = 0; ok && i < 2; i++)
+		if (dirs[i])
+			ok = grant_one(cl, dirs[i], L_DIR, exp);
+	pthread_mutex_unlock(&L.lock);
+	if (!ok)
+		return;	/* partly granted records just expire */
+	rp->lease_ms = L.lease_ms;
+	rp->dir_lease = dirs[0];
+}
+
+/* One revoke in flight: the worker waits until every holder answered
+ * (acked, closed, or its lease ran out). */
+struct revoke {
+	unsigned pending;
+};
+
+struct revoke_call {
+	struct revoke *rv;
+	struct lclient *cl;
+};
+
+/* Loop thread: the ack of one holder, or -ETIMEDOUT / -ECONNRESET. */
+static void on_ack(void *arg, struct msg *reply, int err)
+{
+	struct revoke_call *rc = arg;
+
+	msg_free(reply);
+	pthread_mutex_lock(&L.lock);
+	if (err == -ETIMEDOUT) {
+		L.timeouts++;
+		log_warn(SUB, "client %llu did not answer a lease revoke before its lease "
+			 "ran out; going on without it (check that its atoll-fuse runs)",
+			 (unsigned long long)rc->cl->id);
+	}
+	client_put(rc->cl);
+	rc->rv->pending--;
+	pthread_cond_broadcast(&L.cond);
+	pthread_mutex_unlock(&L.lock);
+	free(rc);
+}
+
+/* Under L.lock: does r (a record of another client, still valid) hold
+ * something an item of chg covers? */
+static bool covers(const struct lrec *r, const struct mds_chg *c)
+{
+	if (c->kind & MDS_CHG_DENT)
+		return (r->bits & L_DIR) != 0;
+	return (r->bits & L_ATTR) != 0;
+}
+
+struct holder {
+	struct lclient *cl;
+	uint64_t exp_ms;	/* the latest end of its records the change covers */
+	struct revoke_call *call;
+};
+
+/* Under L.lock: waits until now_ms() >= until (a holder we could not
+ * tell: its lease runs out on its own). */
+static void wait_until(uint64_t until)
+{
+	for (uint64_t now = now_ms(); now < until; now = now_ms()) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (until - now) * 1000000ull;
+		ts.tv_sec += (time_t)(ns / 1000000000ull);
+		ts.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_cond_timedwait(&L.cond, &L.lock, &ts);
+	}
+}
+
+void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
+{
+	struct holder *hs = NULL;
+	unsigned nh = 0, cap = 0;
+	struct revoke rv = { 0 };
+	uint64_t untold = 0;	/* wait for this (ms) beyond the acks */
+
+	if (!L.lease_ms || !n)
+		return;
+	uint64_t now = now_ms();
+	pthread_mutex_lock(&L.lock);
+	/* who holds what the change covers (the holder drops its cache now,
+	 * or its lease has run out when we go on) */
+	for (uint32_t i = 0; i < n; i++) {
+		struct lrec **pp = &L.ht[chg[i].ino % LEASE_BUCKETS];
+		while (*pp) {
+			struct lrec *r = *pp;
+			if (r->ino == chg[i].ino && (r->cl->dead || r->exp_ms <= now)) {
+				*pp = r->next;
+				rec_free(r);
+				continue;
+			}
+			if (r->ino != chg[i].ino || r->cl->c == c || !covers(r, &chg[i])) {
+				pp = &r->next;
+				continue;
+			}
+			unsigned h;
+			for (h = 0; h < nh && hs[h].cl != r->cl; h++)
+				;
+			if (h == nh) {
+				if (nh == cap) {
+					unsigned ncap = cap ? cap * 2 : 8;
+					struct holder *nhs = realloc(hs, ncap * sizeof(*nhs));
+					if (!nhs) {
+						/* cannot tell it: wait for its lease */
+						if (r->exp_ms > untold)
+							untold = r->exp_ms;
+						pp = &r->next;
+						continue;
+					}
+					hs = nhs;
+					cap = ncap;
+				}
+				hs[nh].cl = r->cl;
+				hs[nh].exp_ms = 0;
+				hs[nh].call = NULL;
+				nh++;
+			}
+			if (r->exp_ms > hs[h].exp_ms)
+				hs[h].exp_ms = r->exp_ms;
+			/* an attribute revoke drops all the holder had of the
+			 * inode (the kernel's copy too); a directory lease stays
+			 * until it ends: the holder's kernel may keep other
+			 * entries of the directory, and their changes must
+			 * still reach it */
+			if (!(chg[i].kind & MDS_CHG_DENT))
+				r->bits &= ~L_ATTR;
+			if (!r->bits) {
+				*pp = r->next;
+				rec_free(r);
+			} else {
+				pp = &r->next;
+			}
+		}
+	}
+	struct mds_notify *nt = NULL;
+	if (nh) {
+		nt = calloc(1, sizeof(*nt));
+		if (nt) {
+			nt->n = n < MDS_CHG_MAX ? n : MDS_CHG_MAX;
+			memcpy(nt->c, chg, nt->n * sizeof(*chg));
+		}
+	}
+	for (unsigned h = 0; h < nh; h++) {
+		hs[h].call = nt ? malloc(sizeof(*hs[h].call)) : NULL;
+		if (!hs[h].call) {
+			if (hs[h].exp_ms > untold)
+				untold = hs[h].exp_ms;
+			continue;
+		}
+		hs[h].call->rv = &rv;
+		hs[h].call->cl = hs[h].cl;
+		hs[h].cl->refs++;
+		rv.pending++;
+		L.revokes++;
+	}
+	/* send without L.lock: the ack callbacks take it on the loop thread */
+	pthread_mutex_unlock(&L.lock);
+	for (unsigned h = 0; h < nh; h++) {
+		struct enc e;
+		if (!hs[h].call)
+			continue;
+		enc_init(&e);
+		mds_notify_encode(&e, nt);
+		struct msg *m = msg_new(MT_MDS_NOTIFY, &e);
+		enc_free(&e);
+		/* never waited for beyond its lease: a dead client cannot
+		 * hold the others up longer */
+		uint32_t tmo = (uint32_t)(hs[h].exp_ms > now ? hs[h].exp_ms - now : 0) + 1;
+		if (!m || msg_call(hs[h].cl->c, m, tmo, on_ack, hs[h].call))
+			on_ack(hs[h].call, NULL, -ECONNRESET);	/* closed: nothing to wait for */
+	}
+	free(nt);
+	free(hs);
+	pthread_mutex_lock(&L.lock);
+	while (rv.pending)
+		pthread_cond_wait(&L.cond, &L.lock);
+	if (untold) {
+		log_warn(SUB, "out of memory telling clients of a change; waiting for their "
+			 "leases to run out instead");
+		wait_until(untold);
+	}
+	pthread_mutex_unlock(&L.lock);
+}
+
+void mds_lease_closed(struct msg_conn *c)
+{
+	pthread_mutex_lock(&L.lock);
+	for (struct lclient *cl = L.clients; cl; cl = cl->next)
+		if (cl->c == c && !cl->dead) {
+			cl->dead = true;
+			msg_conn_put(c);
+			client_put(cl);	/* the open one's reference */
+			break;
+		}
+	pthread_mutex_unlock(&L.lock);
+}
+
+void mds_lease_stats(struct mds_status *s)
+{
+	pthread_mutex_lock(&L.lock);
+	s->lease_ms = L.lease_ms;
+	s->leases = L.n;
+	s->leases_max = L.max;
+	s->grants = L.grants;
+	s->revokes = L.revokes;
+	s->revoke_timeouts = L.timeouts;
+	pthread_mutex_unlock(&L.lock);
+}
+
+/* ---- what a transaction changes --------------------------------------- */
+
+static void chg_add(struct mds *m, uint32_t kind, uint64_t ino, const char *name)
+{
+	for (uint32_t i = 0; i < m->nchg; i++) {
+		struct mds_chg *c = &m->chg[i];
+		if (c->ino != ino || ((c->kind ^ kind) & MDS_CHG_DENT))
+			continue;
+		if (!(kind & MDS_CHG_DENT)) {
+			c->kind |= kind;
+			return;
+		}
+		if (!strcmp(c->name, name))
+			return;
+	}
+	if (m->nchg == MDS_CHG_MAX) {
+		/* cannot happen with MDS_TXN_INODES + MDS_TXN_UPDS <= MAX */
+		log_warn(SUB, "a change touches more than %u items; some clients may "
+			 "serve stale metadata until their lease ends", MDS_CHG_MAX);
+		return;
+	}
+	struct mds_chg *c = &m->chg[m->nchg++];
+	c->kind = kind;
+	c->ino = ino;
+	snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
+}
+
+void mds_lease_note(struct mds *m, const struct mds_txn *t)
+{
+	for (int i = 0; i < t->nw; i++) {
+		const struct mds_node *n = mds_get(m, t->w[i].in.ino);
+		if (!n)
+			continue;	/* a new inode: nobody holds a lease on it */
+		const struct mds_inode *in = &t->w[i].in;
+		uint32_t kind = MDS_CHG_ATTR;
+		if (t->w[i].removed || in->size != n->a.size || in->mtime != n->a.mtime)
+			kind |= MDS_CHG_DATA;
+		chg_add(m, kind, in->ino, NULL);
+	}
+	for (int i = 0; i < t->nu; i++) {
+		const struct mds_upd *u = &t->u[i];
+		if (u->type == MDS_U_DENT_SET || u->type == MDS_U_DENT_RM)
+			chg_add(m, MDS_CHG_DENT, u->dir, u->name);
+	}
+}
