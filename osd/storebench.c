@@ -6,6 +6,8 @@
  *   write         whole 4 MiB objects, one transaction each, N in flight
  *   overwrite     4 KiB writes at random 4 KiB-aligned offsets of existing
  *                 objects, 32 in flight
+ *   overwrite-kv  the same with an attribute and a pg-log update each (what
+ *                 an OSD's replicated write adds; not part of all)
  *   read          4 KiB random reads with store_read_async, 32 in flight,
  *                 over a read set (4 GiB by default) written beforehand,
  *                 the store reopened first so that reads go to the disk
@@ -60,7 +62,7 @@
 
 #define STAMP_MAGIC	0x61746f6c6c62656eull	/* "atollben" */
 
-enum { T_WRITE = 1, T_OVERWRITE = 2, T_READ = 4, T_SMALL = 8, T_ALL = 15 };
+enum { T_WRITE = 1, T_OVERWRITE = 2, T_READ = 4, T_SMALL = 8, T_ALL = 15, T_OVERWRITE_KV = 16 };
 
 struct opts {
 	const char *dir;
@@ -940,6 +942,102 @@ static void test_overwrite(struct store *st)
 	free(ow.buf);
 }
 
+/* ---- overwrite-kv ----------------------------------------------------- */
+
+/* What an OSD's replicated 4 KiB write gives its store (osd/osd_proto.c,
+ * osd/pglog.c): the data, the object's info attribute and, on its
+ * placement group's meta object, a pg-log entry, the pg info and the
+ * removal of the entry the log trims.  Small kv mutations beside a logged
+ * overwrite: each such batch commits the kv too (doc/store.md). */
+#define OWKV_PGS	8u
+#define OWKV_LOG_MAX	1000u
+
+static uint64_t owkv_seq[OWKV_PGS];
+static uint8_t owkv_val[256];
+
+static int overwrite_kv_submit(struct run *r, struct slot *s, uint64_t seq)
+{
+	uint64_t obj = rnd() % ow.nobj, bno = rnd() % (OBJ_SIZE / IO_SIZE);
+	unsigned pg = (unsigned)(obj % OWKV_PGS);
+	uint64_t v = __atomic_add_fetch(&owkv_seq[pg], 1, __ATOMIC_RELAXED);
+	char name[32], meta[32], key[24];
+	struct store_txn *t = store_txn_new();
+	int rc;
+
+	(void)seq;
+	if (!t)
+		return -ENOMEM;
+	stamp_block(ow.buf, obj, bno);
+	obj_name(name, sizeof(name), 'o', obj);
+	snprintf(meta, sizeof(meta), "pgmeta.%u", pg);
+	rc = store_txn_write(t, COLL_OVERWRITE, name, bno * IO_SIZE, ow.buf, IO_SIZE, 0);
+	if (rc >= 0)
+		rc = store_txn_setattr(t, COLL_OVERWRITE, name, "_", owkv_val, 256);
+	snprintf(key, sizeof(key), "l%016" PRIx64, v);
+	if (rc >= 0)
+		rc = store_txn_omap_set(t, COLL_OVERWRITE, meta, key, strlen(key), owkv_val, 180);
+	if (rc >= 0)
+		rc = store_txn_omap_set(t, COLL_OVERWRITE, meta, "info", 4, owkv_val, 100);
+	if (rc >= 0 && v > OWKV_LOG_MAX) {
+		snprintf(key, sizeof(key), "l%016" PRIx64, v - OWKV_LOG_MAX);
+		rc = store_txn_omap_rm(t, COLL_OVERWRITE, meta, key, strlen(key));
+	}
+	if (rc < 0) {
+		store_txn_free(t);
+		return rc;
+	}
+	return store_queue(r->st, t, txn_done, s);
+}
+
+static void test_overwrite_kv(struct store *st)
+{
+	struct run r;
+	struct result res;
+	unsigned qd = o.qd ? o.qd : 32;
+	struct store_txn *t;
+	int rc;
+
+	ow.nobj = o.overwrite_set / OBJ_SIZE;
+	if (ow.nobj == 0)
+		ow.nobj = 1;
+	human("overwrite-kv: 4 KiB at random offsets of %" PRIu64 " objects of 4 MiB, each with an "
+	      "attribute and a pg-log update (3 omap mutations) on one of %u meta objects, %u in "
+	      "flight, each counted when durable\n", ow.nobj, OWKV_PGS, qd);
+	ensure_set(st, COLL_OVERWRITE, 'o', ow.nobj, "overwrite set");
+	t = store_txn_new();
+	if (!t)
+		die("out of memory");
+	for (unsigned pg = 0; pg < OWKV_PGS; pg++) {
+		char meta[32];
+
+		snprintf(meta, sizeof(meta), "pgmeta.%u", pg);
+		rc = store_txn_touch(t, COLL_OVERWRITE, meta);
+		if (rc < 0)
+			die("overwrite-kv: %s", errstr(rc));
+	}
+	rc = store_apply(st, t);
+	if (rc < 0)
+		die("overwrite-kv: cannot create the meta objects: %s", errstr(rc));
+	ow.buf = aligned_alloc(4096, IO_SIZE);
+	if (!ow.buf)
+		die("out of memory");
+	fill_random(ow.buf, IO_SIZE);
+	fill_random(owkv_val, sizeof(owkv_val));
+
+	run_init(&r, "overwrite-kv", st, qd, 0);
+	r.submit = overwrite_kv_submit;
+	r.seconds = o.count ? 0 : o.seconds;
+	r.limit_ops = o.count;
+	rc = run_go(&r);
+	if (rc < 0)
+		die("overwrite-kv: %s", errstr(rc));
+	res = run_result(&r, IO_SIZE);
+	report("overwrite_kv_4K", &res);
+	human_result("overwrite+kv 4 KiB durable", &res);
+	run_fini(&r);
+	free(ow.buf);
+}
+
 /* ---- read ------------------------------------------------------------- */
 
 struct read_ctx {
@@ -1297,6 +1395,9 @@ static void usage(FILE *f)
 "                each transaction also removes the oldest object\n"
 "  overwrite     4 KiB writes at random 4 KiB-aligned offsets of existing\n"
 "                objects (--overwrite-set), 32 in flight, counted when durable\n"
+"  overwrite-kv  the same, each write with what an OSD adds to it: an attribute\n"
+"                and a pg-log update (3 omap mutations on one of 8 meta objects);\n"
+"                not part of 'all'\n"
 "  read          4 KiB random reads (store_read_async, 32 in flight) over the\n"
 "                read set (--prefill), after reopening the store with cold caches\n"
 "  smallobjects  creates --small-count objects of --small-size bytes in a second\n"
@@ -1525,6 +1626,8 @@ int main(int argc, char **argv)
 			o.tests |= T_WRITE;
 		else if (!strcmp(argv[i], "overwrite"))
 			o.tests |= T_OVERWRITE;
+		else if (!strcmp(argv[i], "overwrite-kv"))
+			o.tests |= T_OVERWRITE_KV;
 		else if (!strcmp(argv[i], "read"))
 			o.tests |= T_READ;
 		else if (!strcmp(argv[i], "smallobjects"))
@@ -1533,7 +1636,7 @@ int main(int argc, char **argv)
 			o.tests |= T_ALL;
 		else {
 			fprintf(stderr, "atoll-storebench: unknown test '%s'; the tests are write, "
-				"overwrite, read, smallobjects and all\n", argv[i]);
+				"overwrite, overwrite-kv, read, smallobjects and all\n", argv[i]);
 			return 2;
 		}
 	}
@@ -1571,7 +1674,7 @@ int main(int argc, char **argv)
 	      o.dir_given ? "" : (o.keep ? " (kept)" : " (removed at the end)"));
 	metric("seconds_per_test", o.seconds, "s");
 
-	if (o.tests & (T_WRITE | T_OVERWRITE | T_READ)) {
+	if (o.tests & (T_WRITE | T_OVERWRITE | T_OVERWRITE_KV | T_READ)) {
 		bool created;
 
 		st = open_or_create(o.dir, o.size, 0, &created);
@@ -1586,6 +1689,8 @@ int main(int argc, char **argv)
 			test_write(st);
 		if (o.tests & T_OVERWRITE && !interrupted)
 			test_overwrite(st);
+		if (o.tests & T_OVERWRITE_KV && !interrupted)
+			test_overwrite_kv(st);
 		if (o.tests & T_READ && !interrupted)
 			st = test_read(st, o.dir);
 		store_close(st);

@@ -439,6 +439,22 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force);
 bool wal_ckpt_active(const struct store *st);
 int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks);
 int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
+/* A log record's header, decoded (wal.c; the fuzz target uses these). */
+struct wal_hdr_info {
+	uint64_t lsn, seq;
+	uint32_t nent, nblocks, crc;
+	uint16_t flags;
+};
+/* The header in block hb (4 KiB), checked against the place it was read
+ * from (vpos; room: blocks from there to the log region's end) and the
+ * store (uuid, rec_max): 0 and *out, or -ENOENT. */
+int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64_t rec_max,
+		   uint64_t room, struct wal_hdr_info *out);
+/* The whole record buf (h->nblocks blocks): -ENOENT if the header's crc
+ * does not match, else 0 with bad[j] set for each of the h->nent data
+ * blocks whose crc does not match and *nbad their count. */
+int wal_rec_verify(const uint8_t *buf, const struct wal_hdr_info *h, bool *bad, uint64_t *nbad);
+
 int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char *msg),
 	      void *arg);
 int wal_state_put(MDB_txn *t, struct kv *kv, uint64_t ckpt_lsn, uint64_t tail);

@@ -911,14 +911,55 @@ struct loaded {
 	bool *bad;
 };
 
+int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64_t rec_max,
+		   uint64_t room, struct wal_hdr_info *out)
+{
+	struct wal_hdr h;
+	uint64_t nb;
+
+	memcpy(&h, hb, WAL_HDR);
+	if (h.magic != WAL_MAGIC || h.version != WAL_VERSION || h.vpos != vpos ||
+	    memcmp(h.reserved, uuid, 16))
+		return -ENOENT;
+	nb = table_blocks(h.nent) + h.nent;
+	if (h.nblocks != nb || nb > rec_max || nb > room)
+		return -ENOENT;
+	*out = (struct wal_hdr_info){ h.lsn, h.seq, h.nent, h.nblocks, h.crc, h.flags };
+	return 0;
+}
+
+int wal_rec_verify(const uint8_t *buf, const struct wal_hdr_info *h, bool *bad, uint64_t *nbad)
+{
+	uint64_t tb = table_blocks(h->nent);
+	struct wal_hdr hc;
+	uint32_t crc;
+
+	/* The header's crc covers the header (crc field 0) and the table. */
+	memcpy(&hc, buf, WAL_HDR);
+	hc.crc = 0;
+	crc = atoll__crc32c(0, &hc, WAL_HDR);
+	crc = atoll__crc32c(crc, buf + WAL_HDR, (size_t)h->nent * WAL_ENT);
+	if (crc != h->crc)
+		return -ENOENT;
+	*nbad = 0;
+	for (uint32_t j = 0; j < h->nent; j++) {
+		struct walb_ent de;
+
+		memcpy(&de, buf + WAL_HDR + (size_t)j * WAL_ENT, WAL_ENT);
+		bad[j] = atoll__crc32c(0, buf + (tb + j) * BS, BS) != de.crc;
+		*nbad += bad[j];
+	}
+	return 0;
+}
+
 /* Reads and checks the record at vpos; 0 and *out, or -ENOENT. */
 static int load_at(struct store *st, uint64_t vpos, uint64_t lsn, struct loaded **out,
 		   uint64_t *seen_lsn, uint64_t *seen_seq)
 {
 	struct wal *w = &st->wal;
-	uint64_t phys = vpos % w->blocks, tb, nb;
+	uint64_t phys = vpos % w->blocks;
 	uint8_t *hb = bio_alloc(BS), *buf = NULL;
-	struct wal_hdr h;
+	struct wal_hdr_info h;
 	struct loaded *l = NULL;
 	int r = -ENOENT;
 
@@ -926,29 +967,22 @@ static int load_at(struct store *st, uint64_t vpos, uint64_t lsn, struct loaded 
 		return -ENOMEM;
 	if (bio_pread(st->bfd, hb, BS, (w->start + phys) * BS))
 		goto out;
-	memcpy(&h, hb, WAL_HDR);
-	if (h.magic != WAL_MAGIC || h.version != WAL_VERSION || h.vpos != vpos ||
-	    memcmp(h.reserved, st->uuid, 16))
+	if (wal_hdr_decode(hb, vpos, st->uuid, w->rec_max, w->blocks - phys, &h))
 		goto out;
-	tb = table_blocks(h.nent);
-	nb = tb + h.nent;
-	if (h.nblocks != nb || nb > w->rec_max || phys + nb > w->blocks)
-		goto out;
-	buf = bio_alloc(nb * BS);
+	buf = bio_alloc((size_t)h.nblocks * BS);
 	if (!buf) {
 		r = -ENOMEM;
 		goto out;
 	}
-	if (bio_pread(st->bfd, buf, nb * BS, (w->start + phys) * BS))
+	if (bio_pread(st->bfd, buf, (size_t)h.nblocks * BS, (w->start + phys) * BS))
 		goto out;
-	{
-		uint32_t want = h.crc;
-
-		hdr_seal(buf, h.nent);
-		memcpy(&h, buf, WAL_HDR);
-		if (h.crc != want)
-			goto out;
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->bad = calloc(h.nent ? h.nent : 1, sizeof(bool)))) {
+		r = -ENOMEM;
+		goto out;
 	}
+	if (wal_rec_verify(buf, &h, l->bad, &l->nbad))
+		goto out;
 	/* A good header: its numbers are real, whether or not it is the next. */
 	if (h.lsn > *seen_lsn)
 		*seen_lsn = h.lsn;
@@ -956,22 +990,8 @@ static int load_at(struct store *st, uint64_t vpos, uint64_t lsn, struct loaded 
 		*seen_seq = h.seq;
 	if (h.lsn != lsn)
 		goto out;
-	l = calloc(1, sizeof(*l));
-	if (!l || !(l->bad = calloc(h.nent ? h.nent : 1, sizeof(bool)))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	l->rec = (struct wal_rec){ h.lsn, vpos, h.seq, (uint32_t)nb, h.nent };
+	l->rec = (struct wal_rec){ h.lsn, vpos, h.seq, h.nblocks, h.nent };
 	l->flags = h.flags;
-	for (uint32_t j = 0; j < h.nent; j++) {
-		struct walb_ent de;
-
-		memcpy(&de, buf + WAL_HDR + (size_t)j * WAL_ENT, WAL_ENT);
-		if (atoll__crc32c(0, buf + (tb + j) * BS, BS) != de.crc) {
-			l->bad[j] = true;
-			l->nbad++;
-		}
-	}
 	l->buf = buf;
 	buf = NULL;
 	*out = l;

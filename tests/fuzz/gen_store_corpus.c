@@ -19,9 +19,49 @@
 #include <string.h>
 
 #include "corpus_file.h"
+#include "crc32c.h"
 #include "store-int.h"
 
-enum { SEL_CHUNK = 0, SEL_ONODE = 1, SEL_STATS = 2 };
+enum { SEL_CHUNK = 0, SEL_ONODE = 1, SEL_STATS = 2, SEL_WALREC = 3,
+       SEL_WALREC_FIXCRC = 7 };
+
+/* A write-ahead log record of nent data blocks as doc/store-format.md
+ * lays it out (format 2, record version 1) into buf; returns its bytes. */
+static size_t walrec_build(uint8_t *buf, uint32_t nent, uint16_t flags)
+{
+	uint32_t magic = 0x4c415741u, crc, tb = (uint32_t)((64 + nent * 32 + 4095) / 4096);
+	uint16_t version = 1;
+	uint64_t lsn = 7, vpos = 130, seq = 41;
+	uint32_t nblocks = tb + nent, pad = 0;
+
+	memset(buf, 0, (size_t)nblocks * 4096);
+	memcpy(buf + 0, &magic, 4);
+	memcpy(buf + 4, &version, 2);
+	memcpy(buf + 6, &flags, 2);
+	memcpy(buf + 12, &nent, 4);
+	memcpy(buf + 16, &lsn, 8);
+	memcpy(buf + 24, &vpos, 8);
+	memcpy(buf + 32, &seq, 8);
+	memcpy(buf + 40, &nblocks, 4);
+	memcpy(buf + 44, &pad, 4);
+	for (int i = 0; i < 16; i++)
+		buf[48 + i] = (uint8_t)(0xa0 + i);	/* the store's uuid */
+	for (uint32_t j = 0; j < nent; j++) {
+		uint8_t *blk = buf + (size_t)(tb + j) * 4096, *e = buf + 64 + (size_t)j * 32;
+		uint64_t pblk = 5000 + j, id = 3, lblk = j;
+
+		memset(blk, (int)(0x11 * (j + 1)), 4096);
+		crc = atoll__crc32c(0, blk, 4096);
+		memcpy(e, &pblk, 8);
+		memcpy(e + 8, &id, 8);
+		memcpy(e + 16, &lblk, 8);
+		memcpy(e + 24, &crc, 4);
+	}
+	crc = atoll__crc32c(0, buf, 64 + (size_t)nent * 32);
+	memcpy(buf + 8, &crc, 4);
+	return (size_t)nblocks * 4096;
+}
+
 
 static int write_file(const char *dir, const char *name, uint8_t sel,
 		      const void *buf, size_t len)
@@ -186,5 +226,20 @@ int main(int argc, char **argv)
 
 	r |= write_file(dir, "garbage", SEL_STATS, garbage, sizeof(garbage) - 1);
 	r |= write_file(dir, "selector-only", SEL_CHUNK, NULL, 0);
+	{
+		static uint8_t rec[4 * 4096];
+		size_t rl;
+
+		rl = walrec_build(rec, 2, 0);
+		r |= write_file(dir, "walrec", SEL_WALREC, rec, rl);
+		rl = walrec_build(rec, 3, 1);
+		rec[3 * 4096 + 100] ^= 0x40;	/* a torn or damaged data block */
+		r |= write_file(dir, "walrec-kv-bad-block", SEL_WALREC, rec, rl);
+		rl = walrec_build(rec, 1, 0);
+		r |= write_file(dir, "walrec-short", SEL_WALREC, rec, rl - 100);
+		rl = walrec_build(rec, 2, 0);
+		memset(rec + 12, 0xff, 4);	/* nent far beyond the record */
+		r |= write_file(dir, "walrec-fixcrc-huge-nent", SEL_WALREC_FIXCRC, rec, rl);
+	}
 	return r ? 1 : 0;
 }
