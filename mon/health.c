@@ -578,6 +578,26 @@ out_free:
 	free(ps);
 }
 
+/* "osd.0 or osd.3 (down)": the down OSDs a down PG last went active
+ * on, as far as this monitor heard. */
+static void down_waits_for(struct mon *mon, const struct mon_pg *p, char *buf, size_t len)
+{
+	size_t off = 0;
+	uint32_t k = 0;
+
+	buf[0] = 0;
+	for (uint8_t i = 0; i < p->nlast_active && off < len; i++) {
+		if (osdmap_osd_up(mon->map, p->last_active[i]))
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, "%sosd.%d", k++ ? " or " : "",
+					p->last_active[i]);
+	}
+	if (!k)
+		snprintf(buf, len, "OSDs that are down (atoll osd tree; their logs name them)");
+	else if (off < len)
+		snprintf(buf + off, len - off, " (down)");
+}
+
 static void check_pgs(struct mon *mon, struct hctx *h)
 {
 	const struct osdmap *map = mon->map;
@@ -669,6 +689,16 @@ static void check_pgs(struct mon *mon, struct hctx *h)
 				continue;
 			}
 			pg_state_str(st, name, sizeof(name));
+			if (st & PG_ST_DOWN) {
+				char who[128];
+
+				down_waits_for(mon, &pp->pgs[pg], who, sizeof(who));
+				add_detail(h, d, &n, "pg %u.%x is %s, reported by osd.%d: it may "
+					   "hold writes only %s had; start %s", pp->pool, pg,
+					   name, pp->pgs[pg].reporter, who,
+					   pp->pgs[pg].nlast_active > 1 ? "one of them" : "it");
+				continue;
+			}
 			add_detail(h, d, &n, "pg %u.%x is %s, reported by osd.%d", pp->pool,
 				   pg, name, pp->pgs[pg].reporter);
 		}

@@ -91,6 +91,10 @@ struct mon_pg {
 	struct pg_stat st;
 	int32_t reporter;
 	uint64_t stamp_ms;
+	/* the acting set of the last report that said active: a PG that is
+	 * down waits for those OSDs (health names them) */
+	uint8_t nlast_active;
+	int32_t last_active[10];
 };
 
 struct mon_pg_pool {

@@ -126,6 +126,10 @@ void mon_pg_update(struct mon *mon, int32_t reporter, const struct pg_stat *st,
 			p->st.nacting = 10;
 		p->reporter = reporter;
 		p->stamp_ms = now;
+		if (p->st.state & PG_ST_ACTIVE) {
+			p->nlast_active = p->st.nacting;
+			memcpy(p->last_active, p->st.acting, p->st.nacting * sizeof(int32_t));
+		}
 	}
 }
 
