@@ -8,7 +8,7 @@
 # object with ever larger numbers; two readers run on the host of that
 # object's primary, where they keep talking to the primary when its cable
 # is pulled at the switch: one reads the written object, one an object
-# with the same primary that nobody writes.  After 14 s the cable goes
+# with the same primary that nobody writes.  After 12 s the cable goes
 # back.  Then, from the logs (the machine's clock is shared by every
 # namespace):
 #   - no read issued after number N was acknowledged returned less than N;
@@ -29,7 +29,7 @@ set -euo pipefail
 mh_init "${1:?usage: partition.sh BUILD_DIR PARTITION_CLIENT}" 4
 client=${2:?usage: partition.sh BUILD_DIR PARTITION_CLIENT}
 lease_ms=2000
-cut_s=14
+cut_s=12
 
 mh_conf "osd_heartbeat_interval = 500ms" "osd_heartbeat_grace = 4s" \
 	"osd_lease = ${lease_ms}ms" "client_op_timeout = 3s"
@@ -63,12 +63,12 @@ printf '%020d' 1 > "$tmp/one"
 mh_cli put pt "$quiet" "$tmp/one" >/dev/null
 echo "ack 1 $(date +%s%N)" > "$tmp/quiet-writer.out"
 
-mh_bg 0 "$client" "$conf" pt pobj write $((cut_s + 26)) > "$tmp/writer.out" 2> "$tmp/writer.log"
+mh_bg 0 "$client" "$conf" pt pobj write $((cut_s + 20)) > "$tmp/writer.out" 2> "$tmp/writer.log"
 for _ in $(seq 100); do grep -q '^ack' "$tmp/writer.out" && break; sleep 0.1; done
 grep -q '^ack' "$tmp/writer.out" || { echo "FAIL: the writer got no acknowledgement"; exit 1; }
-mh_bg "$ph" "$client" "$conf" pt pobj read $((cut_s + 24)) > "$tmp/reader.out" 2> "$tmp/reader.log"
-mh_bg "$ph" "$client" "$conf" pt "$quiet" read $((cut_s + 24)) > "$tmp/quiet.out" 2> "$tmp/quiet.log"
-sleep 4
+mh_bg "$ph" "$client" "$conf" pt pobj read $((cut_s + 18)) > "$tmp/reader.out" 2> "$tmp/reader.log"
+mh_bg "$ph" "$client" "$conf" pt "$quiet" read $((cut_s + 18)) > "$tmp/quiet.out" 2> "$tmp/quiet.log"
+sleep 3
 
 t_cut=$(date +%s%N)
 mh_cut "$ph"
