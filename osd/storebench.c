@@ -909,37 +909,52 @@ static int overwrite_submit(struct run *r, struct slot *s, uint64_t seq)
 	return store_queue(r->st, t, txn_done, s);
 }
 
-static void test_overwrite(struct store *st)
+/* Runs the 4 KiB overwrites of submit over the overwrite set (made by
+ * the caller) and reports them as key / what. */
+static void overwrite_run(struct store *st, const char *name, unsigned qd,
+			  int (*submit)(struct run *, struct slot *, uint64_t),
+			  const char *key, const char *what)
 {
 	struct run r;
 	struct result res;
-	unsigned qd = o.qd ? o.qd : 32;
 	int rc;
 
-	ow.nobj = o.overwrite_set / OBJ_SIZE;
-	if (ow.nobj == 0)
-		ow.nobj = 1;
-	human("overwrite: 4 KiB at random offsets of %" PRIu64 " objects of 4 MiB, %u in flight, "
-	      "each counted when durable\n", ow.nobj, qd);
-	ensure_set(st, COLL_OVERWRITE, 'o', ow.nobj, "overwrite set");
 	ow.buf = aligned_alloc(4096, IO_SIZE);
 	if (!ow.buf)
 		die("out of memory");
 	fill_random(ow.buf, IO_SIZE);
-
-	run_init(&r, "overwrite", st, qd, 0);
-	r.submit = overwrite_submit;
+	run_init(&r, name, st, qd, 0);
+	r.submit = submit;
 	r.seconds = o.count ? 0 : o.seconds;
 	r.limit_ops = o.count;
 	rc = run_go(&r);
 	if (rc < 0)
-		die("overwrite: %s", errstr(rc));
+		die("%s: %s", name, errstr(rc));
 	res = run_result(&r, IO_SIZE);
-	report("overwrite_4K", &res);
-	metric("overwrite_4K_qd", qd, "ops");
-	human_result("overwrite 4 KiB durable", &res);
+	report(key, &res);
+	human_result(what, &res);
 	run_fini(&r);
 	free(ow.buf);
+}
+
+static uint64_t overwrite_set_objects(void)
+{
+	uint64_t n = o.overwrite_set / OBJ_SIZE;
+
+	return n ? n : 1;
+}
+
+static void test_overwrite(struct store *st)
+{
+	unsigned qd = o.qd ? o.qd : 32;
+
+	ow.nobj = overwrite_set_objects();
+	human("overwrite: 4 KiB at random offsets of %" PRIu64 " objects of 4 MiB, %u in flight, "
+	      "each counted when durable\n", ow.nobj, qd);
+	ensure_set(st, COLL_OVERWRITE, 'o', ow.nobj, "overwrite set");
+	metric("overwrite_4K_qd", qd, "ops");
+	overwrite_run(st, "overwrite", qd, overwrite_submit, "overwrite_4K",
+		      "overwrite 4 KiB durable");
 }
 
 /* ---- overwrite-kv ----------------------------------------------------- */
@@ -991,15 +1006,11 @@ static int overwrite_kv_submit(struct run *r, struct slot *s, uint64_t seq)
 
 static void test_overwrite_kv(struct store *st)
 {
-	struct run r;
-	struct result res;
 	unsigned qd = o.qd ? o.qd : 32;
 	struct store_txn *t;
 	int rc;
 
-	ow.nobj = o.overwrite_set / OBJ_SIZE;
-	if (ow.nobj == 0)
-		ow.nobj = 1;
+	ow.nobj = overwrite_set_objects();
 	human("overwrite-kv: 4 KiB at random offsets of %" PRIu64 " objects of 4 MiB, each with an "
 	      "attribute and a pg-log update (3 omap mutations) on one of %u meta objects, %u in "
 	      "flight, each counted when durable\n", ow.nobj, OWKV_PGS, qd);
@@ -1018,24 +1029,9 @@ static void test_overwrite_kv(struct store *st)
 	rc = store_apply(st, t);
 	if (rc < 0)
 		die("overwrite-kv: cannot create the meta objects: %s", errstr(rc));
-	ow.buf = aligned_alloc(4096, IO_SIZE);
-	if (!ow.buf)
-		die("out of memory");
-	fill_random(ow.buf, IO_SIZE);
 	fill_random(owkv_val, sizeof(owkv_val));
-
-	run_init(&r, "overwrite-kv", st, qd, 0);
-	r.submit = overwrite_kv_submit;
-	r.seconds = o.count ? 0 : o.seconds;
-	r.limit_ops = o.count;
-	rc = run_go(&r);
-	if (rc < 0)
-		die("overwrite-kv: %s", errstr(rc));
-	res = run_result(&r, IO_SIZE);
-	report("overwrite_kv_4K", &res);
-	human_result("overwrite+kv 4 KiB durable", &res);
-	run_fini(&r);
-	free(ow.buf);
+	overwrite_run(st, "overwrite-kv", qd, overwrite_kv_submit, "overwrite_kv_4K",
+		      "overwrite+kv 4 KiB durable");
 }
 
 /* ---- read ------------------------------------------------------------- */
