@@ -439,6 +439,29 @@ static void scan_reply(void *arg, struct msg *reply, int err)
 	osd_recovery_kick(pg->osd);
 }
 
+/* Sends m to target ti (busy set while the call runs, fn answers), or
+ * backs off and retries later when m could not be built or sent. */
+static void bf_call(struct pg *pg, uint32_t ti, struct msg_conn *c, struct msg *m,
+		    bool *busy, msg_reply_fn fn)
+{
+	struct bf_ctx *cx = m ? calloc(1, sizeof(*cx)) : NULL;
+
+	if (cx) {
+		cx->pg = pg;
+		cx->gen = pg->bf->gen;
+		cx->ti = ti;
+		*busy = true;
+		if (msg_call(c, m, BF_TIMEOUT_MS, fn, cx) == 0)
+			return;
+		*busy = false;
+		m = NULL;	/* msg_call freed it */
+	}
+	msg_free(m);
+	free(cx);
+	pg->bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
+	osd_recovery_retry_later(pg->osd);
+}
+
 static void scan_send(struct pg *pg, uint32_t ti)
 {
 	struct bf_target *t = &pg->bf->t[ti];
@@ -454,32 +477,16 @@ static void scan_send(struct pg *pg, uint32_t ti)
 		.max = BF_BATCH,
 	};
 	struct msg_conn *c = osd_peer_conn(osd, t->osd);
-	struct bf_ctx *cx = calloc(1, sizeof(*cx));
 	struct msg *m = NULL;
 	struct enc e;
 
-	if (cx && c) {
+	if (c) {
 		enc_init(&e);
 		osd_pg_scan_encode(&s, &e);
 		m = msg_new(MT_PG_SCAN, &e);
 		enc_free(&e);
 	}
-	if (!m) {
-		free(cx);
-		pg->bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
-		osd_recovery_retry_later(osd);
-		return;
-	}
-	cx->pg = pg;
-	cx->gen = pg->bf->gen;
-	cx->ti = ti;
-	t->scanning = true;
-	if (msg_call(c, m, BF_TIMEOUT_MS, scan_reply, cx) < 0) {
-		t->scanning = false;
-		free(cx);
-		pg->bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
-		osd_recovery_retry_later(osd);
-	}
+	bf_call(pg, ti, c, m, &t->scanning, scan_reply);
 }
 
 /* ---- the primary: copying and finishing ---------------------------------------- */
@@ -626,13 +633,11 @@ static void finish(struct pg *pg, uint32_t ti)
 		.last_epoch_started = pg->info.last_epoch_started,
 	};
 	struct msg_conn *c = osd_peer_conn(osd, t->osd);
-	struct bf_ctx *cx = calloc(1, sizeof(*cx));
 	struct msg *m = NULL;
 	struct enc e;
 	int r;
 
-	r = cx && c ? pg_read_entries(pg, pg->info.log_tail.seq, &l.entries, &l.nentries) :
-		      -ENOMEM;
+	r = c ? pg_read_entries(pg, pg->info.log_tail.seq, &l.entries, &l.nentries) : -ENOTCONN;
 	if (!r) {
 		enc_init(&e);
 		osd_pg_log_encode(&l, &e);
@@ -640,22 +645,7 @@ static void finish(struct pg *pg, uint32_t ti)
 		enc_free(&e);
 		pg_entries_free(l.entries, l.nentries);
 	}
-	if (!m) {
-		free(cx);
-		pg->bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
-		osd_recovery_retry_later(osd);
-		return;
-	}
-	cx->pg = pg;
-	cx->gen = pg->bf->gen;
-	cx->ti = ti;
-	t->finishing = true;
-	if (msg_call(c, m, BF_TIMEOUT_MS, done_reply, cx) < 0) {
-		t->finishing = false;
-		free(cx);
-		pg->bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
-		osd_recovery_retry_later(osd);
-	}
+	bf_call(pg, ti, c, m, &t->finishing, done_reply);
 }
 
 void pg_backfill_kick(struct pg *pg)
