@@ -17,38 +17,10 @@ mds_bin=${2:?}
 fuse_bin=${3:?}
 atoll_cli=${4:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL}
 
-skip() { echo "skipped: $*"; exit 77; }
+. "$(dirname "$0")/lib.sh"
 [ -x "$mds_bin" ] || skip "atoll-mds is not built"
-[ -x "$fuse_bin" ] || skip "atoll-fuse is not built (libfuse3-dev missing?)"
-[ -e /dev/fuse ] || skip "/dev/fuse is missing"
-command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt-get install fuse3)"
-
-tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/atoll-fs-test.XXXXXX")
-cdir=$tmp/c
-conf=$cdir/atoll.conf
-export ATOLL_CONF=$conf
+fs_prepare
 mds_log=$cdir/log/mds.log
-fuse_pids=()
-
-cleanup() {
-	local rc=$?
-	for m in "$tmp"/mnt*; do
-		[ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
-	done
-	for p in "${fuse_pids[@]}"; do kill "$p" 2>/dev/null; done
-	[ -f "$cdir/cluster.state" ] && "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1
-	if [ $rc -ne 0 ]; then
-		echo "---- tail of the MDS log" >&2
-		tail -n 30 "$mds_log" >&2 2>/dev/null
-		for f in "$tmp"/fuse*.log; do echo "---- $f" >&2; tail -n 20 "$f" >&2; done
-	fi
-	[ "${ATOLL_TEST_KEEP:-0}" = 1 ] && echo "kept $tmp" >&2 || rm -rf "$tmp"
-	exit $rc
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-step() { echo "== $*"; }
 
 step "cluster (with its MDS)"
 "$cluster_bin" up --dir "$cdir" --size 1G >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
@@ -67,18 +39,6 @@ fsq() {
 		"$tmp/fs.json" "$1" || fail "fs status: not ($1): $(cat "$tmp/fs.json")"
 }
 fsv() { python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/fs.json" "$1"; }
-
-mount_fs() {	# mount_fs DIR LOG (the MDS from mds_addr of atoll.conf)
-	mkdir -p "$1"
-	"$fuse_bin" "$1" -f -o "conf=$conf" >"$2" 2>&1 &
-	fuse_pids+=($!)
-	for _ in $(seq 1 200); do
-		mountpoint -q "$1" && return 0
-		sleep 0.1
-	done
-	cat "$2" >&2
-	fail "atoll-fuse did not mount $1"
-}
 
 step "fs status before any mount"
 fsq "j['state'] == 'active' and j['num_clients'] == 0 and j['inodes'] == 1 and j['addr'] == '$mds_addr'"

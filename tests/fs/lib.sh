@@ -8,6 +8,7 @@
 #
 # The sourcing script sets cluster_bin, fuse_bin, atoll_cli first, then
 # calls fs_setup; mount_fs DIR LOG [OPTS] mounts; fail/step/skip report.
+# fs.sh, which starts a cluster of its own, calls fs_prepare instead.
 # Everything lives under $tmp (mode 0755, so that an unprivileged user can
 # reach the folders a test makes there).
 
@@ -37,8 +38,9 @@ fs_cleanup() {
 	exit $rc
 }
 
-# fs_setup: checks what the tests need, makes $tmp and starts the cluster.
-fs_setup() {
+# fs_prepare: checks what the tests need, makes $tmp (with $cdir and
+# $conf in it) and arms the EXIT trap.
+fs_prepare() {
 	[ -x "$fuse_bin" ] || skip "atoll-fuse is not built (libfuse3-dev missing?)"
 	[ -e /dev/fuse ] || skip "/dev/fuse is missing"
 	command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt-get install fuse3)"
@@ -48,6 +50,11 @@ fs_setup() {
 	conf=$cdir/atoll.conf
 	export ATOLL_CONF=$conf
 	trap fs_cleanup EXIT
+}
+
+# fs_setup: fs_prepare, then a one-OSD cluster with its MDS.
+fs_setup() {
+	fs_prepare
 	step "cluster: one OSD and the MDS"
 	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd >"$tmp/up.log" 2>&1 ||
 		{ cat "$tmp/up.log"; fail "atoll-cluster up"; }
