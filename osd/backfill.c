@@ -152,14 +152,6 @@ static bool covered(const struct bf_target *t, const char *oid)
 	return t->end || (t->started && strcmp(oid, t->pos) <= 0);
 }
 
-static bool write_in_flight(const struct pg *pg, const char *oid)
-{
-	for (const struct osd_op *o = pg->inflight; o; o = o->next)
-		if (!strcmp(o->oid, oid))
-			return true;
-	return false;
-}
-
 static void mark_dirty(struct bf_target *t, const char *oid)
 {
 	struct bf_dirty *d;
@@ -668,7 +660,7 @@ void pg_backfill_kick(struct pg *pg)
 		for (uint32_t i = 0; i < t->nitems && osd->rec_active < osd->rec_max; i++) {
 			if (t->items[i].state != BF_TODO)
 				continue;
-			if (write_in_flight(pg, t->items[i].oid)) {
+			if (pg_write_in_flight(pg, t->items[i].oid)) {
 				waiting = true;
 				continue;
 			}
@@ -679,7 +671,7 @@ void pg_backfill_kick(struct pg *pg)
 		     d = d->next) {
 			if (d->busy)
 				continue;
-			if (write_in_flight(pg, d->oid)) {
+			if (pg_write_in_flight(pg, d->oid)) {
 				waiting = true;
 				continue;
 			}

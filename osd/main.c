@@ -763,6 +763,7 @@ static int do_run(struct config *conf)
 	osd->dups_max = (uint32_t)conf_int(conf, who, "osd_pg_log_dups_max", PGLOG_DEFAULT_DUPS,
 					   0, 1000000);
 	osd->rec_max = (uint32_t)conf_int(conf, who, "osd_recovery_max_active", 4, 1, 1024);
+	osd->rec_sleep_ms = (uint32_t)conf_int(conf, who, "osd_recovery_sleep_ms", 0, 0, 60000);
 	{
 		char ferr[512];
 		double fs;

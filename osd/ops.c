@@ -927,6 +927,8 @@ void osd_op_write_done(struct osd_op *op, int r)
 				wprof_add(op);
 			}
 			pg_kick_ops(pg);
+			if (pg->rec)	/* a push may have waited for this write */
+				pg_recovery_kick_pg(pg);
 			osd_op_put(op);		/* the in-flight list's reference */
 		}
 	}
@@ -934,6 +936,11 @@ void osd_op_write_done(struct osd_op *op, int r)
 }
 
 static struct osd_op *inflight_last(const struct pg *pg, const char *oid);
+
+bool pg_write_in_flight(const struct pg *pg, const char *oid)
+{
+	return inflight_last(pg, oid) != NULL;
+}
 
 static void op_data_hold(void *arg)
 {
@@ -1152,10 +1159,11 @@ void pg_kick_ops(struct pg *pg)
 		return;
 	while (pg->waiting && (pg->state & PG_ST_ACTIVE)) {
 		struct osd_op *op = pg->waiting;
-		/* writes wait while members are recovered or the PG is deep
-		 * scrubbed (doc/recovery.md) */
+		/* writes wait while the PG is deep scrubbed, and while a
+		 * member is recovered unless the others can take them
+		 * without it (recovery.c, doc/recovery.md) */
 		bool wait = must_wait(pg, op) ||
-			    (op->is_write && ((pg->state & PG_ST_RECOVERING) || pg->scrub));
+			    (op->is_write && (pg_recovery_blocks_writes(pg) || pg->scrub));
 
 		pg->waiting = op->next;
 		op->next = NULL;

@@ -67,6 +67,7 @@ struct osd {
 	uint32_t dups_max;
 	uint32_t failsafe_ratio;	/* osd_failsafe_full_ratio x 10000 */
 	uint32_t rec_max;	/* osd_recovery_max_active */
+	uint32_t rec_sleep_ms;	/* osd_recovery_sleep_ms: a slot rests after each object */
 	struct store *store;
 	struct msgr *msgr;
 

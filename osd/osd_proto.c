@@ -327,7 +327,7 @@ int osd_pg_log_decode(struct dec *d, struct osd_pg_log *l)
 	l->log_tail = dec_pgv(&b);
 	l->last_epoch_started = dec_u64(&b);
 	l->nentries = dec_count(&b, OSD_PG_LOG_ENTRIES_MAX, 40);
-	if (!b.err && (l->kind < PGL_GET || l->kind > PGL_BACKFILL_DONE))
+	if (!b.err && (l->kind < PGL_GET || l->kind > PGL_EXCLUDE))
 		dec_fail(&b, -EBADMSG);
 	if (!b.err && l->nentries) {
 		l->entries = calloc(l->nentries, sizeof(*l->entries));

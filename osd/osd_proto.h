@@ -128,7 +128,11 @@ int osd_ping_decode(struct dec *d, struct osd_ping *p);
 /* BACKFILL_DONE (backfill.c): a backfill target has every object as of
  * the primary's last_update; its log becomes the primary's (log_tail,
  * then the entries); reply {rc, epoch}. */
-enum { PGL_GET = 1, PGL_GET_REPLY = 2, PGL_APPLY = 3, PGL_BACKFILL_DONE = 4 };
+/* EXCLUDE (recovery.c): the primary means to take writes without this
+ * member while it recovers it; the member records that it lacks writes
+ * of this interval (pg_info.lacks_since) and answers {rc, epoch} once
+ * that is durable. */
+enum { PGL_GET = 1, PGL_GET_REPLY = 2, PGL_APPLY = 3, PGL_BACKFILL_DONE = 4, PGL_EXCLUDE = 5 };
 #define OSD_PG_LOG_ENTRIES_MAX	1000000u
 struct osd_pg_log {
 	uint8_t kind;

@@ -12,11 +12,15 @@
  *      not asked yet leads to more queries.
  *   3. DOWN if some past interval that may have accepted writes has no
  *      member that answered (its writes may exist only on OSDs that are
- *      down; health names them).  If the primary lacks the newest log but
- *      its log reaches back to that log's tail, it pulls first
+ *      down; health names them; a member that recorded it lacks an
+ *      interval's writes is no witness of it: recovery.c).  If the
+ *      primary lacks the newest log, no up member has it, and its log
+ *      reaches back to that log's tail, it pulls first
  *      (recovery.c) and evaluates again.  Then the acting set it wants:
  *      the complete up members (newest log, or one the authoritative log
- *      reaches back to), filled up with other complete OSDs while some up
+ *      reaches back to), one with the newest log first (a behind primary
+ *      hands the PG over; hand_back returns it once nobody is behind),
+ *      filled up with other complete OSDs while some up
  *      member is not complete.  If that differs from the map's acting set
  *      it asks the monitor for a pg_temp (or to drop it) and waits for the
  *      next interval: an OSD that is not complete is never primary and
@@ -223,6 +227,8 @@ static void remove_strays(struct pg *pg)
 	}
 }
 
+static void hand_back(struct pg *pg);
+
 void pg_update_active_state(struct pg *pg)
 {
 	uint32_t state = PG_ST_ACTIVE;
@@ -240,6 +246,8 @@ void pg_update_active_state(struct pg *pg)
 	if ((state & PG_ST_CLEAN) && !(pg->state & PG_ST_CLEAN))
 		remove_strays(pg);
 	pg_set_state(pg, state);
+	if ((state & PG_ST_REMAPPED) && !(state & (PG_ST_RECOVERING | PG_ST_BACKFILLING)))
+		hand_back(pg);
 }
 
 void pg_request_pg_temp(struct pg *pg, const int32_t *osds, uint8_t n)
@@ -266,7 +274,7 @@ void pg_request_pg_temp(struct pg *pg, const int32_t *osds, uint8_t n)
 	if (m)
 		msg_send(osd->mon, m);
 	log_info("peering", "pg %u.%x: asking the monitor for %s", pg->pool, pg->pgid,
-		 n ? "a temporary acting set while members are backfilled" :
+		 n ? "a temporary acting set (members to backfill, or a primary behind)" :
 		     "no temporary acting set");
 }
 
@@ -280,6 +288,7 @@ static void activate(struct pg *pg, const int32_t *behind, const struct pg_versi
 	struct store_txn *t;
 
 	pg->info.last_epoch_started = pg->info.same_interval_since;
+	pg->info.lacks_since = 0;	/* we have the newest log */
 	pg_info_prune_past(&pg->info, pg->info.same_interval_since);
 	t = store_txn_new();
 	if (t && !pglog_write_info(&pg->info, t, pg->coll))
@@ -381,9 +390,71 @@ static void temp_retry(void *arg)
 	free(tc);
 }
 
+/* Whether a and b hold the same OSDs in another order. */
+static bool reordered(const int32_t *a, uint32_t na, const int32_t *b, uint32_t nb)
+{
+	if (na != nb || same_set(a, na, b, nb))
+		return false;
+	for (uint32_t i = 0; i < na; i++)
+		if (!in_list(b, nb, a[i]))
+			return false;
+	return true;
+}
+
+static void hand_back_retry(void *arg)
+{
+	struct temp_ctx *tc = arg;
+
+	if (tc->gen == tc->pg->peer_gen)
+		hand_back(tc->pg);
+	free(tc);
+}
+
+/* The acting set is the up set in another order (a behind primary handed
+ * the PG to a member with the newest log) and nobody is behind any more:
+ * the monitor drops the pg_temp, and the up primary takes the PG back.
+ * Asked again every few seconds until the map comes. */
+static void hand_back(struct pg *pg)
+{
+	struct temp_ctx *tc;
+
+	if (!pg->is_primary || pg->rec || !pg_backfill_complete(pg) ||
+	    !reordered(pg->info.acting, pg->info.nacting, pg->up, pg->nup))
+		return;
+	pg_request_pg_temp(pg, NULL, 0);
+	tc = malloc(sizeof(*tc));
+	if (!tc)
+		return;
+	tc->pg = pg;
+	tc->gen = pg->peer_gen;
+	if (!msgr_timer(pg->osd->msgr, PG_TEMP_RETRY_MS, hand_back_retry, tc))
+		free(tc);
+}
+
+/* The primary must have the newest log: when want[0] has not, the first
+ * member of want that has goes in front (a behind primary hands the PG
+ * to it rather than pulling before it serves; hand_back undoes it). */
+static void newest_first(struct pg *pg, int32_t *want, uint32_t nwant, struct pg_version newest)
+{
+	for (uint32_t k = 0; k < nwant; k++) {
+		const struct pg_info *in = heard(pg, want[k]);
+
+		if (!in || pg_version_cmp(in->last_update, newest) != 0)
+			continue;
+		if (k) {
+			int32_t id = want[k];
+
+			memmove(&want[1], &want[0], k * sizeof(*want));
+			want[0] = id;
+		}
+		return;
+	}
+}
+
 /*
  * The acting set the PG should have: its up members that are complete,
- * in up order; when some up member is not (it must be backfilled), other
+ * in up order, one with the newest log first; when some up member is not
+ * (it must be backfilled), other
  * complete OSDs that answered fill it up to the pool's size, so that the
  * PG keeps its copies while the targets are filled.  If that is not the
  * map's acting set the primary asks the monitor for it as a pg_temp (or
@@ -426,6 +497,7 @@ static void choose_acting(struct pg *pg, struct pg_version newest, bool me_auth,
 			   "back to it", newest);
 		return;
 	}
+	newest_first(pg, want, nwant, newest);
 	if (!same_set(want, nwant, pg->info.acting, pg->info.nacting)) {
 		struct temp_ctx *tc = malloc(sizeof(*tc));
 
@@ -469,10 +541,34 @@ static void choose_acting(struct pg *pg, struct pg_version newest, bool me_auth,
 		return;
 	}
 	/* a pg_temp left over that names the up set itself */
-	for (uint32_t i = 0; !nbf && i < osd->map->npg_temp; i++)
+	for (uint32_t i = 0; !nbf && same_set(pg->info.acting, pg->info.nacting, pg->up, pg->nup) &&
+			     i < osd->map->npg_temp; i++)
 		if (osd->map->pg_temp[i].pool == pg->pool && osd->map->pg_temp[i].pg == pg->pgid)
 			pg_request_pg_temp(pg, NULL, 0);
 	activate(pg, behind, from, nbehind, bf, nbf);
+}
+
+/* Whether OSD id of interval iv, with this info, has the writes iv took:
+ * not if writes went on without it while it was recovered (recovery.c),
+ * unless it was iv's primary itself (then iv never went active: a primary
+ * goes active only with the newest log, and that clears lacks_since). */
+static bool witness(int32_t id, const struct pg_info *in, const struct pg_interval *iv)
+{
+	return !in->lacks_since || iv->last < in->lacks_since || iv->primary == id;
+}
+
+/* An up member of the PG with the newest log: it would be in the acting
+ * set we want, so the PG is handed to it rather than pulled (choose_acting). */
+static bool newest_up_member(const struct pg *pg, struct pg_version newest)
+{
+	for (uint32_t j = 0; j < pg->nprobes; j++) {
+		const struct pg_probe *p = &pg->probes[j];
+
+		if (p->replied && p->has_pg && pg_version_cmp(p->info.last_update, newest) == 0 &&
+		    osdmap_osd_up(pg->osd->map, p->osd) && in_list(pg->up, pg->nup, p->osd))
+			return true;
+	}
+	return false;
 }
 
 static void evaluate(struct pg *pg)
@@ -513,13 +609,14 @@ static void evaluate(struct pg *pg)
 		if (!iv->maybe_went_rw)
 			continue;
 		for (uint8_t i = 0; i < iv->nacting && !heard; i++) {
-			if (iv->acting[i] == pg->osd->whoami)
+			if (iv->acting[i] == pg->osd->whoami && witness(iv->acting[i], &pg->info, iv))
 				heard = true;
 			for (uint32_t j = 0; j < pg->nprobes && !heard; j++)
 				/* a member without the PG has a new disk
 				 * (atoll osd destroy): no witness */
 				if (pg->probes[j].osd == iv->acting[i] && pg->probes[j].replied &&
-				    pg->probes[j].has_pg)
+				    pg->probes[j].has_pg &&
+				    witness(iv->acting[i], &pg->probes[j].info, iv))
 					heard = true;
 		}
 		if (!heard) {
@@ -547,7 +644,7 @@ static void evaluate(struct pg *pg)
 			auth_tail = pg->probes[j].info.log_tail;
 		}
 	}
-	if (!me_auth && src >= 0 && !pg->no_pull &&
+	if (!me_auth && src >= 0 && !pg->no_pull && !newest_up_member(pg, newest) &&
 	    pg_version_cmp(pg->info.last_update, auth_tail) >= 0 &&
 	    pg->info.nacting >= pg->min_size) {
 		if (pg_recovery_pull(pg, src) == 0) {
@@ -687,6 +784,7 @@ void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			struct store_txn *t = store_txn_new();
 
 			pg->info.last_epoch_started = q.last_epoch_started;
+			pg->info.lacks_since = 0;	/* complete: nothing lacking */
 			pg_info_prune_past(&pg->info, q.last_epoch_started);
 			if (t && !pglog_write_info(&pg->info, t, pg->coll))
 				pg_queue_txn(pg, t, NULL, NULL);

@@ -148,6 +148,9 @@ void pg_kick_ops(struct pg *pg);
 void pg_abort_ops(struct pg *pg);
 void osd_op_put(struct osd_op *op);
 void osd_op_write_done(struct osd_op *op, int r);
+/* Whether a write to oid is in flight in pg (recovery.c and backfill.c
+ * copy no object while one is). */
+bool pg_write_in_flight(const struct pg *pg, const char *oid);
 
 /* replication.c */
 /* Sends op's REP_OP to every other acting member; counts them in
@@ -174,6 +177,18 @@ int pg_recovery_pull(struct pg *pg, int32_t src);
 int pg_recovery_push(struct pg *pg, const int32_t *osds, const struct pg_version *from,
 		     uint32_t n);
 void pg_recovery_free(struct pg *pg);
+/* Whether client writes to pg must wait for its recovery: while a member
+ * behind is recovered, writes go on without it once it has recorded that
+ * it lacks them and the others are at least min_size (ops.c). */
+bool pg_recovery_blocks_writes(const struct pg *pg);
+/* Whether writes to pg skip member id (it is recovered meanwhile:
+ * replication.c). */
+bool pg_recovery_skips(const struct pg *pg, int32_t id);
+/* A write to oid was submitted (replication.c): members recovered
+ * without it get the object again. */
+void pg_recovery_note_write(struct pg *pg, const char *oid);
+/* Starts what pg's recovery can do now (a write it waited for is done). */
+void pg_recovery_kick_pg(struct pg *pg);
 /* Whether our log goes back to v (v is its tail or one of its entries). */
 bool pg_log_reaches(struct pg *pg, struct pg_version v);
 /* Copies oid whole from our store to peer (pull false) or from peer into

@@ -23,7 +23,7 @@
 
 #define ENTRY_V 1
 #define DUP_V 1
-#define INFO_V 1
+#define INFO_V 2	/* 2: lacks_since */
 
 static void enc_version(struct enc *e, struct pg_version v)
 {
@@ -151,6 +151,7 @@ void pg_info_encode(const struct pg_info *info, struct enc *e)
 		enc_u8(e, iv->maybe_went_rw);
 		enc_end(e, hi);
 	}
+	enc_u64(e, info->lacks_since);
 	enc_end(e, h);
 }
 
@@ -193,6 +194,8 @@ int pg_info_decode(struct dec *d, struct pg_info *info)
 			dec_fail(&ib, -EBADMSG);
 		dec_end(&b, &ib);
 	}
+	if (v >= 2)
+		info->lacks_since = dec_u64(&b);
 	if (!b.err && (pg_version_cmp(info->log_tail, info->last_update) > 0 ||
 		       pg_version_cmp(info->last_complete, info->last_update) > 0 ||
 		       info->pg >= OSDMAP_PG_MAX))

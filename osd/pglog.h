@@ -103,6 +103,11 @@ struct pg_info {
 	int32_t primary;
 	uint32_t npast;
 	struct pg_interval *past;	/* malloc'd; oldest first */
+	/* Nonzero: this copy was left out of the writes of the interval
+	 * that started at this epoch while it was recovered, so it is no
+	 * witness of that interval or later ones (peering.c); cleared once
+	 * it is complete again (recovery.c, doc/recovery.md). */
+	uint64_t lacks_since;
 };
 
 void pglog_entry_encode(const struct pglog_entry *le, struct enc *e);

@@ -10,10 +10,16 @@
  * RECOVERY_CHUNK), one chunk = one store transaction on the receiver,
  * and only once every object is in do the entries go into the target's
  * log (one transaction), so that last_update never claims data the
- * member lacks.  If the primary itself is behind it first pulls from the
- * authoritative member (MT_PG_PUSH kind PULL) and peering is evaluated
- * again; then it pushes to the members that are behind while the PG is
- * active+recovering (reads served, writes wait: ops.c).
+ * member lacks.  If the primary itself is behind and no up member has
+ * the newest log it first pulls from the authoritative member
+ * (MT_PG_PUSH kind PULL) and peering is evaluated again (with such a
+ * member, peering hands the PG to it instead); then it pushes to the
+ * members that are behind while the PG is active+recovering.  Reads are
+ * served; writes go on without the members being recovered once each has
+ * recorded that it lacks them (PGL_EXCLUDE) and the others are min_size:
+ * each write marks its object to be copied again, and when every object
+ * is in, writes pause until none is in flight and the member has the log
+ * up to our head (doc/recovery.md, "Client ops while recovering").
  *
  * The copy of one object (pg_copy_start) is one path for both ways, push
  * and pull, and backfill (backfill.c) uses it too.  At most
@@ -41,6 +47,7 @@ enum { OBJ_TODO = 0, OBJ_BUSY = 1, OBJ_DONE = 2 };
 struct rec_obj {
 	char *oid;
 	uint8_t state;
+	bool redo;		/* written while being copied: copy again */
 };
 
 struct rec_target {
@@ -48,11 +55,18 @@ struct rec_target {
 	struct pg_version from;	/* its last_update */
 	struct pglog_entry *entries;	/* after from; oids malloc'd */
 	uint32_t nentries;
-	struct rec_obj *objs;
-	uint32_t nobjs;
+	struct rec_obj *objs;	/* in name order */
+	uint32_t nobjs, cap;
 	uint32_t done;
 	bool log_busy;
 	bool complete;
+	/* Writes go on without the member once it has recorded that it
+	 * lacks them (PGL_EXCLUDE answered): each marks its object to be
+	 * copied again.  Closing: every object is in; new writes wait
+	 * until the log is too. */
+	bool excluding;
+	bool excluded;
+	bool closing;
 };
 
 struct pg_recovery {
@@ -235,6 +249,7 @@ static int target_missing(struct rec_target *t)
 	for (uint32_t i = 0; i < t->nentries; i++)
 		s[i] = &t->entries[i];
 	qsort(s, t->nentries, sizeof(*s), cmp_oid);
+	t->cap = t->nentries;
 	for (uint32_t i = 0; i < t->nentries; i++) {
 		if (i + 1 < t->nentries && !strcmp(s[i]->oid, s[i + 1]->oid))
 			continue;	/* the newest entry of the object counts */
@@ -247,6 +262,124 @@ static int target_missing(struct rec_target *t)
 	}
 	free(s);
 	return 0;
+}
+
+/* Index of oid in t->objs, or where it would go (*found false). */
+static uint32_t obj_find(const struct rec_target *t, const char *oid, bool *found)
+{
+	uint32_t lo = 0, hi = t->nobjs;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(t->objs[mid].oid, oid);
+
+		if (!c) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = false;
+	return lo;
+}
+
+/* A write to oid went to the others only: copy it to t again. */
+static int obj_dirty(struct rec_target *t, const char *oid)
+{
+	bool found;
+	uint32_t i = obj_find(t, oid, &found);
+
+	if (found) {
+		struct rec_obj *o = &t->objs[i];
+
+		if (o->state == OBJ_BUSY) {
+			o->redo = true;
+		} else if (o->state == OBJ_DONE) {
+			o->state = OBJ_TODO;
+			t->done--;
+		}
+		return 0;
+	}
+	if (t->nobjs == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 16;
+		struct rec_obj *v = realloc(t->objs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->objs = v;
+		t->cap = cap;
+	}
+	char *copy = strdup(oid);
+
+	if (!copy)
+		return -ENOMEM;
+	memmove(&t->objs[i + 1], &t->objs[i], (t->nobjs - i) * sizeof(*t->objs));
+	t->objs[i] = (struct rec_obj){ .oid = copy, .state = OBJ_TODO };
+	t->nobjs++;
+	return 0;
+}
+
+void pg_recovery_note_write(struct pg *pg, const char *oid)
+{
+	struct pg_recovery *rec = pg->rec;
+
+	if (!rec || rec->pull || !oid[0])
+		return;
+	for (uint32_t i = 0; i < rec->ntargets; i++) {
+		struct rec_target *t = &rec->t[i];
+
+		if (t->excluded && !t->complete && obj_dirty(t, oid)) {
+			/* without the mark the member would miss the write:
+			 * it is never finished in this interval, and the PG
+			 * peers again */
+			log_error("recovery", "pg %u.%x: out of memory marking '%s' for osd.%d; "
+				  "peering again", pg->pool, pg->pgid, oid, t->osd);
+			pg_fail(pg, -ENOMEM);
+			return;
+		}
+	}
+}
+
+bool pg_recovery_skips(const struct pg *pg, int32_t id)
+{
+	const struct pg_recovery *rec = pg->rec;
+
+	if (!rec || rec->pull)
+		return false;
+	for (uint32_t i = 0; i < rec->ntargets; i++)
+		if (rec->t[i].osd == id)
+			return rec->t[i].excluded && !rec->t[i].complete;
+	return false;
+}
+
+bool pg_recovery_blocks_writes(const struct pg *pg)
+{
+	const struct pg_recovery *rec = pg->rec;
+	uint64_t oldest = UINT64_MAX;
+	uint32_t left_out = 0;
+
+	if (!rec)
+		return (pg->state & PG_ST_RECOVERING) != 0;
+	if (rec->pull)
+		return true;
+	for (uint32_t i = 0; i < rec->ntargets; i++) {
+		const struct rec_target *t = &rec->t[i];
+
+		if (t->complete)
+			continue;
+		if (!t->excluded || t->closing)
+			return true;
+		left_out++;
+		if (t->from.seq < oldest)
+			oldest = t->from.seq;
+	}
+	if (pg->info.nacting < left_out + pg->min_size)
+		return true;
+	/* the log keeps every entry a member left out still needs */
+	return left_out && pg->info.last_update.seq + 2 > oldest + pg->log.log_max;
 }
 
 /* ---- one chunk: read on the source, applied on the receiver ---------------- */
@@ -481,6 +614,21 @@ struct pg_copy {
 
 static void copy_step(struct pg_copy *op);
 
+static void copy_free(struct pg_copy *op)
+{
+	struct osd *osd = op->osd;
+
+	osd->rec_active--;
+	free(op->oid);
+	free(op);
+	rec_kick(osd);
+}
+
+static void slot_rested(void *arg)
+{
+	copy_free(arg);
+}
+
 /* r: 0 copied, -ESTALE the interval ended, another -errno a failure. */
 static void copy_end(struct pg_copy *op, int r)
 {
@@ -490,11 +638,12 @@ static void copy_end(struct pg_copy *op, int r)
 		log_warn("recovery", "pg %u.%x: %s '%s' %s osd.%d failed: %s; retrying",
 			 op->pg->pool, op->pg->pgid, op->pull ? "pulling" : "pushing", op->oid,
 			 op->pull ? "from" : "to", op->peer, strerror(-r));
-	osd->rec_active--;
 	op->done(op->arg, r);
-	free(op->oid);
-	free(op);
-	rec_kick(osd);
+	/* osd_recovery_sleep_ms: the slot rests before the next object */
+	if (osd->rec_sleep_ms && !atomic_load(&osd->closing) &&
+	    msgr_timer(osd->msgr, osd->rec_sleep_ms, slot_rested, op))
+		return;
+	copy_free(op);
 }
 
 static bool copy_live(const struct pg_copy *op)
@@ -670,7 +819,7 @@ struct rec_obj_ctx {
 	struct pg *pg;
 	uint64_t gen;
 	uint32_t ti;
-	uint32_t oi;
+	char oid[STORE_NAME_MAX + 1];
 };
 
 static void rec_obj_done(void *arg, int r)
@@ -680,10 +829,18 @@ static void rec_obj_done(void *arg, int r)
 
 	if (rec) {
 		struct rec_target *t = &rec->t[cx->ti];
+		/* by name: writes may have added objects before it */
+		bool found;
+		uint32_t oi = obj_find(t, cx->oid, &found);
+		struct rec_obj *o = found ? &t->objs[oi] : NULL;
 
-		t->objs[cx->oi].state = r ? OBJ_TODO : OBJ_DONE;
-		if (!r)
+		if (o && !r && !o->redo) {
+			o->state = OBJ_DONE;
 			t->done++;
+		} else if (o) {
+			o->state = OBJ_TODO;
+			o->redo = false;
+		}
 		if (r) {
 			rec->backoff_ms = osd_now_ms() + RECOVERY_RETRY_MS;
 			osd_recovery_retry_later(cx->pg->osd);
@@ -748,20 +905,43 @@ static void apply_reply(void *arg, struct msg *reply, int err)
 		return;
 	}
 	rec->t[lc->ti].complete = true;
-	log_info("recovery", "pg %u.%x: osd.%d is up to date (%u objects)", pg->pool,
-		 pg->pgid, rec->t[lc->ti].osd, rec->t[lc->ti].nobjs);
+	rec->t[lc->ti].closing = false;
+	log_info("recovery", "pg %u.%x: osd.%d is up to date (%u objects, %u log entries)",
+		 pg->pool, pg->pgid, rec->t[lc->ti].osd, rec->t[lc->ti].nobjs,
+		 rec->t[lc->ti].nentries);
 	free(lc);
-	for (uint32_t i = 0; i < rec->ntargets; i++)
-		if (!rec->t[i].complete)
+	for (uint32_t i = 0; i < rec->ntargets; i++) {
+		if (!rec->t[i].complete) {
+			pg_kick_ops(pg);	/* writes now go to it too */
 			return;
+		}
+	}
 	recovery_done(pg);
 }
 
-/* Sends the target its entries (all its objects are in). */
+/* Sends the target its entries (all its objects are in, no write is in
+ * flight): every entry of our log after its last_update, the writes it
+ * was left out of included. */
 static void send_apply(struct pg *pg, uint32_t ti)
 {
 	struct rec_target *t = &pg->rec->t[ti];
 	struct osd *osd = pg->osd;
+	struct entries_ctx ec;
+	int r = pg_log_reaches(pg, t->from) ? read_entries(pg, t->from.seq, &ec) : -ERANGE;
+
+	if (r) {
+		/* cannot happen while pg_recovery_blocks_writes keeps the log */
+		log_error("recovery", "pg %u.%x: cannot read the log entries osd.%d lacks: %s; "
+			  "peering again", pg->pool, pg->pgid, t->osd, strerror(-r));
+		pg_fail(pg, r);
+		return;
+	}
+	for (uint32_t i = 0; i < t->nentries; i++)
+		free((char *)t->entries[i].oid);
+	free(t->entries);
+	t->entries = ec.v;
+	t->nentries = ec.n;
+
 	struct osd_pg_log l = {
 		.kind = PGL_APPLY,
 		.pool = pg->pool,
@@ -878,6 +1058,10 @@ static bool start_one(struct pg *pg)
 		for (uint32_t oi = 0; oi < t->nobjs; oi++) {
 			if (t->objs[oi].state != OBJ_TODO)
 				continue;
+			/* a copy reads what every write before it left: none
+			 * may be in flight (the write marked it again) */
+			if (!rec->pull && pg_write_in_flight(pg, t->objs[oi].oid))
+				continue;
 			struct rec_obj_ctx *cx = malloc(sizeof(*cx));
 
 			if (!cx)
@@ -885,7 +1069,7 @@ static bool start_one(struct pg *pg)
 			cx->pg = pg;
 			cx->gen = rec->gen;
 			cx->ti = ti;
-			cx->oi = oi;
+			snprintf(cx->oid, sizeof(cx->oid), "%s", t->objs[oi].oid);
 			t->objs[oi].state = OBJ_BUSY;
 			if (pg_copy_start(pg, rec->pull ? rec->src : t->osd, rec->pull,
 					  t->objs[oi].oid, rec_obj_done, cx)) {
@@ -919,11 +1103,37 @@ static void kick_pg(struct pg *pg)
 	for (uint32_t ti = 0; rec && ti < rec->ntargets; ti++) {
 		struct rec_target *t = &rec->t[ti];
 
-		if (t->done == t->nobjs && !t->log_busy && !t->complete) {
-			finish_target(pg, ti);
-			rec = live(pg, gen);
+		if (t->done != t->nobjs || t->log_busy || t->complete)
+			continue;
+		if (!rec->pull) {
+			/* Every object is in: new writes wait, and once none is
+			 * in flight the member gets the log up to our head (a
+			 * write in flight now marked its object again). */
+			t->closing = true;
+			if (pg->inflight)
+				continue;
 		}
+		finish_target(pg, ti);
+		rec = live(pg, gen);
 	}
+}
+
+void pg_recovery_kick_pg(struct pg *pg)
+{
+	struct osd *osd = pg->osd;
+
+	if (atomic_load(&osd->closing))
+		return;
+	if (osd->rec_kicking) {
+		osd->rec_again = true;
+		return;
+	}
+	osd->rec_kicking = true;
+	osd->rec_again = false;
+	kick_pg(pg);
+	osd->rec_kicking = false;
+	if (osd->rec_again)
+		rec_kick(osd);	/* a slot freed meanwhile: every PG's turn */
 }
 
 static void rec_kick(struct osd *osd)
@@ -963,6 +1173,95 @@ void osd_recovery_retry_later(struct osd *osd)
 		return;
 	if (msgr_timer(osd->msgr, RECOVERY_RETRY_MS, retry_timer, osd))
 		osd->rec_retry_armed = true;
+}
+
+/* ---- writes without a member: PGL_EXCLUDE ---------------------------------- */
+
+static void send_exclude(struct pg *pg, uint32_t ti);
+
+static void exclude_retry(void *arg)
+{
+	struct log_ctx *lc = arg;
+
+	if (live(lc->pg, lc->gen) && !lc->pg->rec->t[lc->ti].complete)
+		send_exclude(lc->pg, lc->ti);
+	free(lc);
+}
+
+static void exclude_reply(void *arg, struct msg *reply, int err)
+{
+	struct log_ctx *lc = arg;
+	struct pg *pg = lc->pg;
+	struct rc_reply rr = { .rc = err };
+	struct pg_recovery *rec;
+
+	if (reply) {
+		struct dec d;
+
+		dec_init(&d, reply->front, reply->front_len);
+		if (rc_reply_decode(&d, &rr))
+			rr.rc = -EBADMSG;
+		msg_free(reply);
+	}
+	rec = live(pg, lc->gen);
+	if (!rec) {
+		free(lc);
+		return;
+	}
+	rec->t[lc->ti].excluding = false;
+	if (rr.rc < 0) {
+		/* writes keep waiting; a member that is gone ends the interval */
+		log_warn("recovery", "pg %u.%x: osd.%d did not record that writes go on "
+			 "without it: %s; asking again", pg->pool, pg->pgid, rec->t[lc->ti].osd,
+			 strerror(-rr.rc));
+		if (!msgr_timer(pg->osd->msgr, RECOVERY_RETRY_MS, exclude_retry, lc))
+			free(lc);
+		return;
+	}
+	rec->t[lc->ti].excluded = true;
+	log_info("recovery", "pg %u.%x: writes go on without osd.%d while it is recovered",
+		 pg->pool, pg->pgid, rec->t[lc->ti].osd);
+	free(lc);
+	pg_kick_ops(pg);
+}
+
+/* Asks the target to record, durably, that it lacks the writes of this
+ * interval from now on (pg_info.lacks_since): then it is no witness of
+ * this interval (peering.c) and writes may go on without it. */
+static void send_exclude(struct pg *pg, uint32_t ti)
+{
+	struct rec_target *t = &pg->rec->t[ti];
+	struct osd *osd = pg->osd;
+	struct osd_pg_log l = {
+		.kind = PGL_EXCLUDE,
+		.pool = pg->pool,
+		.pg = pg->pgid,
+		.epoch = osd->map->epoch,
+		.same_interval_since = pg->info.same_interval_since,
+		.from = t->from,
+	};
+	struct log_ctx *lc = malloc(sizeof(*lc));
+	struct msg_conn *c = osd_peer_conn(osd, t->osd);
+	struct msg *m;
+	struct enc e;
+
+	if (!lc)
+		return;		/* writes wait for the member, as without */
+	lc->pg = pg;
+	lc->gen = pg->rec->gen;
+	lc->ti = ti;
+	t->excluding = true;
+	enc_init(&e);
+	osd_pg_log_encode(&l, &e);
+	m = msg_new(MT_PG_LOG, &e);
+	enc_free(&e);
+	if (!c || !m || msg_call(c, m, RECOVERY_TIMEOUT_MS, exclude_reply, lc) < 0) {
+		if (!c)
+			msg_free(m);
+		t->excluding = false;
+		if (!msgr_timer(osd->msgr, RECOVERY_RETRY_MS, exclude_retry, lc))
+			free(lc);
+	}
 }
 
 /* ---- starting ----------------------------------------------------------------- */
@@ -1010,6 +1309,10 @@ int pg_recovery_push(struct pg *pg, const int32_t *osds, const struct pg_version
 			 t->nentries, t->nobjs);
 	}
 	(void)total;
+	/* with enough members that have everything, writes need not wait */
+	if (pg->info.nacting >= rec->ntargets + pg->min_size)
+		for (uint32_t i = 0; i < rec->ntargets; i++)
+			send_exclude(pg, i);
 	rec_kick(pg->osd);
 	return 0;
 }
@@ -1308,6 +1611,17 @@ void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			r = -ENOMEM;
 		if (!r)
 			r = pg_backfill_take_log(pg, &l, txn);
+		if (!r)
+			pg->info.lacks_since = 0;
+	} else if (l.kind == PGL_EXCLUDE) {
+		/* writes go on without us while we are recovered: we are no
+		 * witness of this interval's writes (peering.c) */
+		if (!r && pg->is_primary)
+			r = -EINVAL;
+		if (!r && !(txn = store_txn_new()))
+			r = -ENOMEM;
+		if (!r && !pg->info.lacks_since)
+			pg->info.lacks_since = l.same_interval_since;
 	} else {
 		/* APPLY: every object is in; the log follows */
 		if (!r && pg_version_cmp(pg->info.last_update, l.from) != 0)
@@ -1316,6 +1630,8 @@ void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			r = -ENOMEM;
 		if (!r)
 			r = pg_entries_to_txn(pg, l.entries, l.nentries, txn);
+		if (!r)
+			pg->info.lacks_since = 0;
 	}
 	if (!r) {
 		if (l.last_epoch_started > pg->info.last_epoch_started) {
@@ -1335,9 +1651,14 @@ void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
-	log_info("recovery", "pg %u.%x: recovered up to %llu'%llu", pg->pool, pg->pgid,
-		 (unsigned long long)pg->info.last_update.epoch,
-		 (unsigned long long)pg->info.last_update.seq);
+	if (l.kind == PGL_EXCLUDE)
+		log_info("recovery", "pg %u.%x: writes go on without this OSD from epoch %llu "
+			 "while it is recovered", pg->pool, pg->pgid,
+			 (unsigned long long)pg->info.lacks_since);
+	else
+		log_info("recovery", "pg %u.%x: recovered up to %llu'%llu", pg->pool, pg->pgid,
+			 (unsigned long long)pg->info.last_update.epoch,
+			 (unsigned long long)pg->info.last_update.seq);
 	osd_pg_log_clear(&l);
 	queue_and_reply(pg, txn, c, m, MT_PG_LOG);
 	return;

@@ -1,7 +1,8 @@
 /*
  * replication.c - primary-copy replication of writes (MT_REP_OP).
  *
- * The primary sends every other member of the acting set the op's
+ * The primary sends every other member of the acting set (but one that is
+ * being recovered without the writes: recovery.c) the op's
  * resolved mutation list and its log entry, in parallel with its own
  * commit; the write bytes go by reference to the client's message (no
  * copy for the usual single write).  A replica applies the list, the log
@@ -83,6 +84,8 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 	/* a backfill target that already has the object gets it again once
 	 * the write is done (backfill.c) */
 	pg_backfill_note_write(pg, op->oid);
+	/* a member recovered meanwhile gets the object again (recovery.c) */
+	pg_recovery_note_write(pg, op->oid);
 	for (uint32_t i = 0; i < op->nmuts; i++) {
 		if (op->muts[i].kind == MUT_WRITE) {
 			nwrites++;
@@ -96,7 +99,7 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 		struct msg *m;
 		struct enc e;
 
-		if (id == osd->whoami)
+		if (id == osd->whoami || pg_recovery_skips(pg, id))
 			continue;
 		c = osd_peer_conn(osd, id);
 		if (!c) {
