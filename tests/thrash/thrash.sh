@@ -70,7 +70,7 @@ log() { echo "thrash: +$(( $(date +%s) - t0 ))s $*"; }
 cl() { "$cluster_bin" "$@" --dir "$cdir" >/dev/null 2>>"$tmp/thrasher.err"; }
 up_osds() { local i; for i in $(seq 0 $((nosd - 1))); do [ -z "${down[$i]:-}" ] && echo "$i"; done; }
 pick() { local a=("$@"); echo "${a[$((RANDOM % ${#a[@]}))]}"; }
-pause() { sleep "$(( 1 + RANDOM % 4 )).$(( RANDOM % 10 ))"; }
+pause() { sleep "$(( 1 + RANDOM % 3 )).$(( RANDOM % 10 ))"; }
 
 kill_osd() { cl osd kill "$1" || fail "osd kill $1"; down[$1]=1; kills=$((kills + 1)); log "kill -9 osd.$1"; }
 start_osd() { cl osd start "$1" || fail "osd start $1"; unset "down[$1]"; starts=$((starts + 1)); log "start osd.$1"; }
