@@ -566,16 +566,8 @@ static void done_reply(void *arg, struct msg *reply, int err)
 	struct bf_ctx *cx = arg;
 	struct pg *pg = cx->pg;
 	struct pg_backfill *bf = bf_live(pg, cx->gen);
-	struct rc_reply rr = { .rc = err };
+	struct rc_reply rr = { .rc = osd_reply_rc_take(reply, err) };
 
-	if (reply) {
-		struct dec d;
-
-		dec_init(&d, reply->front, reply->front_len);
-		if (rc_reply_decode(&d, &rr))
-			rr.rc = -EBADMSG;
-		msg_free(reply);
-	}
 	if (!bf) {
 		free(cx);
 		return;

@@ -158,6 +158,20 @@ void osd_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
 		msg_reply(c, req, m);
 }
 
+int osd_reply_rc_take(struct msg *reply, int err)
+{
+	struct rc_reply rr = { .rc = err };
+	struct dec d;
+
+	if (!reply)
+		return err;
+	dec_init(&d, reply->front, reply->front_len);
+	if (rc_reply_decode(&d, &rr))
+		rr.rc = -EBADMSG;
+	msg_free(reply);
+	return rr.rc;
+}
+
 /* A msg_call made from a thread that waits for it. */
 struct sync_call {
 	pthread_mutex_t lock;

@@ -180,6 +180,9 @@ void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err);
 struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id);
 
 /* A plain {rc, epoch} reply. */
+/* The rc of a {rc, epoch} reply to a msg_call (err when there is none,
+ * -EBADMSG when it is malformed); frees reply. */
+int osd_reply_rc_take(struct msg *reply, int err);
 void osd_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
 		  uint16_t type, int rc);
 

@@ -64,7 +64,6 @@ struct rec_target {
 	 * lacks them (PGL_EXCLUDE answered): each marks its object to be
 	 * copied again.  Closing: every object is in; new writes wait
 	 * until the log is too. */
-	bool excluding;
 	bool excluded;
 	bool closing;
 };
@@ -728,14 +727,7 @@ static void copy_reply(void *arg, struct msg *reply, int err)
 			copy_end(op, r);
 		return;	/* pull_applied goes on */
 	}
-	if (reply) {
-		struct rc_reply rr;
-		struct dec d;
-
-		dec_init(&d, reply->front, reply->front_len);
-		r = rc_reply_decode(&d, &rr) ? -EBADMSG : rr.rc;
-		msg_free(reply);
-	}
+	r = osd_reply_rc_take(reply, err);
 	if (r < 0)
 		copy_end(op, r);
 	else if (op->last)
@@ -877,29 +869,60 @@ static void log_retry(void *arg)
 	free(lc);
 }
 
+/* Sends target ti of pg the PG_LOG message l; reply(lc, reply, err) gets
+ * the answer, or retry(lc) runs after RECOVERY_RETRY_MS when it cannot be
+ * sent. */
+static void log_send(struct pg *pg, uint32_t ti, const struct osd_pg_log *l,
+		     void (*reply)(void *arg, struct msg *m, int err), void (*retry)(void *arg))
+{
+	struct osd *osd = pg->osd;
+	struct log_ctx *lc = malloc(sizeof(*lc));
+	struct msg_conn *c = osd_peer_conn(osd, pg->rec->t[ti].osd);
+	struct msg *m;
+	struct enc e;
+
+	if (!lc)
+		return;		/* the next interval starts over */
+	lc->pg = pg;
+	lc->gen = pg->rec->gen;
+	lc->ti = ti;
+	enc_init(&e);
+	osd_pg_log_encode(l, &e);
+	m = msg_new(MT_PG_LOG, &e);
+	enc_free(&e);
+	if (!c || !m || msg_call(c, m, RECOVERY_TIMEOUT_MS, reply, lc) < 0) {
+		if (!c)
+			msg_free(m);
+		if (!msgr_timer(osd->msgr, RECOVERY_RETRY_MS, retry, lc))
+			free(lc);
+	}
+}
+
+/* The answer of a log_send: the target's pg_recovery, or NULL (lc freed)
+ * when this round is over. */
+static struct pg_recovery *log_answer(struct log_ctx *lc, struct msg *reply, int err, int *rc)
+{
+	struct pg_recovery *rec;
+
+	*rc = osd_reply_rc_take(reply, err);
+	rec = live(lc->pg, lc->gen);
+	if (!rec)
+		free(lc);
+	return rec;
+}
+
 static void apply_reply(void *arg, struct msg *reply, int err)
 {
 	struct log_ctx *lc = arg;
 	struct pg *pg = lc->pg;
-	struct rc_reply rr = { .rc = err };
 	struct pg_recovery *rec;
+	int rc;
 
-	if (reply) {
-		struct dec d;
-
-		dec_init(&d, reply->front, reply->front_len);
-		if (rc_reply_decode(&d, &rr))
-			rr.rc = -EBADMSG;
-		msg_free(reply);
-	}
-	rec = live(pg, lc->gen);
-	if (!rec) {
-		free(lc);
+	if (!(rec = log_answer(lc, reply, err, &rc)))
 		return;
-	}
-	if (rr.rc < 0) {
+	if (rc < 0) {
 		log_warn("recovery", "pg %u.%x: osd.%d did not take its log: %s; retrying",
-			 pg->pool, pg->pgid, rec->t[lc->ti].osd, strerror(-rr.rc));
+			 pg->pool, pg->pgid, rec->t[lc->ti].osd, strerror(-rc));
 		if (!msgr_timer(pg->osd->msgr, RECOVERY_RETRY_MS, log_retry, lc))
 			free(lc);
 		return;
@@ -925,7 +948,6 @@ static void apply_reply(void *arg, struct msg *reply, int err)
 static void send_apply(struct pg *pg, uint32_t ti)
 {
 	struct rec_target *t = &pg->rec->t[ti];
-	struct osd *osd = pg->osd;
 	struct entries_ctx ec;
 	int r = pg_log_reaches(pg, t->from) ? read_entries(pg, t->from.seq, &ec) : -ERANGE;
 
@@ -946,34 +968,16 @@ static void send_apply(struct pg *pg, uint32_t ti)
 		.kind = PGL_APPLY,
 		.pool = pg->pool,
 		.pg = pg->pgid,
-		.epoch = osd->map->epoch,
+		.epoch = pg->osd->map->epoch,
 		.same_interval_since = pg->info.same_interval_since,
 		.from = t->from,
 		.last_epoch_started = pg->info.last_epoch_started,
 		.nentries = t->nentries,
 		.entries = t->entries,
 	};
-	struct log_ctx *lc = malloc(sizeof(*lc));
-	struct msg_conn *c = osd_peer_conn(osd, t->osd);
-	struct msg *m;
-	struct enc e;
 
-	if (!lc)
-		return;
-	lc->pg = pg;
-	lc->gen = pg->rec->gen;
-	lc->ti = ti;
 	t->log_busy = true;
-	enc_init(&e);
-	osd_pg_log_encode(&l, &e);
-	m = msg_new(MT_PG_LOG, &e);
-	enc_free(&e);
-	if (!c || !m || msg_call(c, m, RECOVERY_TIMEOUT_MS, apply_reply, lc) < 0) {
-		if (!c)
-			msg_free(m);
-		if (!msgr_timer(osd->msgr, RECOVERY_RETRY_MS, log_retry, lc))
-			free(lc);
-	}
+	log_send(pg, ti, &l, apply_reply, log_retry);
 }
 
 /* Appends entries to pg's log in txn (the receiver's side of APPLY and the
@@ -1192,28 +1196,16 @@ static void exclude_reply(void *arg, struct msg *reply, int err)
 {
 	struct log_ctx *lc = arg;
 	struct pg *pg = lc->pg;
-	struct rc_reply rr = { .rc = err };
 	struct pg_recovery *rec;
+	int rc;
 
-	if (reply) {
-		struct dec d;
-
-		dec_init(&d, reply->front, reply->front_len);
-		if (rc_reply_decode(&d, &rr))
-			rr.rc = -EBADMSG;
-		msg_free(reply);
-	}
-	rec = live(pg, lc->gen);
-	if (!rec) {
-		free(lc);
+	if (!(rec = log_answer(lc, reply, err, &rc)))
 		return;
-	}
-	rec->t[lc->ti].excluding = false;
-	if (rr.rc < 0) {
+	if (rc < 0) {
 		/* writes keep waiting; a member that is gone ends the interval */
 		log_warn("recovery", "pg %u.%x: osd.%d did not record that writes go on "
 			 "without it: %s; asking again", pg->pool, pg->pgid, rec->t[lc->ti].osd,
-			 strerror(-rr.rc));
+			 strerror(-rc));
 		if (!msgr_timer(pg->osd->msgr, RECOVERY_RETRY_MS, exclude_retry, lc))
 			free(lc);
 		return;
@@ -1231,37 +1223,16 @@ static void exclude_reply(void *arg, struct msg *reply, int err)
 static void send_exclude(struct pg *pg, uint32_t ti)
 {
 	struct rec_target *t = &pg->rec->t[ti];
-	struct osd *osd = pg->osd;
 	struct osd_pg_log l = {
 		.kind = PGL_EXCLUDE,
 		.pool = pg->pool,
 		.pg = pg->pgid,
-		.epoch = osd->map->epoch,
+		.epoch = pg->osd->map->epoch,
 		.same_interval_since = pg->info.same_interval_since,
 		.from = t->from,
 	};
-	struct log_ctx *lc = malloc(sizeof(*lc));
-	struct msg_conn *c = osd_peer_conn(osd, t->osd);
-	struct msg *m;
-	struct enc e;
 
-	if (!lc)
-		return;		/* writes wait for the member, as without */
-	lc->pg = pg;
-	lc->gen = pg->rec->gen;
-	lc->ti = ti;
-	t->excluding = true;
-	enc_init(&e);
-	osd_pg_log_encode(&l, &e);
-	m = msg_new(MT_PG_LOG, &e);
-	enc_free(&e);
-	if (!c || !m || msg_call(c, m, RECOVERY_TIMEOUT_MS, exclude_reply, lc) < 0) {
-		if (!c)
-			msg_free(m);
-		t->excluding = false;
-		if (!msgr_timer(osd->msgr, RECOVERY_RETRY_MS, exclude_retry, lc))
-			free(lc);
-	}
+	log_send(pg, ti, &l, exclude_reply, exclude_retry);
 }
 
 /* ---- starting ----------------------------------------------------------------- */

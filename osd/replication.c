@@ -40,16 +40,8 @@ static void data_ref_put(void *arg)
 static void rep_reply(void *arg, struct msg *reply, int err)
 {
 	struct osd_op *op = arg;
-	struct rc_reply rr = { .rc = err };
+	struct rc_reply rr = { .rc = osd_reply_rc_take(reply, err) };
 
-	if (reply) {
-		struct dec d;
-
-		dec_init(&d, reply->front, reply->front_len);
-		if (rc_reply_decode(&d, &rr))
-			rr.rc = -EBADMSG;
-		msg_free(reply);
-	}
 	if (rr.rc == -ECONNRESET || rr.rc == -ESHUTDOWN || rr.rc == -ETIMEDOUT ||
 	    rr.rc == -ESTALE || rr.rc == -ENOTCONN) {
 		/* wait for the map change that ends this interval */

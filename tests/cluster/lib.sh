@@ -123,3 +123,44 @@ wait_health() {
 state_pid() { awk -v n="$1" '$1 == "daemon" && $2 == n { print $8 }' "$cdir/cluster.state"; }
 # state_addr NAME: its ip:port.
 state_addr() { awk -v n="$1" '$1 == "daemon" && $2 == n { print $6 ":" $7 }' "$cdir/cluster.state"; }
+
+# pg1_state POOL: the state of POOL's first PG as `atoll pg ls` says (the
+# primary's last beacon), or nothing
+pg1_state() {
+	atoll --format json pg ls "$1" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])' 2>/dev/null || true
+}
+
+# wait_pg1 POOL PATTERN: POOL's first PG reaches a state matching the shell
+# PATTERN within 60 s (left in $state), or the test fails
+wait_pg1() {
+	local i
+	for i in $(seq 300); do
+		state=$(pg1_state "$1")
+		# shellcheck disable=SC2254
+		case $state in $2) return 0 ;; esac
+		sleep 0.2
+	done
+	atoll pg ls "$1" >&2 || true
+	fail "the PG of pool $1 is '$state', not $2"
+}
+
+# read_waits POOL OBJECT: a read of OBJECT gets no answer at all within
+# 5 s (neither old data nor "no such object"), or the test fails
+read_waits() {
+	local rc=0
+	timeout 5 "$atoll_bin" get "$1" "$2" "$tmp/read_waits" 2>"$tmp/read_waits.err" || rc=$?
+	[ $rc -eq 124 ] ||
+		{ cat "$tmp/read_waits.err" >&2; fail "a read of $2 was answered (exit $rc) while its PG is down"; }
+}
+
+# wait_log FILE COUNT PATTERN: FILE holds COUNT lines with PATTERN within
+# 60 s, or the test fails
+wait_log() {
+	local i
+	for i in $(seq 300); do
+		[ "$(grep -c -- "$3" "$1" || true)" -ge "$2" ] && return 0
+		sleep 0.2
+	done
+	fail "$(basename "$1") did not say '$3' $2 times within 60 s"
+}

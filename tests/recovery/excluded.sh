@@ -24,24 +24,7 @@ wait_health HEALTH_OK
 atoll pool create px --size 3 --min-size 1 --pg 1 >/dev/null || fail "pool create"
 atoll osd set noout >/dev/null || fail "atoll osd set noout"
 
-pg_state() {
-	atoll --format json pg ls px 2>/dev/null |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])' 2>/dev/null || true
-}
-# wait_state PATTERN: the PG's state matches the shell PATTERN within 60 s
-wait_state() {
-	local i
-	for i in $(seq 300); do
-		state=$(pg_state)
-		# shellcheck disable=SC2254
-		case $state in $1) return 0 ;; esac
-		sleep 0.2
-	done
-	atoll pg ls px >&2 || true
-	fail "the PG is '$state', not $1"
-}
-
-wait_state 'active+clean'
+wait_pg1 px 'active+clean'
 ok "3 OSDs on 3 hosts, pool px: one PG, size 3, min_size 1, recovery slowed"
 
 read -r a b c < <(atoll --format json osd map px x | python3 -c '
@@ -49,7 +32,7 @@ import json, sys
 j = json.load(sys.stdin)
 print(*j["acting"])')
 "$cluster_bin" osd kill "$c" --dir "$cdir" >/dev/null || fail "kill osd.$c"
-wait_state '*degraded*'
+wait_pg1 px '*degraded*'
 head -c 200000 /dev/urandom >"$tmp/o"
 for i in $(seq 12); do
 	atoll put px "o$i" "$tmp/o" || fail "writing o$i"
@@ -57,12 +40,7 @@ done
 ok "osd.$c (a replica of primary osd.$a) killed; 12 objects written without it"
 
 "$cluster_bin" osd start "$c" --dir "$cdir" >/dev/null || fail "start osd.$c"
-for i in $(seq 300); do
-	grep -q "writes go on without osd.$c" "$cdir/log/osd.$a.log" && break
-	sleep 0.2
-done
-grep -q "writes go on without osd.$c" "$cdir/log/osd.$a.log" ||
-	fail "osd.$a did not take writes without osd.$c while recovering it"
+wait_log "$cdir/log/osd.$a.log" 1 "writes go on without osd.$c"
 head -c 1000000 /dev/urandom >"$tmp/w"
 atoll put px w "$tmp/w" || fail "writing W"
 # (the PG stats come with the primary's beacons: its log says it at once)
@@ -73,12 +51,7 @@ ok "osd.$c back and being recovered; W acknowledged by osd.$a and osd.$b only"
 # B dies: the PG goes on with A alone taking writes (min_size 1), still
 # without C
 "$cluster_bin" osd kill "$b" --dir "$cdir" >/dev/null || fail "kill osd.$b"
-for i in $(seq 300); do
-	[ "$(grep -c "writes go on without osd.$c" "$cdir/log/osd.$a.log")" -ge 2 ] && break
-	sleep 0.2
-done
-[ "$(grep -c "writes go on without osd.$c" "$cdir/log/osd.$a.log")" -ge 2 ] ||
-	fail "osd.$a did not go on without osd.$c once osd.$b was down"
+wait_log "$cdir/log/osd.$a.log" 2 "writes go on without osd.$c"
 head -c 1000000 /dev/urandom >"$tmp/w2"
 atoll put px w2 "$tmp/w2" || fail "writing W2"
 ! grep -q "osd.$c is up to date" "$cdir/log/osd.$a.log" ||
@@ -89,7 +62,7 @@ ok "osd.$b killed; W2 acknowledged by osd.$a alone, osd.$c still recovering"
 "$cluster_bin" osd start "$b" --dir "$cdir" >/dev/null || fail "start osd.$b"
 # osd.b has W, osd.c neither W nor W2: only osd.a has W2
 sleep 6		# osd.a is marked down by its missing beacons
-wait_state '*down*'
+wait_pg1 px '*down*'
 ok "osd.$a killed, osd.$b back: the PG is '$state' (osd.$c is no witness of W2's interval)"
 
 atoll health detail >"$tmp/health" || true
@@ -97,13 +70,11 @@ grep "pg [0-9a-f.]* is down" "$tmp/health" | grep -q "osd.$a" ||
 	{ cat "$tmp/health" >&2; fail "health does not name osd.$a"; }
 ok "health names osd.$a as the OSD to bring back"
 
-rc=0
-timeout 5 "$atoll_bin" get px w2 "$tmp/r1" 2>"$tmp/get.err" || rc=$?
-[ $rc -eq 124 ] || { cat "$tmp/get.err" >&2; fail "a read of W2 was answered (exit $rc) while the PG is down"; }
+read_waits px w2
 ok "a read of W2 waits (neither old data nor 'no such object')"
 
 "$cluster_bin" osd start "$a" --dir "$cdir" >/dev/null || fail "start osd.$a"
-wait_state 'active*'
+wait_pg1 px 'active*'
 atoll get px w "$tmp/r2" || fail "reading W"
 cmp -s "$tmp/w" "$tmp/r2" || fail "W read back differs"
 atoll get px w2 "$tmp/r2" || fail "reading W2"

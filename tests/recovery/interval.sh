@@ -32,14 +32,7 @@ ok "W acknowledged by the PG's interval {osd.$a, osd.$b}"
 # marked out (as the down-out timer would), the PG moves to the other two,
 # which must find it down
 atoll osd out "$a" "$b" >/dev/null || fail "atoll osd out"
-for i in $(seq 300); do
-	state=$(atoll --format json pg ls pi 2>/dev/null |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])' 2>/dev/null ||
-		true)
-	case $state in *down*) break ;; esac
-	sleep 0.2
-done
-case $state in *down*) ;; *) atoll pg ls pi >&2; fail "the PG is '$state', not down" ;; esac
+wait_pg1 pi '*down*'
 acting=$(atoll --format json pg ls pi | python3 -c 'import json,sys; print(*json.load(sys.stdin)[0]["acting"])')
 for o in $acting; do
 	[ "$o" != "$a" ] && [ "$o" != "$b" ] || fail "the down PG's acting set $acting holds osd.$o"
@@ -52,21 +45,12 @@ grep "pg [0-9a-f.]* is down" "$tmp/health" | grep "osd.$a" | grep -q "osd.$b" ||
 ok "health names osd.$a and osd.$b as the OSDs to bring back"
 
 # a read waits: no answer at all within 5 s, so neither stale data nor ENOENT
-rc=0
-timeout 5 "$atoll_bin" get pi w "$tmp/r1" 2>"$tmp/get.err" || rc=$?
-[ $rc -eq 124 ] || { cat "$tmp/get.err" >&2; fail "a read of W was answered (exit $rc) while the PG is down"; }
+read_waits pi w
 ok "a read of W waits while the PG is down"
 
 "$cluster_bin" osd start "$a" --dir "$cdir" >/dev/null || fail "start osd.$a"
 atoll osd in "$a" >/dev/null || fail "atoll osd in"
-for i in $(seq 300); do
-	state=$(atoll --format json pg ls pi 2>/dev/null |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["state"])' 2>/dev/null ||
-		true)
-	case $state in active*) break ;; esac
-	sleep 0.2
-done
-case $state in active*) ;; *) atoll pg ls pi >&2; fail "the PG is '$state' after osd.$a came back" ;; esac
+wait_pg1 pi 'active*'
 atoll get pi w "$tmp/r2" || fail "reading W"
 cmp -s "$tmp/w" "$tmp/r2" || fail "W read back differs"
 ok "osd.$a back: the PG is $state and W reads back whole"
