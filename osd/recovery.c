@@ -1087,6 +1087,21 @@ static bool start_one(struct pg *pg)
 	return false;
 }
 
+/* Whether every object t still lacks has a write in flight (none is being
+ * copied): under a steady stream of writes to the same objects that could
+ * last forever, so new writes wait until these drain (closing). */
+static bool only_written_left(const struct pg *pg, const struct rec_target *t)
+{
+	for (uint32_t i = 0; i < t->nobjs; i++) {
+		const struct rec_obj *o = &t->objs[i];
+
+		if (o->state == OBJ_BUSY ||
+		    (o->state == OBJ_TODO && !pg_write_in_flight(pg, o->oid)))
+			return false;
+	}
+	return true;
+}
+
 /* Log recovery first; backfill (backfill.c) once no member is behind. */
 static void kick_pg(struct pg *pg)
 {
@@ -1107,6 +1122,9 @@ static void kick_pg(struct pg *pg)
 	for (uint32_t ti = 0; rec && ti < rec->ntargets; ti++) {
 		struct rec_target *t = &rec->t[ti];
 
+		if (!rec->pull && !t->closing && !t->complete && t->done != t->nobjs &&
+		    osd->rec_active < osd->rec_max && only_written_left(pg, t))
+			t->closing = true;	/* let the writes drain, then copy */
 		if (t->done != t->nobjs || t->log_busy || t->complete)
 			continue;
 		if (!rec->pull) {
