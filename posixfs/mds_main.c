@@ -104,7 +104,11 @@ static void serve_one(struct mds *mds, struct msg *m)
 		goto out;
 	}
 	mds->nchg = 0;
+	mds->cur_conn = m->conn;
+	mds->cur_seq = 0;
 	mds_handle(mds, rq, rp);
+	rp->jseq = mds->cur_seq;	/* unsafe until MT_MDS_SAFE says so */
+	mds->cur_conn = NULL;
 	/* the others' caches first (they ack or their lease runs out), then
 	 * the requester's: its reply lists the changes and grants leases */
 	mds_lease_revoke(m->conn, mds->chg, mds->nchg);
@@ -120,6 +124,13 @@ static void serve_one(struct mds *mds, struct msg *m)
 	enc_free(&e);
 	if (r)
 		msg_reply(m->conn, m, r);
+	if (mds->crash_now) {
+		/* fault injection: the reply goes out, the change never
+		 * reaches the journal; only the client's resend saves it */
+		usleep(300000);
+		log_warn(SUB, "fault injection: exiting with answered changes not journaled");
+		_exit(9);
+	}
 out:
 	if (rp) {
 		free(rp->ents);
@@ -150,6 +161,9 @@ static void usage(FILE *f)
 		"  --lease-ms MS      how long clients may cache metadata (mds_lease_ms; default\n"
 		"                     30000; 0: no leases, clients cache for 1 s)\n"
 		"  --lease-max N      lease records held at most (mds_lease_max; default 1048576)\n"
+		"  --early-reply 0|1  answer a change once applied in memory and journal in\n"
+		"                     batches (mds_early_reply; default 1; 0: journal each\n"
+		"                     change before its reply)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -171,7 +185,8 @@ static int ensure_pool(struct atoll_cluster *cl, const char *name)
 int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
-		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL;
+		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
+		   *early = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -181,6 +196,7 @@ int main(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "lease-ms", required_argument, NULL, 'T' },
 		{ "lease-max", required_argument, NULL, 'X' },
+		{ "early-reply", required_argument, NULL, 'E' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -202,6 +218,7 @@ int main(int argc, char **argv)
 		case 'L': lvl = optarg; break;
 		case 'T': lease = optarg; break;
 		case 'X': lmax = optarg; break;
+		case 'E': early = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -232,6 +249,16 @@ int main(int argc, char **argv)
 		lease = config_get(conf, "mds", "mds_lease_ms", NULL);
 	if (!lmax)
 		lmax = config_get(conf, "mds", "mds_lease_max", NULL);
+	if (!early)
+		early = config_get(conf, "mds", "mds_early_reply", NULL);
+	if (!early)
+		early = getenv("ATOLL_MDS_EARLY_REPLY");
+	if (early && strcmp(early, "0") && strcmp(early, "1")) {
+		fprintf(stderr, "atoll-mds: mds_early_reply '%s' is neither 0 nor 1; use "
+			"--early-reply 1 (batched journal) or 0 (journal each change)\n", early);
+		goto out;
+	}
+	mds.early = !early || !strcmp(early, "1");
 	char *end = NULL;
 	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
 	if ((lease && (*end || end == lease)) || lease_ms > 3600000) {
@@ -304,6 +331,19 @@ int main(int argc, char **argv)
 		log_warn(SUB, "fault injection: will exit after journaling %s more change(s)", fault);
 	}
 
+	fault = getenv("ATOLL_MDS_CRASH_BEFORE_JOURNAL");
+	if (fault && atoi(fault) > 0 && mds.early) {
+		mds.crash_hold = (uint64_t)atoi(fault);
+		log_warn(SUB, "fault injection: will answer change %s, then exit before "
+			 "journaling it", fault);
+	}
+	fault = getenv("ATOLL_MDS_JOURNAL_DELAY_MS");
+	if (fault && atoi(fault) > 0) {
+		mds.jdelay_ms = (unsigned)atoi(fault);
+		log_warn(SUB, "fault injection: every journal append waits %s ms", fault);
+	}
+	log_info(SUB, "early replies %s", mds.early ? "on (batched journal)" :
+		 "off (each change journaled before its reply)");
 	mds_status_sync(&mds);
 	mds_status_set_state(MDS_STATE_ACTIVE);
 	log_info(SUB, "serving the file system on %s", bound);
@@ -334,6 +374,7 @@ int main(int argc, char **argv)
 	log_info(SUB, "stopping");
 	rc = 0;
 out:
+	mds_journaler_stop(&mds);	/* journals what is queued, tells the clients */
 	msgr_destroy(msgr);
 	while (q.head) {
 		struct work *w = q.head;

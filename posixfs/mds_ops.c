@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -84,7 +85,15 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return ret;
 	if (mds_dir_find(d, rq->name, NULL))
 		return -EEXIST;
-	if ((ret = mds_alloc_ino(m, t, &ino)))
+	/* A create resent after an MDS restart keeps the number its first
+	 * (early) reply gave: the client names the file's data objects by
+	 * it.  Nobody else can hold it: numbers are handed out only below an
+	 * ino_hw stored before use, and a restarted MDS allocates from that
+	 * ino_hw up (doc/fs.md, "Inode numbers"). */
+	if ((rq->lflags & MDS_L_REPLAY) && rq->replay_ino > MDS_ROOT_INO &&
+	    rq->replay_ino < m->next_ino && !mds_get(m, rq->replay_ino))
+		ino = rq->replay_ino;
+	else if ((ret = mds_alloc_ino(m, t, &ino)))
 		return ret;
 	struct mds_inode *p = mds_txn_inode(m, t, rq->ino);
 	struct mds_inode *in = mds_txn_new_inode(t, ino);
@@ -514,6 +523,19 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	if (mutating && rq->reqid) {
 		const struct mds_done *dn = mds_done_find(m, rq->client, rq->reqid);
 		if (dn) {
+			/* its first answer may not be journaled yet, and the
+			 * MT_MDS_SAFE for it went to the old connection: wait
+			 * here (rare), so this answer is safe */
+			if (dn->seq && m->early) {
+				uint64_t seq = dn->seq;
+				pthread_mutex_unlock(&m->lock);
+				while (mds_durable_seq(m) < seq)
+					usleep(1000);
+				pthread_mutex_lock(&m->lock);
+				dn = mds_done_find(m, rq->client, rq->reqid);
+			}
+		}
+		if (dn) {
 			ret = dn->rc;
 			n = dn->ino ? mds_get(m, dn->ino) : NULL;
 			if (n)
@@ -618,7 +640,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	}
 	if (mutating && rq->reqid)
 		mds_done_add(m, rq->client, rq->reqid, ret,
-			     !ret && rp->ninodes ? rp->in[0].ino : 0);
+			     !ret && rp->ninodes ? rp->in[0].ino : 0, m->cur_seq);
 out:
 	pthread_mutex_unlock(&m->lock);
 	rp->rc = ret;
