@@ -295,6 +295,50 @@ wait $mk || fail "mkdir across the MDS crash failed: $(cat "$tmp/mkdir.err")"
 grep "replayed" "$mds_log" | tail -n 1 | grep -q "replayed 1 journal entry " || fail "the restart did not replay the journaled mkdir"
 sleep 1.2
 [ -d "$A/crashdir" ] && [ -d "$B/crashdir" ] || fail "the mkdir journaled before the crash is lost"
+grep -q "was resent; answering it from its first result" "$mds_log" ||
+	fail "the resent mkdir was not answered from the MDS's index of answered requests"
+
+step "early replies: the MDS answers a change, dies before journaling it; the client resends it"
+# change 4 (mkdir, create f1, f1's size, create f2) is answered and never
+# journaled: only atoll-fuse's resend brings f2 back, with the inode
+# number its data objects are named by (mount 2 reads them)
+mds stop
+ATOLL_MDS_CRASH_BEFORE_JOURNAL=4 mds start
+mp=$(mds_pid)
+(mkdir "$A/ej" && for i in 1 2 3 4 5 6; do echo "e$i" >"$A/ej/f$i" || exit 1; done) 2>"$tmp/ej.err" &
+ej=$!
+for _ in $(seq 1 100); do alive "$mp" || break; sleep 0.1; done
+alive "$mp" && fail "the fault-injected MDS did not exit"
+grep -q "exiting with answered changes not journaled" "$mds_log" || fail "the MDS did not crash between reply and journal"
+mds start
+wait $ej || fail "the workload across the MDS crash failed: $(cat "$tmp/ej.err")"
+sleep 1.2
+for i in 1 2 3 4 5 6; do
+	[ "$(cat "$A/ej/f$i" 2>/dev/null)" = "e$i" ] || fail "ej/f$i lost or wrong after the crash (mount 1)"
+	[ "$(cat "$B/ej/f$i" 2>/dev/null)" = "e$i" ] || fail "ej/f$i lost or wrong after the crash (mount 2)"
+done
+
+step "fsync and fsyncdir return once journaled: a kill -9 of the MDS (and of the client) right after keeps the file"
+mds stop
+ATOLL_MDS_JOURNAL_DELAY_MS=300 mds start	# a slow journal: early replies come long before it
+C=$tmp/mnt3
+mount_fs "$C" "$tmp/fuse3c.log"
+python3 - "$C" <<'PY' || fail "create + fsync + fsyncdir on mount 3"
+import os, sys
+d = sys.argv[1]
+os.mkdir(d + "/fsy")
+fd = os.open(d + "/fsy/f", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"synced\n")
+os.fsync(fd)
+dfd = os.open(d + "/fsy", os.O_RDONLY)
+os.fsync(dfd)
+PY
+kill -9 "${fuse_pids[2]}"	# no resend from this client
+mds kill
+fusermount3 -uz "$C" 2>/dev/null
+mds start
+sleep 1.2
+[ "$(cat "$B/fsy/f" 2>/dev/null)" = synced ] || fail "the fsynced file is lost after kill -9 of the MDS"
 
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
