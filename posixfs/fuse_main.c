@@ -493,6 +493,47 @@ static int unsafe_resend(void)
 	return 0;
 }
 
+static void on_resumed(void *arg, struct msg *reply, int err)
+{
+	struct rwait *w = arg;
+
+	msg_free(reply);
+	pthread_mutex_lock(&w->mu);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* After the resends: SESSION with MDS_L_REPLAY tells a restarted MDS
+ * that this client is back (its reconnect window waits for that). */
+static int session_resume(void)
+{
+	struct mds_req *rq = calloc(1, sizeof(*rq));
+	struct rwait w = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	struct enc e;
+	int ret;
+
+	if (!rq)
+		return -ENOMEM;
+	rq->op = MDS_OP_SESSION;
+	rq->client = g.client_id;
+	rq->lflags = MDS_L_REPLAY;
+	enc_init(&e);
+	mds_req_encode(&e, rq);
+	free(rq);
+	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_resumed, &w) : -ENOMEM;
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&w.mu);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	return w.err;
+}
+
 static void *replayer_main(void *arg)
 {
 	(void)arg;
@@ -504,13 +545,15 @@ static void *replayer_main(void *arg)
 			break;
 		pthread_mutex_unlock(&u.lock);
 		int ret = unsafe_resend();
+		if (!ret)
+			ret = session_resume();
 		if (ret)
 			usleep(200000);	/* the MDS is not back yet */
 		pthread_mutex_lock(&u.lock);
 		bool left = false;
 		for (struct unsafe *e = u.head; e && !left; e = e->next)
 			left = e->jseq == RESEND;
-		if (!left) {
+		if (!left && !ret) {
 			u.replay = false;
 			pthread_cond_broadcast(&u.cond);
 		}
@@ -1637,10 +1680,8 @@ static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 	u.safe_seq = 0;	/* a restarted MDS counts from its journal */
 	for (struct unsafe *e = u.head; e; e = e->next)
 		e->jseq = RESEND;
-	if (u.head) {
-		u.replay = true;
-		pthread_cond_broadcast(&u.cond);
-	}
+	u.replay = true;	/* then "resends done" (the reconnect window) */
+	pthread_cond_broadcast(&u.cond);
 	pthread_mutex_unlock(&u.lock);
 }
 
@@ -1776,6 +1817,15 @@ out_sig:
 out:
 	if (se)
 		fuse_session_destroy(se);
+	if (g.data) {
+		/* a clean unmount: the MDS expects no reconnect from us */
+		struct mds_req erq;
+		struct mds_reply *erp = malloc(sizeof(*erp));
+		req_init(&erq, NULL, MDS_OP_SESSION_END);
+		if (erp && mds_call(&erq, erp) == 0)
+			free(erp->ents);
+		free(erp);
+	}
 	if (u.thr_on) {
 		pthread_mutex_lock(&u.lock);
 		u.stop = true;

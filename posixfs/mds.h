@@ -174,6 +174,12 @@ struct mds {
 	bool crash_now;		/* the worker exits after sending this reply */
 	struct msg_conn *cur_conn;	/* the requester of the request being handled */
 	uint64_t cur_seq;	/* the journal entry of its change (0: none) */
+	/* Sessions (doc/fs.md, "Reconnect window"): the ids of the clients
+	 * with a session, persisted as the keys of fs.sessions (a mount adds
+	 * its own, an unmount removes it), loaded at start: those the
+	 * reconnect window waits for. */
+	uint64_t *sess;
+	size_t nsess, sess_cap;
 	/* what the request being handled changed (mds_lease_note, at each
 	 * commit): revoked from other clients' leases, and sent back to the
 	 * requester.  The worker resets it before each request. */
@@ -249,6 +255,11 @@ void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
 /* Loop thread: c closed; its leases are void. */
 void mds_lease_closed(struct msg_conn *c);
 void mds_lease_stats(struct mds_status *s);
+
+/* mds_ns.c: fs.sessions */
+bool mds_session_known(const struct mds *m, uint64_t client);
+int mds_session_add(struct mds *m, uint64_t client);
+int mds_session_drop(struct mds *m, uint64_t client);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

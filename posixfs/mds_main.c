@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <time.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -142,6 +144,138 @@ out:
 	msg_free(m);
 }
 
+/* ---- the reconnect window ---------------------------------------------------
+ *
+ * After a restart the MDS serves only the clients' resends (MDS_L_REPLAY)
+ * and their "resends done" (SESSION with MDS_L_REPLAY) until every client
+ * with a session from before (fs.sessions) is done, or reconnect_ms
+ * passed; every other request waits, in order.  A client not back by then
+ * is evicted: its session goes, it is blocklisted in the OSD map (the
+ * OSDs refuse its writes), and the loss is logged. */
+
+#define EVICT_BLOCKLIST_SECONDS 3600
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool req_peek(const struct msg *m, struct mds_req *rq)
+{
+	struct dec d;
+
+	dec_init(&d, m->front, m->front_len);
+	return mds_req_decode(&d, rq) == 0;
+}
+
+static void evict(struct mds *mds, uint64_t client, unsigned ms)
+{
+	char cmd[160];
+	char *status = NULL;
+
+	log_warn(SUB, "evicting client %llu: it did not reconnect within %u ms of the MDS's "
+		 "restart, so the changes the MDS had answered it but not journaled are "
+		 "lost; it is blocklisted for %d s (the OSDs refuse its writes): remount it",
+		 (unsigned long long)client, ms, EVICT_BLOCKLIST_SECONDS);
+	pthread_mutex_lock(&mds->lock);
+	int ret = mds_session_drop(mds, client);
+	pthread_mutex_unlock(&mds->lock);
+	if (ret)
+		log_warn(SUB, "cannot drop the session of client %llu: %s",
+			 (unsigned long long)client, atoll_strerror(ret));
+	snprintf(cmd, sizeof(cmd),
+		 "{\"prefix\":\"osd blocklist add\",\"client\":\"%llu\",\"seconds\":%d}",
+		 (unsigned long long)client, EVICT_BLOCKLIST_SECONDS);
+	ret = atoll_mon_command(mds->cl, cmd, &status, NULL, NULL);
+	if (ret)
+		log_error(SUB, "cannot blocklist the evicted client %llu (%s): %s; its late "
+			  "writes may still land", (unsigned long long)client,
+			  atoll_strerror(ret), status ? status : "");
+	else
+		atoll_cluster_wait_for_latest_map(mds->cl);
+	atoll_free(status);
+}
+
+static void reconnect_window(struct mds *mds, unsigned ms)
+{
+	size_t n = mds->nsess, nback = 0;
+	uint64_t *exp = n ? malloc(n * sizeof(*exp)) : NULL;
+	bool *back = n ? calloc(n, sizeof(*back)) : NULL;
+	struct work *held = NULL, **htail = &held;
+	struct mds_req *rq = malloc(sizeof(*rq));
+
+	if (!n || !exp || !back || !rq)
+		goto out;
+	memcpy(exp, mds->sess, n * sizeof(*exp));
+	mds_status_set_state(MDS_STATE_RECONNECT);
+	log_info(SUB, "reconnect window: waiting up to %u ms for %zu client(s) to resend "
+		 "what was not journaled", ms, n);
+	uint64_t deadline = mono_ms() + ms;
+	while (!g_stop && nback < n) {
+		pthread_mutex_lock(&q.lock);
+		while (!q.head && !g_stop) {
+			uint64_t now = mono_ms();
+			if (now >= deadline)
+				break;
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t left = deadline - now;
+			ts.tv_sec += (time_t)(left / 1000);
+			ts.tv_nsec += (long)(left % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&q.cond, &q.lock, &ts);
+		}
+		struct work *w = q.head;
+		if (w) {
+			q.head = w->next;
+			if (!q.head)
+				q.tail = NULL;
+		}
+		pthread_mutex_unlock(&q.lock);
+		if (!w)
+			break;	/* the window is over */
+		bool ok = req_peek(w->m, rq);
+		if (ok && (rq->lflags & MDS_L_REPLAY)) {
+			if (rq->op == MDS_OP_SESSION)
+				for (size_t i = 0; i < n; i++)
+					if (exp[i] == rq->client && !back[i]) {
+						back[i] = true;
+						nback++;
+					}
+			serve_one(mds, w->m);
+			free(w);
+			continue;
+		}
+		w->next = NULL;	/* waits for the window's end */
+		*htail = w;
+		htail = &w->next;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!back[i])
+			evict(mds, exp[i], ms);
+	log_info(SUB, "reconnect window over: %zu of %zu client(s) back", nback, n);
+	/* what waited goes first, in its order */
+	pthread_mutex_lock(&q.lock);
+	if (held) {
+		*htail = q.head;
+		if (!q.head)
+			q.tail = (struct work *)((char *)htail - offsetof(struct work, next));
+		q.head = held;
+	}
+	pthread_mutex_unlock(&q.lock);
+out:
+	mds_status_set_state(MDS_STATE_ACTIVE);
+	free(rq);
+	free(back);
+	free(exp);
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -164,6 +298,9 @@ static void usage(FILE *f)
 		"  --early-reply 0|1  answer a change once applied in memory and journal in\n"
 		"                     batches (mds_early_reply; default 1; 0: journal each\n"
 		"                     change before its reply)\n"
+		"  --reconnect-ms MS  after a restart, how long clients have to resend what\n"
+		"                     was not journaled before others' requests are served and\n"
+		"                     the missing ones evicted (mds_reconnect_ms; default 10000)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -186,7 +323,7 @@ int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
 		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
-		   *early = NULL;
+		   *early = NULL, *recon = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -197,6 +334,7 @@ int main(int argc, char **argv)
 		{ "lease-ms", required_argument, NULL, 'T' },
 		{ "lease-max", required_argument, NULL, 'X' },
 		{ "early-reply", required_argument, NULL, 'E' },
+		{ "reconnect-ms", required_argument, NULL, 'R' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -219,6 +357,7 @@ int main(int argc, char **argv)
 		case 'T': lease = optarg; break;
 		case 'X': lmax = optarg; break;
 		case 'E': early = optarg; break;
+		case 'R': recon = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -259,6 +398,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds.early = !early || !strcmp(early, "1");
+	if (!recon)
+		recon = config_get(conf, "mds", "mds_reconnect_ms", NULL);
+	if (!recon)
+		recon = getenv("ATOLL_MDS_RECONNECT_MS");
+	char *rend = NULL;
+	unsigned long reconnect_ms = recon ? strtoul(recon, &rend, 10) : 10000;
+	if ((recon && (*rend || rend == recon)) || reconnect_ms > 600000) {
+		fprintf(stderr, "atoll-mds: mds_reconnect_ms '%s' is not a number of milliseconds "
+			"up to 600000; use e.g. --reconnect-ms 10000\n", recon);
+		goto out;
+	}
 	char *end = NULL;
 	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
 	if ((lease && (*end || end == lease)) || lease_ms > 3600000) {
@@ -354,6 +504,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (mds.nsess && reconnect_ms)
+		reconnect_window(&mds, (unsigned)reconnect_ms);
 
 	while (!g_stop) {
 		pthread_mutex_lock(&q.lock);

@@ -1571,6 +1571,74 @@ int mds_xattr_load(struct mds *m, struct mds_node *n)
 	return ret;
 }
 
+/* ---- sessions --------------------------------------------------------------- */
+
+bool mds_session_known(const struct mds *m, uint64_t client)
+{
+	for (size_t i = 0; i < m->nsess; i++)
+		if (m->sess[i] == client)
+			return true;
+	return false;
+}
+
+static int sess_mem_add(struct mds *m, uint64_t client)
+{
+	if (m->nsess == m->sess_cap) {
+		size_t nc = m->sess_cap ? 2 * m->sess_cap : 16;
+		uint64_t *ns = realloc(m->sess, nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		m->sess = ns;
+		m->sess_cap = nc;
+	}
+	m->sess[m->nsess++] = client;
+	return 0;
+}
+
+/* Persisted before the SESSION reply: a restarted MDS waits for it. */
+int mds_session_add(struct mds *m, uint64_t client)
+{
+	char key[17];
+	int ret;
+
+	if (!client || mds_session_known(m, client))
+		return 0;
+	snprintf(key, sizeof(key), "%016" PRIx64, client);
+	struct atoll_kv kv = { key, 16, "", 0 };
+	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1);
+	return ret ? ret : sess_mem_add(m, client);
+}
+
+int mds_session_drop(struct mds *m, uint64_t client)
+{
+	char key[17];
+
+	for (size_t i = 0; i < m->nsess; i++)
+		if (m->sess[i] == client) {
+			m->sess[i] = m->sess[--m->nsess];
+			snprintf(key, sizeof(key), "%016" PRIx64, client);
+			struct atoll_kv kv = { key, 16, NULL, 0 };
+			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1);
+			return ret == -ENOENT ? 0 : ret;
+		}
+	return 0;
+}
+
+static int load_session(struct mds *m, void *arg, const void *k, size_t kl,
+			const void *v, size_t vl)
+{
+	char num[17];
+
+	(void)arg;
+	(void)v;
+	(void)vl;
+	if (kl != 16)
+		return 0;
+	memcpy(num, k, 16);
+	num[16] = 0;
+	return sess_mem_add(m, strtoull(num, NULL, 16));
+}
+
 int mds_open(struct mds *m)
 {
 	bool exists;
@@ -1610,6 +1678,9 @@ int mds_open(struct mds *m)
 				if (ret)
 					return ret;
 			}
+	ret = omap_each(m, "fs.sessions", load_session, NULL);
+	if (ret)
+		return ret;
 	if (!mds_get(m, MDS_ROOT_INO)) {
 		log_error(SUB, "the metadata pool '%s' has no root inode; it is not an "
 			  "atoll file system or it is damaged", m->meta_pool);
@@ -1666,4 +1737,6 @@ void mds_close(struct mds *m)
 			node_del(m, m->ht[b]->a.ino);
 	free(m->ht);
 	m->ht = NULL;
+	free(m->sess);
+	m->sess = NULL;
 }

@@ -553,6 +553,10 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	switch (rq->op) {
 	case MDS_OP_SESSION:
 		snprintf(rp->target, sizeof(rp->target), "%s", m->data_pool);
+		ret = mds_session_add(m, rq->client);
+		break;
+	case MDS_OP_SESSION_END:
+		ret = mds_session_drop(m, rq->client);
 		break;
 	case MDS_OP_LOOKUP:
 		if ((ret = dir_of(m, rq->ino, &d)))

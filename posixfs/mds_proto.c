@@ -325,7 +325,7 @@ const char *mds_op_name(uint32_t op)
 		"?", "session", "lookup", "getattr", "setattr", "mknod", "mkdir",
 		"unlink", "rmdir", "rename", "link", "symlink", "readlink",
 		"readdir", "statfs", "open", "close", "fsync", "setxattr",
-		"getxattr", "listxattr", "removexattr",
+		"getxattr", "listxattr", "removexattr", "session_end",
 	};
 	return op < MDS_OP_MAX_ ? names[op] : "?";
 }
@@ -431,6 +431,7 @@ const char *mds_state_name(uint32_t state)
 	switch (state) {
 	case MDS_STATE_REPLAYING: return "replaying";
 	case MDS_STATE_ACTIVE: return "active";
+	case MDS_STATE_RECONNECT: return "reconnect";
 	default: return "unknown";
 	}
 }

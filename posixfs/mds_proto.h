@@ -34,7 +34,8 @@ enum {
 #define MDS_XATTR_MAX	65536u	/* one value; also a LISTXATTR reply */
 
 enum mds_op {
-	MDS_OP_SESSION = 1,	/* reply: data pool name in target */
+	MDS_OP_SESSION = 1,	/* reply: data pool name in target; with
+				 * MDS_L_REPLAY: "reconnected, resends done" */
 	MDS_OP_LOOKUP,		/* ino = parent, name */
 	MDS_OP_GETATTR,		/* ino */
 	MDS_OP_SETATTR,		/* ino, setmask + values; size_hint */
@@ -55,6 +56,7 @@ enum mds_op {
 	MDS_OP_GETXATTR,	/* ino, name -> value */
 	MDS_OP_LISTXATTR,	/* ino -> value: names, each NUL-terminated */
 	MDS_OP_REMOVEXATTR,	/* ino, name */
+	MDS_OP_SESSION_END,	/* v3: the client unmounts (no reconnect expected) */
 	MDS_OP_MAX_
 };
 
@@ -190,6 +192,7 @@ struct mds_safe {
 enum mds_state {
 	MDS_STATE_REPLAYING = 1,	/* loading the namespace, replaying the journal */
 	MDS_STATE_ACTIVE = 2,		/* serving requests */
+	MDS_STATE_RECONNECT = 3,	/* after a restart: only clients' resends */
 };
 
 #define MDS_STATUS_CLIENTS_MAX	4096u	/* listed in one reply */

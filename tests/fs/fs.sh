@@ -318,27 +318,52 @@ for i in 1 2 3 4 5 6; do
 	[ "$(cat "$B/ej/f$i" 2>/dev/null)" = "e$i" ] || fail "ej/f$i lost or wrong after the crash (mount 2)"
 done
 
-step "fsync and fsyncdir return once journaled: a kill -9 of the MDS (and of the client) right after keeps the file"
+step "fsync/fsyncdir return once journaled; a client that misses the reconnect window is evicted and fenced"
+# mount 3 creates a file and fsyncs it and its folder against a slow
+# journal, then its atoll-fuse is stopped (it cannot resend) and the MDS
+# killed: the file must come back from the journal alone.  Mount 3 misses
+# the restarted MDS's reconnect window: it is evicted and blocklisted, so
+# its later write through a descriptor it kept open is refused.
 mds stop
 ATOLL_MDS_JOURNAL_DELAY_MS=300 mds start	# a slow journal: early replies come long before it
 C=$tmp/mnt3
 mount_fs "$C" "$tmp/fuse3c.log"
-python3 - "$C" <<'PY' || fail "create + fsync + fsyncdir on mount 3"
-import os, sys
-d = sys.argv[1]
+python3 - "$C" "$tmp" <<'PY' >"$tmp/fence.out" 2>&1 &
+import os, sys, time
+d, t = sys.argv[1], sys.argv[2]
 os.mkdir(d + "/fsy")
 fd = os.open(d + "/fsy/f", os.O_CREAT | os.O_WRONLY, 0o644)
 os.write(fd, b"synced\n")
 os.fsync(fd)
 dfd = os.open(d + "/fsy", os.O_RDONLY)
 os.fsync(dfd)
+open(t + "/fsynced", "w").close()
+while not os.path.exists(t + "/go"):
+    time.sleep(0.05)
+try:
+    os.pwrite(fd, b"FENCED\n", 0)
+    os.fsync(fd)
+    print("the write went through")
+except OSError as e:
+    print("refused:", e)
 PY
-kill -9 "${fuse_pids[2]}"	# no resend from this client
+py=$!
+for _ in $(seq 1 200); do [ -e "$tmp/fsynced" ] && break; sleep 0.05; done
+[ -e "$tmp/fsynced" ] || fail "create + fsync + fsyncdir on mount 3 did not finish: $(cat "$tmp/fence.out")"
+kill -STOP "${fuse_pids[2]}"	# no resend from this client
 mds kill
-fusermount3 -uz "$C" 2>/dev/null
-mds start
+ATOLL_MDS_RECONNECT_MS=1500 mds start
 sleep 1.2
 [ "$(cat "$B/fsy/f" 2>/dev/null)" = synced ] || fail "the fsynced file is lost after kill -9 of the MDS"
+cid=$(grep -o "evicting client [0-9]*" "$mds_log" | tail -n 1 | awk '{ print $3 }')
+[ -n "$cid" ] || fail "the MDS did not evict the client that missed the reconnect window"
+"$atoll_cli" osd blocklist ls 2>&1 | grep -q "$cid" || fail "the evicted client $cid is not blocklisted: $("$atoll_cli" osd blocklist ls 2>&1)"
+kill -CONT "${fuse_pids[2]}"
+touch "$tmp/go"
+wait $py
+grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not refused: $(cat "$tmp/fence.out")"
+[ "$(cat "$B/fsy/f")" = synced ] || fail "the evicted client's write reached the data pool"
+fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
 
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
