@@ -364,7 +364,18 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 				    .rq = rq, .rp = rp, .t_send = lc_now() };
 		struct enc e;
 		enc_init(&e);
-		mds_req_encode(&e, rq);
+		if (attempt) {
+			/* a resend: the MDS may have answered it (its index) */
+			struct mds_req *r2 = malloc(sizeof(*r2));
+			if (!r2)
+				return -ENOMEM;
+			*r2 = *rq;
+			r2->lflags |= MDS_L_REPLAY;
+			mds_req_encode(&e, r2);
+			free(r2);
+		} else {
+			mds_req_encode(&e, rq);
+		}
 		struct msg *m = msg_new(MT_MDS_REQUEST, &e);
 		enc_free(&e);
 		if (!m)
