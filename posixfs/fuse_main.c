@@ -3,7 +3,9 @@
  * low-level (inode) API, multi-threaded.
  *
  * Metadata goes to atoll-mds (mds_proto.h, one synchronous call per
- * op); file data goes straight to the OSDs: block B of inode I is object
+ * op; a change answered before the MDS journaled it is kept until the
+ * MDS says it is safe, and resent after a restart: "Unsafe requests"
+ * below); file data goes straight to the OSDs: block B of inode I is object
  * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks, every block
  * of a request in flight at once (atoll_aio_*).  Writes are answered once
  * issued (write-behind, below): flush (every close), fsync and release
@@ -574,11 +576,16 @@ static void *replayer_main(void *arg)
 }
 
 /* fsync, fsyncdir: waits until every change this client made before
- * (request ids up to the current one) is journaled. */
-static void unsafe_wait_all(void)
+ * (request ids up to the current one) is journaled.  timeout_s 0: for
+ * as long as it takes; else false when still not after that long. */
+static bool unsafe_wait(unsigned timeout_s)
 {
 	uint64_t upto = __atomic_load_n(&g.next_reqid, __ATOMIC_RELAXED);
+	struct timespec end;
+	bool ok = true;
 
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += timeout_s;
 	pthread_mutex_lock(&u.lock);
 	for (;;) {
 		bool pending = false;
@@ -586,9 +593,20 @@ static void unsafe_wait_all(void)
 			pending = e->reqid <= upto;
 		if (!pending)
 			break;
-		pthread_cond_wait(&u.cond, &u.lock);
+		if (!timeout_s) {
+			pthread_cond_wait(&u.cond, &u.lock);
+		} else if (pthread_cond_timedwait(&u.cond, &u.lock, &end) == ETIMEDOUT) {
+			ok = false;
+			break;
+		}
 	}
 	pthread_mutex_unlock(&u.lock);
+	return ok;
+}
+
+static void unsafe_wait_all(void)
+{
+	unsafe_wait(0);
 }
 
 /* ---- replies ------------------------------------------------------------- */
@@ -1829,7 +1847,12 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	if (g.data) {
-		/* a clean unmount: the MDS expects no reconnect from us */
+		/* a clean unmount: once our changes are journaled (after
+		 * SESSION_END the MDS no longer waits for us to resend them),
+		 * the MDS expects no reconnect from us */
+		if (!unsafe_wait(30))
+			log_error("fuse", "the MDS did not journal this client's last changes "
+				  "within 30 s; unmounting anyway (a crash of the MDS now loses them)");
 		struct mds_req erq;
 		struct mds_reply *erp = malloc(sizeof(*erp));
 		req_init(&erq, NULL, MDS_OP_SESSION_END);

@@ -180,6 +180,10 @@ struct mds {
 	 * reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
+	/* clients evicted since the start (memory only): their requests are
+	 * refused, so a late resend never lands after the others moved on */
+	uint64_t *evicted;
+	size_t nevicted;
 	/* what the request being handled changed (mds_lease_note, at each
 	 * commit): revoked from other clients' leases, and sent back to the
 	 * requester.  The worker resets it before each request. */

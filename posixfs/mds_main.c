@@ -4,12 +4,13 @@
  * load the namespace), then serve.
  *
  * The messenger's loop thread only queues requests; one worker thread
- * handles them in arrival order (a handler blocks on the cluster while it
- * journals; mds_ns.c's applier writes the objects behind it), so the
+ * handles them in arrival order (it applies a change in memory and
+ * replies; mds_ns.c's journaler journals changes in batches behind the
+ * replies and its applier writes the objects behind that), so the
  * namespace needs no finer locking.  After a change, the worker revokes
  * the other clients' leases that cover it (mds_lease.c) before replying.
- * Later: a pool of workers and batched journaling (doc/fs.md, early
- * replies).
+ * After a restart it first holds the reconnect window (below).  Later: a
+ * pool of workers (doc/fs.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -105,6 +106,14 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_status_served(mds, 0, true);
 		goto out;
 	}
+	for (size_t i = 0; i < mds->nevicted; i++)
+		if (mds->evicted[i] == rq->client) {
+			log_warn(SUB, "refusing %s from client %llu: it was evicted (it missed "
+				 "the reconnect window); it must remount", mds_op_name(rq->op),
+				 (unsigned long long)rq->client);
+			rp->rc = -EIO;
+			goto answer;
+		}
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
 	mds->cur_seq = 0;
@@ -117,6 +126,7 @@ static void serve_one(struct mds *mds, struct msg *m)
 	rp->nchg = mds->nchg;
 	memcpy(rp->chg, mds->chg, mds->nchg * sizeof(*rp->chg));
 	mds_lease_grant(m->conn, rq, rp);
+answer:
 	mds_status_served(mds, rq->op, false);
 	log_debug(SUB, "%s ino %llu '%s' -> %d", mds_op_name(rq->op),
 		  (unsigned long long)rq->ino, rq->name, rp->rc);
@@ -182,6 +192,11 @@ static void evict(struct mds *mds, uint64_t client, unsigned ms)
 		 (unsigned long long)client, ms, EVICT_BLOCKLIST_SECONDS);
 	pthread_mutex_lock(&mds->lock);
 	int ret = mds_session_drop(mds, client);
+	uint64_t *ne = realloc(mds->evicted, (mds->nevicted + 1) * sizeof(*ne));
+	if (ne) {
+		mds->evicted = ne;
+		mds->evicted[mds->nevicted++] = client;
+	}
 	pthread_mutex_unlock(&mds->lock);
 	if (ret)
 		log_warn(SUB, "cannot drop the session of client %llu: %s",
@@ -535,6 +550,7 @@ out:
 		free(w);
 	}
 	mds_close(&mds);
+	free(mds.evicted);
 	mds_lease_fini();
 	atoll_ioctx_destroy(mds.meta);
 	atoll_ioctx_destroy(mds.data);

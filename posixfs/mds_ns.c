@@ -1,7 +1,8 @@
 /*
  * mds_ns.c - the MDS's namespace: held whole in memory, persisted as
  * objects of the metadata pool (doc/fs.md), changed only by transactions
- * that are journaled before they are applied.
+ * that are journaled before they are applied to the objects (with early
+ * replies, after they are applied in memory and answered: the journaler).
  *
  * A transaction's journal entry lists final states (dentry set/removed,
  * inode record put/removed, data purged/truncated), so applying an entry

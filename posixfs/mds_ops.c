@@ -3,7 +3,8 @@
  *
  * Requests are handled one at a time by the MDS's worker thread: each
  * checks the namespace in memory, builds one transaction and commits it
- * (journal, then objects) before the reply is sent.  POSIX error cases
+ * (applied in memory and queued for the journal; with early replies off,
+ * journaled) before the reply is sent.  POSIX error cases
  * follow what Linux's local file systems return.
  */
 #include "mds.h"

@@ -362,7 +362,9 @@ kill -CONT "${fuse_pids[2]}"
 touch "$tmp/go"
 wait $py
 grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not refused: $(cat "$tmp/fence.out")"
-[ "$(cat "$B/fsy/f")" = synced ] || fail "the evicted client's write reached the data pool"
+obj=$(printf '%016x.%016x' "$(stat -c %i "$B/fsy/f")" 0)
+[ "$("$atoll_cli" get fs_data "$obj" -)" = synced ] || fail "the evicted client's write reached the data pool"
+grep -q "refusing fsync from client $cid: it was evicted" "$mds_log" || fail "the MDS did not refuse the evicted client's request"
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
 
 step "unmount"
