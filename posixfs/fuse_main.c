@@ -3,7 +3,9 @@
  * low-level (inode) API, multi-threaded.
  *
  * Metadata goes to atoll-mds (mds_proto.h, one synchronous call per
- * op); file data goes straight to the OSDs: block B of inode I is object
+ * op; a change answered before the MDS journaled it is kept until the
+ * MDS says it is safe, and resent after a restart: "Unsafe requests"
+ * below); file data goes straight to the OSDs: block B of inode I is object
  * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks, every block
  * of a request in flight at once (atoll_aio_*).  Writes are answered once
  * issued (write-behind, below): flush (every close), fsync and release
@@ -90,6 +92,38 @@ static struct {
 	uint64_t wb_bytes;	/* bytes of writes in flight, all inodes */
 	struct cino *ht[4096];
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wcond = PTHREAD_COND_INITIALIZER };
+
+/* Unsafe requests (early replies, doc/fs.md): a change the MDS answered
+ * but has not journaled yet (its reply named journal entry jseq).  The
+ * client keeps each one, encoded as it will resend it, in the order of
+ * the replies (the MDS's order of applying them), until an MT_MDS_SAFE
+ * with seq >= jseq arrives.  When the connection breaks (an MDS restart)
+ * each becomes "to resend" (jseq RESEND) and the replayer thread sends
+ * them again, in order, before any new request goes out: the MDS answers
+ * one it journaled from its index of answered requests, applies the
+ * others again (a create keeps its inode number).  fsync and fsyncdir
+ * return once every change before them is safe.  ulock protects the
+ * list, safe_seq and replay; ucond signals a change of any of them. */
+#define RESEND UINT64_MAX
+
+struct unsafe {
+	struct unsafe *next;
+	uint64_t reqid, jseq;
+	void *buf;		/* the request's front, MDS_L_REPLAY set */
+	size_t len;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct unsafe *head, *tail;
+	uint64_t n;
+	uint64_t safe_seq;	/* the MDS said: journaled up to here */
+	bool replay;		/* entries wait to be resent: new calls wait */
+	bool stop;
+	pthread_t thr;
+	bool thr_on;
+} u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 struct opts {
 	char *conf, *mon, *mds;
@@ -205,6 +239,73 @@ struct waiter {
 	struct lc_info ci;
 };
 
+/* Under u.lock: drops the entries up to seq (the MDS journaled them). */
+static void unsafe_drop_upto(uint64_t seq)
+{
+	struct unsafe **pp = &u.head, *e;
+
+	u.tail = NULL;
+	while ((e = *pp)) {
+		if (e->jseq != RESEND && e->jseq <= seq) {
+			*pp = e->next;
+			free(e->buf);
+			free(e);
+			u.n--;
+			continue;
+		}
+		u.tail = e;
+		pp = &e->next;
+	}
+	pthread_cond_broadcast(&u.cond);
+}
+
+/* The loop thread (in the connection's order with MT_MDS_SAFE): keeps a
+ * request the MDS answered unsafe. */
+static void unsafe_add(const struct mds_req *rq, const struct mds_reply *rp)
+{
+	struct mds_req *c = malloc(sizeof(*c));
+	struct unsafe *e = calloc(1, sizeof(*e));
+	struct enc en;
+
+	if (!c || !e)
+		goto oom;
+	*c = *rq;
+	c->lflags = (c->lflags & ~MDS_L_WANT) | MDS_L_REPLAY;
+	if ((rq->op == MDS_OP_MKNOD || rq->op == MDS_OP_MKDIR || rq->op == MDS_OP_SYMLINK) &&
+	    rp->rc == 0 && rp->ninodes)
+		c->replay_ino = rp->in[0].ino;
+	enc_init(&en);
+	mds_req_encode(&en, c);
+	e->buf = enc_take(&en, &e->len);
+	if (!e->buf) {
+		enc_free(&en);
+		goto oom;
+	}
+	free(c);
+	e->reqid = rq->reqid;
+	e->jseq = rp->jseq;
+	pthread_mutex_lock(&u.lock);
+	if (e->jseq <= u.safe_seq) {
+		pthread_mutex_unlock(&u.lock);
+		free(e->buf);
+		free(e);
+		return;
+	}
+	if (u.tail)
+		u.tail->next = e;
+	else
+		u.head = e;
+	u.tail = e;
+	u.n++;
+	pthread_mutex_unlock(&u.lock);
+	return;
+oom:
+	/* cannot keep it for a resend: lose nothing silently */
+	log_error("fuse", "out of memory keeping an unsafe request; exiting (the MDS "
+		  "has it in memory, a restart of the MDS now would lose it)");
+	exit(1);
+}
+
 /* The loop thread: decodes the reply and hands it to the cache here, in
  * the order of the connection (a revoke that follows it comes after). */
 static void on_reply(void *arg, struct msg *reply, int err)
@@ -214,10 +315,13 @@ static void on_reply(void *arg, struct msg *reply, int err)
 	if (!err) {
 		struct dec d;
 		dec_init(&d, reply->front, reply->front_len);
-		if (mds_reply_decode(&d, w->rp))
+		if (mds_reply_decode(&d, w->rp)) {
 			err = -EBADMSG;
-		else
+		} else {
 			lc_reply(w->rq, w->rp, w->t_send, &w->ci);
+			if (w->rp->jseq)
+				unsafe_add(w->rq, w->rp);
+		}
 	}
 	msg_free(reply);
 	pthread_mutex_lock(&w->mu);
@@ -252,12 +356,28 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 	if (ci)
 		memset(ci, 0, sizeof(*ci));
 	for (int attempt = 0; attempt < 5; attempt++) {
+		/* resent unsafe requests go first (the replayer thread) */
+		pthread_mutex_lock(&u.lock);
+		while (u.replay)
+			pthread_cond_wait(&u.cond, &u.lock);
+		pthread_mutex_unlock(&u.lock);
 		struct waiter w = { .mu = PTHREAD_MUTEX_INITIALIZER,
 				    .cv = PTHREAD_COND_INITIALIZER,
 				    .rq = rq, .rp = rp, .t_send = lc_now() };
 		struct enc e;
 		enc_init(&e);
-		mds_req_encode(&e, rq);
+		if (attempt) {
+			/* a resend: the MDS may have answered it (its index) */
+			struct mds_req *r2 = malloc(sizeof(*r2));
+			if (!r2)
+				return -ENOMEM;
+			*r2 = *rq;
+			r2->lflags |= MDS_L_REPLAY;
+			mds_req_encode(&e, r2);
+			free(r2);
+		} else {
+			mds_req_encode(&e, rq);
+		}
 		struct msg *m = msg_new(MT_MDS_REQUEST, &e);
 		enc_free(&e);
 		if (!m)
@@ -286,6 +406,207 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
 {
 	return mds_call_ci(rq, rp, NULL);
+}
+
+/* ---- resending unsafe requests ------------------------------------------- */
+
+struct rwait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int err;
+	struct unsafe *e;
+};
+
+/* The loop thread: the answer to a resent request.  Safe already (the
+ * MDS had journaled it, or it is journaled by now): forget it; else it
+ * waits for the new MDS's MT_MDS_SAFE like any other. */
+static void on_resent(void *arg, struct msg *reply, int err)
+{
+	struct rwait *w = arg;
+	struct mds_reply *rp = calloc(1, sizeof(*rp));
+
+	if (!err && rp) {
+		struct dec d;
+		dec_init(&d, reply->front, reply->front_len);
+		if (mds_reply_decode(&d, rp))
+			err = -EBADMSG;
+		else if (rp->rc && rp->rc != -EEXIST && rp->rc != -ENOENT)
+			log_warn("fuse", "the MDS refused resent request %" PRIu64 ": %s",
+				 w->e->reqid, strerror(-rp->rc));
+	}
+	pthread_mutex_lock(&u.lock);
+	if (!err) {
+		if (rp && rp->jseq > u.safe_seq) {
+			w->e->jseq = rp->jseq;
+		} else {
+			w->e->jseq = 0;
+			unsafe_drop_upto(0);
+		}
+	}
+	pthread_mutex_unlock(&u.lock);
+	if (rp) {
+		free(rp->ents);
+		free(rp->plus);
+		free(rp->value);
+	}
+	free(rp);
+	msg_free(reply);
+	pthread_mutex_lock(&w->mu);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Resends every entry marked RESEND, oldest first, one at a time (each
+ * one's answer before the next goes: the MDS applies them in this order).
+ * 0 when all went, else the transport's error (the connection broke). */
+static int unsafe_resend(void)
+{
+	uint64_t sent = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&u.lock);
+		struct unsafe *e = u.head;
+		while (e && e->jseq != RESEND)
+			e = e->next;
+		if (!e) {
+			pthread_mutex_unlock(&u.lock);
+			break;
+		}
+		struct enc en;
+		enc_init(&en);
+		enc_raw(&en, e->buf, e->len);
+		e->jseq = RESEND - 1;	/* in flight: never dropped by a SAFE */
+		pthread_mutex_unlock(&u.lock);
+		struct msg *m = msg_new(MT_MDS_REQUEST, &en);
+		enc_free(&en);
+		struct rwait w = { .mu = PTHREAD_MUTEX_INITIALIZER,
+				   .cv = PTHREAD_COND_INITIALIZER, .e = e };
+		int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_resent, &w) : -ENOMEM;
+		if (!ret) {
+			pthread_mutex_lock(&w.mu);
+			while (!w.done)
+				pthread_cond_wait(&w.cv, &w.mu);
+			pthread_mutex_unlock(&w.mu);
+			ret = w.err;
+		}
+		if (ret) {
+			pthread_mutex_lock(&u.lock);
+			if (e->jseq == RESEND - 1)
+				e->jseq = RESEND;
+			pthread_mutex_unlock(&u.lock);
+			return ret;
+		}
+		sent++;
+	}
+	if (sent)
+		log_info("fuse", "resent %" PRIu64 " unsafe request(s) to the MDS", sent);
+	return 0;
+}
+
+static void on_resumed(void *arg, struct msg *reply, int err)
+{
+	struct rwait *w = arg;
+
+	msg_free(reply);
+	pthread_mutex_lock(&w->mu);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* After the resends: SESSION with MDS_L_REPLAY tells a restarted MDS
+ * that this client is back (its reconnect window waits for that). */
+static int session_resume(void)
+{
+	struct mds_req *rq = calloc(1, sizeof(*rq));
+	struct rwait w = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	struct enc e;
+	int ret;
+
+	if (!rq)
+		return -ENOMEM;
+	rq->op = MDS_OP_SESSION;
+	rq->client = g.client_id;
+	rq->lflags = MDS_L_REPLAY;
+	enc_init(&e);
+	mds_req_encode(&e, rq);
+	free(rq);
+	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_resumed, &w) : -ENOMEM;
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&w.mu);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	return w.err;
+}
+
+static void *replayer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&u.lock);
+	for (;;) {
+		while (!u.replay && !u.stop)
+			pthread_cond_wait(&u.cond, &u.lock);
+		if (u.stop)
+			break;
+		pthread_mutex_unlock(&u.lock);
+		int ret = unsafe_resend();
+		if (!ret)
+			ret = session_resume();
+		if (ret)
+			usleep(200000);	/* the MDS is not back yet */
+		pthread_mutex_lock(&u.lock);
+		bool left = false;
+		for (struct unsafe *e = u.head; e && !left; e = e->next)
+			left = e->jseq == RESEND;
+		if (!left && !ret) {
+			u.replay = false;
+			pthread_cond_broadcast(&u.cond);
+		}
+	}
+	pthread_mutex_unlock(&u.lock);
+	return NULL;
+}
+
+/* fsync, fsyncdir: waits until every change this client made before
+ * (request ids up to the current one) is journaled.  timeout_s 0: for
+ * as long as it takes; else false when still not after that long. */
+static bool unsafe_wait(unsigned timeout_s)
+{
+	uint64_t upto = __atomic_load_n(&g.next_reqid, __ATOMIC_RELAXED);
+	struct timespec end;
+	bool ok = true;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += timeout_s;
+	pthread_mutex_lock(&u.lock);
+	for (;;) {
+		bool pending = false;
+		for (struct unsafe *e = u.head; e && !pending; e = e->next)
+			pending = e->reqid <= upto;
+		if (!pending)
+			break;
+		if (!timeout_s) {
+			pthread_cond_wait(&u.cond, &u.lock);
+		} else if (pthread_cond_timedwait(&u.cond, &u.lock, &end) == ETIMEDOUT) {
+			ok = false;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&u.lock);
+	return ok;
+}
+
+static void unsafe_wait_all(void)
+{
+	unsafe_wait(0);
 }
 
 /* ---- replies ------------------------------------------------------------- */
@@ -946,7 +1267,11 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, -push_size(req, ino, MDS_OP_FSYNC));
+	int ret = push_size(req, ino, MDS_OP_FSYNC);
+
+	if (ret == 0)
+		unsafe_wait_all();	/* its name and size are journaled */
+	fuse_reply_err(req, -ret);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1159,7 +1484,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, 0);	/* every change is journaled before its reply */
+	unsafe_wait_all();	/* the entries this client made are journaled */
+	fuse_reply_err(req, 0);
 }
 
 /* ---- extended attributes ------------------------------------------------------ */
@@ -1333,7 +1659,18 @@ static const struct fuse_opt opt_spec[] = {
 static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 {
 	(void)arg;
-	if (m->type == MT_MDS_NOTIFY && !(m->flags & MSG_F_REPLY)) {
+	if (m->type == MT_MDS_SAFE) {
+		struct mds_safe sf;
+		struct dec d;
+		dec_init(&d, m->front, m->front_len);
+		if (mds_safe_decode(&d, &sf) == 0) {
+			pthread_mutex_lock(&u.lock);
+			if (sf.seq > u.safe_seq)
+				u.safe_seq = sf.seq;
+			unsafe_drop_upto(sf.seq);
+			pthread_mutex_unlock(&u.lock);
+		}
+	} else if (m->type == MT_MDS_NOTIFY && !(m->flags & MSG_F_REPLY)) {
 		struct mds_notify *n = malloc(sizeof(*n));
 		struct dec d;
 		struct enc e;
@@ -1367,6 +1704,14 @@ static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 	(void)c;
 	(void)err;
 	lc_revoke(NULL, 0, true);
+	/* what the MDS answered but did not journal: resend it, first */
+	pthread_mutex_lock(&u.lock);
+	u.safe_seq = 0;	/* a restarted MDS counts from its journal */
+	for (struct unsafe *e = u.head; e; e = e->next)
+		e->jseq = RESEND;
+	u.replay = true;	/* then "resends done" (the reconnect window) */
+	pthread_cond_broadcast(&u.cond);
+	pthread_mutex_unlock(&u.lock);
 }
 
 static int connect_all(struct opts *o)
@@ -1388,6 +1733,9 @@ static int connect_all(struct opts *o)
 		goto out;
 	}
 	g.client_id = atoll_cluster_id(g.cl);
+	if ((ret = -pthread_create(&u.thr, NULL, replayer_main, NULL)))
+		goto out;
+	u.thr_on = true;
 	struct msgr_config mc = { .size_of = sizeof(mc) };
 	struct msgr_ops mops = { .dispatch = on_mds_msg, .closed = on_mds_closed };
 	mc.me.type = MSG_ENTITY_CLIENT;
@@ -1498,6 +1846,27 @@ out_sig:
 out:
 	if (se)
 		fuse_session_destroy(se);
+	if (g.data) {
+		/* a clean unmount: once our changes are journaled (after
+		 * SESSION_END the MDS no longer waits for us to resend them),
+		 * the MDS expects no reconnect from us */
+		if (!unsafe_wait(30))
+			log_error("fuse", "the MDS did not journal this client's last changes "
+				  "within 30 s; unmounting anyway (a crash of the MDS now loses them)");
+		struct mds_req erq;
+		struct mds_reply *erp = malloc(sizeof(*erp));
+		req_init(&erq, NULL, MDS_OP_SESSION_END);
+		if (erp && mds_call(&erq, erp) == 0)
+			free(erp->ents);
+		free(erp);
+	}
+	if (u.thr_on) {
+		pthread_mutex_lock(&u.lock);
+		u.stop = true;
+		pthread_cond_broadcast(&u.cond);
+		pthread_mutex_unlock(&u.lock);
+		pthread_join(u.thr, NULL);
+	}
 	msg_conn_put(g.mds);
 	msgr_destroy(g.msgr);
 	atoll_ioctx_destroy(g.data);

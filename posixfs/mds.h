@@ -14,12 +14,14 @@
 
 #include "mds_proto.h"
 
+struct msg_conn;
+
 struct atoll_cluster;
 struct atoll_ioctx;
 
 #define MDS_INODE_SHARDS	16u
 #define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
-#define MDS_SEG_ENTRIES		128u	/* journal entries per segment */
+#define MDS_SEG_ENTRIES		1024u	/* journal entries per segment (at least) */
 
 struct mds_dent {
 	char *name;
@@ -103,7 +105,19 @@ struct mds_txn {
 #define MDS_DONE_MAX	8192u
 struct mds_done {
 	uint64_t client, reqid, ino;
+	uint64_t seq;		/* its journal entry (0: journaled before a restart) */
 	int32_t rc;
+};
+
+/* A change applied in memory and answered, waiting for the journaler
+ * (early replies, mds_ns.c): it goes to the journal in the next batch. */
+struct mds_jent {
+	struct mds_jent *next;
+	struct msg_conn *conn;	/* the requester (a reference), told when safe */
+	uint64_t seq;
+	bool crash_after;	/* fault injection: exit once this is journaled */
+	bool hold;		/* fault injection: never journal this one */
+	struct mds_txn t;	/* allocated up to t.xval + t.xlen */
 };
 
 /* A journaled change waiting for the applier (mds_ns.c) to write it to
@@ -140,6 +154,36 @@ struct mds {
 	pthread_cond_t acond;
 	struct mds_apply *aq_head, *aq_tail;
 	unsigned aq_len;
+	/* Early replies (doc/fs.md, "Early replies"): the worker applies a
+	 * change in memory, queues it here and replies; the journaler thread
+	 * appends every queued change in one atoll_append (group commit),
+	 * then hands them to the applier and tells the requesters (MT_MDS_SAFE).
+	 * jlock protects the queue, durable_seq and jstop; jcond signals a
+	 * change of any of them.  early false: the worker journals each
+	 * change itself before replying (mds_early_reply off). */
+	bool early, journaler_on, jstop;
+	pthread_t journaler;
+	pthread_mutex_t jlock;
+	pthread_cond_t jcond;
+	struct mds_jent *jq_head, *jq_tail;
+	unsigned jq_len;
+	uint64_t durable_seq;	/* every entry up to it is journaled */
+	uint64_t batches;	/* appends made by the journaler */
+	uint64_t crash_hold;	/* ATOLL_MDS_CRASH_BEFORE_JOURNAL */
+	unsigned jdelay_ms;	/* ATOLL_MDS_JOURNAL_DELAY_MS */
+	bool crash_now;		/* the worker exits after sending this reply */
+	struct msg_conn *cur_conn;	/* the requester of the request being handled */
+	uint64_t cur_seq;	/* the journal entry of its change (0: none) */
+	/* Sessions (doc/fs.md, "Reconnect window"): the ids of the clients
+	 * with a session, persisted as the keys of fs.sessions (a mount adds
+	 * its own, an unmount removes it), loaded at start: those the
+	 * reconnect window waits for. */
+	uint64_t *sess;
+	size_t nsess, sess_cap;
+	/* clients evicted since the start (memory only): their requests are
+	 * refused, so a late resend never lands after the others moved on */
+	uint64_t *evicted;
+	size_t nevicted;
 	/* what the request being handled changed (mds_lease_note, at each
 	 * commit): revoked from other clients' leases, and sent back to the
 	 * requester.  The worker resets it before each request. */
@@ -170,7 +214,12 @@ void mds_txn_dent_rm(struct mds_txn *t, uint64_t dir, const char *name);
  * journal failure is fatal (the daemon exits; a restart replays). */
 int mds_commit(struct mds *m, struct mds_txn *t);
 
-void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc, uint64_t ino);
+void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
+		  uint64_t ino, uint64_t seq);
+/* Journaler: starts it (early replies on); stop flushes what is queued. */
+int mds_journaler_start(struct mds *m);
+void mds_journaler_stop(struct mds *m);
+uint64_t mds_durable_seq(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
 
 /* Loads the node's extended attributes (once). */
@@ -210,6 +259,11 @@ void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
 /* Loop thread: c closed; its leases are void. */
 void mds_lease_closed(struct msg_conn *c);
 void mds_lease_stats(struct mds_status *s);
+
+/* mds_ns.c: fs.sessions */
+bool mds_session_known(const struct mds *m, uint64_t client);
+int mds_session_add(struct mds *m, uint64_t client);
+int mds_session_drop(struct mds *m, uint64_t client);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

@@ -4,12 +4,13 @@
  * load the namespace), then serve.
  *
  * The messenger's loop thread only queues requests; one worker thread
- * handles them in arrival order (a handler blocks on the cluster while it
- * journals; mds_ns.c's applier writes the objects behind it), so the
+ * handles them in arrival order (it applies a change in memory and
+ * replies; mds_ns.c's journaler journals changes in batches behind the
+ * replies and its applier writes the objects behind that), so the
  * namespace needs no finer locking.  After a change, the worker revokes
  * the other clients' leases that cover it (mds_lease.c) before replying.
- * Later: a pool of workers and batched journaling (doc/fs.md, early
- * replies).
+ * After a restart it first holds the reconnect window (below).  Later: a
+ * pool of workers (doc/fs.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <time.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -103,14 +106,27 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_status_served(mds, 0, true);
 		goto out;
 	}
+	for (size_t i = 0; i < mds->nevicted; i++)
+		if (mds->evicted[i] == rq->client) {
+			log_warn(SUB, "refusing %s from client %llu: it was evicted (it missed "
+				 "the reconnect window); it must remount", mds_op_name(rq->op),
+				 (unsigned long long)rq->client);
+			rp->rc = -EIO;
+			goto answer;
+		}
 	mds->nchg = 0;
+	mds->cur_conn = m->conn;
+	mds->cur_seq = 0;
 	mds_handle(mds, rq, rp);
+	rp->jseq = mds->cur_seq;	/* unsafe until MT_MDS_SAFE says so */
+	mds->cur_conn = NULL;
 	/* the others' caches first (they ack or their lease runs out), then
 	 * the requester's: its reply lists the changes and grants leases */
 	mds_lease_revoke(m->conn, mds->chg, mds->nchg);
 	rp->nchg = mds->nchg;
 	memcpy(rp->chg, mds->chg, mds->nchg * sizeof(*rp->chg));
 	mds_lease_grant(m->conn, rq, rp);
+answer:
 	mds_status_served(mds, rq->op, false);
 	log_debug(SUB, "%s ino %llu '%s' -> %d", mds_op_name(rq->op),
 		  (unsigned long long)rq->ino, rq->name, rp->rc);
@@ -120,6 +136,13 @@ static void serve_one(struct mds *mds, struct msg *m)
 	enc_free(&e);
 	if (r)
 		msg_reply(m->conn, m, r);
+	if (mds->crash_now) {
+		/* fault injection: the reply goes out, the change never
+		 * reaches the journal; only the client's resend saves it */
+		usleep(300000);
+		log_warn(SUB, "fault injection: exiting with answered changes not journaled");
+		_exit(9);
+	}
 out:
 	if (rp) {
 		free(rp->ents);
@@ -129,6 +152,143 @@ out:
 	free(rp);
 	free(rq);
 	msg_free(m);
+}
+
+/* ---- the reconnect window ---------------------------------------------------
+ *
+ * After a restart the MDS serves only the clients' resends (MDS_L_REPLAY)
+ * and their "resends done" (SESSION with MDS_L_REPLAY) until every client
+ * with a session from before (fs.sessions) is done, or reconnect_ms
+ * passed; every other request waits, in order.  A client not back by then
+ * is evicted: its session goes, it is blocklisted in the OSD map (the
+ * OSDs refuse its writes), and the loss is logged. */
+
+#define EVICT_BLOCKLIST_SECONDS 3600
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static bool req_peek(const struct msg *m, struct mds_req *rq)
+{
+	struct dec d;
+
+	dec_init(&d, m->front, m->front_len);
+	return mds_req_decode(&d, rq) == 0;
+}
+
+static void evict(struct mds *mds, uint64_t client, unsigned ms)
+{
+	char cmd[160];
+	char *status = NULL;
+
+	log_warn(SUB, "evicting client %llu: it did not reconnect within %u ms of the MDS's "
+		 "restart, so the changes the MDS had answered it but not journaled are "
+		 "lost; it is blocklisted for %d s (the OSDs refuse its writes): remount it",
+		 (unsigned long long)client, ms, EVICT_BLOCKLIST_SECONDS);
+	pthread_mutex_lock(&mds->lock);
+	int ret = mds_session_drop(mds, client);
+	uint64_t *ne = realloc(mds->evicted, (mds->nevicted + 1) * sizeof(*ne));
+	if (ne) {
+		mds->evicted = ne;
+		mds->evicted[mds->nevicted++] = client;
+	}
+	pthread_mutex_unlock(&mds->lock);
+	if (ret)
+		log_warn(SUB, "cannot drop the session of client %llu: %s",
+			 (unsigned long long)client, atoll_strerror(ret));
+	snprintf(cmd, sizeof(cmd),
+		 "{\"prefix\":\"osd blocklist add\",\"client\":\"%llu\",\"seconds\":%d}",
+		 (unsigned long long)client, EVICT_BLOCKLIST_SECONDS);
+	ret = atoll_mon_command(mds->cl, cmd, &status, NULL, NULL);
+	if (ret)
+		log_error(SUB, "cannot blocklist the evicted client %llu (%s): %s; its late "
+			  "writes may still land", (unsigned long long)client,
+			  atoll_strerror(ret), status ? status : "");
+	else
+		atoll_cluster_wait_for_latest_map(mds->cl);
+	atoll_free(status);
+}
+
+static void reconnect_window(struct mds *mds, unsigned ms)
+{
+	size_t n = mds->nsess, nback = 0;
+	uint64_t *exp = n ? malloc(n * sizeof(*exp)) : NULL;
+	bool *back = n ? calloc(n, sizeof(*back)) : NULL;
+	struct work *held = NULL, **htail = &held;
+	struct mds_req *rq = malloc(sizeof(*rq));
+
+	if (!n || !exp || !back || !rq)
+		goto out;
+	memcpy(exp, mds->sess, n * sizeof(*exp));
+	mds_status_set_state(MDS_STATE_RECONNECT);
+	log_info(SUB, "reconnect window: waiting up to %u ms for %zu client(s) to resend "
+		 "what was not journaled", ms, n);
+	uint64_t deadline = mono_ms() + ms;
+	while (!g_stop && nback < n) {
+		pthread_mutex_lock(&q.lock);
+		while (!q.head && !g_stop) {
+			uint64_t now = mono_ms();
+			if (now >= deadline)
+				break;
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t left = deadline - now;
+			ts.tv_sec += (time_t)(left / 1000);
+			ts.tv_nsec += (long)(left % 1000) * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&q.cond, &q.lock, &ts);
+		}
+		struct work *w = q.head;
+		if (w) {
+			q.head = w->next;
+			if (!q.head)
+				q.tail = NULL;
+		}
+		pthread_mutex_unlock(&q.lock);
+		if (!w)
+			break;	/* the window is over */
+		bool ok = req_peek(w->m, rq);
+		if (ok && (rq->lflags & MDS_L_REPLAY)) {
+			if (rq->op == MDS_OP_SESSION)
+				for (size_t i = 0; i < n; i++)
+					if (exp[i] == rq->client && !back[i]) {
+						back[i] = true;
+						nback++;
+					}
+			serve_one(mds, w->m);
+			free(w);
+			continue;
+		}
+		w->next = NULL;	/* waits for the window's end */
+		*htail = w;
+		htail = &w->next;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!back[i])
+			evict(mds, exp[i], ms);
+	log_info(SUB, "reconnect window over: %zu of %zu client(s) back", nback, n);
+	/* what waited goes first, in its order */
+	pthread_mutex_lock(&q.lock);
+	if (held) {
+		*htail = q.head;
+		if (!q.head)
+			q.tail = (struct work *)((char *)htail - offsetof(struct work, next));
+		q.head = held;
+	}
+	pthread_mutex_unlock(&q.lock);
+out:
+	mds_status_set_state(MDS_STATE_ACTIVE);
+	free(rq);
+	free(back);
+	free(exp);
 }
 
 static void on_signal(int sig)
@@ -150,6 +310,12 @@ static void usage(FILE *f)
 		"  --lease-ms MS      how long clients may cache metadata (mds_lease_ms; default\n"
 		"                     30000; 0: no leases, clients cache for 1 s)\n"
 		"  --lease-max N      lease records held at most (mds_lease_max; default 1048576)\n"
+		"  --early-reply 0|1  answer a change once applied in memory and journal in\n"
+		"                     batches (mds_early_reply; default 1; 0: journal each\n"
+		"                     change before its reply)\n"
+		"  --reconnect-ms MS  after a restart, how long clients have to resend what\n"
+		"                     was not journaled before others' requests are served and\n"
+		"                     the missing ones evicted (mds_reconnect_ms; default 10000)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -171,7 +337,8 @@ static int ensure_pool(struct atoll_cluster *cl, const char *name)
 int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
-		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL;
+		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
+		   *early = NULL, *recon = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -181,6 +348,8 @@ int main(int argc, char **argv)
 		{ "log", required_argument, NULL, 'l' },
 		{ "lease-ms", required_argument, NULL, 'T' },
 		{ "lease-max", required_argument, NULL, 'X' },
+		{ "early-reply", required_argument, NULL, 'E' },
+		{ "reconnect-ms", required_argument, NULL, 'R' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -202,6 +371,8 @@ int main(int argc, char **argv)
 		case 'L': lvl = optarg; break;
 		case 'T': lease = optarg; break;
 		case 'X': lmax = optarg; break;
+		case 'E': early = optarg; break;
+		case 'R': recon = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -232,6 +403,27 @@ int main(int argc, char **argv)
 		lease = config_get(conf, "mds", "mds_lease_ms", NULL);
 	if (!lmax)
 		lmax = config_get(conf, "mds", "mds_lease_max", NULL);
+	if (!early)
+		early = config_get(conf, "mds", "mds_early_reply", NULL);
+	if (!early)
+		early = getenv("ATOLL_MDS_EARLY_REPLY");
+	if (early && strcmp(early, "0") && strcmp(early, "1")) {
+		fprintf(stderr, "atoll-mds: mds_early_reply '%s' is neither 0 nor 1; use "
+			"--early-reply 1 (batched journal) or 0 (journal each change)\n", early);
+		goto out;
+	}
+	mds.early = !early || !strcmp(early, "1");
+	if (!recon)
+		recon = config_get(conf, "mds", "mds_reconnect_ms", NULL);
+	if (!recon)
+		recon = getenv("ATOLL_MDS_RECONNECT_MS");
+	char *rend = NULL;
+	unsigned long reconnect_ms = recon ? strtoul(recon, &rend, 10) : 10000;
+	if ((recon && (*rend || rend == recon)) || reconnect_ms > 600000) {
+		fprintf(stderr, "atoll-mds: mds_reconnect_ms '%s' is not a number of milliseconds "
+			"up to 600000; use e.g. --reconnect-ms 10000\n", recon);
+		goto out;
+	}
 	char *end = NULL;
 	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
 	if ((lease && (*end || end == lease)) || lease_ms > 3600000) {
@@ -304,6 +496,19 @@ int main(int argc, char **argv)
 		log_warn(SUB, "fault injection: will exit after journaling %s more change(s)", fault);
 	}
 
+	fault = getenv("ATOLL_MDS_CRASH_BEFORE_JOURNAL");
+	if (fault && atoi(fault) > 0 && mds.early) {
+		mds.crash_hold = (uint64_t)atoi(fault);
+		log_warn(SUB, "fault injection: will answer change %s, then exit before "
+			 "journaling it", fault);
+	}
+	fault = getenv("ATOLL_MDS_JOURNAL_DELAY_MS");
+	if (fault && atoi(fault) > 0) {
+		mds.jdelay_ms = (unsigned)atoi(fault);
+		log_warn(SUB, "fault injection: every journal append waits %s ms", fault);
+	}
+	log_info(SUB, "early replies %s", mds.early ? "on (batched journal)" :
+		 "off (each change journaled before its reply)");
 	mds_status_sync(&mds);
 	mds_status_set_state(MDS_STATE_ACTIVE);
 	log_info(SUB, "serving the file system on %s", bound);
@@ -314,6 +519,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (mds.nsess && reconnect_ms)
+		reconnect_window(&mds, (unsigned)reconnect_ms);
 
 	while (!g_stop) {
 		pthread_mutex_lock(&q.lock);
@@ -334,6 +541,7 @@ int main(int argc, char **argv)
 	log_info(SUB, "stopping");
 	rc = 0;
 out:
+	mds_journaler_stop(&mds);	/* journals what is queued, tells the clients */
 	msgr_destroy(msgr);
 	while (q.head) {
 		struct work *w = q.head;
@@ -342,6 +550,7 @@ out:
 		free(w);
 	}
 	mds_close(&mds);
+	free(mds.evicted);
 	mds_lease_fini();
 	atoll_ioctx_destroy(mds.meta);
 	atoll_ioctx_destroy(mds.data);

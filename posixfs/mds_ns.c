@@ -1,7 +1,8 @@
 /*
  * mds_ns.c - the MDS's namespace: held whole in memory, persisted as
  * objects of the metadata pool (doc/fs.md), changed only by transactions
- * that are journaled before they are applied.
+ * that are journaled before they are applied to the objects (with early
+ * replies, after they are applied in memory and answered: the journaler).
  *
  * A transaction's journal entry lists final states (dentry set/removed,
  * inode record put/removed, data purged/truncated), so applying an entry
@@ -26,6 +27,7 @@
 #include "crc32c.h"
 #include "encode.h"
 #include "log.h"
+#include "msg.h"
 
 #define SUB "mds"
 
@@ -835,40 +837,66 @@ static int journal_roll(struct mds *m)
 	return 0;
 }
 
+/* Appends the frame of t (journal entry seq) to e: length, crc32c of
+ * seq and body, seq, the body. */
+static int journal_frame(struct enc *e, const struct mds_txn *t, uint64_t seq)
+{
+	struct enc b;
+	uint8_t *body;
+	size_t blen;
+
+	enc_init(&b);
+	txn_encode(&b, t);
+	body = enc_take(&b, &blen);
+	if (!body) {
+		enc_free(&b);
+		return -ENOMEM;
+	}
+	uint8_t hdr[16];
+	uint32_t len = (uint32_t)blen;
+	memcpy(hdr, &len, 4);
+	memcpy(hdr + 8, &seq, 8);
+	uint32_t crc = atoll__crc32c(0, hdr + 8, 8);
+	crc = atoll__crc32c(crc, body, blen);
+	memcpy(hdr + 4, &crc, 4);
+	enc_raw(e, hdr, 16);
+	enc_raw(e, body, blen);
+	free(body);
+	return 0;
+}
+
+/* One atoll_append of the frames in e (the current segment). */
+static int journal_write(struct mds *m, struct enc *e)
+{
+	char oid[64];
+	size_t len;
+	uint8_t *buf = enc_take(e, &len);
+	int ret;
+
+	if (!buf) {
+		enc_free(e);
+		return -ENOMEM;
+	}
+	oid_seg(oid, sizeof(oid), m->seg);
+	ret = atoll_append(m->meta, oid, buf, len);
+	if (ret == 0)
+		m->seg_bytes += len;
+	free(buf);
+	return ret;
+}
+
 static int journal_append(struct mds *m, const struct mds_txn *t)
 {
 	struct enc e;
-	uint8_t *body, *frame;
-	size_t blen;
-	char oid[64];
 	int ret;
 
 	enc_init(&e);
-	txn_encode(&e, t);
-	body = enc_take(&e, &blen);
-	if (!body) {
+	ret = journal_frame(&e, t, ++m->seq);
+	if (ret) {
 		enc_free(&e);
-		return -ENOMEM;
+		return ret;
 	}
-	frame = malloc(blen + 16);
-	if (!frame) {
-		free(body);
-		return -ENOMEM;
-	}
-	uint64_t seq = ++m->seq;
-	uint32_t len = (uint32_t)blen;
-	memcpy(frame, &len, 4);
-	memcpy(frame + 8, &seq, 8);
-	memcpy(frame + 16, body, blen);
-	uint32_t crc = atoll__crc32c(0, frame + 8, blen + 8);
-	memcpy(frame + 4, &crc, 4);
-	oid_seg(oid, sizeof(oid), m->seg);
-	ret = atoll_append(m->meta, oid, frame, blen + 16);
-	if (ret == 0)
-		m->seg_bytes += blen + 16;
-	free(frame);
-	free(body);
-	return ret;
+	return journal_write(m, &e);
 }
 
 /* ---- the applier -------------------------------------------------------------
@@ -1005,11 +1033,240 @@ static bool txn_trims_data(const struct mds_txn *t)
 	return false;
 }
 
+/* ---- the journaler (early replies) ------------------------------------------
+ *
+ * The worker applies a change in memory, queues it here (jq_push) and
+ * replies at once: an "unsafe" reply that names the change's journal
+ * sequence number.  This thread takes everything queued, frames it into
+ * one buffer and journals it with one atoll_append (group commit: while
+ * one batch is in flight the next one forms), then hands the batch to the
+ * applier in journal order and sends MT_MDS_SAFE (journaled up to seq) to
+ * each requester of the batch, which may then forget its copy of the
+ * request.  A journal failure is fatal, as before: the clients replay
+ * what they were not told is safe. */
+
+#define JOURNAL_BATCH 1024u	/* changes in one append, at most */
+
+static void journal_done_one(struct mds *m, const struct mds_txn *t);
+
+static void safe_tell(struct mds_jent **batch, size_t n, uint64_t seq)
+{
+	struct mds_safe sf = { seq };
+
+	for (size_t i = 0; i < n; i++) {
+		struct msg_conn *c = batch[i]->conn;
+		bool seen = false;
+		if (!c)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = batch[k]->conn == c;
+		if (seen)
+			continue;
+		struct enc e;
+		enc_init(&e);
+		mds_safe_encode(&e, &sf);
+		struct msg *msg = msg_new(MT_MDS_SAFE, &e);
+		enc_free(&e);
+		if (msg)
+			msg_send(c, msg);	/* a closed client: it resends */
+	}
+}
+
+static void *journaler_main(void *arg)
+{
+	struct mds *m = arg;
+	struct mds_jent **batch = calloc(JOURNAL_BATCH, sizeof(*batch));
+
+	if (!batch) {
+		log_error(SUB, "out of memory starting the journaler; exiting");
+		exit(1);
+	}
+	pthread_mutex_lock(&m->jlock);
+	for (;;) {
+		while ((!m->jq_head || m->jq_head->hold) && !m->jstop)
+			pthread_cond_wait(&m->jcond, &m->jlock);
+		if (!m->jq_head || m->jq_head->hold)
+			break;	/* stop, and nothing (journalable) left */
+		size_t n = 0;
+		bool crash = false;
+		while (m->jq_head && n < JOURNAL_BATCH && !m->jq_head->hold) {
+			struct mds_jent *j = m->jq_head;
+			m->jq_head = j->next;
+			if (!m->jq_head)
+				m->jq_tail = NULL;
+			m->jq_len--;
+			batch[n++] = j;
+			crash |= j->crash_after;
+		}
+		pthread_cond_broadcast(&m->jcond);	/* room in the queue */
+		pthread_mutex_unlock(&m->jlock);
+		if (m->jdelay_ms)
+			usleep(m->jdelay_ms * 1000u);	/* fault injection: a slow journal */
+		struct enc e;
+		int ret = 0;
+		enc_init(&e);
+		for (size_t i = 0; i < n && !ret; i++)
+			ret = journal_frame(&e, &batch[i]->t, batch[i]->seq);
+		if (!ret)
+			ret = journal_write(m, &e);
+		else
+			enc_free(&e);
+		if (ret) {
+			log_error(SUB, "cannot write the journal (%s); exiting so that a "
+				  "restart replays it and the clients resend what it lost",
+				  atoll_strerror(ret));
+			exit(1);
+		}
+		if (crash) {
+			log_warn(SUB, "fault injection: exiting after journaling entry %" PRIu64
+				 " and before applying it", batch[n - 1]->seq);
+			_exit(9);
+		}
+		/* to the applier first: a worker waiting for durable_seq then
+		 * drains the applier (a truncate's trim) and finds them queued */
+		for (size_t i = 0; i < n; i++)
+			journal_done_one(m, &batch[i]->t);
+		uint64_t last = batch[n - 1]->seq;
+		pthread_mutex_lock(&m->jlock);
+		m->durable_seq = last;
+		m->batches++;
+		pthread_cond_broadcast(&m->jcond);
+		pthread_mutex_unlock(&m->jlock);
+		safe_tell(batch, n, last);
+		for (size_t i = 0; i < n; i++) {
+			msg_conn_put(batch[i]->conn);
+			free(batch[i]);
+		}
+		m->seg_entries += n;
+		if (m->seg_entries >= MDS_SEG_ENTRIES) {
+			apply_drain(m);	/* the segment goes: all of it must be applied */
+			ret = journal_roll(m);
+			if (ret)
+				log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
+		}
+		pthread_mutex_lock(&m->jlock);
+	}
+	pthread_mutex_unlock(&m->jlock);
+	free(batch);
+	return NULL;
+}
+
+int mds_journaler_start(struct mds *m)
+{
+	int ret;
+
+	pthread_mutex_init(&m->jlock, NULL);
+	pthread_cond_init(&m->jcond, NULL);
+	m->durable_seq = m->seq;
+	ret = -pthread_create(&m->journaler, NULL, journaler_main, m);
+	if (ret == 0)
+		m->journaler_on = true;
+	else
+		m->early = false;
+	return ret;
+}
+
+void mds_journaler_stop(struct mds *m)
+{
+	if (!m->journaler_on)
+		return;
+	pthread_mutex_lock(&m->jlock);
+	m->jstop = true;
+	pthread_cond_broadcast(&m->jcond);
+	pthread_mutex_unlock(&m->jlock);
+	pthread_join(m->journaler, NULL);
+	m->journaler_on = false;
+}
+
+uint64_t mds_durable_seq(struct mds *m)
+{
+	uint64_t s;
+
+	if (!m->journaler_on)
+		return m->seq;
+	pthread_mutex_lock(&m->jlock);
+	s = m->durable_seq;
+	pthread_mutex_unlock(&m->jlock);
+	return s;
+}
+
+/* Worker: queues t (applied in memory) for the journaler; returns its seq. */
+static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
+{
+	size_t sz = offsetof(struct mds_jent, t) + offsetof(struct mds_txn, xval) + t->xlen;
+	struct mds_jent *j = malloc(sz);
+
+	if (!j) {
+		log_error(SUB, "out of memory queueing a change for the journal; exiting "
+			  "(the clients resend what was not journaled)");
+		exit(1);
+	}
+	memcpy(&j->t, t, offsetof(struct mds_txn, xval) + t->xlen);
+	j->next = NULL;
+	j->conn = m->cur_conn;
+	if (j->conn)
+		msg_conn_get(j->conn);
+	j->crash_after = m->crash_after && ++m->commits == m->crash_after;
+	j->hold = m->crash_hold && ++m->commits == m->crash_hold;
+	if (j->hold) {
+		log_warn(SUB, "fault injection: answering this change, then exiting "
+			 "before it is journaled");
+		m->crash_now = true;
+	}
+	pthread_mutex_lock(&m->jlock);
+	/* a bound on what is answered but not journaled (the clients keep it) */
+	while (m->jq_len >= 4 * JOURNAL_BATCH)
+		pthread_cond_wait(&m->jcond, &m->jlock);
+	j->seq = ++m->seq;
+	if (m->jq_tail)
+		m->jq_tail->next = j;
+	else
+		m->jq_head = j;
+	m->jq_tail = j;
+	m->jq_len++;
+	pthread_cond_broadcast(&m->jcond);
+	pthread_mutex_unlock(&m->jlock);
+	return j->seq;
+}
+
+static void wait_durable(struct mds *m, uint64_t seq)
+{
+	pthread_mutex_lock(&m->jlock);
+	while (m->durable_seq < seq)
+		pthread_cond_wait(&m->jcond, &m->jlock);
+	pthread_mutex_unlock(&m->jlock);
+}
+
+/* A journaled change goes to the objects (in journal order). */
+static void journal_done_one(struct mds *m, const struct mds_txn *t)
+{
+	int ret;
+
+	if (m->applier_on) {
+		apply_queue(m, t);
+	} else if ((ret = store_apply(m, t))) {
+		log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
+			  "a restart replays it", atoll_strerror(ret));
+		exit(1);
+	}
+}
+
 int mds_commit(struct mds *m, struct mds_txn *t)
 {
 	int ret;
 
 	txn_finish(t);
+	if (m->early) {
+		mds_lease_note(m, t);	/* compares with the old records: before mem_apply */
+		mem_apply(m, t);
+		m->cur_seq = jq_push(m, t);
+		if (txn_trims_data(t)) {
+			/* the trim lands before the reply (see txn_trims_data) */
+			wait_durable(m, m->cur_seq);
+			apply_drain(m);
+		}
+		return 0;
+	}
 	ret = journal_append(m, t);
 	if (ret) {
 		log_error(SUB, "cannot write the journal (%s); exiting so that a restart "
@@ -1023,15 +1280,9 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 	}
 	mds_lease_note(m, t);	/* compares with the old records: before mem_apply */
 	mem_apply(m, t);
-	if (m->applier_on) {
-		apply_queue(m, t);
-		if (txn_trims_data(t))
-			apply_drain(m);
-	} else if ((ret = store_apply(m, t))) {
-		log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
-			  "a restart replays it", atoll_strerror(ret));
-		exit(1);
-	}
+	journal_done_one(m, t);
+	if (txn_trims_data(t))
+		apply_drain(m);
 	if (++m->seg_entries >= MDS_SEG_ENTRIES) {
 		apply_drain(m);	/* the segment goes: all of it must be applied */
 		ret = journal_roll(m);
@@ -1041,7 +1292,8 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 	return 0;
 }
 
-void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc, uint64_t ino)
+void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
+		  uint64_t ino, uint64_t seq)
 {
 	struct mds_done *d = &m->done[m->done_next++ % MDS_DONE_MAX];
 
@@ -1049,6 +1301,7 @@ void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc, ui
 	d->reqid = reqid;
 	d->rc = rc;
 	d->ino = ino;
+	d->seq = seq;
 }
 
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid)
@@ -1129,7 +1382,7 @@ static int journal_replay(struct mds *m)
 		if (txn_decode(&d, t) == 0) {
 			ret = store_apply(m, t);
 			if (t->reqid)
-				mds_done_add(m, t->client, t->reqid, 0, t->res_ino);
+				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);
 			if (ret) {
 				free(t);
 				free(buf);
@@ -1319,6 +1572,74 @@ int mds_xattr_load(struct mds *m, struct mds_node *n)
 	return ret;
 }
 
+/* ---- sessions --------------------------------------------------------------- */
+
+bool mds_session_known(const struct mds *m, uint64_t client)
+{
+	for (size_t i = 0; i < m->nsess; i++)
+		if (m->sess[i] == client)
+			return true;
+	return false;
+}
+
+static int sess_mem_add(struct mds *m, uint64_t client)
+{
+	if (m->nsess == m->sess_cap) {
+		size_t nc = m->sess_cap ? 2 * m->sess_cap : 16;
+		uint64_t *ns = realloc(m->sess, nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		m->sess = ns;
+		m->sess_cap = nc;
+	}
+	m->sess[m->nsess++] = client;
+	return 0;
+}
+
+/* Persisted before the SESSION reply: a restarted MDS waits for it. */
+int mds_session_add(struct mds *m, uint64_t client)
+{
+	char key[17];
+	int ret;
+
+	if (!client || mds_session_known(m, client))
+		return 0;
+	snprintf(key, sizeof(key), "%016" PRIx64, client);
+	struct atoll_kv kv = { key, 16, "", 0 };
+	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1);
+	return ret ? ret : sess_mem_add(m, client);
+}
+
+int mds_session_drop(struct mds *m, uint64_t client)
+{
+	char key[17];
+
+	for (size_t i = 0; i < m->nsess; i++)
+		if (m->sess[i] == client) {
+			m->sess[i] = m->sess[--m->nsess];
+			snprintf(key, sizeof(key), "%016" PRIx64, client);
+			struct atoll_kv kv = { key, 16, NULL, 0 };
+			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1);
+			return ret == -ENOENT ? 0 : ret;
+		}
+	return 0;
+}
+
+static int load_session(struct mds *m, void *arg, const void *k, size_t kl,
+			const void *v, size_t vl)
+{
+	char num[17];
+
+	(void)arg;
+	(void)v;
+	(void)vl;
+	if (kl != 16)
+		return 0;
+	memcpy(num, k, 16);
+	num[16] = 0;
+	return sess_mem_add(m, strtoull(num, NULL, 16));
+}
+
 int mds_open(struct mds *m)
 {
 	bool exists;
@@ -1358,6 +1679,9 @@ int mds_open(struct mds *m)
 				if (ret)
 					return ret;
 			}
+	ret = omap_each(m, "fs.sessions", load_session, NULL);
+	if (ret)
+		return ret;
 	if (!mds_get(m, MDS_ROOT_INO)) {
 		log_error(SUB, "the metadata pool '%s' has no root inode; it is not an "
 			  "atoll file system or it is damaged", m->meta_pool);
@@ -1377,6 +1701,8 @@ int mds_open(struct mds *m)
 		if (ret)
 			return ret;
 	}
+	if (m->early && (ret = mds_journaler_start(m)))
+		return ret;
 	/* orphans (no names, open when the MDS stopped): purge now.  Later:
 	 * after the clients' reconnect window. */
 	for (size_t b = 0; b < m->htsize; b++) {
@@ -1403,6 +1729,7 @@ int mds_open(struct mds *m)
 
 void mds_close(struct mds *m)
 {
+	mds_journaler_stop(m);	/* journals what is queued first */
 	applier_stop(m);	/* applies what is queued first */
 	if (!m->ht)
 		return;
@@ -1411,4 +1738,6 @@ void mds_close(struct mds *m)
 			node_del(m, m->ht[b]->a.ino);
 	free(m->ht);
 	m->ht = NULL;
+	free(m->sess);
+	m->sess = NULL;
 }

@@ -13,7 +13,7 @@
 
 /* v2 appends leases: the request's lflags, the reply's lease fields,
  * readdir-plus records and change list, the status's lease numbers. */
-#define MDS_PROTO_V 2
+#define MDS_PROTO_V 3
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
@@ -62,6 +62,26 @@ int mds_notify_decode(struct dec *d, struct mds_notify *n)
 	if (ret)
 		n->n = 0;
 	return ret;
+}
+
+void mds_safe_encode(struct enc *e, const struct mds_safe *s)
+{
+	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);
+
+	enc_u64(e, s->seq);
+	enc_end(e, h);
+}
+
+int mds_safe_decode(struct dec *d, struct mds_safe *s)
+{
+	struct dec b;
+	uint8_t v;
+
+	memset(s, 0, sizeof(*s));
+	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+		return d->err;
+	s->seq = dec_u64(&b);
+	return dec_end(d, &b);
 }
 
 void mds_inode_encode(struct enc *e, const struct mds_inode *in)
@@ -136,6 +156,7 @@ void mds_req_encode(struct enc *e, const struct mds_req *r)
 	enc_u64(e, r->reqid);
 	enc_blob(e, r->value ? r->value : "", r->value ? r->vlen : 0);
 	enc_u32(e, r->lflags);
+	enc_u64(e, r->replay_ino);
 	enc_end(e, h);
 }
 
@@ -178,6 +199,8 @@ int mds_req_decode(struct dec *d, struct mds_req *r)
 	}
 	if (dec_left(&b))
 		r->lflags = dec_u32(&b);
+	if (dec_left(&b))
+		r->replay_ino = dec_u64(&b);
 	if (!b.err && (r->op == 0 || r->op >= MDS_OP_MAX_))
 		dec_fail(&b, -EBADMSG);
 	return dec_end(d, &b);
@@ -213,6 +236,7 @@ void mds_reply_encode(struct enc *e, const struct mds_reply *r)
 	for (uint32_t i = 0; i < np; i++)
 		mds_inode_encode(e, &r->plus[i]);
 	chg_encode(e, r->nchg < MDS_CHG_MAX ? r->nchg : MDS_CHG_MAX, r->chg);
+	enc_u64(e, r->jseq);
 	enc_end(e, h);
 }
 
@@ -277,6 +301,8 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 			mds_inode_decode(&b, &r->plus[i]);
 		r->nchg = chg_decode(&b, r->chg);
 	}
+	if (dec_left(&b))
+		r->jseq = dec_u64(&b);
 	int ret = dec_end(d, &b);
 	if (ret) {
 		free(r->plus);
@@ -299,7 +325,7 @@ const char *mds_op_name(uint32_t op)
 		"?", "session", "lookup", "getattr", "setattr", "mknod", "mkdir",
 		"unlink", "rmdir", "rename", "link", "symlink", "readlink",
 		"readdir", "statfs", "open", "close", "fsync", "setxattr",
-		"getxattr", "listxattr", "removexattr",
+		"getxattr", "listxattr", "removexattr", "session_end",
 	};
 	return op < MDS_OP_MAX_ ? names[op] : "?";
 }
@@ -405,6 +431,7 @@ const char *mds_state_name(uint32_t state)
 	switch (state) {
 	case MDS_STATE_REPLAYING: return "replaying";
 	case MDS_STATE_ACTIVE: return "active";
+	case MDS_STATE_RECONNECT: return "reconnect";
 	default: return "unknown";
 	}
 }

@@ -22,6 +22,8 @@ enum {
 	MT_MDS_NOTIFY = 62,	/* mds -> client: lease revoke; the client acks
 				 * with a reply of the same type (MSG_F_REPLY) */
 	MT_MDS_STATUS = 63,	/* anyone -> mds: its state; reply same type */
+	MT_MDS_SAFE = 64,	/* mds -> client: journaled up to a sequence
+				 * number (struct mds_safe; no reply) */
 };
 
 #define MDS_NAME_MAX	255u
@@ -32,7 +34,8 @@ enum {
 #define MDS_XATTR_MAX	65536u	/* one value; also a LISTXATTR reply */
 
 enum mds_op {
-	MDS_OP_SESSION = 1,	/* reply: data pool name in target */
+	MDS_OP_SESSION = 1,	/* reply: data pool name in target; with
+				 * MDS_L_REPLAY: "reconnected, resends done" */
 	MDS_OP_LOOKUP,		/* ino = parent, name */
 	MDS_OP_GETATTR,		/* ino */
 	MDS_OP_SETATTR,		/* ino, setmask + values; size_hint */
@@ -53,6 +56,7 @@ enum mds_op {
 	MDS_OP_GETXATTR,	/* ino, name -> value */
 	MDS_OP_LISTXATTR,	/* ino -> value: names, each NUL-terminated */
 	MDS_OP_REMOVEXATTR,	/* ino, name */
+	MDS_OP_SESSION_END,	/* v3: the client unmounts (no reconnect expected) */
 	MDS_OP_MAX_
 };
 
@@ -61,6 +65,8 @@ enum mds_op {
 /* mds_req.lflags (protocol v2) */
 #define MDS_L_WANT	0x1u	/* grant leases on what the reply returns */
 #define MDS_L_PLUS	0x2u	/* READDIR: each entry's inode record too */
+#define MDS_L_REPLAY	0x4u	/* v3: a resend of a request answered before
+				 * an MDS restart or a broken connection */
 
 /* What changed, in a reply (for the requester's own cache) and in a
  * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
@@ -131,6 +137,9 @@ struct mds_req {
 	const void *value;	/* setxattr; decoded: points into the message */
 	uint32_t vlen;
 	uint32_t lflags;	/* MDS_L_* (v2; 0 from a v1 client) */
+	/* v3, with MDS_L_REPLAY: the inode number the first reply of this
+	 * create gave (the client names data objects by it; the MDS keeps it) */
+	uint64_t replay_ino;
 };
 
 struct mds_dirent {
@@ -166,6 +175,15 @@ struct mds_reply {
 	struct mds_inode *plus;	/* malloc'd by the decoder */
 	uint32_t nchg;		/* what this request changed */
 	struct mds_chg chg[MDS_CHG_MAX];
+	/* v3: the change is applied in memory and will be journal entry
+	 * jseq; it is safe (durable) once an MT_MDS_SAFE with seq >= jseq
+	 * came on this connection.  0: nothing to wait for. */
+	uint64_t jseq;
+};
+
+/* MT_MDS_SAFE: every journal entry up to seq is durable. */
+struct mds_safe {
+	uint64_t seq;
 };
 
 /* The MDS's answer to MT_MDS_STATUS (the request's front is empty):
@@ -174,6 +192,7 @@ struct mds_reply {
 enum mds_state {
 	MDS_STATE_REPLAYING = 1,	/* loading the namespace, replaying the journal */
 	MDS_STATE_ACTIVE = 2,		/* serving requests */
+	MDS_STATE_RECONNECT = 3,	/* after a restart: only clients' resends */
 };
 
 #define MDS_STATUS_CLIENTS_MAX	4096u	/* listed in one reply */
@@ -228,5 +247,7 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r);
 const char *mds_op_name(uint32_t op);
 void mds_notify_encode(struct enc *e, const struct mds_notify *n);
 int mds_notify_decode(struct dec *d, struct mds_notify *n);
+void mds_safe_encode(struct enc *e, const struct mds_safe *s);
+int mds_safe_decode(struct dec *d, struct mds_safe *s);
 
 #endif

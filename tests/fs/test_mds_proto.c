@@ -373,3 +373,46 @@ Test(mds_proto, notify_round_trip_and_truncations)
 	cr_assert_neq(mds_notify_decode(&d, &b), 0);
 	free(buf);
 }
+
+/* v3, early replies: a resend's flag and inode number, the reply's
+ * journal entry, MT_MDS_SAFE (and its truncations) */
+Test(mds_proto, early_reply_fields)
+{
+	struct mds_req a, b;
+	struct mds_reply ra, rb;
+	struct mds_safe sa = { 0x1234567890ull }, sb;
+	struct dec d;
+	struct enc e;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_MKNOD;
+	a.lflags = MDS_L_REPLAY;
+	a.replay_ino = 4242;
+	void *buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.lflags, MDS_L_REPLAY);
+	cr_assert_eq(b.replay_ino, 4242);
+	free(buf);
+
+	memset(&ra, 0, sizeof(ra));
+	ra.jseq = 77;
+	buf = encode_reply(&ra, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_reply_decode(&d, &rb), 0);
+	cr_assert_eq(rb.jseq, 77);
+	free(buf);
+
+	enc_init(&e);
+	mds_safe_encode(&e, &sa);
+	buf = enc_take(&e, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_safe_decode(&d, &sb), 0);
+	cr_assert_eq(sb.seq, sa.seq);
+	for (size_t n = 0; n < len; n++) {
+		dec_init(&d, buf, n);
+		cr_assert_neq(mds_safe_decode(&d, &sb), 0, "a safe message cut at %zu bytes decoded", n);
+	}
+	free(buf);
+}
