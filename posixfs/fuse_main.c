@@ -228,11 +228,47 @@ static void to_stat(const struct mds_inode *in, struct stat *st)
 
 /* ---- calls to the MDS ------------------------------------------------------ */
 
-struct waiter {
+/* A call to the MDS made by a thread that waits for its answer: the
+ * reply callback ends with cw_finish. */
+struct call_wait {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
 	int err;		/* the call's, or the decoder's */
+};
+#define CALL_WAIT_INIT { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER }
+
+static void cw_finish(struct call_wait *cw, int err)
+{
+	pthread_mutex_lock(&cw->mu);
+	cw->err = err;
+	cw->done = true;
+	pthread_cond_signal(&cw->cv);
+	pthread_mutex_unlock(&cw->mu);
+}
+
+/* Waits for cw_finish; cw's error. */
+static int cw_call_wait(struct call_wait *cw)
+{
+	pthread_mutex_lock(&cw->mu);
+	while (!cw->done)
+		pthread_cond_wait(&cw->cv, &cw->mu);
+	pthread_mutex_unlock(&cw->mu);
+	return cw->err;
+}
+
+/* Sends m (NULL: -ENOMEM) to the MDS and waits until reply(arg, ...)
+ * called cw_finish; the transport's error, or cw's. */
+static int cw_call(struct msg *m, void (*reply)(void *arg, struct msg *r, int err), void *arg,
+		   struct call_wait *cw)
+{
+	int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, reply, arg) : -ENOMEM;
+
+	return ret ? ret : cw_call_wait(cw);
+}
+
+struct waiter {
+	struct call_wait cw;
 	const struct mds_req *rq;
 	struct mds_reply *rp;
 	uint64_t t_send;
@@ -324,11 +360,7 @@ static void on_reply(void *arg, struct msg *reply, int err)
 		}
 	}
 	msg_free(reply);
-	pthread_mutex_lock(&w->mu);
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	cw_finish(&w->cw, err);
 }
 
 static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
@@ -361,9 +393,8 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 		while (u.replay)
 			pthread_cond_wait(&u.cond, &u.lock);
 		pthread_mutex_unlock(&u.lock);
-		struct waiter w = { .mu = PTHREAD_MUTEX_INITIALIZER,
-				    .cv = PTHREAD_COND_INITIALIZER,
-				    .rq = rq, .rp = rp, .t_send = lc_now() };
+		struct waiter w = { .cw = CALL_WAIT_INIT, .rq = rq, .rp = rp,
+				    .t_send = lc_now() };
 		struct enc e;
 		enc_init(&e);
 		if (attempt) {
@@ -385,17 +416,14 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 		ret = msg_call(g.mds, m, CALL_TIMEOUT_MS, on_reply, &w);
 		if (ret)
 			return ret;
-		pthread_mutex_lock(&w.mu);
-		while (!w.done)
-			pthread_cond_wait(&w.cv, &w.mu);
-		pthread_mutex_unlock(&w.mu);
-		if (w.err == -ECONNRESET) {
+		cw_call_wait(&w.cw);
+		if (w.cw.err == -ECONNRESET) {
 			ret = -EIO;
 			usleep(200000);
 			continue;
 		}
-		if (w.err)
-			return w.err == -ETIMEDOUT || w.err == -EBADMSG ? -EIO : w.err;
+		if (w.cw.err)
+			return w.cw.err == -ETIMEDOUT || w.cw.err == -EBADMSG ? -EIO : w.cw.err;
 		if (ci)
 			*ci = w.ci;
 		return rp->rc;
@@ -411,10 +439,7 @@ static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
 /* ---- resending unsafe requests ------------------------------------------- */
 
 struct rwait {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	int err;
+	struct call_wait cw;
 	struct unsafe *e;
 };
 
@@ -452,11 +477,7 @@ static void on_resent(void *arg, struct msg *reply, int err)
 	}
 	free(rp);
 	msg_free(reply);
-	pthread_mutex_lock(&w->mu);
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	cw_finish(&w->cw, err);
 }
 
 /* Resends every entry marked RESEND, oldest first, one at a time (each
@@ -482,16 +503,9 @@ static int unsafe_resend(void)
 		pthread_mutex_unlock(&u.lock);
 		struct msg *m = msg_new(MT_MDS_REQUEST, &en);
 		enc_free(&en);
-		struct rwait w = { .mu = PTHREAD_MUTEX_INITIALIZER,
-				   .cv = PTHREAD_COND_INITIALIZER, .e = e };
-		int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_resent, &w) : -ENOMEM;
-		if (!ret) {
-			pthread_mutex_lock(&w.mu);
-			while (!w.done)
-				pthread_cond_wait(&w.cv, &w.mu);
-			pthread_mutex_unlock(&w.mu);
-			ret = w.err;
-		}
+		struct rwait w = { .cw = CALL_WAIT_INIT, .e = e };
+		int ret = cw_call(m, on_resent, &w, &w.cw);
+
 		if (ret) {
 			pthread_mutex_lock(&u.lock);
 			if (e->jseq == RESEND - 1)
@@ -511,11 +525,7 @@ static void on_resumed(void *arg, struct msg *reply, int err)
 	struct rwait *w = arg;
 
 	msg_free(reply);
-	pthread_mutex_lock(&w->mu);
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
+	cw_finish(&w->cw, err);
 }
 
 /* After the resends: SESSION with MDS_L_REPLAY tells a restarted MDS
@@ -523,9 +533,8 @@ static void on_resumed(void *arg, struct msg *reply, int err)
 static int session_resume(void)
 {
 	struct mds_req *rq = calloc(1, sizeof(*rq));
-	struct rwait w = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	struct rwait w = { .cw = CALL_WAIT_INIT };
 	struct enc e;
-	int ret;
 
 	if (!rq)
 		return -ENOMEM;
@@ -537,14 +546,7 @@ static int session_resume(void)
 	free(rq);
 	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
 	enc_free(&e);
-	ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_resumed, &w) : -ENOMEM;
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&w.mu);
-	while (!w.done)
-		pthread_cond_wait(&w.cv, &w.mu);
-	pthread_mutex_unlock(&w.mu);
-	return w.err;
+	return cw_call(m, on_resumed, &w, &w.cw);
 }
 
 static void *replayer_main(void *arg)
