@@ -109,6 +109,15 @@ struct mds_done {
 	int32_t rc;
 };
 
+/* A journaled request (the index a replay of every journal entry ever
+ * written would rebuild): kept in journal order by whoever journals
+ * (the journaler, or the worker with early replies off), written whole
+ * to the object fs.answered when a segment rolls, loaded at start before
+ * the replay (doc/fs.md, "Index of answered requests"). */
+struct mds_ans {
+	uint64_t client, reqid, ino;
+};
+
 /* A change applied in memory and answered, waiting for the journaler
  * (early replies, mds_ns.c): it goes to the journal in the next batch. */
 struct mds_jent {
@@ -143,6 +152,10 @@ struct mds {
 	uint64_t nreq;
 	struct mds_done done[MDS_DONE_MAX];
 	uint32_t done_next;
+	struct mds_ans ans[MDS_DONE_MAX];	/* a ring: the last journaled ones */
+	uint32_t ans_next, ans_n;
+	uint64_t seg_max;	/* entries per segment (ATOLL_MDS_SEG_ENTRIES) */
+	bool drop_safe;		/* fault injection: never send MT_MDS_SAFE */
 	uint64_t commits, crash_after;	/* fault injection (tests) */
 	/* The applier: a thread that writes journaled changes to the
 	 * namespace objects in journal order, behind the replies.  alock

@@ -485,6 +485,19 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_status_set_addr(bound);
+	/* fault injection (tests): small segments, so that a few changes
+	 * roll them; no MT_MDS_SAFE, so that the clients resend everything */
+	const char *segs = getenv("ATOLL_MDS_SEG_ENTRIES");
+	if (segs && atoi(segs) > 0) {
+		mds.seg_max = (uint64_t)atoi(segs);
+		log_warn(SUB, "fault injection: journal segments roll after %s entries", segs);
+	}
+	const char *nosafe = getenv("ATOLL_MDS_DROP_SAFE");
+	if (nosafe && !strcmp(nosafe, "1")) {
+		mds.drop_safe = true;
+		log_warn(SUB, "fault injection: no MT_MDS_SAFE is sent (the clients keep "
+			 "every request)");
+	}
 	ret = mds_open(&mds);
 	if (ret) {
 		log_error(SUB, "cannot load the file system: %s", atoll_strerror(ret));
