@@ -193,8 +193,8 @@ struct mds {
 	 * reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
-	/* clients evicted since the start (memory only): their requests are
-	 * refused, so a late resend never lands after the others moved on */
+	/* evicted clients: their requests are refused, so a late resend
+	 * never lands after the others moved on (persisted in fs.evicted) */
 	uint64_t *evicted;
 	size_t nevicted;
 	/* what the request being handled changed (mds_lease_note, at each
@@ -277,6 +277,10 @@ void mds_lease_stats(struct mds_status *s);
 bool mds_session_known(const struct mds *m, uint64_t client);
 int mds_session_add(struct mds *m, uint64_t client);
 int mds_session_drop(struct mds *m, uint64_t client);
+/* fs.evicted: a client refused from now on, across restarts too */
+#define MDS_EVICT_SECONDS	3600	/* also its blocklist time */
+#define MDS_EVICTED_MAX		4096u
+int mds_evicted_add(struct mds *m, uint64_t client);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

@@ -1743,6 +1743,70 @@ int mds_session_drop(struct mds *m, uint64_t client)
 	return 0;
 }
 
+/* ---- evicted clients (fs.evicted) -------------------------------------------
+ *
+ * A client evicted at the end of a reconnect window is refused from then
+ * on (a late resend of a change the MDS lost must not land after the
+ * others moved on).  Its id is persisted as a key of fs.evicted (value:
+ * the eviction's wall-clock time, ns, 16 hex digits), written before its
+ * session is dropped, so a later restart still refuses it.  A start loads
+ * the list and removes entries older than MDS_EVICT_SECONDS (the
+ * blocklist's hour: the client remounted under a new id long ago), at
+ * most MDS_EVICTED_MAX kept. */
+
+#define EVICTED_OID "fs.evicted"
+
+static int evicted_mem_add(struct mds *m, uint64_t client)
+{
+	for (size_t i = 0; i < m->nevicted; i++)
+		if (m->evicted[i] == client)
+			return 0;
+	uint64_t *ne = realloc(m->evicted, (m->nevicted + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	m->evicted = ne;
+	m->evicted[m->nevicted++] = client;
+	return 0;
+}
+
+int mds_evicted_add(struct mds *m, uint64_t client)
+{
+	char key[17], val[17];
+
+	snprintf(key, sizeof(key), "%016" PRIx64, client);
+	snprintf(val, sizeof(val), "%016" PRIx64, mds_now());
+	struct atoll_kv kv = { key, 16, val, 16 };
+	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1);
+	int r2 = evicted_mem_add(m, client);
+	return ret ? ret : r2;
+}
+
+static int load_evicted(struct mds *m, void *arg, const void *k, size_t kl,
+			const void *v, size_t vl)
+{
+	char num[17];
+	uint64_t when = 0;
+
+	(void)arg;
+	if (kl != 16)
+		return 0;
+	if (vl == 16) {
+		memcpy(num, v, 16);
+		num[16] = 0;
+		when = strtoull(num, NULL, 16);
+	}
+	if (mds_now() - when > (uint64_t)MDS_EVICT_SECONDS * 1000000000ull) {
+		struct atoll_kv kv = { k, 16, NULL, 0 };
+		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1);	/* expired; a failure: next start */
+		return 0;
+	}
+	if (m->nevicted >= MDS_EVICTED_MAX)
+		return 0;
+	memcpy(num, k, 16);
+	num[16] = 0;
+	return evicted_mem_add(m, strtoull(num, NULL, 16));
+}
+
 static int load_session(struct mds *m, void *arg, const void *k, size_t kl,
 			const void *v, size_t vl)
 {
@@ -1805,6 +1869,12 @@ int mds_open(struct mds *m)
 	ret = omap_each(m, "fs.sessions", load_session, NULL);
 	if (ret)
 		return ret;
+	ret = omap_each(m, EVICTED_OID, load_evicted, NULL);
+	if (ret)
+		return ret;
+	if (m->nevicted)
+		log_info(SUB, "%zu client(s) evicted within the last %d s stay refused",
+			 m->nevicted, MDS_EVICT_SECONDS);
 	if (!mds_get(m, MDS_ROOT_INO)) {
 		log_error(SUB, "the metadata pool '%s' has no root inode; it is not an "
 			  "atoll file system or it is damaged", m->meta_pool);

@@ -388,6 +388,13 @@ grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not 
 obj=$(printf '%016x.%016x' "$(stat -c %i "$B/fsy/f")" 0)
 [ "$("$atoll_cli" get fs_data "$obj" -)" = synced ] || fail "the evicted client's write reached the data pool"
 grep -q "refusing fsync from client $cid: it was evicted" "$mds_log" || fail "the MDS did not refuse the evicted client's request"
+# the eviction is persisted (fs.evicted): a restarted MDS still refuses it
+mds stop
+mds start
+touch "$C/fsy/late" 2>/dev/null && fail "the evicted client's create went through after an MDS restart"
+[ "$(grep -c "refusing [a-z]* from client $cid: it was evicted" "$mds_log")" -ge 2 ] ||
+	fail "the restarted MDS did not refuse the evicted client"
+[ ! -e "$B/fsy/late" ] || fail "the evicted client's create landed after an MDS restart"
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
 
 step "unmount"
