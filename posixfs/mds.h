@@ -109,6 +109,15 @@ struct mds_done {
 	int32_t rc;
 };
 
+/* A journaled request (the index a replay of every journal entry ever
+ * written would rebuild): kept in journal order by whoever journals
+ * (the journaler, or the worker with early replies off), written whole
+ * to the object fs.answered when a segment rolls, loaded at start before
+ * the replay (doc/fs.md, "Index of answered requests"). */
+struct mds_ans {
+	uint64_t client, reqid, ino;
+};
+
 /* A change applied in memory and answered, waiting for the journaler
  * (early replies, mds_ns.c): it goes to the journal in the next batch. */
 struct mds_jent {
@@ -143,6 +152,10 @@ struct mds {
 	uint64_t nreq;
 	struct mds_done done[MDS_DONE_MAX];
 	uint32_t done_next;
+	struct mds_ans ans[MDS_DONE_MAX];	/* a ring: the last journaled ones */
+	uint32_t ans_next, ans_n;
+	uint64_t seg_max;	/* entries per segment (ATOLL_MDS_SEG_ENTRIES) */
+	bool drop_safe;		/* fault injection: never send MT_MDS_SAFE */
 	uint64_t commits, crash_after;	/* fault injection (tests) */
 	/* The applier: a thread that writes journaled changes to the
 	 * namespace objects in journal order, behind the replies.  alock
@@ -180,8 +193,8 @@ struct mds {
 	 * reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
-	/* clients evicted since the start (memory only): their requests are
-	 * refused, so a late resend never lands after the others moved on */
+	/* evicted clients: their requests are refused, so a late resend
+	 * never lands after the others moved on (persisted in fs.evicted) */
 	uint64_t *evicted;
 	size_t nevicted;
 	/* what the request being handled changed (mds_lease_note, at each
@@ -264,6 +277,10 @@ void mds_lease_stats(struct mds_status *s);
 bool mds_session_known(const struct mds *m, uint64_t client);
 int mds_session_add(struct mds *m, uint64_t client);
 int mds_session_drop(struct mds *m, uint64_t client);
+/* fs.evicted: a client refused from now on, across restarts too */
+#define MDS_EVICT_SECONDS	3600	/* also its blocklist time */
+#define MDS_EVICTED_MAX		4096u
+int mds_evicted_add(struct mds *m, uint64_t client);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

@@ -163,7 +163,7 @@ out:
  * is evicted: its session goes, it is blocklisted in the OSD map (the
  * OSDs refuse its writes), and the loss is logged. */
 
-#define EVICT_BLOCKLIST_SECONDS 3600
+#define EVICT_BLOCKLIST_SECONDS MDS_EVICT_SECONDS
 
 static uint64_t mono_ms(void)
 {
@@ -191,12 +191,13 @@ static void evict(struct mds *mds, uint64_t client, unsigned ms)
 		 "lost; it is blocklisted for %d s (the OSDs refuse its writes): remount it",
 		 (unsigned long long)client, ms, EVICT_BLOCKLIST_SECONDS);
 	pthread_mutex_lock(&mds->lock);
-	int ret = mds_session_drop(mds, client);
-	uint64_t *ne = realloc(mds->evicted, (mds->nevicted + 1) * sizeof(*ne));
-	if (ne) {
-		mds->evicted = ne;
-		mds->evicted[mds->nevicted++] = client;
-	}
+	/* refused first (also after a restart), then the session goes */
+	int ret = mds_evicted_add(mds, client);
+	if (ret)
+		log_warn(SUB, "cannot persist the eviction of client %llu (%s): a restarted "
+			 "MDS would not refuse it", (unsigned long long)client,
+			 atoll_strerror(ret));
+	ret = mds_session_drop(mds, client);
 	pthread_mutex_unlock(&mds->lock);
 	if (ret)
 		log_warn(SUB, "cannot drop the session of client %llu: %s",
@@ -485,6 +486,19 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_status_set_addr(bound);
+	/* fault injection (tests): small segments, so that a few changes
+	 * roll them; no MT_MDS_SAFE, so that the clients resend everything */
+	const char *segs = getenv("ATOLL_MDS_SEG_ENTRIES");
+	if (segs && atoi(segs) > 0) {
+		mds.seg_max = (uint64_t)atoi(segs);
+		log_warn(SUB, "fault injection: journal segments roll after %s entries", segs);
+	}
+	const char *nosafe = getenv("ATOLL_MDS_DROP_SAFE");
+	if (nosafe && !strcmp(nosafe, "1")) {
+		mds.drop_safe = true;
+		log_warn(SUB, "fault injection: no MT_MDS_SAFE is sent (the clients keep "
+			 "every request)");
+	}
 	ret = mds_open(&mds);
 	if (ret) {
 		log_error(SUB, "cannot load the file system: %s", atoll_strerror(ret));

@@ -822,10 +822,120 @@ static int head_set_seg(struct mds *m, uint64_t seg)
 	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1);
 }
 
+/* ---- the index of answered requests, across segments ----------------------
+ *
+ * A resend of a change journaled before a restart is answered from the
+ * index (mds_done_find) that the replay refills: each entry carries its
+ * request's client and id.  The replay reads only the current segment,
+ * so the journaled requests of the segments rolled before are kept in
+ * m->ans (the last MDS_DONE_MAX, in journal order) and written whole to
+ * fs.answered each time a segment rolls, before the segment goes: one
+ * write per roll, at most MDS_DONE_MAX * 24 bytes.  A start loads it
+ * before the replay. */
+
+#define ANS_OID	"fs.answered"
+
+/* Whoever journals t (the journaler, or the worker with early replies
+ * off, or the replay) notes it once it is durable. */
+static void ans_add(struct mds *m, uint64_t client, uint64_t reqid, uint64_t ino)
+{
+	if (!reqid)
+		return;
+	struct mds_ans *a = &m->ans[m->ans_next++ % MDS_DONE_MAX];
+	a->client = client;
+	a->reqid = reqid;
+	a->ino = ino;
+	if (m->ans_n < MDS_DONE_MAX)
+		m->ans_n++;
+}
+
+/* fs.answered: one section (v1): u32 count, then count times client,
+ * request id, inode named; oldest first.  Replaced whole (write_full). */
+static int ans_store(struct mds *m)
+{
+	struct enc e;
+	size_t len;
+	int ret;
+
+	enc_init(&e);
+	size_t h = enc_begin(&e, 1, 1);
+	enc_u32(&e, m->ans_n);
+	for (uint32_t i = 0; i < m->ans_n; i++) {
+		/* MDS_DONE_MAX divides 2^32: the wrap of ans_next is harmless */
+		const struct mds_ans *a = &m->ans[(m->ans_next - m->ans_n + i) % MDS_DONE_MAX];
+		enc_u64(&e, a->client);
+		enc_u64(&e, a->reqid);
+		enc_u64(&e, a->ino);
+	}
+	enc_end(&e, h);
+	uint8_t *buf = enc_take(&e, &len);
+	if (!buf) {
+		enc_free(&e);
+		return -ENOMEM;
+	}
+	ret = atoll_write_full(m->meta, ANS_OID, buf, len);
+	free(buf);
+	return ret;
+}
+
+/* Loads fs.answered into the index (before the replay adds the current
+ * segment's requests).  A damaged object is logged and skipped: only the
+ * exactly-once answer of an old resend depends on it. */
+static int ans_load(struct mds *m)
+{
+	uint64_t size = 0, mt;
+	int ret = atoll_stat(m->meta, ANS_OID, &size, &mt);
+
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	int64_t got = atoll_read(m->meta, ANS_OID, buf, size, 0);
+	if (got < 0) {
+		free(buf);
+		return (int)got;
+	}
+	struct dec d, b;
+	uint8_t v;
+	uint32_t n = 0;
+	dec_init(&d, buf, (size_t)got);
+	ret = dec_begin(&d, 1, &b, &v);
+	if (!ret) {
+		n = dec_count(&b, MDS_DONE_MAX, 24);
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t client = dec_u64(&b);
+			uint64_t reqid = dec_u64(&b);
+			uint64_t ino = dec_u64(&b);
+			if (dec_fail(&b, 0))
+				break;
+			ans_add(m, client, reqid, ino);
+			mds_done_add(m, client, reqid, 0, ino, 0);
+		}
+		ret = dec_end(&d, &b);
+	}
+	free(buf);
+	if (ret) {
+		log_warn(SUB, "the index of answered requests (%s) is damaged (%s); "
+			 "ignoring it: a resend of a change journaled before the last "
+			 "segment may be applied again", ANS_OID, atoll_strerror(ret));
+		return 0;
+	}
+	log_info(SUB, "loaded %u answered request%s from %s", n, n == 1 ? "" : "s", ANS_OID);
+	return 0;
+}
+
 static int journal_roll(struct mds *m)
 {
 	char oid[64];
-	int ret = head_set_seg(m, m->seg + 1);
+	/* the index first: the requests of the segment that goes stay known */
+	int ret = ans_store(m);
+
+	if (ret)
+		return ret;
+	ret = head_set_seg(m, m->seg + 1);
 
 	if (ret)
 		return ret;
@@ -896,7 +1006,10 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 		enc_free(&e);
 		return ret;
 	}
-	return journal_write(m, &e);
+	ret = journal_write(m, &e);
+	if (ret == 0)
+		ans_add(m, t->client, t->reqid, t->res_ino);
+	return ret;
 }
 
 /* ---- the applier -------------------------------------------------------------
@@ -1049,10 +1162,12 @@ static bool txn_trims_data(const struct mds_txn *t)
 
 static void journal_done_one(struct mds *m, const struct mds_txn *t);
 
-static void safe_tell(struct mds_jent **batch, size_t n, uint64_t seq)
+static void safe_tell(struct mds *m, struct mds_jent **batch, size_t n, uint64_t seq)
 {
 	struct mds_safe sf = { seq };
 
+	if (m->drop_safe)
+		return;	/* fault injection: the clients keep every request */
 	for (size_t i = 0; i < n; i++) {
 		struct msg_conn *c = batch[i]->conn;
 		bool seen = false;
@@ -1124,21 +1239,23 @@ static void *journaler_main(void *arg)
 		}
 		/* to the applier first: a worker waiting for durable_seq then
 		 * drains the applier (a truncate's trim) and finds them queued */
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			journal_done_one(m, &batch[i]->t);
+			ans_add(m, batch[i]->t.client, batch[i]->t.reqid, batch[i]->t.res_ino);
+		}
 		uint64_t last = batch[n - 1]->seq;
 		pthread_mutex_lock(&m->jlock);
 		m->durable_seq = last;
 		m->batches++;
 		pthread_cond_broadcast(&m->jcond);
 		pthread_mutex_unlock(&m->jlock);
-		safe_tell(batch, n, last);
+		safe_tell(m, batch, n, last);
 		for (size_t i = 0; i < n; i++) {
 			msg_conn_put(batch[i]->conn);
 			free(batch[i]);
 		}
 		m->seg_entries += n;
-		if (m->seg_entries >= MDS_SEG_ENTRIES) {
+		if (m->seg_entries >= m->seg_max) {
 			apply_drain(m);	/* the segment goes: all of it must be applied */
 			ret = journal_roll(m);
 			if (ret)
@@ -1283,7 +1400,7 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 	journal_done_one(m, t);
 	if (txn_trims_data(t))
 		apply_drain(m);
-	if (++m->seg_entries >= MDS_SEG_ENTRIES) {
+	if (++m->seg_entries >= m->seg_max) {
 		apply_drain(m);	/* the segment goes: all of it must be applied */
 		ret = journal_roll(m);
 		if (ret)
@@ -1383,6 +1500,7 @@ static int journal_replay(struct mds *m)
 			ret = store_apply(m, t);
 			if (t->reqid)
 				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);
+			ans_add(m, t->client, t->reqid, t->res_ino);
 			if (ret) {
 				free(t);
 				free(buf);
@@ -1625,6 +1743,70 @@ int mds_session_drop(struct mds *m, uint64_t client)
 	return 0;
 }
 
+/* ---- evicted clients (fs.evicted) -------------------------------------------
+ *
+ * A client evicted at the end of a reconnect window is refused from then
+ * on (a late resend of a change the MDS lost must not land after the
+ * others moved on).  Its id is persisted as a key of fs.evicted (value:
+ * the eviction's wall-clock time, ns, 16 hex digits), written before its
+ * session is dropped, so a later restart still refuses it.  A start loads
+ * the list and removes entries older than MDS_EVICT_SECONDS (the
+ * blocklist's hour: the client remounted under a new id long ago), at
+ * most MDS_EVICTED_MAX kept. */
+
+#define EVICTED_OID "fs.evicted"
+
+static int evicted_mem_add(struct mds *m, uint64_t client)
+{
+	for (size_t i = 0; i < m->nevicted; i++)
+		if (m->evicted[i] == client)
+			return 0;
+	uint64_t *ne = realloc(m->evicted, (m->nevicted + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	m->evicted = ne;
+	m->evicted[m->nevicted++] = client;
+	return 0;
+}
+
+int mds_evicted_add(struct mds *m, uint64_t client)
+{
+	char key[17], val[17];
+
+	snprintf(key, sizeof(key), "%016" PRIx64, client);
+	snprintf(val, sizeof(val), "%016" PRIx64, mds_now());
+	struct atoll_kv kv = { key, 16, val, 16 };
+	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1);
+	int r2 = evicted_mem_add(m, client);
+	return ret ? ret : r2;
+}
+
+static int load_evicted(struct mds *m, void *arg, const void *k, size_t kl,
+			const void *v, size_t vl)
+{
+	char num[17];
+	uint64_t when = 0;
+
+	(void)arg;
+	if (kl != 16)
+		return 0;
+	if (vl == 16) {
+		memcpy(num, v, 16);
+		num[16] = 0;
+		when = strtoull(num, NULL, 16);
+	}
+	if (mds_now() - when > (uint64_t)MDS_EVICT_SECONDS * 1000000000ull) {
+		struct atoll_kv kv = { k, 16, NULL, 0 };
+		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1);	/* expired; a failure: next start */
+		return 0;
+	}
+	if (m->nevicted >= MDS_EVICTED_MAX)
+		return 0;
+	memcpy(num, k, 16);
+	num[16] = 0;
+	return evicted_mem_add(m, strtoull(num, NULL, 16));
+}
+
 static int load_session(struct mds *m, void *arg, const void *k, size_t kl,
 			const void *v, size_t vl)
 {
@@ -1660,6 +1842,11 @@ int mds_open(struct mds *m)
 		if (ret)
 			return ret;
 	}
+	if (!m->seg_max)
+		m->seg_max = MDS_SEG_ENTRIES;
+	ret = ans_load(m);	/* the requests of the rolled segments */
+	if (ret)
+		return ret;
 	ret = journal_replay(m);
 	if (ret)
 		return ret;
@@ -1682,6 +1869,12 @@ int mds_open(struct mds *m)
 	ret = omap_each(m, "fs.sessions", load_session, NULL);
 	if (ret)
 		return ret;
+	ret = omap_each(m, EVICTED_OID, load_evicted, NULL);
+	if (ret)
+		return ret;
+	if (m->nevicted)
+		log_info(SUB, "%zu client(s) evicted within the last %d s stay refused",
+			 m->nevicted, MDS_EVICT_SECONDS);
 	if (!mds_get(m, MDS_ROOT_INO)) {
 		log_error(SUB, "the metadata pool '%s' has no root inode; it is not an "
 			  "atoll file system or it is damaged", m->meta_pool);

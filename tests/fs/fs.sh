@@ -321,6 +321,26 @@ for i in 1 2 3 4 5 6; do
 	[ "$(cat "$B/ej/f$i" 2>/dev/null)" = "e$i" ] || fail "ej/f$i lost or wrong after the crash (mount 2)"
 done
 
+step "a resend of a change journaled in a segment since rolled is answered from the index, not applied again"
+# segments of 4 entries and no MT_MDS_SAFE: mount 1 keeps all 15 changes
+# and resends them after kill -9, but the segments of the first ones are
+# gone (only fs.answered knows them).  Applied again, the mkdirs fail with
+# EEXIST and the rename moves the second d1 over `moved`.
+mds stop
+ATOLL_MDS_SEG_ENTRIES=4 ATOLL_MDS_DROP_SAFE=1 mds start
+mkdir "$A/rolled" || fail "mkdir rolled"
+for i in $(seq 1 12); do mkdir "$A/rolled/d$i" || fail "mkdir rolled/d$i"; done
+mv "$A/rolled/d1" "$A/rolled/moved" && mkdir "$A/rolled/d1" || fail "mv, mkdir in rolled"
+rolled_of() { (cd "$A/rolled" && find . -printf '%p %i %y %n\n' | LC_ALL=C sort); }
+rolled_of >"$tmp/rolled.before"
+log0=$(wc -l <"$mds_log")
+mds kill
+mds start
+rolled_of >"$tmp/rolled.after"	# waits for mount 1's resends
+diff -u "$tmp/rolled.before" "$tmp/rolled.after" || fail "a resent change was applied a second time after the MDS restart"
+nres=$(tail -n +$((log0 + 1)) "$mds_log" | grep -c "was resent; answering it from its first result")
+[ "$nres" -ge 15 ] || fail "only $nres of the 15 resent changes were answered from the index of answered requests"
+
 step "fsync/fsyncdir return once journaled; a client that misses the reconnect window is evicted and fenced"
 # mount 3 creates a file and fsyncs it and its folder against a slow
 # journal, then its atoll-fuse is stopped (it cannot resend) and the MDS
@@ -368,6 +388,13 @@ grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not 
 obj=$(printf '%016x.%016x' "$(stat -c %i "$B/fsy/f")" 0)
 [ "$("$atoll_cli" get fs_data "$obj" -)" = synced ] || fail "the evicted client's write reached the data pool"
 grep -q "refusing fsync from client $cid: it was evicted" "$mds_log" || fail "the MDS did not refuse the evicted client's request"
+# the eviction is persisted (fs.evicted): a restarted MDS still refuses it
+mds stop
+mds start
+touch "$C/fsy/late" 2>/dev/null && fail "the evicted client's create went through after an MDS restart"
+[ "$(grep -c "refusing [a-z]* from client $cid: it was evicted" "$mds_log")" -ge 2 ] ||
+	fail "the restarted MDS did not refuse the evicted client"
+[ ! -e "$B/fsy/late" ] || fail "the evicted client's create landed after an MDS restart"
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
 
 step "unmount"
