@@ -396,6 +396,7 @@ touch "$C/fsy/late" 2>/dev/null && fail "the evicted client's create went throug
 	fail "the restarted MDS did not refuse the evicted client"
 [ ! -e "$B/fsy/late" ] || fail "the evicted client's create landed after an MDS restart"
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
+stop_fuse "${fuse_pids[2]}"	# evicted: it has nothing left to do
 
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"

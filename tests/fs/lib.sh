@@ -17,13 +17,29 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "== $* ($(date +%T))"; }
 
 fuse_pids=()
+
+# stop_fuse PID...: SIGTERM, and SIGKILL to those still running 5 s later
+# (an evicted client may wait for an MDS that refuses it)
+stop_fuse() {
+	local p i alive
+	for p in "$@"; do kill "$p" 2>/dev/null; done
+	for i in $(seq 50); do
+		alive=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 1 ] || return 0
+		sleep 0.1
+	done
+	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
+	return 0
+}
+
 fs_cleanup() {
 	local rc=$?
 	set +e
 	for m in "$tmp"/mnt*; do
 		[ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
 	done
-	for p in "${fuse_pids[@]}"; do kill "$p" 2>/dev/null; done
+	stop_fuse "${fuse_pids[@]}"
 	[ -f "$cdir/cluster.state" ] && "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1
 	if [ $rc -ne 0 ]; then
 		echo "---- tail of the MDS log" >&2
