@@ -1042,9 +1042,12 @@ static void exec_write(struct osd_op *op)
 	op->after_version = os.exists ? op->entry.version : (struct pg_version){ 0, 0 };
 	if (!existed && os.exists)
 		pg->objects++;
-	if (existed && !os.exists)
+	if (existed && !os.exists && pg->objects)
 		pg->objects--;
-	pg->bytes += os.size - old_size;
+	if (os.size >= old_size || pg->bytes >= old_size - os.size)
+		pg->bytes += os.size - old_size;
+	else
+		pg->bytes = 0;
 
 	/* in flight: local commit + one reply per replica */
 	op->next = NULL;

@@ -289,6 +289,10 @@ static void activate(struct pg *pg, const int32_t *behind, const struct pg_versi
 
 	pg->info.last_epoch_started = pg->info.same_interval_since;
 	pg->info.lacks_since = 0;	/* we have the newest log */
+	if (pg->objects_stale) {
+		pg_count_objects(pg);
+		pg->objects_stale = false;
+	}
 	pg_info_prune_past(&pg->info, pg->info.same_interval_since);
 	t = store_txn_new();
 	if (t && !pglog_write_info(&pg->info, t, pg->coll))
@@ -798,6 +802,20 @@ void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		notify_send(osd, c, m, NULL);
 		msg_free(m);
 		return;
+	}
+	/* A guessed interval start (pg.h, sis_watch_from) gives way to the
+	 * primary's: its map of q.epoch falls in the span over which this OSD
+	 * has seen the acting set unchanged, so it is the same interval, and
+	 * the primary saw it begin.  Without this, scans, pushes, REP_OPs and
+	 * ACTIVATE of that primary were refused for good. */
+	if (pg->sis_watch_from && q.epoch >= pg->sis_watch_from &&
+	    q.same_interval_since <= pg->sis_watch_from &&
+	    q.same_interval_since != pg->info.same_interval_since) {
+		log_info("peering", "pg %u.%x: interval began at epoch %llu (the primary's), not "
+			 "%llu", pg->pool, pg->pgid, (unsigned long long)q.same_interval_since,
+			 (unsigned long long)pg->info.same_interval_since);
+		pg->info.same_interval_since = q.same_interval_since;
+		pg->sis_watch_from = 0;
 	}
 	/* from now on REP_OPs of older intervals are refused (replication.c) */
 	if (pg->sealed_sis < q.same_interval_since)

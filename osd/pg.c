@@ -382,7 +382,7 @@ static int collect_name(void *arg, const char *oid)
 
 /* Objects and bytes of a PG, for its stats (listing in pages, then
  * stat: a store read inside a listing callback would nest snapshots). */
-static void count_objects(struct pg *pg)
+void pg_count_objects(struct pg *pg)
 {
 	struct name_page *np = malloc(sizeof(*np));
 	char after[STORE_NAME_MAX + 1];
@@ -390,6 +390,8 @@ static void count_objects(struct pg *pg)
 
 	if (!np)
 		return;
+	pg->objects = 0;
+	pg->bytes = 0;
 	for (;;) {
 		np->n = 0;
 		if (store_list(pg->osd->store, pg->coll, first ? NULL : after, 256,
@@ -433,7 +435,8 @@ static int load_one(struct osd *osd, uint64_t coll)
 		pg_free(pg);
 		return r;
 	}
-	count_objects(pg);
+	pg_count_objects(pg);
+	pg->sis_watch_from = UINT64_MAX;
 	r = pg_table_add(osd, pg);
 	if (r) {
 		pg_free(pg);
@@ -516,6 +519,7 @@ static struct pg *pg_create(struct osd *osd, const struct osdmap *prev,
 	if (!pg)
 		return NULL;
 	pg->info.same_interval_since = cur->epoch;
+	pg->sis_watch_from = cur->epoch;
 	/* What we can see of the history: the acting set of the previous
 	 * map, as a past interval (its members will tell us older ones). */
 	const struct osdmap_pool *pp = prev ? osdmap_pool(prev, pool->id) : NULL;
@@ -582,6 +586,8 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 	}
 	pg->size = pool->size;
 	pg->min_size = pool->min_size;
+	if (pg->sis_watch_from == UINT64_MAX)
+		pg->sis_watch_from = cur->epoch;
 
 	bool changed = pg->info.primary != primary || pg->info.nacting != n ||
 		       memcmp(pg->info.acting, acting, n * sizeof(int32_t)) ||
@@ -601,14 +607,18 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 			memcpy(iv.acting, pg->info.acting, sizeof(iv.acting));
 			pg_info_add_past(&pg->info, &iv);
 		}
-		if (pg->info.primary != -2)
+		if (pg->info.primary != -2) {
 			pg->info.same_interval_since = cur->epoch;
+			pg->sis_watch_from = 0;	/* seen it begin */
+		}
 		pg->info.nacting = (uint8_t)n;
 		memset(pg->info.acting, 0xff, sizeof(pg->info.acting));
 		memcpy(pg->info.acting, acting, n * sizeof(int32_t));
 		pg->info.primary = primary;
 		pg->peer_gen++;
 		pg_abort_ops(pg);
+		if (!pg->is_primary && primary == osd->whoami)
+			pg->objects_stale = true;
 		pg->is_primary = primary == osd->whoami;
 		if (pg->is_primary)
 			pg_set_state(pg, PG_ST_PEERING);

@@ -47,6 +47,10 @@ struct pg {
 	int32_t up[OSDMAP_SIZE_MAX];
 	uint64_t objects;	/* approximate, for the beacon */
 	uint64_t bytes;
+	/* objects/bytes are counted by this OSD's client writes only: a PG
+	 * it did not serve as primary, or pulled objects into, is counted
+	 * again from the store when it goes active (peering.c) */
+	bool objects_stale;
 
 	/* peering (primary) */
 	uint64_t peer_gen;	/* bumped by every new interval */
@@ -56,6 +60,13 @@ struct pg {
 	 * it is applied, so that the members' logs agree when peering
 	 * starts: see replication.c). */
 	uint64_t sealed_sis;
+	/* 0 once this OSD saw the interval begin.  Otherwise the epoch from
+	 * which it has watched the acting set stay as it is: a PG created
+	 * while it was not changing (a backfill target added under a
+	 * pg_temp) or loaded after a restart only guesses same_interval_since,
+	 * and takes the primary's from its query (peering.c).  UINT64_MAX:
+	 * loaded, set by the first map. */
+	uint64_t sis_watch_from;
 	uint32_t nprobes;
 	struct pg_probe probes[2 * OSDMAP_SIZE_MAX + 8];
 
@@ -132,6 +143,8 @@ struct osd_op {
 
 /* pg.c */
 void pg_set_state(struct pg *pg, uint32_t state);
+/* Counts the objects and bytes of pg from its store (stats). */
+void pg_count_objects(struct pg *pg);
 /* Queues txn for pg; fn(arg, r) runs on the loop thread once durable. */
 int pg_queue_txn(struct pg *pg, struct store_txn *txn,
 		 void (*fn)(void *arg, int r), void *arg);

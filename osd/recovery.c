@@ -1014,6 +1014,7 @@ static void pull_log_applied(void *arg, int r)
 			 pg->pool, pg->pgid, pg->rec->t[0].nobjs, pg->rec->src,
 			 (unsigned long long)pg->info.last_update.epoch,
 			 (unsigned long long)pg->info.last_update.seq);
+		pg->objects_stale = true;
 		pg_recovery_free(pg);
 		pg_peering_evaluate(pg);
 	}
