@@ -508,6 +508,51 @@ static int up_set(const struct osdmap *m, const struct osdmap_pool *pool, uint32
 	return k;
 }
 
+/* Adds to pg's past intervals those of the maps held in osd->hist, from
+ * last (a map before the PG's first interval here) back to the pool's
+ * creation or the oldest map held. */
+static void pg_add_history(struct pg *pg, const struct osdmap *last, uint32_t pool_id,
+			   uint32_t pgid)
+{
+	const struct osdmap *m = last;
+	const struct osdmap_pool *pp = osdmap_pool(m, pool_id);
+	struct pg_interval iv = { .first = m->epoch, .last = m->epoch };
+	int32_t acting[OSDMAP_SIZE_MAX], primary;
+	int n = placement_acting(m, pp, pgid, acting, &primary);
+
+	for (;;) {
+		const struct osdmap *older = m->epoch > 1 ? osd_map_at(pg->osd, m->epoch - 1) : NULL;
+		const struct osdmap_pool *op = older ? osdmap_pool(older, pool_id) : NULL;
+		int32_t oacting[OSDMAP_SIZE_MAX], oprimary = -1;
+		int on = op && op->created == pp->created ?
+			placement_acting(older, op, pgid, oacting, &oprimary) : -1;
+		bool same = on >= 0 && on == n && oprimary == primary &&
+			    !memcmp(oacting, acting, (size_t)(n > 0 ? n : 0) * sizeof(int32_t)) &&
+			    !incarnation_changed(older, m, acting, n);
+
+		if (same) {
+			iv.first = older->epoch;
+			m = older;
+			continue;
+		}
+		if (n > 0) {
+			iv.nacting = (uint8_t)n;
+			memcpy(iv.acting, acting, (size_t)n * sizeof(int32_t));
+			iv.primary = primary;
+			iv.maybe_went_rw = n >= pp->min_size;
+			pg_info_add_past(&pg->info, &iv);
+		}
+		if (on < 0)
+			return;
+		m = older;
+		pp = op;
+		n = on;
+		primary = oprimary;
+		memcpy(acting, oacting, sizeof(acting));
+		iv = (struct pg_interval){ .first = m->epoch, .last = m->epoch };
+	}
+}
+
 static struct pg *pg_create(struct osd *osd, const struct osdmap *prev,
 			    const struct osdmap *cur, const struct osdmap_pool *pool,
 			    uint32_t pgid)
@@ -520,23 +565,14 @@ static struct pg *pg_create(struct osd *osd, const struct osdmap *prev,
 		return NULL;
 	pg->info.same_interval_since = cur->epoch;
 	pg->sis_watch_from = cur->epoch;
-	/* What we can see of the history: the acting set of the previous
-	 * map, as a past interval (its members will tell us older ones). */
-	const struct osdmap_pool *pp = prev ? osdmap_pool(prev, pool->id) : NULL;
-
-	if (pp && pool->created < cur->epoch) {
-		struct pg_interval iv = { .first = prev->epoch, .last = prev->epoch };
-		int32_t acting[OSDMAP_SIZE_MAX], primary;
-		int n = placement_acting(prev, pp, pgid, acting, &primary);
-
-		if (n > 0) {
-			iv.nacting = (uint8_t)n;
-			memcpy(iv.acting, acting, n * sizeof(int32_t));
-			iv.primary = primary;
-			iv.maybe_went_rw = n >= pp->min_size;
-			pg_info_add_past(&pg->info, &iv);
-		}
-	}
+	/* What we can see of the history: the intervals of the maps this
+	 * OSD still holds, back to the pool's creation (its members will
+	 * tell us older ones).  Not only the previous map's: when the last
+	 * interval before ours could not take writes (one member left), the
+	 * one before it may have, and if all its members are gone nobody
+	 * else would tell us of it (tests/recovery/interval.sh). */
+	if (prev && osdmap_pool(prev, pool->id) && pool->created < cur->epoch)
+		pg_add_history(pg, prev, pool->id, pgid);
 	t = store_txn_new();
 	if (!t)
 		goto fail;
