@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <atoll/atoll.h>
@@ -61,7 +62,7 @@
 #include "mds_proto.h"
 
 #define BS		((uint64_t)MDS_BLOCK_SIZE)
-#define RA_WINDOW	4u		/* objects read ahead of a sequential reader */
+#define RA_WINDOW	8u		/* objects read ahead of a sequential reader */
 #define WB_AGE_NS	(1000000000ull)	/* the flusher sends buffers older than this */
 #define POOL_MAX	8		/* idle block buffers kept for reuse */
 #define HT_SIZE		4096u
@@ -880,25 +881,51 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 			memset(p[i].dst + r, 0, p[i].len - (size_t)r);
 	}
 	/* the blocks read ahead: ready blocks are never written, so they are
-	 * copied without the lock */
+	 * read without the lock; when every piece is in one, the reply goes
+	 * out straight from them (no copy) */
+	struct iovec iov[4];
+	bool all_ra = np <= 4;
+	pthread_mutex_lock(&g.lock);
+	for (size_t i = 0; i < np; i++) {
+		struct rblk *r = p[i].r;
+		if (!r) {
+			all_ra = false;
+			continue;
+		}
+		while (r->state == RB_LOADING)
+			pthread_cond_wait(&g.rcond, &g.lock);
+		if (r->err) {
+			ret = r->err;
+			all_ra = false;
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	for (size_t i = 0; i < np; i++) {
+		struct rblk *r = p[i].r;
+		if (all_ra) {
+			iov[i].iov_base = r->buf + p[i].boff;
+			iov[i].iov_len = p[i].len;
+		}
+		if (r && !all_ra && !ret)
+			memcpy(p[i].dst, r->buf + p[i].boff, p[i].len);
+	}
+	if (all_ra && !ret)
+		fuse_reply_iov(req, iov, (int)np);
+	pthread_mutex_lock(&g.lock);
 	for (size_t i = 0; i < np; i++) {
 		struct rblk *r = p[i].r;
 		if (!r)
 			continue;
-		pthread_mutex_lock(&g.lock);
-		while (r->state == RB_LOADING)
-			pthread_cond_wait(&g.rcond, &g.lock);
-		pthread_mutex_unlock(&g.lock);
-		if (r->err)
-			ret = r->err;
-		else
-			memcpy(p[i].dst, r->buf + p[i].boff, p[i].len);
-		pthread_mutex_lock(&g.lock);
 		r->used += p[i].len;
 		if (r->used >= r->len)
 			rblk_drop(r);	/* read through */
 		rblk_put(r);
-		pthread_mutex_unlock(&g.lock);
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (all_ra && !ret) {
+		free(p);
+		free(buf);
+		return;
 	}
 out:
 	if (ret)
