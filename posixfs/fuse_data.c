@@ -630,6 +630,46 @@ void fd_shutdown(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
+/* The kernel's read-ahead of a FUSE mount starts at the default of a
+ * backing device, 128 KiB (FUSE_INIT's max_readahead can only lower it):
+ * a 1 MiB read() then becomes eight 128 KiB requests and the reader waits
+ * for each round.  The mount's own bdi (/sys/class/bdi/MAJ:MIN, found in
+ * /proc/self/mountinfo: a stat of the mount point would wait for this
+ * very daemon) takes a larger value from root. */
+void fd_kernel_readahead(const char *mountpoint, unsigned kb)
+{
+	char *mp = realpath(mountpoint, NULL);
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], dev[64] = "";
+
+	while (mp && f && fgets(line, sizeof(line), f)) {
+		unsigned id, parent;
+		char mm[64], root[1024], point[2048];
+		if (sscanf(line, "%u %u %63s %1023s %2047s", &id, &parent, mm, root, point) == 5 &&
+		    !strcmp(point, mp) && strstr(line, " - fuse"))
+			snprintf(dev, sizeof(dev), "%s", mm);	/* the last one: ours */
+	}
+	if (f)
+		fclose(f);
+	free(mp);
+	if (!dev[0]) {
+		log_warn("fuse", "cannot find the mount of %s in /proc/self/mountinfo; the "
+			 "kernel's read-ahead stays at its default", mountpoint);
+		return;
+	}
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%u\n", kb) < 0 || fclose(f) != 0) {
+		if (!f)
+			log_info("fuse", "cannot set %s (%s): the kernel reads ahead 128 KiB "
+				 "(run as root, or -o kernel_readahead_kb=0 to stop trying)",
+				 path, strerror(errno));
+		else
+			log_info("fuse", "cannot write %s: the kernel reads ahead 128 KiB", path);
+	}
+}
+
 /* ---- hooks of the metadata path ----------------------------------------------------- */
 
 uint64_t fd_stat_size(uint64_t ino, uint64_t msize)

@@ -28,6 +28,10 @@ struct atoll_ioctx;
  * memory bounds of buffered writes and of read-ahead (bytes; 0 turns
  * write-back, resp. read-ahead, off). */
 int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max);
+/* After the mount, before the FUSE loop: sets the kernel's read-ahead of
+ * the mount to kb KiB (root only; else logged). */
+void fd_kernel_readahead(const char *mountpoint, unsigned kb);
+#define FD_KERNEL_RA_KB_DEFAULT 4096u
 /* After the FUSE loop ended: writes what is still buffered and waits for
  * every write (nobody is left to report an error to: it is logged). */
 void fd_shutdown(void);

@@ -92,7 +92,7 @@ static struct {
 struct opts {
 	char *conf, *mon, *mds;
 	int nolease;
-	int writeback_mb, readahead_mb;
+	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
 
 static void to_stat(const struct mds_inode *in, struct stat *st)
@@ -1285,6 +1285,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "nolease", offsetof(struct opts, nolease), 1 },
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
+	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
 	FUSE_OPT_END
 };
 
@@ -1412,7 +1413,8 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts co;
 	struct fuse_session *se = NULL;
 	struct opts o = { .writeback_mb = (int)(FD_WB_MAX_DEFAULT >> 20),
-			  .readahead_mb = (int)(FD_RA_MAX_DEFAULT >> 20) };
+			  .readahead_mb = (int)(FD_RA_MAX_DEFAULT >> 20),
+			  .kernel_ra_kb = (int)FD_KERNEL_RA_KB_DEFAULT };
 	int ret = 1;
 
 	if (fuse_opt_parse(&args, &o, opt_spec, NULL) == -1)
@@ -1427,8 +1429,11 @@ int main(int argc, char **argv)
 		       "  -o nolease      no leases: the kernel caches metadata for 1 s\n"
 		       "  -o writeback_mb=N  memory for buffered writes (default %d; 0: each\n"
 		       "                  write goes out at once)\n"
-		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n",
-		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20));
+		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
+		       "  -o kernel_readahead_kb=N  the kernel's read-ahead of the mount\n"
+		       "                  (default %u, needs root; 0: the kernel's default)\n",
+		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20),
+		       FD_KERNEL_RA_KB_DEFAULT);
 		fuse_cmdline_help();
 		fuse_lowlevel_help();
 		ret = 0;
@@ -1480,6 +1485,8 @@ int main(int argc, char **argv)
 		goto out_sig;
 	if (lc_start(se))
 		goto out_unmount;
+	if (o.kernel_ra_kb > 0)
+		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
