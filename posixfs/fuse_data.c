@@ -25,9 +25,9 @@
  * wop.  Sizes: the client keeps the largest end it wrote (wsize) and
  * pushes it with the mtime at flush, fsync and release (fd_push_size).
  *
- * Read-ahead.  The kernel reads 1 MiB at a time; one OSD op each, in
- * series behind a synchronous reader, leaves the OSDs idle most of the
- * time.  A read that continues the inode's last one (sequential) loads
+ * Read-ahead.  The kernel reads 1 MiB at a time at best (its read-ahead
+ * of the mount is raised to 4 MiB: fd_kernel_readahead); one OSD op
+ * each, a few at a time, leaves the OSDs idle much of the time.  A read that continues the inode's last one (sequential) loads
  * whole objects: its own blocks and RA_WINDOW more ahead, all in flight
  * at once, within a memory bound (-o readahead_mb=, default 64 MiB; the
  * oldest idle block is evicted).  A block is dropped once read through,
