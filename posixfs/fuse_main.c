@@ -6,12 +6,12 @@
  * op; a change answered before the MDS journaled it is kept until the
  * MDS says it is safe, and resent after a restart: "Unsafe requests"
  * below); file data goes straight to the OSDs: block B of inode I is object
- * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks, every block
- * of a request in flight at once (atoll_aio_*).  Writes are answered once
- * issued (write-behind, below): flush (every close), fsync and release
+ * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks: fuse_data.c,
+ * with write-back and read-ahead; flush (every close), fsync and release
  * push the largest size this client wrote to the MDS (the file size is
  * the MDS's) and return once the OSDs have the data durable.
- * Close-to-open consistency: a file's page cache is dropped at open.
+ * Close-to-open consistency: a file's page cache and read-ahead are
+ * dropped at open.
  * Metadata the MDS leased (fuse_cache.c) is answered from the cache and
  * the kernel keeps it for the lease's time; the MDS revokes a lease
  * before another client changes what it covers (MT_MDS_NOTIFY), and the
@@ -41,44 +41,12 @@
 #include "config.h"
 #include "encode.h"
 #include "fuse_cache.h"
+#include "fuse_data.h"
 #include "log.h"
 #include "mds_proto.h"
 #include "msg.h"
 
 #define CALL_TIMEOUT_MS 60000u
-
-struct wop;
-
-struct cino {
-	uint64_t ino;
-	uint64_t msize;		/* size as the MDS last told */
-	uint64_t wsize;		/* largest end of a write since the last push */
-	uint64_t mtime;
-	bool dirty;
-	struct wop *wl;		/* writes in flight (write-behind) */
-	int werr;		/* the first failed write since the last flush/fsync */
-	struct cino *next;
-};
-
-/* Write-behind: a FUSE write is answered once its pieces are issued to
- * the OSDs; the data is copied and the write stays on its inode's list
- * until every piece completed.  Who waits: a write overlapping one in
- * flight (so overlapping writes land in order), a read of an overlapping
- * range, setattr, open with O_TRUNC, flush (every close), fsync and
- * release (all of the inode's writes); and any write while more than
- * WB_MAX bytes are in flight.  A failed write is reported by the next
- * flush or fsync of the inode (EIO), as the kernel reports writeback
- * errors of a local file system. */
-#define WB_MAX (64u << 20)
-
-struct wop {
-	struct cino *c;
-	uint64_t off, len;
-	char *buf;
-	int pending;		/* pieces not completed */
-	int err;
-	struct wop *next;
-};
 
 static struct {
 	struct atoll_cluster *cl;
@@ -87,11 +55,7 @@ static struct {
 	struct msg_conn *mds;
 	uint64_t client_id;
 	uint64_t next_reqid;
-	pthread_mutex_t lock;	/* the cino table, every cino's fields, wb_bytes */
-	pthread_cond_t wcond;	/* a write in flight completed */
-	uint64_t wb_bytes;	/* bytes of writes in flight, all inodes */
-	struct cino *ht[4096];
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wcond = PTHREAD_COND_INITIALIZER };
+} g;
 
 /* Unsafe requests (early replies, doc/fs.md): a change the MDS answered
  * but has not journaled yet (its reply named journal entry jseq).  The
@@ -128,84 +92,13 @@ static struct {
 struct opts {
 	char *conf, *mon, *mds;
 	int nolease;
+	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
-
-/* ---- local inode state ------------------------------------------------ */
-
-/* Under g.lock. */
-static struct cino *cino_get(uint64_t ino, bool add)
-{
-	struct cino **pp = &g.ht[ino % 4096];
-
-	for (struct cino *c = *pp; c; c = c->next)
-		if (c->ino == ino)
-			return c;
-	if (!add)
-		return NULL;
-	struct cino *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->ino = ino;
-	c->next = *pp;
-	*pp = c;
-	return c;
-}
-
-static bool wop_overlaps(const struct wop *w, uint64_t off, uint64_t len)
-{
-	return w->off < off + len && off < w->off + w->len;
-}
-
-/* Under g.lock: waits until no write of c in flight overlaps [off,
- * off + len) (len 0: until none is in flight at all). */
-static void wb_wait(struct cino *c, uint64_t off, uint64_t len)
-{
-	for (;;) {
-		struct wop *w = c->wl;
-		while (w && len && !wop_overlaps(w, off, len))
-			w = w->next;
-		if (!w)
-			return;
-		pthread_cond_wait(&g.wcond, &g.lock);
-	}
-}
-
-/* Waits for all of ino's writes; returns and clears the first error. */
-static int wb_flush(fuse_ino_t ino)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, false);
-	if (c) {
-		wb_wait(c, 0, 0);
-		err = c->werr;
-		c->werr = 0;
-	}
-	pthread_mutex_unlock(&g.lock);
-	return err;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void to_stat(const struct mds_inode *in, struct stat *st)
 {
-	uint64_t size = in->size;
+	uint64_t size = fd_stat_size(in->ino, in->size);
 
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(in->ino, false);
-	if (c) {
-		c->msize = in->size;
-		if (c->dirty && c->wsize > size)
-			size = c->wsize;
-	}
-	pthread_mutex_unlock(&g.lock);
 	if (S_ISDIR(in->mode))
 		size = 4096;	/* what ext4 shows for a small directory */
 	memset(st, 0, sizeof(*st));
@@ -655,46 +548,30 @@ static void reply_attr(fuse_req_t req, const struct mds_inode *in, const struct 
 	lc_kbar_leave();
 }
 
-/* Pushes the size and mtime this client wrote (op FSYNC or CLOSE). */
-static int push_size(fuse_req_t req, fuse_ino_t ino, uint32_t op)
+/* fuse_data.c's size push (fuse_data.h). */
+int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
+		 uint64_t mtime, uint64_t *msize)
 {
 	struct mds_req rq;
 	struct mds_reply rp;
-	bool dirty;
 
-	/* FSYNC (flush at every close, fsync, setattr): the size goes to the
-	 * MDS while this inode's writes are still in flight, and the call
-	 * returns once both are durable: one round trip less per close.
-	 * CLOSE (release) may purge an unlinked file's data: its writes must
-	 * have landed before. */
-	int werr = op == MDS_OP_CLOSE ? wb_flush(ino) : 0;
 	req_init(&rq, req, op);
 	rq.ino = ino;
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, false);
-	dirty = c && c->dirty;
-	if (dirty) {
-		rq.size_hint = c->wsize;
+	if (size) {
+		rq.size_hint = *size;
 		rq.setmask = MDS_SET_MTIME;
-		rq.s_mtime = c->mtime;
+		rq.s_mtime = mtime;
 	}
-	pthread_mutex_unlock(&g.lock);
-	if (!dirty && op == MDS_OP_FSYNC)
-		return wb_flush(ino);
 	int ret = mds_call(&rq, &rp);
 	free(rp.ents);
-	if (op != MDS_OP_CLOSE)
-		werr = wb_flush(ino);
-	if (ret == 0 && dirty) {
-		pthread_mutex_lock(&g.lock);
-		c = cino_get(ino, false);
-		if (c && c->wsize == rq.size_hint && c->mtime == rq.s_mtime)
-			c->dirty = false;
-		if (c && rp.ninodes)
-			c->msize = rp.in[0].size;
-		pthread_mutex_unlock(&g.lock);
-	}
-	return werr ? werr : ret;
+	if (ret == 0 && rp.ninodes)
+		*msize = rp.in[0].size;
+	return ret;
+}
+
+void fm_unsafe_wait_all(void)
+{
+	unsafe_wait_all();
 }
 
 /* ---- operations ------------------------------------------------------------ */
@@ -807,30 +684,21 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	/* the MDS gets this client's written data and size first, then the
 	 * change (a truncate must not meet a write still in flight) */
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		ret = wb_flush(ino);
+		ret = fd_wb_flush(ino);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;
 		}
+		/* the new size replaces what this client wrote */
+		rq.size_hint = fd_set_size(ino, rq.s_size);
 	} else {
-		ret = push_size(req, ino, MDS_OP_FSYNC);
+		ret = fd_push_size(req, ino, MDS_OP_FSYNC);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;
 		}
+		rq.size_hint = fd_size_hint(ino);
 	}
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, false);
-	if (c) {
-		rq.size_hint = c->wsize > c->msize ? c->wsize : c->msize;
-		if (to_set & FUSE_SET_ATTR_SIZE) {
-			/* the new size replaces what this client wrote */
-			c->wsize = rq.s_size;
-			c->msize = rq.s_size;
-			c->dirty = false;
-		}
-	}
-	pthread_mutex_unlock(&g.lock);
 	struct lc_info ci;
 	ret = mds_call_ci(&rq, &rp, &ci);
 	if (ret)
@@ -868,14 +736,7 @@ static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char
 	}
 	if (fi) {
 		struct fuse_entry_param e;
-		pthread_mutex_lock(&g.lock);
-		struct cino *c = cino_get(rp.in[0].ino, true);
-		if (c) {
-			c->msize = 0;
-			c->wsize = 0;
-			c->dirty = false;
-		}
-		pthread_mutex_unlock(&g.lock);
+		fd_open(rp.in[0].ino, 0, true);
 		fi->keep_cache = 0;
 		lc_kbar_enter();
 		fill_entry(&e, &rp.in[0], entry_timeout(&ci, parent), lc_timeout(rp.in[0].ino, &ci));
@@ -1027,29 +888,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, true);
-	if (c) {
-		c->msize = rp.in[0].size;
-		if (!c->dirty)
-			c->wsize = 0;
-	}
-	pthread_mutex_unlock(&g.lock);
+	fd_open(ino, rp.in[0].size, false);
 	if (fi->flags & O_TRUNC) {
-		wb_flush(ino);	/* an error of old data no longer matters */
+		fd_wb_flush(ino);	/* an error of old data no longer matters */
 		req_init(&rq, req, MDS_OP_SETATTR);
 		rq.ino = ino;
 		rq.setmask = MDS_SET_SIZE;
 		rq.s_size = 0;
-		pthread_mutex_lock(&g.lock);
-		c = cino_get(ino, false);
-		if (c) {
-			rq.size_hint = c->wsize > c->msize ? c->wsize : c->msize;
-			c->wsize = 0;
-			c->msize = 0;
-			c->dirty = false;
-		}
-		pthread_mutex_unlock(&g.lock);
+		rq.size_hint = fd_set_size(ino, 0);
 		ret = mds_call(&rq, &rp);
 		if (ret) {
 			fuse_reply_err(req, -ret);
@@ -1058,227 +904,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
-}
-
-static void data_oid(char *b, size_t n, uint64_t ino, uint64_t blk)
-{
-	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
-}
-
-struct piece {
-	struct atoll_completion *comp;
-	char *buf;
-	size_t len;
-};
-
-static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
-{
-	uint64_t fsize;
-
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, false);
-	if (c && size)
-		wb_wait(c, (uint64_t)off, size);
-	fsize = c ? (c->wsize > c->msize ? c->wsize : c->msize) : 0;
-	pthread_mutex_unlock(&g.lock);
-	if ((uint64_t)off >= fsize) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	if ((uint64_t)off + size > fsize)
-		size = (size_t)(fsize - (uint64_t)off);
-	char *buf = malloc(size ? size : 1);
-	size_t np = (size_t)(((uint64_t)off + size - 1) / MDS_BLOCK_SIZE - (uint64_t)off / MDS_BLOCK_SIZE + 1);
-	struct piece *p = calloc(np, sizeof(*p));
-	int ret = 0;
-
-	if (!buf || !p) {
-		free(buf);
-		free(p);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	uint64_t pos = (uint64_t)off;
-	size_t done = 0;
-	for (size_t i = 0; i < np; i++) {
-		uint64_t blk = pos / MDS_BLOCK_SIZE, boff = pos % MDS_BLOCK_SIZE;
-		size_t len = (size_t)(MDS_BLOCK_SIZE - boff);
-		char oid[64];
-		if (len > size - done)
-			len = size - done;
-		p[i].buf = buf + done;
-		p[i].len = len;
-		data_oid(oid, sizeof(oid), ino, blk);
-		if (atoll_completion_create(NULL, NULL, &p[i].comp) ||
-		    atoll_aio_read(g.data, oid, p[i].comp, p[i].buf, len, boff)) {
-			atoll_completion_release(p[i].comp);
-			p[i].comp = NULL;
-			ret = -EIO;
-		}
-		pos += len;
-		done += len;
-	}
-	for (size_t i = 0; i < np; i++) {
-		if (!p[i].comp)
-			continue;
-		int64_t r = atoll_completion_wait(p[i].comp);
-		atoll_completion_release(p[i].comp);
-		if (r == -ENOENT)
-			r = 0;	/* a hole */
-		if (r < 0) {
-			ret = (int)r;
-			continue;
-		}
-		if ((size_t)r < p[i].len)
-			memset(p[i].buf + r, 0, p[i].len - (size_t)r);
-	}
-	if (ret)
-		fuse_reply_err(req, ret == -EPERM ? EIO : -ret);
-	else
-		fuse_reply_buf(req, buf, size);
-	free(p);
-	free(buf);
-}
-
-/* Under g.lock: one piece of w is done (or was never issued); the last
- * one takes the write off its inode's list and wakes the waiters. */
-static void wop_piece_done(struct wop *w, int err)
-{
-	if (err && !w->err)
-		w->err = err == -EPERM ? -EIO : err;
-	pthread_cond_broadcast(&g.wcond);	/* op_write may wait for its pieces */
-	if (--w->pending > 0)
-		return;
-	struct cino *c = w->c;
-	for (struct wop **pp = &c->wl; *pp; pp = &(*pp)->next)
-		if (*pp == w) {
-			*pp = w->next;
-			break;
-		}
-	if (w->err && !c->werr)
-		c->werr = w->err;
-	g.wb_bytes -= w->len;
-	pthread_cond_broadcast(&g.wcond);
-	free(w->buf);
-	free(w);
-}
-
-/* The completion of one piece (a library thread). */
-static void on_write_done(struct atoll_completion *comp, void *arg)
-{
-	int64_t r = atoll_completion_return(comp);
-
-	pthread_mutex_lock(&g.lock);
-	wop_piece_done(arg, r < 0 ? (int)r : 0);
-	pthread_mutex_unlock(&g.lock);
-}
-
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		     off_t off, struct fuse_file_info *fi)
-{
-	if (size == 0) {
-		fuse_reply_write(req, 0);
-		return;
-	}
-	size_t np = (size_t)(((uint64_t)off + size - 1) / MDS_BLOCK_SIZE - (uint64_t)off / MDS_BLOCK_SIZE + 1);
-	struct wop *w = calloc(1, sizeof(*w));
-	char *copy = malloc(size);
-	int issue_err = 0;
-
-	if (!w || !copy) {
-		free(w);
-		free(copy);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	memcpy(copy, buf, size);
-	w->buf = copy;
-	w->off = (uint64_t)off;
-	w->len = size;
-	w->pending = (int)np + 1;	/* + 1: ours, until every piece is issued */
-	pthread_mutex_lock(&g.lock);
-	struct cino *c = cino_get(ino, true);
-	if (!c) {
-		pthread_mutex_unlock(&g.lock);
-		free(copy);
-		free(w);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	wb_wait(c, w->off, w->len);	/* overlapping writes land in order */
-	while (g.wb_bytes && g.wb_bytes + size > WB_MAX)
-		pthread_cond_wait(&g.wcond, &g.lock);
-	w->c = c;
-	w->next = c->wl;
-	c->wl = w;
-	g.wb_bytes += size;
-	uint64_t end = (uint64_t)off + size;
-	if (!c->dirty || c->wsize < c->msize)
-		c->wsize = c->wsize > c->msize ? c->wsize : c->msize;
-	if (end > c->wsize)
-		c->wsize = end;
-	c->mtime = now_ns();
-	c->dirty = true;
-	pthread_mutex_unlock(&g.lock);
-
-	uint64_t pos = (uint64_t)off;
-	size_t done = 0;
-	for (size_t i = 0; i < np; i++) {
-		uint64_t blk = pos / MDS_BLOCK_SIZE, boff = pos % MDS_BLOCK_SIZE;
-		size_t len = (size_t)(MDS_BLOCK_SIZE - boff);
-		struct atoll_completion *comp = NULL;
-		char oid[64];
-		int r;
-		if (len > size - done)
-			len = size - done;
-		data_oid(oid, sizeof(oid), ino, blk);
-		r = atoll_completion_create(on_write_done, w, &comp);
-		if (!r)
-			r = atoll_aio_write(g.data, oid, comp, copy + done, len, boff);
-		atoll_completion_release(comp);	/* an op in flight keeps its own */
-		if (r) {
-			/* never issued: its piece is done, with the error */
-			pthread_mutex_lock(&g.lock);
-			wop_piece_done(w, r);
-			pthread_mutex_unlock(&g.lock);
-			issue_err = r;
-		}
-		pos += len;
-		done += len;
-	}
-	pthread_mutex_lock(&g.lock);
-	if (issue_err) {
-		/* answer the error now: wait for the pieces that did go out */
-		while (w->pending > 1)
-			pthread_cond_wait(&g.wcond, &g.lock);
-		w->err = 0;	/* reported here, not again at flush */
-	}
-	wop_piece_done(w, 0);
-	pthread_mutex_unlock(&g.lock);
-	if (issue_err)
-		fuse_reply_err(req, issue_err == -EPERM ? EIO : -issue_err);
-	else
-		fuse_reply_write(req, size);
-}
-
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, -push_size(req, ino, MDS_OP_FSYNC));
-}
-
-static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
-{
-	int ret = push_size(req, ino, MDS_OP_FSYNC);
-
-	if (ret == 0)
-		unsafe_wait_all();	/* its name and size are journaled */
-	fuse_reply_err(req, -ret);
-}
-
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, -push_size(req, ino, MDS_OP_CLOSE));
 }
 
 /* ---- directories -------------------------------------------------------------- */
@@ -1622,11 +1247,11 @@ static const struct fuse_lowlevel_ops ops = {
 	.rename = op_rename,
 	.link = op_link,
 	.open = op_open,
-	.read = op_read,
-	.write = op_write,
-	.flush = op_flush,
-	.release = op_release,
-	.fsync = op_fsync,
+	.read = fd_op_read,
+	.write = fd_op_write,
+	.flush = fd_op_flush,
+	.release = fd_op_release,
+	.fsync = fd_op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
@@ -1640,8 +1265,15 @@ static const struct fuse_lowlevel_ops ops = {
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	/* 1 MiB writes (the kernel's limit) instead of 128 KiB: fewer,
-	 * larger writes to the OSDs */
+	/* 1 MiB writes instead of 128 KiB (libfuse 3.14's buffer holds 256
+	 * pages, the kernel's default fs.fuse.max_pages_limit; reads follow
+	 * from max_pages, conn->max_read must equal the max_read mount
+	 * option): fewer requests; fuse_data.c gathers them into 4 MiB
+	 * objects and reads whole objects ahead.
+	 * No FUSE_CAP_WRITEBACK_CACHE: with it the kernel keeps the size
+	 * and mtime of a file it caches pages of as its own and ignores the
+	 * MDS's, so another client's writes would not show after its close
+	 * (close-to-open, doc/fs.md "File data"). */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 4u << 20;
 }
@@ -1651,6 +1283,9 @@ static const struct fuse_opt opt_spec[] = {
 	{ "mon=%s", offsetof(struct opts, mon), 0 },
 	{ "mds=%s", offsetof(struct opts, mds), 0 },
 	{ "nolease", offsetof(struct opts, nolease), 1 },
+	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
+	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
+	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
 	FUSE_OPT_END
 };
 
@@ -1679,6 +1314,9 @@ static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 		dec_init(&d, m->front, m->front_len);
 		if (n && mds_notify_decode(&d, n) == 0) {
 			lc_revoke(n->c, n->n, false);
+			for (uint32_t i = 0; i < n->n; i++)
+				if (n->c[i].kind & MDS_CHG_DATA)
+					fd_invalidate(n->c[i].ino);	/* read-ahead */
 		} else {
 			log_warn("fuse", "a malformed lease revoke from the MDS; dropping "
 				 "every cached entry");
@@ -1761,6 +1399,9 @@ static int connect_all(struct opts *o)
 	if (ret)
 		fprintf(stderr, "atoll-fuse: cannot open the data pool '%s': %s\n",
 			rp->target, atoll_strerror(ret));
+	else
+		ret = fd_init(g.data, (uint64_t)o->writeback_mb << 20,
+			      (uint64_t)o->readahead_mb << 20);
 out:
 	free(rp);
 	return ret;
@@ -1771,7 +1412,9 @@ int main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts co;
 	struct fuse_session *se = NULL;
-	struct opts o = { 0 };
+	struct opts o = { .writeback_mb = (int)(FD_WB_MAX_DEFAULT >> 20),
+			  .readahead_mb = (int)(FD_RA_MAX_DEFAULT >> 20),
+			  .kernel_ra_kb = (int)FD_KERNEL_RA_KB_DEFAULT };
 	int ret = 1;
 
 	if (fuse_opt_parse(&args, &o, opt_spec, NULL) == -1)
@@ -1783,7 +1426,14 @@ int main(int argc, char **argv)
 		       "  -o conf=FILE    atoll.conf\n"
 		       "  -o mon=ADDR     the monitor\n"
 		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n"
-		       "  -o nolease      no leases: the kernel caches metadata for 1 s\n");
+		       "  -o nolease      no leases: the kernel caches metadata for 1 s\n"
+		       "  -o writeback_mb=N  memory for buffered writes (default %d; 0: each\n"
+		       "                  write goes out at once)\n"
+		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
+		       "  -o kernel_readahead_kb=N  the kernel's read-ahead of the mount\n"
+		       "                  (default %u, needs root; 0: the kernel's default)\n",
+		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20),
+		       FD_KERNEL_RA_KB_DEFAULT);
 		fuse_cmdline_help();
 		fuse_lowlevel_help();
 		ret = 0;
@@ -1835,11 +1485,14 @@ int main(int argc, char **argv)
 		goto out_sig;
 	if (lc_start(se))
 		goto out_unmount;
+	if (o.kernel_ra_kb > 0)
+		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
 	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
 	fuse_loop_cfg_destroy(lc);
+	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
 out_unmount:
 	fuse_session_unmount(se);

@@ -1,0 +1,1101 @@
+/*
+ * fuse_data.c - atoll-fuse's file data path (fuse_data.h): block B of
+ * inode I is object "I.B" (16 hex digits each) of the data pool, 4 MiB
+ * blocks (MDS_BLOCK_SIZE), read and written straight to the OSDs.
+ *
+ * Write-back.  The kernel sends writes of at most 1 MiB (libfuse 3.14's
+ * buffer, 256 pages); one OSD op each would write every 4 MiB object in
+ * four ops.  So a write is copied into its block's buffer (one extent per
+ * block: a write that touches or overlaps it joins it) and answered; the
+ * buffer goes to the OSDs as one op when the extent reaches the end of
+ * the block, when a write that does not touch it comes for the block,
+ * at flush (every close), fsync, release, setattr, when a read needs it,
+ * when the memory bound is reached (oldest buffer first), and when it is
+ * older than WB_AGE_NS (the flusher thread).  Buffers and writes in flight
+ * count MDS_BLOCK_SIZE each against the bound (-o writeback_mb=, default
+ * 256 MiB); a write that finds it full sends the oldest buffer and waits.
+ * A buffer that went out is a "wop" on its inode's list until the OSDs
+ * answered; a wop waits for older overlapping wops of its inode before it
+ * is sent, so overlapping writes land in order.  A failed write is
+ * reported by the next flush or fsync of the inode (EIO), as the kernel
+ * reports writeback errors of a local file system.
+ *
+ * Read-your-writes: a read inside one buffer is answered from it; a read
+ * overlapping buffers sends them and waits, like a read overlapping a
+ * wop.  Sizes: the client keeps the largest end it wrote (wsize) and
+ * pushes it with the mtime at flush, fsync and release (fd_push_size).
+ *
+ * Read-ahead.  The kernel reads 1 MiB at a time at best (its read-ahead
+ * of the mount is raised to 4 MiB: fd_kernel_readahead); one OSD op
+ * each, a few at a time, leaves the OSDs idle much of the time.  A read that continues the inode's last one (sequential) loads
+ * whole objects: its own blocks and RA_WINDOW more ahead, all in flight
+ * at once, within a memory bound (-o readahead_mb=, default 64 MiB; the
+ * oldest idle block is evicted).  A block is dropped once read through,
+ * and whenever its data may have changed: a write of this client to it,
+ * a truncate, an open (close-to-open: another client may have written
+ * it), a revoke from the MDS with MDS_CHG_DATA.  A block is never loaded
+ * while this client has a buffer or a wop on it (the load could read the
+ * OSDs' older data), and a write drops it even while it loads.
+ * Sequential detection is per inode (not per open file: create replies
+ * without a file handle), which two readers of one file at once confuse
+ * (each read then goes to the OSDs as before).
+ *
+ * Locking: one mutex (g.lock) for every inode's state, buffers, wops and
+ * read-ahead blocks.  OSD ops are issued with it released (the library's
+ * throttle may block the caller until a completion, which takes it), and
+ * no thread waits while holding wops it has not sent (see wops_send).
+ */
+#include "fuse_data.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include <atoll/atoll.h>
+
+#include "log.h"
+#include "mds_proto.h"
+
+#define BS		((uint64_t)MDS_BLOCK_SIZE)
+#define RA_WINDOW	8u		/* objects read ahead of a sequential reader */
+#define WB_AGE_NS	(1000000000ull)	/* the flusher sends buffers older than this */
+#define POOL_MAX	8		/* idle block buffers kept for reuse */
+#define HT_SIZE		4096u
+
+struct cino;
+
+/* A block's buffered writes: [start, end) of the block is new data. */
+struct wbuf {
+	struct cino *c;
+	uint64_t blk;
+	uint32_t start, end;
+	char *buf;			/* BS bytes */
+	uint64_t born;			/* CLOCK_MONOTONIC ns of the first write */
+	struct wbuf *next;		/* the inode's */
+	struct wbuf *aprev, *anext;	/* every buffer, oldest first */
+};
+
+/* A write on its way to the OSDs (one op, within one block). */
+struct wop {
+	struct cino *c;
+	uint64_t seq;			/* the inode's order of issue */
+	uint64_t off, len;		/* in the file */
+	char *buf;			/* the block buffer it came from */
+	struct wop *next;		/* the inode's */
+	struct wop *snext;		/* a list to send */
+};
+
+enum { RB_LOADING, RB_READY };
+
+/* A block read ahead. */
+struct rblk {
+	struct cino *c;
+	uint64_t blk;
+	char *buf;
+	uint32_t len;			/* bytes loaded (the rest of the block: past the size) */
+	uint32_t used;			/* bytes readers took */
+	int state, err;
+	int refs;			/* readers copying, the load in flight */
+	bool linked;			/* on the inode's list (else dropped: freed at refs 0) */
+	struct rblk *next;		/* the inode's */
+	struct rblk *gprev, *gnext;	/* every block, oldest first */
+	struct rblk *lnext;		/* a list to load */
+};
+
+struct cino {
+	uint64_t ino;
+	uint64_t msize;		/* size as the MDS last told */
+	uint64_t wsize;		/* largest end of a write since the last push */
+	uint64_t mtime;
+	bool dirty;
+	int werr;		/* the first failed write since the last flush/fsync */
+	uint64_t wseq;
+	struct wbuf *wb;
+	struct wop *wl;
+	struct rblk *rb;
+	uint64_t ra_end;	/* the furthest end of a read */
+	struct cino *next;
+};
+
+static struct {
+	struct atoll_ioctx *data;
+	uint64_t wb_max, ra_max;
+	bool wb_off;		/* -o writeback_mb=0 */
+	uint64_t fail_at;	/* tests: a write reaching this offset fails (0: never) */
+	pthread_mutex_t lock;
+	pthread_cond_t wcond;	/* a wop completed */
+	pthread_cond_t rcond;	/* a read-ahead load completed */
+	pthread_cond_t fcond;	/* the flusher: stop */
+	uint64_t wb_bytes;	/* buffers and wops, BS each */
+	uint64_t ra_bytes;	/* read-ahead blocks, BS each */
+	struct wbuf *ahead, *atail;
+	struct rblk *rhead, *rtail;
+	char *pool[POOL_MAX];
+	int npool;
+	bool stop;
+	pthread_t thr;
+	bool thr_on;
+	struct cino *ht[HT_SIZE];
+} g = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wcond = PTHREAD_COND_INITIALIZER,
+	.rcond = PTHREAD_COND_INITIALIZER,
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void data_oid(char *b, size_t n, uint64_t ino, uint64_t blk)
+{
+	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
+}
+
+static int map_err(int err)
+{
+	return err == -EPERM ? -EIO : err;	/* fenced (evicted): EIO */
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* ---- under g.lock: inodes, buffers ---------------------------------------- */
+
+static struct cino *cino_get(uint64_t ino, bool add)
+{
+	struct cino **pp = &g.ht[ino % HT_SIZE];
+
+	for (struct cino *c = *pp; c; c = c->next)
+		if (c->ino == ino)
+			return c;
+	if (!add)
+		return NULL;
+	struct cino *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ino = ino;
+	c->next = *pp;
+	*pp = c;
+	return c;
+}
+
+static char *buf_get(void)
+{
+	return g.npool ? g.pool[--g.npool] : malloc(BS);
+}
+
+static void buf_put(char *b)
+{
+	if (g.npool < POOL_MAX)
+		g.pool[g.npool++] = b;
+	else
+		free(b);
+}
+
+static uint64_t known_size(const struct cino *c)
+{
+	return c->wsize > c->msize ? c->wsize : c->msize;
+}
+
+/* ---- read-ahead blocks (under g.lock) -------------------------------------- */
+
+static void rblk_free(struct rblk *r)
+{
+	if (r->gprev)
+		r->gprev->gnext = r->gnext;
+	else
+		g.rhead = r->gnext;
+	if (r->gnext)
+		r->gnext->gprev = r->gprev;
+	else
+		g.rtail = r->gprev;
+	g.ra_bytes -= BS;
+	buf_put(r->buf);
+	free(r);
+}
+
+/* Takes r off its inode (no reader finds it any more). */
+static void rblk_drop(struct rblk *r)
+{
+	if (!r->linked)
+		return;
+	for (struct rblk **pp = &r->c->rb; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	r->linked = false;
+	if (!r->refs)
+		rblk_free(r);
+}
+
+static void rblk_put(struct rblk *r)
+{
+	if (--r->refs == 0 && !r->linked)
+		rblk_free(r);
+}
+
+/* Drops c's blocks that overlap [off, off + len) of the file (len 0: all). */
+static void ra_drop(struct cino *c, uint64_t off, uint64_t len)
+{
+	struct rblk *r = c->rb, *n;
+
+	for (; r; r = n) {
+		n = r->next;
+		if (!len || overlaps(r->blk * BS, BS, off, len))
+			rblk_drop(r);
+	}
+}
+
+static struct rblk *rblk_find(struct cino *c, uint64_t blk)
+{
+	for (struct rblk *r = c->rb; r; r = r->next)
+		if (r->blk == blk)
+			return r;
+	return NULL;
+}
+
+/* May block blk of c be loaded now?  Not while the client has data of its
+ * own on the way to it. */
+static bool ra_allowed(struct cino *c, uint64_t blk)
+{
+	for (struct wbuf *b = c->wb; b; b = b->next)
+		if (b->blk == blk)
+			return false;
+	for (struct wop *w = c->wl; w; w = w->next)
+		if (overlaps(w->off, w->len, blk * BS, BS))
+			return false;
+	return true;
+}
+
+/* A new loading block blk of c (fsize: the size it is loaded up to), on
+ * *loads for the caller to issue; NULL when the bound is reached and no
+ * idle block can be evicted. */
+static struct rblk *rblk_new(struct cino *c, uint64_t blk, uint64_t fsize, struct rblk **loads)
+{
+	if (g.ra_bytes + BS > g.ra_max) {
+		struct rblk *v = g.rhead;
+		while (v && (v->refs || v->state != RB_READY))
+			v = v->gnext;
+		if (!v)
+			return NULL;
+		if (v->linked)
+			rblk_drop(v);
+		else
+			rblk_free(v);
+	}
+	struct rblk *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->buf = buf_get();
+	if (!r->buf) {
+		free(r);
+		return NULL;
+	}
+	uint64_t left = fsize - blk * BS;
+	r->c = c;
+	r->blk = blk;
+	r->len = (uint32_t)(left < BS ? left : BS);
+	r->state = RB_LOADING;
+	r->refs = 1;		/* the load's */
+	r->linked = true;
+	r->next = c->rb;
+	c->rb = r;
+	r->gprev = g.rtail;
+	if (g.rtail)
+		g.rtail->gnext = r;
+	else
+		g.rhead = r;
+	g.rtail = r;
+	g.ra_bytes += BS;
+	r->lnext = *loads;
+	*loads = r;
+	return r;
+}
+
+/* The completion of a load (a library thread). */
+static void on_ra_done(struct atoll_completion *comp, void *arg)
+{
+	struct rblk *r = arg;
+	int64_t ret = atoll_completion_return(comp);
+
+	atoll_completion_release(comp);
+	if (ret == -ENOENT)
+		ret = 0;	/* a hole */
+	if (ret >= 0 && (uint64_t)ret < r->len)
+		memset(r->buf + ret, 0, r->len - (size_t)ret);
+	pthread_mutex_lock(&g.lock);
+	r->err = ret < 0 ? map_err((int)ret) : 0;
+	r->state = RB_READY;
+	if (r->err)
+		rblk_drop(r);	/* the next read tries again */
+	rblk_put(r);
+	pthread_cond_broadcast(&g.rcond);
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void loads_issue(struct rblk *l)
+{
+	while (l) {
+		struct rblk *r = l;
+		struct atoll_completion *comp = NULL;
+		char oid[64];
+		l = r->lnext;
+		data_oid(oid, sizeof(oid), r->c->ino, r->blk);
+		int ret = atoll_completion_create(on_ra_done, r, &comp);
+		if (!ret)
+			ret = atoll_aio_read(g.data, oid, comp, r->buf, r->len, 0);
+		if (ret) {
+			atoll_completion_release(comp);
+			pthread_mutex_lock(&g.lock);
+			r->err = map_err(ret);
+			r->state = RB_READY;
+			rblk_drop(r);
+			rblk_put(r);
+			pthread_cond_broadcast(&g.rcond);
+			pthread_mutex_unlock(&g.lock);
+		}
+	}
+}
+
+/* ---- write-back (under g.lock unless said) ---------------------------------- */
+
+static void age_unlink(struct wbuf *b)
+{
+	if (b->aprev)
+		b->aprev->anext = b->anext;
+	else
+		g.ahead = b->anext;
+	if (b->anext)
+		b->anext->aprev = b->aprev;
+	else
+		g.atail = b->aprev;
+}
+
+/* b goes out: it becomes a wop of its inode (on *send, for the caller to
+ * send once it released the lock). */
+static void wbuf_issue(struct wbuf *b, struct wop **send)
+{
+	struct cino *c = b->c;
+	struct wop *w = calloc(1, sizeof(*w));
+
+	for (struct wbuf **pp = &c->wb; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+	age_unlink(b);
+	if (!w) {
+		/* cannot track it: lose nothing silently */
+		if (!c->werr)
+			c->werr = -ENOMEM;
+		g.wb_bytes -= BS;
+		buf_put(b->buf);
+		free(b);
+		pthread_cond_broadcast(&g.wcond);
+		return;
+	}
+	w->c = c;
+	w->seq = ++c->wseq;
+	w->off = b->blk * BS + b->start;
+	w->len = b->end - b->start;
+	w->buf = b->buf;
+	w->next = c->wl;
+	c->wl = w;
+	/* keep *send in issue order */
+	struct wop **pp = send;
+	while (*pp)
+		pp = &(*pp)->snext;
+	*pp = w;
+	free(b);
+}
+
+/* Every buffer of c goes out. */
+static void wbuf_issue_all(struct cino *c, struct wop **send)
+{
+	while (c->wb)
+		wbuf_issue(c->wb, send);
+}
+
+static void wop_done(struct wop *w, int err)
+{
+	struct cino *c = w->c;
+
+	for (struct wop **pp = &c->wl; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (err && !c->werr)
+		c->werr = map_err(err);
+	g.wb_bytes -= BS;
+	buf_put(w->buf);
+	free(w);
+	pthread_cond_broadcast(&g.wcond);
+}
+
+/* The completion of a wop (a library thread). */
+static void on_write_done(struct atoll_completion *comp, void *arg)
+{
+	int64_t r = atoll_completion_return(comp);
+
+	atoll_completion_release(comp);
+	pthread_mutex_lock(&g.lock);
+	wop_done(arg, r < 0 ? (int)r : 0);
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* Is an older wop of w's inode on w's range still in flight? */
+static bool wop_blocked(const struct wop *w)
+{
+	for (const struct wop *o = w->c->wl; o; o = o->next)
+		if (o->seq < w->seq && overlaps(o->off, o->len, w->off, w->len))
+			return true;
+	return false;
+}
+
+/* Without g.lock: sends the wops of list, in order, each once no older
+ * wop of its inode overlaps it.  (The wops this waits for were issued
+ * before ours and are sent by threads that never wait holding unsent
+ * wops of their own, so the chain ends.) */
+static void wops_send(struct wop *list)
+{
+	while (list) {
+		struct wop *w = list;
+		struct atoll_completion *comp = NULL;
+		char oid[64];
+		int r;
+		list = w->snext;
+		pthread_mutex_lock(&g.lock);
+		while (wop_blocked(w))
+			pthread_cond_wait(&g.wcond, &g.lock);
+		pthread_mutex_unlock(&g.lock);
+		uint64_t blk = w->off / BS, boff = w->off % BS;
+		data_oid(oid, sizeof(oid), w->c->ino, blk);
+		if (g.fail_at && w->off + w->len > g.fail_at)
+			r = -EIO;	/* ATOLL_FUSE_FAIL_WRITES_AT (tests) */
+		else
+			r = atoll_completion_create(on_write_done, w, &comp);
+		if (!r)
+			r = atoll_aio_write(g.data, oid, comp, w->buf + boff, w->len, boff);
+		if (r) {
+			atoll_completion_release(comp);
+			pthread_mutex_lock(&g.lock);
+			wop_done(w, r);
+			pthread_mutex_unlock(&g.lock);
+		}
+	}
+}
+
+/* Waits until no wop of c overlaps [off, off + len) (len 0: none at all).
+ * The caller holds no unsent wop. */
+static void wb_wait(struct cino *c, uint64_t off, uint64_t len)
+{
+	for (;;) {
+		struct wop *w = c->wl;
+		while (w && len && !overlaps(w->off, w->len, off, len))
+			w = w->next;
+		if (!w)
+			return;
+		pthread_cond_wait(&g.wcond, &g.lock);
+	}
+}
+
+/* Without g.lock: sends every buffer of ino (no waiting for them). */
+static void wb_issue(uint64_t ino)
+{
+	struct wop *send = NULL;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c)
+		wbuf_issue_all(c, &send);
+	pthread_mutex_unlock(&g.lock);
+	wops_send(send);
+}
+
+int fd_wb_flush(uint64_t ino)
+{
+	int err = 0;
+
+	wb_issue(ino);
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c) {
+		wb_wait(c, 0, 0);
+		err = c->werr;
+		c->werr = 0;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return err;
+}
+
+/* Sends the buffers older than WB_AGE_NS, every half second. */
+static void *flusher_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&g.lock);
+	while (!g.stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 500000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
+		uint64_t now = mono_ns();
+		struct wop *send = NULL;
+		while (g.ahead && g.ahead->born + WB_AGE_NS <= now)
+			wbuf_issue(g.ahead, &send);
+		if (send) {
+			pthread_mutex_unlock(&g.lock);
+			wops_send(send);
+			pthread_mutex_lock(&g.lock);
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	return NULL;
+}
+
+/* ---- set-up ---------------------------------------------------------------------- */
+
+int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max)
+{
+	pthread_condattr_t ca;
+	const char *f = getenv("ATOLL_FUSE_FAIL_WRITES_AT");
+
+	g.data = data;
+	/* 0: every write goes out at once (write-behind, as before); else at
+	 * least two blocks, one filling while one is in flight */
+	g.wb_off = wb_max == 0;
+	g.wb_max = wb_max < 2 * BS ? 2 * BS : wb_max;
+	g.ra_max = ra_max;
+	if (f && *f)
+		g.fail_at = strtoull(f, NULL, 0);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g.fcond, &ca);
+	pthread_condattr_destroy(&ca);
+	int ret = -pthread_create(&g.thr, NULL, flusher_main, NULL);
+	g.thr_on = ret == 0;
+	return ret;
+}
+
+void fd_shutdown(void)
+{
+	struct wop *send = NULL;
+
+	if (g.thr_on) {
+		pthread_mutex_lock(&g.lock);
+		g.stop = true;
+		pthread_cond_signal(&g.fcond);
+		pthread_mutex_unlock(&g.lock);
+		pthread_join(g.thr, NULL);
+		g.thr_on = false;
+	}
+	pthread_mutex_lock(&g.lock);
+	while (g.ahead)
+		wbuf_issue(g.ahead, &send);
+	pthread_mutex_unlock(&g.lock);
+	wops_send(send);
+	pthread_mutex_lock(&g.lock);
+	while (g.wb_bytes)
+		pthread_cond_wait(&g.wcond, &g.lock);
+	for (unsigned i = 0; i < HT_SIZE; i++)
+		for (struct cino *c = g.ht[i]; c; c = c->next)
+			if (c->werr)
+				log_error("fuse", "a write of inode %" PRIu64 " failed after its "
+					  "last close (%s); its data is not all in the cluster",
+					  c->ino, strerror(-c->werr));
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* The kernel's read-ahead of a FUSE mount starts at the default of a
+ * backing device, 128 KiB (FUSE_INIT's max_readahead can only lower it):
+ * a 1 MiB read() then becomes eight 128 KiB requests and the reader waits
+ * for each round.  The mount's own bdi (/sys/class/bdi/MAJ:MIN, found in
+ * /proc/self/mountinfo: a stat of the mount point would wait for this
+ * very daemon) takes a larger value from root. */
+void fd_kernel_readahead(const char *mountpoint, unsigned kb)
+{
+	char *mp = realpath(mountpoint, NULL);
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096], dev[64] = "";
+
+	while (mp && f && fgets(line, sizeof(line), f)) {
+		unsigned id, parent;
+		char mm[64], root[1024], point[2048];
+		if (sscanf(line, "%u %u %63s %1023s %2047s", &id, &parent, mm, root, point) == 5 &&
+		    !strcmp(point, mp) && strstr(line, " - fuse"))
+			snprintf(dev, sizeof(dev), "%s", mm);	/* the last one: ours */
+	}
+	if (f)
+		fclose(f);
+	free(mp);
+	if (!dev[0]) {
+		log_warn("fuse", "cannot find the mount of %s in /proc/self/mountinfo; the "
+			 "kernel's read-ahead stays at its default", mountpoint);
+		return;
+	}
+	char path[128];
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%u\n", kb) < 0 || fclose(f) != 0) {
+		if (!f)
+			log_info("fuse", "cannot set %s (%s): the kernel reads ahead 128 KiB "
+				 "(run as root, or -o kernel_readahead_kb=0 to stop trying)",
+				 path, strerror(errno));
+		else
+			log_info("fuse", "cannot write %s: the kernel reads ahead 128 KiB", path);
+	}
+}
+
+/* ---- hooks of the metadata path ----------------------------------------------------- */
+
+uint64_t fd_stat_size(uint64_t ino, uint64_t msize)
+{
+	uint64_t size = msize;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c) {
+		c->msize = msize;
+		if (c->dirty && c->wsize > size)
+			size = c->wsize;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return size;
+}
+
+void fd_open(uint64_t ino, uint64_t msize, bool created)
+{
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, true);
+	if (c) {
+		c->msize = msize;
+		if (created) {
+			c->wsize = 0;
+			c->dirty = false;
+		} else if (!c->dirty) {
+			c->wsize = 0;
+		}
+		ra_drop(c, 0, 0);
+		c->ra_end = 0;
+	}
+	pthread_mutex_unlock(&g.lock);
+}
+
+uint64_t fd_set_size(uint64_t ino, uint64_t size)
+{
+	uint64_t hint = size;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c) {
+		hint = known_size(c);
+		c->wsize = size;
+		c->msize = size;
+		c->dirty = false;
+		ra_drop(c, 0, 0);
+	}
+	pthread_mutex_unlock(&g.lock);
+	return hint;
+}
+
+uint64_t fd_size_hint(uint64_t ino)
+{
+	uint64_t hint = 0;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c)
+		hint = known_size(c);
+	pthread_mutex_unlock(&g.lock);
+	return hint;
+}
+
+void fd_invalidate(uint64_t ino)
+{
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c)
+		ra_drop(c, 0, 0);
+	pthread_mutex_unlock(&g.lock);
+}
+
+int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op)
+{
+	uint64_t size = 0, mtime = 0, msize = UINT64_MAX;
+	bool dirty;
+
+	/* FSYNC (flush at every close, fsync, setattr): the buffers go out,
+	 * the size goes to the MDS while they are in flight, and the call
+	 * returns once both are durable: one round trip less per close.
+	 * CLOSE (release) may purge an unlinked file's data: its writes must
+	 * have landed before. */
+	int werr = 0;
+	if (op == MDS_OP_CLOSE)
+		werr = fd_wb_flush(ino);
+	else
+		wb_issue(ino);
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	dirty = c && c->dirty;
+	if (dirty) {
+		size = c->wsize;
+		mtime = c->mtime;
+	}
+	if (c && op == MDS_OP_CLOSE)
+		ra_drop(c, 0, 0);
+	pthread_mutex_unlock(&g.lock);
+	if (!dirty && op == MDS_OP_FSYNC)
+		return fd_wb_flush(ino);
+	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize);
+	if (op != MDS_OP_CLOSE)
+		werr = fd_wb_flush(ino);
+	if (ret == 0 && dirty) {
+		pthread_mutex_lock(&g.lock);
+		c = cino_get(ino, false);
+		if (c && c->wsize == size && c->mtime == mtime)
+			c->dirty = false;
+		if (c && msize != UINT64_MAX)
+			c->msize = msize;
+		pthread_mutex_unlock(&g.lock);
+	}
+	return werr ? werr : ret;
+}
+
+/* ---- the operations --------------------------------------------------------------- */
+
+struct piece {
+	uint64_t blk;
+	uint32_t boff, len;
+	char *dst;
+	struct rblk *r;			/* from read-ahead, or */
+	struct atoll_completion *comp;	/* read from the OSDs */
+};
+
+void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
+		struct fuse_file_info *fi)
+{
+	uint64_t off = (uint64_t)off_, fsize;
+	struct wop *send = NULL;
+	struct rblk *loads = NULL;
+	struct piece *p = NULL;
+	char *buf = NULL;
+	size_t np = 0;
+	int ret = 0;
+
+	(void)fi;
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	fsize = c ? known_size(c) : 0;
+	if (off >= fsize || !size) {
+		pthread_mutex_unlock(&g.lock);
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (off + size > fsize)
+		size = (size_t)(fsize - off);
+	buf = malloc(size);
+	np = (size_t)((off + size - 1) / BS - off / BS + 1);
+	p = calloc(np, sizeof(*p));
+	if (!buf || !p) {
+		pthread_mutex_unlock(&g.lock);
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* read-your-writes: inside one buffer, answered from it; buffers
+	 * overlapping partly go out first */
+	for (struct wbuf *b = c->wb; b; b = b->next) {
+		uint64_t bo = b->blk * BS + b->start, bl = b->end - b->start;
+		if (bo <= off && off + size <= bo + bl) {
+			memcpy(buf, b->buf + (off - b->blk * BS), size);
+			pthread_mutex_unlock(&g.lock);
+			goto out;
+		}
+	}
+	for (struct wbuf *b = c->wb, *n; b; b = n) {
+		n = b->next;
+		if (overlaps(b->blk * BS + b->start, b->end - b->start, off, size))
+			wbuf_issue(b, &send);
+	}
+	if (send) {
+		pthread_mutex_unlock(&g.lock);
+		wops_send(send);
+		pthread_mutex_lock(&g.lock);
+	}
+	wb_wait(c, off, size);
+	fsize = known_size(c);
+	if (off >= fsize) {
+		pthread_mutex_unlock(&g.lock);
+		size = 0;
+		goto out;
+	}
+	if (off + size > fsize)
+		size = (size_t)(fsize - off);
+	np = (size_t)((off + size - 1) / BS - off / BS + 1);
+
+	/* sequential: from the start, or within a block of the furthest read */
+	bool seq = g.ra_max && (off == 0 || (off + BS >= c->ra_end && off <= c->ra_end + BS));
+	if (off + size > c->ra_end)
+		c->ra_end = off + size;
+	uint64_t pos = off;
+	size_t done = 0;
+	for (size_t i = 0; i < np; i++) {
+		uint64_t blk = pos / BS;
+		uint32_t boff = (uint32_t)(pos % BS);
+		uint32_t len = (uint32_t)(BS - boff);
+		if (len > size - done)
+			len = (uint32_t)(size - done);
+		p[i].blk = blk;
+		p[i].boff = boff;
+		p[i].len = len;
+		p[i].dst = buf + done;
+		struct rblk *r = rblk_find(c, blk);
+		if (!r && seq && ra_allowed(c, blk))
+			r = rblk_new(c, blk, fsize, &loads);
+		if (r && boff + len <= r->len) {
+			r->refs++;
+			p[i].r = r;
+		}
+		pos += len;
+		done += len;
+	}
+	if (seq) {
+		uint64_t last = (off + size - 1) / BS;
+		for (uint64_t blk = last + 1; blk <= last + RA_WINDOW && blk * BS < fsize; blk++)
+			if (!rblk_find(c, blk) && ra_allowed(c, blk) &&
+			    !rblk_new(c, blk, fsize, &loads))
+				break;
+	}
+	pthread_mutex_unlock(&g.lock);
+
+	loads_issue(loads);
+	for (size_t i = 0; i < np; i++) {
+		char oid[64];
+		if (p[i].r)
+			continue;
+		data_oid(oid, sizeof(oid), ino, p[i].blk);
+		int r = atoll_completion_create(NULL, NULL, &p[i].comp);
+		if (!r)
+			r = atoll_aio_read(g.data, oid, p[i].comp, p[i].dst, p[i].len, p[i].boff);
+		if (r) {
+			atoll_completion_release(p[i].comp);
+			p[i].comp = NULL;
+			ret = r;
+		}
+	}
+	for (size_t i = 0; i < np; i++) {
+		if (!p[i].comp)
+			continue;
+		int64_t r = atoll_completion_wait(p[i].comp);
+		atoll_completion_release(p[i].comp);
+		if (r == -ENOENT)
+			r = 0;	/* a hole */
+		if (r < 0) {
+			ret = (int)r;
+			continue;
+		}
+		if ((size_t)r < p[i].len)
+			memset(p[i].dst + r, 0, p[i].len - (size_t)r);
+	}
+	/* the blocks read ahead: ready blocks are never written, so they are
+	 * read without the lock; when every piece is in one, the reply goes
+	 * out straight from them (no copy) */
+	struct iovec iov[4];
+	bool all_ra = np <= 4;
+	pthread_mutex_lock(&g.lock);
+	for (size_t i = 0; i < np; i++) {
+		struct rblk *r = p[i].r;
+		if (!r) {
+			all_ra = false;
+			continue;
+		}
+		while (r->state == RB_LOADING)
+			pthread_cond_wait(&g.rcond, &g.lock);
+		if (r->err) {
+			ret = r->err;
+			all_ra = false;
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	for (size_t i = 0; i < np; i++) {
+		struct rblk *r = p[i].r;
+		if (all_ra) {
+			iov[i].iov_base = r->buf + p[i].boff;
+			iov[i].iov_len = p[i].len;
+		}
+		if (r && !all_ra && !ret)
+			memcpy(p[i].dst, r->buf + p[i].boff, p[i].len);
+	}
+	if (all_ra && !ret)
+		fuse_reply_iov(req, iov, (int)np);
+	pthread_mutex_lock(&g.lock);
+	for (size_t i = 0; i < np; i++) {
+		struct rblk *r = p[i].r;
+		if (!r)
+			continue;
+		r->used += p[i].len;
+		if (r->used >= r->len)
+			rblk_drop(r);	/* read through */
+		rblk_put(r);
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (all_ra && !ret) {
+		free(p);
+		free(buf);
+		return;
+	}
+out:
+	if (ret)
+		fuse_reply_err(req, -map_err(ret));
+	else
+		fuse_reply_buf(req, buf, size);
+	free(p);
+	free(buf);
+}
+
+void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off_, struct fuse_file_info *fi)
+{
+	uint64_t off = (uint64_t)off_, pos = off;
+	struct wop *send = NULL;
+	size_t done = 0;
+	int ret = 0;
+
+	(void)fi;
+	if (size == 0) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, true);
+	if (!c) {
+		pthread_mutex_unlock(&g.lock);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ra_drop(c, off, size);
+	while (done < size) {
+		uint64_t blk = pos / BS;
+		uint32_t boff = (uint32_t)(pos % BS);
+		uint32_t len = (uint32_t)(BS - boff);
+		if (len > size - done)
+			len = (uint32_t)(size - done);
+		struct wbuf *b = c->wb;
+		while (b && b->blk != blk)
+			b = b->next;
+		if (b && (boff > b->end || boff + len < b->start)) {
+			wbuf_issue(b, &send);	/* not contiguous: one extent a block */
+			b = NULL;
+		}
+		if (!b) {
+			if (g.wb_bytes + BS > g.wb_max) {
+				/* the bound: the oldest buffer goes out, or wait for
+				 * a write in flight; never wait holding unsent wops */
+				if (g.ahead)
+					wbuf_issue(g.ahead, &send);
+				if (send) {
+					pthread_mutex_unlock(&g.lock);
+					wops_send(send);
+					send = NULL;
+					pthread_mutex_lock(&g.lock);
+				} else {
+					pthread_cond_wait(&g.wcond, &g.lock);
+				}
+				continue;	/* look again: the lock was released */
+			}
+			b = calloc(1, sizeof(*b));
+			if (b && !(b->buf = buf_get())) {
+				free(b);
+				b = NULL;
+			}
+			if (!b) {
+				ret = -ENOMEM;
+				break;
+			}
+			b->c = c;
+			b->blk = blk;
+			b->start = b->end = boff;
+			b->born = mono_ns();
+			b->next = c->wb;
+			c->wb = b;
+			b->aprev = g.atail;
+			if (g.atail)
+				g.atail->anext = b;
+			else
+				g.ahead = b;
+			g.atail = b;
+			g.wb_bytes += BS;
+		}
+		memcpy(b->buf + boff, buf + done, len);
+		if (boff < b->start)
+			b->start = boff;
+		if (boff + len > b->end)
+			b->end = boff + len;
+		if (b->end == BS)
+			wbuf_issue(b, &send);	/* the block's end: a sequential writer is done with it */
+		pos += len;
+		done += len;
+	}
+	if (done) {
+		if (!c->dirty || c->wsize < c->msize)
+			c->wsize = known_size(c);
+		if (off + done > c->wsize)
+			c->wsize = off + done;
+		c->mtime = real_ns();
+		c->dirty = true;
+	}
+	if (g.wb_off)
+		wbuf_issue_all(c, &send);
+	pthread_mutex_unlock(&g.lock);
+	wops_send(send);
+	if (ret && !done)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_write(req, done);
+}
+
+void fd_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_FSYNC));
+}
+
+void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync;
+	(void)fi;
+	int ret = fd_push_size(req, ino, MDS_OP_FSYNC);
+
+	if (ret == 0)
+		fm_unsafe_wait_all();	/* its name and size are journaled */
+	fuse_reply_err(req, -ret);
+}
+
+void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_CLOSE));
+}

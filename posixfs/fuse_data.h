@@ -1,0 +1,80 @@
+/*
+ * fuse_data.h - atoll-fuse's file data path (fuse_data.c): reads and
+ * writes of file data straight to the OSDs, with client write-back
+ * (a file's writes gathered per data object, bounded in memory) and
+ * read-ahead of whole objects, and the file sizes this client knows.
+ *
+ * fuse_main.c owns the MDS connection and the metadata operations; it
+ * calls the fd_* hooks where metadata and data meet (stat sizes, open,
+ * create, truncate, a revoke of another client's data change), and
+ * provides the two fm_* calls this file needs of the MDS.
+ */
+#ifndef ATOLL_FUSE_DATA_H
+#define ATOLL_FUSE_DATA_H
+
+#define FUSE_USE_VERSION 35
+
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct atoll_ioctx;
+
+/* Defaults of the bounds (-o writeback_mb=, -o readahead_mb=). */
+#define FD_WB_MAX_DEFAULT (256ull << 20)
+#define FD_RA_MAX_DEFAULT (64ull << 20)
+
+/* Once connected (threads: after fuse_daemonize): the data pool and the
+ * memory bounds of buffered writes and of read-ahead (bytes; 0 turns
+ * write-back, resp. read-ahead, off). */
+int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max);
+/* After the mount, before the FUSE loop: sets the kernel's read-ahead of
+ * the mount to kb KiB (root only; else logged). */
+void fd_kernel_readahead(const char *mountpoint, unsigned kb);
+#define FD_KERNEL_RA_KB_DEFAULT 4096u
+/* After the FUSE loop ended: writes what is still buffered and waits for
+ * every write (nobody is left to report an error to: it is logged). */
+void fd_shutdown(void);
+
+/* The size to show for ino (a stat) given the MDS's size: records the
+ * MDS's, returns the larger one this client wrote and not yet pushed. */
+uint64_t fd_stat_size(uint64_t ino, uint64_t msize);
+/* ino was opened (msize: the MDS's size) or created (empty): drops what
+ * the client read ahead of it (close-to-open: another client may have
+ * changed it since). */
+void fd_open(uint64_t ino, uint64_t msize, bool created);
+/* Writes every buffered write of ino and waits for all of them; returns
+ * and clears the first error since the last flush (-EIO for a write the
+ * OSDs refused). */
+int fd_wb_flush(uint64_t ino);
+/* A truncate to size (after fd_wb_flush): the new size replaces what this
+ * client wrote; returns the largest size it knew before (the MDS's
+ * size_hint: the objects to trim).  Drops ino's read-ahead. */
+uint64_t fd_set_size(uint64_t ino, uint64_t size);
+/* The largest size of ino this client knows (a setattr's size_hint). */
+uint64_t fd_size_hint(uint64_t ino);
+/* Another client changed ino's data (a revoke with MDS_CHG_DATA). */
+void fd_invalidate(uint64_t ino);
+/* Pushes the size and mtime this client wrote to the MDS (op FSYNC:
+ * flush, fsync, setattr; CLOSE: release), with the buffered data. */
+int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op);
+
+/* The FUSE operations of file data. */
+void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+void fd_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* Provided by fuse_main.c.  fm_size_call: the MDS request op (FSYNC or
+ * CLOSE) for ino, with size (NULL: nothing to push) and mtime; *msize
+ * gets the MDS's size after it (unchanged when it sent none).  0 or
+ * -errno.  fm_unsafe_wait_all: waits until every change this client made
+ * so far is journaled. */
+int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
+		 uint64_t mtime, uint64_t *msize);
+void fm_unsafe_wait_all(void);
+
+#endif
