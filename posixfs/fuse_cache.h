@@ -62,6 +62,10 @@ void lc_kbar_leave(void);
 double lc_timeout(uint64_t ino, const struct lc_info *ci);
 /* The cached record of ino; returns the seconds left, or < 0 when none. */
 double lc_attr(uint64_t ino, struct mds_inode *out);
+/* The cached record of a file this client created (MKNOD) at most
+ * within_ns ago and nobody changed since (no revoke, no change of its
+ * own): seconds its lease has left, or < 0. */
+double lc_attr_new(uint64_t ino, uint64_t within_ns, struct mds_inode *out);
 /* In a cached listing of dir: 1 found (ino, mode), 0 not in it,
  * < 0 no listing.  *left: seconds its lease has left. */
 int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,

@@ -46,6 +46,13 @@
 #include "msg.h"
 
 #define CALL_TIMEOUT_MS 60000u
+#define NEG_ENTRY_TIMEOUT 1.0	/* s: a name the kernel may know absent */
+/* A setattr that sets atime and mtime to "now" within this long of this
+ * client's create of the file (touch's futimens after its open(O_CREAT))
+ * is answered from the cache: the create set all three times to "now"
+ * already, so the file reads as if both happened in one tick of a clock
+ * this coarse (ext4's own timestamps tick every 4 ms). */
+#define TOUCH_FOLD_NS (10ull * 1000000ull)
 
 struct wop;
 
@@ -717,7 +724,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lc_kbar_enter();
 	int hit = lc_dir_lookup(parent, name, &ino, &mode, &dleft);
 	if (hit == 0) {
-		fuse_reply_err(req, ENOENT);	/* not cached negative: no timeout */
+		/* not in the leased listing: ENOENT, and the kernel may keep
+		 * the negative entry (a revoke invalidates it: another
+		 * client's create in parent) for at most NEG_ENTRY_TIMEOUT:
+		 * a lost MDS connection drops the listing, but the names
+		 * answered negative are not known to invalidate */
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = dleft < NEG_ENTRY_TIMEOUT ? dleft : NEG_ENTRY_TIMEOUT;
+		fuse_reply_entry(req, &e);
 		lc_kbar_leave();
 		return;
 	}
@@ -774,6 +789,28 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct mds_reply rp;
 	int ret;
 
+	/* touch's "now" right after this client's create: nothing to do */
+	const int times_now = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW |
+			      FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
+	if ((to_set & ~(times_now | FUSE_SET_ATTR_CTIME)) == 0 &&
+	    (to_set & FUSE_SET_ATTR_ATIME_NOW) && (to_set & FUSE_SET_ATTR_MTIME_NOW)) {
+		struct mds_inode in;
+		bool clean;
+		pthread_mutex_lock(&g.lock);
+		struct cino *c = cino_get(ino, false);
+		clean = !c || (!c->dirty && !c->wl && !c->wsize);
+		pthread_mutex_unlock(&g.lock);
+		lc_kbar_enter();
+		double left = clean ? lc_attr_new(ino, TOUCH_FOLD_NS, &in) : -1;
+		if (left > 0) {
+			struct stat st;
+			to_stat(&in, &st);
+			fuse_reply_attr(req, &st, left);
+			lc_kbar_leave();
+			return;
+		}
+		lc_kbar_leave();
+	}
 	req_init(&rq, req, MDS_OP_SETATTR);
 	rq.ino = ino;
 	if (to_set & FUSE_SET_ATTR_MODE) {

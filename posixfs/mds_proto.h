@@ -179,6 +179,10 @@ struct mds_reply {
 	 * jseq; it is safe (durable) once an MT_MDS_SAFE with seq >= jseq
 	 * came on this connection.  0: nothing to wait for. */
 	uint64_t jseq;
+	/* v4: a second directory leased with lease_ms (0: none): MKDIR's
+	 * new directory, so that its creator caches its listing (empty)
+	 * and answers lookups of names not in it without asking */
+	uint64_t dir_lease2;
 };
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */

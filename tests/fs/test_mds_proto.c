@@ -398,10 +398,12 @@ Test(mds_proto, early_reply_fields)
 
 	memset(&ra, 0, sizeof(ra));
 	ra.jseq = 77;
+	ra.dir_lease2 = 0xabcdef;
 	buf = encode_reply(&ra, &len);
 	dec_init(&d, buf, len);
 	cr_assert_eq(mds_reply_decode(&d, &rb), 0);
 	cr_assert_eq(rb.jseq, 77);
+	cr_assert_eq(rb.dir_lease2, 0xabcdef);
 	free(buf);
 
 	enc_init(&e);
