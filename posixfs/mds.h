@@ -233,6 +233,9 @@ void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 int mds_journaler_start(struct mds *m);
 void mds_journaler_stop(struct mds *m);
 uint64_t mds_durable_seq(struct mds *m);
+/* Can a change be queued for the journaler without waiting?  (Only the
+ * thread handling requests queues, so the answer holds until it does.) */
+bool mds_journal_room(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
 
 /* Loads the node's extended attributes (once). */
@@ -269,6 +272,8 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 /* Worker: revokes chg from every client but c that holds a lease it
  * covers; returns once each acked, closed or saw its lease run out. */
 void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
+/* Would mds_lease_revoke(c, chg, n) tell anyone (and wait)? */
+bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
 /* Loop thread: c closed; its leases are void. */
 void mds_lease_closed(struct msg_conn *c);
 void mds_lease_stats(struct mds_status *s);

@@ -18,9 +18,12 @@
  * lease time.  Records are keyed by inode number only: inode numbers are
  * never reused, so a record of a removed inode is harmless until swept.
  *
- * Threads: grants and revokes run on the MDS's worker; ack callbacks and
- * closed connections on the messenger's loop thread.  L.lock protects
- * everything here; it is never held while waiting for acks.
+ * Threads: grants run on whichever thread handles the request (the
+ * MDS's worker, or the messenger's loop thread when the worker is idle:
+ * mds_main.c), revokes on the worker only (they wait for acks); ack
+ * callbacks and closed connections on the messenger's loop thread.
+ * L.lock protects everything here; it is never held while waiting for
+ * acks.
  */
 #include "mds.h"
 
@@ -430,6 +433,25 @@ void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
 		wait_until(untold);
 	}
 	pthread_mutex_unlock(&L.lock);
+}
+
+bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
+{
+	bool need = false;
+
+	if (!L.lease_ms || !n)
+		return false;
+	uint64_t now = now_ms();
+	pthread_mutex_lock(&L.lock);
+	for (uint32_t i = 0; !need && i < n; i++)
+		for (struct lrec *r = L.ht[chg[i].ino % LEASE_BUCKETS]; r; r = r->next)
+			if (r->ino == chg[i].ino && !r->cl->dead && r->exp_ms > now &&
+			    r->cl->c != c && covers(r, &chg[i])) {
+				need = true;
+				break;
+			}
+	pthread_mutex_unlock(&L.lock);
+	return need;
 }
 
 void mds_lease_closed(struct msg_conn *c)

@@ -1346,6 +1346,14 @@ static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 	return j->seq;
 }
 
+bool mds_journal_room(struct mds *m)
+{
+	pthread_mutex_lock(&m->jlock);
+	bool room = m->jq_len < 4 * JOURNAL_BATCH;
+	pthread_mutex_unlock(&m->jlock);
+	return room;
+}
+
 static void wait_durable(struct mds *m, uint64_t seq)
 {
 	pthread_mutex_lock(&m->jlock);
