@@ -1872,11 +1872,15 @@ int main(int argc, char **argv)
 		goto out_sig;
 	if (lc_start(se))
 		goto out_unmount;
-	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(lc, 16);
-	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
-	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
-	fuse_loop_cfg_destroy(lc);
+	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
+	 * which reads this struct (the v1 layout).  (Handing it the
+	 * opaque config of fuse_loop_cfg_create(), a 3.12 struct, made it
+	 * read clone_fd = 1 and max_idle_threads = 0 from the wrong fields:
+	 * a thread, and a cloned /dev/fuse fd, created and destroyed per
+	 * request.)  Idle threads are kept: a stream of small requests
+	 * (touch) must not start a thread for each. */
+	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
+	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
 	lc_stop();
 out_unmount:
 	fuse_session_unmount(se);
