@@ -246,8 +246,8 @@ void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
 
 /* mds_status.c: the answer to MT_MDS_STATUS.  The *_client_* calls and
  * mds_status_reply run on the messenger's loop thread; mds_status_sync
- * and mds_status_served on the worker (the only writer of the numbers
- * they copy). */
+ * and mds_status_served on the thread handling requests, one at a time
+ * (the only writer of the numbers they copy). */
 struct msg_conn;
 struct msg;
 void mds_status_init(const struct mds *m);

@@ -79,8 +79,9 @@ void mds_status_set_state(uint32_t state)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* The worker is the only writer of these fields of m, so it reads them
- * without m->lock. */
+/* The thread handling requests (the worker, or the loop thread while the
+ * worker is idle: one at a time, mds_main.c) is the only writer of these
+ * fields of m, so it reads them without m->lock. */
 void mds_status_sync(const struct mds *m)
 {
 	struct mds_status ls;
