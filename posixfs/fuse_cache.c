@@ -17,6 +17,13 @@
  * freshness before the invalidation has finished replying to the kernel
  * (lc_kbar_*), so no stale reply lands after the invalidation.
  *
+ * The client's own changes patch its cached listings instead of dropping
+ * them (apply_own): nobody else changed the directory, or the MDS would
+ * have revoked the listing before answering; so a name absent from a
+ * leased listing (the lookup before every create) is answered ENOENT
+ * without the MDS, also in a directory this client just made (the MDS
+ * leases its empty listing with the mkdir).
+ *
  * Bounded: LC_ATTR_MAX records and LC_ENT_MAX listing entries; over
  * either, everything is dropped (the MDS's leases stay, so its revokes
  * still reach the kernel).

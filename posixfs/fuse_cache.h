@@ -44,7 +44,9 @@ void lc_stop(void);
 uint64_t lc_now(void);		/* CLOCK_MONOTONIC ns */
 
 /* Loop thread: a decoded reply to a request sent at t_send: applies what
- * it changed (the requester's own change), caches what it leased. */
+ * it changed (the requester's own change: cached listings it changed are
+ * patched when the request tells the entry's new state, else dropped),
+ * caches what it leased. */
 void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_send,
 	      struct lc_info *ci);
 /* Loop thread: a revoke (or a lost MDS session: all = true). */

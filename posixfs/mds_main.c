@@ -258,9 +258,12 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 {
 	struct mds_req *rq = malloc(sizeof(*rq));
 	struct mds_reply *rp = calloc(1, sizeof(*rp));
+	/* made before the change: a revoke must be able to go to the worker
+	 * (this thread cannot wait for the acks, which arrive on it) */
+	struct work *w = calloc(1, sizeof(*w));
 	struct dec d;
 
-	if (!rq || !rp)
+	if (!rq || !rp || !w)
 		goto no;
 	dec_init(&d, m->front, m->front_len);
 	if (mds_req_decode(&d, rq) || !inline_ok(mds, rq) || is_evicted(mds, rq->client))
@@ -272,22 +275,17 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 	rp->jseq = mds->cur_seq;
 	mds->cur_conn = NULL;
 	if (mds_lease_revoke_needed(m->conn, mds->chg, mds->nchg)) {
-		struct work *w = calloc(1, sizeof(*w));
-		if (!w) {
-			/* cannot hand it over: wait here (the acks need this
-			 * thread, so the holders' leases run out instead) */
-			log_warn(SUB, "out of memory handing a revoke to the worker");
-		} else {
-			w->m = m;
-			w->rq = rq;
-			w->rp = rp;
-			q_push(w);
-			return true;
-		}
+		w->m = m;
+		w->rq = rq;
+		w->rp = rp;
+		q_push(w);
+		return true;
 	}
+	free(w);
 	serve_finish(mds, m, rq, rp);
 	return true;
 no:
+	free(w);
 	free(rp);
 	free(rq);
 	return false;
