@@ -181,6 +181,9 @@ struct mds {
 	struct mds_jent *jq_head, *jq_tail;
 	unsigned jq_len;
 	uint64_t durable_seq;	/* every entry up to it is journaled */
+	/* the last sequence number queued and the last journaled, for the
+	 * status (read on the loop thread: atomic stores and loads) */
+	uint64_t pub_seq, pub_durable;
 	uint64_t batches;	/* appends made by the journaler */
 	uint64_t crash_hold;	/* ATOLL_MDS_CRASH_BEFORE_JOURNAL */
 	unsigned jdelay_ms;	/* ATOLL_MDS_JOURNAL_DELAY_MS */
@@ -250,7 +253,7 @@ void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
  * (the only writer of the numbers they copy). */
 struct msg_conn;
 struct msg;
-void mds_status_init(const struct mds *m);
+void mds_status_init(struct mds *m);
 void mds_status_set_addr(const char *addr);
 void mds_status_set_state(uint32_t state);	/* enum mds_state */
 void mds_status_sync(const struct mds *m);

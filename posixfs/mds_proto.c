@@ -370,6 +370,7 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 	enc_u64(e, s->grants);
 	enc_u64(e, s->revokes);
 	enc_u64(e, s->revoke_timeouts);
+	enc_u64(e, s->j_durable);
 	enc_end(e, h);
 }
 
@@ -419,6 +420,8 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 		s->revokes = dec_u64(&b);
 		s->revoke_timeouts = dec_u64(&b);
 	}
+	if (dec_left(&b))
+		s->j_durable = dec_u64(&b);
 	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
 		dec_fail(&b, -EBADMSG);
 	int ret = dec_end(d, &b);

@@ -234,6 +234,9 @@ struct mds_status {
 	uint64_t grants;		/* leases granted or renewed */
 	uint64_t revokes;		/* revokes sent (one per client per change) */
 	uint64_t revoke_timeouts;	/* of those, neither acked nor closed in time */
+	/* v4: the journal entries up to this sequence number are durable
+	 * (j_seq: the last one queued); both read when the status is asked */
+	uint64_t j_durable;
 };
 
 void mds_status_encode(struct enc *e, const struct mds_status *s);

@@ -187,6 +187,7 @@ Test(mds_proto, status_round_trip)
 	a->j_entries = 17;
 	a->j_offset = 4096;
 	a->j_seq = 273;
+	a->j_durable = 270;
 	a->requests = 100;
 	a->nops = MDS_OP_MAX_;
 	a->op_count[MDS_OP_LOOKUP] = 60;
@@ -203,6 +204,7 @@ Test(mds_proto, status_round_trip)
 	cr_assert_eq(b->inodes, 42);
 	cr_assert_eq(b->j_offset, 4096);
 	cr_assert_eq(b->j_seq, 273);
+	cr_assert_eq(b->j_durable, 270);
 	cr_assert_eq(b->nops, MDS_OP_MAX_);
 	cr_assert_eq(b->op_count[MDS_OP_LOOKUP], 60);
 	cr_assert_eq(b->nclients, 2);
