@@ -17,6 +17,13 @@
  * freshness before the invalidation has finished replying to the kernel
  * (lc_kbar_*), so no stale reply lands after the invalidation.
  *
+ * The client's own changes patch its cached listings instead of dropping
+ * them (apply_own): nobody else changed the directory, or the MDS would
+ * have revoked the listing before answering; so a name absent from a
+ * leased listing (the lookup before every create) is answered ENOENT
+ * without the MDS, also in a directory this client just made (the MDS
+ * leases its empty listing with the mkdir).
+ *
  * Bounded: LC_ATTR_MAX records and LC_ENT_MAX listing entries; over
  * either, everything is dropped (the MDS's leases stay, so its revokes
  * still reach the kernel).
@@ -30,6 +37,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "log.h"
@@ -53,6 +61,8 @@ struct lxattr {
 struct lattr {
 	struct mds_inode a;
 	uint64_t exp;
+	uint64_t born;		/* created by this client at (lc_now), unchanged
+				 * since; 0: not known so */
 	struct lxattr *xa;
 	unsigned nxa;
 	struct lattr *next;
@@ -63,7 +73,7 @@ struct ldir {
 	uint64_t exp;
 	uint64_t gen;
 	struct lc_ent *ents;	/* sorted by strcmp (the MDS's order) */
-	size_t n;
+	size_t n, cap;
 	struct ldir *next;
 };
 
@@ -350,6 +360,23 @@ int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len)
 	return ret;
 }
 
+static void dir_drop(uint64_t ino);
+
+/* A listing of a directory this client just made: empty. */
+static void dir_new_empty(uint64_t ino, uint64_t exp)
+{
+	struct ldir *d = calloc(1, sizeof(*d));
+
+	dir_drop(ino);
+	if (!d)
+		return;
+	d->gen = ++L.next_gen;
+	d->ino = ino;
+	d->exp = exp;
+	d->next = L.dirs[ino % LC_BUCKETS];
+	L.dirs[ino % LC_BUCKETS] = d;
+}
+
 static void dir_drop(uint64_t ino)
 {
 	struct ldir **pp = dir_slot(ino);
@@ -407,11 +434,186 @@ static void attr_put(const struct mds_inode *in, uint64_t exp)
 		return;
 	a->a = *in;
 	a->exp = exp;
+	a->born = 0;
 	a->xa = NULL;
 	a->nxa = 0;
 	a->next = L.attrs[in->ino % LC_BUCKETS];
 	L.attrs[in->ino % LC_BUCKETS] = a;
 	L.nattrs++;
+}
+
+/* Position of name in d (found: *hit) or where it would go. */
+static size_t ent_pos(const struct ldir *d, const char *name, bool *hit)
+{
+	size_t lo = 0, hi = d->n;
+
+	*hit = false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, d->ents[mid].name);
+		if (!c) {
+			*hit = true;
+			return mid;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* The requester's own change of entry name of d: set to (ino, mode), or
+ * removed (ino 0).  A new generation: copies of the listing taken before
+ * (open directory handles) no longer give the kernel timeouts. */
+static bool dir_patch(struct ldir *d, const char *name, uint64_t ino, uint32_t mode)
+{
+	bool hit;
+	size_t i = ent_pos(d, name, &hit);
+
+	if (!ino) {
+		if (hit) {
+			free(d->ents[i].name);
+			memmove(&d->ents[i], &d->ents[i + 1], (d->n - i - 1) * sizeof(*d->ents));
+			d->n--;
+			L.nents--;
+		}
+	} else if (hit) {
+		d->ents[i].ino = ino;
+		d->ents[i].mode = mode;
+	} else {
+		if (L.nents >= LC_ENT_MAX)
+			return false;
+		if (d->n == d->cap) {
+			size_t ncap = d->cap < 16 ? 16 : d->cap * 2;
+			struct lc_ent *ne = realloc(d->ents, ncap * sizeof(*ne));
+			if (!ne)
+				return false;
+			d->ents = ne;
+			d->cap = ncap;
+		}
+		char *nm = strdup(name);
+		if (!nm)
+			return false;
+		memmove(&d->ents[i + 1], &d->ents[i], (d->n - i) * sizeof(*d->ents));
+		d->ents[i].name = nm;
+		d->ents[i].ino = ino;
+		d->ents[i].mode = mode;
+		d->n++;
+		L.nents++;
+	}
+	d->gen = ++L.next_gen;
+	return true;
+}
+
+/* A cached entry (the listing valid at now): 1 found, 0 not in it, -1 no listing. */
+static int dir_peek(uint64_t dir, const char *name, uint64_t now, struct lc_ent *out)
+{
+	struct ldir *d = *dir_slot(dir);
+	bool hit;
+
+	if (!d || d->exp <= now)
+		return -1;
+	size_t i = ent_pos(d, name, &hit);
+	if (hit)
+		*out = d->ents[i];
+	return hit;
+}
+
+/* What the requester's own reply did to entry (dir, name): true with
+ * *ino (0: removed) and *mode when the request tells; src/dst: the
+ * entries a rename moved, read from the cache before it changed. */
+static bool own_dent(const struct mds_req *rq, const struct mds_reply *rp, uint64_t dir,
+		     const char *name, int src_hit, const struct lc_ent *src, int dst_hit,
+		     const struct lc_ent *dst, uint64_t *ino, uint32_t *mode)
+{
+	bool is1 = dir == rq->ino && !strcmp(name, rq->name);
+	bool is2 = dir == rq->ino2 && !strcmp(name, rq->name2);
+
+	switch (rq->op) {
+	case MDS_OP_MKNOD:
+	case MDS_OP_MKDIR:
+	case MDS_OP_SYMLINK:
+		if (!is1 || !rp->ninodes)
+			return false;
+		*ino = rp->in[0].ino;
+		*mode = rp->in[0].mode & S_IFMT;
+		return true;
+	case MDS_OP_LINK:
+		if (!is2 || !rp->ninodes)
+			return false;
+		*ino = rp->in[0].ino;
+		*mode = rp->in[0].mode & S_IFMT;
+		return true;
+	case MDS_OP_UNLINK:
+	case MDS_OP_RMDIR:
+		if (!is1)
+			return false;
+		*ino = 0;
+		return true;
+	case MDS_OP_RENAME:
+		if (rq->flags & 2u) {		/* RENAME_EXCHANGE */
+			if (src_hit != 1 || dst_hit != 1 || is1 == is2)
+				return false;
+			*ino = is1 ? dst->ino : src->ino;
+			*mode = is1 ? dst->mode : src->mode;
+			return true;
+		}
+		if (is1 && !is2) {
+			*ino = 0;
+			return true;
+		}
+		if (is2 && !is1 && src_hit == 1) {
+			*ino = src->ino;
+			*mode = src->mode;
+			return true;
+		}
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* The requester's own change list: its kernel knows (it made it); a
+ * cached listing of a directory it changed is patched rather than
+ * dropped when the request tells the entry's new state (nobody else
+ * changed the directory: the MDS would have revoked the listing first,
+ * and revokes and replies arrive in the MDS's order).  dir_exp: the lease
+ * this reply renews on rp->dir_lease (0: none). */
+static void apply_own(const struct mds_req *rq, const struct mds_reply *rp, uint64_t now,
+		      uint64_t dir_exp)
+{
+	struct lc_ent src = { 0 }, dst = { 0 };
+	int src_hit = -1, dst_hit = -1;
+
+	if (rq->op == MDS_OP_RENAME) {
+		src_hit = dir_peek(rq->ino, rq->name, now, &src);
+		dst_hit = dir_peek(rq->ino2, rq->name2, now, &dst);
+		/* the names point into listings about to change */
+		src.name = dst.name = NULL;
+	}
+	for (uint32_t i = 0; i < rp->nchg; i++) {
+		const struct mds_chg *c = &rp->chg[i];
+		bump(c->ino);
+		if (!(c->kind & MDS_CHG_DENT)) {
+			attr_drop(c->ino);
+			continue;
+		}
+		struct ldir *d = *dir_slot(c->ino);
+		uint64_t ino = 0;
+		uint32_t mode = 0;
+		if (!d)
+			continue;
+		if (d->exp <= now ||
+		    !own_dent(rq, rp, c->ino, c->name, src_hit, &src, dst_hit, &dst, &ino, &mode) ||
+		    !dir_patch(d, c->name, ino, mode)) {
+			dir_drop(c->ino);
+			continue;
+		}
+		/* still valid when the renewal arrived: the lease ran on */
+		if (dir_exp && c->ino == rp->dir_lease && dir_exp > d->exp)
+			d->exp = dir_exp;
+	}
 }
 
 static void apply(const struct mds_chg *c, uint32_t n, bool kernel)
@@ -436,16 +638,19 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 	memset(ci, 0, sizeof(*ci));
 	if (!L.on)
 		return;
-	pthread_mutex_lock(&L.lock);
-	/* the requester's own change: its kernel knows (it made it) */
-	apply(rp->chg, rp->nchg, false);
+	uint64_t now = lc_now(), exp = 0;
 	bool xa = rq->op == MDS_OP_GETXATTR && (rp->rc == 0 || rp->rc == -ENODATA) &&
 		  rp->ninodes == 1;
 	if ((rp->rc == 0 || xa) && rp->lease_ms) {
 		/* counted from the send: the MDS counts from later */
 		uint64_t lease = (uint64_t)rp->lease_ms * 1000000ull;
 		uint64_t margin = lease / 10 < 1000000000ull ? lease / 10 : 1000000000ull;
-		ci->exp = t_send + lease - margin;
+		exp = t_send + lease - margin;
+	}
+	pthread_mutex_lock(&L.lock);
+	apply_own(rq, rp, now, rp->dir_lease ? exp : 0);
+	if (exp) {
+		ci->exp = exp;
 		ci->lease_ms = rp->lease_ms;
 		ci->dir_lease = rp->dir_lease;
 		for (uint32_t i = 0; i < rp->ninodes && i < 2; i++)
@@ -455,6 +660,16 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 		if (xa)
 			xa_put(rp->in[0].ino, rq->name, rp->rc ? NULL : (rp->value ? rp->value : ""),
 			       rp->vlen);
+		/* a file this client just made (lc_attr_new) */
+		if (rq->op == MDS_OP_MKNOD && rp->rc == 0 && rp->ninodes) {
+			struct lattr *a = *attr_slot(rp->in[0].ino);
+			if (a)
+				a->born = now;
+		}
+		/* mkdir: the new directory's listing, empty, under its lease */
+		if (rq->op == MDS_OP_MKDIR && rp->rc == 0 && rp->ninodes &&
+		    rp->dir_lease2 == rp->in[0].ino && exp > now)
+			dir_new_empty(rp->in[0].ino, exp);
 	}
 	ci->seq = L.seq;
 	pthread_mutex_unlock(&L.lock);
@@ -498,6 +713,23 @@ double lc_attr(uint64_t ino, struct mds_inode *out)
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now) {
+		*out = a->a;
+		t = (double)(a->exp - now) / 1e9;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return t;
+}
+
+double lc_attr_new(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
+{
+	double t = -1;
+
+	if (!L.on)
+		return -1;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct lattr *a = *attr_slot(ino);
+	if (a && a->exp > now && a->born && now - a->born <= within_ns) {
 		*out = a->a;
 		t = (double)(a->exp - now) / 1e9;
 	}
@@ -608,6 +840,7 @@ uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc
 	d->exp = ci->exp;
 	d->ents = ents;
 	d->n = n;
+	d->cap = n;
 	d->next = L.dirs[dir % LC_BUCKETS];
 	L.dirs[dir % LC_BUCKETS] = d;
 	L.nents += n;

@@ -44,7 +44,9 @@ void lc_stop(void);
 uint64_t lc_now(void);		/* CLOCK_MONOTONIC ns */
 
 /* Loop thread: a decoded reply to a request sent at t_send: applies what
- * it changed (the requester's own change), caches what it leased. */
+ * it changed (the requester's own change: cached listings it changed are
+ * patched when the request tells the entry's new state, else dropped),
+ * caches what it leased. */
 void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_send,
 	      struct lc_info *ci);
 /* Loop thread: a revoke (or a lost MDS session: all = true). */
@@ -62,6 +64,10 @@ void lc_kbar_leave(void);
 double lc_timeout(uint64_t ino, const struct lc_info *ci);
 /* The cached record of ino; returns the seconds left, or < 0 when none. */
 double lc_attr(uint64_t ino, struct mds_inode *out);
+/* The cached record of a file this client created (MKNOD) at most
+ * within_ns ago and nobody changed since (no revoke, no change of its
+ * own): seconds its lease has left, or < 0. */
+double lc_attr_new(uint64_t ino, uint64_t within_ns, struct mds_inode *out);
 /* In a cached listing of dir: 1 found (ino, mode), 0 not in it,
  * < 0 no listing.  *left: seconds its lease has left. */
 int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,

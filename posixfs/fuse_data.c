@@ -1099,3 +1099,15 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;
 	fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_CLOSE));
 }
+
+bool fd_clean(uint64_t ino)
+{
+	bool clean;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+
+	clean = !c || (!c->dirty && !c->wl && !c->wb && !c->wsize);
+	pthread_mutex_unlock(&g.lock);
+	return clean;
+}

@@ -55,6 +55,10 @@ uint64_t fd_set_size(uint64_t ino, uint64_t size);
 uint64_t fd_size_hint(uint64_t ino);
 /* Another client changed ino's data (a revoke with MDS_CHG_DATA). */
 void fd_invalidate(uint64_t ino);
+/* True when this client holds no write of ino: nothing buffered, in
+ * flight or written since the last size push (setattr folds touch's
+ * "now" into a fresh create only then). */
+bool fd_clean(uint64_t ino);
 /* Pushes the size and mtime this client wrote to the MDS (op FSYNC:
  * flush, fsync, setattr; CLOSE: release), with the buffered data. */
 int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op);

@@ -47,6 +47,13 @@
 #include "msg.h"
 
 #define CALL_TIMEOUT_MS 60000u
+#define NEG_ENTRY_TIMEOUT 1.0	/* s: a name the kernel may know absent */
+/* A setattr that sets atime and mtime to "now" within this long of this
+ * client's create of the file (touch's futimens after its open(O_CREAT))
+ * is answered from the cache: the create set all three times to "now"
+ * already, so the file reads as if both happened in one tick of a clock
+ * this coarse (ext4's own timestamps tick every 4 ms). */
+#define TOUCH_FOLD_NS (10ull * 1000000ull)
 
 static struct {
 	struct atoll_cluster *cl;
@@ -594,7 +601,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lc_kbar_enter();
 	int hit = lc_dir_lookup(parent, name, &ino, &mode, &dleft);
 	if (hit == 0) {
-		fuse_reply_err(req, ENOENT);	/* not cached negative: no timeout */
+		/* not in the leased listing: ENOENT, and the kernel may keep
+		 * the negative entry (a revoke invalidates it: another
+		 * client's create in parent) for at most NEG_ENTRY_TIMEOUT:
+		 * a lost MDS connection drops the listing, but the names
+		 * answered negative are not known to invalidate */
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = dleft < NEG_ENTRY_TIMEOUT ? dleft : NEG_ENTRY_TIMEOUT;
+		fuse_reply_entry(req, &e);
 		lc_kbar_leave();
 		return;
 	}
@@ -651,6 +666,25 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct mds_reply rp;
 	int ret;
 
+	/* touch's "now" right after this client's create: nothing to do */
+	const int times_now = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW |
+			      FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
+	if ((to_set & ~(times_now | FUSE_SET_ATTR_CTIME)) == 0 &&
+	    (to_set & FUSE_SET_ATTR_ATIME_NOW) && (to_set & FUSE_SET_ATTR_MTIME_NOW)) {
+		struct mds_inode in;
+		bool clean = fd_clean(ino);
+
+		lc_kbar_enter();
+		double left = clean ? lc_attr_new(ino, TOUCH_FOLD_NS, &in) : -1;
+		if (left > 0) {
+			struct stat st;
+			to_stat(&in, &st);
+			fuse_reply_attr(req, &st, left);
+			lc_kbar_leave();
+			return;
+		}
+		lc_kbar_leave();
+	}
 	req_init(&rq, req, MDS_OP_SETATTR);
 	rq.ino = ino;
 	if (to_set & FUSE_SET_ATTR_MODE) {
@@ -1487,11 +1521,15 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	if (o.kernel_ra_kb > 0)
 		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
-	struct fuse_loop_config *lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(lc, 16);
-	fuse_loop_cfg_set_clone_fd(lc, co.clone_fd);
-	ret = fuse_session_loop_mt(se, lc) ? 1 : 0;
-	fuse_loop_cfg_destroy(lc);
+	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
+	 * which reads this struct (the v1 layout).  (Handing it the
+	 * opaque config of fuse_loop_cfg_create(), a 3.12 struct, made it
+	 * read clone_fd = 1 and max_idle_threads = 0 from the wrong fields:
+	 * a thread, and a cloned /dev/fuse fd, created and destroyed per
+	 * request.)  Idle threads are kept: a stream of small requests
+	 * (touch) must not start a thread for each. */
+	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
+	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
 	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
 out_unmount:

@@ -181,6 +181,9 @@ struct mds {
 	struct mds_jent *jq_head, *jq_tail;
 	unsigned jq_len;
 	uint64_t durable_seq;	/* every entry up to it is journaled */
+	/* the last sequence number queued and the last journaled, for the
+	 * status (read on the loop thread: atomic stores and loads) */
+	uint64_t pub_seq, pub_durable;
 	uint64_t batches;	/* appends made by the journaler */
 	uint64_t crash_hold;	/* ATOLL_MDS_CRASH_BEFORE_JOURNAL */
 	unsigned jdelay_ms;	/* ATOLL_MDS_JOURNAL_DELAY_MS */
@@ -233,6 +236,9 @@ void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 int mds_journaler_start(struct mds *m);
 void mds_journaler_stop(struct mds *m);
 uint64_t mds_durable_seq(struct mds *m);
+/* Can a change be queued for the journaler without waiting?  (Only the
+ * thread handling requests queues, so the answer holds until it does.) */
+bool mds_journal_room(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
 
 /* Loads the node's extended attributes (once). */
@@ -243,11 +249,11 @@ void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
 
 /* mds_status.c: the answer to MT_MDS_STATUS.  The *_client_* calls and
  * mds_status_reply run on the messenger's loop thread; mds_status_sync
- * and mds_status_served on the worker (the only writer of the numbers
- * they copy). */
+ * and mds_status_served on the thread handling requests, one at a time
+ * (the only writer of the numbers they copy). */
 struct msg_conn;
 struct msg;
-void mds_status_init(const struct mds *m);
+void mds_status_init(struct mds *m);
 void mds_status_set_addr(const char *addr);
 void mds_status_set_state(uint32_t state);	/* enum mds_state */
 void mds_status_sync(const struct mds *m);
@@ -269,6 +275,8 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 /* Worker: revokes chg from every client but c that holds a lease it
  * covers; returns once each acked, closed or saw its lease run out. */
 void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
+/* Would mds_lease_revoke(c, chg, n) tell anyone (and wait)? */
+bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
 /* Loop thread: c closed; its leases are void. */
 void mds_lease_closed(struct msg_conn *c);
 void mds_lease_stats(struct mds_status *s);

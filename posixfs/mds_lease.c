@@ -18,9 +18,12 @@
  * lease time.  Records are keyed by inode number only: inode numbers are
  * never reused, so a record of a removed inode is harmless until swept.
  *
- * Threads: grants and revokes run on the MDS's worker; ack callbacks and
- * closed connections on the messenger's loop thread.  L.lock protects
- * everything here; it is never held while waiting for acks.
+ * Threads: grants run on whichever thread handles the request (the
+ * MDS's worker, or the messenger's loop thread when the worker is idle:
+ * mds_main.c), revokes on the worker only (they wait for acks); ack
+ * callbacks and closed connections on the messenger's loop thread.
+ * L.lock protects everything here; it is never held while waiting for
+ * acks.
  */
 #include "mds.h"
 
@@ -196,10 +199,11 @@ static bool grant_one(struct lclient *cl, uint64_t ino, uint32_t bits, uint64_t 
 
 void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_reply *rp)
 {
-	uint64_t dirs[2] = { 0, 0 };
+	uint64_t dirs[3] = { 0, 0, 0 };
 
 	rp->lease_ms = 0;
 	rp->dir_lease = 0;
+	rp->dir_lease2 = 0;
 	if (!L.lease_ms || !(rq->lflags & MDS_L_WANT))
 		return;
 	if (rp->rc && !(rq->op == MDS_OP_GETXATTR && rp->rc == -ENODATA))
@@ -208,9 +212,16 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 	case MDS_OP_LOOKUP:
 	case MDS_OP_READDIR:
 	case MDS_OP_MKNOD:
-	case MDS_OP_MKDIR:
 	case MDS_OP_SYMLINK:
 		dirs[0] = rq->ino;
+		break;
+	case MDS_OP_MKDIR:
+		dirs[0] = rq->ino;
+		/* the new directory too: its creator caches its (empty)
+		 * listing and answers lookups in it (a create's ENOENT)
+		 * without asking */
+		if (rp->ninodes)
+			dirs[2] = rp->in[0].ino;
 		break;
 	case MDS_OP_LINK:
 		dirs[0] = rq->ino2;
@@ -225,7 +236,7 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 		break;
 	}
 	uint64_t now = now_ms(), exp = now + L.lease_ms;
-	uint64_t need = rp->ninodes + (rp->plus ? rp->nplus : 0) + 2;
+	uint64_t need = rp->ninodes + (rp->plus ? rp->nplus : 0) + 3;
 
 	pthread_mutex_lock(&L.lock);
 	/* full: sweep at most once a second (a scan of the whole table) */
@@ -238,7 +249,7 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 		ok = grant_one(cl, rp->in[i].ino, L_ATTR, exp);
 	for (uint32_t i = 0; ok && rp->plus && i < rp->nplus; i++)
 		ok = grant_one(cl, rp->plus[i].ino, L_ATTR, exp);
-	for (int i = 0; ok && i < 2; i++)
+	for (int i = 0; ok && i < 3; i++)
 		if (dirs[i])
 			ok = grant_one(cl, dirs[i], L_DIR, exp);
 	pthread_mutex_unlock(&L.lock);
@@ -246,6 +257,7 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 		return;	/* partly granted records just expire */
 	rp->lease_ms = L.lease_ms;
 	rp->dir_lease = dirs[0];
+	rp->dir_lease2 = dirs[2];
 }
 
 /* One revoke in flight: the worker waits until every holder answered
@@ -421,6 +433,25 @@ void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
 		wait_until(untold);
 	}
 	pthread_mutex_unlock(&L.lock);
+}
+
+bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
+{
+	bool need = false;
+
+	if (!L.lease_ms || !n)
+		return false;
+	uint64_t now = now_ms();
+	pthread_mutex_lock(&L.lock);
+	for (uint32_t i = 0; !need && i < n; i++)
+		for (struct lrec *r = L.ht[chg[i].ino % LEASE_BUCKETS]; r; r = r->next)
+			if (r->ino == chg[i].ino && !r->cl->dead && r->exp_ms > now &&
+			    r->cl->c != c && covers(r, &chg[i])) {
+				need = true;
+				break;
+			}
+	pthread_mutex_unlock(&L.lock);
+	return need;
 }
 
 void mds_lease_closed(struct msg_conn *c)

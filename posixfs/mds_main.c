@@ -3,14 +3,20 @@
  * create the pools and the file system when missing, replay the journal,
  * load the namespace), then serve.
  *
- * The messenger's loop thread only queues requests; one worker thread
- * handles them in arrival order (it applies a change in memory and
- * replies; mds_ns.c's journaler journals changes in batches behind the
- * replies and its applier writes the objects behind that), so the
- * namespace needs no finer locking.  After a change, the worker revokes
- * the other clients' leases that cover it (mds_lease.c) before replying.
- * After a restart it first holds the reconnect window (below).  Later: a
- * pool of workers (doc/fs.md).
+ * Requests are handled one at a time, in arrival order (a change is
+ * applied in memory and answered; mds_ns.c's journaler journals changes
+ * in batches behind the replies and its applier writes the objects
+ * behind that), so the namespace needs no finer locking.  Who handles
+ * one: the messenger's loop thread itself when the worker is idle with
+ * nothing queued and the request cannot block (serve_inline: no wait for
+ * the cluster, the journal or another client), which saves two thread
+ * hand-offs per request; else the worker thread, in order behind what is
+ * queued.  A change that other clients' leases cover is handled on the
+ * loop thread up to its reply, then handed to the worker, which revokes
+ * those leases (mds_lease.c: it waits for acks that arrive on the loop
+ * thread) and replies; everything after it waits in the queue meanwhile,
+ * so nobody is answered from the new state before the revokes are acked.
+ * After a restart the worker first holds the reconnect window (below).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +44,9 @@ static volatile sig_atomic_t g_stop;
 
 struct work {
 	struct msg *m;
+	/* handled on the loop thread already: the revoke and reply are left */
+	struct mds_req *rq;
+	struct mds_reply *rp;
 	struct work *next;
 };
 
@@ -45,13 +54,31 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct work *head, *tail;
-} q = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL };
+	bool busy;		/* the worker is handling a request */
+	bool inline_ok;		/* the loop thread may handle requests (serve_inline) */
+} q = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void serve_one(struct mds *mds, struct msg *m);
+static bool serve_inline(struct mds *mds, struct msg *m);
+
+static void q_push(struct work *w)
+{
+	w->next = NULL;
+	pthread_mutex_lock(&q.lock);
+	if (q.tail)
+		q.tail->next = w;
+	else
+		q.head = w;
+	q.tail = w;
+	pthread_cond_signal(&q.cond);
+	pthread_mutex_unlock(&q.lock);
+}
 
 static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
+	struct mds *mds = arg;
 	struct work *w;
 
-	(void)arg;
 	if (m->type == MT_MDS_STATUS) {
 		/* answered here, not behind the worker (mds_status.c) */
 		mds_status_reply(c, m);
@@ -64,22 +91,21 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
-	w = malloc(sizeof(*w));
+	mds_status_client_request(c);
+	/* the worker idle, nothing queued: nothing handled before it is
+	 * still waiting for its reply, so order is kept */
+	pthread_mutex_lock(&q.lock);
+	bool mine = q.inline_ok && !q.head && !q.busy;
+	pthread_mutex_unlock(&q.lock);
+	if (mine && serve_inline(mds, m))
+		return;
+	w = calloc(1, sizeof(*w));
 	if (!w) {
 		msg_free(m);
 		return;
 	}
-	mds_status_client_request(c);
 	w->m = m;
-	w->next = NULL;
-	pthread_mutex_lock(&q.lock);
-	if (q.tail)
-		q.tail->next = w;
-	else
-		q.head = w;
-	q.tail = w;
-	pthread_cond_signal(&q.cond);
-	pthread_mutex_unlock(&q.lock);
+	q_push(w);
 }
 
 static void on_closed(void *arg, struct msg_conn *c, int err)
@@ -90,12 +116,24 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 	mds_status_client_closed(c);
 }
 
+static void serve_finish(struct mds *mds, struct msg *m, struct mds_req *rq,
+			 struct mds_reply *rp);
+static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
+			struct mds_reply *rp);
+
+static bool is_evicted(const struct mds *mds, uint64_t client)
+{
+	for (size_t i = 0; i < mds->nevicted; i++)
+		if (mds->evicted[i] == client)
+			return true;
+	return false;
+}
+
 static void serve_one(struct mds *mds, struct msg *m)
 {
 	struct mds_req *rq = malloc(sizeof(*rq));
 	struct mds_reply *rp = calloc(1, sizeof(*rp));
 	struct dec d;
-	struct enc e;
 
 	if (!rq || !rp)
 		goto out;
@@ -106,27 +144,51 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_status_served(mds, 0, true);
 		goto out;
 	}
-	for (size_t i = 0; i < mds->nevicted; i++)
-		if (mds->evicted[i] == rq->client) {
-			log_warn(SUB, "refusing %s from client %llu: it was evicted (it missed "
-				 "the reconnect window); it must remount", mds_op_name(rq->op),
-				 (unsigned long long)rq->client);
-			rp->rc = -EIO;
-			goto answer;
-		}
+	if (is_evicted(mds, rq->client)) {
+		log_warn(SUB, "refusing %s from client %llu: it was evicted (it missed "
+			 "the reconnect window); it must remount", mds_op_name(rq->op),
+			 (unsigned long long)rq->client);
+		rp->rc = -EIO;
+		goto answer;
+	}
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
 	mds->cur_seq = 0;
 	mds_handle(mds, rq, rp);
 	rp->jseq = mds->cur_seq;	/* unsafe until MT_MDS_SAFE says so */
 	mds->cur_conn = NULL;
+	serve_finish(mds, m, rq, rp);
+	return;
+answer:
+	serve_reply(mds, m, rq, rp);
+	return;
+out:
+	free(rp);
+	free(rq);
+	msg_free(m);
+}
+
+/* The rest of a request handled up to its reply: the revoke of the
+ * other clients' leases it changed (they ack, or their lease runs out;
+ * the worker only: the acks arrive on the loop thread), then the reply.
+ * Frees m, rq, rp. */
+static void serve_finish(struct mds *mds, struct msg *m, struct mds_req *rq,
+			 struct mds_reply *rp)
+{
 	/* the others' caches first (they ack or their lease runs out), then
 	 * the requester's: its reply lists the changes and grants leases */
 	mds_lease_revoke(m->conn, mds->chg, mds->nchg);
 	rp->nchg = mds->nchg;
 	memcpy(rp->chg, mds->chg, mds->nchg * sizeof(*rp->chg));
 	mds_lease_grant(m->conn, rq, rp);
-answer:
+	serve_reply(mds, m, rq, rp);
+}
+
+static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
+			struct mds_reply *rp)
+{
+	struct enc e;
+
 	mds_status_served(mds, rq->op, false);
 	log_debug(SUB, "%s ino %llu '%s' -> %d", mds_op_name(rq->op),
 		  (unsigned long long)rq->ino, rq->name, rp->rc);
@@ -143,15 +205,90 @@ answer:
 		log_warn(SUB, "fault injection: exiting with answered changes not journaled");
 		_exit(9);
 	}
-out:
-	if (rp) {
-		free(rp->ents);
-		free(rp->plus);
-		free(rp->value);
-	}
+	free(rp->ents);
+	free(rp->plus);
+	free(rp->value);
 	free(rp);
 	free(rq);
 	msg_free(m);
+}
+
+/* Can the loop thread handle rq without blocking?  Not a resend (one may
+ * wait for the journal), nor a truncate (waits for the applier), nor a
+ * session (writes fs.sessions), nor extended attributes (loaded from the
+ * cluster on first use); and the journal queue has room (a full one
+ * makes a change wait for the journaler).  The ino_hw bump of
+ * mds_alloc_ino, one synchronous write per 4,096 new inodes, is allowed. */
+static bool inline_ok(struct mds *mds, const struct mds_req *rq)
+{
+	if (rq->lflags & MDS_L_REPLAY)
+		return false;
+	switch (rq->op) {
+	case MDS_OP_LOOKUP:
+	case MDS_OP_GETATTR:
+	case MDS_OP_OPEN:
+	case MDS_OP_READLINK:
+	case MDS_OP_READDIR:
+	case MDS_OP_STATFS:
+		return true;
+	case MDS_OP_SETATTR:
+		if (rq->setmask & MDS_SET_SIZE)
+			return false;
+		/* fall through */
+	case MDS_OP_MKNOD:
+	case MDS_OP_MKDIR:
+	case MDS_OP_SYMLINK:
+	case MDS_OP_UNLINK:
+	case MDS_OP_RMDIR:
+	case MDS_OP_RENAME:
+	case MDS_OP_LINK:
+	case MDS_OP_CLOSE:
+	case MDS_OP_FSYNC:
+		return mds_journal_room(mds);
+	default:
+		return false;
+	}
+}
+
+/* The loop thread, the worker idle and nothing queued: handles m when
+ * it cannot block (inline_ok), up to its reply; a change that other
+ * clients' leases cover goes on to the worker for the revoke.  False:
+ * m is untouched, for the worker. */
+static bool serve_inline(struct mds *mds, struct msg *m)
+{
+	struct mds_req *rq = malloc(sizeof(*rq));
+	struct mds_reply *rp = calloc(1, sizeof(*rp));
+	/* made before the change: a revoke must be able to go to the worker
+	 * (this thread cannot wait for the acks, which arrive on it) */
+	struct work *w = calloc(1, sizeof(*w));
+	struct dec d;
+
+	if (!rq || !rp || !w)
+		goto no;
+	dec_init(&d, m->front, m->front_len);
+	if (mds_req_decode(&d, rq) || !inline_ok(mds, rq) || is_evicted(mds, rq->client))
+		goto no;	/* the worker says why */
+	mds->nchg = 0;
+	mds->cur_conn = m->conn;
+	mds->cur_seq = 0;
+	mds_handle(mds, rq, rp);
+	rp->jseq = mds->cur_seq;
+	mds->cur_conn = NULL;
+	if (mds_lease_revoke_needed(m->conn, mds->chg, mds->nchg)) {
+		w->m = m;
+		w->rq = rq;
+		w->rp = rp;
+		q_push(w);
+		return true;
+	}
+	free(w);
+	serve_finish(mds, m, rq, rp);
+	return true;
+no:
+	free(w);
+	free(rp);
+	free(rq);
+	return false;
 }
 
 /* ---- the reconnect window ---------------------------------------------------
@@ -536,19 +673,33 @@ int main(int argc, char **argv)
 	if (mds.nsess && reconnect_ms)
 		reconnect_window(&mds, (unsigned)reconnect_ms);
 
+	/* the loop thread handles what it can from now on (serve_inline) */
+	const char *inl = getenv("ATOLL_MDS_INLINE");
+	pthread_mutex_lock(&q.lock);
+	q.inline_ok = mds.early && !mds.crash_hold && !mds.crash_after &&
+		      !(inl && !strcmp(inl, "0"));
+	pthread_mutex_unlock(&q.lock);
+	log_info(SUB, "requests handled on the messenger's thread when the worker is idle: %s",
+		 q.inline_ok ? "yes" : "no");
 	while (!g_stop) {
 		pthread_mutex_lock(&q.lock);
-		while (!q.head && !g_stop)
+		while (!q.head && !g_stop) {
+			q.busy = false;
 			pthread_cond_wait(&q.cond, &q.lock);
+		}
 		struct work *w = q.head;
 		if (w) {
 			q.head = w->next;
 			if (!q.head)
 				q.tail = NULL;
+			q.busy = true;
 		}
 		pthread_mutex_unlock(&q.lock);
 		if (w) {
-			serve_one(&mds, w->m);
+			if (w->rq)
+				serve_finish(&mds, w->m, w->rq, w->rp);
+			else
+				serve_one(&mds, w->m);
 			free(w);
 		}
 	}
@@ -561,6 +712,8 @@ out:
 		struct work *w = q.head;
 		q.head = w->next;
 		msg_free(w->m);
+		free(w->rq);
+		free(w->rp);
 		free(w);
 	}
 	mds_close(&mds);

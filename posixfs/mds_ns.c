@@ -1007,8 +1007,11 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 		return ret;
 	}
 	ret = journal_write(m, &e);
-	if (ret == 0)
+	if (ret == 0) {
 		ans_add(m, t->client, t->reqid, t->res_ino);
+		__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
+	}
 	return ret;
 }
 
@@ -1246,6 +1249,7 @@ static void *journaler_main(void *arg)
 		uint64_t last = batch[n - 1]->seq;
 		pthread_mutex_lock(&m->jlock);
 		m->durable_seq = last;
+		__atomic_store_n(&m->pub_durable, last, __ATOMIC_RELEASE);
 		m->batches++;
 		pthread_cond_broadcast(&m->jcond);
 		pthread_mutex_unlock(&m->jlock);
@@ -1275,6 +1279,8 @@ int mds_journaler_start(struct mds *m)
 	pthread_mutex_init(&m->jlock, NULL);
 	pthread_cond_init(&m->jcond, NULL);
 	m->durable_seq = m->seq;
+	__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
 	ret = -pthread_create(&m->journaler, NULL, journaler_main, m);
 	if (ret == 0)
 		m->journaler_on = true;
@@ -1335,6 +1341,7 @@ static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 	while (m->jq_len >= 4 * JOURNAL_BATCH)
 		pthread_cond_wait(&m->jcond, &m->jlock);
 	j->seq = ++m->seq;
+	__atomic_store_n(&m->pub_seq, j->seq, __ATOMIC_RELEASE);
 	if (m->jq_tail)
 		m->jq_tail->next = j;
 	else
@@ -1344,6 +1351,14 @@ static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 	pthread_cond_broadcast(&m->jcond);
 	pthread_mutex_unlock(&m->jlock);
 	return j->seq;
+}
+
+bool mds_journal_room(struct mds *m)
+{
+	pthread_mutex_lock(&m->jlock);
+	bool room = m->jq_len < 4 * JOURNAL_BATCH;
+	pthread_mutex_unlock(&m->jlock);
+	return room;
 }
 
 static void wait_durable(struct mds *m, uint64_t seq)
@@ -1917,6 +1932,10 @@ int mds_open(struct mds *m)
 	}
 	log_info(SUB, "loaded %" PRIu64 " inodes; next inode number %" PRIu64,
 		 m->ninodes, m->next_ino);
+	if (!m->journaler_on) {
+		__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
+	}
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
  * mds_ops.c - the MDS's answer to each client request (mds_proto.h).
  *
- * Requests are handled one at a time by the MDS's worker thread: each
+ * Requests are handled one at a time (by the MDS's worker thread, or its
+ * messenger's loop thread while the worker is idle: mds_main.c): each
  * checks the namespace in memory, builds one transaction and commits it
  * (applied in memory and queued for the journal; with early replies off,
  * journaled) before the reply is sent.  POSIX error cases
@@ -505,7 +506,7 @@ static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 {
-	/* one txn, reused: only the worker handles requests (a fresh one of
+	/* one txn, reused: one request is handled at a time (a fresh one of
 	 * ~75 KiB per request cost page faults); cleared up to its value */
 	static struct mds_txn *t;
 	if (!t)

@@ -12,8 +12,9 @@
 #include "encode.h"
 
 /* v2 appends leases: the request's lflags, the reply's lease fields,
- * readdir-plus records and change list, the status's lease numbers. */
-#define MDS_PROTO_V 3
+ * readdir-plus records and change list, the status's lease numbers.
+ * v3: replay_ino, jseq.  v4: the reply's dir_lease2. */
+#define MDS_PROTO_V 4
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
@@ -237,6 +238,7 @@ void mds_reply_encode(struct enc *e, const struct mds_reply *r)
 		mds_inode_encode(e, &r->plus[i]);
 	chg_encode(e, r->nchg < MDS_CHG_MAX ? r->nchg : MDS_CHG_MAX, r->chg);
 	enc_u64(e, r->jseq);
+	enc_u64(e, r->dir_lease2);
 	enc_end(e, h);
 }
 
@@ -303,6 +305,8 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 	}
 	if (dec_left(&b))
 		r->jseq = dec_u64(&b);
+	if (dec_left(&b))
+		r->dir_lease2 = dec_u64(&b);
 	int ret = dec_end(d, &b);
 	if (ret) {
 		free(r->plus);
@@ -366,6 +370,7 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 	enc_u64(e, s->grants);
 	enc_u64(e, s->revokes);
 	enc_u64(e, s->revoke_timeouts);
+	enc_u64(e, s->j_durable);
 	enc_end(e, h);
 }
 
@@ -415,6 +420,8 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 		s->revokes = dec_u64(&b);
 		s->revoke_timeouts = dec_u64(&b);
 	}
+	if (dec_left(&b))
+		s->j_durable = dec_u64(&b);
 	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
 		dec_fail(&b, -EBADMSG);
 	int ret = dec_end(d, &b);

@@ -179,6 +179,10 @@ struct mds_reply {
 	 * jseq; it is safe (durable) once an MT_MDS_SAFE with seq >= jseq
 	 * came on this connection.  0: nothing to wait for. */
 	uint64_t jseq;
+	/* v4: a second directory leased with lease_ms (0: none): MKDIR's
+	 * new directory, so that its creator caches its listing (empty)
+	 * and answers lookups of names not in it without asking */
+	uint64_t dir_lease2;
 };
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */
@@ -230,6 +234,9 @@ struct mds_status {
 	uint64_t grants;		/* leases granted or renewed */
 	uint64_t revokes;		/* revokes sent (one per client per change) */
 	uint64_t revoke_timeouts;	/* of those, neither acked nor closed in time */
+	/* v4: the journal entries up to this sequence number are durable
+	 * (j_seq: the last one queued); both read when the status is asked */
+	uint64_t j_durable;
 };
 
 void mds_status_encode(struct enc *e, const struct mds_status *s);

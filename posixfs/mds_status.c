@@ -44,6 +44,7 @@ static struct {
 	struct mds_status snap;		/* everything but the clients */
 	struct session *sessions;
 	uint32_t nsessions;
+	struct mds *m;			/* its journal position is read live */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t now_ms(void)
@@ -54,9 +55,10 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void mds_status_init(const struct mds *m)
+void mds_status_init(struct mds *m)
 {
 	pthread_mutex_lock(&g.lock);
+	g.m = m;
 	g.start_ms = now_ms();
 	g.snap.state = MDS_STATE_REPLAYING;
 	snprintf(g.snap.meta_pool, sizeof(g.snap.meta_pool), "%s", m->meta_pool);
@@ -79,8 +81,9 @@ void mds_status_set_state(uint32_t state)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* The worker is the only writer of these fields of m, so it reads them
- * without m->lock. */
+/* The thread handling requests (the worker, or the loop thread while the
+ * worker is idle: one at a time, mds_main.c) is the only writer of these
+ * fields of m, so it reads them without m->lock. */
 void mds_status_sync(const struct mds *m)
 {
 	struct mds_status ls;
@@ -177,6 +180,9 @@ void mds_status_reply(struct msg_conn *c, const struct msg *req)
 	g.snap.status_requests++;
 	*st = g.snap;
 	st->uptime_ms = now - g.start_ms;
+	/* live, not from the last request: a test waits for the journal */
+	st->j_seq = __atomic_load_n(&g.m->pub_seq, __ATOMIC_ACQUIRE);
+	st->j_durable = __atomic_load_n(&g.m->pub_durable, __ATOMIC_ACQUIRE);
 	st->nclients = 0;
 	st->clients = calloc(g.nsessions ? g.nsessions : 1, sizeof(*st->clients));
 	if (st->clients) {

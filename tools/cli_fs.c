@@ -107,6 +107,7 @@ static void print_json(const struct mds_status *st)
 	add_u64(j, "entries", st->j_entries);
 	add_u64(j, "offset", st->j_offset);
 	add_u64(j, "seq", st->j_seq);
+	add_u64(j, "durable", st->j_durable);
 	add_u64(o, "num_clients", st->nclients);
 	cs = cJSON_AddArrayToObject(o, "clients");
 	for (uint32_t i = 0; i < st->nclients; i++) {

@@ -7,7 +7,10 @@
 # through atoll-cluster (nothing acknowledged lost); a second mount sees
 # the first one's files; leases: the second mount answers an unchanged
 # folder from its cache, sees each change of the first within a second,
-# and a stopped client holds a change up for its lease time at most.
+# and a stopped client holds a change up for its lease time at most;
+# negative lookups answered from a cached listing (no MDS lookup), kept
+# right by the mount's own creates, removals and renames, and another
+# mount's changes in the folder seen within a second.
 # Everything is stopped and unmounted from an EXIT trap, in every outcome.
 # Usage: fs.sh ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL
 # (atoll-cluster finds atoll-mds itself; ATOLL-MDS is only checked.)
@@ -203,6 +206,44 @@ stat "$A/co/k" >/dev/null; echo changed >"$B/co/k"
 within '[ "$(cat "$A/co/k")" = changed ]' || fail "mount 1 does not see a write made on mount 2"
 fsq "j['leases']['revokes'] > 0 and j['leases']['revoke_timeouts'] == 0 and j['leases']['held'] > 0"
 
+step "negative lookups: answered from a cached listing, right after this mount's own changes, others' seen within a second"
+lookups() { "$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"; fsv "j['requests']['by_op']['lookup']"; }
+names() { ls "$1" | tr '\n' ' '; }
+# a folder mount 1 made: its (empty) listing is leased with the mkdir
+mkdir "$A/neg" || fail "mkdir neg"
+l0=$(lookups)
+for n in a b c; do [ ! -e "$A/neg/$n" ] || fail "neg/$n exists before anyone made it"; done
+touch "$A/neg/a" "$A/neg/b" && mkdir "$A/neg/sub" || fail "making names in neg"
+l1=$(lookups)
+[ "$l1" = "$l0" ] || fail "mount 1 asked the MDS $((l1 - l0)) lookups in a folder it made and holds the listing of"
+[ "$(names "$A/neg")" = "a b sub " ] || fail "mount 1 lists neg as '$(names "$A/neg")' after its own creates"
+touch "$A/neg/sub/s"; rmdir "$A/neg/sub" 2>/dev/null && fail "rmdir of a folder holding a file (made on this mount) succeeded"
+rm "$A/neg/sub/s" && rmdir "$A/neg/sub" || fail "rmdir of a folder emptied on this mount"
+rm "$A/neg/a" && mv "$A/neg/b" "$A/neg/c" || fail "rm, mv in neg"
+[ ! -e "$A/neg/a" ] && [ ! -e "$A/neg/b" ] && [ -f "$A/neg/c" ] || fail "mount 1 sees its own rm and mv wrong"
+[ "$(names "$A/neg")" = "c " ] || fail "mount 1 lists neg as '$(names "$A/neg")' after its own rm, rmdir and mv"
+# another mount's changes in it: a name mount 1 just found absent (its
+# kernel may keep that negative entry), and a removal
+[ ! -e "$A/neg/fromb" ] || fail "neg/fromb exists before mount 2 made it"
+touch "$B/neg/fromb"
+within '[ -e "$A/neg/fromb" ] && ls "$A/neg" | grep -qx fromb' ||
+	fail "mount 1 does not see a name mount 2 made in a folder whose listing it caches"
+rm "$B/neg/c"
+within '[ ! -e "$A/neg/c" ] && ! ls "$A/neg" | grep -qx c' ||
+	fail "mount 1 still sees a name mount 2 removed from a folder whose listing it caches"
+touch "$A/neg/z"
+[ "$(names "$A/neg")" = "fromb z " ] || fail "mount 1 lists neg as '$(names "$A/neg")' after both mounts' changes"
+within '[ "$(names "$B/neg")" = "fromb z " ]' || fail "mount 2 lists neg as '$(names "$B/neg")'"
+# a listing read from the MDS (a folder mount 2 made) answers lookups too
+mkdir "$B/neg2" && touch "$B/neg2/x" || fail "making neg2 on mount 2"
+[ "$(names "$A/neg2")" = "x " ] || fail "mount 1 lists neg2 as '$(names "$A/neg2")'"
+l0=$(lookups)
+[ ! -e "$A/neg2/y" ] || fail "neg2/y exists before anyone made it"
+[ "$(lookups)" = "$l0" ] || fail "mount 1 asked the MDS to look up a name absent from a listing it caches"
+touch "$B/neg2/y"
+within '[ -e "$A/neg2/y" ]' || fail "mount 1 does not see a name mount 2 made in a folder it listed"
+rm -r "$A/neg" "$A/neg2" || fail "removing neg, neg2"
+
 step "leases: a stopped client holds a change up for its lease time at most"
 # a 3 s lease from the configuration; mount 2 caches, then stops
 printf '[mds]\nmds_lease_ms = 3000\n' >>"$conf"
@@ -333,6 +374,15 @@ for i in $(seq 1 12); do mkdir "$A/rolled/d$i" || fail "mkdir rolled/d$i"; done
 mv "$A/rolled/d1" "$A/rolled/moved" && mkdir "$A/rolled/d1" || fail "mv, mkdir in rolled"
 rolled_of() { (cd "$A/rolled" && find . -printf '%p %i %y %n\n' | LC_ALL=C sort); }
 rolled_of >"$tmp/rolled.before"
+# every change journaled before the kill (no MT_MDS_SAFE tells the
+# client): one still queued would be applied anew on its resend, rightly,
+# not answered from the index
+for _ in $(seq 1 100); do
+	"$atoll_cli" fs status --format json >"$tmp/fs.json" &&
+		[ "$(fsv "j['journal']['durable'] >= j['journal']['seq']")" = True ] && break
+	sleep 0.1
+done
+fsq "j['journal']['durable'] >= j['journal']['seq']"
 log0=$(wc -l <"$mds_log")
 mds kill
 mds start

@@ -187,6 +187,7 @@ Test(mds_proto, status_round_trip)
 	a->j_entries = 17;
 	a->j_offset = 4096;
 	a->j_seq = 273;
+	a->j_durable = 270;
 	a->requests = 100;
 	a->nops = MDS_OP_MAX_;
 	a->op_count[MDS_OP_LOOKUP] = 60;
@@ -203,6 +204,7 @@ Test(mds_proto, status_round_trip)
 	cr_assert_eq(b->inodes, 42);
 	cr_assert_eq(b->j_offset, 4096);
 	cr_assert_eq(b->j_seq, 273);
+	cr_assert_eq(b->j_durable, 270);
 	cr_assert_eq(b->nops, MDS_OP_MAX_);
 	cr_assert_eq(b->op_count[MDS_OP_LOOKUP], 60);
 	cr_assert_eq(b->nclients, 2);
@@ -398,10 +400,12 @@ Test(mds_proto, early_reply_fields)
 
 	memset(&ra, 0, sizeof(ra));
 	ra.jseq = 77;
+	ra.dir_lease2 = 0xabcdef;
 	buf = encode_reply(&ra, &len);
 	dec_init(&d, buf, len);
 	cr_assert_eq(mds_reply_decode(&d, &rb), 0);
 	cr_assert_eq(rb.jseq, 77);
+	cr_assert_eq(rb.dir_lease2, 0xabcdef);
 	free(buf);
 
 	enc_init(&e);
