@@ -753,7 +753,9 @@ int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
 	pthread_mutex_lock(&L.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
-		const struct lc_ent *e = bsearch(name, d->ents, d->n, sizeof(*d->ents), ent_cmp);
+		/* an empty listing has no array (bsearch wants one) */
+		const struct lc_ent *e = d->n ? bsearch(name, d->ents, d->n, sizeof(*d->ents),
+							ent_cmp) : NULL;
 		*left = (double)(d->exp - now) / 1e9;
 		ret = 0;
 		if (e) {
