@@ -703,7 +703,9 @@ double lc_timeout(uint64_t ino, const struct lc_info *ci)
 	return t;
 }
 
-double lc_attr(uint64_t ino, struct mds_inode *out)
+/* The leased record of ino, and the seconds left of its lease (-1: none);
+ * within_ns > 0: only a record this client made at most that long ago. */
+static double attr_get(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 {
 	double t = -1;
 
@@ -712,7 +714,7 @@ double lc_attr(uint64_t ino, struct mds_inode *out)
 	uint64_t now = lc_now();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
-	if (a && a->exp > now) {
+	if (a && a->exp > now && (!within_ns || (a->born && now - a->born <= within_ns))) {
 		*out = a->a;
 		t = (double)(a->exp - now) / 1e9;
 	}
@@ -720,21 +722,14 @@ double lc_attr(uint64_t ino, struct mds_inode *out)
 	return t;
 }
 
+double lc_attr(uint64_t ino, struct mds_inode *out)
+{
+	return attr_get(ino, 0, out);
+}
+
 double lc_attr_new(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 {
-	double t = -1;
-
-	if (!L.on)
-		return -1;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
-	struct lattr *a = *attr_slot(ino);
-	if (a && a->exp > now && a->born && now - a->born <= within_ns) {
-		*out = a->a;
-		t = (double)(a->exp - now) / 1e9;
-	}
-	pthread_mutex_unlock(&L.lock);
-	return t;
+	return attr_get(ino, within_ns, out);
 }
 
 static int ent_cmp(const void *k, const void *e)

@@ -60,6 +60,7 @@
 
 #include "log.h"
 #include "mds_proto.h"
+#include "msg_timer.h"
 
 #define BS		((uint64_t)MDS_BLOCK_SIZE)
 #define RA_WINDOW	8u		/* objects read ahead of a sequential reader */
@@ -147,13 +148,6 @@ static struct {
 	.rcond = PTHREAD_COND_INITIALIZER,
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t real_ns(void)
 {
@@ -563,7 +557,7 @@ static void *flusher_main(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
-		uint64_t now = mono_ns();
+		uint64_t now = msg_now_ns();
 		struct wop *send = NULL;
 		while (g.ahead && g.ahead->born + WB_AGE_NS <= now)
 			wbuf_issue(g.ahead, &send);
@@ -1038,7 +1032,7 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			b->c = c;
 			b->blk = blk;
 			b->start = b->end = boff;
-			b->born = mono_ns();
+			b->born = msg_now_ns();
 			b->next = c->wb;
 			c->wb = b;
 			b->aprev = g.atail;

@@ -632,24 +632,35 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_entry(req, &rp.in[0], &ci, parent);
 }
 
+/* Answers req with ino's leased record (made by this client at most
+ * within_ns ago when within_ns > 0): true if it did. */
+static bool reply_attr_cached(fuse_req_t req, fuse_ino_t ino, uint64_t within_ns)
+{
+	struct mds_inode in;
+	double left;
+
+	lc_kbar_enter();
+	left = within_ns ? lc_attr_new(ino, within_ns, &in) : lc_attr(ino, &in);
+	if (left > 0) {
+		struct stat st;
+
+		to_stat(&in, &st);
+		fuse_reply_attr(req, &st, left);
+	}
+	lc_kbar_leave();
+	return left > 0;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mds_req rq;
 	struct mds_reply rp;
 	int ret;
 
-	struct mds_inode in;
 	struct lc_info ci;
-	lc_kbar_enter();
-	double left = lc_attr(ino, &in);
-	if (left > 0) {
-		struct stat st;
-		to_stat(&in, &st);
-		fuse_reply_attr(req, &st, left);
-		lc_kbar_leave();
+
+	if (reply_attr_cached(req, ino, 0))
 		return;
-	}
-	lc_kbar_leave();
 	req_init(&rq, req, MDS_OP_GETATTR);
 	rq.ino = ino;
 	ret = mds_call_ci(&rq, &rp, &ci);
@@ -671,19 +682,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			      FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
 	if ((to_set & ~(times_now | FUSE_SET_ATTR_CTIME)) == 0 &&
 	    (to_set & FUSE_SET_ATTR_ATIME_NOW) && (to_set & FUSE_SET_ATTR_MTIME_NOW)) {
-		struct mds_inode in;
-		bool clean = fd_clean(ino);
-
-		lc_kbar_enter();
-		double left = clean ? lc_attr_new(ino, TOUCH_FOLD_NS, &in) : -1;
-		if (left > 0) {
-			struct stat st;
-			to_stat(&in, &st);
-			fuse_reply_attr(req, &st, left);
-			lc_kbar_leave();
+		if (fd_clean(ino) && reply_attr_cached(req, ino, TOUCH_FOLD_NS))
 			return;
-		}
-		lc_kbar_leave();
 	}
 	req_init(&rq, req, MDS_OP_SETATTR);
 	rq.ino = ino;
