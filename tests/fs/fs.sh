@@ -285,6 +285,46 @@ diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS
 echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
 fsq "j['state'] == 'active' and j['num_clients'] == 2"
 
+step "kill -9 an OSD during writes: no error at the mount"
+head -c $((16 << 20)) /dev/urandom >"$tmp/osdsrc"
+# two writers (one fsyncs each file) copy the file again and again until
+# told to stop: the OSD dies while both are writing, and both must go on
+osd_writer() {	# osd_writer MOUNT TAG [sync]
+	local i=0
+	while [ ! -e "$tmp/osdw.stop" ]; do
+		i=$((i + 1))
+		cp "$tmp/osdsrc" "$1/osdw.$2$i" || exit 1
+		if [ -n "${3:-}" ]; then sync "$1/osdw.$2$i" || exit 1; fi
+		echo $i >"$tmp/osdw.$2.n"
+	done
+}
+osd_writer "$A" a 2>"$tmp/osdw.a.err" & wa=$!
+osd_writer "$B" b sync 2>"$tmp/osdw.b.err" & wb=$!
+for _ in $(seq 1 300); do
+	[ -f "$tmp/osdw.a.n" ] && [ -f "$tmp/osdw.b.n" ] && break
+	kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
+	sleep 0.1
+done
+[ -f "$tmp/osdw.a.n" ] && [ -f "$tmp/osdw.b.n" ] ||
+	fail "the writers did not write a file within 30 s: $(cat "$tmp"/osdw.*.err)"
+"$cluster_bin" osd kill 1 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 1"
+na=$(cat "$tmp/osdw.a.n") nb=$(cat "$tmp/osdw.b.n")
+for _ in $(seq 1 600); do	# two more files each after the kill
+	{ [ "$(cat "$tmp/osdw.a.n")" -ge $((na + 2)) ] && [ "$(cat "$tmp/osdw.b.n")" -ge $((nb + 2)) ]; } ||
+		! kill -0 $wa 2>/dev/null || ! kill -0 $wb 2>/dev/null || { sleep 0.1; continue; }
+	break
+done
+touch "$tmp/osdw.stop"
+wait $wa || fail "a write on mount 1 failed when an OSD died: $(cat "$tmp/osdw.a.err")"
+wait $wb || fail "a write on mount 2 failed when an OSD died: $(cat "$tmp/osdw.b.err")"
+[ "$(cat "$tmp/osdw.a.n")" -ge $((na + 2)) ] && [ "$(cat "$tmp/osdw.b.n")" -ge $((nb + 2)) ] ||
+	fail "the writers did not go on after the OSD died within 60 s"
+for f in "$A"/osdw.*; do
+	cmp -s "$tmp/osdsrc" "$f" || fail "$(basename "$f") differs after an OSD died during the writes"
+done
+"$cluster_bin" osd start 1 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd start 1"
+rm -f "$A"/osdw.* "$tmp"/osdw.* "$tmp/osdsrc"
+
 step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
 head -c 5000000 /dev/urandom >"$tmp/orph"
 cp "$tmp/orph" "$A/orphan"
