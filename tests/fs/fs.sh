@@ -285,6 +285,58 @@ diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS
 echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
 fsq "j['state'] == 'active' and j['num_clients'] == 2"
 
+step "kill -9 the MDS mid-workload: both clients carry on, no acknowledged change lost"
+# each writer creates files, renames every 3rd and removes every 5th; an
+# operation goes into the writer's ledger only once it returned
+mds_writer() {	# mds_writer MOUNT TAG
+	local i=0 d="$1/mw.$2"
+	mkdir "$d" || exit 1
+	while [ ! -e "$tmp/mw.stop" ]; do
+		i=$((i + 1))
+		echo "v$i" >"$d/f$i" || exit 1
+		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
+		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
+		else echo "f$i v$i"; fi
+		echo $i >"$tmp/mw.$2.n"
+	done >"$tmp/mw.$2.ledger"
+}
+mds_writer "$A" a 2>"$tmp/mw.a.err" & wa=$!
+mds_writer "$B" b 2>"$tmp/mw.b.err" & wb=$!
+for _ in $(seq 1 300); do
+	[ "$(cat "$tmp/mw.a.n" 2>/dev/null)" -ge 20 ] 2>/dev/null &&
+		[ "$(cat "$tmp/mw.b.n" 2>/dev/null)" -ge 20 ] 2>/dev/null && break
+	kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
+	sleep 0.1
+done
+mds kill
+na=$(cat "$tmp/mw.a.n") nb=$(cat "$tmp/mw.b.n")
+mds start
+for _ in $(seq 1 600); do	# 20 more operations each after the restart
+	{ [ "$(cat "$tmp/mw.a.n")" -ge $((na + 20)) ] && [ "$(cat "$tmp/mw.b.n")" -ge $((nb + 20)) ]; } ||
+		! kill -0 $wa 2>/dev/null || ! kill -0 $wb 2>/dev/null || { sleep 0.1; continue; }
+	break
+done
+touch "$tmp/mw.stop"
+wait $wa || fail "mount 1's writer failed across the MDS restart: $(cat "$tmp/mw.a.err")"
+wait $wb || fail "mount 2's writer failed across the MDS restart: $(cat "$tmp/mw.b.err")"
+[ "$(cat "$tmp/mw.a.n")" -ge $((na + 20)) ] && [ "$(cat "$tmp/mw.b.n")" -ge $((nb + 20)) ] ||
+	fail "the writers did not carry on within 60 s of the MDS restart"
+for t in a b; do
+	for m in "$A" "$B"; do
+		while read -r name val; do
+			if [ "$name" = - ]; then
+				[ ! -e "$m/mw.$t/$val" ] || fail "$m/mw.$t/$val is back after the MDS restart"
+			else
+				[ "$(cat "$m/mw.$t/$name" 2>/dev/null)" = "$val" ] ||
+					fail "$m/mw.$t/$name (acknowledged before or after the MDS restart) is lost or wrong"
+			fi
+		done <"$tmp/mw.$t.ledger"
+	done
+	[ "$(ls "$A/mw.$t" | wc -l)" = "$(grep -vc '^-' "$tmp/mw.$t.ledger")" ] ||
+		fail "mw.$t holds other entries than its ledger: $(ls "$A/mw.$t" | head)"
+done
+rm -rf "$A"/mw.* "$tmp"/mw.*
+
 step "kill -9 an OSD during writes: no error at the mount"
 head -c $((16 << 20)) /dev/urandom >"$tmp/osdsrc"
 # two writers (one fsyncs each file) copy the file again and again until
