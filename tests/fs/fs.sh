@@ -285,6 +285,33 @@ diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS
 echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
 fsq "j['state'] == 'active' and j['num_clients'] == 2"
 
+# Two background writers ($wa on mount 1, $wb on mount 2) count their
+# operations in $tmp/P.a.n and $tmp/P.b.n and stop once $tmp/P.stop exists.
+wcount() { cat "$tmp/$1.$2.n" 2>/dev/null || echo 0; }
+writers_reach() {	# writers_reach P N: both counted N (30 s at most)
+	local _
+	for _ in $(seq 1 300); do
+		[ "$(wcount "$1" a)" -ge "$2" ] && [ "$(wcount "$1" b)" -ge "$2" ] && return 0
+		kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "the writers did not reach $2 operations: $(cat "$tmp/$1".*.err)"
+}
+writers_finish() {	# writers_finish P N WHEN: N more each (60 s at most), then stop
+	local na nb _
+	na=$(wcount "$1" a) nb=$(wcount "$1" b)
+	for _ in $(seq 1 600); do
+		[ "$(wcount "$1" a)" -ge $((na + $2)) ] && [ "$(wcount "$1" b)" -ge $((nb + $2)) ] && break
+		kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
+		sleep 0.1
+	done
+	touch "$tmp/$1.stop"
+	wait $wa || fail "mount 1's writer failed $3: $(cat "$tmp/$1.a.err")"
+	wait $wb || fail "mount 2's writer failed $3: $(cat "$tmp/$1.b.err")"
+	[ "$(wcount "$1" a)" -ge $((na + $2)) ] && [ "$(wcount "$1" b)" -ge $((nb + $2)) ] ||
+		fail "the writers did not carry on $3 (60 s)"
+}
+
 step "kill -9 the MDS mid-workload: both clients carry on, no acknowledged change lost"
 # each writer creates files, renames every 3rd and removes every 5th; an
 # operation goes into the writer's ledger only once it returned
@@ -302,25 +329,10 @@ mds_writer() {	# mds_writer MOUNT TAG
 }
 mds_writer "$A" a 2>"$tmp/mw.a.err" & wa=$!
 mds_writer "$B" b 2>"$tmp/mw.b.err" & wb=$!
-for _ in $(seq 1 300); do
-	[ "$(cat "$tmp/mw.a.n" 2>/dev/null)" -ge 20 ] 2>/dev/null &&
-		[ "$(cat "$tmp/mw.b.n" 2>/dev/null)" -ge 20 ] 2>/dev/null && break
-	kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
-	sleep 0.1
-done
+writers_reach mw 20
 mds kill
-na=$(cat "$tmp/mw.a.n") nb=$(cat "$tmp/mw.b.n")
 mds start
-for _ in $(seq 1 600); do	# 20 more operations each after the restart
-	{ [ "$(cat "$tmp/mw.a.n")" -ge $((na + 20)) ] && [ "$(cat "$tmp/mw.b.n")" -ge $((nb + 20)) ]; } ||
-		! kill -0 $wa 2>/dev/null || ! kill -0 $wb 2>/dev/null || { sleep 0.1; continue; }
-	break
-done
-touch "$tmp/mw.stop"
-wait $wa || fail "mount 1's writer failed across the MDS restart: $(cat "$tmp/mw.a.err")"
-wait $wb || fail "mount 2's writer failed across the MDS restart: $(cat "$tmp/mw.b.err")"
-[ "$(cat "$tmp/mw.a.n")" -ge $((na + 20)) ] && [ "$(cat "$tmp/mw.b.n")" -ge $((nb + 20)) ] ||
-	fail "the writers did not carry on within 60 s of the MDS restart"
+writers_finish mw 20 "across the MDS restart"
 for t in a b; do
 	for m in "$A" "$B"; do
 		while read -r name val; do
@@ -352,25 +364,9 @@ osd_writer() {	# osd_writer MOUNT TAG [sync]
 }
 osd_writer "$A" a 2>"$tmp/osdw.a.err" & wa=$!
 osd_writer "$B" b sync 2>"$tmp/osdw.b.err" & wb=$!
-for _ in $(seq 1 300); do
-	[ -f "$tmp/osdw.a.n" ] && [ -f "$tmp/osdw.b.n" ] && break
-	kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
-	sleep 0.1
-done
-[ -f "$tmp/osdw.a.n" ] && [ -f "$tmp/osdw.b.n" ] ||
-	fail "the writers did not write a file within 30 s: $(cat "$tmp"/osdw.*.err)"
+writers_reach osdw 1
 "$cluster_bin" osd kill 1 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 1"
-na=$(cat "$tmp/osdw.a.n") nb=$(cat "$tmp/osdw.b.n")
-for _ in $(seq 1 600); do	# two more files each after the kill
-	{ [ "$(cat "$tmp/osdw.a.n")" -ge $((na + 2)) ] && [ "$(cat "$tmp/osdw.b.n")" -ge $((nb + 2)) ]; } ||
-		! kill -0 $wa 2>/dev/null || ! kill -0 $wb 2>/dev/null || { sleep 0.1; continue; }
-	break
-done
-touch "$tmp/osdw.stop"
-wait $wa || fail "a write on mount 1 failed when an OSD died: $(cat "$tmp/osdw.a.err")"
-wait $wb || fail "a write on mount 2 failed when an OSD died: $(cat "$tmp/osdw.b.err")"
-[ "$(cat "$tmp/osdw.a.n")" -ge $((na + 2)) ] && [ "$(cat "$tmp/osdw.b.n")" -ge $((nb + 2)) ] ||
-	fail "the writers did not go on after the OSD died within 60 s"
+writers_finish osdw 2 "after an OSD died"
 for f in "$A"/osdw.*; do
 	cmp -s "$tmp/osdsrc" "$f" || fail "$(basename "$f") differs after an OSD died during the writes"
 done
