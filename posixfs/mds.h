@@ -308,6 +308,9 @@ void mds_sess_set_reason(uint64_t client, const char *why);
 void mds_sess_reason(uint64_t client, char *buf, size_t len);
 void mds_sess_fini(void);
 
+/* mds_purge.c: removes the data objects of blocks [first, last] of ino */
+int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last);
+
 /* mds_statfs.c: statfs from the monitor's df, cached for a second */
 int mds_statfs_start(struct mds *m);
 void mds_statfs_stop(void);
