@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -258,10 +259,14 @@ static void evicted_note(const char *why)	/* the loop thread */
 {
 	if (__atomic_exchange_n(&evicted, true, __ATOMIC_ACQ_REL))
 		return;
-	log_error("fuse", "this client was evicted (%s): what it had not written to the "
-		  "cluster is lost, the OSDs refuse its writes and every call on %s fails "
-		  "with EIO from now on; unmount it (fusermount3 -u %s) and mount it again",
-		  why[0] ? why : "the MDS gave no reason", mountpoint, mountpoint);
+	/* stderr (a foreground mount's log) and syslog (a daemonized one's) */
+	char line[1024];
+	snprintf(line, sizeof(line), "this client was evicted (%s): what it had not written "
+		 "to the cluster is lost, the OSDs refuse its writes and every call on %s fails "
+		 "with EIO from now on; unmount it (fusermount3 -u %s) and mount it again",
+		 why[0] ? why : "the MDS gave no reason", mountpoint, mountpoint);
+	fprintf(stderr, "atoll-fuse: %s\n", line);
+	syslog(LOG_ERR, "%s", line);
 	lc_revoke(NULL, 0, true);
 }
 
