@@ -243,7 +243,7 @@ oom:
 	exit(1);
 }
 
-/* Eviction (doc/fs.md, "Eviction"): the MDS answers MDS_RC_EVICTED once
+/* Eviction (doc/fs.md, "What an evicted client is told"): the MDS answers MDS_RC_EVICTED once
  * it evicted this client (it missed the reconnect window after an MDS
  * restart, or its connection was gone for the session timeout), with a
  * sentence saying which MDS and why.  Its id is blocklisted: nothing it

@@ -293,7 +293,7 @@ int mds_evicted_add(struct mds *m, uint64_t client);
 
 /* mds_session.c: per client, the connection of its last request and
  * since when it is gone (own lock), its open files (m->lock), why it was
- * evicted (doc/fs.md, "Sessions") */
+ * evicted (doc/fs.md, "Sessions whose client is gone") */
 void mds_sess_seen(uint64_t client, struct msg_conn *c);
 void mds_sess_absent(uint64_t client);	/* a session loaded at start: gone since now */
 void mds_sess_closed(struct msg_conn *c);	/* loop thread */

@@ -66,7 +66,8 @@ static bool serve_inline(struct mds *mds, struct msg *m);
 static uint32_t session_timeout_ms = 60000;
 static struct msgr *g_msgr;
 static char g_addr[64];
-static bool expire_queued;	/* loop thread only */
+/* an expiry is queued (set by the loop thread, cleared by the worker) */
+static bool expire_queued;
 
 static void q_push(struct work *w)
 {
@@ -158,7 +159,7 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_sess_reason(rq->client, why, sizeof(why));
 		log_warn(SUB, "refusing %s from client %llu: it was evicted (%s); it must "
 			 "remount", mds_op_name(rq->op), (unsigned long long)rq->client, why);
-		/* the client tells its user why (doc/fs.md, "Eviction") */
+		/* the client tells its user why (doc/fs.md, "What an evicted client is told") */
 		rp->rc = MDS_RC_EVICTED;
 		snprintf(rp->target, sizeof(rp->target), "the MDS at %s evicted client %llu: %s",
 			 g_addr, (unsigned long long)rq->client, why);

@@ -428,7 +428,8 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 		s->sessions = dec_u64(&b);
 		s->session_timeout_ms = dec_u32(&b);
 	}
-	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
+	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE &&
+	    s->state != MDS_STATE_RECONNECT)
 		dec_fail(&b, -EBADMSG);
 	int ret = dec_end(d, &b);
 	if (ret) {

@@ -188,7 +188,7 @@ struct mds_reply {
 /* A reply's rc when the MDS evicted the requester (it missed the
  * reconnect window, or its connection was gone for the session timeout):
  * the client is refused for good and must remount; the reply's target
- * says which MDS evicted it and why (doc/fs.md, "Eviction"). */
+ * says which MDS evicted it and why (doc/fs.md, "What an evicted client is told"). */
 #define MDS_RC_EVICTED	(-ESHUTDOWN)
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */
