@@ -65,6 +65,7 @@ step "an unlinked file open on the other mount keeps its space until closed ther
 ino=$(stat -c %i "$A/blob")
 sleep 1000 3<"$B/blob" &
 holder=$!
+wait_for '[ -e /proc/$holder/fd/3 ]' 10 || fail "mount 2 cannot open blob"
 rm "$A/blob"
 [ ! -e "$B/blob" ] || fail "mount 2 still sees the unlinked file"
 cmp "$tmp/blob" "/proc/$holder/fd/3" || fail "the open descriptor on mount 2 no longer reads the unlinked file"
@@ -133,6 +134,7 @@ wait_for '[ $(( $(df_field "$A" used) - used0 )) -ge $((40 * MiB)) ]' 30 ||
 used0=$(df_field "$A" used)
 sleep 1000 3<"$B/held" &
 holder=$!
+wait_for '[ -e /proc/$holder/fd/3 ]' 10 || fail "mount 2 cannot open held"
 cat "$B/held" >/dev/null
 rm "$A/held"
 kill -9 "${fuse_pids[1]}"
