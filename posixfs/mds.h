@@ -299,6 +299,7 @@ void mds_sess_absent(uint64_t client);	/* a session loaded at start: gone since 
 void mds_sess_closed(struct msg_conn *c);	/* loop thread */
 /* Clients whose connection is gone for timeout_ms or more (up to max). */
 size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max);
+bool mds_sess_gone(uint64_t client, uint32_t timeout_ms);	/* still */
 void mds_sess_forget(uint64_t client);
 void mds_sess_open(uint64_t client, uint64_t ino, int delta);
 /* Removes the client's opens, calling fn for each inode; their number. */

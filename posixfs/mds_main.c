@@ -560,6 +560,9 @@ static void expire_sessions(struct mds *mds)
 		 "and it did not come back: it died or lost the network without unmounting",
 		 session_timeout_ms);
 	for (size_t i = 0; i < n; i++) {
+		/* it may have come back since the loop thread looked */
+		if (!mds_sess_gone(ids[i], session_timeout_ms))
+			continue;
 		pthread_mutex_lock(&mds->lock);
 		bool known = mds_session_known(mds, ids[i]) && !is_evicted(mds, ids[i]);
 		if (!known)

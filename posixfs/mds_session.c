@@ -141,6 +141,15 @@ size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max)
 	return n;
 }
 
+bool mds_sess_gone(uint64_t client, uint32_t timeout_ms)
+{
+	pthread_mutex_lock(&S.lock);
+	struct sconn *s = conn_find(client);
+	bool gone = s && !s->conn && s->gone_ms && mono_ms() - s->gone_ms >= timeout_ms;
+	pthread_mutex_unlock(&S.lock);
+	return gone;
+}
+
 void mds_sess_forget(uint64_t client)
 {
 	pthread_mutex_lock(&S.lock);
