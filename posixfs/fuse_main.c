@@ -42,6 +42,7 @@
 #include "config.h"
 #include "encode.h"
 #include "fuse_cache.h"
+#include "fuse_daemon.h"
 #include "fuse_data.h"
 #include "log.h"
 #include "mds_proto.h"
@@ -1547,9 +1548,15 @@ int main(int argc, char **argv)
 		free(o.conf);
 		o.conf = abs;
 	}
-	/* Threads do not survive fork(): daemonize before connecting. */
-	if (fuse_daemonize(co.foreground) != 0)
+	/* Threads do not survive fork(): go to the background before
+	 * connecting; the command returns once the mount is live. */
+	ret = fdm_detach(co.foreground);
+	if (ret) {
+		fprintf(stderr, "atoll-fuse: cannot go to the background: %s\n", strerror(-ret));
+		ret = 1;
 		goto out;
+	}
+	ret = 1;
 	lc_init(!o.nolease);
 	if (connect_all(&o))
 		goto out;
@@ -1565,6 +1572,7 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	if (o.kernel_ra_kb > 0)
 		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
+	fdm_ready();
 	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
 	 * which reads this struct (the v1 layout).  (Handing it the
 	 * opaque config of fuse_loop_cfg_create(), a 3.12 struct, made it

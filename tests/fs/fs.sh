@@ -459,6 +459,23 @@ touch "$C/fsy/late" 2>/dev/null && fail "the evicted client's create went throug
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
 stop_fuse "${fuse_pids[2]}"	# evicted: it has nothing left to do
 
+step "atoll-fuse without -f returns once mounted, and fails with a message when it cannot mount"
+D=$tmp/mnt4
+mkdir -p "$D"
+"$fuse_bin" "$D" -o "conf=$conf" >"$tmp/fuse4.log" 2>&1 || { cat "$tmp/fuse4.log"; fail "atoll-fuse (background) failed"; }
+mountpoint -q "$D" || fail "atoll-fuse returned before its mount existed"
+mkdir "$D/bg" && echo bg >"$D/bg/f" || fail "cannot write through the background mount"
+[ "$(cat "$A/bg/f" 2>/dev/null)" = bg ] || fail "what the background mount wrote is not in the file system"
+fusermount3 -u "$D" || fail "fusermount3 -u of the background mount"
+[ ! -e "$D/bg" ] || fail "the background mount's write went into the folder under it"
+E=$tmp/mnt5
+mkdir -p "$E"
+if "$fuse_bin" "$E" -o "conf=$conf,mds=nowhere" >"$tmp/fuse5.log" 2>&1; then
+	fail "atoll-fuse with a bad MDS address exited 0"
+fi
+grep -q "MDS" "$tmp/fuse5.log" || fail "atoll-fuse did not say why it could not mount: $(cat "$tmp/fuse5.log")"
+! mountpoint -q "$E" || fail "a failed atoll-fuse left a mount"
+
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
 for _ in $(seq 1 50); do
