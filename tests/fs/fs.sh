@@ -374,8 +374,15 @@ done
 rm -f "$A"/osdw.* "$tmp"/osdw.* "$tmp/osdsrc"
 
 step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
+# df: bytes used on the mount (the cluster's, over the 3 replicas; the
+# OSDs report to the monitor every few seconds: polled)
+df_used() { df -B1 --output=used "$A" | tail -n 1 | tr -d ' '; }
+df_wait() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.2; done; return 1; }
+df0=$(df_used)
 head -c 5000000 /dev/urandom >"$tmp/orph"
 cp "$tmp/orph" "$A/orphan"
+df_wait '[ $(( $(df_used) - df0 )) -ge 4000000 ]' || fail "df does not show the 5 MB file ($df0 -> $(df_used))"
+df1=$(df_used)
 ino=$(stat -c %i "$A/orphan")
 obj=$(printf '%016x.%016x' "$ino" 1)
 "$atoll_cli" ls fs_data | grep -q "^$obj\$" || fail "no data object $obj for the 5 MB file"
@@ -390,6 +397,7 @@ for _ in $(seq 1 100); do
 	sleep 0.2
 done
 ! "$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || fail "the unlinked file's data was not purged within 20 s of the last close"
+df_wait '[ $(( df1 - $(df_used) )) -ge 4000000 ]' || fail "df does not show the unlinked file's space back ($df1 -> $(df_used))"
 
 step "rename: RENAME_NOREPLACE, RENAME_EXCHANGE, over a file, directories"
 echo one >"$A/r1"; echo two >"$A/r2"; mkdir -p "$A/rd/x" "$A/re"
@@ -526,6 +534,9 @@ grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not 
 obj=$(printf '%016x.%016x' "$(stat -c %i "$B/fsy/f")" 0)
 [ "$("$atoll_cli" get fs_data "$obj" -)" = synced ] || fail "the evicted client's write reached the data pool"
 grep -q "refusing fsync from client $cid: it was evicted" "$mds_log" || fail "the MDS did not refuse the evicted client's request"
+# the client says why, once
+[ "$(grep -c "this client was evicted (the MDS at $mds_addr evicted client $cid: it did not reconnect" "$tmp/fuse3c.log")" = 1 ] ||
+	fail "atoll-fuse did not say once that it was evicted: $(grep -i evict "$tmp/fuse3c.log")"
 # the eviction is persisted (fs.evicted): a restarted MDS still refuses it
 mds stop
 mds start
