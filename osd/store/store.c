@@ -40,6 +40,8 @@ static int opt_copy(const struct store_options *in, struct store_options *out)
 		out->batch_max = 256;
 	if (!out->defer_max)
 		out->defer_max = 32u << 10;
+	if (out->kv_log > STORE_KVLOG_OFF)
+		return -EINVAL;
 	return 0;
 }
 
@@ -419,6 +421,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		/* Commit numbers continue after the kv's and the log's. */
 		st->commit_seq = jseq;
 		st->durable_seq = jseq;
+		st->kvlog = st->opt.kv_log != STORE_KVLOG_OFF;
 		/* Writes logged before a crash or stop go to their blocks now,
 		 * and the checkpoint moves past any torn record. */
 		int64_t n = wal_checkpoint(st, 0, true);
