@@ -716,15 +716,6 @@ bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
 	return r;
 }
 
-static int view_cmp(const void *a, const void *b)
-{
-	const struct kv_view_ent *x = a, *y = b;
-	size_t n = x->kl < y->kl ? x->kl : y->kl;
-	int c = memcmp(x->k, y->k, n);
-
-	return c ? c : (x->kl > y->kl) - (x->kl < y->kl);
-}
-
 void wal_kv_view_free(struct kv_view *v)
 {
 	for (size_t i = 0; i < v->n; i++) {
@@ -735,11 +726,32 @@ void wal_kv_view_free(struct kv_view *v)
 	memset(v, 0, sizeof(*v));
 }
 
+struct kvo_ref {
+	const struct kvo_op *o;
+	size_t i;		/* position in the object's list: log order */
+};
+
+/* By key in the kv's order (memcmp, shorter first on a tie), then by log
+ * order (mutations of one record share an lsn, hence the position). */
+static int kvo_ref_cmp(const void *a, const void *b)
+{
+	const struct kvo_ref *x = a, *y = b;
+	size_t n = x->o->klen < y->o->klen ? x->o->klen : y->o->klen;
+	int c = memcmp(x->o->data, y->o->data, n);
+
+	if (c)
+		return c;
+	if (x->o->klen != y->o->klen)
+		return x->o->klen < y->o->klen ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out)
 {
 	struct wal *w = &st->wal;
 	struct kvo_obj *ob;
-	size_t cap = 0, n = 0;
+	struct kvo_ref *v = NULL;
+	size_t n = 0, cap = 0, m = 0;
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -747,72 +759,66 @@ int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	ob = kvo_find(w, id, false);
-	/* Each key's newest visible mutation wins: walk newest last and
-	 * replace earlier entries (few keys per object between checkpoints;
-	 * sorted once at the end). */
-	for (const struct kvo_op *o = ob ? ob->head : NULL; o && !r; o = o->onext) {
-		size_t j;
-
+	/* The visible mutations after the last visible clear, in log order;
+	 * then sorted by key (a stable order within a key: position in the
+	 * object's list, which is log order), the newest of each key wins. */
+	for (const struct kvo_op *o = ob ? ob->head : NULL; o; o = o->onext) {
 		if (!kvo_visible(o, rseq) || o->db != db)
 			continue;
 		if (o->type == KVOP_CLEAR) {
-			for (j = 0; j < n; j++) {
-				free(out->e[j].k);
-				free(out->e[j].v);
-			}
 			n = 0;
 			out->cleared = true;
 			continue;
 		}
-		for (j = 0; j < n; j++)
-			if (out->e[j].kl == o->klen && !memcmp(out->e[j].k, o->data, o->klen))
-				break;
-		if (j == n) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 16;
-				struct kv_view_ent *ne = realloc(out->e, nc * sizeof(*ne));
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct kvo_ref *nv = realloc(v, nc * sizeof(*nv));
 
-				if (!ne) {
-					r = -ENOMEM;
-					break;
-				}
-				out->e = ne;
-				cap = nc;
-			}
-			out->e[n].k = malloc(o->klen);
-			out->e[n].kl = o->klen;
-			out->e[n].v = NULL;
-			if (!out->e[n].k) {
+			if (!nv) {
 				r = -ENOMEM;
-				break;
+				goto out_unlock;
 			}
-			memcpy(out->e[n].k, o->data, o->klen);
-			n++;
+			v = nv;
+			cap = nc;
 		}
-		free(out->e[j].v);
-		out->e[j].v = NULL;
-		out->e[j].vl = 0;
-		out->e[j].del = o->type == KVOP_DEL;
-		if (o->type == KVOP_SET) {
-			out->e[j].v = malloc(o->vlen ? o->vlen : 1);
-			if (!out->e[j].v) {
-				r = -ENOMEM;
-				out->e[j].del = true;
-				break;
-			}
-			memcpy(out->e[j].v, o->data + o->klen, o->vlen);
-			out->e[j].vl = o->vlen;
-		}
-	}
-	pthread_mutex_unlock(&w->lock);
-	out->n = n;
-	if (r) {
-		wal_kv_view_free(out);
-		return r;
+		v[n] = (struct kvo_ref){ o, n };
+		n++;
 	}
 	if (n > 1)
-		qsort(out->e, n, sizeof(*out->e), view_cmp);
-	return 0;
+		qsort(v, n, sizeof(*v), kvo_ref_cmp);
+	out->e = calloc(n ? n : 1, sizeof(*out->e));
+	if (!out->e) {
+		r = -ENOMEM;
+		goto out_unlock;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct kvo_op *o = v[i].o;
+		struct kv_view_ent *e;
+
+		if (i + 1 < n && v[i + 1].o->klen == o->klen &&
+		    !memcmp(v[i + 1].o->data, o->data, o->klen))
+			continue;	/* a newer mutation of the key follows */
+		e = &out->e[m++];
+		e->k = malloc(o->klen);
+		e->kl = o->klen;
+		e->del = o->type == KVOP_DEL;
+		if (!e->k || (!e->del && !(e->v = malloc(o->vlen ? o->vlen : 1)))) {
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(e->k, o->data, o->klen);
+		if (!e->del) {
+			memcpy(e->v, o->data + o->klen, o->vlen);
+			e->vl = o->vlen;
+		}
+	}
+	out->n = m;
+out_unlock:
+	pthread_mutex_unlock(&w->lock);
+	free(v);
+	if (r)
+		wal_kv_view_free(out);
+	return r;
 }
 
 /* Publishes the mutations of a record (p, len bytes) at seq/lsn. */
