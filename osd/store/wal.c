@@ -919,11 +919,13 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 	h.kvbytes = (uint32_t)wb->kvlen;
 	memcpy(h.reserved, st->uuid, 16);
 	memcpy(rec, &h, WAL_HDR);
-	memcpy(rec + WAL_HDR, wb->ents, (size_t)wb->n * WAL_ENT);
+	if (wb->n)
+		memcpy(rec + WAL_HDR, wb->ents, (size_t)wb->n * WAL_ENT);
 	if (wb->kvlen)
 		memcpy(rec + WAL_HDR + (size_t)wb->n * WAL_ENT, wb->kv, wb->kvlen);
 	hdr_seal(rec, wb->n, wb->kvlen);
-	memcpy(rec + tb * BS, wb->data, (size_t)wb->n * BS);
+	if (wb->n)
+		memcpy(rec + tb * BS, wb->data, (size_t)wb->n * BS);
 	wb->rec = rec;
 	wb->vpos = pos;
 	wb->nblocks = nb;
