@@ -90,6 +90,9 @@ bool walb_any(const struct batch *b);
  * -EOVERFLOW when the record has no room for it. */
 int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, size_t kl,
 		const void *v, size_t vl);
+/* Moves the batch's kv mutations into its kv transaction when that is
+ * safe (no overlay mutation of their objects pending): 1, 0 or -errno. */
+int walb_kv_to_txn(struct batch *b);
 /* Does key k of object id exist, as the batch (b, may be NULL), the
  * overlay at snapshot rseq, and then kv transaction t see it?  1, 0 or
  * -errno. */

@@ -406,7 +406,14 @@ attempt:
 	st->perf.apply_ns += now_ns() - t0;
 	bool kv = b.changed;
 
-	r = kv ? write_meta(&b) : 0;
+	/* A batch that commits the kv anyway (objects created, grown, ...)
+	 * gains nothing from logging its attribute and omap mutations: they
+	 * go into that commit when no pending overlay mutation is in the way. */
+	r = kv ? walb_kv_to_txn(&b) : 0;
+	if (r > 0)
+		st->perf.kv_in_commit++;
+	if (r >= 0)
+		r = kv ? write_meta(&b) : 0;
 	if (r) {
 		/* Only -ENOSPC in practice: the kv is full to the last page. */
 		fail_all(list, r);

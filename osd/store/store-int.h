@@ -253,6 +253,7 @@ struct commit_perf {
 	uint64_t ckpts, ckpt_blocks, ckpt_ns;	/* log checkpoints */
 	uint64_t ckpt_kv;	/* logged kv mutations checkpointed */
 	uint64_t kv_direct;	/* batches that flushed the overlay to write the kv directly */
+	uint64_t kv_in_commit;	/* kv batches whose attr/omap mutations went into their commit */
 };
 
 /* The write-ahead log (wal.c): a ring in blocks [start, start+blocks);

@@ -478,12 +478,13 @@ void store_close(struct store *st)
 				 (unsigned long long)p->synced_alone);
 		log_info("store", "commit profile: %llu batches only logged (no kv commit); %llu log "
 			 "checkpoints of %.1f blocks and %.1f kv mutations, %.1f us each; %llu "
-			 "batches wrote attributes and omap to the kv directly",
+			 "kv batches committed their attribute and omap mutations, %llu flushed "
+			 "the overlay to write them directly",
 			 (unsigned long long)p->wal_only, (unsigned long long)p->ckpts,
 			 p->ckpts ? (double)p->ckpt_blocks / p->ckpts : 0.0,
 			 p->ckpts ? (double)p->ckpt_kv / p->ckpts : 0.0,
 			 p->ckpts ? p->ckpt_ns / 1e3 / p->ckpts : 0.0,
-			 (unsigned long long)p->kv_direct);
+			 (unsigned long long)p->kv_in_commit, (unsigned long long)p->kv_direct);
 	}
 	read_thread_stop(st);
 	store_free(st);

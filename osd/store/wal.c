@@ -821,6 +821,69 @@ out_unlock:
 	return r;
 }
 
+/* The batch commits the kv anyway: its kv mutations go into that commit
+ * instead of the log and the overlay, when no object they touch has a
+ * mutation in the overlay not yet checkpointed (a logged one would be
+ * applied over them at the next checkpoint).  1 if moved, 0 if not,
+ * -errno (the batch's kv transaction is then unusable). */
+int walb_kv_to_txn(struct batch *b)
+{
+	struct store *st = b->st;
+	struct wal *w = &st->wal;
+	struct walb *wb = &b->wal;
+	size_t off = 0;
+	bool clash = false;
+
+	if (!wb->nkv)
+		return 0;
+	if (wal_kv_active(st)) {
+		pthread_mutex_lock(&w->lock);
+		while (off < wb->kvlen && !clash) {
+			struct kvop_hdr h;
+			struct kvo_obj *ob;
+
+			memcpy(&h, wb->kv + off, sizeof(h));
+			ob = kvo_find(w, h.id, false);
+			for (const struct kvo_op *o = ob ? ob->head : NULL; o && !clash; o = o->onext)
+				clash = o->end == UINT64_MAX;
+			off += sizeof(h) + h.klen + h.vlen;
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (clash)
+			return 0;
+	}
+	for (off = 0; off < wb->kvlen;) {
+		struct kvop_hdr h;
+		const uint8_t *k;
+		uint8_t key[8 + STORE_OMAP_KEY_MAX];
+		MDB_dbi dbi;
+		size_t kl;
+		int r;
+
+		memcpy(&h, wb->kv + off, sizeof(h));
+		k = wb->kv + off + sizeof(h);
+		dbi = h.db == KVDB_OMAP ? st->kv.omap : st->kv.attrs;
+		kl = key_id(key, h.id, k, h.klen);
+		if (h.type == KVOP_SET) {
+			r = kv_put(b->txn, dbi, key, kl, k + h.klen, h.vlen);
+		} else if (h.type == KVOP_DEL) {
+			r = kv_del(b->txn, dbi, key, kl);
+			if (r == -ENOENT)
+				r = 0;
+		} else {
+			int64_t n = kv_del_prefix(b->txn, dbi, key, 8);
+
+			r = n < 0 ? (int)n : 0;
+		}
+		if (r)
+			return r;
+		off += sizeof(h) + h.klen + h.vlen;
+	}
+	wb->kvlen = 0;
+	wb->nkv = 0;
+	return 1;
+}
+
 /* Publishes the mutations of a record (p, len bytes) at seq/lsn. */
 struct kvpub {
 	struct wal *w;
