@@ -12,6 +12,11 @@
  * A read may still be reading blocks that a later commit has freed, so
  * every read registers as a reader with the number of commits visible
  * when it began; freed blocks wait in limbo until no older reader is left.
+ *
+ * Attribute and omap reads register too: logged kv mutations not yet
+ * checkpointed live in the log's overlay (wal.c), and the reader's number
+ * says which of them its kv snapshot lacks; lookups ask the overlay first,
+ * listings merge its sorted view with a kv cursor.
  */
 #include <errno.h>
 #include <stddef.h>

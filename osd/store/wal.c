@@ -39,6 +39,15 @@
  * A record whose batch also changed the kv (flag KV) counts only if the kv
  * reached that batch (meta/seq), so a transaction is never half applied.
  *
+ * Attribute and omap mutations (set, remove, clear of an object's keys)
+ * ride in the same record, after the entry table and under the header's
+ * crc, when the batch would not otherwise commit the kv: they are kept in
+ * an overlay by object id (versions visible in [seq, end) like the blocks'),
+ * merged into every lookup and listing (read.c), replayed at open and
+ * applied to the kv in log order by the checkpoint's kv transaction.  A
+ * batch that commits the kv anyway puts its mutations there instead, when
+ * no overlay mutation of the same objects is pending (walb_kv_to_txn).
+ *
  * Blocks freed by a commit are not reused before every record older than
  * that commit is checkpointed (limbo_release): a stale logged version of a
  * freed block is then never replayed onto, nor read from, its next owner.
