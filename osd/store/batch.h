@@ -40,6 +40,11 @@ struct walb {
 	uint32_t n, cap;
 	struct walb_ent *ents;
 	uint8_t *data;		/* n blocks of 4 KiB */
+	/* The batch's attribute and omap mutations (kv log mode), encoded as
+	 * in the record (wal.c: struct kvop_hdr, key, value), in op order. */
+	uint8_t *kv;
+	size_t kvlen, kvcap;
+	uint32_t nkv;
 	/* set by wal_prepare */
 	uint8_t *rec;		/* the record, aligned */
 	uint64_t vpos, nblocks;
@@ -59,6 +64,10 @@ struct batch {
 	bool kv_measured;
 	bool changed;			/* anything to commit */
 	bool data_written;		/* prewritten data to flush before the commit */
+	/* Attribute and omap mutations go into the log record and the
+	 * overlay (wal.c) rather than the kv; off: straight into the kv
+	 * (the overlay is empty then, commit.c sees to it). */
+	bool kvlog;
 	struct walb wal;
 };
 
@@ -74,6 +83,21 @@ int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
 /* Copies the batch's logged content of block pblk; false if none. */
 bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
 void walb_free(struct walb *wb);
+/* Anything for the batch's log record? */
+bool walb_any(const struct batch *b);
+/* Adds an attribute (db 0) or omap (db 1) mutation to the batch's record:
+ * KVOP_SET (k, v), KVOP_DEL (k) or KVOP_CLEAR (every key of the object).
+ * -EOVERFLOW when the record has no room for it. */
+int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, size_t kl,
+		const void *v, size_t vl);
+/* Moves the batch's kv mutations into its kv transaction when that is
+ * safe (no overlay mutation of their objects pending): 1, 0 or -errno. */
+int walb_kv_to_txn(struct batch *b);
+/* Does key k of object id exist, as the batch (b, may be NULL), the
+ * overlay at snapshot rseq, and then kv transaction t see it?  1, 0 or
+ * -errno. */
+int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq);
 /* Builds the batch's record (kv: the batch also commits to the kv) at the
  * log's head into *out, for the batch's data write. */
 int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *out);

@@ -41,6 +41,9 @@
 #define DEFER_APPLY_SLICE 4096u
 #define APPLY_IDLE_NS (20ull * 1000 * 1000)
 #define APPLY_RETRY_NS (50ull * 1000 * 1000)
+/* Logged kv mutations (bytes in memory) that trigger a checkpoint: bounds
+ * the overlay's memory and the merge work of readers (wal.c). */
+#define KV_APPLY_BYTES (4u << 20)
 /* How long a committed batch waits for the next one to sync it. */
 #define SYNC_LINGER_NS (200ull * 1000)
 
@@ -182,6 +185,8 @@ static void batch_reset(struct batch *b, bool undo)
 		free(b->bufs[i]);
 	b->nbufs = 0;
 	b->wal.n = 0;
+	b->wal.kvlen = 0;
+	b->wal.nkv = 0;
 	free(b->wal.rec);
 	b->wal.rec = NULL;
 	b->data_written = false;
@@ -226,7 +231,7 @@ static int write_data(struct batch *b, bool kv)
 	size_t n = b->pend.n;
 	int r;
 
-	if (!b->pend.n && !b->data_written && !b->wal.n)
+	if (!b->pend.n && !b->data_written && !walb_any(b))
 		return 0;
 	w = malloc((b->pend.n + 1) * sizeof(*w));
 	if (!w)
@@ -236,7 +241,7 @@ static int write_data(struct batch *b, bool kv)
 		w[i].len = b->pend.v[i].nblk * STORE_BLOCK_SIZE;
 		w[i].buf = b->pend.v[i].buf;
 	}
-	if (b->wal.n) {
+	if (walb_any(b)) {
 		r = wal_prepare(st, b, kv, &w[n]);
 		if (r) {
 			free(w);
@@ -267,6 +272,44 @@ static int write_data(struct batch *b, bool kv)
 	return 0;
 }
 
+static int64_t apply_journal(struct store *st, struct done *prev, uint64_t max_blocks);
+
+/* Checkpoints every logged kv mutation, so that a batch may write
+ * attributes and omap straight into the kv (a record with no room for its
+ * mutations): the kv then holds everything the overlay would hide. */
+static int kv_flush_overlay(struct store *st, struct done *prev)
+{
+	while (st->deferred_kv_bytes && !st->failed) {
+		int64_t n = apply_journal(st, prev, 0);
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0) {
+			struct timespec ts = { 0, 1000 * 1000 };
+
+			nanosleep(&ts, NULL);	/* old readers hold it back */
+		}
+	}
+	return st->failed ? -EIO : 0;
+}
+
+/* Near the kv's end, measure what is really in use (free pages count);
+ * LMDB only lets a read transaction look at its free list. */
+static void kv_measure(struct store *st, struct batch *b)
+{
+	MDB_envinfo info;
+	MDB_txn *rt;
+
+	b->kv_measured = false;
+	mdb_env_info(st->kv.env, &info);
+	if (((uint64_t)info.me_last_pgno + 1) * st->kv.psize + st->kv.reserve +
+	    2 * st->deferred_kv_bytes > st->kv.map_size &&
+	    !mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &rt)) {
+		b->kv_measured = !kv_used_bytes(&st->kv, rt, &b->kv_used);
+		mdb_txn_abort(rt);
+	}
+}
+
 static void set_failed(struct store *st)
 {
 	pthread_mutex_lock(&st->qlock);
@@ -281,6 +324,7 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 {
 	struct batch b;
 	struct store_txn *t;
+	bool kv_direct = !st->kvlog;
 	int r, rc;
 
 	uint64_t t0 = now_ns();
@@ -296,17 +340,22 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 	st->perf.batches++;
 	st->perf.txns += ntxns;
 	pthread_mutex_lock(&st->alloc_lock);
-	/* Near the kv's end, measure what is really in use (free pages
-	 * count); LMDB only lets a read transaction look at its free list. */
-	{
-		MDB_envinfo info;
-		MDB_txn *rt;
-
-		mdb_env_info(st->kv.env, &info);
-		if (((uint64_t)info.me_last_pgno + 1) * st->kv.psize + st->kv.reserve > st->kv.map_size &&
-		    !mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &rt)) {
-			b.kv_measured = !kv_used_bytes(&st->kv, rt, &b.kv_used);
-			mdb_txn_abort(rt);
+	kv_measure(st, &b);
+	if (b.kv_measured && !kv_direct) {
+		/* Near the kv's end: kv space is what counts now, so the batch
+		 * writes attributes and omap straight into the kv (a delete
+		 * frees its space at once), after the overlay is in. */
+		kv_direct = true;
+		if (st->deferred_kv_bytes) {
+			pthread_mutex_unlock(&st->alloc_lock);
+			r = kv_flush_overlay(st, prev);
+			pthread_mutex_lock(&st->alloc_lock);
+			st->perf.kv_direct++;
+			if (r) {
+				fail_all(list, -EIO);
+				goto out_unchanged;
+			}
+			kv_measure(st, &b);
 		}
 	}
 attempt:
@@ -314,6 +363,7 @@ attempt:
 	b.stats = st->stats;
 	b.next_id = st->next_id;
 	b.changed = false;
+	b.kvlog = !kv_direct;
 	rc = mdb_txn_begin(st->kv.env, NULL, 0, &b.txn);
 	if (rc) {
 		log_error("store", "cannot begin a key-value transaction: %s", mdb_strerror(rc));
@@ -328,20 +378,42 @@ attempt:
 		if (t->result)
 			continue;
 		r = apply_txn(&b, t);
+		if (r == -EOVERFLOW && b.kvlog) {
+			/* The record has no room for the batch's kv mutations:
+			 * checkpoint the overlay and write them into the kv. */
+			batch_reset(&b, true);
+			pthread_mutex_unlock(&st->alloc_lock);
+			r = kv_flush_overlay(st, prev);
+			pthread_mutex_lock(&st->alloc_lock);
+			kv_direct = true;
+			st->perf.kv_direct++;
+			if (r) {
+				fail_all(list, -EIO);
+				goto out_unchanged;
+			}
+			goto attempt;
+		}
 		if (r) {
 			t->result = r;
 			batch_reset(&b, true);
 			goto attempt;
 		}
 	}
-	if (!b.changed && !b.wal.n) {
+	if (!b.changed && !walb_any(&b)) {
 		batch_reset(&b, false);
 		goto out_unchanged;
 	}
 	st->perf.apply_ns += now_ns() - t0;
 	bool kv = b.changed;
 
-	r = kv ? write_meta(&b) : 0;
+	/* A batch that commits the kv anyway (objects created, grown, ...)
+	 * gains nothing from logging its attribute and omap mutations: they
+	 * go into that commit when no pending overlay mutation is in the way. */
+	r = kv ? walb_kv_to_txn(&b) : 0;
+	if (r > 0)
+		st->perf.kv_in_commit++;
+	if (r >= 0)
+		r = kv ? write_meta(&b) : 0;
 	if (r) {
 		/* Only -ENOSPC in practice: the kv is full to the last page. */
 		fail_all(list, r);
@@ -349,7 +421,7 @@ attempt:
 		goto out_unchanged;
 	}
 	r = write_data(&b, kv);
-	if (!r && b.wal.n)
+	if (!r && walb_any(&b))
 		r = wal_publish(st, &b);
 	if (r) {
 		set_failed(st);
@@ -367,7 +439,7 @@ attempt:
 			fail_all(list, kv_err(rc));
 			/* A logged record of this batch is on the device and in
 			 * the index: the store cannot go on without it. */
-			if (rc != MDB_MAP_FULL || b.wal.n)
+			if (rc != MDB_MAP_FULL || walb_any(&b))
 				set_failed(st);
 			batch_reset(&b, true);
 			goto out_unchanged;
@@ -496,7 +568,7 @@ static void *commit_main(void *arg)
 				 * will carry it: the next commit's flush makes it durable.
 				 * A lone transaction is synced at once. */
 				wait = prev.n > 1 ? SYNC_LINGER_NS : 0;
-			} else if (!st->deferred_blocks) {
+			} else if (!st->deferred_blocks && !st->deferred_kv_bytes) {
 				pthread_cond_wait(&st->qcond, &st->qlock);
 				idle_since = now_ns();
 				continue;
@@ -524,7 +596,8 @@ static void *commit_main(void *arg)
 				sync_and_complete(st, &prev);
 				continue;
 			}
-			if (st->deferred_blocks && !apply_stuck && !st->failed) {
+			if ((st->deferred_blocks || st->deferred_kv_bytes) && !apply_stuck &&
+			    !st->failed) {
 				apply_stuck = apply_journal(st, &prev, 0) <= 0;
 				continue;
 			}
@@ -559,6 +632,7 @@ static void *commit_main(void *arg)
 		 * logged, moved on after every batch (wal.c). */
 		if (!st->failed && (wal_ckpt_active(st) ||
 				    st->deferred_blocks >= DEFER_APPLY_BLOCKS ||
+				    st->deferred_kv_bytes >= KV_APPLY_BYTES ||
 				    wal_used_blocks(st) > st->wal.blocks / 4)) {
 			wal_ckpt_step(st, DEFER_APPLY_SLICE);
 		}

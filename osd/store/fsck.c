@@ -372,6 +372,9 @@ static int check_values(struct fsck *f, MDB_dbi dbi)
 		}
 		key[kl] = 0;
 		o = oref_find(f, get_be64(k.mv_data));
+		if (!o && wal_kv_cleared(f->st, dbi == f->st->kv.omap ? KVDB_OMAP : KVDB_ATTR,
+					 get_be64(k.mv_data), f->rd.vseq))
+			continue;	/* removed; the log's checkpoint drops it */
 		if (!o) {
 			problem(f, "%s '%s' belongs to no object (id %" PRIu64 ")", dbname(f, dbi), key,
 				get_be64(k.mv_data));

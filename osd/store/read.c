@@ -12,6 +12,11 @@
  * A read may still be reading blocks that a later commit has freed, so
  * every read registers as a reader with the number of commits visible
  * when it began; freed blocks wait in limbo until no older reader is left.
+ *
+ * Attribute and omap reads register too: logged kv mutations not yet
+ * checkpointed live in the log's overlay (wal.c), and the reader's number
+ * says which of them its kv snapshot lacks; lookups ask the overlay first,
+ * listings merge its sorted view with a kv cursor.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -177,15 +182,33 @@ static int chunk_lookup(struct store *st, MDB_txn *t, uint64_t id, uint32_t idx,
 	return chunk_decode(c, v, vl) ? -EIO : 0;
 }
 
+typedef int (*walk_fn)(void *arg, const void *k, size_t kl, const void *v, size_t vl);
+static int snap_begin(struct store *st, struct reader *rd, MDB_txn **t);
+static void snap_end(struct store *st, struct reader *rd, MDB_txn *t);
+static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
+			const char *oid, const void *after, size_t alen, size_t max,
+			walk_fn fn, void *arg);
+
+static int count_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	(void)arg;
+	(void)k;
+	(void)kl;
+	(void)v;
+	(void)vl;
+	return 0;
+}
+
 int store_stat(struct store *st, uint64_t coll, const char *oid, struct store_stat *out)
 {
+	struct reader rd;
 	MDB_txn *t;
 	struct onode o;
 	int r;
 
 	if (!st || !out)
 		return -EINVAL;
-	r = read_begin(st, &t);
+	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
 	r = onode_lookup(st, t, coll, oid, &o);
@@ -218,25 +241,18 @@ int store_stat(struct store *st, uint64_t coll, const char *oid, struct store_st
 			mdb_cursor_close(c);
 		}
 	}
-	{
-		MDB_cursor *c;
-		uint8_t k[8];
-		MDB_val key = { 8, k }, val;
+	if (!r) {
+		int n = id_walk_snap(st, t, rd.vseq, st->kv.attrs, o.id, oid, NULL, 0, 0,
+				     count_fn, NULL);
 
-		put_be64(k, o.id);
-		if (!mdb_cursor_open(t, st->kv.attrs, &c)) {
-			int rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
-
-			while (!rc && key.mv_size >= 8 && get_be64(key.mv_data) == o.id) {
-				out->nattrs++;
-				rc = mdb_cursor_get(c, &key, &val, MDB_NEXT);
-			}
-			mdb_cursor_close(c);
-		}
+		if (n < 0)
+			r = n;
+		else
+			out->nattrs = (uint32_t)n;
 	}
 	onode_clear(&o);
 out:
-	mdb_txn_abort(t);
+	snap_end(st, &rd, t);
 	return r;
 }
 
@@ -713,10 +729,39 @@ static int copy_out(const void *v, size_t vl, void **val, size_t *len)
 	return 0;
 }
 
+/* A snapshot for attribute and omap reads: a kv read transaction, and a
+ * reader registration so that the overlay of logged kv mutations (wal.c)
+ * shows the same state (rd.vseq). */
+static int snap_begin(struct store *st, struct reader *rd, MDB_txn **t)
+{
+	int r;
+
+	reader_enter(st, rd);
+	r = read_begin(st, t);
+	if (r) {
+		reader_exit(st, rd);
+		return r;
+	}
+	wal_reader_seq(st, *t, rd);
+	return 0;
+}
+
+static void snap_end(struct store *st, struct reader *rd, MDB_txn *t)
+{
+	mdb_txn_abort(t);
+	reader_exit(st, rd);
+}
+
+static int kvdb_of(struct store *st, MDB_dbi dbi)
+{
+	return dbi == st->kv.omap ? KVDB_OMAP : KVDB_ATTR;
+}
+
 static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 		  const void *k, size_t kl, void **val, size_t *len)
 {
 	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	struct reader rd;
 	struct onode o;
 	MDB_txn *t;
 	const void *v;
@@ -727,12 +772,20 @@ static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 		return -EINVAL;
 	if (kl > STORE_OMAP_KEY_MAX)
 		return -ENAMETOOLONG;
-	r = read_begin(st, &t);
+	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
 	r = onode_lookup(st, t, coll, oid, &o);
 	if (r)
 		goto out;
+	/* The overlay first: a logged mutation newer than the kv's state. */
+	r = wal_kv_get(st, kvdb_of(st, dbi), o.id, k, kl, rd.vseq, val, len);
+	if (r >= 0) {
+		r = r ? 0 : -ENODATA;
+		goto out_clear;
+	}
+	if (r != -ENOENT)
+		goto out_clear;
 	r = kv_get(t, dbi, key, key_id(key, o.id, k, kl), &v, &vl);
 	if (r == -ENOENT)
 		r = -ENODATA;
@@ -740,9 +793,10 @@ static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 		log_error("store", "checksum mismatch in a value of '%s'", oid);
 	if (!r)
 		r = copy_out(v, vl, val, len);
+out_clear:
 	onode_clear(&o);
 out:
-	mdb_txn_abort(t);
+	snap_end(st, &rd, t);
 	return r;
 }
 
@@ -762,60 +816,110 @@ int store_omap_get(struct store *st, uint64_t coll, const char *oid, const void 
 
 /* Walks keys of dbi under the object's id after `after`; fn gets the key
  * without the id prefix.  Returns the count or fn's value or an error. */
-typedef int (*walk_fn)(void *arg, const void *k, size_t kl, const void *v, size_t vl);
+
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c ? c : (al > bl) - (al < bl);
+}
+
+/* The walk inside snapshot (t, rseq) of object id: the kv's keys merged
+ * with the overlay's view (its values win, its removals hide). */
+static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
+			const char *oid, const void *after, size_t alen, size_t max,
+			walk_fn fn, void *arg)
+{
+	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	struct kv_view ov;
+	size_t oi = 0;
+	MDB_cursor *c = NULL;
+	MDB_val k, v;
+	int r, rc = MDB_NOTFOUND, count = 0;
+
+	r = wal_kv_view(st, kvdb_of(st, dbi), id, rseq, &ov);
+	if (r)
+		return r;
+	while (after && oi < ov.n && key_cmp(ov.e[oi].k, ov.e[oi].kl, after, alen) <= 0)
+		oi++;
+	if (!ov.cleared) {
+		k.mv_size = key_id(key, id, after, after ? alen : 0);
+		k.mv_data = key;
+		rc = mdb_cursor_open(t, dbi, &c);
+		if (rc) {
+			r = kv_err(rc);
+			goto out;
+		}
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (!rc && after && k.mv_size == 8 + alen &&
+		    !memcmp((uint8_t *)k.mv_data + 8, after, alen))
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);	/* strictly after */
+	}
+	while (!max || (size_t)count < max) {
+		bool kv_ok = c && !rc && k.mv_size >= 8 && get_be64(k.mv_data) == id;
+		int cmp;
+
+		if (!kv_ok && oi == ov.n)
+			break;
+		if (kv_ok && oi < ov.n)
+			cmp = key_cmp((uint8_t *)k.mv_data + 8, k.mv_size - 8, ov.e[oi].k, ov.e[oi].kl);
+		else
+			cmp = kv_ok ? -1 : 1;
+		if (cmp < 0) {
+			const void *pv;
+			size_t pl;
+
+			r = kv_unwrap(&v, &pv, &pl);
+			if (r) {
+				log_error("store", "checksum mismatch in a value of '%s'", oid);
+				break;
+			}
+			r = fn(arg, (uint8_t *)k.mv_data + 8, k.mv_size - 8, pv, pl);
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		} else {
+			const struct kv_view_ent *e = &ov.e[oi++];
+
+			if (cmp == 0)
+				rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			if (e->del)
+				continue;
+			r = fn(arg, e->k, e->kl, e->v, e->vl);
+		}
+		if (r)
+			break;
+		count++;
+	}
+	if (!r && c && rc && rc != MDB_NOTFOUND)
+		r = kv_err(rc);
+	if (!r)
+		r = count;
+out:
+	if (c)
+		mdb_cursor_close(c);
+	wal_kv_view_free(&ov);
+	return r;
+}
 
 static int id_walk(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 		   const void *after, size_t alen, size_t max, walk_fn fn, void *arg)
 {
-	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	struct reader rd;
 	struct onode o;
 	MDB_txn *t;
-	MDB_cursor *c;
-	MDB_val k, v;
-	int r, rc, count = 0;
+	int r;
 
 	if (alen > STORE_OMAP_KEY_MAX)
 		return -ENAMETOOLONG;
-	r = read_begin(st, &t);
+	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
 	r = onode_lookup(st, t, coll, oid, &o);
 	if (r)
 		goto out;
-	k.mv_size = key_id(key, o.id, after, after ? alen : 0);
-	k.mv_data = key;
-	rc = mdb_cursor_open(t, dbi, &c);
-	if (rc) {
-		r = kv_err(rc);
-		goto out_clear;
-	}
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	if (!rc && after && k.mv_size == 8 + alen && !memcmp((uint8_t *)k.mv_data + 8, after, alen))
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);	/* strictly after */
-	while (!rc && k.mv_size >= 8 && get_be64(k.mv_data) == o.id && (!max || (size_t)count < max)) {
-		const void *pv;
-		size_t pl;
-
-		r = kv_unwrap(&v, &pv, &pl);
-		if (r) {
-			log_error("store", "checksum mismatch in a value of '%s'", oid);
-			break;
-		}
-		r = fn(arg, (uint8_t *)k.mv_data + 8, k.mv_size - 8, pv, pl);
-		if (r)
-			break;
-		count++;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	if (!r && rc && rc != MDB_NOTFOUND)
-		r = kv_err(rc);
-	if (!r)
-		r = count;
-out_clear:
+	r = id_walk_snap(st, t, rd.vseq, dbi, o.id, oid, after, alen, max, fn, arg);
 	onode_clear(&o);
 out:
-	mdb_txn_abort(t);
+	snap_end(st, &rd, t);
 	return r;
 }
 

@@ -251,6 +251,9 @@ struct commit_perf {
 	uint64_t synced_by_next, synced_alone;	/* how batches became durable */
 	uint64_t wal_only;	/* batches that only logged overwrites (no kv commit) */
 	uint64_t ckpts, ckpt_blocks, ckpt_ns;	/* log checkpoints */
+	uint64_t ckpt_kv;	/* logged kv mutations checkpointed */
+	uint64_t kv_direct;	/* batches that flushed the overlay to write the kv directly */
+	uint64_t kv_in_commit;	/* kv batches whose attr/omap mutations went into their commit */
 };
 
 /* The write-ahead log (wal.c): a ring in blocks [start, start+blocks);
@@ -273,6 +276,15 @@ struct ckpt {			/* a checkpoint in progress (wal.c) */
 	uint64_t flush_mark;	/* flush_gen when the writes were done */
 };
 
+/* The overlay of logged attribute and omap mutations (wal.c). */
+#define KVOP_SET	1u
+#define KVOP_DEL	2u
+#define KVOP_CLEAR	3u
+#define KVDB_ATTR	0
+#define KVDB_OMAP	1
+struct kvo_op;
+struct kvo_obj;
+
 struct wal {
 	uint64_t start, blocks;
 	uint64_t rec_max;	/* largest record, blocks */
@@ -288,6 +300,13 @@ struct wal {
 	struct wal_ent *retired;	/* checkpointed or superseded, for old readers */
 	uint64_t nlive;
 	uint64_t nents;			/* all in the index (atomic reads) */
+	/* The overlay: logged kv mutations by object, versions visible to
+	 * readers whose snapshot lies in [seq, end) like the blocks'. */
+	struct kvo_obj **ohash;
+	struct kvo_op *kv_live_head, *kv_live_tail;	/* not checkpointed, lsn order */
+	struct kvo_op *kv_retired;
+	uint64_t kv_nlive, kv_live_bytes;
+	uint64_t kv_nall;		/* all in the overlay (atomic reads) */
 	struct ckpt ck;
 };
 
@@ -318,6 +337,8 @@ struct store {
 	uint64_t commit_seq;	/* batches committed */
 	uint64_t double_used;	/* blocks found used twice at open */
 	uint64_t deferred_blocks;	/* logged blocks not yet checkpointed */
+	uint64_t deferred_kv_bytes;	/* logged kv mutations not yet checkpointed */
+	bool kvlog;			/* attribute and omap mutations go to the log */
 	struct wal wal;
 
 	/* The queue: qlock protects qhead..stopping, failed. */
@@ -443,6 +464,7 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
 struct wal_hdr_info {
 	uint64_t lsn, seq;
 	uint32_t nent, nblocks, crc;
+	uint32_t kvbytes;	/* kv mutations after the entry table */
 	uint16_t flags;
 };
 /* The header in block hb (4 KiB), checked against the place it was read
@@ -454,6 +476,45 @@ int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64
  * does not match, else 0 with bad[j] set for each of the h->nent data
  * blocks whose crc does not match and *nbad their count. */
 int wal_rec_verify(const uint8_t *buf, const struct wal_hdr_info *h, bool *bad, uint64_t *nbad);
+
+/* The overlay holds something (any reader must merge it). */
+bool wal_kv_active(struct store *st);
+/* Value of key k of object id at snapshot rseq as the overlay has it:
+ * 1 and a malloc'd copy in *val and *vl, 0 if removed there, -ENOENT if the
+ * overlay says nothing (look in the kv). */
+int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
+	       void **val, size_t *vl);
+/* The overlay's view of object id's keys at snapshot rseq, sorted by key
+ * (kv order), one entry per key (del: removed); cleared: every kv key of
+ * the object is gone.  wal_kv_view_free() frees it. */
+struct kv_view_ent {
+	uint8_t *k;
+	size_t kl;
+	uint8_t *v;
+	size_t vl;
+	bool del;
+};
+struct kv_view {
+	struct kv_view_ent *e;
+	size_t n;
+	bool cleared;
+};
+int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out);
+void wal_kv_view_free(struct kv_view *v);
+/* Has the overlay a clear of object id's db visible at rseq?  (fsck: the
+ * kv may hold keys of a removed object until the checkpoint.) */
+bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq);
+/* A record's kv mutations section (p, len bytes): calls fn (may be NULL)
+ * for each; -ENOENT if malformed, else the count (the fuzz target uses
+ * it). */
+struct wal_kvop {
+	uint8_t type, db;
+	uint64_t id;
+	const uint8_t *k, *v;
+	size_t kl, vl;
+};
+int wal_kvops_decode(const uint8_t *p, size_t len,
+		     int (*fn)(void *arg, const struct wal_kvop *op), void *arg);
 
 int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char *msg),
 	      void *arg);

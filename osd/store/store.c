@@ -40,6 +40,8 @@ static int opt_copy(const struct store_options *in, struct store_options *out)
 		out->batch_max = 256;
 	if (!out->defer_max)
 		out->defer_max = 32u << 10;
+	if (out->kv_log > STORE_KVLOG_OFF)
+		return -EINVAL;
 	return 0;
 }
 
@@ -419,6 +421,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		/* Commit numbers continue after the kv's and the log's. */
 		st->commit_seq = jseq;
 		st->durable_seq = jseq;
+		st->kvlog = st->opt.kv_log != STORE_KVLOG_OFF;
 		/* Writes logged before a crash or stop go to their blocks now,
 		 * and the checkpoint moves past any torn record. */
 		int64_t n = wal_checkpoint(st, 0, true);
@@ -474,10 +477,14 @@ void store_close(struct store *st)
 				 (unsigned long long)p->synced_by_next,
 				 (unsigned long long)p->synced_alone);
 		log_info("store", "commit profile: %llu batches only logged (no kv commit); %llu log "
-			 "checkpoints of %.1f blocks, %.1f us each",
+			 "checkpoints of %.1f blocks and %.1f kv mutations, %.1f us each; %llu "
+			 "kv batches committed their attribute and omap mutations, %llu flushed "
+			 "the overlay to write them directly",
 			 (unsigned long long)p->wal_only, (unsigned long long)p->ckpts,
 			 p->ckpts ? (double)p->ckpt_blocks / p->ckpts : 0.0,
-			 p->ckpts ? p->ckpt_ns / 1e3 / p->ckpts : 0.0);
+			 p->ckpts ? (double)p->ckpt_kv / p->ckpts : 0.0,
+			 p->ckpts ? p->ckpt_ns / 1e3 / p->ckpts : 0.0,
+			 (unsigned long long)p->kv_in_commit, (unsigned long long)p->kv_direct);
 	}
 	read_thread_stop(st);
 	store_free(st);

@@ -92,7 +92,17 @@ struct store_options {
 	 * block write is its log record (wal.c), so that the power-cut test
 	 * can show it catches a lost log flush.  Never set it otherwise. */
 	bool unsafe_skip_log_flush;
+	/* Attribute and omap mutations go into the write-ahead log with the
+	 * batch's small overwrites and reach the kv in bulk at the log's
+	 * checkpoint (doc/store.md, "Writing"): a batch of small overwrites
+	 * and attribute/omap updates commits nothing to the kv.
+	 * STORE_KVLOG_DEFAULT (0) = on. */
+	uint32_t kv_log;
 };
+
+#define STORE_KVLOG_DEFAULT	0u
+#define STORE_KVLOG_ON		1u
+#define STORE_KVLOG_OFF		2u
 
 /* Creates a new store: writes the superblock to the block (creating the
  * file when needed) and an empty kv in kv_path (created; must be empty).

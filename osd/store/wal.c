@@ -39,6 +39,15 @@
  * A record whose batch also changed the kv (flag KV) counts only if the kv
  * reached that batch (meta/seq), so a transaction is never half applied.
  *
+ * Attribute and omap mutations (set, remove, clear of an object's keys)
+ * ride in the same record, after the entry table and under the header's
+ * crc, when the batch would not otherwise commit the kv: they are kept in
+ * an overlay by object id (versions visible in [seq, end) like the blocks'),
+ * merged into every lookup and listing (read.c), replayed at open and
+ * applied to the kv in log order by the checkpoint's kv transaction.  A
+ * batch that commits the kv anyway puts its mutations there instead, when
+ * no overlay mutation of the same objects is pending (walb_kv_to_txn).
+ *
  * Blocks freed by a commit are not reused before every record older than
  * that commit is checkpointed (limbo_release): a stale logged version of a
  * freed block is then never replayed onto, nor read from, its next owner.
@@ -72,7 +81,7 @@ struct wal_hdr {		/* little-endian, WAL_HDR bytes */
 	uint64_t vpos;		/* its own position, in blocks of the log's life */
 	uint64_t seq;		/* the batch's commit number */
 	uint32_t nblocks;	/* the whole record */
-	uint32_t pad;
+	uint32_t kvbytes;	/* kv mutations after the entry table */
 	uint8_t reserved[16];
 };
 
@@ -92,11 +101,45 @@ struct wal_ent {
 };
 
 static void ckpt_clear(struct ckpt *ck);
+static void kvo_unlink(struct wal *w, struct kvo_op *o);
 
-static uint64_t table_blocks(uint64_t n)
+/* Header, entry table and kv mutations; the data blocks follow. */
+static uint64_t table_blocks(uint64_t n, uint64_t kvbytes)
 {
-	return (WAL_HDR + n * WAL_ENT + BS - 1) / BS;
+	return (WAL_HDR + n * WAL_ENT + kvbytes + BS - 1) / BS;
 }
+
+/* A kv mutation in a record: this header (little-endian), the key, the
+ * value (KVOP_SET only). */
+struct kvop_hdr {
+	uint8_t type;		/* KVOP_SET, KVOP_DEL, KVOP_CLEAR */
+	uint8_t db;		/* KVDB_ATTR, KVDB_OMAP */
+	uint16_t klen;
+	uint32_t vlen;
+	uint64_t id;		/* object id */
+};
+
+_Static_assert(sizeof(struct kvop_hdr) == 16, "kv mutation layout");
+
+/* An overlay entry: one logged kv mutation. */
+struct kvo_op {
+	struct kvo_op *onext;		/* the object's mutations, lsn order */
+	struct kvo_op *lnext;		/* live list (lsn order) or retired list */
+	struct kvo_obj *obj;
+	uint64_t id, seq, lsn, end;
+	uint8_t type, db;
+	uint16_t klen;
+	uint32_t vlen;
+	uint8_t data[];			/* key, then value */
+};
+
+struct kvo_obj {
+	struct kvo_obj *hnext;
+	uint64_t id;
+	struct kvo_op *head, *tail;
+};
+
+#define OHASH_BITS 12u
 
 static uint64_t hslot(uint64_t pblk)
 {
@@ -125,7 +168,8 @@ int wal_init(struct store *st)
 	w->rec_max = w->blocks / 4;
 	w->next_lsn = 1;
 	w->hash = calloc((size_t)1 << HASH_BITS, sizeof(*w->hash));
-	if (!w->hash)
+	w->ohash = calloc((size_t)1 << OHASH_BITS, sizeof(*w->ohash));
+	if (!w->hash || !w->ohash)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
 	w->lock_ok = true;
@@ -149,6 +193,21 @@ void wal_destroy(struct store *st)
 	ckpt_clear(&w->ck);
 	free_list(w->live_head);
 	free_list(w->retired);
+	for (struct kvo_op *o = w->kv_live_head, *n; o; o = n) {
+		n = o->lnext;
+		free(o);
+	}
+	for (struct kvo_op *o = w->kv_retired, *n; o; o = n) {
+		n = o->lnext;
+		free(o);
+	}
+	if (w->ohash)
+		for (size_t i = 0; i < ((size_t)1 << OHASH_BITS); i++)
+			for (struct kvo_obj *ob = w->ohash[i], *n; ob; ob = n) {
+				n = ob->hnext;
+				free(ob);
+			}
+	free(w->ohash);
 	free(w->hash);
 	free(w->recs);
 	if (w->lock_ok)
@@ -163,7 +222,75 @@ bool walb_room(const struct batch *b, uint64_t k)
 	const struct wal *w = &b->st->wal;
 	uint64_t n = b->wal.n + k;
 
-	return w->rec_max && table_blocks(n) + n <= w->rec_max;
+	return w->rec_max && table_blocks(n, b->wal.kvlen) + n <= w->rec_max;
+}
+
+bool walb_any(const struct batch *b)
+{
+	return b->wal.n || b->wal.nkv;
+}
+
+int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, size_t kl,
+		const void *v, size_t vl)
+{
+	const struct wal *w = &b->st->wal;
+	struct walb *wb = &b->wal;
+	struct kvop_hdr h = { (uint8_t)type, (uint8_t)db, (uint16_t)kl, (uint32_t)vl, id };
+	size_t need = sizeof(h) + kl + vl;
+
+	if (kl > UINT16_MAX || vl > UINT32_MAX ||
+	    !w->rec_max || table_blocks(wb->n, wb->kvlen + need) + wb->n > w->rec_max)
+		return -EOVERFLOW;
+	if (wb->kvlen + need > wb->kvcap) {
+		size_t cap = wb->kvcap ? wb->kvcap : 4096;
+		uint8_t *n;
+
+		while (cap < wb->kvlen + need)
+			cap *= 2;
+		n = realloc(wb->kv, cap);
+		if (!n)
+			return -ENOMEM;
+		wb->kv = n;
+		wb->kvcap = cap;
+	}
+	memcpy(wb->kv + wb->kvlen, &h, sizeof(h));
+	if (kl)
+		memcpy(wb->kv + wb->kvlen + sizeof(h), k, kl);
+	if (vl)
+		memcpy(wb->kv + wb->kvlen + sizeof(h) + kl, v, vl);
+	wb->kvlen += need;
+	wb->nkv++;
+	return 0;
+}
+
+int wal_kvops_decode(const uint8_t *p, size_t len,
+		     int (*fn)(void *arg, const struct wal_kvop *op), void *arg)
+{
+	size_t off = 0;
+	int n = 0, r;
+
+	while (off < len) {
+		struct kvop_hdr h;
+		struct wal_kvop op;
+
+		if (len - off < sizeof(h))
+			return -ENOENT;
+		memcpy(&h, p + off, sizeof(h));
+		off += sizeof(h);
+		if (h.db > KVDB_OMAP || h.type < KVOP_SET || h.type > KVOP_CLEAR)
+			return -ENOENT;
+		if (h.type == KVOP_CLEAR ? h.klen || h.vlen :
+		    !h.klen || h.klen > STORE_OMAP_KEY_MAX || (h.type == KVOP_DEL && h.vlen))
+			return -ENOENT;
+		if (len - off < (size_t)h.klen + h.vlen)
+			return -ENOENT;
+		op = (struct wal_kvop){ h.type, h.db, h.id, p + off, p + off + h.klen, h.klen, h.vlen };
+		off += (size_t)h.klen + h.vlen;
+		if (fn && (r = fn(arg, &op)))
+			return r;
+		n++;
+	}
+	return n;
 }
 
 static int64_t walb_find(const struct walb *wb, uint64_t pblk)
@@ -216,6 +343,7 @@ void walb_free(struct walb *wb)
 {
 	free(wb->ents);
 	free(wb->data);
+	free(wb->kv);
 	memset(wb, 0, sizeof(*wb));
 }
 
@@ -380,12 +508,448 @@ void wal_gc(struct store *st)
 			pp = &e->lnext;
 		}
 	}
+	for (struct kvo_op **op = &w->kv_retired; *op;) {
+		struct kvo_op *o = *op;
+
+		if (o->end <= oldest) {
+			*op = o->lnext;
+			kvo_unlink(w, o);
+			free(o);
+		} else {
+			op = &o->lnext;
+		}
+	}
 	pthread_mutex_unlock(&w->lock);
+}
+
+/* ---- the overlay of logged kv mutations ----------------------------------- */
+
+bool wal_kv_active(struct store *st)
+{
+	return __atomic_load_n(&st->wal.kv_nall, __ATOMIC_ACQUIRE) != 0;
+}
+
+static struct kvo_obj *kvo_find(struct wal *w, uint64_t id, bool create)
+{
+	struct kvo_obj **pp = &w->ohash[(id * 0x9e3779b97f4a7c15ull) >> (64 - OHASH_BITS)];
+
+	for (; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->id == id)
+			return *pp;
+	if (!create)
+		return NULL;
+	*pp = calloc(1, sizeof(**pp));
+	if (*pp)
+		(*pp)->id = id;
+	return *pp;
+}
+
+static struct kvo_op *kvo_new(const struct wal_kvop *op, uint64_t seq, uint64_t lsn)
+{
+	struct kvo_op *o = malloc(sizeof(*o) + op->kl + op->vl);
+
+	if (!o)
+		return NULL;
+	memset(o, 0, sizeof(*o));
+	o->id = op->id;
+	o->seq = seq;
+	o->lsn = lsn;
+	o->end = UINT64_MAX;
+	o->type = op->type;
+	o->db = op->db;
+	o->klen = (uint16_t)op->kl;
+	o->vlen = (uint32_t)op->vl;
+	if (op->kl)
+		memcpy(o->data, op->k, op->kl);
+	if (op->vl)
+		memcpy(o->data + op->kl, op->v, op->vl);
+	return o;
+}
+
+/* Adds o as the newest mutation of object id (w->lock held; obj made). */
+static void kvo_add(struct wal *w, struct kvo_obj *ob, struct kvo_op *o)
+{
+	o->obj = ob;
+	o->onext = NULL;
+	if (ob->tail)
+		ob->tail->onext = o;
+	else
+		ob->head = o;
+	ob->tail = o;
+	o->lnext = NULL;
+	if (w->kv_live_tail)
+		w->kv_live_tail->lnext = o;
+	else
+		w->kv_live_head = o;
+	w->kv_live_tail = o;
+	w->kv_nlive++;
+	w->kv_live_bytes += sizeof(*o) + o->klen + o->vlen;
+	__atomic_store_n(&w->kv_nall, w->kv_nall + 1, __ATOMIC_RELEASE);
+}
+
+/* Removes a retired mutation for good (w->lock held). */
+static void kvo_unlink(struct wal *w, struct kvo_op *o)
+{
+	struct kvo_obj *ob = o->obj;
+	struct kvo_op **pp = &ob->head, *prev = NULL;
+
+	while (*pp != o) {
+		prev = *pp;
+		pp = &(*pp)->onext;
+	}
+	*pp = o->onext;
+	if (ob->tail == o)
+		ob->tail = prev;
+	__atomic_store_n(&w->kv_nall, w->kv_nall - 1, __ATOMIC_RELEASE);
+	if (!ob->head) {
+		struct kvo_obj **op = &w->ohash[(ob->id * 0x9e3779b97f4a7c15ull) >> (64 - OHASH_BITS)];
+
+		while (*op != ob)
+			op = &(*op)->hnext;
+		*op = ob->hnext;
+		free(ob);
+	}
+}
+
+static bool kvo_visible(const struct kvo_op *o, uint64_t rseq)
+{
+	return o->seq <= rseq && rseq < o->end;
+}
+
+static bool kvo_matches(const struct kvo_op *o, int db, const void *k, size_t kl)
+{
+	return o->db == db && (o->type == KVOP_CLEAR ||
+			       (o->klen == kl && !memcmp(o->data, k, kl)));
+}
+
+/* The newest mutation of key k visible at rseq (w->lock held), or NULL. */
+static const struct kvo_op *kvo_lookup(struct wal *w, int db, uint64_t id, const void *k,
+				       size_t kl, uint64_t rseq)
+{
+	struct kvo_obj *ob = kvo_find(w, id, false);
+	const struct kvo_op *found = NULL;
+
+	if (!ob)
+		return NULL;
+	for (const struct kvo_op *o = ob->head; o; o = o->onext)
+		if (kvo_visible(o, rseq) && kvo_matches(o, db, k, kl))
+			found = o;
+	return found;
+}
+
+int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
+	       void **val, size_t *vl)
+{
+	struct wal *w = &st->wal;
+	const struct kvo_op *o;
+	int r = -ENOENT;
+
+	if (!wal_kv_active(st))
+		return -ENOENT;
+	pthread_mutex_lock(&w->lock);
+	o = kvo_lookup(w, db, id, k, kl, rseq);
+	if (o && o->type == KVOP_SET) {
+		*val = malloc(o->vlen ? o->vlen : 1);
+		if (!*val) {
+			r = -ENOMEM;
+		} else {
+			memcpy(*val, o->data + o->klen, o->vlen);
+			*vl = o->vlen;
+			r = 1;
+		}
+	} else if (o) {
+		r = 0;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq)
+{
+	const void *v;
+	size_t vlen;
+	int r;
+
+	/* The batch's own mutations first: the last one of the key decides. */
+	if (b && b->wal.nkv) {
+		const uint8_t *p = b->wal.kv;
+		size_t off = 0;
+		int found = -1;
+
+		while (off < b->wal.kvlen) {
+			struct kvop_hdr h;
+
+			memcpy(&h, p + off, sizeof(h));
+			if (h.id == id && h.db == db &&
+			    (h.type == KVOP_CLEAR || (h.klen == kl && !memcmp(p + off + sizeof(h), k, kl))))
+				found = h.type == KVOP_SET;
+			off += sizeof(h) + h.klen + h.vlen;
+		}
+		if (found >= 0)
+			return found;
+	}
+	if (wal_kv_active(st)) {
+		struct wal *w = &st->wal;
+		const struct kvo_op *o;
+
+		pthread_mutex_lock(&w->lock);
+		o = kvo_lookup(w, db, id, k, kl, rseq);
+		r = o ? o->type == KVOP_SET : -1;
+		pthread_mutex_unlock(&w->lock);
+		if (r >= 0)
+			return r;
+	}
+	{
+		uint8_t key[8 + STORE_OMAP_KEY_MAX];
+
+		key_id(key, id, k, kl);
+		r = kv_get(t, db == KVDB_OMAP ? st->kv.omap : st->kv.attrs, key, 8 + kl, &v, &vlen);
+	}
+	return r == -ENOENT ? 0 : r ? r : 1;
+}
+
+bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
+{
+	struct wal *w = &st->wal;
+	struct kvo_obj *ob;
+	bool r = false;
+
+	if (!wal_kv_active(st))
+		return false;
+	pthread_mutex_lock(&w->lock);
+	ob = kvo_find(w, id, false);
+	for (const struct kvo_op *o = ob ? ob->head : NULL; o && !r; o = o->onext)
+		r = o->db == db && o->type == KVOP_CLEAR && kvo_visible(o, rseq);
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+void wal_kv_view_free(struct kv_view *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		free(v->e[i].k);
+		free(v->e[i].v);
+	}
+	free(v->e);
+	memset(v, 0, sizeof(*v));
+}
+
+struct kvo_ref {
+	const struct kvo_op *o;
+	size_t i;		/* position in the object's list: log order */
+};
+
+/* By key in the kv's order (memcmp, shorter first on a tie), then by log
+ * order (mutations of one record share an lsn, hence the position). */
+static int kvo_ref_cmp(const void *a, const void *b)
+{
+	const struct kvo_ref *x = a, *y = b;
+	size_t n = x->o->klen < y->o->klen ? x->o->klen : y->o->klen;
+	int c = memcmp(x->o->data, y->o->data, n);
+
+	if (c)
+		return c;
+	if (x->o->klen != y->o->klen)
+		return x->o->klen < y->o->klen ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out)
+{
+	struct wal *w = &st->wal;
+	struct kvo_obj *ob;
+	struct kvo_ref *v = NULL;
+	size_t n = 0, cap = 0, m = 0;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!wal_kv_active(st))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	ob = kvo_find(w, id, false);
+	/* The visible mutations after the last visible clear, in log order;
+	 * then sorted by key (a stable order within a key: position in the
+	 * object's list, which is log order), the newest of each key wins. */
+	for (const struct kvo_op *o = ob ? ob->head : NULL; o; o = o->onext) {
+		if (!kvo_visible(o, rseq) || o->db != db)
+			continue;
+		if (o->type == KVOP_CLEAR) {
+			n = 0;
+			out->cleared = true;
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct kvo_ref *nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				goto out_unlock;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n] = (struct kvo_ref){ o, n };
+		n++;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), kvo_ref_cmp);
+	out->e = calloc(n ? n : 1, sizeof(*out->e));
+	if (!out->e) {
+		r = -ENOMEM;
+		goto out_unlock;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct kvo_op *o = v[i].o;
+		struct kv_view_ent *e;
+
+		if (i + 1 < n && v[i + 1].o->klen == o->klen &&
+		    !memcmp(v[i + 1].o->data, o->data, o->klen))
+			continue;	/* a newer mutation of the key follows */
+		e = &out->e[m++];
+		e->k = malloc(o->klen);
+		e->kl = o->klen;
+		e->del = o->type == KVOP_DEL;
+		if (!e->k || (!e->del && !(e->v = malloc(o->vlen ? o->vlen : 1)))) {
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(e->k, o->data, o->klen);
+		if (!e->del) {
+			memcpy(e->v, o->data + o->klen, o->vlen);
+			e->vl = o->vlen;
+		}
+	}
+	out->n = m;
+out_unlock:
+	pthread_mutex_unlock(&w->lock);
+	free(v);
+	if (r)
+		wal_kv_view_free(out);
+	return r;
+}
+
+/* The batch commits the kv anyway: its kv mutations go into that commit
+ * instead of the log and the overlay, when no object they touch has a
+ * mutation in the overlay not yet checkpointed (a logged one would be
+ * applied over them at the next checkpoint).  1 if moved, 0 if not,
+ * -errno (the batch's kv transaction is then unusable). */
+int walb_kv_to_txn(struct batch *b)
+{
+	struct store *st = b->st;
+	struct wal *w = &st->wal;
+	struct walb *wb = &b->wal;
+	size_t off = 0;
+	bool clash = false;
+
+	if (!wb->nkv)
+		return 0;
+	if (wal_kv_active(st)) {
+		pthread_mutex_lock(&w->lock);
+		while (off < wb->kvlen && !clash) {
+			struct kvop_hdr h;
+			struct kvo_obj *ob;
+
+			memcpy(&h, wb->kv + off, sizeof(h));
+			ob = kvo_find(w, h.id, false);
+			for (const struct kvo_op *o = ob ? ob->head : NULL; o && !clash; o = o->onext)
+				clash = o->end == UINT64_MAX;
+			off += sizeof(h) + h.klen + h.vlen;
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (clash)
+			return 0;
+	}
+	for (off = 0; off < wb->kvlen;) {
+		struct kvop_hdr h;
+		const uint8_t *k;
+		uint8_t key[8 + STORE_OMAP_KEY_MAX];
+		MDB_dbi dbi;
+		size_t kl;
+		int r;
+
+		memcpy(&h, wb->kv + off, sizeof(h));
+		k = wb->kv + off + sizeof(h);
+		dbi = h.db == KVDB_OMAP ? st->kv.omap : st->kv.attrs;
+		kl = key_id(key, h.id, k, h.klen);
+		if (h.type == KVOP_SET) {
+			r = kv_put(b->txn, dbi, key, kl, k + h.klen, h.vlen);
+		} else if (h.type == KVOP_DEL) {
+			r = kv_del(b->txn, dbi, key, kl);
+			if (r == -ENOENT)
+				r = 0;
+		} else {
+			int64_t n = kv_del_prefix(b->txn, dbi, key, 8);
+
+			r = n < 0 ? (int)n : 0;
+		}
+		if (r)
+			return r;
+		off += sizeof(h) + h.klen + h.vlen;
+	}
+	wb->kvlen = 0;
+	wb->nkv = 0;
+	return 1;
+}
+
+/* Publishes the mutations of a record (p, len bytes) at seq/lsn. */
+struct kvpub {
+	struct wal *w;
+	uint64_t seq, lsn;
+	struct kvo_op **ops;	/* one per mutation */
+	size_t i;
+};
+
+static int kvpub_prep(void *arg, const struct wal_kvop *op)
+{
+	struct kvpub *p = arg;
+
+	p->ops[p->i] = kvo_new(op, p->seq, p->lsn);
+	if (!p->ops[p->i])
+		return -ENOMEM;
+	p->i++;
+	return 0;
+}
+
+/* Builds the overlay entries of a record's mutations, then adds them
+ * under the lock: all of them or none. */
+static int kv_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
+		      uint64_t lsn)
+{
+	struct kvpub pb = { w, seq, lsn, NULL, 0 };
+	int r;
+
+	if (!nkv)
+		return 0;
+	pb.ops = calloc(nkv, sizeof(*pb.ops));
+	if (!pb.ops)
+		return -ENOMEM;
+	r = wal_kvops_decode(p, len, kvpub_prep, &pb);
+	if (r >= 0 && (uint32_t)r != nkv)
+		r = -EIO;
+	if (r < 0)
+		goto out;
+	r = 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < pb.i && !r; i++)
+		if (!kvo_find(w, pb.ops[i]->id, true))
+			r = -ENOMEM;	/* an empty object left behind is harmless */
+	for (size_t i = 0; i < pb.i && !r; i++) {
+		kvo_add(w, kvo_find(w, pb.ops[i]->id, false), pb.ops[i]);
+		pb.ops[i] = NULL;
+	}
+	pthread_mutex_unlock(&w->lock);
+out:
+	for (size_t i = 0; i < pb.i; i++)
+		free(pb.ops[i]);
+	free(pb.ops);
+	return r;
 }
 
 /* ---- writing records ------------------------------------------------------ */
 
-static void hdr_seal(uint8_t *rec, uint64_t nent)
+static void hdr_seal(uint8_t *rec, uint64_t nent, uint64_t kvbytes)
 {
 	struct wal_hdr h;
 	uint32_t crc;
@@ -393,7 +957,7 @@ static void hdr_seal(uint8_t *rec, uint64_t nent)
 	memcpy(&h, rec, WAL_HDR);
 	h.crc = 0;
 	memcpy(rec, &h, WAL_HDR);
-	crc = atoll__crc32c(0, rec, WAL_HDR + nent * WAL_ENT);
+	crc = atoll__crc32c(0, rec, WAL_HDR + nent * WAL_ENT + kvbytes);
 	h.crc = crc;
 	memcpy(rec, &h, WAL_HDR);
 }
@@ -402,7 +966,7 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 {
 	struct wal *w = &st->wal;
 	struct walb *wb = &b->wal;
-	uint64_t tb = table_blocks(wb->n), nb = tb + wb->n, pos = w->head;
+	uint64_t tb = table_blocks(wb->n, wb->kvlen), nb = tb + wb->n, pos = w->head;
 	struct wal_hdr h;
 	uint8_t *rec;
 
@@ -424,11 +988,16 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 	h.vpos = pos;
 	h.seq = wb->seq;
 	h.nblocks = (uint32_t)nb;
+	h.kvbytes = (uint32_t)wb->kvlen;
 	memcpy(h.reserved, st->uuid, 16);
 	memcpy(rec, &h, WAL_HDR);
-	memcpy(rec + WAL_HDR, wb->ents, (size_t)wb->n * WAL_ENT);
-	hdr_seal(rec, wb->n);
-	memcpy(rec + tb * BS, wb->data, (size_t)wb->n * BS);
+	if (wb->n)
+		memcpy(rec + WAL_HDR, wb->ents, (size_t)wb->n * WAL_ENT);
+	if (wb->kvlen)
+		memcpy(rec + WAL_HDR + (size_t)wb->n * WAL_ENT, wb->kv, wb->kvlen);
+	hdr_seal(rec, wb->n, wb->kvlen);
+	if (wb->n)
+		memcpy(rec + tb * BS, wb->data, (size_t)wb->n * BS);
 	wb->rec = rec;
 	wb->vpos = pos;
 	wb->nblocks = nb;
@@ -448,6 +1017,13 @@ int wal_publish(struct store *st, struct batch *b)
 
 	if (!es)
 		return -ENOMEM;
+	/* The kv mutations first: their overlay entries are visible to the
+	 * same readers as the blocks (seq), once the batch is published. */
+	r = kv_publish(w, wb->kv, wb->kvlen, wb->nkv, wb->seq, w->next_lsn);
+	if (r) {
+		free(es);
+		return r;
+	}
 	for (uint32_t j = 0; j < wb->n; j++) {
 		es[j] = malloc(sizeof(struct wal_ent));
 		if (!es[j]) {
@@ -483,6 +1059,7 @@ out:
 		free(es[j]);
 	free(es);
 	st->deferred_blocks = w->nlive;
+	st->deferred_kv_bytes = w->kv_live_bytes;
 	return r;
 }
 
@@ -631,7 +1208,7 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 {
 	struct wal *w = &st->wal;
 	struct ckpt *ck = &w->ck;
-	uint64_t oldest = oldest_reader(st), cnt = 0;
+	uint64_t oldest = oldest_reader(st), cnt = 0, cost = 0;
 	struct ckpt_blk *blks = NULL;
 	size_t k = 0, nb = 0;
 	struct wal_ent *e;
@@ -641,8 +1218,10 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 	 * after one: a crash would drop that record at replay, and its block
 	 * must not have changed in place. */
 	while (k < w->rn && w->recs[k].seq <= oldest && w->recs[k].seq < st->unsynced_from &&
-	       (!max_blocks || cnt < max_blocks))
+	       (!max_blocks || cost < max_blocks)) {
+		cost += w->recs[k].nblocks;	/* kv mutations count by their size */
 		cnt += w->recs[k++].nent;
+	}
 	if (!k && !force)
 		return 0;
 	memset(ck, 0, sizeof(*ck));
@@ -745,7 +1324,7 @@ static int64_t ckpt_finish(struct store *st)
 {
 	struct wal *w = &st->wal;
 	struct ckpt *ck = &w->ck;
-	uint64_t seq, cnt = ck->cnt;
+	uint64_t seq, cnt = ck->cnt, kvn = 0;
 	struct wal_ent *e;
 	MDB_txn *t = NULL;
 	int r = 0, rc;
@@ -784,6 +1363,27 @@ static int64_t ckpt_finish(struct store *st)
 		if (r)
 			goto out_abort;
 	}
+	/* The logged kv mutations, in log order. */
+	for (struct kvo_op *o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext) {
+		MDB_dbi dbi = o->db == KVDB_OMAP ? st->kv.omap : st->kv.attrs;
+		uint8_t key[8 + STORE_OMAP_KEY_MAX];
+		size_t kl = key_id(key, o->id, o->data, o->type == KVOP_CLEAR ? 0 : o->klen);
+		int64_t n;
+
+		if (o->type == KVOP_SET) {
+			r = kv_put(t, dbi, key, kl, o->data + o->klen, o->vlen);
+		} else if (o->type == KVOP_DEL) {
+			r = kv_del(t, dbi, key, kl);
+			if (r == -ENOENT)
+				r = 0;
+		} else {
+			n = kv_del_prefix(t, dbi, key, 8);
+			r = n < 0 ? (int)n : 0;
+		}
+		if (r)
+			goto out_abort;
+		kvn++;
+	}
 	seq = st->commit_seq + 1;
 	r = wal_state_put(t, &st->kv, ck->lsn_last, ck->tail);
 	if (!r)
@@ -796,6 +1396,8 @@ static int64_t ckpt_finish(struct store *st)
 	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
 		if (e->end > seq)
 			e->end = seq;
+	for (struct kvo_op *o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext)
+		o->end = seq;
 	pthread_mutex_unlock(&w->lock);
 	rc = mdb_txn_commit(t);
 	t = NULL;
@@ -820,6 +1422,17 @@ static int64_t ckpt_finish(struct store *st)
 	}
 	if (!w->live_head)
 		w->live_tail = NULL;
+	while (w->kv_live_head && w->kv_live_head->lsn <= ck->lsn_last) {
+		struct kvo_op *o = w->kv_live_head;
+
+		w->kv_live_head = o->lnext;
+		o->lnext = w->kv_retired;
+		w->kv_retired = o;
+		w->kv_nlive--;
+		w->kv_live_bytes -= sizeof(*o) + o->klen + o->vlen;
+	}
+	if (!w->kv_live_head)
+		w->kv_live_tail = NULL;
 	if (ck->k) {
 		memmove(w->recs, w->recs + ck->k, (w->rn - ck->k) * sizeof(*w->recs));
 		w->rn -= ck->k;
@@ -828,6 +1441,8 @@ static int64_t ckpt_finish(struct store *st)
 	w->ckpt_lsn = ck->lsn_last;
 	pthread_mutex_unlock(&w->lock);
 	st->deferred_blocks = w->nlive;
+	st->deferred_kv_bytes = w->kv_live_bytes;
+	st->perf.ckpt_kv += kvn;
 	pthread_mutex_lock(&st->rlock);
 	st->durable_seq = st->commit_seq;
 	pthread_mutex_unlock(&st->rlock);
@@ -906,6 +1521,7 @@ struct loaded {
 	struct loaded *next;
 	struct wal_rec rec;
 	uint16_t flags;
+	uint32_t kvbytes;
 	uint8_t *buf;		/* the whole record */
 	uint64_t nbad;
 	bool *bad;
@@ -921,25 +1537,30 @@ int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64
 	if (h.magic != WAL_MAGIC || h.version != WAL_VERSION || h.vpos != vpos ||
 	    memcmp(h.reserved, uuid, 16))
 		return -ENOENT;
-	nb = table_blocks(h.nent) + h.nent;
+	nb = table_blocks(h.nent, h.kvbytes) + h.nent;
 	if (h.nblocks != nb || nb > rec_max || nb > room)
 		return -ENOENT;
-	*out = (struct wal_hdr_info){ h.lsn, h.seq, h.nent, h.nblocks, h.crc, h.flags };
+	*out = (struct wal_hdr_info){ h.lsn, h.seq, h.nent, h.nblocks, h.crc, h.kvbytes, h.flags };
 	return 0;
 }
 
 int wal_rec_verify(const uint8_t *buf, const struct wal_hdr_info *h, bool *bad, uint64_t *nbad)
 {
-	uint64_t tb = table_blocks(h->nent);
+	uint64_t tb = table_blocks(h->nent, h->kvbytes);
 	struct wal_hdr hc;
 	uint32_t crc;
 
-	/* The header's crc covers the header (crc field 0) and the table. */
+	/* The header's crc covers the header (crc field 0), the table and
+	 * the kv mutations. */
 	memcpy(&hc, buf, WAL_HDR);
 	hc.crc = 0;
 	crc = atoll__crc32c(0, &hc, WAL_HDR);
-	crc = atoll__crc32c(crc, buf + WAL_HDR, (size_t)h->nent * WAL_ENT);
+	crc = atoll__crc32c(crc, buf + WAL_HDR, (size_t)h->nent * WAL_ENT + h->kvbytes);
 	if (crc != h->crc)
+		return -ENOENT;
+	/* A good crc over mutations that do not decode: not a record of ours. */
+	if (h->kvbytes && wal_kvops_decode(buf + WAL_HDR + (size_t)h->nent * WAL_ENT, h->kvbytes,
+					   NULL, NULL) < 0)
 		return -ENOENT;
 	*nbad = 0;
 	for (uint32_t j = 0; j < h->nent; j++) {
@@ -992,6 +1613,7 @@ static int load_at(struct store *st, uint64_t vpos, uint64_t lsn, struct loaded 
 		goto out;
 	l->rec = (struct wal_rec){ h.lsn, vpos, h.seq, h.nblocks, h.nent };
 	l->flags = h.flags;
+	l->kvbytes = h.kvbytes;
 	l->buf = buf;
 	buf = NULL;
 	*out = l;
@@ -1069,11 +1691,20 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 		last = NULL;
 	}
 	for (struct loaded *l = head; l; l = l->next) {
-		uint64_t tb = table_blocks(l->rec.nent);
+		uint64_t tb = table_blocks(l->rec.nent, l->kvbytes);
 
 		r = rec_push(w, &l->rec);
 		if (r)
 			goto out;
+		if (l->kvbytes) {
+			const uint8_t *kp = l->buf + WAL_HDR + (size_t)l->rec.nent * WAL_ENT;
+			int nk = wal_kvops_decode(kp, l->kvbytes, NULL, NULL);
+
+			r = nk < 0 ? -EIO : kv_publish(w, kp, l->kvbytes, (uint32_t)nk, l->rec.seq,
+						       l->rec.lsn);
+			if (r)
+				goto out;
+		}
 		for (uint32_t j = 0; j < l->rec.nent; j++) {
 			struct walb_ent de;
 			struct wal_ent *e = malloc(sizeof(*e));
@@ -1108,6 +1739,7 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 		w->next_lsn = ckpt + 1;
 	*max_seq = max_u64(kv_seq, seen_seq);
 	st->deferred_blocks = w->nlive;
+	st->deferred_kv_bytes = w->kv_live_bytes;
 	r = 0;
 out:
 	loaded_free(head);
@@ -1180,7 +1812,7 @@ int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char
 void wal_reader_seq(struct store *st, MDB_txn *t, struct reader *r)
 {
 	r->vseq = r->seq;
-	if (wal_active(st)) {
+	if (wal_active(st) || wal_kv_active(st)) {
 		/* The snapshot may already hold a batch whose commit number
 		 * was not yet published when the reader entered: its logged
 		 * blocks (published before its kv commit) belong with it. */

@@ -995,13 +995,23 @@ static int do_remove(struct batch *b, struct obj *ob)
 		if (r)
 			return r;
 	}
-	key_id(k, ob->o.id, NULL, 0);
-	n = kv_del_prefix(b->txn, b->st->kv.attrs, k, 8);
-	if (n < 0)
-		return (int)n;
-	n = kv_del_prefix(b->txn, b->st->kv.omap, k, 8);
-	if (n < 0)
-		return (int)n;
+	if (b->kvlog) {
+		/* Its kv keys go at the checkpoint; until then the overlay
+		 * hides them (and a new object never gets this id). */
+		r = walb_kv_add(b, KVOP_CLEAR, KVDB_ATTR, ob->o.id, NULL, 0, NULL, 0);
+		if (!r)
+			r = walb_kv_add(b, KVOP_CLEAR, KVDB_OMAP, ob->o.id, NULL, 0, NULL, 0);
+		if (r)
+			return r;
+	} else {
+		key_id(k, ob->o.id, NULL, 0);
+		n = kv_del_prefix(b->txn, b->st->kv.attrs, k, 8);
+		if (n < 0)
+			return (int)n;
+		n = kv_del_prefix(b->txn, b->st->kv.omap, k, 8);
+		if (n < 0)
+			return (int)n;
+	}
 	r = kv_del(b->txn, b->st->kv.onodes, ob->key, ob->klen);
 	if (r)
 		return r;
@@ -1011,20 +1021,38 @@ static int do_remove(struct batch *b, struct obj *ob)
 	return 0;
 }
 
+/* Attribute and omap mutations: into the batch's log record (kv log
+ * mode, wal.c) or straight into the kv. */
 static int id_key_put(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, size_t kl,
 		      const void *v, size_t vl)
 {
 	uint8_t key[8 + STORE_OMAP_KEY_MAX];
 
+	if (b->kvlog)
+		return walb_kv_add(b, KVOP_SET, dbi == b->st->kv.omap ? KVDB_OMAP : KVDB_ATTR, id,
+				   k, kl, v, vl);
 	key_id(key, id, k, kl);
 	b->changed = true;
 	return kv_put(b->txn, dbi, key, 8 + kl, v, vl);
 }
 
-static int id_key_del(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, size_t kl)
+/* -ENOENT if the key is missing (checked only when must_exist in kv log
+ * mode: a removed omap key that is missing is no error). */
+static int id_key_del(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, size_t kl,
+		      bool must_exist)
 {
 	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	int db = dbi == b->st->kv.omap ? KVDB_OMAP : KVDB_ATTR;
 
+	if (b->kvlog) {
+		if (must_exist) {
+			int e = wal_kv_exists(b->st, b, b->txn, db, id, k, kl, UINT64_MAX - 1);
+
+			if (e <= 0)
+				return e < 0 ? e : -ENOENT;
+		}
+		return walb_kv_add(b, KVOP_DEL, db, id, k, kl, NULL, 0);
+	}
 	key_id(key, id, k, kl);
 	b->changed = true;
 	return kv_del(b->txn, dbi, key, 8 + kl);
@@ -1039,7 +1067,9 @@ static int kv_check_space(struct batch *b, bool frees_only)
 
 	if (frees_only || !b->kv_measured)
 		return 0;
-	return b->kv_used + kv->reserve > kv->map_size ? -ENOSPC : 0;
+	/* Logged kv mutations reach the kv at the checkpoint: count them. */
+	return b->kv_used + kv->reserve + 2 * (b->st->deferred_kv_bytes + b->wal.kvlen) >
+	       kv->map_size ? -ENOSPC : 0;
 }
 
 static int apply_op(struct batch *b, struct op *op)
@@ -1132,7 +1162,7 @@ static int apply_op(struct batch *b, struct op *op)
 		r = id_key_put(b, b->st->kv.attrs, ob.o.id, op->key, op->klen, op->data, op->len);
 		break;
 	case OP_RMATTR:
-		r = id_key_del(b, b->st->kv.attrs, ob.o.id, op->key, op->klen);
+		r = id_key_del(b, b->st->kv.attrs, ob.o.id, op->key, op->klen, true);
 		if (r == -ENOENT)
 			r = -ENODATA;
 		break;
@@ -1140,13 +1170,17 @@ static int apply_op(struct batch *b, struct op *op)
 		r = id_key_put(b, b->st->kv.omap, ob.o.id, op->key, op->klen, op->data, op->len);
 		break;
 	case OP_OMAP_RM:
-		r = id_key_del(b, b->st->kv.omap, ob.o.id, op->key, op->klen);
+		r = id_key_del(b, b->st->kv.omap, ob.o.id, op->key, op->klen, false);
 		if (r == -ENOENT)
 			r = 0;
 		break;
 	case OP_OMAP_CLEAR: {
 		int64_t n;
 
+		if (b->kvlog) {
+			r = walb_kv_add(b, KVOP_CLEAR, KVDB_OMAP, ob.o.id, NULL, 0, NULL, 0);
+			break;
+		}
 		key_id(k, ob.o.id, NULL, 0);
 		n = kv_del_prefix(b->txn, b->st->kv.omap, k, 8);
 		r = n < 0 ? (int)n : 0;

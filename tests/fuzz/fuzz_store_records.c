@@ -8,7 +8,8 @@
  *   3  wal_hdr_decode() + wal_rec_verify(): a write-ahead log record as
  *      read at open (wal.c), padded to whole blocks; with bit 2 of the
  *      first byte set the header's crc is fixed up first, so that inputs
- *      reach the table and block checks behind it
+ *      reach the table, kv mutation (wal_kvops_decode) and block checks
+ *      behind it
  * Whatever the input, decoding must fail cleanly or succeed; the
  * sanitizers catch any out-of-bounds read.  A record that decodes must
  * also hold the invariants the rest of the store relies on without
@@ -182,6 +183,22 @@ out_free_buf:
 	free(buf);
 }
 
+/* A decoded kv mutation lies inside the section it came from. */
+struct kvop_bounds {
+	const uint8_t *p;
+	size_t len;
+};
+
+static int kvop_check(void *arg, const struct wal_kvop *op)
+{
+	const struct kvop_bounds *b = arg;
+
+	if (op->k < b->p || op->k + op->kl > b->p + b->len || op->v < op->k ||
+	    op->v + op->vl > b->p + b->len || op->kl > STORE_OMAP_KEY_MAX)
+		abort();
+	return 0;
+}
+
 /* A log record image: whatever the bytes, decoding stays inside the
  * blocks given, and what it accepts fits them. */
 #define WAL_FUZZ_MAX_BLOCKS 64u
@@ -205,11 +222,12 @@ static void fuzz_walrec(const uint8_t *data, size_t size, bool fix_crc)
 	memcpy(&vpos, buf + 24, 8);
 	memcpy(uuid, buf + 48, 16);
 	if (fix_crc) {
-		uint32_t nent, crc, zero = 0;
+		uint32_t nent, kvbytes, crc, zero = 0;
 		size_t tl;
 
 		memcpy(&nent, buf + 12, 4);
-		tl = 64 + (size_t)nent * 32;
+		memcpy(&kvbytes, buf + 44, 4);
+		tl = 64 + (size_t)nent * 32 + kvbytes;
 		if (tl <= nblk * STORE_BLOCK_SIZE) {
 			memcpy(buf + 8, &zero, 4);
 			crc = atoll__crc32c(0, buf, tl);
@@ -217,11 +235,19 @@ static void fuzz_walrec(const uint8_t *data, size_t size, bool fix_crc)
 		}
 	}
 	if (wal_hdr_decode(buf, vpos, uuid, WAL_FUZZ_MAX_BLOCKS, nblk, &h) == 0) {
-		if (h.nblocks > nblk || h.nent >= h.nblocks)
+		if (h.nblocks > nblk || h.nent >= h.nblocks ||
+		    64 + (uint64_t)h.nent * 32 + h.kvbytes > (uint64_t)(h.nblocks - h.nent) * STORE_BLOCK_SIZE)
 			abort();
 		bad = calloc(h.nent ? h.nent : 1, sizeof(bool));
-		if (bad && wal_rec_verify(buf, &h, bad, &nbad) == 0 && nbad > h.nent)
-			abort();
+		if (bad && wal_rec_verify(buf, &h, bad, &nbad) == 0) {
+			struct kvop_bounds kb = { buf + 64 + (size_t)h.nent * 32, h.kvbytes };
+
+			if (nbad > h.nent)
+				abort();
+			/* A verified record's kv mutations decode, inside their section. */
+			if (wal_kvops_decode(kb.p, kb.len, kvop_check, &kb) < 0)
+				abort();
+		}
 		free(bad);
 	}
 	free(buf);

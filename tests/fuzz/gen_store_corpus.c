@@ -8,7 +8,8 @@
  * Each file is the selector byte of fuzz_store_records.c (0 chunk, 1 onode,
  * 2 stats) followed by a record made by the store's own encoders: chunks
  * empty, full, fragmented, scattered, journaled and compressed, a version 1
- * chunk, onodes inline and chunked, the counters; then a few truncated,
+ * chunk, onodes inline and chunked, the counters, log records (with data
+ * blocks, kv mutations or both); then a few truncated,
  * refused and garbage inputs so that the fuzzer starts next to the error
  * paths too.
  */
@@ -25,14 +26,50 @@
 enum { SEL_CHUNK = 0, SEL_ONODE = 1, SEL_STATS = 2, SEL_WALREC = 3,
        SEL_WALREC_FIXCRC = 7 };
 
-/* A write-ahead log record of nent data blocks as doc/store-format.md
- * lays it out (format 2, record version 1) into buf; returns its bytes. */
-static size_t walrec_build(uint8_t *buf, uint32_t nent, uint16_t flags)
+/* A kv mutation of a log record (doc/store-format.md) at p; returns its
+ * bytes. */
+static size_t kvop_put(uint8_t *p, uint8_t type, uint8_t db, uint64_t id, const char *k,
+		       const char *v)
 {
-	uint32_t magic = 0x4c415741u, crc, tb = (uint32_t)((64 + nent * 32 + 4095) / 4096);
+	uint16_t kl = (uint16_t)(k ? strlen(k) : 0);
+	uint32_t vl = (uint32_t)(v ? strlen(v) : 0);
+
+	p[0] = type;
+	p[1] = db;
+	memcpy(p + 2, &kl, 2);
+	memcpy(p + 4, &vl, 4);
+	memcpy(p + 8, &id, 8);
+	memcpy(p + 16, k, kl);
+	memcpy(p + 16 + kl, v, vl);
+	return 16u + kl + vl;
+}
+
+/* The kv mutations of an OSD's replicated write and of a remove: set the
+ * version attribute, a pg-log omap entry, remove an omap key, clear. */
+static size_t kvops_build(uint8_t *p)
+{
+	size_t n = 0;
+
+	n += kvop_put(p + n, 1, 0, 3, "_v", "\x01\x00\x00\x00\x00\x00\x00\x07");
+	n += kvop_put(p + n, 1, 1, 9, "0000000012.00000000000000000042", "pglog-entry");
+	n += kvop_put(p + n, 2, 1, 9, "0000000012.00000000000000000001", NULL);
+	n += kvop_put(p + n, 2, 0, 3, "gone", NULL);
+	n += kvop_put(p + n, 3, 0, 4, NULL, NULL);
+	n += kvop_put(p + n, 3, 1, 4, NULL, NULL);
+	return n;
+}
+
+/* A write-ahead log record of nent data blocks and kvbytes of kv
+ * mutations (kv) as doc/store-format.md lays it out (format 2, record
+ * version 1) into buf; returns its bytes. */
+static size_t walrec_build_kv(uint8_t *buf, uint32_t nent, uint16_t flags, const uint8_t *kv,
+			      uint32_t kvbytes)
+{
+	uint32_t magic = 0x4c415741u, crc;
+	uint32_t tb = (uint32_t)((64 + nent * 32 + kvbytes + 4095) / 4096);
 	uint16_t version = 1;
 	uint64_t lsn = 7, vpos = 130, seq = 41;
-	uint32_t nblocks = tb + nent, pad = 0;
+	uint32_t nblocks = tb + nent, pad = kvbytes;
 
 	memset(buf, 0, (size_t)nblocks * 4096);
 	memcpy(buf + 0, &magic, 4);
@@ -57,9 +94,16 @@ static size_t walrec_build(uint8_t *buf, uint32_t nent, uint16_t flags)
 		memcpy(e + 16, &lblk, 8);
 		memcpy(e + 24, &crc, 4);
 	}
-	crc = atoll__crc32c(0, buf, 64 + (size_t)nent * 32);
+	if (kvbytes)
+		memcpy(buf + 64 + (size_t)nent * 32, kv, kvbytes);
+	crc = atoll__crc32c(0, buf, 64 + (size_t)nent * 32 + kvbytes);
 	memcpy(buf + 8, &crc, 4);
 	return (size_t)nblocks * 4096;
+}
+
+static size_t walrec_build(uint8_t *buf, uint32_t nent, uint16_t flags)
+{
+	return walrec_build_kv(buf, nent, flags, NULL, 0);
 }
 
 
@@ -240,6 +284,24 @@ int main(int argc, char **argv)
 		rl = walrec_build(rec, 2, 0);
 		memset(rec + 12, 0xff, 4);	/* nent far beyond the record */
 		r |= write_file(dir, "walrec-fixcrc-huge-nent", SEL_WALREC_FIXCRC, rec, rl);
+
+		/* Records with kv mutations (attributes, omap): with and
+		 * without data blocks, a mutation cut short, a bad type. */
+		uint8_t kv[512];
+		uint32_t kl = (uint32_t)kvops_build(kv);
+
+		rl = walrec_build_kv(rec, 1, 0, kv, kl);
+		r |= write_file(dir, "walrec-kvops", SEL_WALREC, rec, rl);
+		rl = walrec_build_kv(rec, 0, 1, kv, kl);
+		r |= write_file(dir, "walrec-kvops-only", SEL_WALREC, rec, rl);
+		rl = walrec_build_kv(rec, 0, 0, kv, kl - 5);
+		r |= write_file(dir, "walrec-kvops-cut", SEL_WALREC, rec, rl);
+		rl = walrec_build_kv(rec, 1, 0, kv, kl);
+		rec[64 + 32] = 9;	/* no such mutation */
+		r |= write_file(dir, "walrec-fixcrc-kvops-badtype", SEL_WALREC_FIXCRC, rec, rl);
+		rl = walrec_build_kv(rec, 0, 0, kv, kl);
+		memset(rec + 44, 0x7f, 2);	/* kvbytes beyond the record */
+		r |= write_file(dir, "walrec-fixcrc-kvops-huge", SEL_WALREC_FIXCRC, rec, rl);
 	}
 	return r ? 1 : 0;
 }

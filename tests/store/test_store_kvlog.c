@@ -1,0 +1,405 @@
+/*
+ * test_store_kvlog.c - attribute and omap mutations in the write-ahead log.
+ *
+ * With kv_log on (the default) setattr, rmattr, omap_set, omap_rm,
+ * omap_clear and the attribute/omap part of a remove go into the batch's
+ * log record and an in-memory overlay, and reach the kv only at the log's
+ * checkpoint (doc/store.md, "Writing").  These tests pin what that must
+ * not change: every lookup and listing sees the overlay merged with the
+ * kv (values win, removals hide, a clear hides every kv key of the
+ * object); a process that exits without closing leaves records that a
+ * read-only open replays into the overlay (not checkpointed) and a
+ * read-write open checkpoints, both reading the same state; a mutation too
+ * big for a record makes the batch write the kv directly after the
+ * overlay is checkpointed; fsck stays clean with removals still in the
+ * overlay; kv_log off still works and a store switches between the two.
+ *
+ * The overlay is checkpointed when the store is idle for a moment, so a
+ * test on an open store may see it checkpointed already: every check here
+ * holds either way.  The tests that exit without closing are the ones
+ * that reach the replayed, not yet checkpointed overlay for sure.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+#define C1 1u
+
+TestSuite(kvlog, .init = ts_init, .fini = ts_fini);
+
+/* ---- a small model of one object's omap (or attributes) -------------- */
+
+#define MAXK 64
+
+struct kmodel {
+	char key[MAXK][32];
+	char val[MAXK][64];
+	bool set[MAXK];
+};
+
+static void km_set(struct kmodel *m, int i, const char *v)
+{
+	snprintf(m->key[i], sizeof(m->key[i]), "k%03d", i);
+	snprintf(m->val[i], sizeof(m->val[i]), "%s", v);
+	m->set[i] = true;
+}
+
+struct listed {
+	int n;
+	char key[MAXK][32];
+	char val[MAXK][64];
+};
+
+static int list_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct listed *l = arg;
+
+	cr_assert_lt(l->n, MAXK, "more keys listed than were ever set");
+	cr_assert_lt(kl, sizeof(l->key[0]));
+	cr_assert_lt(vl, sizeof(l->val[0]));
+	memcpy(l->key[l->n], k, kl);
+	l->key[l->n][kl] = 0;
+	memcpy(l->val[l->n], v, vl);
+	l->val[l->n][vl] = 0;
+	l->n++;
+	return 0;
+}
+
+static int attr_fn(void *arg, const char *name, const void *v, size_t vl)
+{
+	return list_fn(arg, name, strlen(name), v, vl);
+}
+
+/* The object's omap (omap) or attributes equal m: point lookups, the
+ * full listing, paged listings from every key, and the attribute count. */
+static void expect_keys(struct store *st, const char *oid, const struct kmodel *m, bool omap)
+{
+	struct listed l = { 0 };
+	int want = 0, r;
+
+	for (int i = 0; i < MAXK; i++) {
+		char key[32];
+		void *v = NULL;
+		size_t vl = 0;
+
+		snprintf(key, sizeof(key), "k%03d", i);
+		r = omap ? store_omap_get(st, C1, oid, key, strlen(key), &v, &vl)
+			 : store_getattr(st, C1, oid, key, &v, &vl);
+		if (m->set[i]) {
+			cr_assert_eq(r, 0, "%s %s: %s", oid, key, errstr(r));
+			cr_assert_eq(vl, strlen(m->val[i]), "%s %s: length %zu", oid, key, vl);
+			cr_assert_arr_eq(v, m->val[i], vl, "%s %s: wrong value", oid, key);
+			want++;
+		} else {
+			cr_assert_eq(r, -ENODATA, "%s %s: %s, want -ENODATA", oid, key, errstr(r));
+		}
+		free(v);
+	}
+	r = omap ? store_omap_list(st, C1, oid, NULL, 0, 0, list_fn, &l)
+		 : store_attrs(st, C1, oid, attr_fn, &l);
+	cr_assert_geq(r, 0, "%s: listing: %s", oid, errstr(r));
+	cr_assert_eq(l.n, want, "%s: %d keys listed, want %d", oid, l.n, want);
+	for (int i = 0, j = 0; i < MAXK; i++) {
+		if (!m->set[i])
+			continue;
+		cr_assert_str_eq(l.key[j], m->key[i], "%s: listed out of order", oid);
+		cr_assert_str_eq(l.val[j], m->val[i], "%s: %s listed with a wrong value", oid,
+				 m->key[i]);
+		j++;
+	}
+	if (omap) {
+		/* Pages of 3 after each listed key: the same sequence. */
+		for (int j = 0; j < l.n; j++) {
+			struct listed p = { 0 };
+
+			r = store_omap_list(st, C1, oid, l.key[j], strlen(l.key[j]), 3, list_fn, &p);
+			cr_assert_geq(r, 0);
+			cr_assert_eq(p.n, l.n - j - 1 < 3 ? l.n - j - 1 : 3, "page after %s", l.key[j]);
+			for (int q = 0; q < p.n; q++)
+				cr_assert_str_eq(p.key[q], l.key[j + 1 + q]);
+		}
+	} else {
+		struct store_stat s;
+
+		OK(store_stat(st, C1, oid, &s));
+		cr_assert_eq(s.nattrs, (uint32_t)want, "%s: stat counts %u attributes, want %d",
+			     oid, s.nattrs, want);
+	}
+}
+
+static void expect_fsck_clean(struct store *st)
+{
+	struct fsck_log log;
+
+	fsck_run(st, true, &log);
+	if (log.problems)
+		fsck_print(&log);
+	cr_assert_eq(log.problems, 0, "fsck found %d problem(s)", log.problems);
+	fsck_log_free(&log);
+}
+
+/* Sets keys 0..39 (even ones as attributes too) and a data block, then
+ * closes: the kv holds them (open and close checkpoint). */
+static void base_state(struct kmodel *om, struct kmodel *am)
+{
+	uint8_t blk[4096];
+	struct store_txn *t;
+
+	memset(om, 0, sizeof(*om));
+	memset(am, 0, sizeof(*am));
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+	memset(blk, 7, sizeof(blk));
+	OK(do_write(ts.st, C1, "o", 0, blk, sizeof(blk), 0));
+	t = store_txn_new();
+	for (int i = 0; i < 40; i++) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "base-%d", i);
+		km_set(om, i, v);
+		OK(store_txn_omap_set(t, C1, "o", om->key[i], strlen(om->key[i]), v, strlen(v)));
+		if (i % 2 == 0) {
+			km_set(am, i, v);
+			OK(store_txn_setattr(t, C1, "o", am->key[i], v, strlen(v)));
+		}
+	}
+	OK(store_apply(ts.st, t));
+	OK(do_setattr(ts.st, C1, "gone", "a", "1", 1));
+	OK(do_omap_set(ts.st, C1, "gone", "x", 1, "2", 1));
+	ts_close(&ts);
+}
+
+/* Mutations on top of the kv's state, each a transaction of an OSD's
+ * kind: a 4 KiB overwrite with an attribute and an omap update; removals
+ * of kv keys, new keys between them, overwrites; a removed object.  The
+ * models follow; st NULL: only the models. */
+static int mutate(struct store *st, struct kmodel *om, struct kmodel *am)
+{
+	if (!st) {
+		for (int i = 0; i < 50; i++) {
+			char v[32];
+
+			snprintf(v, sizeof(v), "new-%d", i);
+			if (i % 5 == 0)
+				om->set[i] = false;
+			else
+				km_set(om, i, v);
+			if (i % 4 == 0 && am->set[i])
+				am->set[i] = false;
+			else if (i % 3 == 0)
+				km_set(am, i, v);
+		}
+		return 0;
+	}
+
+	uint8_t blk[4096];
+	int r = 0;
+
+	for (int i = 0; i < 50 && !r; i++) {
+		struct store_txn *t = store_txn_new();
+		char v[32];
+
+		snprintf(v, sizeof(v), "new-%d", i);
+		memset(blk, i, sizeof(blk));
+		r = store_txn_write(t, C1, "o", 0, blk, sizeof(blk), 0);
+		if (i % 5 == 0) {
+			char key[32];
+
+			snprintf(key, sizeof(key), "k%03d", i);
+			if (!r)
+				r = store_txn_omap_rm(t, C1, "o", key, strlen(key));
+			om->set[i] = false;
+		} else {
+			km_set(om, i, v);
+			if (!r)
+				r = store_txn_omap_set(t, C1, "o", om->key[i], strlen(om->key[i]), v,
+						       strlen(v));
+		}
+		if (i % 4 == 0 && am->set[i]) {
+			if (!r)
+				r = store_txn_rmattr(t, C1, "o", am->key[i]);
+			am->set[i] = false;
+		} else if (i % 3 == 0) {
+			km_set(am, i, v);
+			if (!r)
+				r = store_txn_setattr(t, C1, "o", am->key[i], v, strlen(v));
+		}
+		if (!r)
+			r = store_apply(st, t);
+		else
+			store_txn_free(t);
+	}
+	if (!r)
+		r = do_remove(st, C1, "gone");
+	/* A removed and recreated object starts without attributes. */
+	if (!r)
+		r = do_touch(st, C1, "gone");
+	return r;
+}
+
+static void expect_mutated(struct store *st, const struct kmodel *om, const struct kmodel *am)
+{
+	struct kmodel none;
+	uint8_t blk[4096];
+
+	memset(&none, 0, sizeof(none));
+	expect_keys(st, "o", om, true);
+	expect_keys(st, "o", am, false);
+	expect_keys(st, "gone", &none, true);
+	expect_keys(st, "gone", &none, false);
+	memset(blk, 49, sizeof(blk));
+	expect_content(st, C1, "o", blk, sizeof(blk));
+}
+
+Test(kvlog, lookups_and_listings_merge_the_overlay)
+{
+	struct kmodel om, am;
+
+	base_state(&om, &am);
+	OK(ts_open(&ts));
+	OK(mutate(ts.st, &om, &am));
+	expect_mutated(ts.st, &om, &am);
+	expect_fsck_clean(ts.st);
+	OK(ts_reopen(&ts));
+	expect_mutated(ts.st, &om, &am);
+	expect_fsck_clean(ts.st);
+}
+
+/* The mutations are acknowledged, then the process exits without closing:
+ * a read-only open replays the records into the overlay (no checkpoint)
+ * and must read the same as the read-write open that checkpoints them. */
+Test(kvlog, replayed_overlay_reads_as_acknowledged)
+{
+	struct kmodel om, am;
+	pid_t pid;
+	int status;
+
+	base_state(&om, &am);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct store *st;
+
+		if (store_open(&ts.opt, &st) != 0)
+			_exit(1);
+		_exit(mutate(st, &om, &am) ? 2 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	mutate(NULL, &om, &am);	/* what the child did, to our models */
+	ts.opt.readonly = true;
+	OK(ts_open(&ts));
+	expect_mutated(ts.st, &om, &am);
+	expect_fsck_clean(ts.st);
+	ts_close(&ts);
+	ts.opt.readonly = false;
+	OK(ts_open(&ts));
+	expect_mutated(ts.st, &om, &am);
+	expect_fsck_clean(ts.st);
+}
+
+/* A value too big for a log record: the batch checkpoints the overlay and
+ * writes the kv directly; what was logged before stays, in order. */
+Test(kvlog, mutation_too_big_for_a_record_goes_to_the_kv)
+{
+	size_t big = 2u << 20;	/* a 128 MiB store's log takes records of 1 MiB */
+	uint8_t *v = malloc(big);
+	void *got;
+	size_t gl;
+	struct kmodel om;
+	struct store_txn *t;
+
+	cr_assert_not_null(v);
+	memset(&om, 0, sizeof(om));
+	pattern_fill(v, big, 0, 9);
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+	for (int i = 0; i < 10; i++) {
+		km_set(&om, i, "small");
+		OK(do_omap_set(ts.st, C1, "o", om.key[i], strlen(om.key[i]), "small", 5));
+	}
+	/* In one transaction: a small update logged first, then the big one. */
+	t = store_txn_new();
+	km_set(&om, 3, "changed");
+	OK(store_txn_omap_set(t, C1, "o", "k003", 4, "changed", 7));
+	OK(store_txn_omap_set(t, C1, "o", "big", 3, v, big));
+	OK(store_txn_omap_rm(t, C1, "o", "k004", 4));
+	om.set[4] = false;
+	OK(store_apply(ts.st, t));
+	OK(store_omap_get(ts.st, C1, "o", "big", 3, &got, &gl));
+	cr_assert_eq(gl, big);
+	cr_assert(memcmp(got, v, big) == 0, "the big value reads back wrong");
+	free(got);
+	OK(do_omap_rm(ts.st, C1, "o", "big", 3));
+	expect_keys(ts.st, "o", &om, true);
+	OK(ts_reopen(&ts));
+	expect_keys(ts.st, "o", &om, true);
+	expect_fsck_clean(ts.st);
+	free(v);
+}
+
+/* kv_log off writes the kv directly; a store moves between the modes. */
+Test(kvlog, kv_log_off_and_switching)
+{
+	struct kmodel om, am;
+
+	ts.opt.kv_log = STORE_KVLOG_OFF;
+	base_state(&om, &am);
+	OK(ts_open(&ts));
+	OK(mutate(ts.st, &om, &am));
+	expect_mutated(ts.st, &om, &am);
+	ts_close(&ts);
+	ts.opt.kv_log = STORE_KVLOG_ON;
+	OK(ts_open(&ts));
+	expect_mutated(ts.st, &om, &am);
+	OK(do_omap_set(ts.st, C1, "o", "k001", 4, "on", 2));
+	km_set(&om, 1, "on");
+	ts_close(&ts);
+	ts.opt.kv_log = STORE_KVLOG_OFF;
+	OK(ts_open(&ts));
+	expect_keys(ts.st, "o", &om, true);
+	expect_fsck_clean(ts.st);
+	ts.opt.kv_log = 99;
+	ts_close(&ts);
+	FAILS(ts_open(&ts), -EINVAL);
+	ts.opt.kv_log = STORE_KVLOG_DEFAULT;
+}
+
+/* rmattr of a missing attribute fails the whole transaction, also when
+ * the attribute was removed by an earlier logged transaction or earlier
+ * in the same one. */
+Test(kvlog, rmattr_sees_logged_removals)
+{
+	struct store_txn *t;
+	void *v;
+	size_t vl;
+
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+	OK(do_setattr(ts.st, C1, "o", "a", "1", 1));
+	OK(do_setattr(ts.st, C1, "o", "b", "2", 1));
+	OK(do_rmattr(ts.st, C1, "o", "a"));
+	FAILS(do_rmattr(ts.st, C1, "o", "a"), -ENODATA);
+	t = store_txn_new();
+	OK(store_txn_setattr(t, C1, "o", "c", "3", 1));
+	OK(store_txn_rmattr(t, C1, "o", "b"));
+	OK(store_txn_rmattr(t, C1, "o", "b"));
+	FAILS(store_apply(ts.st, t), -ENODATA);
+	/* Nothing of it applied. */
+	FAILS(store_getattr(ts.st, C1, "o", "c", &v, &vl), -ENODATA);
+	OK(store_getattr(ts.st, C1, "o", "b", &v, &vl));
+	free(v);
+	t = store_txn_new();
+	OK(store_txn_omap_set(t, C1, "o", "x", 1, "1", 1));
+	OK(store_txn_omap_clear(t, C1, "o"));
+	OK(store_txn_omap_set(t, C1, "o", "y", 1, "2", 1));
+	OK(store_apply(ts.st, t));
+	FAILS(store_omap_get(ts.st, C1, "o", "x", 1, &v, &vl), -ENODATA);
+	OK(store_omap_get(ts.st, C1, "o", "y", 1, &v, &vl));
+	free(v);
+	expect_fsck_clean(ts.st);
+}
