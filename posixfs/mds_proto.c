@@ -371,6 +371,12 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 	enc_u64(e, s->revokes);
 	enc_u64(e, s->revoke_timeouts);
 	enc_u64(e, s->j_durable);
+	enc_u64(e, s->cache_bytes);
+	enc_u64(e, s->cache_max);
+	enc_u64(e, s->cache_nodes);
+	enc_u64(e, s->cache_hits);
+	enc_u64(e, s->cache_misses);
+	enc_u64(e, s->cache_evictions);
 	enc_end(e, h);
 }
 
@@ -422,6 +428,14 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 	}
 	if (dec_left(&b))
 		s->j_durable = dec_u64(&b);
+	if (dec_left(&b)) {
+		s->cache_bytes = dec_u64(&b);
+		s->cache_max = dec_u64(&b);
+		s->cache_nodes = dec_u64(&b);
+		s->cache_hits = dec_u64(&b);
+		s->cache_misses = dec_u64(&b);
+		s->cache_evictions = dec_u64(&b);
+	}
 	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
 		dec_fail(&b, -EBADMSG);
 	int ret = dec_end(d, &b);

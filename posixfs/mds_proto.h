@@ -237,6 +237,10 @@ struct mds_status {
 	/* v4: the journal entries up to this sequence number are durable
 	 * (j_seq: the last one queued); both read when the status is asked */
 	uint64_t j_durable;
+	/* the metadata cache (optional, after j_durable): bytes cached and
+	 * its bound, nodes cached, hits, misses (loads) and evictions */
+	uint64_t cache_bytes, cache_max, cache_nodes;
+	uint64_t cache_hits, cache_misses, cache_evictions;
 };
 
 void mds_status_encode(struct enc *e, const struct mds_status *s);
