@@ -1,5 +1,5 @@
 /*
- * mds.h - atoll-mds internals: the in-memory namespace, transactions
+ * mds.h - atoll-mds internals: the namespace's cache in memory, transactions
  * (one journal entry each), the journal and the object store layout.
  * doc/fs.md describes the layout; mds_ns.c keeps the namespace and
  * persists it, mds_ops.c answers the client's requests, mds_lease.c

@@ -1,14 +1,17 @@
 /*
- * mds_ns.c - the MDS's namespace: held whole in memory, persisted as
- * objects of the metadata pool (doc/fs.md), changed only by transactions
- * that are journaled before they are applied to the objects (with early
- * replies, after they are applied in memory and answered: the journaler).
+ * mds_ns.c - the MDS's namespace: persisted as objects of the metadata
+ * pool (doc/fs.md), cached in memory within a bound (loaded on first use,
+ * the least recently used clean items evicted: "the metadata cache"),
+ * changed only by transactions that are journaled before they are
+ * applied to the objects (with early replies, after they are applied in
+ * memory and answered: the journaler).
  *
  * A transaction's journal entry lists final states (dentry set/removed,
  * inode record put/removed, data purged/truncated), so applying an entry
  * twice gives the same result: a restart replays the current journal
- * segment over the objects and then loads them.  The objects are written
- * by the applier thread behind the reply (see "the applier" below).
+ * segment over the objects, then loads what requests need.  The objects
+ * are written by the applier thread behind the reply (see "the applier"
+ * below).
  */
 #include "mds.h"
 
