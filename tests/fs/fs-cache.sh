@@ -18,7 +18,7 @@
 #    from the MDS) sees the same tree; kill -9 of the MDS and a restart,
 #    then a fresh mount sees it again.  `atoll fs status` shows
 #    evictions and the cache within its bound.
-# 3. The MDS restarted with mds_cache_mb = 8 (2 below 50,000 entries):
+# 3. The MDS restarted with mds_cache_mb = 8 (1 below 50,000 entries):
 #    one readdir-plus pass over the big directory reads all its inode
 #    records (about 28 MiB in the cache of an unbounded MDS at 100,000):
 #    the cache stays within its bound, evicting, and the MDS's RssAnon
@@ -190,7 +190,7 @@ diff "$tmp/ref.snap" "$tmp/c.snap" >&2 || fail "the tree changed across an MDS r
 for m in "$A" "$B" "$C"; do fusermount3 -u "$m" || fail "unmounting $m"; done
 
 mb=8
-[ "$nbig" -ge 50000 ] || mb=2
+[ "$nbig" -ge 50000 ] || mb=1
 step "memory: the big directory's records read through a $mb MiB cache"
 restart_mds $mb
 rss0=$(rss_kb)
