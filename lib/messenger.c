@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "assert.h"
+#include "crc32c.h"
 #include "log.h"
 
 #define container_of(p, type, member) \
@@ -775,7 +776,7 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	h.data_len = m->data_len;
 	msg_hdr_encode(m->wire_hdr, &h);
 	if (m->data_crc_known && m->data_len)
-		crc = msg_crc32c_combine(msg_payload_crc(m->front, m->front_len, NULL, 0),
+		crc = atoll__crc32c_combine(msg_payload_crc(m->front, m->front_len, NULL, 0),
 					 m->data_crc, m->data_len);
 	else
 		crc = msg_payload_crc(m->front, m->front_len, m->data, m->data_len);

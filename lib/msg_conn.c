@@ -1214,7 +1214,7 @@ static bool conn_parse(struct msg_conn *c)
 			if (c->rx_split) {
 				c->rx_msg->data_crc = c->rx_dcrc;
 				c->rx_msg->data_crc_known = true;
-				c->rx_crc = msg_crc32c_combine(c->rx_crc, c->rx_dcrc,
+				c->rx_crc = atoll__crc32c_combine(c->rx_crc, c->rx_dcrc,
 							       c->rx_msg->data_len);
 			}
 			if (crc != c->rx_crc) {

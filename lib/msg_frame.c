@@ -77,43 +77,6 @@ uint32_t msg_payload_crc(const void *front, size_t front_len,
 	return crc;
 }
 
-/* ---- combining crcs ---- */
-
-#define CRC32C_POLY_REFLECTED	0x82f63b78u
-
-/* a * b modulo the CRC-32C polynomial, both reflected (bit 31 is x^0). */
-static uint32_t crc_multmodp(uint32_t a, uint32_t b)
-{
-	uint32_t m = 1u << 31, p = 0;
-
-	for (;;) {
-		if (a & m) {
-			p ^= b;
-			if ((a & (m - 1)) == 0)
-				break;
-		}
-		m >>= 1;
-		b = b & 1 ? (b >> 1) ^ CRC32C_POLY_REFLECTED : b >> 1;
-	}
-	return p;
-}
-
-uint32_t msg_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2)
-{
-	uint32_t x2n = 1u << 30;	/* x^1, squared below to x^(2^k) */
-	uint32_t p = 1u << 31;		/* x^0 */
-	uint64_t n = len2 << 3;		/* shift crc1 by len2 zero bytes: x^(8 len2) */
-
-	while (n) {
-		if (n & 1)
-			p = crc_multmodp(x2n, p);
-		n >>= 1;
-		if (n)
-			x2n = crc_multmodp(x2n, x2n);
-	}
-	return crc_multmodp(p, crc1) ^ crc2;
-}
-
 int msg_frame_decode(const void *buf, size_t len, uint32_t frame_max,
 		     struct msg_hdr *h, const uint8_t **front,
 		     const uint8_t **data, size_t *used)

@@ -48,12 +48,6 @@ int msg_hdr_decode(const uint8_t in[MSG_HEADER_LEN], uint32_t frame_max,
 uint32_t msg_payload_crc(const void *front, size_t front_len,
 			 const void *data, size_t data_len);
 
-/* The crc32c of a ‖ b from crc1 = crc32c(0, a), crc2 = crc32c(0, b) and
- * len2 = the length of b (zlib's crc32_combine, for CRC-32C): lets the
- * payload crc be assembled from a data crc computed elsewhere.  About a
- * microsecond; worth it for big data only. */
-uint32_t msg_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
-
 /* One whole frame from buf: header, front, data and trailer.  *front and
  * *data point into buf; *used is the frame's length.  -EAGAIN when buf
  * holds only part of a frame (nothing is wrong yet), -EBADMSG for a bad

@@ -133,6 +133,8 @@ static void op_reply(struct osd_op *op, int result, uint64_t epoch)
 	if (nout == 1) {
 		/* one output (a read): hand its buffer over without a copy */
 		msg_set_data_ref(m, op->outs[last], op->out_lens[last], free_buf, op->outs[last]);
+		if (op->out_crc_known & (1ull << last))
+			msg_set_data_crc(m, op->out_crcs[last]);	/* no pass over the data */
 		op->outs[last] = NULL;
 	} else if (nout > 1) {
 		uint8_t *buf = malloc(total), *p = buf;
@@ -365,6 +367,7 @@ static void read_done(void *arg, int64_t r);
 struct read_cb {
 	struct osd_op *op;
 	uint32_t i;
+	uint32_t crc;		/* the store's crc of what it read */
 };
 
 /* Sends the reply of a read and drops its reference, on whichever thread
@@ -398,6 +401,8 @@ static void read_done(void *arg, int64_t r)
 			atomic_fetch_add(&op->osd->store_errors, 1);
 	} else {
 		op->out_lens[rc->i] = (uint32_t)r;
+		op->out_crcs[rc->i] = rc->crc;
+		__atomic_fetch_or(&op->out_crc_known, 1ull << rc->i, __ATOMIC_RELAXED);
 	}
 	free(rc);
 	if (atomic_fetch_sub(&op->reads_pending, 1) == 1)
@@ -432,8 +437,8 @@ static int do_read(struct osd_op *op, uint32_t i, const struct obj_state *os)
 	rc->i = i;
 	op->outs[i] = buf;
 	atomic_fetch_add(&op->reads_pending, 1);
-	r = store_read_async(op->osd->store, op->pg->coll, op->oid, so->off, len, buf,
-			     read_done, rc);
+	r = store_read_async_crc(op->osd->store, op->pg->coll, op->oid, so->off, len, buf,
+				 &rc->crc, read_done, rc);
 	if (r < 0) {
 		atomic_fetch_sub(&op->reads_pending, 1);
 		free(rc);

@@ -120,6 +120,8 @@ struct osd_op {
 	int32_t rvals[PROTO_OPS_MAX];
 	void *outs[PROTO_OPS_MAX];
 	uint32_t out_lens[PROTO_OPS_MAX];
+	uint32_t out_crcs[PROTO_OPS_MAX];	/* a read's data crc, from the store */
+	uint64_t out_crc_known;			/* bit i: out_crcs[i] is set */
 	atomic_int reads_pending;
 
 	/* writes: the object as it will be once this op is applied (a

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@
 #include "config.h"
 #include "encode.h"
 #include "fuse_cache.h"
+#include "fuse_daemon.h"
 #include "fuse_data.h"
 #include "log.h"
 #include "mds_proto.h"
@@ -242,6 +244,33 @@ oom:
 	exit(1);
 }
 
+/* Eviction (doc/fs.md, "What an evicted client is told"): the MDS answers MDS_RC_EVICTED once
+ * it evicted this client (it missed the reconnect window after an MDS
+ * restart, or its connection was gone for the session timeout), with a
+ * sentence saying which MDS and why.  Its id is blocklisted: nothing it
+ * sends can succeed again.  The client says so once, in one line, drops
+ * its cache and stays mounted: every call fails with EIO (as on a local
+ * disk that failed) until it is unmounted.  It does not unmount itself:
+ * the path would then lead to the folder under the mount, and a program
+ * would go on writing there, unaware. */
+static bool evicted;
+static const char *mountpoint = "the mount";
+
+static void evicted_note(const char *why)	/* the loop thread */
+{
+	if (__atomic_exchange_n(&evicted, true, __ATOMIC_ACQ_REL))
+		return;
+	/* stderr (a foreground mount's log) and syslog (a daemonized one's) */
+	char line[1024];
+	snprintf(line, sizeof(line), "this client was evicted (%s): what it had not written "
+		 "to the cluster is lost, the OSDs refuse its writes and every call on %s fails "
+		 "with EIO from now on; unmount it (fusermount3 -u %s) and mount it again",
+		 why[0] ? why : "the MDS gave no reason", mountpoint, mountpoint);
+	fprintf(stderr, "atoll-fuse: %s\n", line);
+	syslog(LOG_ERR, "%s", line);
+	lc_revoke(NULL, 0, true);
+}
+
 /* The loop thread: decodes the reply and hands it to the cache here, in
  * the order of the connection (a revoke that follows it comes after). */
 static void on_reply(void *arg, struct msg *reply, int err)
@@ -254,6 +283,8 @@ static void on_reply(void *arg, struct msg *reply, int err)
 		if (mds_reply_decode(&d, w->rp)) {
 			err = -EBADMSG;
 		} else {
+			if (w->rp->rc == MDS_RC_EVICTED)
+				evicted_note(w->rp->target);
 			lc_reply(w->rq, w->rp, w->t_send, &w->ci);
 			if (w->rp->jseq)
 				unsafe_add(w->rq, w->rp);
@@ -326,7 +357,7 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 			return w.cw.err == -ETIMEDOUT || w.cw.err == -EBADMSG ? -EIO : w.cw.err;
 		if (ci)
 			*ci = w.ci;
-		return rp->rc;
+		return rp->rc == MDS_RC_EVICTED ? -EIO : rp->rc;
 	}
 	return ret;
 }
@@ -356,6 +387,8 @@ static void on_resent(void *arg, struct msg *reply, int err)
 		dec_init(&d, reply->front, reply->front_len);
 		if (mds_reply_decode(&d, rp))
 			err = -EBADMSG;
+		else if (rp->rc == MDS_RC_EVICTED)
+			evicted_note(rp->target);
 		else if (rp->rc && rp->rc != -EEXIST && rp->rc != -ENOENT)
 			log_warn("fuse", "the MDS refused resent request %" PRIu64 ": %s",
 				 w->e->reqid, strerror(-rp->rc));
@@ -423,7 +456,18 @@ static int unsafe_resend(void)
 static void on_resumed(void *arg, struct msg *reply, int err)
 {
 	struct rwait *w = arg;
+	struct mds_reply *rp = err ? NULL : calloc(1, sizeof(*rp));
 
+	if (rp) {
+		struct dec d;
+		dec_init(&d, reply->front, reply->front_len);
+		if (!mds_reply_decode(&d, rp) && rp->rc == MDS_RC_EVICTED)
+			evicted_note(rp->target);
+		free(rp->ents);
+		free(rp->plus);
+		free(rp->value);
+		free(rp);
+	}
 	msg_free(reply);
 	cw_finish(&w->cw, err);
 }
@@ -1482,6 +1526,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "atoll-fuse: give a mount point; see --help\n");
 		goto out;
 	}
+	mountpoint = co.mountpoint;	/* named when it is evicted */
 	if (!o.mds) {
 		/* mds_addr of atoll.conf ([mds] or [global]), else the default */
 		struct config *cf = NULL;
@@ -1503,9 +1548,15 @@ int main(int argc, char **argv)
 		free(o.conf);
 		o.conf = abs;
 	}
-	/* Threads do not survive fork(): daemonize before connecting. */
-	if (fuse_daemonize(co.foreground) != 0)
+	/* Threads do not survive fork(): go to the background before
+	 * connecting; the command returns once the mount is live. */
+	ret = fdm_detach(co.foreground);
+	if (ret) {
+		fprintf(stderr, "atoll-fuse: cannot go to the background: %s\n", strerror(-ret));
+		ret = 1;
 		goto out;
+	}
+	ret = 1;
 	lc_init(!o.nolease);
 	if (connect_all(&o))
 		goto out;
@@ -1521,6 +1572,7 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	if (o.kernel_ra_kb > 0)
 		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
+	fdm_ready();
 	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
 	 * which reads this struct (the v1 layout).  (Handing it the
 	 * opaque config of fuse_loop_cfg_create(), a 3.12 struct, made it

@@ -301,6 +301,7 @@ struct msg;
 void mds_status_init(struct mds *m);
 void mds_status_set_addr(const char *addr);
 void mds_status_set_state(uint32_t state);	/* enum mds_state */
+void mds_status_set_session_timeout(uint32_t ms);
 void mds_status_sync(const struct mds *m);
 /* Counts one request of op (or a malformed one), then syncs. */
 void mds_status_served(const struct mds *m, uint32_t op, bool malformed);
@@ -334,6 +335,37 @@ int mds_session_drop(struct mds *m, uint64_t client);
 #define MDS_EVICT_SECONDS	3600	/* also its blocklist time */
 #define MDS_EVICTED_MAX		4096u
 int mds_evicted_add(struct mds *m, uint64_t client);
+
+/* mds_session.c: per client, the connection of its last request and
+ * since when it is gone (own lock), its open files (m->lock), why it was
+ * evicted (doc/fs.md, "Sessions whose client is gone") */
+void mds_sess_seen(uint64_t client, struct msg_conn *c);
+void mds_sess_absent(uint64_t client);	/* a session loaded at start: gone since now */
+void mds_sess_closed(struct msg_conn *c);	/* loop thread */
+/* Clients whose connection is gone for timeout_ms or more (up to max). */
+size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max);
+bool mds_sess_gone(uint64_t client, uint32_t timeout_ms);	/* still */
+void mds_sess_forget(uint64_t client);
+void mds_sess_open(uint64_t client, uint64_t ino, int delta);
+/* Removes the client's opens, calling fn for each inode; their number. */
+size_t mds_sess_take_opens(uint64_t client, void (*fn)(void *arg, uint64_t ino, int count),
+			   void *arg);
+void mds_sess_set_reason(uint64_t client, const char *why);
+void mds_sess_reason(uint64_t client, char *buf, size_t len);
+void mds_sess_fini(void);
+
+/* mds_purge.c: removes the data objects of blocks [first, last] of ino */
+int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last);
+
+/* mds_statfs.c: statfs from the monitor's df, cached for a second */
+int mds_statfs_start(struct mds *m);
+void mds_statfs_stop(void);
+/* Are the cached numbers fresh?  (If not, a refresh is asked.) */
+bool mds_statfs_fresh(void);
+/* The numbers; on the thread that called mds_statfs_may_wait (the
+ * worker), stale ones are refreshed first (a second at most). */
+void mds_statfs_get(uint64_t ninodes, struct mds_statfs *st);
+void mds_statfs_may_wait(void);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

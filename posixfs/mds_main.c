@@ -43,7 +43,7 @@
 static volatile sig_atomic_t g_stop;
 
 struct work {
-	struct msg *m;
+	struct msg *m;		/* NULL: time out the sessions whose connection is gone */
 	/* handled on the loop thread already: the revoke and reply are left */
 	struct mds_req *rq;
 	struct mds_reply *rp;
@@ -60,6 +60,14 @@ static struct {
 
 static void serve_one(struct mds *mds, struct msg *m);
 static bool serve_inline(struct mds *mds, struct msg *m);
+
+/* Sessions whose connection is gone this long are evicted (0: never;
+ * mds_session_timeout_ms); the loop thread checks every tick. */
+static uint32_t session_timeout_ms = 60000;
+static struct msgr *g_msgr;
+static char g_addr[64];
+/* an expiry is queued (set by the loop thread, cleared by the worker) */
+static bool expire_queued;
 
 static void q_push(struct work *w)
 {
@@ -112,6 +120,7 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 {
 	(void)arg;
 	(void)err;
+	mds_sess_closed(c);	/* its session times out unless it comes back */
 	mds_lease_closed(c);
 	mds_status_client_closed(c);
 }
@@ -144,11 +153,16 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_status_served(mds, 0, true);
 		goto out;
 	}
+	mds_sess_seen(rq->client, m->conn);
 	if (is_evicted(mds, rq->client)) {
-		log_warn(SUB, "refusing %s from client %llu: it was evicted (it missed "
-			 "the reconnect window); it must remount", mds_op_name(rq->op),
-			 (unsigned long long)rq->client);
-		rp->rc = -EIO;
+		char why[200];
+		mds_sess_reason(rq->client, why, sizeof(why));
+		log_warn(SUB, "refusing %s from client %llu: it was evicted (%s); it must "
+			 "remount", mds_op_name(rq->op), (unsigned long long)rq->client, why);
+		/* the client tells its user why (doc/fs.md, "What an evicted client is told") */
+		rp->rc = MDS_RC_EVICTED;
+		snprintf(rp->target, sizeof(rp->target), "the MDS at %s evicted client %llu: %s",
+			 g_addr, (unsigned long long)rq->client, why);
 		goto answer;
 	}
 	mds->nchg = 0;
@@ -231,8 +245,9 @@ static bool inline_ok(struct mds *mds, const struct mds_req *rq)
 	case MDS_OP_OPEN:
 	case MDS_OP_READLINK:
 	case MDS_OP_READDIR:
-	case MDS_OP_STATFS:
 		return true;
+	case MDS_OP_STATFS:
+		return mds_statfs_fresh();	/* else the worker waits for the monitor */
 	case MDS_OP_SETATTR:
 		if (rq->setmask & MDS_SET_SIZE)
 			return false;
@@ -268,8 +283,11 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 	if (!rq || !rp || !w)
 		goto no;
 	dec_init(&d, m->front, m->front_len);
-	if (mds_req_decode(&d, rq) || !inline_ok(mds, rq) || is_evicted(mds, rq->client))
+	if (mds_req_decode(&d, rq))
 		goto no;	/* the worker says why */
+	mds_sess_seen(rq->client, m->conn);
+	if (!inline_ok(mds, rq) || is_evicted(mds, rq->client))
+		goto no;
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
 	mds->cur_seq = 0;
@@ -320,15 +338,78 @@ static bool req_peek(const struct msg *m, struct mds_req *rq)
 	return mds_req_decode(&d, rq) == 0;
 }
 
-static void evict(struct mds *mds, uint64_t client, unsigned ms)
+struct released {
+	struct mds *mds;
+	uint64_t *gone;		/* orphans nobody holds open any more */
+	size_t ngone, cap;
+};
+
+static void release_open(void *arg, uint64_t ino, int count)
+{
+	struct released *r = arg;
+	struct mds_node *n = mds_get(r->mds, ino);
+
+	if (!n)
+		return;
+	n->opens = n->opens > count ? n->opens - count : 0;
+	if (n->opens || n->a.nlink || ino == MDS_ROOT_INO)
+		return;
+	if (r->ngone == r->cap) {
+		size_t nc = r->cap ? 2 * r->cap : 16;
+		uint64_t *g = realloc(r->gone, nc * sizeof(*g));
+		if (!g)
+			return;	/* purged at the next start */
+		r->gone = g;
+		r->cap = nc;
+	}
+	r->gone[r->ngone++] = ino;
+}
+
+/* Under mds->lock: the files the client held open are closed; the
+ * orphans among them (unlinked, now open nowhere) are removed and their
+ * data purged, as the last CLOSE would, and the other clients' leases on
+ * them revoked.  The number of orphans purged. */
+static size_t release_opens(struct mds *mds, uint64_t client)
+{
+	struct released r = { .mds = mds };
+	struct mds_txn *t = NULL;
+
+	mds_sess_take_opens(client, release_open, &r);
+	if (r.ngone)
+		t = malloc(sizeof(*t));
+	for (size_t i = 0; t && i < r.ngone; i++) {
+		memset(t, 0, offsetof(struct mds_txn, xval));
+		if (!mds_txn_inode(mds, t, r.gone[i]))
+			continue;
+		mds_txn_remove(t, r.gone[i], true);
+		mds->nchg = 0;
+		mds_commit(mds, t);
+		uint32_t n = mds->nchg;
+		struct mds_chg chg[MDS_CHG_MAX];
+		memcpy(chg, mds->chg, n * sizeof(*chg));
+		pthread_mutex_unlock(&mds->lock);
+		mds_lease_revoke(NULL, chg, n);
+		pthread_mutex_lock(&mds->lock);
+	}
+	size_t n = t ? r.ngone : 0;
+	free(t);
+	free(r.gone);
+	return n;
+}
+
+/* Evicts a client (the worker): refused from now on (persisted in
+ * fs.evicted), its session dropped, its opens released, blocklisted in
+ * the OSD map.  why: a sentence saying why, logged and told to the
+ * client when it asks again. */
+static void evict(struct mds *mds, uint64_t client, const char *why)
 {
 	char cmd[160];
 	char *status = NULL;
 
-	log_warn(SUB, "evicting client %llu: it did not reconnect within %u ms of the MDS's "
-		 "restart, so the changes the MDS had answered it but not journaled are "
-		 "lost; it is blocklisted for %d s (the OSDs refuse its writes): remount it",
-		 (unsigned long long)client, ms, EVICT_BLOCKLIST_SECONDS);
+	log_warn(SUB, "evicting client %llu: %s; it is blocklisted for %d s (the OSDs refuse "
+		 "its writes): remount it", (unsigned long long)client, why,
+		 EVICT_BLOCKLIST_SECONDS);
+	mds_sess_set_reason(client, why);
 	pthread_mutex_lock(&mds->lock);
 	/* refused first (also after a restart), then the session goes */
 	int ret = mds_evicted_add(mds, client);
@@ -337,7 +418,12 @@ static void evict(struct mds *mds, uint64_t client, unsigned ms)
 			 "MDS would not refuse it", (unsigned long long)client,
 			 atoll_strerror(ret));
 	ret = mds_session_drop(mds, client);
+	size_t purged = release_opens(mds, client);
+	mds_status_sync(mds);
 	pthread_mutex_unlock(&mds->lock);
+	if (purged)
+		log_info(SUB, "client %llu held %zu unlinked file(s) open: purged",
+			 (unsigned long long)client, purged);
 	if (ret)
 		log_warn(SUB, "cannot drop the session of client %llu: %s",
 			 (unsigned long long)client, atoll_strerror(ret));
@@ -411,9 +497,12 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 		*htail = w;
 		htail = &w->next;
 	}
+	char why[200];
+	snprintf(why, sizeof(why), "it did not reconnect within %u ms of the MDS's restart, so "
+		 "the changes the MDS had answered it but not journaled are lost", ms);
 	for (size_t i = 0; i < n; i++)
 		if (!back[i])
-			evict(mds, exp[i], ms);
+			evict(mds, exp[i], why);
 	log_info(SUB, "reconnect window over: %zu of %zu client(s) back", nback, n);
 	/* what waited goes first, in its order */
 	pthread_mutex_lock(&q.lock);
@@ -429,6 +518,63 @@ out:
 	free(rq);
 	free(back);
 	free(exp);
+}
+
+/* ---- sessions whose connection is gone ----------------------------------------
+ *
+ * A client that dies without unmounting leaves its session (and its open
+ * files) behind.  The loop thread looks every tick for clients whose
+ * connection is gone for session_timeout_ms (mds_session.c) and queues
+ * one work item for the worker, which evicts them in order with the
+ * requests (so the loop thread never races it on the namespace). */
+
+static uint32_t expire_tick_ms(void)
+{
+	uint32_t t = session_timeout_ms / 4;
+
+	return t < 100 ? 100 : t > 1000 ? 1000 : t;
+}
+
+static void expire_tick(void *arg)
+{
+	struct mds *mds = arg;
+	uint64_t id;
+
+	if (!__atomic_load_n(&expire_queued, __ATOMIC_ACQUIRE) &&
+	    mds_sess_expired(session_timeout_ms, &id, 1)) {
+		struct work *w = calloc(1, sizeof(*w));
+		if (w) {
+			__atomic_store_n(&expire_queued, true, __ATOMIC_RELEASE);
+			q_push(w);
+		}
+	}
+	if (!g_stop)
+		msgr_timer(g_msgr, expire_tick_ms(), expire_tick, mds);
+}
+
+static void expire_sessions(struct mds *mds)
+{
+	uint64_t ids[64];
+	size_t n = mds_sess_expired(session_timeout_ms, ids, 64);
+	char why[200];
+
+	snprintf(why, sizeof(why), "its connection was gone for %u ms (mds_session_timeout_ms) "
+		 "and it did not come back: it died or lost the network without unmounting",
+		 session_timeout_ms);
+	for (size_t i = 0; i < n; i++) {
+		/* it may have come back since the loop thread looked */
+		if (!mds_sess_gone(ids[i], session_timeout_ms))
+			continue;
+		pthread_mutex_lock(&mds->lock);
+		bool known = mds_session_known(mds, ids[i]) && !is_evicted(mds, ids[i]);
+		if (!known)
+			release_opens(mds, ids[i]);	/* none: it ended its session */
+		pthread_mutex_unlock(&mds->lock);
+		if (known)
+			evict(mds, ids[i], why);
+		mds_sess_forget(ids[i]);
+	}
+	__atomic_store_n(&expire_queued, false, __ATOMIC_RELEASE);
 }
 
 static void on_signal(int sig)
@@ -456,6 +602,9 @@ static void usage(FILE *f)
 		"  --reconnect-ms MS  after a restart, how long clients have to resend what\n"
 		"                     was not journaled before others' requests are served and\n"
 		"                     the missing ones evicted (mds_reconnect_ms; default 10000)\n"
+		"  --session-timeout-ms MS  a client whose connection is gone this long is\n"
+		"                     evicted: its session ends, the files it held open close\n"
+		"                     (mds_session_timeout_ms; default 60000; 0: never)\n"
 		"  --cache-mb MB      memory for cached metadata (mds_cache_mb; default 256)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
@@ -479,7 +628,7 @@ int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
 		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
-		   *early = NULL, *recon = NULL, *cache = NULL;
+		   *early = NULL, *recon = NULL, *stimeout = NULL, *cache = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -491,6 +640,7 @@ int main(int argc, char **argv)
 		{ "lease-max", required_argument, NULL, 'X' },
 		{ "early-reply", required_argument, NULL, 'E' },
 		{ "reconnect-ms", required_argument, NULL, 'R' },
+		{ "session-timeout-ms", required_argument, NULL, 'S' },
 		{ "cache-mb", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
@@ -515,6 +665,7 @@ int main(int argc, char **argv)
 		case 'X': lmax = optarg; break;
 		case 'E': early = optarg; break;
 		case 'R': recon = optarg; break;
+		case 'S': stimeout = optarg; break;
 		case 'C': cache = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -567,6 +718,18 @@ int main(int argc, char **argv)
 			"up to 600000; use e.g. --reconnect-ms 10000\n", recon);
 		goto out;
 	}
+	if (!stimeout)
+		stimeout = config_get(conf, "mds", "mds_session_timeout_ms", NULL);
+	if (!stimeout)
+		stimeout = getenv("ATOLL_MDS_SESSION_TIMEOUT_MS");
+	unsigned long st_ms = stimeout ? strtoul(stimeout, &rend, 10) : 60000;
+	if ((stimeout && (*rend || rend == stimeout)) || st_ms > 86400000) {
+		fprintf(stderr, "atoll-mds: mds_session_timeout_ms '%s' is not a number of "
+			"milliseconds up to 86400000; use e.g. --session-timeout-ms 60000\n",
+			stimeout);
+		goto out;
+	}
+	session_timeout_ms = (uint32_t)st_ms;
 	if (!cache)
 		cache = config_get(conf, "mds", "mds_cache_mb", NULL);
 	char *cend = NULL;
@@ -638,6 +801,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_status_set_addr(bound);
+	snprintf(g_addr, sizeof(g_addr), "%s", bound);
+	mds_status_set_session_timeout(session_timeout_ms);
+	g_msgr = msgr;
 	/* fault injection (tests): small segments, so that a few changes
 	 * roll them; no MT_MDS_SAFE, so that the clients resend everything */
 	const char *segs = getenv("ATOLL_MDS_SEG_ENTRIES");
@@ -656,6 +822,14 @@ int main(int argc, char **argv)
 		log_error(SUB, "cannot load the file system: %s", atoll_strerror(ret));
 		goto out;
 	}
+	/* the sessions of before: gone until their clients come back */
+	for (size_t i = 0; i < mds.nsess; i++)
+		mds_sess_absent(mds.sess[i]);
+	if ((ret = mds_statfs_start(&mds))) {
+		log_error(SUB, "cannot start the statfs thread: %s", atoll_strerror(ret));
+		goto out;
+	}
+	mds_statfs_may_wait();	/* this thread is the worker */
 	const char *fault = getenv("ATOLL_MDS_CRASH_AFTER_COMMITS");
 	if (fault && atoi(fault) > 0) {
 		mds.crash_after = (uint64_t)atoi(fault);
@@ -688,6 +862,11 @@ int main(int argc, char **argv)
 	if (mds.nsess && reconnect_ms)
 		reconnect_window(&mds, (unsigned)reconnect_ms);
 
+	if (session_timeout_ms) {
+		msgr_timer(msgr, expire_tick_ms(), expire_tick, &mds);
+		log_info(SUB, "a client whose connection is gone for %u ms is evicted",
+			 session_timeout_ms);
+	}
 	/* the loop thread handles what it can from now on (serve_inline) */
 	const char *inl = getenv("ATOLL_MDS_INLINE");
 	pthread_mutex_lock(&q.lock);
@@ -711,7 +890,9 @@ int main(int argc, char **argv)
 		}
 		pthread_mutex_unlock(&q.lock);
 		if (w) {
-			if (w->rq)
+			if (!w->m)
+				expire_sessions(&mds);
+			else if (w->rq)
 				serve_finish(&mds, w->m, w->rq, w->rp);
 			else
 				serve_one(&mds, w->m);
@@ -723,15 +904,17 @@ int main(int argc, char **argv)
 out:
 	mds_journaler_stop(&mds);	/* journals what is queued, tells the clients */
 	msgr_destroy(msgr);
+	mds_statfs_stop();
 	while (q.head) {
 		struct work *w = q.head;
 		q.head = w->next;
-		msg_free(w->m);
+		msg_free(w->m);	/* NULL for an expiry: fine */
 		free(w->rq);
 		free(w->rp);
 		free(w);
 	}
 	mds_close(&mds);
+	mds_sess_fini();
 	free(mds.evicted);
 	mds_lease_fini();
 	atoll_ioctx_destroy(mds.meta);

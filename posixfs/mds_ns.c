@@ -1043,13 +1043,8 @@ static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t
 			return ret;
 		first++;
 	}
-	for (uint64_t b = first; b <= last && to > from; b++) {
-		oid_data(oid, sizeof(oid), ino, b);
-		ret = ignore_enoent(atoll_remove(m->data, oid));
-		if (ret)
-			return ret;
-	}
-	return 0;
+	/* many in flight; a pool listing for a huge sparse range (mds_purge.c) */
+	return to > from ? mds_data_remove_range(m, ino, first, last) : 0;
 }
 
 /* The omap updates of a batch of txns (in journal order): each (object,

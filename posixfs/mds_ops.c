@@ -125,8 +125,10 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	mds_commit(m, t);
 	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u)) {
 		struct mds_node *n = mds_get(m, ino);
-		if (n)
+		if (n) {
 			n->opens++;
+			mds_sess_open(rq->client, ino, 1);
+		}
 	}
 	reply_inode(rp, &out_in);
 	reply_inode(rp, &out_p);
@@ -371,8 +373,10 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 
 	if (!n)
 		return -ENOENT;
-	if (rq->op == MDS_OP_CLOSE && n->opens > 0)
+	if (rq->op == MDS_OP_CLOSE && n->opens > 0) {
 		n->opens--;
+		mds_sess_open(rq->client, rq->ino, -1);
+	}
 	bool grow = rq->size_hint > n->a.size;
 	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
 	bool gone = n->a.nlink == 0 && n->opens == 0;
@@ -604,8 +608,10 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			ret = -ENOENT;
 			break;
 		}
-		if (rq->op == MDS_OP_OPEN)
+		if (rq->op == MDS_OP_OPEN) {
 			n->opens++;
+			mds_sess_open(rq->client, rq->ino, 1);
+		}
 		reply_inode(rp, &n->a);
 		break;
 	case MDS_OP_SETATTR:
@@ -652,11 +658,10 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		ret = op_readdir(m, rq, rp);
 		break;
 	case MDS_OP_STATFS:
-		rp->st.bsize = 4096;
-		rp->st.blocks = 1ull << 28;	/* later: the cluster's capacity */
-		rp->st.bfree = rp->st.bavail = 1ull << 27;
-		rp->st.files = m->ninodes + (1ull << 24);
-		rp->st.ffree = 1ull << 24;
+		/* the cluster's capacity over the data pool's replica count
+		 * (mds_statfs.c); the loop thread handles it only when the
+		 * cached numbers are fresh, the worker may wait for new ones */
+		mds_statfs_get(m->ninodes, &rp->st);
 		break;
 	case MDS_OP_CLOSE:
 	case MDS_OP_FSYNC:

@@ -371,6 +371,8 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 	enc_u64(e, s->revokes);
 	enc_u64(e, s->revoke_timeouts);
 	enc_u64(e, s->j_durable);
+	enc_u64(e, s->sessions);
+	enc_u32(e, s->session_timeout_ms);
 	enc_u64(e, s->cache_bytes);
 	enc_u64(e, s->cache_max);
 	enc_u64(e, s->cache_nodes);
@@ -429,6 +431,10 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 	if (dec_left(&b))
 		s->j_durable = dec_u64(&b);
 	if (dec_left(&b)) {
+		s->sessions = dec_u64(&b);
+		s->session_timeout_ms = dec_u32(&b);
+	}
+	if (dec_left(&b)) {
 		s->cache_bytes = dec_u64(&b);
 		s->cache_max = dec_u64(&b);
 		s->cache_nodes = dec_u64(&b);
@@ -436,7 +442,8 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 		s->cache_misses = dec_u64(&b);
 		s->cache_evictions = dec_u64(&b);
 	}
-	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE)
+	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE &&
+	    s->state != MDS_STATE_RECONNECT)
 		dec_fail(&b, -EBADMSG);
 	int ret = dec_end(d, &b);
 	if (ret) {

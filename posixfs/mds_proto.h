@@ -185,6 +185,12 @@ struct mds_reply {
 	uint64_t dir_lease2;
 };
 
+/* A reply's rc when the MDS evicted the requester (it missed the
+ * reconnect window, or its connection was gone for the session timeout):
+ * the client is refused for good and must remount; the reply's target
+ * says which MDS evicted it and why (doc/fs.md, "What an evicted client is told"). */
+#define MDS_RC_EVICTED	(-ESHUTDOWN)
+
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */
 struct mds_safe {
 	uint64_t seq;
@@ -237,6 +243,10 @@ struct mds_status {
 	/* v4: the journal entries up to this sequence number are durable
 	 * (j_seq: the last one queued); both read when the status is asked */
 	uint64_t j_durable;
+	/* appended: the sessions held (fs.sessions: mounts that did not
+	 * unmount, connected or not) and the session timeout */
+	uint64_t sessions;
+	uint32_t session_timeout_ms;
 	/* the metadata cache (optional, after j_durable): bytes cached and
 	 * its bound, nodes cached, hits, misses (loads) and evictions */
 	uint64_t cache_bytes, cache_max, cache_nodes;

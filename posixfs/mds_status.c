@@ -75,6 +75,13 @@ void mds_status_set_addr(const char *addr)
 	pthread_mutex_unlock(&g.lock);
 }
 
+void mds_status_set_session_timeout(uint32_t ms)
+{
+	pthread_mutex_lock(&g.lock);
+	g.snap.session_timeout_ms = ms;
+	pthread_mutex_unlock(&g.lock);
+}
+
 void mds_status_set_state(uint32_t state)
 {
 	pthread_mutex_lock(&g.lock);
@@ -104,6 +111,7 @@ void mds_status_sync(const struct mds *m)
 	g.snap.j_entries = m->seg_entries;
 	g.snap.j_offset = m->seg_bytes;
 	g.snap.j_seq = m->seq;
+	g.snap.sessions = m->nsess;
 	g.snap.cache_bytes = m->cache_bytes;
 	g.snap.cache_max = m->cache_max;
 	g.snap.cache_nodes = m->ncached;

@@ -110,6 +110,8 @@ static void print_json(const struct mds_status *st)
 	add_u64(j, "seq", st->j_seq);
 	add_u64(j, "durable", st->j_durable);
 	add_u64(o, "num_clients", st->nclients);
+	add_u64(o, "sessions", st->sessions);
+	add_u64(o, "session_timeout_ms", st->session_timeout_ms);
 	cs = cJSON_AddArrayToObject(o, "clients");
 	for (uint32_t i = 0; i < st->nclients; i++) {
 		cJSON *ci = cJSON_CreateObject();
@@ -172,7 +174,11 @@ static void print_plain(const struct mds_status *st)
 	printf("  journal:  segment %" PRIu64 ", %" PRIu64 " entr%s, offset %" PRIu64
 	       " (%s), last sequence %" PRIu64 "\n", st->j_seg, st->j_entries,
 	       st->j_entries == 1 ? "y" : "ies", st->j_offset, sz, st->j_seq);
-	printf("  clients:  %u\n", st->nclients);
+	printf("  clients:  %u connected, %" PRIu64 " session%s", st->nclients, st->sessions,
+	       st->sessions == 1 ? "" : "s");
+	if (st->session_timeout_ms)
+		printf(" (evicted after %u ms without a connection)", st->session_timeout_ms);
+	printf("\n");
 	for (uint32_t i = 0; i < st->nclients; i++) {
 		human_ms(st->clients[i].connected_ms, up, sizeof(up));
 		printf("    client.%" PRIu64 "  %-22s %" PRIu64 " requests, connected %s\n",

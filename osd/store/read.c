@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <lz4.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -262,6 +263,7 @@ struct rreq {
 	struct reader rd;
 	store_read_fn cb;
 	void *arg;
+	uint32_t *crc_out;	/* NULL, or where the crc of what is returned goes */
 	uint8_t *out;
 	uint64_t off;
 	uint64_t len;		/* bytes to return */
@@ -364,6 +366,40 @@ static int piece_finish(struct rreq *q, struct rpiece *p)
 	return 0;
 }
 
+static struct crc32c_shift block_shift;
+static pthread_once_t block_shift_once = PTHREAD_ONCE_INIT;
+
+static void block_shift_init(void)
+{
+	atoll__crc32c_shift_init(&block_shift, BS);
+}
+
+/* The crc32c of the bytes a finished request returns.  Blocks read from
+ * the device straight into the caller's buffer had their stored crcs
+ * verified (piece_finish), so those are joined in through a table; only
+ * the rest (holes, logged blocks, partial or compressed blocks, inline
+ * data) is read again.  For a 4 MiB read that is 1,024 table lookups
+ * instead of a pass over 4 MiB, which the OSD hands to the messenger as
+ * the reply's data crc. */
+static uint32_t rreq_crc(const struct rreq *q)
+{
+	uint64_t pos = q->off, end = q->off + q->len;
+	uint32_t crc = 0;
+
+	pthread_once(&block_shift_once, block_shift_init);
+	for (size_t i = 0; i < q->n; i++) {
+		const struct rpiece *p = q->pieces[i];
+
+		if (!p->direct || p->lstart < pos)
+			continue;
+		crc = atoll__crc32c(crc, q->out + (pos - q->off), p->lstart - pos);
+		for (uint32_t j = 0; j < p->nblk; j++)
+			crc = atoll__crc32c_shift_combine(&block_shift, crc, p->crc[j]);
+		pos = p->lstart + (uint64_t)p->nblk * BS;
+	}
+	return atoll__crc32c(crc, q->out + (pos - q->off), end - pos);
+}
+
 static void rreq_complete(struct rreq *q)
 {
 	struct store *st = q->st;
@@ -375,6 +411,8 @@ static void rreq_complete(struct rreq *q)
 		if (e)
 			r = e;
 	}
+	if (r >= 0 && q->crc_out)
+		*q->crc_out = rreq_crc(q);
 	reader_exit(st, &q->rd);
 	q->cb(q->arg, r);
 	rreq_free(q);
@@ -549,6 +587,12 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t off,
 		     size_t len, void *buf, store_read_fn cb, void *arg)
 {
+	return store_read_async_crc(st, coll, oid, off, len, buf, NULL, cb, arg);
+}
+
+int store_read_async_crc(struct store *st, uint64_t coll, const char *oid, uint64_t off,
+			 size_t len, void *buf, uint32_t *crc, store_read_fn cb, void *arg)
+{
 	struct rreq *q;
 	struct onode o;
 	MDB_txn *t;
@@ -563,6 +607,7 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t 
 	q->st = st;
 	q->cb = cb;
 	q->arg = arg;
+	q->crc_out = crc;
 	q->out = buf;
 	q->off = off;
 	reader_enter(st, &q->rd);
@@ -591,6 +636,8 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid, uint64_t 
 		/* Nothing to read from the device: answer now. */
 		int64_t n = (int64_t)q->len;
 
+		if (crc)
+			*crc = atoll__crc32c(0, buf, q->len);
 		reader_exit(st, &q->rd);
 		rreq_free(q);
 		cb(arg, n);

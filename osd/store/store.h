@@ -195,6 +195,13 @@ typedef void (*store_read_fn)(void *arg, int64_t r);
 int store_read_async(struct store *st, uint64_t coll, const char *oid,
 		     uint64_t off, size_t len, void *buf,
 		     store_read_fn cb, void *arg);
+/* The same, and on success *crc = crc32c(0, buf, n) of the n bytes read,
+ * set before cb fires.  It is joined from the blocks' stored crcs (which
+ * the read verifies anyway) where it can, so it costs far less than a
+ * pass over the data: the OSD sends it as a reply's data crc. */
+int store_read_async_crc(struct store *st, uint64_t coll, const char *oid,
+			 uint64_t off, size_t len, void *buf, uint32_t *crc,
+			 store_read_fn cb, void *arg);
 
 /* Attribute value into a malloc'd buffer (*val, *len), caller frees. */
 int store_getattr(struct store *st, uint64_t coll, const char *oid,

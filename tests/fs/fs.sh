@@ -285,9 +285,104 @@ diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS
 echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
 fsq "j['state'] == 'active' and j['num_clients'] == 2"
 
+# Two background writers ($wa on mount 1, $wb on mount 2) count their
+# operations in $tmp/P.a.n and $tmp/P.b.n and stop once $tmp/P.stop exists.
+wcount() { cat "$tmp/$1.$2.n" 2>/dev/null || echo 0; }
+writers_reach() {	# writers_reach P N: both counted N (30 s at most)
+	local _
+	for _ in $(seq 1 300); do
+		[ "$(wcount "$1" a)" -ge "$2" ] && [ "$(wcount "$1" b)" -ge "$2" ] && return 0
+		kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "the writers did not reach $2 operations: $(cat "$tmp/$1".*.err)"
+}
+writers_finish() {	# writers_finish P N WHEN: N more each (60 s at most), then stop
+	local na nb _
+	na=$(wcount "$1" a) nb=$(wcount "$1" b)
+	for _ in $(seq 1 600); do
+		[ "$(wcount "$1" a)" -ge $((na + $2)) ] && [ "$(wcount "$1" b)" -ge $((nb + $2)) ] && break
+		kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null || break
+		sleep 0.1
+	done
+	touch "$tmp/$1.stop"
+	wait $wa || fail "mount 1's writer failed $3: $(cat "$tmp/$1.a.err")"
+	wait $wb || fail "mount 2's writer failed $3: $(cat "$tmp/$1.b.err")"
+	[ "$(wcount "$1" a)" -ge $((na + $2)) ] && [ "$(wcount "$1" b)" -ge $((nb + $2)) ] ||
+		fail "the writers did not carry on $3 (60 s)"
+}
+
+step "kill -9 the MDS mid-workload: both clients carry on, no acknowledged change lost"
+# each writer creates files, renames every 3rd and removes every 5th; an
+# operation goes into the writer's ledger only once it returned
+mds_writer() {	# mds_writer MOUNT TAG
+	local i=0 d="$1/mw.$2"
+	mkdir "$d" || exit 1
+	while [ ! -e "$tmp/mw.stop" ]; do
+		i=$((i + 1))
+		echo "v$i" >"$d/f$i" || exit 1
+		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
+		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
+		else echo "f$i v$i"; fi
+		echo $i >"$tmp/mw.$2.n"
+	done >"$tmp/mw.$2.ledger"
+}
+mds_writer "$A" a 2>"$tmp/mw.a.err" & wa=$!
+mds_writer "$B" b 2>"$tmp/mw.b.err" & wb=$!
+writers_reach mw 20
+mds kill
+mds start
+writers_finish mw 20 "across the MDS restart"
+for t in a b; do
+	for m in "$A" "$B"; do
+		while read -r name val; do
+			if [ "$name" = - ]; then
+				[ ! -e "$m/mw.$t/$val" ] || fail "$m/mw.$t/$val is back after the MDS restart"
+			else
+				[ "$(cat "$m/mw.$t/$name" 2>/dev/null)" = "$val" ] ||
+					fail "$m/mw.$t/$name (acknowledged before or after the MDS restart) is lost or wrong"
+			fi
+		done <"$tmp/mw.$t.ledger"
+	done
+	[ "$(ls "$A/mw.$t" | wc -l)" = "$(grep -vc '^-' "$tmp/mw.$t.ledger")" ] ||
+		fail "mw.$t holds other entries than its ledger: $(ls "$A/mw.$t" | head)"
+done
+rm -rf "$A"/mw.* "$tmp"/mw.*
+
+step "kill -9 an OSD during writes: no error at the mount"
+head -c $((16 << 20)) /dev/urandom >"$tmp/osdsrc"
+# two writers (one fsyncs each file) copy the file again and again until
+# told to stop: the OSD dies while both are writing, and both must go on
+osd_writer() {	# osd_writer MOUNT TAG [sync]
+	local i=0
+	while [ ! -e "$tmp/osdw.stop" ]; do
+		i=$((i + 1))
+		cp "$tmp/osdsrc" "$1/osdw.$2$i" || exit 1
+		if [ -n "${3:-}" ]; then sync "$1/osdw.$2$i" || exit 1; fi
+		echo $i >"$tmp/osdw.$2.n"
+	done
+}
+osd_writer "$A" a 2>"$tmp/osdw.a.err" & wa=$!
+osd_writer "$B" b sync 2>"$tmp/osdw.b.err" & wb=$!
+writers_reach osdw 1
+"$cluster_bin" osd kill 1 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 1"
+writers_finish osdw 2 "after an OSD died"
+for f in "$A"/osdw.*; do
+	cmp -s "$tmp/osdsrc" "$f" || fail "$(basename "$f") differs after an OSD died during the writes"
+done
+"$cluster_bin" osd start 1 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd start 1"
+rm -f "$A"/osdw.* "$tmp"/osdw.* "$tmp/osdsrc"
+
 step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
+# df: bytes used on the mount (the cluster's, over the 3 replicas; the
+# OSDs report to the monitor every few seconds: polled)
+df_used() { df -B1 --output=used "$A" | tail -n 1 | tr -d ' '; }
+df_wait() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.2; done; return 1; }
+df0=$(df_used)
 head -c 5000000 /dev/urandom >"$tmp/orph"
 cp "$tmp/orph" "$A/orphan"
+df_wait '[ $(( $(df_used) - df0 )) -ge 4000000 ]' || fail "df does not show the 5 MB file ($df0 -> $(df_used))"
+df1=$(df_used)
 ino=$(stat -c %i "$A/orphan")
 obj=$(printf '%016x.%016x' "$ino" 1)
 "$atoll_cli" ls fs_data | grep -q "^$obj\$" || fail "no data object $obj for the 5 MB file"
@@ -302,6 +397,7 @@ for _ in $(seq 1 100); do
 	sleep 0.2
 done
 ! "$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || fail "the unlinked file's data was not purged within 20 s of the last close"
+df_wait '[ $(( df1 - $(df_used) )) -ge 4000000 ]' || fail "df does not show the unlinked file's space back ($df1 -> $(df_used))"
 
 step "rename: RENAME_NOREPLACE, RENAME_EXCHANGE, over a file, directories"
 echo one >"$A/r1"; echo two >"$A/r2"; mkdir -p "$A/rd/x" "$A/re"
@@ -438,6 +534,9 @@ grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not 
 obj=$(printf '%016x.%016x' "$(stat -c %i "$B/fsy/f")" 0)
 [ "$("$atoll_cli" get fs_data "$obj" -)" = synced ] || fail "the evicted client's write reached the data pool"
 grep -q "refusing fsync from client $cid: it was evicted" "$mds_log" || fail "the MDS did not refuse the evicted client's request"
+# the client says why, once
+[ "$(grep -c "this client was evicted (the MDS at $mds_addr evicted client $cid: it did not reconnect" "$tmp/fuse3c.log")" = 1 ] ||
+	fail "atoll-fuse did not say once that it was evicted: $(grep -i evict "$tmp/fuse3c.log")"
 # the eviction is persisted (fs.evicted): a restarted MDS still refuses it
 mds stop
 mds start
@@ -447,6 +546,23 @@ touch "$C/fsy/late" 2>/dev/null && fail "the evicted client's create went throug
 [ ! -e "$B/fsy/late" ] || fail "the evicted client's create landed after an MDS restart"
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
 stop_fuse "${fuse_pids[2]}"	# evicted: it has nothing left to do
+
+step "atoll-fuse without -f returns once mounted, and fails with a message when it cannot mount"
+D=$tmp/mnt4
+mkdir -p "$D"
+"$fuse_bin" "$D" -o "conf=$conf" >"$tmp/fuse4.log" 2>&1 || { cat "$tmp/fuse4.log"; fail "atoll-fuse (background) failed"; }
+mountpoint -q "$D" || fail "atoll-fuse returned before its mount existed"
+mkdir "$D/bg" && echo bg >"$D/bg/f" || fail "cannot write through the background mount"
+[ "$(cat "$A/bg/f" 2>/dev/null)" = bg ] || fail "what the background mount wrote is not in the file system"
+fusermount3 -u "$D" || fail "fusermount3 -u of the background mount"
+[ ! -e "$D/bg" ] || fail "the background mount's write went into the folder under it"
+E=$tmp/mnt5
+mkdir -p "$E"
+if "$fuse_bin" "$E" -o "conf=$conf,mds=nowhere" >"$tmp/fuse5.log" 2>&1; then
+	fail "atoll-fuse with a bad MDS address exited 0"
+fi
+grep -q "MDS" "$tmp/fuse5.log" || fail "atoll-fuse did not say why it could not mount: $(cat "$tmp/fuse5.log")"
+! mountpoint -q "$E" || fail "a failed atoll-fuse left a mount"
 
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"

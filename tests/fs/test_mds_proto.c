@@ -188,6 +188,8 @@ Test(mds_proto, status_round_trip)
 	a->j_offset = 4096;
 	a->j_seq = 273;
 	a->j_durable = 270;
+	a->sessions = 3;
+	a->session_timeout_ms = 60000;
 	a->requests = 100;
 	a->nops = MDS_OP_MAX_;
 	a->op_count[MDS_OP_LOOKUP] = 60;
@@ -205,6 +207,8 @@ Test(mds_proto, status_round_trip)
 	cr_assert_eq(b->j_offset, 4096);
 	cr_assert_eq(b->j_seq, 273);
 	cr_assert_eq(b->j_durable, 270);
+	cr_assert_eq(b->sessions, 3);
+	cr_assert_eq(b->session_timeout_ms, 60000);
 	cr_assert_eq(b->nops, MDS_OP_MAX_);
 	cr_assert_eq(b->op_count[MDS_OP_LOOKUP], 60);
 	cr_assert_eq(b->nclients, 2);
@@ -217,9 +221,18 @@ Test(mds_proto, status_round_trip)
 		cr_assert_neq(mds_status_decode(&d, b), 0, "a status cut at %zu bytes decoded", n);
 		cr_assert_null(b->clients);
 	}
+	/* the reconnect window's state is one (`atoll fs status` says so) */
+	a->state = MDS_STATE_RECONNECT;
+	a->nclients = 0;
+	free(buf);
+	enc_init(&e);
+	mds_status_encode(&e, a);
+	buf = enc_take(&e, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_status_decode(&d, b), 0);
+	cr_assert_str_eq(mds_state_name(b->state), "reconnect");
 	/* an unknown state is refused */
 	a->state = 9;
-	a->nclients = 0;
 	free(buf);
 	enc_init(&e);
 	mds_status_encode(&e, a);

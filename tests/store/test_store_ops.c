@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "helpers.h"
 
 #define C1 1u
@@ -2625,6 +2626,75 @@ Test(aread, many_reads_in_flight)
 		}
 	}
 	waiter_destroy(&w);
+	free(model);
+}
+
+/* store_read_async_crc: the crc it reports is the crc of the bytes it
+ * returned, over every kind of range: whole blocks read from the device
+ * (joined from their stored crcs), unaligned edges, holes, blocks still in
+ * the write-ahead log, compressed chunks and inline objects. */
+static void aread_crc_check(const char *oid, uint64_t off, size_t len)
+{
+	/* Block-aligned, as the OSD's buffers are, so that whole blocks are
+	 * read straight into it and their crcs joined. */
+	uint8_t *buf = aligned_alloc(4096, (len + 4095) / 4096 * 4096 + 4096);
+	struct waiter w;
+	struct aread_slot s;
+	uint32_t crc = 0xdeadbeefu;
+
+	waiter_init(&w);
+	s = (struct aread_slot){ .w = &w };
+	waiter_add(&w, 1);
+	OK(store_read_async_crc(ts.st, C1, oid, off, len, buf, &crc, aread_done, &s));
+	cr_assert(waiter_wait(&w, 30));
+	cr_assert_geq(s.r, 0, "%s at %" PRIu64 "+%zu: %s", oid, off, len, errstr(s.r));
+	cr_assert_eq(crc, atoll__crc32c(0, buf, (size_t)s.r), "%s at %" PRIu64 "+%zu",
+		     oid, off, len);
+	waiter_destroy(&w);
+	free(buf);
+}
+
+Test(aread, read_crc_is_the_crc_of_what_was_read)
+{
+	const size_t big = 5 * MiB;
+	uint8_t *model = malloc(big);
+	const uint64_t offs[] = { 0, 1, 4095, 4096, 8192 + 17, 1 * MiB, 4 * MiB - 4096 };
+	const size_t lens[] = { 1, 4096, 4097, 12288, 1 * MiB + 5, 4 * MiB };
+
+	coll1();
+	pattern_fill(model, big, 0, 9);
+	OK(do_write(ts.st, C1, "o", 0, model, big, 0));
+	OK(do_write(ts.st, C1, "o", 6 * MiB, model, 70000, 0));	/* a hole before it */
+	OK(do_write(ts.st, C1, "o", 8192, model + 100, 4096, 0));	/* a logged overwrite */
+	OK(do_write(ts.st, C1, "o", 40000, model + 200, 3000, 0));	/* a partial one */
+	OK(do_write(ts.st, C1, "tiny", 0, model, 300, 0));
+	OK(do_coll_create(ts.st, 3, STORE_COLL_COMPRESS));
+	text_fill(model, 1 * MiB, 0);
+	OK(do_write(ts.st, 3, "z", 0, model, 1 * MiB, 0));
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++)
+			aread_crc_check("o", offs[i], lens[j]);
+	aread_crc_check("o", 5 * MiB - 3000, 2 * MiB);	/* data, hole, data */
+	aread_crc_check("o", 0, 8 * MiB);			/* to the end */
+	aread_crc_check("o", 20 * MiB, 4096);		/* past the end: 0 bytes */
+	aread_crc_check("tiny", 0, 4096);
+	aread_crc_check("tiny", 7, 100);
+	{
+		struct waiter w;
+		struct aread_slot s;
+		uint8_t buf[8192];
+		uint32_t crc = 0;
+
+		waiter_init(&w);
+		s = (struct aread_slot){ .w = &w };
+		waiter_add(&w, 1);
+		OK(store_read_async_crc(ts.st, 3, "z", 4096 * 3 + 5, sizeof(buf), buf, &crc,
+					aread_done, &s));
+		cr_assert(waiter_wait(&w, 30));
+		cr_assert_eq(s.r, (int64_t)sizeof(buf));
+		cr_assert_eq(crc, atoll__crc32c(0, buf, sizeof(buf)), "compressed");
+		waiter_destroy(&w);
+	}
 	free(model);
 }
 

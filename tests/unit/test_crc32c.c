@@ -1,6 +1,6 @@
 /*
  * test_crc32c.c - lib/crc32c.c: the standard check value, chaining,
- * unaligned buffers and zero length.
+ * unaligned buffers, zero length, and combining crcs of pieces.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -90,4 +90,42 @@ Test(crc32c, unaligned_buffers_and_odd_lengths_match_the_reference)
 Test(crc32c, different_data_gives_a_different_crc)
 {
 	cr_expect_neq(atoll__crc32c(0, "123456789", 9), atoll__crc32c(0, "123456788", 9));
+}
+
+Test(crc32c, combine_equals_the_crc_of_the_concatenation)
+{
+	static uint8_t buf[300000];
+	const size_t cuts[] = { 0, 1, 3, 4096, 65536, 100001, sizeof(buf) };
+
+	fill(buf, sizeof(buf));
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		size_t a = cuts[k];
+		uint32_t ca = atoll__crc32c(0, buf, a);
+		uint32_t cb = atoll__crc32c(0, buf + a, sizeof(buf) - a);
+
+		cr_expect_eq(atoll__crc32c_combine(ca, cb, sizeof(buf) - a),
+			     atoll__crc32c(0, buf, sizeof(buf)), "cut at %zu", a);
+	}
+}
+
+/* Blocks of a fixed length joined through one table, as the store joins
+ * the known crcs of 4 KiB blocks into the crc of a read. */
+Test(crc32c, shift_table_joins_fixed_length_pieces)
+{
+	static uint8_t buf[64 * 4096];
+	static struct crc32c_shift s4k, s1;
+	uint32_t crc = 0;
+
+	fill(buf, sizeof(buf));
+	atoll__crc32c_shift_init(&s4k, 4096);
+	atoll__crc32c_shift_init(&s1, 1);
+	cr_expect_eq(s4k.len, 4096);
+	for (size_t i = 0; i < 64; i++)
+		crc = atoll__crc32c_shift_combine(&s4k, crc, atoll__crc32c(0, buf + i * 4096, 4096));
+	cr_expect_eq(crc, atoll__crc32c(0, buf, sizeof(buf)));
+	crc = atoll__crc32c(0, buf, 10);
+	crc = atoll__crc32c_shift_combine(&s1, crc, atoll__crc32c(0, buf + 10, 1));
+	cr_expect_eq(crc, atoll__crc32c(0, buf, 11));
+	cr_expect_eq(atoll__crc32c_shift_combine(&s4k, 0, 0x12345678u), 0x12345678u,
+		     "the crc of nothing joined to b is b's");
 }

@@ -1442,23 +1442,6 @@ Test(messenger, ipv6_loopback_works_when_the_host_has_it)
 
 /* ---- crcs passed through, replies into the caller's buffer ---- */
 
-Test(msg_frame, crc_combine_equals_the_crc_of_the_concatenation)
-{
-	static uint8_t buf[300000];
-	const size_t cuts[] = { 0, 1, 3, 4096, 65536, 100001, sizeof(buf) };
-
-	for (size_t i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)(i * 2654435761u >> 13);
-	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
-		size_t a = cuts[k];
-		uint32_t ca = atoll__crc32c(0, buf, a);
-		uint32_t cb = atoll__crc32c(0, buf + a, sizeof(buf) - a);
-
-		cr_expect_eq(msg_crc32c_combine(ca, cb, sizeof(buf) - a),
-			     atoll__crc32c(0, buf, sizeof(buf)), "cut at %zu", a);
-	}
-}
-
 /* A big echo: the data crc of the received reply is known, and a message
  * sent with a crc given by msg_set_data_crc() arrives intact. */
 Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)

@@ -1,0 +1,270 @@
+/*
+ * mds_session.c - what the MDS knows of each client between its requests:
+ * whether its connection is there (and since when it is gone), the files
+ * it holds open, and why it was evicted (doc/fs.md, "Sessions whose
+ * client is gone").
+ *
+ * A client that dies without unmounting (kill -9, a crashed host) never
+ * sends SESSION_END: its session would stay in fs.sessions, the files it
+ * had open would stay open, so an unlinked one would never be purged.
+ * So the MDS notes, per client, the connection of its last request, and
+ * when that connection closes, the time; a client whose connection stays
+ * gone for mds_session_timeout_ms (it redials and resends at once when it
+ * lives) is evicted like one that missed the reconnect window
+ * (mds_main.c): its session goes, its opens are released (its orphans
+ * purged), and it is refused from then on.  Its leases went with its
+ * connection already (mds_lease.c).
+ *
+ * Two tables: the connections (its own lock: the loop thread notes a
+ * close, whoever handles a request notes the connection), and the opens,
+ * counted per (client, inode) next to the node's own count (under m->lock,
+ * like the namespace).  The reasons of evictions are kept in memory only:
+ * after a restart an evicted client is told it was evicted before it.
+ */
+#include "mds.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SESS_OPEN_BUCKETS 4096u
+
+struct sconn {
+	uint64_t client;
+	struct msg_conn *conn;	/* its last request's connection (no reference: cleared at close) */
+	uint64_t gone_ms;	/* when it closed (0: connected) */
+	struct sconn *next;
+};
+
+struct sopen {
+	uint64_t client, ino;
+	int count;
+	struct sopen *next;
+};
+
+struct sreason {
+	uint64_t client;
+	char why[200];
+	struct sreason *next;
+};
+
+static struct {
+	pthread_mutex_t lock;	/* conns, reasons */
+	struct sconn *conns;
+	struct sconn *last;	/* the last one noted: most requests come from it again */
+	struct sreason *reasons;
+	unsigned nreasons;
+	struct sopen *opens[SESS_OPEN_BUCKETS];	/* m->lock */
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct sconn *conn_find(uint64_t client)
+{
+	if (S.last && S.last->client == client)
+		return S.last;
+	for (struct sconn *s = S.conns; s; s = s->next)
+		if (s->client == client)
+			return S.last = s;
+	return NULL;
+}
+
+static struct sconn *conn_get(uint64_t client)
+{
+	struct sconn *s = conn_find(client);
+
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->client = client;
+	s->next = S.conns;
+	S.conns = s;
+	return S.last = s;
+}
+
+void mds_sess_seen(uint64_t client, struct msg_conn *c)
+{
+	if (!client)
+		return;
+	pthread_mutex_lock(&S.lock);
+	struct sconn *s = conn_get(client);
+	if (s) {
+		s->conn = c;
+		s->gone_ms = 0;
+	}
+	pthread_mutex_unlock(&S.lock);
+}
+
+void mds_sess_absent(uint64_t client)
+{
+	pthread_mutex_lock(&S.lock);
+	struct sconn *s = conn_get(client);
+	if (s && !s->conn && !s->gone_ms)
+		s->gone_ms = mono_ms();
+	pthread_mutex_unlock(&S.lock);
+}
+
+void mds_sess_closed(struct msg_conn *c)
+{
+	uint64_t now = mono_ms();
+
+	pthread_mutex_lock(&S.lock);
+	for (struct sconn *s = S.conns; s; s = s->next)
+		if (s->conn == c) {
+			s->conn = NULL;
+			s->gone_ms = now;
+		}
+	pthread_mutex_unlock(&S.lock);
+}
+
+size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max)
+{
+	uint64_t now = mono_ms();
+	size_t n = 0;
+
+	pthread_mutex_lock(&S.lock);
+	for (struct sconn *s = S.conns; s && n < max; s = s->next)
+		if (!s->conn && s->gone_ms && now - s->gone_ms >= timeout_ms)
+			out[n++] = s->client;
+	pthread_mutex_unlock(&S.lock);
+	return n;
+}
+
+bool mds_sess_gone(uint64_t client, uint32_t timeout_ms)
+{
+	pthread_mutex_lock(&S.lock);
+	struct sconn *s = conn_find(client);
+	bool gone = s && !s->conn && s->gone_ms && mono_ms() - s->gone_ms >= timeout_ms;
+	pthread_mutex_unlock(&S.lock);
+	return gone;
+}
+
+void mds_sess_forget(uint64_t client)
+{
+	pthread_mutex_lock(&S.lock);
+	for (struct sconn **pp = &S.conns; *pp; pp = &(*pp)->next)
+		if ((*pp)->client == client) {
+			struct sconn *s = *pp;
+			*pp = s->next;
+			if (S.last == s)
+				S.last = NULL;
+			free(s);
+			break;
+		}
+	pthread_mutex_unlock(&S.lock);
+}
+
+/* ---- opens (m->lock) ---------------------------------------------------------- */
+
+static unsigned open_bucket(uint64_t client, uint64_t ino)
+{
+	return (unsigned)((ino * 0x9e3779b97f4a7c15ull ^ client) % SESS_OPEN_BUCKETS);
+}
+
+void mds_sess_open(uint64_t client, uint64_t ino, int delta)
+{
+	struct sopen **pp = &S.opens[open_bucket(client, ino)], *o;
+
+	for (o = *pp; o; pp = &o->next, o = o->next)
+		if (o->client == client && o->ino == ino)
+			break;
+	if (!o) {
+		if (delta <= 0)
+			return;	/* opened before an MDS restart: nothing counted */
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			return;	/* not released if it dies: a restart purges it */
+		o->client = client;
+		o->ino = ino;
+		o->next = *pp;
+		*pp = o;
+	}
+	o->count += delta;
+	if (o->count <= 0) {
+		*pp = o->next;	/* pp holds o, found or just added */
+		free(o);
+	}
+}
+
+size_t mds_sess_take_opens(uint64_t client, void (*fn)(void *arg, uint64_t ino, int count),
+			   void *arg)
+{
+	size_t n = 0;
+
+	for (unsigned b = 0; b < SESS_OPEN_BUCKETS; b++) {
+		struct sopen **pp = &S.opens[b];
+		while (*pp) {
+			struct sopen *o = *pp;
+			if (o->client != client) {
+				pp = &o->next;
+				continue;
+			}
+			*pp = o->next;
+			fn(arg, o->ino, o->count);
+			free(o);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* ---- why a client was evicted --------------------------------------------------- */
+
+void mds_sess_set_reason(uint64_t client, const char *why)
+{
+	pthread_mutex_lock(&S.lock);
+	struct sreason *r;
+	for (r = S.reasons; r && r->client != client; r = r->next)
+		;
+	if (!r && S.nreasons < MDS_EVICTED_MAX && (r = calloc(1, sizeof(*r)))) {
+		r->client = client;
+		r->next = S.reasons;
+		S.reasons = r;
+		S.nreasons++;
+	}
+	if (r)
+		snprintf(r->why, sizeof(r->why), "%s", why);
+	pthread_mutex_unlock(&S.lock);
+}
+
+void mds_sess_reason(uint64_t client, char *buf, size_t len)
+{
+	pthread_mutex_lock(&S.lock);
+	struct sreason *r;
+	for (r = S.reasons; r && r->client != client; r = r->next)
+		;
+	snprintf(buf, len, "%s", r ? r->why : "it was evicted before the MDS's last restart");
+	pthread_mutex_unlock(&S.lock);
+}
+
+void mds_sess_fini(void)
+{
+	while (S.conns) {
+		struct sconn *s = S.conns;
+		S.conns = s->next;
+		free(s);
+	}
+	S.last = NULL;
+	while (S.reasons) {
+		struct sreason *r = S.reasons;
+		S.reasons = r->next;
+		free(r);
+	}
+	for (unsigned b = 0; b < SESS_OPEN_BUCKETS; b++)
+		while (S.opens[b]) {
+			struct sopen *o = S.opens[b];
+			S.opens[b] = o->next;
+			free(o);
+		}
+}
