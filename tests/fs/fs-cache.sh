@@ -47,13 +47,25 @@ cache_field() {
 }
 mds_pid() { awk '$1 == "daemon" && $3 == "mds" {print $8}' "$cdir/cluster.state"; }
 rss_kb() { awk '/^RssAnon/ {print $2}' "/proc/$(mds_pid)/status"; }
+# start_mds: `atoll-cluster mds start`, again for up to 10 s while the
+# port is still held (a killed MDS under the sanitizers takes a while to
+# release its address: "address already in use")
+start_mds() {
+	local i
+	for i in $(seq 10); do
+		"$cluster_bin" mds start --dir "$cdir" >"$tmp/mds-start.log" 2>&1 && return 0
+		sleep 1
+	done
+	cat "$tmp/mds-start.log" >&2
+	fail "atoll-cluster mds start"
+}
 # restart_mds MB: the MDS again with mds_cache_mb = MB ([mds] is the
 # configuration's last section)
 restart_mds() {
 	sed -i '/^mds_cache_mb/d' "$conf"
 	echo "mds_cache_mb = $1" >>"$conf"
 	"$cluster_bin" mds stop --dir "$cdir" >/dev/null || fail "mds stop"
-	"$cluster_bin" mds start --dir "$cdir" >/dev/null || fail "mds start"
+	start_mds
 	[ "$(cache_field max)" = $(($1 << 20)) ] || fail "the MDS does not show a bound of $1 MiB"
 }
 
@@ -61,8 +73,8 @@ step "$nbig entries in one directory through the MDS protocol"
 "$bigdir" "$mds_addr" create "$nbig" || fail "the big directory"
 "$atoll_cli" fs status | grep "cache:"
 step "the MDS restarted: the listing loads lazily"
-"$cluster_bin" mds stop --dir "$cdir" >/dev/null && "$cluster_bin" mds start --dir "$cdir" >/dev/null ||
-	fail "restarting the MDS"
+"$cluster_bin" mds stop --dir "$cdir" >/dev/null || fail "mds stop"
+start_mds
 "$bigdir" "$mds_addr" verify "$nbig" || fail "the big directory after a restart"
 
 step "a workload on a mount, the MDS's cache bounded to 1 MiB"
@@ -182,7 +194,7 @@ echo "evictions $ev; cache $bytes of $max bytes"
 
 step "kill -9 of the MDS, a restart, a fresh mount sees the same tree"
 "$cluster_bin" mds kill --dir "$cdir" >/dev/null || fail "mds kill"
-"$cluster_bin" mds start --dir "$cdir" >/dev/null || fail "mds start"
+start_mds
 mount_fs "$C" "$tmp/fuse3.log" nolease
 python3 "$tmp/snap.py" "$C/w" >"$tmp/c.snap" || fail "snapshot after the restart"
 diff "$tmp/ref.snap" "$tmp/c.snap" >&2 || fail "the tree changed across an MDS restart"
