@@ -1,5 +1,5 @@
 /*
- * mds.h - atoll-mds internals: the in-memory namespace, transactions
+ * mds.h - atoll-mds internals: the namespace's cache in memory, transactions
  * (one journal entry each), the journal and the object store layout.
  * doc/fs.md describes the layout; mds_ns.c keeps the namespace and
  * persists it, mds_ops.c answers the client's requests, mds_lease.c
@@ -22,11 +22,17 @@ struct atoll_ioctx;
 #define MDS_INODE_SHARDS	16u
 #define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
 #define MDS_SEG_ENTRIES		1024u	/* journal entries per segment (at least) */
+#define MDS_CACHE_MB		256u	/* the metadata cache's bound (mds_cache_mb) */
 
+/* A directory entry: a node of the directory's AVL tree, ordered by name
+ * (bytewise), so that inserts, removals and "the first name after X"
+ * (readdir's positions) are O(log n) at any size. */
 struct mds_dent {
-	char *name;
+	struct mds_dent *l, *r;
 	uint64_t ino;
 	uint32_t mode;		/* S_IF* */
+	int h;			/* height of the subtree */
+	char name[];
 };
 
 struct mds_xattr {
@@ -35,17 +41,28 @@ struct mds_xattr {
 	uint32_t len;
 };
 
+/* A cached inode (doc/fs.md, "The metadata cache"): its record, and for a
+ * directory its entries once loaded (dir_loaded).  A node whose last
+ * change (aseq) the applier has not written to the objects yet, or that a
+ * client holds open, is pinned; the others are evicted least recently
+ * used first when the cache is over its bound, and loaded again on use. */
 struct mds_node {
 	struct mds_inode a;
 	char *link;		/* symlink target or NULL */
-	struct mds_dent *ents;	/* directories: sorted by name */
-	size_t nents, cap;
-	uint64_t parent;	/* directories: the one that names it */
+	struct mds_dent *dents;	/* directories: the entries (AVL root) */
+	size_t nents;		/* entries (valid once dir_loaded) */
+	size_t ent_bytes;	/* memory of the entries */
+	bool dir_loaded;
+	bool gone;		/* removed in memory, not yet in the objects */
+	uint64_t parent;	/* directories: the one that names it (0: unknown) */
 	int opens;		/* open handles of all clients (memory only) */
 	struct mds_xattr *xa;	/* loaded on first use (xa_loaded) */
 	size_t nxa;
 	bool xa_loaded;
+	uint64_t aseq;		/* the last change to it, in mds_commit order */
+	size_t mem;		/* bytes counted in m->cache_bytes */
 	struct mds_node *hnext;
+	struct mds_node *lprev, *lnext;	/* LRU list: lru_head is the newest */
 };
 
 /* One change: working copies of the inodes it touches and the dentry
@@ -60,6 +77,7 @@ enum mds_upd_type {
 	MDS_U_HW = 7,		/* ino_hw */
 	MDS_U_XATTR_SET = 8,	/* ino, name = txn's xval */
 	MDS_U_XATTR_RM = 9,	/* ino, name */
+	MDS_U_PARENT = 10,	/* directory ino is named in dir (its ".." key) */
 };
 
 struct mds_upd {
@@ -96,6 +114,7 @@ struct mds_txn {
 	uint64_t link2_ino;
 	uint64_t client, reqid;	/* the request that made it (0: none) */
 	uint64_t res_ino;	/* the inode its reply names */
+	uint64_t aseq;		/* memory only: its place in mds_commit order */
 	uint32_t xlen;
 	uint8_t xval[MDS_XATTR_MAX];	/* a new attribute's value */
 };
@@ -145,7 +164,15 @@ struct mds {
 	pthread_mutex_t lock;
 	struct mds_node **ht;
 	size_t htsize;
-	uint64_t ninodes;
+	uint64_t ninodes;	/* inodes in the namespace (cached or not) */
+	/* The metadata cache (doc/fs.md, "The metadata cache"): cached nodes
+	 * (records, listings, extended attributes) within cache_max bytes. */
+	uint64_t cache_max, cache_bytes, ncached;
+	uint64_t c_hits, c_misses, c_evictions;
+	struct mds_node *lru_head, *lru_tail;
+	uint64_t aseq;		/* the last change applied in memory */
+	uint64_t applied_aseq;	/* every change up to it is in the objects (atomic) */
+	bool load_err;		/* a load failed during this request */
 	uint64_t next_ino, ino_hw;
 	uint64_t seg, seg_entries, seq;
 	uint64_t seg_bytes;	/* length of the current segment */
@@ -210,10 +237,28 @@ struct mds {
 /* mds_ns.c */
 int mds_open(struct mds *m);		/* mkfs if needed, replay, load */
 void mds_close(struct mds *m);
+/* The node of ino, loaded from the objects on a miss (NULL: no such
+ * inode, or the load failed: m->load_err). */
 struct mds_node *mds_get(struct mds *m, uint64_t ino);
-struct mds_dent *mds_dir_find(struct mds_node *d, const char *name, size_t *pos);
-/* The first entry with name > after ("" = from the start). */
-size_t mds_dir_upper(struct mds_node *d, const char *after);
+/* The node of ino if it is cached (no load). */
+struct mds_node *mds_cached(struct mds *m, uint64_t ino);
+/* Loads the entries of directory d (once; 0 or -errno). */
+int mds_dir_load(struct mds *m, struct mds_node *d);
+/* The entry name of d (its entries loaded), or NULL. */
+struct mds_dent *mds_dir_find(struct mds_node *d, const char *name);
+/* The first entry of d with a name > after ("" = from the start). */
+struct mds_dent *mds_dir_next(struct mds_node *d, const char *after);
+/* The directory that names directory n (0: unknown). */
+uint64_t mds_dir_parent(struct mds *m, struct mds_node *n);
+/* Loads the records of the inodes not cached among inos[0..n) in one
+ * request per shard (readdir-plus pages). */
+void mds_prefetch(struct mds *m, const uint64_t *inos, size_t n);
+/* Evicts unpinned nodes, least recently used first, until the cache is
+ * within its bound (at the end of each request, under m->lock). */
+void mds_cache_trim(struct mds *m);
+/* Is everything request rq reads cached, so that it can be handled
+ * without loading anything (the loop thread must not block)? */
+bool mds_req_cached(struct mds *m, const struct mds_req *rq);
 int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
 uint64_t mds_now(void);
 

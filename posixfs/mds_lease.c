@@ -509,7 +509,8 @@ static void chg_add(struct mds *m, uint32_t kind, uint64_t ino, const char *name
 void mds_lease_note(struct mds *m, const struct mds_txn *t)
 {
 	for (int i = 0; i < t->nw; i++) {
-		const struct mds_node *n = mds_get(m, t->w[i].in.ino);
+		/* cached: the txn loaded it (or it is new) */
+		const struct mds_node *n = mds_cached(m, t->w[i].in.ino);
 		if (!n)
 			continue;	/* a new inode: nobody holds a lease on it */
 		const struct mds_inode *in = &t->w[i].in;

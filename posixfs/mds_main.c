@@ -231,11 +231,13 @@ static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
  * wait for the journal), nor a truncate (waits for the applier), nor a
  * session (writes fs.sessions), nor extended attributes (loaded from the
  * cluster on first use); and the journal queue has room (a full one
- * makes a change wait for the journaler).  The ino_hw bump of
- * mds_alloc_ino, one synchronous write per 4,096 new inodes, is allowed. */
+ * makes a change wait for the journaler), and everything it reads is in
+ * the metadata cache (a miss loads from the cluster: mds_req_cached).
+ * The ino_hw bump of mds_alloc_ino, one synchronous write per 4,096 new
+ * inodes, is allowed. */
 static bool inline_ok(struct mds *mds, const struct mds_req *rq)
 {
-	if (rq->lflags & MDS_L_REPLAY)
+	if ((rq->lflags & MDS_L_REPLAY) || !mds_req_cached(mds, rq))
 		return false;
 	switch (rq->op) {
 	case MDS_OP_LOOKUP:
@@ -603,6 +605,7 @@ static void usage(FILE *f)
 		"  --session-timeout-ms MS  a client whose connection is gone this long is\n"
 		"                     evicted: its session ends, the files it held open close\n"
 		"                     (mds_session_timeout_ms; default 60000; 0: never)\n"
+		"  --cache-mb MB      memory for cached metadata (mds_cache_mb; default 256)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -625,7 +628,7 @@ int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
 		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
-		   *early = NULL, *recon = NULL, *stimeout = NULL;
+		   *early = NULL, *recon = NULL, *stimeout = NULL, *cache = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -638,6 +641,7 @@ int main(int argc, char **argv)
 		{ "early-reply", required_argument, NULL, 'E' },
 		{ "reconnect-ms", required_argument, NULL, 'R' },
 		{ "session-timeout-ms", required_argument, NULL, 'S' },
+		{ "cache-mb", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -662,6 +666,7 @@ int main(int argc, char **argv)
 		case 'E': early = optarg; break;
 		case 'R': recon = optarg; break;
 		case 'S': stimeout = optarg; break;
+		case 'C': cache = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -725,6 +730,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	session_timeout_ms = (uint32_t)st_ms;
+	if (!cache)
+		cache = config_get(conf, "mds", "mds_cache_mb", NULL);
+	char *cend = NULL;
+	unsigned long long cache_mb = cache ? strtoull(cache, &cend, 10) : MDS_CACHE_MB;
+	if ((cache && (*cend || cend == cache)) || cache_mb < 1 || cache_mb > (1ull << 30)) {
+		fprintf(stderr, "atoll-mds: mds_cache_mb '%s' is not a number of MiB of at "
+			"least 1; use e.g. --cache-mb 256\n", cache);
+		goto out;
+	}
+	mds.cache_max = (uint64_t)cache_mb << 20;
 	char *end = NULL;
 	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
 	if ((lease && (*end || end == lease)) || lease_ms > 3600000) {

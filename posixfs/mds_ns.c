@@ -1,14 +1,17 @@
 /*
- * mds_ns.c - the MDS's namespace: held whole in memory, persisted as
- * objects of the metadata pool (doc/fs.md), changed only by transactions
- * that are journaled before they are applied to the objects (with early
- * replies, after they are applied in memory and answered: the journaler).
+ * mds_ns.c - the MDS's namespace: persisted as objects of the metadata
+ * pool (doc/fs.md), cached in memory within a bound (loaded on first use,
+ * the least recently used clean items evicted: "the metadata cache"),
+ * changed only by transactions that are journaled before they are
+ * applied to the objects (with early replies, after they are applied in
+ * memory and answered: the journaler).
  *
  * A transaction's journal entry lists final states (dentry set/removed,
  * inode record put/removed, data purged/truncated), so applying an entry
  * twice gives the same result: a restart replays the current journal
- * segment over the objects and then loads them.  The objects are written
- * by the applier thread behind the reply (see "the applier" below).
+ * segment over the objects, then loads what requests need.  The objects
+ * are written by the applier thread behind the reply (see "the applier"
+ * below).
  */
 #include "mds.h"
 
@@ -66,9 +69,85 @@ static void oid_data(char *b, size_t n, uint64_t ino, uint64_t blk)
 	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
 }
 
-/* ---- memory ------------------------------------------------------------ */
+/* ---- the metadata cache ------------------------------------------------------
+ *
+ * Nodes (inode records, directory listings, extended attributes) are
+ * loaded on first use and kept within m->cache_max bytes (mds_cache_mb):
+ * a record from its key of fs.inodes.NN, a listing from fs.dir.INO (read
+ * in pages), the attributes from fs.xattr.INO.  The objects may trail
+ * memory (the applier writes behind the reply), so a node changed by a
+ * txn the applier has not written yet (aseq > applied_aseq) is pinned, and
+ * so is a removed inode until its removal is written (a tombstone, `gone`:
+ * a load would find the old record).  Open inodes and the root are pinned
+ * too.  Everything else is evicted least recently used first, at the end
+ * of a request (never in the middle of one: the ops hold node pointers),
+ * and loaded again, equal to what was evicted, on its next use.  Leases
+ * need no pin: a change revokes them from the txn, cached or not; and
+ * readdir positions are names, so a listing evicted between two pages
+ * reads on from the same name. */
 
-struct mds_node *mds_get(struct mds *m, uint64_t ino)
+#define MALLOC_OVERHEAD	16u
+#define NODE_BYTES	(sizeof(struct mds_node) + MALLOC_OVERHEAD + 2 * sizeof(void *))
+
+static size_t dent_bytes(size_t namelen)
+{
+	return sizeof(struct mds_dent) + namelen + 1 + MALLOC_OVERHEAD;
+}
+
+static void lru_unlink(struct mds *m, struct mds_node *n)
+{
+	if (n->lprev)
+		n->lprev->lnext = n->lnext;
+	else
+		m->lru_head = n->lnext;
+	if (n->lnext)
+		n->lnext->lprev = n->lprev;
+	else
+		m->lru_tail = n->lprev;
+	n->lprev = n->lnext = NULL;
+}
+
+static void lru_push(struct mds *m, struct mds_node *n)
+{
+	n->lprev = NULL;
+	n->lnext = m->lru_head;
+	if (m->lru_head)
+		m->lru_head->lprev = n;
+	else
+		m->lru_tail = n;
+	m->lru_head = n;
+}
+
+static void lru_touch(struct mds *m, struct mds_node *n)
+{
+	if (m->lru_head == n)
+		return;
+	lru_unlink(m, n);
+	lru_push(m, n);
+}
+
+/* Recounts n's memory into m->cache_bytes (after any change of its size). */
+static void node_account(struct mds *m, struct mds_node *n)
+{
+	size_t b = NODE_BYTES + n->ent_bytes;
+
+	if (n->link)
+		b += strlen(n->link) + 1 + MALLOC_OVERHEAD;
+	for (size_t i = 0; i < n->nxa; i++)
+		b += sizeof(*n->xa) + strlen(n->xa[i].name) + n->xa[i].len +
+		     1 + 2 * MALLOC_OVERHEAD;
+	m->cache_bytes = m->cache_bytes - n->mem + b;
+	n->mem = b;
+}
+
+static void oom_exit(const char *what)
+{
+	log_error(SUB, "out of memory %s; exiting (a restart replays the journal)", what);
+	exit(1);
+}
+
+/* The cached node of ino, tombstones included. */
+static struct mds_node *ht_find(struct mds *m, uint64_t ino)
 {
 	struct mds_node *n = m->ht[ino % m->htsize];
 
@@ -77,134 +156,613 @@ struct mds_node *mds_get(struct mds *m, uint64_t ino)
 	return n;
 }
 
-static struct mds_node *node_get_or_add(struct mds *m, uint64_t ino)
+struct mds_node *mds_cached(struct mds *m, uint64_t ino)
 {
-	struct mds_node *n = mds_get(m, ino);
+	struct mds_node *n = ht_find(m, ino);
 
-	if (n)
-		return n;
-	n = calloc(1, sizeof(*n));
-	if (!n) {
-		log_error(SUB, "out of memory adding inode %" PRIu64 "; exiting", ino);
-		exit(1);
-	}
+	return n && !n->gone ? n : NULL;
+}
+
+static struct mds_node *node_new(struct mds *m, uint64_t ino)
+{
+	struct mds_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		oom_exit("adding an inode");
 	n->a.ino = ino;
+	if (ino == MDS_ROOT_INO)
+		n->parent = MDS_ROOT_INO;
 	n->hnext = m->ht[ino % m->htsize];
 	m->ht[ino % m->htsize] = n;
-	m->ninodes++;
+	lru_push(m, n);
+	m->ncached++;
+	node_account(m, n);
 	return n;
 }
 
-static void node_del(struct mds *m, uint64_t ino)
-{
-	struct mds_node **pp = &m->ht[ino % m->htsize];
+/* ---- directory entries: an AVL tree per directory ---- */
 
-	while (*pp && (*pp)->a.ino != ino)
-		pp = &(*pp)->hnext;
-	if (!*pp)
+static int dh(const struct mds_dent *e)
+{
+	return e ? e->h : 0;
+}
+
+static void dfix(struct mds_dent *e)
+{
+	int l = dh(e->l), r = dh(e->r);
+
+	e->h = 1 + (l > r ? l : r);
+}
+
+static struct mds_dent *drot_right(struct mds_dent *y)
+{
+	struct mds_dent *x = y->l;
+
+	y->l = x->r;
+	x->r = y;
+	dfix(y);
+	dfix(x);
+	return x;
+}
+
+static struct mds_dent *drot_left(struct mds_dent *x)
+{
+	struct mds_dent *y = x->r;
+
+	x->r = y->l;
+	y->l = x;
+	dfix(x);
+	dfix(y);
+	return y;
+}
+
+static struct mds_dent *dbalance(struct mds_dent *e)
+{
+	int bf;
+
+	dfix(e);
+	bf = dh(e->l) - dh(e->r);
+	if (bf > 1) {
+		if (dh(e->l->l) < dh(e->l->r))
+			e->l = drot_left(e->l);
+		return drot_right(e);
+	}
+	if (bf < -1) {
+		if (dh(e->r->r) < dh(e->r->l))
+			e->r = drot_right(e->r);
+		return drot_left(e);
+	}
+	return e;
+}
+
+/* Inserts x (its name is not in the tree). */
+static struct mds_dent *dinsert(struct mds_dent *e, struct mds_dent *x)
+{
+	if (!e)
+		return x;
+	if (strcmp(x->name, e->name) < 0)
+		e->l = dinsert(e->l, x);
+	else
+		e->r = dinsert(e->r, x);
+	return dbalance(e);
+}
+
+static struct mds_dent *dremove_min(struct mds_dent *e, struct mds_dent **min)
+{
+	if (!e->l) {
+		*min = e;
+		return e->r;
+	}
+	e->l = dremove_min(e->l, min);
+	return dbalance(e);
+}
+
+/* Unlinks the entry name from the tree into *out (NULL: not there). */
+static struct mds_dent *dremove(struct mds_dent *e, const char *name, struct mds_dent **out)
+{
+	int c;
+
+	if (!e)
+		return NULL;
+	c = strcmp(name, e->name);
+	if (c < 0) {
+		e->l = dremove(e->l, name, out);
+	} else if (c > 0) {
+		e->r = dremove(e->r, name, out);
+	} else {
+		struct mds_dent *min;
+		*out = e;
+		if (!e->l || !e->r)
+			return e->l ? e->l : e->r;
+		struct mds_dent *r = dremove_min(e->r, &min);
+		min->l = e->l;
+		min->r = r;
+		return dbalance(min);
+	}
+	return dbalance(e);
+}
+
+static void dfree_all(struct mds_dent *e)
+{
+	while (e) {
+		struct mds_dent *r = e->r;
+		dfree_all(e->l);
+		free(e);
+		e = r;
+	}
+}
+
+struct mds_dent *mds_dir_find(struct mds_node *d, const char *name)
+{
+	struct mds_dent *e = d->dents;
+
+	while (e) {
+		int c = strcmp(name, e->name);
+		if (!c)
+			return e;
+		e = c < 0 ? e->l : e->r;
+	}
+	return NULL;
+}
+
+struct mds_dent *mds_dir_next(struct mds_node *d, const char *after)
+{
+	struct mds_dent *e = d->dents, *best = NULL;
+
+	while (e) {
+		if (strcmp(e->name, after) > 0) {
+			best = e;
+			e = e->l;
+		} else {
+			e = e->r;
+		}
+	}
+	return best;
+}
+
+/* Sets entry name of d (loaded) to ino/mode. */
+static void dent_put(struct mds *m, struct mds_node *d, const char *name,
+		     uint64_t ino, uint32_t mode)
+{
+	struct mds_dent *e = mds_dir_find(d, name);
+
+	if (!e) {
+		size_t len = strlen(name);
+		e = calloc(1, sizeof(*e) + len + 1);
+		if (!e)
+			oom_exit("growing a directory");
+		memcpy(e->name, name, len + 1);
+		e->h = 1;
+		d->dents = dinsert(d->dents, e);
+		d->nents++;
+		d->ent_bytes += dent_bytes(len);
+	}
+	e->ino = ino;
+	e->mode = mode & S_IFMT;
+	(void)m;
+}
+
+static void dent_del(struct mds_node *d, const char *name)
+{
+	struct mds_dent *e = NULL;
+
+	d->dents = dremove(d->dents, name, &e);
+	if (!e)
 		return;
-	struct mds_node *n = *pp;
-	*pp = n->hnext;
-	for (size_t i = 0; i < n->nents; i++)
-		free(n->ents[i].name);
-	free(n->ents);
+	d->nents--;
+	d->ent_bytes -= dent_bytes(strlen(e->name));
+	free(e);
+}
+
+/* Drops what n holds (entries, target, attributes), keeps the node. */
+static void node_clear(struct mds *m, struct mds_node *n)
+{
+	dfree_all(n->dents);
+	n->dents = NULL;
+	n->nents = 0;
+	n->ent_bytes = 0;
+	n->dir_loaded = false;
 	free(n->link);
+	n->link = NULL;
 	for (size_t i = 0; i < n->nxa; i++) {
 		free(n->xa[i].name);
 		free(n->xa[i].val);
 	}
 	free(n->xa);
+	n->xa = NULL;
+	n->nxa = 0;
+	n->xa_loaded = false;
+	node_account(m, n);
+}
+
+static void node_free(struct mds *m, struct mds_node *n)
+{
+	struct mds_node **pp = &m->ht[n->a.ino % m->htsize];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = n->hnext;
+	lru_unlink(m, n);
+	node_clear(m, n);
+	m->cache_bytes -= n->mem;
+	m->ncached--;
 	free(n);
-	m->ninodes--;
 }
 
-static size_t dir_lower(struct mds_node *d, const char *name, int *found)
-{
-	size_t lo = 0, hi = d->nents;
+static int omap_each(struct mds *m, const char *oid,
+		     int (*fn)(struct mds *m, void *arg, const void *k, size_t kl,
+			       const void *v, size_t vl), void *arg);
 
-	*found = 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(d->ents[mid].name, name);
-		if (c == 0) {
-			*found = 1;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+/* An inode record as stored: the inode, then the symlink target. */
+static int record_decode(const void *v, size_t vl, struct mds_inode *in, char *link)
+{
+	struct dec d;
+
+	dec_init(&d, v, vl);
+	mds_inode_decode(&d, in);
+	dec_str(&d, link, MDS_PATH_MAX);
+	return d.err;
+}
+
+static struct mds_node *node_from_record(struct mds *m, const struct mds_inode *in,
+					 const char *link)
+{
+	struct mds_node *n = node_new(m, in->ino);
+
+	n->a = *in;
+	if (link[0]) {
+		n->link = strdup(link);
+		if (!n->link)
+			oom_exit("loading a symlink");
 	}
-	return lo;
+	node_account(m, n);
+	return n;
 }
 
-struct mds_dent *mds_dir_find(struct mds_node *d, const char *name, size_t *pos)
+/* Loads the record of ino (not cached) from its shard: *out NULL when
+ * there is none. */
+static int load_record(struct mds *m, uint64_t ino, struct mds_node **out)
 {
-	int found;
-	size_t i = dir_lower(d, name, &found);
+	char oid[64], key[17], link[MDS_PATH_MAX + 1];
+	struct atoll_kv_iter *it = NULL;
+	struct mds_inode in;
+	const void *k, *v;
+	size_t kl, vl;
+	int ret;
 
-	if (pos)
-		*pos = i;
-	return found ? &d->ents[i] : NULL;
-}
-
-size_t mds_dir_upper(struct mds_node *d, const char *after)
-{
-	int found;
-	size_t i;
-
-	if (!after[0])
+	*out = NULL;
+	oid_inodes(oid, sizeof(oid), ino);
+	snprintf(key, sizeof(key), "%016" PRIx64, ino);
+	struct atoll_kv kv = { key, 16, NULL, 0 };
+	ret = atoll_omap_get(m->meta, oid, &kv, 1, &it);
+	if (ret == -ENOENT)
 		return 0;
-	i = dir_lower(d, after, &found);
-	return found ? i + 1 : i;
-}
-
-static void mem_dent_set(struct mds *m, uint64_t dir, const char *name,
-			 uint64_t ino, uint32_t mode)
-{
-	struct mds_node *d = node_get_or_add(m, dir);
-	int found;
-	size_t i = dir_lower(d, name, &found);
-
-	if (!found) {
-		if (d->nents == d->cap) {
-			size_t nc = d->cap ? d->cap * 2 : 8;
-			struct mds_dent *ne = realloc(d->ents, nc * sizeof(*ne));
-			if (!ne) {
-				log_error(SUB, "out of memory growing a directory; exiting");
-				exit(1);
-			}
-			d->ents = ne;
-			d->cap = nc;
-		}
-		memmove(&d->ents[i + 1], &d->ents[i], (d->nents - i) * sizeof(*d->ents));
-		d->ents[i].name = strdup(name);
-		if (!d->ents[i].name) {
-			log_error(SUB, "out of memory; exiting");
-			exit(1);
-		}
-		d->nents++;
+	if (ret)
+		return ret;
+	if (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
+		if (record_decode(v, vl, &in, link) || in.ino != ino)
+			ret = -EUCLEAN;
+		else
+			*out = node_from_record(m, &in, link);
 	}
-	d->ents[i].ino = ino;
-	d->ents[i].mode = mode & S_IFMT;
-	if (S_ISDIR(mode))
-		node_get_or_add(m, ino)->parent = dir;
+	atoll_kv_iter_free(it);
+	return ret;
 }
 
-static void mem_dent_rm(struct mds *m, uint64_t dir, const char *name)
+struct mds_node *mds_get(struct mds *m, uint64_t ino)
+{
+	struct mds_node *n = ht_find(m, ino);
+	int ret;
+
+	if (n) {
+		if (n->gone)
+			return NULL;
+		m->c_hits++;
+		lru_touch(m, n);
+		return n;
+	}
+	/* numbers at or above next_ino were never handed out */
+	if (!ino || (ino >= m->next_ino && m->next_ino > MDS_ROOT_INO))
+		return NULL;
+	m->c_misses++;
+	ret = load_record(m, ino, &n);
+	if (ret) {
+		log_error(SUB, "cannot load inode %" PRIu64 " from the metadata pool (%s); "
+			  "the request fails with EIO", ino, atoll_strerror(ret));
+		m->load_err = true;
+		return NULL;
+	}
+	return n;
+}
+
+void mds_prefetch(struct mds *m, const uint64_t *inos, size_t n)
+{
+	struct atoll_kv *keys = calloc(n ? n : 1, sizeof(*keys));
+	char (*names)[17] = calloc(n ? n : 1, sizeof(*names));
+	uint64_t *want = calloc(n ? n : 1, sizeof(*want));
+
+	if (!keys || !names || !want)
+		goto out;
+	for (unsigned s = 0; s < MDS_INODE_SHARDS; s++) {
+		size_t nk = 0;
+		for (size_t i = 0; i < n; i++) {
+			bool dup = inos[i] % MDS_INODE_SHARDS != s || !inos[i] ||
+				   ht_find(m, inos[i]);
+			for (size_t j = 0; j < nk && !dup; j++)
+				dup = want[j] == inos[i];
+			if (dup)
+				continue;
+			want[nk] = inos[i];
+			snprintf(names[nk], 17, "%016" PRIx64, inos[i]);
+			keys[nk] = (struct atoll_kv){ names[nk], 16, NULL, 0 };
+			nk++;
+		}
+		if (!nk)
+			continue;
+		char oid[64], link[MDS_PATH_MAX + 1];
+		struct atoll_kv_iter *it = NULL;
+		const void *k, *v;
+		size_t kl, vl;
+		struct mds_inode in;
+		oid_inodes(oid, sizeof(oid), s);
+		m->c_misses += nk;
+		if (atoll_omap_get(m->meta, oid, keys, nk, &it))
+			continue;	/* mds_get loads them one by one, and says why */
+		while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0)
+			if (!record_decode(v, vl, &in, link) && !ht_find(m, in.ino))
+				node_from_record(m, &in, link);
+		atoll_kv_iter_free(it);
+	}
+out:
+	free(want);
+	free(keys);
+	free(names);
+}
+
+static int load_dent(struct mds *m, void *arg, const void *k, size_t kl,
+		     const void *v, size_t vl)
+{
+	struct mds_node *d = arg;
+	uint64_t ino = 0;
+	uint32_t mode = 0;
+	char name[MDS_NAME_MAX + 1];
+
+	if (kl == 2 && !memcmp(k, "..", 2) && vl == 8) {
+		for (int i = 0; i < 8; i++)
+			ino |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
+		if (d->a.ino != MDS_ROOT_INO)
+			d->parent = ino;
+		return 0;
+	}
+	if (kl == 0 || kl > MDS_NAME_MAX || vl != 12)
+		return 0;
+	memcpy(name, k, kl);
+	name[kl] = 0;
+	for (int i = 0; i < 8; i++)
+		ino |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
+	for (int i = 0; i < 4; i++)
+		mode |= (uint32_t)((const uint8_t *)v)[8 + i] << (8 * i);
+	dent_put(m, d, name, ino, mode);
+	return 0;
+}
+
+int mds_dir_load(struct mds *m, struct mds_node *d)
+{
+	char oid[64];
+	int ret;
+
+	if (d->dir_loaded || !S_ISDIR(d->a.mode))
+		return 0;
+	m->c_misses++;
+	oid_dir(oid, sizeof(oid), d->a.ino);
+	ret = omap_each(m, oid, load_dent, d);
+	if (ret) {
+		log_error(SUB, "cannot load the entries of directory %" PRIu64 " (%s); "
+			  "the request fails with EIO", d->a.ino, atoll_strerror(ret));
+		dfree_all(d->dents);
+		d->dents = NULL;
+		d->nents = 0;
+		d->ent_bytes = 0;
+		node_account(m, d);
+		m->load_err = true;
+		return ret;
+	}
+	d->dir_loaded = true;
+	node_account(m, d);
+	return 0;
+}
+
+uint64_t mds_dir_parent(struct mds *m, struct mds_node *n)
+{
+	struct atoll_kv_iter *it = NULL;
+	const void *k, *v;
+	size_t kl, vl;
+	char oid[64];
+
+	if (n->parent || !S_ISDIR(n->a.mode) || n->dir_loaded)
+		return n->parent;
+	oid_dir(oid, sizeof(oid), n->a.ino);
+	struct atoll_kv kv = { "..", 2, NULL, 0 };
+	if (atoll_omap_get(m->meta, oid, &kv, 1, &it) == 0 &&
+	    atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 8) {
+		uint64_t p = 0;
+		for (int i = 0; i < 8; i++)
+			p |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
+		n->parent = p;
+	}
+	atoll_kv_iter_free(it);
+	return n->parent;
+}
+
+/* Pinned: the root, open inodes, and nodes with a change (or a removal)
+ * the applier has not written to the objects yet. */
+static bool node_pinned(const struct mds_node *n, uint64_t applied)
+{
+	if (n->aseq > applied)
+		return true;
+	if (n->gone)
+		return false;
+	return n->a.ino == MDS_ROOT_INO || n->opens > 0 || n->a.nlink == 0;
+}
+
+void mds_cache_trim(struct mds *m)
+{
+	uint64_t applied = __atomic_load_n(&m->applied_aseq, __ATOMIC_ACQUIRE);
+	struct mds_node *n = m->lru_tail;
+	uint64_t budget = m->ncached;
+
+	m->load_err = false;
+	while (n && m->cache_bytes > m->cache_max && budget--) {
+		struct mds_node *prev = n->lprev;
+		if (!node_pinned(n, applied)) {
+			node_free(m, n);
+			m->c_evictions++;
+		} else if (n->aseq <= applied) {
+			lru_touch(m, n);	/* open or root: it stays; look past it next time */
+		}
+		n = prev;
+	}
+}
+
+/* The directory of a dentry update, its entries loaded.  Nothing queued
+ * for the applier touches a directory that is not cached (a node with
+ * unwritten changes is pinned), so loading it here reads its true state;
+ * a failure leaves memory behind the journal: exit, a restart replays. */
+static struct mds_node *dir_for_update(struct mds *m, uint64_t dir)
 {
 	struct mds_node *d = mds_get(m, dir);
-	int found;
-	size_t i;
 
-	if (!d)
-		return;
-	i = dir_lower(d, name, &found);
-	if (!found)
-		return;
-	free(d->ents[i].name);
-	memmove(&d->ents[i], &d->ents[i + 1], (d->nents - i - 1) * sizeof(*d->ents));
-	d->nents--;
+	if (!d || mds_dir_load(m, d)) {
+		log_error(SUB, "cannot load directory %" PRIu64 " to change it; exiting so "
+			  "that a restart replays the journal", dir);
+		exit(1);
+	}
+	return d;
+}
+
+static void mem_dent_set(struct mds *m, uint64_t aseq, uint64_t dir, const char *name,
+			 uint64_t ino, uint32_t mode)
+{
+	struct mds_node *d = dir_for_update(m, dir);
+
+	dent_put(m, d, name, ino, mode);
+	d->aseq = aseq;
+	node_account(m, d);
+	if (S_ISDIR(mode)) {
+		struct mds_node *c = mds_cached(m, ino);
+		if (c)
+			c->parent = dir;
+	}
+}
+
+static void mem_dent_rm(struct mds *m, uint64_t aseq, uint64_t dir, const char *name)
+{
+	struct mds_node *d = dir_for_update(m, dir);
+
+	dent_del(d, name);
+	d->aseq = aseq;
+	node_account(m, d);
+}
+
+/* Answers mds_req_cached for a directory: cached with its entries. */
+static struct mds_node *dir_ready(struct mds *m, uint64_t ino)
+{
+	struct mds_node *d = mds_cached(m, ino);
+
+	return d && (d->dir_loaded || !S_ISDIR(d->a.mode)) ? d : NULL;
+}
+
+static bool dent_ready(struct mds *m, struct mds_node *d, const char *name, bool listing)
+{
+	struct mds_dent *e = S_ISDIR(d->a.mode) ? mds_dir_find(d, name) : NULL;
+
+	if (!e)
+		return true;
+	struct mds_node *c = mds_cached(m, e->ino);
+	return c && (!listing || dir_ready(m, e->ino));
+}
+
+bool mds_req_cached(struct mds *m, const struct mds_req *rq)
+{
+	struct mds_node *d, *d2;
+	bool ok = false;
+
+	pthread_mutex_lock(&m->lock);
+	switch (rq->op) {
+	case MDS_OP_STATFS:
+		ok = true;
+		break;
+	case MDS_OP_GETATTR:
+	case MDS_OP_OPEN:
+	case MDS_OP_READLINK:
+	case MDS_OP_SETATTR:
+	case MDS_OP_CLOSE:
+	case MDS_OP_FSYNC:
+		ok = mds_cached(m, rq->ino) != NULL;
+		break;
+	case MDS_OP_LOOKUP:
+		d = dir_ready(m, rq->ino);
+		ok = d && dent_ready(m, d, rq->name, false);
+		break;
+	case MDS_OP_MKNOD:
+	case MDS_OP_MKDIR:
+	case MDS_OP_SYMLINK:
+		ok = dir_ready(m, rq->ino) != NULL;
+		break;
+	case MDS_OP_UNLINK:
+	case MDS_OP_RMDIR:
+		d = dir_ready(m, rq->ino);
+		ok = d && dent_ready(m, d, rq->name, rq->op == MDS_OP_RMDIR);
+		break;
+	case MDS_OP_LINK:
+		ok = mds_cached(m, rq->ino) && dir_ready(m, rq->ino2);
+		break;
+	case MDS_OP_RENAME: {
+		d = dir_ready(m, rq->ino);
+		d2 = dir_ready(m, rq->ino2);
+		if (!d || !d2 || !dent_ready(m, d, rq->name, false) ||
+		    !dent_ready(m, d2, rq->name2, true))
+			break;
+		/* a directory moved: op_rename walks the ancestors of both
+		 * directories (is_ancestor), which must be cached with their
+		 * parents known */
+		struct mds_dent *e1 = S_ISDIR(d->a.mode) ? mds_dir_find(d, rq->name) : NULL;
+		struct mds_dent *e2 = S_ISDIR(d2->a.mode) ? mds_dir_find(d2, rq->name2) : NULL;
+		ok = true;
+		if ((e1 && S_ISDIR(e1->mode)) || (e2 && S_ISDIR(e2->mode))) {
+			for (int w = 0; w < 2 && ok; w++) {
+				uint64_t ino = w ? rq->ino2 : rq->ino;
+				for (int depth = 0; ok && ino != MDS_ROOT_INO && depth < 4096;
+				     depth++) {
+					struct mds_node *a = mds_cached(m, ino);
+					ok = a && a->parent;
+					ino = ok ? a->parent : 0;
+				}
+			}
+		}
+		break;
+	}
+	case MDS_OP_READDIR:
+		d = dir_ready(m, rq->ino);
+		if (!d)
+			break;
+		ok = true;
+		if (rq->lflags & MDS_L_PLUS) {
+			uint32_t max = rq->max && rq->max < MDS_READDIR_MAX ? rq->max
+				       : MDS_READDIR_MAX;
+			struct mds_dent *e = S_ISDIR(d->a.mode) ? mds_dir_next(d, rq->cookie) : NULL;
+			for (uint32_t k = 0; ok && e && k < max; k++) {
+				ok = mds_cached(m, e->ino) != NULL;
+				e = mds_dir_next(d, e->name);
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return ok;
 }
 
 /* ---- transactions -------------------------------------------------------- */
@@ -358,6 +916,17 @@ static void txn_finish(struct mds_txn *t)
 			u->old_size = t->w[i].trunc_to;
 		}
 	}
+	/* a directory named in a directory: its ".." key (its parent, for
+	 * the rename loop check of a later, lazy load); after the inode
+	 * records, so that mem_apply finds a new directory's node */
+	int nd = t->nu;
+	for (int i = 0; i < nd; i++)
+		if (t->u[i].type == MDS_U_DENT_SET && S_ISDIR(t->u[i].mode) &&
+		    t->nu < MDS_TXN_UPDS) {
+			struct mds_upd *u = txn_upd(t, MDS_U_PARENT);
+			u->ino = t->u[i].ino;
+			u->dir = t->u[i].dir;
+		}
 }
 
 static void txn_encode(struct enc *e, const struct mds_txn *t)
@@ -535,6 +1104,13 @@ static bool kvu_from(struct kvu *q, const struct mds_txn *t, const struct mds_up
 		snprintf(q->key, sizeof(q->key), "%s", u->name);
 		q->rm = true;
 		oid_dir(q->oid, sizeof(q->oid), u->dir);
+		break;
+	case MDS_U_PARENT:
+		for (int k = 0; k < 8; k++)
+			q->dval[k] = (uint8_t)(u->dir >> (8 * k));
+		snprintf(q->key, sizeof(q->key), "..");
+		q->vlen = 8;
+		oid_dir(q->oid, sizeof(q->oid), u->ino);
 		break;
 	case MDS_U_INODE_PUT: {
 		struct enc e;
@@ -771,35 +1347,70 @@ oom:
 
 static void mem_apply(struct mds *m, const struct mds_txn *t)
 {
+	uint64_t aseq = t->aseq;
+
 	for (int i = 0; i < t->nu; i++) {
 		const struct mds_upd *u = &t->u[i];
+		struct mds_node *n;
 		switch (u->type) {
 		case MDS_U_DENT_SET:
-			mem_dent_set(m, u->dir, u->name, u->ino, u->mode);
+			mem_dent_set(m, aseq, u->dir, u->name, u->ino, u->mode);
 			break;
 		case MDS_U_DENT_RM:
-			mem_dent_rm(m, u->dir, u->name);
+			mem_dent_rm(m, aseq, u->dir, u->name);
 			break;
-		case MDS_U_INODE_PUT: {
-			struct mds_node *n = node_get_or_add(m, u->in.ino);
+		case MDS_U_INODE_PUT:
+			/* every inode of a txn was loaded by it (mds_txn_inode)
+			 * or is new: one not cached (or a tombstone) is new */
+			n = ht_find(m, u->in.ino);
+			if (!n || n->gone) {
+				if (!n)
+					n = node_new(m, u->in.ino);
+				n->gone = false;
+				n->dir_loaded = S_ISDIR(u->in.mode);	/* empty */
+				m->ninodes++;
+			}
 			n->a = u->in;
-			if (t->link_ino == u->in.ino && t->link[0]) {
+			if (t->link_ino == u->in.ino && t->link[0] &&
+			    (!n->link || strcmp(n->link, t->link))) {
 				free(n->link);
 				n->link = strdup(t->link);
+				if (!n->link)
+					oom_exit("setting a symlink");
+			}
+			n->aseq = aseq;
+			node_account(m, n);
+			break;
+		case MDS_U_INODE_RM:
+			/* a tombstone until the removal is in the objects */
+			n = ht_find(m, u->ino);
+			if (!n)
+				n = node_new(m, u->ino);
+			if (!n->gone && m->ninodes)
+				m->ninodes--;
+			node_clear(m, n);
+			n->gone = true;
+			n->opens = 0;
+			n->aseq = aseq;
+			break;
+		case MDS_U_PARENT:
+			n = mds_cached(m, u->ino);
+			if (n) {
+				n->parent = u->dir;
+				n->aseq = aseq;
 			}
 			break;
-		}
-		case MDS_U_INODE_RM:
-			node_del(m, u->ino);
-			break;
 		case MDS_U_XATTR_SET:
-		case MDS_U_XATTR_RM: {
-			struct mds_node *n = mds_get(m, u->ino);
-			if (n && n->xa_loaded)
+		case MDS_U_XATTR_RM:
+			n = mds_cached(m, u->ino);
+			if (n && n->xa_loaded) {
 				xattr_mem_set(n, u->name, u->type == MDS_U_XATTR_SET ? t->xval : NULL,
 					      t->xlen, u->type == MDS_U_XATTR_RM);
+				node_account(m, n);
+			}
+			if (n)
+				n->aseq = aseq;
 			break;
-		}
 		default:
 			break;
 		}
@@ -1054,6 +1665,8 @@ static void *applier_main(void *arg)
 				  "a restart replays it", atoll_strerror(ret));
 			exit(1);
 		}
+		/* in mds_commit order: everything up to the last is written */
+		__atomic_store_n(&m->applied_aseq, ts[n - 1]->aseq, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&m->alock);
 		for (size_t i = 0; i < n; i++) {
 			struct mds_apply *a = m->aq_head;
@@ -1116,6 +1729,7 @@ static void apply_queue(struct mds *m, const struct mds_txn *t)
 				  "a restart replays it");
 			exit(1);
 		}
+		__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
 		return;
 	}
 	a->next = NULL;
@@ -1375,6 +1989,8 @@ static void journal_done_one(struct mds *m, const struct mds_txn *t)
 		log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
 			  "a restart replays it", atoll_strerror(ret));
 		exit(1);
+	} else {
+		__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
 	}
 }
 
@@ -1383,6 +1999,7 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 	int ret;
 
 	txn_finish(t);
+	t->aseq = ++m->aseq;	/* the applier writes the txns in this order */
 	if (m->early) {
 		mds_lease_note(m, t);	/* compares with the old records: before mem_apply */
 		mem_apply(m, t);
@@ -1628,49 +2245,6 @@ static int omap_each(struct mds *m, const char *oid,
 	return 0;
 }
 
-static int load_inode(struct mds *m, void *arg, const void *k, size_t kl,
-		      const void *v, size_t vl)
-{
-	struct mds_inode in;
-	struct dec d;
-	char link[MDS_PATH_MAX + 1];
-
-	dec_init(&d, v, vl);
-	mds_inode_decode(&d, &in);
-	dec_str(&d, link, MDS_PATH_MAX);
-	if (d.err) {
-		log_warn(SUB, "a malformed inode record (%zu bytes) in the metadata "
-			 "pool; skipping it", vl);
-		return 0;
-	}
-	struct mds_node *n = node_get_or_add(m, in.ino);
-	n->a = in;
-	if (link[0])
-		n->link = strdup(link);
-	if (in.ino >= m->next_ino)
-		m->next_ino = in.ino + 1;
-	return 0;
-}
-
-static int load_dent(struct mds *m, void *arg, const void *k, size_t kl,
-		     const void *v, size_t vl)
-{
-	uint64_t dir = *(uint64_t *)arg, ino = 0;
-	uint32_t mode = 0;
-	char name[MDS_NAME_MAX + 1];
-
-	if (kl == 0 || kl > MDS_NAME_MAX || vl != 12)
-		return 0;
-	memcpy(name, k, kl);
-	name[kl] = 0;
-	for (int i = 0; i < 8; i++)
-		ino |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
-	for (int i = 0; i < 4; i++)
-		mode |= (uint32_t)((const uint8_t *)v)[8 + i] << (8 * i);
-	mem_dent_set(m, dir, name, ino, mode);
-	return 0;
-}
-
 static int load_xattr(struct mds *m, void *arg, const void *k, size_t kl,
 		      const void *v, size_t vl)
 {
@@ -1697,6 +2271,7 @@ int mds_xattr_load(struct mds *m, struct mds_node *n)
 	}
 	if (ret == 0)
 		n->xa_loaded = true;
+	node_account(m, n);
 	return ret;
 }
 
@@ -1832,6 +2407,46 @@ static int load_session(struct mds *m, void *arg, const void *k, size_t kl,
 	return sess_mem_add(m, strtoull(num, NULL, 16));
 }
 
+/* The start's pass over the inode records (mds_open). */
+struct scan {
+	uint64_t max_ino;
+	uint64_t *orphans;
+	size_t norphans, cap;
+};
+
+static int scan_inode(struct mds *m, void *arg, const void *k, size_t kl,
+		      const void *v, size_t vl)
+{
+	struct scan *sc = arg;
+	struct mds_inode in;
+	char link[MDS_PATH_MAX + 1];
+
+	(void)k;
+	(void)kl;
+	if (record_decode(v, vl, &in, link)) {
+		log_warn(SUB, "a malformed inode record (%zu bytes) in the metadata "
+			 "pool; skipping it", vl);
+		return 0;
+	}
+	m->ninodes++;
+	if (in.ino > sc->max_ino)
+		sc->max_ino = in.ino;
+	if (in.nlink == 0 && in.ino != MDS_ROOT_INO) {
+		if (sc->norphans == sc->cap) {
+			size_t nc = sc->cap ? 2 * sc->cap : 16;
+			uint64_t *no = realloc(sc->orphans, nc * sizeof(*no));
+			if (!no)
+				return -ENOMEM;
+			sc->orphans = no;
+			sc->cap = nc;
+		}
+		sc->orphans[sc->norphans++] = in.ino;
+	}
+	if (m->cache_bytes < m->cache_max / 2 && !ht_find(m, in.ino))
+		node_from_record(m, &in, link);
+	return 0;
+}
+
 int mds_open(struct mds *m)
 {
 	bool exists;
@@ -1839,6 +2454,8 @@ int mds_open(struct mds *m)
 	int ret;
 
 	pthread_mutex_init(&m->lock, NULL);
+	if (!m->cache_max)
+		m->cache_max = (uint64_t)MDS_CACHE_MB << 20;
 	m->htsize = 1u << 16;
 	m->ht = calloc(m->htsize, sizeof(*m->ht));
 	if (!m->ht)
@@ -1860,22 +2477,6 @@ int mds_open(struct mds *m)
 	ret = journal_replay(m);
 	if (ret)
 		return ret;
-	for (unsigned s = 0; s < MDS_INODE_SHARDS; s++) {
-		snprintf(oid, sizeof(oid), "fs.inodes.%02x", s);
-		ret = omap_each(m, oid, load_inode, NULL);
-		if (ret)
-			return ret;
-	}
-	/* every directory's entries */
-	for (size_t b = 0; b < m->htsize; b++)
-		for (struct mds_node *n = m->ht[b]; n; n = n->hnext)
-			if (S_ISDIR(n->a.mode)) {
-				uint64_t ino = n->a.ino;
-				oid_dir(oid, sizeof(oid), ino);
-				ret = omap_each(m, oid, load_dent, &ino);
-				if (ret)
-					return ret;
-			}
 	ret = omap_each(m, "fs.sessions", load_session, NULL);
 	if (ret)
 		return ret;
@@ -1885,12 +2486,26 @@ int mds_open(struct mds *m)
 	if (m->nevicted)
 		log_info(SUB, "%zu client(s) evicted within the last %d s stay refused",
 			 m->nevicted, MDS_EVICT_SECONDS);
+	/* one pass over the inode records: how many there are, the orphans,
+	 * and the first records into the cache (up to half of its bound);
+	 * everything else loads on first use */
+	struct scan sc = { 0 };
+	for (unsigned s = 0; s < MDS_INODE_SHARDS; s++) {
+		snprintf(oid, sizeof(oid), "fs.inodes.%02x", s);
+		ret = omap_each(m, oid, scan_inode, &sc);
+		if (ret) {
+			free(sc.orphans);
+			return ret;
+		}
+	}
+	if (m->next_ino < sc.max_ino + 1)
+		m->next_ino = sc.max_ino + 1;
 	if (!mds_get(m, MDS_ROOT_INO)) {
 		log_error(SUB, "the metadata pool '%s' has no root inode; it is not an "
 			  "atoll file system or it is damaged", m->meta_pool);
+		free(sc.orphans);
 		return -EUCLEAN;
 	}
-	mds_get(m, MDS_ROOT_INO)->parent = MDS_ROOT_INO;
 	/* numbers below ino_hw may have been handed out: start above */
 	if (m->next_ino < m->ino_hw)
 		m->next_ino = m->ino_hw;
@@ -1908,25 +2523,21 @@ int mds_open(struct mds *m)
 		return ret;
 	/* orphans (no names, open when the MDS stopped): purge now.  Later:
 	 * after the clients' reconnect window. */
-	for (size_t b = 0; b < m->htsize; b++) {
-		struct mds_node *n = m->ht[b];
-		while (n) {
-			struct mds_node *next = n->hnext;
-			if (n->a.nlink == 0 && n->a.ino != MDS_ROOT_INO) {
-				struct mds_txn *t = calloc(1, sizeof(*t));
-				if (t) {
-					mds_txn_inode(m, t, n->a.ino);
-					mds_txn_remove(t, n->a.ino, true);
-					mds_commit(m, t);
-					m->nchg = 0;	/* no client holds a lease yet */
-					free(t);
-				}
-			}
-			n = next;
+	for (size_t i = 0; i < sc.norphans; i++) {
+		struct mds_txn *t = calloc(1, sizeof(*t));
+		if (t && mds_get(m, sc.orphans[i])) {
+			mds_txn_inode(m, t, sc.orphans[i]);
+			mds_txn_remove(t, sc.orphans[i], true);
+			mds_commit(m, t);
+			m->nchg = 0;	/* no client holds a lease yet */
 		}
+		free(t);
 	}
-	log_info(SUB, "loaded %" PRIu64 " inodes; next inode number %" PRIu64,
-		 m->ninodes, m->next_ino);
+	free(sc.orphans);
+	mds_cache_trim(m);
+	log_info(SUB, "%" PRIu64 " inodes, %" PRIu64 " of them cached (%" PRIu64 " of %"
+		 PRIu64 " KiB); next inode number %" PRIu64, m->ninodes, m->ncached,
+		 m->cache_bytes >> 10, m->cache_max >> 10, m->next_ino);
 	if (!m->journaler_on) {
 		__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
 		__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
@@ -1940,9 +2551,8 @@ void mds_close(struct mds *m)
 	applier_stop(m);	/* applies what is queued first */
 	if (!m->ht)
 		return;
-	for (size_t b = 0; b < m->htsize; b++)
-		while (m->ht[b])
-			node_del(m, m->ht[b]->a.ino);
+	while (m->lru_head)
+		node_free(m, m->lru_head);
 	free(m->ht);
 	m->ht = NULL;
 	free(m->sess);

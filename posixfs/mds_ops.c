@@ -36,6 +36,8 @@ static int dir_of(struct mds *m, uint64_t ino, struct mds_node **out)
 		return -ENOENT;
 	if (!S_ISDIR(d->a.mode))
 		return -ENOTDIR;
+	if (mds_dir_load(m, d))
+		return -EIO;
 	*out = d;
 	return 0;
 }
@@ -86,7 +88,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return ret;
 	if ((ret = check_name(rq->name)))
 		return ret;
-	if (mds_dir_find(d, rq->name, NULL))
+	if (mds_dir_find(d, rq->name))
 		return -EEXIST;
 	/* A create resent after an MDS restart keeps the number its first
 	 * (early) reply gave: the client names the file's data objects by
@@ -147,7 +149,7 @@ static int op_unlink(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return -EINVAL;
 	if (!strcmp(rq->name, ".."))
 		return -ENOTEMPTY;
-	de = mds_dir_find(d, rq->name, NULL);
+	de = mds_dir_find(d, rq->name);
 	if (!de)
 		return -ENOENT;
 	victim = mds_get(m, de->ino);
@@ -156,6 +158,8 @@ static int op_unlink(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	if (dir) {
 		if (!S_ISDIR(victim->a.mode))
 			return -ENOTDIR;
+		if (mds_dir_load(m, victim))
+			return -EIO;
 		if (victim->nents)
 			return -ENOTEMPTY;
 	} else if (S_ISDIR(victim->a.mode)) {
@@ -188,7 +192,7 @@ static bool is_ancestor(struct mds *m, uint64_t anc, uint64_t ino)
 		struct mds_node *n = mds_get(m, ino);
 		if (!n)
 			return false;
-		ino = n->parent;
+		ino = mds_dir_parent(m, n);
 	}
 	return true;
 }
@@ -210,13 +214,13 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return -EINVAL;
 	if ((rq->flags & RENAME_NOREPLACE) && (rq->flags & RENAME_EXCHANGE))
 		return -EINVAL;
-	se = mds_dir_find(d1, rq->name, NULL);
+	se = mds_dir_find(d1, rq->name);
 	if (!se)
 		return -ENOENT;
 	uint64_t sino = se->ino;
 	uint32_t smode = se->mode;
 	sn = mds_get(m, sino);
-	de = mds_dir_find(d2, rq->name2, NULL);
+	de = mds_dir_find(d2, rq->name2);
 	uint64_t dino = de ? de->ino : 0;
 	uint32_t dmode = de ? de->mode : 0;
 	if (de)
@@ -263,6 +267,8 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 			return -ENOTDIR;
 		if (!S_ISDIR(smode) && S_ISDIR(dmode))
 			return -EISDIR;
+		if (S_ISDIR(dmode) && mds_dir_load(m, dn))
+			return -EIO;
 		if (S_ISDIR(dmode) && dn->nents)
 			return -ENOTEMPTY;
 	}
@@ -305,7 +311,7 @@ static int op_link(struct mds *m, const struct mds_req *rq, struct mds_reply *rp
 		return -EPERM;
 	if ((ret = dir_of(m, rq->ino2, &d)) || (ret = check_name(rq->name2)))
 		return ret;
-	if (mds_dir_find(d, rq->name2, NULL))
+	if (mds_dir_find(d, rq->name2))
 		return -EEXIST;
 	struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
 	struct mds_inode *p = mds_txn_inode(m, t, rq->ino2);
@@ -401,35 +407,45 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 
 	if (ret)
 		return ret;
-	size_t i = mds_dir_upper(d, rq->cookie);
-	size_t n = d->nents - i < max ? d->nents - i : max;
+	/* positions are names: the first entry after the cookie */
+	struct mds_dent *e = mds_dir_next(d, rq->cookie);
+	size_t n = d->nents < max ? d->nents : max;
 	if (n) {
 		rp->ents = calloc(n, sizeof(*rp->ents));
 		if (!rp->ents)
 			return -ENOMEM;
-		/* readdir-plus: each entry's inode record too (`ls -l` needs
-		 * them; the client caches them under an attribute lease) */
-		if (rq->lflags & MDS_L_PLUS) {
-			rp->plus = calloc(n, sizeof(*rp->plus));
-			if (!rp->plus)
-				return -ENOMEM;
-		}
 	}
-	for (size_t k = 0; k < n; k++) {
-		snprintf(rp->ents[k].name, sizeof(rp->ents[k].name), "%s", d->ents[i + k].name);
-		rp->ents[k].ino = d->ents[i + k].ino;
-		rp->ents[k].mode = d->ents[i + k].mode;
-		if (rp->plus) {
-			struct mds_node *c = mds_get(m, d->ents[i + k].ino);
+	size_t k = 0;
+	for (; e && k < n; k++, e = mds_dir_next(d, e->name)) {
+		snprintf(rp->ents[k].name, sizeof(rp->ents[k].name), "%s", e->name);
+		rp->ents[k].ino = e->ino;
+		rp->ents[k].mode = e->mode;
+	}
+	n = k;
+	rp->nents = (uint32_t)n;
+	rp->more = e != NULL;
+	/* readdir-plus: each entry's inode record too (`ls -l` needs
+	 * them; the client caches them under an attribute lease) */
+	if (n && (rq->lflags & MDS_L_PLUS)) {
+		rp->plus = calloc(n, sizeof(*rp->plus));
+		uint64_t *inos = calloc(n, sizeof(*inos));
+		if (!rp->plus || !inos) {
+			free(inos);
+			return -ENOMEM;
+		}
+		for (k = 0; k < n; k++)
+			inos[k] = rp->ents[k].ino;
+		mds_prefetch(m, inos, n);	/* the records not cached, per shard */
+		free(inos);
+		for (k = 0; k < n; k++) {
+			struct mds_node *c = mds_get(m, rp->ents[k].ino);
 			if (c)
 				rp->plus[k] = c->a;
 			else
 				rp->plus[k].ino = 0;	/* cannot happen: no lease, no attributes */
 		}
+		rp->nplus = (uint32_t)n;
 	}
-	rp->nents = (uint32_t)n;
-	rp->nplus = rp->plus ? (uint32_t)n : 0;
-	rp->more = i + n < d->nents;
 	return 0;
 }
 
@@ -578,7 +594,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	case MDS_OP_LOOKUP:
 		if ((ret = dir_of(m, rq->ino, &d)))
 			break;
-		de = mds_dir_find(d, rq->name, NULL);
+		de = mds_dir_find(d, rq->name);
 		n = de ? mds_get(m, de->ino) : NULL;
 		if (!n)
 			ret = -ENOENT;
@@ -664,6 +680,9 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		mds_done_add(m, rq->client, rq->reqid, ret,
 			     !ret && rp->ninodes ? rp->in[0].ino : 0, m->cur_seq);
 out:
+	if (m->load_err && ret == -ENOENT)
+		ret = -EIO;	/* not absent: its load failed (logged) */
+	mds_cache_trim(m);	/* clears load_err */
 	pthread_mutex_unlock(&m->lock);
 	rp->rc = ret;
 }

@@ -373,6 +373,12 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 	enc_u64(e, s->j_durable);
 	enc_u64(e, s->sessions);
 	enc_u32(e, s->session_timeout_ms);
+	enc_u64(e, s->cache_bytes);
+	enc_u64(e, s->cache_max);
+	enc_u64(e, s->cache_nodes);
+	enc_u64(e, s->cache_hits);
+	enc_u64(e, s->cache_misses);
+	enc_u64(e, s->cache_evictions);
 	enc_end(e, h);
 }
 
@@ -427,6 +433,14 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 	if (dec_left(&b)) {
 		s->sessions = dec_u64(&b);
 		s->session_timeout_ms = dec_u32(&b);
+	}
+	if (dec_left(&b)) {
+		s->cache_bytes = dec_u64(&b);
+		s->cache_max = dec_u64(&b);
+		s->cache_nodes = dec_u64(&b);
+		s->cache_hits = dec_u64(&b);
+		s->cache_misses = dec_u64(&b);
+		s->cache_evictions = dec_u64(&b);
 	}
 	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE &&
 	    s->state != MDS_STATE_RECONNECT)

@@ -247,6 +247,10 @@ struct mds_status {
 	 * unmount, connected or not) and the session timeout */
 	uint64_t sessions;
 	uint32_t session_timeout_ms;
+	/* the metadata cache (optional, after j_durable): bytes cached and
+	 * its bound, nodes cached, hits, misses (loads) and evictions */
+	uint64_t cache_bytes, cache_max, cache_nodes;
+	uint64_t cache_hits, cache_misses, cache_evictions;
 };
 
 void mds_status_encode(struct enc *e, const struct mds_status *s);

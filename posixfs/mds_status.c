@@ -1,7 +1,8 @@
 /*
  * mds_status.c - what the MDS tells `atoll fs status` (MT_MDS_STATUS):
  * its state, its connected clients, the namespace's size, the journal's
- * position and how many requests of each op it served.
+ * position, how many requests of each op it served and its metadata
+ * cache (size, bound, hits, misses, evictions).
  *
  * The answer is made on the messenger's loop thread, never behind the
  * worker: a worker stuck on the cluster (journaling while the OSDs are
@@ -111,6 +112,12 @@ void mds_status_sync(const struct mds *m)
 	g.snap.j_offset = m->seg_bytes;
 	g.snap.j_seq = m->seq;
 	g.snap.sessions = m->nsess;
+	g.snap.cache_bytes = m->cache_bytes;
+	g.snap.cache_max = m->cache_max;
+	g.snap.cache_nodes = m->ncached;
+	g.snap.cache_hits = m->c_hits;
+	g.snap.cache_misses = m->c_misses;
+	g.snap.cache_evictions = m->c_evictions;
 	pthread_mutex_unlock(&g.lock);
 }
 

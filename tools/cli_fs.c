@@ -1,7 +1,8 @@
 /*
  * cli_fs.c - `atoll fs status`: the file system's metadata server (MDS)
  * state, its connected clients, the inode count, the journal position,
- * the requests it served (in all, per op and per client) and its leases.
+ * the requests it served (in all, per op and per client), its leases and
+ * its metadata cache.
  *
  * An exception to "the CLI uses only the public API" (cli.h): the MDS is
  * not behind libatoll, so this command speaks the MDS protocol itself.
@@ -134,6 +135,13 @@ static void print_json(const struct mds_status *st)
 	add_u64(j, "grants", st->grants);
 	add_u64(j, "revokes", st->revokes);
 	add_u64(j, "revoke_timeouts", st->revoke_timeouts);
+	j = cJSON_AddObjectToObject(o, "cache");
+	add_u64(j, "bytes", st->cache_bytes);
+	add_u64(j, "max", st->cache_max);
+	add_u64(j, "nodes", st->cache_nodes);
+	add_u64(j, "hits", st->cache_hits);
+	add_u64(j, "misses", st->cache_misses);
+	add_u64(j, "evictions", st->cache_evictions);
 	s = cJSON_PrintUnformatted(o);
 	if (s)
 		printf("%s\n", s);
@@ -197,6 +205,14 @@ static void print_plain(const struct mds_status *st)
 		       st->revokes, st->revoke_timeouts);
 	else
 		printf("  leases:   off (clients cache metadata for 1 s)\n");
+	if (st->cache_max) {
+		char b1[32], b2[32];
+		cli_human_bytes((double)st->cache_bytes, b1, sizeof(b1));
+		cli_human_bytes((double)st->cache_max, b2, sizeof(b2));
+		printf("  cache:    %s of %s, %" PRIu64 " inodes; %" PRIu64 " hits, %" PRIu64
+		       " misses, %" PRIu64 " evictions\n", b1, b2, st->cache_nodes,
+		       st->cache_hits, st->cache_misses, st->cache_evictions);
+	}
 }
 
 static int run_status(struct cli *cl, const struct cli_cmd *cmd, int argc, char **argv)
