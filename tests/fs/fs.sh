@@ -302,6 +302,32 @@ diff -u "$tmp/sum.src" "$tmp/sum.after" || fail "the tree changed across the MDS
 echo after >"$A/after-restart"; [ "$(cat "$B/after-restart")" = after ] || fail "no service after restart"
 fsq "j['state'] == 'active' and j['num_clients'] == 2"
 
+step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
+# df: bytes used on the mount (the cluster's, over the 3 replicas; the
+# OSDs report to the monitor every few seconds: polled)
+df_used() { df -B1 --output=used "$A" | tail -n 1 | tr -d ' '; }
+df_wait() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.2; done; return 1; }
+df0=$(df_used)
+head -c 5000000 /dev/urandom >"$tmp/orph"
+cp "$tmp/orph" "$A/orphan"
+df_wait '[ $(( $(df_used) - df0 )) -ge 4000000 ]' || fail "df does not show the 5 MB file ($df0 -> $(df_used))"
+df1=$(df_used)
+ino=$(stat -c %i "$A/orphan")
+obj=$(printf '%016x.%016x' "$ino" 1)
+"$atoll_cli" ls fs_data | grep -q "^$obj\$" || fail "no data object $obj for the 5 MB file"
+exec 3<"$B/orphan"
+rm "$A/orphan"
+[ ! -e "$A/orphan" ] || fail "the unlinked file is still visible"
+cmp - "$tmp/orph" <&3 || fail "the open descriptor no longer reads the unlinked file"
+exec 3<&-
+# the kernel sends the release after close(2) returns: wait for the purge
+for _ in $(seq 1 100); do
+	"$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || break
+	sleep 0.2
+done
+! "$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || fail "the unlinked file's data was not purged within 20 s of the last close"
+df_wait '[ $(( df1 - $(df_used) )) -ge 4000000 ]' || fail "df does not show the unlinked file's space back ($df1 -> $(df_used))"
+
 # Two background writers ($wa on mount 1, $wb on mount 2) count their
 # operations in $tmp/P.a.n and $tmp/P.b.n and stop once $tmp/P.stop exists.
 wcount() { cat "$tmp/$1.$2.n" 2>/dev/null || echo 0; }
@@ -389,32 +415,6 @@ for f in "$A"/osdw.*; do
 done
 "$cluster_bin" osd start 1 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd start 1"
 rm -f "$A"/osdw.* "$tmp"/osdw.* "$tmp/osdsrc"
-
-step "an unlinked file stays usable through an open descriptor; its data goes after the last close"
-# df: bytes used on the mount (the cluster's, over the 3 replicas; the
-# OSDs report to the monitor every few seconds: polled)
-df_used() { df -B1 --output=used "$A" | tail -n 1 | tr -d ' '; }
-df_wait() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.2; done; return 1; }
-df0=$(df_used)
-head -c 5000000 /dev/urandom >"$tmp/orph"
-cp "$tmp/orph" "$A/orphan"
-df_wait '[ $(( $(df_used) - df0 )) -ge 4000000 ]' || fail "df does not show the 5 MB file ($df0 -> $(df_used))"
-df1=$(df_used)
-ino=$(stat -c %i "$A/orphan")
-obj=$(printf '%016x.%016x' "$ino" 1)
-"$atoll_cli" ls fs_data | grep -q "^$obj\$" || fail "no data object $obj for the 5 MB file"
-exec 3<"$B/orphan"
-rm "$A/orphan"
-[ ! -e "$A/orphan" ] || fail "the unlinked file is still visible"
-cmp - "$tmp/orph" <&3 || fail "the open descriptor no longer reads the unlinked file"
-exec 3<&-
-# the kernel sends the release after close(2) returns: wait for the purge
-for _ in $(seq 1 100); do
-	"$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || break
-	sleep 0.2
-done
-! "$atoll_cli" ls fs_data | grep -q "^$(printf '%016x' "$ino")\." || fail "the unlinked file's data was not purged within 20 s of the last close"
-df_wait '[ $(( df1 - $(df_used) )) -ge 4000000 ]' || fail "df does not show the unlinked file's space back ($df1 -> $(df_used))"
 
 step "rename: RENAME_NOREPLACE, RENAME_EXCHANGE, over a file, directories"
 echo one >"$A/r1"; echo two >"$A/r2"; mkdir -p "$A/rd/x" "$A/re"
