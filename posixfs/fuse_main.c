@@ -286,14 +286,15 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 /* Sends rq and waits for the reply; returns rp->rc or a transport error.
  * A call cut off by a broken connection (the MDS restarting) is sent
  * again on the redialled connection. */
-static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci)
+static int mds_call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
+			 int first)
 {
 	int ret = -EIO;
 
 	memset(rp, 0, sizeof(*rp));
 	if (ci)
 		memset(ci, 0, sizeof(*ci));
-	for (int attempt = 0; attempt < 5; attempt++) {
+	for (int attempt = first; attempt < 5; attempt++) {
 		/* resent unsafe requests go first (the replayer thread) */
 		pthread_mutex_lock(&u.lock);
 		while (u.replay)
@@ -337,9 +338,105 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 	return ret;
 }
 
+static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci)
+{
+	return mds_call_from(rq, rp, ci, 0);
+}
+
 static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
 {
 	return mds_call_ci(rq, rp, NULL);
+}
+
+/* ---- calls answered from the loop thread ------------------------------------ */
+
+/* A change whose answer to the kernel needs nothing but the MDS's reply
+ * (unlink, rmdir, rename, create, mkdir ...): the request thread sends it
+ * and goes back to FUSE; the loop thread, which receives the reply, also
+ * answers the kernel (done).  This saves the wake-up of a waiting request
+ * thread per MDS call.  done never blocks on the loop thread (the kernel
+ * barrier's readers never wait for the loop); a call cut off by a broken
+ * connection is finished by a thread of its own (resent, as mds_call_ci). */
+struct acall {
+	fuse_req_t req;
+	struct mds_req rq;
+	struct mds_reply rp;
+	struct lc_info ci;
+	uint64_t t_send;
+	struct fuse_file_info fi;	/* create: a copy (libfuse's is on its stack) */
+	bool has_fi;
+	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
+};
+
+static void acall_free(struct acall *a)
+{
+	free(a->rp.ents);
+	free(a->rp.plus);
+	free(a->rp.value);
+	free(a);
+}
+
+static void *acall_retry(void *arg)
+{
+	struct acall *a = arg;
+	int ret = mds_call_from(&a->rq, &a->rp, &a->ci, 1);
+
+	a->done(a, ret);
+	return NULL;
+}
+
+static void on_areply(void *arg, struct msg *reply, int err)
+{
+	struct acall *a = arg;
+
+	if (!err) {
+		struct dec d;
+		dec_init(&d, reply->front, reply->front_len);
+		if (mds_reply_decode(&d, &a->rp)) {
+			err = -EBADMSG;
+		} else {
+			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);
+			if (a->rp.jseq)
+				unsafe_add(&a->rq, &a->rp);
+		}
+	}
+	msg_free(reply);
+	if (err == -ECONNRESET) {
+		/* the MDS restarts: resend from a thread that may wait */
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		int r = pthread_create(&t, &at, acall_retry, a);
+		pthread_attr_destroy(&at);
+		if (r == 0)
+			return;
+		err = -EIO;
+	}
+	if (err)
+		a->done(a, err == -ETIMEDOUT || err == -EBADMSG ? -EIO : err);
+	else
+		a->done(a, a->rp.rc);
+}
+
+/* Sends a->rq; a->done answers the kernel (here on failure to send). */
+static void mds_call_async(struct acall *a)
+{
+	pthread_mutex_lock(&u.lock);
+	while (u.replay)
+		pthread_cond_wait(&u.cond, &u.lock);
+	pthread_mutex_unlock(&u.lock);
+	memset(&a->rp, 0, sizeof(a->rp));
+	memset(&a->ci, 0, sizeof(a->ci));
+	a->t_send = lc_now();
+	struct enc e;
+	enc_init(&e);
+	mds_req_encode(&e, &a->rq);
+	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_areply, a) : -ENOMEM;
+	if (ret)
+		a->done(a, ret);
 }
 
 /* ---- resending unsafe requests ------------------------------------------- */
@@ -858,11 +955,32 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		reply_attr(req, &rp.in[0], &ci);
 }
 
+/* make_node's answer (the loop thread, or the resend's thread). */
+static void make_node_done(struct acall *a, int ret)
+{
+	const struct mds_inode *in = &a->rp.in[0];
+	uint64_t parent = a->rq.ino;
+
+	if (ret) {
+		fuse_reply_err(a->req, -ret);
+	} else if (a->has_fi) {
+		struct fuse_entry_param e;
+		fd_open(in->ino, 0, true);
+		a->fi.keep_cache = 0;
+		lc_kbar_enter();
+		fill_entry(&e, in, lc_kname(parent, a->rq.name, entry_timeout(&a->ci, parent)),
+			   lc_timeout(in->ino, &a->ci));
+		fuse_reply_create(a->req, &e, &a->fi);
+		lc_kbar_leave();
+	} else {
+		reply_entry(a->req, in, &a->ci, parent, a->rq.name);
+	}
+	acall_free(a);
+}
+
 static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, const char *target, struct fuse_file_info *fi)
 {
-	struct mds_req rq;
-	struct mds_reply rp;
 	int ret;
 
 	if (strlen(name) > MDS_NAME_MAX || (target && strlen(target) > MDS_PATH_MAX)) {
@@ -877,34 +995,29 @@ static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char
 			return;
 		}
 	}
-	req_init(&rq, req, op);
-	rq.ino = parent;
-	snprintf(rq.name, sizeof(rq.name), "%s", name);
-	rq.mode = mode & ~fuse_req_ctx(req)->umask;
-	if (op == MDS_OP_MKNOD && !(mode & S_IFMT))
-		rq.mode |= S_IFREG;
-	rq.rdev = rdev;
-	rq.flags = MDS_F_EXCL | (fi ? 0x2u : 0);
-	if (target)
-		snprintf(rq.target, sizeof(rq.target), "%s", target);
-	struct lc_info ci;
-	ret = mds_call_ci(&rq, &rp, &ci);
-	if (ret) {
-		fuse_reply_err(req, -ret);
+	struct acall *a = calloc(1, sizeof(*a));
+	if (!a) {
+		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	a->req = req;
+	a->done = make_node_done;
 	if (fi) {
-		struct fuse_entry_param e;
-		fd_open(rp.in[0].ino, 0, true);
-		fi->keep_cache = 0;
-		lc_kbar_enter();
-		fill_entry(&e, &rp.in[0], lc_kname(parent, name, entry_timeout(&ci, parent)),
-			   lc_timeout(rp.in[0].ino, &ci));
-		fuse_reply_create(req, &e, fi);
-		lc_kbar_leave();
-		return;
+		a->fi = *fi;
+		a->has_fi = true;
 	}
-	reply_entry(req, &rp.in[0], &ci, parent, name);
+	struct mds_req *rq = &a->rq;
+	req_init(rq, req, op);
+	rq->ino = parent;
+	snprintf(rq->name, sizeof(rq->name), "%s", name);
+	rq->mode = mode & ~fuse_req_ctx(req)->umask;
+	if (op == MDS_OP_MKNOD && !(mode & S_IFMT))
+		rq->mode |= S_IFREG;
+	rq->rdev = rdev;
+	rq->flags = MDS_F_EXCL | (fi ? 0x2u : 0);
+	if (target)
+		snprintf(rq->target, sizeof(rq->target), "%s", target);
+	mds_call_async(a);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -955,11 +1068,15 @@ static int perm_change(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1
 	return 0;
 }
 
+static void simple_done(struct acall *a, int ret)
+{
+	fuse_reply_err(a->req, -ret);
+	acall_free(a);
+}
+
 static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
 		   fuse_ino_t b, const char *n2, unsigned flags)
 {
-	struct mds_req rq;
-	struct mds_reply rp;
 	int ret;
 
 	if (strlen(n1) > MDS_NAME_MAX || (n2 && strlen(n2) > MDS_NAME_MAX)) {
@@ -970,16 +1087,21 @@ static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	req_init(&rq, req, op);
-	rq.ino = a;
-	rq.ino2 = b;
-	snprintf(rq.name, sizeof(rq.name), "%s", n1);
+	struct acall *c = calloc(1, sizeof(*c));
+	if (!c) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	c->req = req;
+	c->done = simple_done;
+	req_init(&c->rq, req, op);
+	c->rq.ino = a;
+	c->rq.ino2 = b;
+	snprintf(c->rq.name, sizeof(c->rq.name), "%s", n1);
 	if (n2)
-		snprintf(rq.name2, sizeof(rq.name2), "%s", n2);
-	rq.flags = flags;
-	ret = mds_call(&rq, &rp);
-	free(rp.ents);
-	fuse_reply_err(req, -ret);
+		snprintf(c->rq.name2, sizeof(c->rq.name2), "%s", n2);
+	c->rq.flags = flags;
+	mds_call_async(c);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
