@@ -685,6 +685,30 @@ void fm_unsafe_wait_all(void)
 	unsafe_wait_all();
 }
 
+static void close_done(struct acall *a, int ret)
+{
+	if (ret && ret != -ENOENT)
+		log_warn("fuse", "the MDS did not take the close of inode %" PRIu64 ": %s",
+			 a->rq.ino, strerror(-ret));
+	acall_free(a);
+}
+
+void fm_close_async(uint64_t ino)
+{
+	struct acall *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		/* the MDS keeps counting this open: an unlinked file's
+		 * purge waits for the MDS's next start */
+		log_warn("fuse", "out of memory closing inode %" PRIu64, ino);
+		return;
+	}
+	a->done = close_done;
+	req_init(&a->rq, NULL, MDS_OP_CLOSE);
+	a->rq.ino = ino;
+	mds_call_async(a);
+}
+
 /* ---- permissions (fuse_perm.c) ----------------------------------------------- */
 
 /* ino's mode and owner: leased here, else from the MDS (and leased). */
