@@ -2,10 +2,14 @@
  * fuse_main.c - atoll-fuse: mounts an atoll file system with libfuse3's
  * low-level (inode) API, multi-threaded.
  *
- * Metadata goes to atoll-mds (mds_proto.h, one synchronous call per
- * op; a change answered before the MDS journaled it is kept until the
- * MDS says it is safe, and resent after a restart: "Unsafe requests"
- * below); file data goes straight to the OSDs: block B of inode I is object
+ * Metadata goes to atoll-mds (mds_proto.h, one call per op: the request
+ * thread waits for it, or, for the changes whose answer to the kernel
+ * needs only the reply (create, mkdir, unlink, rmdir, rename, a clean
+ * release), the messenger's loop thread answers the kernel when the reply
+ * comes: "calls answered from the loop thread"; a change answered before
+ * the MDS journaled it is kept until the MDS says it is safe, and resent
+ * after a restart: "Unsafe requests" below); permissions are checked here
+ * (fuse_perm.c), not by the kernel; file data goes straight to the OSDs: block B of inode I is object
  * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks: fuse_data.c,
  * with write-back and read-ahead; flush (every close), fsync and release
  * push the largest size this client wrote to the MDS (the file size is
