@@ -372,6 +372,39 @@ struct acall {
 	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
 };
 
+/* Calls that will answer a kernel request: the session may not go before
+ * they did (acall_drain at unmount). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned n;
+} ap = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+/* a->done, then one kernel request less in flight. */
+static void acall_finish(struct acall *a, int ret)
+{
+	bool counted = a->req != NULL;
+
+	a->done(a, ret);
+	if (counted) {
+		pthread_mutex_lock(&ap.lock);
+		if (--ap.n == 0)
+			pthread_cond_broadcast(&ap.cond);
+		pthread_mutex_unlock(&ap.lock);
+	}
+}
+
+/* At unmount, before the session goes: waits for the calls still to
+ * answer the kernel (they end with the MDS's reply or the call's
+ * timeout). */
+static void acall_drain(void)
+{
+	pthread_mutex_lock(&ap.lock);
+	while (ap.n)
+		pthread_cond_wait(&ap.cond, &ap.lock);
+	pthread_mutex_unlock(&ap.lock);
+}
+
 static void acall_free(struct acall *a)
 {
 	free(a->rp.ents);
@@ -385,7 +418,7 @@ static void *acall_retry(void *arg)
 	struct acall *a = arg;
 	int ret = mds_call_from(&a->rq, &a->rp, &a->ci, 1);
 
-	a->done(a, ret);
+	acall_finish(a, ret);
 	return NULL;
 }
 
@@ -418,14 +451,19 @@ static void on_areply(void *arg, struct msg *reply, int err)
 		err = -EIO;
 	}
 	if (err)
-		a->done(a, err == -ETIMEDOUT || err == -EBADMSG ? -EIO : err);
+		acall_finish(a, err == -ETIMEDOUT || err == -EBADMSG ? -EIO : err);
 	else
-		a->done(a, a->rp.rc);
+		acall_finish(a, a->rp.rc);
 }
 
 /* Sends a->rq; a->done answers the kernel (here on failure to send). */
 static void mds_call_async(struct acall *a)
 {
+	if (a->req) {
+		pthread_mutex_lock(&ap.lock);
+		ap.n++;
+		pthread_mutex_unlock(&ap.lock);
+	}
 	pthread_mutex_lock(&u.lock);
 	while (u.replay)
 		pthread_cond_wait(&u.cond, &u.lock);
@@ -440,7 +478,7 @@ static void mds_call_async(struct acall *a)
 	enc_free(&e);
 	int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_areply, a) : -ENOMEM;
 	if (ret)
-		a->done(a, ret);
+		acall_finish(a, ret);
 }
 
 /* ---- resending unsafe requests ------------------------------------------- */
@@ -1930,6 +1968,7 @@ int main(int argc, char **argv)
 	 * (touch) must not start a thread for each. */
 	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
 	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
+	acall_drain();	/* no answer to the kernel after the session goes */
 	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
 out_unmount:
