@@ -47,6 +47,7 @@
 #define LC_ATTR_MAX	(256u << 10)
 #define LC_ENT_MAX	(512u << 10)
 #define LC_NO_LEASE_TIMEOUT 1.0	/* s: the kernel's cache without a lease */
+#define LC_KN_MAX	(256u << 10)	/* names the kernel holds, tracked */
 
 /* A cached answer of GETXATTR, valid with its inode's record. */
 #define LC_XA_MAX	8u	/* names per inode */
@@ -63,6 +64,9 @@ struct lattr {
 	uint64_t exp;
 	uint64_t born;		/* created by this client at (lc_now), unchanged
 				 * since; 0: not known so */
+	bool stale;		/* this client's own change moved its times, size
+				 * or links: only mode, uid and gid are still
+				 * right (permission checks), until exp */
 	struct lxattr *xa;
 	unsigned nxa;
 	struct lattr *next;
@@ -77,6 +81,23 @@ struct ldir {
 	struct ldir *next;
 };
 
+/* A name of a directory the kernel was given with a timeout (positive or
+ * negative entry): without default_permissions the kernel walks a cached
+ * entry without asking, so when the directory's mode or owner changes
+ * the kernel must drop them (kn_inval_dir). */
+struct kname {
+	struct kname *hnext;		/* in L.kn */
+	struct kname *dnext, **dprev;	/* in its kdir's list */
+	uint64_t dir, exp;
+	char name[];
+};
+
+struct kdir {
+	uint64_t ino;
+	struct kname *head;
+	struct kdir *next;
+};
+
 /* A kernel invalidation waiting for the notifier thread. */
 struct kinv {
 	uint32_t kind;		/* MDS_CHG_* */
@@ -87,10 +108,13 @@ struct kinv {
 
 static struct {
 	bool on;
+	bool kn_track;		/* atoll-fuse checks permissions (lc_kname) */
 	pthread_mutex_t lock;	/* everything below but the kernel queue */
 	struct lattr *attrs[LC_BUCKETS];
 	struct ldir *dirs[LC_BUCKETS];
-	size_t nattrs, nents;
+	struct kname *kn[LC_BUCKETS];
+	struct kdir *kdirs[LC_BUCKETS];
+	size_t nattrs, nents, nkn;
 	uint64_t seq;				/* bumped by every invalidation */
 	uint64_t bseq[LC_SEQ_BUCKETS];		/* the last one of each bucket */
 	uint64_t flush_seq;			/* the last "drop everything" */
@@ -117,11 +141,12 @@ uint64_t lc_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int lc_init(bool on)
+int lc_init(bool on, bool kn_track)
 {
 	pthread_rwlockattr_t ra;
 
 	L.on = on;
+	L.kn_track = on && kn_track;
 	/* the notifier must not starve behind a stream of replies: a
 	 * waiting writer goes first (no reader takes kbar twice) */
 	pthread_rwlockattr_init(&ra);
@@ -281,6 +306,133 @@ static struct ldir **dir_slot(uint64_t ino)
 	return pp;
 }
 
+/* ---- names the kernel holds (under L.lock) ----------------------------------- */
+
+static size_t kn_hash(uint64_t dir, const char *name)
+{
+	uint64_t h = 1469598103934665603ull ^ (dir * 0x9e3779b97f4a7c15ull);
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (size_t)(h % LC_BUCKETS);
+}
+
+static struct kdir **kdir_slot(uint64_t ino)
+{
+	struct kdir **pp = &L.kdirs[ino % LC_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void kn_free(struct kname *k)
+{
+	struct kname **pp = &L.kn[kn_hash(k->dir, k->name)];
+
+	while (*pp != k)
+		pp = &(*pp)->hnext;
+	*pp = k->hnext;
+	*k->dprev = k->dnext;
+	if (k->dnext)
+		k->dnext->dprev = k->dprev;
+	struct kdir **dp = kdir_slot(k->dir);
+	if (*dp && !(*dp)->head) {
+		struct kdir *d = *dp;
+		*dp = d->next;
+		free(d);
+	}
+	free(k);
+	L.nkn--;
+}
+
+/* Drops the names whose timeout passed (the kernel dropped them too). */
+static void kn_prune(uint64_t now)
+{
+	for (size_t b = 0; b < LC_BUCKETS; b++) {
+		struct kname *k = L.kn[b], *next;
+		for (; k; k = next) {
+			next = k->hnext;
+			if (k->exp <= now)
+				kn_free(k);
+		}
+	}
+}
+
+static bool kn_add(uint64_t dir, const char *name, uint64_t exp, uint64_t now)
+{
+	struct kname **pp = &L.kn[kn_hash(dir, name)];
+
+	for (struct kname *k = *pp; k; k = k->hnext) {
+		if (k->dir == dir && !strcmp(k->name, name)) {
+			if (exp > k->exp)
+				k->exp = exp;
+			return true;
+		}
+	}
+	if (L.nkn >= LC_KN_MAX) {
+		kn_prune(now);
+		if (L.nkn >= LC_KN_MAX)
+			return false;
+	}
+	struct kdir **dp = kdir_slot(dir);
+	if (!*dp && !(*dp = calloc(1, sizeof(**dp))))
+		return false;
+	(*dp)->ino = dir;
+	size_t len = strlen(name);
+	struct kname *k = malloc(sizeof(*k) + len + 1);
+	if (!k) {
+		if (!(*dp)->head) {
+			struct kdir *d = *dp;
+			*dp = d->next;
+			free(d);
+		}
+		return false;
+	}
+	memcpy(k->name, name, len + 1);
+	k->dir = dir;
+	k->exp = exp;
+	k->hnext = *pp;
+	*pp = k;
+	k->dnext = (*dp)->head;
+	k->dprev = &(*dp)->head;
+	if (k->dnext)
+		k->dnext->dprev = &k->dnext;
+	(*dp)->head = k;
+	L.nkn++;
+	return true;
+}
+
+/* dir's mode or owner changed: the kernel drops every entry of it that it
+ * may still hold, so that its next walk through dir asks (lookup checks). */
+static void kn_inval_dir(uint64_t dir)
+{
+	struct kdir *d = *kdir_slot(dir);
+	uint64_t now = lc_now();
+
+	while (d && d->head) {
+		struct kname *k = d->head;
+		bool last = !k->dnext;
+		if (k->exp > now)
+			kq_push(MDS_CHG_DENT, dir, k->name);
+		kn_free(k);	/* frees d with the last one */
+		if (last)
+			break;
+	}
+}
+
+static void kn_inval_all(void)
+{
+	uint64_t now = lc_now();
+
+	for (size_t b = 0; b < LC_BUCKETS; b++)
+		while (L.kn[b]) {
+			if (L.kn[b]->exp > now)
+				kq_push(MDS_CHG_DENT, L.kn[b]->dir, L.kn[b]->name);
+			kn_free(L.kn[b]);
+		}
+}
+
 static void xa_free(struct lattr *a)
 {
 	while (a->xa) {
@@ -306,12 +458,25 @@ static void attr_drop(uint64_t ino)
 	}
 }
 
+/* This client's own change of ino (not of its mode or owner): the record
+ * stays for permission checks only. */
+static void attr_stale(uint64_t ino)
+{
+	struct lattr *a = *attr_slot(ino);
+
+	if (a) {
+		a->stale = true;
+		a->born = 0;
+		xa_free(a);
+	}
+}
+
 static void xa_put(uint64_t ino, const char *name, const void *val, uint32_t len)
 {
 	struct lattr *a = *attr_slot(ino);
 	struct lxattr *x;
 
-	if (!a || a->nxa >= LC_XA_MAX || len > LC_XA_VMAX)
+	if (!a || a->stale || a->nxa >= LC_XA_MAX || len > LC_XA_VMAX)
 		return;
 	for (x = a->xa; x; x = x->next)
 		if (!strcmp(x->name, name))
@@ -340,7 +505,7 @@ int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len)
 	uint64_t now = lc_now();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
-	for (struct lxattr *x = a && a->exp > now ? a->xa : NULL; x; x = x->next) {
+	for (struct lxattr *x = a && a->exp > now && !a->stale ? a->xa : NULL; x; x = x->next) {
 		if (strcmp(x->name, name))
 			continue;
 		ret = 0;
@@ -411,6 +576,8 @@ static void drop_all(bool kernel)
 			free(d);
 		}
 	}
+	if (kernel)
+		kn_inval_all();
 	L.nattrs = L.nents = 0;
 	L.flush_seq = ++L.seq;
 }
@@ -425,6 +592,7 @@ static void attr_put(const struct mds_inode *in, uint64_t exp)
 		 * dropped the record (and them with it) */
 		(*pp)->a = *in;
 		(*pp)->exp = exp;
+		(*pp)->stale = false;
 		return;
 	}
 	if (L.nattrs >= LC_ATTR_MAX)
@@ -435,6 +603,7 @@ static void attr_put(const struct mds_inode *in, uint64_t exp)
 	a->a = *in;
 	a->exp = exp;
 	a->born = 0;
+	a->stale = false;
 	a->xa = NULL;
 	a->nxa = 0;
 	a->next = L.attrs[in->ino % LC_BUCKETS];
@@ -596,7 +765,17 @@ static void apply_own(const struct mds_req *rq, const struct mds_reply *rp, uint
 		const struct mds_chg *c = &rp->chg[i];
 		bump(c->ino);
 		if (!(c->kind & MDS_CHG_DENT)) {
-			attr_drop(c->ino);
+			/* its mode and owner change only by a setattr (whose
+			 * reply brings the new record) */
+			bool perm = (c->kind & MDS_CHG_PERM) ||
+				    (rq->op == MDS_OP_SETATTR && c->ino == rq->ino &&
+				     (rq->setmask & (MDS_SET_MODE | MDS_SET_UID | MDS_SET_GID)));
+			if (perm) {
+				attr_drop(c->ino);
+				kn_inval_dir(c->ino);
+			} else {
+				attr_stale(c->ino);
+			}
 			continue;
 		}
 		struct ldir *d = *dir_slot(c->ino);
@@ -624,6 +803,8 @@ static void apply(const struct mds_chg *c, uint32_t n, bool kernel)
 			dir_drop(c[i].ino);
 		} else {
 			attr_drop(c[i].ino);
+			if (c[i].kind & MDS_CHG_PERM)
+				kn_inval_dir(c[i].ino);
 		}
 		if (kernel)
 			kq_push(c[i].kind, c[i].ino, c[i].name);
@@ -714,7 +895,8 @@ static double attr_get(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 	uint64_t now = lc_now();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
-	if (a && a->exp > now && (!within_ns || (a->born && now - a->born <= within_ns))) {
+	if (a && a->exp > now && !a->stale &&
+	    (!within_ns || (a->born && now - a->born <= within_ns))) {
 		*out = a->a;
 		t = (double)(a->exp - now) / 1e9;
 	}
@@ -843,4 +1025,45 @@ uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc
 	L.nents += n;
 	pthread_mutex_unlock(&L.lock);
 	return gen;
+}
+
+int lc_perm(uint64_t ino, struct lc_perm *out)
+{
+	int ret = -ENOENT;
+
+	if (!L.on)
+		return -ENOENT;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct lattr *a = *attr_slot(ino);
+	if (a && a->exp > now) {
+		out->mode = a->a.mode;
+		out->uid = a->a.uid;
+		out->gid = a->a.gid;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return ret;
+}
+
+double lc_kname(uint64_t dir, const char *name, double t)
+{
+	if (!L.on || !L.kn_track)
+		return t;
+	if (t <= 0)
+		return 0;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct lattr *a = *attr_slot(dir);
+	if (!a || a->exp <= now || !S_ISDIR(a->a.mode) || (a->a.mode & 0111) != 0111) {
+		t = 0;
+	} else {
+		double left = (double)(a->exp - now) / 1e9;
+		if (t > left)
+			t = left;
+		if (!kn_add(dir, name, now + (uint64_t)(t * 1e9), now))
+			t = 0;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return t;
 }

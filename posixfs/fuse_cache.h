@@ -36,7 +36,9 @@ struct lc_ent {
 	uint32_t mode;
 };
 
-int lc_init(bool on);
+/* on: leases; kn_track: atoll-fuse checks permissions itself (no
+ * default_permissions), so the names the kernel holds are tracked. */
+int lc_init(bool on, bool kn_track);
 bool lc_on(void);
 /* Starts telling the kernel (after the mount). */
 int lc_start(struct fuse_session *se);
@@ -84,5 +86,20 @@ void lc_ents_free(struct lc_ent *ents, size_t n);
 /* An extended attribute of ino cached with its record: 1 (a malloc'd
  * copy in *val, *len), 0 cached as absent, -1 not cached. */
 int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len);
+
+/* What a permission check needs of an inode. */
+struct lc_perm {
+	uint32_t mode, uid, gid;
+};
+
+/* ino's mode and owner while its attribute lease runs (also after this
+ * client's own changes of its times, size or links): 0, or -ENOENT. */
+int lc_perm(uint64_t ino, struct lc_perm *out);
+/* The timeout the kernel may keep entry (dir, name) for, at most t: 0
+ * unless dir is leased here and searchable by everyone (mode 0111), for
+ * at most what its lease has left; the name is noted so that a change
+ * of dir's mode or owner invalidates it in the kernel.  Call under the
+ * kernel barrier, up to the reply.  Without tracking: t. */
+double lc_kname(uint64_t dir, const char *name, double t);
 
 #endif

@@ -1091,6 +1091,21 @@ void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
+	/* nothing written to push, buffered, in flight or failed (touch, a
+	 * reader): the kernel is answered at once, the CLOSE (the MDS counts
+	 * opens, for orphans) goes behind and its reply ends on the loop
+	 * thread: no request thread waits for it */
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	bool clean = !c || (!c->dirty && !c->wl && !c->wb && !c->werr);
+	if (c && clean)
+		ra_drop(c, 0, 0);
+	pthread_mutex_unlock(&g.lock);
+	if (clean) {
+		fuse_reply_err(req, 0);
+		fm_close_async(ino);
+		return;
+	}
 	fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_CLOSE));
 }
 

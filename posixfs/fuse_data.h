@@ -80,5 +80,7 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
 		 uint64_t mtime, uint64_t *msize);
 void fm_unsafe_wait_all(void);
+/* Sends CLOSE of ino (nothing written) without waiting for the reply. */
+void fm_close_async(uint64_t ino);
 
 #endif

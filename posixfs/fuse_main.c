@@ -2,10 +2,14 @@
  * fuse_main.c - atoll-fuse: mounts an atoll file system with libfuse3's
  * low-level (inode) API, multi-threaded.
  *
- * Metadata goes to atoll-mds (mds_proto.h, one synchronous call per
- * op; a change answered before the MDS journaled it is kept until the
- * MDS says it is safe, and resent after a restart: "Unsafe requests"
- * below); file data goes straight to the OSDs: block B of inode I is object
+ * Metadata goes to atoll-mds (mds_proto.h, one call per op: the request
+ * thread waits for it, or, for the changes whose answer to the kernel
+ * needs only the reply (create, mkdir, unlink, rmdir, rename, a clean
+ * release), the messenger's loop thread answers the kernel when the reply
+ * comes: "calls answered from the loop thread"; a change answered before
+ * the MDS journaled it is kept until the MDS says it is safe, and resent
+ * after a restart: "Unsafe requests" below); permissions are checked here
+ * (fuse_perm.c), not by the kernel; file data goes straight to the OSDs: block B of inode I is object
  * "I.B" (16 hex digits each) of the data pool, 4 MiB blocks: fuse_data.c,
  * with write-back and read-ahead; flush (every close), fsync and release
  * push the largest size this client wrote to the MDS (the file size is
@@ -44,11 +48,15 @@
 #include "fuse_cache.h"
 #include "fuse_daemon.h"
 #include "fuse_data.h"
+#include "fuse_perm.h"
 #include "log.h"
 #include "mds_proto.h"
 #include "msg.h"
 
 #define CALL_TIMEOUT_MS 60000u
+/* An open for execve (the kernel's __FMODE_EXEC in the open flags): the
+ * file must be executable by the caller. */
+#define FMODE_EXEC_FLAG 0x20
 #define NEG_ENTRY_TIMEOUT 1.0	/* s: a name the kernel may know absent */
 /* A setattr that sets atime and mtime to "now" within this long of this
  * client's create of the file (touch's futimens after its open(O_CREAT))
@@ -64,6 +72,8 @@ static struct {
 	struct msg_conn *mds;
 	uint64_t client_id;
 	uint64_t next_reqid;
+	bool perm;		/* atoll-fuse checks permissions (fuse_perm.c),
+				 * not the kernel (default_permissions) */
 } g;
 
 /* Unsafe requests (early replies, doc/fs.md): a change the MDS answered
@@ -100,7 +110,7 @@ static struct {
 
 struct opts {
 	char *conf, *mon, *mds;
-	int nolease;
+	int nolease, kernel_perms;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
 
@@ -311,14 +321,15 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 /* Sends rq and waits for the reply; returns rp->rc or a transport error.
  * A call cut off by a broken connection (the MDS restarting) is sent
  * again on the redialled connection. */
-static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci)
+static int mds_call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
+			 int first)
 {
 	int ret = -EIO;
 
 	memset(rp, 0, sizeof(*rp));
 	if (ci)
 		memset(ci, 0, sizeof(*ci));
-	for (int attempt = 0; attempt < 5; attempt++) {
+	for (int attempt = first; attempt < 5; attempt++) {
 		/* resent unsafe requests go first (the replayer thread) */
 		pthread_mutex_lock(&u.lock);
 		while (u.replay)
@@ -362,9 +373,143 @@ static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc
 	return ret;
 }
 
+static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci)
+{
+	return mds_call_from(rq, rp, ci, 0);
+}
+
 static int mds_call(const struct mds_req *rq, struct mds_reply *rp)
 {
 	return mds_call_ci(rq, rp, NULL);
+}
+
+/* ---- calls answered from the loop thread ------------------------------------ */
+
+/* A change whose answer to the kernel needs nothing but the MDS's reply
+ * (unlink, rmdir, rename, create, mkdir ...): the request thread sends it
+ * and goes back to FUSE; the loop thread, which receives the reply, also
+ * answers the kernel (done).  This saves the wake-up of a waiting request
+ * thread per MDS call.  done never blocks on the loop thread (the kernel
+ * barrier's readers never wait for the loop); a call cut off by a broken
+ * connection is finished by a thread of its own (resent, as mds_call_ci). */
+struct acall {
+	fuse_req_t req;
+	struct mds_req rq;
+	struct mds_reply rp;
+	struct lc_info ci;
+	uint64_t t_send;
+	struct fuse_file_info fi;	/* create: a copy (libfuse's is on its stack) */
+	bool has_fi;
+	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
+};
+
+/* Calls that will answer a kernel request: the session may not go before
+ * they did (acall_drain at unmount). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned n;
+} ap = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+/* a->done, then one kernel request less in flight. */
+static void acall_finish(struct acall *a, int ret)
+{
+	bool counted = a->req != NULL;
+
+	a->done(a, ret);
+	if (counted) {
+		pthread_mutex_lock(&ap.lock);
+		if (--ap.n == 0)
+			pthread_cond_broadcast(&ap.cond);
+		pthread_mutex_unlock(&ap.lock);
+	}
+}
+
+/* At unmount, before the session goes: waits for the calls still to
+ * answer the kernel (they end with the MDS's reply or the call's
+ * timeout). */
+static void acall_drain(void)
+{
+	pthread_mutex_lock(&ap.lock);
+	while (ap.n)
+		pthread_cond_wait(&ap.cond, &ap.lock);
+	pthread_mutex_unlock(&ap.lock);
+}
+
+static void acall_free(struct acall *a)
+{
+	free(a->rp.ents);
+	free(a->rp.plus);
+	free(a->rp.value);
+	free(a);
+}
+
+static void *acall_retry(void *arg)
+{
+	struct acall *a = arg;
+	int ret = mds_call_from(&a->rq, &a->rp, &a->ci, 1);
+
+	acall_finish(a, ret);
+	return NULL;
+}
+
+static void on_areply(void *arg, struct msg *reply, int err)
+{
+	struct acall *a = arg;
+
+	if (!err) {
+		struct dec d;
+		dec_init(&d, reply->front, reply->front_len);
+		if (mds_reply_decode(&d, &a->rp)) {
+			err = -EBADMSG;
+		} else {
+			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);
+			if (a->rp.jseq)
+				unsafe_add(&a->rq, &a->rp);
+		}
+	}
+	msg_free(reply);
+	if (err == -ECONNRESET) {
+		/* the MDS restarts: resend from a thread that may wait */
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		int r = pthread_create(&t, &at, acall_retry, a);
+		pthread_attr_destroy(&at);
+		if (r == 0)
+			return;
+		err = -EIO;
+	}
+	if (err)
+		acall_finish(a, err == -ETIMEDOUT || err == -EBADMSG ? -EIO : err);
+	else
+		acall_finish(a, a->rp.rc);
+}
+
+/* Sends a->rq; a->done answers the kernel (here on failure to send). */
+static void mds_call_async(struct acall *a)
+{
+	if (a->req) {
+		pthread_mutex_lock(&ap.lock);
+		ap.n++;
+		pthread_mutex_unlock(&ap.lock);
+	}
+	pthread_mutex_lock(&u.lock);
+	while (u.replay)
+		pthread_cond_wait(&u.cond, &u.lock);
+	pthread_mutex_unlock(&u.lock);
+	memset(&a->rp, 0, sizeof(a->rp));
+	memset(&a->ci, 0, sizeof(a->ci));
+	a->t_send = lc_now();
+	struct enc e;
+	enc_init(&e);
+	mds_req_encode(&e, &a->rq);
+	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_areply, a) : -ENOMEM;
+	if (ret)
+		acall_finish(a, ret);
 }
 
 /* ---- resending unsafe requests ------------------------------------------- */
@@ -577,14 +722,15 @@ static void fill_entry(struct fuse_entry_param *e, const struct mds_inode *in,
 	e->entry_timeout = entry_tmo;
 }
 
-/* An entry from a reply with ci (lc_kbar: see fuse_cache.h). */
+/* An entry (parent, name) from a reply with ci (lc_kbar: see fuse_cache.h). */
 static void reply_entry(fuse_req_t req, const struct mds_inode *in,
-			const struct lc_info *ci, uint64_t parent)
+			const struct lc_info *ci, uint64_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 
 	lc_kbar_enter();
-	fill_entry(&e, in, entry_timeout(ci, parent), lc_timeout(in->ino, ci));
+	fill_entry(&e, in, lc_kname(parent, name, entry_timeout(ci, parent)),
+		   lc_timeout(in->ino, ci));
 	fuse_reply_entry(req, &e);
 	lc_kbar_leave();
 }
@@ -625,6 +771,120 @@ void fm_unsafe_wait_all(void)
 	unsafe_wait_all();
 }
 
+static void close_done(struct acall *a, int ret)
+{
+	if (ret && ret != -ENOENT)
+		log_warn("fuse", "the MDS did not take the close of inode %" PRIu64 ": %s",
+			 a->rq.ino, strerror(-ret));
+	acall_free(a);
+}
+
+void fm_close_async(uint64_t ino)
+{
+	struct acall *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		/* the MDS keeps counting this open: an unlinked file's
+		 * purge waits for the MDS's next start */
+		log_warn("fuse", "out of memory closing inode %" PRIu64, ino);
+		return;
+	}
+	a->done = close_done;
+	req_init(&a->rq, NULL, MDS_OP_CLOSE);
+	a->rq.ino = ino;
+	mds_call_async(a);
+}
+
+/* ---- permissions (fuse_perm.c) ----------------------------------------------- */
+
+/* ino's mode and owner: leased here, else from the MDS (and leased). */
+static int perm_get(fuse_req_t req, uint64_t ino, struct lc_perm *p)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+
+	if (lc_perm(ino, p) == 0)
+		return 0;
+	req_init(&rq, req, MDS_OP_GETATTR);
+	rq.ino = ino;
+	int ret = mds_call(&rq, &rp);
+	free(rp.ents);
+	if (ret)
+		return ret;
+	p->mode = rp.in[0].mode;
+	p->uid = rp.in[0].uid;
+	p->gid = rp.in[0].gid;
+	return 0;
+}
+
+/* May the caller do mask (FP_*) on dir?  Also keeps dir's record leased
+ * here (for uid 0 too), which lets entries of dir be cached by the kernel
+ * (lc_kname).  *dp: dir's record, when not NULL. */
+static int perm_dir(fuse_req_t req, struct fp_cred *c, uint64_t dir, int mask,
+		    struct lc_perm *dp)
+{
+	struct lc_perm d;
+	int ret = perm_get(req, dir, &d);
+
+	if (ret)
+		return ret;
+	if (!S_ISDIR(d.mode))
+		return -ENOTDIR;
+	if (dp)
+		*dp = d;
+	return fp_access(c, &d, mask);
+}
+
+/* The record of entry (dir, name), from the cached listing or the MDS. */
+static int perm_ent(fuse_req_t req, uint64_t dir, const char *name, struct lc_perm *p)
+{
+	struct mds_req rq;
+	struct mds_reply rp;
+	uint64_t ino;
+	uint32_t mode;
+	double left;
+
+	if (lc_dir_lookup(dir, name, &ino, &mode, &left) == 1 && perm_get(req, ino, p) == 0)
+		return 0;
+	req_init(&rq, req, MDS_OP_LOOKUP);
+	rq.ino = dir;
+	snprintf(rq.name, sizeof(rq.name), "%s", name);
+	int ret = mds_call(&rq, &rp);
+	free(rp.ents);
+	if (ret)
+		return ret;
+	p->mode = rp.in[0].mode;
+	p->uid = rp.in[0].uid;
+	p->gid = rp.in[0].gid;
+	return 0;
+}
+
+/* Removing entry (dir, name): write and search on dir, the sticky bit;
+ * *victim (when not NULL): the entry's record, read when needed (always
+ * when want_victim). */
+static int perm_remove(fuse_req_t req, struct fp_cred *c, uint64_t dir, const char *name,
+		       bool want_victim, struct lc_perm *victim, bool *have)
+{
+	struct lc_perm d, v;
+	int ret = perm_dir(req, c, dir, FP_W | FP_X, &d);
+
+	*have = false;
+	if (ret)
+		return ret;
+	bool sticky = (d.mode & S_ISVTX) && !fp_root(c) && c->uid != d.uid;
+	if (!sticky && !want_victim)
+		return 0;
+	ret = perm_ent(req, dir, name, &v);
+	if (ret == -ENOENT)
+		return 0;	/* the MDS says so (unlink), or a new name (rename) */
+	if (ret)
+		return ret;
+	*have = true;
+	if (victim)
+		*victim = v;
+	return fp_sticky(c, &d, &v);
+}
+
 /* ---- operations ------------------------------------------------------------ */
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -636,6 +896,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (strlen(name) > MDS_NAME_MAX) {
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
+	}
+	if (g.perm) {
+		struct fp_cred c;
+		fp_cred_init(&c, req);
+		if ((ret = perm_dir(req, &c, parent, FP_X, NULL))) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
 	}
 	/* from a leased listing of parent and a leased record: no MDS */
 	uint64_t ino;
@@ -652,14 +920,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		 * answered negative are not known to invalidate */
 		struct fuse_entry_param e;
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = dleft < NEG_ENTRY_TIMEOUT ? dleft : NEG_ENTRY_TIMEOUT;
+		e.entry_timeout = lc_kname(parent, name, dleft < NEG_ENTRY_TIMEOUT ? dleft
+					   : NEG_ENTRY_TIMEOUT);
 		fuse_reply_entry(req, &e);
 		lc_kbar_leave();
 		return;
 	}
 	if (hit == 1 && (aleft = lc_attr(ino, &in)) > 0) {
 		struct fuse_entry_param e;
-		fill_entry(&e, &in, dleft, aleft);
+		fill_entry(&e, &in, lc_kname(parent, name, dleft), aleft);
 		fuse_reply_entry(req, &e);
 		lc_kbar_leave();
 		return;
@@ -673,7 +942,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, &rp.in[0], &ci, parent);
+		reply_entry(req, &rp.in[0], &ci, parent, name);
 }
 
 /* Answers req with ino's leased record (made by this client at most
@@ -719,8 +988,19 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 {
 	struct mds_req rq;
 	struct mds_reply rp;
+	uint32_t mode = attr->st_mode;
 	int ret;
 
+	if (g.perm) {
+		struct fp_cred c;
+		struct lc_perm p;
+		fp_cred_init(&c, req);
+		if ((ret = perm_get(req, ino, &p)) ||
+		    (ret = fp_setattr(&c, &p, to_set, attr, fi != NULL, &mode))) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
 	/* touch's "now" right after this client's create: nothing to do */
 	const int times_now = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW |
 			      FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
@@ -733,7 +1013,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	rq.ino = ino;
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		rq.setmask |= MDS_SET_MODE;
-		rq.s_mode = attr->st_mode;
+		rq.s_mode = mode;
 	}
 	if (to_set & FUSE_SET_ATTR_UID) {
 		rq.setmask |= MDS_SET_UID;
@@ -785,44 +1065,69 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		reply_attr(req, &rp.in[0], &ci);
 }
 
+/* make_node's answer (the loop thread, or the resend's thread). */
+static void make_node_done(struct acall *a, int ret)
+{
+	const struct mds_inode *in = &a->rp.in[0];
+	uint64_t parent = a->rq.ino;
+
+	if (ret) {
+		fuse_reply_err(a->req, -ret);
+	} else if (a->has_fi) {
+		struct fuse_entry_param e;
+		fd_open(in->ino, 0, true);
+		a->fi.keep_cache = 0;
+		lc_kbar_enter();
+		fill_entry(&e, in, lc_kname(parent, a->rq.name, entry_timeout(&a->ci, parent)),
+			   lc_timeout(in->ino, &a->ci));
+		fuse_reply_create(a->req, &e, &a->fi);
+		lc_kbar_leave();
+	} else {
+		reply_entry(a->req, in, &a->ci, parent, a->rq.name);
+	}
+	acall_free(a);
+}
+
 static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, const char *target, struct fuse_file_info *fi)
 {
-	struct mds_req rq;
-	struct mds_reply rp;
 	int ret;
 
 	if (strlen(name) > MDS_NAME_MAX || (target && strlen(target) > MDS_PATH_MAX)) {
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	req_init(&rq, req, op);
-	rq.ino = parent;
-	snprintf(rq.name, sizeof(rq.name), "%s", name);
-	rq.mode = mode & ~fuse_req_ctx(req)->umask;
-	if (op == MDS_OP_MKNOD && !(mode & S_IFMT))
-		rq.mode |= S_IFREG;
-	rq.rdev = rdev;
-	rq.flags = MDS_F_EXCL | (fi ? 0x2u : 0);
-	if (target)
-		snprintf(rq.target, sizeof(rq.target), "%s", target);
-	struct lc_info ci;
-	ret = mds_call_ci(&rq, &rp, &ci);
-	if (ret) {
-		fuse_reply_err(req, -ret);
+	if (g.perm) {
+		struct fp_cred c;
+		fp_cred_init(&c, req);
+		if ((ret = perm_dir(req, &c, parent, FP_W | FP_X, NULL))) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
+	struct acall *a = calloc(1, sizeof(*a));
+	if (!a) {
+		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	a->req = req;
+	a->done = make_node_done;
 	if (fi) {
-		struct fuse_entry_param e;
-		fd_open(rp.in[0].ino, 0, true);
-		fi->keep_cache = 0;
-		lc_kbar_enter();
-		fill_entry(&e, &rp.in[0], entry_timeout(&ci, parent), lc_timeout(rp.in[0].ino, &ci));
-		fuse_reply_create(req, &e, fi);
-		lc_kbar_leave();
-		return;
+		a->fi = *fi;
+		a->has_fi = true;
 	}
-	reply_entry(req, &rp.in[0], &ci, parent);
+	struct mds_req *rq = &a->rq;
+	req_init(rq, req, op);
+	rq->ino = parent;
+	snprintf(rq->name, sizeof(rq->name), "%s", name);
+	rq->mode = mode & ~fuse_req_ctx(req)->umask;
+	if (op == MDS_OP_MKNOD && !(mode & S_IFMT))
+		rq->mode |= S_IFREG;
+	rq->rdev = rdev;
+	rq->flags = MDS_F_EXCL | (fi ? 0x2u : 0);
+	if (target)
+		snprintf(rq->target, sizeof(rq->target), "%s", target);
+	mds_call_async(a);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
@@ -846,27 +1151,67 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	make_node(req, MDS_OP_MKNOD, parent, name, (mode & 07777) | S_IFREG, 0, NULL, fi);
 }
 
+/* unlink, rmdir, rename: may the caller?  (may_delete, may_create, and a
+ * directory moved to another parent needs write permission on itself to
+ * change its "..") */
+static int perm_change(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
+		       fuse_ino_t b, const char *n2, unsigned flags)
+{
+	struct fp_cred c;
+	struct lc_perm src, dst;
+	bool have_src, have_dst;
+	int ret;
+
+	fp_cred_init(&c, req);
+	if (op != MDS_OP_RENAME)
+		return perm_remove(req, &c, a, n1, false, NULL, &have_src);
+	bool moves = a != b;
+	if ((ret = perm_remove(req, &c, a, n1, moves, &src, &have_src)))
+		return ret;
+	if ((ret = perm_remove(req, &c, b, n2, moves && (flags & 2u), &dst, &have_dst)))
+		return ret;
+	if (moves && have_src && S_ISDIR(src.mode) && (ret = fp_access(&c, &src, FP_W)))
+		return ret;
+	if (moves && have_dst && (flags & 2u) && S_ISDIR(dst.mode) &&
+	    (ret = fp_access(&c, &dst, FP_W)))
+		return ret;
+	return 0;
+}
+
+static void simple_done(struct acall *a, int ret)
+{
+	fuse_reply_err(a->req, -ret);
+	acall_free(a);
+}
+
 static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
 		   fuse_ino_t b, const char *n2, unsigned flags)
 {
-	struct mds_req rq;
-	struct mds_reply rp;
 	int ret;
 
 	if (strlen(n1) > MDS_NAME_MAX || (n2 && strlen(n2) > MDS_NAME_MAX)) {
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	req_init(&rq, req, op);
-	rq.ino = a;
-	rq.ino2 = b;
-	snprintf(rq.name, sizeof(rq.name), "%s", n1);
+	if (g.perm && (ret = perm_change(req, op, a, n1, b, n2, flags))) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	struct acall *c = calloc(1, sizeof(*c));
+	if (!c) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	c->req = req;
+	c->done = simple_done;
+	req_init(&c->rq, req, op);
+	c->rq.ino = a;
+	c->rq.ino2 = b;
+	snprintf(c->rq.name, sizeof(c->rq.name), "%s", n1);
 	if (n2)
-		snprintf(rq.name2, sizeof(rq.name2), "%s", n2);
-	rq.flags = flags;
-	ret = mds_call(&rq, &rp);
-	free(rp.ents);
-	fuse_reply_err(req, -ret);
+		snprintf(c->rq.name2, sizeof(c->rq.name2), "%s", n2);
+	c->rq.flags = flags;
+	mds_call_async(c);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -895,6 +1240,16 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
+	if (g.perm) {
+		struct fp_cred c;
+		struct lc_perm p;
+		fp_cred_init(&c, req);
+		if ((ret = perm_get(req, ino, &p)) || (ret = fp_link_source(&c, &p)) ||
+		    (ret = perm_dir(req, &c, newparent, FP_W | FP_X, NULL))) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
 	req_init(&rq, req, MDS_OP_LINK);
 	rq.ino = ino;
 	rq.ino2 = newparent;
@@ -904,7 +1259,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, &rp.in[0], &ci, newparent);
+		reply_entry(req, &rp.in[0], &ci, newparent, newname);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -959,6 +1314,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mds_reply rp;
 	int ret;
 
+	if (g.perm) {
+		struct fp_cred c;
+		struct lc_perm p;
+		int acc = fi->flags & O_ACCMODE;
+		int mask = acc == O_RDONLY ? FP_R : acc == O_WRONLY ? FP_W : FP_R | FP_W;
+		if (fi->flags & O_TRUNC)
+			mask |= FP_W;
+		if (fi->flags & FMODE_EXEC_FLAG)
+			mask = FP_X;	/* execve: MAY_EXEC alone (a 0711 binary runs) */
+		fp_cred_init(&c, req);
+		if ((ret = perm_get(req, ino, &p)) || (ret = fp_access(&c, &p, mask))) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
 	req_init(&rq, req, MDS_OP_OPEN);
 	rq.ino = ino;
 	ret = mds_call(&rq, &rp);
@@ -995,6 +1365,15 @@ struct dirh {
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (g.perm) {
+		struct fp_cred c;
+		fp_cred_init(&c, req);
+		int ret = perm_dir(req, &c, ino, FP_R, NULL);
+		if (ret) {
+			fuse_reply_err(req, -ret);
+			return;
+		}
+	}
 	struct dirh *d = calloc(1, sizeof(*d));
 
 	if (!d) {
@@ -1149,7 +1528,7 @@ static void dir_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			/* with a leased record the kernel gets the entry and its
 			 * attributes (no lookup, no getattr); without, the name */
 			if (dleft > 0 && (left = lc_attr(de->ino, &in)) > 0)
-				fill_entry(&e, &in, dleft, left);
+				fill_entry(&e, &in, lc_kname(ino, name, dleft), left);
 		}
 		size_t need = plus ? fuse_add_direntry_plus(req, buf + used, size - used, name,
 							    &e, (off_t)(i + 1))
@@ -1195,6 +1574,27 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 /* ---- extended attributes ------------------------------------------------------ */
 
+/* xattr_permission: security.* and system.* are the kernel's and the
+ * MDS's business, trusted.* the kernel's (CAP_SYS_ADMIN); the others
+ * (user.*) want read or write permission on the inode, and in a sticky
+ * directory only its owner writes them. */
+static int perm_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, bool write)
+{
+	struct fp_cred c;
+	struct lc_perm p;
+	int ret;
+
+	if (!g.perm || !strncmp(name, "security.", 9) || !strncmp(name, "system.", 7) ||
+	    !strncmp(name, "trusted.", 8))
+		return 0;
+	fp_cred_init(&c, req);
+	if ((ret = perm_get(req, ino, &p)))
+		return ret;
+	if (write && S_ISDIR(p.mode) && (p.mode & S_ISVTX) && !fp_owner(&c, &p))
+		return -EPERM;
+	return fp_access(&c, &p, write ? FP_W : FP_R);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
@@ -1214,6 +1614,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		/* POSIX ACLs are not supported yet: refusing them makes tools
 		 * such as cp -a fall back to chmod (later: FUSE_CAP_POSIX_ACL) */
 		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if ((ret = perm_xattr(req, ino, name, true))) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
 	req_init(&rq, req, MDS_OP_SETXATTR);
@@ -1253,6 +1657,11 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		/* never set (setxattr refuses them), so never there: `ls -l`
 		 * asks for each file */
 		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	int pret = perm_xattr(req, ino, name, false);
+	if (pret) {
+		fuse_reply_err(req, -pret);
 		return;
 	}
 	/* `ls -l` asks for security.selinux of each file: a leased record
@@ -1297,11 +1706,31 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		fuse_reply_err(req, ERANGE);
 		return;
 	}
+	if ((ret = perm_xattr(req, ino, name, true))) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
 	req_init(&rq, req, MDS_OP_REMOVEXATTR);
 	rq.ino = ino;
 	snprintf(rq.name, sizeof(rq.name), "%s", name);
 	ret = mds_call(&rq, &rp);
 	free(rp.value);
+	fuse_reply_err(req, -ret);
+}
+
+/* access(2), chdir(2): the kernel asks only without default_permissions. */
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct fp_cred c;
+	struct lc_perm p;
+	int ret = 0;
+
+	if (g.perm && mask) {
+		fp_cred_init(&c, req);
+		if (!(ret = perm_get(req, ino, &p)))
+			ret = fp_access(&c, &p, ((mask & R_OK) ? FP_R : 0) | ((mask & W_OK) ? FP_W : 0) |
+						((mask & X_OK) ? FP_X : 0));
+	}
 	fuse_reply_err(req, -ret);
 }
 
@@ -1337,6 +1766,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.create = op_create,
+	.access = op_access,
 };
 
 /* ---- start-up ------------------------------------------------------------------ */
@@ -1361,6 +1791,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "mon=%s", offsetof(struct opts, mon), 0 },
 	{ "mds=%s", offsetof(struct opts, mds), 0 },
 	{ "nolease", offsetof(struct opts, nolease), 1 },
+	{ "kernel_perms", offsetof(struct opts, kernel_perms), 1 },
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
@@ -1504,7 +1935,11 @@ int main(int argc, char **argv)
 		       "  -o conf=FILE    atoll.conf\n"
 		       "  -o mon=ADDR     the monitor\n"
 		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n"
-		       "  -o nolease      no leases: the kernel caches metadata for 1 s\n"
+		       "  -o nolease      no leases: the kernel caches metadata for 1 s (and\n"
+		       "                  checks permissions: default_permissions)\n"
+		       "  -o kernel_perms the kernel checks permissions (default_permissions)\n"
+		       "                  instead of atoll-fuse (it then re-reads a folder's\n"
+		       "                  attributes after every change in it)\n"
 		       "  -o writeback_mb=N  memory for buffered writes (default %d; 0: each\n"
 		       "                  write goes out at once)\n"
 		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
@@ -1557,10 +1992,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ret = 1;
-	lc_init(!o.nolease);
+	g.perm = !o.nolease && !o.kernel_perms;
+	lc_init(!o.nolease, g.perm);
+	fp_init();
 	if (connect_all(&o))
 		goto out;
-	fuse_opt_add_arg(&args, "-odefault_permissions");
+	if (!g.perm)
+		fuse_opt_add_arg(&args, "-odefault_permissions");
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se)
 		goto out;
@@ -1582,6 +2020,7 @@ int main(int argc, char **argv)
 	 * (touch) must not start a thread for each. */
 	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
 	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
+	acall_drain();	/* no answer to the kernel after the session goes */
 	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
 out_unmount:

@@ -517,6 +517,8 @@ void mds_lease_note(struct mds *m, const struct mds_txn *t)
 		uint32_t kind = MDS_CHG_ATTR;
 		if (t->w[i].removed || in->size != n->a.size || in->mtime != n->a.mtime)
 			kind |= MDS_CHG_DATA;
+		if (in->mode != n->a.mode || in->uid != n->a.uid || in->gid != n->a.gid)
+			kind |= MDS_CHG_PERM;
 		chg_add(m, kind, in->ino, NULL);
 	}
 	for (int i = 0; i < t->nu; i++) {

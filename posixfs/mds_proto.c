@@ -36,7 +36,7 @@ static uint32_t chg_decode(struct dec *d, struct mds_chg *c)
 		c[i].ino = dec_u64(d);
 		dec_str(d, c[i].name, MDS_NAME_MAX);
 		if (!d->err && (!c[i].kind || (c[i].kind & ~(MDS_CHG_ATTR | MDS_CHG_DATA |
-							      MDS_CHG_DENT))))
+							      MDS_CHG_DENT | MDS_CHG_PERM))))
 			dec_fail(d, -EBADMSG);
 	}
 	return d->err ? 0 : n;

@@ -74,6 +74,7 @@ enum mds_op {
 #define MDS_CHG_ATTR	0x1u	/* ino's attributes */
 #define MDS_CHG_DATA	0x2u	/* with ATTR: its size or mtime too */
 #define MDS_CHG_DENT	0x4u	/* the entry `name` of directory ino */
+#define MDS_CHG_PERM	0x8u	/* with ATTR: its mode, uid or gid too */
 #define MDS_CHG_MAX	32u	/* items in one reply or revoke */
 
 struct mds_chg {

@@ -56,6 +56,28 @@ B=$tmp/mnt2
 mount_fs "$B" "$tmp/fuse2.log"
 as_user nobody stat "$B/root" >/dev/null 2>&1 && fail "nobody reached a mount without allow_other"
 
+# atoll-fuse checks permissions itself (no default_permissions), so the
+# kernel walks the entries it caches without asking: a change of a
+# folder's mode on another mount must make it drop them (the MDS's revoke
+# says the mode changed), or nobody would still reach shut/f.
+step "a folder closed on another mount: nobody loses the entries its kernel cached"
+mkdir "$A/shut" && chmod 755 "$A/shut" && echo x >"$A/shut/f" || fail "mkdir shut"
+as_user nobody cat "$A/shut/f" >/dev/null || fail "nobody cannot read shut/f"
+chmod 700 "$B/shut" || fail "chmod 700 on the second mount"
+for _ in $(seq 30); do
+	as_user nobody stat "$A/shut/f" >/dev/null 2>&1 || break
+	sleep 0.1
+done
+as_user nobody stat "$A/shut/f" 2>&1 | grep -q "Permission denied" ||
+	fail "nobody still reaches shut/f 3 s after the other mount's chmod 700"
+chmod 755 "$B/shut" || fail "chmod 755 on the second mount"
+for _ in $(seq 30); do
+	as_user nobody stat "$A/shut/f" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+as_user nobody cat "$A/shut/f" >/dev/null || fail "nobody cannot read shut/f after chmod 755"
+echo "closed and opened again on the other mount: seen"
+
 step "unmount"
 fusermount3 -u "$B" && fusermount3 -u "$A" || fail "fusermount3 -u"
 echo "fs-users: all checks passed"

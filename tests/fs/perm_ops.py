@@ -15,6 +15,7 @@
 import errno
 import os
 import stat
+import subprocess
 import sys
 
 OTHER_GID = 4242	# a group the caller is not in (the setgid folder's)
@@ -28,8 +29,10 @@ def setup(d):
         os.mkdir(os.path.join(d, sub), mode)
         os.chmod(os.path.join(d, sub), mode)	# mkdir drops S_ISVTX/S_ISGID on some paths
     os.chown(os.path.join(d, "sgid"), 0, OTHER_GID)
+    os.mkdir(os.path.join(d, "pub/rootdir"), 0o755)
     for path, mode, body in (("ro/f", 0o644, b"readable\n"), ("ro/secret", 0o600, b"secret\n"),
-                             ("ro/x", 0o755, b"#!/bin/sh\n"), ("closed/in", 0o644, b"in\n"),
+                             ("ro/x", 0o755, b"#!/bin/sh\n"), ("ro/xo", 0o744, b"#!/bin/sh\n"),
+                             ("closed/in", 0o644, b"in\n"),
                              ("sticky/roots", 0o666, b"root's\n"), ("pub/suid", 0o4777, b"s\n"),
                              ("pub/roots", 0o644, b"r\n")):
         p = os.path.join(d, path)
@@ -81,6 +84,13 @@ def run(d):
     t("access ro/f W_OK", lambda: os.access(p("ro/f"), os.W_OK))
     t("access ro/x X_OK", lambda: os.access(p("ro/x"), os.X_OK))
     t("access ro/secret R_OK", lambda: os.access(p("ro/secret"), os.R_OK))
+    t("access closed X_OK", lambda: os.access(p("closed"), os.X_OK))
+    t("chdir closed", lambda: (os.chdir(p("closed")), os.chdir("/"))[1])
+    t("exec ro/x", lambda: subprocess.run([p("ro/x")]).returncode)
+    t("exec ro/xo", lambda: subprocess.run([p("ro/xo")]).returncode)
+    t("create closed/new", lambda: write("closed/new", b"n", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    t("unlink closed/in", lambda: os.unlink(p("closed/in")))
+    t("stat closed/nothing", lambda: st("closed/nothing"))
     # writing what is not ours
     t("append ro/f", lambda: write("ro/f"))
     t("open O_TRUNC ro/f", lambda: write("ro/f", b"", os.O_WRONLY | os.O_TRUNC))
@@ -126,6 +136,11 @@ def run(d):
     t("stat pub/suid", lambda: st("pub/suid"))
     # sticky folder: only the owner removes
     t("unlink sticky/roots", lambda: os.unlink(p("sticky/roots")))
+    t("rename sticky/roots sticky/r2", lambda: os.rename(p("sticky/roots"), p("sticky/r2")))
+    t("setxattr sticky", lambda: os.setxattr(p("sticky"), "user.k", b"v"))
+    t("utime sticky/roots now", lambda: os.utime(p("sticky/roots")))
+    t("utime sticky/roots set", lambda: os.utime(p("sticky/roots"), (1000000000, 1000000000)))
+    t("truncate sticky/roots", lambda: os.truncate(p("sticky/roots"), 7))
     t("append sticky/roots", lambda: write("sticky/roots"))
     t("create sticky/mine", lambda: write("sticky/mine", b"m", os.O_WRONLY | os.O_CREAT))
     t("rename sticky/mine sticky/mine2", lambda: os.rename(p("sticky/mine"), p("sticky/mine2")))
@@ -133,8 +148,12 @@ def run(d):
     # setgid folder: new entries take its group, folders its bit
     t("create sgid/f", lambda: write("sgid/f", b"g", os.O_WRONLY | os.O_CREAT))
     t("stat sgid/f", lambda: st("sgid/f"))
+    t("chmod sgid/f g+s", lambda: (os.chmod(p("sgid/f"), 0o2644), st("sgid/f"))[1])
     t("mkdir sgid/d", lambda: os.mkdir(p("sgid/d"), 0o755))
     t("stat sgid/d", lambda: st("sgid/d"))
+    # a folder moved to another parent changes its "..": write permission on it
+    t("rename pub/rootdir pub/mine/rd", lambda: os.rename(p("pub/rootdir"), p("pub/mine/rd")))
+    t("rename pub/mine/rd pub/rootdir", lambda: os.rename(p("pub/mine/rd"), p("pub/rootdir")))
     # cleaning up what we made
     t("rmdir pub/mine (not empty)", lambda: os.rmdir(p("pub/mine")))
     for x in ("pub/mine/g", "pub/mine/h", "pub/mine/h2", "pub/mine/l", "pub/mine/r"):

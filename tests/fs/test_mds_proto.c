@@ -347,7 +347,7 @@ Test(mds_proto, notify_round_trip_and_truncations)
 
 	memset(&a, 0, sizeof(a));
 	a.n = 3;
-	a.c[0].kind = MDS_CHG_ATTR;
+	a.c[0].kind = MDS_CHG_ATTR | MDS_CHG_PERM;	/* a chmod */
 	a.c[0].ino = 12;
 	a.c[1].kind = MDS_CHG_DENT;
 	a.c[1].ino = 1;
@@ -361,6 +361,7 @@ Test(mds_proto, notify_round_trip_and_truncations)
 	dec_init(&d, buf, len);
 	cr_assert_eq(mds_notify_decode(&d, &b), 0);
 	cr_assert_eq(b.n, 3);
+	cr_assert_eq(b.c[0].kind, MDS_CHG_ATTR | MDS_CHG_PERM);
 	cr_assert_str_eq(b.c[1].name, "renamed");
 	cr_assert_eq(b.c[2].kind, MDS_CHG_ATTR | MDS_CHG_DATA);
 	for (size_t n = 0; n < len; n++) {
