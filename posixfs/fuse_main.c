@@ -110,7 +110,7 @@ static struct {
 
 struct opts {
 	char *conf, *mon, *mds;
-	int nolease, kernel_perms;
+	int nolease, kernel_perms, fuse_perms;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
 
@@ -410,6 +410,23 @@ static struct {
 	pthread_cond_t cond;
 	unsigned n;
 } ap = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+/* A call of op whose answer done gives; NULL when out of memory (req, if
+ * any, is then answered ENOMEM). */
+static struct acall *acall_new(fuse_req_t req, uint32_t op, void (*done)(struct acall *, int))
+{
+	struct acall *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		if (req)
+			fuse_reply_err(req, ENOMEM);
+		return NULL;
+	}
+	a->req = req;
+	a->done = done;
+	req_init(&a->rq, req, op);
+	return a;
+}
 
 /* a->done, then one kernel request less in flight. */
 static void acall_finish(struct acall *a, int ret)
@@ -781,7 +798,7 @@ static void close_done(struct acall *a, int ret)
 
 void fm_close_async(uint64_t ino)
 {
-	struct acall *a = calloc(1, sizeof(*a));
+	struct acall *a = acall_new(NULL, MDS_OP_CLOSE, close_done);
 
 	if (!a) {
 		/* the MDS keeps counting this open: an unlinked file's
@@ -789,8 +806,6 @@ void fm_close_async(uint64_t ino)
 		log_warn("fuse", "out of memory closing inode %" PRIu64, ino);
 		return;
 	}
-	a->done = close_done;
-	req_init(&a->rq, NULL, MDS_OP_CLOSE);
 	a->rq.ino = ino;
 	mds_call_async(a);
 }
@@ -1105,19 +1120,14 @@ static void make_node(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char
 			return;
 		}
 	}
-	struct acall *a = calloc(1, sizeof(*a));
-	if (!a) {
-		fuse_reply_err(req, ENOMEM);
+	struct acall *a = acall_new(req, op, make_node_done);
+	if (!a)
 		return;
-	}
-	a->req = req;
-	a->done = make_node_done;
 	if (fi) {
 		a->fi = *fi;
 		a->has_fi = true;
 	}
 	struct mds_req *rq = &a->rq;
-	req_init(rq, req, op);
 	rq->ino = parent;
 	snprintf(rq->name, sizeof(rq->name), "%s", name);
 	rq->mode = mode & ~fuse_req_ctx(req)->umask;
@@ -1197,14 +1207,9 @@ static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	struct acall *c = calloc(1, sizeof(*c));
-	if (!c) {
-		fuse_reply_err(req, ENOMEM);
+	struct acall *c = acall_new(req, op, simple_done);
+	if (!c)
 		return;
-	}
-	c->req = req;
-	c->done = simple_done;
-	req_init(&c->rq, req, op);
 	c->rq.ino = a;
 	c->rq.ino2 = b;
 	snprintf(c->rq.name, sizeof(c->rq.name), "%s", n1);
@@ -1792,6 +1797,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "mds=%s", offsetof(struct opts, mds), 0 },
 	{ "nolease", offsetof(struct opts, nolease), 1 },
 	{ "kernel_perms", offsetof(struct opts, kernel_perms), 1 },
+	{ "fuse_perms", offsetof(struct opts, fuse_perms), 1 },
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
@@ -1937,9 +1943,12 @@ int main(int argc, char **argv)
 		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n"
 		       "  -o nolease      no leases: the kernel caches metadata for 1 s (and\n"
 		       "                  checks permissions: default_permissions)\n"
-		       "  -o kernel_perms the kernel checks permissions (default_permissions)\n"
-		       "                  instead of atoll-fuse (it then re-reads a folder's\n"
-		       "                  attributes after every change in it)\n"
+		       "  -o kernel_perms the kernel checks permissions (default_permissions;\n"
+		       "                  the default)\n"
+		       "  -o fuse_perms   atoll-fuse checks permissions instead of the kernel:\n"
+		       "                  one request less per change, but for a moment after a\n"
+		       "                  chmod of a folder on this mount, names the kernel\n"
+		       "                  cached in it stay reachable (see doc/fs.md)\n"
 		       "  -o writeback_mb=N  memory for buffered writes (default %d; 0: each\n"
 		       "                  write goes out at once)\n"
 		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
@@ -1992,7 +2001,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ret = 1;
-	g.perm = !o.nolease && !o.kernel_perms;
+	/* Own checks only when asked: the kernel walks the names it caches
+	 * without asking, and after this mount's chmod of a folder they can
+	 * be dropped only once the chmod returned (the kernel holds the
+	 * folder's lock until then), so a walk in between is not checked. */
+	g.perm = !o.nolease && o.fuse_perms && !o.kernel_perms;
 	lc_init(!o.nolease, g.perm);
 	fp_init();
 	if (connect_all(&o))
