@@ -330,7 +330,7 @@ df_wait '[ $(( df1 - $(df_used) )) -ge 4000000 ]' || fail "df does not show the 
 
 # Two background writers ($wa on mount 1, $wb on mount 2) count their
 # operations in $tmp/P.a.n and $tmp/P.b.n and stop once $tmp/P.stop exists.
-wcount() { cat "$tmp/$1.$2.n" 2>/dev/null || echo 0; }
+wcount() { local v; v=$(cat "$tmp/$1.$2.n" 2>/dev/null); echo "${v:-0}"; }
 writers_reach() {	# writers_reach P N: both counted N (30 s at most)
 	local _
 	for _ in $(seq 1 300); do
@@ -367,7 +367,7 @@ mds_writer() {	# mds_writer MOUNT TAG
 		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
 		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
 		else echo "f$i v$i"; fi
-		echo $i >"$tmp/mw.$2.n"
+		echo $i >"$tmp/mw.$2.n.new" && mv "$tmp/mw.$2.n.new" "$tmp/mw.$2.n"
 	done >"$tmp/mw.$2.ledger"
 }
 mds_writer "$A" a 2>"$tmp/mw.a.err" & wa=$!
@@ -402,7 +402,7 @@ osd_writer() {	# osd_writer MOUNT TAG [sync]
 		i=$((i + 1))
 		cp "$tmp/osdsrc" "$1/osdw.$2$i" || exit 1
 		if [ -n "${3:-}" ]; then sync "$1/osdw.$2$i" || exit 1; fi
-		echo $i >"$tmp/osdw.$2.n"
+		echo $i >"$tmp/osdw.$2.n.new" && mv "$tmp/osdw.$2.n.new" "$tmp/osdw.$2.n"
 	done
 }
 osd_writer "$A" a 2>"$tmp/osdw.a.err" & wa=$!

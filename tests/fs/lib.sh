@@ -36,6 +36,15 @@ stop_fuse() {
 fs_cleanup() {
 	local rc=$?
 	set +e
+	if [ $rc -ne 0 ] && command -v gdb >/dev/null; then
+		# a failed test may have found a hang: where each client waits
+		for p in "${fuse_pids[@]}"; do
+			kill -0 "$p" 2>/dev/null || continue
+			echo "---- threads of atoll-fuse $p" >&2
+			timeout 30 gdb -p "$p" -batch -ex "thread apply all bt 12" 2>/dev/null |
+				grep -E '^(Thread|#)' >&2
+		done
+	fi
 	for m in "$tmp"/mnt*; do
 		[ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
 	done
