@@ -553,14 +553,15 @@ out:
 static int chunk_to_txn(struct pg *pg, const struct osd_pg_push *p, const char *oid,
 			struct store_txn *txn)
 {
-	struct osd *osd = pg->osd;
 	char name[STORE_ATTR_NAME_MAX + 1];
-	struct store_stat st;
 	int r = 0;
 
 	if (p->flags & PGP_FIRST) {
-		if (store_stat(osd->store, pg->coll, oid, &st) == 0)
-			r = store_txn_remove(txn, pg->coll, oid);
+		/* whatever is there goes, decided when the transaction
+		 * applies: a store_stat() here raced with transactions queued
+		 * before this one (one removed the object after the stat, the
+		 * remove failed the whole push with ENOENT: a store error) */
+		r = store_txn_remove_if_exists(txn, pg->coll, oid);
 		if (r || (p->flags & PGP_DELETE))
 			return r;
 		r = store_txn_touch(txn, pg->coll, oid);

@@ -167,6 +167,9 @@ enum op_type {
 	OP_OMAP_CLEAR,
 };
 
+/* op->flags of an OP_REMOVE: a missing object is not an error */
+#define OPF_MISSING_OK	1u
+
 struct op {
 	enum op_type type;
 	uint32_t flags;

@@ -161,6 +161,11 @@ int store_txn_truncate(struct store_txn *t, uint64_t coll, const char *oid,
 		       uint64_t size);
 /* Removes the object with its attributes and omap; -ENOENT if missing. */
 int store_txn_remove(struct store_txn *t, uint64_t coll, const char *oid);
+/* The same, but an object that does not exist when the transaction is
+ * applied is not an error (store_txn_remove's -ENOENT): for a caller
+ * that saw the object earlier, which a transaction queued before this
+ * one may have removed since. */
+int store_txn_remove_if_exists(struct store_txn *t, uint64_t coll, const char *oid);
 int store_txn_setattr(struct store_txn *t, uint64_t coll, const char *oid,
 		      const char *name, const void *val, size_t len);
 /* -ENODATA when applied if the attribute is missing. */

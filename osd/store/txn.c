@@ -256,6 +256,15 @@ int store_txn_remove(struct store_txn *t, uint64_t coll, const char *oid)
 	return add_op(t, OP_REMOVE, coll, oid ? oid : "", NULL, 0, NULL, 0);
 }
 
+int store_txn_remove_if_exists(struct store_txn *t, uint64_t coll, const char *oid)
+{
+	int r = store_txn_remove(t, coll, oid);
+
+	if (!r)
+		t->ops[t->n - 1].flags = OPF_MISSING_OK;
+	return r;
+}
+
 static int check_attr_name(const char *name)
 {
 	if (!name || !*name)

@@ -1125,6 +1125,8 @@ static int apply_op(struct batch *b, struct op *op)
 		      op->type == OP_OMAP_SET;
 
 	r = obj_load(b, op, create, &ob);
+	if (r == -ENOENT && op->type == OP_REMOVE && (op->flags & OPF_MISSING_OK))
+		return 0;
 	if (r)
 		return r;
 	switch (op->type) {

@@ -1084,6 +1084,58 @@ Test(obj, remove_missing_enoent)
 	FAILS(do_remove(ts.st, C1, "o"), -ENOENT);
 }
 
+/* store_txn_remove_if_exists: decided when the transaction applies, so a
+ * remove queued before it (recovery's push raced with one) is no error,
+ * and the rest of its transaction goes on. */
+static int remove_if_exists_then_write(const char *oid, const void *data, size_t len)
+{
+	struct store_txn *t = store_txn_new();
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	r = store_txn_remove_if_exists(t, C1, oid);
+	if (!r)
+		r = store_txn_write(t, C1, oid, 0, data, len, 0);
+	if (r) {
+		store_txn_free(t);
+		return r;
+	}
+	return store_apply(ts.st, t);
+}
+
+Test(obj, remove_if_exists)
+{
+	uint8_t buf[16];
+
+	coll1();
+	OK(remove_if_exists_then_write("o", "fresh", 5));	/* missing: no error */
+	cr_assert_eq(store_read(ts.st, C1, "o", 0, sizeof(buf), buf), 5);
+	cr_assert_arr_eq(buf, "fresh", 5);
+	OK(do_setattr(ts.st, C1, "o", "a", "x", 1));
+	OK(remove_if_exists_then_write("o", "new", 3));	/* there: removed whole */
+	cr_assert_eq(store_read(ts.st, C1, "o", 0, sizeof(buf), buf), 3);
+	cr_assert_arr_eq(buf, "new", 3);
+	{
+		void *v = NULL;
+		size_t vl = 0;
+
+		FAILS(store_getattr(ts.st, C1, "o", "a", &v, &vl), -ENODATA);
+		free(v);
+	}
+	/* removed by a transaction queued just before */
+	{
+		struct store_txn *t1 = store_txn_new(), *t2 = store_txn_new();
+
+		cr_assert(t1 && t2);
+		OK(store_txn_remove(t1, C1, "o"));
+		OK(store_txn_remove_if_exists(t2, C1, "o"));
+		OK(store_queue(ts.st, t1, NULL, NULL));
+		OK(store_apply(ts.st, t2));
+	}
+	FAILS(do_remove(ts.st, C1, "o"), -ENOENT);
+}
+
 static int count_attrs(void *arg, const char *name, const void *val, size_t len)
 {
 	(void)name;
