@@ -812,17 +812,13 @@ void fm_close_async(uint64_t ino)
 
 /* ---- permissions (fuse_perm.c) ----------------------------------------------- */
 
-/* ino's mode and owner: leased here, else from the MDS (and leased). */
-static int perm_get(fuse_req_t req, uint64_t ino, struct lc_perm *p)
+/* Sends rq (a getattr or a lookup) and takes the mode and owner of the
+ * record it answers. */
+static int perm_call(struct mds_req *rq, struct lc_perm *p)
 {
-	struct mds_req rq;
 	struct mds_reply rp;
+	int ret = mds_call(rq, &rp);
 
-	if (lc_perm(ino, p) == 0)
-		return 0;
-	req_init(&rq, req, MDS_OP_GETATTR);
-	rq.ino = ino;
-	int ret = mds_call(&rq, &rp);
 	free(rp.ents);
 	if (ret)
 		return ret;
@@ -830,6 +826,18 @@ static int perm_get(fuse_req_t req, uint64_t ino, struct lc_perm *p)
 	p->uid = rp.in[0].uid;
 	p->gid = rp.in[0].gid;
 	return 0;
+}
+
+/* ino's mode and owner: leased here, else from the MDS (and leased). */
+static int perm_get(fuse_req_t req, uint64_t ino, struct lc_perm *p)
+{
+	struct mds_req rq;
+
+	if (lc_perm(ino, p) == 0)
+		return 0;
+	req_init(&rq, req, MDS_OP_GETATTR);
+	rq.ino = ino;
+	return perm_call(&rq, p);
 }
 
 /* May the caller do mask (FP_*) on dir?  Also keeps dir's record leased
@@ -854,7 +862,6 @@ static int perm_dir(fuse_req_t req, struct fp_cred *c, uint64_t dir, int mask,
 static int perm_ent(fuse_req_t req, uint64_t dir, const char *name, struct lc_perm *p)
 {
 	struct mds_req rq;
-	struct mds_reply rp;
 	uint64_t ino;
 	uint32_t mode;
 	double left;
@@ -864,14 +871,7 @@ static int perm_ent(fuse_req_t req, uint64_t dir, const char *name, struct lc_pe
 	req_init(&rq, req, MDS_OP_LOOKUP);
 	rq.ino = dir;
 	snprintf(rq.name, sizeof(rq.name), "%s", name);
-	int ret = mds_call(&rq, &rp);
-	free(rp.ents);
-	if (ret)
-		return ret;
-	p->mode = rp.in[0].mode;
-	p->uid = rp.in[0].uid;
-	p->gid = rp.in[0].gid;
-	return 0;
+	return perm_call(&rq, p);
 }
 
 /* Removing entry (dir, name): write and search on dir, the sticky bit;
