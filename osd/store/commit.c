@@ -9,7 +9,11 @@
  *   2. write the data and the batch's log record (small overwrites,
  *      wal.c) with libaio and fdatasync the block, so every block the new
  *      records point at, and every logged block, is durable; a batch that
- *      only logged overwrites is complete here (after the batch before it);
+ *      only logged is handed to the flusher thread instead, which flushes
+ *      and completes it while this thread applies and writes the next
+ *      batch (one flush then covers every batch handed over before it
+ *      began); work that needs every record durable first waits for the
+ *      flusher (commit_flush_wait);
  *   3. commit the kv (MDB_NOMETASYNC: pages synced, meta page written);
  *   4. the sync of step 3 also made the previous batch's meta page
  *      durable, so the previous batch's completions fire now.  When no
@@ -46,6 +50,13 @@
 #define KV_APPLY_BYTES (4u << 20)
 /* How long a committed batch waits for the next one to sync it. */
 #define SYNC_LINGER_NS (200ull * 1000)
+
+/* A batch that only logged, handed to the flusher. */
+struct flush_item {
+	struct flush_item *next;
+	struct store_txn *list;		/* in queue order */
+	uint64_t seq;
+};
 
 struct done {
 	struct store_txn *list;		/* in queue order */
@@ -98,7 +109,7 @@ static void fire(struct store *st, struct store_txn *list)
 		list = next;
 	}
 	pthread_mutex_lock(&st->qlock);
-	if (!st->qhead && !st->busy && !st->unsynced)
+	if (!st->qhead && !st->busy && !st->unsynced && !st->flush_pending)
 		pthread_cond_broadcast(&st->qidle);
 	pthread_mutex_unlock(&st->qlock);
 }
@@ -115,7 +126,7 @@ void commit_drain(struct store *st)
 	if (!st->commit_running)
 		return;
 	pthread_mutex_lock(&st->qlock);
-	while (st->qhead || st->busy || st->unsynced)
+	while (st->qhead || st->busy || st->unsynced || st->flush_pending)
 		pthread_cond_wait(&st->qidle, &st->qlock);
 	pthread_mutex_unlock(&st->qlock);
 }
@@ -125,6 +136,129 @@ static void fail_all(struct store_txn *list, int r)
 	for (; list; list = list->next)
 		if (!list->result)
 			list->result = r;
+}
+
+static void set_failed(struct store *st)
+{
+	pthread_mutex_lock(&st->qlock);
+	st->failed = -EIO;
+	pthread_mutex_unlock(&st->qlock);
+}
+
+/* ---- the flusher ---------------------------------------------------------- */
+
+/* Flushes the block for everything handed over so far (their records are
+ * written), then completes those batches in order. */
+static void *flusher_main(void *arg)
+{
+	struct store *st = arg;
+
+	pthread_mutex_lock(&st->flock);
+	for (;;) {
+		struct flush_item *items;
+		uint64_t n = 0;
+
+		while (!st->fhead && !st->fstop)
+			pthread_cond_wait(&st->fcond, &st->flock);
+		if (!st->fhead)
+			break;
+		items = st->fhead;
+		st->fhead = st->ftail = NULL;
+		st->fbusy = true;
+		pthread_mutex_unlock(&st->flock);
+
+		uint64_t t0 = now_ns();
+		bool skip = st->opt.unsafe_skip_data_flush || st->opt.unsafe_skip_log_flush;
+		int fr = 0;
+
+		if (!skip) {
+			__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
+			fr = fdatasync(st->bfd);
+		}
+		st->perf.fl_flush_ns += now_ns() - t0;
+		st->perf.fl_flushes++;
+		if (fr) {
+			log_error("store", "flush of the block device failed: %s; the store stops writing",
+				  strerror(errno));
+			set_failed(st);
+		}
+		while (items) {
+			struct flush_item *it = items;
+
+			items = it->next;
+			if (fr)
+				fail_all(it->list, -EIO);
+			else {
+				pthread_mutex_lock(&st->rlock);
+				if (st->durable_seq < it->seq)
+					st->durable_seq = it->seq;	/* new readers see it */
+				pthread_mutex_unlock(&st->rlock);
+			}
+			st->perf.fl_batches++;
+			fire(st, it->list);
+			free(it);
+			n++;
+		}
+		pthread_mutex_lock(&st->qlock);
+		st->flush_pending -= n;
+		if (!st->qhead && !st->busy && !st->unsynced && !st->flush_pending)
+			pthread_cond_broadcast(&st->qidle);
+		pthread_mutex_unlock(&st->qlock);
+		pthread_mutex_lock(&st->flock);
+		st->fbusy = false;
+		if (!st->fhead)
+			pthread_cond_broadcast(&st->fidle);
+	}
+	pthread_mutex_unlock(&st->flock);
+	return NULL;
+}
+
+/* Hands a batch that only logged (its record written) to the flusher;
+ * false if it cannot take it (then the caller flushes itself). */
+static bool flusher_take(struct store *st, struct store_txn *list, uint64_t seq)
+{
+	struct flush_item *it;
+
+	if (!st->flusher_running || !(it = malloc(sizeof(*it))))
+		return false;
+	it->next = NULL;
+	it->list = list;
+	it->seq = seq;
+	pthread_mutex_lock(&st->qlock);
+	st->flush_pending++;
+	pthread_mutex_unlock(&st->qlock);
+	pthread_mutex_lock(&st->flock);
+	if (st->ftail)
+		st->ftail->next = it;
+	else
+		st->fhead = it;
+	st->ftail = it;
+	pthread_cond_signal(&st->fcond);
+	pthread_mutex_unlock(&st->flock);
+	return true;
+}
+
+/* Stops the flusher once it has completed everything handed to it. */
+static void flusher_stop(struct store *st)
+{
+	if (!st->flusher_running)
+		return;
+	pthread_mutex_lock(&st->flock);
+	st->fstop = true;
+	pthread_cond_signal(&st->fcond);
+	pthread_mutex_unlock(&st->flock);
+	pthread_join(st->flusher, NULL);
+	st->flusher_running = false;
+}
+
+void commit_flush_wait(struct store *st)
+{
+	if (!st->flusher_running)
+		return;
+	pthread_mutex_lock(&st->flock);
+	while (st->fhead || st->fbusy)
+		pthread_cond_wait(&st->fidle, &st->flock);
+	pthread_mutex_unlock(&st->flock);
 }
 
 /* The batch in d is durable: free its blocks (via limbo) and complete. */
@@ -223,8 +357,9 @@ static int write_meta(struct batch *b)
 
 /* Writes the batch's data and its log record (if any) and flushes the
  * block once: after that every block the batch's records point at, and
- * every logged block, is durable. */
-static int write_data(struct batch *b, bool kv)
+ * every logged block, is durable.  With defer, a batch that only logged
+ * is not flushed here (*deferred is set): the flusher will. */
+static int write_data(struct batch *b, bool kv, bool defer, bool *deferred)
 {
 	struct store *st = b->st;
 	struct bio_write *w;
@@ -257,8 +392,13 @@ static int write_data(struct batch *b, bool kv)
 	st->perf.data_ns += now_ns() - t0;
 	if (r)
 		return r;
-	t0 = now_ns();
 	bool log_only = !b->pend.n && !b->data_written;
+
+	if (defer && log_only && !kv) {
+		*deferred = true;
+		return 0;
+	}
+	t0 = now_ns();
 	bool skip = st->opt.unsafe_skip_data_flush || (st->opt.unsafe_skip_log_flush && log_only);
 	int fr = skip ? 0 : fdatasync(st->bfd);
 
@@ -268,7 +408,7 @@ static int write_data(struct batch *b, bool kv)
 		return -EIO;
 	}
 	if (!skip)
-		st->flush_gen++;
+		__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -308,13 +448,6 @@ static void kv_measure(struct store *st, struct batch *b)
 		b->kv_measured = !kv_used_bytes(&st->kv, rt, &b->kv_used);
 		mdb_txn_abort(rt);
 	}
-}
-
-static void set_failed(struct store *st)
-{
-	pthread_mutex_lock(&st->qlock);
-	st->failed = -EIO;
-	pthread_mutex_unlock(&st->qlock);
 }
 
 /* Applies, writes and commits one batch; returns true if it committed
@@ -404,7 +537,13 @@ attempt:
 		goto out_unchanged;
 	}
 	st->perf.apply_ns += now_ns() - t0;
-	bool kv = b.changed;
+	bool kv = b.changed, deferred = false;
+
+	/* A kv commit names its batch's seq in the kv (meta/seq), and a
+	 * record counts at replay only when every record before it is
+	 * there: the flusher's records must be durable first. */
+	if (kv)
+		commit_flush_wait(st);
 
 	/* A batch that commits the kv anyway (objects created, grown, ...)
 	 * gains nothing from logging its attribute and omap mutations: they
@@ -420,7 +559,7 @@ attempt:
 		batch_reset(&b, true);
 		goto out_unchanged;
 	}
-	r = write_data(&b, kv);
+	r = write_data(&b, kv, st->flusher_running && !b.freed.n, &deferred);
 	if (!r && walb_any(&b))
 		r = wal_publish(st, &b);
 	if (r) {
@@ -466,6 +605,29 @@ attempt:
 	prewrite_release_unused(st, list);
 	pthread_mutex_unlock(&st->alloc_lock);
 
+	if (deferred) {
+		/* Complete after the batch before it; new readers see it once
+		 * the flusher has made it durable. */
+		sync_and_complete(st, prev);
+		batch_destroy(&b);
+		if (!flusher_take(st, list, st->commit_seq)) {
+			if (!st->opt.unsafe_skip_data_flush && !st->opt.unsafe_skip_log_flush &&
+			    fdatasync(st->bfd)) {
+				log_error("store", "flush of the block device failed: %s",
+					  strerror(errno));
+				set_failed(st);
+				fail_all(list, -EIO);
+			} else {
+				pthread_mutex_lock(&st->rlock);
+				st->durable_seq = st->commit_seq;
+				pthread_mutex_unlock(&st->rlock);
+			}
+			commit_flush_wait(st);
+			fire(st, list);
+		}
+		return;
+	}
+
 	/* New readers may now see this commit (read.c). */
 	pthread_mutex_lock(&st->rlock);
 	st->durable_seq = st->commit_seq;
@@ -497,6 +659,7 @@ attempt:
 out_unchanged:
 	prewrite_release_unused(st, list);
 	pthread_mutex_unlock(&st->alloc_lock);
+	commit_flush_wait(st);	/* completions in queue order */
 	batch_destroy(&b);
 	sync_and_complete(st, prev);
 	fire(st, list);
@@ -651,10 +814,16 @@ static void *commit_main(void *arg)
 
 int commit_start(struct store *st)
 {
-	int r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
+	int r = -pthread_create(&st->flusher, NULL, flusher_main, st);
 
 	if (r)
 		return r;
+	st->flusher_running = true;
+	r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
+	if (r) {
+		flusher_stop(st);
+		return r;
+	}
 	st->commit_running = true;
 	return 0;
 }
@@ -669,6 +838,7 @@ void commit_stop(struct store *st)
 	pthread_mutex_unlock(&st->qlock);
 	pthread_join(st->commit_thread, NULL);
 	st->commit_running = false;
+	flusher_stop(st);
 }
 
 int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *arg)

@@ -255,6 +255,11 @@ struct commit_perf {
 	uint64_t wal_only;	/* batches that only logged overwrites (no kv commit) */
 	uint64_t ckpts, ckpt_blocks, ckpt_ns;	/* log checkpoints */
 	uint64_t ckpt_kv;	/* logged kv mutations checkpointed */
+	/* The flusher: batches it completed, flushes, their time. */
+	uint64_t fl_batches, fl_flushes, fl_flush_ns;
+	/* The commit thread's share of a checkpoint's finish: the device
+	 * flush, building the kv transaction, its commit, the meta sync. */
+	uint64_t ckpt_flush_ns, ckpt_build_ns, ckpt_commit_ns, ckpt_sync_ns;
 	uint64_t kv_direct;	/* batches that flushed the overlay to write the kv directly */
 	uint64_t kv_in_commit;	/* kv batches whose attr/omap mutations went into their commit */
 };
@@ -361,10 +366,24 @@ struct store {
 	io_context_t pctx;	/* prewrites; reaped by the commit thread */
 	io_context_t cctx;	/* log checkpoints' in-place writes */
 	bool cctx_ok;
-	uint64_t flush_gen;	/* completed fdatasyncs of the block (commit thread) */
+	/* fdatasyncs of the block started (atomic: the flusher adds to it
+	 * right before its flush); one started after a write completed and
+	 * since finished makes that write durable. */
+	uint64_t flush_gen;
 	uint64_t unsynced_from;	/* seq of the kv batch awaiting its sync, or UINT64_MAX */
 	bool pctx_ok;
 	struct prewrite *prew_head;	/* prewrites not yet committed (amutex) */
+
+	/* The flusher (commit.c): flushes the block for batches that only
+	 * logged and completes them, while the commit thread goes on with
+	 * the next batch.  flock protects fhead..fstop. */
+	pthread_mutex_t flock;
+	pthread_cond_t fcond;	/* work for the flusher, or stop */
+	pthread_cond_t fidle;	/* the flusher has nothing left */
+	struct flush_item *fhead, *ftail;
+	bool fbusy, fstop, flusher_running;
+	pthread_t flusher;
+	uint64_t flush_pending;	/* batches handed over, not yet completed (qlock) */
 
 	/* Readers and blocks waiting for them: rlock protects these. */
 	pthread_mutex_t rlock;
@@ -430,6 +449,10 @@ int commit_start(struct store *st);
 void commit_stop(struct store *st);
 /* Waits until every queued transaction has completed. */
 void commit_drain(struct store *st);
+/* Waits until every batch handed to the flusher is durable and complete:
+ * for work that needs every logged record flushed (checkpoints, kv
+ * batches, completions in queue order).  Commit thread only. */
+void commit_flush_wait(struct store *st);
 
 /* write.c: applies one transaction inside the batch's kv transaction. */
 struct batch;

@@ -265,6 +265,9 @@ static void store_free(struct store *st)
 	pthread_mutex_destroy(&st->alloc_lock);
 	pthread_mutex_destroy(&st->stats_lock);
 	pthread_mutex_destroy(&st->amutex);
+	pthread_mutex_destroy(&st->flock);
+	pthread_cond_destroy(&st->fcond);
+	pthread_cond_destroy(&st->fidle);
 	pthread_mutex_destroy(&st->qlock);
 	pthread_cond_destroy(&st->qcond);
 	pthread_cond_destroy(&st->qidle);
@@ -296,6 +299,9 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_mutex_init(&st->alloc_lock, NULL);
 	pthread_mutex_init(&st->stats_lock, NULL);
 	pthread_mutex_init(&st->amutex, NULL);
+	pthread_mutex_init(&st->flock, NULL);
+	pthread_cond_init(&st->fcond, NULL);
+	pthread_cond_init(&st->fidle, NULL);
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
 	pthread_cond_init(&st->qidle, NULL);
@@ -485,6 +491,16 @@ void store_close(struct store *st)
 			 p->ckpts ? (double)p->ckpt_kv / p->ckpts : 0.0,
 			 p->ckpts ? p->ckpt_ns / 1e3 / p->ckpts : 0.0,
 			 (unsigned long long)p->kv_in_commit, (unsigned long long)p->kv_direct);
+		if (p->fl_flushes)
+			log_info("store", "commit profile: the flusher completed %llu batches "
+				 "with %llu flushes of %.1f us",
+				 (unsigned long long)p->fl_batches,
+				 (unsigned long long)p->fl_flushes, p->fl_flush_ns / 1e3 / p->fl_flushes);
+		if (p->ckpts)
+			log_info("store", "commit profile: per checkpoint the commit thread spent "
+				 "us: flush %.1f, kv build %.1f, kv commit %.1f, kv sync %.1f",
+				 p->ckpt_flush_ns / 1e3 / p->ckpts, p->ckpt_build_ns / 1e3 / p->ckpts,
+				 p->ckpt_commit_ns / 1e3 / p->ckpts, p->ckpt_sync_ns / 1e3 / p->ckpts);
 	}
 	read_thread_stop(st);
 	store_free(st);

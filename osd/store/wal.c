@@ -1208,12 +1208,16 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 {
 	struct wal *w = &st->wal;
 	struct ckpt *ck = &w->ck;
-	uint64_t oldest = oldest_reader(st), cnt = 0, cost = 0;
+	uint64_t oldest, cnt = 0, cost = 0;
 	struct ckpt_blk *blks = NULL;
 	size_t k = 0, nb = 0;
 	struct wal_ent *e;
 	int r;
 
+	/* Only records that are durable are written in place: wait for the
+	 * flusher's. */
+	commit_flush_wait(st);
+	oldest = oldest_reader(st);
 	/* Nor any record from a kv batch whose commit is not yet durable, or
 	 * after one: a crash would drop that record at replay, and its block
 	 * must not have changed in place. */
@@ -1272,7 +1276,7 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 	ck->active = true;
 	ck->need_flush = ck->nw > 0;
 	ck->writes_done = ck->nw == 0;
-	ck->flush_mark = st->flush_gen;
+	ck->flush_mark = __atomic_load_n(&st->flush_gen, __ATOMIC_SEQ_CST);
 	r = ckpt_submit(st);
 	if (r) {
 		ck->err = r;
@@ -1308,7 +1312,7 @@ static int ckpt_poll(struct store *st, bool wait)
 			ck->err = -EIO;
 		if (ck->done == ck->nw) {
 			ck->writes_done = true;
-			ck->flush_mark = st->flush_gen;	/* a flush after this covers them */
+			ck->flush_mark = __atomic_load_n(&st->flush_gen, __ATOMIC_SEQ_CST);	/* a flush after this covers them */
 		} else if (!g && !wait) {
 			return 0;
 		}
@@ -1328,15 +1332,21 @@ static int64_t ckpt_finish(struct store *st)
 	struct wal_ent *e;
 	MDB_txn *t = NULL;
 	int r = 0, rc;
+	uint64_t t1 = now_ns(), t2, t3;
 
-	if (ck->need_flush && st->flush_gen == ck->flush_mark) {
+	/* Every flush the flusher started is finished after this: one that
+	 * started after the in-place writes were done covers them. */
+	commit_flush_wait(st);
+	if (ck->need_flush && __atomic_load_n(&st->flush_gen, __ATOMIC_SEQ_CST) == ck->flush_mark) {
 		if (fdatasync(st->bfd)) {
 			ckpt_fail(st, "flush of the block device failed");
 			ckpt_clear(ck);
 			return -EIO;
 		}
-		st->flush_gen++;
+		__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
 	}
+	t2 = now_ns();
+	st->perf.ckpt_flush_ns += t2 - t1;
 	pthread_mutex_lock(&st->alloc_lock);
 	rc = mdb_txn_begin(st->kv.env, NULL, 0, &t);
 	if (rc) {
@@ -1399,10 +1409,15 @@ static int64_t ckpt_finish(struct store *st)
 	for (struct kvo_op *o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext)
 		o->end = seq;
 	pthread_mutex_unlock(&w->lock);
+	t3 = now_ns();
+	st->perf.ckpt_build_ns += t3 - t2;
 	rc = mdb_txn_commit(t);
 	t = NULL;
+	t2 = now_ns();
+	st->perf.ckpt_commit_ns += t2 - t3;
 	if (!rc)
 		rc = mdb_env_sync(st->kv.env, 1);
+	st->perf.ckpt_sync_ns += now_ns() - t2;
 	if (rc) {
 		ckpt_fail(st, "the log checkpoint's kv commit failed");
 		r = -EIO;
