@@ -214,13 +214,16 @@ static void txn_cb_loop(void *arg)
 	free(c);
 }
 
-/* Commit thread: hand the result to the loop. */
+/* The store's completion (commit or flusher thread): hand the result to
+ * the loop.  Only -EIO is the store's own failure (a device error, a
+ * store that stopped writing): a transaction refused for what it asked
+ * (-ENOENT, -ENOSPC, ...) is the caller's to handle, not STORE_ERRORS. */
 static void txn_cb_store(void *arg, int r)
 {
 	struct txn_cb *c = arg;
 
 	c->r = r;
-	if (r < 0)
+	if (r == -EIO)
 		atomic_fetch_add(&c->osd->store_errors, 1);
 	osd_post(c->osd, txn_cb_loop, c);
 }
@@ -249,7 +252,8 @@ int pg_queue_txn(struct pg *pg, struct store_txn *txn, void (*fn)(void *arg, int
 		log_error("pg", "pg %u.%x: cannot queue a store transaction: %s; "
 			  "check the store with atoll-store-tool fsck", pg->pool, pg->pgid,
 			  strerror(-r));
-		atomic_fetch_add(&osd->store_errors, 1);
+		if (r == -EIO)
+			atomic_fetch_add(&osd->store_errors, 1);
 		c->r = r;
 		osd_post(osd, txn_cb_loop, c);
 	}
