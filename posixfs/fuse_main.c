@@ -110,6 +110,7 @@ static struct {
 
 struct opts {
 	char *conf, *mon, *mds;
+	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
 	int nolease, kernel_perms, fuse_perms;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
@@ -270,13 +271,15 @@ static void evicted_note(const char *why)	/* the loop thread */
 {
 	if (__atomic_exchange_n(&evicted, true, __ATOMIC_ACQ_REL))
 		return;
-	/* stderr (a foreground mount's log) and syslog (a daemonized one's) */
+	/* the log, stderr (a foreground mount's terminal) and syslog */
 	char line[1024];
 	snprintf(line, sizeof(line), "this client was evicted (%s): what it had not written "
 		 "to the cluster is lost, the OSDs refuse its writes and every call on %s fails "
 		 "with EIO from now on; unmount it (fusermount3 -u %s) and mount it again",
 		 why[0] ? why : "the MDS gave no reason", mountpoint, mountpoint);
-	fprintf(stderr, "atoll-fuse: %s\n", line);
+	log_error("fuse", "%s", line);
+	if (!log_to_stderr())
+		fprintf(stderr, "atoll-fuse: %s\n", line);	/* a foreground mount's terminal */
 	syslog(LOG_ERR, "%s", line);
 	lc_revoke(NULL, 0, true);
 }
@@ -1801,6 +1804,8 @@ static const struct fuse_opt opt_spec[] = {
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
+	{ "log=%s", offsetof(struct opts, log), 0 },
+	{ "log_level=%s", offsetof(struct opts, log_level), 0 },
 	FUSE_OPT_END
 };
 
@@ -1953,7 +1958,11 @@ int main(int argc, char **argv)
 		       "                  write goes out at once)\n"
 		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
 		       "  -o kernel_readahead_kb=N  the kernel's read-ahead of the mount\n"
-		       "                  (default %u, needs root; 0: the kernel's default)\n",
+		       "                  (default %u, needs root; 0: the kernel's default)\n"
+		       "  -o log=FILE     log to FILE (appended, one line per event); without\n"
+		       "                  it a mount in the background (no -f) logs nothing and\n"
+		       "                  one in the foreground logs to stderr\n"
+		       "  -o log_level=LVL  error, warn, info (the default), debug or trace\n",
 		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20),
 		       FD_KERNEL_RA_KB_DEFAULT);
 		fuse_cmdline_help();
@@ -1982,6 +1991,22 @@ int main(int argc, char **argv)
 		config_free(cf);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	int lvl = o.log_level ? log_level_parse(o.log_level) : LOG_LVL_INFO;
+	if (lvl < 0) {
+		fprintf(stderr, "atoll-fuse: log level '%s' is not one of error, warn, info, "
+			"debug, trace\n", o.log_level);
+		goto out;
+	}
+	/* opened here, before the move to the background (and to "/"): a
+	 * relative path is the caller's, and a failure reaches its terminal */
+	if (o.log || co.foreground) {
+		int e = log_open("fuse", (enum log_level)lvl, o.log);
+		if (e) {
+			fprintf(stderr, "atoll-fuse: cannot open the log file '%s': %s\n", o.log,
+				strerror(-e));
+			goto out;
+		}
+	}
 	if (o.conf && o.conf[0] != '/') {
 		/* fuse_daemonize() changes to "/": keep the file reachable */
 		char *abs = realpath(o.conf, NULL);
@@ -2072,6 +2097,9 @@ out:
 	free(o.conf);
 	free(o.mon);
 	free(o.mds);
+	free(o.log);
+	free(o.log_level);
 	fuse_opt_free_args(&args);
+	log_close();
 	return ret;
 }
