@@ -139,6 +139,10 @@ static struct {
 	char *pool[POOL_MAX];
 	int npool;
 	bool stop;
+	/* The unmount's grace is over (fd_abandon): nobody waits for the
+	 * OSDs any more; writes still in flight stay the library's until
+	 * atoll_cluster_shutdown fails them. */
+	bool abandoned;
 	pthread_t thr;
 	bool thr_on;
 	struct cino *ht[HT_SIZE];
@@ -480,8 +484,14 @@ static void wops_send(struct wop *list)
 		int r;
 		list = w->snext;
 		pthread_mutex_lock(&g.lock);
-		while (wop_blocked(w))
+		while (wop_blocked(w) && !g.abandoned)
 			pthread_cond_wait(&g.wcond, &g.lock);
+		if (g.abandoned) {
+			/* never sent: counted as failed, never as written */
+			wop_done(w, -EIO);
+			pthread_mutex_unlock(&g.lock);
+			continue;
+		}
 		pthread_mutex_unlock(&g.lock);
 		uint64_t blk = w->off / BS, boff = w->off % BS;
 		data_oid(oid, sizeof(oid), w->c->ino, blk);
@@ -501,15 +511,18 @@ static void wops_send(struct wop *list)
 }
 
 /* Waits until no wop of c overlaps [off, off + len) (len 0: none at all).
- * The caller holds no unsent wop. */
-static void wb_wait(struct cino *c, uint64_t off, uint64_t len)
+ * The caller holds no unsent wop.  0, or -EIO when the unmount gave up on
+ * the OSDs first (fd_abandon). */
+static int wb_wait(struct cino *c, uint64_t off, uint64_t len)
 {
 	for (;;) {
 		struct wop *w = c->wl;
 		while (w && len && !overlaps(w->off, w->len, off, len))
 			w = w->next;
 		if (!w)
-			return;
+			return 0;
+		if (g.abandoned)
+			return -EIO;
 		pthread_cond_wait(&g.wcond, &g.lock);
 	}
 }
@@ -535,8 +548,8 @@ int fd_wb_flush(uint64_t ino)
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c) {
-		wb_wait(c, 0, 0);
-		err = c->werr;
+		int w = wb_wait(c, 0, 0);
+		err = c->werr ? c->werr : w;
 		c->werr = 0;
 	}
 	pthread_mutex_unlock(&g.lock);
@@ -613,7 +626,7 @@ void fd_shutdown(void)
 	pthread_mutex_unlock(&g.lock);
 	wops_send(send);
 	pthread_mutex_lock(&g.lock);
-	while (g.wb_bytes)
+	while (g.wb_bytes && !g.abandoned)
 		pthread_cond_wait(&g.wcond, &g.lock);
 	for (unsigned i = 0; i < HT_SIZE; i++)
 		for (struct cino *c = g.ht[i]; c; c = c->next)
@@ -622,6 +635,47 @@ void fd_shutdown(void)
 					  "last close (%s); its data is not all in the cluster",
 					  c->ino, strerror(-c->werr));
 	pthread_mutex_unlock(&g.lock);
+}
+
+/* The unmount's grace is over (fuse_main.c): the OSDs did not confirm
+ * every write in time.  Nobody waits for them from now on (the waits
+ * above fail with EIO, unsent buffers are dropped as failed); what this
+ * client was still holding or waiting for is logged per inode, since
+ * every such write was answered to the kernel long ago and nobody else
+ * can be told.  The writes in flight complete (as failed) when the
+ * cluster handle is shut down. */
+uint64_t fd_abandon(const char *mnt, unsigned grace_s)
+{
+	uint64_t all = 0;
+
+	pthread_mutex_lock(&g.lock);
+	g.abandoned = true;
+	for (unsigned i = 0; i < HT_SIZE; i++)
+		for (struct cino *c = g.ht[i]; c; c = c->next) {
+			uint64_t bytes = 0, lo = UINT64_MAX, hi = 0;
+			for (struct wbuf *b = c->wb; b; b = b->next) {
+				uint64_t o = b->blk * BS + b->start;
+				bytes += b->end - b->start;
+				lo = o < lo ? o : lo;
+				hi = o + (b->end - b->start) > hi ? o + (b->end - b->start) : hi;
+			}
+			for (struct wop *w = c->wl; w; w = w->next) {
+				bytes += w->len;
+				lo = w->off < lo ? w->off : lo;
+				hi = w->off + w->len > hi ? w->off + w->len : hi;
+			}
+			if (bytes)
+				log_error("fuse", "inode %" PRIu64 ": %" PRIu64 " byte(s) written "
+					  "through %s (offsets %" PRIu64 " to %" PRIu64 ") were not "
+					  "confirmed durable by the OSDs within %u s of its "
+					  "unmount: they may be lost", c->ino, bytes, mnt, lo, hi,
+					  grace_s);
+			all += bytes;
+		}
+	pthread_cond_broadcast(&g.wcond);
+	pthread_cond_broadcast(&g.rcond);
+	pthread_mutex_unlock(&g.lock);
+	return all;
 }
 
 /* The kernel's read-ahead of a FUSE mount starts at the default of a
@@ -839,7 +893,11 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 		wops_send(send);
 		pthread_mutex_lock(&g.lock);
 	}
-	wb_wait(c, off, size);
+	if (wb_wait(c, off, size)) {
+		pthread_mutex_unlock(&g.lock);
+		ret = -EIO;	/* the unmount gave up on the OSDs */
+		goto out;
+	}
 	fsize = known_size(c);
 	if (off >= fsize) {
 		pthread_mutex_unlock(&g.lock);
@@ -1015,6 +1073,9 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 					wops_send(send);
 					send = NULL;
 					pthread_mutex_lock(&g.lock);
+				} else if (g.abandoned) {
+					ret = -EIO;	/* the unmount gave up on the OSDs */
+					break;
 				} else {
 					pthread_cond_wait(&g.wcond, &g.lock);
 				}
@@ -1084,7 +1145,7 @@ void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	int ret = fd_push_size(req, ino, MDS_OP_FSYNC);
 
 	if (ret == 0)
-		fm_unsafe_wait_all();	/* its name and size are journaled */
+		ret = fm_unsafe_wait_all();	/* its name and size are journaled */
 	fuse_reply_err(req, -ret);
 }
 

@@ -33,8 +33,14 @@ int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max);
 void fd_kernel_readahead(const char *mountpoint, unsigned kb);
 #define FD_KERNEL_RA_KB_DEFAULT 4096u
 /* After the FUSE loop ended: writes what is still buffered and waits for
- * every write (nobody is left to report an error to: it is logged). */
+ * every write (nobody is left to report an error to: it is logged), or
+ * until fd_abandon. */
 void fd_shutdown(void);
+/* At unmount, once the OSDs had their time, grace_s (any thread): every
+ * wait for a write ends (EIO), buffers not sent are dropped, and what was
+ * not confirmed durable is logged per inode (mnt names the mount).  The
+ * bytes it logged. */
+uint64_t fd_abandon(const char *mnt, unsigned grace_s);
 
 /* The size to show for ino (a stat) given the MDS's size: records the
  * MDS's, returns the larger one this client wrote and not yet pushed. */
@@ -76,10 +82,10 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * CLOSE) for ino, with size (NULL: nothing to push) and mtime; *msize
  * gets the MDS's size after it (unchanged when it sent none).  0 or
  * -errno.  fm_unsafe_wait_all: waits until every change this client made
- * so far is journaled. */
+ * so far is journaled: 0, or -EIO when the unmount gave up on the MDS. */
 int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
 		 uint64_t mtime, uint64_t *msize);
-void fm_unsafe_wait_all(void);
+int fm_unsafe_wait_all(void);
 /* Sends CLOSE of ino (nothing written) without waiting for the reply. */
 void fm_close_async(uint64_t ino);
 

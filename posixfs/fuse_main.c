@@ -29,12 +29,14 @@
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <syslog.h>
@@ -103,6 +105,10 @@ static struct {
 	uint64_t n;
 	uint64_t safe_seq;	/* the MDS said: journaled up to here */
 	bool replay;		/* entries wait to be resent: new calls wait */
+	/* The unmount gave up on the MDS (its grace ran out, "Unmounting"):
+	 * the connection is closed for good and nobody waits for it to
+	 * come back; every call fails with ENOTCONN. */
+	bool gone;
 	bool stop;
 	pthread_t thr;
 	bool thr_on;
@@ -110,6 +116,7 @@ static struct {
 
 struct opts {
 	char *conf, *mon, *mds;
+	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
 	int nolease, kernel_perms, fuse_perms;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
@@ -270,13 +277,15 @@ static void evicted_note(const char *why)	/* the loop thread */
 {
 	if (__atomic_exchange_n(&evicted, true, __ATOMIC_ACQ_REL))
 		return;
-	/* stderr (a foreground mount's log) and syslog (a daemonized one's) */
+	/* the log, stderr (a foreground mount's terminal) and syslog */
 	char line[1024];
 	snprintf(line, sizeof(line), "this client was evicted (%s): what it had not written "
 		 "to the cluster is lost, the OSDs refuse its writes and every call on %s fails "
 		 "with EIO from now on; unmount it (fusermount3 -u %s) and mount it again",
 		 why[0] ? why : "the MDS gave no reason", mountpoint, mountpoint);
-	fprintf(stderr, "atoll-fuse: %s\n", line);
+	log_error("fuse", "%s", line);
+	if (!log_to_stderr())
+		fprintf(stderr, "atoll-fuse: %s\n", line);	/* a foreground mount's terminal */
 	syslog(LOG_ERR, "%s", line);
 	lc_revoke(NULL, 0, true);
 }
@@ -318,11 +327,12 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 	}
 }
 
-/* Sends rq and waits for the reply; returns rp->rc or a transport error.
- * A call cut off by a broken connection (the MDS restarting) is sent
- * again on the redialled connection. */
-static int mds_call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
-			 int first)
+/* Calls waiting in mds_call_from (atomic; the unmount's give-up closes
+ * the MDS connection when any is left). */
+static unsigned calls_waiting;
+
+static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
+			  int first)
 {
 	int ret = -EIO;
 
@@ -332,7 +342,7 @@ static int mds_call_from(const struct mds_req *rq, struct mds_reply *rp, struct 
 	for (int attempt = first; attempt < 5; attempt++) {
 		/* resent unsafe requests go first (the replayer thread) */
 		pthread_mutex_lock(&u.lock);
-		while (u.replay)
+		while (u.replay && !u.gone)
 			pthread_cond_wait(&u.cond, &u.lock);
 		pthread_mutex_unlock(&u.lock);
 		struct waiter w = { .cw = CALL_WAIT_INIT, .rq = rq, .rp = rp,
@@ -373,6 +383,19 @@ static int mds_call_from(const struct mds_req *rq, struct mds_reply *rp, struct 
 	return ret;
 }
 
+/* Sends rq and waits for the reply; returns rp->rc or a transport error.
+ * A call cut off by a broken connection (the MDS restarting) is sent
+ * again on the redialled connection; -ENOTCONN once the unmount gave up
+ * on the MDS. */
+static int mds_call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
+			 int first)
+{
+	__atomic_add_fetch(&calls_waiting, 1, __ATOMIC_RELAXED);
+	int ret = mds_call_from_(rq, rp, ci, first);
+	__atomic_sub_fetch(&calls_waiting, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
 static int mds_call_ci(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci)
 {
 	return mds_call_from(rq, rp, ci, 0);
@@ -403,8 +426,9 @@ struct acall {
 	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
 };
 
-/* Calls that will answer a kernel request: the session may not go before
- * they did (acall_drain at unmount). */
+/* Calls in flight (those that will answer a kernel request, and the
+ * CLOSEs a release sends behind its answer): the session and the
+ * messenger may not go before they ended (acall_drain at unmount). */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -428,23 +452,20 @@ static struct acall *acall_new(fuse_req_t req, uint32_t op, void (*done)(struct 
 	return a;
 }
 
-/* a->done, then one kernel request less in flight. */
+/* a->done, then one call less in flight. */
 static void acall_finish(struct acall *a, int ret)
 {
-	bool counted = a->req != NULL;
-
 	a->done(a, ret);
-	if (counted) {
-		pthread_mutex_lock(&ap.lock);
-		if (--ap.n == 0)
-			pthread_cond_broadcast(&ap.cond);
-		pthread_mutex_unlock(&ap.lock);
-	}
+	pthread_mutex_lock(&ap.lock);
+	if (--ap.n == 0)
+		pthread_cond_broadcast(&ap.cond);
+	pthread_mutex_unlock(&ap.lock);
 }
 
-/* At unmount, before the session goes: waits for the calls still to
- * answer the kernel (they end with the MDS's reply or the call's
- * timeout). */
+/* At unmount, before the session goes: waits for the calls still in
+ * flight, those that answer the kernel and the CLOSEs behind a release
+ * (they end with the MDS's reply, or fail once the unmount gives up on
+ * the MDS: bounded by the grace, "unmounting within a bound"). */
 static void acall_drain(void)
 {
 	pthread_mutex_lock(&ap.lock);
@@ -507,13 +528,11 @@ static void on_areply(void *arg, struct msg *reply, int err)
 /* Sends a->rq; a->done answers the kernel (here on failure to send). */
 static void mds_call_async(struct acall *a)
 {
-	if (a->req) {
-		pthread_mutex_lock(&ap.lock);
-		ap.n++;
-		pthread_mutex_unlock(&ap.lock);
-	}
+	pthread_mutex_lock(&ap.lock);
+	ap.n++;
+	pthread_mutex_unlock(&ap.lock);
 	pthread_mutex_lock(&u.lock);
-	while (u.replay)
+	while (u.replay && !u.gone)
 		pthread_cond_wait(&u.cond, &u.lock);
 	pthread_mutex_unlock(&u.lock);
 	memset(&a->rp, 0, sizeof(a->rp));
@@ -660,7 +679,7 @@ static void *replayer_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&u.lock);
 	for (;;) {
-		while (!u.replay && !u.stop)
+		while ((!u.replay || u.gone) && !u.stop)
 			pthread_cond_wait(&u.cond, &u.lock);
 		if (u.stop)
 			break;
@@ -685,7 +704,8 @@ static void *replayer_main(void *arg)
 
 /* fsync, fsyncdir: waits until every change this client made before
  * (request ids up to the current one) is journaled.  timeout_s 0: for
- * as long as it takes; else false when still not after that long. */
+ * as long as it takes; else false when still not after that long.
+ * false at once when the unmount gave up on the MDS (u.gone). */
 static bool unsafe_wait(unsigned timeout_s)
 {
 	uint64_t upto = __atomic_load_n(&g.next_reqid, __ATOMIC_RELAXED);
@@ -701,6 +721,10 @@ static bool unsafe_wait(unsigned timeout_s)
 			pending = e->reqid <= upto;
 		if (!pending)
 			break;
+		if (u.gone) {
+			ok = false;
+			break;
+		}
 		if (!timeout_s) {
 			pthread_cond_wait(&u.cond, &u.lock);
 		} else if (pthread_cond_timedwait(&u.cond, &u.lock, &end) == ETIMEDOUT) {
@@ -712,9 +736,11 @@ static bool unsafe_wait(unsigned timeout_s)
 	return ok;
 }
 
-static void unsafe_wait_all(void)
+/* 0 once every change before is journaled; -EIO when the unmount gave
+ * up on the MDS first (fsync must not report them durable). */
+static int unsafe_wait_all(void)
 {
-	unsafe_wait(0);
+	return unsafe_wait(0) ? 0 : -EIO;
 }
 
 /* ---- replies ------------------------------------------------------------- */
@@ -783,9 +809,9 @@ int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size
 	return ret;
 }
 
-void fm_unsafe_wait_all(void)
+int fm_unsafe_wait_all(void)
 {
-	unsafe_wait_all();
+	return unsafe_wait_all();
 }
 
 static void close_done(struct acall *a, int ret)
@@ -1573,8 +1599,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	unsafe_wait_all();	/* the entries this client made are journaled */
-	fuse_reply_err(req, 0);
+	/* the entries this client made are journaled */
+	fuse_reply_err(req, -unsafe_wait_all());
 }
 
 /* ---- extended attributes ------------------------------------------------------ */
@@ -1801,6 +1827,8 @@ static const struct fuse_opt opt_spec[] = {
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
+	{ "log=%s", offsetof(struct opts, log), 0 },
+	{ "log_level=%s", offsetof(struct opts, log_level), 0 },
 	FUSE_OPT_END
 };
 
@@ -1922,6 +1950,294 @@ out:
 	return ret;
 }
 
+/* ---- unmounting within a bound ------------------------------------------------
+ *
+ * Once the kernel's side of the mount is gone (fusermount3 -u, umount) or
+ * a signal asked atoll-fuse to stop, it hands over what it still holds:
+ * the calls in flight (the CLOSEs behind releases, a size push), the
+ * buffered data (fd_shutdown), the changes the MDS answered but has not
+ * journaled (it waits for MT_MDS_SAFE), then SESSION_END.  Each of those
+ * waits for the MDS or the OSDs, and a hard mount waits for as long as
+ * the MDS is away; at unmount nobody is left to wait for, so the MDS and
+ * the OSDs get UNMOUNT_GRACE_MS from the end of the session, counted by
+ * the ender thread.  When the grace runs out it gives up: the data path
+ * stops waiting (fd_abandon); if the MDS still owes an answer or is away,
+ * its connection is closed for good (every call fails ENOTCONN, nothing
+ * waits for a reconnect: u.gone); what may be lost is logged.
+ * SESSION_END itself waits SESSION_END_MS at most.  So atoll-fuse is gone
+ * at most UNMOUNT_GRACE_MS + SESSION_END_MS plus its own teardown after
+ * the unmount (doc/fs.md promises 10 s).
+ *
+ * The ender notices the end without polling: poll(2) on the /dev/fuse fd
+ * reports POLLERR once the kernel aborted the connection (the unmount),
+ * and the stop signals (SIGTERM, SIGINT, SIGHUP: libfuse's handler runs
+ * first) and the loop's own end write to an eventfd. */
+#define UNMOUNT_GRACE_MS 5000u
+#define SESSION_END_MS 2000u
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* CLOCK_MONOTONIC: ending, done */
+	int efd;		/* eventfd: stop now */
+	int fuse_fd;
+	bool ending;		/* the ender saw the end: the grace runs */
+	bool done;		/* main handed over everything: no give-up */
+	bool gave_up;
+	pthread_t thr;
+	bool thr_on;
+	const char *mds_addr;
+} ux = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .fuse_fd = -1 };
+
+static struct sigaction ux_old[NSIG];
+
+/* A stop signal: libfuse's handler (fuse_session_exit), then wake the
+ * ender.  Only async-signal-safe calls. */
+static void ux_on_signal(int sig)
+{
+	const uint64_t one = 1;
+
+	if (sig > 0 && sig < NSIG && ux_old[sig].sa_handler != SIG_DFL &&
+	    ux_old[sig].sa_handler != SIG_IGN)
+		ux_old[sig].sa_handler(sig);
+	if (ux.efd >= 0 && write(ux.efd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the ender is awake already */
+	}
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The grace ran out (the ender): nothing waits for the OSDs from now on,
+ * nor for the MDS if it still owes an answer or is away (an MDS that owes
+ * nothing still gets SESSION_END, SESSION_END_MS at most). */
+static void ux_give_up(void)
+{
+	pthread_mutex_lock(&u.lock);
+	bool mds_owed = u.replay || u.head || !msg_conn_is_open(g.mds);
+	pthread_mutex_unlock(&u.lock);
+	pthread_mutex_lock(&ap.lock);
+	mds_owed = mds_owed || ap.n || __atomic_load_n(&calls_waiting, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ap.lock);
+	if (mds_owed) {
+		log_warn("fuse", "the MDS at %s did not answer within %u s of the unmount of %s "
+			 "(%s); giving up on it: its calls fail with ENOTCONN", ux.mds_addr,
+			 UNMOUNT_GRACE_MS / 1000, mountpoint,
+			 msg_conn_is_open(g.mds) ? "connected, no answer" : "not connected");
+		msg_conn_close(g.mds);	/* the calls in flight fail now */
+		pthread_mutex_lock(&u.lock);
+		u.gone = true;
+		pthread_cond_broadcast(&u.cond);
+		pthread_mutex_unlock(&u.lock);
+	}
+	if (!fd_abandon(mountpoint, UNMOUNT_GRACE_MS / 1000) && !mds_owed)
+		log_warn("fuse", "the unmount of %s took more than %u s; giving up on what is "
+			 "left", mountpoint, UNMOUNT_GRACE_MS / 1000);
+}
+
+static void *ender_main(void *arg)
+{
+	struct pollfd pf[2] = {
+		{ .fd = ux.fuse_fd, .events = 0 },	/* POLLERR: the unmount */
+		{ .fd = ux.efd, .events = POLLIN },
+	};
+
+	(void)arg;
+	while (poll(pf, 2, -1) < 0 && errno == EINTR)
+		;
+	log_info("fuse", "%s %s: the MDS and the OSDs get up to %u s to take what this client "
+		 "still holds", pf[0].revents ? "the kernel ended the mount of" : "stopping the mount of",
+		 mountpoint, UNMOUNT_GRACE_MS / 1000);
+	pthread_mutex_lock(&ux.lock);
+	ux.ending = true;
+	pthread_cond_broadcast(&ux.cond);
+	uint64_t end = mono_ns() + UNMOUNT_GRACE_MS * 1000000ull;
+	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
+			       .tv_nsec = (long)(end % 1000000000ull) };
+	while (!ux.done)
+		if (pthread_cond_timedwait(&ux.cond, &ux.lock, &ts) == ETIMEDOUT)
+			break;
+	if (!ux.done) {
+		ux.gave_up = true;
+		pthread_mutex_unlock(&ux.lock);
+		ux_give_up();
+		return NULL;
+	}
+	pthread_mutex_unlock(&ux.lock);
+	return NULL;
+}
+
+/* After the mount: starts the ender and puts ux_on_signal in front of
+ * libfuse's stop handlers.  A failure is logged (the unmount is then
+ * unbounded, as before). */
+static void ux_start(struct fuse_session *se, const char *mds_addr)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	pthread_condattr_t ca;
+
+	ux.mds_addr = mds_addr;
+	ux.fuse_fd = fuse_session_fd(se);
+	ux.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ux.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (ux.efd < 0 || pthread_create(&ux.thr, NULL, ender_main, NULL) != 0) {
+		log_error("fuse", "cannot start the thread that bounds the unmount (%s): an "
+			  "unmount while the MDS is away may wait for it", strerror(errno));
+		return;
+	}
+	ux.thr_on = true;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa;
+		if (sigaction(sigs[i], NULL, &ux_old[sigs[i]]) != 0 ||
+		    (ux_old[sigs[i]].sa_flags & SA_SIGINFO))
+			continue;
+		sa = ux_old[sigs[i]];
+		sa.sa_handler = ux_on_signal;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* The FUSE loop returned: the grace runs from now at the latest (an
+ * unmount or a signal started it earlier).  libfuse's stop handlers are
+ * back (fuse_remove_signal_handlers removes only its own).  Returns once
+ * the ender stopped polling the session's fd (it may go now). */
+static void ux_ending(void)
+{
+	const uint64_t one = 1;
+
+	if (!ux.thr_on)
+		return;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction cur;
+		if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler == ux_on_signal)
+			sigaction(sig, &ux_old[sig], NULL);
+	}
+	if (write(ux.efd, &one, sizeof(one)) < 0) {
+		/* full: the ender is awake already */
+	}
+	pthread_mutex_lock(&ux.lock);
+	while (!ux.ending)
+		pthread_cond_wait(&ux.cond, &ux.lock);
+	pthread_mutex_unlock(&ux.lock);
+}
+
+/* Everything is handed over (or given up): stops the ender. */
+static void ux_stop(void)
+{
+	if (!ux.thr_on)
+		return;
+	pthread_mutex_lock(&ux.lock);
+	ux.done = true;
+	pthread_cond_broadcast(&ux.cond);
+	pthread_mutex_unlock(&ux.lock);
+	pthread_join(ux.thr, NULL);
+	ux.thr_on = false;
+	close(ux.efd);
+	ux.efd = -1;
+}
+
+/* The changes the MDS answered but never said it journaled: the MDS went
+ * away (or never answered) before it did, and a crash of it before the
+ * journal loses them.  One line each (the first 32), for the user to
+ * check. */
+static void unsafe_log_lost(void)
+{
+	struct mds_req *rq = malloc(sizeof(*rq));
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&u.lock);
+	for (struct unsafe *e = u.head; e; e = e->next)
+		n++;
+	if (n)
+		log_error("fuse", "%" PRIu64 " change(s) the MDS at %s answered were not journaled "
+			  "when %s was unmounted: they may be lost if the MDS stopped without "
+			  "journaling them", n, ux.mds_addr, mountpoint);
+	unsigned i = 0;
+	for (struct unsafe *e = u.head; e && rq && i < 32; e = e->next, i++) {
+		struct dec d;
+		dec_init(&d, e->buf, e->len);
+		if (mds_req_decode(&d, rq) != 0)
+			continue;
+		if (rq->name2[0])
+			log_error("fuse", "not journaled, may be lost: %s '%s' in folder %" PRIu64
+				  " to '%s' in folder %" PRIu64 " (request %" PRIu64 ")",
+				  mds_op_name(rq->op), rq->name, rq->ino, rq->name2, rq->ino2,
+				  rq->reqid);
+		else if (rq->name[0])
+			log_error("fuse", "not journaled, may be lost: %s '%s' in folder %" PRIu64
+				  " (request %" PRIu64 ")", mds_op_name(rq->op), rq->name,
+				  rq->ino, rq->reqid);
+		else if (rq->size_hint)
+			log_error("fuse", "not journaled, may be lost: the size %" PRIu64 " of "
+				  "inode %" PRIu64 " (%s, request %" PRIu64 ")", rq->size_hint,
+				  rq->ino, mds_op_name(rq->op), rq->reqid);
+		else
+			log_error("fuse", "not journaled, may be lost: %s of inode %" PRIu64
+				  " (request %" PRIu64 ")", mds_op_name(rq->op), rq->ino,
+				  rq->reqid);
+	}
+	if (n > i)
+		log_error("fuse", "... and %" PRIu64 " more change(s) not journaled", n - i);
+	pthread_mutex_unlock(&u.lock);
+	free(rq);
+}
+
+static void on_session_end(void *arg, struct msg *reply, int err)
+{
+	struct rwait *w = arg;
+
+	msg_free(reply);
+	cw_finish(&w->cw, err);
+}
+
+/* SESSION_END: the MDS may forget this client (no reconnect to wait
+ * for).  Waits SESSION_END_MS at most: with no answer, the MDS drops the
+ * session itself once the connection is gone for its session timeout
+ * (it then evicts the client, which is gone anyway). */
+static void session_end(void)
+{
+	struct mds_req *rq = calloc(1, sizeof(*rq));
+	struct rwait w = { .cw = CALL_WAIT_INIT };
+	struct enc e;
+	int ret = -ENOMEM;
+
+	/* after the resends and "resends done" of a reconnect (a restarted
+	 * MDS would take a later SESSION flagged REPLAY as a new session) */
+	pthread_mutex_lock(&u.lock);
+	while (u.replay && !u.gone)
+		pthread_cond_wait(&u.cond, &u.lock);
+	bool gone = u.gone;
+	pthread_mutex_unlock(&u.lock);
+	if (gone) {
+		ret = -ENOTCONN;
+		goto out;
+	}
+	if (!rq)
+		goto out;
+	req_init(rq, NULL, MDS_OP_SESSION_END);
+	enc_init(&e);
+	mds_req_encode(&e, rq);
+	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	ret = m ? msg_call(g.mds, m, SESSION_END_MS, on_session_end, &w) : -ENOMEM;
+	if (!ret)
+		ret = cw_call_wait(&w.cw);
+out:
+	if (ret)
+		log_warn("fuse", "the MDS at %s did not take the end of this client's session "
+			 "(%s); it ends the session itself once the connection is gone for its "
+			 "session timeout", ux.mds_addr,
+			 ret == -ETIMEDOUT ? "no answer in time" :
+			 ret == -ENOTCONN ? "the unmount gave up on it" : strerror(-ret));
+	free(rq);
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -1953,7 +2269,14 @@ int main(int argc, char **argv)
 		       "                  write goes out at once)\n"
 		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
 		       "  -o kernel_readahead_kb=N  the kernel's read-ahead of the mount\n"
-		       "                  (default %u, needs root; 0: the kernel's default)\n",
+		       "                  (default %u, needs root; 0: the kernel's default)\n"
+		       "  -o log=FILE     log to FILE (appended, one line per event); without\n"
+		       "                  it a mount in the background (no -f) logs nothing and\n"
+		       "                  one in the foreground logs to stderr\n"
+		       "  -o log_level=LVL  error, warn, info (the default), debug or trace\n"
+		       "At unmount atoll-fuse gives the MDS and the OSDs 5 s to take what it\n"
+		       "still holds, logs what they did not take, and exits: it is gone at most\n"
+		       "10 s after its unmount (doc/fs.md).\n",
 		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20),
 		       FD_KERNEL_RA_KB_DEFAULT);
 		fuse_cmdline_help();
@@ -1982,6 +2305,22 @@ int main(int argc, char **argv)
 		config_free(cf);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	int lvl = o.log_level ? log_level_parse(o.log_level) : LOG_LVL_INFO;
+	if (lvl < 0) {
+		fprintf(stderr, "atoll-fuse: log level '%s' is not one of error, warn, info, "
+			"debug, trace\n", o.log_level);
+		goto out;
+	}
+	/* opened here, before the move to the background (and to "/"): a
+	 * relative path is the caller's, and a failure reaches its terminal */
+	if (o.log || co.foreground) {
+		int e = log_open("fuse", (enum log_level)lvl, o.log);
+		if (e) {
+			fprintf(stderr, "atoll-fuse: cannot open the log file '%s': %s\n", o.log,
+				strerror(-e));
+			goto out;
+		}
+	}
 	if (o.conf && o.conf[0] != '/') {
 		/* fuse_daemonize() changes to "/": keep the file reachable */
 		char *abs = realpath(o.conf, NULL);
@@ -2023,6 +2362,7 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	if (o.kernel_ra_kb > 0)
 		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
+	ux_start(se, o.mds);
 	fdm_ready();
 	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
 	 * which reads this struct (the v1 layout).  (Handing it the
@@ -2033,6 +2373,7 @@ int main(int argc, char **argv)
 	 * (touch) must not start a thread for each. */
 	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
 	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
+	ux_ending();	/* the grace runs ("unmounting within a bound") */
 	acall_drain();	/* no answer to the kernel after the session goes */
 	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
@@ -2046,17 +2387,13 @@ out:
 	if (g.data) {
 		/* a clean unmount: once our changes are journaled (after
 		 * SESSION_END the MDS no longer waits for us to resend them),
-		 * the MDS expects no reconnect from us */
-		if (!unsafe_wait(30))
-			log_error("fuse", "the MDS did not journal this client's last changes "
-				  "within 30 s; unmounting anyway (a crash of the MDS now loses them)");
-		struct mds_req erq;
-		struct mds_reply *erp = malloc(sizeof(*erp));
-		req_init(&erq, NULL, MDS_OP_SESSION_END);
-		if (erp && mds_call(&erq, erp) == 0)
-			free(erp->ents);
-		free(erp);
+		 * the MDS expects no reconnect from us.  Both within the
+		 * grace (the ender gives up on the MDS: u.gone). */
+		if (!unsafe_wait(ux.thr_on ? 0 : 30))
+			unsafe_log_lost();
+		session_end();
 	}
+	ux_stop();
 	if (u.thr_on) {
 		pthread_mutex_lock(&u.lock);
 		u.stop = true;
@@ -2072,6 +2409,9 @@ out:
 	free(o.conf);
 	free(o.mon);
 	free(o.mds);
+	free(o.log);
+	free(o.log_level);
 	fuse_opt_free_args(&args);
+	log_close();
 	return ret;
 }

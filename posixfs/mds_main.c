@@ -313,8 +313,9 @@ no:
 
 /* ---- the reconnect window ---------------------------------------------------
  *
- * After a restart the MDS serves only the clients' resends (MDS_L_REPLAY)
- * and their "resends done" (SESSION with MDS_L_REPLAY) until every client
+ * After a restart the MDS serves only the clients' resends (MDS_L_REPLAY),
+ * their "resends done" (SESSION with MDS_L_REPLAY) and their SESSION_END
+ * (an unmount: the client is done and not evicted) until every client
  * with a session from before (fs.sessions) is done, or reconnect_ms
  * passed; every other request waits, in order.  A client not back by then
  * is evicted: its session goes, it is blocklisted in the OSD map (the
@@ -482,8 +483,14 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 		if (!w)
 			break;	/* the window is over */
 		bool ok = req_peek(w->m, rq);
-		if (ok && (rq->lflags & MDS_L_REPLAY)) {
-			if (rq->op == MDS_OP_SESSION)
+		/* SESSION_END too: a client unmounting right after the
+		 * restart sends it once its resends are answered; it changes
+		 * nothing a resend depends on, and held until the window's
+		 * end it kept the client's unmount waiting for clients that
+		 * will never come back */
+		bool ending = ok && rq->op == MDS_OP_SESSION_END;
+		if (ok && ((rq->lflags & MDS_L_REPLAY) || ending)) {
+			if (rq->op == MDS_OP_SESSION || ending)
 				for (size_t i = 0; i < n; i++)
 					if (exp[i] == rq->client && !back[i]) {
 						back[i] = true;
