@@ -147,11 +147,8 @@ static void set_failed(struct store *st)
 
 /* ---- the flusher ---------------------------------------------------------- */
 
-/* Each flusher takes everything handed over so far (their records are
- * written) as one group, flushes the block, waits for the groups taken
- * before its own to complete, then completes its batches in order.  With
- * STORE_FLUSHERS of them, the next group's flush need not wait for the
- * one in flight (the device may serve both). */
+/* Flushes the block for everything handed over so far (their records are
+ * written), then completes those batches in order. */
 static void *flusher_main(void *arg)
 {
 	struct store *st = arg;
@@ -159,7 +156,7 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&st->flock);
 	for (;;) {
 		struct flush_item *items;
-		uint64_t n = 0, ticket;
+		uint64_t n = 0;
 
 		while (!st->fhead && !st->fstop)
 			pthread_cond_wait(&st->fcond, &st->flock);
@@ -167,8 +164,7 @@ static void *flusher_main(void *arg)
 			break;
 		items = st->fhead;
 		st->fhead = st->ftail = NULL;
-		st->fbusy++;
-		ticket = st->fticket++;
+		st->fbusy = true;
 		pthread_mutex_unlock(&st->flock);
 
 		uint64_t t0 = now_ns();
@@ -179,25 +175,13 @@ static void *flusher_main(void *arg)
 			__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
 			fr = fdatasync(st->bfd);
 		}
-		uint64_t took = now_ns() - t0;
-
+		st->perf.fl_flush_ns += now_ns() - t0;
+		st->perf.fl_flushes++;
 		if (fr) {
 			log_error("store", "flush of the block device failed: %s; the store stops writing",
 				  strerror(errno));
 			set_failed(st);
 		}
-		pthread_mutex_lock(&st->flock);
-		while (st->fturn_next != ticket)
-			pthread_cond_wait(&st->fturn, &st->flock);
-		pthread_mutex_unlock(&st->flock);
-		st->perf.fl_flush_ns += took;
-		st->perf.fl_flushes++;
-		/* After a failed flush nothing later counts as durable either
-		 * (the page state is unknown). */
-		pthread_mutex_lock(&st->qlock);
-		if (st->failed)
-			fr = -1;
-		pthread_mutex_unlock(&st->qlock);
 		while (items) {
 			struct flush_item *it = items;
 
@@ -221,10 +205,8 @@ static void *flusher_main(void *arg)
 			pthread_cond_broadcast(&st->qidle);
 		pthread_mutex_unlock(&st->qlock);
 		pthread_mutex_lock(&st->flock);
-		st->fturn_next++;
-		pthread_cond_broadcast(&st->fturn);
-		st->fbusy--;
-		if (!st->fhead && !st->fbusy)
+		st->fbusy = false;
+		if (!st->fhead)
 			pthread_cond_broadcast(&st->fidle);
 	}
 	pthread_mutex_unlock(&st->flock);
@@ -237,7 +219,7 @@ static bool flusher_take(struct store *st, struct store_txn *list, uint64_t seq)
 {
 	struct flush_item *it;
 
-	if (!st->nflushers || !(it = malloc(sizeof(*it))))
+	if (!st->flusher_running || !(it = malloc(sizeof(*it))))
 		return false;
 	it->next = NULL;
 	it->list = list;
@@ -259,18 +241,19 @@ static bool flusher_take(struct store *st, struct store_txn *list, uint64_t seq)
 /* Stops the flusher once it has completed everything handed to it. */
 static void flusher_stop(struct store *st)
 {
+	if (!st->flusher_running)
+		return;
 	pthread_mutex_lock(&st->flock);
 	st->fstop = true;
-	pthread_cond_broadcast(&st->fcond);
+	pthread_cond_signal(&st->fcond);
 	pthread_mutex_unlock(&st->flock);
-	for (unsigned i = 0; i < st->nflushers; i++)
-		pthread_join(st->flushers[i], NULL);
-	st->nflushers = 0;
+	pthread_join(st->flusher, NULL);
+	st->flusher_running = false;
 }
 
 void commit_flush_wait(struct store *st)
 {
-	if (!st->nflushers)
+	if (!st->flusher_running)
 		return;
 	pthread_mutex_lock(&st->flock);
 	while (st->fhead || st->fbusy)
@@ -576,7 +559,7 @@ attempt:
 		batch_reset(&b, true);
 		goto out_unchanged;
 	}
-	r = write_data(&b, kv, st->nflushers && !b.freed.n, &deferred);
+	r = write_data(&b, kv, st->flusher_running && !b.freed.n, &deferred);
 	if (!r && walb_any(&b))
 		r = wal_publish(st, &b);
 	if (r) {
@@ -831,15 +814,12 @@ static void *commit_main(void *arg)
 
 int commit_start(struct store *st)
 {
-	int r = 0;
+	int r = -pthread_create(&st->flusher, NULL, flusher_main, st);
 
-	for (unsigned i = 0; i < STORE_FLUSHERS && !r; i++) {
-		r = -pthread_create(&st->flushers[i], NULL, flusher_main, st);
-		if (!r)
-			st->nflushers++;
-	}
-	if (!r)
-		r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
+	if (r)
+		return r;
+	st->flusher_running = true;
+	r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
 	if (r) {
 		flusher_stop(st);
 		return r;

@@ -151,9 +151,6 @@ struct chunk {
 
 int chunk_decode(struct chunk *c, const void *v, size_t vl);
 /* Encodes into buf (at least CHUNK_REC_MAX bytes); returns the length. */
-/* Flusher threads (commit.c): flushes of the block that may be in flight
- * at once, each covering the batches handed over before it began. */
-#define STORE_FLUSHERS 2
 #define CHUNK_REC_MAX (48 + CHUNK_BLOCKS * 24)
 size_t chunk_encode(const struct chunk *c, uint8_t *buf);
 bool chunk_empty(const struct chunk *c);
@@ -384,12 +381,8 @@ struct store {
 	pthread_cond_t fcond;	/* work for the flusher, or stop */
 	pthread_cond_t fidle;	/* the flusher has nothing left */
 	struct flush_item *fhead, *ftail;
-	pthread_cond_t fturn;	/* a flush group's turn to complete */
-	unsigned fbusy;		/* flushers flushing or completing */
-	uint64_t fticket, fturn_next;	/* flush groups: taken, next to complete */
-	bool fstop;
-	unsigned nflushers;	/* running */
-	pthread_t flushers[STORE_FLUSHERS];
+	bool fbusy, fstop, flusher_running;
+	pthread_t flusher;
 	uint64_t flush_pending;	/* batches handed over, not yet completed (qlock) */
 
 	/* Readers and blocks waiting for them: rlock protects these. */

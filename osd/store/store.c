@@ -268,7 +268,6 @@ static void store_free(struct store *st)
 	pthread_mutex_destroy(&st->flock);
 	pthread_cond_destroy(&st->fcond);
 	pthread_cond_destroy(&st->fidle);
-	pthread_cond_destroy(&st->fturn);
 	pthread_mutex_destroy(&st->qlock);
 	pthread_cond_destroy(&st->qcond);
 	pthread_cond_destroy(&st->qidle);
@@ -303,7 +302,6 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_mutex_init(&st->flock, NULL);
 	pthread_cond_init(&st->fcond, NULL);
 	pthread_cond_init(&st->fidle, NULL);
-	pthread_cond_init(&st->fturn, NULL);
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
 	pthread_cond_init(&st->qidle, NULL);
