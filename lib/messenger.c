@@ -798,6 +798,11 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 		m->call = NULL;
 		return -ENOTCONN;
 	}
+	if (call && call->for_epoch && call->epoch != atomic_load(&c->epoch)) {
+		pthread_mutex_unlock(&mr->lock);
+		m->call = NULL;
+		return -ECONNRESET;	/* made for a connection that broke */
+	}
 	*c->outq_tailp = m;
 	c->outq_tailp = &m->q_next;
 	atomic_fetch_add(&c->queued, MSG_HEADER_LEN + (uint64_t)m->front_len +
@@ -825,14 +830,41 @@ int msg_send(struct msg_conn *c, struct msg *m)
 	return r;
 }
 
+void msg_conn_set_ordered(struct msg_conn *c)
+{
+	atomic_store(&c->ordered, true);
+}
+
+uint64_t msg_conn_epoch(const struct msg_conn *c)
+{
+	return atomic_load(&((struct msg_conn *)c)->epoch);
+}
+
+static int call_submit(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
+		       msg_reply_fn fn, void *arg, const struct msg_rxbuf_ops *rx,
+		       void *rx_arg, const uint64_t *epoch);
+
 int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	     msg_reply_fn fn, void *arg)
 {
-	return msg_call_rx(c, m, timeout_ms, fn, arg, NULL, NULL);
+	return call_submit(c, m, timeout_ms, fn, arg, NULL, NULL, NULL);
+}
+
+int msg_call_epoch(struct msg_conn *c, uint64_t epoch, struct msg *m, uint32_t timeout_ms,
+		   msg_reply_fn fn, void *arg)
+{
+	return call_submit(c, m, timeout_ms, fn, arg, NULL, NULL, &epoch);
 }
 
 int msg_call_rx(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 		msg_reply_fn fn, void *arg, const struct msg_rxbuf_ops *rx, void *rx_arg)
+{
+	return call_submit(c, m, timeout_ms, fn, arg, rx, rx_arg, NULL);
+}
+
+static int call_submit(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
+		       msg_reply_fn fn, void *arg, const struct msg_rxbuf_ops *rx,
+		       void *rx_arg, const uint64_t *epoch)
 {
 	struct msgr_call *call;
 	int r;
@@ -863,6 +895,10 @@ int msg_call_rx(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	call->msg = m;
 	call->rx = rx && rx->get && rx->put ? rx : NULL;
 	call->rx_arg = rx_arg;
+	if (epoch) {
+		call->for_epoch = true;
+		call->epoch = *epoch;
+	}
 	r = msg_conn__submit(c, m, call);
 	if (r < 0) {
 		free(call);

@@ -273,6 +273,23 @@ int msg_call_rx(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
  * before this returns.  Nothing happens otherwise. */
 void msg_conn_rx_revoke(struct msg_conn *c);
 
+/*
+ * Ordered delivery across redials, for a session whose requests must
+ * reach a restarted peer in an order the upper layer decides (the MDS's:
+ * what a client resends after a restart goes before anything newer).
+ * Call msg_conn_set_ordered() before the first message.  From then on a
+ * reset of c, before it redials: drops every message not yet written
+ * (one-way ones too), tells ops.closed, and only then fails every call,
+ * sent or not, with -ECONNRESET; msg_conn_epoch() counts the resets.
+ * msg_call_epoch() is msg_call() for a call that belongs to epoch (read
+ * before the upper layer checked that the session may send): -ECONNRESET
+ * at once, fn never called, when c was reset since.
+ */
+void msg_conn_set_ordered(struct msg_conn *c);
+uint64_t msg_conn_epoch(const struct msg_conn *c);
+int msg_call_epoch(struct msg_conn *c, uint64_t epoch, struct msg *m, uint32_t timeout_ms,
+		   msg_reply_fn fn, void *arg);
+
 /* Sends reply as the answer to req (copies req's tid, sets MSG_F_REPLY). */
 int msg_reply(struct msg_conn *c, const struct msg *req, struct msg *reply);
 

@@ -95,6 +95,8 @@ struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled)
 	atomic_init(&c->uref, 0);
 	atomic_init(&c->open, false);
 	atomic_init(&c->dead, false);
+	atomic_init(&c->epoch, 0);
+	atomic_init(&c->ordered, false);
 	atomic_init(&c->inflight, 0);
 	atomic_init(&c->rx_paused, false);
 	atomic_init(&c->queued, 0);
@@ -372,12 +374,13 @@ static void call_register(struct msg_conn *c, struct msgr_call *call)
 	}
 }
 
-/* Fails the calls of c that were sent (all of them when all is set). */
-static void conn_fail_calls(struct msg_conn *c, bool all, int err)
+/* Takes the calls of c that were sent (all of them when all is set) off
+ * c, onto a list for calls_fail: detached first, because the callbacks
+ * may queue new calls on c. */
+static struct msgr_call *conn_detach_calls(struct msg_conn *c, bool all)
 {
 	struct msgr_call *call, *next, *done = NULL;
 
-	/* Detach first: the callbacks may queue new calls on c. */
 	for (call = c->calls; call; call = next) {
 		next = call->next;
 		if (!all && !call->sent)
@@ -390,10 +393,55 @@ static void conn_fail_calls(struct msg_conn *c, bool all, int err)
 		call->next = done;
 		done = call;
 	}
+	return done;
+}
+
+static void calls_fail(struct msgr_call *done, int err)
+{
+	struct msgr_call *call;
+
 	while ((call = done)) {
 		done = call->next;
 		call->fn(call->arg, NULL, err);
 		free(call);
+	}
+}
+
+/* Fails the calls of c that were sent (all of them when all is set). */
+static void conn_fail_calls(struct msg_conn *c, bool all, int err)
+{
+	calls_fail(conn_detach_calls(c, all), err);
+}
+
+/* Drops what c had not written, the requests that never reached the loop
+ * (outq: not registered anywhere) included; the calls among them go onto
+ * *calls, for calls_fail.  ordered: the epoch moves on in the same hold
+ * of the messenger's lock (msg_conn__submit's check). */
+static void conn_drop_unsent(struct msg_conn *c, bool ordered, struct msgr_call **calls)
+{
+	struct msgr *mr = c->msgr;
+	struct msg *m, *next;
+
+	while (c->sq_head)
+		sq_drop(c, c->sq_head);
+	pthread_mutex_lock(&mr->lock);
+	if (ordered)
+		atomic_fetch_add(&c->epoch, 1);
+	m = c->outq_head;
+	c->outq_head = NULL;
+	c->outq_tailp = &c->outq_head;
+	pthread_mutex_unlock(&mr->lock);
+	for (; m; m = next) {
+		struct msgr_call *call = m->call;
+
+		next = m->q_next;
+		atomic_fetch_sub(&c->queued, frame_len(m));
+		m->call = NULL;
+		msg_free(m);
+		if (call) {
+			call->next = *calls;
+			*calls = call;
+		}
 	}
 }
 
@@ -480,7 +528,6 @@ static void conn_drop_socket(struct msg_conn *c)
 void msg_conn__close(struct msg_conn *c, int err, int call_err)
 {
 	struct msgr *mr = c->msgr;
-	struct msg *m, *next;
 	bool report;
 
 	if (c->state == CS_CLOSED)
@@ -494,22 +541,9 @@ void msg_conn__close(struct msg_conn *c, int err, int call_err)
 	c->state = CS_CLOSED;
 	log_debug("msgr", "connection '%s' closed for good (%s)", c->addr, strerror(-err));
 
-	conn_fail_calls(c, true, call_err);
-	while (c->sq_head)
-		sq_drop(c, c->sq_head);
-	/* Requests that never reached the loop: not registered anywhere. */
-	for (m = outq_take(c); m; m = next) {
-		struct msgr_call *call = m->call;
-
-		next = m->q_next;
-		atomic_fetch_sub(&c->queued, frame_len(m));
-		m->call = NULL;
-		msg_free(m);
-		if (call) {
-			call->fn(call->arg, NULL, call_err);
-			free(call);
-		}
-	}
+	struct msgr_call *calls = conn_detach_calls(c, true);
+	conn_drop_unsent(c, false, &calls);
+	calls_fail(calls, call_err);
 	free(c->rbuf);
 	c->rbuf = NULL;
 	if (report && mr->ops.closed)
@@ -527,9 +561,20 @@ static void conn_reset(struct msg_conn *c, int err)
 
 	conn_drop_socket(c);
 	c->state = CS_BACKOFF;
-	conn_fail_calls(c, false, -ECONNRESET);
-	if (report && mr->ops.closed)
-		mr->ops.closed(mr->arg, c, err);
+	if (atomic_load(&c->ordered)) {
+		/* nothing of the old epoch goes on the next connection, and
+		 * the upper layer hears of the break before any call fails
+		 * (msg_conn_set_ordered) */
+		struct msgr_call *calls = conn_detach_calls(c, true);
+		conn_drop_unsent(c, true, &calls);
+		if (report && mr->ops.closed)
+			mr->ops.closed(mr->arg, c, err);
+		calls_fail(calls, -ECONNRESET);
+	} else {
+		conn_fail_calls(c, false, -ECONNRESET);
+		if (report && mr->ops.closed)
+			mr->ops.closed(mr->arg, c, err);
+	}
 	if (c->state != CS_BACKOFF)
 		return;
 	c->backoff_ms = delay > mr->cfg.reconnect_max_ms / 2 ? mr->cfg.reconnect_max_ms

@@ -103,6 +103,8 @@ struct msgr_call {
 	struct msg_conn *conn;
 	struct msg *msg;		/* the request while not yet written */
 	bool sent;			/* whole request written: await reply */
+	bool for_epoch;			/* msg_call_epoch: only in epoch */
+	uint64_t epoch;
 	const struct msg_rxbuf_ops *rx;	/* msg_call_rx: the reply's data buffer */
 	void *rx_arg;
 	struct msgr_call *prev, *next;	/* conn->calls */
@@ -127,6 +129,8 @@ struct msg_conn {
 
 	atomic_bool open;		/* state == CS_OPEN, for other threads */
 	atomic_bool dead;		/* closed for good; set under msgr->lock */
+	atomic_bool ordered;		/* msg_conn_set_ordered, before any call */
+	atomic_uint_least64_t epoch;	/* ordered: resets; moves under msgr->lock */
 	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
 	atomic_bool rx_paused;		/* reading stopped by flow control */
 	atomic_uint_least64_t queued;	/* bytes queued, not yet written */

@@ -340,7 +340,9 @@ static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct
 	if (ci)
 		memset(ci, 0, sizeof(*ci));
 	for (int attempt = first; attempt < 5; attempt++) {
-		/* resent unsafe requests go first (the replayer thread) */
+		/* resent unsafe requests go first (the replayer thread): a
+		 * call made for a connection that broke since is refused */
+		uint64_t epoch = msg_conn_epoch(g.mds);
 		pthread_mutex_lock(&u.lock);
 		while (u.replay && !u.gone)
 			pthread_cond_wait(&u.cond, &u.lock);
@@ -365,7 +367,11 @@ static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct
 		enc_free(&e);
 		if (!m)
 			return -ENOMEM;
-		ret = msg_call(g.mds, m, CALL_TIMEOUT_MS, on_reply, &w);
+		ret = msg_call_epoch(g.mds, epoch, m, CALL_TIMEOUT_MS, on_reply, &w);
+		if (ret == -ECONNRESET) {
+			ret = -EIO;
+			continue;
+		}
 		if (ret)
 			return ret;
 		cw_call_wait(&w.cw);
@@ -491,6 +497,20 @@ static void *acall_retry(void *arg)
 	return NULL;
 }
 
+/* The MDS restarts: a's call goes again from a thread that may wait
+ * (for the resends, then the reply); false if no thread could start. */
+static bool acall_retry_start(struct acall *a)
+{
+	pthread_t t;
+	pthread_attr_t at;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int r = pthread_create(&t, &at, acall_retry, a);
+	pthread_attr_destroy(&at);
+	return r == 0;
+}
+
 static void on_areply(void *arg, struct msg *reply, int err)
 {
 	struct acall *a = arg;
@@ -508,14 +528,7 @@ static void on_areply(void *arg, struct msg *reply, int err)
 	}
 	msg_free(reply);
 	if (err == -ECONNRESET) {
-		/* the MDS restarts: resend from a thread that may wait */
-		pthread_t t;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		int r = pthread_create(&t, &at, acall_retry, a);
-		pthread_attr_destroy(&at);
-		if (r == 0)
+		if (acall_retry_start(a))
 			return;
 		err = -EIO;
 	}
@@ -531,6 +544,7 @@ static void mds_call_async(struct acall *a)
 	pthread_mutex_lock(&ap.lock);
 	ap.n++;
 	pthread_mutex_unlock(&ap.lock);
+	uint64_t epoch = msg_conn_epoch(g.mds);	/* as mds_call_from_ */
 	pthread_mutex_lock(&u.lock);
 	while (u.replay && !u.gone)
 		pthread_cond_wait(&u.cond, &u.lock);
@@ -543,9 +557,11 @@ static void mds_call_async(struct acall *a)
 	mds_req_encode(&e, &a->rq);
 	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
 	enc_free(&e);
-	int ret = m ? msg_call(g.mds, m, CALL_TIMEOUT_MS, on_areply, a) : -ENOMEM;
+	int ret = m ? msg_call_epoch(g.mds, epoch, m, CALL_TIMEOUT_MS, on_areply, a) : -ENOMEM;
+	if (ret == -ECONNRESET && acall_retry_start(a))
+		return;
 	if (ret)
-		acall_finish(a, ret);
+		acall_finish(a, ret == -ECONNRESET ? -EIO : ret);
 }
 
 /* ---- resending unsafe requests ------------------------------------------- */
@@ -1931,6 +1947,9 @@ static int connect_all(struct opts *o)
 		ret = -EINVAL;
 		goto out;
 	}
+	/* after a restart, the resends of what the MDS had not journaled
+	 * reach it before anything newer (on_mds_closed, the replayer) */
+	msg_conn_set_ordered(g.mds);
 	req_init(&rq, NULL, MDS_OP_SESSION);
 	ret = mds_call(&rq, rp);
 	if (ret) {

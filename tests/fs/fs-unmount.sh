@@ -119,6 +119,12 @@ echo "   both exited within $(echo "$(date +%s.%N) - $t0" | bc) s"
 [ "$(grep -c "reconnect window over" "$mds_log")" = "$w0" ] ||
 	fail "the MDS's reconnect window ended before both clients exited: nothing held their unmount up"
 ! mounted "$A" && ! mounted "$B" || fail "a mount is left after the unmount"
+# a new session waits for the window's end (20 s from the MDS's start,
+# mount_fs's own limit): wait for it first
+for _ in $(seq 1 400); do
+	[ "$(grep -c "reconnect window over" "$mds_log")" != "$w0" ] && break
+	sleep 0.1
+done
 C=$tmp/mnt3
 mount_fs "$C" "$tmp/fuse3.log"
 [ "$(cat "$C/da/f" "$C/db/f" 2>&1)" = "$(printf 'a\nb')" ] || fail "the changes made before the restart are not all there: $(ls -R "$C")"

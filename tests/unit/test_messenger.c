@@ -1148,6 +1148,84 @@ Test(messenger, peer_death_resets_calls_and_the_connection_redials)
 	node_stop(&s);
 }
 
+/* A call of an ordered connection that notes how many breaks its node
+ * had heard of when it failed. */
+struct owaiter {
+	struct waiter w;
+	struct node *n;
+	atomic_int closed_seen;
+};
+
+static void on_oreply(void *arg, struct msg *reply, int err)
+{
+	struct owaiter *o = arg;
+
+	atomic_store(&o->closed_seen, atomic_load(&o->n->closed));
+	on_reply(&o->w, reply, err);
+}
+
+Test(messenger, ordered_connection_keeps_nothing_of_an_epoch_that_broke)
+{
+	struct msgr_config scfg = node_cfg(MSG_ENTITY_OSD, 7, FSID_A);
+	struct msgr_config ccfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
+	struct node s, cl;
+	struct owaiter held = { .n = &cl }, away = { .n = &cl };
+	struct waiter w = { 0 };
+	struct msg_conn *c;
+	char addr[64];
+
+	node_start(&s, &scfg, "127.0.0.1:0");
+	snprintf(addr, sizeof(addr), "%s", s.addr);
+	node_start(&cl, &ccfg, NULL);
+	c = msgr_connect(cl.m, addr);
+	msg_conn_set_ordered(c);
+	cr_assert_eq(echo_call(c, 1, 0), 0);
+	uint64_t e0 = msg_conn_epoch(c);
+	cr_assert_eq(msg_call_epoch(c, e0, make_u32(T_HOLD, 0), 0, on_oreply, &held), 0);
+	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) == 2, WAIT_MS));
+	node_stop(&s);
+
+	/* the break is told before the call fails */
+	cr_assert(WAIT_FOR(atomic_load(&held.w.fired) == 1, WAIT_MS));
+	cr_expect_eq(held.w.err, -ECONNRESET);
+	cr_expect_geq(atomic_load(&held.closed_seen), 1, "the call failed before closed ran");
+	uint64_t e1 = msg_conn_epoch(c);
+	cr_expect_gt(e1, e0);
+
+	/* a call made for the old epoch is refused at once, fn never runs */
+	cr_expect_eq(msg_call_epoch(c, e0, make_u32(T_ECHO, 2), 0, on_reply, &w),
+		     -ECONNRESET);
+	/* what is queued while the peer is away goes with the next failed
+	 * attempt: one-way messages and calls alike */
+	for (uint32_t i = 0; i < 5; i++)
+		cr_assert_eq(msg_send(c, make_u32(T_ONEWAY, i)), 0);
+	cr_assert_eq(msg_call(c, make_u32(T_ECHO, 3), 0, on_oreply, &away), 0);
+	cr_assert(WAIT_FOR(atomic_load(&away.w.fired) == 1, WAIT_MS));
+	cr_expect_eq(away.w.err, -ECONNRESET);
+	cr_expect_gt(msg_conn_epoch(c), e1);
+
+	/* the next epoch's calls reach the peer once it is back, alone */
+	node_start(&s, &scfg, addr);
+	struct waiter back = { 0 };
+	for (int i = 0; i < 2000 && !atomic_load(&back.fired); i++) {
+		/* each failed redial before the peer listens drops the call */
+		memset(&back, 0, sizeof(back));
+		cr_assert_eq(msg_call_epoch(c, msg_conn_epoch(c), make_u32(T_ECHO, 4), 0,
+					    on_reply, &back), 0);
+		cr_assert(WAIT_FOR(atomic_load(&back.fired) == 1, WAIT_MS));
+		if (back.err == -ECONNRESET)
+			atomic_store(&back.fired, 0);
+	}
+	cr_expect_eq(back.err, 0);
+	cr_expect_eq(front_u32(back.reply), 4);
+	msg_free(back.reply);
+	cr_expect_eq(atomic_load(&s.oneway), 0, "one-way messages of a broken epoch were delivered");
+	cr_expect_eq(atomic_load(&w.fired), 0);
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(&s);
+}
+
 Test(messenger, messages_queued_before_the_peer_listens_are_delivered)
 {
 	struct msgr_config scfg = node_cfg(MSG_ENTITY_OSD, 7, FSID_A);

@@ -1,0 +1,75 @@
+#!/bin/bash
+# tests/fs/fs-mds-restarts.sh - the MDS killed with -9 and restarted
+# again and again under two mounts whose writers create, rename and
+# remove files without a pause (one small cluster, lib.sh).  Each writer
+# notes an operation in its ledger only once the operation returned;
+# no operation may fail across the restarts, and at the end both mounts
+# must show every ledger exactly (names, contents, removals).
+# What it guards: after a restart a client's resends of what the MDS had
+# answered but not journaled must reach the MDS before anything newer of
+# that client (a rename sent before the resent create of its file got
+# ENOENT: doc/fs.md, "The journal and restarts").
+# Usage: fs-mds-restarts.sh ATOLL-CLUSTER ATOLL-FUSE ATOLL [KILLS]
+set -u
+cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-FUSE ATOLL [KILLS]}
+fuse_bin=${2:?}
+atoll_cli=${3:?}
+kills=${4:-8}
+. "$(dirname "$0")/lib.sh"
+fs_setup
+
+mds() { "$cluster_bin" mds "$1" --dir "$cdir" >>"$tmp/mds-cmd.log" 2>&1 || { cat "$tmp/mds-cmd.log" >&2; fail "atoll-cluster mds $1"; }; }
+
+step "two mounts"
+A=$tmp/mnt1
+B=$tmp/mnt2
+mount_fs "$A" "$tmp/fuse1.log"
+mount_fs "$B" "$tmp/fuse2.log"
+
+# writer MOUNT TAG: creates f$i, renames every 3rd to r$i, removes every
+# 5th; the ledger gets "NAME CONTENT" or "- NAME" once the call returned
+writer() {
+	local i=0 d="$1/w.$2"
+	mkdir "$d" || exit 1
+	while [ ! -e "$tmp/stop" ]; do
+		i=$((i + 1))
+		echo "v$i" >"$d/f$i" || exit 1
+		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
+		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
+		else echo "f$i v$i"; fi
+	done >"$tmp/w.$2.ledger"
+}
+writer "$A" a 2>"$tmp/w.a.err" & wa=$!
+writer "$B" b 2>"$tmp/w.b.err" & wb=$!
+alive() { kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null; }
+
+for k in $(seq 1 "$kills"); do
+	step "kill -9 of the MDS, $k of $kills"
+	# a kill at a different point of the writers' work each time
+	sleep "1.$((RANDOM % 10))"
+	alive || fail "a writer failed before kill $k: $(cat "$tmp"/w.*.err)"
+	mds kill
+	mds start
+done
+sleep 1
+touch "$tmp/stop"
+wait $wa || fail "mount 1's writer failed across the restarts: $(cat "$tmp/w.a.err")"
+wait $wb || fail "mount 2's writer failed across the restarts: $(cat "$tmp/w.b.err")"
+
+step "the ledgers, on both mounts"
+ops=0
+for t in a b; do
+	for m in "$A" "$B"; do
+		while read -r name val; do
+			ops=$((ops + 1))
+			if [ "$name" = - ]; then
+				[ ! -e "$m/w.$t/$val" ] || fail "$m/w.$t/$val is back after the restarts"
+			else
+				[ "$(cat "$m/w.$t/$name" 2>/dev/null)" = "$val" ] ||
+					fail "$m/w.$t/$name lost or wrong after the restarts"
+			fi
+		done <"$tmp/w.$t.ledger"
+	done
+done
+[ $ops -ge 100 ] || fail "the writers did only $ops operations"
+echo "ok: $kills restarts, $((ops / 2)) operations checked on both mounts"
