@@ -74,6 +74,12 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Nothing queued, running, awaiting its sync or with the flusher (qlock). */
+static bool idle(const struct store *st)
+{
+	return !st->qhead && !st->busy && !st->unsynced && !st->flush_pending;
+}
+
 static void fire(struct store *st, struct store_txn *list)
 {
 	uint64_t now = list ? now_ns() : 0;
@@ -109,7 +115,7 @@ static void fire(struct store *st, struct store_txn *list)
 		list = next;
 	}
 	pthread_mutex_lock(&st->qlock);
-	if (!st->qhead && !st->busy && !st->unsynced && !st->flush_pending)
+	if (idle(st))
 		pthread_cond_broadcast(&st->qidle);
 	pthread_mutex_unlock(&st->qlock);
 }
@@ -126,7 +132,7 @@ void commit_drain(struct store *st)
 	if (!st->commit_running)
 		return;
 	pthread_mutex_lock(&st->qlock);
-	while (st->qhead || st->busy || st->unsynced || st->flush_pending)
+	while (!idle(st))
 		pthread_cond_wait(&st->qidle, &st->qlock);
 	pthread_mutex_unlock(&st->qlock);
 }
@@ -143,6 +149,22 @@ static void set_failed(struct store *st)
 	pthread_mutex_lock(&st->qlock);
 	st->failed = -EIO;
 	pthread_mutex_unlock(&st->qlock);
+}
+
+/* Flushes the block (unless a test's unsafe option skips it): every write
+ * completed before it is durable once it returns 0.  flush_gen counts the
+ * flushes started. */
+static int flush_block(struct store *st, bool log_only)
+{
+	if (st->opt.unsafe_skip_data_flush || (st->opt.unsafe_skip_log_flush && log_only))
+		return 0;
+	__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
+	if (fdatasync(st->bfd)) {
+		log_error("store", "flush of the block device failed: %s; the store stops writing",
+			  strerror(errno));
+		return -EIO;
+	}
+	return 0;
 }
 
 /* ---- the flusher ---------------------------------------------------------- */
@@ -168,20 +190,12 @@ static void *flusher_main(void *arg)
 		pthread_mutex_unlock(&st->flock);
 
 		uint64_t t0 = now_ns();
-		bool skip = st->opt.unsafe_skip_data_flush || st->opt.unsafe_skip_log_flush;
-		int fr = 0;
+		int fr = flush_block(st, true);
 
-		if (!skip) {
-			__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
-			fr = fdatasync(st->bfd);
-		}
 		st->perf.fl_flush_ns += now_ns() - t0;
 		st->perf.fl_flushes++;
-		if (fr) {
-			log_error("store", "flush of the block device failed: %s; the store stops writing",
-				  strerror(errno));
+		if (fr)
 			set_failed(st);
-		}
 		while (items) {
 			struct flush_item *it = items;
 
@@ -201,7 +215,7 @@ static void *flusher_main(void *arg)
 		}
 		pthread_mutex_lock(&st->qlock);
 		st->flush_pending -= n;
-		if (!st->qhead && !st->busy && !st->unsynced && !st->flush_pending)
+		if (idle(st))
 			pthread_cond_broadcast(&st->qidle);
 		pthread_mutex_unlock(&st->qlock);
 		pthread_mutex_lock(&st->flock);
@@ -399,17 +413,9 @@ static int write_data(struct batch *b, bool kv, bool defer, bool *deferred)
 		return 0;
 	}
 	t0 = now_ns();
-	bool skip = st->opt.unsafe_skip_data_flush || (st->opt.unsafe_skip_log_flush && log_only);
-	int fr = skip ? 0 : fdatasync(st->bfd);
-
+	r = flush_block(st, log_only);
 	st->perf.flush_ns += now_ns() - t0;
-	if (fr) {
-		log_error("store", "flush of the block device failed: %s", strerror(errno));
-		return -EIO;
-	}
-	if (!skip)
-		__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
-	return 0;
+	return r;
 }
 
 static int64_t apply_journal(struct store *st, struct done *prev, uint64_t max_blocks);
@@ -611,10 +617,7 @@ attempt:
 		sync_and_complete(st, prev);
 		batch_destroy(&b);
 		if (!flusher_take(st, list, st->commit_seq)) {
-			if (!st->opt.unsafe_skip_data_flush && !st->opt.unsafe_skip_log_flush &&
-			    fdatasync(st->bfd)) {
-				log_error("store", "flush of the block device failed: %s",
-					  strerror(errno));
+			if (flush_block(st, true)) {
 				set_failed(st);
 				fail_all(list, -EIO);
 			} else {
