@@ -120,6 +120,9 @@ struct cino {
 	struct wop *wl;
 	struct rblk *rb;
 	uint64_t ra_end;	/* the furthest end of a read */
+	int opens;		/* handles this client holds (fd_open) */
+	uint64_t ogen;		/* the reconnect they were last counted under */
+	bool recount;		/* the MDS may count them wrong: tell it */
 	struct cino *next;
 };
 
@@ -735,11 +738,19 @@ uint64_t fd_stat_size(uint64_t ino, uint64_t msize)
 	return size;
 }
 
-void fd_open(uint64_t ino, uint64_t msize, bool created)
+void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 {
+	bool recount = false;
+
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, true);
 	if (c) {
+		uint64_t gen = fm_gen();
+
+		c->opens++;
+		c->ogen = gen;
+		if (gen != gen0)
+			recount = c->recount = true;
 		c->msize = msize;
 		if (created) {
 			c->wsize = 0;
@@ -749,6 +760,66 @@ void fd_open(uint64_t ino, uint64_t msize, bool created)
 		}
 		ra_drop(c, 0, 0);
 		c->ra_end = 0;
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (recount)
+		fm_recount_wanted();
+}
+
+uint64_t fd_close_open(uint64_t ino)
+{
+	uint64_t gen = 0;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (c) {
+		if (c->opens > 0)
+			c->opens--;
+		gen = c->ogen;
+	}
+	pthread_mutex_unlock(&g.lock);
+	return gen;
+}
+
+size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
+{
+	size_t n = 0, cap = 0;
+	struct fd_open_ent *v = NULL;
+
+	pthread_mutex_lock(&g.lock);
+	for (size_t b = 0; b < HT_SIZE; b++)
+		for (struct cino *c = g.ht[b]; c; c = c->next) {
+			bool want = c->opens > 0 && (!only_flagged || c->recount);
+			if (!only_flagged)
+				c->recount = false;
+			if (!want)
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 64;
+				struct fd_open_ent *nv = realloc(v, nc * sizeof(*nv));
+				if (!nv)
+					continue;	/* not re-counted: see the CLOSE rule */
+				v = nv;
+				cap = nc;
+			}
+			v[n].ino = c->ino;
+			v[n].count = (uint32_t)c->opens;
+			n++;
+			c->ogen = gen;
+			c->recount = false;
+		}
+	pthread_mutex_unlock(&g.lock);
+	*out = v;
+	return n;
+}
+
+void fd_opens_flag(const struct fd_open_ent *v, size_t n)
+{
+	pthread_mutex_lock(&g.lock);
+	for (size_t i = 0; i < n; i++) {
+		struct cino *c = cino_get(v[i].ino, false);
+		if (c)
+			c->recount = true;
 	}
 	pthread_mutex_unlock(&g.lock);
 }
@@ -791,7 +862,7 @@ void fd_invalidate(uint64_t ino)
 	pthread_mutex_unlock(&g.lock);
 }
 
-int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op)
+static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
 {
 	uint64_t size = 0, mtime = 0, msize = UINT64_MAX;
 	bool dirty;
@@ -818,7 +889,7 @@ int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op)
 	pthread_mutex_unlock(&g.lock);
 	if (!dirty && op == MDS_OP_FSYNC)
 		return fd_wb_flush(ino);
-	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize);
+	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen);
 	if (op != MDS_OP_CLOSE)
 		werr = fd_wb_flush(ino);
 	if (ret == 0 && dirty) {
@@ -831,6 +902,11 @@ int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op)
 		pthread_mutex_unlock(&g.lock);
 	}
 	return werr ? werr : ret;
+}
+
+int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op)
+{
+	return push_size(req, ino, op, 0);
 }
 
 /* ---- the operations --------------------------------------------------------------- */
@@ -1156,6 +1232,8 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * reader): the kernel is answered at once, the CLOSE (the MDS counts
 	 * opens, for orphans) goes behind and its reply ends on the loop
 	 * thread: no request thread waits for it */
+	uint64_t ogen = fd_close_open(ino);
+
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, false);
 	bool clean = !c || (!c->dirty && !c->wl && !c->wb && !c->werr);
@@ -1164,10 +1242,10 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&g.lock);
 	if (clean) {
 		fuse_reply_err(req, 0);
-		fm_close_async(ino);
+		fm_close_async(ino, ogen);
 		return;
 	}
-	fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_CLOSE));
+	fuse_reply_err(req, -push_size(req, ino, MDS_OP_CLOSE, ogen));
 }
 
 bool fd_clean(uint64_t ino)

@@ -48,7 +48,24 @@ uint64_t fd_stat_size(uint64_t ino, uint64_t msize);
 /* ino was opened (msize: the MDS's size) or created (empty): drops what
  * the client read ahead of it (close-to-open: another client may have
  * changed it since). */
-void fd_open(uint64_t ino, uint64_t msize, bool created);
+void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0);
+/* Opens held, per inode, re-counted with the MDS after a reconnect
+ * (doc/fs.md, "Open files across a restart").  fd_open also counts one
+ * open of ino; gen0: fm_gen() before its OPEN or create was sent (not the
+ * current one: the MDS may have counted it before the reconnect, so it
+ * is flagged for a re-count).  fd_close_open counts one down and returns
+ * the reconnect it was last counted under (the CLOSE's ogen).  fd_opens
+ * lists the inodes held open (only the flagged ones when only_flagged),
+ * with their counts, into *out (malloc'd), stamps them with gen and
+ * clears their flags; fd_opens_flag flags them again (their re-count
+ * failed). */
+struct fd_open_ent {
+	uint64_t ino;
+	uint32_t count;
+};
+uint64_t fd_close_open(uint64_t ino);
+size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out);
+void fd_opens_flag(const struct fd_open_ent *v, size_t n);
 /* Writes every buffered write of ino and waits for all of them; returns
  * and clears the first error since the last flush (-EIO for a write the
  * OSDs refused). */
@@ -84,9 +101,13 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * -errno.  fm_unsafe_wait_all: waits until every change this client made
  * so far is journaled: 0, or -EIO when the unmount gave up on the MDS. */
 int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
-		 uint64_t mtime, uint64_t *msize);
+		 uint64_t mtime, uint64_t *msize, uint64_t ogen);
 int fm_unsafe_wait_all(void);
 /* Sends CLOSE of ino (nothing written) without waiting for the reply. */
-void fm_close_async(uint64_t ino);
+void fm_close_async(uint64_t ino, uint64_t ogen);
+/* The reconnects to the MDS so far; fm_recount_wanted: wakes the
+ * replayer to re-count the flagged opens (fd_opens). */
+uint64_t fm_gen(void);
+void fm_recount_wanted(void);
 
 #endif

@@ -110,9 +110,28 @@ static struct {
 	 * come back; every call fails with ENOTCONN. */
 	bool gone;
 	bool stop;
+	/* Reconnects so far (read atomically; written under lock), and
+	 * "some open was answered across one: re-count it" (fd_open): the
+	 * replayer re-counts this client's opens with the MDS after each
+	 * reconnect (doc/fs.md, "Open files across a restart"). */
+	uint64_t gen;
+	bool recount;
 	pthread_t thr;
 	bool thr_on;
 } u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+uint64_t fm_gen(void)
+{
+	return __atomic_load_n(&u.gen, __ATOMIC_ACQUIRE);
+}
+
+void fm_recount_wanted(void)
+{
+	pthread_mutex_lock(&u.lock);
+	u.recount = true;
+	pthread_cond_broadcast(&u.cond);
+	pthread_mutex_unlock(&u.lock);
+}
 
 struct opts {
 	char *conf, *mon, *mds;
@@ -429,6 +448,7 @@ struct acall {
 	uint64_t t_send;
 	struct fuse_file_info fi;	/* create: a copy (libfuse's is on its stack) */
 	bool has_fi;
+	uint64_t gen0;			/* fm_gen() when it was made (fd_open) */
 	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
 };
 
@@ -454,6 +474,7 @@ static struct acall *acall_new(fuse_req_t req, uint32_t op, void (*done)(struct 
 	}
 	a->req = req;
 	a->done = done;
+	a->gen0 = fm_gen();
 	req_init(&a->rq, req, op);
 	return a;
 }
@@ -650,16 +671,29 @@ static int unsafe_resend(void)
 	return 0;
 }
 
-static void on_resumed(void *arg, struct msg *reply, int err)
+/* A call of the replayer's own (the re-count of opens, "resends done"):
+ * an error in the reply is logged, what saying what was refused (NULL:
+ * nothing logged). */
+struct rcall {
+	struct call_wait cw;
+	const char *what;
+};
+
+static void on_rcall(void *arg, struct msg *reply, int err)
 {
-	struct rwait *w = arg;
+	struct rcall *w = arg;
 	struct mds_reply *rp = err ? NULL : calloc(1, sizeof(*rp));
 
 	if (rp) {
 		struct dec d;
 		dec_init(&d, reply->front, reply->front_len);
-		if (!mds_reply_decode(&d, rp) && rp->rc == MDS_RC_EVICTED)
-			evicted_note(rp->target);
+		if (!mds_reply_decode(&d, rp)) {
+			if (rp->rc == MDS_RC_EVICTED)
+				evicted_note(rp->target);
+			else if (rp->rc && w->what)
+				log_warn("fuse", "the MDS refused %s: %s", w->what,
+					 strerror(-rp->rc));
+		}
 		free(rp->ents);
 		free(rp->plus);
 		free(rp->value);
@@ -669,25 +703,69 @@ static void on_resumed(void *arg, struct msg *reply, int err)
 	cw_finish(&w->cw, err);
 }
 
+/* Sends rq and waits for the reply: 0, or the transport's error. */
+static int rcall(const struct mds_req *rq, const char *what)
+{
+	struct rcall w = { .cw = CALL_WAIT_INIT, .what = what };
+	struct enc e;
+
+	enc_init(&e);
+	mds_req_encode(&e, rq);
+	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	return cw_call(m, on_rcall, &w, &w.cw);
+}
+
 /* After the resends: SESSION with MDS_L_REPLAY tells a restarted MDS
  * that this client is back (its reconnect window waits for that). */
 static int session_resume(void)
 {
 	struct mds_req *rq = calloc(1, sizeof(*rq));
-	struct rwait w = { .cw = CALL_WAIT_INIT };
-	struct enc e;
 
 	if (!rq)
 		return -ENOMEM;
 	rq->op = MDS_OP_SESSION;
 	rq->client = g.client_id;
 	rq->lflags = MDS_L_REPLAY;
-	enc_init(&e);
-	mds_req_encode(&e, rq);
+	int ret = rcall(rq, NULL);
 	free(rq);
-	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
-	enc_free(&e);
-	return cw_call(m, on_resumed, &w, &w.cw);
+	return ret;
+}
+
+/* Tells the MDS how many times this client holds each open inode (all of
+ * them after a reconnect, else those fd_open flagged), as of reconnect
+ * gen: the MDS counts opens in memory only, and a restarted one knows
+ * none; a CLOSE of an open counted before gen is not counted down
+ * (doc/fs.md, "Open files across a restart").  0, or the transport's
+ * error (then the flags are set again: tried on the next pass). */
+static int reopen_all(bool only_flagged)
+{
+	uint64_t gen = fm_gen();
+	struct fd_open_ent *v = NULL;
+	size_t n = fd_opens(gen, only_flagged, &v);
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct mds_req *rq = calloc(1, sizeof(*rq));
+
+		if (!rq) {
+			ret = -ENOMEM;
+			break;
+		}
+		req_init(rq, NULL, MDS_OP_OPEN);
+		rq->lflags = MDS_L_REPLAY | MDS_L_REOPEN;
+		rq->ino = v[i].ino;
+		rq->max = v[i].count;
+		rq->ogen = gen;
+		ret = rcall(rq, "the count of a file held open, after the reconnect");
+		free(rq);
+	}
+	if (ret)
+		fd_opens_flag(v, n);
+	else if (n)
+		log_info("fuse", "told the MDS of %zu open file(s) after the reconnect", n);
+	free(v);
+	return ret;
 }
 
 static void *replayer_main(void *arg)
@@ -695,12 +773,26 @@ static void *replayer_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&u.lock);
 	for (;;) {
-		while ((!u.replay || u.gone) && !u.stop)
+		while ((!u.replay || u.gone) && !(u.recount && !u.gone) && !u.stop)
 			pthread_cond_wait(&u.cond, &u.lock);
 		if (u.stop)
 			break;
+		if (!u.replay) {
+			/* an open answered across a reconnect: re-counted */
+			u.recount = false;
+			pthread_mutex_unlock(&u.lock);
+			if (reopen_all(true)) {
+				usleep(200000);
+				fm_recount_wanted();
+			}
+			pthread_mutex_lock(&u.lock);
+			continue;
+		}
+		u.recount = false;	/* the full pass below re-counts all */
 		pthread_mutex_unlock(&u.lock);
 		int ret = unsafe_resend();
+		if (!ret)
+			ret = reopen_all(false);
 		if (!ret)
 			ret = session_resume();
 		if (ret)
@@ -806,13 +898,14 @@ static void reply_attr(fuse_req_t req, const struct mds_inode *in, const struct 
 
 /* fuse_data.c's size push (fuse_data.h). */
 int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
-		 uint64_t mtime, uint64_t *msize)
+		 uint64_t mtime, uint64_t *msize, uint64_t ogen)
 {
 	struct mds_req rq;
 	struct mds_reply rp;
 
 	req_init(&rq, req, op);
 	rq.ino = ino;
+	rq.ogen = ogen;
 	if (size) {
 		rq.size_hint = *size;
 		rq.setmask = MDS_SET_MTIME;
@@ -838,7 +931,7 @@ static void close_done(struct acall *a, int ret)
 	acall_free(a);
 }
 
-void fm_close_async(uint64_t ino)
+void fm_close_async(uint64_t ino, uint64_t ogen)
 {
 	struct acall *a = acall_new(NULL, MDS_OP_CLOSE, close_done);
 
@@ -849,6 +942,7 @@ void fm_close_async(uint64_t ino)
 		return;
 	}
 	a->rq.ino = ino;
+	a->rq.ogen = ogen;
 	mds_call_async(a);
 }
 
@@ -1132,7 +1226,7 @@ static void make_node_done(struct acall *a, int ret)
 		fuse_reply_err(a->req, -ret);
 	} else if (a->has_fi) {
 		struct fuse_entry_param e;
-		fd_open(in->ino, 0, true);
+		fd_open(in->ino, 0, true, a->gen0);
 		a->fi.keep_cache = 0;
 		lc_kbar_enter();
 		fill_entry(&e, in, lc_kname(parent, a->rq.name, entry_timeout(&a->ci, parent)),
@@ -1378,12 +1472,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	req_init(&rq, req, MDS_OP_OPEN);
 	rq.ino = ino;
+	uint64_t gen0 = fm_gen();
 	ret = mds_call(&rq, &rp);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	fd_open(ino, rp.in[0].size, false);
+	fd_open(ino, rp.in[0].size, false, gen0);
 	if (fi->flags & O_TRUNC) {
 		fd_wb_flush(ino);	/* an error of old data no longer matters */
 		req_init(&rq, req, MDS_OP_SETATTR);
@@ -1905,6 +2000,7 @@ static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 	lc_revoke(NULL, 0, true);
 	/* what the MDS answered but did not journal: resend it, first */
 	pthread_mutex_lock(&u.lock);
+	__atomic_store_n(&u.gen, u.gen + 1, __ATOMIC_RELEASE);	/* opens: re-counted */
 	u.safe_seq = 0;	/* a restarted MDS counts from its journal */
 	for (struct unsafe *e = u.head; e; e = e->next)
 		e->jseq = RESEND;

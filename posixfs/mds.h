@@ -223,6 +223,12 @@ struct mds {
 	 * reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
+	/* Orphans (no names left) whose removal waits for the reconnect
+	 * window's end: the clients re-count their opens in it (doc/fs.md,
+	 * "Open files across a restart").  m->lock. */
+	bool reconnecting;
+	uint64_t *orphans;
+	size_t norphans, orphans_cap;
 	/* evicted clients: their requests are refused, so a late resend
 	 * never lands after the others moved on (persisted in fs.evicted) */
 	uint64_t *evicted;
@@ -236,6 +242,10 @@ struct mds {
 
 /* mds_ns.c */
 int mds_open(struct mds *m);		/* mkfs if needed, replay, load */
+/* Notes an orphan (nlink 0, open nowhere) to remove after the reconnect
+ * window (mds_main.c), which removes those nobody re-opened; false
+ * outside the window (remove it now).  m->lock. */
+bool mds_orphan_defer(struct mds *m, uint64_t ino);
 void mds_close(struct mds *m);
 /* The node of ino, loaded from the objects on a miss (NULL: no such
  * inode, or the load failed: m->load_err). */
@@ -346,7 +356,15 @@ void mds_sess_closed(struct msg_conn *c);	/* loop thread */
 size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max);
 bool mds_sess_gone(uint64_t client, uint32_t timeout_ms);	/* still */
 void mds_sess_forget(uint64_t client);
-void mds_sess_open(uint64_t client, uint64_t ino, int delta);
+/* Counts delta more (or fewer) opens of ino by client.  gen: with delta
+ * < 0 (a CLOSE), the reconnect its open was last counted under; an open
+ * re-counted since (mds_sess_reopen with a newer gen) is not counted
+ * down.  Returns how many it counted (delta, or 0). */
+int mds_sess_open(uint64_t client, uint64_t ino, int delta, uint64_t gen);
+/* A re-count after a reconnect (gen): client holds ino open count
+ * times; the count is raised to that, never lowered.  Returns the change
+ * (to add to the inode's opens). */
+int mds_sess_reopen(uint64_t client, uint64_t ino, int count, uint64_t gen);
 /* Removes the client's opens, calling fn for each inode; their number. */
 size_t mds_sess_take_opens(uint64_t client, void (*fn)(void *arg, uint64_t ino, int count),
 			   void *arg);

@@ -366,36 +366,70 @@ static void release_open(void *arg, uint64_t ino, int count)
 	r->gone[r->ngone++] = ino;
 }
 
+/* Under mds->lock: removes the orphans inos (unlinked, open nowhere)
+ * and purges their data, as the last CLOSE would, and revokes the other
+ * clients' leases on them.  The number removed. */
+static size_t orphans_remove(struct mds *mds, const uint64_t *inos, size_t n)
+{
+	struct mds_txn *t = n ? malloc(sizeof(*t)) : NULL;
+	size_t done = 0;
+
+	for (size_t i = 0; t && i < n; i++) {
+		memset(t, 0, offsetof(struct mds_txn, xval));
+		struct mds_inode *in = mds_txn_inode(mds, t, inos[i]);
+		struct mds_node *node = mds_get(mds, inos[i]);
+		if (!in || !node || in->nlink || node->opens || inos[i] == MDS_ROOT_INO)
+			continue;	/* named again, or re-opened: not an orphan */
+		mds_txn_remove(t, inos[i], true);
+		mds->nchg = 0;
+		mds_commit(mds, t);
+		done++;
+		uint32_t nc = mds->nchg;
+		struct mds_chg chg[MDS_CHG_MAX];
+		memcpy(chg, mds->chg, nc * sizeof(*chg));
+		pthread_mutex_unlock(&mds->lock);
+		mds_lease_revoke(NULL, chg, nc);
+		pthread_mutex_lock(&mds->lock);
+	}
+	free(t);
+	return done;
+}
+
 /* Under mds->lock: the files the client held open are closed; the
- * orphans among them (unlinked, now open nowhere) are removed and their
- * data purged, as the last CLOSE would, and the other clients' leases on
- * them revoked.  The number of orphans purged. */
+ * orphans among them are removed (orphans_remove).  Their number. */
 static size_t release_opens(struct mds *mds, uint64_t client)
 {
 	struct released r = { .mds = mds };
-	struct mds_txn *t = NULL;
 
 	mds_sess_take_opens(client, release_open, &r);
-	if (r.ngone)
-		t = malloc(sizeof(*t));
-	for (size_t i = 0; t && i < r.ngone; i++) {
-		memset(t, 0, offsetof(struct mds_txn, xval));
-		if (!mds_txn_inode(mds, t, r.gone[i]))
-			continue;
-		mds_txn_remove(t, r.gone[i], true);
-		mds->nchg = 0;
-		mds_commit(mds, t);
-		uint32_t n = mds->nchg;
-		struct mds_chg chg[MDS_CHG_MAX];
-		memcpy(chg, mds->chg, n * sizeof(*chg));
-		pthread_mutex_unlock(&mds->lock);
-		mds_lease_revoke(NULL, chg, n);
-		pthread_mutex_lock(&mds->lock);
-	}
-	size_t n = t ? r.ngone : 0;
-	free(t);
+	size_t n = orphans_remove(mds, r.gone, r.ngone);
 	free(r.gone);
 	return n;
+}
+
+/* After the reconnect window (or at once when there is none): the
+ * orphans found at start, and those whose last name or open went in the
+ * window, are removed unless a client re-counted an open of theirs
+ * (doc/fs.md, "Open files across a restart"). */
+static void orphans_after_window(struct mds *mds)
+{
+	pthread_mutex_lock(&mds->lock);
+	mds->reconnecting = false;
+	uint64_t *inos = mds->orphans;
+	size_t n = mds->norphans, kept = 0;
+	mds->orphans = NULL;
+	mds->norphans = mds->orphans_cap = 0;
+	size_t removed = orphans_remove(mds, inos, n);
+	for (size_t i = 0; i < n; i++) {
+		struct mds_node *node = mds_get(mds, inos[i]);
+		kept += node && node->opens > 0;
+	}
+	mds_status_sync(mds);
+	pthread_mutex_unlock(&mds->lock);
+	free(inos);
+	if (n)
+		log_info(SUB, "%zu unlinked file(s) open before the restart: %zu removed with "
+			 "their data, %zu still open on a client", n, removed, kept);
 }
 
 /* Evicts a client (the worker): refused from now on (persisted in
@@ -452,6 +486,9 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 	if (!n || !exp || !back || !rq)
 		goto out;
 	memcpy(exp, mds->sess, n * sizeof(*exp));
+	pthread_mutex_lock(&mds->lock);
+	mds->reconnecting = true;	/* orphans wait for the clients' re-counts */
+	pthread_mutex_unlock(&mds->lock);
 	mds_status_set_state(MDS_STATE_RECONNECT);
 	log_info(SUB, "reconnect window: waiting up to %u ms for %zu client(s) to resend "
 		 "what was not journaled", ms, n);
@@ -868,6 +905,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (mds.nsess && reconnect_ms)
 		reconnect_window(&mds, (unsigned)reconnect_ms);
+	orphans_after_window(&mds);
 
 	if (session_timeout_ms) {
 		msgr_timer(msgr, expire_tick_ms(), expire_tick, &mds);

@@ -2521,19 +2521,11 @@ int mds_open(struct mds *m)
 	}
 	if (m->early && (ret = mds_journaler_start(m)))
 		return ret;
-	/* orphans (no names, open when the MDS stopped): purge now.  Later:
-	 * after the clients' reconnect window. */
-	for (size_t i = 0; i < sc.norphans; i++) {
-		struct mds_txn *t = calloc(1, sizeof(*t));
-		if (t && mds_get(m, sc.orphans[i])) {
-			mds_txn_inode(m, t, sc.orphans[i]);
-			mds_txn_remove(t, sc.orphans[i], true);
-			mds_commit(m, t);
-			m->nchg = 0;	/* no client holds a lease yet */
-		}
-		free(t);
-	}
-	free(sc.orphans);
+	/* orphans (no names, open when the MDS stopped): removed after the
+	 * reconnect window, unless a client re-counts an open of one in it
+	 * (mds_orphans_purge) */
+	m->orphans = sc.orphans;
+	m->norphans = m->orphans_cap = sc.norphans;
 	mds_cache_trim(m);
 	log_info(SUB, "%" PRIu64 " inodes, %" PRIu64 " of them cached (%" PRIu64 " of %"
 		 PRIu64 " KiB); next inode number %" PRIu64, m->ninodes, m->ncached,
@@ -2557,4 +2549,26 @@ void mds_close(struct mds *m)
 	m->ht = NULL;
 	free(m->sess);
 	m->sess = NULL;
+	free(m->orphans);
+	m->orphans = NULL;
+	m->norphans = m->orphans_cap = 0;
+}
+
+bool mds_orphan_defer(struct mds *m, uint64_t ino)
+{
+	if (!m->reconnecting)
+		return false;
+	for (size_t i = 0; i < m->norphans; i++)
+		if (m->orphans[i] == ino)
+			return true;
+	if (m->norphans == m->orphans_cap) {
+		size_t nc = m->orphans_cap ? 2 * m->orphans_cap : 16;
+		uint64_t *no = realloc(m->orphans, nc * sizeof(*no));
+		if (!no)
+			return true;	/* kept: the next start finds it (nlink 0) */
+		m->orphans = no;
+		m->orphans_cap = nc;
+	}
+	m->orphans[m->norphans++] = ino;
+	return true;
 }

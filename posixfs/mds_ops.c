@@ -71,7 +71,9 @@ static void drop_link(struct mds *m, struct mds_txn *t, struct mds_inode *in, ui
 	in->ctime = now;
 	if (in->nlink > 0)
 		return;
-	if (n && n->opens > 0)
+	/* in a reconnect window the opens are being re-counted: decided at
+	 * its end (mds_orphans_purge) */
+	if ((n && n->opens > 0) || mds_orphan_defer(m, in->ino))
 		in->flags |= MDS_INO_ORPHAN;
 	else
 		mds_txn_remove(t, in->ino, true);
@@ -125,10 +127,8 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	mds_commit(m, t);
 	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u)) {
 		struct mds_node *n = mds_get(m, ino);
-		if (n) {
-			n->opens++;
-			mds_sess_open(rq->client, ino, 1);
-		}
+		if (n)
+			n->opens += mds_sess_open(rq->client, ino, 1, rq->ogen);
 	}
 	reply_inode(rp, &out_in);
 	reply_inode(rp, &out_p);
@@ -373,13 +373,15 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 
 	if (!n)
 		return -ENOENT;
-	if (rq->op == MDS_OP_CLOSE && n->opens > 0) {
-		n->opens--;
-		mds_sess_open(rq->client, rq->ino, -1);
+	if (rq->op == MDS_OP_CLOSE) {
+		n->opens += mds_sess_open(rq->client, rq->ino, -1, rq->ogen);
+		if (n->opens < 0)
+			n->opens = 0;
 	}
 	bool grow = rq->size_hint > n->a.size;
 	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
-	bool gone = n->a.nlink == 0 && n->opens == 0;
+	bool gone = n->a.nlink == 0 && n->opens == 0 && rq->ino != MDS_ROOT_INO &&
+		    !mds_orphan_defer(m, rq->ino);
 	if (grow || mt || gone) {
 		struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
 		if (grow)
@@ -608,9 +610,14 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			ret = -ENOENT;
 			break;
 		}
-		if (rq->op == MDS_OP_OPEN) {
-			n->opens++;
-			mds_sess_open(rq->client, rq->ino, 1);
+		if (rq->op == MDS_OP_OPEN && (rq->lflags & MDS_L_REOPEN) &&
+		    (rq->lflags & MDS_L_REPLAY)) {
+			/* a re-count after a reconnect (doc/fs.md, "Open files
+			 * across a restart") */
+			int c = rq->max > INT32_MAX ? INT32_MAX : (int)rq->max;
+			n->opens += mds_sess_reopen(rq->client, rq->ino, c, rq->ogen);
+		} else if (rq->op == MDS_OP_OPEN) {
+			n->opens += mds_sess_open(rq->client, rq->ino, 1, rq->ogen);
 		}
 		reply_inode(rp, &n->a);
 		break;

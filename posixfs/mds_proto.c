@@ -13,8 +13,9 @@
 
 /* v2 appends leases: the request's lflags, the reply's lease fields,
  * readdir-plus records and change list, the status's lease numbers.
- * v3: replay_ino, jseq.  v4: the reply's dir_lease2. */
-#define MDS_PROTO_V 4
+ * v3: replay_ino, jseq.  v4: the reply's dir_lease2.  v5: the request's
+ * ogen (opens re-counted after a reconnect). */
+#define MDS_PROTO_V 5
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
@@ -158,6 +159,7 @@ void mds_req_encode(struct enc *e, const struct mds_req *r)
 	enc_blob(e, r->value ? r->value : "", r->value ? r->vlen : 0);
 	enc_u32(e, r->lflags);
 	enc_u64(e, r->replay_ino);
+	enc_u64(e, r->ogen);
 	enc_end(e, h);
 }
 
@@ -202,6 +204,8 @@ int mds_req_decode(struct dec *d, struct mds_req *r)
 		r->lflags = dec_u32(&b);
 	if (dec_left(&b))
 		r->replay_ino = dec_u64(&b);
+	if (dec_left(&b))
+		r->ogen = dec_u64(&b);
 	if (!b.err && (r->op == 0 || r->op >= MDS_OP_MAX_))
 		dec_fail(&b, -EBADMSG);
 	return dec_end(d, &b);

@@ -67,6 +67,10 @@ enum mds_op {
 #define MDS_L_PLUS	0x2u	/* READDIR: each entry's inode record too */
 #define MDS_L_REPLAY	0x4u	/* v3: a resend of a request answered before
 				 * an MDS restart or a broken connection */
+#define MDS_L_REOPEN	0x8u	/* v5, OPEN with REPLAY: after a reconnect, "this
+				 * client holds ino open max times" (its count
+				 * raised to that, not added: ogen = the
+				 * reconnect) */
 
 /* What changed, in a reply (for the requester's own cache) and in a
  * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
@@ -141,6 +145,12 @@ struct mds_req {
 	/* v3, with MDS_L_REPLAY: the inode number the first reply of this
 	 * create gave (the client names data objects by it; the MDS keeps it) */
 	uint64_t replay_ino;
+	/* v5: the client's reconnect count (doc/fs.md, "Open files across
+	 * a restart").  OPEN with MDS_L_REOPEN: the reconnect it re-counts
+	 * the opens for; CLOSE: the one under which the open it ends was
+	 * last counted (an older one than the last re-count: not counted
+	 * down, the re-count left it out already).  0: an older client. */
+	uint64_t ogen;
 };
 
 struct mds_dirent {

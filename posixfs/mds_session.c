@@ -42,6 +42,7 @@ struct sconn {
 struct sopen {
 	uint64_t client, ino;
 	int count;
+	uint64_t gen;		/* the reconnect of its last re-count (0: none) */
 	struct sopen *next;
 };
 
@@ -172,29 +173,68 @@ static unsigned open_bucket(uint64_t client, uint64_t ino)
 	return (unsigned)((ino * 0x9e3779b97f4a7c15ull ^ client) % SESS_OPEN_BUCKETS);
 }
 
-void mds_sess_open(uint64_t client, uint64_t ino, int delta)
+/* The record of (client, ino), made when add is set (NULL: none, or out
+ * of memory); *prev: where it hangs. */
+static struct sopen *sopen_find(uint64_t client, uint64_t ino, bool add, struct sopen ***prev)
 {
 	struct sopen **pp = &S.opens[open_bucket(client, ino)], *o;
 
 	for (o = *pp; o; pp = &o->next, o = o->next)
 		if (o->client == client && o->ino == ino)
 			break;
-	if (!o) {
-		if (delta <= 0)
-			return;	/* opened before an MDS restart: nothing counted */
-		o = calloc(1, sizeof(*o));
-		if (!o)
-			return;	/* not released if it dies: a restart purges it */
+	if (!o && add && (o = calloc(1, sizeof(*o)))) {
 		o->client = client;
 		o->ino = ino;
 		o->next = *pp;
 		*pp = o;
 	}
-	o->count += delta;
-	if (o->count <= 0) {
-		*pp = o->next;	/* pp holds o, found or just added */
+	*prev = pp;
+	return o;
+}
+
+static void sopen_drop_if_none(struct sopen *o, struct sopen **pp)
+{
+	if (o->count <= 0 && !o->gen) {
+		*pp = o->next;	/* pp holds o */
 		free(o);
 	}
+}
+
+int mds_sess_open(uint64_t client, uint64_t ino, int delta, uint64_t gen)
+{
+	struct sopen **pp, *o = sopen_find(client, ino, delta > 0, &pp);
+
+	if (!o)
+		return 0;	/* opened before an MDS restart and not re-counted, or
+				 * out of memory (not released if it dies: a restart
+				 * purges it) */
+	if (delta < 0 && gen < o->gen)
+		return 0;	/* the re-count after a reconnect left it out */
+	if (delta < 0 && o->count + delta < 0)
+		delta = -o->count;
+	o->count += delta;
+	sopen_drop_if_none(o, pp);
+	return delta;
+}
+
+int mds_sess_reopen(uint64_t client, uint64_t ino, int count, uint64_t gen)
+{
+	struct sopen **pp, *o = sopen_find(client, ino, true, &pp);
+
+	if (!o)
+		return 0;
+	if (gen < o->gen)
+		return 0;	/* an older re-count, late */
+	/* never fewer: an OPEN of the client in flight beside the re-count
+	 * may have been counted already; a count too high only keeps an
+	 * unlinked file until the client's session ends */
+	int delta = count > o->count ? count - o->count : 0;
+
+	o->count += delta;
+	o->gen = gen;
+	/* kept with a count of 0 while gen says which CLOSEs are stale;
+	 * the session's end frees it */
+	return delta;
 }
 
 size_t mds_sess_take_opens(uint64_t client, void (*fn)(void *arg, uint64_t ino, int count),

@@ -9,6 +9,11 @@
 # answered but not journaled must reach the MDS before anything newer of
 # that client (a rename sent before the resent create of its file got
 # ENOENT: doc/fs.md, "The journal and restarts").
+# Before that, opens across a restart: a file unlinked on one mount while
+# the other holds it open must stay readable through the open descriptor
+# after an MDS restart (the client re-counts its opens with the restarted
+# MDS), and its data must go after the last close; one closed while the
+# MDS was down must be purged after the restart.
 # Usage: fs-mds-restarts.sh ATOLL-CLUSTER ATOLL-FUSE ATOLL [KILLS]
 set -u
 cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-FUSE ATOLL [KILLS]}
@@ -25,6 +30,50 @@ A=$tmp/mnt1
 B=$tmp/mnt2
 mount_fs "$A" "$tmp/fuse1.log"
 mount_fs "$B" "$tmp/fuse2.log"
+
+# the data objects of inode $1 in the data pool
+objs_of() { "$atoll_cli" ls fs_data | grep "^$(printf '%016x' "$1")\." || true; }
+window_over() {	# waits for the N-th "reconnect window over" in the MDS log
+	local _
+	for _ in $(seq 1 300); do
+		[ "$(grep -c "reconnect window over" "$cdir/log/mds.log")" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "the restarted MDS's reconnect window did not end"
+}
+
+step "a file unlinked while open stays readable across an MDS restart"
+head -c 5000000 /dev/urandom >"$tmp/held.src"
+cp "$tmp/held.src" "$A/held"
+ino=$(stat -c %i "$A/held")
+exec 3<"$B/held"
+rm "$A/held"
+[ ! -e "$B/held" ] || fail "the unlinked file is still visible"
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+mds kill
+mds start 3<&-	# the MDS must not inherit the descriptor (it would hold the file)
+window_over $((nw + 1))
+sleep 1
+[ -n "$(objs_of "$ino")" ] || fail "the restarted MDS purged the data of a file mount 2 holds open"
+cmp - "$tmp/held.src" <&3 || fail "the open descriptor no longer reads the unlinked file after the MDS restart"
+grep -q "1 unlinked file(s) open before the restart: 0 removed with their data, 1 still open" \
+	"$cdir/log/mds.log" || fail "the MDS did not report the re-opened orphan: $(grep unlinked "$cdir/log/mds.log")"
+exec 3<&-
+for _ in $(seq 1 100); do [ -z "$(objs_of "$ino")" ] && break; sleep 0.2; done
+[ -z "$(objs_of "$ino")" ] || fail "the unlinked file's data was not purged within 20 s of its last close"
+
+step "a file unlinked while open and closed while the MDS is down goes after the restart"
+cp "$tmp/held.src" "$A/held2"
+ino=$(stat -c %i "$A/held2")
+exec 3<"$B/held2"
+rm "$A/held2"
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+mds kill
+exec 3<&-
+mds start
+window_over $((nw + 1))
+for _ in $(seq 1 100); do [ -z "$(objs_of "$ino")" ] && break; sleep 0.2; done
+[ -z "$(objs_of "$ino")" ] || fail "an orphan closed while the MDS was down was not purged after its restart"
 
 # writer MOUNT TAG: creates f$i, renames every 3rd to r$i, removes every
 # 5th; the ledger gets "NAME CONTENT" or "- NAME" once the call returned

@@ -410,6 +410,21 @@ Test(mds_proto, early_reply_fields)
 	cr_assert_eq(mds_req_decode(&d, &b), 0);
 	cr_assert_eq(b.lflags, MDS_L_REPLAY);
 	cr_assert_eq(b.replay_ino, 4242);
+	cr_assert_eq(b.ogen, 0);
+	free(buf);
+
+	/* v5: the re-count of opens after a reconnect */
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_OPEN;
+	a.lflags = MDS_L_REPLAY | MDS_L_REOPEN;
+	a.max = 3;
+	a.ogen = 0x1122334455ull;
+	buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.lflags, MDS_L_REPLAY | MDS_L_REOPEN);
+	cr_assert_eq(b.max, 3);
+	cr_assert_eq(b.ogen, 0x1122334455ull);
 	free(buf);
 
 	memset(&ra, 0, sizeof(ra));
