@@ -785,6 +785,7 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 {
 	size_t n = 0, cap = 0;
 	struct fd_open_ent *v = NULL;
+	bool missed = false;
 
 	pthread_mutex_lock(&g.lock);
 	for (size_t b = 0; b < HT_SIZE; b++)
@@ -797,8 +798,11 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 			if (n == cap) {
 				size_t nc = cap ? 2 * cap : 64;
 				struct fd_open_ent *nv = realloc(v, nc * sizeof(*nv));
-				if (!nv)
-					continue;	/* not re-counted: see the CLOSE rule */
+				if (!nv) {
+					c->recount = true;	/* the next pass */
+					missed = true;
+					continue;
+				}
 				v = nv;
 				cap = nc;
 			}
@@ -809,6 +813,8 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 			c->recount = false;
 		}
 	pthread_mutex_unlock(&g.lock);
+	if (missed)
+		fm_recount_wanted();
 	*out = v;
 	return n;
 }
