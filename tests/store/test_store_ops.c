@@ -2681,6 +2681,81 @@ Test(aread, many_reads_in_flight)
 	free(model);
 }
 
+/* Reads asked from read callbacks (a chained client, as atoll-storebench:
+ * they are submitted from the read thread): 16 chains of 40 reads each,
+ * every 5th read spanning many chunks (many pieces), each read checked
+ * against the model. */
+struct rchain {
+	struct waiter *w;
+	const uint8_t *model;
+	uint8_t *buf;
+	int id, left, bad;
+	uint64_t off, len;
+};
+
+enum { CHAIN_OBJ = 3u << 20, CHAINS = 16 };
+
+static void rchain_next(struct rchain *c);
+
+static void rchain_done(void *arg, int64_t r)
+{
+	struct rchain *c = arg;
+
+	if (r != (int64_t)c->len || memcmp(c->buf, c->model + c->off, c->len))
+		c->bad++;
+	if (--c->left == 0) {
+		waiter_done(c->w, 0);
+		return;
+	}
+	rchain_next(c);
+}
+
+static void rchain_next(struct rchain *c)
+{
+	/* a block-aligned 4 KiB read, or a long unaligned one (many pieces) */
+	uint64_t k = (uint64_t)c->left * 7919u + (uint64_t)c->id * 104729u;
+
+	if (c->left % 5 == 0) {
+		c->len = (1u << 20) + 123;
+		c->off = k % (CHAIN_OBJ - c->len);
+	} else {
+		c->len = 4096;
+		c->off = (k % (CHAIN_OBJ / 4096)) * 4096;
+	}
+	if (store_read_async(ts.st, C1, "o", c->off, c->len, c->buf, rchain_done, c)) {
+		c->bad++;
+		c->left = 1;
+		rchain_done(c, -1);
+	}
+}
+
+Test(aread, reads_chained_from_callbacks)
+{
+	uint8_t *model = malloc(CHAIN_OBJ);
+	static struct rchain ch[CHAINS];
+	struct waiter w;
+
+	cr_assert(model);
+	coll1();
+	waiter_init(&w);
+	pattern_fill(model, CHAIN_OBJ, 0, 9);
+	OK(do_write(ts.st, C1, "o", 0, model, CHAIN_OBJ, 0));
+	waiter_add(&w, CHAINS);
+	for (int i = 0; i < CHAINS; i++) {
+		ch[i] = (struct rchain){ .w = &w, .model = model, .id = i, .left = 40 };
+		ch[i].buf = aligned_alloc(4096, (2u << 20));
+		cr_assert(ch[i].buf);
+		rchain_next(&ch[i]);
+	}
+	cr_assert(waiter_wait(&w, 120));
+	for (int i = 0; i < CHAINS; i++) {
+		cr_assert_eq(ch[i].bad, 0, "chain %d: %d bad reads", i, ch[i].bad);
+		free(ch[i].buf);
+	}
+	waiter_destroy(&w);
+	free(model);
+}
+
 /* store_read_async_crc: the crc it reports is the crc of the bytes it
  * returned, over every kind of range: whole blocks read from the device
  * (joined from their stored crcs), unaligned edges, holes, blocks still in
