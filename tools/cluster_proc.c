@@ -155,7 +155,10 @@ static int open_log(const char *logpath)
 	return fd;
 }
 
-/* In the child: stdin /dev/null, stdout outfd, stderr errfd, own session. */
+/* In the child: stdin /dev/null, stdout outfd, stderr errfd, own session,
+ * and no other descriptor of the caller's: a daemon must not hold what
+ * the shell that started it had open (a file on an atoll mount kept open
+ * by the MDS that serves it, for one). */
 static void child_exec(const char *const argv[], int outfd, int errfd)
 {
 	int null = open("/dev/null", O_RDONLY);
@@ -165,6 +168,12 @@ static void child_exec(const char *const argv[], int outfd, int errfd)
 		dup2(null, 0);
 	dup2(outfd, 1);
 	dup2(errfd, 2);
+	if (close_range(3, ~0u, 0) != 0) {
+		long max = sysconf(_SC_OPEN_MAX);
+
+		for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+			close((int)fd);
+	}
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);

@@ -51,7 +51,7 @@ rm "$A/held"
 [ ! -e "$B/held" ] || fail "the unlinked file is still visible"
 nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
 mds kill
-mds start 3<&-	# the MDS must not inherit the descriptor (it would hold the file)
+mds start	# atoll-cluster must not pass fd 3 on to the MDS (it would hold the file)
 window_over $((nw + 1))
 sleep 1
 [ -n "$(objs_of "$ino")" ] || fail "the restarted MDS purged the data of a file mount 2 holds open"
