@@ -743,23 +743,18 @@ static int reopen_all(bool only_flagged)
 	uint64_t gen = fm_gen();
 	struct fd_open_ent *v = NULL;
 	size_t n = fd_opens(gen, only_flagged, &v);
-	int ret = 0;
+	struct mds_req *rq = n ? malloc(sizeof(*rq)) : NULL;
+	int ret = n && !rq ? -ENOMEM : 0;
 
 	for (size_t i = 0; i < n && !ret; i++) {
-		struct mds_req *rq = calloc(1, sizeof(*rq));
-
-		if (!rq) {
-			ret = -ENOMEM;
-			break;
-		}
 		req_init(rq, NULL, MDS_OP_OPEN);
 		rq->lflags = MDS_L_REPLAY | MDS_L_REOPEN;
 		rq->ino = v[i].ino;
 		rq->max = v[i].count;
 		rq->ogen = gen;
 		ret = rcall(rq, "the count of a file held open, after the reconnect");
-		free(rq);
 	}
+	free(rq);
 	if (ret)
 		fd_opens_flag(v, n);
 	else if (n)

@@ -376,9 +376,9 @@ static size_t orphans_remove(struct mds *mds, const uint64_t *inos, size_t n)
 
 	for (size_t i = 0; t && i < n; i++) {
 		memset(t, 0, offsetof(struct mds_txn, xval));
-		struct mds_inode *in = mds_txn_inode(mds, t, inos[i]);
 		struct mds_node *node = mds_get(mds, inos[i]);
-		if (!in || !node || in->nlink || node->opens || inos[i] == MDS_ROOT_INO)
+		if (!node || node->a.nlink || node->opens || inos[i] == MDS_ROOT_INO ||
+		    !mds_txn_inode(mds, t, inos[i]))
 			continue;	/* named again, or re-opened: not an orphan */
 		mds_txn_remove(t, inos[i], true);
 		mds->nchg = 0;

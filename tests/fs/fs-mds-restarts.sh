@@ -75,21 +75,9 @@ window_over $((nw + 1))
 for _ in $(seq 1 100); do [ -z "$(objs_of "$ino")" ] && break; sleep 0.2; done
 [ -z "$(objs_of "$ino")" ] || fail "an orphan closed while the MDS was down was not purged after its restart"
 
-# writer MOUNT TAG: creates f$i, renames every 3rd to r$i, removes every
-# 5th; the ledger gets "NAME CONTENT" or "- NAME" once the call returned
-writer() {
-	local i=0 d="$1/w.$2"
-	mkdir "$d" || exit 1
-	while [ ! -e "$tmp/stop" ]; do
-		i=$((i + 1))
-		echo "v$i" >"$d/f$i" || exit 1
-		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
-		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
-		else echo "f$i v$i"; fi
-	done >"$tmp/w.$2.ledger"
-}
-writer "$A" a 2>"$tmp/w.a.err" & wa=$!
-writer "$B" b 2>"$tmp/w.b.err" & wb=$!
+# lib.sh's ledger_writer: creates, renames every 3rd, removes every 5th
+ledger_writer "$A" a w 2>"$tmp/w.a.err" & wa=$!
+ledger_writer "$B" b w 2>"$tmp/w.b.err" & wb=$!
 alive() { kill -0 $wa 2>/dev/null && kill -0 $wb 2>/dev/null; }
 
 for k in $(seq 1 "$kills"); do
@@ -101,7 +89,7 @@ for k in $(seq 1 "$kills"); do
 	mds start
 done
 sleep 1
-touch "$tmp/stop"
+touch "$tmp/w.stop"
 wait $wa || fail "mount 1's writer failed across the restarts: $(cat "$tmp/w.a.err")"
 wait $wb || fail "mount 2's writer failed across the restarts: $(cat "$tmp/w.b.err")"
 
@@ -109,15 +97,8 @@ step "the ledgers, on both mounts"
 ops=0
 for t in a b; do
 	for m in "$A" "$B"; do
-		while read -r name val; do
-			ops=$((ops + 1))
-			if [ "$name" = - ]; then
-				[ ! -e "$m/w.$t/$val" ] || fail "$m/w.$t/$val is back after the restarts"
-			else
-				[ "$(cat "$m/w.$t/$name" 2>/dev/null)" = "$val" ] ||
-					fail "$m/w.$t/$name lost or wrong after the restarts"
-			fi
-		done <"$tmp/w.$t.ledger"
+		ledger_check w $t "$m" "after the restarts"
+		ops=$((ops + ledger_n))
 	done
 done
 [ $ops -ge 100 ] || fail "the writers did only $ops operations"

@@ -356,36 +356,17 @@ writers_finish() {	# writers_finish P N WHEN: N more each (60 s at most), then s
 }
 
 step "kill -9 the MDS mid-workload: both clients carry on, no acknowledged change lost"
-# each writer creates files, renames every 3rd and removes every 5th; an
-# operation goes into the writer's ledger only once it returned
-mds_writer() {	# mds_writer MOUNT TAG
-	local i=0 d="$1/mw.$2"
-	mkdir "$d" || exit 1
-	while [ ! -e "$tmp/mw.stop" ]; do
-		i=$((i + 1))
-		echo "v$i" >"$d/f$i" || exit 1
-		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
-		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
-		else echo "f$i v$i"; fi
-		echo $i >"$tmp/mw.$2.n.new" && mv "$tmp/mw.$2.n.new" "$tmp/mw.$2.n"
-	done >"$tmp/mw.$2.ledger"
-}
-mds_writer "$A" a 2>"$tmp/mw.a.err" & wa=$!
-mds_writer "$B" b 2>"$tmp/mw.b.err" & wb=$!
+# each writer creates files, renames every 3rd and removes every 5th
+# (lib.sh's ledger_writer)
+ledger_writer "$A" a mw 2>"$tmp/mw.a.err" & wa=$!
+ledger_writer "$B" b mw 2>"$tmp/mw.b.err" & wb=$!
 writers_reach mw 20
 mds kill
 mds start
 writers_finish mw 20 "across the MDS restart"
 for t in a b; do
 	for m in "$A" "$B"; do
-		while read -r name val; do
-			if [ "$name" = - ]; then
-				[ ! -e "$m/mw.$t/$val" ] || fail "$m/mw.$t/$val is back after the MDS restart"
-			else
-				[ "$(cat "$m/mw.$t/$name" 2>/dev/null)" = "$val" ] ||
-					fail "$m/mw.$t/$name (acknowledged before or after the MDS restart) is lost or wrong"
-			fi
-		done <"$tmp/mw.$t.ledger"
+		ledger_check mw $t "$m" "after the MDS restart"
 	done
 	[ "$(ls "$A/mw.$t" | wc -l)" = "$(grep -vc '^-' "$tmp/mw.$t.ledger")" ] ||
 		fail "mw.$t holds other entries than its ledger: $(ls "$A/mw.$t" | head)"

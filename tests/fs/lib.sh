@@ -96,3 +96,38 @@ mount_fs() {	# mount_fs DIR LOG [MOUNT-OPTIONS]
 	cat "$2" >&2
 	fail "atoll-fuse did not mount $1"
 }
+
+# ledger_writer MOUNT TAG P: in MOUNT/P.TAG creates f$i, renames every 3rd
+# to r$i and removes every 5th, until $tmp/P.stop exists.  An operation
+# goes into $tmp/P.TAG.ledger ("NAME CONTENT" or "- NAME") only once it
+# returned, and the count of them into $tmp/P.TAG.n.  Exits 1 at the first
+# failed operation.  Run it in the background.
+ledger_writer() {
+	local i=0 d="$1/$3.$2"
+	mkdir "$d" || exit 1
+	while [ ! -e "$tmp/$3.stop" ]; do
+		i=$((i + 1))
+		echo "v$i" >"$d/f$i" || exit 1
+		if [ $((i % 3)) = 0 ]; then mv "$d/f$i" "$d/r$i" || exit 1; echo "r$i v$i"
+		elif [ $((i % 5)) = 0 ]; then rm "$d/f$i" || exit 1; echo "- f$i"
+		else echo "f$i v$i"; fi
+		echo $i >"$tmp/$3.$2.n.new" && mv "$tmp/$3.$2.n.new" "$tmp/$3.$2.n"
+	done >"$tmp/$3.$2.ledger"
+}
+
+# ledger_check P TAG MOUNT WHEN: MOUNT/P.TAG shows what ledger_writer's
+# ledger says (contents, and no removed name back); fails naming WHEN
+# ("after the MDS restart").  ledger_n: the entries checked.
+ledger_check() {
+	local name val
+	ledger_n=0
+	while read -r name val; do
+		ledger_n=$((ledger_n + 1))
+		if [ "$name" = - ]; then
+			[ ! -e "$3/$1.$2/$val" ] || fail "$3/$1.$2/$val is back $4"
+		else
+			[ "$(cat "$3/$1.$2/$name" 2>/dev/null)" = "$val" ] ||
+				fail "$3/$1.$2/$name (acknowledged) is lost or wrong $4"
+		fi
+	done <"$tmp/$1.$2.ledger"
+}
