@@ -10,6 +10,9 @@
 #   4 KiB durable writes   >= 60% of durable_randwrite_4K_3x16_IOPS
 #   4 KiB random reads     >= 70% of randread_4K_QD32_IOPS
 #   1M small objects       store_open < 5 s and RssAnon < 300 MB
+# and, beside them, the 4 MiB writes against the same fio writes with a
+# flush after every 8 (seq_write_4M_fdatasync8_MBps): what the disk gives
+# a writer whose every write is durable.
 #
 # usage: bench/store-bench.sh [OPTIONS] [-- ATOLL-STOREBENCH-ARGS...]
 #   --dir DIR         folder to measure in (default: a new folder under the
@@ -95,6 +98,15 @@ sbargs+=("${extra[@]}")
 for i in $(seq 1 "$runs"); do
 	echo "== run $i/$runs: reference (disklimit.sh)" >&2
 	bash "$disklimit" "$dir" "$seconds" >"$out/ref.$i.tsv"
+	# Not in disklimit.sh: the same 4 MiB writes with a flush after every
+	# 8 (fio drains its queue, then fdatasync): the most a writer that
+	# makes each write durable, 8 in flight, can get from this disk.
+	fio --name=x --filename="$dir/flushref.$$" --size=2g --direct=1 --ioengine=libaio \
+		--runtime="$seconds" --time_based --group_reporting --output-format=terse \
+		--terse-version=3 --rw=write --bs=4m --iodepth=8 --fdatasync=8 2>/dev/null |
+		awk -F';' '{printf "disk\tseq_write_4M_fdatasync8_MBps\t%d\tMB/s\n", $48 / 1024}' \
+		>>"$out/ref.$i.tsv"
+	rm -f "$dir/flushref.$$"
 	cat "$out/ref.$i.tsv" >&2
 	echo "== run $i/$runs: store (atoll-storebench)" >&2
 	"$storebench" "${sbargs[@]}" >"$out/store.$i.tsv" 2>"$out/store.$i.log" ||
@@ -152,6 +164,11 @@ for m, limit, unit in (("small_open_s", 5, "s"), ("small_rss_anon_MB", 300, "MB"
     ok &= s < limit
     print("%-28s %10s  %-32s %10s  %7s  %7s  %s" %
           (m, fmt(s), "", "", "", "<%d %s" % (limit, unit), verdict))
+if "write_4M_MBps" in st and "seq_write_4M_fdatasync8_MBps" in ref:
+    s, d = st["write_4M_MBps"][0], ref["seq_write_4M_fdatasync8_MBps"][0]
+    print("%-28s %10s  %-32s %10s  %6.0f%%  %7s  %s" %
+          ("write_4M_MBps", fmt(s), "seq_write_4M_fdatasync8_MBps", fmt(d),
+           100 * s / d if d else 0, "", "(durable writes: what flushes leave)"))
 print()
 print("other figures (median; all runs in brackets):")
 for m in sorted(st):

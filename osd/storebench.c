@@ -682,9 +682,19 @@ static uint64_t free_bytes(struct store *st)
 	return sf.free;
 }
 
+/* "P.0000000042": formatted by hand, as snprintf costs about 1% of a
+ * 4 KiB read here, which is the benchmark's own work, not the store's. */
 static void obj_name(char *out, size_t n, char prefix, uint64_t i)
 {
-	snprintf(out, n, "%c.%010" PRIu64, prefix, i);
+	if (n < 13 || i >= 10000000000ull) {
+		snprintf(out, n, "%c.%010" PRIu64, prefix, i);
+		return;
+	}
+	out[0] = prefix;
+	out[1] = '.';
+	for (int k = 11; k >= 2; k--, i /= 10)
+		out[k] = (char)('0' + i % 10);
+	out[12] = '\0';
 }
 
 /* ---- filling a set of 4 MiB objects ----------------------------------- */

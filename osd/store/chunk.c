@@ -177,40 +177,49 @@ int chunk_decode(struct chunk *c, const void *v, size_t vl)
 
 			if (len == 0 || first + len > CHUNK_BLOCKS)
 				return -EUCLEAN;
-			for (unsigned i = first; i < first + len; i++) {
-				if (seen & (1ull << i) || !(c->present & (1ull << i)))
-					return -EUCLEAN;
-				seen |= 1ull << i;
-				c->pblk[i] = pb + (i - first);
-			}
+			/* Every block of the run present, none in an earlier run:
+			 * checked as bitmasks (this is on every read's path). */
+			uint64_t mask = (len == 64 ? ~0ull : (1ull << len) - 1) << first;
+
+			if ((seen & mask) || (c->present & mask) != mask)
+				return -EUCLEAN;
+			seen |= mask;
+			for (unsigned i = 0; i < len; i++)
+				c->pblk[first + i] = pb + i;
 		}
 		if (seen != c->present)
 			return -EUCLEAN;
 		/* The crcs of the present blocks, in block order: one bounds
-		 * check for all of them (this is on every read's path). */
+		 * check for all of them. */
 		unsigned np = (unsigned)__builtin_popcountll(c->present);
 		const uint8_t *cp = dec_raw(&body, 4u * np);
 
 		if (!cp)
 			return -EUCLEAN;
-		for (unsigned i = 0, k = 0; i < CHUNK_BLOCKS; i++)
-			if (c->present & (1ull << i))
-				memcpy(&c->crc[i], cp + 4u * k++, 4);
+		if (np == CHUNK_BLOCKS) {
+			memcpy(c->crc, cp, 4u * CHUNK_BLOCKS);
+		} else {
+			unsigned k = 0;
+
+			for (uint64_t m = c->present; m; m &= m - 1)
+				memcpy(&c->crc[__builtin_ctzll(m)], cp + 4u * k++, 4);
+		}
 		if (ver >= 2) {
 			c->deferred = dec_u64(&body);
 			if (c->deferred & ~c->present)
 				return -EUCLEAN;
 			unsigned nd = (unsigned)__builtin_popcountll(c->deferred);
 			const uint8_t *dp = nd ? dec_raw(&body, 10u * nd) : NULL;
+			unsigned k = 0;
 
 			if (nd && !dp)
 				return -EUCLEAN;
-			for (unsigned i = 0, k = 0; i < CHUNK_BLOCKS; i++)
-				if (c->deferred & (1ull << i)) {
-					memcpy(&c->dseq[i], dp + 10u * k, 8);
-					memcpy(&c->dslot[i], dp + 10u * k + 8, 2);
-					k++;
-				}
+			for (uint64_t m = c->deferred; m; m &= m - 1, k++) {
+				unsigned i = (unsigned)__builtin_ctzll(m);
+
+				memcpy(&c->dseq[i], dp + 10u * k, 8);
+				memcpy(&c->dslot[i], dp + 10u * k + 8, 2);
+			}
 		}
 	}
 	r = dec_end(&d, &body);
