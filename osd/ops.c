@@ -203,19 +203,19 @@ static void oi_encode(uint8_t *buf, uint32_t *len, struct pg_version v, uint64_t
 
 static int obj_load(struct osd *osd, uint64_t coll, const char *oid, struct obj_state *os)
 {
-	struct store_stat st;
+	uint64_t size;
 	void *val = NULL;
 	size_t vlen = 0;
 	int r;
 
 	memset(os, 0, sizeof(*os));
-	r = store_stat(osd->store, coll, oid, &st);
+	r = store_size(osd->store, coll, oid, &size);
 	if (r == -ENOENT)
 		return 0;
 	if (r)
 		return r;
 	os->exists = true;
-	os->size = st.size;
+	os->size = size;
 	r = store_getattr(osd->store, coll, oid, OSD_OI_ATTR, &val, &vlen);
 	if (r == 0) {
 		struct dec d, b;

@@ -256,6 +256,27 @@ out:
 	return r;
 }
 
+int store_size(struct store *st, uint64_t coll, const char *oid, uint64_t *size)
+{
+	struct reader rd;
+	MDB_txn *t;
+	struct onode o;
+	int r;
+
+	if (!st || !size)
+		return -EINVAL;
+	r = snap_begin(st, &rd, &t);
+	if (r)
+		return r;
+	r = onode_lookup(st, t, coll, oid, &o);
+	if (!r) {
+		*size = o.size;
+		onode_clear(&o);
+	}
+	snap_end(st, &rd, t);
+	return r;
+}
+
 /* ---- data reads ----------------------------------------------------------- */
 
 struct rpiece {

@@ -200,6 +200,10 @@ struct store_stat {
 };
 
 int store_stat(struct store *st, uint64_t coll, const char *oid, struct store_stat *out);
+/* The logical size of an object alone: one kv lookup, where store_stat
+ * also walks the object's chunk records and attributes (16 chunk records
+ * for a 4 MiB object).  -ENOENT when the object does not exist. */
+int store_size(struct store *st, uint64_t coll, const char *oid, uint64_t *size);
 /* Reads up to len bytes at off into buf; returns the number of bytes read
  * (0 at or past the end), holes read as zeros. */
 int64_t store_read(struct store *st, uint64_t coll, const char *oid,

@@ -2127,6 +2127,34 @@ Test(stat, fields)
 	cr_assert_eq(s.nattrs, 0);
 }
 
+Test(stat, size_alone_matches_stat)
+{
+	static const char *oids[] = { "inline", "chunked", "sparse", "empty", "cut" };
+	uint8_t data[3 * 4096 + 1];
+	uint64_t size = 7;
+
+	coll1();
+	pattern_fill(data, sizeof(data), 0, 1);
+	OK(do_write(ts.st, C1, "inline", 0, data, 100, 0));
+	OK(do_write(ts.st, C1, "chunked", 0, data, sizeof(data), 0));
+	OK(do_write(ts.st, C1, "sparse", 5 * MiB, data, 10, 0));
+	OK(do_touch(ts.st, C1, "empty"));
+	OK(do_write(ts.st, C1, "cut", 0, data, sizeof(data), 0));
+	struct store_txn *t = store_txn_new();
+
+	cr_assert_not_null(t);
+	OK(store_txn_truncate(t, C1, "cut", 4097));
+	OK(store_apply(ts.st, t));
+	for (int i = 0; i < 5; i++) {
+		OK(store_size(ts.st, C1, oids[i], &size));
+		cr_assert_eq(size, stat_of(C1, oids[i]).size, "%s: %" PRIu64, oids[i], size);
+	}
+	cr_assert_eq(size, 4097);
+	cr_assert_eq(store_size(ts.st, C1, "missing", &size), -ENOENT);
+	cr_assert_eq(store_size(ts.st, C1, "", &size), -EINVAL);
+	cr_assert_eq(store_size(ts.st, C1, "inline", NULL), -EINVAL);
+}
+
 Test(stat, statfs_counts_objects_used_stored)
 {
 	uint8_t data[40000];
