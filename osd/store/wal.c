@@ -1348,66 +1348,48 @@ static int ent_chunk_cmp(const void *a, const void *b)
  * have: it reads -EIO until rewritten.  The entries are sorted by object
  * and block first, so that each chunk record is loaded and written once
  * and the kv is walked in key order (a checkpoint of ~3,700 scattered
- * blocks took ~10 ms in log order); without memory for the sort, they
- * go one by one in log order. */
+ * blocks took ~10 ms in log order).  -ENOMEM without memory for the sort:
+ * the checkpoint is then given up and tried again later, as on any other
+ * failure of its kv transaction. */
 static int ckpt_set_crcs(struct store *st, MDB_txn *t, uint64_t lsn_last)
 {
-	struct wal *w = &st->wal;
-	struct wal_ent **v, *one, *e;
-	size_t n = 0, k = 0;
+	struct wal_ent **v, *e;
+	size_t n = 0;
 	int r = 0;
 
-	for (e = w->live_head; e && e->lsn <= lsn_last; e = e->lnext)
+	for (e = st->wal.live_head; e && e->lsn <= lsn_last; e = e->lnext)
 		n++;
-	v = n ? malloc(n * sizeof(*v)) : NULL;
-	if (v) {
-		n = 0;
-		for (e = w->live_head; e && e->lsn <= lsn_last; e = e->lnext)
-			if (!e->newer || e->newer->lsn > lsn_last)	/* the newest wins */
-				v[n++] = e;
-		qsort(v, n, sizeof(*v), ent_chunk_cmp);
-	}
-	e = w->live_head;
-	while (!r) {
-		struct wal_ent **grp;
-		size_t g = 1;
-
-		if (v) {
-			if (k == n)
-				break;
-			grp = v + k;
-			while (k + g < n && v[k + g]->id == grp[0]->id &&
-			       v[k + g]->lblk / CHUNK_BLOCKS == grp[0]->lblk / CHUNK_BLOCKS)
-				g++;
-			k += g;
-		} else {
-			if (!e || e->lsn > lsn_last)
-				break;
-			one = e;
-			e = e->lnext;
-			if (one->newer && one->newer->lsn <= lsn_last)
-				continue;
-			grp = &one;
-		}
-		uint32_t idx = (uint32_t)(grp[0]->lblk / CHUNK_BLOCKS);
+	if (!n)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	n = 0;
+	for (e = st->wal.live_head; e && e->lsn <= lsn_last; e = e->lnext)
+		if (!e->newer || e->newer->lsn > lsn_last)	/* the newest wins */
+			v[n++] = e;
+	qsort(v, n, sizeof(*v), ent_chunk_cmp);
+	for (size_t k = 0, g; k < n && !r; k += g) {
+		uint32_t idx = (uint32_t)(v[k]->lblk / CHUNK_BLOCKS);
 		struct chunk c;
 		uint8_t key[12], rec[CHUNK_REC_MAX];
 		bool changed = false;
 
-		r = chunk_load(t, &st->kv, grp[0]->id, idx, &c);
+		for (g = 1; k + g < n && v[k + g]->id == v[k]->id &&
+			    v[k + g]->lblk / CHUNK_BLOCKS == idx; g++)
+			;
+		r = chunk_load(t, &st->kv, v[k]->id, idx, &c);
 		if (r == -ENOENT) {
 			r = 0;
 			continue;
 		}
-		if (r)
-			break;
-		for (size_t j = 0; j < g; j++)
-			if (chunk_maps(&c, grp[j])) {
-				c.crc[grp[j]->lblk % CHUNK_BLOCKS] = grp[j]->crc;
+		for (size_t j = k; j < k + g && !r; j++)
+			if (chunk_maps(&c, v[j])) {
+				c.crc[v[j]->lblk % CHUNK_BLOCKS] = v[j]->crc;
 				changed = true;
 			}
-		if (changed)
-			r = kv_put(t, st->kv.chunks, key, key_chunk(key, grp[0]->id, idx), rec,
+		if (!r && changed)
+			r = kv_put(t, st->kv.chunks, key, key_chunk(key, v[k]->id, idx), rec,
 				   chunk_encode(&c, rec));
 	}
 	free(v);
