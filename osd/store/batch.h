@@ -64,9 +64,9 @@ struct batch {
 	bool kv_measured;
 	bool changed;			/* anything to commit */
 	bool data_written;		/* prewritten data to flush before the commit */
-	/* Attribute and omap mutations go into the log record and the
-	 * overlay (wal.c) rather than the kv; off: straight into the kv
-	 * (the overlay is empty then, commit.c sees to it). */
+	/* Onode, attribute, omap and counter mutations go into the log
+	 * record and the overlay (wal.c) rather than the kv; off: straight
+	 * into the kv (the overlay is empty then, commit.c sees to it). */
 	bool kvlog;
 	struct walb wal;
 };
@@ -85,8 +85,8 @@ bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
 void walb_free(struct walb *wb);
 /* Anything for the batch's log record? */
 bool walb_any(const struct batch *b);
-/* Adds an attribute (db 0) or omap (db 1) mutation to the batch's record:
- * KVOP_SET (k, v), KVOP_DEL (k) or KVOP_CLEAR (every key of the object).
+/* Adds a kv mutation (KVDB_*) to the batch's record: KVOP_SET (k, v),
+ * KVOP_DEL (k) or KVOP_CLEAR (every attribute or omap key of the object).
  * -EOVERFLOW when the record has no room for it. */
 int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, size_t kl,
 		const void *v, size_t vl);
@@ -98,6 +98,9 @@ int walb_kv_to_txn(struct batch *b);
  * -errno. */
 int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
 		  const void *k, size_t kl, uint64_t rseq);
+/* Adds the batch's counters (stats, next id) to its record when they
+ * changed: a replay restores them with the onodes that changed them. */
+int walb_kv_meta(struct batch *b);
 /* Builds the batch's record (kv: the batch also commits to the kv) at the
  * log's head into *out, for the batch's data write. */
 int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *out);

@@ -518,8 +518,11 @@ attempt:
 			continue;
 		r = apply_txn(&b, t);
 		if (r == -EOVERFLOW && b.kvlog) {
-			/* The record has no room for the batch's kv mutations:
-			 * checkpoint the overlay and write them into the kv. */
+		overflow:
+			/* The record has no room for the batch's kv mutations,
+			 * or a transaction needs the kv itself (a collection's
+			 * removal): checkpoint the overlay and write them into
+			 * the kv. */
 			batch_reset(&b, true);
 			pthread_mutex_unlock(&st->alloc_lock);
 			r = kv_flush_overlay(st, prev);
@@ -537,6 +540,15 @@ attempt:
 			batch_reset(&b, true);
 			goto attempt;
 		}
+	}
+	/* The batch's counters ride in its record (a replay restores them). */
+	r = b.kvlog ? walb_kv_meta(&b) : 0;
+	if (r == -EOVERFLOW)
+		goto overflow;
+	if (r) {
+		fail_all(list, r);
+		batch_reset(&b, true);
+		goto out_unchanged;
 	}
 	if (!b.changed && !walb_any(&b)) {
 		batch_reset(&b, false);

@@ -139,23 +139,98 @@ static const char *dbname(struct fsck *f, MDB_dbi dbi)
 	return dbi == kv->attrs ? "attribute" : dbi == kv->omap ? "omap value" : "record";
 }
 
-/* Pass 1: onodes.  Collects every object's id and name. */
+/* One object's onode (value pv, pl bytes): checked and collected. */
+static int check_onode(struct fsck *f, uint64_t coll, const char *name, const void *pv, size_t pl)
+{
+	struct onode o;
+
+	if (onode_decode(&o, pv, pl)) {
+		problem(f, "object '%s' in collection 0x%" PRIx64 ": its onode is malformed",
+			name, coll);
+		return 0;
+	}
+	if (kv_coll_get(&f->st->kv, f->t, coll, NULL))
+		problem(f, "object '%s' belongs to collection 0x%" PRIx64 ", which does not exist",
+			name, coll);
+	if (o.id >= f->st->next_id)
+		problem(f, "object '%s' in collection 0x%" PRIx64 " has id %" PRIu64
+			" beyond the next id %" PRIu64, name, coll, o.id, f->st->next_id);
+	if (f->nobjs == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 1024;
+		struct oref *n = realloc(f->objs, cap * sizeof(*n));
+
+		if (!n) {
+			onode_clear(&o);
+			return -ENOMEM;
+		}
+		f->objs = n;
+		f->cap = cap;
+	}
+	f->objs[f->nobjs].id = o.id;
+	f->objs[f->nobjs].coll = coll;
+	f->objs[f->nobjs].size = o.size;
+	f->objs[f->nobjs].chunked = o.flags & ONODE_CHUNKED;
+	f->objs[f->nobjs].name = strdup(name);
+	onode_clear(&o);
+	if (!f->objs[f->nobjs].name)
+		return -ENOMEM;
+	f->stored += f->objs[f->nobjs].size;
+	f->nobjs++;
+	return 0;
+}
+
+/* The onodes only the log holds (created since its checkpoint): those
+ * of every collection the overlay names that the kv does not have. */
+static int check_logged_onodes(struct fsck *f)
+{
+	struct store *st = f->st;
+	uint64_t *colls = NULL;
+	size_t n = 0;
+	int r = wal_kv_ids(st, KVDB_ONODE, f->rd.vseq, &colls, &n);
+
+	for (size_t i = 0; i < n && !r; i++) {
+		struct kv_view ov;
+
+		r = wal_kv_view(st, KVDB_ONODE, colls[i], f->rd.vseq, &ov);
+		for (size_t j = 0; j < ov.n && !r; j++) {
+			uint8_t key[KVDB_KEY_MAX];
+			char name[STORE_NAME_MAX + 1];
+			const void *v;
+			size_t vl;
+
+			if (ov.e[j].del || !ov.e[j].kl || ov.e[j].kl > STORE_NAME_MAX)
+				continue;
+			if (kv_get(f->t, st->kv.onodes, key,
+				   key_id(key, colls[i], ov.e[j].k, ov.e[j].kl), &v, &vl) != -ENOENT)
+				continue;	/* the kv pass saw it */
+			memcpy(name, ov.e[j].k, ov.e[j].kl);
+			name[ov.e[j].kl] = 0;
+			r = check_onode(f, colls[i], name, ov.e[j].v, ov.e[j].vl);
+		}
+		wal_kv_view_free(&ov);
+	}
+	free(colls);
+	return r;
+}
+
+/* Pass 1: onodes, the kv's merged with the log's.  Collects every
+ * object's id and name. */
 static int check_onodes(struct fsck *f)
 {
 	struct kv *kv = &f->st->kv;
 	MDB_cursor *c;
 	MDB_val k, v;
-	int rc;
+	int r = 0, rc;
 
 	rc = mdb_cursor_open(f->t, kv->onodes, &c);
 	if (rc)
 		return kv_err(rc);
-	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+	while (!r && (rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
 		char name[STORE_NAME_MAX + 1];
 		uint64_t coll;
 		const void *pv;
+		void *lv;
 		size_t pl, nl;
-		struct onode o;
 
 		if (k.mv_size <= 8 || k.mv_size > 8 + STORE_NAME_MAX) {
 			problem(f, "an object key of %zu bytes is malformed", k.mv_size);
@@ -165,51 +240,34 @@ static int check_onodes(struct fsck *f)
 		nl = k.mv_size - 8;
 		memcpy(name, (uint8_t *)k.mv_data + 8, nl);
 		name[nl] = 0;
+		/* A logged version (or removal) of the onode is the newer. */
+		r = wal_kv_get(f->st, KVDB_ONODE, coll, name, nl, f->rd.vseq, &lv, &pl);
+		if (r >= 0) {
+			bool found = r > 0;
+
+			r = found ? check_onode(f, coll, name, lv, pl) : 0;
+			if (found)
+				free(lv);
+			continue;
+		}
+		if (r != -ENOENT)
+			break;
+		r = 0;
 		if (kv_unwrap(&v, &pv, &pl)) {
 			problem(f, "object '%s' in collection 0x%" PRIx64 ": its onode (size, "
 				"inline data) has a bad checksum", name, coll);
 			continue;
 		}
-		if (onode_decode(&o, pv, pl)) {
-			problem(f, "object '%s' in collection 0x%" PRIx64 ": its onode is malformed",
-				name, coll);
-			continue;
-		}
-		if (kv_coll_get(kv, f->t, coll, NULL))
-			problem(f, "object '%s' belongs to collection 0x%" PRIx64
-				", which does not exist", name, coll);
-		if (o.id >= f->st->next_id)
-			problem(f, "object '%s' in collection 0x%" PRIx64 " has id %" PRIu64
-				" beyond the next id %" PRIu64, name, coll, o.id, f->st->next_id);
-		if (f->nobjs == f->cap) {
-			size_t cap = f->cap ? f->cap * 2 : 1024;
-			struct oref *n = realloc(f->objs, cap * sizeof(*n));
-
-			if (!n) {
-				onode_clear(&o);
-				mdb_cursor_close(c);
-				return -ENOMEM;
-			}
-			f->objs = n;
-			f->cap = cap;
-		}
-		f->objs[f->nobjs].id = o.id;
-		f->objs[f->nobjs].coll = coll;
-		f->objs[f->nobjs].size = o.size;
-		f->objs[f->nobjs].chunked = o.flags & ONODE_CHUNKED;
-		f->objs[f->nobjs].name = strdup(name);
-		if (!f->objs[f->nobjs].name) {
-			onode_clear(&o);
-			mdb_cursor_close(c);
-			return -ENOMEM;
-		}
-		f->nobjs++;
-		f->stored += o.size;
-		onode_clear(&o);
+		r = check_onode(f, coll, name, pv, pl);
 	}
 	mdb_cursor_close(c);
+	if (r)
+		return r;
 	if (rc != MDB_NOTFOUND)
 		return kv_err(rc);
+	r = check_logged_onodes(f);
+	if (r)
+		return r;
 	if (f->nobjs)
 		qsort(f->objs, f->nobjs, sizeof(*f->objs), oref_cmp);
 	for (size_t i = 1; i < f->nobjs; i++)

@@ -64,6 +64,29 @@ size_t key_chunk(uint8_t *k, uint64_t id, uint32_t idx)
 	return 12;
 }
 
+MDB_dbi kvdb_dbi(const struct kv *kv, int db)
+{
+	switch (db) {
+	case KVDB_OMAP:
+		return kv->omap;
+	case KVDB_ONODE:
+		return kv->onodes;
+	case KVDB_META:
+		return kv->meta;
+	default:
+		return kv->attrs;
+	}
+}
+
+size_t kvdb_key(uint8_t *out, int db, uint64_t id, const void *k, size_t kl)
+{
+	if (db == KVDB_META) {
+		memcpy(out, k, kl);	/* the counters' keys are bare names */
+		return kl;
+	}
+	return key_id(out, id, k, kl);
+}
+
 int kv_err(int rc)
 {
 	switch (rc) {

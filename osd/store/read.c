@@ -145,20 +145,23 @@ static int read_begin(struct store *st, MDB_txn **t)
 	return kv_err(mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, t));
 }
 
-static int onode_lookup(struct store *st, MDB_txn *t, uint64_t coll, const char *oid,
-			struct onode *o)
+/* The onode of (coll, oid) in snapshot (t, rseq): a logged version in the
+ * overlay (wal.c) wins over the kv's. */
+static int onode_lookup(struct store *st, MDB_txn *t, uint64_t rseq, uint64_t coll,
+			const char *oid, struct onode *o)
 {
-	uint8_t k[ONODE_KEY_MAX];
 	const void *v;
+	void *owned;
 	size_t vl;
 	int r = oid_check(oid);
 
 	if (r)
 		return r;
-	r = kv_get(t, st->kv.onodes, k, key_onode(k, coll, oid, strlen(oid)), &v, &vl);
-	if (r)
-		return r;
+	r = wal_kv_lookup(st, NULL, t, KVDB_ONODE, coll, oid, strlen(oid), rseq, &v, &vl, &owned);
+	if (r <= 0)
+		return r ? r : -ENOENT;
 	r = onode_decode(o, v, vl);
+	free(owned);
 	if (r == -EUCLEAN) {
 		log_error("store", "onode of '%s' is damaged", oid);
 		return -EIO;
@@ -211,7 +214,7 @@ int store_stat(struct store *st, uint64_t coll, const char *oid, struct store_st
 	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
-	r = onode_lookup(st, t, coll, oid, &o);
+	r = onode_lookup(st, t, rd.vseq, coll, oid, &o);
 	if (r)
 		goto out;
 	memset(out, 0, sizeof(*out));
@@ -268,7 +271,7 @@ int store_size(struct store *st, uint64_t coll, const char *oid, uint64_t *size)
 	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
-	r = onode_lookup(st, t, coll, oid, &o);
+	r = onode_lookup(st, t, rd.vseq, coll, oid, &o);
 	if (!r) {
 		*size = o.size;
 		onode_clear(&o);
@@ -652,7 +655,7 @@ int store_read_async_crc(struct store *st, uint64_t coll, const char *oid, uint6
 	if (r)
 		goto out_exit;
 	wal_reader_seq(st, t, &q->rd);
-	r = onode_lookup(st, t, coll, oid, &o);
+	r = onode_lookup(st, t, q->rd.vseq, coll, oid, &o);
 	if (r)
 		goto out_abort;
 	q->len = off < o.size ? min_u64(len, o.size - off) : 0;
@@ -775,7 +778,7 @@ static void snap_end(struct store *st, struct reader *rd, MDB_txn *t)
 
 static int kvdb_of(struct store *st, MDB_dbi dbi)
 {
-	return dbi == st->kv.omap ? KVDB_OMAP : KVDB_ATTR;
+	return dbi == st->kv.omap ? KVDB_OMAP : dbi == st->kv.onodes ? KVDB_ONODE : KVDB_ATTR;
 }
 
 static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
@@ -796,7 +799,7 @@ static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
-	r = onode_lookup(st, t, coll, oid, &o);
+	r = onode_lookup(st, t, rd.vseq, coll, oid, &o);
 	if (r)
 		goto out;
 	/* The overlay first: a logged mutation newer than the kv's state. */
@@ -846,12 +849,14 @@ static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 }
 
 /* The walk inside snapshot (t, rseq) of object id: the kv's keys merged
- * with the overlay's view (its values win, its removals hide). */
+ * with the overlay's view (its values win, its removals hide).  Without
+ * oid (a listing of names), the kv's values are neither checked nor
+ * passed. */
 static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
 			const char *oid, const void *after, size_t alen, size_t max,
 			walk_fn fn, void *arg)
 {
-	uint8_t key[8 + STORE_OMAP_KEY_MAX];
+	uint8_t key[KVDB_KEY_MAX];
 	struct kv_view ov;
 	size_t oi = 0;
 	MDB_cursor *c = NULL;
@@ -887,10 +892,10 @@ static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi
 		else
 			cmp = kv_ok ? -1 : 1;
 		if (cmp < 0) {
-			const void *pv;
-			size_t pl;
+			const void *pv = NULL;
+			size_t pl = 0;
 
-			r = kv_unwrap(&v, &pv, &pl);
+			r = oid ? kv_unwrap(&v, &pv, &pl) : 0;
 			if (r) {
 				log_error("store", "checksum mismatch in a value of '%s'", oid);
 				break;
@@ -934,7 +939,7 @@ static int id_walk(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid
 	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
-	r = onode_lookup(st, t, coll, oid, &o);
+	r = onode_lookup(st, t, rd.vseq, coll, oid, &o);
 	if (r)
 		goto out;
 	r = id_walk_snap(st, t, rd.vseq, dbi, o.id, oid, after, alen, max, fn, arg);
@@ -999,60 +1004,46 @@ int store_coll_exists(struct store *st, uint64_t coll)
 	return r ? r : 1;
 }
 
+struct list_walk {
+	store_name_fn fn;
+	void *arg;
+};
+
+static int list_walk_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct list_walk *w = arg;
+	char name[STORE_NAME_MAX + 1];
+
+	(void)v;
+	(void)vl;
+	if (!kl || kl > STORE_NAME_MAX)
+		return -EIO;
+	memcpy(name, k, kl);
+	name[kl] = 0;
+	return w->fn(w->arg, name);
+}
+
 int store_list(struct store *st, uint64_t coll, const char *after, size_t max,
 	       store_name_fn fn, void *arg)
 {
-	uint8_t key[ONODE_KEY_MAX];
-	char name[STORE_NAME_MAX + 1];
+	struct list_walk w = { fn, arg };
+	struct reader rd;
 	MDB_txn *t;
-	MDB_cursor *c;
-	MDB_val k, v;
-	int r, rc, count = 0;
+	int r;
 
 	if (!st || !fn)
 		return -EINVAL;
 	if (after && (r = oid_check(after)))
 		return r;
-	r = read_begin(st, &t);
+	r = snap_begin(st, &rd, &t);
 	if (r)
 		return r;
 	r = kv_coll_get(&st->kv, t, coll, NULL);
-	if (r)
-		goto out;
-	put_be64(key, coll);	/* the key prefix of the collection's objects */
-	k.mv_size = after ? key_onode(key, coll, after, strlen(after)) : 8;
-	k.mv_data = key;
-	rc = mdb_cursor_open(t, st->kv.onodes, &c);
-	if (rc) {
-		r = kv_err(rc);
-		goto out;
-	}
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	if (!rc && after && k.mv_size == 8 + strlen(after) &&
-	    !memcmp((uint8_t *)k.mv_data + 8, after, strlen(after)))
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	while (!rc && k.mv_size > 8 && get_be64(k.mv_data) == coll && (!max || (size_t)count < max)) {
-		size_t nl = k.mv_size - 8;
-
-		if (nl > STORE_NAME_MAX) {
-			r = -EIO;
-			break;
-		}
-		memcpy(name, (uint8_t *)k.mv_data + 8, nl);
-		name[nl] = 0;
-		r = fn(arg, name);
-		if (r)
-			break;
-		count++;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	mdb_cursor_close(c);
-	if (!r && rc && rc != MDB_NOTFOUND)
-		r = kv_err(rc);
+	/* The collection's onodes: the kv's merged with the logged ones. */
 	if (!r)
-		r = count;
-out:
-	mdb_txn_abort(t);
+		r = id_walk_snap(st, t, rd.vseq, st->kv.onodes, coll, NULL, after,
+				 after ? strlen(after) : 0, max, list_walk_fn, &w);
+	snap_end(st, &rd, t);
 	return r;
 }
 

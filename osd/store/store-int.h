@@ -99,6 +99,10 @@ int kv_used_bytes(struct kv *kv, MDB_txn *t, uint64_t *used);
 /* A collection's record: -ENOENT if it does not exist, -EIO if damaged;
  * flags (may be NULL) gets its flags. */
 int kv_coll_get(struct kv *kv, MDB_txn *t, uint64_t coll, uint32_t *flags);
+/* The LMDB database of a logged mutation's db (KVDB_*), and its kv key
+ * (at most KVDB_KEY_MAX bytes; kl 0: the id's prefix). */
+MDB_dbi kvdb_dbi(const struct kv *kv, int db);
+size_t kvdb_key(uint8_t *out, int db, uint64_t id, const void *k, size_t kl);
 /* An object name: 1..STORE_NAME_MAX bytes (-EINVAL, -ENAMETOOLONG). */
 int oid_check(const char *oid);
 
@@ -284,12 +288,21 @@ struct ckpt {			/* a checkpoint in progress (wal.c) */
 	uint64_t flush_mark;	/* flush_gen when the writes were done */
 };
 
-/* The overlay of logged attribute and omap mutations (wal.c). */
+/* The overlay of logged kv mutations (wal.c).  A mutation names a kv
+ * database, an id and a key: attributes and omap under the object's id
+ * (key: name or omap key), onodes under the collection (key: the object's
+ * name), the store's counters under id 0 (key: "stats" or "next_id"). */
 #define KVOP_SET	1u
 #define KVOP_DEL	2u
-#define KVOP_CLEAR	3u
+#define KVOP_CLEAR	3u	/* every key of the id (attributes and omap only) */
 #define KVDB_ATTR	0
 #define KVDB_OMAP	1
+#define KVDB_ONODE	2
+#define KVDB_META	3
+#define KVDB_MAX	KVDB_META
+/* The longest key of a kv mutation, and of its kv key (with the id). */
+#define KVOP_KEY_MAX	(STORE_OMAP_KEY_MAX > STORE_NAME_MAX ? STORE_OMAP_KEY_MAX : STORE_NAME_MAX)
+#define KVDB_KEY_MAX	(8 + KVOP_KEY_MAX)
 struct kvo_op;
 struct kvo_obj;
 
@@ -510,6 +523,13 @@ bool wal_kv_active(struct store *st);
  * overlay says nothing (look in the kv). */
 int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
 	       void **val, size_t *vl);
+/* The value of key k of id as the batch (b, may be NULL), the overlay at
+ * snapshot rseq, and then kv transaction t have it: 1 with *v and *vl
+ * (valid until *owned is freed and t or the batch changes), 0 if there
+ * is none, or -errno. */
+int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
+		  void **owned);
 /* The overlay's view of object id's keys at snapshot rseq, sorted by key
  * (kv order), one entry per key (del: removed); cleared: every kv key of
  * the object is gone.  wal_kv_view_free() frees it. */
@@ -527,6 +547,9 @@ struct kv_view {
 };
 int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out);
 void wal_kv_view_free(struct kv_view *v);
+/* The ids with a mutation of db visible at rseq in the overlay, in no
+ * order (malloc'd; fsck). */
+int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n);
 /* Has the overlay a clear of object id's db visible at rseq?  (fsck: the
  * kv may hold keys of a removed object until the checkpoint.) */
 bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq);

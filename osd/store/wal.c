@@ -65,7 +65,7 @@
 
 #define BS STORE_BLOCK_SIZE
 #define WAL_MAGIC 0x4c415741u	/* "AWAL" */
-#define WAL_VERSION 1u
+#define WAL_VERSION 2u	/* 2: onode and counter mutations; 1 is still read */
 #define WAL_HDR 64u
 #define WAL_ENT 32u
 #define WAL_F_KV 0x1u
@@ -113,10 +113,10 @@ static uint64_t table_blocks(uint64_t n, uint64_t kvbytes)
  * value (KVOP_SET only). */
 struct kvop_hdr {
 	uint8_t type;		/* KVOP_SET, KVOP_DEL, KVOP_CLEAR */
-	uint8_t db;		/* KVDB_ATTR, KVDB_OMAP */
+	uint8_t db;		/* KVDB_ATTR .. KVDB_META */
 	uint16_t klen;
 	uint32_t vlen;
-	uint64_t id;		/* object id */
+	uint64_t id;		/* object id; collection (onodes); 0 (counters) */
 };
 
 _Static_assert(sizeof(struct kvop_hdr) == 16, "kv mutation layout");
@@ -263,6 +263,20 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 	return 0;
 }
 
+int walb_kv_meta(struct batch *b)
+{
+	struct store *st = b->st;
+	uint8_t buf[64];
+	int r = 0;
+
+	if (memcmp(&b->stats, &st->stats, sizeof(b->stats)))
+		r = walb_kv_add(b, KVOP_SET, KVDB_META, 0, "stats", 5, buf,
+				stats_encode(&b->stats, buf));
+	if (!r && b->next_id != st->next_id)
+		r = walb_kv_add(b, KVOP_SET, KVDB_META, 0, "next_id", 7, &b->next_id, 8);
+	return r;
+}
+
 int wal_kvops_decode(const uint8_t *p, size_t len,
 		     int (*fn)(void *arg, const struct wal_kvop *op), void *arg)
 {
@@ -277,10 +291,10 @@ int wal_kvops_decode(const uint8_t *p, size_t len,
 			return -ENOENT;
 		memcpy(&h, p + off, sizeof(h));
 		off += sizeof(h);
-		if (h.db > KVDB_OMAP || h.type < KVOP_SET || h.type > KVOP_CLEAR)
+		if (h.db > KVDB_MAX || h.type < KVOP_SET || h.type > KVOP_CLEAR)
 			return -ENOENT;
-		if (h.type == KVOP_CLEAR ? h.klen || h.vlen :
-		    !h.klen || h.klen > STORE_OMAP_KEY_MAX || (h.type == KVOP_DEL && h.vlen))
+		if (h.type == KVOP_CLEAR ? h.klen || h.vlen || h.db > KVDB_OMAP :
+		    !h.klen || h.klen > KVOP_KEY_MAX || (h.type == KVOP_DEL && h.vlen))
 			return -ENOENT;
 		if (len - off < (size_t)h.klen + h.vlen)
 			return -ENOENT;
@@ -664,6 +678,34 @@ int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, 
 	return r;
 }
 
+/* The batch's own newest mutation of key k: -1 if it has none, 0 if it
+ * removes the key, 1 if it sets it (then *v and *vl, into the batch). */
+static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *k, size_t kl,
+			const uint8_t **v, size_t *vl)
+{
+	const uint8_t *p = b ? b->wal.kv : NULL;
+	size_t off = 0;
+	int found = -1;
+
+	if (!b || !b->wal.nkv)
+		return -1;
+	while (off < b->wal.kvlen) {
+		struct kvop_hdr h;
+
+		memcpy(&h, p + off, sizeof(h));
+		if (h.id == id && h.db == db &&
+		    (h.type == KVOP_CLEAR || (h.klen == kl && !memcmp(p + off + sizeof(h), k, kl)))) {
+			found = h.type == KVOP_SET;
+			if (found && v) {
+				*v = p + off + sizeof(h) + h.klen;
+				*vl = h.vlen;
+			}
+		}
+		off += sizeof(h) + h.klen + h.vlen;
+	}
+	return found;
+}
+
 int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
 		  const void *k, size_t kl, uint64_t rseq)
 {
@@ -672,23 +714,9 @@ int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, u
 	int r;
 
 	/* The batch's own mutations first: the last one of the key decides. */
-	if (b && b->wal.nkv) {
-		const uint8_t *p = b->wal.kv;
-		size_t off = 0;
-		int found = -1;
-
-		while (off < b->wal.kvlen) {
-			struct kvop_hdr h;
-
-			memcpy(&h, p + off, sizeof(h));
-			if (h.id == id && h.db == db &&
-			    (h.type == KVOP_CLEAR || (h.klen == kl && !memcmp(p + off + sizeof(h), k, kl))))
-				found = h.type == KVOP_SET;
-			off += sizeof(h) + h.klen + h.vlen;
-		}
-		if (found >= 0)
-			return found;
-	}
+	r = walb_kv_find(b, db, id, k, kl, NULL, NULL);
+	if (r >= 0)
+		return r;
 	if (wal_kv_active(st)) {
 		struct wal *w = &st->wal;
 		const struct kvo_op *o;
@@ -701,10 +729,37 @@ int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, u
 			return r;
 	}
 	{
-		uint8_t key[8 + STORE_OMAP_KEY_MAX];
+		uint8_t key[KVDB_KEY_MAX];
 
-		key_id(key, id, k, kl);
-		r = kv_get(t, db == KVDB_OMAP ? st->kv.omap : st->kv.attrs, key, 8 + kl, &v, &vlen);
+		r = kv_get(t, kvdb_dbi(&st->kv, db), key, kvdb_key(key, db, id, k, kl), &v, &vlen);
+	}
+	return r == -ENOENT ? 0 : r ? r : 1;
+}
+
+int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
+		  void **owned)
+{
+	const uint8_t *bv;
+	int r;
+
+	*owned = NULL;
+	r = walb_kv_find(b, db, id, k, kl, &bv, vl);
+	if (r > 0)
+		*v = bv;
+	if (r >= 0)
+		return r;
+	r = wal_kv_get(st, db, id, k, kl, rseq, owned, vl);
+	if (r > 0)
+		*v = *owned;
+	if (r >= 0)
+		return r;
+	if (r != -ENOENT)
+		return r;
+	{
+		uint8_t key[KVDB_KEY_MAX];
+
+		r = kv_get(t, kvdb_dbi(&st->kv, db), key, kvdb_key(key, db, id, k, kl), v, vl);
 	}
 	return r == -ENOENT ? 0 : r ? r : 1;
 }
@@ -722,6 +777,48 @@ bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
 	for (const struct kvo_op *o = ob ? ob->head : NULL; o && !r; o = o->onext)
 		r = o->db == db && o->type == KVOP_CLEAR && kvo_visible(o, rseq);
 	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n)
+{
+	struct wal *w = &st->wal;
+	size_t cap = 0;
+	int r = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (!wal_kv_active(st))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < ((size_t)1 << OHASH_BITS) && !r; i++) {
+		for (struct kvo_obj *ob = w->ohash[i]; ob && !r; ob = ob->hnext) {
+			const struct kvo_op *o = ob->head;
+
+			while (o && !(o->db == db && kvo_visible(o, rseq)))
+				o = o->onext;
+			if (!o)
+				continue;
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				uint64_t *nv = realloc(*ids, nc * sizeof(*nv));
+
+				if (!nv) {
+					r = -ENOMEM;
+					break;
+				}
+				*ids = nv;
+				cap = nc;
+			}
+			(*ids)[(*n)++] = ob->id;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (r) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+	}
 	return r;
 }
 
@@ -864,15 +961,15 @@ int walb_kv_to_txn(struct batch *b)
 	for (off = 0; off < wb->kvlen;) {
 		struct kvop_hdr h;
 		const uint8_t *k;
-		uint8_t key[8 + STORE_OMAP_KEY_MAX];
+		uint8_t key[KVDB_KEY_MAX];
 		MDB_dbi dbi;
 		size_t kl;
 		int r;
 
 		memcpy(&h, wb->kv + off, sizeof(h));
 		k = wb->kv + off + sizeof(h);
-		dbi = h.db == KVDB_OMAP ? st->kv.omap : st->kv.attrs;
-		kl = key_id(key, h.id, k, h.klen);
+		dbi = kvdb_dbi(&st->kv, h.db);
+		kl = kvdb_key(key, h.db, h.id, k, h.klen);
 		if (h.type == KVOP_SET) {
 			r = kv_put(b->txn, dbi, key, kl, k + h.klen, h.vlen);
 		} else if (h.type == KVOP_DEL) {
@@ -1430,9 +1527,9 @@ static int64_t ckpt_finish(struct store *st)
 		goto out_abort;
 	/* The logged kv mutations, in log order. */
 	for (struct kvo_op *o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext) {
-		MDB_dbi dbi = o->db == KVDB_OMAP ? st->kv.omap : st->kv.attrs;
-		uint8_t key[8 + STORE_OMAP_KEY_MAX];
-		size_t kl = key_id(key, o->id, o->data, o->type == KVOP_CLEAR ? 0 : o->klen);
+		MDB_dbi dbi = kvdb_dbi(&st->kv, o->db);
+		uint8_t key[KVDB_KEY_MAX];
+		size_t kl = kvdb_key(key, o->db, o->id, o->data, o->type == KVOP_CLEAR ? 0 : o->klen);
 		int64_t n;
 
 		if (o->type == KVOP_SET) {
@@ -1604,7 +1701,7 @@ int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64
 	uint64_t nb;
 
 	memcpy(&h, hb, WAL_HDR);
-	if (h.magic != WAL_MAGIC || h.version != WAL_VERSION || h.vpos != vpos ||
+	if (h.magic != WAL_MAGIC || h.version < 1 || h.version > WAL_VERSION || h.vpos != vpos ||
 	    memcmp(h.reserved, uuid, 16))
 		return -ENOENT;
 	nb = table_blocks(h.nent, h.kvbytes) + h.nent;
@@ -1710,6 +1807,24 @@ static void loaded_free(struct loaded *l)
 	}
 }
 
+/* A replayed record's counters (the store's stats and next id, as its
+ * batch left them) replace those read from the kv. */
+static int replay_meta(void *arg, const struct wal_kvop *op)
+{
+	struct store *st = arg;
+
+	if (op->db != KVDB_META || op->type != KVOP_SET)
+		return 0;
+	if (op->kl == 5 && !memcmp(op->k, "stats", 5))
+		return stats_decode(&st->stats, op->v, op->vl) ? -EUCLEAN : 0;
+	if (op->kl == 7 && !memcmp(op->k, "next_id", 7)) {
+		if (op->vl != 8)
+			return -EUCLEAN;
+		memcpy(&st->next_id, op->v, 8);
+	}
+	return 0;
+}
+
 int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 {
 	struct wal *w = &st->wal;
@@ -1772,7 +1887,9 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 
 			r = nk < 0 ? -EIO : kv_publish(w, kp, l->kvbytes, (uint32_t)nk, l->rec.seq,
 						       l->rec.lsn);
-			if (r)
+			if (!r)
+				r = wal_kvops_decode(kp, l->kvbytes, replay_meta, st);
+			if (r < 0)
 				goto out;
 		}
 		for (uint32_t j = 0; j < l->rec.nent; j++) {

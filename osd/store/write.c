@@ -99,17 +99,21 @@ static int coll_get(struct batch *b, uint64_t coll, uint32_t *flags)
 static int obj_load(struct batch *b, const struct op *op, bool create, struct obj *ob)
 {
 	const void *v;
-	size_t vl;
+	void *owned;
+	size_t vl, nl = strlen(op->oid);
 	int r;
 
 	memset(ob, 0, sizeof(*ob));
 	r = coll_get(b, op->coll, &ob->coll_flags);
 	if (r)
 		return r;
-	ob->klen = key_onode(ob->key, op->coll, op->oid, strlen(op->oid));
-	r = kv_get(b->txn, b->st->kv.onodes, ob->key, ob->klen, &v, &vl);
-	if (r == 0) {
+	ob->klen = key_onode(ob->key, op->coll, op->oid, nl);
+	/* The batch's and the overlay's logged onodes first (wal.c). */
+	r = wal_kv_lookup(b->st, b, b->txn, KVDB_ONODE, op->coll, op->oid, nl, UINT64_MAX - 1,
+			  &v, &vl, &owned);
+	if (r > 0) {
 		r = onode_decode(&ob->o, v, vl);
+		free(owned);
 		if (r == -EUCLEAN) {
 			log_error("store", "onode of '%s' is damaged", op->oid);
 			r = -EIO;
@@ -117,8 +121,8 @@ static int obj_load(struct batch *b, const struct op *op, bool create, struct ob
 		ob->old_size = ob->o.size;
 		return r;
 	}
-	if (r != -ENOENT || !create)
-		return r;
+	if (r < 0 || !create)
+		return r ? r : -ENOENT;
 	ob->o.exists = false;
 	ob->o.dirty = true;
 	ob->o.id = b->next_id++;
@@ -137,7 +141,13 @@ static int obj_save(struct batch *b, struct obj *ob)
 	r = onode_encode(&ob->o, &v, &vl);
 	if (r)
 		return r;
-	r = kv_put(b->txn, b->st->kv.onodes, ob->key, ob->klen, v, vl);
+	if (b->kvlog) {
+		r = walb_kv_add(b, KVOP_SET, KVDB_ONODE, get_be64(ob->key), ob->key + 8,
+				ob->klen - 8, v, vl);
+	} else {
+		r = kv_put(b->txn, b->st->kv.onodes, ob->key, ob->klen, v, vl);
+		b->changed = true;
+	}
 	free(v);
 	if (r)
 		return r;
@@ -145,7 +155,6 @@ static int obj_save(struct batch *b, struct obj *ob)
 	ob->old_size = ob->o.size;
 	ob->o.exists = true;
 	ob->o.dirty = false;
-	b->changed = true;
 	return 0;
 }
 
@@ -1001,8 +1010,14 @@ static int do_remove(struct batch *b, struct obj *ob)
 		r = walb_kv_add(b, KVOP_CLEAR, KVDB_ATTR, ob->o.id, NULL, 0, NULL, 0);
 		if (!r)
 			r = walb_kv_add(b, KVOP_CLEAR, KVDB_OMAP, ob->o.id, NULL, 0, NULL, 0);
+		if (!r)
+			r = walb_kv_add(b, KVOP_DEL, KVDB_ONODE, get_be64(ob->key), ob->key + 8,
+					ob->klen - 8, NULL, 0);
 		if (r)
 			return r;
+		b->stats.objects--;
+		b->stats.stored -= ob->o.size;
+		return 0;
 	} else {
 		key_id(k, ob->o.id, NULL, 0);
 		n = kv_del_prefix(b->txn, b->st->kv.attrs, k, 8);
@@ -1100,6 +1115,12 @@ static int apply_op(struct batch *b, struct op *op)
 		r = coll_get(b, op->coll, &flags);
 		if (r)
 			return r;
+		/* Whether it is empty is the kv's answer only once no logged
+		 * onode is pending: ask commit.c to checkpoint the overlay and
+		 * apply the batch straight to the kv (rare: a collection
+		 * goes when its placement group leaves the OSD). */
+		if (b->kvlog)
+			return -EOVERFLOW;
 		put_be64(k, op->coll);
 		rc = mdb_cursor_open(b->txn, b->st->kv.onodes, &cur);
 		if (rc)
