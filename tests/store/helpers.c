@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ROOT_ENV "ATOLL_STORE_TEST_ROOT"
@@ -59,6 +60,27 @@ static int rm_one(const char *path, const struct stat *sb, int type, struct FTW 
 	if (type == FTW_DP)
 		return rmdir(path) ? -errno : 0;
 	return unlink(path) ? -errno : 0;
+}
+
+int ts_run_and_die(struct ts *t, int (*work)(struct store *st, void *arg), void *arg)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		struct store *st;
+		int r;
+
+		if (store_open(&t->opt, &st) != 0)
+			_exit(EIO);
+		r = work(st, arg);
+		_exit(r < 0 ? -r : r);	/* no close */
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -ECHILD;
+	return -WEXITSTATUS(status);
 }
 
 int rm_tree(const char *path)

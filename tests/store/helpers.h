@@ -55,6 +55,12 @@ void ts_close(struct ts *t);
 /* Closes and opens again (read-write); returns store_open's result. */
 int ts_reopen(struct ts *t);
 
+/* Opens t's store in a child process, runs work on it and exits without
+ * closing (as an OSD that died after its completions); returns work's
+ * result as the child saw it (-EIO if the open failed, -ECHILD if the
+ * child died).  The parent's t stays closed. */
+int ts_run_and_die(struct ts *t, int (*work)(struct store *st, void *arg), void *arg);
+
 /* Removes a directory tree (or a file); 0 or -errno. */
 int rm_tree(const char *path);
 

@@ -273,24 +273,19 @@ Test(kvlog, lookups_and_listings_merge_the_overlay)
 /* The mutations are acknowledged, then the process exits without closing:
  * a read-only open replays the records into the overlay (no checkpoint)
  * and must read the same as the read-write open that checkpoints them. */
+static int mutate_work(struct store *st, void *arg)
+{
+	struct kmodel **m = arg;
+
+	return mutate(st, m[0], m[1]);
+}
+
 Test(kvlog, replayed_overlay_reads_as_acknowledged)
 {
 	struct kmodel om, am;
-	pid_t pid;
-	int status;
 
 	base_state(&om, &am);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct store *st;
-
-		if (store_open(&ts.opt, &st) != 0)
-			_exit(1);
-		_exit(mutate(st, &om, &am) ? 2 : 0);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	OK(ts_run_and_die(&ts, mutate_work, (struct kmodel *[]){ &om, &am }));
 	mutate(NULL, &om, &am);	/* what the child did, to our models */
 	ts.opt.readonly = true;
 	OK(ts_open(&ts));
@@ -484,6 +479,11 @@ struct names {
 	char v[NOBJ][32];
 };
 
+static int onode_work_fn(struct store *st, void *arg)
+{
+	return onode_work(st, arg);
+}
+
 static int name_fn(void *arg, const char *oid)
 {
 	struct names *l = arg;
@@ -555,23 +555,11 @@ static void expect_onodes(struct store *st, const struct omodel *m)
 Test(kvlog, small_objects_live_in_the_log)
 {
 	struct omodel m;
-	pid_t pid;
-	int status;
 
 	OK(ts_mkfs_open(&ts));
 	OK(do_coll_create(ts.st, C1, 0));
 	ts_close(&ts);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct store *st;
-
-		if (store_open(&ts.opt, &st) != 0)
-			_exit(1);
-		_exit(onode_work(st, &m) ? 2 : 0);	/* no close: a crash */
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	OK(ts_run_and_die(&ts, onode_work_fn, &m));
 	onode_work(NULL, &m);
 	ts.opt.readonly = true;
 	OK(ts_open(&ts));

@@ -408,14 +408,23 @@ Test(lifecycle, close_waits_for_queued_txns)
 	waiter_destroy(&w);
 }
 
+/* Small writes into "o" (model: its new content), then an object "p". */
+static int small_writes_work(struct store *st, void *arg)
+{
+	const uint8_t *model = arg;
+	int r = 0;
+
+	for (int i = 0; i < 50 && !r; i++)
+		r = do_write(st, 1, "o", (uint64_t)i * 5000, model + i * 5000, 100 + (size_t)i, 0);
+	return r ? r : do_write(st, 1, "p", 0, "after", 5, 0);
+}
+
 /* A store left without store_close (the OSD died after the completions)
  * has every acknowledged write when opened again, journaled small writes
  * included. */
 Test(lifecycle, acknowledged_writes_survive_exit_without_close)
 {
-	uint8_t model[256 * 1024];
-	pid_t pid;
-	int status;
+	static uint8_t model[256 * 1024];
 
 	pattern_fill(model, sizeof(model), 0, 1);
 	OK(ts_mkfs_open(&ts));
@@ -424,23 +433,7 @@ Test(lifecycle, acknowledged_writes_survive_exit_without_close)
 	ts_close(&ts);
 	for (int i = 0; i < 50; i++)
 		pattern_fill(model + i * 5000, 100 + (size_t)i, (uint64_t)i * 5000, 2);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		struct store *st;
-
-		if (store_open(&ts.opt, &st) != 0)
-			_exit(1);
-		for (int i = 0; i < 50; i++)
-			if (do_write(st, 1, "o", (uint64_t)i * 5000, model + i * 5000,
-				     100 + (size_t)i, 0) != 0)
-				_exit(2);
-		if (do_write(st, 1, "p", 0, "after", 5, 0) != 0)
-			_exit(3);
-		_exit(0);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	OK(ts_run_and_die(&ts, small_writes_work, model));
 	OK(ts_open(&ts));
 	expect_content(ts.st, 1, "o", model, sizeof(model));
 	expect_content(ts.st, 1, "p", "after", 5);
