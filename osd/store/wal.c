@@ -39,14 +39,17 @@
  * A record whose batch also changed the kv (flag KV) counts only if the kv
  * reached that batch (meta/seq), so a transaction is never half applied.
  *
- * Attribute and omap mutations (set, remove, clear of an object's keys)
- * ride in the same record, after the entry table and under the header's
- * crc, when the batch would not otherwise commit the kv: they are kept in
- * an overlay by object id (versions visible in [seq, end) like the blocks'),
- * merged into every lookup and listing (read.c), replayed at open and
- * applied to the kv in log order by the checkpoint's kv transaction.  A
- * batch that commits the kv anyway puts its mutations there instead, when
- * no overlay mutation of the same objects is pending (walb_kv_to_txn).
+ * kv mutations ride in the same record, after the entry table and under
+ * the header's crc: attributes and omap (set, remove, clear of an object's
+ * keys) by object id, onodes (an object's creation, growth, truncation,
+ * removal) by collection and object name, and the store's counters.  They
+ * are kept in an overlay by id (versions visible in [seq, end) like the
+ * blocks'), merged into every lookup and listing (read.c, and the apply
+ * code's onode loads), replayed at open (the last record's counters
+ * replace the kv's) and applied to the kv in log order by the
+ * checkpoint's kv transaction.  A batch that commits the kv anyway (chunk
+ * records, collections) puts its mutations there instead, when no overlay
+ * mutation of the same ids is pending (walb_kv_to_txn).
  *
  * Blocks freed by a commit are not reused before every record older than
  * that commit is checkpointed (limbo_release): a stale logged version of a

@@ -10,7 +10,9 @@
  * batch wrote them.
  *
  * Small objects (up to inline_max bytes) keep their data inside the onode
- * in the kv; an object that grows past that moves to chunks.  Chunks of a
+ * (with kv_log, onodes go into the batch's log record and reach the kv at
+ * the log's checkpoint, wal.c); an object that grows past that moves to
+ * chunks.  Chunks of a
  * compressing collection or write are rewritten whole, lz4-compressed
  * when that saves at least one block.
  */
