@@ -513,38 +513,36 @@ attempt:
 		for (size_t i = 0; i < t->n; i++)
 			if (t->ops[i].prew)
 				t->ops[i].prew->applied = false;
-	for (t = list; t; t = t->next) {
+	r = 0;
+	for (t = list; t && !r; t = t->next) {
 		if (t->result)
 			continue;
 		r = apply_txn(&b, t);
-		if (r == -EOVERFLOW && b.kvlog) {
-		overflow:
-			/* The record has no room for the batch's kv mutations,
-			 * or a transaction needs the kv itself (a collection's
-			 * removal): checkpoint the overlay and write them into
-			 * the kv. */
-			batch_reset(&b, true);
-			pthread_mutex_unlock(&st->alloc_lock);
-			r = kv_flush_overlay(st, prev);
-			pthread_mutex_lock(&st->alloc_lock);
-			kv_direct = true;
-			st->perf.kv_direct++;
-			if (r) {
-				fail_all(list, -EIO);
-				goto out_unchanged;
-			}
-			goto attempt;
-		}
-		if (r) {
+		if (r && !(r == -EOVERFLOW && b.kvlog)) {
 			t->result = r;
 			batch_reset(&b, true);
 			goto attempt;
 		}
 	}
 	/* The batch's counters ride in its record (a replay restores them). */
-	r = b.kvlog ? walb_kv_meta(&b) : 0;
-	if (r == -EOVERFLOW)
-		goto overflow;
+	if (!r && b.kvlog)
+		r = walb_kv_meta(&b);
+	if (r == -EOVERFLOW) {
+		/* The record has no room for the batch's kv mutations, or a
+		 * transaction needs the kv itself (a collection's removal):
+		 * checkpoint the overlay and write them into the kv. */
+		batch_reset(&b, true);
+		pthread_mutex_unlock(&st->alloc_lock);
+		r = kv_flush_overlay(st, prev);
+		pthread_mutex_lock(&st->alloc_lock);
+		kv_direct = true;
+		st->perf.kv_direct++;
+		if (r) {
+			fail_all(list, -EIO);
+			goto out_unchanged;
+		}
+		goto attempt;
+	}
 	if (r) {
 		fail_all(list, r);
 		batch_reset(&b, true);

@@ -430,7 +430,7 @@ static int check_values(struct fsck *f, MDB_dbi dbi)
 		}
 		key[kl] = 0;
 		o = oref_find(f, get_be64(k.mv_data));
-		if (!o && wal_kv_cleared(f->st, dbi == f->st->kv.omap ? KVDB_OMAP : KVDB_ATTR,
+		if (!o && wal_kv_cleared(f->st, kvdb_of(&f->st->kv, dbi),
 					 get_be64(k.mv_data), f->rd.vseq))
 			continue;	/* removed; the log's checkpoint drops it */
 		if (!o) {

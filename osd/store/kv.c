@@ -78,6 +78,12 @@ MDB_dbi kvdb_dbi(const struct kv *kv, int db)
 	}
 }
 
+int kvdb_of(const struct kv *kv, MDB_dbi dbi)
+{
+	return dbi == kv->omap ? KVDB_OMAP : dbi == kv->onodes ? KVDB_ONODE :
+	       dbi == kv->meta ? KVDB_META : KVDB_ATTR;
+}
+
 size_t kvdb_key(uint8_t *out, int db, uint64_t id, const void *k, size_t kl)
 {
 	if (db == KVDB_META) {

@@ -776,11 +776,6 @@ static void snap_end(struct store *st, struct reader *rd, MDB_txn *t)
 	reader_exit(st, rd);
 }
 
-static int kvdb_of(struct store *st, MDB_dbi dbi)
-{
-	return dbi == st->kv.omap ? KVDB_OMAP : dbi == st->kv.onodes ? KVDB_ONODE : KVDB_ATTR;
-}
-
 static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 		  const void *k, size_t kl, void **val, size_t *len)
 {
@@ -803,7 +798,7 @@ static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 	if (r)
 		goto out;
 	/* The overlay first: a logged mutation newer than the kv's state. */
-	r = wal_kv_get(st, kvdb_of(st, dbi), o.id, k, kl, rd.vseq, val, len);
+	r = wal_kv_get(st, kvdb_of(&st->kv, dbi), o.id, k, kl, rd.vseq, val, len);
 	if (r >= 0) {
 		r = r ? 0 : -ENODATA;
 		goto out_clear;
@@ -863,7 +858,7 @@ static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi
 	MDB_val k, v;
 	int r, rc = MDB_NOTFOUND, count = 0;
 
-	r = wal_kv_view(st, kvdb_of(st, dbi), id, rseq, &ov);
+	r = wal_kv_view(st, kvdb_of(&st->kv, dbi), id, rseq, &ov);
 	if (r)
 		return r;
 	while (after && oi < ov.n && key_cmp(ov.e[oi].k, ov.e[oi].kl, after, alen) <= 0)

@@ -99,9 +99,11 @@ int kv_used_bytes(struct kv *kv, MDB_txn *t, uint64_t *used);
 /* A collection's record: -ENOENT if it does not exist, -EIO if damaged;
  * flags (may be NULL) gets its flags. */
 int kv_coll_get(struct kv *kv, MDB_txn *t, uint64_t coll, uint32_t *flags);
-/* The LMDB database of a logged mutation's db (KVDB_*), and its kv key
- * (at most KVDB_KEY_MAX bytes; kl 0: the id's prefix). */
+/* The LMDB database of a logged mutation's db (KVDB_*), the db of an
+ * LMDB database (attrs for any other), and a mutation's kv key (at most
+ * KVDB_KEY_MAX bytes; kl 0: the id's prefix). */
 MDB_dbi kvdb_dbi(const struct kv *kv, int db);
+int kvdb_of(const struct kv *kv, MDB_dbi dbi);
 size_t kvdb_key(uint8_t *out, int db, uint64_t id, const void *k, size_t kl);
 /* An object name: 1..STORE_NAME_MAX bytes (-EINVAL, -ENAMETOOLONG). */
 int oid_check(const char *oid);

@@ -699,7 +699,7 @@ static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *
 		if (h.id == id && h.db == db &&
 		    (h.type == KVOP_CLEAR || (h.klen == kl && !memcmp(p + off + sizeof(h), k, kl)))) {
 			found = h.type == KVOP_SET;
-			if (found && v) {
+			if (found) {
 				*v = p + off + sizeof(h) + h.klen;
 				*vl = h.vlen;
 			}
@@ -707,36 +707,6 @@ static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *
 		off += sizeof(h) + h.klen + h.vlen;
 	}
 	return found;
-}
-
-int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
-		  const void *k, size_t kl, uint64_t rseq)
-{
-	const void *v;
-	size_t vlen;
-	int r;
-
-	/* The batch's own mutations first: the last one of the key decides. */
-	r = walb_kv_find(b, db, id, k, kl, NULL, NULL);
-	if (r >= 0)
-		return r;
-	if (wal_kv_active(st)) {
-		struct wal *w = &st->wal;
-		const struct kvo_op *o;
-
-		pthread_mutex_lock(&w->lock);
-		o = kvo_lookup(w, db, id, k, kl, rseq);
-		r = o ? o->type == KVOP_SET : -1;
-		pthread_mutex_unlock(&w->lock);
-		if (r >= 0)
-			return r;
-	}
-	{
-		uint8_t key[KVDB_KEY_MAX];
-
-		r = kv_get(t, kvdb_dbi(&st->kv, db), key, kvdb_key(key, db, id, k, kl), &v, &vlen);
-	}
-	return r == -ENOENT ? 0 : r ? r : 1;
 }
 
 int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
@@ -765,6 +735,18 @@ int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, u
 		r = kv_get(t, kvdb_dbi(&st->kv, db), key, kvdb_key(key, db, id, k, kl), v, vl);
 	}
 	return r == -ENOENT ? 0 : r ? r : 1;
+}
+
+int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq)
+{
+	const void *v;
+	void *owned;
+	size_t vl;
+	int r = wal_kv_lookup(st, b, t, db, id, k, kl, rseq, &v, &vl, &owned);
+
+	free(owned);
+	return r;
 }
 
 bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)

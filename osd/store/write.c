@@ -1046,8 +1046,7 @@ static int id_key_put(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, 
 	uint8_t key[8 + STORE_OMAP_KEY_MAX];
 
 	if (b->kvlog)
-		return walb_kv_add(b, KVOP_SET, dbi == b->st->kv.omap ? KVDB_OMAP : KVDB_ATTR, id,
-				   k, kl, v, vl);
+		return walb_kv_add(b, KVOP_SET, kvdb_of(&b->st->kv, dbi), id, k, kl, v, vl);
 	key_id(key, id, k, kl);
 	b->changed = true;
 	return kv_put(b->txn, dbi, key, 8 + kl, v, vl);
@@ -1059,7 +1058,7 @@ static int id_key_del(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, 
 		      bool must_exist)
 {
 	uint8_t key[8 + STORE_OMAP_KEY_MAX];
-	int db = dbi == b->st->kv.omap ? KVDB_OMAP : KVDB_ATTR;
+	int db = kvdb_of(&b->st->kv, dbi);
 
 	if (b->kvlog) {
 		if (must_exist) {
