@@ -68,6 +68,7 @@ struct batch {
 	 * record and the overlay (wal.c) rather than the kv; off: straight
 	 * into the kv (the overlay is empty then, commit.c sees to it). */
 	bool kvlog;
+	bool ro;			/* txn is read-only (a checkpoint commits) */
 	struct walb wal;
 };
 

@@ -48,6 +48,8 @@
 /* Logged kv mutations (bytes in memory) that trigger a checkpoint: bounds
  * the overlay's memory and the merge work of readers (wal.c). */
 #define KV_APPLY_BYTES (4u << 20)
+/* How often an idle commit thread looks at a checkpoint in progress. */
+#define CKPT_POLL_NS (1000ull * 1000)
 /* How long a committed batch waits for the next one to sync it. */
 #define SYNC_LINGER_NS (200ull * 1000)
 
@@ -503,7 +505,15 @@ attempt:
 	b.next_id = st->next_id;
 	b.changed = false;
 	b.kvlog = !kv_direct;
-	rc = mdb_txn_begin(st->kv.env, NULL, 0, &b.txn);
+	/* While the checkpointer commits, a batch that only logs needs no
+	 * write lock: it applies read-only, and one that turns out to write
+	 * the kv waits for the checkpoint and applies again as a writer. */
+	b.ro = wal_ckpt_kv_busy(st);
+	if (b.ro) {
+		st->perf.ro_batches++;
+		kv_write_refused_take();
+	}
+	rc = mdb_txn_begin(st->kv.env, NULL, b.ro ? MDB_RDONLY : 0, &b.txn);
 	if (rc) {
 		log_error("store", "cannot begin a key-value transaction: %s", mdb_strerror(rc));
 		fail_all(list, kv_err(rc));
@@ -518,11 +528,25 @@ attempt:
 		if (t->result)
 			continue;
 		r = apply_txn(&b, t);
+		if (b.ro && (kv_write_refused_take() || b.changed || r == -EACCES))
+			break;
 		if (r && !(r == -EOVERFLOW && b.kvlog)) {
 			t->result = r;
 			batch_reset(&b, true);
 			goto attempt;
 		}
+	}
+	if (b.ro && (kv_write_refused_take() || b.changed || r == -EACCES)) {
+		st->perf.ro_retries++;
+		batch_reset(&b, true);
+		pthread_mutex_unlock(&st->alloc_lock);
+		wal_ckpt_kv_wait(st);	/* a checkpoint given up is tried again later */
+		pthread_mutex_lock(&st->alloc_lock);
+		if (st->failed) {
+			fail_all(list, -EIO);
+			goto out_unchanged;
+		}
+		goto attempt;
 	}
 	/* The batch's counters ride in its record (a replay restores them). */
 	if (!r && b.kvlog)
@@ -744,10 +768,15 @@ static void *commit_main(void *arg)
 				 * will carry it: the next commit's flush makes it durable.
 				 * A lone transaction is synced at once. */
 				wait = prev.n > 1 ? SYNC_LINGER_NS : 0;
-			} else if (!st->deferred_blocks && !st->deferred_kv_bytes) {
+			} else if (!st->deferred_blocks && !st->deferred_kv_bytes &&
+				   !wal_ckpt_active(st)) {
 				pthread_cond_wait(&st->qcond, &st->qlock);
 				idle_since = now_ns();
 				continue;
+			} else if (wal_ckpt_active(st)) {
+				/* Move the checkpoint in progress on soon: its writes
+				 * (polled) or its kv commit (signalled) finish. */
+				wait = CKPT_POLL_NS;
 			} else {
 				/* Journaled writes wait for a quiet moment (or for old
 				 * readers to finish) before they are applied, so that a
@@ -772,9 +801,17 @@ static void *commit_main(void *arg)
 				sync_and_complete(st, &prev);
 				continue;
 			}
-			if ((st->deferred_blocks || st->deferred_kv_bytes) && !apply_stuck &&
-			    !st->failed) {
-				apply_stuck = apply_journal(st, &prev, 0) <= 0;
+			if ((st->deferred_blocks || st->deferred_kv_bytes || wal_ckpt_active(st)) &&
+			    !apply_stuck && !st->failed) {
+				if (stopping) {
+					apply_stuck = apply_journal(st, &prev, 0) <= 0;
+				} else {
+					/* Idle: checkpoint everything, without blocking
+					 * the batches that may arrive meanwhile. */
+					int64_t done = wal_ckpt_step(st, 0);
+
+					apply_stuck = done < 0 || (done == 0 && !wal_ckpt_active(st));
+				}
 				continue;
 			}
 			if (stopping)
@@ -832,8 +869,14 @@ int commit_start(struct store *st)
 	if (r)
 		return r;
 	st->flusher_running = true;
+	r = wal_ckpt_thread_start(st);
+	if (r) {
+		flusher_stop(st);
+		return r;
+	}
 	r = -pthread_create(&st->commit_thread, NULL, commit_main, st);
 	if (r) {
+		wal_ckpt_thread_stop(st);
 		flusher_stop(st);
 		return r;
 	}
@@ -851,6 +894,7 @@ void commit_stop(struct store *st)
 	pthread_mutex_unlock(&st->qlock);
 	pthread_join(st->commit_thread, NULL);
 	st->commit_running = false;
+	wal_ckpt_thread_stop(st);	/* retires a checkpoint it still runs */
 	flusher_stop(st);
 }
 

@@ -219,6 +219,26 @@ int kv_get(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void **v, si
 	return kv_unwrap(&val, v, vl);
 }
 
+/* LMDB refuses writes in a read-only transaction with EACCES: the commit
+ * thread applies a batch in one while a checkpoint holds the write lock,
+ * and learns here that the batch needs a writer after all. */
+static __thread bool write_refused;
+
+static int note_refused(int rc)
+{
+	if (rc == EACCES)
+		write_refused = true;
+	return rc;
+}
+
+bool kv_write_refused_take(void)
+{
+	bool r = write_refused;
+
+	write_refused = false;
+	return r;
+}
+
 int kv_put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl)
 {
 	MDB_val key = { kl, (void *)k }, val = { vl + 4, NULL };
@@ -226,7 +246,7 @@ int kv_put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, siz
 	uint8_t *p;
 	int rc;
 
-	rc = mdb_put(t, dbi, &key, &val, MDB_RESERVE);
+	rc = note_refused(mdb_put(t, dbi, &key, &val, MDB_RESERVE));
 	if (rc)
 		return kv_err(rc);
 	p = val.mv_data;
@@ -244,7 +264,7 @@ int kv_del(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl)
 {
 	MDB_val key = { kl, (void *)k };
 
-	return kv_err(mdb_del(t, dbi, &key, NULL));
+	return kv_err(note_refused(mdb_del(t, dbi, &key, NULL)));
 }
 
 int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen)
@@ -259,7 +279,7 @@ int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen)
 		return kv_err(rc);
 	rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
 	while (rc == 0 && key.mv_size >= plen && memcmp(key.mv_data, prefix, plen) == 0) {
-		rc = mdb_cursor_del(c, 0);
+		rc = note_refused(mdb_cursor_del(c, 0));
 		if (rc)
 			break;
 		n++;

@@ -88,6 +88,9 @@ int kv_err(int rc);
  * -ENOENT when missing, -EIO when the crc does not match. */
 int kv_get(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void **v, size_t *vl);
 int kv_put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl);
+/* Whether kv_put, kv_del or kv_del_prefix met a read-only transaction on
+ * this thread since the last call (commit.c's read-only batches). */
+bool kv_write_refused_take(void);
 int kv_del(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl);	/* -ENOENT if missing */
 /* Deletes every key that starts with prefix; returns the count or <0. */
 int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen);
@@ -263,11 +266,15 @@ struct commit_perf {
 	uint64_t ckpt_kv;	/* logged kv mutations checkpointed */
 	/* The flusher: batches it completed, flushes, their time. */
 	uint64_t fl_batches, fl_flushes, fl_flush_ns;
-	/* The commit thread's share of a checkpoint's finish: the device
-	 * flush, building the kv transaction, its commit, the meta sync. */
+	/* A checkpoint's finish: the device flush (commit thread), building
+	 * the kv transaction, its commit, the meta sync (checkpointer). */
 	uint64_t ckpt_flush_ns, ckpt_build_ns, ckpt_commit_ns, ckpt_sync_ns;
 	uint64_t kv_direct;	/* batches that flushed the overlay to write the kv directly */
 	uint64_t kv_in_commit;	/* kv batches whose attr/omap mutations went into their commit */
+	/* Batches applied read-only beside a checkpoint's kv transaction,
+	 * those that then needed a writer, and the commit thread's waits
+	 * for the checkpointer. */
+	uint64_t ro_batches, ro_retries, ckpt_wait_ns, ckpt_waits;
 };
 
 /* The write-ahead log (wal.c): a ring in blocks [start, start+blocks);
@@ -288,6 +295,18 @@ struct ckpt {			/* a checkpoint in progress (wal.c) */
 	size_t nw, submitted, done;
 	int err;
 	uint64_t flush_mark;	/* flush_gen when the writes were done */
+	/* Its kv transaction, prepared by the commit thread once the writes
+	 * are flushed: the chunk records' crcs of the newest logged version
+	 * of each block (ents, by object and block), the logged kv mutations
+	 * (ops, in log order), meta/seq = kv_seq.  With the checkpointer
+	 * running it commits there (kv_handed) while the commit thread goes
+	 * on. */
+	bool kv_handed;
+	uint64_t kv_seq;
+	struct wal_ent **ents;
+	size_t nents;
+	struct kvo_op **ops;
+	size_t nops;
 };
 
 /* The overlay of logged kv mutations (wal.c).  A mutation names a kv
@@ -400,6 +419,20 @@ struct store {
 	pthread_t flusher;
 	uint64_t flush_pending;	/* batches handed over, not yet completed (qlock) */
 
+	/* The checkpointer (wal.c): commits a log checkpoint's kv
+	 * transaction while the commit thread applies the next batches
+	 * read-only.  cklock protects ckjob..ckerr. */
+	pthread_mutex_t cklock;
+	pthread_cond_t ckcond;	/* a job, a job done, or stop */
+	pthread_t ckpt_thread;
+	bool ckpt_running;
+	bool ckjob, ckdone, ckstop;
+	int ckerr;
+	/* Testing seam (atomic): the checkpointer holds a job's kv
+	 * transaction back while set, so that tests reach the batches that
+	 * run beside it for sure. */
+	bool test_ckpt_hold;
+
 	/* Readers and blocks waiting for them: rlock protects these. */
 	pthread_mutex_t rlock;
 	pthread_cond_t rcond;	/* reads_inflight reached 0 */
@@ -500,6 +533,13 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force);
  * blocks it finished, 0, or -errno. */
 bool wal_ckpt_active(const struct store *st);
 int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks);
+/* The checkpointer holds (or is about to take) the kv's write lock: a
+ * batch applies read-only.  wal_ckpt_kv_wait waits for its commit and
+ * finishes the checkpoint (commit thread); 0 or -errno. */
+bool wal_ckpt_kv_busy(const struct store *st);
+int wal_ckpt_kv_wait(struct store *st);
+int wal_ckpt_thread_start(struct store *st);
+void wal_ckpt_thread_stop(struct store *st);
 int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
 /* A log record's header, decoded (wal.c; the fuzz target uses these). */
 struct wal_hdr_info {

@@ -268,6 +268,8 @@ static void store_free(struct store *st)
 	pthread_mutex_destroy(&st->flock);
 	pthread_cond_destroy(&st->fcond);
 	pthread_cond_destroy(&st->fidle);
+	pthread_mutex_destroy(&st->cklock);
+	pthread_cond_destroy(&st->ckcond);
 	pthread_mutex_destroy(&st->qlock);
 	pthread_cond_destroy(&st->qcond);
 	pthread_cond_destroy(&st->qidle);
@@ -302,6 +304,8 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_mutex_init(&st->flock, NULL);
 	pthread_cond_init(&st->fcond, NULL);
 	pthread_cond_init(&st->fidle, NULL);
+	pthread_mutex_init(&st->cklock, NULL);
+	pthread_cond_init(&st->ckcond, NULL);
 	pthread_mutex_init(&st->qlock, NULL);
 	pthread_cond_init(&st->qcond, NULL);
 	pthread_cond_init(&st->qidle, NULL);
@@ -497,10 +501,15 @@ void store_close(struct store *st)
 				 (unsigned long long)p->fl_batches,
 				 (unsigned long long)p->fl_flushes, p->fl_flush_ns / 1e3 / p->fl_flushes);
 		if (p->ckpts)
-			log_info("store", "commit profile: per checkpoint the commit thread spent "
-				 "us: flush %.1f, kv build %.1f, kv commit %.1f, kv sync %.1f",
+			log_info("store", "commit profile: per checkpoint us: flush %.1f (commit "
+				 "thread), kv build %.1f, kv commit %.1f, kv sync %.1f (checkpointer); "
+				 "%llu batches applied read-only beside it, %llu of them again as "
+				 "writers; the commit thread waited %llu times, %.1f us each",
 				 p->ckpt_flush_ns / 1e3 / p->ckpts, p->ckpt_build_ns / 1e3 / p->ckpts,
-				 p->ckpt_commit_ns / 1e3 / p->ckpts, p->ckpt_sync_ns / 1e3 / p->ckpts);
+				 p->ckpt_commit_ns / 1e3 / p->ckpts, p->ckpt_sync_ns / 1e3 / p->ckpts,
+				 (unsigned long long)p->ro_batches, (unsigned long long)p->ro_retries,
+				 (unsigned long long)p->ckpt_waits,
+				 p->ckpt_waits ? p->ckpt_wait_ns / 1e3 / p->ckpt_waits : 0.0);
 	}
 	read_thread_stop(st);
 	store_free(st);

@@ -1253,6 +1253,8 @@ static void ckpt_clear(struct ckpt *ck)
 	free(ck->buf);
 	free(ck->w);
 	free(ck->cbs);
+	free(ck->ents);
+	free(ck->ops);
 	memset(ck, 0, sizeof(*ck));
 }
 
@@ -1424,33 +1426,20 @@ static int ent_chunk_cmp(const void *a, const void *b)
 }
 
 /* Sets, in chunk t's records, the crc of the newest version of each block
- * logged up to lsn_last, where the chunk still maps the block to where
- * it was logged (not rewritten, dropped or removed since).  A lost block
- * (bad) keeps its old content, and now the crc of the content it should
- * have: it reads -EIO until rewritten.  The entries are sorted by object
- * and block first, so that each chunk record is loaded and written once
- * and the kv is walked in key order (a checkpoint of ~3,700 scattered
- * blocks took ~10 ms in log order).  -ENOMEM without memory for the sort:
- * the checkpoint is then given up and tried again later, as on any other
- * failure of its kv transaction. */
-static int ckpt_set_crcs(struct store *st, MDB_txn *t, uint64_t lsn_last)
+ * logged up to the checkpoint (ck->ents), where the chunk still maps the
+ * block to where it was logged (not rewritten, dropped or removed since).
+ * A lost block (bad) keeps its old content, and now the crc of the content
+ * it should have: it reads -EIO until rewritten.  The entries are sorted
+ * by object and block, so that each chunk record is loaded and written
+ * once and the kv is walked in key order (a checkpoint of ~3,700
+ * scattered blocks took ~10 ms in log order). */
+static int ckpt_set_crcs(struct store *st, MDB_txn *t)
 {
-	struct wal_ent **v, *e;
-	size_t n = 0;
+	struct ckpt *ck = &st->wal.ck;
+	struct wal_ent **v = ck->ents;
+	size_t n = ck->nents;
 	int r = 0;
 
-	for (e = st->wal.live_head; e && e->lsn <= lsn_last; e = e->lnext)
-		n++;
-	if (!n)
-		return 0;
-	v = malloc(n * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	n = 0;
-	for (e = st->wal.live_head; e && e->lsn <= lsn_last; e = e->lnext)
-		if (!e->newer || e->newer->lsn > lsn_last)	/* the newest wins */
-			v[n++] = e;
-	qsort(v, n, sizeof(*v), ent_chunk_cmp);
 	for (size_t k = 0, g; k < n && !r; k += g) {
 		uint32_t idx = (uint32_t)(v[k]->lblk / CHUNK_BLOCKS);
 		struct chunk c;
@@ -1474,19 +1463,22 @@ static int ckpt_set_crcs(struct store *st, MDB_txn *t, uint64_t lsn_last)
 			r = kv_put(t, st->kv.chunks, key, key_chunk(key, v[k]->id, idx), rec,
 				   chunk_encode(&c, rec));
 	}
-	free(v);
 	return r;
 }
 
-static int64_t ckpt_finish(struct store *st)
+/* The in-place writes are done: makes them durable, then collects what
+ * the kv transaction sets -- the newest version of each logged block and
+ * the kv mutations up to the checkpoint -- under the index's lock, since
+ * the commit thread goes on adding to both while the checkpointer works.
+ * The entries stay (live) until the checkpoint is retired. */
+static int ckpt_prepare(struct store *st)
 {
 	struct wal *w = &st->wal;
 	struct ckpt *ck = &w->ck;
-	uint64_t seq, cnt = ck->cnt, kvn = 0;
 	struct wal_ent *e;
-	MDB_txn *t = NULL;
-	int r = 0, rc;
-	uint64_t t1 = now_ns(), t2, t3;
+	struct kvo_op *o;
+	size_t n = 0, m = 0;
+	uint64_t t1 = now_ns();
 
 	/* Every flush the flusher started is finished after this: one that
 	 * started after the in-place writes were done covers them. */
@@ -1494,28 +1486,63 @@ static int64_t ckpt_finish(struct store *st)
 	if (ck->need_flush && __atomic_load_n(&st->flush_gen, __ATOMIC_SEQ_CST) == ck->flush_mark) {
 		if (fdatasync(st->bfd)) {
 			ckpt_fail(st, "flush of the block device failed");
-			ckpt_clear(ck);
 			return -EIO;
 		}
 		__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
 	}
-	t2 = now_ns();
-	st->perf.ckpt_flush_ns += t2 - t1;
-	pthread_mutex_lock(&st->alloc_lock);
-	rc = mdb_txn_begin(st->kv.env, NULL, 0, &t);
-	if (rc) {
-		r = kv_err(rc);
-		goto out_unlock;
+	st->perf.ckpt_flush_ns += now_ns() - t1;
+	pthread_mutex_lock(&w->lock);
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
+		n++;
+	for (o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext)
+		m++;
+	ck->ents = malloc((n ? n : 1) * sizeof(*ck->ents));
+	ck->ops = malloc((m ? m : 1) * sizeof(*ck->ops));
+	if (!ck->ents || !ck->ops) {
+		pthread_mutex_unlock(&w->lock);
+		return -ENOMEM;	/* given up: tried again later */
 	}
-	r = ckpt_set_crcs(st, t, ck->lsn_last);
-	if (r)
-		goto out_abort;
-	/* The logged kv mutations, in log order. */
-	for (struct kvo_op *o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext) {
+	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
+		if (!e->newer || e->newer->lsn > ck->lsn_last)	/* the newest wins */
+			ck->ents[ck->nents++] = e;
+	for (o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext)
+		ck->ops[ck->nops++] = o;
+	pthread_mutex_unlock(&w->lock);
+	qsort(ck->ents, ck->nents, sizeof(*ck->ents), ent_chunk_cmp);
+	/* meta/seq: every batch up to here is durable but the kv batch
+	 * awaiting its sync, which this commit's sync covers; no kv batch
+	 * commits until the checkpoint is retired, so it never goes back. */
+	ck->kv_seq = st->commit_seq;
+	return 0;
+}
+
+/* The checkpoint's kv transaction: the chunk records' crcs, the logged kv
+ * mutations in log order, the log's new tail and meta/seq, committed and
+ * synced.  Runs on the checkpointer, or on the commit thread when there is
+ * none; it reads only what ckpt_prepare collected.  An error before the
+ * commit gives the checkpoint up (tried again later); a failed commit or
+ * sync stops the store. */
+static int ckpt_kv_run(struct store *st, bool checkpointer)
+{
+	struct ckpt *ck = &st->wal.ck;
+	MDB_txn *t;
+	uint64_t t2 = now_ns(), t3;
+	int r, rc;
+
+	rc = mdb_txn_begin(st->kv.env, NULL, 0, &t);
+	if (rc)
+		return kv_err(rc);
+	while (checkpointer && __atomic_load_n(&st->test_ckpt_hold, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		nanosleep(&ts, NULL);	/* with the write lock */
+	}
+	r = ckpt_set_crcs(st, t);
+	for (size_t i = 0; i < ck->nops && !r; i++) {
+		const struct kvo_op *o = ck->ops[i];
 		MDB_dbi dbi = kvdb_dbi(&st->kv, o->db);
 		uint8_t key[KVDB_KEY_MAX];
 		size_t kl = kvdb_key(key, o->db, o->id, o->data, o->type == KVOP_CLEAR ? 0 : o->klen);
-		int64_t n;
 
 		if (o->type == KVOP_SET) {
 			r = kv_put(t, dbi, key, kl, o->data + o->klen, o->vlen);
@@ -1524,32 +1551,22 @@ static int64_t ckpt_finish(struct store *st)
 			if (r == -ENOENT)
 				r = 0;
 		} else {
-			n = kv_del_prefix(t, dbi, key, 8);
+			int64_t n = kv_del_prefix(t, dbi, key, 8);
+
 			r = n < 0 ? (int)n : 0;
 		}
-		if (r)
-			goto out_abort;
-		kvn++;
 	}
-	seq = st->commit_seq + 1;
-	r = wal_state_put(t, &st->kv, ck->lsn_last, ck->tail);
 	if (!r)
-		r = kv_seq_put(t, &st->kv, seq);
-	if (r)
-		goto out_abort;
-	/* Readers of the kv state before this commit still see the logged
-	 * versions, those after it the blocks in place. */
-	pthread_mutex_lock(&w->lock);
-	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
-		if (e->end > seq)
-			e->end = seq;
-	for (struct kvo_op *o = w->kv_live_head; o && o->lsn <= ck->lsn_last; o = o->lnext)
-		o->end = seq;
-	pthread_mutex_unlock(&w->lock);
+		r = wal_state_put(t, &st->kv, ck->lsn_last, ck->tail);
+	if (!r)
+		r = kv_seq_put(t, &st->kv, ck->kv_seq);
+	if (r) {
+		mdb_txn_abort(t);
+		return r;
+	}
 	t3 = now_ns();
 	st->perf.ckpt_build_ns += t3 - t2;
 	rc = mdb_txn_commit(t);
-	t = NULL;
 	t2 = now_ns();
 	st->perf.ckpt_commit_ns += t2 - t3;
 	if (!rc)
@@ -1557,16 +1574,37 @@ static int64_t ckpt_finish(struct store *st)
 	st->perf.ckpt_sync_ns += now_ns() - t2;
 	if (rc) {
 		ckpt_fail(st, "the log checkpoint's kv commit failed");
-		r = -EIO;
-		goto out_unlock;
+		return -EIO;
 	}
-	st->commit_seq = seq;
-	st->perf.ckpts++;
-	st->perf.ckpt_blocks += cnt;
-	st->perf.ckpt_ns += now_ns() - ck->t0;
+	return 0;
+}
+
+/* The checkpoint's kv commit is durable (r 0): retires what it covered
+ * (commit thread).  Readers that start from now on see the blocks in place
+ * and the kv; those before keep the logged versions, visible below a
+ * commit number taken now -- a reader can hold a kv snapshot from before
+ * the commit only if it started before.  With r < 0 the checkpoint is
+ * given up. */
+static int64_t ckpt_retire(struct store *st, int r)
+{
+	struct wal *w = &st->wal;
+	struct ckpt *ck = &w->ck;
+	uint64_t seq, cnt = ck->cnt;
+	struct wal_ent *e;
+
+	if (r) {
+		ckpt_clear(ck);
+		return r;
+	}
+	pthread_mutex_lock(&st->alloc_lock);
+	/* durable_seq below names every batch committed so far. */
+	commit_flush_wait(st);
+	seq = ++st->commit_seq;
 	pthread_mutex_lock(&w->lock);
 	while (w->live_head && w->live_head->lsn <= ck->lsn_last) {
 		e = w->live_head;
+		if (e->end > seq)
+			e->end = seq;
 		w->live_head = e->lnext;
 		e->lnext = w->retired;
 		w->retired = e;
@@ -1577,6 +1615,7 @@ static int64_t ckpt_finish(struct store *st)
 	while (w->kv_live_head && w->kv_live_head->lsn <= ck->lsn_last) {
 		struct kvo_op *o = w->kv_live_head;
 
+		o->end = seq;
 		w->kv_live_head = o->lnext;
 		o->lnext = w->kv_retired;
 		w->kv_retired = o;
@@ -1594,7 +1633,10 @@ static int64_t ckpt_finish(struct store *st)
 	pthread_mutex_unlock(&w->lock);
 	st->deferred_blocks = w->nlive;
 	st->deferred_kv_bytes = w->kv_live_bytes;
-	st->perf.ckpt_kv += kvn;
+	st->perf.ckpts++;
+	st->perf.ckpt_blocks += cnt;
+	st->perf.ckpt_kv += ck->nops;
+	st->perf.ckpt_ns += now_ns() - ck->t0;
 	pthread_mutex_lock(&st->rlock);
 	st->durable_seq = st->commit_seq;
 	pthread_mutex_unlock(&st->rlock);
@@ -1603,14 +1645,101 @@ static int64_t ckpt_finish(struct store *st)
 	wal_gc(st);
 	limbo_release(st);
 	return (int64_t)(cnt ? cnt : 1);
+}
 
-out_abort:
-	if (t)
-		mdb_txn_abort(t);
-out_unlock:
-	pthread_mutex_unlock(&st->alloc_lock);
-	ckpt_clear(ck);
+/* The writes are done: prepares the kv transaction and hands it to the
+ * checkpointer (async, 0: retired later) or runs and retires it here. */
+static int64_t ckpt_finish(struct store *st, bool async)
+{
+	struct ckpt *ck = &st->wal.ck;
+	int r = ckpt_prepare(st);
+
+	if (r)
+		return ckpt_retire(st, r);
+	if (async && st->ckpt_running) {
+		pthread_mutex_lock(&st->cklock);
+		st->ckjob = true;
+		st->ckdone = false;
+		pthread_cond_signal(&st->ckcond);
+		pthread_mutex_unlock(&st->cklock);
+		ck->kv_handed = true;
+		return 0;
+	}
+	return ckpt_retire(st, ckpt_kv_run(st, false));
+}
+
+/* Retires the checkpoint handed to the checkpointer once its commit is
+ * done; without wait, 0 if it is not done yet. */
+static int64_t ckpt_collect(struct store *st, bool wait)
+{
+	uint64_t t0 = now_ns();
+	bool done;
+	int r;
+
+	pthread_mutex_lock(&st->cklock);
+	while (wait && !st->ckdone)
+		pthread_cond_wait(&st->ckcond, &st->cklock);
+	done = st->ckdone;
+	r = st->ckerr;
+	if (done)
+		st->ckdone = false;
+	pthread_mutex_unlock(&st->cklock);
+	if (wait) {
+		st->perf.ckpt_wait_ns += now_ns() - t0;
+		st->perf.ckpt_waits++;
+	}
+	return done ? ckpt_retire(st, r) : 0;
+}
+
+static void *ckpt_main(void *arg)
+{
+	struct store *st = arg;
+
+	pthread_mutex_lock(&st->cklock);
+	for (;;) {
+		while (!st->ckjob && !st->ckstop)
+			pthread_cond_wait(&st->ckcond, &st->cklock);
+		if (!st->ckjob)
+			break;
+		st->ckjob = false;
+		pthread_mutex_unlock(&st->cklock);
+		int r = ckpt_kv_run(st, true);
+
+		pthread_mutex_lock(&st->cklock);
+		st->ckerr = r;
+		st->ckdone = true;
+		pthread_cond_broadcast(&st->ckcond);
+		pthread_mutex_unlock(&st->cklock);
+		/* An idle commit thread retires it now. */
+		pthread_mutex_lock(&st->qlock);
+		pthread_cond_signal(&st->qcond);
+		pthread_mutex_unlock(&st->qlock);
+		pthread_mutex_lock(&st->cklock);
+	}
+	pthread_mutex_unlock(&st->cklock);
+	return NULL;
+}
+
+int wal_ckpt_thread_start(struct store *st)
+{
+	int r = -pthread_create(&st->ckpt_thread, NULL, ckpt_main, st);
+
+	if (!r)
+		st->ckpt_running = true;
 	return r;
+}
+
+void wal_ckpt_thread_stop(struct store *st)
+{
+	if (!st->ckpt_running)
+		return;
+	wal_ckpt_kv_wait(st);
+	pthread_mutex_lock(&st->cklock);
+	st->ckstop = true;
+	pthread_cond_signal(&st->ckcond);
+	pthread_mutex_unlock(&st->cklock);
+	pthread_join(st->ckpt_thread, NULL);
+	st->ckpt_running = false;
 }
 
 bool wal_ckpt_active(const struct store *st)
@@ -1618,11 +1747,38 @@ bool wal_ckpt_active(const struct store *st)
 	return st->wal.ck.active;
 }
 
+bool wal_ckpt_kv_busy(const struct store *st)
+{
+	return st->wal.ck.kv_handed;
+}
+
+int wal_ckpt_kv_wait(struct store *st)
+{
+	int64_t n = st->wal.ck.kv_handed ? ckpt_collect(st, true) : 0;
+
+	return n < 0 ? (int)n : 0;
+}
+
+/* Waits for the in-place writes of the checkpoint in progress, then
+ * finishes it here. */
+static int64_t ckpt_complete(struct store *st)
+{
+	int r = ckpt_poll(st, true);
+
+	if (r < 0) {
+		ckpt_clear(&st->wal.ck);
+		return r;
+	}
+	return ckpt_finish(st, false);
+}
+
 int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks)
 {
 	struct ckpt *ck = &st->wal.ck;
 	int r;
 
+	if (ck->kv_handed)
+		return ckpt_collect(st, false);
 	if (!ck->active) {
 		r = ckpt_begin(st, max_blocks, false);
 		if (r <= 0)
@@ -1634,7 +1790,7 @@ int64_t wal_ckpt_step(struct store *st, uint64_t max_blocks)
 			ckpt_clear(ck);
 		return r;
 	}
-	return ckpt_finish(st);
+	return ckpt_finish(st, true);
 }
 
 int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
@@ -1644,12 +1800,7 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
 	int r;
 
 	if (ck->active) {
-		r = ckpt_poll(st, true);
-		if (r < 0) {
-			ckpt_clear(ck);
-			return r;
-		}
-		n = ckpt_finish(st);
+		n = ck->kv_handed ? ckpt_collect(st, true) : ckpt_complete(st);
 		if (n < 0 || max_blocks)
 			return n;
 		total += n;
@@ -1658,12 +1809,7 @@ int64_t wal_checkpoint(struct store *st, uint64_t max_blocks, bool force)
 	r = ckpt_begin(st, max_blocks, force);
 	if (r <= 0)
 		return r < 0 ? r : total;
-	r = ckpt_poll(st, true);
-	if (r < 0) {
-		ckpt_clear(ck);
-		return r;
-	}
-	n = ckpt_finish(st);
+	n = ckpt_complete(st);
 	return n < 0 ? n : total + n;
 }
 

@@ -589,3 +589,204 @@ Test(kvlog, small_objects_live_in_the_log)
 	OK(ts_reopen(&ts));
 	expect_onodes(ts.st, &m);
 }
+
+/* ---- batches beside a checkpoint's kv commit -------------------------- */
+
+#define BIG_SIZE (1u << 20)
+#define NBESIDE 20
+#define CHUNKY_SIZE (64u << 10)
+
+static void count_done(void *arg, int r)
+{
+	waiter_done(arg, r);
+}
+
+static bool ckpt_handed(struct store *st)
+{
+	return __atomic_load_n(&st->wal.ck.kv_handed, __ATOMIC_ACQUIRE);
+}
+
+static void hold_ckpt(struct store *st, bool on)
+{
+	__atomic_store_n(&st->test_ckpt_hold, on, __ATOMIC_RELEASE);
+}
+
+/* Logs something, then waits (up to 10 s) until the idle commit thread
+ * has handed a checkpoint's kv transaction to the held checkpointer. */
+static int start_held_ckpt(struct store *st)
+{
+	uint8_t buf[4096];
+
+	hold_ckpt(st, true);
+	pattern_fill(buf, sizeof(buf), 0, 99);
+	int r = do_write(st, C1, "big", 0, buf, sizeof(buf), 0);
+
+	for (int i = 0; !r && i < 10000 && !ckpt_handed(st); i++)
+		usleep(1000);
+	return r ? r : ckpt_handed(st) ? 0 : -ETIMEDOUT;
+}
+
+/* The set-up: a chunked object (its blocks are overwritten in the log)
+ * and a small one with an attribute. */
+static void beside_setup(struct store *st)
+{
+	uint8_t *buf = malloc(BIG_SIZE);
+
+	cr_assert_not_null(buf);
+	OK(do_coll_create(st, C1, 0));
+	pattern_fill(buf, BIG_SIZE, 0, 1);
+	OK(do_write(st, C1, "big", 0, buf, BIG_SIZE, 0));
+	OK(do_write(st, C1, "s0", 0, "small", 5, 0));
+	free(buf);
+}
+
+/* Log-only work while the checkpoint is held: overwrites of the chunked
+ * object, attributes, omap keys and new small objects.  Each is its own
+ * batch, applied read-only. */
+static int beside_work(struct store *st)
+{
+	uint8_t buf[4096];
+	char name[32], val[32];
+	int r = 0;
+
+	for (int i = 0; i < NBESIDE && !r; i++) {
+		pattern_fill(buf, sizeof(buf), (uint64_t)i * 8192 + 4096, 100u + (uint32_t)i);
+		r = do_write(st, C1, "big", (uint64_t)i * 8192 + 4096, buf, sizeof(buf), 0);
+		snprintf(name, sizeof(name), "a%02d", i);
+		snprintf(val, sizeof(val), "v%02d", i);
+		if (!r)
+			r = do_setattr(st, C1, "s0", name, val, strlen(val));
+		if (!r)
+			r = do_omap_set(st, C1, "s0", name, strlen(name), val, strlen(val));
+		snprintf(name, sizeof(name), "new.%02d", i);
+		pattern_fill(buf, 1000, 0, 200u + (uint32_t)i);
+		if (!r)
+			r = do_write(st, C1, name, 0, buf, 1000, 0);
+	}
+	return r;
+}
+
+static void beside_expect(struct store *st, bool chunky)
+{
+	uint8_t *want = malloc(BIG_SIZE);
+	char name[32], val[32];
+	void *v;
+	size_t vl;
+
+	cr_assert_not_null(want);
+	pattern_fill(want, BIG_SIZE, 0, 1);
+	pattern_fill(want, 4096, 0, 99);
+	for (int i = 0; i < NBESIDE; i++)
+		pattern_fill(want + i * 8192 + 4096, 4096, (uint64_t)i * 8192 + 4096,
+			     100u + (uint32_t)i);
+	expect_content(st, C1, "big", want, BIG_SIZE);
+	for (int i = 0; i < NBESIDE; i++) {
+		snprintf(name, sizeof(name), "a%02d", i);
+		snprintf(val, sizeof(val), "v%02d", i);
+		OK(store_getattr(st, C1, "s0", name, &v, &vl));
+		cr_assert(vl == strlen(val) && !memcmp(v, val, vl), "attribute %s", name);
+		free(v);
+		OK(store_omap_get(st, C1, "s0", name, strlen(name), &v, &vl));
+		cr_assert(vl == strlen(val) && !memcmp(v, val, vl), "omap key %s", name);
+		free(v);
+		snprintf(name, sizeof(name), "new.%02d", i);
+		pattern_fill(want, 1000, 0, 200u + (uint32_t)i);
+		expect_content(st, C1, name, want, 1000);
+	}
+	if (chunky) {
+		pattern_fill(want, CHUNKY_SIZE, 0, 7);
+		expect_content(st, C1, "chunky", want, CHUNKY_SIZE);
+	} else {
+		/* Queued but never acknowledged: all of it or nothing. */
+		int64_t sz = obj_size(st, C1, "chunky");
+
+		cr_assert(sz == -ENOENT || sz == CHUNKY_SIZE, "chunky: %s", errstr(sz));
+		if (sz == CHUNKY_SIZE) {
+			pattern_fill(want, CHUNKY_SIZE, 0, 7);
+			expect_content(st, C1, "chunky", want, CHUNKY_SIZE);
+		}
+	}
+	free(want);
+	expect_fsck_clean(st);
+}
+
+/* A transaction that needs the kv (a new chunked object: chunk records),
+ * queued while the checkpoint is held, and a log-only one behind it. */
+static void queue_kv_txn(struct store *st, struct waiter *w)
+{
+	uint8_t *buf = malloc(CHUNKY_SIZE);
+	struct store_txn *t;
+
+	cr_assert_not_null(buf);
+	pattern_fill(buf, CHUNKY_SIZE, 0, 7);
+	waiter_add(w, 2);
+	t = store_txn_new();
+	OK(store_txn_write(t, C1, "chunky", 0, buf, CHUNKY_SIZE, 0));
+	OK(store_queue(st, t, count_done, w));
+	t = store_txn_new();
+	OK(store_txn_setattr(t, C1, "s0", "after", "x", 1));
+	OK(store_queue(st, t, count_done, w));
+	free(buf);
+}
+
+/* While the checkpointer holds a checkpoint's kv transaction (and LMDB's
+ * write lock), batches that only log still commit and complete: they
+ * apply read-only.  One that writes the kv waits for the checkpoint, then
+ * applies again as a writer, and completions stay in queue order. */
+Test(kvlog, batches_run_beside_a_checkpoint)
+{
+	struct waiter w;
+	uint64_t ro, retries;
+
+	OK(ts_mkfs_open(&ts));
+	beside_setup(ts.st);
+	OK(start_held_ckpt(ts.st));
+	ro = ts.st->perf.ro_batches;
+	OK(beside_work(ts.st));
+	cr_assert_geq(ts.st->perf.ro_batches - ro, 4 * NBESIDE, "%llu read-only batches",
+		      (unsigned long long)(ts.st->perf.ro_batches - ro));
+	cr_assert(ckpt_handed(ts.st), "the held checkpoint finished");
+	waiter_init(&w);
+	retries = ts.st->perf.ro_retries;
+	queue_kv_txn(ts.st, &w);
+	usleep(200 * 1000);
+	cr_assert(ckpt_handed(ts.st), "the held checkpoint finished");
+	cr_assert_eq(__atomic_load_n(&w.pending, __ATOMIC_ACQUIRE), 2,
+		     "a kv batch completed while the checkpoint held the kv");
+	hold_ckpt(ts.st, false);
+	cr_assert(waiter_wait(&w, 10), "the kv batch never completed");
+	cr_assert_eq(w.failed, 0);
+	waiter_destroy(&w);
+	cr_assert_geq(ts.st->perf.ro_retries - retries, 1, "the kv batch did not wait");
+	beside_expect(ts.st, true);
+	OK(ts_reopen(&ts));
+	beside_expect(ts.st, true);
+}
+
+static int beside_die_fn(struct store *st, void *arg)
+{
+	struct waiter *w = arg;
+	int r = start_held_ckpt(st);
+
+	if (!r)
+		r = beside_work(st);
+	if (!r)
+		queue_kv_txn(st, w);
+	return r;
+}
+
+/* A process that dies while the checkpoint is held: what the batches
+ * beside it acknowledged is there after the replay. */
+Test(kvlog, dying_beside_a_checkpoint_keeps_acknowledged_work)
+{
+	struct waiter w;
+
+	OK(ts_mkfs_open(&ts));
+	beside_setup(ts.st);
+	ts_close(&ts);
+	waiter_init(&w);
+	OK(ts_run_and_die(&ts, beside_die_fn, &w));
+	waiter_destroy(&w);
+	OK(ts_open(&ts));
+	beside_expect(ts.st, false);
+}
