@@ -5,7 +5,10 @@
  * then takes all of them (up to batch_max) as one batch:
  *   1. apply every transaction inside one LMDB write transaction (if one
  *      fails, throw the attempt away and apply the batch again without
- *      it), collecting the data writes;
+ *      it), collecting the data writes; while a log checkpoint's kv
+ *      transaction holds LMDB's write lock (wal.c's checkpointer), inside
+ *      a read-only one, and a batch that turns out to write the kv waits
+ *      for the checkpoint and applies again as a writer;
  *   2. write the data and the batch's log record (small overwrites,
  *      wal.c) with libaio and fdatasync the block, so every block the new
  *      records point at, and every logged block, is durable; a batch that

@@ -23,9 +23,12 @@
  * DESIGN.md allows: the replay of a journaled small write) -- submitted
  * asynchronously while batches go on -- and flushed, then one kv
  * transaction sets the chunk records' crcs and the log's checkpoint (lsn
- * and position), and is synced.  Log space before it is then reused.  Only records no reader
- * older than them remains for are applied (such a reader may still read the
- * block's old content).
+ * and position), and is synced.  That transaction runs on the checkpointer
+ * thread while the commit thread applies the next batches read-only
+ * (commit.c); the commit thread then retires what it covered under a new
+ * commit number, and log space before it is reused.  Only records no
+ * reader older than them remains for are applied (such a reader may still
+ * read the block's old content).
  *
  * Open replays the records after the checkpoint: record N+1 lies right after
  * record N (or at the start of the region's next lap), carries lsn N+1 and
