@@ -65,7 +65,7 @@ struct batch {
 	bool changed;			/* anything to commit */
 	bool data_written;		/* prewritten data to flush before the commit */
 	/* Onode, attribute, omap and counter mutations go into the log
-	 * record and the overlay (wal.c) rather than the kv; off: straight
+	 * record and the overlay (kvoverlay.c) rather than the kv; off: straight
 	 * into the kv (the overlay is empty then, commit.c sees to it). */
 	bool kvlog;
 	bool ro;			/* txn is read-only (a checkpoint commits) */

@@ -6,7 +6,7 @@
  *   1. apply every transaction inside one LMDB write transaction (if one
  *      fails, throw the attempt away and apply the batch again without
  *      it), collecting the data writes; while a log checkpoint's kv
- *      transaction holds LMDB's write lock (wal.c's checkpointer), inside
+ *      transaction holds LMDB's write lock (checkpoint.c), inside
  *      a read-only one, and a batch that turns out to write the kv waits
  *      for the checkpoint and applies again as a writer;
  *   2. write the data and the batch's log record (small overwrites,
@@ -49,7 +49,7 @@
 #define APPLY_IDLE_NS (20ull * 1000 * 1000)
 #define APPLY_RETRY_NS (50ull * 1000 * 1000)
 /* Logged kv mutations (bytes in memory) that trigger a checkpoint: bounds
- * the overlay's memory and the merge work of readers (wal.c). */
+ * the overlay's memory and the merge work of readers (kvoverlay.c). */
 #define KV_APPLY_BYTES (4u << 20)
 /* How often an idle commit thread looks at a checkpoint in progress. */
 #define CKPT_POLL_NS (1000ull * 1000)
@@ -845,7 +845,7 @@ static void *commit_main(void *arg)
 		run_batch(st, list, &prev);
 		apply_stuck = false;
 		/* Checkpoints run beside the batches: started when enough is
-		 * logged, moved on after every batch (wal.c). */
+		 * logged, moved on after every batch (checkpoint.c). */
 		if (!st->failed && (wal_ckpt_active(st) ||
 				    st->deferred_blocks >= DEFER_APPLY_BLOCKS ||
 				    st->deferred_kv_bytes >= KV_APPLY_BYTES ||

@@ -14,7 +14,7 @@
  * when it began; freed blocks wait in limbo until no older reader is left.
  *
  * Attribute and omap reads register too: logged kv mutations not yet
- * checkpointed live in the log's overlay (wal.c), and the reader's number
+ * checkpointed live in the log's overlay (kvoverlay.c), and the reader's number
  * says which of them its kv snapshot lacks; lookups ask the overlay first,
  * listings merge its sorted view with a kv cursor.
  */
@@ -146,7 +146,7 @@ static int read_begin(struct store *st, MDB_txn **t)
 }
 
 /* The onode of (coll, oid) in snapshot (t, rseq): a logged version in the
- * overlay (wal.c) wins over the kv's. */
+ * overlay (kvoverlay.c) wins over the kv's. */
 static int onode_lookup(struct store *st, MDB_txn *t, uint64_t rseq, uint64_t coll,
 			const char *oid, struct onode *o)
 {
@@ -754,7 +754,7 @@ static int copy_out(const void *v, size_t vl, void **val, size_t *len)
 }
 
 /* A snapshot for attribute and omap reads: a kv read transaction, and a
- * reader registration so that the overlay of logged kv mutations (wal.c)
+ * reader registration so that the overlay of logged kv mutations (kvoverlay.c)
  * shows the same state (rd.vseq). */
 static int snap_begin(struct store *st, struct reader *rd, MDB_txn **t)
 {

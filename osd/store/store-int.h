@@ -285,7 +285,7 @@ struct wal_rec {		/* a record not yet checkpointed */
 };
 
 struct wal_ent;
-struct ckpt {			/* a checkpoint in progress (wal.c) */
+struct ckpt {			/* a checkpoint in progress (checkpoint.c) */
 	bool active, need_flush, writes_done;
 	size_t k;		/* records it covers */
 	uint64_t lsn_last, tail, cnt, t0;

@@ -110,7 +110,7 @@ static int obj_load(struct batch *b, const struct op *op, bool create, struct ob
 	if (r)
 		return r;
 	ob->klen = key_onode(ob->key, op->coll, op->oid, nl);
-	/* The batch's and the overlay's logged onodes first (wal.c). */
+	/* The batch's and the overlay's logged onodes first (kvoverlay.c). */
 	r = wal_kv_lookup(b->st, b, b->txn, KVDB_ONODE, op->coll, op->oid, nl, UINT64_MAX - 1,
 			  &v, &vl, &owned);
 	if (r > 0) {

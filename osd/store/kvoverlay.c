@@ -1,0 +1,508 @@
+/*
+ * kvoverlay.c - the overlay of logged kv mutations.
+ *
+ * Onode, attribute, omap and counter mutations that ride in a batch's log
+ * record (wal.c) are kept here in memory until the log's checkpoint puts
+ * them into the kv (checkpoint.c): by id (the object's; for onodes the
+ * collection's), versions visible to readers whose snapshot lies in
+ * [seq, end).  Every lookup and listing of read.c, the apply code's onode
+ * loads and fsck merge it over the kv: values win, removals hide, a clear
+ * hides every kv key of the object.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "log.h"
+#include "wal-int.h"
+
+bool wal_kv_active(struct store *st)
+{
+	return __atomic_load_n(&st->wal.kv_nall, __ATOMIC_ACQUIRE) != 0;
+}
+
+static struct kvo_obj *kvo_find(struct wal *w, uint64_t id, bool create)
+{
+	struct kvo_obj **pp = &w->ohash[(id * 0x9e3779b97f4a7c15ull) >> (64 - OHASH_BITS)];
+
+	for (; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->id == id)
+			return *pp;
+	if (!create)
+		return NULL;
+	*pp = calloc(1, sizeof(**pp));
+	if (*pp)
+		(*pp)->id = id;
+	return *pp;
+}
+
+static struct kvo_op *kvo_new(const struct wal_kvop *op, uint64_t seq, uint64_t lsn)
+{
+	struct kvo_op *o = malloc(sizeof(*o) + op->kl + op->vl);
+
+	if (!o)
+		return NULL;
+	memset(o, 0, sizeof(*o));
+	o->id = op->id;
+	o->seq = seq;
+	o->lsn = lsn;
+	o->end = UINT64_MAX;
+	o->type = op->type;
+	o->db = op->db;
+	o->klen = (uint16_t)op->kl;
+	o->vlen = (uint32_t)op->vl;
+	if (op->kl)
+		memcpy(o->data, op->k, op->kl);
+	if (op->vl)
+		memcpy(o->data + op->kl, op->v, op->vl);
+	return o;
+}
+
+/* Adds o as the newest mutation of object id (w->lock held; obj made). */
+static void kvo_add(struct wal *w, struct kvo_obj *ob, struct kvo_op *o)
+{
+	o->obj = ob;
+	o->onext = NULL;
+	if (ob->tail)
+		ob->tail->onext = o;
+	else
+		ob->head = o;
+	ob->tail = o;
+	o->lnext = NULL;
+	if (w->kv_live_tail)
+		w->kv_live_tail->lnext = o;
+	else
+		w->kv_live_head = o;
+	w->kv_live_tail = o;
+	w->kv_nlive++;
+	w->kv_live_bytes += sizeof(*o) + o->klen + o->vlen;
+	__atomic_store_n(&w->kv_nall, w->kv_nall + 1, __ATOMIC_RELEASE);
+}
+
+/* Removes a retired mutation for good (w->lock held). */
+void wal_kvo_unlink(struct wal *w, struct kvo_op *o)
+{
+	struct kvo_obj *ob = o->obj;
+	struct kvo_op **pp = &ob->head, *prev = NULL;
+
+	while (*pp != o) {
+		prev = *pp;
+		pp = &(*pp)->onext;
+	}
+	*pp = o->onext;
+	if (ob->tail == o)
+		ob->tail = prev;
+	__atomic_store_n(&w->kv_nall, w->kv_nall - 1, __ATOMIC_RELEASE);
+	if (!ob->head) {
+		struct kvo_obj **op = &w->ohash[(ob->id * 0x9e3779b97f4a7c15ull) >> (64 - OHASH_BITS)];
+
+		while (*op != ob)
+			op = &(*op)->hnext;
+		*op = ob->hnext;
+		free(ob);
+	}
+}
+
+static bool kvo_visible(const struct kvo_op *o, uint64_t rseq)
+{
+	return o->seq <= rseq && rseq < o->end;
+}
+
+static bool kvo_matches(const struct kvo_op *o, int db, const void *k, size_t kl)
+{
+	return o->db == db && (o->type == KVOP_CLEAR ||
+			       (o->klen == kl && !memcmp(o->data, k, kl)));
+}
+
+/* The newest mutation of key k visible at rseq (w->lock held), or NULL. */
+static const struct kvo_op *kvo_lookup(struct wal *w, int db, uint64_t id, const void *k,
+				       size_t kl, uint64_t rseq)
+{
+	struct kvo_obj *ob = kvo_find(w, id, false);
+	const struct kvo_op *found = NULL;
+
+	if (!ob)
+		return NULL;
+	for (const struct kvo_op *o = ob->head; o; o = o->onext)
+		if (kvo_visible(o, rseq) && kvo_matches(o, db, k, kl))
+			found = o;
+	return found;
+}
+
+int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
+	       void **val, size_t *vl)
+{
+	struct wal *w = &st->wal;
+	const struct kvo_op *o;
+	int r = -ENOENT;
+
+	if (!wal_kv_active(st))
+		return -ENOENT;
+	pthread_mutex_lock(&w->lock);
+	o = kvo_lookup(w, db, id, k, kl, rseq);
+	if (o && o->type == KVOP_SET) {
+		*val = malloc(o->vlen ? o->vlen : 1);
+		if (!*val) {
+			r = -ENOMEM;
+		} else {
+			memcpy(*val, o->data + o->klen, o->vlen);
+			*vl = o->vlen;
+			r = 1;
+		}
+	} else if (o) {
+		r = 0;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+/* The batch's own newest mutation of key k: -1 if it has none, 0 if it
+ * removes the key, 1 if it sets it (then *v and *vl, into the batch). */
+static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *k, size_t kl,
+			const uint8_t **v, size_t *vl)
+{
+	const uint8_t *p = b ? b->wal.kv : NULL;
+	size_t off = 0;
+	int found = -1;
+
+	if (!b || !b->wal.nkv)
+		return -1;
+	while (off < b->wal.kvlen) {
+		struct kvop_hdr h;
+
+		memcpy(&h, p + off, sizeof(h));
+		if (h.id == id && h.db == db &&
+		    (h.type == KVOP_CLEAR || (h.klen == kl && !memcmp(p + off + sizeof(h), k, kl)))) {
+			found = h.type == KVOP_SET;
+			if (found) {
+				*v = p + off + sizeof(h) + h.klen;
+				*vl = h.vlen;
+			}
+		}
+		off += sizeof(h) + h.klen + h.vlen;
+	}
+	return found;
+}
+
+int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
+		  void **owned)
+{
+	const uint8_t *bv;
+	int r;
+
+	*owned = NULL;
+	r = walb_kv_find(b, db, id, k, kl, &bv, vl);
+	if (r > 0)
+		*v = bv;
+	if (r >= 0)
+		return r;
+	r = wal_kv_get(st, db, id, k, kl, rseq, owned, vl);
+	if (r > 0)
+		*v = *owned;
+	if (r >= 0)
+		return r;
+	if (r != -ENOENT)
+		return r;
+	{
+		uint8_t key[KVDB_KEY_MAX];
+
+		r = kv_get(t, kvdb_dbi(&st->kv, db), key, kvdb_key(key, db, id, k, kl), v, vl);
+	}
+	return r == -ENOENT ? 0 : r ? r : 1;
+}
+
+int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+		  const void *k, size_t kl, uint64_t rseq)
+{
+	const void *v;
+	void *owned;
+	size_t vl;
+	int r = wal_kv_lookup(st, b, t, db, id, k, kl, rseq, &v, &vl, &owned);
+
+	free(owned);
+	return r;
+}
+
+bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
+{
+	struct wal *w = &st->wal;
+	struct kvo_obj *ob;
+	bool r = false;
+
+	if (!wal_kv_active(st))
+		return false;
+	pthread_mutex_lock(&w->lock);
+	ob = kvo_find(w, id, false);
+	for (const struct kvo_op *o = ob ? ob->head : NULL; o && !r; o = o->onext)
+		r = o->db == db && o->type == KVOP_CLEAR && kvo_visible(o, rseq);
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n)
+{
+	struct wal *w = &st->wal;
+	size_t cap = 0;
+	int r = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (!wal_kv_active(st))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < ((size_t)1 << OHASH_BITS) && !r; i++) {
+		for (struct kvo_obj *ob = w->ohash[i]; ob && !r; ob = ob->hnext) {
+			const struct kvo_op *o = ob->head;
+
+			while (o && !(o->db == db && kvo_visible(o, rseq)))
+				o = o->onext;
+			if (!o)
+				continue;
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				uint64_t *nv = realloc(*ids, nc * sizeof(*nv));
+
+				if (!nv) {
+					r = -ENOMEM;
+					break;
+				}
+				*ids = nv;
+				cap = nc;
+			}
+			(*ids)[(*n)++] = ob->id;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (r) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+	}
+	return r;
+}
+
+void wal_kv_view_free(struct kv_view *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		free(v->e[i].k);
+		free(v->e[i].v);
+	}
+	free(v->e);
+	memset(v, 0, sizeof(*v));
+}
+
+struct kvo_ref {
+	const struct kvo_op *o;
+	size_t i;		/* position in the object's list: log order */
+};
+
+/* By key in the kv's order (memcmp, shorter first on a tie), then by log
+ * order (mutations of one record share an lsn, hence the position). */
+static int kvo_ref_cmp(const void *a, const void *b)
+{
+	const struct kvo_ref *x = a, *y = b;
+	size_t n = x->o->klen < y->o->klen ? x->o->klen : y->o->klen;
+	int c = memcmp(x->o->data, y->o->data, n);
+
+	if (c)
+		return c;
+	if (x->o->klen != y->o->klen)
+		return x->o->klen < y->o->klen ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out)
+{
+	struct wal *w = &st->wal;
+	struct kvo_obj *ob;
+	struct kvo_ref *v = NULL;
+	size_t n = 0, cap = 0, m = 0;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!wal_kv_active(st))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	ob = kvo_find(w, id, false);
+	/* The visible mutations after the last visible clear, in log order;
+	 * then sorted by key (a stable order within a key: position in the
+	 * object's list, which is log order), the newest of each key wins. */
+	for (const struct kvo_op *o = ob ? ob->head : NULL; o; o = o->onext) {
+		if (!kvo_visible(o, rseq) || o->db != db)
+			continue;
+		if (o->type == KVOP_CLEAR) {
+			n = 0;
+			out->cleared = true;
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			struct kvo_ref *nv = realloc(v, nc * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				goto out_unlock;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n] = (struct kvo_ref){ o, n };
+		n++;
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), kvo_ref_cmp);
+	out->e = calloc(n ? n : 1, sizeof(*out->e));
+	if (!out->e) {
+		r = -ENOMEM;
+		goto out_unlock;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct kvo_op *o = v[i].o;
+		struct kv_view_ent *e;
+
+		if (i + 1 < n && v[i + 1].o->klen == o->klen &&
+		    !memcmp(v[i + 1].o->data, o->data, o->klen))
+			continue;	/* a newer mutation of the key follows */
+		e = &out->e[m++];
+		e->k = malloc(o->klen);
+		e->kl = o->klen;
+		e->del = o->type == KVOP_DEL;
+		if (!e->k || (!e->del && !(e->v = malloc(o->vlen ? o->vlen : 1)))) {
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(e->k, o->data, o->klen);
+		if (!e->del) {
+			memcpy(e->v, o->data + o->klen, o->vlen);
+			e->vl = o->vlen;
+		}
+	}
+	out->n = m;
+out_unlock:
+	pthread_mutex_unlock(&w->lock);
+	free(v);
+	if (r)
+		wal_kv_view_free(out);
+	return r;
+}
+
+/* The batch commits the kv anyway: its kv mutations go into that commit
+ * instead of the log and the overlay, when no object they touch has a
+ * mutation in the overlay not yet checkpointed (a logged one would be
+ * applied over them at the next checkpoint).  1 if moved, 0 if not,
+ * -errno (the batch's kv transaction is then unusable). */
+int walb_kv_to_txn(struct batch *b)
+{
+	struct store *st = b->st;
+	struct wal *w = &st->wal;
+	struct walb *wb = &b->wal;
+	size_t off = 0;
+	bool clash = false;
+
+	if (!wb->nkv)
+		return 0;
+	if (wal_kv_active(st)) {
+		pthread_mutex_lock(&w->lock);
+		while (off < wb->kvlen && !clash) {
+			struct kvop_hdr h;
+			struct kvo_obj *ob;
+
+			memcpy(&h, wb->kv + off, sizeof(h));
+			ob = kvo_find(w, h.id, false);
+			for (const struct kvo_op *o = ob ? ob->head : NULL; o && !clash; o = o->onext)
+				clash = o->end == UINT64_MAX;
+			off += sizeof(h) + h.klen + h.vlen;
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (clash)
+			return 0;
+	}
+	for (off = 0; off < wb->kvlen;) {
+		struct kvop_hdr h;
+		const uint8_t *k;
+		uint8_t key[KVDB_KEY_MAX];
+		MDB_dbi dbi;
+		size_t kl;
+		int r;
+
+		memcpy(&h, wb->kv + off, sizeof(h));
+		k = wb->kv + off + sizeof(h);
+		dbi = kvdb_dbi(&st->kv, h.db);
+		kl = kvdb_key(key, h.db, h.id, k, h.klen);
+		if (h.type == KVOP_SET) {
+			r = kv_put(b->txn, dbi, key, kl, k + h.klen, h.vlen);
+		} else if (h.type == KVOP_DEL) {
+			r = kv_del(b->txn, dbi, key, kl);
+			if (r == -ENOENT)
+				r = 0;
+		} else {
+			int64_t n = kv_del_prefix(b->txn, dbi, key, 8);
+
+			r = n < 0 ? (int)n : 0;
+		}
+		if (r)
+			return r;
+		off += sizeof(h) + h.klen + h.vlen;
+	}
+	wb->kvlen = 0;
+	wb->nkv = 0;
+	return 1;
+}
+
+/* Publishes the mutations of a record (p, len bytes) at seq/lsn. */
+struct kvpub {
+	struct wal *w;
+	uint64_t seq, lsn;
+	struct kvo_op **ops;	/* one per mutation */
+	size_t i;
+};
+
+static int kvpub_prep(void *arg, const struct wal_kvop *op)
+{
+	struct kvpub *p = arg;
+
+	p->ops[p->i] = kvo_new(op, p->seq, p->lsn);
+	if (!p->ops[p->i])
+		return -ENOMEM;
+	p->i++;
+	return 0;
+}
+
+/* Builds the overlay entries of a record's mutations, then adds them
+ * under the lock: all of them or none. */
+int wal_kv_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
+		      uint64_t lsn)
+{
+	struct kvpub pb = { w, seq, lsn, NULL, 0 };
+	int r;
+
+	if (!nkv)
+		return 0;
+	pb.ops = calloc(nkv, sizeof(*pb.ops));
+	if (!pb.ops)
+		return -ENOMEM;
+	r = wal_kvops_decode(p, len, kvpub_prep, &pb);
+	if (r >= 0 && (uint32_t)r != nkv)
+		r = -EIO;
+	if (r < 0)
+		goto out;
+	r = 0;
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < pb.i && !r; i++)
+		if (!kvo_find(w, pb.ops[i]->id, true))
+			r = -ENOMEM;	/* an empty object left behind is harmless */
+	for (size_t i = 0; i < pb.i && !r; i++) {
+		kvo_add(w, kvo_find(w, pb.ops[i]->id, false), pb.ops[i]);
+		pb.ops[i] = NULL;
+	}
+	pthread_mutex_unlock(&w->lock);
+out:
+	for (size_t i = 0; i < pb.i; i++)
+		free(pb.ops[i]);
+	free(pb.ops);
+	return r;
+}

@@ -1,0 +1,67 @@
+/*
+ * wal-int.h - what the write-ahead log's files share: wal.c (records, the
+ * index of logged blocks, replay, fsck), kvoverlay.c (the overlay of
+ * logged kv mutations) and checkpoint.c (the checkpoint and its thread).
+ */
+#ifndef ATOLL_STORE_WAL_INT_H
+#define ATOLL_STORE_WAL_INT_H
+
+#include "batch.h"
+
+/* One logged version of a block: in the index (wal.c). */
+struct wal_ent {
+	struct wal_ent *hnext;		/* hash bucket (newest versions only) */
+	struct wal_ent *newer, *older;	/* versions of the same block */
+	struct wal_ent *lnext;		/* live list (lsn order) or retired list */
+	uint64_t pblk, id, lblk;
+	uint64_t seq, lsn, end;
+	uint32_t crc;
+	bool bad;			/* content lost (damaged record) */
+	uint8_t data[STORE_BLOCK_SIZE];
+};
+
+/* A kv mutation in a record: this header (little-endian), the key, the
+ * value (KVOP_SET only). */
+struct kvop_hdr {
+	uint8_t type;		/* KVOP_SET, KVOP_DEL, KVOP_CLEAR */
+	uint8_t db;		/* KVDB_ATTR .. KVDB_META */
+	uint16_t klen;
+	uint32_t vlen;
+	uint64_t id;		/* object id; collection (onodes); 0 (counters) */
+};
+
+_Static_assert(sizeof(struct kvop_hdr) == 16, "kv mutation layout");
+
+/* An overlay entry: one logged kv mutation. */
+struct kvo_op {
+	struct kvo_op *onext;		/* the object's mutations, lsn order */
+	struct kvo_op *lnext;		/* live list (lsn order) or retired list */
+	struct kvo_obj *obj;
+	uint64_t id, seq, lsn, end;
+	uint8_t type, db;
+	uint16_t klen;
+	uint32_t vlen;
+	uint8_t data[];			/* key, then value */
+};
+
+struct kvo_obj {
+	struct kvo_obj *hnext;
+	uint64_t id;
+	struct kvo_op *head, *tail;
+};
+
+#define OHASH_BITS 12u
+
+/* The oldest snapshot a reader still holds (UINT64_MAX: none). */
+uint64_t wal_oldest_reader(struct store *st);
+/* Removes a retired mutation for good (w->lock held). */
+void wal_kvo_unlink(struct wal *w, struct kvo_op *o);
+/* Adds a record's kv mutations to the overlay: all of them or none. */
+int wal_kv_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
+		   uint64_t lsn);
+void wal_ckpt_clear(struct ckpt *ck);
+/* 1 if the chunk record in t (loaded into *c) still maps e's block to
+ * where it was logged, 0 if not (or no record), or -errno. */
+int wal_ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struct chunk *c);
+
+#endif
