@@ -45,6 +45,15 @@ struct walb {
 	uint8_t *kv;
 	size_t kvlen, kvcap;
 	uint32_t nkv;
+	/* kv indexed by (database, id, key) -- a clear under an empty key:
+	 * kvh[bucket] = 1 + the newest mutation there, kvent[i] its offset
+	 * and 1 + the one before it in the bucket (wal.c). */
+	uint32_t *kvh;
+	struct walb_kvent {
+		uint32_t off, prev;
+	} *kvent;
+	uint32_t kvecap;
+	bool kvclear;		/* a clear among them */
 	/* set by wal_prepare */
 	uint8_t *rec;		/* the record, aligned */
 	uint64_t vpos, nblocks;
@@ -84,6 +93,9 @@ int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
 /* Copies the batch's logged content of block pblk; false if none. */
 bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
 void walb_free(struct walb *wb);
+/* Forgets the batch's kv mutations. */
+void walb_kv_clear(struct walb *wb);
+#define WALB_KH 1024u		/* buckets of walb.kvh */
 /* Anything for the batch's log record? */
 bool walb_any(const struct batch *b);
 /* Adds a kv mutation (KVDB_*) to the batch's record: KVOP_SET (k, v),

@@ -338,8 +338,7 @@ static void batch_reset(struct batch *b, bool undo)
 		free(b->bufs[i]);
 	b->nbufs = 0;
 	b->wal.n = 0;
-	b->wal.kvlen = 0;
-	b->wal.nkv = 0;
+	walb_kv_clear(&b->wal);
 	free(b->wal.rec);
 	b->wal.rec = NULL;
 	b->data_written = false;

@@ -61,16 +61,41 @@ static struct kvo_op *kvo_new(const struct wal_kvop *op, uint64_t seq, uint64_t 
 	return o;
 }
 
+uint32_t wal_kv_hash(int db, uint64_t id, const void *k, size_t kl)
+{
+	uint64_t x = (id ^ ((uint64_t)db << 56)) * 0x9e3779b97f4a7c15ull;
+
+	return atoll__crc32c((uint32_t)(x >> 32), k, kl) ^ (uint32_t)x;
+}
+
+static uint32_t kvo_bucket(int db, uint64_t id, const void *k, size_t kl)
+{
+	return wal_kv_hash(db, id, k, kl) & ((1u << KHASH_BITS) - 1);
+}
+
 /* Adds o as the newest mutation of object id (w->lock held; obj made). */
 static void kvo_add(struct wal *w, struct kvo_obj *ob, struct kvo_op *o)
 {
+	struct kvo_op **kb;
+
 	o->obj = ob;
 	o->onext = NULL;
+	o->oprev = ob->tail;
 	if (ob->tail)
 		ob->tail->onext = o;
 	else
 		ob->head = o;
 	ob->tail = o;
+	o->ord = ++w->kv_ord;
+	o->kbucket = kvo_bucket(o->db, o->id, o->data, o->type == KVOP_CLEAR ? 0 : o->klen);
+	kb = &w->khash[o->kbucket];
+	o->kprev = NULL;
+	o->knext = *kb;
+	if (*kb)
+		(*kb)->kprev = o;
+	*kb = o;
+	if (o->type == KVOP_CLEAR)
+		w->kv_nclear++;
 	o->lnext = NULL;
 	if (w->kv_live_tail)
 		w->kv_live_tail->lnext = o;
@@ -86,15 +111,23 @@ static void kvo_add(struct wal *w, struct kvo_obj *ob, struct kvo_op *o)
 void wal_kvo_unlink(struct wal *w, struct kvo_op *o)
 {
 	struct kvo_obj *ob = o->obj;
-	struct kvo_op **pp = &ob->head, *prev = NULL;
 
-	while (*pp != o) {
-		prev = *pp;
-		pp = &(*pp)->onext;
-	}
-	*pp = o->onext;
-	if (ob->tail == o)
-		ob->tail = prev;
+	if (o->oprev)
+		o->oprev->onext = o->onext;
+	else
+		ob->head = o->onext;
+	if (o->onext)
+		o->onext->oprev = o->oprev;
+	else
+		ob->tail = o->oprev;
+	if (o->kprev)
+		o->kprev->knext = o->knext;
+	else
+		w->khash[o->kbucket] = o->knext;
+	if (o->knext)
+		o->knext->kprev = o->kprev;
+	if (o->type == KVOP_CLEAR)
+		w->kv_nclear--;
 	__atomic_store_n(&w->kv_nall, w->kv_nall - 1, __ATOMIC_RELEASE);
 	if (!ob->head) {
 		struct kvo_obj **op = &w->ohash[(ob->id * 0x9e3779b97f4a7c15ull) >> (64 - OHASH_BITS)];
@@ -111,24 +144,30 @@ static bool kvo_visible(const struct kvo_op *o, uint64_t rseq)
 	return o->seq <= rseq && rseq < o->end;
 }
 
-static bool kvo_matches(const struct kvo_op *o, int db, const void *k, size_t kl)
+/* The newest mutation visible at rseq of key k (clear: of every key) of
+ * id in database db (w->lock held), or NULL. */
+static const struct kvo_op *kvo_newest(struct wal *w, int db, uint64_t id, const void *k,
+				       size_t kl, bool clear, uint64_t rseq)
 {
-	return o->db == db && (o->type == KVOP_CLEAR ||
-			       (o->klen == kl && !memcmp(o->data, k, kl)));
+	for (const struct kvo_op *o = w->khash[kvo_bucket(db, id, k, kl)]; o; o = o->knext)
+		if (o->id == id && o->db == db &&
+		    (clear ? o->type == KVOP_CLEAR :
+			     o->type != KVOP_CLEAR && o->klen == kl && !memcmp(o->data, k, kl)) &&
+		    kvo_visible(o, rseq))
+			return o;
+	return NULL;
 }
 
-/* The newest mutation of key k visible at rseq (w->lock held), or NULL. */
+/* The newest mutation of key k visible at rseq, a clear of the object's
+ * keys included (w->lock held), or NULL. */
 static const struct kvo_op *kvo_lookup(struct wal *w, int db, uint64_t id, const void *k,
 				       size_t kl, uint64_t rseq)
 {
-	struct kvo_obj *ob = kvo_find(w, id, false);
-	const struct kvo_op *found = NULL;
+	const struct kvo_op *found = kvo_newest(w, db, id, k, kl, false, rseq), *c;
 
-	if (!ob)
-		return NULL;
-	for (const struct kvo_op *o = ob->head; o; o = o->onext)
-		if (kvo_visible(o, rseq) && kvo_matches(o, db, k, kl))
-			found = o;
+	if (w->kv_nclear && (c = kvo_newest(w, db, id, NULL, 0, true, rseq)) &&
+	    (!found || c->ord > found->ord))
+		found = c;
 	return found;
 }
 
@@ -159,32 +198,48 @@ int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, 
 	return r;
 }
 
+/* The batch's newest mutation of key k (clear: of every key) of id in
+ * database db: its number, or -1. */
+static int64_t walb_newest(const struct walb *wb, int db, uint64_t id, const void *k, size_t kl,
+			   bool clear)
+{
+	uint32_t e = wb->kvh[wal_kv_hash(db, id, k, kl) & (WALB_KH - 1)];
+
+	for (; e; e = wb->kvent[e - 1].prev) {
+		const uint8_t *p = wb->kv + wb->kvent[e - 1].off;
+		struct kvop_hdr h;
+
+		memcpy(&h, p, sizeof(h));
+		if (h.id == id && h.db == db &&
+		    (clear ? h.type == KVOP_CLEAR :
+			     h.type != KVOP_CLEAR && h.klen == kl && !memcmp(p + sizeof(h), k, kl)))
+			return (int64_t)e - 1;
+	}
+	return -1;
+}
+
 /* The batch's own newest mutation of key k: -1 if it has none, 0 if it
  * removes the key, 1 if it sets it (then *v and *vl, into the batch). */
 static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *k, size_t kl,
 			const uint8_t **v, size_t *vl)
 {
-	const uint8_t *p = b ? b->wal.kv : NULL;
-	size_t off = 0;
-	int found = -1;
+	const struct walb *wb = b ? &b->wal : NULL;
+	struct kvop_hdr h;
+	int64_t i, c;
 
-	if (!b || !b->wal.nkv)
+	if (!wb || !wb->nkv)
 		return -1;
-	while (off < b->wal.kvlen) {
-		struct kvop_hdr h;
-
-		memcpy(&h, p + off, sizeof(h));
-		if (h.id == id && h.db == db &&
-		    (h.type == KVOP_CLEAR || (h.klen == kl && !memcmp(p + off + sizeof(h), k, kl)))) {
-			found = h.type == KVOP_SET;
-			if (found) {
-				*v = p + off + sizeof(h) + h.klen;
-				*vl = h.vlen;
-			}
-		}
-		off += sizeof(h) + h.klen + h.vlen;
-	}
-	return found;
+	i = walb_newest(wb, db, id, k, kl, false);
+	if (wb->kvclear && (c = walb_newest(wb, db, id, NULL, 0, true)) > i)
+		i = c;
+	if (i < 0)
+		return -1;
+	memcpy(&h, wb->kv + wb->kvent[i].off, sizeof(h));
+	if (h.type != KVOP_SET)
+		return 0;
+	*v = wb->kv + wb->kvent[i].off + sizeof(h) + h.klen;
+	*vl = h.vlen;
+	return 1;
 }
 
 int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
@@ -448,8 +503,7 @@ int walb_kv_to_txn(struct batch *b)
 			return r;
 		off += sizeof(h) + h.klen + h.vlen;
 	}
-	wb->kvlen = 0;
-	wb->nkv = 0;
+	walb_kv_clear(wb);
 	return 1;
 }
 

@@ -345,6 +345,11 @@ struct wal {
 	/* The overlay: logged kv mutations by object, versions visible to
 	 * readers whose snapshot lies in [seq, end) like the blocks'. */
 	struct kvo_obj **ohash;
+	/* The same mutations by (database, id, key) -- a clear under an
+	 * empty key --, newest first: a lookup takes the first visible one. */
+	struct kvo_op **khash;
+	uint64_t kv_ord;		/* mutations ever added: their order */
+	uint64_t kv_nclear;		/* clears in the overlay */
 	struct kvo_op *kv_live_head, *kv_live_tail;	/* not checkpointed, lsn order */
 	struct kvo_op *kv_retired;
 	uint64_t kv_nlive, kv_live_bytes;

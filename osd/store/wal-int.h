@@ -34,10 +34,13 @@ _Static_assert(sizeof(struct kvop_hdr) == 16, "kv mutation layout");
 
 /* An overlay entry: one logged kv mutation. */
 struct kvo_op {
-	struct kvo_op *onext;		/* the object's mutations, lsn order */
+	struct kvo_op *onext, *oprev;	/* the object's mutations, lsn order */
+	struct kvo_op *knext, *kprev;	/* its key's bucket, newest first */
 	struct kvo_op *lnext;		/* live list (lsn order) or retired list */
 	struct kvo_obj *obj;
 	uint64_t id, seq, lsn, end;
+	uint64_t ord;			/* order among all mutations */
+	uint32_t kbucket;
 	uint8_t type, db;
 	uint16_t klen;
 	uint32_t vlen;
@@ -51,7 +54,11 @@ struct kvo_obj {
 };
 
 #define OHASH_BITS 12u
+#define KHASH_BITS 16u
 
+/* The hash of key k of id in database db (a clear's key is empty), for
+ * the overlay's and the batch's indexes. */
+uint32_t wal_kv_hash(int db, uint64_t id, const void *k, size_t kl);
 /* The oldest snapshot a reader still holds (UINT64_MAX: none). */
 uint64_t wal_oldest_reader(struct store *st);
 /* Removes a retired mutation for good (w->lock held). */

@@ -133,7 +133,8 @@ int wal_init(struct store *st)
 	w->next_lsn = 1;
 	w->hash = calloc((size_t)1 << HASH_BITS, sizeof(*w->hash));
 	w->ohash = calloc((size_t)1 << OHASH_BITS, sizeof(*w->ohash));
-	if (!w->hash || !w->ohash)
+	w->khash = calloc((size_t)1 << KHASH_BITS, sizeof(*w->khash));
+	if (!w->hash || !w->ohash || !w->khash)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
 	w->lock_ok = true;
@@ -172,6 +173,7 @@ void wal_destroy(struct store *st)
 				free(ob);
 			}
 	free(w->ohash);
+	free(w->khash);
 	free(w->hash);
 	free(w->recs);
 	if (w->lock_ok)
@@ -217,6 +219,26 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 		wb->kv = n;
 		wb->kvcap = cap;
 	}
+	if (!wb->kvh && !(wb->kvh = calloc(WALB_KH, sizeof(*wb->kvh))))
+		return -ENOMEM;
+	if (wb->nkv == wb->kvecap) {
+		uint32_t cap = wb->kvecap ? wb->kvecap * 2 : 64;
+		struct walb_kvent *n = realloc(wb->kvent, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		wb->kvent = n;
+		wb->kvecap = cap;
+	}
+	{
+		uint32_t bkt = wal_kv_hash(db, id, k, type == KVOP_CLEAR ? 0 : kl) & (WALB_KH - 1);
+
+		wb->kvent[wb->nkv].off = (uint32_t)wb->kvlen;
+		wb->kvent[wb->nkv].prev = wb->kvh[bkt];
+		wb->kvh[bkt] = wb->nkv + 1;
+	}
+	if (type == KVOP_CLEAR)
+		wb->kvclear = true;
 	memcpy(wb->kv + wb->kvlen, &h, sizeof(h));
 	if (kl)
 		memcpy(wb->kv + wb->kvlen + sizeof(h), k, kl);
@@ -225,6 +247,15 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 	wb->kvlen += need;
 	wb->nkv++;
 	return 0;
+}
+
+void walb_kv_clear(struct walb *wb)
+{
+	wb->kvlen = 0;
+	wb->nkv = 0;
+	wb->kvclear = false;
+	if (wb->kvh)
+		memset(wb->kvh, 0, WALB_KH * sizeof(*wb->kvh));
 }
 
 int walb_kv_meta(struct batch *b)
@@ -322,6 +353,8 @@ void walb_free(struct walb *wb)
 	free(wb->ents);
 	free(wb->data);
 	free(wb->kv);
+	free(wb->kvh);
+	free(wb->kvent);
 	memset(wb, 0, sizeof(*wb));
 }
 
