@@ -468,8 +468,8 @@ int walb_kv_to_txn(struct batch *b)
 
 			memcpy(&h, wb->kv + off, sizeof(h));
 			ob = kvo_find(w, h.id, false);
-			for (const struct kvo_op *o = ob ? ob->head : NULL; o && !clash; o = o->onext)
-				clash = o->end == UINT64_MAX;
+			/* Live mutations are the object's newest. */
+			clash = ob && ob->tail && ob->tail->end == UINT64_MAX;
 			off += sizeof(h) + h.klen + h.vlen;
 		}
 		pthread_mutex_unlock(&w->lock);
