@@ -467,7 +467,7 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 {
 	struct batch b;
 	struct store_txn *t;
-	bool kv_direct = !st->kvlog;
+	bool kv_direct = !st->kvlog, need_writer;
 	int r, rc;
 
 	uint64_t t0 = now_ns();
@@ -526,11 +526,14 @@ attempt:
 			if (t->ops[i].prew)
 				t->ops[i].prew->applied = false;
 	r = 0;
+	need_writer = false;
 	for (t = list; t && !r; t = t->next) {
 		if (t->result)
 			continue;
 		r = apply_txn(&b, t);
-		if (b.ro && (kv_write_refused_take() || b.changed || r == -EACCES))
+		/* Refused whatever error the apply code made of it. */
+		need_writer = b.ro && (kv_write_refused_take() || b.changed || r == -EACCES);
+		if (need_writer)
 			break;
 		if (r && !(r == -EOVERFLOW && b.kvlog)) {
 			t->result = r;
@@ -538,7 +541,7 @@ attempt:
 			goto attempt;
 		}
 	}
-	if (b.ro && (kv_write_refused_take() || b.changed || r == -EACCES)) {
+	if (need_writer) {
 		st->perf.ro_retries++;
 		batch_reset(&b, true);
 		pthread_mutex_unlock(&st->alloc_lock);
