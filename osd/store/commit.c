@@ -532,7 +532,7 @@ attempt:
 			continue;
 		r = apply_txn(&b, t);
 		/* Refused whatever error the apply code made of it. */
-		need_writer = b.ro && (kv_write_refused_take() || b.changed || r == -EACCES);
+		need_writer = b.ro && (kv_write_refused_take() || b.changed);
 		if (need_writer)
 			break;
 		if (r && !(r == -EOVERFLOW && b.kvlog)) {

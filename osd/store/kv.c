@@ -267,6 +267,11 @@ int kv_del(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl)
 	return kv_err(note_refused(mdb_del(t, dbi, &key, NULL)));
 }
 
+int kv_cursor_del(MDB_cursor *c)
+{
+	return note_refused(mdb_cursor_del(c, 0));
+}
+
 int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen)
 {
 	MDB_cursor *c;
@@ -279,7 +284,7 @@ int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen)
 		return kv_err(rc);
 	rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
 	while (rc == 0 && key.mv_size >= plen && memcmp(key.mv_data, prefix, plen) == 0) {
-		rc = note_refused(mdb_cursor_del(c, 0));
+		rc = kv_cursor_del(c);
 		if (rc)
 			break;
 		n++;

@@ -88,12 +88,15 @@ int kv_err(int rc);
  * -ENOENT when missing, -EIO when the crc does not match. */
 int kv_get(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void **v, size_t *vl);
 int kv_put(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl, const void *v, size_t vl);
-/* Whether kv_put, kv_del or kv_del_prefix met a read-only transaction on
- * this thread since the last call (commit.c's read-only batches). */
+/* Whether kv_put, kv_del, kv_del_prefix or kv_cursor_del met a read-only
+ * transaction on this thread since the last call (commit.c's read-only
+ * batches). */
 bool kv_write_refused_take(void);
 int kv_del(MDB_txn *t, MDB_dbi dbi, const void *k, size_t kl);	/* -ENOENT if missing */
 /* Deletes every key that starts with prefix; returns the count or <0. */
 int64_t kv_del_prefix(MDB_txn *t, MDB_dbi dbi, const void *prefix, size_t plen);
+/* mdb_cursor_del of the cursor's entry (an LMDB code), a refusal noted. */
+int kv_cursor_del(MDB_cursor *c);
 /* Checks a raw LMDB value's crc; payload out. */
 int kv_unwrap(const MDB_val *raw, const void **v, size_t *vl);
 /* Bytes of the map in use (pages up to the last used, less free pages). */

@@ -251,11 +251,11 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 
 void walb_kv_clear(struct walb *wb)
 {
+	if (wb->nkv && wb->kvh)
+		memset(wb->kvh, 0, WALB_KH * sizeof(*wb->kvh));
 	wb->kvlen = 0;
 	wb->nkv = 0;
 	wb->kvclear = false;
-	if (wb->kvh)
-		memset(wb->kvh, 0, WALB_KH * sizeof(*wb->kvh));
 }
 
 int walb_kv_meta(struct batch *b)

@@ -893,10 +893,10 @@ static int drop_chunks_from(struct batch *b, struct obj *ob, uint32_t first)
 			r = chunk_release(b, &c);
 		if (r)
 			break;
-		b->changed = true;	/* also when refused: the batch needs a writer */
-		rc = mdb_cursor_del(cur, 0);
+		rc = kv_cursor_del(cur);
 		if (rc)
 			break;
+		b->changed = true;
 		rc = mdb_cursor_get(cur, &key, &val, MDB_GET_CURRENT);
 	}
 	mdb_cursor_close(cur);

@@ -456,6 +456,11 @@ void waiter_done(struct waiter *w, int r)
 	pthread_mutex_unlock(&w->mu);
 }
 
+void waiter_done_cb(void *arg, int r)
+{
+	waiter_done(arg, r);
+}
+
 bool waiter_wait(struct waiter *w, int timeout_s)
 {
 	struct timespec until;

@@ -130,6 +130,8 @@ void waiter_init(struct waiter *w);
 void waiter_destroy(struct waiter *w);
 void waiter_add(struct waiter *w, long n);
 void waiter_done(struct waiter *w, int r);
+/* waiter_done as a store completion callback (arg: the waiter). */
+void waiter_done_cb(void *arg, int r);
 /* Waits up to timeout_s seconds; false on timeout. */
 bool waiter_wait(struct waiter *w, int timeout_s);
 

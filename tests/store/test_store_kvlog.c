@@ -596,11 +596,6 @@ Test(kvlog, small_objects_live_in_the_log)
 #define NBESIDE 20
 #define CHUNKY_SIZE (64u << 10)
 
-static void count_done(void *arg, int r)
-{
-	waiter_done(arg, r);
-}
-
 static bool ckpt_handed(struct store *st)
 {
 	return __atomic_load_n(&st->wal.ck.kv_handed, __ATOMIC_ACQUIRE);
@@ -722,10 +717,10 @@ static void queue_kv_txn(struct store *st, struct waiter *w)
 	waiter_add(w, 2);
 	t = store_txn_new();
 	OK(store_txn_write(t, C1, "chunky", 0, buf, CHUNKY_SIZE, 0));
-	OK(store_queue(st, t, count_done, w));
+	OK(store_queue(st, t, waiter_done_cb, w));
 	t = store_txn_new();
 	OK(store_txn_setattr(t, C1, "s0", "after", "x", 1));
-	OK(store_queue(st, t, count_done, w));
+	OK(store_queue(st, t, waiter_done_cb, w));
 	free(buf);
 }
 

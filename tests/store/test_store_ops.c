@@ -373,13 +373,6 @@ Test(lifecycle, readonly_refuses_queue_erofs)
 	expect_fsck_clean(true);
 }
 
-static void count_done(void *arg, int r)
-{
-	struct waiter *w = arg;
-
-	waiter_done(w, r);
-}
-
 Test(lifecycle, close_waits_for_queued_txns)
 {
 	struct waiter w;
@@ -394,7 +387,7 @@ Test(lifecycle, close_waits_for_queued_txns)
 		snprintf(oid, sizeof(oid), "o%02d", i);
 		OK(store_txn_write(t, 1, oid, 0, oid, strlen(oid), 0));
 		waiter_add(&w, 1);
-		OK(store_queue(ts.st, t, count_done, &w));
+		OK(store_queue(ts.st, t, waiter_done_cb, &w));
 	}
 	ts_close(&ts);
 	cr_assert_eq(w.pending, 0, "%ld completions had not fired when store_close returned",
@@ -2590,7 +2583,7 @@ Test(txn, batch_max_one_commits_each_alone, .init = init_batch_1)
 
 		OK(store_txn_write(t, C1, "o", 0, &v, sizeof(v), 0));
 		waiter_add(&w, 1);
-		OK(store_queue(ts.st, t, count_done, &w));
+		OK(store_queue(ts.st, t, waiter_done_cb, &w));
 	}
 	cr_assert(waiter_wait(&w, 60));
 	cr_assert_eq(w.failed, 0);
