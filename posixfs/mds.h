@@ -120,7 +120,8 @@ struct mds_txn {
 };
 
 /* Requests already answered, so that one resent after a lost connection
- * (or replayed from the journal after a restart) is not applied twice. */
+ * (or replayed from the journal after a restart) is not applied twice:
+ * the last MDS_DONE_MAX of each client (mds_answered.c). */
 #define MDS_DONE_MAX	8192u
 struct mds_done {
 	uint64_t client, reqid, ino;
@@ -136,6 +137,21 @@ struct mds_done {
 struct mds_ans {
 	uint64_t client, reqid, ino;
 };
+
+/* Entries kept per client (mds_answered.c): each starts with the client
+ * and the request id (u64s). */
+#define MDS_RINGS_BITS	8
+struct mds_ring;
+struct mds_rings {
+	struct mds_ring **ht;
+	size_t esize;
+};
+int mds_rings_init(struct mds_rings *rs, size_t esize);
+void mds_rings_fini(struct mds_rings *rs);
+void *mds_rings_add(struct mds_rings *rs, uint64_t client);
+void *mds_rings_find(struct mds_rings *rs, uint64_t client, uint64_t reqid);
+void mds_rings_forget(struct mds_rings *rs, uint64_t client);
+int mds_rings_each(struct mds_rings *rs, int (*fn)(void *arg, const void *e), void *arg);
 
 /* A change applied in memory and answered, waiting for the journaler
  * (early replies, mds_ns.c): it goes to the journal in the next batch. */
@@ -177,10 +193,9 @@ struct mds {
 	uint64_t seg, seg_entries, seq;
 	uint64_t seg_bytes;	/* length of the current segment */
 	uint64_t nreq;
-	struct mds_done done[MDS_DONE_MAX];
-	uint32_t done_next;
-	struct mds_ans ans[MDS_DONE_MAX];	/* a ring: the last journaled ones */
-	uint32_t ans_next, ans_n;
+	struct mds_rings done;	/* struct mds_done, per client (m->lock) */
+	struct mds_rings ans;	/* struct mds_ans: the journaled ones (ans_lock) */
+	pthread_mutex_t ans_lock;
 	uint64_t seg_max;	/* entries per segment (ATOLL_MDS_SEG_ENTRIES) */
 	bool drop_safe;		/* fault injection: never send MT_MDS_SAFE */
 	uint64_t commits, crash_after;	/* fault injection (tests) */
@@ -295,6 +310,13 @@ uint64_t mds_durable_seq(struct mds *m);
  * thread handling requests queues, so the answer holds until it does.) */
 bool mds_journal_room(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
+/* The journaled requests (mds_answered.c): noted by whoever journals,
+ * kept in fs.answered across segments. */
+int mds_answered_init(struct mds *m);
+void mds_ans_add(struct mds *m, uint64_t client, uint64_t reqid, uint64_t ino);
+int mds_ans_store(struct mds *m);
+int mds_ans_load(struct mds *m);
+void mds_answered_forget(struct mds *m, uint64_t client);
 
 /* Loads the node's extended attributes (once). */
 int mds_xattr_load(struct mds *m, struct mds_node *n);

@@ -1428,116 +1428,11 @@ static int head_set_seg(struct mds *m, uint64_t seg)
 	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1);
 }
 
-/* ---- the index of answered requests, across segments ----------------------
- *
- * A resend of a change journaled before a restart is answered from the
- * index (mds_done_find) that the replay refills: each entry carries its
- * request's client and id.  The replay reads only the current segment,
- * so the journaled requests of the segments rolled before are kept in
- * m->ans (the last MDS_DONE_MAX, in journal order) and written whole to
- * fs.answered each time a segment rolls, before the segment goes: one
- * write per roll, at most MDS_DONE_MAX * 24 bytes.  A start loads it
- * before the replay. */
-
-#define ANS_OID	"fs.answered"
-
-/* Whoever journals t (the journaler, or the worker with early replies
- * off, or the replay) notes it once it is durable. */
-static void ans_add(struct mds *m, uint64_t client, uint64_t reqid, uint64_t ino)
-{
-	if (!reqid)
-		return;
-	struct mds_ans *a = &m->ans[m->ans_next++ % MDS_DONE_MAX];
-	a->client = client;
-	a->reqid = reqid;
-	a->ino = ino;
-	if (m->ans_n < MDS_DONE_MAX)
-		m->ans_n++;
-}
-
-/* fs.answered: one section (v1): u32 count, then count times client,
- * request id, inode named; oldest first.  Replaced whole (write_full). */
-static int ans_store(struct mds *m)
-{
-	struct enc e;
-	size_t len;
-	int ret;
-
-	enc_init(&e);
-	size_t h = enc_begin(&e, 1, 1);
-	enc_u32(&e, m->ans_n);
-	for (uint32_t i = 0; i < m->ans_n; i++) {
-		/* MDS_DONE_MAX divides 2^32: the wrap of ans_next is harmless */
-		const struct mds_ans *a = &m->ans[(m->ans_next - m->ans_n + i) % MDS_DONE_MAX];
-		enc_u64(&e, a->client);
-		enc_u64(&e, a->reqid);
-		enc_u64(&e, a->ino);
-	}
-	enc_end(&e, h);
-	uint8_t *buf = enc_take(&e, &len);
-	if (!buf) {
-		enc_free(&e);
-		return -ENOMEM;
-	}
-	ret = atoll_write_full(m->meta, ANS_OID, buf, len);
-	free(buf);
-	return ret;
-}
-
-/* Loads fs.answered into the index (before the replay adds the current
- * segment's requests).  A damaged object is logged and skipped: only the
- * exactly-once answer of an old resend depends on it. */
-static int ans_load(struct mds *m)
-{
-	uint64_t size = 0, mt;
-	int ret = atoll_stat(m->meta, ANS_OID, &size, &mt);
-
-	if (ret == -ENOENT)
-		return 0;
-	if (ret)
-		return ret;
-	uint8_t *buf = malloc(size ? size : 1);
-	if (!buf)
-		return -ENOMEM;
-	int64_t got = atoll_read(m->meta, ANS_OID, buf, size, 0);
-	if (got < 0) {
-		free(buf);
-		return (int)got;
-	}
-	struct dec d, b;
-	uint8_t v;
-	uint32_t n = 0;
-	dec_init(&d, buf, (size_t)got);
-	ret = dec_begin(&d, 1, &b, &v);
-	if (!ret) {
-		n = dec_count(&b, MDS_DONE_MAX, 24);
-		for (uint32_t i = 0; i < n; i++) {
-			uint64_t client = dec_u64(&b);
-			uint64_t reqid = dec_u64(&b);
-			uint64_t ino = dec_u64(&b);
-			if (dec_fail(&b, 0))
-				break;
-			ans_add(m, client, reqid, ino);
-			mds_done_add(m, client, reqid, 0, ino, 0);
-		}
-		ret = dec_end(&d, &b);
-	}
-	free(buf);
-	if (ret) {
-		log_warn(SUB, "the index of answered requests (%s) is damaged (%s); "
-			 "ignoring it: a resend of a change journaled before the last "
-			 "segment may be applied again", ANS_OID, atoll_strerror(ret));
-		return 0;
-	}
-	log_info(SUB, "loaded %u answered request%s from %s", n, n == 1 ? "" : "s", ANS_OID);
-	return 0;
-}
-
 static int journal_roll(struct mds *m)
 {
 	char oid[64];
 	/* the index first: the requests of the segment that goes stay known */
-	int ret = ans_store(m);
+	int ret = mds_ans_store(m);
 
 	if (ret)
 		return ret;
@@ -1614,7 +1509,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 	}
 	ret = journal_write(m, &e);
 	if (ret == 0) {
-		ans_add(m, t->client, t->reqid, t->res_ino);
+		mds_ans_add(m, t->client, t->reqid, t->res_ino);
 		__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
 		__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
 	}
@@ -1853,7 +1748,7 @@ static void *journaler_main(void *arg)
 		 * drains the applier (a truncate's trim) and finds them queued */
 		for (size_t i = 0; i < n; i++) {
 			journal_done_one(m, &batch[i]->t);
-			ans_add(m, batch[i]->t.client, batch[i]->t.reqid, batch[i]->t.res_ino);
+			mds_ans_add(m, batch[i]->t.client, batch[i]->t.reqid, batch[i]->t.res_ino);
 		}
 		uint64_t last = batch[n - 1]->seq;
 		pthread_mutex_lock(&m->jlock);
@@ -2036,26 +1931,6 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 	return 0;
 }
 
-void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
-		  uint64_t ino, uint64_t seq)
-{
-	struct mds_done *d = &m->done[m->done_next++ % MDS_DONE_MAX];
-
-	d->client = client;
-	d->reqid = reqid;
-	d->rc = rc;
-	d->ino = ino;
-	d->seq = seq;
-}
-
-const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid)
-{
-	for (uint32_t i = 0; i < MDS_DONE_MAX; i++)
-		if (m->done[i].reqid == reqid && m->done[i].client == client)
-			return &m->done[i];
-	return NULL;
-}
-
 int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
 {
 	if (m->next_ino >= m->ino_hw) {
@@ -2127,7 +2002,7 @@ static int journal_replay(struct mds *m)
 			ret = store_apply(m, t);
 			if (t->reqid)
 				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);
-			ans_add(m, t->client, t->reqid, t->res_ino);
+			mds_ans_add(m, t->client, t->reqid, t->res_ino);
 			if (ret) {
 				free(t);
 				free(buf);
@@ -2317,6 +2192,7 @@ int mds_session_drop(struct mds *m, uint64_t client)
 {
 	char key[17];
 
+	mds_answered_forget(m, client);	/* it resends nothing now */
 	for (size_t i = 0; i < m->nsess; i++)
 		if (m->sess[i] == client) {
 			m->sess[i] = m->sess[--m->nsess];
@@ -2471,7 +2347,9 @@ int mds_open(struct mds *m)
 	}
 	if (!m->seg_max)
 		m->seg_max = MDS_SEG_ENTRIES;
-	ret = ans_load(m);	/* the requests of the rolled segments */
+	ret = mds_answered_init(m);
+	if (!ret)
+		ret = mds_ans_load(m);	/* the requests of the rolled segments */
 	if (ret)
 		return ret;
 	ret = journal_replay(m);

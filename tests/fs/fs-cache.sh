@@ -9,6 +9,11 @@
 #    twice), then lists it (every name once), with records, and looks
 #    names up (present and absent); timed.  The MDS restarts and the
 #    same holds (its listing now loads lazily, in pages).
+#    Exactly once across clients: one client's mkdir, then 10,000
+#    creates by another client (more than the 8,192 requests the MDS
+#    keeps per client), then the mkdir resent: answered from its first
+#    result (0, its inode), not applied again (EEXIST); again after the
+#    restart (fs.answered and the replay).
 # 2. The MDS restarted with mds_cache_mb = 1: a workload on a mount across
 #    24 directories (create, write, mkdir, rename across directories and
 #    of directories, link, symlink, chmod, setxattr, unlink, rmdir), the
@@ -34,6 +39,7 @@ fuse_bin=${2:?}
 atoll_cli=${3:?}
 bigdir=${4:?}
 nbig=${ATOLL_FS_BIGDIR_N:-${5:-100000}}
+nresend=10000	# creates by another client before the resend (> MDS_DONE_MAX)
 sanitized=${6:-0}	# 1: the RSS check is off (ASan's quarantine keeps freed memory)
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "python3 is missing"
@@ -73,10 +79,17 @@ restart_mds() {
 step "$nbig entries in one directory through the MDS protocol"
 "$bigdir" "$mds_addr" create "$nbig" || fail "the big directory"
 "$atoll_cli" fs status | grep "cache:"
-step "the MDS restarted: the listing loads lazily"
+step "a client's resend is answered from its first result after $nresend requests of another"
+resent=$("$bigdir" "$mds_addr" resend "$nresend") || fail "the resend after another client's requests"
+echo "$resent"
+set -- $(echo "$resent" | tail -n 1)
+[ "${1:-}" = resent ] || fail "mds_bigdir resend printed no 'resent' line"
+shift
+step "the MDS restarted: the listing loads lazily, the resend is still known"
 "$cluster_bin" mds stop --dir "$cdir" >/dev/null || fail "mds stop"
 start_mds
 "$bigdir" "$mds_addr" verify "$nbig" || fail "the big directory after a restart"
+"$bigdir" "$mds_addr" resend-again "$@" || fail "the resend after a restart"
 
 step "a workload on a mount, the MDS's cache bounded to 1 MiB"
 restart_mds 1

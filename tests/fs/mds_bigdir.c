@@ -18,6 +18,18 @@
  *                              name with its inode number, absent names
  *                              are ENOENT
  *
+ *   mds_bigdir ADDR resend N
+ *                              a mkdir of a fresh name, then N creates by
+ *                              another client, then the mkdir resent
+ *                              (MDS_L_REPLAY, same client and request
+ *                              id): answered from its first result (0,
+ *                              the same inode), not applied again
+ *                              (EEXIST); prints "resent CLIENT REQID INO
+ *                              NAME" for resend-again
+ *   mds_bigdir ADDR resend-again CLIENT REQID INO NAME
+ *                              the same resend once more (after an MDS
+ *                              restart: from fs.answered or the replay)
+ *
  * The final set of "big" is a function of N: f000000..f(N-1) without
  * every name whose number is 7 mod 1000, plus one "g" name for each
  * removed one.  Timings go to stdout ("create: N entries in S s").
@@ -445,6 +457,83 @@ static void list(long n)
 	printf("list: %ld entries with their records in %.2f s\n", total, now_s() - t0);
 }
 
+/* ---- exactly once: a resend after other clients' requests ---- */
+
+static void resend_check(uint64_t client, uint64_t reqid, uint64_t ino, const char *name)
+{
+	struct mds_req rq;
+	struct mds_reply rp = { 0 };
+	uint64_t saved = client_id;
+
+	client_id = client;
+	req_init(&rq, MDS_OP_MKDIR, ROOT_INO, name);
+	rq.reqid = reqid;
+	rq.mode = 0755;
+	rq.lflags = MDS_L_REPLAY;
+	int ret = call(&rq, &rp);
+	client_id = saved;
+	if (ret)
+		die("the resent mkdir", ret);
+	if (rp.rc || !rp.ninodes || rp.in[0].ino != ino) {
+		fprintf(stderr, "mds_bigdir: the resent mkdir of '%s' (client %" PRIu64
+			", request %" PRIu64 ") got %s, inode %" PRIu64 ": it was applied again "
+			"instead of answered from its first result (0, inode %" PRIu64 ")\n",
+			name, client, reqid, rp.rc ? strerror(-rp.rc) : "0",
+			rp.ninodes ? rp.in[0].ino : 0, ino);
+		exit(1);
+	}
+	reply_free(&rp);
+}
+
+static void resend(long n)
+{
+	struct mds_req rq;
+	struct mds_reply rp = { 0 };
+	char name[64];
+	uint64_t client = client_id, reqid, ino;
+
+	snprintf(name, sizeof(name), "resend-%" PRIx64, client);
+	req_init(&rq, MDS_OP_MKDIR, ROOT_INO, name);
+	rq.mode = 0755;
+	reqid = rq.reqid;
+	int ret = call(&rq, &rp);
+	if (ret || rp.rc || !rp.ninodes)
+		die("mkdir", ret ? ret : rp.rc ? rp.rc : -EIO);
+	ino = rp.in[0].ino;
+	reply_free(&rp);
+	/* another client's n requests: more than one client's share */
+	client_id = client + 1;
+	char bname[80];
+
+	snprintf(bname, sizeof(bname), "%s-bulk", name);
+	req_init(&rq, MDS_OP_MKDIR, ROOT_INO, bname);
+	rq.mode = 0755;
+	ret = call(&rq, &rp);
+	if (ret || rp.rc || !rp.ninodes)
+		die("mkdir bulk", ret ? ret : rp.rc ? rp.rc : -EIO);
+	uint64_t bulk = rp.in[0].ino;
+	reply_free(&rp);
+	for (long i = 0; i < n; i++) {
+		char f[32];
+
+		fname(f, sizeof(f), 'f', i);
+		req_init(&rq, MDS_OP_MKNOD, bulk, f);
+		rq.mode = S_IFREG | 0644;
+		send_async(&rq);
+	}
+	drain();
+	client_id = client;
+	resend_check(client, reqid, ino, name);
+	/* and a new mkdir of that name is refused: it exists */
+	req_init(&rq, MDS_OP_MKDIR, ROOT_INO, name);
+	rq.mode = 0755;
+	ret = call(&rq, &rp);
+	if (ret || rp.rc != -EEXIST)
+		die("a second mkdir of the name (EEXIST expected)", ret ? ret : rp.rc ? rp.rc : -EIO);
+	reply_free(&rp);
+	printf("resent %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", client, reqid, ino, name);
+}
+
 static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	(void)arg;
@@ -458,14 +547,18 @@ int main(int argc, char **argv)
 	struct msgr_ops ops = { .dispatch = on_dispatch };
 	struct msgr *msgr = NULL;
 
-	if (argc < 4 || argc > 5 || (strcmp(argv[2], "create") && strcmp(argv[2], "verify") &&
-				     strcmp(argv[2], "list"))) {
-		fprintf(stderr, "usage: mds_bigdir MDS-ADDR create|verify|list N [DIR-NAME]\n");
+	bool again = argc == 7 && !strcmp(argv[2], "resend-again");
+
+	if (!again && (argc < 4 || argc > 5 ||
+		       (strcmp(argv[2], "create") && strcmp(argv[2], "verify") &&
+			strcmp(argv[2], "list") && strcmp(argv[2], "resend")))) {
+		fprintf(stderr, "usage: mds_bigdir MDS-ADDR create|verify|list|resend N [DIR-NAME]\n"
+			"       mds_bigdir MDS-ADDR resend-again CLIENT REQID INO NAME\n");
 		return 2;
 	}
-	if (argc == 5)
+	if (argc == 5 && !again)
 		dirname = argv[4];
-	N = atol(argv[3]);
+	N = again ? 1 : atol(argv[3]);
 	if (N < 1 || N > 1000000) {
 		fprintf(stderr, "mds_bigdir: N must be 1..1000000\n");
 		return 2;
@@ -485,7 +578,13 @@ int main(int argc, char **argv)
 	conn = msgr_connect(msgr, argv[1]);
 	if (!conn)
 		die("connect", -EINVAL);
-	if (!strcmp(argv[2], "list")) {
+	if (again) {
+		resend_check(strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10),
+			     strtoull(argv[5], NULL, 10), argv[6]);
+		printf("resent again: answered from its first result\n");
+	} else if (!strcmp(argv[2], "resend")) {
+		resend(N);
+	} else if (!strcmp(argv[2], "list")) {
 		list(N);
 	} else {
 		if (!strcmp(argv[2], "create"))
