@@ -261,7 +261,7 @@ for name, key, label, r, target in (
 v = med([x["MBps"] for x in b["w4m"]])
 r = "seq_write_4M_3x16_dsync_per_replica_MBps"
 d = med(ref[r]) if r in ref else 0
-print("%-22s %10.1f  %-34s %10.0f  %5.0f%%  %7s  %s" % ("4M write MB/s", v, r[:34], d,
+print("%-22s %10.1f  %-34s %10.0f  %5.0f%%  %7s  %s" % ("4M write MB/s", v, "durable-ceiling.sh: dsync / 3", d,
       v / d * 100 if d else 0, "", "(durable ceiling, no target)"))
 cpu = med([x["cpu_us_per_op"] for x in b["w4k"]])
 good = cpu <= 500
