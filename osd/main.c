@@ -33,6 +33,7 @@
 #include "config.h"
 #include "encode.h"
 #include "log.h"
+#include "memtrim.h"
 #include "pg.h"
 #include "store.h"
 
@@ -41,8 +42,8 @@
  * time: the 4 MiB message and read buffers come and go hundreds of times
  * a second, and with the default 10 s decay about half of each new one
  * was fresh pages (a page fault and zeroing per 4 KiB, ~10% of the OSD's
- * CPU on 4 MiB writes).  Memory then stays at its peak, which the
- * messenger's flow control bounds. */
+ * CPU on 4 MiB writes).  Freed pages past a slack are given back once a
+ * second instead (memtrim.c). */
 extern const char *malloc_conf;
 const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
 
@@ -641,6 +642,7 @@ static void start_loop(void *arg)
 			  osd->mon_addr);
 	osd_hb_start(osd);
 	osd_scrub_sched_start(osd);
+	osd_memtrim_start(osd);
 }
 
 /* Shutdown, step 1 (loop): ask to be marked down. */
