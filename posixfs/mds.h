@@ -310,6 +310,8 @@ uint64_t mds_durable_seq(struct mds *m);
  * thread handling requests queues, so the answer holds until it does.) */
 bool mds_journal_room(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
+/* The whole object oid of the metadata pool, malloc'd (-ENOENT: none). */
+int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len);
 /* The journaled requests (mds_answered.c): noted by whoever journals,
  * kept in fs.answered across segments. */
 int mds_answered_init(struct mds *m);

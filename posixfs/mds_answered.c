@@ -155,25 +155,18 @@ int mds_ans_store(struct mds *m)
  * exactly-once answer of an old resend depends on it. */
 int mds_ans_load(struct mds *m)
 {
-	uint64_t size = 0, mt;
-	int ret = atoll_stat(m->meta, ANS_OID, &size, &mt);
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	int ret = mds_read_object(m, ANS_OID, &buf, &got);
 
 	if (ret == -ENOENT)
 		return 0;
 	if (ret)
 		return ret;
-	uint8_t *buf = malloc(size ? size : 1);
-	if (!buf)
-		return -ENOMEM;
-	int64_t got = atoll_read(m->meta, ANS_OID, buf, size, 0);
-	if (got < 0) {
-		free(buf);
-		return (int)got;
-	}
 	struct dec d, b;
 	uint8_t v;
 	uint32_t n = 0;
-	dec_init(&d, buf, (size_t)got);
+	dec_init(&d, buf, got);
 	ret = dec_begin(&d, 1, &b, &v);
 	if (!ret) {
 		n = dec_count(&b, ANS_FILE_MAX, 24);

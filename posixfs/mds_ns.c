@@ -1948,6 +1948,29 @@ int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
 }
 
 /* Replays the segment named by fs.journal.head over the objects. */
+/* Reads the whole object oid of the metadata pool into *buf (malloc'd,
+ * the caller frees it; *len bytes): 0, -ENOENT when it does not exist, or
+ * another negative errno. */
+int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len)
+{
+	uint64_t size = 0, mt;
+	int ret = atoll_stat(m->meta, oid, &size, &mt);
+
+	if (ret)
+		return ret;
+	*buf = malloc(size ? size : 1);
+	if (!*buf)
+		return -ENOMEM;
+	int64_t got = atoll_read(m->meta, oid, *buf, size, 0);
+	if (got < 0) {
+		free(*buf);
+		*buf = NULL;
+		return (int)got;
+	}
+	*len = (size_t)got;
+	return 0;
+}
+
 static int journal_replay(struct mds *m)
 {
 	struct atoll_kv_iter *it = NULL;
@@ -1955,7 +1978,6 @@ static int journal_replay(struct mds *m)
 	const void *k, *v;
 	size_t kl, vl;
 	char oid[64], num[17];
-	uint64_t size = 0, mt;
 	int ret, n = 0;
 
 	m->seg = 1;
@@ -1969,28 +1991,23 @@ static int journal_replay(struct mds *m)
 	if (ret && ret != -ENOENT)
 		return ret;
 	oid_seg(oid, sizeof(oid), m->seg);
-	ret = atoll_stat(m->meta, oid, &size, &mt);
+	uint8_t *buf = NULL;
+	size_t got = 0;
+
+	ret = mds_read_object(m, oid, &buf, &got);
 	if (ret == -ENOENT)
 		goto roll;
 	if (ret)
 		return ret;
-	uint8_t *buf = malloc(size ? size : 1);
-	if (!buf)
-		return -ENOMEM;
-	int64_t got = atoll_read(m->meta, oid, buf, size, 0);
-	if (got < 0) {
-		free(buf);
-		return (int)got;
-	}
 	size_t pos = 0;
 	struct mds_txn *t = malloc(sizeof(*t));
-	while (t && pos + 16 <= (size_t)got) {
+	while (t && pos + 16 <= got) {
 		uint32_t len, crc;
 		uint64_t seq;
 		memcpy(&len, buf + pos, 4);
 		memcpy(&crc, buf + pos + 4, 4);
 		memcpy(&seq, buf + pos + 8, 8);
-		if (pos + 16 + len > (size_t)got ||
+		if (pos + 16 + len > got ||
 		    atoll__crc32c(0, buf + pos + 8, (size_t)len + 8) != crc) {
 			log_warn(SUB, "journal segment %" PRIu64 " ends with a torn entry "
 				 "at byte %zu (never acknowledged); ignoring it", m->seg, pos);
