@@ -1947,7 +1947,6 @@ int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
 	return 0;
 }
 
-/* Replays the segment named by fs.journal.head over the objects. */
 /* Reads the whole object oid of the metadata pool into *buf (malloc'd,
  * the caller frees it; *len bytes): 0, -ENOENT when it does not exist, or
  * another negative errno. */
@@ -1971,6 +1970,7 @@ int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len)
 	return 0;
 }
 
+/* Replays the segment named by fs.journal.head over the objects. */
 static int journal_replay(struct mds *m)
 {
 	struct atoll_kv_iter *it = NULL;
