@@ -276,6 +276,25 @@ static void beacon_reply(void *arg, struct msg *reply, int err)
 	free(ctx);
 }
 
+/* The store is as full as the fuller of its data area and its kv (small
+ * objects' data, attributes, omap, the PG logs): the kv's share, in bytes
+ * of the data area, when that is the larger.  What the monitor's full
+ * ratios and the local failsafe see, so that they guard the kv too. */
+uint64_t osd_used_bytes(const struct store_statfs *sf)
+{
+	uint64_t used = sf->used;
+
+	if (sf->kv_max && sf->total) {
+		unsigned __int128 kv = (unsigned __int128)sf->kv_used * sf->total / sf->kv_max;
+
+		if (kv > sf->total)
+			kv = sf->total;
+		if (kv > used)
+			used = (uint64_t)kv;
+	}
+	return used;
+}
+
 void osd_hb_beacon(struct osd *osd)
 {
 	struct osd_beacon b = { .id = osd->whoami, .epoch = osd->map ? osd->map->epoch : 0 };
@@ -284,11 +303,13 @@ void osd_hb_beacon(struct osd *osd)
 	struct enc e;
 
 	if (store_statfs(osd->store, &sf) == 0) {
+		uint64_t used = osd_used_bytes(&sf);
+
 		b.total = sf.total;
-		b.used = sf.used;
-		b.avail = sf.free;
+		b.used = used;
+		b.avail = sf.total - used;
 		if (osd->map && sf.total) {
-			uint64_t ratio = sf.used * 10000 / sf.total;
+			uint64_t ratio = used * 10000 / sf.total;
 
 			atomic_store(&osd->local_full, ratio >= osd->failsafe_ratio);
 		}

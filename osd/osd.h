@@ -169,6 +169,10 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 
 /* heartbeat.c */
 void osd_hb_start(struct osd *osd);
+/* Bytes the beacon reports used: the fuller of the store's data area and
+ * its kv, in bytes of the data area. */
+struct store_statfs;
+uint64_t osd_used_bytes(const struct store_statfs *sf);
 /* Sends a beacon now (after boot: the first lease comes with its answer). */
 void osd_hb_beacon(struct osd *osd);
 /* Whether we hold a lease now, i.e. may serve client ops. */

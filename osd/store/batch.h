@@ -71,6 +71,7 @@ struct batch {
 	uint64_t next_id;
 	uint64_t kv_used;		/* measured once per attempt, when near full */
 	bool kv_measured;
+	bool no_inline;			/* half the kv is in use: new data goes to blocks */
 	bool changed;			/* anything to commit */
 	bool data_written;		/* prewritten data to flush before the commit */
 	/* Onode, attribute, omap and counter mutations go into the log

@@ -53,6 +53,9 @@
 #define KV_APPLY_BYTES (4u << 20)
 /* How often an idle commit thread looks at a checkpoint in progress. */
 #define CKPT_POLL_NS (1000ull * 1000)
+/* How often the commit thread measures the kv's use for the inline rule
+ * once LMDB's high-water mark is past half the map (kv_measure). */
+#define KV_INLINE_CHECK_NS (100ull * 1000 * 1000)
 /* How long a committed batch waits for the next one to sync it. */
 #define SYNC_LINGER_NS (200ull * 1000)
 
@@ -444,20 +447,48 @@ static int kv_flush_overlay(struct store *st, struct done *prev)
 }
 
 /* Near the kv's end, measure what is really in use (free pages count);
- * LMDB only lets a read transaction look at its free list. */
+ * LMDB only lets a read transaction look at its free list.  Also decides
+ * whether new data may still go inline (b->no_inline): not once half the
+ * kv is in use, counting the logged mutations twice.  That is measured
+ * when an estimate (the last measure, plus what LMDB's high-water mark
+ * and the logged mutations grew since) passes the half, and while inline
+ * is off, every KV_INLINE_CHECK_NS (deletes may have made room). */
 static void kv_measure(struct store *st, struct batch *b)
 {
+	uint64_t half = st->kv.map_size / 2, pending = 2 * st->deferred_kv_bytes;
 	MDB_envinfo info;
 	MDB_txn *rt;
 
 	b->kv_measured = false;
 	mdb_env_info(st->kv.env, &info);
-	if (((uint64_t)info.me_last_pgno + 1) * st->kv.psize + st->kv.reserve +
-	    2 * st->deferred_kv_bytes > st->kv.map_size &&
-	    !mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &rt)) {
-		b->kv_measured = !kv_used_bytes(&st->kv, rt, &b->kv_used);
+	uint64_t hw = ((uint64_t)info.me_last_pgno + 1) * st->kv.psize;
+	bool near_end = hw + st->kv.reserve + pending > st->kv.map_size;
+	uint64_t est = st->kv_inl.used + (hw > st->kv_inl.hw ? hw - st->kv_inl.hw : 0) +
+		       (pending > st->kv_inl.pending ? pending - st->kv_inl.pending : 0);
+	bool check;
+
+	if (hw + pending <= half) {
+		st->kv_no_inline = false;
+		check = false;
+	} else if (st->kv_no_inline)
+		check = now_ns() - st->kv_inl.at >= KV_INLINE_CHECK_NS;
+	else
+		check = est + pending > half;
+	if ((near_end || check) && !mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &rt)) {
+		uint64_t used;
+
+		if (!kv_used_bytes(&st->kv, rt, &used)) {
+			b->kv_measured = near_end;
+			b->kv_used = used;
+			st->kv_no_inline = used + pending > half;
+			st->kv_inl.used = used;
+			st->kv_inl.hw = hw;
+			st->kv_inl.pending = pending;
+			st->kv_inl.at = now_ns();
+		}
 		mdb_txn_abort(rt);
 	}
+	b->no_inline = st->kv_no_inline;
 }
 
 /* Applies, writes and commits one batch; returns true if it committed

@@ -388,6 +388,16 @@ struct store {
 	uint64_t double_used;	/* blocks found used twice at open */
 	uint64_t deferred_blocks;	/* logged blocks not yet checkpointed */
 	uint64_t deferred_kv_bytes;	/* logged kv mutations not yet checkpointed */
+	/* Half the kv is in use: objects no longer keep new data inline (an
+	 * inline 4 KiB value takes two 4 KiB pages of LMDB, so a store of
+	 * small objects would fill its kv at a sixteenth of its device);
+	 * the last measure of the kv's use, LMDB's high-water mark and the
+	 * logged mutations (counted twice) then, and when (commit thread
+	 * only, commit.c: kv_measure). */
+	bool kv_no_inline;
+	struct {
+		uint64_t used, hw, pending, at;
+	} kv_inl;
 	bool kvlog;			/* attribute and omap mutations go to the log */
 	struct wal wal;
 

@@ -678,7 +678,7 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 	if (len == 0)
 		return 0;
 	if (!(ob->o.flags & ONODE_CHUNKED)) {
-		if (end <= b->st->opt.inline_max) {
+		if (end <= b->st->opt.inline_max && !b->no_inline) {
 			r = inline_patch(ob, off, data, len);
 			ob->o.size = max_u64(ob->o.size, end);
 			return r;

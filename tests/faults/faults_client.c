@@ -14,8 +14,9 @@
  *   faults-client limits POOL            each default limit at its edge,
  *       +-1: object size (128 MiB), op payload (64 MiB), omap entries
  *       per op (10,000).
- *   faults-client fill POOL SECONDS      writes 4 MiB objects until
- *       -ENOSPC (at most SECONDS); prints the count of objects written.
+ *   faults-client fill POOL SECONDS [BYTES]  writes objects of 4 MiB
+ *       (or BYTES) until -ENOSPC (at most SECONDS); prints the count of
+ *       objects written.
  *   faults-client drain POOL N           removes objects full-0..N-1.
  *   faults-client write-ok POOL          one 4 MiB write must succeed.
  *   faults-client populate POOL N        writes objects obj-0..N-1 of
@@ -536,12 +537,12 @@ static void run_limits(const char *pool)
 
 /* ---- a full cluster --------------------------------------------------- */
 
-static void run_fill(const char *pool, unsigned seconds)
+static void run_fill(const char *pool, unsigned seconds, size_t len)
 {
 	struct atoll_cluster *c = connect_cluster((const char *const[]){
 		"client_op_timeout", "30s", NULL });
 	struct atoll_ioctx *io;
-	uint8_t *buf = malloc(4 * MiB);
+	uint8_t *buf = malloc(len);
 	uint64_t t0 = now_ms();
 	int r = 0, i;
 
@@ -550,17 +551,17 @@ static void run_fill(const char *pool, unsigned seconds)
 	r = atoll_ioctx_create(c, pool, &io);
 	if (r < 0)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
-	fill(buf, 4 * MiB, 9, 9, 9);
+	fill(buf, len, 9, 9, 9);
 	for (i = 0; now_ms() - t0 < seconds * 1000ull; i++) {
 		char oid[32];
 
 		snprintf(oid, sizeof(oid), "full-%d", i);
-		r = atoll_write_full(io, oid, buf, 4 * MiB);
+		r = atoll_write_full(io, oid, buf, len);
 		if (r < 0)
 			break;
 	}
-	CHECK(r == -ENOSPC, "writing 4 MiB objects for %u s ended with %d (%s), not -ENOSPC",
-	      seconds, r, atoll_strerror(r));
+	CHECK(r == -ENOSPC, "writing objects of %zu bytes for %u s ended with %d (%s), not -ENOSPC",
+	      len, seconds, r, atoll_strerror(r));
 	printf("%d\n", i);
 	atoll_ioctx_destroy(io);
 	atoll_cluster_shutdown(c);
@@ -674,8 +675,9 @@ int main(int argc, char **argv)
 			"ms_inject_reset_permille", "40", NULL }, 15000, 3000);
 	else if (!strcmp(mode, "limits") && argc == 3)
 		run_limits(argv[2]);
-	else if (!strcmp(mode, "fill") && argc == 4)
-		run_fill(argv[2], (unsigned)atoi(argv[3]));
+	else if (!strcmp(mode, "fill") && (argc == 4 || argc == 5))
+		run_fill(argv[2], (unsigned)atoi(argv[3]),
+			 argc == 5 && atoi(argv[4]) > 0 ? (size_t)atoi(argv[4]) : 4 * MiB);
 	else if (!strcmp(mode, "drain") && argc == 4)
 		run_drain(argv[2], atoi(argv[3]));
 	else if (!strcmp(mode, "populate") && argc == 4)
@@ -686,7 +688,7 @@ int main(int argc, char **argv)
 		run_write_ok(argv[2], false);
 	else {
 		fprintf(stderr, "usage: faults-client stale POOL KILL-CMD | resend POOL | "
-			"limits POOL | fill POOL SECONDS | drain POOL N | write-ok POOL | "
+			"limits POOL | fill POOL SECONDS [BYTES] | drain POOL N | write-ok POOL | "
 			"write-full POOL\n");
 		return 2;
 	}

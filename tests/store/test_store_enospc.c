@@ -464,3 +464,82 @@ Test(kv_full, full_kv_survives_reopen)
 	expect_consistent();
 	expect_fsck_clean();
 }
+
+/* ===== small objects past half the kv =================================== */
+
+static void init_small_objects(void)
+{
+	ts_init();
+	ts.opt.block_size = 128 * MiB;
+	ts.opt.kv_max = 16 * MiB;
+	ts.opt.inline_max = 4096;	/* what an OSD sets */
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+}
+
+TestSuite(kv_half, .init = init_small_objects, .fini = ts_fini, .timeout = 300);
+
+static int stat_of_inline(const char *oid)
+{
+	struct store_stat s;
+
+	OK(store_stat(ts.st, C1, oid, &s));
+	return s.is_inline;
+}
+
+/* An inline 4 KiB object takes two 4 KiB pages of LMDB: 16 MiB of kv
+ * would be full after about 2,000 of them, with the block nearly empty.
+ * Once half the kv is in use, new objects keep their data in blocks
+ * (a few hundred bytes of kv each), so 4,000 of them (16 MiB, an eighth
+ * of the block) all go in. */
+Test(kv_half, small_objects_leave_the_kv_once_half_of_it_is_used)
+{
+	enum { N = 4000, PER_TXN = 50 };
+	uint8_t *buf = malloc(4096);
+	struct store_statfs f;
+	int inl = 0;
+
+	cr_assert(buf);
+	for (int i = 0; i < N; i += PER_TXN) {
+		struct store_txn *t = store_txn_new();
+		char oid[32];
+
+		cr_assert(t);
+		for (int j = i; j < i + PER_TXN; j++) {
+			snprintf(oid, sizeof(oid), "small-%d", j);
+			pattern_fill(buf, 4096, 0, (uint32_t)j);
+			OK(store_txn_write(t, C1, oid, 0, buf, 4096, 0));
+		}
+		int r = store_apply(ts.st, t);
+
+		cr_assert_eq(r, 0, "object %d: %s", i, errstr(r));
+	}
+	for (int i = 0; i < N; i++) {
+		char oid[32];
+
+		snprintf(oid, sizeof(oid), "small-%d", i);
+		inl += stat_of_inline(oid);
+	}
+	OK(store_statfs(ts.st, &f));
+	fprintf(stderr, "%d of %d objects inline; kv %" PRIu64 " of %" PRIu64 " KiB used, "
+		"%" PRIu64 " KiB of blocks\n", inl, N, (uint64_t)(f.kv_used / KiB),
+		(uint64_t)(f.kv_max / KiB), (uint64_t)(f.used / KiB));
+	cr_assert_gt(inl, 100, "the first objects should be inline");
+	cr_assert_lt(inl, N / 2, "%d objects inline: the kv kept taking their data", inl);
+	cr_assert_geq(f.used, (uint64_t)(N - inl) * 4096);
+	cr_assert_lt(f.kv_used, f.kv_max * 3 / 4, "kv %" PRIu64 " of %" PRIu64, f.kv_used,
+		     f.kv_max);
+	for (int i = 0; i < N; i += 397) {
+		char oid[32];
+
+		snprintf(oid, sizeof(oid), "small-%d", i);
+		pattern_fill(buf, 4096, 0, (uint32_t)i);
+		expect_content(ts.st, C1, oid, buf, 4096);
+	}
+	expect_consistent();
+	OK(ts_reopen(&ts));
+	snprintf((char *)buf, 32, "small-%d", N - 1);
+	cr_assert(!stat_of_inline((const char *)buf));
+	expect_fsck_clean();
+	free(buf);
+}
