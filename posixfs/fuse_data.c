@@ -85,8 +85,11 @@ struct wbuf {
 struct wop {
 	struct cino *c;
 	uint64_t seq;			/* the inode's order of issue */
+	uint64_t mseq;			/* g.mark_seq when issued */
+	uint64_t acct;			/* bytes of g.wb_bytes it holds */
 	uint64_t off, len;		/* in the file */
-	char *buf;			/* the block buffer it came from */
+	char *buf;			/* the block buffer it came from, or */
+	bool small;			/* a copy of its len bytes alone (malloc'd) */
 	struct wop *next;		/* the inode's */
 	struct wop *snext;		/* a list to send */
 };
@@ -120,6 +123,16 @@ struct cino {
 	struct wop *wl;
 	struct rblk *rb;
 	uint64_t ra_end;	/* the furthest end of a read */
+	/* the newest close that did not wait for the writes issued before
+	 * it (MDS_L_INFLIGHT): LANDED goes once none of them is in flight;
+	 * 0: none pending */
+	uint64_t inflight_seq;
+	/* releases answered before their writes landed: their CLOSE goes
+	 * once the writes issued before them are durable */
+	struct pclose {
+		uint64_t mark, ogen;
+		struct pclose *next;
+	} *pc;
 	int opens;		/* handles this client holds (fd_open) */
 	uint64_t ogen;		/* the reconnect they were last counted under */
 	bool recount;		/* the MDS may count them wrong: tell it */
@@ -130,12 +143,21 @@ static struct {
 	struct atoll_ioctx *data;
 	uint64_t wb_max, ra_max;
 	bool wb_off;		/* -o writeback_mb=0 */
+	bool async_close;	/* a close does not wait for its writes (no -o sync_close) */
+	uint64_t mark_seq;	/* numbers closes that did not wait */
+	/* LANDED to send (the flusher thread sends them: the MDS call may
+	 * wait through a reconnect, which a write's completion must not) */
+	struct landed { uint64_t ino, mark, ogen; bool close; } *lq;
+	size_t nlq, caplq;
 	uint64_t fail_at;	/* tests: a write reaching this offset fails (0: never) */
 	pthread_mutex_t lock;
 	pthread_cond_t wcond;	/* a wop completed */
 	pthread_cond_t rcond;	/* a read-ahead load completed */
 	pthread_cond_t fcond;	/* the flusher: stop */
-	uint64_t wb_bytes;	/* buffers and wops, BS each */
+	/* buffers (BS each: not known how much a writer fills) and wops
+	 * (the pages of their extent: a small file's close does not hold
+	 * 4 MiB of the bound while its write is in flight) */
+	uint64_t wb_bytes;
 	uint64_t ra_bytes;	/* read-ahead blocks, BS each */
 	struct wbuf *ahead, *atail;
 	struct rblk *rhead, *rtail;
@@ -417,9 +439,27 @@ static void wbuf_issue(struct wbuf *b, struct wop **send)
 	}
 	w->c = c;
 	w->seq = ++c->wseq;
+	w->mseq = g.mark_seq;
 	w->off = b->blk * BS + b->start;
 	w->len = b->end - b->start;
 	w->buf = b->buf;
+	w->acct = BS;
+	/* A small extent (a small file's close) travels in a copy of its
+	 * own size and gives the block buffer back: a close that does not
+	 * wait leaves its write in flight, and the bound should count what
+	 * that holds, not 4 MiB (heap reuse makes a block buffer resident
+	 * whole) */
+	if (w->len <= BS / 4) {
+		char *copy = malloc(w->len);
+		if (copy) {
+			memcpy(copy, b->buf + b->start, w->len);
+			buf_put(b->buf);
+			w->buf = copy;
+			w->small = true;
+			w->acct = (w->len + 4095) & ~4095ull;
+			g.wb_bytes -= BS - w->acct;
+		}
+	}
 	w->next = c->wl;
 	c->wl = w;
 	/* keep *send in issue order */
@@ -437,6 +477,53 @@ static void wbuf_issue_all(struct cino *c, struct wop **send)
 		wbuf_issue(c->wb, send);
 }
 
+/* Under g.lock: queues l for the flusher thread; false when out of
+ * memory (the next completion tries again). */
+static bool lq_push(struct landed l)
+{
+	if (g.nlq == g.caplq) {
+		size_t nc = g.caplq ? 2 * g.caplq : 64;
+		struct landed *v = realloc(g.lq, nc * sizeof(*v));
+		if (!v)
+			return false;
+		g.lq = v;
+		g.caplq = nc;
+	}
+	g.lq[g.nlq++] = l;
+	pthread_cond_signal(&g.fcond);
+	return true;
+}
+
+/* Is a write of c issued before mark still in flight? */
+static bool wops_before(const struct cino *c, uint64_t mark)
+{
+	for (const struct wop *w = c->wl; w; w = w->next)
+		if (w->mseq < mark)
+			return true;
+	return false;
+}
+
+/* Under g.lock: once no write issued before c's pending close without
+ * waiting is in flight any more, its LANDED is queued for the flusher
+ * thread, and so is the CLOSE of each release answered before its
+ * writes landed. */
+static void landed_check(struct cino *c)
+{
+	if (c->inflight_seq && !wops_before(c, c->inflight_seq) &&
+	    lq_push((struct landed){ c->ino, c->inflight_seq, 0, false }))
+		c->inflight_seq = 0;
+	for (struct pclose **pp = &c->pc; *pp;) {
+		struct pclose *p = *pp;
+		if (wops_before(c, p->mark) ||
+		    !lq_push((struct landed){ c->ino, p->mark, p->ogen, true })) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		free(p);
+	}
+}
+
 static void wop_done(struct wop *w, int err)
 {
 	struct cino *c = w->c;
@@ -448,9 +535,13 @@ static void wop_done(struct wop *w, int err)
 		}
 	if (err && !c->werr)
 		c->werr = map_err(err);
-	g.wb_bytes -= BS;
-	buf_put(w->buf);
+	g.wb_bytes -= w->acct;
+	if (w->small)
+		free(w->buf);
+	else
+		buf_put(w->buf);
 	free(w);
+	landed_check(c);
 	pthread_cond_broadcast(&g.wcond);
 }
 
@@ -503,7 +594,8 @@ static void wops_send(struct wop *list)
 		else
 			r = atoll_completion_create(on_write_done, w, &comp);
 		if (!r)
-			r = atoll_aio_write(g.data, oid, comp, w->buf + boff, w->len, boff);
+			r = atoll_aio_write(g.data, oid, comp, w->small ? w->buf : w->buf + boff,
+					    w->len, boff);
 		if (r) {
 			atoll_completion_release(comp);
 			pthread_mutex_lock(&g.lock);
@@ -559,7 +651,23 @@ int fd_wb_flush(uint64_t ino)
 	return err;
 }
 
-/* Sends the buffers older than WB_AGE_NS, every half second. */
+/* Under g.lock (dropped while sending): the queued LANDEDs and CLOSEs of
+ * closes that did not wait. */
+static void lq_send(void)
+{
+	while (g.nlq) {
+		struct landed l = g.lq[--g.nlq];
+		pthread_mutex_unlock(&g.lock);
+		if (l.close)
+			fm_close_async(l.ino, l.ogen);
+		else
+			fm_landed_async(l.ino, l.mark);
+		pthread_mutex_lock(&g.lock);
+	}
+}
+
+/* Sends the buffers older than WB_AGE_NS, every half second, and the
+ * queued LANDEDs and CLOSEs at once. */
 static void *flusher_main(void *arg)
 {
 	(void)arg;
@@ -572,7 +680,9 @@ static void *flusher_main(void *arg)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
+		if (!g.nlq)
+			pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
+		lq_send();
 		uint64_t now = msg_now_ns();
 		struct wop *send = NULL;
 		while (g.ahead && g.ahead->born + WB_AGE_NS <= now)
@@ -589,7 +699,7 @@ static void *flusher_main(void *arg)
 
 /* ---- set-up ---------------------------------------------------------------------- */
 
-int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max)
+int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool async_close)
 {
 	pthread_condattr_t ca;
 	const char *f = getenv("ATOLL_FUSE_FAIL_WRITES_AT");
@@ -600,6 +710,7 @@ int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max)
 	g.wb_off = wb_max == 0;
 	g.wb_max = wb_max < 2 * BS ? 2 * BS : wb_max;
 	g.ra_max = ra_max;
+	g.async_close = async_close;
 	if (f && *f)
 		g.fail_at = strtoull(f, NULL, 0);
 	pthread_condattr_init(&ca);
@@ -631,6 +742,10 @@ void fd_shutdown(void)
 	pthread_mutex_lock(&g.lock);
 	while (g.wb_bytes && !g.abandoned)
 		pthread_cond_wait(&g.wcond, &g.lock);
+	for (unsigned i = 0; i < HT_SIZE; i++)
+		for (struct cino *c = g.ht[i]; c; c = c->next)
+			landed_check(c);	/* one that found no memory before */
+	lq_send();	/* the flusher thread that sent them is gone */
 	for (unsigned i = 0; i < HT_SIZE; i++)
 		for (struct cino *c = g.ht[i]; c; c = c->next)
 			if (c->werr)
@@ -895,7 +1010,7 @@ static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
 	pthread_mutex_unlock(&g.lock);
 	if (!dirty && op == MDS_OP_FSYNC)
 		return fd_wb_flush(ino);
-	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen);
+	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen, 0);
 	if (op != MDS_OP_CLOSE)
 		werr = fd_wb_flush(ino);
 	if (ret == 0 && dirty) {
@@ -1214,10 +1329,64 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_write(req, done);
 }
 
+/* A close that does not wait for the file's writes (doc/fs.md, "Closing
+ * without waiting"): its buffers go out, the size goes to the MDS with
+ * MDS_L_INFLIGHT and a number, and LANDED follows once the writes issued
+ * so far are durable (landed_check); meanwhile the MDS makes other
+ * clients' opens of the file wait.  A write that fails is reported by
+ * the next close or fsync of the file, as before.  Without anything
+ * written since the last push, or when the MDS cannot mark it: as fsync
+ * without the journal wait (push_size). */
+static int flush_nowait(fuse_req_t req, uint64_t ino)
+{
+	struct wop *send = NULL;
+	uint64_t size, mtime, msize = UINT64_MAX, seq;
+
+	pthread_mutex_lock(&g.lock);
+	struct cino *c = cino_get(ino, false);
+	if (!c || !c->dirty || g.abandoned) {
+		pthread_mutex_unlock(&g.lock);
+		return push_size(req, ino, MDS_OP_FSYNC, 0);
+	}
+	wbuf_issue_all(c, &send);
+	seq = ++g.mark_seq;	/* after: those wops' mseq is below it */
+	size = c->wsize;
+	mtime = c->mtime;
+	pthread_mutex_unlock(&g.lock);
+	wops_send(send);
+	/* what failed so far, sending these included, is this close's */
+	pthread_mutex_lock(&g.lock);
+	int werr = c->werr;
+	c->werr = 0;
+	pthread_mutex_unlock(&g.lock);
+	int ret = fm_size_call(req, ino, MDS_OP_FSYNC, &size, mtime, &msize, 0, seq);
+	if (ret == -EAGAIN) {
+		/* no mark (a full table, a resend after a restart): wait */
+		ret = push_size(req, ino, MDS_OP_FSYNC, 0);
+		return werr ? werr : ret;
+	}
+	pthread_mutex_lock(&g.lock);
+	c = cino_get(ino, false);
+	if (c && ret == 0) {
+		if (c->wsize == size && c->mtime == mtime)
+			c->dirty = false;
+		if (msize != UINT64_MAX)
+			c->msize = msize;
+		if (seq > c->inflight_seq)
+			c->inflight_seq = seq;
+		landed_check(c);	/* they may all have landed already */
+	}
+	pthread_mutex_unlock(&g.lock);
+	return werr ? werr : ret;
+}
+
 void fd_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
-	fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_FSYNC));
+	if (g.async_close && fm_mds_version() >= 6)
+		fuse_reply_err(req, -flush_nowait(req, ino));
+	else
+		fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_FSYNC));
 }
 
 void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -1243,9 +1412,31 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, false);
 	bool clean = !c || (!c->dirty && !c->wl && !c->wb && !c->werr);
+	/* a close without waiting pushed the size already, only its writes
+	 * are in flight: answered now, the CLOSE goes once they landed (a
+	 * failure is logged: the kernel ignores a release's error anyway) */
+	bool later = !clean && g.async_close && fm_mds_version() >= 6 && !c->dirty &&
+		     !c->wb && !c->werr && !g.abandoned;
 	if (c && clean)
 		ra_drop(c, 0, 0);
+	if (later) {
+		struct pclose *p = malloc(sizeof(*p));
+		if (p) {
+			ra_drop(c, 0, 0);
+			p->mark = ++g.mark_seq;
+			p->ogen = ogen;
+			p->next = c->pc;
+			c->pc = p;
+			landed_check(c);
+		} else {
+			later = false;
+		}
+	}
 	pthread_mutex_unlock(&g.lock);
+	if (later) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	if (clean) {
 		fuse_reply_err(req, 0);
 		fm_close_async(ino, ogen);

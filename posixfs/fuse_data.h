@@ -26,8 +26,10 @@ struct atoll_ioctx;
 
 /* Once connected (threads: after fuse_daemonize): the data pool and the
  * memory bounds of buffered writes and of read-ahead (bytes; 0 turns
- * write-back, resp. read-ahead, off). */
-int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max);
+ * write-back, resp. read-ahead, off); async_close: a close (FLUSH) sends
+ * the file's writes without waiting for them, when the MDS can mark them
+ * (protocol 6; doc/fs.md, "Closing without waiting"). */
+int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool async_close);
 /* After the mount, before the FUSE loop: sets the kernel's read-ahead of
  * the mount to kb KiB (root only; else logged). */
 void fd_kernel_readahead(const char *mountpoint, unsigned kb);
@@ -97,11 +99,17 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* Provided by fuse_main.c.  fm_size_call: the MDS request op (FSYNC or
  * CLOSE) for ino, with size (NULL: nothing to push) and mtime; *msize
- * gets the MDS's size after it (unchanged when it sent none).  0 or
- * -errno.  fm_unsafe_wait_all: waits until every change this client made
+ * gets the MDS's size after it (unchanged when it sent none); mark (FSYNC,
+ * not 0): the writes are still in flight, MDS_L_INFLIGHT with this number
+ * (-EAGAIN: the MDS did not mark it; wait for them and push again).  0 or
+ * -errno.  fm_landed_async: LANDED for ino's mark (no waiting).
+ * fm_mds_version: the MDS's protocol version (6 and later know marks).
+ * fm_unsafe_wait_all: waits until every change this client made
  * so far is journaled: 0, or -EIO when the unmount gave up on the MDS. */
 int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
-		 uint64_t mtime, uint64_t *msize, uint64_t ogen);
+		 uint64_t mtime, uint64_t *msize, uint64_t ogen, uint64_t mark);
+void fm_landed_async(uint64_t ino, uint64_t mark);
+uint8_t fm_mds_version(void);
 int fm_unsafe_wait_all(void);
 /* Sends CLOSE of ino (nothing written) without waiting for the reply. */
 void fm_close_async(uint64_t ino, uint64_t ogen);

@@ -136,7 +136,7 @@ void fm_recount_wanted(void)
 struct opts {
 	char *conf, *mon, *mds;
 	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
-	int nolease, kernel_perms, fuse_perms;
+	int nolease, kernel_perms, fuse_perms, sync_close;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
 
@@ -309,6 +309,14 @@ static void evicted_note(const char *why)	/* the loop thread */
 	lc_revoke(NULL, 0, true);
 }
 
+/* The protocol version of the MDS's last reply (mds_reply.version). */
+static uint8_t mds_version;
+
+uint8_t fm_mds_version(void)
+{
+	return __atomic_load_n(&mds_version, __ATOMIC_RELAXED);
+}
+
 /* The loop thread: decodes the reply and hands it to the cache here, in
  * the order of the connection (a revoke that follows it comes after). */
 static void on_reply(void *arg, struct msg *reply, int err)
@@ -321,6 +329,7 @@ static void on_reply(void *arg, struct msg *reply, int err)
 		if (mds_reply_decode(&d, w->rp)) {
 			err = -EBADMSG;
 		} else {
+			__atomic_store_n(&mds_version, w->rp->version, __ATOMIC_RELAXED);
 			if (w->rp->rc == MDS_RC_EVICTED)
 				evicted_note(w->rp->target);
 			lc_reply(w->rq, w->rp, w->t_send, &w->ci);
@@ -542,6 +551,7 @@ static void on_areply(void *arg, struct msg *reply, int err)
 		if (mds_reply_decode(&d, &a->rp)) {
 			err = -EBADMSG;
 		} else {
+			__atomic_store_n(&mds_version, a->rp.version, __ATOMIC_RELAXED);
 			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);
 			if (a->rp.jseq)
 				unsafe_add(&a->rq, &a->rp);
@@ -893,7 +903,7 @@ static void reply_attr(fuse_req_t req, const struct mds_inode *in, const struct 
 
 /* fuse_data.c's size push (fuse_data.h). */
 int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
-		 uint64_t mtime, uint64_t *msize, uint64_t ogen)
+		 uint64_t mtime, uint64_t *msize, uint64_t ogen, uint64_t mark)
 {
 	struct mds_req rq;
 	struct mds_reply rp;
@@ -901,6 +911,10 @@ int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size
 	req_init(&rq, req, op);
 	rq.ino = ino;
 	rq.ogen = ogen;
+	if (mark) {
+		rq.lflags |= MDS_L_INFLIGHT;
+		rq.ino2 = mark;
+	}
 	if (size) {
 		rq.size_hint = *size;
 		rq.setmask = MDS_SET_MTIME;
@@ -938,6 +952,29 @@ void fm_close_async(uint64_t ino, uint64_t ogen)
 	}
 	a->rq.ino = ino;
 	a->rq.ogen = ogen;
+	mds_call_async(a);
+}
+
+static void landed_done(struct acall *a, int ret)
+{
+	/* lost (an MDS restart forgot the mark anyway): the CLOSE after the
+	 * writes, or the MDS's wait bound, ends the mark */
+	if (ret)
+		log_debug("fuse", "LANDED of inode %" PRIu64 ": %s", a->rq.ino, strerror(-ret));
+	acall_free(a);
+}
+
+void fm_landed_async(uint64_t ino, uint64_t mark)
+{
+	struct acall *a = acall_new(NULL, MDS_OP_LANDED, landed_done);
+
+	if (!a) {
+		log_warn("fuse", "out of memory telling the MDS the writes of inode %" PRIu64
+			 " landed: other mounts' opens of it wait for the MDS's bound", ino);
+		return;
+	}
+	a->rq.ino = ino;
+	a->rq.ino2 = mark;
 	mds_call_async(a);
 }
 
@@ -1930,6 +1967,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "nolease", offsetof(struct opts, nolease), 1 },
 	{ "kernel_perms", offsetof(struct opts, kernel_perms), 1 },
 	{ "fuse_perms", offsetof(struct opts, fuse_perms), 1 },
+	{ "sync_close", offsetof(struct opts, sync_close), 1 },
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
@@ -2054,7 +2092,7 @@ static int connect_all(struct opts *o)
 			rp->target, atoll_strerror(ret));
 	else
 		ret = fd_init(g.data, (uint64_t)o->writeback_mb << 20,
-			      (uint64_t)o->readahead_mb << 20);
+			      (uint64_t)o->readahead_mb << 20, !o->sync_close);
 out:
 	free(rp);
 	return ret;
@@ -2377,6 +2415,9 @@ int main(int argc, char **argv)
 		       "                  cached in it stay reachable (see doc/fs.md)\n"
 		       "  -o writeback_mb=N  memory for buffered writes (default %d; 0: each\n"
 		       "                  write goes out at once)\n"
+		       "  -o sync_close   close waits until the file's writes are durable (by\n"
+		       "                  default it sends them and returns; other mounts'\n"
+		       "                  opens of the file wait for them: doc/fs.md)\n"
 		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
 		       "  -o kernel_readahead_kb=N  the kernel's read-ahead of the mount\n"
 		       "                  (default %u, needs root; 0: the kernel's default)\n"

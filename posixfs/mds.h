@@ -370,6 +370,22 @@ int mds_session_drop(struct mds *m, uint64_t client);
 #define MDS_EVICTED_MAX		4096u
 int mds_evicted_add(struct mds *m, uint64_t client);
 
+/* mds_inflight.c: files a client closed with its writes still in flight
+ * (FSYNC with MDS_L_INFLIGHT, LANDED; doc/fs.md, "Closing without
+ * waiting").  Own lock; never taken around m->lock.  add: -ENOSPC past
+ * MDS_INFLIGHT_MAX marks (the client then waits for its writes itself,
+ * as before).  landed: the client's mark on ino goes if its number is at
+ * most seq (CLOSE: UINT64_MAX).  wait (worker): until no other client
+ * than client marks ino, or timeout_ms (then those marks are dropped,
+ * logged, -ETIMEDOUT). */
+#define MDS_INFLIGHT_MAX	65536u
+int mds_inflight_add(uint64_t ino, uint64_t client, uint64_t seq);
+void mds_inflight_landed(uint64_t ino, uint64_t client, uint64_t seq);
+void mds_inflight_drop_client(uint64_t client);
+bool mds_inflight_other(uint64_t ino, uint64_t client);
+int mds_inflight_wait(uint64_t ino, uint64_t client, uint32_t timeout_ms);
+void mds_inflight_stats(uint64_t *marks, uint64_t *waits, uint64_t *timeouts);
+
 /* mds_session.c: per client, the connection of its last request and
  * since when it is gone (own lock), its open files (m->lock), why it was
  * evicted (doc/fs.md, "Sessions whose client is gone") */

@@ -64,6 +64,9 @@ static bool serve_inline(struct mds *mds, struct msg *m);
 /* Sessions whose connection is gone this long are evicted (0: never;
  * mds_session_timeout_ms); the loop thread checks every tick. */
 static uint32_t session_timeout_ms = 60000;
+/* How long an open waits for another client's writes in flight
+ * (mds_inflight.c): the lease time, at least 5 s. */
+static uint32_t inflight_wait_ms = 30000;
 static struct msgr *g_msgr;
 static char g_addr[64];
 /* an expiry is queued (set by the loop thread, cleared by the worker) */
@@ -80,6 +83,33 @@ static void q_push(struct work *w)
 	q.tail = w;
 	pthread_cond_signal(&q.cond);
 	pthread_mutex_unlock(&q.lock);
+}
+
+/* LANDED (a client's writes of a file it closed are durable) is taken
+ * here on the loop thread, never behind the worker: the worker may be
+ * waiting for it (an open of that file by another client).  True when m
+ * was one (answered and freed). */
+static bool serve_landed(struct mds *mds, struct msg_conn *c, struct msg *m)
+{
+	struct mds_req rq;
+	struct mds_reply rp = { 0 };
+	struct dec d;
+	struct enc e;
+
+	dec_init(&d, m->front, m->front_len);
+	if (mds_req_decode(&d, &rq) || rq.op != MDS_OP_LANDED)
+		return false;
+	mds_sess_seen(rq.client, c);
+	mds_inflight_landed(rq.ino, rq.client, rq.ino2);
+	mds_status_served(mds, rq.op, false);
+	enc_init(&e);
+	mds_reply_encode(&e, &rp);
+	struct msg *r = msg_new(MT_MDS_REQUEST, &e);
+	enc_free(&e);
+	if (r)
+		msg_reply(c, m, r);
+	msg_free(m);
+	return true;
 }
 
 static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
@@ -100,6 +130,8 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		return;
 	}
 	mds_status_client_request(c);
+	if (serve_landed(mds, c, m))
+		return;
 	/* the worker idle, nothing queued: nothing handled before it is
 	 * still waiting for its reply, so order is kept */
 	pthread_mutex_lock(&q.lock);
@@ -165,6 +197,11 @@ static void serve_one(struct mds *mds, struct msg *m)
 			 g_addr, (unsigned long long)rq->client, why);
 		goto answer;
 	}
+	/* close-to-open: another client's writes of a file it closed
+	 * land first (mds_inflight.c) */
+	if ((rq->op == MDS_OP_OPEN || (rq->op == MDS_OP_SETATTR && (rq->setmask & MDS_SET_SIZE))) &&
+	    !(rq->lflags & MDS_L_REPLAY))
+		mds_inflight_wait(rq->ino, rq->client, inflight_wait_ms);
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
 	mds->cur_seq = 0;
@@ -240,9 +277,11 @@ static bool inline_ok(struct mds *mds, const struct mds_req *rq)
 	if ((rq->lflags & MDS_L_REPLAY) || !mds_req_cached(mds, rq))
 		return false;
 	switch (rq->op) {
+	case MDS_OP_OPEN:
+		/* another client's writes in flight: the worker waits */
+		return !mds_inflight_other(rq->ino, rq->client);
 	case MDS_OP_LOOKUP:
 	case MDS_OP_GETATTR:
-	case MDS_OP_OPEN:
 	case MDS_OP_READLINK:
 	case MDS_OP_READDIR:
 		return true;
@@ -797,6 +836,7 @@ int main(int argc, char **argv)
 			"use e.g. --lease-max 1048576\n", lmax);
 		goto out;
 	}
+	inflight_wait_ms = lease_ms > 5000 ? (uint32_t)lease_ms : 5000;
 	if (mds_lease_init((uint32_t)lease_ms, lease_max)) {
 		fprintf(stderr, "atoll-mds: out of memory for the lease table\n");
 		goto out;

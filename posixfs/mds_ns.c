@@ -2210,6 +2210,7 @@ int mds_session_drop(struct mds *m, uint64_t client)
 	char key[17];
 
 	mds_answered_forget(m, client);	/* it resends nothing now */
+	mds_inflight_drop_client(client);	/* nor says its writes landed */
 	for (size_t i = 0; i < m->nsess; i++)
 		if (m->sess[i] == client) {
 			m->sess[i] = m->sess[--m->nsess];

@@ -673,6 +673,14 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	case MDS_OP_CLOSE:
 	case MDS_OP_FSYNC:
 		ret = op_close(m, rq, rp, t);
+		if (rq->op == MDS_OP_CLOSE) {
+			mds_inflight_landed(rq->ino, rq->client, UINT64_MAX);	/* its writes are in */
+		} else if (!ret && (rq->lflags & MDS_L_INFLIGHT) && !(rq->lflags & MDS_L_REPLAY)) {
+			/* (a resend after a restart re-applies the size only:
+			 * its LANDED may have gone to the MDS before) */
+			if (mds_inflight_add(rq->ino, rq->client, rq->ino2))
+				ret = -EAGAIN;	/* the client waits for its writes */
+		}
 		break;
 	case MDS_OP_SETXATTR:
 	case MDS_OP_GETXATTR:

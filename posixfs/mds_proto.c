@@ -14,8 +14,10 @@
 /* v2 appends leases: the request's lflags, the reply's lease fields,
  * readdir-plus records and change list, the status's lease numbers.
  * v3: replay_ino, jseq.  v4: the reply's dir_lease2.  v5: the request's
- * ogen (opens re-counted after a reconnect). */
-#define MDS_PROTO_V 5
+ * ogen (opens re-counted after a reconnect).  v6: LANDED and MDS_L_INFLIGHT
+ * (a close that does not wait for its writes); the reply's version tells
+ * the client whether the MDS knows them. */
+#define MDS_PROTO_V 6
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
@@ -254,6 +256,7 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 	memset(r, 0, sizeof(*r));
 	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
 		return d->err;
+	r->version = v;
 	r->rc = (int32_t)dec_u32(&b);
 	r->ninodes = dec_u32(&b);
 	if (r->ninodes > 2)
@@ -333,7 +336,7 @@ const char *mds_op_name(uint32_t op)
 		"?", "session", "lookup", "getattr", "setattr", "mknod", "mkdir",
 		"unlink", "rmdir", "rename", "link", "symlink", "readlink",
 		"readdir", "statfs", "open", "close", "fsync", "setxattr",
-		"getxattr", "listxattr", "removexattr", "session_end",
+		"getxattr", "listxattr", "removexattr", "session_end", "landed",
 	};
 	return op < MDS_OP_MAX_ ? names[op] : "?";
 }
@@ -383,6 +386,9 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 	enc_u64(e, s->cache_hits);
 	enc_u64(e, s->cache_misses);
 	enc_u64(e, s->cache_evictions);
+	enc_u64(e, s->inflight);
+	enc_u64(e, s->inflight_waits);
+	enc_u64(e, s->inflight_timeouts);
 	enc_end(e, h);
 }
 
@@ -445,6 +451,11 @@ int mds_status_decode(struct dec *d, struct mds_status *s)
 		s->cache_hits = dec_u64(&b);
 		s->cache_misses = dec_u64(&b);
 		s->cache_evictions = dec_u64(&b);
+	}
+	if (dec_left(&b)) {
+		s->inflight = dec_u64(&b);
+		s->inflight_waits = dec_u64(&b);
+		s->inflight_timeouts = dec_u64(&b);
 	}
 	if (!b.err && s->state != MDS_STATE_REPLAYING && s->state != MDS_STATE_ACTIVE &&
 	    s->state != MDS_STATE_RECONNECT)

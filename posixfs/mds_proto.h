@@ -57,6 +57,8 @@ enum mds_op {
 	MDS_OP_LISTXATTR,	/* ino -> value: names, each NUL-terminated */
 	MDS_OP_REMOVEXATTR,	/* ino, name */
 	MDS_OP_SESSION_END,	/* v3: the client unmounts (no reconnect expected) */
+	MDS_OP_LANDED,		/* v6: ino, ino2 = the number of the client's FSYNC
+				 * with MDS_L_INFLIGHT whose writes are durable now */
 	MDS_OP_MAX_
 };
 
@@ -71,6 +73,10 @@ enum mds_op {
 				 * client holds ino open max times" (its count
 				 * raised to that, not added: ogen = the
 				 * reconnect) */
+#define MDS_L_INFLIGHT	0x10u	/* v6, FSYNC: the file's writes are still in
+				 * flight (a close that does not wait): other
+				 * clients' opens wait for LANDED; ino2 = the
+				 * client's number for this flush */
 
 /* What changed, in a reply (for the requester's own cache) and in a
  * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
@@ -194,6 +200,9 @@ struct mds_reply {
 	 * new directory, so that its creator caches its listing (empty)
 	 * and answers lookups of names not in it without asking */
 	uint64_t dir_lease2;
+	/* decoded only: the version of the reply's section (MDS_PROTO_V of
+	 * the MDS that sent it; 6 and later know MDS_L_INFLIGHT) */
+	uint8_t version;
 };
 
 /* A reply's rc when the MDS evicted the requester (it missed the
@@ -262,6 +271,10 @@ struct mds_status {
 	 * its bound, nodes cached, hits, misses (loads) and evictions */
 	uint64_t cache_bytes, cache_max, cache_nodes;
 	uint64_t cache_hits, cache_misses, cache_evictions;
+	/* v6 (optional, after the cache): files closed with their writes in
+	 * flight now (mds_inflight.c), opens that waited for such writes,
+	 * and of those, waits that ran out */
+	uint64_t inflight, inflight_waits, inflight_timeouts;
 };
 
 void mds_status_encode(struct enc *e, const struct mds_status *s);

@@ -96,8 +96,14 @@ void mds_status_sync(const struct mds *m)
 {
 	struct mds_status ls;
 
+	uint64_t inflight, iwaits, itimeouts;
+
 	mds_lease_stats(&ls);	/* its own lock, never taken inside ours */
+	mds_inflight_stats(&inflight, &iwaits, &itimeouts);	/* so is this one */
 	pthread_mutex_lock(&g.lock);
+	g.snap.inflight = inflight;
+	g.snap.inflight_waits = iwaits;
+	g.snap.inflight_timeouts = itimeouts;
 	g.snap.lease_ms = ls.lease_ms;
 	g.snap.leases = ls.leases;
 	g.snap.leases_max = ls.leases_max;

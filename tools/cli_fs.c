@@ -135,6 +135,10 @@ static void print_json(const struct mds_status *st)
 	add_u64(j, "grants", st->grants);
 	add_u64(j, "revokes", st->revokes);
 	add_u64(j, "revoke_timeouts", st->revoke_timeouts);
+	j = cJSON_AddObjectToObject(o, "inflight");
+	add_u64(j, "files", st->inflight);
+	add_u64(j, "waits", st->inflight_waits);
+	add_u64(j, "wait_timeouts", st->inflight_timeouts);
 	j = cJSON_AddObjectToObject(o, "cache");
 	add_u64(j, "bytes", st->cache_bytes);
 	add_u64(j, "max", st->cache_max);
@@ -205,6 +209,9 @@ static void print_plain(const struct mds_status *st)
 		       st->revokes, st->revoke_timeouts);
 	else
 		printf("  leases:   off (clients cache metadata for 1 s)\n");
+	printf("  closed with writes in flight: %" PRIu64 " files now; %" PRIu64 " opens waited "
+	       "for such writes, %" PRIu64 " of them in vain\n", st->inflight,
+	       st->inflight_waits, st->inflight_timeouts);
 	if (st->cache_max) {
 		char b1[32], b2[32];
 		cli_human_bytes((double)st->cache_bytes, b1, sizeof(b1));

@@ -168,6 +168,17 @@ rm -r "$A/dirb"
 sleep 1.2
 [ ! -e "$B/dirb" ] || fail "mount 2 still sees a directory mount 1 removed"
 
+step "close-to-open when close does not wait for the writes: the other mount's open waits for them"
+"$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"
+w0=$(fsv "j['inflight']['waits']")
+for i in 1 2 3 4 5 6; do
+	head -c $((24 * 1024 * 1024 + i)) /dev/urandom >"$tmp/c2o"
+	cp "$tmp/c2o" "$A/c2o.$i" || fail "cp to mount 1"
+	cmp "$tmp/c2o" "$B/c2o.$i" || fail "mount 2 read other bytes than mount 1 wrote and closed (file $i)"
+done
+rm -f "$A"/c2o.* "$tmp/c2o"
+fsq "j['inflight']['waits'] > $w0 and j['inflight']['wait_timeouts'] == 0"
+
 step "leases: the other mount answers from its cache, and sees every change within a second"
 # within COND: COND holds now or within a second (polled)
 within() { local i; for i in $(seq 1 20); do eval "$1" && return 0; sleep 0.05; done; eval "$1"; }

@@ -195,6 +195,9 @@ Test(mds_proto, status_round_trip)
 	a->op_count[MDS_OP_LOOKUP] = 60;
 	a->nclients = 2;
 	a->clients = ci;
+	a->inflight = 5;
+	a->inflight_waits = 8;
+	a->inflight_timeouts = 1;
 	enc_init(&e);
 	mds_status_encode(&e, a);
 	cr_assert_eq(e.err, 0);
@@ -215,6 +218,9 @@ Test(mds_proto, status_round_trip)
 	cr_assert_eq(b->clients[1].id, 12);
 	cr_assert_str_eq(b->clients[1].addr, "127.0.0.3:5001");
 	cr_assert_str_eq(mds_state_name(b->state), "active");
+	cr_assert_eq(b->inflight, 5);
+	cr_assert_eq(b->inflight_waits, 8);
+	cr_assert_eq(b->inflight_timeouts, 1);
 	free(b->clients);
 	for (size_t n = 0; n < len; n++) {
 		dec_init(&d, buf, n);
@@ -447,5 +453,43 @@ Test(mds_proto, early_reply_fields)
 		dec_init(&d, buf, n);
 		cr_assert_neq(mds_safe_decode(&d, &sb), 0, "a safe message cut at %zu bytes decoded", n);
 	}
+	free(buf);
+}
+
+/* v6: a close that does not wait (FSYNC with MDS_L_INFLIGHT and its
+ * number), LANDED, and the reply's version telling the client so */
+Test(mds_proto, inflight_and_landed)
+{
+	struct mds_req a, b;
+	struct mds_reply rp, rb;
+	struct dec d;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_FSYNC;
+	a.ino = 4100;
+	a.ino2 = 77;
+	a.lflags = MDS_L_INFLIGHT;
+	void *buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.lflags, MDS_L_INFLIGHT);
+	cr_assert_eq(b.ino2, 77);
+	free(buf);
+	a.op = MDS_OP_LANDED;
+	a.lflags = 0;
+	buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.op, MDS_OP_LANDED);
+	cr_assert_eq(b.ino, 4100);
+	cr_assert_eq(b.ino2, 77);
+	cr_assert_str_eq(mds_op_name(MDS_OP_LANDED), "landed");
+	free(buf);
+	memset(&rp, 0, sizeof(rp));
+	buf = encode_reply(&rp, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_reply_decode(&d, &rb), 0);
+	cr_assert_geq(rb.version, 6);
 	free(buf);
 }
