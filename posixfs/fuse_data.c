@@ -1344,6 +1344,14 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, false);
+	if (c && !c->dirty && !c->wb && (!c->wl || c->inflight_seq) && !g.abandoned) {
+		/* the size is pushed; what is in flight an earlier close's
+		 * mark covers: nothing to wait for */
+		int werr = c->werr;
+		c->werr = 0;
+		pthread_mutex_unlock(&g.lock);
+		return werr;
+	}
 	if (!c || !c->dirty || g.abandoned) {
 		pthread_mutex_unlock(&g.lock);
 		return push_size(req, ino, MDS_OP_FSYNC, 0);
@@ -1380,13 +1388,17 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 	return werr ? werr : ret;
 }
 
+int fd_close_push(fuse_req_t req, uint64_t ino)
+{
+	if (g.async_close && fm_mds_version() >= 6)
+		return flush_nowait(req, ino);
+	return push_size(req, ino, MDS_OP_FSYNC, 0);
+}
+
 void fd_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
-	if (g.async_close && fm_mds_version() >= 6)
-		fuse_reply_err(req, -flush_nowait(req, ino));
-	else
-		fuse_reply_err(req, -fd_push_size(req, ino, MDS_OP_FSYNC));
+	fuse_reply_err(req, -fd_close_push(req, ino));
 }
 
 void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

@@ -87,6 +87,11 @@ bool fd_clean(uint64_t ino);
 /* Pushes the size and mtime this client wrote to the MDS (op FSYNC:
  * flush, fsync, setattr; CLOSE: release), with the buffered data. */
 int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op);
+/* What a close pushes (flush, and a setattr other than of the size): the
+ * buffers go out and the size to the MDS, without waiting for the writes
+ * when the MDS can mark them (doc/fs.md, "Closing without waiting"), else
+ * as fd_push_size(FSYNC).  0, or the first write error known. */
+int fd_close_push(fuse_req_t req, uint64_t ino);
 
 /* The FUSE operations of file data. */
 void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

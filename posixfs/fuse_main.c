@@ -1233,7 +1233,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		/* the new size replaces what this client wrote */
 		rq.size_hint = fd_set_size(ino, rq.s_size);
 	} else {
-		ret = fd_push_size(req, ino, MDS_OP_FSYNC);
+		/* its data need not have landed: other clients' opens wait
+		 * for it as after a close */
+		ret = fd_close_push(req, ino);
 		if (ret) {
 			fuse_reply_err(req, -ret);
 			return;
