@@ -1429,12 +1429,11 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * failure is logged: the kernel ignores a release's error anyway) */
 	bool later = !clean && g.async_close && fm_mds_version() >= 6 && !c->dirty &&
 		     !c->wb && !c->werr && !g.abandoned;
-	if (c && clean)
+	if (c && (clean || later))
 		ra_drop(c, 0, 0);
 	if (later) {
 		struct pclose *p = malloc(sizeof(*p));
 		if (p) {
-			ra_drop(c, 0, 0);
 			p->mark = ++g.mark_seq;
 			p->ogen = ogen;
 			p->next = c->pc;

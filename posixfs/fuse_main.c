@@ -932,50 +932,46 @@ int fm_unsafe_wait_all(void)
 	return unsafe_wait_all();
 }
 
-static void close_done(struct acall *a, int ret)
+/* CLOSE and LANDED go without a caller waiting: what failed is logged
+ * (a CLOSE the MDS did not take keeps the open counted there; a lost
+ * LANDED ends at the CLOSE after the writes, or at the MDS's bound). */
+static void bg_done(struct acall *a, int ret)
 {
-	if (ret && ret != -ENOENT)
+	if (a->rq.op == MDS_OP_CLOSE && ret && ret != -ENOENT)
 		log_warn("fuse", "the MDS did not take the close of inode %" PRIu64 ": %s",
 			 a->rq.ino, strerror(-ret));
+	else if (ret)
+		log_debug("fuse", "%s of inode %" PRIu64 ": %s", mds_op_name(a->rq.op),
+			  a->rq.ino, strerror(-ret));
 	acall_free(a);
 }
 
-void fm_close_async(uint64_t ino, uint64_t ogen)
+static void bg_call(uint32_t op, uint64_t ino, uint64_t ino2, uint64_t ogen)
 {
-	struct acall *a = acall_new(NULL, MDS_OP_CLOSE, close_done);
+	struct acall *a = acall_new(NULL, op, bg_done);
 
 	if (!a) {
-		/* the MDS keeps counting this open: an unlinked file's
-		 * purge waits for the MDS's next start */
-		log_warn("fuse", "out of memory closing inode %" PRIu64, ino);
+		log_warn("fuse", "out of memory sending %s of inode %" PRIu64 ": %s",
+			 mds_op_name(op), ino, op == MDS_OP_CLOSE ?
+			 "the MDS keeps counting this open (an unlinked file's purge waits "
+			 "for its next start)" :
+			 "other mounts' opens of it wait for the MDS's bound");
 		return;
 	}
 	a->rq.ino = ino;
+	a->rq.ino2 = ino2;
 	a->rq.ogen = ogen;
 	mds_call_async(a);
 }
 
-static void landed_done(struct acall *a, int ret)
+void fm_close_async(uint64_t ino, uint64_t ogen)
 {
-	/* lost (an MDS restart forgot the mark anyway): the CLOSE after the
-	 * writes, or the MDS's wait bound, ends the mark */
-	if (ret)
-		log_debug("fuse", "LANDED of inode %" PRIu64 ": %s", a->rq.ino, strerror(-ret));
-	acall_free(a);
+	bg_call(MDS_OP_CLOSE, ino, 0, ogen);
 }
 
 void fm_landed_async(uint64_t ino, uint64_t mark)
 {
-	struct acall *a = acall_new(NULL, MDS_OP_LANDED, landed_done);
-
-	if (!a) {
-		log_warn("fuse", "out of memory telling the MDS the writes of inode %" PRIu64
-			 " landed: other mounts' opens of it wait for the MDS's bound", ino);
-		return;
-	}
-	a->rq.ino = ino;
-	a->rq.ino2 = mark;
-	mds_call_async(a);
+	bg_call(MDS_OP_LANDED, ino, mark, 0);
 }
 
 /* ---- permissions (fuse_perm.c) ----------------------------------------------- */

@@ -29,27 +29,34 @@
 
 struct mark {
 	uint64_t ino, client, seq;
+	struct mark *next;	/* the bucket's */
 };
+
+/* Buckets by inode: every OPEN asks whether its inode has a mark (on the
+ * loop thread), so that look is one short chain, not the whole table. */
+#define NBUCKET 1024u
 
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* a mark went */
-	struct mark *v;
-	size_t n, cap;
+	struct mark *b[NBUCKET];
+	size_t n;
 	uint64_t waits, timeouts;
 } I = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
-static struct mark *find(uint64_t ino, uint64_t client)
+static struct mark **bucket(uint64_t ino)
 {
-	for (size_t i = 0; i < I.n; i++)
-		if (I.v[i].ino == ino && I.v[i].client == client)
-			return &I.v[i];
-	return NULL;
+	return &I.b[(ino ^ (ino >> 10)) % NBUCKET];
 }
 
-static void del_at(size_t i)
+/* Under I.lock: unlinks and frees *pp. */
+static void del(struct mark **pp)
 {
-	I.v[i] = I.v[--I.n];
+	struct mark *k = *pp;
+
+	*pp = k->next;
+	free(k);
+	I.n--;
 }
 
 int mds_inflight_add(uint64_t ino, uint64_t client, uint64_t seq)
@@ -57,26 +64,21 @@ int mds_inflight_add(uint64_t ino, uint64_t client, uint64_t seq)
 	int ret = 0;
 
 	pthread_mutex_lock(&I.lock);
-	struct mark *k = find(ino, client);
+	struct mark *k = *bucket(ino);
+	while (k && !(k->ino == ino && k->client == client))
+		k = k->next;
 	if (k) {
 		if (seq > k->seq)
 			k->seq = seq;
-	} else if (I.n == I.cap && I.cap >= MDS_INFLIGHT_MAX) {
+	} else if (I.n >= MDS_INFLIGHT_MAX) {
 		ret = -ENOSPC;
+	} else if (!(k = malloc(sizeof(*k)))) {
+		ret = -ENOMEM;
 	} else {
-		if (I.n == I.cap) {
-			size_t nc = I.cap ? 2 * I.cap : 64;
-			struct mark *v = realloc(I.v, nc * sizeof(*v));
-			if (!v) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			I.v = v;
-			I.cap = nc;
-		}
-		I.v[I.n++] = (struct mark){ ino, client, seq };
+		*k = (struct mark){ ino, client, seq, *bucket(ino) };
+		*bucket(ino) = k;
+		I.n++;
 	}
-out:
 	pthread_mutex_unlock(&I.lock);
 	return ret;
 }
@@ -84,10 +86,12 @@ out:
 void mds_inflight_landed(uint64_t ino, uint64_t client, uint64_t seq)
 {
 	pthread_mutex_lock(&I.lock);
-	for (size_t i = 0; i < I.n; i++)
-		if (I.v[i].ino == ino && I.v[i].client == client && I.v[i].seq <= seq) {
-			del_at(i);
-			pthread_cond_broadcast(&I.cond);
+	for (struct mark **pp = bucket(ino); *pp; pp = &(*pp)->next)
+		if ((*pp)->ino == ino && (*pp)->client == client) {
+			if ((*pp)->seq <= seq) {
+				del(pp);
+				pthread_cond_broadcast(&I.cond);
+			}
 			break;
 		}
 	pthread_mutex_unlock(&I.lock);
@@ -96,11 +100,12 @@ void mds_inflight_landed(uint64_t ino, uint64_t client, uint64_t seq)
 void mds_inflight_drop_client(uint64_t client)
 {
 	pthread_mutex_lock(&I.lock);
-	for (size_t i = 0; i < I.n;)
-		if (I.v[i].client == client)
-			del_at(i);
-		else
-			i++;
+	for (size_t i = 0; I.n && i < NBUCKET; i++)
+		for (struct mark **pp = &I.b[i]; *pp;)
+			if ((*pp)->client == client)
+				del(pp);
+			else
+				pp = &(*pp)->next;
 	pthread_cond_broadcast(&I.cond);
 	pthread_mutex_unlock(&I.lock);
 }
@@ -108,9 +113,9 @@ void mds_inflight_drop_client(uint64_t client)
 /* Under I.lock: a mark of ino by a client other than client. */
 static struct mark *other(uint64_t ino, uint64_t client)
 {
-	for (size_t i = 0; i < I.n; i++)
-		if (I.v[i].ino == ino && I.v[i].client != client)
-			return &I.v[i];
+	for (struct mark *k = *bucket(ino); k; k = k->next)
+		if (k->ino == ino && k->client != client)
+			return k;
 	return NULL;
 }
 
@@ -148,11 +153,11 @@ int mds_inflight_wait(uint64_t ino, uint64_t client, uint32_t timeout_ms)
 				 "client %" PRIu64 " without them", ino, k->client, timeout_ms,
 				 client);
 			I.timeouts++;
-			for (size_t i = 0; i < I.n;)
-				if (I.v[i].ino == ino && I.v[i].client != client)
-					del_at(i);
+			for (struct mark **pp = bucket(ino); *pp;)
+				if ((*pp)->ino == ino && (*pp)->client != client)
+					del(pp);
 				else
-					i++;
+					pp = &(*pp)->next;
 			ret = -ETIMEDOUT;
 			break;
 		}

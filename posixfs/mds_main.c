@@ -95,10 +95,14 @@ static bool serve_landed(struct mds *mds, struct msg_conn *c, struct msg *m)
 	struct mds_reply rp = { 0 };
 	struct dec d;
 	struct enc e;
+	uint32_t op;
 
-	dec_init(&d, m->front, m->front_len);
-	if (mds_req_decode(&d, &rq) || rq.op != MDS_OP_LANDED)
+	/* every request passes here: only its op is read */
+	if (mds_req_peek_op(m->front, m->front_len, &op) || op != MDS_OP_LANDED)
 		return false;
+	dec_init(&d, m->front, m->front_len);
+	if (mds_req_decode(&d, &rq))
+		return false;	/* the worker says why */
 	mds_sess_seen(rq.client, c);
 	mds_inflight_landed(rq.ino, rq.client, rq.ino2);
 	mds_status_served(mds, rq.op, false);

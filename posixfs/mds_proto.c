@@ -213,6 +213,18 @@ int mds_req_decode(struct dec *d, struct mds_req *r)
 	return dec_end(d, &b);
 }
 
+int mds_req_peek_op(const void *front, size_t len, uint32_t *op)
+{
+	struct dec d, b;
+	uint8_t v;
+
+	dec_init(&d, front, len);
+	if (dec_begin(&d, MDS_PROTO_COMPAT, &b, &v))
+		return d.err;
+	*op = dec_u32(&b);
+	return b.err;
+}
+
 void mds_reply_encode(struct enc *e, const struct mds_reply *r)
 {
 	size_t h = enc_begin(e, MDS_PROTO_V, MDS_PROTO_COMPAT);

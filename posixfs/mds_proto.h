@@ -286,6 +286,9 @@ void mds_inode_encode(struct enc *e, const struct mds_inode *in);
 int mds_inode_decode(struct dec *d, struct mds_inode *in);
 void mds_req_encode(struct enc *e, const struct mds_req *r);
 int mds_req_decode(struct dec *d, struct mds_req *r);
+/* The op of a request front alone (a dispatcher's look before it decodes
+ * the rest): 0, or the decoder's error. */
+int mds_req_peek_op(const void *front, size_t len, uint32_t *op);
 void mds_reply_encode(struct enc *e, const struct mds_reply *r);
 /* r->ents and r->value are malloc'd (free them). */
 int mds_reply_decode(struct dec *d, struct mds_reply *r);

@@ -17,25 +17,19 @@ ok "3 OSDs with 512 MiB stores, full ratio 0.3"
 nobj=$(fc fill default 60) || fail "writes did not end in -ENOSPC"
 ok "writes end in -ENOSPC after $nobj objects of 4 MiB"
 
+# wait_full yes|no: until health does (yes) or does not (no) say OSD_FULL
 wait_full() {
-	local i=0
-	until atoll health detail 2>/dev/null | grep -q OSD_FULL; do
+	local i=0 now
+	while :; do
+		if atoll health detail 2>/dev/null | grep -q OSD_FULL; then now=yes; else now=no; fi
+		[ "$now" = "$1" ] && return 0
 		i=$((i + 1))
-		[ $i -lt 50 ] || fail "health does not say OSD_FULL: $(atoll health detail)"
+		[ $i -lt 50 ] || fail "health after 10 s (OSD_FULL wanted: $1): $(atoll health detail)"
 		sleep 0.2
 	done
 }
 
-wait_not_full() {
-	local i=0
-	while atoll health detail 2>/dev/null | grep -q OSD_FULL; do
-		i=$((i + 1))
-		[ $i -lt 50 ] || fail "health still says OSD_FULL after the deletes: $(atoll health detail)"
-		sleep 0.2
-	done
-}
-
-wait_full
+wait_full yes
 [ "$(atoll health | head -n 1)" = HEALTH_ERR ] || fail "health: $(atoll health)"
 fc write-full default || fail "a write on the full cluster"
 ok "health says HEALTH_ERR with OSD_FULL, and writes still get -ENOSPC"
@@ -43,7 +37,7 @@ ok "health says HEALTH_ERR with OSD_FULL, and writes still get -ENOSPC"
 fc drain default "$nobj" || fail "deletes on the full cluster"
 ok "all $nobj objects deleted on the full cluster"
 
-wait_not_full
+wait_full no
 fc write-ok default || fail "a write after the deletes"
 ok "OSD_FULL clears and writes work again"
 
@@ -51,11 +45,11 @@ nsmall=$(fc fill default 90 4096) || fail "4 KiB writes did not end in -ENOSPC"
 # 0.3 of the data areas takes ~40,000 such objects; 0.3 of the kv (each
 # 4 KiB inline takes 8 KiB of it) ~2,500: the kv must be what stopped them
 [ "$nsmall" -lt 20000 ] || fail "$nsmall objects of 4 KiB before -ENOSPC: the kv's use is not counted"
-wait_full
+wait_full yes
 atoll health detail | grep -q PG_NOT_CLEAN && fail "placement groups not clean: $(atoll health detail)"
 ok "4 KiB writes end in -ENOSPC after $nsmall objects (the kv filled: $(atoll df | sed -n 's/^RAW: //p')), with OSD_FULL and every placement group clean"
 
 fc drain default "$nsmall" || fail "deletes of the small objects"
-wait_not_full
+wait_full no
 fc write-ok default || fail "a write after deleting the small objects"
 ok "all $nsmall small objects deleted; OSD_FULL clears and writes work again"
