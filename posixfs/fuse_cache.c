@@ -67,6 +67,10 @@ struct lattr {
 	bool stale;		/* this client's own change moved its times, size
 				 * or links: only mode, uid and gid are still
 				 * right (permission checks), until exp */
+	bool pages;		/* the kernel's cached pages of the file are
+				 * right: an open made them so (kept or dropped)
+				 * under a lease, and leases renewed before they
+				 * ran out have covered it since (lc_open_keep) */
 	struct lxattr *xa;
 	unsigned nxa;
 	struct lattr *next;
@@ -582,14 +586,18 @@ static void drop_all(bool kernel)
 	L.flush_seq = ++L.seq;
 }
 
-static void attr_put(const struct mds_inode *in, uint64_t exp)
+static void attr_put(const struct mds_inode *in, uint64_t exp, uint64_t now)
 {
 	if (!in->ino)
 		return;
 	struct lattr **pp = attr_slot(in->ino);
 	if (*pp) {
 		/* its cached attributes stay right: a change would have
-		 * dropped the record (and them with it) */
+		 * dropped the record (and them with it).  A lease renewed
+		 * after the last one ran out leaves a gap in which another
+		 * client may have changed the file unseen. */
+		if ((*pp)->exp <= now)
+			(*pp)->pages = false;
 		(*pp)->a = *in;
 		(*pp)->exp = exp;
 		(*pp)->stale = false;
@@ -604,6 +612,7 @@ static void attr_put(const struct mds_inode *in, uint64_t exp)
 	a->exp = exp;
 	a->born = 0;
 	a->stale = false;
+	a->pages = false;
 	a->xa = NULL;
 	a->nxa = 0;
 	a->next = L.attrs[in->ino % LC_BUCKETS];
@@ -835,9 +844,9 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 		ci->lease_ms = rp->lease_ms;
 		ci->dir_lease = rp->dir_lease;
 		for (uint32_t i = 0; i < rp->ninodes && i < 2; i++)
-			attr_put(&rp->in[i], ci->exp);
+			attr_put(&rp->in[i], ci->exp, now);
 		for (uint32_t i = 0; rp->plus && i < rp->nplus; i++)
-			attr_put(&rp->plus[i], ci->exp);
+			attr_put(&rp->plus[i], ci->exp, now);
 		if (xa)
 			xa_put(rp->in[0].ino, rq->name, rp->rc ? NULL : (rp->value ? rp->value : ""),
 			       rp->vlen);
@@ -902,6 +911,23 @@ static double attr_get(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 	}
 	pthread_mutex_unlock(&L.lock);
 	return t;
+}
+
+bool lc_open_keep(uint64_t ino)
+{
+	bool keep = false;
+
+	if (!L.on)
+		return false;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct lattr *a = *attr_slot(ino);
+	if (a && a->exp > now) {
+		keep = a->pages;
+		a->pages = true;
+	}
+	pthread_mutex_unlock(&L.lock);
+	return keep;
 }
 
 double lc_attr(uint64_t ino, struct mds_inode *out)

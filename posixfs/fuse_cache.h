@@ -64,6 +64,14 @@ void lc_kbar_leave(void);
  * directory ino) after a reply with ci: the lease left, 0 when something
  * invalidated it since, 1 s without a lease. */
 double lc_timeout(uint64_t ino, const struct lc_info *ci);
+/* An open of file ino (after the MDS's reply to it, before the reply to
+ * the kernel; also a create): true when the kernel may keep the pages it
+ * caches of it (FOPEN_KEEP_CACHE) — an earlier open under a lease
+ * synchronized them, and leases without a gap have covered the file
+ * since, so another client's change would have been revoked here (the
+ * record dropped).  Either way the pages count as synchronized from this
+ * open on, while its lease runs. */
+bool lc_open_keep(uint64_t ino);
 /* The cached record of ino; returns the seconds left, or < 0 when none. */
 double lc_attr(uint64_t ino, struct mds_inode *out);
 /* The cached record of a file this client created (MKNOD) at most

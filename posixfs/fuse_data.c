@@ -20,9 +20,9 @@
  * reported by the next flush or fsync of the inode (EIO), as the kernel
  * reports writeback errors of a local file system.
  *
- * Read-your-writes: a read inside one buffer is answered from it; a read
- * overlapping buffers sends them and waits, like a read overlapping a
- * wop.  Sizes: the client keeps the largest end it wrote (wsize) and
+ * Read-your-writes: a read inside one buffer is answered from it, and so
+ * is a read inside the newest wop that overlaps it; a read overlapping
+ * buffers sends them and waits, like a read overlapping wops partly.  Sizes: the client keeps the largest end it wrote (wsize) and
  * pushes it with the mtime at flush, fsync and release (fd_push_size).
  *
  * Read-ahead.  The kernel reads 1 MiB at a time at best (its read-ahead
@@ -1089,6 +1089,19 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 		pthread_mutex_unlock(&g.lock);
 		wops_send(send);
 		pthread_mutex_lock(&g.lock);
+	}
+	/* inside the newest write in flight that overlaps it (the tail of a
+	 * file written and closed just now, whose pages the kernel does not
+	 * hold because the last one was partial): answered from its data */
+	for (struct wop *w = c->wl; w; w = w->next) {
+		if (!overlaps(w->off, w->len, off, size))
+			continue;
+		if (w->off <= off && off + size <= w->off + w->len) {
+			memcpy(buf, w->small ? w->buf + (off - w->off) : w->buf + off % BS, size);
+			pthread_mutex_unlock(&g.lock);
+			goto out;
+		}
+		break;
 	}
 	if (wb_wait(c, off, size)) {
 		pthread_mutex_unlock(&g.lock);

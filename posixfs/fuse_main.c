@@ -1258,6 +1258,7 @@ static void make_node_done(struct acall *a, int ret)
 		struct fuse_entry_param e;
 		fd_open(in->ino, 0, true, a->gen0);
 		a->fi.keep_cache = 0;
+		(void)lc_open_keep(in->ino);	/* a new file: nothing cached yet */
 		lc_kbar_enter();
 		fill_entry(&e, in, lc_kname(parent, a->rq.name, entry_timeout(&a->ci, parent)),
 			   lc_timeout(in->ino, &a->ci));
@@ -1522,7 +1523,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 	}
-	fi->keep_cache = 0;
+	/* close-to-open: the kernel drops what it caches of the file unless
+	 * leases have covered it since an earlier open (lc_open_keep) */
+	bool keep = lc_open_keep(ino);
+	fi->keep_cache = keep && !(fi->flags & O_TRUNC);
 	fuse_reply_open(req, fi);
 }
 
@@ -1956,6 +1960,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * (close-to-open, doc/fs.md "File data"). */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 4u << 20;
+	/* With leases the kernel's pages of a file stay right by the
+	 * revokes (inval_inode) and by the open's rule (lc_open_keep); the
+	 * kernel's own rule would drop the pages this client just wrote, at
+	 * the first getattr: its mtime is not the one the writer pushed.
+	 * Without leases the kernel's rule adds to close-to-open. */
+	if (lc_on())
+		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 static const struct fuse_opt opt_spec[] = {

@@ -233,6 +233,26 @@ stat "$A/co/k" >/dev/null; echo changed >"$B/co/k"
 within '[ "$(cat "$A/co/k")" = changed ]' || fail "mount 1 does not see a write made on mount 2"
 fsq "j['leases']['revokes'] > 0 and j['leases']['revoke_timeouts'] == 0 and j['leases']['held'] > 0"
 
+step "the kernel's pages of a file: kept across opens under leases, dropped when another mount changed it"
+# resident BYTES of FILE in the kernel's page cache (fincore opens it: an
+# open through the mount, which decides what the kernel keeps)
+resident() { fincore --bytes --noheadings --output RES "$1"; }
+head -c $((256 * 1024 + 100)) /dev/urandom >"$tmp/pc.x"
+head -c $((256 * 1024 + 100)) /dev/urandom >"$tmp/pc.y"
+cp "$tmp/pc.x" "$A/pc" || fail "writing pc on mount 1"
+r=$(resident "$A/pc")
+[ "$r" -ge $((256 * 1024)) ] || fail "mount 1's kernel dropped the pages it wrote at the next open ($r bytes left)"
+cmp "$tmp/pc.x" "$A/pc" || fail "mount 1 reads other bytes than it wrote"
+cmp "$tmp/pc.x" "$B/pc" && cmp "$tmp/pc.x" "$B/pc" || fail "mount 2 reads other bytes than mount 1 wrote"
+r=$(resident "$B/pc")
+[ "$r" -ge $((256 * 1024)) ] || fail "mount 2's kernel dropped an unchanged file's pages at its next open ($r bytes left)"
+# the same size, other bytes, the file kept (no truncate): only a revoke
+# tells mount 2
+dd if="$tmp/pc.y" of="$A/pc" conv=notrunc status=none || fail "overwriting pc on mount 1"
+cmp "$tmp/pc.y" "$B/pc" || fail "mount 2 serves its cached pages of a file mount 1 overwrote and closed"
+dd if="$tmp/pc.x" of="$B/pc" conv=notrunc status=none || fail "overwriting pc on mount 2"
+cmp "$tmp/pc.x" "$A/pc" || fail "mount 1 serves its cached pages of a file mount 2 overwrote and closed"
+
 step "negative lookups: answered from a cached listing, right after this mount's own changes, others' seen within a second"
 lookups() { "$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"; fsv "j['requests']['by_op']['lookup']"; }
 names() { ls "$1" | tr '\n' ' '; }
@@ -290,6 +310,14 @@ echo "chmod with a stopped lease holder: $ms ms"
 [ "$ms" -le 20000 ] || fail "the chmod waited $ms ms for a stopped client, far beyond its 3 s lease"
 within '[ "$(stat -c %a "$B/co/k")" = 640 ]' || fail "mount 2 does not see the chmod after it resumed"
 fsq "j['leases']['revoke_timeouts'] >= 1"
+
+# a lease that ran out: a change made then is revoked from nobody, and
+# the next open must not keep what the kernel cached before it
+cmp "$tmp/pc.x" "$B/pc" || fail "mount 2 reads pc wrong before its lease runs out"
+sleep 3.5
+dd if="$tmp/pc.y" of="$A/pc" conv=notrunc status=none || fail "overwriting pc on mount 1"
+cmp "$tmp/pc.y" "$B/pc" || fail "mount 2 kept pages of pc across a gap in its leases"
+rm -f "$A/pc" "$tmp/pc.x" "$tmp/pc.y"
 
 step "kill -9 the MDS, restart, nothing acknowledged lost"
 for i in $(seq 1 40); do echo "n$i" >"$A/ledger.$i"; done
