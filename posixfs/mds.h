@@ -171,7 +171,7 @@ struct mds_apply {
 	struct mds_txn t;
 };
 
-#define MDS_APPLY_MAX	256u	/* journaled changes not yet applied, at most */
+#define MDS_APPLY_MAX	512u	/* journaled changes not yet applied, at most */
 
 struct mds {
 	struct atoll_cluster *cl;
@@ -209,6 +209,8 @@ struct mds {
 	pthread_cond_t acond;
 	struct mds_apply *aq_head, *aq_tail;
 	unsigned aq_len;
+	unsigned drainers;	/* threads in apply_drain: no gathering */
+	uint64_t apply_gather_ns;	/* how long a round waits for more */
 	/* Early replies (doc/fs.md, "Early replies"): the worker applies a
 	 * change in memory, queues it here and replies; the journaler thread
 	 * appends every queued change in one atoll_append (group commit),
