@@ -48,6 +48,16 @@
 #include "log.h"
 #include "store.h"
 
+/* jemalloc's settings of atoll-osd (osd/main.c): freed pages are kept, not
+ * given back after 10 s, so the engine is measured as the OSD runs it.
+ * With the default decay the log's blocks (a 4 KiB copy each in the
+ * index, freed by every checkpoint) and the checkpoint's buffer were
+ * fresh pages again and again: ~6% of the samples in page faults, 4 KiB
+ * durable writes 57,000 against 68,000-75,000 IOPS with these settings
+ * (MALLOC_CONF in the environment still overrides them). */
+extern const char *malloc_conf;
+const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 

@@ -48,7 +48,7 @@ int bio_size(int fd, uint64_t *bytes)
 	return 0;
 }
 
-void *bio_alloc(size_t bytes)
+void *bio_alloc_uninit(size_t bytes)
 {
 	void *p = NULL;
 
@@ -56,7 +56,15 @@ void *bio_alloc(size_t bytes)
 		bytes = STORE_BLOCK_SIZE;
 	if (posix_memalign(&p, STORE_BLOCK_SIZE, bytes))
 		return NULL;
-	memset(p, 0, bytes);
+	return p;
+}
+
+void *bio_alloc(size_t bytes)
+{
+	void *p = bio_alloc_uninit(bytes);
+
+	if (p)
+		memset(p, 0, bytes ? bytes : STORE_BLOCK_SIZE);
 	return p;
 }
 

@@ -175,7 +175,7 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 	}
 	pthread_mutex_unlock(&w->lock);
 	qsort(blks, nb, sizeof(*blks), ckpt_blk_cmp);
-	ck->buf = nb ? bio_alloc(nb * BS) : NULL;
+	ck->buf = nb ? bio_alloc_uninit(nb * BS) : NULL;	/* every block copied in */
 	ck->w = malloc((nb ? nb : 1) * sizeof(*ck->w));
 	ck->cbs = calloc(nb ? nb : 1, sizeof(*ck->cbs));
 	if ((nb && !ck->buf) || !ck->w || !ck->cbs) {

@@ -412,6 +412,9 @@ struct store {
 	bool stopping;
 	int failed;		/* sticky -EIO after a device error */
 	pthread_t commit_thread;
+	/* the last batch's log buffers (commit.c, commit thread only): the
+	 * next batch reuses them instead of growing new ones from nothing */
+	struct walb *walb_spare;
 	bool commit_running;
 	io_context_t wctx;
 	bool wctx_ok;
@@ -474,6 +477,7 @@ void uuid_format(const uint8_t u[16], char out[37]);
 int bio_open(const char *path, bool create, bool readonly, int *fd);
 int bio_size(int fd, uint64_t *bytes);
 void *bio_alloc(size_t bytes);		/* 4 KiB aligned, zeroed; NULL on ENOMEM */
+void *bio_alloc_uninit(size_t bytes);	/* the same, not zeroed: every byte gets written */
 int bio_pread(int fd, void *buf, size_t len, uint64_t off);
 int bio_pwrite(int fd, const void *buf, size_t len, uint64_t off);
 struct bio_write {

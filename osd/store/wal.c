@@ -348,6 +348,29 @@ bool walb_lookup(const struct batch *b, uint64_t pblk, void *out)
 	return true;
 }
 
+void walb_keep(struct walb *wb, struct walb *spare)
+{
+	walb_free(spare);
+	spare->ents = wb->ents;
+	spare->cap = wb->cap;
+	spare->data = wb->data;
+	spare->kv = wb->kv;
+	spare->kvcap = wb->kvcap;
+	spare->kvh = wb->kvh;
+	spare->kvent = wb->kvent;
+	spare->kvecap = wb->kvecap;
+	if (spare->kvh && wb->nkv)
+		memset(spare->kvh, 0, WALB_KH * sizeof(*spare->kvh));
+	free(wb->rec);
+	memset(wb, 0, sizeof(*wb));
+}
+
+void walb_reuse(struct walb *wb, struct walb *spare)
+{
+	*wb = *spare;
+	memset(spare, 0, sizeof(*spare));
+}
+
 void walb_free(struct walb *wb)
 {
 	free(wb->ents);
@@ -562,9 +585,13 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 		pos = (pos / w->blocks + 1) * w->blocks;	/* next lap */
 	if (pos + nb - w->tail > w->blocks)
 		return -ENOSPC;	/* commit.c makes room before every batch */
-	rec = bio_alloc(nb * BS);
+	rec = bio_alloc_uninit(nb * BS);
 	if (!rec)
 		return -ENOMEM;
+	/* what the table blocks leave over goes to the device: zeros, not
+	 * old heap contents (the data blocks are written whole below) */
+	size_t used = WAL_HDR + (size_t)wb->n * WAL_ENT + wb->kvlen;
+	memset(rec + used, 0, tb * BS - used);
 	memset(&h, 0, sizeof(h));
 	h.magic = WAL_MAGIC;
 	h.version = WAL_VERSION;
