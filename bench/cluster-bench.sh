@@ -201,6 +201,13 @@ restart_osds() {
 	exit 1
 }
 
+# The 4 MiB write rounds stop before the stores fill (every OSD holds a
+# replica of everything): at most 60% of a store, less the prefill.  A
+# fast disk writes more than a 10G store holds in 15 s; the rate is
+# measured over the time the round took.
+store_bytes=$(numfmt --from=iec "$size")
+w4m_max=$(( (store_bytes * 6 / 10 - prefill_objs * 4194304) / 4194304 ))
+[ "$w4m_max" -ge 64 ] || { echo "cluster-bench.sh: --size $size leaves no room for the 4 MiB writes" >&2; exit 2; }
 echo "== prefill: $prefill_objs objects of 4 MiB for the reads" >&2
 "$atoll" bench default 3600 write -b 4M -t 16 --no-cleanup --max-ops "$prefill_objs" \
 	--run-name bench_reads --format json >"$out/prefill.json"
@@ -214,8 +221,10 @@ for i in $(seq 1 "$runs"); do
 	# --no-cleanup, then cleanup outside the measurement: removing the
 	# objects must not count in the CPU time per write
 	for w in w4m:4M w4k:4K; do
+		bound=()
+		[ "${w%%:*}" = w4m ] && bound=(--max-ops "$w4m_max")
 		measure "${w%%:*}.$i" "$atoll" bench default "$seconds" write -b "${w##*:}" -t 16 \
-			--no-cleanup --run-name "${w%%:*}" --format json
+			--no-cleanup --run-name "${w%%:*}" "${bound[@]}" --format json
 		"$atoll" bench default 0 cleanup --run-name "${w%%:*}" --format json >/dev/null
 	done
 	echo "== run $i/$runs: restarting the OSDs before the reads" >&2
