@@ -22,8 +22,9 @@
  *
  * Read-your-writes: a read inside one buffer is answered from it, and so
  * is a read inside the newest wop that overlaps it; a read overlapping
- * buffers sends them and waits, like a read overlapping wops partly.  Sizes: the client keeps the largest end it wrote (wsize) and
- * pushes it with the mtime at flush, fsync and release (fd_push_size).
+ * buffers sends them and waits, like a read overlapping wops partly.
+ * Sizes: the client keeps the largest end it wrote (wsize) and pushes it
+ * with the mtime at flush, fsync and release (fd_push_size).
  *
  * Read-ahead.  The kernel reads 1 MiB at a time at best (its read-ahead
  * of the mount is raised to 4 MiB: fd_kernel_readahead); one OSD op
@@ -194,6 +195,12 @@ static void data_oid(char *b, size_t n, uint64_t ino, uint64_t blk)
 static int map_err(int err)
 {
 	return err == -EPERM ? -EIO : err;	/* fenced (evicted): EIO */
+}
+
+/* The first of w's len bytes (file offset w->off). */
+static const char *wop_data(const struct wop *w)
+{
+	return w->small ? w->buf : w->buf + w->off % BS;
 }
 
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
@@ -594,8 +601,7 @@ static void wops_send(struct wop *list)
 		else
 			r = atoll_completion_create(on_write_done, w, &comp);
 		if (!r)
-			r = atoll_aio_write(g.data, oid, comp, w->small ? w->buf : w->buf + boff,
-					    w->len, boff);
+			r = atoll_aio_write(g.data, oid, comp, wop_data(w), w->len, boff);
 		if (r) {
 			atoll_completion_release(comp);
 			pthread_mutex_lock(&g.lock);
@@ -1097,7 +1103,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 		if (!overlaps(w->off, w->len, off, size))
 			continue;
 		if (w->off <= off && off + size <= w->off + w->len) {
-			memcpy(buf, w->small ? w->buf + (off - w->off) : w->buf + off % BS, size);
+			memcpy(buf, wop_data(w) + (off - w->off), size);
 			pthread_mutex_unlock(&g.lock);
 			goto out;
 		}

@@ -11,8 +11,22 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "mds_proto.h"
+
+/* The CLOCK_REALTIME instant ms milliseconds from now: the deadline of a
+ * pthread_cond_timedwait (the MDS's conditions use the default clock). */
+static inline struct timespec mds_deadline_ms(uint64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + ms % 1000 * 1000000ull;
+	ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000ull);
+	ts.tv_nsec = (long)(ns % 1000000000ull);
+	return ts;
+}
 
 struct msg_conn;
 
@@ -210,7 +224,7 @@ struct mds {
 	struct mds_apply *aq_head, *aq_tail;
 	unsigned aq_len;
 	unsigned drainers;	/* threads in apply_drain: no gathering */
-	uint64_t apply_gather_ns;	/* how long a round waits for more */
+	uint64_t apply_gather_ms;	/* how long a round waits for more */
 	/* Early replies (doc/fs.md, "Early replies"): the worker applies a
 	 * change in memory, queues it here and replies; the journaler thread
 	 * appends every queued change in one atoll_append (group commit),

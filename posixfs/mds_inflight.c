@@ -129,16 +129,9 @@ bool mds_inflight_other(uint64_t ino, uint64_t client)
 
 int mds_inflight_wait(uint64_t ino, uint64_t client, uint32_t timeout_ms)
 {
-	struct timespec dl;
+	struct timespec dl = mds_deadline_ms(timeout_ms);
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&I.lock);
 	struct mark *k = other(ino, client);
 	if (k)

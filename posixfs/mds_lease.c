@@ -311,11 +311,7 @@ struct holder {
 static void wait_until(uint64_t until)
 {
 	for (uint64_t now = now_ms(); now < until; now = now_ms()) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + (until - now) * 1000000ull;
-		ts.tv_sec += (time_t)(ns / 1000000000ull);
-		ts.tv_nsec = (long)(ns % 1000000000ull);
+		struct timespec ts = mds_deadline_ms(until - now);
 		pthread_cond_timedwait(&L.cond, &L.lock, &ts);
 	}
 }

@@ -542,15 +542,7 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 			uint64_t now = mono_ms();
 			if (now >= deadline)
 				break;
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t left = deadline - now;
-			ts.tv_sec += (time_t)(left / 1000);
-			ts.tv_nsec += (long)(left % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			struct timespec ts = mds_deadline_ms(deadline - now);
 			pthread_cond_timedwait(&q.cond, &q.lock, &ts);
 		}
 		struct work *w = q.head;

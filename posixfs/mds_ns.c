@@ -1526,7 +1526,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * takes up to 64 queued changes at once and writes each (object, key) of
  * them once, with its last value (store_apply_omap), so a backlog costs
  * one round trip, not one per change.  A round first gathers for up to
- * APPLY_GATHER_NS (unless a batch is full, or someone waits for the queue
+ * APPLY_GATHER_MS (unless a batch is full, or someone waits for the queue
  * to drain): a client's changes one at a time (rm -rf) came a few per
  * journal batch, and each round wrote the directory and up to 16 inode
  * shards for them, three times the journal's own writes.  What must hold
@@ -1538,34 +1538,18 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * (journal_roll).  The applier never takes the namespace lock. */
 
 #define APPLY_BATCH 256u	/* changes the applier writes in one round */
-#define APPLY_GATHER_NS (20ull * 1000 * 1000)	/* default of ATOLL_MDS_APPLY_GATHER_MS */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define APPLY_GATHER_MS 20u	/* default of ATOLL_MDS_APPLY_GATHER_MS */
 
 /* Under alock, with something queued: waits until a batch is full, the
  * gathering time is over, someone drains or the MDS stops. */
 static void apply_gather(struct mds *m)
 {
-	if (!m->apply_gather_ns)
+	if (!m->apply_gather_ms)
 		return;
-	uint64_t end = mono_ns() + m->apply_gather_ns;
-	while (m->aq_len < APPLY_BATCH && !m->drainers && !m->stop) {
-		uint64_t now = mono_ns();
-		if (now >= end)
+	struct timespec dl = mds_deadline_ms(m->apply_gather_ms);
+	while (m->aq_len < APPLY_BATCH && !m->drainers && !m->stop)
+		if (pthread_cond_timedwait(&m->acond, &m->alock, &dl) == ETIMEDOUT)
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t t = (uint64_t)ts.tv_nsec + (end - now);
-		ts.tv_sec += (time_t)(t / 1000000000ull);
-		ts.tv_nsec = (long)(t % 1000000000ull);
-		pthread_cond_timedwait(&m->acond, &m->alock, &ts);
-	}
 }
 
 static void *applier_main(void *arg)
@@ -1634,7 +1618,7 @@ static int applier_start(struct mds *m)
 	/* ATOLL_MDS_APPLY_GATHER_MS=N: how long a round gathers (0: not at
 	 * all, the behaviour before; an A/B seam for benchmarks) */
 	const char *g = getenv("ATOLL_MDS_APPLY_GATHER_MS");
-	m->apply_gather_ns = g ? strtoull(g, NULL, 10) * 1000000ull : APPLY_GATHER_NS;
+	m->apply_gather_ms = g ? strtoull(g, NULL, 10) : APPLY_GATHER_MS;
 	ret = -pthread_create(&m->applier, NULL, applier_main, m);
 	if (ret == 0)
 		m->applier_on = true;

@@ -181,14 +181,7 @@ void mds_statfs_get(uint64_t ninodes, struct mds_statfs *st)
 			sf.want = true;
 			pthread_cond_broadcast(&sf.cond);
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += STATFS_WAIT_MS / 1000;
-		ts.tv_nsec += (long)(STATFS_WAIT_MS % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = mds_deadline_ms(STATFS_WAIT_MS);
 		while (may_wait && sf.gen == gen && !sf.stop)
 			if (pthread_cond_timedwait(&sf.cond, &sf.lock, &ts) == ETIMEDOUT)
 				break;

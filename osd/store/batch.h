@@ -94,11 +94,6 @@ int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
 /* Copies the batch's logged content of block pblk; false if none. */
 bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
 void walb_free(struct walb *wb);
-/* The buffers of a finished batch's wb go to spare (emptied, its kv
- * index cleared), for walb_reuse by the next batch (which must start
- * zeroed); wb is left empty. */
-void walb_keep(struct walb *wb, struct walb *spare);
-void walb_reuse(struct walb *wb, struct walb *spare);
 /* Forgets the batch's kv mutations. */
 void walb_kv_clear(struct walb *wb);
 #define WALB_KH 1024u		/* buckets of walb.kvh */

@@ -356,13 +356,7 @@ static void batch_destroy(struct batch *b)
 	free(b->bufs);
 	free(b->pend.v);
 	free(b->wal.rec);
-	b->wal.rec = NULL;
-	if (!b->st->walb_spare)
-		b->st->walb_spare = calloc(1, sizeof(*b->st->walb_spare));
-	if (b->st->walb_spare)
-		walb_keep(&b->wal, b->st->walb_spare);
-	else
-		walb_free(&b->wal);
+	walb_free(&b->wal);
 	runvec_free(&b->allocated);
 	runvec_free(&b->freed);
 }
@@ -513,8 +507,6 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 	t0 = now_ns();
 	memset(&b, 0, sizeof(b));
 	b.st = st;
-	if (st->walb_spare)
-		walb_reuse(&b.wal, st->walb_spare);
 	uint32_t ntxns = 0;
 
 	for (t = list; t; t = t->next)
@@ -938,11 +930,6 @@ void commit_stop(struct store *st)
 	pthread_mutex_unlock(&st->qlock);
 	pthread_join(st->commit_thread, NULL);
 	st->commit_running = false;
-	if (st->walb_spare) {
-		walb_free(st->walb_spare);
-		free(st->walb_spare);
-		st->walb_spare = NULL;
-	}
 	wal_ckpt_thread_stop(st);	/* retires a checkpoint it still runs */
 	flusher_stop(st);
 }

@@ -412,9 +412,6 @@ struct store {
 	bool stopping;
 	int failed;		/* sticky -EIO after a device error */
 	pthread_t commit_thread;
-	/* the last batch's log buffers (commit.c, commit thread only): the
-	 * next batch reuses them instead of growing new ones from nothing */
-	struct walb *walb_spare;
 	bool commit_running;
 	io_context_t wctx;
 	bool wctx_ok;

@@ -348,29 +348,6 @@ bool walb_lookup(const struct batch *b, uint64_t pblk, void *out)
 	return true;
 }
 
-void walb_keep(struct walb *wb, struct walb *spare)
-{
-	walb_free(spare);
-	spare->ents = wb->ents;
-	spare->cap = wb->cap;
-	spare->data = wb->data;
-	spare->kv = wb->kv;
-	spare->kvcap = wb->kvcap;
-	spare->kvh = wb->kvh;
-	spare->kvent = wb->kvent;
-	spare->kvecap = wb->kvecap;
-	if (spare->kvh && wb->nkv)
-		memset(spare->kvh, 0, WALB_KH * sizeof(*spare->kvh));
-	free(wb->rec);
-	memset(wb, 0, sizeof(*wb));
-}
-
-void walb_reuse(struct walb *wb, struct walb *spare)
-{
-	*wb = *spare;
-	memset(spare, 0, sizeof(*spare));
-}
-
 void walb_free(struct walb *wb)
 {
 	free(wb->ents);
