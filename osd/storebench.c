@@ -83,6 +83,7 @@ struct opts {
 	double seconds;
 	uint64_t count;
 	unsigned qd;		/* 0 = each test's default */
+	unsigned flushers;	/* 0 = the store's default */
 	uint64_t prefill;
 	uint64_t overwrite_set;
 	uint64_t small_count;
@@ -577,6 +578,7 @@ static void opts_of(struct store_options *so, const struct store_paths *p, uint6
 	so->kv_path = p->kv;
 	so->block_size = block_size;
 	so->kv_max = kv_max;
+	so->flushers = o.flushers;
 }
 
 static bool exists(const char *path)
@@ -1442,6 +1444,8 @@ static void usage(FILE *f)
 "                       --small-reads 500 (options given later still win)\n"
 "  --no-zero-fill       create a new block file without writing zeros over it\n"
 "                       (an OSD's mkfs writes them: see store.h, prefill)\n"
+"  --flushers N         flushes of the block at once for batches that only\n"
+"                       logged (default: the store's, 2; store.h, flushers)\n"
 "  --keep               keep the temporary folder\n"
 "  --seed N             random seed (default 0x5eed)\n"
 "  --stall-timeout N    give up when no op completes for N seconds (default 120)\n"
@@ -1504,7 +1508,7 @@ static bool parse_size(const char *s, uint64_t *out)
 enum {
 	OPT_DIR = 256, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_QD, OPT_PREFILL, OPT_OWSET,
 	OPT_SCOUNT, OPT_SSIZE, OPT_SBATCH, OPT_SREADS, OPT_QUICK, OPT_KEEP, OPT_SEED,
-	OPT_STALL, OPT_MEASURE, OPT_NOZERO,
+	OPT_STALL, OPT_MEASURE, OPT_NOZERO, OPT_FLUSHERS,
 };
 
 /* name is the long option without its dashes; hint (may be NULL) says
@@ -1536,6 +1540,7 @@ int main(int argc, char **argv)
 		{ "stall-timeout", required_argument, NULL, OPT_STALL },
 		{ "measure-small", required_argument, NULL, OPT_MEASURE },
 		{ "no-zero-fill", no_argument, NULL, OPT_NOZERO },
+		{ "flushers", required_argument, NULL, OPT_FLUSHERS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1556,7 +1561,7 @@ int main(int argc, char **argv)
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		const char *name = c >= OPT_DIR && c <= OPT_NOZERO ? lopts[c - OPT_DIR].name : "";
+		const char *name = c >= OPT_DIR && c <= OPT_FLUSHERS ? lopts[c - OPT_DIR].name : "";
 
 		switch (c) {
 		case OPT_DIR: o.dir = optarg; o.dir_given = true; break;
@@ -1614,6 +1619,11 @@ int main(int argc, char **argv)
 			o.small_reads = 500;
 			break;
 		case OPT_KEEP: o.keep = true; break;
+		case OPT_FLUSHERS:
+			if (!parse_u64(optarg, &v) || !v || v > STORE_FLUSHERS_MAX)
+				bad_value(name, optarg, "give 1 to 8");
+			o.flushers = (unsigned)v;
+			break;
 		case OPT_SEED:
 			if (!parse_u64(optarg, &o.seed))
 				bad_value(name, optarg, NULL);

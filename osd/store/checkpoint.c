@@ -65,6 +65,8 @@ int wal_ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struct c
  * checkpointer; retire (commit thread) frees the overlay's versions and
  * the log space. */
 #define CKPT_QD 128u
+/* Blocks in one vectored write at most (the kernel's UIO_MAXIOV). */
+#define CKPT_IOV_MAX 1024
 
 struct ckpt_blk {
 	uint64_t pblk;
@@ -80,7 +82,7 @@ static int ckpt_blk_cmp(const void *a, const void *b)
 
 void wal_ckpt_clear(struct ckpt *ck)
 {
-	free(ck->buf);
+	free(ck->iov);
 	free(ck->w);
 	free(ck->cbs);
 	free(ck->ents);
@@ -106,10 +108,10 @@ static int ckpt_submit(struct store *st)
 
 		while (ck->submitted + n < ck->nw && ck->submitted + n - ck->done < CKPT_QD) {
 			struct iocb *cb = &ck->cbs[ck->submitted + n];
-			const struct bio_write *bw = &ck->w[ck->submitted + n];
+			struct ckpt_write *cw = &ck->w[ck->submitted + n];
 
-			io_prep_pwrite(cb, st->bfd, (void *)bw->buf, bw->len, (long long)bw->off);
-			cb->data = (void *)bw;
+			io_prep_pwritev(cb, st->bfd, cw->iov, cw->iovcnt, (long long)cw->off);
+			cb->data = cw;
 			ptrs[n++] = cb;
 		}
 		int s = io_submit(st->cctx, (long)n, ptrs);
@@ -175,23 +177,27 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 	}
 	pthread_mutex_unlock(&w->lock);
 	qsort(blks, nb, sizeof(*blks), ckpt_blk_cmp);
-	ck->buf = nb ? bio_alloc_uninit(nb * BS) : NULL;	/* every block copied in */
+	ck->iov = malloc((nb ? nb : 1) * sizeof(*ck->iov));
 	ck->w = malloc((nb ? nb : 1) * sizeof(*ck->w));
 	ck->cbs = calloc(nb ? nb : 1, sizeof(*ck->cbs));
-	if ((nb && !ck->buf) || !ck->w || !ck->cbs) {
+	if (!ck->iov || !ck->w || !ck->cbs) {
 		free(blks);
 		wal_ckpt_clear(ck);
 		return -ENOMEM;
 	}
+	/* Written from the index's own buffers: its entries stay until the
+	 * checkpoint is retired. */
 	for (size_t j = 0; j < nb; j++) {
-		uint8_t *dst = ck->buf + j * BS;
+		struct ckpt_write *last = ck->nw ? &ck->w[ck->nw - 1] : NULL;
 
-		memcpy(dst, blks[j].data, BS);
-		if (ck->nw && ck->w[ck->nw - 1].off + ck->w[ck->nw - 1].len == blks[j].pblk * BS &&
-		    ck->w[ck->nw - 1].len < IO_MAX_BYTES)
-			ck->w[ck->nw - 1].len += BS;	/* adjacent: one write */
-		else
-			ck->w[ck->nw++] = (struct bio_write){ blks[j].pblk * BS, BS, dst };
+		ck->iov[j] = (struct iovec){ (void *)blks[j].data, BS };
+		if (last && last->off + last->len == blks[j].pblk * BS &&
+		    last->len < IO_MAX_BYTES && last->iovcnt < CKPT_IOV_MAX) {
+			last->len += BS;	/* adjacent: one write */
+			last->iovcnt++;
+		} else {
+			ck->w[ck->nw++] = (struct ckpt_write){ blks[j].pblk * BS, BS, &ck->iov[j], 1 };
+		}
 	}
 	free(blks);
 	ck->active = true;
@@ -223,9 +229,9 @@ static int ckpt_poll(struct store *st, bool wait)
 			break;
 		}
 		for (int j = 0; j < g; j++) {
-			const struct bio_write *bw = ev[j].data;
+			const struct ckpt_write *cw = ev[j].data;
 
-			if ((long)ev[j].res != (long)bw->len)
+			if ((long)ev[j].res != (long)cw->len)
 				ck->err = -EIO;
 		}
 		ck->done += (size_t)g;

@@ -59,11 +59,17 @@
 /* How long a committed batch waits for the next one to sync it. */
 #define SYNC_LINGER_NS (200ull * 1000)
 
-/* A batch that only logged, handed to the flusher. */
+/* A batch that only logged, handed to the flushers with its record
+ * write in flight. */
 struct flush_item {
 	struct flush_item *next;
 	struct store_txn *list;		/* in queue order */
 	uint64_t seq;
+	uint64_t id;			/* handed over in this order */
+	struct iocb cb;			/* the record's write */
+	void *rec;			/* its buffer, freed once written */
+	size_t len;
+	bool written;
 };
 
 struct done {
@@ -175,101 +181,219 @@ static int flush_block(struct store *st, bool log_only)
 	return 0;
 }
 
-/* ---- the flusher ---------------------------------------------------------- */
+/* ---- the flushers --------------------------------------------------------- */
 
-/* Flushes the block for everything handed over so far (their records are
- * written), then completes those batches in order. */
-static void *flusher_main(void *arg)
+/* Completes, in order, the batches handed over that a finished flush made
+ * durable (every one up to fdurable), or fails them all once a flush has
+ * failed.  Called with flock held by a flusher whose flush just ended;
+ * returns with it held.  Only one flusher completes at a time, so the
+ * completions keep their order; one that finds another completing leaves
+ * its batches to it (that one looks at fdurable again before it stops). */
+static void flusher_complete(struct store *st)
 {
-	struct store *st = arg;
+	uint64_t n = 0;
 
-	pthread_mutex_lock(&st->flock);
-	for (;;) {
-		struct flush_item *items;
-		uint64_t n = 0;
+	if (st->ffiring)
+		return;
+	st->ffiring = true;
+	while (st->fhead && st->fhead != st->fnext &&
+	       (st->ferr || st->fhead->id <= st->fdurable)) {
+		struct flush_item *it = st->fhead;
+		int err = st->ferr;
 
-		while (!st->fhead && !st->fstop)
-			pthread_cond_wait(&st->fcond, &st->flock);
+		st->fhead = it->next;
 		if (!st->fhead)
-			break;
-		items = st->fhead;
-		st->fhead = st->ftail = NULL;
-		st->fbusy = true;
+			st->ftail = NULL;
 		pthread_mutex_unlock(&st->flock);
-
-		uint64_t t0 = now_ns();
-		int fr = flush_block(st, true);
-
-		st->perf.fl_flush_ns += now_ns() - t0;
-		st->perf.fl_flushes++;
-		if (fr)
-			set_failed(st);
-		while (items) {
-			struct flush_item *it = items;
-
-			items = it->next;
-			if (fr)
-				fail_all(it->list, -EIO);
-			else {
-				pthread_mutex_lock(&st->rlock);
-				if (st->durable_seq < it->seq)
-					st->durable_seq = it->seq;	/* new readers see it */
-				pthread_mutex_unlock(&st->rlock);
-			}
-			st->perf.fl_batches++;
-			fire(st, it->list);
-			free(it);
-			n++;
+		if (err)
+			fail_all(it->list, err);
+		else {
+			pthread_mutex_lock(&st->rlock);
+			if (st->durable_seq < it->seq)
+				st->durable_seq = it->seq;	/* new readers see it */
+			pthread_mutex_unlock(&st->rlock);
 		}
+		__atomic_fetch_add(&st->perf.fl_batches, 1, __ATOMIC_RELAXED);
+		fire(st, it->list);
+		free(it);
+		n++;
+		pthread_mutex_lock(&st->flock);
+	}
+	st->ffiring = false;
+	if (n) {
+		pthread_mutex_unlock(&st->flock);
 		pthread_mutex_lock(&st->qlock);
 		st->flush_pending -= n;
 		if (idle(st))
 			pthread_cond_broadcast(&st->qidle);
 		pthread_mutex_unlock(&st->qlock);
 		pthread_mutex_lock(&st->flock);
-		st->fbusy = false;
-		if (!st->fhead)
-			pthread_cond_broadcast(&st->fidle);
+	}
+	if (!st->fhead && !st->fbusy)
+		pthread_cond_broadcast(&st->fidle);
+}
+
+/* Reaps finished record writes (one flusher at a time; flock held, and
+ * released while it waits).  A failed write fails its batch and every
+ * later one, and the store stops writing. */
+static void flusher_reap(struct store *st)
+{
+	struct io_event ev[64];
+	bool failed = false;
+	int g;
+
+	st->freaping = true;
+	pthread_mutex_unlock(&st->flock);
+	do
+		g = io_getevents(st->lctx, 1, 64, ev, NULL);
+	while (g == -EINTR);
+	if (g < 0)
+		log_error("store", "io_getevents failed: %s", strerror(-g));
+	pthread_mutex_lock(&st->flock);
+	for (int k = 0; k < g; k++) {
+		struct flush_item *it = ev[k].data;
+
+		if ((long)ev[k].res != (long)it->len) {
+			log_error("store", "write of a log record (%zu bytes) failed: %s", it->len,
+				  (long)ev[k].res < 0 ? strerror((int)-(long)ev[k].res) : "short write");
+			failed = true;
+		}
+		free(it->rec);
+		it->rec = NULL;
+		it->written = true;
+		st->fwrites--;
+	}
+	if (g < 0)
+		failed = true;	/* nothing can be known of the writes in flight */
+	if (failed && !st->ferr)
+		st->ferr = -EIO;
+	st->freaping = false;
+	pthread_cond_broadcast(&st->fcond);
+	if (failed) {
+		pthread_mutex_unlock(&st->flock);
+		set_failed(st);
+		pthread_mutex_lock(&st->flock);
+	}
+}
+
+/* A flusher: flushes the block for the batches handed over whose records
+ * are written and that no flush has taken yet, then completes what is
+ * durable; reaps the record writes when no other flusher does.  While it
+ * flushes, another flusher may take the batches written since. */
+static void *flusher_main(void *arg)
+{
+	struct store *st = arg;
+
+	pthread_mutex_lock(&st->flock);
+	for (;;) {
+		if (st->fnext && st->fnext->written) {
+			struct flush_item *last = st->fnext;
+
+			while (last->next && last->next->written)
+				last = last->next;
+			uint64_t cover = last->id;
+
+			st->fnext = last->next;
+			st->fbusy++;
+			pthread_mutex_unlock(&st->flock);
+
+			uint64_t t0 = now_ns();
+			int fr = flush_block(st, true);
+
+			__atomic_fetch_add(&st->perf.fl_flush_ns, now_ns() - t0, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&st->perf.fl_flushes, 1, __ATOMIC_RELAXED);
+			if (fr)
+				set_failed(st);
+			pthread_mutex_lock(&st->flock);
+			st->fbusy--;
+			if (fr && !st->ferr)
+				st->ferr = fr;
+			if (!fr && st->fdurable < cover)
+				st->fdurable = cover;
+			flusher_complete(st);
+			continue;
+		}
+		if (st->fwrites && !st->freaping) {
+			flusher_reap(st);
+			continue;
+		}
+		if (!st->fnext && st->fstop)
+			break;
+		pthread_cond_wait(&st->fcond, &st->flock);
 	}
 	pthread_mutex_unlock(&st->flock);
 	return NULL;
 }
 
-/* Hands a batch that only logged (its record written) to the flusher;
- * false if it cannot take it (then the caller flushes itself). */
-static bool flusher_take(struct store *st, struct store_txn *list, uint64_t seq)
+/* Hands a batch that only logged to the flushers, its record (lw, in the
+ * buffer rec, which the flushers free) written asynchronously; false if
+ * they cannot take it (then the caller writes and flushes itself). */
+static bool flusher_write(struct store *st, struct store_txn *list, uint64_t seq,
+			  const struct bio_write *lw, void *rec)
 {
 	struct flush_item *it;
+	struct iocb *p;
+	int s;
 
-	if (!st->flusher_running || !(it = malloc(sizeof(*it))))
+	if (!st->flusher_running || !(it = calloc(1, sizeof(*it))))
 		return false;
-	it->next = NULL;
 	it->list = list;
 	it->seq = seq;
+	it->rec = rec;
+	it->len = lw->len;
+	io_prep_pwrite(&it->cb, st->bfd, rec, lw->len, (long long)lw->off);
+	it->cb.data = it;
+	p = &it->cb;
+	pthread_mutex_lock(&st->flock);
+	if (st->fwrites >= FLUSH_WRITES_MAX) {
+		pthread_mutex_unlock(&st->flock);
+		free(it);
+		return false;
+	}
+	st->fwrites++;
+	pthread_mutex_unlock(&st->flock);
 	pthread_mutex_lock(&st->qlock);
 	st->flush_pending++;
 	pthread_mutex_unlock(&st->qlock);
+	do
+		s = io_submit(st->lctx, 1, &p);
+	while (s == -EINTR);
 	pthread_mutex_lock(&st->flock);
+	if (s != 1) {
+		st->fwrites--;
+		pthread_mutex_unlock(&st->flock);
+		pthread_mutex_lock(&st->qlock);
+		st->flush_pending--;
+		pthread_mutex_unlock(&st->qlock);
+		free(it);
+		return false;
+	}
+	/* A flusher may have reaped it already: it is written then. */
+	it->id = ++st->fids;
 	if (st->ftail)
 		st->ftail->next = it;
 	else
 		st->fhead = it;
 	st->ftail = it;
-	pthread_cond_signal(&st->fcond);
+	if (!st->fnext)
+		st->fnext = it;
+	pthread_cond_broadcast(&st->fcond);
 	pthread_mutex_unlock(&st->flock);
 	return true;
 }
 
-/* Stops the flusher once it has completed everything handed to it. */
+/* Stops the flushers once they have completed everything handed over. */
 static void flusher_stop(struct store *st)
 {
 	if (!st->flusher_running)
 		return;
 	pthread_mutex_lock(&st->flock);
 	st->fstop = true;
-	pthread_cond_signal(&st->fcond);
+	pthread_cond_broadcast(&st->fcond);
 	pthread_mutex_unlock(&st->flock);
-	pthread_join(st->flusher, NULL);
+	for (unsigned i = 0; i < st->nflushers; i++)
+		pthread_join(st->flusher[i], NULL);
+	st->nflushers = 0;
 	st->flusher_running = false;
 }
 
@@ -379,16 +503,26 @@ static int write_meta(struct batch *b)
 /* Writes the batch's data and its log record (if any) and flushes the
  * block once: after that every block the batch's records point at, and
  * every logged block, is durable.  With defer, a batch that only logged
- * is not flushed here (*deferred is set): the flusher will. */
-static int write_data(struct batch *b, bool kv, bool defer, bool *deferred)
+ * is neither written nor flushed here: its record is prepared in *lw and
+ * 1 returned; the flushers write and flush it (flusher_write). */
+static int write_data(struct batch *b, bool kv, bool defer, struct bio_write *lw)
 {
 	struct store *st = b->st;
 	struct bio_write *w;
 	size_t n = b->pend.n;
+	bool log_only = !b->pend.n && !b->data_written;
 	int r;
 
 	if (!b->pend.n && !b->data_written && !walb_any(b))
 		return 0;
+	if (defer && log_only && !kv) {
+		r = wal_prepare(st, b, kv, lw);
+		if (r) {
+			log_error("store", "cannot build the batch's log record: %s", strerror(-r));
+			return -EIO;
+		}
+		return 1;
+	}
 	w = malloc((b->pend.n + 1) * sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -413,12 +547,6 @@ static int write_data(struct batch *b, bool kv, bool defer, bool *deferred)
 	st->perf.data_ns += now_ns() - t0;
 	if (r)
 		return r;
-	bool log_only = !b->pend.n && !b->data_written;
-
-	if (defer && log_only && !kv) {
-		*deferred = true;
-		return 0;
-	}
 	t0 = now_ns();
 	r = flush_block(st, log_only);
 	st->perf.flush_ns += now_ns() - t0;
@@ -614,6 +742,7 @@ attempt:
 	}
 	st->perf.apply_ns += now_ns() - t0;
 	bool kv = b.changed, deferred = false;
+	struct bio_write lw = { 0 };
 
 	/* A kv commit names its batch's seq in the kv (meta/seq), and a
 	 * record counts at replay only when every record before it is
@@ -635,7 +764,10 @@ attempt:
 		batch_reset(&b, true);
 		goto out_unchanged;
 	}
-	r = write_data(&b, kv, st->flusher_running && !b.freed.n, &deferred);
+	r = write_data(&b, kv, st->flusher_running && !b.freed.n, &lw);
+	deferred = r == 1;
+	if (deferred)
+		r = 0;
 	if (!r && walb_any(&b))
 		r = wal_publish(st, &b);
 	if (r) {
@@ -683,11 +815,24 @@ attempt:
 
 	if (deferred) {
 		/* Complete after the batch before it; new readers see it once
-		 * the flusher has made it durable. */
+		 * a flusher has made it durable. */
+		void *rec = b.wal.rec;
+
+		b.wal.rec = NULL;	/* the flushers free it */
 		sync_and_complete(st, prev);
 		batch_destroy(&b);
-		if (!flusher_take(st, list, st->commit_seq)) {
-			if (flush_block(st, true)) {
+		if (!flusher_write(st, list, st->commit_seq, &lw, rec)) {
+			/* Write and flush it here, and complete it after the
+			 * batches the flushers hold. */
+			uint64_t t1 = now_ns();
+
+			r = bio_write_all(st->wctx, st->bfd, &lw, 1);
+			free(rec);
+			if (!r)
+				r = flush_block(st, true);
+			st->perf.flush_ns += now_ns() - t1;
+			commit_flush_wait(st);
+			if (r) {
 				set_failed(st);
 				fail_all(list, -EIO);
 			} else {
@@ -695,7 +840,6 @@ attempt:
 				st->durable_seq = st->commit_seq;
 				pthread_mutex_unlock(&st->rlock);
 			}
-			commit_flush_wait(st);
 			fire(st, list);
 		}
 		return;
@@ -900,11 +1044,19 @@ static void *commit_main(void *arg)
 
 int commit_start(struct store *st)
 {
-	int r = -pthread_create(&st->flusher, NULL, flusher_main, st);
+	int r = 0;
 
-	if (r)
+	st->fstop = false;
+	for (unsigned i = 0; i < st->opt.flushers && !r; i++) {
+		r = -pthread_create(&st->flusher[i], NULL, flusher_main, st);
+		if (!r)
+			st->nflushers++;
+	}
+	st->flusher_running = st->nflushers > 0;
+	if (r) {
+		flusher_stop(st);
 		return r;
-	st->flusher_running = true;
+	}
 	r = wal_ckpt_thread_start(st);
 	if (r) {
 		flusher_stop(st);

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "store.h"
 
@@ -31,6 +32,7 @@
 #define WAL_MIN_BLOCKS		64u	/* log region: 256 KiB .. 64 MiB */
 #define WAL_MAX_BLOCKS		16384u
 #define IO_MAX_BYTES		(8u << 20)	/* largest single aio */
+#define FLUSH_WRITES_MAX	256u	/* record writes in flight (commit.c) */
 
 /* ---- allocator (alloc.c): a two-level bitmap of free blocks --------- */
 
@@ -288,12 +290,19 @@ struct wal_rec {		/* a record not yet checkpointed */
 };
 
 struct wal_ent;
+struct ckpt_write {		/* adjacent blocks, one vectored write */
+	uint64_t off;
+	size_t len;
+	struct iovec *iov;
+	int iovcnt;
+};
+
 struct ckpt {			/* a checkpoint in progress (checkpoint.c) */
 	bool active, need_flush, writes_done;
 	size_t k;		/* records it covers */
 	uint64_t lsn_last, tail, cnt, t0;
-	uint8_t *buf;		/* the blocks, sorted by place */
-	struct bio_write *w;	/* coalesced writes */
+	struct iovec *iov;	/* the blocks, sorted by place: the index's */
+	struct ckpt_write *w;	/* coalesced writes */
 	struct iocb *cbs;
 	size_t nw, submitted, done;
 	int err;
@@ -345,6 +354,12 @@ struct wal {
 	struct wal_ent *retired;	/* checkpointed or superseded, for old readers */
 	uint64_t nlive;
 	uint64_t nents;			/* all in the index (atomic reads) */
+	/* Block buffers of freed entries, kept for the next (wal_ent_new):
+	 * a fresh page costs a page fault at its first write, and a
+	 * checkpoint frees thousands at once.  pool_lock guards them. */
+	pthread_mutex_t pool_lock;
+	void *pool;			/* chained through their first bytes */
+	size_t npool;
 	/* The overlay: logged kv mutations by object, versions visible to
 	 * readers whose snapshot lies in [seq, end) like the blocks'. */
 	struct kvo_obj **ohash;
@@ -418,6 +433,8 @@ struct store {
 	io_context_t pctx;	/* prewrites; reaped by the commit thread */
 	io_context_t cctx;	/* log checkpoints' in-place writes */
 	bool cctx_ok;
+	io_context_t lctx;	/* records of batches handed to the flushers */
+	bool lctx_ok;
 	/* fdatasyncs of the block started (atomic: the flusher adds to it
 	 * right before its flush); one started after a write completed and
 	 * since finished makes that write durable. */
@@ -426,15 +443,29 @@ struct store {
 	bool pctx_ok;
 	struct prewrite *prew_head;	/* prewrites not yet committed (amutex) */
 
-	/* The flusher (commit.c): flushes the block for batches that only
-	 * logged and completes them, while the commit thread goes on with
-	 * the next batch.  flock protects fhead..fstop. */
+	/* The flushers (commit.c): flush the block for batches that only
+	 * logged and complete them, while the commit thread goes on with
+	 * the next batch; up to opt.flushers flushes run at once.  fhead..
+	 * ftail are the batches handed over and not yet completed, in
+	 * order; fnext the first no flush has taken yet.  The commit thread
+	 * does not wait for such a batch's record write: it submits it on
+	 * lctx and goes on; one flusher at a time (freaping) reaps lctx, and
+	 * a flush takes only batches whose record is written.  It covers
+	 * every write completed before it began, so when one ends every
+	 * batch up to the last it took (fdurable, by id) is durable; one
+	 * flusher at a time (ffiring) completes them in order.  flock
+	 * protects fhead..fwrites. */
 	pthread_mutex_t flock;
-	pthread_cond_t fcond;	/* work for the flusher, or stop */
-	pthread_cond_t fidle;	/* the flusher has nothing left */
-	struct flush_item *fhead, *ftail;
-	bool fbusy, fstop, flusher_running;
-	pthread_t flusher;
+	pthread_cond_t fcond;	/* work for a flusher, or stop */
+	pthread_cond_t fidle;	/* every batch handed over is completed */
+	struct flush_item *fhead, *ftail, *fnext;
+	uint64_t fids, fdurable;
+	unsigned fbusy;		/* flushes in progress */
+	int ferr;		/* a flush failed: every later batch fails too */
+	unsigned fwrites;	/* record writes in flight on lctx */
+	bool ffiring, freaping, fstop, flusher_running;
+	unsigned nflushers;
+	pthread_t flusher[STORE_FLUSHERS_MAX];
 	uint64_t flush_pending;	/* batches handed over, not yet completed (qlock) */
 
 	/* The checkpointer (wal.c): commits a log checkpoint's kv

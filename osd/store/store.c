@@ -42,6 +42,10 @@ static int opt_copy(const struct store_options *in, struct store_options *out)
 		out->defer_max = 32u << 10;
 	if (out->kv_log > STORE_KVLOG_OFF)
 		return -EINVAL;
+	if (!out->flushers)
+		out->flushers = 2;
+	if (out->flushers > STORE_FLUSHERS_MAX)
+		return -EINVAL;
 	return 0;
 }
 
@@ -250,6 +254,8 @@ static void store_free(struct store *st)
 		io_destroy(st->pctx);
 	if (st->cctx_ok)
 		io_destroy(st->cctx);
+	if (st->lctx_ok)
+		io_destroy(st->lctx);
 	kv_close(&st->kv);
 	if (st->bfd >= 0)
 		close(st->bfd);
@@ -428,6 +434,10 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		if (r)
 			goto out_free;
 		st->cctx_ok = true;
+		r = io_setup(FLUSH_WRITES_MAX, &st->lctx);
+		if (r)
+			goto out_free;
+		st->lctx_ok = true;
 		/* Commit numbers continue after the kv's and the log's. */
 		st->commit_seq = jseq;
 		st->durable_seq = jseq;

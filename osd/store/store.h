@@ -98,7 +98,15 @@ struct store_options {
 	 * and attribute/omap updates commits nothing to the kv.
 	 * STORE_KVLOG_DEFAULT (0) = on. */
 	uint32_t kv_log;
+	/* Flusher threads: how many flushes of the block may run at once for
+	 * batches that only logged (commit.c).  A device that serves flushes
+	 * side by side (most virtual disks, NVMe) completes a batch sooner
+	 * when its flush need not wait for the one before it.  0 = 2, at
+	 * most STORE_FLUSHERS_MAX. */
+	uint32_t flushers;
 };
+
+#define STORE_FLUSHERS_MAX	8u
 
 #define STORE_KVLOG_DEFAULT	0u
 #define STORE_KVLOG_ON		1u

@@ -17,7 +17,9 @@ struct wal_ent {
 	uint64_t seq, lsn, end;
 	uint32_t crc;
 	bool bad;			/* content lost (damaged record) */
-	uint8_t data[STORE_BLOCK_SIZE];
+	/* The block: a block-aligned buffer of its own (wal_ent_new), so that
+	 * a checkpoint writes it in place from here with O_DIRECT. */
+	uint8_t *data;
 };
 
 /* A kv mutation in a record: this header (little-endian), the key, the
@@ -67,6 +69,10 @@ void wal_kvo_unlink(struct wal *w, struct kvo_op *o);
 int wal_kv_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
 		   uint64_t lsn);
 void wal_ckpt_clear(struct ckpt *ck);
+/* An index entry with its block buffer (from the pool of freed ones when
+ * it has any), and its release; w->lock need not be held. */
+struct wal_ent *wal_ent_new(struct wal *w);
+void wal_ent_free(struct wal *w, struct wal_ent *e);
 /* 1 if the chunk record in t (loaded into *c) still maps e's block to
  * where it was logged, 0 if not (or no record), or -errno. */
 int wal_ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struct chunk *c);

@@ -137,16 +137,57 @@ int wal_init(struct store *st)
 	if (!w->hash || !w->ohash || !w->khash)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->pool_lock, NULL);
 	w->lock_ok = true;
 	return 0;
 }
 
-static void free_list(struct wal_ent *e)
+/* Block buffers kept for reuse at most: more than a checkpoint frees at
+ * once (DEFER_APPLY_SLICE in commit.c), 16 MiB. */
+#define WAL_POOL_MAX 4096u
+
+struct wal_ent *wal_ent_new(struct wal *w)
+{
+	struct wal_ent *e = malloc(sizeof(*e));
+
+	if (!e)
+		return NULL;
+	pthread_mutex_lock(&w->pool_lock);
+	e->data = w->pool;
+	if (e->data) {
+		memcpy(&w->pool, e->data, sizeof(void *));
+		w->npool--;
+	}
+	pthread_mutex_unlock(&w->pool_lock);
+	if (!e->data && !(e->data = bio_alloc_uninit(BS))) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+void wal_ent_free(struct wal *w, struct wal_ent *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&w->pool_lock);
+	if (w->npool < WAL_POOL_MAX) {
+		memcpy(e->data, &w->pool, sizeof(void *));
+		w->pool = e->data;
+		w->npool++;
+		e->data = NULL;
+	}
+	pthread_mutex_unlock(&w->pool_lock);
+	free(e->data);
+	free(e);
+}
+
+static void free_list(struct wal *w, struct wal_ent *e)
 {
 	while (e) {
 		struct wal_ent *n = e->lnext;
 
-		free(e);
+		wal_ent_free(w, e);
 		e = n;
 	}
 }
@@ -156,8 +197,15 @@ void wal_destroy(struct store *st)
 	struct wal *w = &st->wal;
 
 	wal_ckpt_clear(&w->ck);
-	free_list(w->live_head);
-	free_list(w->retired);
+	free_list(w, w->live_head);
+	free_list(w, w->retired);
+	while (w->pool) {
+		void *b = w->pool;
+
+		memcpy(&w->pool, b, sizeof(void *));
+		free(b);
+	}
+	w->npool = 0;
 	for (struct kvo_op *o = w->kv_live_head, *n; o; o = n) {
 		n = o->lnext;
 		free(o);
@@ -176,8 +224,10 @@ void wal_destroy(struct store *st)
 	free(w->khash);
 	free(w->hash);
 	free(w->recs);
-	if (w->lock_ok)
+	if (w->lock_ok) {
 		pthread_mutex_destroy(&w->lock);
+		pthread_mutex_destroy(&w->pool_lock);
+	}
 	memset(w, 0, sizeof(*w));
 }
 
@@ -514,7 +564,7 @@ void wal_gc(struct store *st)
 		if (e->end <= oldest) {
 			*pp = e->lnext;
 			index_unlink(w, e);
-			free(e);
+			wal_ent_free(w, e);
 		} else {
 			pp = &e->lnext;
 		}
@@ -615,7 +665,7 @@ int wal_publish(struct store *st, struct batch *b)
 		return r;
 	}
 	for (uint32_t j = 0; j < wb->n; j++) {
-		es[j] = malloc(sizeof(struct wal_ent));
+		es[j] = wal_ent_new(w);
 		if (!es[j]) {
 			r = -ENOMEM;
 			goto out;
@@ -646,7 +696,7 @@ int wal_publish(struct store *st, struct batch *b)
 	pthread_mutex_unlock(&w->lock);
 out:
 	for (uint32_t j = 0; j < wb->n; j++)
-		free(es[j]);
+		wal_ent_free(w, es[j]);
 	free(es);
 	st->deferred_blocks = w->nlive;
 	st->deferred_kv_bytes = w->kv_live_bytes;
@@ -912,7 +962,7 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 		}
 		for (uint32_t j = 0; j < l->rec.nent; j++) {
 			struct walb_ent de;
-			struct wal_ent *e = malloc(sizeof(*e));
+			struct wal_ent *e = wal_ent_new(w);
 
 			if (!e) {
 				r = -ENOMEM;
