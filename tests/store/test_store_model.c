@@ -528,12 +528,31 @@ static atomic_long first_bad_op = -1;
 struct qslot {
 	bool expect_fail;
 	long opno;
+	long qno;		/* queued in this order */
 };
+
+/* Queued transactions complete in queue order (store.h): qslot_queued
+ * numbers them, queued_done checks the numbers come back in order. */
+static atomic_long queued_next, done_next, out_of_order = -1;
+
+static struct qslot *qslot_new(bool fail, long op)
+{
+	struct qslot *s = malloc(sizeof(*s));
+
+	cr_assert_not_null(s);
+	s->expect_fail = fail;
+	s->opno = op;
+	s->qno = atomic_fetch_add(&queued_next, 1);
+	return s;
+}
 
 static void queued_done(void *arg, int r)
 {
 	struct qslot *s = arg;
+	long unset = -1;
 
+	if (atomic_fetch_add(&done_next, 1) != s->qno)
+		atomic_compare_exchange_strong(&out_of_order, &unset, s->qno);
 	if ((r < 0) != s->expect_fail) {
 		long none = -1;
 
@@ -552,6 +571,8 @@ static void drain(void)
 	cr_assert_eq(unexpected, 0,
 		     "%ld queued txn(s) had an unexpected result; first at op %ld: %s",
 		     (long)unexpected, (long)first_bad_op, errstr(first_bad_result));
+	cr_assert_eq(out_of_order, -1, "queued txn #%ld completed out of queue order",
+		     (long)out_of_order);
 }
 
 /* ---- comparison ----------------------------------------------------------- */
@@ -802,11 +823,8 @@ static long one_txn(bool may_fail)
 		return 0;
 	}
 	if (async) {
-		struct qslot *s = malloc(sizeof(*s));
+		struct qslot *s = qslot_new(fail, opno);
 
-		cr_assert_not_null(s);
-		s->expect_fail = fail;
-		s->opno = opno;
 		waiter_add(&inflight, 1);
 		OK(store_queue(ts.st, t, queued_done, s));
 	} else {
@@ -904,9 +922,8 @@ Test(model, random_ops_match_model_big_defer, .init = init_model_big_defer)
 
 /* Only queued transactions, many in flight at once, so that they are
  * grouped into commits; with failing ones among them. */
-Test(model, queued_burst_matches_model)
+static void run_burst(long total)
 {
-	long total = env_long("ATOLL_MODEL_OPS", 20000) / 4;
 
 	rng = test_seed("test_store_model burst") ^ 0x5bd1e995;
 	waiter_init(&inflight);
@@ -918,20 +935,17 @@ Test(model, queued_burst_matches_model)
 			struct store_txn *t = store_txn_new();
 			bool fail = rnd(10) == 0;
 			size_t nops = 1 + rnd(4);
-			struct qslot *s = malloc(sizeof(*s));
 
-			cr_assert_not_null(s);
 			for (size_t j = 0; j < nops; j++)
 				opno += gen_op(t, !fail);
 			if (fail)
 				OK(store_txn_remove(t, colls[1], "ghost: never created"));
 			if (store_txn_ops(t) == 0) {
 				store_txn_free(t);
-				free(s);
 				continue;
 			}
-			s->expect_fail = fail;
-			s->opno = opno;
+			struct qslot *s = qslot_new(fail, opno);
+
 			waiter_add(&inflight, 1);
 			OK(store_queue(ts.st, t, queued_done, s));
 		}
@@ -942,4 +956,40 @@ Test(model, queued_burst_matches_model)
 	verify_all(ts.st, "after reopen");
 	cr_assert_eq(store_fsck(ts.st, true, NULL, NULL), 0);
 	waiter_destroy(&inflight);
+}
+
+Test(model, queued_burst_matches_model)
+{
+	run_burst(env_long("ATOLL_MODEL_OPS", 20000) / 4);
+}
+
+static void init_model_flushers(unsigned n)
+{
+	ts_init();
+	ts.opt.block_size = 256 * MiB;
+	ts.opt.flushers = n;
+	OK(ts_mkfs_open(&ts));
+}
+
+static void init_model_one_flusher(void)
+{
+	init_model_flushers(1);
+}
+
+static void init_model_most_flushers(void)
+{
+	init_model_flushers(STORE_FLUSHERS_MAX);
+}
+
+/* Batches that only log are written and flushed by the flushers; with
+ * one, flushes follow each other; with the most, many run at once and
+ * end in any order, and completions must still come in queue order. */
+Test(model, queued_burst_matches_model_one_flusher, .init = init_model_one_flusher)
+{
+	run_burst(env_long("ATOLL_MODEL_OPS", 20000) / 8);
+}
+
+Test(model, queued_burst_matches_model_most_flushers, .init = init_model_most_flushers)
+{
+	run_burst(env_long("ATOLL_MODEL_OPS", 20000) / 8);
 }

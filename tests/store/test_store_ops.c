@@ -188,6 +188,20 @@ Test(lifecycle, mkfs_without_paths_einval)
 	FAILS(store_mkfs(&o), -EINVAL);
 }
 
+Test(lifecycle, too_many_flushers_einval)
+{
+	struct store_options o = ts.opt;
+	struct store *st = NULL;
+
+	OK(store_mkfs(&o));
+	o.flushers = STORE_FLUSHERS_MAX + 1;
+	FAILS(store_open(&o, &st), -EINVAL);
+	cr_assert_null(st);
+	o.flushers = STORE_FLUSHERS_MAX;
+	OK(store_open(&o, &st));
+	store_close(st);
+}
+
 Test(lifecycle, open_without_paths_einval)
 {
 	struct store_options o;
