@@ -344,23 +344,19 @@ static bool flusher_write(struct store *st, struct store_txn *list, uint64_t seq
 	io_prep_pwrite(&it->cb, st->bfd, rec, lw->len, (long long)lw->off);
 	it->cb.data = it;
 	p = &it->cb;
-	pthread_mutex_lock(&st->flock);
-	if (st->fwrites >= FLUSH_WRITES_MAX) {
-		pthread_mutex_unlock(&st->flock);
-		free(it);
-		return false;
-	}
-	st->fwrites++;
-	pthread_mutex_unlock(&st->flock);
 	pthread_mutex_lock(&st->qlock);
 	st->flush_pending++;
 	pthread_mutex_unlock(&st->qlock);
-	do
-		s = io_submit(st->lctx, 1, &p);
-	while (s == -EINTR);
+	/* Submitted under flock: a flusher reaps only writes it counts in
+	 * fwrites, and marks them written only once they are in the list. */
 	pthread_mutex_lock(&st->flock);
+	s = 0;
+	if (st->fwrites < FLUSH_WRITES_MAX) {
+		do
+			s = io_submit(st->lctx, 1, &p);
+		while (s == -EINTR);
+	}
 	if (s != 1) {
-		st->fwrites--;
 		pthread_mutex_unlock(&st->flock);
 		pthread_mutex_lock(&st->qlock);
 		st->flush_pending--;
@@ -368,7 +364,7 @@ static bool flusher_write(struct store *st, struct store_txn *list, uint64_t seq
 		free(it);
 		return false;
 	}
-	/* A flusher may have reaped it already: it is written then. */
+	st->fwrites++;
 	it->id = ++st->fids;
 	if (st->ftail)
 		st->ftail->next = it;
