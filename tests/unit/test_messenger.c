@@ -337,22 +337,26 @@ static void raw_hello(int fd, const uint8_t fsid[16])
 	enc_free(&e);
 }
 
-/* A whole frame with a correct header and payload crc. */
+/* A whole frame with a correct header and payload crc, in one send: a
+ * peer that closes the connection once it has read a header it refuses
+ * would make a later send of the same frame fail (ECONNRESET). */
 static void raw_frame(int fd, uint16_t type, uint16_t flags, uint64_t tid,
 		      const void *front, uint32_t front_len)
 {
 	struct msg_hdr h = { .type = type, .flags = flags, .tid = tid,
 			     .front_len = front_len };
-	uint8_t hdr[MSG_HEADER_LEN], tail[4];
 	uint32_t crc = msg_payload_crc(front, front_len, NULL, 0);
+	size_t len = MSG_HEADER_LEN + front_len + 4;
+	uint8_t *f = malloc(len);
 
-	msg_hdr_encode(hdr, &h);
-	for (int i = 0; i < 4; i++)
-		tail[i] = (uint8_t)(crc >> (8 * i));
-	raw_write(fd, hdr, sizeof(hdr));
+	cr_assert_not_null(f);
+	msg_hdr_encode(f, &h);
 	if (front_len)
-		raw_write(fd, front, front_len);
-	raw_write(fd, tail, sizeof(tail));
+		memcpy(f + MSG_HEADER_LEN, front, front_len);
+	for (int i = 0; i < 4; i++)
+		f[MSG_HEADER_LEN + front_len + (size_t)i] = (uint8_t)(crc >> (8 * i));
+	raw_write(fd, f, len);
+	free(f);
 }
 
 /* True when the peer closes fd within ms (whatever it sends first is
