@@ -415,13 +415,16 @@ rm -rf "$A"/mw.* "$tmp"/mw.*
 step "kill -9 an OSD during writes: no error at the mount"
 head -c $((16 << 20)) /dev/urandom >"$tmp/osdsrc"
 # two writers (one fsyncs each file) copy the file again and again until
-# told to stop: the OSD dies while both are writing, and both must go on
+# told to stop: the OSD dies while both are writing, and both must go on.
+# Each writes over 4 names in turn, so that the one that does not sync
+# cannot fill the test's small stores while the other waits for a sync
+# (it did on a slow machine under the sanitizers: 1 GiB in 20 s).
 osd_writer() {	# osd_writer MOUNT TAG [sync]
 	local i=0
 	while [ ! -e "$tmp/osdw.stop" ]; do
 		i=$((i + 1))
-		cp "$tmp/osdsrc" "$1/osdw.$2$i" || exit 1
-		if [ -n "${3:-}" ]; then sync "$1/osdw.$2$i" || exit 1; fi
+		cp "$tmp/osdsrc" "$1/osdw.$2$((i % 4))" || exit 1
+		if [ -n "${3:-}" ]; then sync "$1/osdw.$2$((i % 4))" || exit 1; fi
 		echo $i >"$tmp/osdw.$2.n.new" && mv "$tmp/osdw.$2.n.new" "$tmp/osdw.$2.n"
 	done
 }
