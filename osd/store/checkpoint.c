@@ -316,7 +316,7 @@ static int ckpt_prepare(struct store *st)
 	size_t n = 0, m = 0;
 	uint64_t t1 = now_ns();
 
-	/* Every flush the flusher started is finished after this: one that
+	/* Every flush a flusher started is finished after this: one that
 	 * started after the in-place writes were done covers them. */
 	commit_flush_wait(st);
 	if (ck->need_flush && __atomic_load_n(&st->flush_gen, __ATOMIC_SEQ_CST) == ck->flush_mark) {

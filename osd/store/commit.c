@@ -12,11 +12,12 @@
  *   2. write the data and the batch's log record (small overwrites,
  *      wal.c) with libaio and fdatasync the block, so every block the new
  *      records point at, and every logged block, is durable; a batch that
- *      only logged is handed to the flusher thread instead, which flushes
- *      and completes it while this thread applies and writes the next
- *      batch (one flush then covers every batch handed over before it
- *      began); work that needs every record durable first waits for the
- *      flusher (commit_flush_wait);
+ *      only logged goes to the flusher threads instead: this thread
+ *      submits its record write and applies the next batch, a flusher
+ *      reaps the write, flushes and completes it (one flush covers every
+ *      batch whose record was written before it began); work that needs
+ *      every record durable first waits for the flushers
+ *      (commit_flush_wait);
  *   3. commit the kv (MDB_NOMETASYNC: pages synced, meta page written);
  *   4. the sync of step 3 also made the previous batch's meta page
  *      durable, so the previous batch's completions fire now.  When no
@@ -88,7 +89,7 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Nothing queued, running, awaiting its sync or with the flusher (qlock). */
+/* Nothing queued, running, awaiting its sync or with the flushers (qlock). */
 static bool idle(const struct store *st)
 {
 	return !st->qhead && !st->busy && !st->unsynced && !st->flush_pending;
@@ -509,7 +510,7 @@ static int write_data(struct batch *b, bool kv, bool defer, struct bio_write *lw
 	bool log_only = !b->pend.n && !b->data_written;
 	int r;
 
-	if (!b->pend.n && !b->data_written && !walb_any(b))
+	if (log_only && !walb_any(b))
 		return 0;
 	if (defer && log_only && !kv) {
 		r = wal_prepare(st, b, kv, lw);
@@ -742,7 +743,7 @@ attempt:
 
 	/* A kv commit names its batch's seq in the kv (meta/seq), and a
 	 * record counts at replay only when every record before it is
-	 * there: the flusher's records must be durable first. */
+	 * there: the flushers' records must be durable first. */
 	if (kv)
 		commit_flush_wait(st);
 

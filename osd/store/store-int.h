@@ -435,7 +435,7 @@ struct store {
 	bool cctx_ok;
 	io_context_t lctx;	/* records of batches handed to the flushers */
 	bool lctx_ok;
-	/* fdatasyncs of the block started (atomic: the flusher adds to it
+	/* fdatasyncs of the block started (atomic: a flusher adds to it
 	 * right before its flush); one started after a write completed and
 	 * since finished makes that write durable. */
 	uint64_t flush_gen;
@@ -454,14 +454,14 @@ struct store {
 	 * every write completed before it began, so when one ends every
 	 * batch up to the last it took (fdurable, by id) is durable; one
 	 * flusher at a time (ffiring) completes them in order.  flock
-	 * protects fhead..fwrites. */
+	 * protects fhead..freaping. */
 	pthread_mutex_t flock;
 	pthread_cond_t fcond;	/* work for a flusher, or stop */
 	pthread_cond_t fidle;	/* every batch handed over is completed */
 	struct flush_item *fhead, *ftail, *fnext;
 	uint64_t fids, fdurable;
 	unsigned fbusy;		/* flushes in progress */
-	int ferr;		/* a flush failed: every later batch fails too */
+	int ferr;		/* a record write or flush failed: every later batch fails */
 	unsigned fwrites;	/* record writes in flight on lctx */
 	bool ffiring, freaping, fstop, flusher_running;
 	unsigned nflushers;
@@ -547,7 +547,7 @@ int commit_start(struct store *st);
 void commit_stop(struct store *st);
 /* Waits until every queued transaction has completed. */
 void commit_drain(struct store *st);
-/* Waits until every batch handed to the flusher is durable and complete:
+/* Waits until every batch handed to the flushers is durable and complete:
  * for work that needs every logged record flushed (checkpoints, kv
  * batches, completions in queue order).  Commit thread only. */
 void commit_flush_wait(struct store *st);

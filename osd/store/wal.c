@@ -142,8 +142,8 @@ int wal_init(struct store *st)
 	return 0;
 }
 
-/* Block buffers kept for reuse at most: more than a checkpoint frees at
- * once (DEFER_APPLY_SLICE in commit.c), 16 MiB. */
+/* Block buffers kept for reuse at most: as many as one checkpoint slice
+ * frees at once (DEFER_APPLY_SLICE in commit.c), 16 MiB. */
 #define WAL_POOL_MAX 4096u
 
 struct wal_ent *wal_ent_new(struct wal *w)
