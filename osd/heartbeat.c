@@ -30,7 +30,7 @@
 #include "pg.h"
 #include "store.h"
 
-static struct osd_peer *peer(struct osd *osd, int32_t id)
+struct osd_peer *osd_peer_slot(struct osd *osd, int32_t id)
 {
 	if (id < 0 || id >= OSDMAP_OSD_MAX)
 		return NULL;
@@ -47,13 +47,18 @@ static struct osd_peer *peer(struct osd *osd, int32_t id)
 	return &osd->peers[id];
 }
 
+/* Forgets the link to a peer, but not what we granted it as a replica
+ * (space.c): that is about the peer, and it may still spend it. */
 static void peer_reset(struct osd_peer *p)
 {
+	struct osd_peer keep = *p;
+
 	if (p->conn) {
 		msg_conn_close(p->conn);
 		msg_conn_put(p->conn);
 	}
 	memset(p, 0, sizeof(*p));
+	p->given = keep.given;
 }
 
 struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id)
@@ -66,7 +71,7 @@ struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id)
 	o = osdmap_osd(osd->map, id);
 	if (!o || !(o->state & OSD_ST_UP) || !o->addr[0])
 		return NULL;
-	p = peer(osd, id);
+	p = osd_peer_slot(osd, id);
 	if (!p)
 		return NULL;
 	if (p->conn && strcmp(p->addr, o->addr))
@@ -140,20 +145,37 @@ struct ping_ctx {
 	struct osd *osd;
 	int32_t id;
 	struct msg_conn *conn;
+	uint64_t sent_ns;	/* when it left */
+	uint64_t sent_bytes;	/* the peer's write bytes sent by then (space.c) */
 };
 
 static void ping_reply(void *arg, struct msg *reply, int err)
 {
 	struct ping_ctx *ctx = arg;
 	struct osd *osd = ctx->osd;
+	struct osd_ping pi = { 0 };
 
-	if (!err && (uint32_t)ctx->id < osd->npeers && osd->peers[ctx->id].conn == ctx->conn) {
+	if (!err) {
+		struct dec d;
+
+		dec_init(&d, reply->front, reply->front_len);
+		err = osd_ping_decode(&d, &pi);
+	}
+	if ((uint32_t)ctx->id < osd->npeers && osd->peers[ctx->id].conn == ctx->conn) {
 		struct osd_peer *p = &osd->peers[ctx->id];
 
-		p->last_rx_ms = osd_now_ms();
-		p->first_unanswered_ms = 0;
-		p->failed_reported = false;
-		p->refused = false;
+		if (!err) {
+			p->last_rx_ms = osd_now_ms();
+			p->first_unanswered_ms = 0;
+			p->failed_reported = false;
+			p->refused = false;
+		}
+		osd_space_granted(osd, ctx->id, pi.grant, pi.grant_seq, ctx->sent_ns, ctx->sent_bytes,
+				  err != 0);
+	} else {
+		/* a reset link: the peer's grant is gone with it; writes
+		 * waiting for it ask again */
+		osd_space_granted(osd, -1, 0, 0, 0, 0, true);
 	}
 	msg_free(reply);
 	free(ctx);
@@ -168,6 +190,7 @@ void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	dec_init(&d, m->front, m->front_len);
 	if (osd_ping_decode(&d, &pi) == 0) {
+		pi.grant = osd_space_give(osd, pi.from, pi.grant_seq, &pi.grant_seq);
 		pi.from = osd->whoami;
 		pi.epoch = osd->map ? osd->map->epoch : 0;
 		enc_init(&e);
@@ -178,6 +201,34 @@ void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			msg_reply(c, m, r);
 	}
 	msg_free(m);
+}
+
+/* Pings peer id on c; its answer is also a space grant (space.c). */
+static int ping_send(struct osd *osd, int32_t id, struct msg_conn *c, struct osd_peer *p)
+{
+	struct osd_ping pi = { .from = osd->whoami, .epoch = osd->map->epoch,
+			       .stamp_ms = osd_now_ms(), .grant_seq = p->grant_seq };
+	struct ping_ctx *ctx = malloc(sizeof(*ctx));
+	struct msg *m;
+	struct enc e;
+
+	if (!ctx)
+		return -ENOMEM;
+	ctx->osd = osd;
+	ctx->id = id;
+	ctx->conn = c;
+	ctx->sent_ns = osd_now_ns();
+	ctx->sent_bytes = p->sent;
+	enc_init(&e);
+	osd_ping_encode(&pi, &e);
+	m = msg_new(MT_OSD_PING, &e);
+	enc_free(&e);
+	if (!m || msg_call(c, m, (uint32_t)osd->hb_grace_ms, ping_reply, ctx) < 0) {
+		free(ctx);
+		return -ENOMEM;
+	}
+	p->ask_ns = ctx->sent_ns;
+	return 0;
 }
 
 static void ping_all(struct osd *osd)
@@ -194,7 +245,7 @@ static void ping_all(struct osd *osd)
 		if (id == osd->whoami || !osdmap_osd_up(osd->map, id))
 			continue;
 		c = osd_peer_conn(osd, id);
-		p = peer(osd, id);
+		p = osd_peer_slot(osd, id);
 		if (!c || !p)
 			continue;
 		/* Silence counts from the first ping not yet answered, not
@@ -211,24 +262,20 @@ static void ping_all(struct osd *osd)
 		} else if (p->refused) {
 			report_failure(osd, id, (uint32_t)silent, true);
 		}
-		struct osd_ping pi = { .from = osd->whoami, .epoch = osd->map->epoch,
-				       .stamp_ms = now };
-		struct ping_ctx *ctx = malloc(sizeof(*ctx));
-		struct msg *m;
-		struct enc e;
-
-		if (!ctx)
-			continue;
-		ctx->osd = osd;
-		ctx->id = id;
-		ctx->conn = c;
-		enc_init(&e);
-		osd_ping_encode(&pi, &e);
-		m = msg_new(MT_OSD_PING, &e);
-		enc_free(&e);
-		if (!m || msg_call(c, m, (uint32_t)osd->hb_grace_ms, ping_reply, ctx) < 0)
-			free(ctx);
+		ping_send(osd, id, c, p);
 	}
+}
+
+int osd_hb_ping(struct osd *osd, int32_t id)
+{
+	struct msg_conn *c = osd_peer_conn(osd, id);
+	struct osd_peer *p = osd_peer_slot(osd, id);
+
+	if (!c || !p)
+		return -ENOTCONN;
+	if (!p->first_unanswered_ms)
+		p->first_unanswered_ms = osd_now_ms();
+	return ping_send(osd, id, c, p);
 }
 
 bool osd_lease_valid(struct osd *osd)

@@ -604,25 +604,15 @@ static struct osd_mut *mut_add(struct osd_op *op, uint8_t kind)
 }
 
 /* Is any acting member flagged full in the map (the monitor's decision,
- * at mon_osd_full_ratio, from the beacons), or would need more bytes take
- * this OSD's store past osd_failsafe_full_ratio?  The local failsafe sits
- * above the full ratio, so that the store reaches the full ratio, the
- * monitor flags it and health says OSD_FULL; it counts the bytes of
- * writes queued but not yet committed, so that a burst between two
- * beacons can never fill the store. */
-static bool any_full(struct osd *osd, const struct pg *pg, uint64_t need)
+ * at mon_osd_full_ratio, from the beacons), or this OSD's store past
+ * osd_failsafe_full_ratio at its last beacon?  The bytes of each write
+ * are checked against the room each member has left before (space.c,
+ * osd_space_take in pg_kick_ops), so that a burst between two beacons
+ * never fills a store. */
+static bool any_full(struct osd *osd, const struct pg *pg)
 {
-	struct store_statfs sf;
-
 	if (atomic_load(&osd->local_full))
 		return true;
-	if (need && store_statfs_quick(osd->store, &sf) == 0 && sf.total) {
-		unsigned __int128 used = (unsigned __int128)sf.used +
-					 atomic_load(&osd->inflight_bytes) + need;
-
-		if (used * 10000 >= (unsigned __int128)sf.total * osd->failsafe_ratio)
-			return true;
-	}
 	for (uint8_t i = 0; i < pg->info.nacting; i++) {
 		const struct osdmap_osd *o = osdmap_osd(osd->map, pg->info.acting[i]);
 
@@ -999,7 +989,7 @@ static void exec_write(struct osd_op *op)
 	op->obj_version = os.version.seq;
 	for (uint32_t i = 0; i < op->req.nops; i++)
 		op->data_bytes += op->req.ops[i].data_len;
-	r = resolve_write(op, &os, any_full(osd, pg, op->data_bytes));
+	r = resolve_write(op, &os, op->no_space || any_full(osd, pg));
 	if (r)
 		goto reply;
 	if (op->nmuts == 0)
@@ -1155,6 +1145,16 @@ static bool must_wait(const struct pg *pg, const struct osd_op *op)
 	return false;
 }
 
+/* The write bytes op carries (what space.c grants). */
+static uint64_t op_data_need(const struct osd_op *op)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < op->req.nops; i++)
+		n += op->req.ops[i].data_len;
+	return n;
+}
+
 void pg_kick_ops(struct pg *pg)
 {
 	struct osd_op *blocked = NULL, **btail = &blocked;
@@ -1177,6 +1177,18 @@ void pg_kick_ops(struct pg *pg)
 		op->next = NULL;
 		for (struct osd_op *b = blocked; b && !wait && op->oid[0]; b = b->next)
 			wait = !strcmp(b->oid, op->oid);
+		/* room for its bytes on every member, or a grant asked */
+		if (!wait && op->is_write) {
+			int r;
+
+			if (!op->space_since_ns)
+				op->space_since_ns = op->t_recv;
+			r = osd_space_take(pg->osd, pg, op_data_need(op), &op->space_since_ns,
+					   &op->space_tries);
+
+			wait = r == -EAGAIN;
+			op->no_space = r == -ENOSPC;
+		}
 		if (wait) {
 			*btail = op;
 			btail = &op->next;

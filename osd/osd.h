@@ -29,6 +29,24 @@ struct osd_op;
 
 #define OSD_MAP_HISTORY 64	/* recent maps kept (interval computation) */
 
+/* The grants a replica gave one primary that the primary may still use:
+ * every one since the one its last ping said it holds (space.c). */
+#define OSD_GIVEN_MAX 8
+struct osd_given {
+	struct {
+		uint64_t seq;
+		uint64_t bytes;
+		uint64_t recv_at;	/* recv when it was given */
+		uint64_t ms;		/* when */
+	} g[OSD_GIVEN_MAX];
+	uint8_t n;
+	uint64_t floor;		/* the most a grant dropped for room may still cover */
+	uint64_t floor_seq;	/* the newest grant folded into floor */
+	uint64_t floor_ms;	/* when that one was given */
+	uint64_t seq;		/* the last grant's number */
+	uint64_t recv;		/* write bytes received from the peer, ever */
+};
+
 /* An OSD the daemon talks to (heartbeats, replication, peering). */
 struct osd_peer {
 	struct msg_conn *conn;	/* dialled to the map's address */
@@ -37,6 +55,19 @@ struct osd_peer {
 	uint64_t first_unanswered_ms;	/* first ping sent since last_rx */
 	bool failed_reported;
 	bool refused;		/* connection refused: report at once */
+
+	/* Space grants (space.c).  As a primary: the bytes this peer last
+	 * granted us and how much of it we used. */
+	uint64_t grant;		/* bytes we may send it since the ask */
+	uint64_t grant_asked_ns;	/* when the ping that brought it left; 0 none */
+	uint64_t sent;		/* write bytes sent to it, ever (this connection) */
+	uint64_t sent_at_grant;	/* sent, when the granting ping left */
+	uint64_t ask_ns;	/* a grant ping in flight since then; 0 none */
+	uint64_t ask_failed_ns;	/* the last such ping failed then */
+	uint64_t grant_seq;	/* its number (we tell the peer we hold it) */
+	/* As a replica: what we granted this peer (kept across its
+	 * connection's resets: it is about the peer, not the link). */
+	struct osd_given given;
 };
 
 /* An op waiting for a newer map. */
@@ -92,6 +123,7 @@ struct osd {
 	bool stray_armed;	/* the stray check timer is set (backfill.c) */
 	uint32_t npeers;
 	struct osd_peer *peers;	/* by osd id, npeers slots */
+	bool space_waiting;	/* a write waits for a space grant (space.c) */
 	uint64_t hb_timer;
 	uint32_t rec_active;	/* objects being recovered (recovery.c) */
 	bool rec_kicking;
@@ -104,7 +136,8 @@ struct osd {
 	atomic_bool local_full;	/* store used past osd_failsafe_full_ratio */
 	atomic_uint_fast64_t store_errors;
 	atomic_int ops_in_flight;
-	atomic_uint_fast64_t inflight_bytes;	/* write bytes queued, not committed */
+	atomic_uint_fast64_t inflight_bytes;	/* write bytes queued, not committed
+						 * (ours and our replicas') */
 	pthread_mutex_t ops_lock;	/* protects the list of ops below */
 	struct osd_op *ops_head;	/* every op in flight (slow op report) */
 };
@@ -182,6 +215,31 @@ void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err);
 /* The connection to OSD id (dialled on demand), or NULL when it is not up. */
 struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id);
+
+/* space.c: how many bytes each primary may send a replica (doc/osd.md,
+ * "Space").  Loop thread. */
+/* As a replica: grants peer `to` bytes for the ping reply we are sending
+ * (*seq: the grant's number); held: the grant its ping says it holds. */
+uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq);
+/* As a replica: a REP_OP with bytes of data came from peer `from`. */
+void osd_space_received(struct osd *osd, int32_t from, uint64_t bytes);
+/* Whether our store can take bytes that no grant covers (recovery). */
+bool osd_space_admits(struct osd *osd, uint64_t bytes);
+/* As a primary, before writing need bytes in pg: 0 (charged to every
+ * replica's grant), -ENOSPC (a replica or we have no room), or -EAGAIN
+ * (a grant was asked for: the op waits, osd_pgs_kick_ops when it came).
+ * *since_ns: when the op arrived, at first; a grant asked since then is
+ * the answer.  *tries: 0 at first (both are the op's, kept between calls). */
+int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t *since_ns,
+		   uint8_t *tries);
+/* As a primary: a ping reply from peer id carried a grant. */
+void osd_space_granted(struct osd *osd, int32_t id, uint64_t grant, uint64_t seq,
+		       uint64_t asked_ns, uint64_t sent_then, bool failed);
+
+/* heartbeat.c: pings peer id now; its reply brings a space grant. */
+int osd_hb_ping(struct osd *osd, int32_t id);
+/* heartbeat.c: peer id's slot (made on demand), NULL when id is bad. */
+struct osd_peer *osd_peer_slot(struct osd *osd, int32_t id);
 
 /* A plain {rc, epoch} reply. */
 /* The rc of a {rc, epoch} reply to a msg_call (err when there is none,

@@ -116,6 +116,8 @@ struct osd_ping {
 	int32_t from;
 	uint64_t epoch;
 	uint64_t stamp_ms;
+	uint64_t grant;		/* reply: bytes the sender may write to us (space.c) */
+	uint64_t grant_seq;	/* reply: that grant's number; request: the one held */
 };
 void osd_ping_encode(const struct osd_ping *p, struct enc *e);
 int osd_ping_decode(struct dec *d, struct osd_ping *p);

@@ -113,6 +113,9 @@ struct osd_op {
 	uint64_t sis;			/* interval it was submitted in */
 	uint64_t epoch;			/* our map epoch when it ran */
 	uint64_t data_bytes;		/* write bytes (full check) */
+	bool no_space;			/* space.c said -ENOSPC: fail what grows */
+	uint8_t space_tries;		/* osd_space_take's, and: */
+	uint64_t space_since_ns;
 	struct pg_version version;
 	uint64_t obj_version;		/* reply version */
 

@@ -692,6 +692,8 @@ static int pull_apply_chunk(struct pg_copy *op, struct msg *reply)
 	r = p.rc;
 	if (!r && p.kind != PGP_PULL_REPLY)
 		r = -EBADMSG;
+	if (!r && !osd_space_admits(op->osd, p.len))
+		r = -ENOSPC;	/* no room beside the grants (space.c): later */
 	txn = r ? NULL : store_txn_new();
 	pa = r ? NULL : malloc(sizeof(*pa));
 	if (!r && (!txn || !pa))
@@ -1521,6 +1523,10 @@ void osd_pg_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	}
 	if (pg && pg->is_primary)
 		r = -EINVAL;
+	/* room for it beside what we granted the primaries (space.c); the
+	 * copier tries again later */
+	if (!r && !osd_space_admits(osd, p.len))
+		r = -ENOSPC;
 	txn = r ? NULL : store_txn_new();
 	if (!r && !txn)
 		r = -ENOMEM;

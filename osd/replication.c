@@ -147,12 +147,14 @@ struct rep_apply {
 	struct pg *pg;
 	struct msg_conn *conn;
 	struct msg *m;
+	uint64_t bytes;		/* its write bytes, in osd->inflight_bytes */
 };
 
 static void rep_applied(void *arg, int r)
 {
 	struct rep_apply *ra = arg;
 
+	atomic_fetch_sub(&ra->osd->inflight_bytes, ra->bytes);
 	if (r < 0) {
 		log_error("rep", "pg %u.%x: applying a replicated write failed: %s",
 			  ra->pg->pool, ra->pg->pgid, strerror(-r));
@@ -196,6 +198,7 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	char oid[STORE_NAME_MAX + 1];
 	struct pg *pg;
 	struct dec d;
+	uint64_t bytes = 0;
 	int r;
 
 	dec_init(&d, m->front, m->front_len);
@@ -243,6 +246,12 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	}
 	memcpy(oid, rep.entry.oid, rep.entry.oid_len);
 	oid[rep.entry.oid_len] = 0;
+	for (uint32_t i = 0; i < rep.nmuts; i++)
+		if (rep.muts[i].kind == MUT_WRITE)
+			bytes += rep.muts[i].len;
+	/* charged to what we granted the sender (space.c) */
+	if (msg_conn_peer(c).type == MSG_ENTITY_OSD)
+		osd_space_received(osd, (int32_t)msg_conn_peer(c).id, bytes);
 	txn = store_txn_new();
 	if (!txn) {
 		r = -ENOMEM;
@@ -278,6 +287,8 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		ra->conn = c;
 		msg_conn_get(c);
 		ra->m = m;
+		ra->bytes = bytes;
+		atomic_fetch_add(&osd->inflight_bytes, bytes);
 	}
 	osd_rep_op_clear(&rep);
 	pg_queue_txn(pg, txn, ra ? rep_applied : NULL, ra);

@@ -1,0 +1,248 @@
+/*
+ * space.c - space grants: a replica's store never fills under a write
+ * its primary already logged.
+ *
+ * The monitor's full ratio stops writes only after a beacon reported the
+ * store past it and the new map reached the primaries; a fast writer can
+ * fill the rest of a store meanwhile, and a replica whose store then
+ * refuses a logged write leaves its PG to re-read its log and recover an
+ * object it has no room for.  So every replica tells each primary how
+ * many more bytes it may send: the answer to every ping carries a grant,
+ * a share of the room left below osd_failsafe_full_ratio after what it
+ * granted the other OSDs and did not receive yet:
+ *
+ *     free  = limit - used (queued writes counted) - other grants' rest
+ *     grant = free / number of up OSDs
+ *
+ * A primary charges each write's bytes to every replica it sends them to,
+ * counted from when the granting ping left (bytes sent earlier went
+ * before the ping on the same connection, so the replica counted them in
+ * its use).  A write whose bytes no grant covers waits while a new ping
+ * asks for one; if a grant asked after the write arrived still does not
+ * cover it, the write fails with -ENOSPC before anything is logged
+ * (unless bytes we sent since that ask are still in flight: then it asks
+ * again, a few times).  Our
+ * own writes are checked against the same room exactly.  A primary keeps
+ * a grant for half the heartbeat grace, the replica counts it for the
+ * whole grace: never the other way round, whatever the delays.
+ *
+ * Recovery and backfill bytes are not granted: a member takes a chunk
+ * only while it leaves the grants their room (osd_space_admits) and
+ * refuses it with -ENOSPC otherwise, which the copier retries later.
+ *
+ * Loop thread only.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "osd.h"
+#include "pg.h"
+#include "store.h"
+
+/* How often a write asks again for a grant that bytes in flight used up. */
+#define SPACE_TRIES 4
+
+/* Our store's use (writes queued and not committed counted) and the
+ * limit, in bytes of the data area; with_kv: the kv's use too, scaled
+ * to the data area (osd_used_bytes), which costs a kv read. */
+static bool space_numbers(struct osd *osd, uint64_t *used, uint64_t *limit, bool with_kv)
+{
+	struct store_statfs sf;
+
+	if ((with_kv ? store_statfs(osd->store, &sf) : store_statfs_quick(osd->store, &sf)) < 0 ||
+	    !sf.total)
+		return false;
+	*used = osd_used_bytes(&sf) + atomic_load(&osd->inflight_bytes);
+	*limit = (uint64_t)((unsigned __int128)sf.total * osd->failsafe_ratio / 10000);
+	return true;
+}
+
+/* What peer p may still send us: the most any grant it may still use
+ * leaves (a grant covers the bytes received since it was given). */
+static uint64_t outstanding(const struct osd *osd, const struct osd_peer *p, uint64_t now_ms)
+{
+	const struct osd_given *gv = &p->given;
+	uint64_t most = 0;
+
+	for (uint8_t i = 0; i < gv->n; i++) {
+		uint64_t spent = gv->recv - gv->g[i].recv_at;
+
+		if (now_ms - gv->g[i].ms <= osd->hb_grace_ms && gv->g[i].bytes > spent &&
+		    gv->g[i].bytes - spent > most)
+			most = gv->g[i].bytes - spent;
+	}
+	if (gv->floor && now_ms - gv->floor_ms <= osd->hb_grace_ms && gv->floor > most)
+		most = gv->floor;
+	return most;
+}
+
+static uint64_t outstanding_but(struct osd *osd, int32_t but, uint64_t now_ms)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < osd->npeers; i++)
+		if ((int32_t)i != but)
+			sum += outstanding(osd, &osd->peers[i], now_ms);
+	return sum;
+}
+
+/* The peer holds grant `held`: the ones before it are done with. */
+static void given_held(struct osd_given *gv, uint64_t held)
+{
+	uint8_t k = 0;
+
+	for (uint8_t i = 0; i < gv->n; i++)
+		if (gv->g[i].seq >= held)
+			gv->g[k++] = gv->g[i];
+	gv->n = k;
+	if (gv->floor && gv->floor_seq < held)
+		gv->floor = 0;
+}
+
+static void given_add(struct osd_given *gv, uint64_t bytes, uint64_t now_ms)
+{
+	if (!gv->seq) {
+		/* numbers that grow across our restarts: a peer still
+		 * holding a grant of our last life never seems ahead */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gv->seq = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	if (gv->n == OSD_GIVEN_MAX) {
+		/* no room: the oldest's rest stays counted, as a floor */
+		uint64_t spent = gv->recv - gv->g[0].recv_at;
+		uint64_t rest = gv->g[0].bytes > spent ? gv->g[0].bytes - spent : 0;
+
+		if (rest > gv->floor)
+			gv->floor = rest;
+		gv->floor_seq = gv->g[0].seq;
+		gv->floor_ms = gv->g[0].ms;
+		memmove(&gv->g[0], &gv->g[1], (OSD_GIVEN_MAX - 1) * sizeof(gv->g[0]));
+		gv->n--;
+	}
+	gv->g[gv->n].seq = ++gv->seq;
+	gv->g[gv->n].bytes = bytes;
+	gv->g[gv->n].recv_at = gv->recv;
+	gv->g[gv->n].ms = now_ms;
+	gv->n++;
+}
+
+uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq)
+{
+	uint64_t now = osd_now_ms(), used, limit, others, free, grant;
+	struct osd_peer *p = osd_peer_slot(osd, to);
+	uint32_t up = 0;
+
+	*seq = 0;
+	if (!p || to == osd->whoami || !space_numbers(osd, &used, &limit, true))
+		return 0;
+	given_held(&p->given, held);
+	others = outstanding_but(osd, to, now);
+	free = limit > used + others ? limit - used - others : 0;
+	for (uint32_t i = 0; osd->map && i < osd->map->max_osd; i++)
+		if (osdmap_osd_up(osd->map, (int32_t)i))
+			up++;
+	grant = free / (up ? up : 1);
+	given_add(&p->given, grant, now);
+	*seq = p->given.seq;
+	return grant;
+}
+
+void osd_space_received(struct osd *osd, int32_t from, uint64_t bytes)
+{
+	struct osd_peer *p = osd_peer_slot(osd, from);
+
+	if (p)
+		p->given.recv += bytes;
+}
+
+bool osd_space_admits(struct osd *osd, uint64_t bytes)
+{
+	uint64_t used, limit;
+
+	if (!space_numbers(osd, &used, &limit, false))
+		return true;	/* the store answers for itself */
+	return used + outstanding_but(osd, -1, osd_now_ms()) + bytes <= limit;
+}
+
+int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t *since_ns,
+		   uint8_t *tries)
+{
+	uint64_t now = osd_now_ns(), keep_ns = osd->hb_grace_ms / 2 * 1000000;
+	bool wait = false;
+
+	if (!need)
+		return 0;
+	if (!osd_space_admits(osd, need))
+		return -ENOSPC;
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct osd_peer *p;
+
+		if (id == osd->whoami || pg_recovery_skips(pg, id) ||
+		    !(p = osd_peer_slot(osd, id)))
+			continue;
+		bool valid = p->grant_asked_ns && now - p->grant_asked_ns < keep_ns;
+
+		if (valid && p->sent - p->sent_at_grant + need <= p->grant)
+			continue;
+		if (valid && p->grant_asked_ns >= *since_ns) {
+			/* a fresh answer.  Bytes we sent since it was asked
+			 * are in flight: once they are in the peer's use a
+			 * new grant is its share of what is left without
+			 * them.  Ask again (a few times), then give up. */
+			if (p->sent == p->sent_at_grant || *tries >= SPACE_TRIES)
+				return -ENOSPC;
+			(*tries)++;
+			*since_ns = now;
+		}
+		if (p->ask_failed_ns >= *since_ns)
+			continue;	/* unreachable: replication waits for the map */
+		if (p->ask_ns < *since_ns && osd_hb_ping(osd, id) < 0) {
+			p->ask_failed_ns = now;
+			continue;
+		}
+		wait = true;
+	}
+	if (wait) {
+		osd->space_waiting = true;
+		return -EAGAIN;
+	}
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct osd_peer *p;
+
+		if (id != osd->whoami && !pg_recovery_skips(pg, id) &&
+		    (p = osd_peer_slot(osd, id)))
+			p->sent += need;
+	}
+	return 0;
+}
+
+void osd_space_granted(struct osd *osd, int32_t id, uint64_t grant, uint64_t seq,
+		       uint64_t asked_ns, uint64_t sent_then, bool failed)
+{
+	struct osd_peer *p = osd_peer_slot(osd, id);
+
+	if (p) {
+		if (p->ask_ns && p->ask_ns <= asked_ns)
+			p->ask_ns = 0;
+		if (failed) {
+			if (asked_ns > p->ask_failed_ns)
+				p->ask_failed_ns = asked_ns;
+		} else if (asked_ns > p->grant_asked_ns) {
+			p->grant = grant;
+			p->grant_seq = seq;
+			p->grant_asked_ns = asked_ns;
+			p->sent_at_grant = sent_then;
+		}
+	}
+	if (osd->space_waiting) {
+		osd->space_waiting = false;
+		osd_pgs_kick_ops(osd);
+	}
+}
