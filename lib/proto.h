@@ -373,6 +373,9 @@ struct osd_op_req {
 	struct osd_subop *ops;		/* decoded: malloc'd array */
 };
 #define OSD_REQF_RESEND		0x1u	/* a retry of an op sent before */
+#define OSD_REQF_FULL_TRY	0x2u	/* may write into the space kept for
+					 * metadata on a full cluster (the MDS's
+					 * journal: doc/osd.md, "Space") */
 
 /* Encodes req: its front into e and every subop's data concatenated in
  * order into *data (len *data_len; malloc'd unless it would be a single

@@ -989,7 +989,8 @@ static void exec_write(struct osd_op *op)
 	op->obj_version = os.version.seq;
 	for (uint32_t i = 0; i < op->req.nops; i++)
 		op->data_bytes += op->req.ops[i].data_len;
-	r = resolve_write(op, &os, op->no_space || any_full(osd, pg));
+	r = resolve_write(op, &os, op->no_space ||
+			  (!(op->req.flags & OSD_REQF_FULL_TRY) && any_full(osd, pg)));
 	if (r)
 		goto reply;
 	if (op->nmuts == 0)
@@ -1181,10 +1182,14 @@ void pg_kick_ops(struct pg *pg)
 		if (!wait && op->is_write) {
 			int r;
 
-			if (!op->space_since_ns)
-				op->space_since_ns = op->t_recv;
-			r = osd_space_take(pg->osd, pg, op_data_need(op), &op->space_since_ns,
-					   &op->space_tries);
+			if (op->req.flags & OSD_REQF_FULL_TRY) {
+				r = osd_space_take_reserve(pg->osd, pg, op_data_need(op));
+			} else {
+				if (!op->space_since_ns)
+					op->space_since_ns = op->t_recv;
+				r = osd_space_take(pg->osd, pg, op_data_need(op),
+						   &op->space_since_ns, &op->space_tries);
+			}
 
 			wait = r == -EAGAIN;
 			op->no_space = r == -ENOSPC;

@@ -232,6 +232,9 @@ bool osd_space_admits(struct osd *osd, uint64_t bytes);
  * the answer.  *tries: 0 at first (both are the op's, kept between calls). */
 int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t *since_ns,
 		   uint8_t *tries);
+/* The same for a write flagged OSD_REQF_FULL_TRY: no grant needed, our
+ * store may fill to halfway between the failsafe ratio and its end. */
+int osd_space_take_reserve(struct osd *osd, const struct pg *pg, uint64_t need);
 /* As a primary: a ping reply from peer id carried a grant. */
 void osd_space_granted(struct osd *osd, int32_t id, uint64_t grant, uint64_t seq,
 		       uint64_t asked_ns, uint64_t sent_then, bool failed);

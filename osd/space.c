@@ -26,6 +26,11 @@
  * a grant for half the heartbeat grace, the replica counts it for the
  * whole grace: never the other way round, whatever the delays.
  *
+ * A write flagged OSD_REQF_FULL_TRY (the MDS's journal and namespace)
+ * needs no grant: it may go on into the reserve between the failsafe ratio
+ * and the store's end, half of which our own store keeps for it; such
+ * writes are small, and the grants keep the other writes out of there.
+ *
  * Recovery and backfill bytes are not granted: a member takes a chunk
  * only while it leaves the grants their room (osd_space_admits) and
  * refuses it with -ENOSPC otherwise, which the copier retries later.
@@ -169,6 +174,36 @@ bool osd_space_admits(struct osd *osd, uint64_t bytes)
 	return used + outstanding_but(osd, -1, osd_now_ms()) + bytes <= limit;
 }
 
+/* Charges need bytes to every replica of pg that gets them. */
+static void charge(struct osd *osd, const struct pg *pg, uint64_t need)
+{
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		struct osd_peer *p;
+
+		if (id != osd->whoami && !pg_recovery_skips(pg, id) &&
+		    (p = osd_peer_slot(osd, id)))
+			p->sent += need;
+	}
+}
+
+int osd_space_take_reserve(struct osd *osd, const struct pg *pg, uint64_t need)
+{
+	struct store_statfs sf;
+
+	if (!need)
+		return 0;
+	if (store_statfs_quick(osd->store, &sf) == 0 && sf.total) {
+		uint64_t limit = (uint64_t)((unsigned __int128)sf.total * osd->failsafe_ratio / 10000);
+
+		limit += (sf.total - limit) / 2;
+		if (sf.used + atomic_load(&osd->inflight_bytes) + need > limit)
+			return -ENOSPC;
+	}
+	charge(osd, pg, need);	/* the replicas count them against our grant */
+	return 0;
+}
+
 int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t *since_ns,
 		   uint8_t *tries)
 {
@@ -212,14 +247,7 @@ int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t
 		osd->space_waiting = true;
 		return -EAGAIN;
 	}
-	for (uint8_t i = 0; i < pg->info.nacting; i++) {
-		int32_t id = pg->info.acting[i];
-		struct osd_peer *p;
-
-		if (id != osd->whoami && !pg_recovery_skips(pg, id) &&
-		    (p = osd_peer_slot(osd, id)))
-			p->sent += need;
-	}
+	charge(osd, pg, need);
 	return 0;
 }
 

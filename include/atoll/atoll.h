@@ -144,6 +144,14 @@ void atoll_ioctx_destroy(struct atoll_ioctx *io);
 /* The cluster handle io was created on (libraries built on an ioctx,
  * such as libatoll-image, use it for monitor commands and the client id). */
 struct atoll_cluster *atoll_ioctx_get_cluster(struct atoll_ioctx *io);
+/* ATOLL_IOCTX_FULL_TRY: the writes of io may use the space an OSD keeps
+ * above its failsafe full ratio, and are not refused for the monitor's
+ * full flag: for small metadata that must go on when the cluster is
+ * full (the file system's journal, so that deletes work).  Never for
+ * bulk data.  0 clears it.  Set it before io's first op.  -EINVAL for an
+ * unknown flag. */
+#define ATOLL_IOCTX_FULL_TRY 0x1u
+int atoll_ioctx_set_flags(struct atoll_ioctx *io, unsigned flags);
 
 /* ---- completions ---------------------------------------------------- */
 

@@ -93,6 +93,7 @@ struct atoll_ioctx {
 	struct atoll_cluster *c;
 	uint32_t pool;
 	char name[64];
+	uint32_t req_flags;		/* OSD_REQF_* every op carries */
 };
 
 /* ---- completions (completion.c) ---- */
@@ -175,6 +176,7 @@ struct client_req {
 	int refs;			/* list, each send, the timer */
 	uint64_t tid;			/* reqid.tid, kept across resends */
 	uint32_t pool;
+	uint32_t req_flags;		/* the ioctx's OSD_REQF_* */
 	bool fixed_pg;			/* PG-level op (LIST) */
 	uint32_t pg;
 	char oid[PROTO_OID_MAX + 1];

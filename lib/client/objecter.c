@@ -55,6 +55,7 @@ struct client_req *client_req_new(struct atoll_ioctx *io, const char *oid,
 		return NULL;
 	r->c = io->c;
 	r->pool = io->pool;
+	r->req_flags = io->req_flags;
 	if (oid) {
 		r->oid_len = strnlen(oid, PROTO_OID_MAX);
 		memcpy(r->oid, oid, r->oid_len);
@@ -519,7 +520,7 @@ static void req_kick(struct client_req *r)
 	req.epoch = c->map->epoch;
 	req.pool = r->pool;
 	req.pg = pg;
-	req.flags = r->sent_once ? OSD_REQF_RESEND : 0;
+	req.flags = r->req_flags | (r->sent_once ? OSD_REQF_RESEND : 0);
 	req.oid = r->oid;
 	req.oid_len = (uint32_t)r->oid_len;
 	req.nops = r->op->nops;

@@ -217,3 +217,11 @@ struct atoll_cluster *atoll_ioctx_get_cluster(struct atoll_ioctx *io)
 {
 	return io ? io->c : NULL;
 }
+
+int atoll_ioctx_set_flags(struct atoll_ioctx *io, unsigned flags)
+{
+	if (!io || (flags & ~ATOLL_IOCTX_FULL_TRY))
+		return -EINVAL;
+	io->req_flags = (flags & ATOLL_IOCTX_FULL_TRY) ? OSD_REQF_FULL_TRY : 0;
+	return 0;
+}

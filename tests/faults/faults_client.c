@@ -19,6 +19,9 @@
  *       objects written.
  *   faults-client drain POOL N           removes objects full-0..N-1.
  *   faults-client write-ok POOL          one 4 MiB write must succeed.
+ *   faults-client full-try POOL          on a full cluster: a 4 KiB write
+ *                                        fails, and succeeds with
+ *                                        ATOLL_IOCTX_FULL_TRY.
  *   faults-client populate POOL N        writes objects obj-0..N-1 of
  *       varied sizes (16 in flight) and prints, per object, one line of
  *       JSON: the monitor's `osd map` answer plus "size".
@@ -608,6 +611,38 @@ static void run_write_ok(const char *pool, bool want_ok)
 	free(buf);
 }
 
+/* On a full cluster: a small write fails with -ENOSPC through a plain
+ * ioctx and succeeds through one with ATOLL_IOCTX_FULL_TRY (what the MDS
+ * uses for its journal); an unknown flag is -EINVAL. */
+static void run_full_try(const char *pool)
+{
+	struct atoll_cluster *c = connect_cluster((const char *const[]){
+		"client_op_timeout", "30s", NULL });
+	struct atoll_ioctx *io;
+	uint8_t buf[4096];
+	int r = atoll_ioctx_create(c, pool, &io);
+
+	if (r < 0)
+		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+	fill(buf, sizeof(buf), 12, 12, 12);
+	r = atoll_ioctx_set_flags(io, 0x80);
+	CHECK(r == -EINVAL, "atoll_ioctx_set_flags with an unknown flag: %d, want -EINVAL", r);
+	r = atoll_write_full(io, "full-try", buf, sizeof(buf));
+	CHECK(r == -ENOSPC, "a plain small write on the full cluster: %d, want -ENOSPC", r);
+	r = atoll_ioctx_set_flags(io, ATOLL_IOCTX_FULL_TRY);
+	CHECK(r == 0, "atoll_ioctx_set_flags(FULL_TRY): %s", atoll_strerror(r));
+	r = atoll_write_full(io, "full-try", buf, sizeof(buf));
+	CHECK(r == 0, "a FULL_TRY write on the full cluster: %s", atoll_strerror(r));
+	r = atoll_ioctx_set_flags(io, 0);
+	CHECK(r == 0, "clearing the flags: %s", atoll_strerror(r));
+	r = atoll_write_full(io, "full-try-2", buf, sizeof(buf));
+	CHECK(r == -ENOSPC, "a write after clearing FULL_TRY: %d, want -ENOSPC", r);
+	r = atoll_remove(io, "full-try");
+	CHECK(r == 0, "removing the FULL_TRY object: %s", atoll_strerror(r));
+	atoll_ioctx_destroy(io);
+	atoll_cluster_shutdown(c);
+}
+
 /* ---- populate (placement) --------------------------------------------- */
 
 static void run_populate(const char *pool, int count)
@@ -686,10 +721,12 @@ int main(int argc, char **argv)
 		run_write_ok(argv[2], true);
 	else if (!strcmp(mode, "write-full") && argc == 3)
 		run_write_ok(argv[2], false);
+	else if (!strcmp(mode, "full-try") && argc == 3)
+		run_full_try(argv[2]);
 	else {
 		fprintf(stderr, "usage: faults-client stale POOL KILL-CMD | resend POOL | "
 			"limits POOL | fill POOL SECONDS [BYTES] | drain POOL N | write-ok POOL | "
-			"write-full POOL\n");
+			"write-full POOL | full-try POOL\n");
 		return 2;
 	}
 	if (failures)

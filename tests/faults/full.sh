@@ -33,6 +33,8 @@ wait_full yes
 [ "$(atoll health | head -n 1)" = HEALTH_ERR ] || fail "health: $(atoll health)"
 fc write-full default || fail "a write on the full cluster"
 ok "health says HEALTH_ERR with OSD_FULL, and writes still get -ENOSPC"
+fc full-try default || fail "ATOLL_IOCTX_FULL_TRY on the full cluster"
+ok "a write through an ioctx with ATOLL_IOCTX_FULL_TRY goes through (the MDS's journal)"
 
 fc drain default "$nobj" || fail "deletes on the full cluster"
 ok "all $nobj objects deleted on the full cluster"
