@@ -574,13 +574,13 @@ static int kv_flush_overlay(struct store *st, struct done *prev)
 /* Near the kv's end, measure what is really in use (free pages count);
  * LMDB only lets a read transaction look at its free list.  Also decides
  * whether new data may still go inline (b->no_inline): not once half the
- * kv is in use, counting the logged mutations twice.  That is measured
+ * kv is in use, counting the logged mutations KV_OVERLAY_COST times.  That is measured
  * when an estimate (the last measure, plus what LMDB's high-water mark
  * and the logged mutations grew since) passes the half, and while inline
  * is off, every KV_INLINE_CHECK_NS (deletes may have made room). */
 static void kv_measure(struct store *st, struct batch *b)
 {
-	uint64_t half = st->kv.map_size / 2, pending = 2 * st->deferred_kv_bytes;
+	uint64_t half = st->kv.map_size / 2, pending = KV_OVERLAY_COST * st->deferred_kv_bytes;
 	MDB_envinfo info;
 	MDB_txn *rt;
 

@@ -33,6 +33,12 @@
 #define WAL_MAX_BLOCKS		16384u
 #define IO_MAX_BYTES		(8u << 20)	/* largest single aio */
 #define FLUSH_WRITES_MAX	256u	/* record writes in flight (commit.c) */
+/* What a byte of logged kv mutations may take in the kv once the
+ * checkpoint applies it: values of a page or more go to overflow pages
+ * (a 4 KiB object's inline value takes two), and the apply copies each
+ * leaf it touches.  Twice was too few: a kv near its end could not take
+ * its overlay, and then no batch, deletes included, could commit. */
+#define KV_OVERLAY_COST		4u
 
 /* ---- allocator (alloc.c): a two-level bitmap of free blocks --------- */
 

@@ -1084,7 +1084,8 @@ static int kv_check_space(struct batch *b, bool frees_only)
 	if (frees_only || !b->kv_measured)
 		return 0;
 	/* Logged kv mutations reach the kv at the checkpoint: count them. */
-	return b->kv_used + kv->reserve + 2 * (b->st->deferred_kv_bytes + b->wal.kvlen) >
+	return b->kv_used + kv->reserve +
+	       KV_OVERLAY_COST * (b->st->deferred_kv_bytes + b->wal.kvlen) >
 	       kv->map_size ? -ENOSPC : 0;
 }
 

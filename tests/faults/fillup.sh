@@ -7,6 +7,9 @@
 # the writer hanging); every PG stays active; the deletes that follow work
 # and the cluster takes writes again.  Then the same through a second
 # pool of size 2 beside the first, so that the OSDs' grants are shared.
+# Last, 4 KiB objects (their data in the stores' kv) until -ENOSPC: the
+# deletes that follow must work (a kv that could not take its overlay of
+# logged mutations once refused every batch, deletes included: doc/store.md).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -14,14 +17,17 @@ faults_up --size 512M
 wait_health HEALTH_OK
 ok "3 OSDs with 512 MiB stores, default full ratios"
 
-# fill_up POOL: atoll bench until -ENOSPC; it deletes its objects then
+# fill_up POOL [BENCH-OPTIONS]: atoll bench until -ENOSPC; it deletes its
+# objects then
 fill_up() {
-	local out rc=0
-	out=$(timeout 120 "$atoll_bin" bench "$1" 60 write -t 16 2>&1) || rc=$?
-	[ $rc -ne 124 ] || fail "the writer hung filling pool $1: $(echo "$out" | tail -n 5)"
-	[ $rc -ne 0 ] || fail "60 s of writes into pool $1 did not fill 512 MiB stores"
+	local out rc=0 pool=$1
+	shift
+	out=$(timeout "${fill_timeout:-120}" "$atoll_bin" bench "$pool" "${fill_seconds:-100}" write \
+		-t 16 "$@" 2>&1) || rc=$?
+	[ $rc -ne 124 ] || fail "the writer hung filling pool $pool: $(echo "$out" | tail -n 5)"
+	[ $rc -ne 0 ] || fail "${fill_seconds:-100} s of writes into pool $pool did not fill 512 MiB stores"
 	echo "$out" | grep -q 'no space left' ||
-		fail "the writes into pool $1 did not end in -ENOSPC: $(echo "$out" | tail -n 5)"
+		fail "the writes into pool $pool did not end in -ENOSPC: $(echo "$out" | tail -n 5)"
 	echo "$out" | grep -q 'removing the benchmark objects failed' &&
 		fail "deletes on the full cluster failed: $(echo "$out" | tail -n 5)"
 	echo "$out" | sed -n 's/^removing \([0-9]*\) benchmark objects.*/\1/p'
@@ -49,12 +55,12 @@ all_active
 ok "16 writes in flight end in -ENOSPC after $nobj objects of 4 MiB; no store refused a write; every PG active; the objects deleted"
 
 wait_health HEALTH_OK
-atoll bench default 2 write -t 4 >/dev/null || fail "writes after the deletes"
+atoll bench default 2 write -t 4 --max-ops 16 >/dev/null || fail "writes after the deletes"
 ok "HEALTH_OK and writes work again"
 
 atoll pool create two --size 2 --min-size 2 --pg 16 >/dev/null || fail "pool create two"
 wait_health HEALTH_OK
-atoll bench default 60 write -t 8 >"$tmp/bench-default.out" 2>&1 &
+atoll bench default 100 write -t 8 >"$tmp/bench-default.out" 2>&1 &
 bench_pid=$!
 stop_bench() { kill "$bench_pid" 2>/dev/null || true; wait "$bench_pid" 2>/dev/null || true; }
 cleanup_hook=stop_bench
@@ -68,5 +74,15 @@ all_active
 ok "two pools written at once end in -ENOSPC ($ntwo objects in pool two); no store refused a write; every PG active"
 
 wait_health HEALTH_OK
-atoll bench two 2 write -t 4 >/dev/null || fail "writes after the second fill"
+atoll bench two 2 write -t 4 --max-ops 16 >/dev/null || fail "writes after the second fill"
 ok "HEALTH_OK and writes work again"
+
+wait_health HEALTH_OK
+# (about 70,000 objects: a minute in the release build, several under
+# the sanitizers)
+nsmall=$(fill_seconds=600 fill_timeout=900 fill_up default -b 4K)
+no_store_refusal
+all_active
+wait_health HEALTH_OK
+atoll bench default 2 write -b 4K -t 4 --max-ops 64 >/dev/null || fail "4 KiB writes after the deletes"
+ok "4 KiB objects end in -ENOSPC after $nsmall (the kv filled); their deletes work, no store refused a write, every PG active, writes work again"
