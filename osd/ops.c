@@ -987,8 +987,7 @@ static void exec_write(struct osd_op *op)
 	existed = os.exists;
 	old_size = os.size;
 	op->obj_version = os.version.seq;
-	for (uint32_t i = 0; i < op->req.nops; i++)
-		op->data_bytes += op->req.ops[i].data_len;
+	/* op->data_bytes: set by pg_kick_ops, which ran the space check */
 	r = resolve_write(op, &os, op->no_space ||
 			  (!(op->req.flags & OSD_REQF_FULL_TRY) && any_full(osd, pg)));
 	if (r)
@@ -1182,12 +1181,13 @@ void pg_kick_ops(struct pg *pg)
 		if (!wait && op->is_write) {
 			int r;
 
+			op->data_bytes = op_data_need(op);
 			if (op->req.flags & OSD_REQF_FULL_TRY) {
-				r = osd_space_take_reserve(pg->osd, pg, op_data_need(op));
+				r = osd_space_take_reserve(pg->osd, pg, op->data_bytes);
 			} else {
 				if (!op->space_since_ns)
 					op->space_since_ns = op->t_recv;
-				r = osd_space_take(pg->osd, pg, op_data_need(op),
+				r = osd_space_take(pg->osd, pg, op->data_bytes,
 						   &op->space_since_ns, &op->space_tries);
 			}
 

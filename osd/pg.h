@@ -112,7 +112,7 @@ struct osd_op {
 	int result;
 	uint64_t sis;			/* interval it was submitted in */
 	uint64_t epoch;			/* our map epoch when it ran */
-	uint64_t data_bytes;		/* write bytes (full check) */
+	uint64_t data_bytes;		/* write bytes (pg_kick_ops: space check) */
 	bool no_space;			/* space.c said -ENOSPC: fail what grows */
 	uint8_t space_tries;		/* osd_space_take's, and: */
 	uint64_t space_since_ns;

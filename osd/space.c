@@ -50,18 +50,24 @@
 /* How often a write asks again for a grant that bytes in flight used up. */
 #define SPACE_TRIES 4
 
-/* Our store's use (writes queued and not committed counted) and the
- * limit, in bytes of the data area; with_kv: the kv's use too, scaled
- * to the data area (osd_used_bytes), which costs a kv read. */
-static bool space_numbers(struct osd *osd, uint64_t *used, uint64_t *limit, bool with_kv)
+/* Our store's use (writes queued and not committed counted), the limit
+ * (osd_failsafe_full_ratio) and the size, in bytes of the data area;
+ * with_kv: the kv's use too, scaled to the data area (osd_used_bytes),
+ * which costs a kv read. */
+struct space_numbers {
+	uint64_t used, limit, total;
+};
+
+static bool space_numbers(struct osd *osd, struct space_numbers *n, bool with_kv)
 {
 	struct store_statfs sf;
 
 	if ((with_kv ? store_statfs(osd->store, &sf) : store_statfs_quick(osd->store, &sf)) < 0 ||
 	    !sf.total)
 		return false;
-	*used = osd_used_bytes(&sf) + atomic_load(&osd->inflight_bytes);
-	*limit = (uint64_t)((unsigned __int128)sf.total * osd->failsafe_ratio / 10000);
+	n->used = osd_used_bytes(&sf) + atomic_load(&osd->inflight_bytes);
+	n->limit = (uint64_t)((unsigned __int128)sf.total * osd->failsafe_ratio / 10000);
+	n->total = sf.total;
 	return true;
 }
 
@@ -138,16 +144,17 @@ static void given_add(struct osd_given *gv, uint64_t bytes, uint64_t now_ms)
 
 uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq)
 {
-	uint64_t now = osd_now_ms(), used, limit, others, free, grant;
+	uint64_t now = osd_now_ms(), others, free, grant;
 	struct osd_peer *p = osd_peer_slot(osd, to);
+	struct space_numbers n;
 	uint32_t up = 0;
 
 	*seq = 0;
-	if (!p || to == osd->whoami || !space_numbers(osd, &used, &limit, true))
+	if (!p || to == osd->whoami || !space_numbers(osd, &n, true))
 		return 0;
 	given_held(&p->given, held);
 	others = outstanding_but(osd, to, now);
-	free = limit > used + others ? limit - used - others : 0;
+	free = n.limit > n.used + others ? n.limit - n.used - others : 0;
 	for (uint32_t i = 0; osd->map && i < osd->map->max_osd; i++)
 		if (osdmap_osd_up(osd->map, (int32_t)i))
 			up++;
@@ -167,11 +174,11 @@ void osd_space_received(struct osd *osd, int32_t from, uint64_t bytes)
 
 bool osd_space_admits(struct osd *osd, uint64_t bytes)
 {
-	uint64_t used, limit;
+	struct space_numbers n;
 
-	if (!space_numbers(osd, &used, &limit, false))
+	if (!space_numbers(osd, &n, false))
 		return true;	/* the store answers for itself */
-	return used + outstanding_but(osd, -1, osd_now_ms()) + bytes <= limit;
+	return n.used + outstanding_but(osd, -1, osd_now_ms()) + bytes <= n.limit;
 }
 
 /* Charges need bytes to every replica of pg that gets them. */
@@ -189,17 +196,13 @@ static void charge(struct osd *osd, const struct pg *pg, uint64_t need)
 
 int osd_space_take_reserve(struct osd *osd, const struct pg *pg, uint64_t need)
 {
-	struct store_statfs sf;
+	struct space_numbers n;
 
 	if (!need)
 		return 0;
-	if (store_statfs_quick(osd->store, &sf) == 0 && sf.total) {
-		uint64_t limit = (uint64_t)((unsigned __int128)sf.total * osd->failsafe_ratio / 10000);
-
-		limit += (sf.total - limit) / 2;
-		if (sf.used + atomic_load(&osd->inflight_bytes) + need > limit)
-			return -ENOSPC;
-	}
+	/* halfway between the failsafe limit and the store's end */
+	if (space_numbers(osd, &n, false) && n.used + need > n.limit + (n.total - n.limit) / 2)
+		return -ENOSPC;
 	charge(osd, pg, need);	/* the replicas count them against our grant */
 	return 0;
 }
