@@ -170,12 +170,12 @@ static void ping_reply(void *arg, struct msg *reply, int err)
 			p->failed_reported = false;
 			p->refused = false;
 		}
-		osd_space_granted(osd, ctx->id, pi.grant, pi.grant_seq, ctx->sent_ns, ctx->sent_bytes,
-				  err != 0);
+		osd_space_granted(osd, ctx->id, pi.grant, pi.grant_seq, pi.kv_scale, ctx->sent_ns,
+				  ctx->sent_bytes, err != 0);
 	} else {
 		/* a reset link: the peer's grant is gone with it; writes
 		 * waiting for it ask again */
-		osd_space_granted(osd, -1, 0, 0, 0, 0, true);
+		osd_space_granted(osd, -1, 0, 0, 0, 0, 0, true);
 	}
 	msg_free(reply);
 	free(ctx);
@@ -190,7 +190,7 @@ void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	dec_init(&d, m->front, m->front_len);
 	if (osd_ping_decode(&d, &pi) == 0) {
-		pi.grant = osd_space_give(osd, pi.from, pi.grant_seq, &pi.grant_seq);
+		pi.grant = osd_space_give(osd, pi.from, pi.grant_seq, &pi.grant_seq, &pi.kv_scale);
 		pi.from = osd->whoami;
 		pi.epoch = osd->map ? osd->map->epoch : 0;
 		enc_init(&e);
@@ -332,7 +332,8 @@ uint64_t osd_used_bytes(const struct store_statfs *sf)
 	uint64_t used = sf->used;
 
 	if (sf->kv_max && sf->total) {
-		unsigned __int128 kv = (unsigned __int128)sf->kv_used * sf->total / sf->kv_max;
+		unsigned __int128 kv = (unsigned __int128)(sf->kv_used + sf->kv_held) * sf->total /
+					 sf->kv_max;
 
 		if (kv > sf->total)
 			kv = sf->total;
@@ -352,6 +353,7 @@ void osd_hb_beacon(struct osd *osd)
 	if (store_statfs(osd->store, &sf) == 0) {
 		uint64_t used = osd_used_bytes(&sf);
 
+		osd_space_note_statfs(osd, &sf);
 		b.total = sf.total;
 		b.used = used;
 		b.avail = sf.total - used;

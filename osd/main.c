@@ -427,6 +427,11 @@ static int do_mkfs(struct config *conf)
 		    "first", opt.data, buf);
 	store_paths(opt.data, &so, block, kv);
 	so.block_size = conf_size(conf, "osd", "osd_store_size", 10ull << 30);
+	/* 0: the store's default (an eighth of the block, at least 64 MiB) */
+	so.kv_max = conf_size(conf, "osd", "osd_store_kv_max", 0);
+	if (so.kv_max && so.kv_max < (4ull << 20))
+		die("osd_store_kv_max = %llu is too small: the kv needs at least 4M "
+		    "(0 picks an eighth of the store)", (unsigned long long)so.kv_max);
 	/* tests turn the zero fill off: it writes the whole store once */
 	{
 		char err[512];
@@ -813,6 +818,13 @@ static int do_run(struct config *conf)
 	if (r < 0)
 		die("cannot open the store in '%s': %s; check it with: atoll-store-tool --data %s "
 		    "fsck", opt.data, strerror(-r), opt.data);
+	osd->inline_max = so.inline_max;
+	{
+		struct store_statfs sf;
+
+		if (store_statfs(osd->store, &sf) == 0)
+			osd_space_note_statfs(osd, &sf);	/* the kv's scale */
+	}
 	{
 		char us[37];
 

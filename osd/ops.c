@@ -1145,13 +1145,34 @@ static bool must_wait(const struct pg *pg, const struct osd_op *op)
 	return false;
 }
 
-/* The write bytes op carries (what space.c grants). */
-static uint64_t op_data_need(const struct osd_op *op)
+/* What op costs a store (space.c grants it): the data it writes, and the
+ * attributes and omap entries it sets; what it removes costs nothing. */
+static struct space_need op_space_need(const struct osd_op *op)
 {
-	uint64_t n = 0;
+	struct space_need n = { 0, 0 };
 
-	for (uint32_t i = 0; i < op->req.nops; i++)
-		n += op->req.ops[i].data_len;
+	for (uint32_t i = 0; i < op->req.nops; i++) {
+		const struct osd_subop *so = &op->req.ops[i];
+		uint64_t kv = 0;
+
+		switch (so->code) {
+		case OSD_OP_WRITE:
+		case OSD_OP_WRITE_FULL:
+		case OSD_OP_APPEND:
+			osd_space_need_add(op->osd, &n, so->data_len, 0);
+			break;
+		case OSD_OP_SETXATTR:
+			osd_space_need_add(op->osd, &n, 0, (uint64_t)so->name_len + so->val_len);
+			break;
+		case OSD_OP_OMAP_SET:
+			for (uint32_t k = 0; so->kv && k < so->nkv; k++)
+				kv += (uint64_t)so->kv[k].klen + so->kv[k].vlen;
+			osd_space_need_add(op->osd, &n, 0, kv);
+			break;
+		default:
+			break;
+		}
+	}
 	return n;
 }
 
@@ -1179,16 +1200,17 @@ void pg_kick_ops(struct pg *pg)
 			wait = !strcmp(b->oid, op->oid);
 		/* room for its bytes on every member, or a grant asked */
 		if (!wait && op->is_write) {
+			struct space_need need = op_space_need(op);
 			int r;
 
-			op->data_bytes = op_data_need(op);
+			op->data_bytes = need.data;
 			if (op->req.flags & OSD_REQF_FULL_TRY) {
-				r = osd_space_take_reserve(pg->osd, pg, op->data_bytes);
+				r = osd_space_take_reserve(pg->osd, pg, &need);
 			} else {
 				if (!op->space_since_ns)
 					op->space_since_ns = op->t_recv;
-				r = osd_space_take(pg->osd, pg, op->data_bytes,
-						   &op->space_since_ns, &op->space_tries);
+				r = osd_space_take(pg->osd, pg, &need, &op->space_since_ns,
+						   &op->space_tries);
 			}
 
 			wait = r == -EAGAIN;

@@ -65,6 +65,7 @@ struct osd_peer {
 	uint64_t ask_ns;	/* a grant ping in flight since then; 0 none */
 	uint64_t ask_failed_ns;	/* the last such ping failed then */
 	uint64_t grant_seq;	/* its number (we tell the peer we hold it) */
+	uint32_t kv_scale;	/* what its kv bytes cost (osd_ping.kv_scale) */
 	/* As a replica: what we granted this peer (kept across its
 	 * connection's resets: it is about the peer, not the link). */
 	struct osd_given given;
@@ -124,6 +125,10 @@ struct osd {
 	uint32_t npeers;
 	struct osd_peer *peers;	/* by osd id, npeers slots */
 	bool space_waiting;	/* a write waits for a space grant (space.c) */
+	uint32_t inline_max;	/* osd_store_inline_max: data the kv holds */
+	uint32_t kv_scale;	/* our kv bytes in 1/1024 bytes of our data area */
+	uint64_t kv_used_scaled;	/* the kv's use when last read, so scaled */
+	uint64_t kv_since;	/* the kv estimate of writes since then, scaled */
 	uint64_t hb_timer;
 	uint32_t rec_active;	/* objects being recovered (recovery.c) */
 	bool rec_kicking;
@@ -218,11 +223,26 @@ struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id);
 
 /* space.c: how many bytes each primary may send a replica (doc/osd.md,
  * "Space").  Loop thread. */
+/* What a write costs a store: its data bytes, and an estimate of what it
+ * adds to the kv (space.c says how it is made), which counts in bytes of
+ * the store's data area at that store's scale (osd_used_bytes). */
+struct space_need {
+	uint64_t data;
+	uint64_t kv;
+};
+/* Adds to n a write of data_len bytes of object data and kv_len bytes of
+ * attribute or omap names and values. */
+void osd_space_need_add(const struct osd *osd, struct space_need *n, uint64_t data_len,
+			uint64_t kv_len);
 /* As a replica: grants peer `to` bytes for the ping reply we are sending
- * (*seq: the grant's number); held: the grant its ping says it holds. */
-uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq);
-/* As a replica: a REP_OP with bytes of data came from peer `from`. */
-void osd_space_received(struct osd *osd, int32_t from, uint64_t bytes);
+ * (*seq: the grant's number, *kv_scale: osd_ping.kv_scale); held: the
+ * grant its ping says it holds. */
+uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq,
+			uint32_t *kv_scale);
+/* A store_statfs with the kv's use was read (heartbeat.c's beacons). */
+void osd_space_note_statfs(struct osd *osd, const struct store_statfs *sf);
+/* As a replica: a REP_OP that costs need came from peer `from`. */
+void osd_space_received(struct osd *osd, int32_t from, const struct space_need *need);
 /* Whether our store can take bytes that no grant covers (recovery). */
 bool osd_space_admits(struct osd *osd, uint64_t bytes);
 /* As a primary, before writing need bytes in pg: 0 (charged to every
@@ -230,14 +250,14 @@ bool osd_space_admits(struct osd *osd, uint64_t bytes);
  * (a grant was asked for: the op waits, osd_pgs_kick_ops when it came).
  * *since_ns: when the op arrived, at first; a grant asked since then is
  * the answer.  *tries: 0 at first (both are the op's, kept between calls). */
-int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t *since_ns,
-		   uint8_t *tries);
+int osd_space_take(struct osd *osd, const struct pg *pg, const struct space_need *need,
+		   uint64_t *since_ns, uint8_t *tries);
 /* The same for a write flagged OSD_REQF_FULL_TRY: no grant needed, our
  * store may fill to halfway between the failsafe ratio and its end. */
-int osd_space_take_reserve(struct osd *osd, const struct pg *pg, uint64_t need);
+int osd_space_take_reserve(struct osd *osd, const struct pg *pg, const struct space_need *need);
 /* As a primary: a ping reply from peer id carried a grant. */
 void osd_space_granted(struct osd *osd, int32_t id, uint64_t grant, uint64_t seq,
-		       uint64_t asked_ns, uint64_t sent_then, bool failed);
+		       uint32_t kv_scale, uint64_t asked_ns, uint64_t sent_then, bool failed);
 
 /* heartbeat.c: pings peer id now; its reply brings a space grant. */
 int osd_hb_ping(struct osd *osd, int32_t id);

@@ -253,13 +253,14 @@ int osd_pg_notify_decode(struct dec *d, struct osd_pg_notify *n)
 
 void osd_ping_encode(const struct osd_ping *p, struct enc *e)
 {
-	size_t h = enc_begin(e, 2, 1);
+	size_t h = enc_begin(e, 3, 1);
 
 	enc_u32(e, (uint32_t)p->from);
 	enc_u64(e, p->epoch);
 	enc_u64(e, p->stamp_ms);
 	enc_u64(e, p->grant);
 	enc_u64(e, p->grant_seq);
+	enc_u32(e, p->kv_scale);
 	enc_end(e, h);
 }
 
@@ -275,6 +276,7 @@ int osd_ping_decode(struct dec *d, struct osd_ping *p)
 	p->stamp_ms = dec_u64(&b);
 	p->grant = v >= 2 ? dec_u64(&b) : UINT64_MAX;	/* grants unknown: no limit */
 	p->grant_seq = v >= 2 ? dec_u64(&b) : 0;
+	p->kv_scale = v >= 3 ? dec_u32(&b) : 0;	/* 0: data bytes only */
 	return dec_end(d, &b);
 }
 

@@ -118,6 +118,8 @@ struct osd_ping {
 	uint64_t stamp_ms;
 	uint64_t grant;		/* reply: bytes the sender may write to us (space.c) */
 	uint64_t grant_seq;	/* reply: that grant's number; request: the one held */
+	uint32_t kv_scale;	/* reply: what a byte of our kv costs a grant, in
+				 * 1/1024 bytes of our data area (space.c) */
 };
 void osd_ping_encode(const struct osd_ping *p, struct enc *e);
 int osd_ping_decode(struct dec *d, struct osd_ping *p);

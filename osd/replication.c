@@ -198,6 +198,7 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	char oid[STORE_NAME_MAX + 1];
 	struct pg *pg;
 	struct dec d;
+	struct space_need need = { 0, 0 };
 	uint64_t bytes = 0;
 	int r;
 
@@ -246,12 +247,18 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	}
 	memcpy(oid, rep.entry.oid, rep.entry.oid_len);
 	oid[rep.entry.oid_len] = 0;
-	for (uint32_t i = 0; i < rep.nmuts; i++)
-		if (rep.muts[i].kind == MUT_WRITE)
-			bytes += rep.muts[i].len;
+	for (uint32_t i = 0; i < rep.nmuts; i++) {
+		const struct osd_mut *mu = &rep.muts[i];
+
+		if (mu->kind == MUT_WRITE)
+			osd_space_need_add(osd, &need, mu->len, 0);
+		else if (mu->kind == MUT_SETATTR || mu->kind == MUT_OMAP_SET)
+			osd_space_need_add(osd, &need, 0, (uint64_t)mu->name_len + mu->val_len);
+	}
+	bytes = need.data;
 	/* charged to what we granted the sender (space.c) */
 	if (msg_conn_peer(c).type == MSG_ENTITY_OSD)
-		osd_space_received(osd, (int32_t)msg_conn_peer(c).id, bytes);
+		osd_space_received(osd, (int32_t)msg_conn_peer(c).id, &need);
 	txn = store_txn_new();
 	if (!txn) {
 		r = -ENOMEM;

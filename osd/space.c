@@ -31,6 +31,25 @@
  * and the store's end, half of which our own store keeps for it; such
  * writes are small, and the grants keep the other writes out of there.
  *
+ * A store is as full as the fuller of its data area and its kv, the kv's
+ * use counted in bytes of the data area at the store's scale (data area
+ * size / kv size: osd_used_bytes), so the grants are in those bytes too
+ * and a write costs a store its data bytes plus its kv estimate at that
+ * store's scale, which the replica tells with each grant (kv_scale).  The
+ * estimate: SPACE_KV_COST times what the write adds to the kv, which is
+ * a fixed SPACE_KV_PER_OP for the log entry, the onode and the PG info,
+ * the data of a write small enough to go inline (osd_store_inline_max),
+ * and the names and values of attributes and omap entries set: the store
+ * holds logged kv mutations at four times their size until its checkpoint
+ * (store_statfs's kv_held), and LMDB keeps them in pages about half full.
+ * It errs high (a store that stopped inlining because its kv is half full
+ * still pays for inline data): a grant that is spent early only asks for
+ * the next one sooner, and each grant reads the kv's real use.  Reading that use walks
+ * the kv's free list, so it is read for each grant and each beacon, and
+ * the estimates of the writes since then add to it.  Ops that only
+ * remove (deletes, truncates, attribute and omap removals, guards) cost
+ * nothing, so that deletes work on a full cluster.
+ *
  * Recovery and backfill bytes are not granted: a member takes a chunk
  * only while it leaves the grants their room (osd_space_admits) and
  * refuses it with -ENOSPC otherwise, which the copier retries later.
@@ -50,10 +69,17 @@
 /* How often a write asks again for a grant that bytes in flight used up. */
 #define SPACE_TRIES 4
 
+/* The kv bytes of a write's log entry, onode and PG info: a bound. */
+#define SPACE_KV_PER_OP 512
+/* What a kv byte written costs the kv until it is checkpointed
+ * (KV_OVERLAY_COST in the store). */
+#define SPACE_KV_COST 4
+
 /* Our store's use (writes queued and not committed counted), the limit
- * (osd_failsafe_full_ratio) and the size, in bytes of the data area;
- * with_kv: the kv's use too, scaled to the data area (osd_used_bytes),
- * which costs a kv read. */
+ * (osd_failsafe_full_ratio) and the size, in bytes of the data area; the
+ * kv's use, scaled, counts when it is the larger: read when with_kv (which
+ * costs a walk of the kv's free list), else the last read plus the
+ * estimates of the writes since. */
 struct space_numbers {
 	uint64_t used, limit, total;
 };
@@ -65,10 +91,44 @@ static bool space_numbers(struct osd *osd, struct space_numbers *n, bool with_kv
 	if ((with_kv ? store_statfs(osd->store, &sf) : store_statfs_quick(osd->store, &sf)) < 0 ||
 	    !sf.total)
 		return false;
-	n->used = osd_used_bytes(&sf) + atomic_load(&osd->inflight_bytes);
+	if (with_kv)
+		osd_space_note_statfs(osd, &sf);
+	n->used = sf.used > osd->kv_used_scaled + osd->kv_since ? sf.used :
+		  osd->kv_used_scaled + osd->kv_since;
+	n->used += atomic_load(&osd->inflight_bytes);
 	n->limit = (uint64_t)((unsigned __int128)sf.total * osd->failsafe_ratio / 10000);
 	n->total = sf.total;
 	return true;
+}
+
+void osd_space_note_statfs(struct osd *osd, const struct store_statfs *sf)
+{
+	if (!sf->kv_max || !sf->total)
+		return;
+	osd->kv_scale = (uint32_t)((unsigned __int128)sf->total * 1024 / sf->kv_max);
+	osd->kv_used_scaled = (uint64_t)((unsigned __int128)(sf->kv_used + sf->kv_held) * sf->total /
+						sf->kv_max);
+	osd->kv_since = 0;
+}
+
+void osd_space_need_add(const struct osd *osd, struct space_need *n, uint64_t data_len,
+			uint64_t kv_len)
+{
+	if (!data_len && !kv_len)
+		return;
+	if (!n->data && !n->kv)
+		n->kv = SPACE_KV_COST * SPACE_KV_PER_OP;
+	n->data += data_len;
+	if (data_len <= osd->inline_max)
+		n->kv += SPACE_KV_COST * data_len;
+	n->kv += SPACE_KV_COST * kv_len;
+}
+
+/* What need costs a store whose kv bytes count scale/1024 bytes of its
+ * data area (0: an OSD that grants data bytes only). */
+static uint64_t cost(const struct space_need *need, uint32_t scale)
+{
+	return need->data + (uint64_t)((unsigned __int128)need->kv * scale / 1024);
 }
 
 /* What peer p may still send us: the most any grant it may still use
@@ -142,7 +202,8 @@ static void given_add(struct osd_given *gv, uint64_t bytes, uint64_t now_ms)
 	gv->n++;
 }
 
-uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq)
+uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq,
+			uint32_t *kv_scale)
 {
 	uint64_t now = osd_now_ms(), others, free, grant;
 	struct osd_peer *p = osd_peer_slot(osd, to);
@@ -150,8 +211,10 @@ uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *se
 	uint32_t up = 0;
 
 	*seq = 0;
+	*kv_scale = 0;
 	if (!p || to == osd->whoami || !space_numbers(osd, &n, true))
 		return 0;
+	*kv_scale = osd->kv_scale;
 	given_held(&p->given, held);
 	others = outstanding_but(osd, to, now);
 	free = n.limit > n.used + others ? n.limit - n.used - others : 0;
@@ -164,25 +227,33 @@ uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *se
 	return grant;
 }
 
-void osd_space_received(struct osd *osd, int32_t from, uint64_t bytes)
+void osd_space_received(struct osd *osd, int32_t from, const struct space_need *need)
 {
 	struct osd_peer *p = osd_peer_slot(osd, from);
 
+	osd->kv_since += cost(&(struct space_need){ 0, need->kv }, osd->kv_scale);
 	if (p)
-		p->given.recv += bytes;
+		p->given.recv += cost(need, osd->kv_scale);
 }
 
 bool osd_space_admits(struct osd *osd, uint64_t bytes)
 {
 	struct space_numbers n;
 
+	uint64_t others = outstanding_but(osd, -1, osd_now_ms());
+
 	if (!space_numbers(osd, &n, false))
 		return true;	/* the store answers for itself */
-	return n.used + outstanding_but(osd, -1, osd_now_ms()) + bytes <= n.limit;
+	if (n.used + others + bytes <= n.limit)
+		return true;
+	/* The kv estimates err high: measure before refusing on them. */
+	if (!osd->kv_since || !space_numbers(osd, &n, true))
+		return false;
+	return n.used + others + bytes <= n.limit;
 }
 
-/* Charges need bytes to every replica of pg that gets them. */
-static void charge(struct osd *osd, const struct pg *pg, uint64_t need)
+/* Charges need to every replica of pg that gets it, and to our kv. */
+static void charge(struct osd *osd, const struct pg *pg, const struct space_need *need)
 {
 	for (uint8_t i = 0; i < pg->info.nacting; i++) {
 		int32_t id = pg->info.acting[i];
@@ -190,32 +261,34 @@ static void charge(struct osd *osd, const struct pg *pg, uint64_t need)
 
 		if (id != osd->whoami && !pg_recovery_skips(pg, id) &&
 		    (p = osd_peer_slot(osd, id)))
-			p->sent += need;
+			p->sent += cost(need, p->kv_scale);
 	}
+	osd->kv_since += cost(&(struct space_need){ 0, need->kv }, osd->kv_scale);
 }
 
-int osd_space_take_reserve(struct osd *osd, const struct pg *pg, uint64_t need)
+int osd_space_take_reserve(struct osd *osd, const struct pg *pg, const struct space_need *need)
 {
 	struct space_numbers n;
 
-	if (!need)
+	if (!need->data && !need->kv)
 		return 0;
 	/* halfway between the failsafe limit and the store's end */
-	if (space_numbers(osd, &n, false) && n.used + need > n.limit + (n.total - n.limit) / 2)
+	if (space_numbers(osd, &n, false) &&
+	    n.used + cost(need, osd->kv_scale) > n.limit + (n.total - n.limit) / 2)
 		return -ENOSPC;
 	charge(osd, pg, need);	/* the replicas count them against our grant */
 	return 0;
 }
 
-int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t *since_ns,
-		   uint8_t *tries)
+int osd_space_take(struct osd *osd, const struct pg *pg, const struct space_need *need,
+		   uint64_t *since_ns, uint8_t *tries)
 {
 	uint64_t now = osd_now_ns(), keep_ns = osd->hb_grace_ms / 2 * 1000000;
 	bool wait = false;
 
-	if (!need)
+	if (!need->data && !need->kv)
 		return 0;
-	if (!osd_space_admits(osd, need))
+	if (!osd_space_admits(osd, cost(need, osd->kv_scale)))
 		return -ENOSPC;
 	for (uint8_t i = 0; i < pg->info.nacting; i++) {
 		int32_t id = pg->info.acting[i];
@@ -226,7 +299,7 @@ int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t
 			continue;
 		bool valid = p->grant_asked_ns && now - p->grant_asked_ns < keep_ns;
 
-		if (valid && p->sent - p->sent_at_grant + need <= p->grant)
+		if (valid && p->sent - p->sent_at_grant + cost(need, p->kv_scale) <= p->grant)
 			continue;
 		if (valid && p->grant_asked_ns >= *since_ns) {
 			/* a fresh answer.  Bytes we sent since it was asked
@@ -255,7 +328,7 @@ int osd_space_take(struct osd *osd, const struct pg *pg, uint64_t need, uint64_t
 }
 
 void osd_space_granted(struct osd *osd, int32_t id, uint64_t grant, uint64_t seq,
-		       uint64_t asked_ns, uint64_t sent_then, bool failed)
+		       uint32_t kv_scale, uint64_t asked_ns, uint64_t sent_then, bool failed)
 {
 	struct osd_peer *p = osd_peer_slot(osd, id);
 
@@ -268,6 +341,7 @@ void osd_space_granted(struct osd *osd, int32_t id, uint64_t grant, uint64_t seq
 		} else if (asked_ns > p->grant_asked_ns) {
 			p->grant = grant;
 			p->grant_seq = seq;
+			p->kv_scale = kv_scale;
 			p->grant_asked_ns = asked_ns;
 			p->sent_at_grant = sent_then;
 		}

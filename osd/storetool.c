@@ -714,13 +714,14 @@ static int cmd_statfs(char **args, int nargs)
 		cJSON_AddNumberToObject(j, "stored", (double)s.stored);
 		cJSON_AddNumberToObject(j, "kv_max", (double)s.kv_max);
 		cJSON_AddNumberToObject(j, "kv_used", (double)s.kv_used);
+		cJSON_AddNumberToObject(j, "kv_held", (double)s.kv_held);
 		cJSON_AddNumberToObject(j, "compressed_saved", (double)s.compressed_saved);
 		print_json(j);
 	} else {
 		static const char *names[] = { "total", "used", "free", "stored", "kv_max",
-					       "kv_used", "compressed_saved" };
+					       "kv_used", "kv_held", "compressed_saved" };
 		uint64_t v[] = { s.total, s.used, s.free, s.stored, s.kv_max, s.kv_used,
-				 s.compressed_saved };
+				 s.kv_held, s.compressed_saved };
 
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 			char hb[32];

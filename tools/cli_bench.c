@@ -11,7 +11,7 @@
  * once, in order, whole) and `rand` (reads of SIZE, default the object
  * size, at random aligned offsets of random objects) read them later;
  * `cleanup` removes them.  Without --no-cleanup write removes its objects
- * at the end.
+ * at the end, also when a write failed.
  *
  * The engine keeps N async ops in flight: completion callbacks (library
  * threads) record the latency and hand their slot back under bench.lock;
@@ -542,7 +542,7 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 		cli_err("%s of '%s' failed: %s", mode == B_WRITE ? "write" : "read",
 			b->err_oid, atoll_strerror(err));
 		ret = cli_exit_code(err);
-		/* objects written so far are still removed below */
+		/* the objects written so far are removed, or kept, below */
 	} else {
 		summary(b, elapsed, cl->json, mode_s);
 		ret = CLI_EXIT_OK;
@@ -550,14 +550,17 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	if (mode == B_WRITE) {
 		uint64_t written = b->next_obj;
 
-		if (cleanup || err) {
+		if (cleanup) {
 			int e = remove_objects(io, b->prefix, written, (int)conc, !cl->json);
 
-			if (e && ret == CLI_EXIT_OK) {
+			if (e) {
 				cli_err("removing the benchmark objects failed: %s", atoll_strerror(e));
-				ret = cli_exit_code(e);
+				if (ret == CLI_EXIT_OK)
+					ret = cli_exit_code(e);
 			}
 		} else {
+			/* after a failed write too: `cleanup` then removes what
+			 * was written (the objects that failed are skipped) */
 			char m[512];
 			int n = snprintf(m, sizeof(m), "%s %" PRIu64 " %" PRIu64 "\n", b->prefix,
 					 written, op_size);

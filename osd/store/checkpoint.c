@@ -468,7 +468,7 @@ static int64_t ckpt_retire(struct store *st, int r)
 	w->ckpt_lsn = ck->lsn_last;
 	pthread_mutex_unlock(&w->lock);
 	st->deferred_blocks = w->nlive;
-	st->deferred_kv_bytes = w->kv_live_bytes;
+	__atomic_store_n(&st->deferred_kv_bytes, w->kv_live_bytes, __ATOMIC_RELAXED);
 	st->perf.ckpts++;
 	st->perf.ckpt_blocks += cnt;
 	st->perf.ckpt_kv += ck->nops;

@@ -1110,5 +1110,7 @@ int store_statfs(struct store *st, struct store_statfs *out)
 		return r;
 	r = kv_used_bytes(&st->kv, t, &out->kv_used);
 	mdb_txn_abort(t);
+	out->kv_held = st->kv.reserve +
+		       KV_OVERLAY_COST * __atomic_load_n(&st->deferred_kv_bytes, __ATOMIC_RELAXED);
 	return r;
 }

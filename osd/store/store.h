@@ -269,6 +269,11 @@ struct store_statfs {
 	uint64_t stored;	/* logical bytes of all objects */
 	uint64_t kv_max;	/* kv map size */
 	uint64_t kv_used;	/* kv bytes in use */
+	/* kv bytes kept from writes besides: the reserve for deletes and the
+	 * logged mutations the next checkpoint brings, at their overlay cost.
+	 * Writes other than deletes fail once kv_used + kv_held passes
+	 * kv_max, so that sum is how full the kv is. */
+	uint64_t kv_held;
 	uint64_t compressed_saved;	/* bytes saved by compression */
 };
 int store_statfs(struct store *st, struct store_statfs *out);

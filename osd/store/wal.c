@@ -699,7 +699,7 @@ out:
 		wal_ent_free(w, es[j]);
 	free(es);
 	st->deferred_blocks = w->nlive;
-	st->deferred_kv_bytes = w->kv_live_bytes;
+	__atomic_store_n(&st->deferred_kv_bytes, w->kv_live_bytes, __ATOMIC_RELAXED);
 	return r;
 }
 
@@ -994,7 +994,7 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 		w->next_lsn = ckpt + 1;
 	*max_seq = max_u64(kv_seq, seen_seq);
 	st->deferred_blocks = w->nlive;
-	st->deferred_kv_bytes = w->kv_live_bytes;
+	__atomic_store_n(&st->deferred_kv_bytes, w->kv_live_bytes, __ATOMIC_RELAXED);
 	r = 0;
 out:
 	loaded_free(head);
