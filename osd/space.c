@@ -236,20 +236,31 @@ void osd_space_received(struct osd *osd, int32_t from, const struct space_need *
 		p->given.recv += cost(need, osd->kv_scale);
 }
 
-bool osd_space_admits(struct osd *osd, uint64_t bytes)
+/* Does our store take bytes more, beside others (bytes other OSDs may
+ * still send us)?  Up to the failsafe limit, or with reserve up to
+ * halfway between it and the store's end.  Without numbers the store
+ * answers for itself. */
+static bool space_fits(struct osd *osd, uint64_t bytes, uint64_t others, bool reserve)
 {
 	struct space_numbers n;
 
-	uint64_t others = outstanding_but(osd, -1, osd_now_ms());
+	for (int pass = 0; pass < 2; pass++) {
+		/* the kv estimates err high: measure before refusing on them */
+		if (pass && !osd->kv_since)
+			return false;
+		if (!space_numbers(osd, &n, pass > 0))
+			return !pass;
+		uint64_t bound = reserve ? n.limit + (n.total - n.limit) / 2 : n.limit;
 
-	if (!space_numbers(osd, &n, false))
-		return true;	/* the store answers for itself */
-	if (n.used + others + bytes <= n.limit)
-		return true;
-	/* The kv estimates err high: measure before refusing on them. */
-	if (!osd->kv_since || !space_numbers(osd, &n, true))
-		return false;
-	return n.used + others + bytes <= n.limit;
+		if (n.used + others + bytes <= bound)
+			return true;
+	}
+	return false;
+}
+
+bool osd_space_admits(struct osd *osd, uint64_t bytes)
+{
+	return space_fits(osd, bytes, outstanding_but(osd, -1, osd_now_ms()), false);
 }
 
 /* Charges need to every replica of pg that gets it, and to our kv. */
@@ -268,13 +279,9 @@ static void charge(struct osd *osd, const struct pg *pg, const struct space_need
 
 int osd_space_take_reserve(struct osd *osd, const struct pg *pg, const struct space_need *need)
 {
-	struct space_numbers n;
-
 	if (!need->data && !need->kv)
 		return 0;
-	/* halfway between the failsafe limit and the store's end */
-	if (space_numbers(osd, &n, false) &&
-	    n.used + cost(need, osd->kv_scale) > n.limit + (n.total - n.limit) / 2)
+	if (!space_fits(osd, cost(need, osd->kv_scale), 0, true))
 		return -ENOSPC;
 	charge(osd, pg, need);	/* the replicas count them against our grant */
 	return 0;

@@ -415,7 +415,8 @@ Test(osd_proto, query_notify_ping)
 	struct osd_pg_query q = { .kind = PGQ_QUERY, .pool = 1, .pg = 2, .epoch = 3,
 				  .same_interval_since = 3 }, q2;
 	struct osd_pg_notify n = { .rc = 0, .epoch = 4 }, n2;
-	struct osd_ping p = { .from = 3, .epoch = 9, .stamp_ms = 1234 }, p2;
+	struct osd_ping p = { .from = 3, .epoch = 9, .stamp_ms = 1234, .grant = 5u << 20,
+			      .grant_seq = 7, .kv_scale = 8192 }, p2;
 	struct enc e;
 	struct dec d;
 
@@ -443,6 +444,25 @@ Test(osd_proto, query_notify_ping)
 	dec_init(&d, e.buf, e.len);
 	cr_assert_eq(osd_ping_decode(&d, &p2), 0);
 	cr_assert_eq(p2.stamp_ms, 1234);
+	cr_assert_eq(p2.grant, 5u << 20);
+	cr_assert_eq(p2.grant_seq, 7);
+	cr_assert_eq(p2.kv_scale, 8192);
+
+	/* a version 2 ping (no kv_scale): its grants count data bytes only */
+	enc_reset(&e);
+	size_t h = enc_begin(&e, 2, 1);
+
+	enc_u32(&e, 3);
+	enc_u64(&e, 9);
+	enc_u64(&e, 1234);
+	enc_u64(&e, 4096);
+	enc_u64(&e, 2);
+	enc_end(&e, h);
+	dec_init(&d, e.buf, e.len);
+	cr_assert_eq(osd_ping_decode(&d, &p2), 0);
+	cr_assert_eq(p2.grant, 4096);
+	cr_assert_eq(p2.grant_seq, 2);
+	cr_assert_eq(p2.kv_scale, 0);
 	enc_free(&e);
 }
 
