@@ -326,14 +326,16 @@ static void beacon_reply(void *arg, struct msg *reply, int err)
 /* The store is as full as the fuller of its data area and its kv (small
  * objects' data, attributes, omap, the PG logs): the kv's share, in bytes
  * of the data area, when that is the larger.  What the monitor's full
- * ratios and the local failsafe see, so that they guard the kv too. */
+ * ratios and df see, so that they guard the kv too.  The kv's pages in
+ * use only: kv_held (its reserve and the deferred mutations at their
+ * overlay cost, a fluctuating 1/64 and more of the store) would hide
+ * the data's growth from df; the space grants count it (space.c). */
 uint64_t osd_used_bytes(const struct store_statfs *sf)
 {
 	uint64_t used = sf->used;
 
 	if (sf->kv_max && sf->total) {
-		unsigned __int128 kv = (unsigned __int128)(sf->kv_used + sf->kv_held) * sf->total /
-					 sf->kv_max;
+		unsigned __int128 kv = (unsigned __int128)sf->kv_used * sf->total / sf->kv_max;
 
 		if (kv > sf->total)
 			kv = sf->total;

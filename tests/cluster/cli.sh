@@ -21,7 +21,7 @@ atoll health --format json | pyjson "j['status'] == 'HEALTH_OK' and j['checks'] 
 atoll health detail >/dev/null
 ok "health (JSON, detail)"
 atoll osd tree --format json | pyjson "sorted(h['name'] for h in j['hosts']) == ['host0', 'host1', 'host2'] and all(len(h['osds']) == 1 and h['osds'][0]['status'] == 'up' for h in j['hosts'])"
-atoll osd tree | grep -q host1 || fail "plain osd tree lacks host1"
+atoll osd tree | grep >/dev/null host1 || fail "plain osd tree lacks host1"
 ok "osd tree: one OSD on each of three hosts, all up"
 atoll osd ls --format json | pyjson "sorted(j) == [0, 1, 2]"
 ok "osd ls"
@@ -88,7 +88,7 @@ for c in "" "status" "pool create" "put" "bench" "osd tree"; do
 	atoll $c --help >"$tmp/out" || fail "atoll $c --help failed"
 	grep -q "usage: atoll" "$tmp/out" || fail "atoll $c --help prints no usage"
 done
-atoll --version | grep -q "^atoll [0-9]" || fail "--version"
+atoll --version | grep >/dev/null "^atoll [0-9]" || fail "--version"
 ok "--help on every command, --version"
 
 # ---- osd out/in, flags, backup ----------------------------------------------

@@ -29,9 +29,9 @@ fill_up() {
 		-t 16 "$@" 2>&1) || rc=$?
 	[ $rc -ne 124 ] || fail "the writer hung filling pool $pool: $(echo "$out" | tail -n 5)"
 	[ $rc -ne 0 ] || fail "${fill_seconds:-100} s of writes into pool $pool did not fill 512 MiB stores"
-	echo "$out" | grep -q 'no space left' ||
+	echo "$out" | grep >/dev/null 'no space left' ||
 		fail "the writes into pool $pool did not end in -ENOSPC: $(echo "$out" | tail -n 5)"
-	echo "$out" | grep -q 'removing the benchmark objects failed' &&
+	echo "$out" | grep >/dev/null 'removing the benchmark objects failed' &&
 		fail "deletes on the full cluster failed: $(echo "$out" | tail -n 5)"
 	echo "$out" | sed -n 's/^removing \([0-9]*\) benchmark objects.*/\1/p'
 }

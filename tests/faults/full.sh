@@ -21,7 +21,7 @@ ok "writes end in -ENOSPC after $nobj objects of 4 MiB"
 wait_full() {
 	local i=0 now
 	while :; do
-		if atoll health detail 2>/dev/null | grep -q OSD_FULL; then now=yes; else now=no; fi
+		if atoll health detail 2>/dev/null | grep >/dev/null OSD_FULL; then now=yes; else now=no; fi
 		[ "$now" = "$1" ] && return 0
 		i=$((i + 1))
 		[ $i -lt 50 ] || fail "health after 10 s (OSD_FULL wanted: $1): $(atoll health detail)"
@@ -48,7 +48,7 @@ nsmall=$(fc fill default 90 4096) || fail "4 KiB writes did not end in -ENOSPC"
 # 4 KiB inline takes 8 KiB of it) ~2,500: the kv must be what stopped them
 [ "$nsmall" -lt 20000 ] || fail "$nsmall objects of 4 KiB before -ENOSPC: the kv's use is not counted"
 wait_full yes
-atoll health detail | grep -q PG_NOT_CLEAN && fail "placement groups not clean: $(atoll health detail)"
+atoll health detail | grep >/dev/null PG_NOT_CLEAN && fail "placement groups not clean: $(atoll health detail)"
 ok "4 KiB writes end in -ENOSPC after $nsmall objects (the kv filled: $(atoll df | sed -n 's/^RAW: //p')), with OSD_FULL and every placement group clean"
 
 fc drain default "$nsmall" || fail "deletes of the small objects"

@@ -66,7 +66,7 @@ wait_pg1 px '*down*'
 ok "osd.$a killed, osd.$b back: the PG is '$state' (osd.$c is no witness of W2's interval)"
 
 atoll health detail >"$tmp/health" || true
-grep "pg [0-9a-f.]* is down" "$tmp/health" | grep -q "osd.$a" ||
+grep "pg [0-9a-f.]* is down" "$tmp/health" | grep >/dev/null "osd.$a" ||
 	{ cat "$tmp/health" >&2; fail "health does not name osd.$a"; }
 ok "health names osd.$a as the OSD to bring back"
 

@@ -40,7 +40,7 @@ done
 ok "osd.$a and osd.$b killed: the PG is '$state' on osd.${acting// /, osd.}"
 
 atoll health detail >"$tmp/health" || true
-grep "pg [0-9a-f.]* is down" "$tmp/health" | grep "osd.$a" | grep -q "osd.$b" ||
+grep "pg [0-9a-f.]* is down" "$tmp/health" | grep "osd.$a" | grep >/dev/null "osd.$b" ||
 	{ cat "$tmp/health" >&2; fail "health does not name osd.$a and osd.$b"; }
 ok "health names osd.$a and osd.$b as the OSDs to bring back"
 

@@ -37,7 +37,7 @@ ok "a new disk for osd.1 is refused while osd.1 is not destroyed"
 expect 2 "yes-i-really-mean-it" atoll osd destroy 1
 atoll osd destroy 1 --yes-i-really-mean-it >/dev/null || fail "atoll osd destroy 1"
 wait_check OSD_DESTROYED
-atoll health detail | grep -q "atoll-osd --mkfs --id" || fail "health does not say how to replace the disk"
+atoll health detail | grep >/dev/null "atoll-osd --mkfs --id" || fail "health does not say how to replace the disk"
 ok "osd.1 destroyed: health says OSD_DESTROYED and how to replace the disk"
 "$cluster_bin" osd replace 1 --dir "$cdir" >"$tmp/replace.out" 2>&1 ||
 	{ cat "$tmp/replace.out" >&2; fail "atoll-cluster osd replace 1"; }
@@ -45,7 +45,7 @@ start=$(date +%s)
 wait_placed
 ! health_has OSD_DESTROYED || fail "health still says OSD_DESTROYED"
 [ "$(wc -l <"$tmp/want")" = 69 ] || fail "verify listed $(wc -l <"$tmp/want") objects, not 69"
-awk '{print $3}' "$tmp/place" | tr , '\n' | grep -qx 1 || fail "no PG is placed on osd.1"
+awk '{print $3}' "$tmp/place" | tr , '\n' | grep -x >/dev/null 1 || fail "no PG is placed on osd.1"
 ok "osd.1 on a new empty disk: backfilled, HEALTH_OK, every object right, in $(( $(date +%s) - start )) s"
 
 # 2. drain osd.3 and remove it
@@ -56,7 +56,7 @@ wait_check OSD_DRAINED
 atoll osd rm 3 >/dev/null || fail "atoll osd rm 3"
 "$cluster_bin" osd rm 3 --dir "$cdir" >/dev/null || fail "atoll-cluster osd rm 3"
 wait_placed
-! awk '{print $3}' "$tmp/place" | tr , '\n' | grep -qx 3 || fail "placement still names osd.3"
+! awk '{print $3}' "$tmp/place" | tr , '\n' | grep -x >/dev/null 3 || fail "placement still names osd.3"
 atoll --format json osd dump | pyjson "not any(o['id'] == 3 for o in j['osds'])" ||
 	fail "osd.3 is still in the map"
 ok "osd.3 drained and removed: HEALTH_OK on three OSDs, every object right"

@@ -26,7 +26,7 @@ wait_placed
 ok "osd.3 out, written to meanwhile: HEALTH_OK, PGs active+clean on their new OSDs, in $(( $(date +%s) - start )) s"
 grep -q "is backfilled" "$cdir"/log/osd.*.log || fail "no OSD log says it backfilled a PG"
 [ "$(wc -l <"$tmp/want")" = 69 ] || fail "verify listed $(wc -l <"$tmp/want") objects, not 69"
-! awk '{print $3}' "$tmp/place" | tr , '\n' | grep -qx 3 || fail "placement still names osd.3"
+! awk '{print $3}' "$tmp/place" | tr , '\n' | grep -x >/dev/null 3 || fail "placement still names osd.3"
 ok "every object reads back right; the deleted ones are gone"
 
 start=$(date +%s)
@@ -43,7 +43,7 @@ atoll --format json osd dump |
 	fail "osd.4 is not up and in"
 cp "$tmp/want" "$tmp/want1"
 wait_placed
-awk '{print $3}' "$tmp/place" | tr , '\n' | grep -qx 4 || fail "no PG moved to osd.4"
+awk '{print $3}' "$tmp/place" | tr , '\n' | grep -x >/dev/null 4 || fail "no PG moved to osd.4"
 ok "osd.4 added on a fifth host: HEALTH_OK, PGs active+clean, some on osd.4, in $(( $(date +%s) - start )) s"
 cmp -s "$tmp/want1" "$tmp/want" || fail "verify lists other objects after osd.4 joined"
 ok "every object reads back right"

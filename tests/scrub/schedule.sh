@@ -32,7 +32,7 @@ atoll osd scrub 0 --deep >"$tmp/osd0" || { cat "$tmp/osd0"; fail "osd scrub 0"; 
 expect 3 "osd.7 does not exist" atoll osd scrub 7
 ok "pg scrub: 8 PGs consistent; osd scrub 0 --deep: the $want PGs osd.0 is primary of"
 
-atoll pg stat | grep -q "^8 pgs: 8 active+clean; .* 0 of .* object copies degraded" ||
+atoll pg stat | grep >/dev/null "^8 pgs: 8 active+clean; .* 0 of .* object copies degraded" ||
 	{ atoll pg stat; fail "pg stat"; }
 atoll --format json pg stat | pyjson "j['pgs'] == 8 and j['recovery']['degraded'] == 0"
 atoll --format json pg ls --state active | pyjson "len(j) == 8"
@@ -40,7 +40,7 @@ atoll --format json pg ls default --state degraded,inactive | pyjson "len(j) == 
 expect 1 "unknown PG state 'sad'" atoll pg ls --state sad
 atoll --format json pg query 1.0 | pyjson "(j['state'] == 'active+clean' and len(j['acting']) == 3 and
     j['log_head']['seq'] >= 0 and j['scrub']['last_deep_scrub'] > 0 and j['last_epoch_started'] > 0)"
-atoll pg query 1.0 | grep -q "^  last deep scrub: 20" || { atoll pg query 1.0; fail "pg query text"; }
+atoll pg query 1.0 | grep >/dev/null "^  last deep scrub: 20" || { atoll pg query 1.0; fail "pg query text"; }
 expect 3 "there is no PG '1.99'" atoll pg query 1.99
 ok "pg stat, pg ls --state, pg query (text and json)"
 
@@ -89,7 +89,7 @@ for i in $(seq 150); do
 	sleep 0.2
 done
 [ -n "$found" ] || { cat "$tmp/health"; fail "the schedule did not find $obj"; }
-head -n 1 "$tmp/health" | grep -q HEALTH_ERR || { cat "$tmp/health"; fail "not HEALTH_ERR"; }
+head -n 1 "$tmp/health" | grep >/dev/null HEALTH_ERR || { cat "$tmp/health"; fail "not HEALTH_ERR"; }
 grep -q "^PG_DAMAGED: 2 pgs inconsistent: .* (first: object '.*' on osd.1 in pg " "$tmp/health" &&
 grep -q "^    pg $pgid: object '$obj' on osd.1: read error; " "$tmp/health" &&
 grep -q "^    pg $gpgid: object '$gone' on osd.1: missing; " "$tmp/health" ||

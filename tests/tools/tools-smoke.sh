@@ -71,12 +71,12 @@ B=(--data "$tmp/b")
 "$tool" "${B[@]}" fsck --deep >"$tmp/out" || fail "fsck --deep after the benchmark: $(cat "$tmp/out")"
 "$tool" "${B[@]}" fsck --format json | json "fsck json"
 ok "fsck --deep after the benchmark"
-"$tool" "${B[@]}" colls | grep -q '^0x2$' || fail "colls does not list the read set 0x2"
+"$tool" "${B[@]}" colls | grep >/dev/null '^0x2$' || fail "colls does not list the read set 0x2"
 "$tool" "${B[@]}" ls 0x2 --max 3 >"$tmp/out"
 [ "$(wc -l <"$tmp/out")" -eq 3 ] || fail "ls --max 3 printed $(wc -l <"$tmp/out") names"
 oid=$(head -n 1 "$tmp/out")
 [ "$("$tool" "${B[@]}" ls 2 --max 3)" = "$(cat "$tmp/out")" ] || fail "ls 2 and ls 0x2 differ"
-"$tool" "${B[@]}" ls 0x2 --after "$oid" --max 1 | grep -qvx -- "$oid" || fail "ls --after"
+"$tool" "${B[@]}" ls 0x2 --after "$oid" --max 1 | grep -vx >/dev/null -- "$oid" || fail "ls --after"
 "$tool" "${B[@]}" ls 0x2 --format json >"$tmp/ls.json"
 python3 - "$tmp/ls.json" "$oid" <<'PY' || fail "ls --format json is wrong"
 import json, sys
@@ -84,7 +84,7 @@ d = json.load(open(sys.argv[1]))
 assert d["coll"] == "0x2" and d["objects"][0] == sys.argv[2], d
 PY
 ok "ls, ls --after/--max, ls --format json"
-"$tool" "${B[@]}" stat 0x2 "$oid" | grep -q "^size *4194304" || fail "stat: size is not 4 MiB"
+"$tool" "${B[@]}" stat 0x2 "$oid" | grep >/dev/null "^size *4194304" || fail "stat: size is not 4 MiB"
 "$tool" "${B[@]}" stat 0x2 "$oid" --format json | json "stat json"
 ok "stat"
 "$tool" "${B[@]}" get 0x2 "$oid" "$tmp/obj"
@@ -93,7 +93,7 @@ cmp -s "$tmp/obj" <("$tool" "${B[@]}" get 0x2 "$oid") || fail "get to stdout dif
 ok "get to a file and to stdout"
 "$tool" "${B[@]}" attrs 0x2 "$oid" --format json | json "attrs json"
 "$tool" "${B[@]}" omap 0x2 "$oid" --format json | json "omap json"
-"$tool" "${B[@]}" statfs | grep -q "^objects" || fail "statfs plain"
+"$tool" "${B[@]}" statfs | grep >/dev/null "^objects" || fail "statfs plain"
 ok "attrs, omap, statfs"
 
 # --- escaping, attributes and omap: the fixture's store ------------------
@@ -145,10 +145,10 @@ expect 1 "does not exist in collection 0x2" "$tool" "${B[@]}" stat 0x2 no-such-o
 expect 1 "cannot open block" "$tool" --data "$tmp/nothing" fsck
 ok "failed operations exit 1 with one sentence"
 for c in fsck colls ls stat get attrs omap statfs mkfs; do
-	"$tool" "$c" --help | grep -q "^usage: atoll-store-tool .*$c" || fail "$c --help"
+	"$tool" "$c" --help | grep >/dev/null "^usage: atoll-store-tool .*$c" || fail "$c --help"
 done
-"$tool" --help | grep -q "^Commands:" || fail "--help"
-"$tool" help ls | grep -q "^usage:" || fail "help ls"
-"$bench" --help | grep -q "^usage: atoll-storebench" || fail "atoll-storebench --help"
+"$tool" --help | grep >/dev/null "^Commands:" || fail "--help"
+"$tool" help ls | grep >/dev/null "^usage:" || fail "help ls"
+"$bench" --help | grep >/dev/null "^usage: atoll-storebench" || fail "atoll-storebench --help"
 ok "--help for every command"
 echo "all $n checks passed"
