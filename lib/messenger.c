@@ -314,6 +314,9 @@ static void loop_events(struct msgr *m, int timeout)
 	int n;
 
 	n = epoll_wait(m->epfd, ev, LOOP_EVENTS, timeout);
+	/* A reply read below may answer a call its caller wrote itself
+	 * (msg_conn__call_direct) before the reply came: register those. */
+	msg_conn__take_direct(m);
 	if (n < 0) {
 		if (errno != EINTR)
 			log_error("msgr", "epoll_wait failed: %s", strerror(errno));
@@ -464,6 +467,14 @@ int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
 	m->next_timer_id = 1;
 	theap_init(&m->timers);
 	pthread_mutex_init(&m->lock, NULL);
+	m->direct_tailp = &m->direct_head;
+	/* an A/B seam: ATOLL_MSGR_DIRECT_CALLS=0 sends every call through
+	 * the loop, as before msg_conn__call_direct */
+	{
+		const char *dc = getenv("ATOLL_MSGR_DIRECT_CALLS");
+
+		m->direct_calls = !dc || strcmp(dc, "0") != 0;
+	}
 	pthread_mutex_init(&m->tlock, NULL);
 	if (idtab_init(&m->calls) < 0)
 		goto out_free_m;
@@ -785,12 +796,29 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	m->call = call;
 	m->q_next = NULL;
 	m->q_prev = NULL;
-	/* A reply or one-way message from another thread on an idle
-	 * connection: write it now rather than wake the loop to do it (the
-	 * OSD answers reads from its store's read thread).  Calls go through
-	 * the loop, which registers them. */
-	if (!call && tls_loop != mr && atomic_load(&c->open) && msg_conn__send_direct(c, m))
-		return 0;
+	/* A message from another thread on an idle connection: write it now
+	 * rather than wake the loop to do it (the OSD answers reads from its
+	 * store's read thread).  A call too when it is the connection's only
+	 * one (a thread that waits for each reply: a FUSE request's MDS
+	 * call); with others in flight the loop writes many in one sendmsg,
+	 * which is cheaper than a sendmsg per call from their threads (4 KiB
+	 * reads at QD32 went from ~25,000 to ~19,000 per second when every
+	 * call left from its caller).  Not while the fault injections of
+	 * calls are on: they work on the loop's writes. */
+	if (tls_loop != mr && atomic_load(&c->open)) {
+		if (!call && msg_conn__send_direct(c, m))
+			return 0;
+		if (call && mr->direct_calls && atomic_load(&c->calls_out) == 1 &&
+		    !mr->cfg.inject_dup_permille &&
+		    !mr->cfg.inject_reset_permille) {
+			int r = msg_conn__call_direct(c, m, call);
+
+			if (r < 0)
+				m->call = NULL;
+			if (r)
+				return r < 0 ? r : 0;
+		}
+	}
 
 	pthread_mutex_lock(&mr->lock);
 	if (atomic_load(&c->dead)) {
@@ -899,8 +927,10 @@ static int call_submit(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 		call->for_epoch = true;
 		call->epoch = *epoch;
 	}
+	atomic_fetch_add(&c->calls_out, 1);
 	r = msg_conn__submit(c, m, call);
 	if (r < 0) {
+		atomic_fetch_sub(&c->calls_out, 1);
 		free(call);
 		msg_free(m);
 	}

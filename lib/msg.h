@@ -115,6 +115,9 @@ struct msg {
 	uint64_t charged;	/* bytes counted against conn's inflight */
 	struct msg *q_next, *q_prev;	/* the messenger's send queue */
 	struct msgr_call *call;		/* msg_call's record until sent */
+	bool call_direct;		/* a call written by its caller: its
+					 * call counts as sent, so after a
+					 * reset it is dropped, not resent */
 	uint8_t wire_hdr[MSG_HEADER_LEN];
 	uint8_t wire_tail[4];		/* payload crc32c, little-endian */
 };

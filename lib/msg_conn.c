@@ -100,6 +100,7 @@ struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled)
 	atomic_init(&c->inflight, 0);
 	atomic_init(&c->rx_paused, false);
 	atomic_init(&c->queued, 0);
+	atomic_init(&c->calls_out, 0);
 	c->dialled = dialled;
 	c->frame_max = m->cfg.frame_max;
 	c->inflight_max = m->cfg.inflight_max;
@@ -268,6 +269,20 @@ static void call_unlink(struct msgr *mr, struct msgr_call *call)
 	msgr__disarm(mr, &call->timer);
 }
 
+/* The call a reply answers: one its caller wrote itself may have been
+ * written after the loop's last look at msgr->direct, and answered
+ * since (its reply read in the same pass): a miss looks there too. */
+static struct msgr_call *call_find(struct msgr *mr, uint64_t tid)
+{
+	struct idnode *n = idtab_find(&mr->calls, tid);
+
+	if (!n && atomic_load(&mr->direct_any)) {
+		msg_conn__take_direct(mr);
+		n = idtab_find(&mr->calls, tid);
+	}
+	return n ? container_of(n, struct msgr_call, h) : NULL;
+}
+
 /* ---- reply data in the caller's buffer (msg_call_rx) ---- */
 
 /* data_free of a reply received into a leased buffer: not ours. */
@@ -291,8 +306,7 @@ static void rx_lease_end(struct msg_conn *c)
  * answers, when that call asked for it and its owner still lends it. */
 static void *rx_lease_begin(struct msg_conn *c, const struct msg_hdr *h)
 {
-	struct idnode *n = idtab_find(&c->msgr->calls, h->tid);
-	struct msgr_call *call = n ? container_of(n, struct msgr_call, h) : NULL;
+	struct msgr_call *call = call_find(c->msgr, h->tid);
 	void *buf;
 
 	if (!call || call->conn != c || !call->sent || !call->rx)
@@ -347,12 +361,14 @@ static void call_abort(struct msgr_call *call, int err)
 		if (m != c->sq_head || c->wr_off == 0)
 			sq_drop(c, m);
 	}
+	atomic_fetch_sub(&c->calls_out, 1);
 	call->fn(call->arg, NULL, err);
 	free(call);
 }
 
 static void call_timeout(struct msgr *mr, struct mtimer *t)
 {
+	msg_conn__take_direct(mr);	/* it may be a direct call's */
 	call_abort(container_of(t, struct msgr_call, timer), -ETIMEDOUT);
 }
 
@@ -367,7 +383,7 @@ static void call_register(struct msg_conn *c, struct msgr_call *call)
 		c->calls->prev = call;
 	c->calls = call;
 	call->timer.fire = call_timeout;
-	if (call->deadline && msgr__arm(mr, &call->timer, call->deadline) < 0) {
+	if (call->deadline && !call->armed && msgr__arm(mr, &call->timer, call->deadline) < 0) {
 		log_error("msgr", "cannot arm the timeout of a call on '%s': out of memory",
 			  c->addr);
 		call_abort(call, -ENOMEM);
@@ -380,6 +396,8 @@ static void call_register(struct msg_conn *c, struct msgr_call *call)
 static struct msgr_call *conn_detach_calls(struct msg_conn *c, bool all)
 {
 	struct msgr_call *call, *next, *done = NULL;
+
+	msg_conn__take_direct(c->msgr);	/* calls written by their callers */
 
 	for (call = c->calls; call; call = next) {
 		next = call->next;
@@ -402,6 +420,7 @@ static void calls_fail(struct msgr_call *done, int err)
 
 	while ((call = done)) {
 		done = call->next;
+		atomic_fetch_sub(&call->conn->calls_out, 1);
 		call->fn(call->arg, NULL, err);
 		free(call);
 	}
@@ -448,8 +467,7 @@ static void conn_drop_unsent(struct msg_conn *c, bool ordered, struct msgr_call 
 static void conn_got_reply(struct msg_conn *c, struct msg *m)
 {
 	struct msgr *mr = c->msgr;
-	struct idnode *h = idtab_find(&mr->calls, m->tid);
-	struct msgr_call *call = h ? container_of(h, struct msgr_call, h) : NULL;
+	struct msgr_call *call = call_find(mr, m->tid);
 
 	if (!call || call->conn != c || !call->sent) {
 		log_debug("msgr", "dropping a reply from '%s' with unknown tid %llu",
@@ -458,6 +476,7 @@ static void conn_got_reply(struct msg_conn *c, struct msg *m)
 		return;
 	}
 	call_unlink(mr, call);
+	atomic_fetch_sub(&c->calls_out, 1);
 	call->fn(call->arg, m, 0);
 	free(call);
 }
@@ -502,6 +521,10 @@ static void conn_drop_socket(struct msg_conn *c)
 	pthread_mutex_lock(&c->wlock);
 	c->tx_idle = false;
 	conn_take_part(c);
+	/* a direct call's request, partly written: its call counts as sent
+	 * and fails with the others (msg_conn__call_direct) */
+	if (c->sq_head && c->sq_head->call_direct)
+		sq_drop(c, c->sq_head);
 	if (c->fd >= 0)
 		close(c->fd);	/* also leaves the epoll set */
 	c->fd = -1;
@@ -1013,23 +1036,16 @@ static void conn_flush(struct msg_conn *c)
  * out on the caller's thread when c is idle, open and nothing is queued
  * before it.  True when m was taken (written whole and freed, or
  * written in part and left to the loop). */
-bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
+/* Writes m on the caller's thread (c idle, wlock held; unlocks it).
+ * What the socket does not take is the loop's, first in line. */
+static void direct_write(struct msg_conn *c, struct msg *m)
 {
 	struct iovec iov[4];
 	struct msghdr mh = { .msg_iov = iov };
 	size_t total = 0, skip = 0, len = frame_len(m);
-	bool idle;
 	ssize_t w;
 	int n = 0;
 
-	pthread_mutex_lock(&c->wlock);
-	pthread_mutex_lock(&c->msgr->lock);
-	idle = c->tx_idle && !c->outq_head && !atomic_load(&c->dead);
-	pthread_mutex_unlock(&c->msgr->lock);
-	if (!idle) {
-		pthread_mutex_unlock(&c->wlock);
-		return false;
-	}
 	n = add_iov(iov, n, m->wire_hdr, MSG_HEADER_LEN, &skip, &total);
 	if (m->front_len)
 		n = add_iov(iov, n, m->front, m->front_len, &skip, &total);
@@ -1043,7 +1059,7 @@ bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
 	if ((size_t)w == len) {
 		pthread_mutex_unlock(&c->wlock);
 		msg_free(m);
-		return true;
+		return;
 	}
 	/* The rest (all of it after an error: the loop meets the error
 	 * itself) is the loop's, first in line. */
@@ -1053,7 +1069,88 @@ bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
 	atomic_fetch_add(&c->queued, len);
 	pthread_mutex_unlock(&c->wlock);
 	msgr__kick(c, KICK_SEND);
+}
+
+bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
+{
+	bool idle;
+
+	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&c->msgr->lock);
+	idle = c->tx_idle && !c->outq_head && !atomic_load(&c->dead);
+	pthread_mutex_unlock(&c->msgr->lock);
+	if (!idle) {
+		pthread_mutex_unlock(&c->wlock);
+		return false;
+	}
+	direct_write(c, m);
 	return true;
+}
+
+/* A call written by its caller's thread, which saves the loop's wake-up
+ * per request (a FUSE thread's MDS call, an application's object op).
+ * The call is complete (sent, its request no longer its own) before it
+ * is handed to the loop, and its caller never touches it again: the
+ * reply may end it (on the loop) as soon as the bytes are out.  The loop
+ * registers it after each epoll_wait, when a reply's tid is not known
+ * (call_find: the reply may come in the pass that began before the call
+ * was written), before it fails a connection's calls, and before it fires
+ * a call's timeout (armed here, so that it holds while the loop sleeps).  A request the socket took only in part counts as sent: after
+ * a reset its rest is dropped rather than resent (the peer discards a
+ * partial frame), and the call fails like any sent call. */
+int msg_conn__call_direct(struct msg_conn *c, struct msg *m, struct msgr_call *call)
+{
+	struct msgr *mr = c->msgr;
+	bool idle;
+
+	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&mr->lock);
+	idle = c->tx_idle && !c->outq_head && !atomic_load(&c->dead);
+	if (idle && call->for_epoch && call->epoch != atomic_load(&c->epoch)) {
+		pthread_mutex_unlock(&mr->lock);
+		pthread_mutex_unlock(&c->wlock);
+		return -ECONNRESET;	/* made for a connection that broke */
+	}
+	if (idle) {
+		call->sent = true;
+		call->msg = NULL;
+		call->dnext = NULL;
+		*mr->direct_tailp = call;
+		mr->direct_tailp = &call->dnext;
+		atomic_store(&mr->direct_any, true);
+		/* armed here, after it is in the list (its timeout registers
+		 * it first), so that its deadline holds while the loop sleeps */
+		call->timer.fire = call_timeout;
+		call->armed = call->deadline && msgr__arm(mr, &call->timer, call->deadline) == 0;
+	}
+	pthread_mutex_unlock(&mr->lock);
+	if (!idle) {
+		pthread_mutex_unlock(&c->wlock);
+		return 0;
+	}
+	m->call = NULL;
+	m->call_direct = true;
+	direct_write(c, m);
+	return 1;
+}
+
+void msg_conn__take_direct(struct msgr *mr)
+{
+	struct msgr_call *call, *next;
+
+	if (!atomic_load(&mr->direct_any))
+		return;
+	pthread_mutex_lock(&mr->lock);
+	call = mr->direct_head;
+	mr->direct_head = NULL;
+	mr->direct_tailp = &mr->direct_head;
+	atomic_store(&mr->direct_any, false);
+	pthread_mutex_unlock(&mr->lock);
+	for (; call; call = next) {
+		next = call->dnext;
+		call->dnext = NULL;
+		call_register(call->conn, call);
+	}
 }
 
 /* ---- reading ---- */

@@ -103,6 +103,8 @@ struct msgr_call {
 	struct msg_conn *conn;
 	struct msg *msg;		/* the request while not yet written */
 	bool sent;			/* whole request written: await reply */
+	struct msgr_call *dnext;	/* msgr->direct: written, not registered */
+	bool armed;			/* timer armed by msg_conn__call_direct */
 	bool for_epoch;			/* msg_call_epoch: only in epoch */
 	uint64_t epoch;
 	const struct msg_rxbuf_ops *rx;	/* msg_call_rx: the reply's data buffer */
@@ -134,6 +136,7 @@ struct msg_conn {
 	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
 	atomic_bool rx_paused;		/* reading stopped by flow control */
 	atomic_uint_least64_t queued;	/* bytes queued, not yet written */
+	atomic_uint calls_out;		/* calls made and not yet ended */
 
 	/* Writing to the socket: the loop, or a thread sending directly
 	 * (msg_conn__submit: a reply or one-way message on an idle
@@ -201,6 +204,11 @@ struct msgr {
 	struct msg_conn *kick_head, *kick_tail;
 	bool wake_pending;		/* wakefd written, loop not yet drained */
 	struct msg_conn *all;		/* every registered connection */
+	/* calls written by their caller's thread (msg_conn__call_direct),
+	 * in order, for the loop to register (msg_conn__take_direct) */
+	struct msgr_call *direct_head, **direct_tailp;
+	atomic_bool direct_any;
+	bool direct_calls;		/* off: ATOLL_MSGR_DIRECT_CALLS=0 */
 	struct msgr_listener *listeners;
 
 	atomic_uint_least64_t next_tid;
@@ -249,6 +257,13 @@ void msg_conn__kicked(struct msg_conn *c, unsigned int flags);
 /* Writes m (no call) at once on the caller's thread if c is idle; true
  * when m was taken. */
 bool msg_conn__send_direct(struct msg_conn *c, struct msg *m);
+/* Writes call's request m at once on the caller's thread if c is idle,
+ * leaving the call for the loop to register: 1 when m was taken, 0 when
+ * the caller must queue it, -ECONNRESET when it was made for an epoch
+ * that has ended. */
+int msg_conn__call_direct(struct msg_conn *c, struct msg *m, struct msgr_call *call);
+/* On the loop: registers the calls msg_conn__call_direct left. */
+void msg_conn__take_direct(struct msgr *mr);
 /* Closes c for good: calls fail with call_err, closed() gets err. */
 void msg_conn__close(struct msg_conn *c, int err, int call_err);
 

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -685,6 +686,82 @@ Test(messenger, thousand_calls_in_flight)
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(s);
+}
+
+/* Callers on their own threads, each waiting for its reply before the
+ * next call, so the connection is often idle and calls leave from the
+ * callers' threads (msg_conn__call_direct); every 64th carries 4 MiB,
+ * which the socket takes only in part.  Every reply must come, right. */
+struct caller {
+	struct msg_conn *c;
+	uint32_t base;
+	uint8_t *big;
+	atomic_int bad;
+};
+
+#define CALLER_CALLS	1500
+#define BIG_LEN		(4u << 20)
+
+static void *caller_main(void *arg)
+{
+	struct caller *k = arg;
+
+	for (uint32_t i = 0; i < CALLER_CALLS; i++) {
+		struct waiter w = { 0 };
+		uint32_t v = k->base + i;
+		bool big = i % 64 == 63;
+		uint8_t front[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16),
+				     (uint8_t)(v >> 24) };
+		struct msg *m = make_msg(T_ECHO, front, 4, big ? k->big : NULL, big ? BIG_LEN : 0);
+
+		if (msg_call(k->c, m, 10000, on_reply, &w) < 0) {
+			atomic_fetch_add(&k->bad, 1);
+			continue;
+		}
+		while (!atomic_load(&w.fired))
+			sched_yield();
+		if (w.err || front_u32(w.reply) != v ||
+		    w.reply->data_len != (big ? BIG_LEN : 0) ||
+		    (big && memcmp(w.reply->data, k->big, BIG_LEN))) {
+			fprintf(stderr, "call %u big %d: err %d v %u len %u\n", v, big, w.err,
+				w.reply ? front_u32(w.reply) : 0, w.reply ? w.reply->data_len : 0);
+			atomic_fetch_add(&k->bad, 1);
+		}
+		msg_free(w.reply);
+	}
+	return NULL;
+}
+
+Test(messenger, calls_from_many_threads_each_waiting_get_their_replies)
+{
+	static struct caller k[4];
+	struct node *s = server_a();
+	struct msgr_config cfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
+	pthread_t t[4];
+	uint8_t *big = malloc(BIG_LEN);
+	struct msg_conn *c;
+	struct node cl;
+
+	cr_assert_not_null(big);
+	for (uint32_t i = 0; i < BIG_LEN; i++)
+		big[i] = (uint8_t)(i * 13 + 5);
+	node_start(&cl, &cfg, NULL);
+	c = msgr_connect(cl.m, s->addr);
+	cr_assert_not_null(c);
+	cr_assert_eq(echo_call(c, 1, 1000), 0);
+	for (int i = 0; i < 4; i++) {
+		k[i] = (struct caller){ .c = c, .base = (uint32_t)i << 24, .big = big };
+		cr_assert_eq(pthread_create(&t[i], NULL, caller_main, &k[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		cr_expect_eq(atomic_load(&k[i].bad), 0, "caller %d: wrong or missing replies", i);
+	}
+	cr_expect(WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(s);
+	free(big);
 }
 
 Test(messenger, reserved_types_are_refused)
