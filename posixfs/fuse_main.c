@@ -815,6 +815,18 @@ static void *replayer_main(void *arg)
 	return NULL;
 }
 
+/* Asks the MDS to journal what it holds now (MT_MDS_FLUSH): an MDS
+ * older than protocol 7 does not know the message, and journals at
+ * once anyway. */
+static void mds_hurry(void)
+{
+	if (fm_mds_version() < 7)
+		return;
+	struct msg *m = msg_new(MT_MDS_FLUSH, NULL);
+	if (m)
+		msg_send(g.mds, m);	/* a broken connection: the resends go at once */
+}
+
 /* fsync, fsyncdir: waits until every change this client made before
  * (request ids up to the current one) is journaled.  timeout_s 0: for
  * as long as it takes; else false when still not after that long.
@@ -823,7 +835,7 @@ static bool unsafe_wait(unsigned timeout_s)
 {
 	uint64_t upto = __atomic_load_n(&g.next_reqid, __ATOMIC_RELAXED);
 	struct timespec end;
-	bool ok = true;
+	bool ok = true, hurried = false;
 
 	clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_sec += timeout_s;
@@ -837,6 +849,16 @@ static bool unsafe_wait(unsigned timeout_s)
 		if (u.gone) {
 			ok = false;
 			break;
+		}
+		if (!hurried) {
+			/* the MDS gathers journal entries for a moment: tell
+			 * it that somebody waits (once; after a reconnect the
+			 * resends are journaled at once) */
+			hurried = true;
+			pthread_mutex_unlock(&u.lock);
+			mds_hurry();
+			pthread_mutex_lock(&u.lock);
+			continue;
 		}
 		if (!timeout_s) {
 			pthread_cond_wait(&u.cond, &u.lock);

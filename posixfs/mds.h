@@ -173,6 +173,7 @@ struct mds_jent {
 	struct mds_jent *next;
 	struct msg_conn *conn;	/* the requester (a reference), told when safe */
 	uint64_t seq;
+	struct timespec due;	/* journal it by then (jgather_ms after queueing) */
 	bool crash_after;	/* fault injection: exit once this is journaled */
 	bool hold;		/* fault injection: never journal this one */
 	struct mds_txn t;	/* allocated up to t.xval + t.xlen */
@@ -239,6 +240,11 @@ struct mds {
 	struct mds_jent *jq_head, *jq_tail;
 	unsigned jq_len;
 	uint64_t durable_seq;	/* every entry up to it is journaled */
+	/* The journaler gathers entries for up to jgather_ms after the
+	 * first of a batch was queued (ATOLL_MDS_JOURNAL_GATHER_MS), unless
+	 * someone waits for an entry up to jhurry_seq to be durable (an
+	 * fsync's MT_MDS_FLUSH, a truncate, a resend): mds_journal_hurry. */
+	uint64_t jgather_ms, jhurry_seq;
 	/* the last sequence number queued and the last journaled, for the
 	 * status (read on the loop thread: atomic stores and loads) */
 	uint64_t pub_seq, pub_durable;
@@ -322,6 +328,9 @@ void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 int mds_journaler_start(struct mds *m);
 void mds_journaler_stop(struct mds *m);
 uint64_t mds_durable_seq(struct mds *m);
+/* Journal everything queued so far without gathering more (somebody
+ * waits for it: an fsync, MT_MDS_FLUSH). */
+void mds_journal_hurry(struct mds *m);
 /* Can a change be queued for the journaler without waiting?  (Only the
  * thread handling requests queues, so the answer holds until it does.) */
 bool mds_journal_room(struct mds *m);

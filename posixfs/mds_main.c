@@ -127,6 +127,12 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
+	if (m->type == MT_MDS_FLUSH) {
+		/* a client's fsync waits for the journal: no gathering */
+		mds_journal_hurry(mds);
+		msg_free(m);
+		return;
+	}
 	if (m->type != MT_MDS_REQUEST) {
 		log_warn(SUB, "unexpected message type %u from %s; ignoring it",
 			 m->type, msg_conn_addr(c));

@@ -562,6 +562,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			if (dn->seq && m->early) {
 				uint64_t seq = dn->seq;
 				pthread_mutex_unlock(&m->lock);
+				mds_journal_hurry(m);
 				while (mds_durable_seq(m) < seq)
 					usleep(1000);
 				pthread_mutex_lock(&m->lock);

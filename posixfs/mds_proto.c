@@ -16,8 +16,9 @@
  * v3: replay_ino, jseq.  v4: the reply's dir_lease2.  v5: the request's
  * ogen (opens re-counted after a reconnect).  v6: LANDED and MDS_L_INFLIGHT
  * (a close that does not wait for its writes); the reply's version tells
- * the client whether the MDS knows them. */
-#define MDS_PROTO_V 6
+ * the client whether the MDS knows them.  v7: no new field; the MDS takes
+ * MT_MDS_FLUSH (it gathers journal entries, an fsync hurries them). */
+#define MDS_PROTO_V 7
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)

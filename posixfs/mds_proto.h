@@ -24,6 +24,9 @@ enum {
 	MT_MDS_STATUS = 63,	/* anyone -> mds: its state; reply same type */
 	MT_MDS_SAFE = 64,	/* mds -> client: journaled up to a sequence
 				 * number (struct mds_safe; no reply) */
+	MT_MDS_FLUSH = 65,	/* client -> mds: journal what is queued now,
+				 * someone waits for it (fsync); no body, no
+				 * reply; MDS_PROTO_V 7 and later */
 };
 
 #define MDS_NAME_MAX	255u
