@@ -399,7 +399,9 @@ void commit_flush_wait(struct store *st)
 	if (!st->flusher_running)
 		return;
 	pthread_mutex_lock(&st->flock);
-	while (st->fhead || st->fbusy)
+	/* ffiring: a flusher may have taken the last batch off fhead and
+	 * be firing it with flock dropped */
+	while (st->fhead || st->fbusy || st->ffiring)
 		pthread_cond_wait(&st->fidle, &st->flock);
 	pthread_mutex_unlock(&st->flock);
 }
@@ -841,6 +843,14 @@ attempt:
 		}
 		return;
 	}
+
+	/* A batch that wrote its record (and data) and flushed them itself
+	 * is durable only once the records the flushers still hold are: at
+	 * replay a record counts only when every record before it is there.
+	 * (A kv commit waited for them above.)  Its completions come after
+	 * theirs too. */
+	if (!kv)
+		commit_flush_wait(st);
 
 	/* New readers may now see this commit (read.c). */
 	pthread_mutex_lock(&st->rlock);
