@@ -1032,10 +1032,6 @@ static void conn_flush(struct msg_conn *c)
 		conn_fail(c, err);
 }
 
-/* A direct send (msg_conn__submit, any thread but the loop's): m goes
- * out on the caller's thread when c is idle, open and nothing is queued
- * before it.  True when m was taken (written whole and freed, or
- * written in part and left to the loop). */
 /* Writes m on the caller's thread (c idle, wlock held; unlocks it).
  * What the socket does not take is the loop's, first in line. */
 static void direct_write(struct msg_conn *c, struct msg *m)
@@ -1071,6 +1067,10 @@ static void direct_write(struct msg_conn *c, struct msg *m)
 	msgr__kick(c, KICK_SEND);
 }
 
+/* A direct send (msg_conn__submit, any thread but the loop's): m goes
+ * out on the caller's thread when c is idle, open and nothing is queued
+ * before it.  True when m was taken (written whole and freed, or
+ * written in part and left to the loop). */
 bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
 {
 	bool idle;
@@ -1094,8 +1094,9 @@ bool msg_conn__send_direct(struct msg_conn *c, struct msg *m)
  * reply may end it (on the loop) as soon as the bytes are out.  The loop
  * registers it after each epoll_wait, when a reply's tid is not known
  * (call_find: the reply may come in the pass that began before the call
- * was written), before it fails a connection's calls, and before it fires
- * a call's timeout (armed here, so that it holds while the loop sleeps).  A request the socket took only in part counts as sent: after
+ * was written), before it fails a connection's calls, and before it
+ * fires a call's timeout (armed here, so that it holds while the loop
+ * sleeps).  A request the socket took only in part counts as sent: after
  * a reset its rest is dropped rather than resent (the peer discards a
  * partial frame), and the call fails like any sent call. */
 int msg_conn__call_direct(struct msg_conn *c, struct msg *m, struct msgr_call *call)
