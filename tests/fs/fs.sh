@@ -479,7 +479,9 @@ grep "replayed" "$mds_log" | tail -n 1 | grep -Eq "replayed [1-9][0-9]* journal 
 sleep 1.2
 [ -d "$A/crashdir" ] && [ -d "$B/crashdir" ] || fail "the mkdir journaled before the crash is lost"
 grep -q "was resent; answering it from its first result" "$mds_log" ||
-	fail "the resent mkdir was not answered from the MDS's index of answered requests"
+	fail "the resent mkdir was not answered from the MDS's index of answered requests;" \
+		"the MDS's lines about the crash, replay, resends and orphans:" \
+		"$(grep -E "fault injection|replayed|resent|orphan|reconnect window" "$mds_log" | tail -n 20)"
 
 step "early replies: the MDS answers a change, dies before journaling it; the client resends it"
 # change 4 (mkdir, create f1, f1's size, create f2) is answered and never
