@@ -68,7 +68,6 @@ struct mds_node {
 	size_t ent_bytes;	/* memory of the entries */
 	bool dir_loaded;
 	bool gone;		/* removed in memory, not yet in the objects */
-	uint64_t parent;	/* directories: the one that names it (0: unknown) */
 	int opens;		/* open handles of all clients (memory only) */
 	struct mds_xattr *xa;	/* loaded on first use (xa_loaded) */
 	size_t nxa;

@@ -170,8 +170,6 @@ static struct mds_node *node_new(struct mds *m, uint64_t ino)
 	if (!n)
 		oom_exit("adding an inode");
 	n->a.ino = ino;
-	if (ino == MDS_ROOT_INO)
-		n->parent = MDS_ROOT_INO;
 	n->hnext = m->ht[ino % m->htsize];
 	m->ht[ino % m->htsize] = n;
 	lru_push(m, n);
@@ -395,6 +393,18 @@ static int omap_each(struct mds *m, const char *oid,
 			       const void *v, size_t vl), void *arg);
 
 /* An inode record as stored: the inode, then the symlink target. */
+/* An inode record: the inode (its wire form), the symlink target, then
+ * the parent of a directory.  A record written before the parent was
+ * stored there has none: its directory kept it in the `..` key of its
+ * object, which then may exist even if the directory never had entries
+ * (the flag MDS_INO_DIROBJ says so; mds_dir_parent reads the key). */
+static void record_encode(struct enc *e, const struct mds_inode *in, const char *link)
+{
+	mds_inode_encode(e, in);
+	enc_str(e, link ? link : "");
+	enc_u64(e, in->parent);
+}
+
 static int record_decode(const void *v, size_t vl, struct mds_inode *in, char *link)
 {
 	struct dec d;
@@ -402,6 +412,10 @@ static int record_decode(const void *v, size_t vl, struct mds_inode *in, char *l
 	dec_init(&d, v, vl);
 	mds_inode_decode(&d, in);
 	dec_str(&d, link, MDS_PATH_MAX);
+	if (dec_left(&d))
+		in->parent = dec_u64(&d);
+	else if (S_ISDIR(in->mode))
+		in->flags |= MDS_INO_DIROBJ;
 	return d.err;
 }
 
@@ -531,8 +545,8 @@ static int load_dent(struct mds *m, void *arg, const void *k, size_t kl,
 	if (kl == 2 && !memcmp(k, "..", 2) && vl == 8) {
 		for (int i = 0; i < 8; i++)
 			ino |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
-		if (d->a.ino != MDS_ROOT_INO)
-			d->parent = ino;
+		if (d->a.ino != MDS_ROOT_INO && !d->a.parent)
+			d->a.parent = ino;
 		return 0;
 	}
 	if (kl == 0 || kl > MDS_NAME_MAX || vl != 12)
@@ -554,6 +568,10 @@ int mds_dir_load(struct mds *m, struct mds_node *d)
 
 	if (d->dir_loaded || !S_ISDIR(d->a.mode))
 		return 0;
+	if (!(d->a.flags & MDS_INO_DIROBJ)) {
+		d->dir_loaded = true;	/* never had entries: it has no object */
+		return 0;
+	}
 	m->c_misses++;
 	oid_dir(oid, sizeof(oid), d->a.ino);
 	ret = omap_each(m, oid, load_dent, d);
@@ -580,8 +598,10 @@ uint64_t mds_dir_parent(struct mds *m, struct mds_node *n)
 	size_t kl, vl;
 	char oid[64];
 
-	if (n->parent || !S_ISDIR(n->a.mode) || n->dir_loaded)
-		return n->parent;
+	/* a directory of a record without the parent: its `..` key */
+	if (n->a.parent || !S_ISDIR(n->a.mode) || n->dir_loaded ||
+	    !(n->a.flags & MDS_INO_DIROBJ))
+		return n->a.parent;
 	oid_dir(oid, sizeof(oid), n->a.ino);
 	struct atoll_kv kv = { "..", 2, NULL, 0 };
 	if (atoll_omap_get(m->meta, oid, &kv, 1, &it) == 0 &&
@@ -589,10 +609,10 @@ uint64_t mds_dir_parent(struct mds *m, struct mds_node *n)
 		uint64_t p = 0;
 		for (int i = 0; i < 8; i++)
 			p |= (uint64_t)((const uint8_t *)v)[i] << (8 * i);
-		n->parent = p;
+		n->a.parent = p;
 	}
 	atoll_kv_iter_free(it);
-	return n->parent;
+	return n->a.parent;
 }
 
 /* Pinned: the root, open inodes, and nodes with a change (or a removal)
@@ -652,7 +672,7 @@ static void mem_dent_set(struct mds *m, uint64_t aseq, uint64_t dir, const char 
 	if (S_ISDIR(mode)) {
 		struct mds_node *c = mds_cached(m, ino);
 		if (c)
-			c->parent = dir;
+			c->a.parent = dir;
 	}
 }
 
@@ -736,8 +756,8 @@ bool mds_req_cached(struct mds *m, const struct mds_req *rq)
 				for (int depth = 0; ok && ino != MDS_ROOT_INO && depth < 4096;
 				     depth++) {
 					struct mds_node *a = mds_cached(m, ino);
-					ok = a && a->parent;
-					ino = ok ? a->parent : 0;
+					ok = a && a->a.parent;
+					ino = ok ? a->a.parent : 0;
 				}
 			}
 		}
@@ -888,9 +908,46 @@ void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
 	}
 }
 
+/* What a dentry set tells the inode records: its directory has entries,
+ * so an object (MDS_INO_DIROBJ: removed with it; loaded); a directory
+ * named has that parent.  Every op that sets a dentry has both inodes in
+ * its txn (mds_ops.c); a parent not in it goes to the `..` key as before
+ * (a PARENT update). */
+static void txn_dent_inodes(struct mds_txn *t)
+{
+	int nd = t->nu;
+
+	for (int i = 0; i < nd; i++) {
+		const struct mds_upd *d = &t->u[i];
+		if (d->type != MDS_U_DENT_SET)
+			continue;
+		int k = txn_find(t, d->dir);
+		if (k < 0) {
+			log_error(SUB, "a change sets an entry of directory %" PRIu64 " without "
+				  "its inode; exiting so that a restart replays the journal",
+				  d->dir);
+			exit(1);
+		}
+		t->w[k].in.flags |= MDS_INO_DIROBJ;
+		t->w[k].dirty = true;
+		if (!S_ISDIR(d->mode))
+			continue;
+		k = txn_find(t, d->ino);
+		if (k >= 0 && !t->w[k].removed) {
+			t->w[k].in.parent = d->dir;
+			t->w[k].dirty = true;
+		} else if (t->nu < MDS_TXN_UPDS) {
+			struct mds_upd *u = txn_upd(t, MDS_U_PARENT);
+			u->ino = d->ino;
+			u->dir = d->dir;
+		}
+	}
+}
+
 /* Turns the working inodes into updates (after the dentry updates). */
 static void txn_finish(struct mds_txn *t)
 {
+	txn_dent_inodes(t);
 	for (int i = 0; i < t->nw; i++) {
 		struct mds_upd *u;
 		if (t->w[i].removed) {
@@ -916,17 +973,6 @@ static void txn_finish(struct mds_txn *t)
 			u->old_size = t->w[i].trunc_to;
 		}
 	}
-	/* a directory named in a directory: its ".." key (its parent, for
-	 * the rename loop check of a later, lazy load); after the inode
-	 * records, so that mem_apply finds a new directory's node */
-	int nd = t->nu;
-	for (int i = 0; i < nd; i++)
-		if (t->u[i].type == MDS_U_DENT_SET && S_ISDIR(t->u[i].mode) &&
-		    t->nu < MDS_TXN_UPDS) {
-			struct mds_upd *u = txn_upd(t, MDS_U_PARENT);
-			u->ino = t->u[i].ino;
-			u->dir = t->u[i].dir;
-		}
 }
 
 static void txn_encode(struct enc *e, const struct mds_txn *t)
@@ -953,6 +999,10 @@ static void txn_encode(struct enc *e, const struct mds_txn *t)
 	enc_blob(e, t->xval, t->xlen);
 	enc_u64(e, t->link2_ino);	/* later than the first entries: optional */
 	enc_str(e, t->link2);
+	/* later still: the parents of the inodes put (not in their wire form) */
+	enc_u32(e, (uint32_t)t->nu);
+	for (int i = 0; i < t->nu; i++)
+		enc_u64(e, t->u[i].in.parent);
 	enc_end(e, h);
 }
 
@@ -992,6 +1042,12 @@ static int txn_decode(struct dec *d, struct mds_txn *t)
 		t->link2_ino = dec_u64(&b);
 		dec_str(&b, t->link2, MDS_PATH_MAX);
 	}
+	if (dec_left(&b)) {
+		if (dec_u32(&b) != (uint32_t)t->nu)
+			dec_fail(&b, -EBADMSG);
+		for (int i = 0; !b.err && i < t->nu; i++)
+			t->u[i].in.parent = dec_u64(&b);
+	}
 	return dec_end(d, &b);
 }
 
@@ -1011,8 +1067,7 @@ static int store_inode_put(struct mds *m, const struct mds_inode *in, const char
 	int ret;
 
 	enc_init(&e);
-	mds_inode_encode(&e, in);
-	enc_str(&e, link ? link : "");
+	record_encode(&e, in, link);
 	buf = enc_take(&e, &len);
 	if (!buf) {
 		enc_free(&e);
@@ -1047,11 +1102,13 @@ static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t
 	return to > from ? mds_data_remove_range(m, ino, first, last) : 0;
 }
 
-/* The omap updates of a batch of txns (in journal order): each (object,
- * key) keeps only its last update, then every object gets at most two
- * ops, one setting its keys and one removing them (the keys of the two
- * are distinct, so they may run in any order), all in flight at once:
- * one round trip for the whole batch, however many changes it holds. */
+/* The omap updates of a batch of txns (in journal order), and the
+ * removals of the objects of removed inodes: each (object, key) keeps
+ * only its last update, then every object gets at most two ops, one
+ * setting its keys and one removing them (the keys of the two are
+ * distinct, so they may run in any order), or its removal alone, all in
+ * flight at once: one round trip for the whole batch, however many
+ * changes it holds. */
 struct kvu {
 	char oid[64];
 	char key[MDS_NAME_MAX + 1];
@@ -1061,6 +1118,7 @@ struct kvu {
 	void *own;		/* an encoded inode record (val points here) */
 	uint8_t dval[12];	/* a dentry's value (val is NULL: qsort moves it) */
 	bool rm;
+	bool gone;		/* the object is removed (no key) */
 	size_t seq;		/* position in the batch */
 };
 
@@ -1116,8 +1174,7 @@ static bool kvu_from(struct kvu *q, const struct mds_txn *t, const struct mds_up
 		struct enc e;
 		size_t len;
 		enc_init(&e);
-		mds_inode_encode(&e, &u->in);
-		enc_str(&e, txn_link(t, u->in.ino));
+		record_encode(&e, &u->in, txn_link(t, u->in.ino));
 		q->own = enc_take(&e, &len);
 		if (!q->own) {
 			enc_free(&e);
@@ -1153,6 +1210,26 @@ static bool kvu_from(struct kvu *q, const struct mds_txn *t, const struct mds_up
 	return true;
 }
 
+/* The objects a removed inode leaves (u is an INODE_RM): a directory's
+ * if it ever had entries, the one of its extended attributes if it had
+ * any.  Returns how many it filled in q (room for two). */
+static size_t kvu_gone(struct kvu *q, const struct mds_upd *u)
+{
+	size_t n = 0;
+
+	if (S_ISDIR(u->mode) && (u->in.flags & MDS_INO_DIROBJ)) {
+		memset(&q[n], 0, sizeof(q[n]));
+		oid_dir(q[n].oid, sizeof(q[n].oid), u->ino);
+		q[n++].gone = true;
+	}
+	if (u->in.flags & MDS_INO_XATTRS) {
+		memset(&q[n], 0, sizeof(q[n]));
+		oid_xattr(q[n].oid, sizeof(q[n].oid), u->ino);
+		q[n++].gone = true;
+	}
+	return n;
+}
+
 static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t nt)
 {
 	size_t cap = 0, n = 0, nops = 0;
@@ -1161,18 +1238,22 @@ static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size
 	int ret = 0;
 
 	for (size_t i = 0; i < nt; i++)
-		cap += (size_t)ts[i]->nu;
+		cap += 3 * (size_t)ts[i]->nu;
 	if (!cap)
 		return 0;
 	u = calloc(cap, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
 	for (size_t i = 0; i < nt; i++)
-		for (int k = 0; k < ts[i]->nu; k++)
-			if (kvu_from(&u[n], ts[i], &ts[i]->u[k], &ret)) {
-				u[n].seq = n;
+		for (int k = 0; k < ts[i]->nu; k++) {
+			size_t n0 = n;
+			if (kvu_from(&u[n], ts[i], &ts[i]->u[k], &ret))
 				n++;
-			}
+			if (ts[i]->u[k].type == MDS_U_INODE_RM)
+				n += kvu_gone(&u[n], &ts[i]->u[k]);
+			for (; n0 < n; n0++)
+				u[n0].seq = n0;
+		}
 	if (ret)
 		goto out;
 	qsort(u, n, sizeof(*u), kvu_cmp);
@@ -1186,11 +1267,34 @@ static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* per object: the sets, then the removals, one op each */
+	/* per object: the sets, then the removals, one op each; or the
+	 * object's removal alone (nothing names it after: inode numbers are
+	 * not reused, so no later change of the batch sets a key of it) */
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
+		bool gone = false;
 		while (j < n && !strcmp(u[j].oid, u[i].oid))
-			j++;
+			gone |= u[j++].gone;
+		if (gone) {
+			struct pop *q = &p[nops];
+			q->op = atoll_op_create();
+			if (!q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+				ret = -ENOMEM;
+				break;
+			}
+			nops++;
+			q->rm = true;
+			atoll_op_remove(q->op);
+			int r = atoll_aio_op_operate(q->op, m->meta, u[i].oid, q->c, 0);
+			if (r) {
+				ret = r;
+				atoll_completion_release(q->c);
+				q->c = NULL;
+				break;
+			}
+			i = j;
+			continue;
+		}
 		for (int rm = 0; rm <= 1; rm++) {
 			size_t cnt = 0;
 			for (size_t k = i; k < j; k++)
@@ -1250,29 +1354,17 @@ out:
 	return ret;
 }
 
-/* The updates of a txn that are no omap changes: removing the objects of
- * a removed inode, purging or trimming file data, the inode allocator's
- * high-water mark.  A removed inode's objects are never named again
- * (inode numbers are not reused), so these may follow the omap updates
- * of later txns of the same batch. */
+/* The updates of a txn that are no omap changes: purging or trimming
+ * file data, the inode allocator's high-water mark.  A removed inode's
+ * objects are never named again (inode numbers are not reused), so these
+ * may follow the omap updates of later txns of the same batch. */
 static int store_apply_rest(struct mds *m, const struct mds_txn *t)
 {
-	char oid[64];
 	int ret = 0;
 
 	for (int i = 0; i < t->nu && !ret; i++) {
 		const struct mds_upd *u = &t->u[i];
 		switch (u->type) {
-		case MDS_U_INODE_RM:
-			if (S_ISDIR(u->mode)) {
-				oid_dir(oid, sizeof(oid), u->ino);
-				ret = ignore_enoent(atoll_remove(m->meta, oid));
-			}
-			if (!ret && (u->in.flags & MDS_INO_XATTRS)) {
-				oid_xattr(oid, sizeof(oid), u->ino);
-				ret = ignore_enoent(atoll_remove(m->meta, oid));
-			}
-			break;
 		case MDS_U_PURGE:
 			ret = store_data_trunc(m, u->ino, 0, u->size);
 			break;
@@ -1396,7 +1488,7 @@ static void mem_apply(struct mds *m, const struct mds_txn *t)
 		case MDS_U_PARENT:
 			n = mds_cached(m, u->ino);
 			if (n) {
-				n->parent = u->dir;
+				n->a.parent = u->dir;
 				n->aseq = aseq;
 			}
 			break;

@@ -117,6 +117,7 @@ struct mds_notify {
 /* inode flags */
 #define MDS_INO_ORPHAN	0x1u	/* no names left, still open somewhere */
 #define MDS_INO_XATTRS	0x2u	/* has extended attributes (fs.xattr.INO) */
+#define MDS_INO_DIROBJ	0x4u	/* directories: had entries, so fs.dir.INO may exist */
 
 struct mds_inode {
 	uint64_t ino;
@@ -128,6 +129,9 @@ struct mds_inode {
 	uint64_t atime, mtime, ctime;	/* ns since the epoch */
 	uint64_t gen;
 	uint32_t flags;
+	/* directories: the one that names it (0: unknown).  In the MDS's
+	 * inode records and journal only, not in the client protocol. */
+	uint64_t parent;
 };
 
 struct mds_req {

@@ -14,12 +14,13 @@
 # after an MDS restart (the client re-counts its opens with the restarted
 # MDS), and its data must go after the last close; one closed while the
 # MDS was down must be purged after the restart.
-# Usage: fs-mds-restarts.sh ATOLL-CLUSTER ATOLL-FUSE ATOLL [KILLS]
+# Usage: fs-mds-restarts.sh ATOLL-CLUSTER ATOLL-FUSE ATOLL MDS_BIGDIR [KILLS]
 set -u
-cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-FUSE ATOLL [KILLS]}
+cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-FUSE ATOLL MDS_BIGDIR [KILLS]}
 fuse_bin=${2:?}
 atoll_cli=${3:?}
-kills=${4:-8}
+bigdir=${4:?}
+kills=${5:-8}
 . "$(dirname "$0")/lib.sh"
 fs_setup
 
@@ -41,6 +42,40 @@ window_over() {	# waits for the N-th "reconnect window over" in the MDS log
 	done
 	fail "the restarted MDS's reconnect window did not end"
 }
+
+step "directories: objects only for entries, parents known after a restart"
+# doc/fs.md, "Objects": a directory's object holds its entries only (its
+# parent is in its inode record), so one that never had entries has none
+dirobj() { "$atoll_cli" ls fs_meta | grep -c "^fs\.dir\.$(printf '%016x' "$1")$" || true; }
+mkdir -p "$A/t/a/b/c" "$A/t/empty" "$A/t/full"
+touch "$A/t/full/f"
+ino_empty=$(stat -c %i "$A/t/empty") ino_full=$(stat -c %i "$A/t/full")
+# the MDS writes the objects shortly after it journals (its applier)
+for _ in $(seq 1 50); do [ "$(dirobj "$ino_full")" = 1 ] && break; sleep 0.1; done
+[ "$(dirobj "$ino_full")" = 1 ] || fail "a directory with an entry has no object"
+[ "$(dirobj "$ino_empty")" = 0 ] || fail "a directory that never had entries has an object"
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+mds kill
+mds start	# a cold cache: parents come from the inode records
+window_over $((nw + 1))
+# the kernel refuses these itself; the MDS is asked directly (mds_bigdir)
+mds_addr=$(awk '/^mds_addr/ {print $3}' "$conf")
+into_itself() {	# into_itself SRC DST: the MDS must answer EINVAL
+	local out
+	out=$("$bigdir" "$mds_addr" rename "$1" "$2") || fail "mds_bigdir rename $1 $2"
+	[ "$out" = "rename: -22" ] || fail "the MDS moved $1 to $2 (under itself): $out"
+}
+into_itself t/a t/a/b/c/x
+mv "$B/t/a/b/c" "$B/t/empty/" || fail "moving a directory across directories after the restart"
+mv "$B/t/a" "$B/t/empty/c/" || fail "moving a directory under one moved before"
+into_itself t/empty t/empty/c/a/b/x
+into_itself t/empty/c t/empty/c/a/y
+[ "$(ls "$B/t/empty")" = c ] && [ "$(ls "$B/t/empty/c/a")" = b ] || fail "the moved tree: $(find "$B/t")"
+rm "$A/t/full/f"
+rmdir "$A/t/full" || fail "rmdir of a directory whose entry was removed"
+for _ in $(seq 1 50); do [ "$(dirobj "$ino_full")" = 0 ] && break; sleep 0.1; done
+[ "$(dirobj "$ino_full")" = 0 ] || fail "the object of a removed directory is still there"
+rm -r "$A/t"
 
 step "a file unlinked while open stays readable across an MDS restart"
 head -c 5000000 /dev/urandom >"$tmp/held.src"

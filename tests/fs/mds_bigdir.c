@@ -29,6 +29,14 @@
  *   mds_bigdir ADDR resend-again CLIENT REQID INO NAME
  *                              the same resend once more (after an MDS
  *                              restart: from fs.answered or the replay)
+ *   mds_bigdir ADDR rename SRC DST
+ *                              one rename of path SRC to path DST (from
+ *                              the root, by lookups), sent to the MDS
+ *                              itself: a kernel refuses a directory moved
+ *                              into itself before asking FUSE, so the
+ *                              MDS's own check (the parents it keeps) is
+ *                              reached only this way; prints "rename: RC"
+ *                              (0 or a negative errno)
  *
  * The final set of "big" is a function of N: f000000..f(N-1) without
  * every name whose number is 7 mod 1000, plus one "g" name for each
@@ -534,6 +542,46 @@ static void resend(long n)
 	printf("resent %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", client, reqid, ino, name);
 }
 
+/* The directory of path p (from the root) and p's last name in *name. */
+static uint64_t path_parent(const char *p, char *name, size_t nlen)
+{
+	char buf[1024];
+	uint64_t dir = ROOT_INO;
+	char *save = NULL, *c, *next;
+	int rc;
+
+	snprintf(buf, sizeof(buf), "%s", p);
+	c = strtok_r(buf, "/", &save);
+	while (c && (next = strtok_r(NULL, "/", &save))) {
+		dir = lookup(dir, c, &rc);
+		if (rc)
+			die(c, rc);
+		c = next;
+	}
+	if (!c)
+		die("an empty path", -EINVAL);
+	snprintf(name, nlen, "%s", c);
+	return dir;
+}
+
+static void rename_one(const char *src, const char *dst)
+{
+	struct mds_req rq;
+	struct mds_reply rp = { 0 };
+	char n1[MDS_NAME_MAX + 1], n2[MDS_NAME_MAX + 1];
+	uint64_t d1 = path_parent(src, n1, sizeof(n1));
+	uint64_t d2 = path_parent(dst, n2, sizeof(n2));
+
+	req_init(&rq, MDS_OP_RENAME, d1, n1);
+	rq.ino2 = d2;
+	snprintf(rq.name2, sizeof(rq.name2), "%s", n2);
+	int ret = call(&rq, &rp);
+	if (ret)
+		die("rename", ret);
+	printf("rename: %d\n", rp.rc);
+	reply_free(&rp);
+}
+
 static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	(void)arg;
@@ -548,17 +596,19 @@ int main(int argc, char **argv)
 	struct msgr *msgr = NULL;
 
 	bool again = argc == 7 && !strcmp(argv[2], "resend-again");
+	bool ren = argc == 5 && !strcmp(argv[2], "rename");
 
-	if (!again && (argc < 4 || argc > 5 ||
+	if (!again && !ren && (argc < 4 || argc > 5 ||
 		       (strcmp(argv[2], "create") && strcmp(argv[2], "verify") &&
 			strcmp(argv[2], "list") && strcmp(argv[2], "resend")))) {
 		fprintf(stderr, "usage: mds_bigdir MDS-ADDR create|verify|list|resend N [DIR-NAME]\n"
-			"       mds_bigdir MDS-ADDR resend-again CLIENT REQID INO NAME\n");
+			"       mds_bigdir MDS-ADDR resend-again CLIENT REQID INO NAME\n"
+			"       mds_bigdir MDS-ADDR rename SRC DST\n");
 		return 2;
 	}
-	if (argc == 5 && !again)
+	if (argc == 5 && !again && !ren)
 		dirname = argv[4];
-	N = again ? 1 : atol(argv[3]);
+	N = again || ren ? 1 : atol(argv[3]);
 	if (N < 1 || N > 1000000) {
 		fprintf(stderr, "mds_bigdir: N must be 1..1000000\n");
 		return 2;
@@ -578,7 +628,9 @@ int main(int argc, char **argv)
 	conn = msgr_connect(msgr, argv[1]);
 	if (!conn)
 		die("connect", -EINVAL);
-	if (again) {
+	if (ren) {
+		rename_one(argv[3], argv[4]);
+	} else if (again) {
 		resend_check(strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10),
 			     strtoull(argv[5], NULL, 10), argv[6]);
 		printf("resent again: answered from its first result\n");
