@@ -213,6 +213,7 @@ struct mds {
 	uint64_t seg_max;	/* entries per segment (ATOLL_MDS_SEG_ENTRIES) */
 	bool drop_safe;		/* fault injection: never send MT_MDS_SAFE */
 	uint64_t commits, crash_after;	/* fault injection (tests) */
+	uint32_t crash_op;	/* 0, or only changes of this op count for crash_after */
 	/* The applier: a thread that writes journaled changes to the
 	 * namespace objects in journal order, behind the replies.  alock
 	 * protects the queue, its length, `busy` and `stop`; acond signals
@@ -252,6 +253,7 @@ struct mds {
 	unsigned jdelay_ms;	/* ATOLL_MDS_JOURNAL_DELAY_MS */
 	bool crash_now;		/* the worker exits after sending this reply */
 	struct msg_conn *cur_conn;	/* the requester of the request being handled */
+	uint32_t cur_op;	/* its op (0: a change of the MDS's own) */
 	uint64_t cur_seq;	/* the journal entry of its change (0: none) */
 	/* Sessions (doc/fs.md, "Reconnect window"): the ids of the clients
 	 * with a session, persisted as the keys of fs.sessions (a mount adds

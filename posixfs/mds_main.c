@@ -214,10 +214,12 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_inflight_wait(rq->ino, rq->client, inflight_wait_ms);
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
+	mds->cur_op = rq->op;
 	mds->cur_seq = 0;
 	mds_handle(mds, rq, rp);
 	rp->jseq = mds->cur_seq;	/* unsafe until MT_MDS_SAFE says so */
 	mds->cur_conn = NULL;
+	mds->cur_op = 0;
 	serve_finish(mds, m, rq, rp);
 	return;
 answer:
@@ -339,10 +341,12 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 		goto no;
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
+	mds->cur_op = rq->op;
 	mds->cur_seq = 0;
 	mds_handle(mds, rq, rp);
 	rp->jseq = mds->cur_seq;
 	mds->cur_conn = NULL;
+	mds->cur_op = 0;
 	if (mds_lease_revoke_needed(m->conn, mds->chg, mds->nchg)) {
 		w->m = m;
 		w->rq = rq;
@@ -922,7 +926,13 @@ int main(int argc, char **argv)
 	const char *fault = getenv("ATOLL_MDS_CRASH_AFTER_COMMITS");
 	if (fault && atoi(fault) > 0) {
 		mds.crash_after = (uint64_t)atoi(fault);
-		log_warn(SUB, "fault injection: will exit after journaling %s more change(s)", fault);
+		fault = getenv("ATOLL_MDS_CRASH_OP");
+		for (uint32_t op = 1; fault && op < MDS_OP_MAX_ && !mds.crash_op; op++)
+			if (!strcmp(mds_op_name(op), fault))
+				mds.crash_op = op;
+		log_warn(SUB, "fault injection: will exit after journaling %llu more change(s)%s%s",
+			 (unsigned long long)mds.crash_after, mds.crash_op ? " of op " : "",
+			 mds.crash_op ? fault : "");
 	}
 
 	fault = getenv("ATOLL_MDS_CRASH_BEFORE_JOURNAL");

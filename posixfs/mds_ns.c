@@ -1964,6 +1964,14 @@ uint64_t mds_durable_seq(struct mds *m)
 }
 
 /* Worker: queues t (applied in memory) for the journaler; returns its seq. */
+/* Fault injection: does the change being made count towards
+ * ATOLL_MDS_CRASH_AFTER_COMMITS (only those of ATOLL_MDS_CRASH_OP's op,
+ * when set: a test then knows which request the crash follows)? */
+static bool crash_counts(const struct mds *m)
+{
+	return m->crash_after && (!m->crash_op || m->cur_op == m->crash_op);
+}
+
 static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 {
 	size_t sz = offsetof(struct mds_jent, t) + offsetof(struct mds_txn, xval) + t->xlen;
@@ -1979,7 +1987,7 @@ static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 	j->conn = m->cur_conn;
 	if (j->conn)
 		msg_conn_get(j->conn);
-	j->crash_after = m->crash_after && ++m->commits == m->crash_after;
+	j->crash_after = crash_counts(m) && ++m->commits == m->crash_after;
 	j->hold = m->crash_hold && ++m->commits == m->crash_hold;
 	if (j->hold) {
 		log_warn(SUB, "fault injection: answering this change, then exiting "
@@ -2079,7 +2087,7 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 			  "replays it", atoll_strerror(ret));
 		exit(1);
 	}
-	if (m->crash_after && ++m->commits >= m->crash_after) {
+	if (crash_counts(m) && ++m->commits >= m->crash_after) {
 		log_warn(SUB, "fault injection: exiting after journaling entry %" PRIu64
 			 " and before applying it", m->seq);
 		_exit(9);

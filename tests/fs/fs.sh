@@ -464,7 +464,9 @@ PY
 
 step "the MDS dies after journaling a change and before applying it: replay keeps it, the resent request is answered once"
 mds stop
-ATOLL_MDS_CRASH_AFTER_COMMITS=1 mds start
+# the first change of a mkdir (not a late CLOSE or an orphan's purge
+# of the steps before, which would leave the mkdir answered and unjournaled)
+ATOLL_MDS_CRASH_AFTER_COMMITS=1 ATOLL_MDS_CRASH_OP=mkdir mds start
 mp=$(mds_pid)
 mkdir "$A/crashdir" 2>"$tmp/mkdir.err" &
 mk=$!
