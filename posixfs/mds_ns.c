@@ -1047,6 +1047,14 @@ static int txn_decode(struct dec *d, struct mds_txn *t)
 			dec_fail(&b, -EBADMSG);
 		for (int i = 0; !b.err && i < t->nu; i++)
 			t->u[i].in.parent = dec_u64(&b);
+	} else {
+		/* an entry of an MDS before parents were in the records: it
+		 * made an object for every directory (its `..` key) and did
+		 * not mark the ones with entries: all may have one */
+		for (int i = 0; i < t->nu; i++)
+			if ((t->u[i].type == MDS_U_INODE_PUT || t->u[i].type == MDS_U_INODE_RM) &&
+			    S_ISDIR(t->u[i].in.mode))
+				t->u[i].in.flags |= MDS_INO_DIROBJ;
 	}
 	return dec_end(d, &b);
 }
