@@ -118,6 +118,9 @@ static struct {
 	struct ldir *dirs[LC_BUCKETS];
 	struct kname *kn[LC_BUCKETS];
 	struct kdir *kdirs[LC_BUCKETS];
+	/* directories held exclusively (MDS_LEASE_EXCL): until when; one
+	 * slot per bucket (a collision forgets one: it is then not used) */
+	uint64_t xino[LC_BUCKETS], xexp[LC_BUCKETS];
 	size_t nattrs, nents, nkn;
 	uint64_t seq;				/* bumped by every invalidation */
 	uint64_t bseq[LC_SEQ_BUCKETS];		/* the last one of each bucket */
@@ -290,6 +293,23 @@ static void bump(uint64_t ino)
 static bool fresh(uint64_t ino, uint64_t seq)
 {
 	return L.bseq[ino % LC_SEQ_BUCKETS] <= seq && L.flush_seq <= seq;
+}
+
+static void excl_set(uint64_t ino, uint64_t exp)
+{
+	L.xino[ino % LC_BUCKETS] = ino;
+	L.xexp[ino % LC_BUCKETS] = exp;
+}
+
+static void excl_clear(uint64_t ino)
+{
+	if (L.xino[ino % LC_BUCKETS] == ino)
+		L.xino[ino % LC_BUCKETS] = 0;
+}
+
+static bool excl_held(uint64_t ino, uint64_t now)
+{
+	return ino && L.xino[ino % LC_BUCKETS] == ino && L.xexp[ino % LC_BUCKETS] > now;
 }
 
 static struct lattr **attr_slot(uint64_t ino)
@@ -582,6 +602,7 @@ static void drop_all(bool kernel)
 	}
 	if (kernel)
 		kn_inval_all();
+	memset(L.xino, 0, sizeof(L.xino));
 	L.nattrs = L.nents = 0;
 	L.flush_seq = ++L.seq;
 }
@@ -807,9 +828,14 @@ static void apply_own(const struct mds_req *rq, const struct mds_reply *rp, uint
 static void apply(const struct mds_chg *c, uint32_t n, bool kernel)
 {
 	for (uint32_t i = 0; i < n; i++) {
+		if (c[i].kind & MDS_CHG_EXCL) {
+			excl_clear(c[i].ino);	/* the listing stays right */
+			continue;
+		}
 		bump(c[i].ino);
 		if (c[i].kind & MDS_CHG_DENT) {
 			dir_drop(c[i].ino);
+			excl_clear(c[i].ino);
 		} else {
 			attr_drop(c[i].ino);
 			if (c[i].kind & MDS_CHG_PERM)
@@ -860,9 +886,75 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 		if (rq->op == MDS_OP_MKDIR && rp->rc == 0 && rp->ninodes &&
 		    rp->dir_lease2 == rp->in[0].ino && exp > now)
 			dir_new_empty(rp->in[0].ino, exp);
+		/* exclusive or not, as the latest grant says */
+		if (rp->dir_lease && (rp->lease_flags & MDS_LEASE_EXCL))
+			excl_set(rp->dir_lease, exp);
+		else if (rp->dir_lease)
+			excl_clear(rp->dir_lease);
+		if (rp->dir_lease2 && (rp->lease_flags & MDS_LEASE_EXCL2))
+			excl_set(rp->dir_lease2, exp);
 	}
 	ci->seq = L.seq;
 	pthread_mutex_unlock(&L.lock);
+}
+
+int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
+{
+	int ret = 0;
+
+	if (!L.on)
+		return 0;
+	uint64_t now = lc_now();
+	pthread_mutex_lock(&L.lock);
+	struct ldir *d = *dir_slot(dir);
+	bool hit = false;
+	size_t i = d && d->exp > now && excl_held(dir, now) ? ent_pos(d, name, &hit) : 0;
+	if (!hit)
+		goto out;
+	struct lc_ent *e = &d->ents[i];
+	if (is_dir != S_ISDIR(e->mode)) {
+		ret = is_dir ? -ENOTDIR : -EISDIR;
+		goto out;
+	}
+	uint64_t victim = e->ino;
+	if (is_dir) {
+		/* empty, and nobody else may fill it meanwhile */
+		struct ldir *c = *dir_slot(victim);
+		if (!c || c->exp <= now || !excl_held(victim, now))
+			goto out;
+		if (c->n) {
+			ret = -ENOTEMPTY;
+			goto out;
+		}
+	}
+	if (!dir_patch(d, name, 0, 0))
+		goto out;
+	bump(dir);
+	bump(victim);
+	/* the directory's record stays usable (the kernel asks for it after
+	 * each removal): its times as the MDS will set them, give or take
+	 * the clocks; the MDS's reply brings its own */
+	struct lattr *pa = *attr_slot(dir);
+	if (pa && !pa->stale) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		pa->a.mtime = pa->a.ctime = (uint64_t)ts.tv_sec * 1000000000ull +
+					    (uint64_t)ts.tv_nsec;
+		if (is_dir && pa->a.nlink > 2)
+			pa->a.nlink--;
+	}
+	if (is_dir) {
+		attr_drop(victim);
+		dir_drop(victim);
+		excl_clear(victim);
+	} else {
+		attr_stale(victim);
+	}
+	*ino = victim;
+	ret = 1;
+out:
+	pthread_mutex_unlock(&L.lock);
+	return ret;
 }
 
 void lc_revoke(const struct mds_chg *c, uint32_t n, bool all)

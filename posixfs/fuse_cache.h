@@ -51,6 +51,14 @@ uint64_t lc_now(void);		/* CLOCK_MONOTONIC ns */
  * caches what it leased. */
 void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_send,
 	      struct lc_info *ci);
+/* Request threads: unlink (rmdir: is_dir) of name in dir answered here,
+ * without the MDS (doc/fs.md, "Asynchronous removals"): possible while
+ * this client holds dir exclusively with its listing (for rmdir the
+ * victim too, empty).  1: done in the cache (the victim in *ino; the
+ * caller sends the MDS the removal, MDS_L_ASYNC, before anything else
+ * may end the exclusivity), 0: ask the MDS, < 0: the answer (-ENOTDIR,
+ * -EISDIR, -ENOTEMPTY, known from the listing). */
+int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino);
 /* Loop thread: a revoke (or a lost MDS session: all = true). */
 void lc_revoke(const struct mds_chg *c, uint32_t n, bool all);
 

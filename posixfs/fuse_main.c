@@ -76,7 +76,14 @@ static struct {
 	uint64_t next_reqid;
 	bool perm;		/* atoll-fuse checks permissions (fuse_perm.c),
 				 * not the kernel (default_permissions) */
-} g;
+	bool async_rm;		/* removals answered here (doc/fs.md) */
+	/* held from an asynchronous removal's check of the exclusive lease
+	 * to its request's sending, and by a revoke of exclusivity before
+	 * its ack: the ack follows every such removal on the connection */
+	pthread_mutex_t async_mu;
+	uint64_t async_rms, async_fails;	/* removals answered here; of
+						 * those, refused by the MDS */
+} g = { .async_mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* Unsafe requests (early replies, doc/fs.md): a change the MDS answered
  * but has not journaled yet (its reply named journal entry jseq).  The
@@ -118,6 +125,7 @@ static struct {
 	bool recount;
 	pthread_t thr;
 	bool thr_on;
+	unsigned async_n;	/* asynchronous removals not answered yet */
 } u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 uint64_t fm_gen(void)
@@ -136,7 +144,7 @@ void fm_recount_wanted(void)
 struct opts {
 	char *conf, *mon, *mds;
 	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
-	int nolease, kernel_perms, fuse_perms, sync_close;
+	int nolease, kernel_perms, fuse_perms, sync_close, noasync_rm;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 };
 
@@ -347,7 +355,7 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 	rq->op = op;
 	rq->client = g.client_id;
 	rq->reqid = __atomic_add_fetch(&g.next_reqid, 1, __ATOMIC_RELAXED);
-	rq->lflags = lc_on() ? MDS_L_WANT : 0;
+	rq->lflags = lc_on() ? MDS_L_WANT | (g.async_rm ? MDS_L_EXCL_OK : 0u) : 0;
 	if (req) {
 		const struct fuse_ctx *ctx = fuse_req_ctx(req);
 		rq->uid = ctx->uid;
@@ -841,7 +849,8 @@ static bool unsafe_wait(unsigned timeout_s)
 	end.tv_sec += timeout_s;
 	pthread_mutex_lock(&u.lock);
 	for (;;) {
-		bool pending = false;
+		/* a removal answered here before its MDS reply counts too */
+		bool pending = u.async_n > 0;
 		for (struct unsafe *e = u.head; e && !pending; e = e->next)
 			pending = e->reqid <= upto;
 		if (!pending)
@@ -1408,14 +1417,87 @@ static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
 	mds_call_async(c);
 }
 
+/* The MDS's answer to a removal answered here already: it must agree.
+ * -ENOENT: another client's change came first (the MDS removes only the
+ * inode this client saw).  Anything else cannot reach the application
+ * any more: logged, and the directory's listing dropped (resynchronized
+ * from the MDS on next use). */
+static void async_rm_done(struct acall *a, int ret)
+{
+	if (ret && ret != -ENOENT) {
+		__atomic_add_fetch(&g.async_fails, 1, __ATOMIC_RELAXED);
+		log_warn("fuse", "the MDS refused the removal of '%s' in directory %llu "
+			 "(%s) that this mount had already answered; the name stays",
+			 a->rq.name, (unsigned long long)a->rq.ino, strerror(-ret));
+		struct mds_chg c = { MDS_CHG_DENT, a->rq.ino, "" };
+		lc_revoke(&c, 1, false);
+	}
+	acall_free(a);
+	pthread_mutex_lock(&u.lock);
+	if (--u.async_n == 0)
+		pthread_cond_broadcast(&u.cond);
+	pthread_mutex_unlock(&u.lock);
+}
+
+/* unlink/rmdir answered without waiting for the MDS, under an exclusive
+ * lease of the directory (doc/fs.md, "Asynchronous removals"): true when
+ * req is answered. */
+static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name)
+{
+	uint64_t victim = 0;
+	int r;
+
+	if (!g.async_rm || strlen(name) > MDS_NAME_MAX ||
+	    __atomic_load_n(&mds_version, __ATOMIC_RELAXED) < 8)
+		return false;
+	if (g.perm && perm_change(req, op, parent, name, 0, NULL, 0))
+		return false;	/* the MDS answers (and says why) */
+	struct acall *a = acall_new(NULL, op, async_rm_done);
+	if (!a)
+		return false;
+	req_init(&a->rq, req, op);
+	pthread_mutex_lock(&g.async_mu);
+	pthread_mutex_lock(&u.lock);
+	bool replay = u.replay || u.gone;
+	if (!replay)
+		u.async_n++;
+	pthread_mutex_unlock(&u.lock);
+	r = replay ? 0 : lc_remove_here(parent, name, op == MDS_OP_RMDIR, &victim);
+	if (r == 1) {
+		a->rq.ino = parent;
+		a->rq.ino2 = victim;
+		a->rq.lflags |= MDS_L_ASYNC;
+		snprintf(a->rq.name, sizeof(a->rq.name), "%s", name);
+		mds_call_async(a);	/* no wait: not replaying (checked above) */
+	}
+	pthread_mutex_unlock(&g.async_mu);
+	if (r != 1) {
+		if (!replay) {
+			pthread_mutex_lock(&u.lock);
+			if (--u.async_n == 0)
+				pthread_cond_broadcast(&u.cond);
+			pthread_mutex_unlock(&u.lock);
+		}
+		acall_free(a);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		return r < 0;
+	}
+	__atomic_add_fetch(&g.async_rms, 1, __ATOMIC_RELAXED);
+	fuse_reply_err(req, 0);
+	return true;
+}
+
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	simple(req, MDS_OP_UNLINK, parent, name, 0, NULL, 0);
+	if (!remove_here(req, MDS_OP_UNLINK, parent, name))
+		simple(req, MDS_OP_UNLINK, parent, name, 0, NULL, 0);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	simple(req, MDS_OP_RMDIR, parent, name, 0, NULL, 0);
+	if (!remove_here(req, MDS_OP_RMDIR, parent, name))
+		simple(req, MDS_OP_RMDIR, parent, name, 0, NULL, 0);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1999,6 +2081,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "kernel_perms", offsetof(struct opts, kernel_perms), 1 },
 	{ "fuse_perms", offsetof(struct opts, fuse_perms), 1 },
 	{ "sync_close", offsetof(struct opts, sync_close), 1 },
+	{ "noasync_rm", offsetof(struct opts, noasync_rm), 1 },
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
@@ -2031,7 +2114,16 @@ static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 		struct enc e;
 		dec_init(&d, m->front, m->front_len);
 		if (n && mds_notify_decode(&d, n) == 0) {
+			/* an end of exclusivity: the removals answered under
+			 * it are on their way before the ack (g.async_mu) */
+			bool excl = false;
+			for (uint32_t i = 0; i < n->n; i++)
+				excl |= (n->c[i].kind & MDS_CHG_EXCL) != 0;
+			if (excl)
+				pthread_mutex_lock(&g.async_mu);
 			lc_revoke(n->c, n->n, false);
+			if (excl)
+				pthread_mutex_unlock(&g.async_mu);
 			for (uint32_t i = 0; i < n->n; i++)
 				if (n->c[i].kind & MDS_CHG_DATA)
 					fd_invalidate(n->c[i].ino);	/* read-ahead */
@@ -2446,6 +2538,9 @@ int main(int argc, char **argv)
 		       "                  cached in it stay reachable (see doc/fs.md)\n"
 		       "  -o writeback_mb=N  memory for buffered writes (default %d; 0: each\n"
 		       "                  write goes out at once)\n"
+		       "  -o noasync_rm   every unlink and rmdir waits for the MDS (by default\n"
+		       "                  one in a folder this mount alone uses is answered\n"
+		       "                  at once and sent behind: doc/fs.md)\n"
 		       "  -o sync_close   close waits until the file's writes are durable (by\n"
 		       "                  default it sends them and returns; other mounts'\n"
 		       "                  opens of the file wait for them: doc/fs.md)\n"
@@ -2527,6 +2622,7 @@ int main(int argc, char **argv)
 	 * be dropped only once the chmod returned (the kernel holds the
 	 * folder's lock until then), so a walk in between is not checked. */
 	g.perm = !o.nolease && o.fuse_perms && !o.kernel_perms;
+	g.async_rm = !o.nolease && !o.noasync_rm;
 	lc_init(!o.nolease, g.perm);
 	fp_init();
 	if (connect_all(&o))
@@ -2557,6 +2653,11 @@ int main(int argc, char **argv)
 	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
 	ux_ending();	/* the grace runs ("unmounting within a bound") */
 	acall_drain();	/* no answer to the kernel after the session goes */
+	if (g.async_rm)
+		log_info("fuse", "removals answered here (asynchronous): %llu, refused by "
+			 "the MDS after: %llu",
+			 (unsigned long long)__atomic_load_n(&g.async_rms, __ATOMIC_RELAXED),
+			 (unsigned long long)__atomic_load_n(&g.async_fails, __ATOMIC_RELAXED));
 	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
 out_unmount:

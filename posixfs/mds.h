@@ -307,6 +307,10 @@ void mds_cache_trim(struct mds *m);
 /* Is everything request rq reads cached, so that it can be handled
  * without loading anything (the loop thread must not block)? */
 bool mds_req_cached(struct mds *m, const struct mds_req *rq);
+/* The directories rq reads or changes the entries of (at most 4): its
+ * ino, a rename's or link's ino2, the directory an rmdir or a rename
+ * over a directory removes.  Takes m->lock. */
+unsigned mds_req_dirs(struct mds *m, const struct mds_req *rq, uint64_t out[4]);
 int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
 uint64_t mds_now(void);
 
@@ -381,6 +385,11 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 /* Worker: revokes chg from every client but c that holds a lease it
  * covers; returns once each acked, closed or saw its lease run out. */
 void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
+/* The directories of inos (n <= 4) other clients than c's hold
+ * exclusively: one MDS_CHG_EXCL item each in chg (room for n); how many.
+ * A request touching one waits for their revoke (mds_lease_revoke). */
+uint32_t mds_lease_excl_others(struct msg_conn *c, const uint64_t *inos, unsigned n,
+			       struct mds_chg *chg);
 /* Would mds_lease_revoke(c, chg, n) tell anyone (and wait)? */
 bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint32_t n);
 /* Loop thread: c closed; its leases are void. */

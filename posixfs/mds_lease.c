@@ -15,7 +15,17 @@
  * The table is bounded (mds_lease_max records): when full, replies grant
  * nothing, and the client caches nothing (it asks the MDS each time).
  * Expired records and those of closed connections are swept once per
- * lease time.  Records are keyed by inode number only: inode numbers are
+ * lease time.
+ *
+ * A directory lease may be exclusive (L_EXCL, for a client that asks:
+ * MDS_L_EXCL_OK): nobody else holds a directory lease of it, and its
+ * holder removes entries there on its own, telling the MDS behind its
+ * answer (MDS_L_ASYNC).  Another client's request that reads or changes
+ * such a directory first revokes the exclusivity (MDS_CHG_EXCL) and
+ * waits for the ack, before which the holder sent those removals; the
+ * request then goes back to the end of the worker's queue, behind them
+ * (mds_main.c).  A directory whose exclusivity was revoked is not made
+ * exclusive again for a lease time (no ping-pong between two clients).  Records are keyed by inode number only: inode numbers are
  * never reused, so a record of a removed inode is harmless until swept.
  *
  * Threads: grants run on whichever thread handles the request (the
@@ -44,6 +54,8 @@
 
 #define L_ATTR	0x1u
 #define L_DIR	0x2u
+#define L_EXCL	0x4u	/* with L_DIR: exclusive */
+#define CONTENDED_SLOTS	256u
 
 struct lclient {
 	struct msg_conn *c;	/* a reference of ours, put when it closes */
@@ -70,6 +82,8 @@ static struct {
 	struct lclient *clients;
 	uint64_t last_sweep;
 	uint64_t grants, revokes, timeouts;
+	/* directories whose exclusivity was revoked, until when (ms) */
+	uint64_t cont_ino[CONTENDED_SLOTS], cont_until[CONTENDED_SLOTS];
 } L = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 static uint64_t now_ms(void)
@@ -197,6 +211,33 @@ static bool grant_one(struct lclient *cl, uint64_t ino, uint32_t bits, uint64_t 
 	return true;
 }
 
+/* Under L.lock: may cl hold directory ino exclusively (nobody else holds
+ * a directory lease of it, and it was not contended lately)? */
+static bool excl_free(const struct lclient *cl, uint64_t ino, uint64_t now)
+{
+	unsigned s = (unsigned)(ino % CONTENDED_SLOTS);
+
+	if (L.cont_ino[s] == ino && L.cont_until[s] > now)
+		return false;
+	for (const struct lrec *r = L.ht[ino % LEASE_BUCKETS]; r; r = r->next)
+		if (r->ino == ino && r->cl != cl && !r->cl->dead && r->exp_ms > now &&
+		    (r->bits & L_DIR))
+			return false;
+	return true;
+}
+
+/* Under L.lock: a directory lease of ino for cl, exclusive if excl. */
+static bool grant_dir(struct lclient *cl, uint64_t ino, uint64_t exp, bool excl)
+{
+	if (!grant_one(cl, ino, L_DIR | (excl ? L_EXCL : 0u), exp))
+		return false;
+	if (!excl)
+		for (struct lrec *r = L.ht[ino % LEASE_BUCKETS]; r; r = r->next)
+			if (r->ino == ino && r->cl == cl)
+				r->bits &= ~L_EXCL;
+	return true;
+}
+
 void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_reply *rp)
 {
 	uint64_t dirs[3] = { 0, 0, 0 };
@@ -204,6 +245,7 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 	rp->lease_ms = 0;
 	rp->dir_lease = 0;
 	rp->dir_lease2 = 0;
+	rp->lease_flags = 0;
 	if (!L.lease_ms || !(rq->lflags & MDS_L_WANT))
 		return;
 	if (rp->rc && !(rq->op == MDS_OP_GETXATTR && rp->rc == -ENODATA))
@@ -249,15 +291,49 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 		ok = grant_one(cl, rp->in[i].ino, L_ATTR, exp);
 	for (uint32_t i = 0; ok && rp->plus && i < rp->nplus; i++)
 		ok = grant_one(cl, rp->plus[i].ino, L_ATTR, exp);
+	/* exclusive: the leases the reply names (not a rename's source) */
+	bool want_x = (rq->lflags & MDS_L_EXCL_OK) != 0;
+	bool x0 = ok && want_x && dirs[0] && excl_free(cl, dirs[0], now);
+	bool x2 = ok && want_x && dirs[2] && excl_free(cl, dirs[2], now);
 	for (int i = 0; ok && i < 3; i++)
 		if (dirs[i])
-			ok = grant_one(cl, dirs[i], L_DIR, exp);
+			ok = grant_dir(cl, dirs[i], exp, i == 0 ? x0 : i == 2 ? x2 : false);
 	pthread_mutex_unlock(&L.lock);
 	if (!ok)
 		return;	/* partly granted records just expire */
 	rp->lease_ms = L.lease_ms;
 	rp->dir_lease = dirs[0];
 	rp->dir_lease2 = dirs[2];
+	rp->lease_flags = (x0 ? MDS_LEASE_EXCL : 0u) | (x2 ? MDS_LEASE_EXCL2 : 0u);
+}
+
+uint32_t mds_lease_excl_others(struct msg_conn *c, const uint64_t *inos, unsigned n,
+			       struct mds_chg *chg)
+{
+	uint32_t nc = 0;
+
+	if (!L.lease_ms)
+		return 0;
+	uint64_t now = now_ms();
+	pthread_mutex_lock(&L.lock);
+	for (unsigned i = 0; i < n; i++) {
+		bool dup = !inos[i];
+		for (unsigned k = 0; k < i && !dup; k++)
+			dup = inos[k] == inos[i];
+		if (dup)
+			continue;
+		for (const struct lrec *r = L.ht[inos[i] % LEASE_BUCKETS]; r; r = r->next)
+			if (r->ino == inos[i] && r->cl->c != c && !r->cl->dead &&
+			    r->exp_ms > now && (r->bits & L_EXCL)) {
+				memset(&chg[nc], 0, sizeof(chg[nc]));
+				chg[nc].kind = MDS_CHG_EXCL;
+				chg[nc].ino = inos[i];
+				nc++;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&L.lock);
+	return nc;
 }
 
 /* One revoke in flight: the worker waits until every holder answered
@@ -295,6 +371,8 @@ static void on_ack(void *arg, struct msg *reply, int err)
  * something an item of chg covers? */
 static bool covers(const struct lrec *r, const struct mds_chg *c)
 {
+	if (c->kind & MDS_CHG_EXCL)
+		return (r->bits & L_EXCL) != 0;
 	if (c->kind & MDS_CHG_DENT)
 		return (r->bits & L_DIR) != 0;
 	return (r->bits & L_ATTR) != 0;
@@ -371,8 +449,14 @@ void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
 			 * until it ends: the holder's kernel may keep other
 			 * entries of the directory, and their changes must
 			 * still reach it */
-			if (!(chg[i].kind & MDS_CHG_DENT))
+			if (chg[i].kind & MDS_CHG_EXCL) {
+				unsigned s = (unsigned)(r->ino % CONTENDED_SLOTS);
+				r->bits &= ~L_EXCL;
+				L.cont_ino[s] = r->ino;
+				L.cont_until[s] = now + L.lease_ms;
+			} else if (!(chg[i].kind & MDS_CHG_DENT)) {
 				r->bits &= ~L_ATTR;
+			}
 			if (!r->bits) {
 				*pp = r->next;
 				rec_free(r);

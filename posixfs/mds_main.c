@@ -180,6 +180,37 @@ static bool is_evicted(const struct mds *mds, uint64_t client)
 	return false;
 }
 
+/* The directories rq reads or changes that another client holds
+ * exclusively: into chg (room for 4); how many. */
+static uint32_t excl_held(struct mds *mds, struct msg_conn *c, const struct mds_req *rq,
+			  struct mds_chg *chg)
+{
+	uint64_t dirs[4];
+	unsigned n = mds_req_dirs(mds, rq, dirs);
+
+	return n ? mds_lease_excl_others(c, dirs, n, chg) : 0;
+}
+
+/* Worker: when another client holds a directory of rq exclusively, ends
+ * that (it acks once it sent its asynchronous removals there) and puts m
+ * back at the end of the queue, behind those removals: true (m is the
+ * queue's now). */
+static bool excl_wait(struct mds *mds, struct msg *m, const struct mds_req *rq)
+{
+	struct mds_chg chg[4];
+	uint32_t n = excl_held(mds, m->conn, rq, chg);
+
+	if (!n)
+		return false;
+	mds_lease_revoke(m->conn, chg, n);
+	struct work *w = calloc(1, sizeof(*w));
+	if (!w)
+		return false;	/* handled now: it may miss those removals */
+	w->m = m;
+	q_push(w);
+	return true;
+}
+
 static void serve_one(struct mds *mds, struct msg *m)
 {
 	struct mds_req *rq = malloc(sizeof(*rq));
@@ -206,6 +237,11 @@ static void serve_one(struct mds *mds, struct msg *m)
 		snprintf(rp->target, sizeof(rp->target), "the MDS at %s evicted client %llu: %s",
 			 g_addr, (unsigned long long)rq->client, why);
 		goto answer;
+	}
+	if (excl_wait(mds, m, rq)) {
+		free(rp);
+		free(rq);
+		return;
 	}
 	/* close-to-open: another client's writes of a file it closed
 	 * land first (mds_inflight.c) */
@@ -281,12 +317,16 @@ static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
  * session (writes fs.sessions), nor extended attributes (loaded from the
  * cluster on first use); and the journal queue has room (a full one
  * makes a change wait for the journaler), and everything it reads is in
- * the metadata cache (a miss loads from the cluster: mds_req_cached).
- * The ino_hw bump of mds_alloc_ino, one synchronous write per 4,096 new
+ * the metadata cache (a miss loads from the cluster: mds_req_cached),
+ * and no other client holds a directory it touches exclusively
+ * (excl_wait).  The ino_hw bump of mds_alloc_ino, one synchronous write per 4,096 new
  * inodes, is allowed. */
-static bool inline_ok(struct mds *mds, const struct mds_req *rq)
+static bool inline_ok(struct mds *mds, struct msg_conn *c, const struct mds_req *rq)
 {
-	if ((rq->lflags & MDS_L_REPLAY) || !mds_req_cached(mds, rq))
+	struct mds_chg chg[4];
+
+	if ((rq->lflags & MDS_L_REPLAY) || !mds_req_cached(mds, rq) ||
+	    excl_held(mds, c, rq, chg))
 		return false;
 	switch (rq->op) {
 	case MDS_OP_OPEN:
@@ -337,7 +377,7 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 	if (mds_req_decode(&d, rq))
 		goto no;	/* the worker says why */
 	mds_sess_seen(rq->client, m->conn);
-	if (!inline_ok(mds, rq) || is_evicted(mds, rq->client))
+	if (!inline_ok(mds, m->conn, rq) || is_evicted(mds, rq->client))
 		goto no;
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;

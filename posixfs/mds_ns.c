@@ -703,6 +703,35 @@ static bool dent_ready(struct mds *m, struct mds_node *d, const char *name, bool
 	return c && (!listing || dir_ready(m, e->ino));
 }
 
+unsigned mds_req_dirs(struct mds *m, const struct mds_req *rq, uint64_t out[4])
+{
+	unsigned n = 0;
+
+	if (rq->op == MDS_OP_STATFS || rq->op == MDS_OP_SESSION ||
+	    rq->op == MDS_OP_SESSION_END || rq->op == MDS_OP_LANDED)
+		return 0;
+	out[n++] = rq->ino;
+	if (rq->op == MDS_OP_RENAME || rq->op == MDS_OP_LINK)
+		out[n++] = rq->ino2;
+	if (rq->op != MDS_OP_RMDIR && rq->op != MDS_OP_RENAME)
+		return n;
+	/* the directory an rmdir or a rename over it empties: its listing
+	 * (known when cached; one not cached was not changed lately) */
+	pthread_mutex_lock(&m->lock);
+	for (int w = 0; w < 2; w++) {
+		uint64_t dir = w ? rq->ino2 : rq->ino;
+		const char *name = w ? rq->name2 : rq->name;
+		if (w && rq->op != MDS_OP_RENAME)
+			break;
+		struct mds_node *d = mds_cached(m, dir);
+		struct mds_dent *e = d && d->dir_loaded ? mds_dir_find(d, name) : NULL;
+		if (e && S_ISDIR(e->mode))
+			out[n++] = e->ino;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
 bool mds_req_cached(struct mds *m, const struct mds_req *rq)
 {
 	struct mds_node *d, *d2;

@@ -152,6 +152,10 @@ static int op_unlink(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	de = mds_dir_find(d, rq->name);
 	if (!de)
 		return -ENOENT;
+	/* answered by the client already: only the inode it saw there
+	 * (somebody else's change since won) */
+	if ((rq->lflags & MDS_L_ASYNC) && de->ino != rq->ino2)
+		return -ENOENT;
 	victim = mds_get(m, de->ino);
 	if (!victim)
 		return -EIO;

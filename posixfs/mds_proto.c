@@ -17,8 +17,10 @@
  * ogen (opens re-counted after a reconnect).  v6: LANDED and MDS_L_INFLIGHT
  * (a close that does not wait for its writes); the reply's version tells
  * the client whether the MDS knows them.  v7: no new field; the MDS takes
- * MT_MDS_FLUSH (it gathers journal entries, an fsync hurries them). */
-#define MDS_PROTO_V 7
+ * MT_MDS_FLUSH (it gathers journal entries, an fsync hurries them).  v8:
+ * exclusive directory leases and asynchronous removals (MDS_L_EXCL_OK,
+ * MDS_L_ASYNC, MDS_CHG_EXCL, the reply's lease_flags). */
+#define MDS_PROTO_V 8
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
@@ -40,7 +42,8 @@ static uint32_t chg_decode(struct dec *d, struct mds_chg *c)
 		c[i].ino = dec_u64(d);
 		dec_str(d, c[i].name, MDS_NAME_MAX);
 		if (!d->err && (!c[i].kind || (c[i].kind & ~(MDS_CHG_ATTR | MDS_CHG_DATA |
-							      MDS_CHG_DENT | MDS_CHG_PERM))))
+							      MDS_CHG_DENT | MDS_CHG_PERM |
+							      MDS_CHG_EXCL))))
 			dec_fail(d, -EBADMSG);
 	}
 	return d->err ? 0 : n;
@@ -258,6 +261,7 @@ void mds_reply_encode(struct enc *e, const struct mds_reply *r)
 	chg_encode(e, r->nchg < MDS_CHG_MAX ? r->nchg : MDS_CHG_MAX, r->chg);
 	enc_u64(e, r->jseq);
 	enc_u64(e, r->dir_lease2);
+	enc_u32(e, r->lease_flags);
 	enc_end(e, h);
 }
 
@@ -327,6 +331,8 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 		r->jseq = dec_u64(&b);
 	if (dec_left(&b))
 		r->dir_lease2 = dec_u64(&b);
+	if (dec_left(&b))
+		r->lease_flags = dec_u32(&b);
 	int ret = dec_end(d, &b);
 	if (ret) {
 		free(r->plus);

@@ -80,6 +80,13 @@ enum mds_op {
 				 * flight (a close that does not wait): other
 				 * clients' opens wait for LANDED; ino2 = the
 				 * client's number for this flush */
+#define MDS_L_EXCL_OK	0x20u	/* v8: the requester takes exclusive directory
+				 * leases (MDS_LEASE_EXCL*): it removes entries
+				 * of such a directory on its own (MDS_L_ASYNC) */
+#define MDS_L_ASYNC	0x40u	/* v8, UNLINK/RMDIR: answered by the client
+				 * already (doc/fs.md, "Asynchronous removals");
+				 * ino2 = the inode it saw under name: only that
+				 * is removed (else -ENOENT, nothing changes) */
 
 /* What changed, in a reply (for the requester's own cache) and in a
  * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
@@ -88,6 +95,9 @@ enum mds_op {
 #define MDS_CHG_DATA	0x2u	/* with ATTR: its size or mtime too */
 #define MDS_CHG_DENT	0x4u	/* the entry `name` of directory ino */
 #define MDS_CHG_PERM	0x8u	/* with ATTR: its mode, uid or gid too */
+#define MDS_CHG_EXCL	0x10u	/* revoke only: the holder's exclusive lease of
+				 * directory ino ends (v8; the holder sends its
+				 * asynchronous removals there before it acks) */
 #define MDS_CHG_MAX	32u	/* items in one reply or revoke */
 
 struct mds_chg {
@@ -207,10 +217,17 @@ struct mds_reply {
 	 * new directory, so that its creator caches its listing (empty)
 	 * and answers lookups of names not in it without asking */
 	uint64_t dir_lease2;
+	/* v8: MDS_LEASE_EXCL*: which of dir_lease, dir_lease2 is exclusive
+	 * (no other client holds a directory lease of it; asked for with
+	 * MDS_L_EXCL_OK) */
+	uint32_t lease_flags;
 	/* decoded only: the version of the reply's section (MDS_PROTO_V of
 	 * the MDS that sent it; 6 and later know MDS_L_INFLIGHT) */
 	uint8_t version;
 };
+
+#define MDS_LEASE_EXCL	0x1u	/* dir_lease is exclusive */
+#define MDS_LEASE_EXCL2	0x2u	/* dir_lease2 is exclusive */
 
 /* A reply's rc when the MDS evicted the requester (it missed the
  * reconnect window, or its connection was gone for the session timeout):

@@ -292,6 +292,23 @@ touch "$B/neg2/y"
 within '[ -e "$A/neg2/y" ]' || fail "mount 1 does not see a name mount 2 made in a folder it listed"
 rm -r "$A/neg" "$A/neg2" || fail "removing neg, neg2"
 
+step "asynchronous removals: mount 1 answers them under its exclusive lease, mount 2 sees all of them at once"
+# doc/fs.md, "Asynchronous removals": in a folder mount 1 made and alone
+# uses, its unlink and rmdir are answered without the MDS and sent
+# behind; mount 2's first request there waits until they are applied
+mkdir "$A/ar" || fail "mkdir ar"
+(cd "$A/ar" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) || fail "making ar"
+(cd "$A/ar" && rm -f f* && rmdir d*) || fail "removing in ar"
+left=$(ls -A "$B/ar" | wc -l)
+[ "$left" = 0 ] || fail "mount 2 lists $left names mount 1 removed: $(ls -A "$B/ar" | head -3 | tr '\n' ' ')"
+python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
+	"$B/ar/f7" || fail "an O_EXCL create of a name mount 1 removed"
+mkdir "$B/ar/d7" || fail "mkdir of a folder mount 1 removed"
+[ "$(names "$A/ar")" = "d7 f7 " ] || fail "mount 1 lists ar as '$(names "$A/ar")' after mount 2's creates"
+rm "$A/ar/f7" && rmdir "$A/ar/d7" || fail "removing mount 2's names on mount 1"
+within '[ -z "$(ls -A "$B/ar")" ]' || fail "mount 2 still lists '$(names "$B/ar")'"
+rmdir "$A/ar" || fail "rmdir ar"
+
 step "leases: a stopped client holds a change up for its lease time at most"
 # a 3 s lease from the configuration; mount 2 caches, then stops
 printf '[mds]\nmds_lease_ms = 3000\n' >>"$conf"
@@ -613,6 +630,10 @@ grep -q "MDS" "$tmp/fuse5.log" || fail "atoll-fuse did not say why it could not 
 
 step "unmount"
 fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
+# mount 1 answered the 350 removals of "ar" itself (its unmount says)
+for _ in $(seq 1 50); do grep -q "removals answered here" "$tmp/fuse1.log" && break; sleep 0.1; done
+nrm=$(grep -o "removals answered here (asynchronous): [0-9]*" "$tmp/fuse1.log" | tail -n 1 | awk '{print $NF}')
+[ "${nrm:-0}" -ge 350 ] || fail "mount 1 answered ${nrm:-no} removals itself, not the 350 of ar"
 for _ in $(seq 1 50); do
 	"$atoll_cli" fs status --format json >"$tmp/fs.json" 2>/dev/null &&
 		[ "$(fsv "j['num_clients']")" = 0 ] && break

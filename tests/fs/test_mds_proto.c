@@ -436,11 +436,19 @@ Test(mds_proto, early_reply_fields)
 	memset(&ra, 0, sizeof(ra));
 	ra.jseq = 77;
 	ra.dir_lease2 = 0xabcdef;
+	ra.lease_flags = MDS_LEASE_EXCL | MDS_LEASE_EXCL2;
+	ra.nchg = 1;
+	ra.chg[0].kind = MDS_CHG_EXCL;
+	ra.chg[0].ino = 42;
 	buf = encode_reply(&ra, &len);
 	dec_init(&d, buf, len);
 	cr_assert_eq(mds_reply_decode(&d, &rb), 0);
 	cr_assert_eq(rb.jseq, 77);
 	cr_assert_eq(rb.dir_lease2, 0xabcdef);
+	cr_assert_eq(rb.lease_flags, MDS_LEASE_EXCL | MDS_LEASE_EXCL2);
+	cr_assert_eq(rb.nchg, 1);
+	cr_assert_eq(rb.chg[0].kind, MDS_CHG_EXCL);
+	cr_assert_eq(rb.chg[0].ino, 42);
 	free(buf);
 
 	enc_init(&e);
