@@ -1429,7 +1429,9 @@ static void async_rm_done(struct acall *a, int ret)
 		log_warn("fuse", "the MDS refused the removal of '%s' in directory %llu "
 			 "(%s) that this mount had already answered; the name stays",
 			 a->rq.name, (unsigned long long)a->rq.ino, strerror(-ret));
-		struct mds_chg c = { MDS_CHG_DENT, a->rq.ino, "" };
+		/* the listing goes, and the kernel's (negative) entry of name */
+		struct mds_chg c = { .kind = MDS_CHG_DENT, .ino = a->rq.ino };
+		snprintf(c.name, sizeof(c.name), "%s", a->rq.name);
 		lc_revoke(&c, 1, false);
 	}
 	acall_free(a);
