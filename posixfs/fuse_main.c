@@ -83,6 +83,13 @@ static struct {
 	pthread_mutex_t async_mu;
 	uint64_t async_rms, async_fails;	/* removals answered here; of
 						 * those, refused by the MDS */
+	/* fault injection (ATOLL_FUSE_ASYNC_HOLD=1, tests): removals
+	 * answered here are held (under async_mu) until a revoke of
+	 * exclusivity or the unmount sends them, as if they were slow to
+	 * reach the MDS */
+	bool async_hold;
+	struct acall **held;
+	size_t nheld, held_cap;
 } g = { .async_mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* Unsafe requests (early replies, doc/fs.md): a change the MDS answered
@@ -1441,6 +1448,29 @@ static void async_rm_done(struct acall *a, int ret)
 	pthread_mutex_unlock(&u.lock);
 }
 
+/* Under g.async_mu: a removal held back (fault injection). */
+static bool held_add(struct acall *a)
+{
+	if (g.nheld == g.held_cap) {
+		size_t nc = g.held_cap ? 2 * g.held_cap : 64;
+		struct acall **nh = realloc(g.held, nc * sizeof(*nh));
+		if (!nh)
+			return false;
+		g.held = nh;
+		g.held_cap = nc;
+	}
+	g.held[g.nheld++] = a;
+	return true;
+}
+
+/* Under g.async_mu: sends the removals held back, in order. */
+static void held_send(void)
+{
+	for (size_t i = 0; i < g.nheld; i++)
+		mds_call_async(g.held[i]);
+	g.nheld = 0;
+}
+
 /* unlink/rmdir answered without waiting for the MDS, under an exclusive
  * lease of the directory (doc/fs.md, "Asynchronous removals"): true when
  * req is answered. */
@@ -1470,7 +1500,8 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 		a->rq.ino2 = victim;
 		a->rq.lflags |= MDS_L_ASYNC;
 		snprintf(a->rq.name, sizeof(a->rq.name), "%s", name);
-		mds_call_async(a);	/* no wait: not replaying (checked above) */
+		if (!(g.async_hold && held_add(a)))
+			mds_call_async(a);	/* no wait: not replaying (checked above) */
 	}
 	pthread_mutex_unlock(&g.async_mu);
 	if (r != 1) {
@@ -2121,8 +2152,10 @@ static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 			bool excl = false;
 			for (uint32_t i = 0; i < n->n; i++)
 				excl |= (n->c[i].kind & MDS_CHG_EXCL) != 0;
-			if (excl)
+			if (excl) {
 				pthread_mutex_lock(&g.async_mu);
+				held_send();
+			}
 			lc_revoke(n->c, n->n, false);
 			if (excl)
 				pthread_mutex_unlock(&g.async_mu);
@@ -2625,6 +2658,11 @@ int main(int argc, char **argv)
 	 * folder's lock until then), so a walk in between is not checked. */
 	g.perm = !o.nolease && o.fuse_perms && !o.kernel_perms;
 	g.async_rm = !o.nolease && !o.noasync_rm;
+	const char *hold = getenv("ATOLL_FUSE_ASYNC_HOLD");
+	g.async_hold = g.async_rm && hold && !strcmp(hold, "1");
+	if (g.async_hold)
+		log_warn("fuse", "fault injection: removals answered here wait for a revoke "
+			 "or the unmount before they go to the MDS");
 	lc_init(!o.nolease, g.perm);
 	fp_init();
 	if (connect_all(&o))
@@ -2653,6 +2691,9 @@ int main(int argc, char **argv)
 	 * (touch) must not start a thread for each. */
 	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
 	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
+	pthread_mutex_lock(&g.async_mu);
+	held_send();
+	pthread_mutex_unlock(&g.async_mu);
 	ux_ending();	/* the grace runs ("unmounting within a bound") */
 	acall_drain();	/* no answer to the kernel after the session goes */
 	if (g.async_rm)

@@ -292,23 +292,6 @@ touch "$B/neg2/y"
 within '[ -e "$A/neg2/y" ]' || fail "mount 1 does not see a name mount 2 made in a folder it listed"
 rm -r "$A/neg" "$A/neg2" || fail "removing neg, neg2"
 
-step "asynchronous removals: mount 1 answers them under its exclusive lease, mount 2 sees all of them at once"
-# doc/fs.md, "Asynchronous removals": in a folder mount 1 made and alone
-# uses, its unlink and rmdir are answered without the MDS and sent
-# behind; mount 2's first request there waits until they are applied
-mkdir "$A/ar" || fail "mkdir ar"
-(cd "$A/ar" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) || fail "making ar"
-(cd "$A/ar" && rm -f f* && rmdir d*) || fail "removing in ar"
-left=$(ls -A "$B/ar" | wc -l)
-[ "$left" = 0 ] || fail "mount 2 lists $left names mount 1 removed: $(ls -A "$B/ar" | head -3 | tr '\n' ' ')"
-python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
-	"$B/ar/f7" || fail "an O_EXCL create of a name mount 1 removed"
-mkdir "$B/ar/d7" || fail "mkdir of a folder mount 1 removed"
-[ "$(names "$A/ar")" = "d7 f7 " ] || fail "mount 1 lists ar as '$(names "$A/ar")' after mount 2's creates"
-rm "$A/ar/f7" && rmdir "$A/ar/d7" || fail "removing mount 2's names on mount 1"
-within '[ -z "$(ls -A "$B/ar")" ]' || fail "mount 2 still lists '$(names "$B/ar")'"
-rmdir "$A/ar" || fail "rmdir ar"
-
 step "leases: a stopped client holds a change up for its lease time at most"
 # a 3 s lease from the configuration; mount 2 caches, then stops
 printf '[mds]\nmds_lease_ms = 3000\n' >>"$conf"
@@ -551,6 +534,43 @@ diff -u "$tmp/rolled.before" "$tmp/rolled.after" || fail "a resent change was ap
 nres=$(tail -n +$((log0 + 1)) "$mds_log" | grep -c "was resent; answering it from its first result")
 [ "$nres" -ge 15 ] || fail "only $nres of the 15 resent changes were answered from the index of answered requests"
 
+step "asynchronous removals: mount 1 answers them under its exclusive lease, mount 2 sees all of them at once"
+# doc/fs.md, "Asynchronous removals": in a folder mount 1 made and alone
+# uses, its unlink and rmdir are answered without the MDS and sent
+# behind; mount 2's first request there waits until they are applied.
+# Mount 3 holds its removals back until the MDS revokes its exclusivity
+# (fault injection): they reach the MDS after mount 2's request, before
+# the ack, and the MDS must still apply them first.
+# (A revoke of any exclusivity sends them all: mount 3's folder is made
+# in one mount 2 made, which mount 3 then cannot hold exclusively.)
+C=$tmp/mnt3ar
+mkdir -p "$C"
+ATOLL_FUSE_ASYNC_HOLD=1 mount_fs "$C" "$tmp/fuse3ar.log"
+mkdir "$B/arp" || fail "mkdir arp"
+mkdir "$C/arp/ar" || fail "mkdir arp/ar"
+(cd "$C/arp/ar" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) ||
+	fail "making arp/ar"
+(cd "$C/arp/ar" && rm -f f* && rmdir d*) || fail "removing in arp/ar"
+left=$(ls -A "$B/arp/ar" | wc -l)
+[ "$left" = 0 ] || fail "mount 2 lists $left names mount 3 removed (held back): $(ls -A "$B/arp/ar" | head -3 | tr '\n' ' ')"
+python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
+	"$B/arp/ar/f9" || fail "an O_EXCL create of a name mount 3 removed"
+rm -r "$B/arp" || fail "removing arp on mount 2"
+fusermount3 -u "$C" || fail "unmounting mount 3"
+# and mount 1 without the fault
+mkdir "$A/ar" || fail "mkdir ar"
+(cd "$A/ar" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) || fail "making ar"
+(cd "$A/ar" && rm -f f* && rmdir d*) || fail "removing in ar"
+left=$(ls -A "$B/ar" | wc -l)
+[ "$left" = 0 ] || fail "mount 2 lists $left names mount 1 removed: $(ls -A "$B/ar" | head -3 | tr '\n' ' ')"
+python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
+	"$B/ar/f7" || fail "an O_EXCL create of a name mount 1 removed"
+mkdir "$B/ar/d7" || fail "mkdir of a folder mount 1 removed"
+[ "$(names "$A/ar")" = "d7 f7 " ] || fail "mount 1 lists ar as '$(names "$A/ar")' after mount 2's creates"
+rm "$A/ar/f7" && rmdir "$A/ar/d7" || fail "removing mount 2's names on mount 1"
+within '[ -z "$(ls -A "$B/ar")" ]' || fail "mount 2 still lists '$(names "$B/ar")'"
+rmdir "$A/ar" || fail "rmdir ar"
+
 step "fsync/fsyncdir return once journaled; a client that misses the reconnect window is evicted and fenced"
 # mount 3 creates a file and fsyncs it and its folder against a slow
 # journal, then its atoll-fuse is stopped (it cannot resend) and the MDS
@@ -561,6 +581,7 @@ mds stop
 ATOLL_MDS_JOURNAL_DELAY_MS=300 mds start	# a slow journal: early replies come long before it
 C=$tmp/mnt3
 mount_fs "$C" "$tmp/fuse3c.log"
+c3=${fuse_pids[-1]}	# its atoll-fuse
 python3 - "$C" "$tmp" <<'PY' >"$tmp/fence.out" 2>&1 &
 import os, sys, time
 d, t = sys.argv[1], sys.argv[2]
@@ -583,7 +604,7 @@ PY
 py=$!
 for _ in $(seq 1 200); do [ -e "$tmp/fsynced" ] && break; sleep 0.05; done
 [ -e "$tmp/fsynced" ] || fail "create + fsync + fsyncdir on mount 3 did not finish: $(cat "$tmp/fence.out")"
-kill -STOP "${fuse_pids[2]}"	# no resend from this client
+kill -STOP "$c3"	# no resend from this client
 mds kill
 ATOLL_MDS_RECONNECT_MS=1500 mds start
 sleep 1.2
@@ -591,7 +612,7 @@ sleep 1.2
 cid=$(grep -o "evicting client [0-9]*" "$mds_log" | tail -n 1 | awk '{ print $3 }')
 [ -n "$cid" ] || fail "the MDS did not evict the client that missed the reconnect window"
 "$atoll_cli" osd blocklist ls 2>&1 | grep -q "$cid" || fail "the evicted client $cid is not blocklisted: $("$atoll_cli" osd blocklist ls 2>&1)"
-kill -CONT "${fuse_pids[2]}"
+kill -CONT "$c3"
 touch "$tmp/go"
 wait $py
 grep -q "^refused" "$tmp/fence.out" || fail "the evicted client's write was not refused: $(cat "$tmp/fence.out")"
