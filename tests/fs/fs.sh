@@ -592,8 +592,12 @@ os.fsync(fd)
 dfd = os.open(d + "/fsy", os.O_RDONLY)
 os.fsync(dfd)
 open(t + "/fsynced", "w").close()
-while not os.path.exists(t + "/go"):
+for _ in range(2400):	# 2 min at most: the test may have failed meanwhile
+    if os.path.exists(t + "/go"):
+        break
     time.sleep(0.05)
+else:
+    sys.exit(1)
 try:
     os.pwrite(fd, b"FENCED\n", 0)
     os.fsync(fd)
