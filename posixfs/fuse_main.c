@@ -1429,6 +1429,15 @@ static void simple(fuse_req_t req, uint32_t op, fuse_ino_t a, const char *n1,
  * inode this client saw).  Anything else cannot reach the application
  * any more: logged, and the directory's listing dropped (resynchronized
  * from the MDS on next use). */
+/* One asynchronous removal less in flight (unsafe_wait waits for none). */
+static void async_n_down(void)
+{
+	pthread_mutex_lock(&u.lock);
+	if (--u.async_n == 0)
+		pthread_cond_broadcast(&u.cond);
+	pthread_mutex_unlock(&u.lock);
+}
+
 static void async_rm_done(struct acall *a, int ret)
 {
 	if (ret && ret != -ENOENT) {
@@ -1442,10 +1451,7 @@ static void async_rm_done(struct acall *a, int ret)
 		lc_revoke(&c, 1, false);
 	}
 	acall_free(a);
-	pthread_mutex_lock(&u.lock);
-	if (--u.async_n == 0)
-		pthread_cond_broadcast(&u.cond);
-	pthread_mutex_unlock(&u.lock);
+	async_n_down();
 }
 
 /* Under g.async_mu: a removal held back (fault injection). */
@@ -1505,12 +1511,8 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 	}
 	pthread_mutex_unlock(&g.async_mu);
 	if (r != 1) {
-		if (!replay) {
-			pthread_mutex_lock(&u.lock);
-			if (--u.async_n == 0)
-				pthread_cond_broadcast(&u.cond);
-			pthread_mutex_unlock(&u.lock);
-		}
+		if (!replay)
+			async_n_down();
 		acall_free(a);
 		if (r < 0)
 			fuse_reply_err(req, -r);

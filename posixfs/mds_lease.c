@@ -25,8 +25,10 @@
  * waits for the ack, before which the holder sent those removals; the
  * request then goes back to the end of the worker's queue, behind them
  * (mds_main.c).  A directory whose exclusivity was revoked is not made
- * exclusive again for a lease time (no ping-pong between two clients).  Records are keyed by inode number only: inode numbers are
- * never reused, so a record of a removed inode is harmless until swept.
+ * exclusive again for a lease time (no ping-pong between two clients).
+ *
+ * Records are keyed by inode number only: inode numbers are never
+ * reused, so a record of a removed inode is harmless until swept.
  *
  * Threads: grants run on whichever thread handles the request (the
  * MDS's worker, or the messenger's loop thread when the worker is idle:
@@ -182,14 +184,15 @@ static struct lclient *client_of(struct msg_conn *c)
 	return cl;
 }
 
-/* Under L.lock. */
-static bool grant_one(struct lclient *cl, uint64_t ino, uint32_t bits, uint64_t exp)
+/* Under L.lock: cl's record of ino gets bits (and loses clear). */
+static bool grant_one(struct lclient *cl, uint64_t ino, uint32_t bits, uint32_t clear,
+		      uint64_t exp)
 {
 	struct lrec **head = &L.ht[ino % LEASE_BUCKETS];
 
 	for (struct lrec *r = *head; r; r = r->next)
 		if (r->ino == ino && r->cl == cl) {
-			r->bits |= bits;
+			r->bits = (r->bits & ~clear) | bits;
 			r->exp_ms = exp;
 			L.grants++;
 			return true;
@@ -223,18 +226,6 @@ static bool excl_free(const struct lclient *cl, uint64_t ino, uint64_t now)
 		if (r->ino == ino && r->cl != cl && !r->cl->dead && r->exp_ms > now &&
 		    (r->bits & L_DIR))
 			return false;
-	return true;
-}
-
-/* Under L.lock: a directory lease of ino for cl, exclusive if excl. */
-static bool grant_dir(struct lclient *cl, uint64_t ino, uint64_t exp, bool excl)
-{
-	if (!grant_one(cl, ino, L_DIR | (excl ? L_EXCL : 0u), exp))
-		return false;
-	if (!excl)
-		for (struct lrec *r = L.ht[ino % LEASE_BUCKETS]; r; r = r->next)
-			if (r->ino == ino && r->cl == cl)
-				r->bits &= ~L_EXCL;
 	return true;
 }
 
@@ -288,16 +279,19 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 	struct lclient *cl = L.n + need <= L.max ? client_of(c) : NULL;
 	bool ok = cl != NULL;
 	for (uint32_t i = 0; ok && i < rp->ninodes; i++)
-		ok = grant_one(cl, rp->in[i].ino, L_ATTR, exp);
+		ok = grant_one(cl, rp->in[i].ino, L_ATTR, 0, exp);
 	for (uint32_t i = 0; ok && rp->plus && i < rp->nplus; i++)
-		ok = grant_one(cl, rp->plus[i].ino, L_ATTR, exp);
+		ok = grant_one(cl, rp->plus[i].ino, L_ATTR, 0, exp);
 	/* exclusive: the leases the reply names (not a rename's source) */
 	bool want_x = (rq->lflags & MDS_L_EXCL_OK) != 0;
 	bool x0 = ok && want_x && dirs[0] && excl_free(cl, dirs[0], now);
 	bool x2 = ok && want_x && dirs[2] && excl_free(cl, dirs[2], now);
+	/* a directory lease is exclusive or not as this grant says */
 	for (int i = 0; ok && i < 3; i++)
-		if (dirs[i])
-			ok = grant_dir(cl, dirs[i], exp, i == 0 ? x0 : i == 2 ? x2 : false);
+		if (dirs[i]) {
+			bool x = i == 0 ? x0 : i == 2 ? x2 : false;
+			ok = grant_one(cl, dirs[i], L_DIR | (x ? L_EXCL : 0u), x ? 0u : L_EXCL, exp);
+		}
 	pthread_mutex_unlock(&L.lock);
 	if (!ok)
 		return;	/* partly granted records just expire */

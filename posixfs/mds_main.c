@@ -319,8 +319,8 @@ static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
  * makes a change wait for the journaler), and everything it reads is in
  * the metadata cache (a miss loads from the cluster: mds_req_cached),
  * and no other client holds a directory it touches exclusively
- * (excl_wait).  The ino_hw bump of mds_alloc_ino, one synchronous write per 4,096 new
- * inodes, is allowed. */
+ * (excl_wait).  The ino_hw bump of mds_alloc_ino, one synchronous write
+ * per 4,096 new inodes, is allowed. */
 static bool inline_ok(struct mds *mds, struct msg_conn *c, const struct mds_req *rq)
 {
 	struct mds_chg chg[4];

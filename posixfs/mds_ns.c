@@ -392,7 +392,6 @@ static int omap_each(struct mds *m, const char *oid,
 		     int (*fn)(struct mds *m, void *arg, const void *k, size_t kl,
 			       const void *v, size_t vl), void *arg);
 
-/* An inode record as stored: the inode, then the symlink target. */
 /* An inode record: the inode (its wire form), the symlink target, then
  * the parent of a directory.  A record written before the parent was
  * stored there has none: its directory kept it in the `..` key of its
@@ -2000,7 +1999,6 @@ uint64_t mds_durable_seq(struct mds *m)
 	return s;
 }
 
-/* Worker: queues t (applied in memory) for the journaler; returns its seq. */
 /* Fault injection: does the change being made count towards
  * ATOLL_MDS_CRASH_AFTER_COMMITS (only those of ATOLL_MDS_CRASH_OP's op,
  * when set: a test then knows which request the crash follows)? */
@@ -2009,6 +2007,7 @@ static bool crash_counts(const struct mds *m)
 	return m->crash_after && (!m->crash_op || m->cur_op == m->crash_op);
 }
 
+/* Worker: queues t (applied in memory) for the journaler; returns its seq. */
 static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 {
 	size_t sz = offsetof(struct mds_jent, t) + offsetof(struct mds_txn, xval) + t->xlen;
