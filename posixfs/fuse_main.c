@@ -67,6 +67,15 @@
  * this coarse (ext4's own timestamps tick every 4 ms). */
 #define TOUCH_FOLD_NS (10ull * 1000000ull)
 
+/* st_blksize: programs size their buffers from it (cp takes at least
+ * 128 KiB, stdio and Python take it as is).  1 MiB (max_write) cost
+ * Python's reads of whole files three times their time: a 1 MiB buffer
+ * per open beside the 1 MB read made glibc give the heap's top back at
+ * each close, so each read faulted its buffer in anew, and a page fault
+ * is slow in this VM (doc/benchmarks.md, "st_blksize").  cp's writes
+ * stay 128 KiB and more; fuse_data.c gathers them into objects anyway. */
+#define BLKSIZE_DEFAULT (128 << 10)
+
 static struct {
 	struct atoll_cluster *cl;
 	struct atoll_ioctx *data;
@@ -77,6 +86,7 @@ static struct {
 	bool perm;		/* atoll-fuse checks permissions (fuse_perm.c),
 				 * not the kernel (default_permissions) */
 	bool async_rm;		/* removals answered here (doc/fs.md) */
+	uint32_t blksize;	/* st_blksize (-o blksize) */
 	/* held from an asynchronous removal's check of the exclusive lease
 	 * to its request's sending, and by a revoke of exclusivity before
 	 * its ack: the ack follows every such removal on the connection */
@@ -153,6 +163,7 @@ struct opts {
 	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
 	int nolease, kernel_perms, fuse_perms, sync_close, noasync_rm;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
+	int blksize;
 };
 
 static void to_stat(const struct mds_inode *in, struct stat *st)
@@ -169,7 +180,7 @@ static void to_stat(const struct mds_inode *in, struct stat *st)
 	st->st_gid = in->gid;
 	st->st_rdev = in->rdev;
 	st->st_size = (off_t)size;
-	st->st_blksize = 1 << 20;
+	st->st_blksize = g.blksize;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 	st->st_atim.tv_sec = (time_t)(in->atime / 1000000000ull);
 	st->st_atim.tv_nsec = (long)(in->atime % 1000000000ull);
@@ -2120,6 +2131,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
+	{ "blksize=%d", offsetof(struct opts, blksize), 0 },
 	{ "log=%s", offsetof(struct opts, log), 0 },
 	{ "log_level=%s", offsetof(struct opts, log_level), 0 },
 	FUSE_OPT_END
@@ -2553,7 +2565,8 @@ int main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct opts o = { .writeback_mb = (int)(FD_WB_MAX_DEFAULT >> 20),
 			  .readahead_mb = (int)(FD_RA_MAX_DEFAULT >> 20),
-			  .kernel_ra_kb = (int)FD_KERNEL_RA_KB_DEFAULT };
+			  .kernel_ra_kb = (int)FD_KERNEL_RA_KB_DEFAULT,
+			  .blksize = BLKSIZE_DEFAULT };
 	int ret = 1;
 
 	if (fuse_opt_parse(&args, &o, opt_spec, NULL) == -1)
@@ -2584,6 +2597,9 @@ int main(int argc, char **argv)
 		       "  -o readahead_mb=N  memory for read-ahead (default %d; 0: none)\n"
 		       "  -o kernel_readahead_kb=N  the kernel's read-ahead of the mount\n"
 		       "                  (default %u, needs root; 0: the kernel's default)\n"
+		       "  -o blksize=N    the st_blksize files show, the I/O size programs\n"
+		       "                  pick from it (a power of two, 4096 to 4194304;\n"
+		       "                  default %d)\n"
 		       "  -o log=FILE     log to FILE (appended, one line per event); without\n"
 		       "                  it a mount in the background (no -f) logs nothing and\n"
 		       "                  one in the foreground logs to stderr\n"
@@ -2592,7 +2608,7 @@ int main(int argc, char **argv)
 		       "still holds, logs what they did not take, and exits: it is gone at most\n"
 		       "10 s after its unmount (doc/fs.md).\n",
 		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20),
-		       FD_KERNEL_RA_KB_DEFAULT);
+		       FD_KERNEL_RA_KB_DEFAULT, BLKSIZE_DEFAULT);
 		fuse_cmdline_help();
 		fuse_lowlevel_help();
 		ret = 0;
@@ -2608,6 +2624,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mountpoint = co.mountpoint;	/* named when it is evicted */
+	if (o.blksize < 4096 || o.blksize > (4 << 20) || (o.blksize & (o.blksize - 1))) {
+		fprintf(stderr, "atoll-fuse: blksize=%d is not a power of two from 4096 to "
+			"4194304\n", o.blksize);
+		goto out;
+	}
+	g.blksize = (uint32_t)o.blksize;
 	if (!o.mds) {
 		/* mds_addr of atoll.conf ([mds] or [global]), else the default */
 		struct config *cf = NULL;

@@ -642,6 +642,7 @@ mkdir -p "$D"
 "$fuse_bin" "$D" -o "conf=$conf" >"$tmp/fuse4.log" 2>&1 || { cat "$tmp/fuse4.log"; fail "atoll-fuse (background) failed"; }
 mountpoint -q "$D" || fail "atoll-fuse returned before its mount existed"
 mkdir "$D/bg" && echo bg >"$D/bg/f" || fail "cannot write through the background mount"
+[ "$(stat -c %o "$D/bg/f")" = 131072 ] || fail "st_blksize is $(stat -c %o "$D/bg/f"), not the default 131072"
 [ "$(cat "$A/bg/f" 2>/dev/null)" = bg ] || fail "what the background mount wrote is not in the file system"
 fusermount3 -u "$D" || fail "fusermount3 -u of the background mount"
 [ ! -e "$D/bg" ] || fail "the background mount's write went into the folder under it"
@@ -651,6 +652,16 @@ if "$fuse_bin" "$E" -o "conf=$conf,mds=nowhere" >"$tmp/fuse5.log" 2>&1; then
 	fail "atoll-fuse with a bad MDS address exited 0"
 fi
 grep -q "MDS" "$tmp/fuse5.log" || fail "atoll-fuse did not say why it could not mount: $(cat "$tmp/fuse5.log")"
+for bs in 3000 2048 8388608 0; do
+	if "$fuse_bin" "$E" -o "conf=$conf,blksize=$bs" >"$tmp/fuse6.log" 2>&1; then
+		fail "atoll-fuse with blksize=$bs exited 0"
+	fi
+	grep -q "is not a power of two from 4096" "$tmp/fuse6.log" ||
+		fail "atoll-fuse did not say what is wrong with blksize=$bs: $(cat "$tmp/fuse6.log")"
+done
+"$fuse_bin" "$E" -o "conf=$conf,blksize=4194304" >"$tmp/fuse7.log" 2>&1 || fail "blksize=4194304 refused: $(cat "$tmp/fuse7.log")"
+[ "$(stat -c %o "$E/bg/f")" = 4194304 ] || fail "blksize=4194304 shows st_blksize $(stat -c %o "$E/bg/f")"
+fusermount3 -u "$E" || fail "fusermount3 -u of the blksize mount"
 ! mountpoint -q "$E" || fail "a failed atoll-fuse left a mount"
 
 step "unmount"
