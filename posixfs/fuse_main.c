@@ -73,8 +73,8 @@
  * per open beside the 1 MB read made glibc give the heap's top back at
  * each close, so each read faulted its buffer in anew, and a page fault
  * is slow in this VM (doc/benchmarks.md, file system results of
- * 2026-12-03 15:47).  cp's writes
- * stay 128 KiB and more; fuse_data.c gathers them into objects anyway. */
+ * 2026-12-03 15:47).  cp's writes stay 128 KiB and more; fuse_data.c
+ * gathers them into objects anyway. */
 #define BLKSIZE_DEFAULT (128 << 10)
 
 static struct {
