@@ -368,6 +368,15 @@ static void on_reply(void *arg, struct msg *reply, int err)
 	cw_finish(&w->cw, err);
 }
 
+/* The caller of req: the request acts as its uid and gid. */
+static void req_cred(struct mds_req *rq, fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	rq->uid = ctx->uid;
+	rq->gid = ctx->gid;
+}
+
 static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 {
 	memset(rq, 0, sizeof(*rq));
@@ -375,11 +384,8 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 	rq->client = g.client_id;
 	rq->reqid = __atomic_add_fetch(&g.next_reqid, 1, __ATOMIC_RELAXED);
 	rq->lflags = lc_on() ? MDS_L_WANT | (g.async_rm ? MDS_L_EXCL_OK : 0u) : 0;
-	if (req) {
-		const struct fuse_ctx *ctx = fuse_req_ctx(req);
-		rq->uid = ctx->uid;
-		rq->gid = ctx->gid;
-	}
+	if (req)
+		req_cred(rq, req);
 }
 
 /* Calls waiting in mds_call_from (atomic; the unmount's give-up closes
@@ -1502,10 +1508,11 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 		return false;
 	if (g.perm && perm_change(req, op, parent, name, 0, NULL, 0))
 		return false;	/* the MDS answers (and says why) */
+	/* no FUSE request of its own: the kernel is answered here */
 	struct acall *a = acall_new(NULL, op, async_rm_done);
 	if (!a)
 		return false;
-	req_init(&a->rq, req, op);
+	req_cred(&a->rq, req);
 	pthread_mutex_lock(&g.async_mu);
 	pthread_mutex_lock(&u.lock);
 	bool replay = u.replay || u.gone;
