@@ -100,7 +100,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
 }
 

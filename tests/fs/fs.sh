@@ -543,28 +543,30 @@ step "asynchronous removals: mount 1 answers them under its exclusive lease, mou
 # the ack, and the MDS must still apply them first.
 # (A revoke of any exclusivity sends them all: mount 3's folder is made
 # in one mount 2 made, which mount 3 then cannot hold exclusively.)
+# removed_behind SUB MOUNT WHO NAME: MOUNT/SUB gets 300 files and 50
+# folders and loses them all; mount 2 must list SUB empty and create NAME
+# there with O_EXCL (WHO names MOUNT in the messages)
+removed_behind() {
+	(cd "$2/$1" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) ||
+		fail "making $1"
+	(cd "$2/$1" && rm -f f* && rmdir d*) || fail "removing in $1"
+	local left
+	left=$(ls -A "$B/$1" | wc -l)
+	[ "$left" = 0 ] || fail "mount 2 lists $left names $3 removed: $(ls -A "$B/$1" | head -3 | tr '\n' ' ')"
+	python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
+		"$B/$1/$4" || fail "an O_EXCL create of a name $3 removed"
+}
 C=$tmp/mnt3ar
 mkdir -p "$C"
 ATOLL_FUSE_ASYNC_HOLD=1 mount_fs "$C" "$tmp/fuse3ar.log"
 mkdir "$B/arp" || fail "mkdir arp"
 mkdir "$C/arp/ar" || fail "mkdir arp/ar"
-(cd "$C/arp/ar" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) ||
-	fail "making arp/ar"
-(cd "$C/arp/ar" && rm -f f* && rmdir d*) || fail "removing in arp/ar"
-left=$(ls -A "$B/arp/ar" | wc -l)
-[ "$left" = 0 ] || fail "mount 2 lists $left names mount 3 removed (held back): $(ls -A "$B/arp/ar" | head -3 | tr '\n' ' ')"
-python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
-	"$B/arp/ar/f9" || fail "an O_EXCL create of a name mount 3 removed"
+removed_behind arp/ar "$C" "mount 3 (held back)" f9
 rm -r "$B/arp" || fail "removing arp on mount 2"
 fusermount3 -u "$C" || fail "unmounting mount 3"
 # and mount 1 without the fault
 mkdir "$A/ar" || fail "mkdir ar"
-(cd "$A/ar" && seq -f f%g 1 300 | xargs touch && seq -f d%g 1 50 | xargs mkdir) || fail "making ar"
-(cd "$A/ar" && rm -f f* && rmdir d*) || fail "removing in ar"
-left=$(ls -A "$B/ar" | wc -l)
-[ "$left" = 0 ] || fail "mount 2 lists $left names mount 1 removed: $(ls -A "$B/ar" | head -3 | tr '\n' ' ')"
-python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY))' \
-	"$B/ar/f7" || fail "an O_EXCL create of a name mount 1 removed"
+removed_behind ar "$A" "mount 1" f7
 mkdir "$B/ar/d7" || fail "mkdir of a folder mount 1 removed"
 [ "$(names "$A/ar")" = "d7 f7 " ] || fail "mount 1 lists ar as '$(names "$A/ar")' after mount 2's creates"
 rm "$A/ar/f7" && rmdir "$A/ar/d7" || fail "removing mount 2's names on mount 1"
