@@ -7,6 +7,12 @@
  * it is the ceiling any FUSE client reaches on this machine before it
  * does any work of its own (bench/fuse-ceiling.sh, doc/benchmarks.md).
  *
+ * Beside "data", a namespace in memory: files and folders can be made,
+ * listed and removed (their contents are dropped like data's), answered
+ * with the timeouts atoll-fuse gives under leases, so that fsbench's
+ * metadata workloads (touch, mkdir, rmdir, rm -rf) through it are the
+ * ceiling of those too: the FUSE requests they cost and nothing else.
+ *
  *   fuse-null MOUNTPOINT [-f] [-o OPTIONS]
  *
  * Not a test double: nothing in atoll uses it.
@@ -16,6 +22,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,27 @@
 #define NULL_INO 2
 #define NULL_NAME "data"
 #define NULL_ZEROS (1u << 20)
+#define ENTRY_TIMEOUT 27.0	/* s: as atoll-fuse under a 30 s lease */
+#define NEG_TIMEOUT 1.0		/* s: atoll-fuse's NEG_ENTRY_TIMEOUT */
+#define NS_BUCKETS (1u << 20)
+
+/* The namespace: (parent, name) -> node in a hash table, node by number
+ * in a table; under ns_mu.  Removed nodes stay (numbers are not reused). */
+struct node {
+	fuse_ino_t ino, parent;
+	mode_t mode;
+	nlink_t nlink;
+	uid_t uid;
+	gid_t gid;
+	struct timespec t;
+	size_t kids;		/* names in it (folders) */
+	struct node *hnext;
+	char *name;		/* NULL once removed */
+};
+static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct node *ns_ht[NS_BUCKETS];
+static struct node **ns_ino;	/* by number */
+static size_t ns_n = NULL_INO + 1, ns_cap;
 
 static const char zeros[NULL_ZEROS];
 static pthread_mutex_t size_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -49,20 +78,95 @@ static void fill_attr(fuse_ino_t ino, struct stat *st)
 	st->st_blocks = (st->st_size + 511) / 512;
 }
 
+static size_t ns_hash(fuse_ino_t parent, const char *name)
+{
+	size_t h = parent * 0x9e3779b97f4a7c15ull;
+
+	while (*name)
+		h = (h ^ (unsigned char)*name++) * 0x100000001b3ull;
+	return h % NS_BUCKETS;
+}
+
+/* Under ns_mu. */
+static struct node *ns_find(fuse_ino_t parent, const char *name)
+{
+	struct node *n = ns_ht[ns_hash(parent, name)];
+
+	while (n && (n->parent != parent || strcmp(n->name, name)))
+		n = n->hnext;
+	return n;
+}
+
+static struct node *ns_get(fuse_ino_t ino)
+{
+	return ino > NULL_INO && ino < ns_n ? ns_ino[ino] : NULL;
+}
+
+static void node_attr(const struct node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = n->mode;
+	st->st_nlink = n->nlink;
+	st->st_uid = n->uid;
+	st->st_gid = n->gid;
+	st->st_atim = st->st_mtim = st->st_ctim = n->t;
+	st->st_blksize = 128 << 10;
+}
+
+/* The attributes of ino (under ns_mu): 0, or -ENOENT. */
+static int ns_attr(fuse_ino_t ino, struct stat *st)
+{
+	struct node *n = ns_get(ino);
+
+	if (ino == FUSE_ROOT_ID || ino == NULL_INO) {
+		fill_attr(ino, st);
+		return 0;
+	}
+	if (!n || !n->name)
+		return -ENOENT;
+	node_attr(n, st);
+	return 0;
+}
+
+static void reply_node(fuse_req_t req, const struct node *n, struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	e.generation = 1;
+	e.attr_timeout = ENTRY_TIMEOUT;
+	e.entry_timeout = ENTRY_TIMEOUT;
+	node_attr(n, &e.attr);
+	if (fi)
+		fuse_reply_create(req, &e, fi);
+	else
+		fuse_reply_entry(req, &e);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 
-	if (parent != FUSE_ROOT_ID || strcmp(name, NULL_NAME)) {
-		fuse_reply_err(req, ENOENT);
+	memset(&e, 0, sizeof(e));
+	if (parent == FUSE_ROOT_ID && !strcmp(name, NULL_NAME)) {
+		e.ino = NULL_INO;
+		e.attr_timeout = 1.0;
+		e.entry_timeout = 1.0;
+		fill_attr(e.ino, &e.attr);
+		fuse_reply_entry(req, &e);
 		return;
 	}
-	memset(&e, 0, sizeof(e));
-	e.ino = NULL_INO;
-	e.attr_timeout = 1.0;
-	e.entry_timeout = 1.0;
-	fill_attr(e.ino, &e.attr);
-	fuse_reply_entry(req, &e);
+	pthread_mutex_lock(&ns_mu);
+	struct node *n = ns_find(parent, name);
+	if (n) {
+		reply_node(req, n, NULL);
+	} else {
+		e.entry_timeout = NEG_TIMEOUT;	/* a negative entry */
+		fuse_reply_entry(req, &e);
+	}
+	pthread_mutex_unlock(&ns_mu);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -70,12 +174,172 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 
 	(void)fi;
-	if (ino != FUSE_ROOT_ID && ino != NULL_INO) {
-		fuse_reply_err(req, ENOENT);
+	pthread_mutex_lock(&ns_mu);
+	int ret = ns_attr(ino, &st);
+	pthread_mutex_unlock(&ns_mu);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, ino == FUSE_ROOT_ID || ino == NULL_INO ? 1.0
+					     : ENTRY_TIMEOUT);
+}
+
+/* create, mkdir: a new node (the caller's owner, its umask applied) */
+static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 struct fuse_file_info *fi)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct node *n = calloc(1, sizeof(*n));
+	int err = 0;
+
+	pthread_mutex_lock(&ns_mu);
+	if (!n || !(n->name = strdup(name))) {
+		err = ENOMEM;
+	} else if (ns_find(parent, name) || (parent == FUSE_ROOT_ID && !strcmp(name, NULL_NAME))) {
+		err = EEXIST;
+	} else if (ns_n >= ns_cap) {
+		size_t nc = ns_cap ? 2 * ns_cap : 4096;
+		struct node **t = realloc(ns_ino, nc * sizeof(*t));
+		if (!t)
+			err = ENOMEM;
+		else
+			ns_ino = t, ns_cap = nc;
+	}
+	if (err) {
+		pthread_mutex_unlock(&ns_mu);
+		if (n)
+			free(n->name);
+		free(n);
+		fuse_reply_err(req, err);
 		return;
 	}
-	fill_attr(ino, &st);
-	fuse_reply_attr(req, &st, 1.0);
+	n->ino = ns_n;
+	ns_ino[ns_n++] = n;
+	n->parent = parent;
+	n->mode = mode & ~ctx->umask;
+	n->nlink = S_ISDIR(mode) ? 2 : 1;
+	n->uid = ctx->uid;
+	n->gid = ctx->gid;
+	clock_gettime(CLOCK_REALTIME, &n->t);
+	struct node *p = ns_get(parent);
+	if (p)
+		p->kids++;
+	size_t h = ns_hash(parent, name);
+	n->hnext = ns_ht[h];
+	ns_ht[h] = n;
+	reply_node(req, n, fi);
+	pthread_mutex_unlock(&ns_mu);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	make(req, parent, name, S_IFREG | (mode & 07777), fi);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make(req, parent, name, S_IFDIR | (mode & 07777), NULL);
+}
+
+/* unlink, rmdir */
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&ns_mu);
+	struct node *n = ns_find(parent, name);
+	if (!n) {
+		err = ENOENT;
+	} else if (dir != S_ISDIR(n->mode)) {
+		err = dir ? ENOTDIR : EISDIR;
+	} else if (dir && n->kids) {
+		err = ENOTEMPTY;
+	}
+	if (!err) {
+		struct node **pp = &ns_ht[ns_hash(parent, name)];
+		while (*pp != n)
+			pp = &(*pp)->hnext;
+		*pp = n->hnext;
+		free(n->name);
+		n->name = NULL;
+		struct node *p = ns_get(parent);
+		if (p)
+			p->kids--;
+	}
+	pthread_mutex_unlock(&ns_mu);
+	fuse_reply_err(req, err);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, false);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, true);
+}
+
+/* readdir: every name of the folder in one pass (fsbench's folders are
+ * small enough for a scan of the table per call) */
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	char *buf = malloc(size);
+	size_t used = 0;
+	struct stat st;
+
+	(void)fi;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&st, 0, sizeof(st));
+	pthread_mutex_lock(&ns_mu);
+	for (size_t i = (size_t)off; i < ns_n; i++) {
+		const char *name;
+		if (i == 0 || i == 1) {
+			name = i ? ".." : ".";
+			st.st_ino = ino;
+			st.st_mode = S_IFDIR;
+		} else if (i == NULL_INO) {
+			if (ino != FUSE_ROOT_ID)
+				continue;
+			name = NULL_NAME;
+			st.st_ino = NULL_INO;
+			st.st_mode = S_IFREG;
+		} else {
+			const struct node *n = ns_ino[i];
+			if (!n->name || n->parent != ino)
+				continue;
+			name = n->name;
+			st.st_ino = n->ino;
+			st.st_mode = n->mode & S_IFMT;
+		}
+		size_t len = fuse_add_direntry(req, buf + used, size - used, name, &st,
+					       (off_t)i + 1);
+		if (len > size - used)
+			break;
+		used += len;
+	}
+	pthread_mutex_unlock(&ns_mu);
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
 }
 
 /* dd opens with O_TRUNC: the size goes back to 0 */
@@ -83,7 +347,22 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		       struct fuse_file_info *fi)
 {
 	if (ino != NULL_INO) {
-		fuse_reply_err(req, EPERM);
+		/* a node: its times (touch), mode; the rest is not kept */
+		struct stat st;
+		pthread_mutex_lock(&ns_mu);
+		struct node *n = ns_get(ino);
+		if (n && n->name) {
+			if (to_set & (FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_ATIME_NOW))
+				clock_gettime(CLOCK_REALTIME, &n->t);
+			if (to_set & FUSE_SET_ATTR_MODE)
+				n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+		}
+		int ret = ns_attr(ino, &st);
+		pthread_mutex_unlock(&ns_mu);
+		if (ret)
+			fuse_reply_err(req, -ret);
+		else
+			fuse_reply_attr(req, &st, ENTRY_TIMEOUT);
 		return;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -96,11 +375,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (ino != NULL_INO) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	fuse_reply_open(req, fi);
+	pthread_mutex_lock(&ns_mu);
+	struct node *n = ns_get(ino);
+	int err = ino == NULL_INO ? 0 : !n || !n->name ? ENOENT : S_ISDIR(n->mode) ? EISDIR : 0;
+	pthread_mutex_unlock(&ns_mu);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_open(req, fi);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -160,6 +442,13 @@ static const struct fuse_lowlevel_ops ops = {
 	.read = op_read,
 	.write = op_write,
 	.fsync = op_fsync,
+	.create = op_create,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.readdir = op_readdir,
+	.flush = op_flush,
+	.release = op_release,
 };
 
 int main(int argc, char **argv)
@@ -174,7 +463,8 @@ int main(int argc, char **argv)
 	if (co.show_help || !co.mountpoint) {
 		printf("usage: %s MOUNTPOINT [-f] [-o OPTIONS]\n"
 		       "A FUSE file system with one file, 'data': reads give zeros, writes are\n"
-		       "dropped.  The ceiling of any FUSE client here (bench/fuse-ceiling.sh).\n",
+		       "dropped; files and folders made beside it live in memory (contents\n"
+		       "dropped).  The ceiling of any FUSE client here (bench/fuse-ceiling.sh).\n",
 		       argv[0]);
 		ret = co.show_help ? 0 : 2;
 		goto out;

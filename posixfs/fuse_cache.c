@@ -813,6 +813,14 @@ static void apply_own(const struct mds_req *rq, const struct mds_reply *rp, uint
 		uint32_t mode = 0;
 		if (!d)
 			continue;
+		/* a change this client answered itself: its listing has it
+		 * (and maybe this client's later changes of the name) */
+		if ((rq->lflags & MDS_L_ASYNC) && c->ino == rq->ino && !strcmp(c->name, rq->name) &&
+		    d->exp > now) {
+			if (dir_exp && c->ino == rp->dir_lease && dir_exp > d->exp)
+				d->exp = dir_exp;
+			continue;
+		}
 		if (d->exp <= now ||
 		    !own_dent(rq, rp, c->ino, c->name, src_hit, &src, dst_hit, &dst, &ino, &mode) ||
 		    !dir_patch(d, c->name, ino, mode)) {
@@ -869,23 +877,39 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 		ci->exp = exp;
 		ci->lease_ms = rp->lease_ms;
 		ci->dir_lease = rp->dir_lease;
-		for (uint32_t i = 0; i < rp->ninodes && i < 2; i++)
-			attr_put(&rp->in[i], ci->exp, now);
+		bool async_new = (rq->lflags & MDS_L_ASYNC) &&
+				 (rq->op == MDS_OP_MKNOD || rq->op == MDS_OP_MKDIR);
+		for (uint32_t i = 0; i < rp->ninodes && i < 2; i++) {
+			/* a create answered here: its record came first, from
+			 * this client; renewed unless this client changed it
+			 * since (an unlink answered here too) */
+			struct lattr *own = async_new && i == 0 ? *attr_slot(rp->in[0].ino) : NULL;
+			if (async_new && i == 0 && (!own || own->stale || own->exp <= now))
+				continue;
+			attr_put(&rp->in[i], ci->exp, now);	/* born stays */
+		}
 		for (uint32_t i = 0; rp->plus && i < rp->nplus; i++)
 			attr_put(&rp->plus[i], ci->exp, now);
 		if (xa)
 			xa_put(rp->in[0].ino, rq->name, rp->rc ? NULL : (rp->value ? rp->value : ""),
 			       rp->vlen);
 		/* a file this client just made (lc_attr_new) */
-		if (rq->op == MDS_OP_MKNOD && rp->rc == 0 && rp->ninodes) {
+		if (rq->op == MDS_OP_MKNOD && rp->rc == 0 && rp->ninodes && !async_new) {
 			struct lattr *a = *attr_slot(rp->in[0].ino);
 			if (a)
 				a->born = now;
 		}
 		/* mkdir: the new directory's listing, empty, under its lease */
 		if (rq->op == MDS_OP_MKDIR && rp->rc == 0 && rp->ninodes &&
-		    rp->dir_lease2 == rp->in[0].ino && exp > now)
-			dir_new_empty(rp->in[0].ino, exp);
+		    rp->dir_lease2 == rp->in[0].ino && exp > now) {
+			/* one made here has its listing since, maybe with
+			 * entries this client made in it meanwhile */
+			struct ldir *nd = async_new ? *dir_slot(rp->in[0].ino) : NULL;
+			if (!async_new)
+				dir_new_empty(rp->in[0].ino, exp);
+			else if (nd && nd->exp > now && exp > nd->exp)
+				nd->exp = exp;
+		}
 		/* exclusive or not, as the latest grant says */
 		if (rp->dir_lease && (rp->lease_flags & MDS_LEASE_EXCL))
 			excl_set(rp->dir_lease, exp);
@@ -894,6 +918,11 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 		if (rp->dir_lease2 && (rp->lease_flags & MDS_LEASE_EXCL2))
 			excl_set(rp->dir_lease2, exp);
 	}
+	/* a directory made here counted as held exclusively: not granted
+	 * so, others' changes may come */
+	if ((rq->lflags & MDS_L_ASYNC) && rq->op == MDS_OP_MKDIR && rp->rc == 0 && rp->ninodes &&
+	    !(exp && rp->dir_lease2 == rp->in[0].ino && (rp->lease_flags & MDS_LEASE_EXCL2)))
+		excl_clear(rp->in[0].ino);
 	ci->seq = L.seq;
 	pthread_mutex_unlock(&L.lock);
 }
@@ -951,6 +980,67 @@ int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
 		attr_stale(victim);
 	}
 	*ino = victim;
+	ret = 1;
+out:
+	pthread_mutex_unlock(&L.lock);
+	return ret;
+}
+
+int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct lc_info *ci)
+{
+	int ret = 0;
+	bool hit;
+
+	memset(ci, 0, sizeof(*ci));
+	if (!L.on)
+		return 0;
+	uint64_t now = lc_now();
+	bool is_dir = S_ISDIR(in->mode);
+	pthread_mutex_lock(&L.lock);
+	struct ldir *d = *dir_slot(dir);
+	struct lattr *pa = *attr_slot(dir);
+	/* attr_put below must not drop everything (d with it) */
+	if (!d || d->exp <= now || !excl_held(dir, now) || !pa || pa->exp <= now ||
+	    L.nattrs + 1 >= LC_ATTR_MAX)
+		goto out;
+	(void)ent_pos(d, name, &hit);
+	if (hit) {
+		ret = -EEXIST;	/* the listing is the MDS's, and nobody else's change */
+		goto out;
+	}
+	/* what op_create in mds_ops.c does: the set-group-ID rule */
+	if (pa->a.mode & S_ISGID) {
+		in->gid = pa->a.gid;
+		if (is_dir)
+			in->mode |= S_ISGID;
+	}
+	in->nlink = is_dir ? 2 : 1;
+	in->gen = 1;
+	if (!dir_patch(d, name, in->ino, in->mode & S_IFMT))
+		goto out;
+	bump(dir);
+	bump(in->ino);
+	/* the lease this rests on: the directory's, held exclusively */
+	uint64_t exp = L.xexp[dir % LC_BUCKETS] < d->exp ? L.xexp[dir % LC_BUCKETS] : d->exp;
+	if (!pa->stale) {
+		pa->a.mtime = pa->a.ctime = in->mtime;
+		if (is_dir)
+			pa->a.nlink++;
+	}
+	attr_put(in, exp, now);
+	struct lattr *a = *attr_slot(in->ino);
+	if (a && !is_dir)
+		a->born = now;
+	if (is_dir) {
+		/* empty, and nobody else can know it yet: this client holds
+		 * it exclusively (the MDS grants so with the mkdir) */
+		dir_new_empty(in->ino, exp);
+		excl_set(in->ino, exp);
+	}
+	ci->seq = L.seq;
+	ci->exp = exp;
+	ci->lease_ms = (uint32_t)((exp - now) / 1000000u);
+	ci->dir_lease = dir;
 	ret = 1;
 out:
 	pthread_mutex_unlock(&L.lock);

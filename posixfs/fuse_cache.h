@@ -59,6 +59,15 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
  * may end the exclusivity), 0: ask the MDS, < 0: the answer (-ENOTDIR,
  * -EISDIR, -ENOTEMPTY, known from the listing). */
 int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino);
+/* Request threads: a create (mkdir: in->mode S_IFDIR) of name in dir
+ * answered here, without the MDS (doc/fs.md, "Asynchronous creates"):
+ * possible while this client holds dir exclusively with its listing and
+ * record.  in: the new record (number, mode, owner, times); the
+ * set-group-ID rule, links and generation are applied here.  1: done in
+ * the cache (ci for the kernel's timeouts; the caller sends the MDS the
+ * create, MDS_L_ASYNC, before anything else may end the exclusivity), 0:
+ * ask the MDS, -EEXIST: the listing has name. */
+int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct lc_info *ci);
 /* Loop thread: a revoke (or a lost MDS session: all = true). */
 void lc_revoke(const struct mds_chg *c, uint32_t n, bool all);
 

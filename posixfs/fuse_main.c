@@ -87,6 +87,7 @@ static struct {
 	bool perm;		/* atoll-fuse checks permissions (fuse_perm.c),
 				 * not the kernel (default_permissions) */
 	bool async_rm;		/* removals answered here (doc/fs.md) */
+	bool async_create;	/* creates and mkdir answered here (doc/fs.md) */
 	uint32_t blksize;	/* st_blksize (-o blksize) */
 	/* held from an asynchronous removal's check of the exclusive lease
 	 * to its request's sending, and by a revoke of exclusivity before
@@ -94,10 +95,13 @@ static struct {
 	pthread_mutex_t async_mu;
 	uint64_t async_rms, async_fails;	/* removals answered here; of
 						 * those, refused by the MDS */
-	/* fault injection (ATOLL_FUSE_ASYNC_HOLD=1, tests): removals
-	 * answered here are held (under async_mu) until a revoke of
-	 * exclusivity or the unmount sends them, as if they were slow to
-	 * reach the MDS */
+	uint64_t async_creates, async_create_fails;	/* the same of creates */
+	uint64_t aseq;		/* under async_mu: the order of the calls
+				 * answered here (acall.aseq) */
+	/* fault injection (ATOLL_FUSE_ASYNC_HOLD=1, tests): removals and
+	 * creates answered here are held (under async_mu) until a revoke of
+	 * exclusivity, another call (held_flush) or the unmount sends them,
+	 * as if they were slow to reach the MDS */
 	bool async_hold;
 	struct acall **held;
 	size_t nheld, held_cap;
@@ -144,6 +148,15 @@ static struct {
 	pthread_t thr;
 	bool thr_on;
 	unsigned async_n;	/* asynchronous removals not answered yet */
+	/* Calls answered here (acall.here) that went to the MDS and did not
+	 * end yet, and of those the ones a broken connection cut off: kept
+	 * in the order they were answered (aseq), the replayer sends them
+	 * again after the unsafe ones and before anything newer, so a
+	 * restarted MDS applies them in their order (a create before the
+	 * creates in its new folder, before its removal). */
+	unsigned here_sent, ncut;
+	struct acall *cut;
+	bool cut_busy;		/* the replayer is sending the first one */
 } u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 uint64_t fm_gen(void)
@@ -162,7 +175,7 @@ void fm_recount_wanted(void)
 struct opts {
 	char *conf, *mon, *mds;
 	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
-	int nolease, kernel_perms, fuse_perms, sync_close, noasync_rm;
+	int nolease, kernel_perms, fuse_perms, sync_close, noasync_rm, noasync_create;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 	int blksize;
 };
@@ -275,6 +288,11 @@ static void unsafe_add(const struct mds_req *rq, const struct mds_reply *rp)
 	if ((rq->op == MDS_OP_MKNOD || rq->op == MDS_OP_MKDIR || rq->op == MDS_OP_SYMLINK) &&
 	    rp->rc == 0 && rp->ninodes)
 		c->replay_ino = rp->in[0].ino;
+	/* a create's open is not counted again by its resend: the file may
+	 * be closed since (its CLOSE answered, never resent), and a restarted
+	 * MDS learns the opens from the re-count (reopen_all) */
+	if (rq->op == MDS_OP_MKNOD)
+		c->flags &= ~0x2u;
 	enc_init(&en);
 	mds_req_encode(&en, c);
 	e->buf = enc_take(&en, &e->len);
@@ -383,7 +401,8 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 	rq->op = op;
 	rq->client = g.client_id;
 	rq->reqid = __atomic_add_fetch(&g.next_reqid, 1, __ATOMIC_RELAXED);
-	rq->lflags = lc_on() ? MDS_L_WANT | (g.async_rm ? MDS_L_EXCL_OK : 0u) : 0;
+	rq->lflags = lc_on() ? MDS_L_WANT | (g.async_rm || g.async_create ? MDS_L_EXCL_OK : 0u)
+			     : 0;
 	if (req)
 		req_cred(rq, req);
 }
@@ -391,6 +410,21 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 /* Calls waiting in mds_call_from (atomic; the unmount's give-up closes
  * the MDS connection when any is left). */
 static unsigned calls_waiting;
+
+static void held_send(void);
+
+/* Fault injection (g.async_hold): the changes answered here and held
+ * back go before any other call, which may concern them (the size a
+ * close pushes of a file created here): only a revoke or another call
+ * lets them go. */
+static void held_flush(void)
+{
+	if (!g.async_hold)
+		return;
+	pthread_mutex_lock(&g.async_mu);
+	held_send();
+	pthread_mutex_unlock(&g.async_mu);
+}
 
 static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
 			  int first)
@@ -400,6 +434,7 @@ static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct
 	memset(rp, 0, sizeof(*rp));
 	if (ci)
 		memset(ci, 0, sizeof(*ci));
+	held_flush();
 	for (int attempt = first; attempt < 5; attempt++) {
 		/* resent unsafe requests go first (the replayer thread): a
 		 * call made for a connection that broke since is refused */
@@ -491,6 +526,11 @@ struct acall {
 	struct fuse_file_info fi;	/* create: a copy (libfuse's is on its stack) */
 	bool has_fi;
 	uint64_t gen0;			/* fm_gen() when it was made (fd_open) */
+	/* answered here already (an asynchronous create or removal): kept
+	 * in order across a reconnect (u.cut) */
+	bool here;
+	uint64_t aseq;
+	struct acall *cut_next;
 	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
 };
 
@@ -524,7 +564,15 @@ static struct acall *acall_new(fuse_req_t req, uint32_t op, void (*done)(struct 
 /* a->done, then one call less in flight. */
 static void acall_finish(struct acall *a, int ret)
 {
+	bool here = a->here;
+
 	a->done(a, ret);
+	if (here) {
+		pthread_mutex_lock(&u.lock);
+		u.here_sent--;
+		pthread_cond_broadcast(&u.cond);
+		pthread_mutex_unlock(&u.lock);
+	}
 	pthread_mutex_lock(&ap.lock);
 	if (--ap.n == 0)
 		pthread_cond_broadcast(&ap.cond);
@@ -574,6 +622,26 @@ static bool acall_retry_start(struct acall *a)
 	return r == 0;
 }
 
+/* A call answered here, cut off by a broken connection: it waits for
+ * the replayer (cut_resend), in its order; false when the unmount gave up
+ * on the MDS (it fails then). */
+static bool cut_add(struct acall *a)
+{
+	pthread_mutex_lock(&u.lock);
+	bool ok = !u.gone;
+	if (ok) {
+		struct acall **pp = &u.cut;
+		while (*pp && (*pp)->aseq < a->aseq)
+			pp = &(*pp)->cut_next;
+		a->cut_next = *pp;
+		*pp = a;
+		u.ncut++;
+		pthread_cond_broadcast(&u.cond);
+	}
+	pthread_mutex_unlock(&u.lock);
+	return ok;
+}
+
 static void on_areply(void *arg, struct msg *reply, int err)
 {
 	struct acall *a = arg;
@@ -592,7 +660,7 @@ static void on_areply(void *arg, struct msg *reply, int err)
 	}
 	msg_free(reply);
 	if (err == -ECONNRESET) {
-		if (acall_retry_start(a))
+		if (a->here ? cut_add(a) : acall_retry_start(a))
 			return;
 		err = -EIO;
 	}
@@ -605,6 +673,8 @@ static void on_areply(void *arg, struct msg *reply, int err)
 /* Sends a->rq; a->done answers the kernel (here on failure to send). */
 static void mds_call_async(struct acall *a)
 {
+	if (!a->here)
+		held_flush();
 	pthread_mutex_lock(&ap.lock);
 	ap.n++;
 	pthread_mutex_unlock(&ap.lock);
@@ -612,6 +682,11 @@ static void mds_call_async(struct acall *a)
 	pthread_mutex_lock(&u.lock);
 	while (u.replay && !u.gone)
 		pthread_cond_wait(&u.cond, &u.lock);
+	if (a->here) {
+		/* its place is behind what the replayer resent (cut_resend) */
+		epoch = msg_conn_epoch(g.mds);
+		u.here_sent++;
+	}
 	pthread_mutex_unlock(&u.lock);
 	memset(&a->rp, 0, sizeof(a->rp));
 	memset(&a->ci, 0, sizeof(a->ci));
@@ -622,7 +697,7 @@ static void mds_call_async(struct acall *a)
 	struct msg *m = msg_new(MT_MDS_REQUEST, &e);
 	enc_free(&e);
 	int ret = m ? msg_call_epoch(g.mds, epoch, m, CALL_TIMEOUT_MS, on_areply, a) : -ENOMEM;
-	if (ret == -ECONNRESET && acall_retry_start(a))
+	if (ret == -ECONNRESET && (a->here ? cut_add(a) : acall_retry_start(a)))
 		return;
 	if (ret)
 		acall_finish(a, ret == -ECONNRESET ? -EIO : ret);
@@ -633,6 +708,7 @@ static void mds_call_async(struct acall *a)
 struct rwait {
 	struct call_wait cw;
 	struct unsafe *e;
+	struct acall *a;	/* cut_resend */
 };
 
 /* The loop thread: the answer to a resent request.  Safe already (the
@@ -712,6 +788,116 @@ static int unsafe_resend(void)
 	if (sent)
 		log_info("fuse", "resent %" PRIu64 " unsafe request(s) to the MDS", sent);
 	return 0;
+}
+
+/* The loop thread: the answer to a call answered here, sent again. */
+static void on_cut_reply(void *arg, struct msg *reply, int err)
+{
+	struct rwait *w = arg;
+	struct acall *a = w->a;
+
+	if (!err) {
+		struct dec d;
+		dec_init(&d, reply->front, reply->front_len);
+		if (mds_reply_decode(&d, &a->rp)) {
+			err = -EBADMSG;
+		} else {
+			if (a->rp.rc == MDS_RC_EVICTED)
+				evicted_note(a->rp.target);
+			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);
+			if (a->rp.jseq)
+				unsafe_add(&a->rq, &a->rp);
+		}
+	}
+	msg_free(reply);
+	cw_finish(&w->cw, err);
+}
+
+/* After the unsafe resends: the calls answered here that a broken
+ * connection cut off (u.cut), oldest first, one at a time, before any
+ * newer call goes (u.replay holds them).  Waits (at most CUT_WAIT_S) until
+ * every such call in flight was cut, so none is left behind.  0 when all
+ * went, else the transport's error (the connection broke again: the
+ * rest stay, in order, for the next pass). */
+#define CUT_WAIT_S 10
+static int cut_resend(void)
+{
+	struct timespec end;
+	unsigned sent = 0;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += CUT_WAIT_S;
+	pthread_mutex_lock(&u.lock);
+	while (u.ncut < u.here_sent && !u.gone)
+		if (pthread_cond_timedwait(&u.cond, &u.lock, &end) == ETIMEDOUT) {
+			log_warn("fuse", "%u call(s) answered here are still in flight on the "
+				 "broken MDS connection; resending the %u cut off", u.here_sent - u.ncut,
+				 u.ncut);
+			break;
+		}
+	pthread_mutex_unlock(&u.lock);
+	for (;;) {
+		pthread_mutex_lock(&u.lock);
+		struct acall *a = u.cut;
+		u.cut_busy = a != NULL;
+		pthread_mutex_unlock(&u.lock);
+		if (!a)
+			break;
+		struct rwait w = { .cw = CALL_WAIT_INIT, .a = a };
+		struct mds_req *r2 = malloc(sizeof(*r2));
+		struct enc e;
+		if (!r2)
+			return -ENOMEM;
+		*r2 = a->rq;
+		r2->lflags |= MDS_L_REPLAY;	/* the MDS may have applied it */
+		enc_init(&e);
+		mds_req_encode(&e, r2);
+		free(r2);
+		struct msg *m = msg_new(MT_MDS_REQUEST, &e);
+		enc_free(&e);
+		memset(&a->rp, 0, sizeof(a->rp));
+		a->t_send = lc_now();
+		int ret = cw_call(m, on_cut_reply, &w, &w.cw);
+		pthread_mutex_lock(&u.lock);
+		u.cut_busy = false;
+		bool over = !ret || u.gone;	/* else it goes again, first */
+		if (over) {
+			u.cut = a->cut_next;
+			u.ncut--;
+		}
+		pthread_mutex_unlock(&u.lock);
+		if (over)
+			acall_finish(a, ret ? -ENOTCONN : a->rp.rc == MDS_RC_EVICTED ? -EIO : a->rp.rc);
+		if (ret)
+			return ret;
+		sent++;
+	}
+	if (sent)
+		log_info("fuse", "resent %u change(s) answered here to the MDS", sent);
+	return 0;
+}
+
+/* The unmount gave up on the MDS: the calls cut off fail. */
+static void cut_fail_all(void)
+{
+	pthread_mutex_lock(&u.lock);
+	struct acall *a = u.cut;
+	if (a && u.cut_busy) {
+		/* the replayer's: it ends it (u.gone) */
+		struct acall *first = a;
+		a = first->cut_next;
+		first->cut_next = NULL;
+		u.ncut = 1;
+	} else {
+		u.cut = NULL;
+		u.ncut = 0;
+	}
+	pthread_mutex_unlock(&u.lock);
+	while (a) {
+		struct acall *next = a->cut_next;
+		acall_finish(a, -ENOTCONN);
+		a = next;
+	}
 }
 
 /* A call of the replayer's own (the re-count of opens, "resends done"):
@@ -829,6 +1015,8 @@ static void *replayer_main(void *arg)
 		u.recount = false;	/* the full pass below re-counts all */
 		pthread_mutex_unlock(&u.lock);
 		int ret = unsafe_resend();
+		if (!ret)
+			ret = cut_resend();
 		if (!ret)
 			ret = reopen_all(false);
 		if (!ret)
@@ -1368,9 +1556,13 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	make_node(req, MDS_OP_MKNOD, parent, name, mode, rdev, NULL, NULL);
 }
 
+static bool create_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
+			mode_t mode, struct fuse_file_info *fi);
+
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	make_node(req, MDS_OP_MKDIR, parent, name, mode | S_IFDIR, 0, NULL, NULL);
+	if (!create_here(req, MDS_OP_MKDIR, parent, name, mode | S_IFDIR, NULL))
+		make_node(req, MDS_OP_MKDIR, parent, name, mode | S_IFDIR, 0, NULL, NULL);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -1381,7 +1573,8 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	make_node(req, MDS_OP_MKNOD, parent, name, (mode & 07777) | S_IFREG, 0, NULL, fi);
+	if (!create_here(req, MDS_OP_MKNOD, parent, name, (mode & 07777) | S_IFREG, fi))
+		make_node(req, MDS_OP_MKNOD, parent, name, (mode & 07777) | S_IFREG, 0, NULL, fi);
 }
 
 /* unlink, rmdir, rename: may the caller?  (may_delete, may_create, and a
@@ -1525,6 +1718,8 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 		a->rq.ino2 = victim;
 		a->rq.lflags |= MDS_L_ASYNC;
 		snprintf(a->rq.name, sizeof(a->rq.name), "%s", name);
+		a->here = true;
+		a->aseq = ++g.aseq;
 		if (!(g.async_hold && held_add(a)))
 			mds_call_async(a);	/* no wait: not replaying (checked above) */
 	}
@@ -1539,6 +1734,202 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 	}
 	__atomic_add_fetch(&g.async_rms, 1, __ATOMIC_RELAXED);
 	fuse_reply_err(req, 0);
+	return true;
+}
+
+/* ---- asynchronous creates (doc/fs.md, "Asynchronous creates") ---------------- */
+
+/* The inode numbers the MDS gave this client (INOS): the range in use
+ * and the next one, asked for when the first is half used.  Numbers are
+ * taken in increasing order under g.async_mu, so they reach the MDS in
+ * that order too (its table then knows each unused without a look in the
+ * metadata pool).  A reconnect drops them (the MDS may have restarted
+ * and forgotten them: they would still be unique, only slower to check). */
+#define INOS_WANT 1024u
+
+static struct {
+	pthread_mutex_t mu;	/* after g.async_mu; the loop thread takes it */
+	uint64_t next, end;
+	uint64_t snext, send;
+	uint64_t gen;		/* fm_gen() of the ranges */
+	bool asking;
+} ip = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void inos_done(struct acall *a, int ret)
+{
+	pthread_mutex_lock(&ip.mu);
+	ip.asking = false;
+	if (!ret && a->rp.ino_count && a->gen0 == ip.gen) {
+		if (ip.next >= ip.end) {
+			ip.next = a->rp.ino_first;
+			ip.end = a->rp.ino_first + a->rp.ino_count;
+		} else {
+			ip.snext = a->rp.ino_first;
+			ip.send = a->rp.ino_first + a->rp.ino_count;
+		}
+	} else if (ret) {
+		log_debug("fuse", "no inode numbers from the MDS: %s", strerror(-ret));
+	}
+	pthread_mutex_unlock(&ip.mu);
+	acall_free(a);
+}
+
+/* Asks the MDS for a range (not under g.async_mu: it may wait for a
+ * reconnect's resends). */
+static void inos_ask(void)
+{
+	struct acall *a = acall_new(NULL, MDS_OP_INOS, inos_done);
+
+	if (!a) {
+		pthread_mutex_lock(&ip.mu);
+		ip.asking = false;
+		pthread_mutex_unlock(&ip.mu);
+		return;
+	}
+	a->rq.max = INOS_WANT;
+	mds_call_async(a);
+}
+
+/* Under g.async_mu: the next number (0: none now), and whether to ask
+ * for more (inos_ask, once g.async_mu is let go). */
+static uint64_t ino_take(bool *ask)
+{
+	uint64_t ino = 0, gen = fm_gen();
+
+	pthread_mutex_lock(&ip.mu);
+	if (ip.gen != gen) {
+		ip.next = ip.end = ip.snext = ip.send = 0;
+		ip.gen = gen;
+	}
+	if (ip.next >= ip.end && ip.snext < ip.send) {
+		ip.next = ip.snext;
+		ip.end = ip.send;
+		ip.snext = ip.send = 0;
+	}
+	if (ip.next < ip.end)
+		ino = ip.next++;
+	*ask = !ip.asking && ip.snext >= ip.send && ip.end - ip.next < INOS_WANT / 2;
+	if (*ask)
+		ip.asking = true;
+	pthread_mutex_unlock(&ip.mu);
+	return ino;
+}
+
+/* Under g.async_mu: ino, just taken, was not used after all. */
+static void ino_untake(uint64_t ino)
+{
+	pthread_mutex_lock(&ip.mu);
+	if (ip.next == ino + 1)
+		ip.next = ino;
+	pthread_mutex_unlock(&ip.mu);
+}
+
+/* The MDS's answer to a create answered here: it must agree.  A refusal
+ * (no room for the record, say) cannot reach the application any more:
+ * logged, and the name and the record dropped, so that the MDS answers
+ * for them from now on (the inode is not there: ENOENT). */
+static void async_create_done(struct acall *a, int ret)
+{
+	if (ret) {
+		__atomic_add_fetch(&g.async_create_fails, 1, __ATOMIC_RELAXED);
+		log_warn("fuse", "the MDS refused the %s of '%s' in directory %llu (%s) that "
+			 "this mount had already answered; inode %llu is not there",
+			 a->rq.op == MDS_OP_MKDIR ? "mkdir" : "create", a->rq.name,
+			 (unsigned long long)a->rq.ino, strerror(-ret),
+			 (unsigned long long)a->rq.replay_ino);
+		struct mds_chg c[2] = { { .kind = MDS_CHG_DENT, .ino = a->rq.ino },
+					{ .kind = MDS_CHG_ATTR, .ino = a->rq.replay_ino } };
+		snprintf(c[0].name, sizeof(c[0].name), "%s", a->rq.name);
+		lc_revoke(c, 2, false);
+	}
+	acall_free(a);
+	async_n_down();
+}
+
+/* create (fi) and mkdir answered without waiting for the MDS, under an
+ * exclusive lease of the directory: true when req is answered. */
+static bool create_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
+			mode_t mode, struct fuse_file_info *fi)
+{
+	struct lc_info ci;
+	struct mds_inode in;
+	bool ask = false;
+	int r = 0;
+
+	if (!g.async_create || strlen(name) > MDS_NAME_MAX ||
+	    __atomic_load_n(&mds_version, __ATOMIC_RELAXED) < 9)
+		return false;
+	if (g.perm) {
+		struct fp_cred c;
+		fp_cred_init(&c, req);
+		if (perm_dir(req, &c, parent, FP_W | FP_X, NULL))
+			return false;	/* make_node says why */
+	}
+	struct acall *a = acall_new(NULL, op, async_create_done);
+	if (!a)
+		return false;
+	struct mds_req *rq = &a->rq;
+	req_cred(rq, req);
+	rq->ino = parent;
+	snprintf(rq->name, sizeof(rq->name), "%s", name);
+	rq->mode = mode & ~fuse_req_ctx(req)->umask;
+	rq->flags = MDS_F_EXCL | (fi ? 0x2u : 0);
+	rq->lflags |= MDS_L_ASYNC;
+	/* the record as op_create in mds_ops.c makes it (lc_create_here
+	 * adds the parent's part) */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&in, 0, sizeof(in));
+	in.mode = op == MDS_OP_MKDIR ? S_IFDIR | (rq->mode & 07777) : rq->mode;
+	in.uid = rq->uid;
+	in.gid = rq->gid;
+	in.atime = in.mtime = in.ctime = (uint64_t)ts.tv_sec * 1000000000ull +
+					 (uint64_t)ts.tv_nsec;
+	rq->s_mtime = in.mtime;
+	uint64_t gen0 = a->gen0;
+	pthread_mutex_lock(&g.async_mu);
+	pthread_mutex_lock(&u.lock);
+	bool replay = u.replay || u.gone;
+	if (!replay)
+		u.async_n++;
+	pthread_mutex_unlock(&u.lock);
+	if (!replay && (in.ino = ino_take(&ask)))
+		r = lc_create_here(parent, name, &in, &ci);
+	if (r == 1) {
+		rq->replay_ino = in.ino;
+		a->here = true;
+		a->aseq = ++g.aseq;
+		if (!(g.async_hold && held_add(a)))
+			mds_call_async(a);	/* no wait: not replaying (checked above) */
+	} else if (in.ino) {
+		ino_untake(in.ino);
+	}
+	pthread_mutex_unlock(&g.async_mu);
+	if (ask)
+		inos_ask();
+	if (r != 1) {
+		if (!replay)
+			async_n_down();
+		acall_free(a);
+		if (r < 0)
+			fuse_reply_err(req, -r);
+		return r < 0;
+	}
+	__atomic_add_fetch(&g.async_creates, 1, __ATOMIC_RELAXED);
+	if (fi) {
+		/* as make_node_done (a is the MDS call's now) */
+		struct fuse_entry_param e;
+		fd_open(in.ino, 0, true, gen0);
+		fi->keep_cache = 0;
+		(void)lc_open_keep(in.ino);
+		lc_kbar_enter();
+		fill_entry(&e, &in, lc_kname(parent, name, entry_timeout(&ci, parent)),
+			   lc_timeout(in.ino, &ci));
+		fuse_reply_create(req, &e, fi);
+		lc_kbar_leave();
+	} else {
+		reply_entry(req, &in, &ci, parent, name);
+	}
 	return true;
 }
 
@@ -2141,6 +2532,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "fuse_perms", offsetof(struct opts, fuse_perms), 1 },
 	{ "sync_close", offsetof(struct opts, sync_close), 1 },
 	{ "noasync_rm", offsetof(struct opts, noasync_rm), 1 },
+	{ "noasync_create", offsetof(struct opts, noasync_create), 1 },
 	{ "writeback_mb=%d", offsetof(struct opts, writeback_mb), 0 },
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
@@ -2366,6 +2758,7 @@ static void ux_give_up(void)
 		u.gone = true;
 		pthread_cond_broadcast(&u.cond);
 		pthread_mutex_unlock(&u.lock);
+		cut_fail_all();
 	}
 	if (!fd_abandon(mountpoint, UNMOUNT_GRACE_MS / 1000) && !mds_owed)
 		log_warn("fuse", "the unmount of %s took more than %u s; giving up on what is "
@@ -2620,6 +3013,9 @@ int main(int argc, char **argv)
 		       "  -o noasync_rm   every unlink and rmdir waits for the MDS (by default\n"
 		       "                  one in a folder this mount alone uses is answered\n"
 		       "                  at once and sent behind: doc/fs.md)\n"
+		       "  -o noasync_create  every create and mkdir waits for the MDS (by\n"
+		       "                  default one in a folder this mount alone uses is\n"
+		       "                  answered at once and sent behind: doc/fs.md)\n"
 		       "  -o sync_close   close waits until the file's writes are durable (by\n"
 		       "                  default it sends them and returns; other mounts'\n"
 		       "                  opens of the file wait for them: doc/fs.md)\n"
@@ -2711,11 +3107,12 @@ int main(int argc, char **argv)
 	 * folder's lock until then), so a walk in between is not checked. */
 	g.perm = !o.nolease && o.fuse_perms && !o.kernel_perms;
 	g.async_rm = !o.nolease && !o.noasync_rm;
+	g.async_create = !o.nolease && !o.noasync_create;
 	const char *hold = getenv("ATOLL_FUSE_ASYNC_HOLD");
-	g.async_hold = g.async_rm && hold && !strcmp(hold, "1");
+	g.async_hold = (g.async_rm || g.async_create) && hold && !strcmp(hold, "1");
 	if (g.async_hold)
-		log_warn("fuse", "fault injection: removals answered here wait for a revoke "
-			 "or the unmount before they go to the MDS");
+		log_warn("fuse", "fault injection: removals and creates answered here wait for "
+			 "a revoke or the unmount before they go to the MDS");
 	lc_init(!o.nolease, g.perm);
 	fp_init();
 	if (connect_all(&o))
@@ -2749,11 +3146,15 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&g.async_mu);
 	ux_ending();	/* the grace runs ("unmounting within a bound") */
 	acall_drain();	/* no answer to the kernel after the session goes */
-	if (g.async_rm)
-		log_info("fuse", "removals answered here (asynchronous): %llu, refused by "
-			 "the MDS after: %llu",
+	if (g.async_rm || g.async_create)
+		log_info("fuse", "removals answered here (asynchronous): %llu, creates "
+			 "answered here: %llu; refused by the MDS after: %llu removals, %llu "
+			 "creates",
 			 (unsigned long long)__atomic_load_n(&g.async_rms, __ATOMIC_RELAXED),
-			 (unsigned long long)__atomic_load_n(&g.async_fails, __ATOMIC_RELAXED));
+			 (unsigned long long)__atomic_load_n(&g.async_creates, __ATOMIC_RELAXED),
+			 (unsigned long long)__atomic_load_n(&g.async_fails, __ATOMIC_RELAXED),
+			 (unsigned long long)__atomic_load_n(&g.async_create_fails,
+							     __ATOMIC_RELAXED));
 	fd_shutdown();	/* what is still buffered goes out */
 	lc_stop();
 out_unmount:

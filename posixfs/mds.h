@@ -312,6 +312,12 @@ bool mds_req_cached(struct mds *m, const struct mds_req *rq);
  * over a directory removes.  Takes m->lock. */
 unsigned mds_req_dirs(struct mds *m, const struct mds_req *rq, uint64_t out[4]);
 int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
+/* mds_inos.c, under m->lock: a range of at most want numbers for
+ * client's asynchronous creates (INOS), and whether ino is one of
+ * client's numbers known unused (then it counts as used from now on). */
+int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *first,
+		   uint32_t *count);
+bool mds_inos_take(uint64_t client, uint64_t ino);
 uint64_t mds_now(void);
 
 void mds_txn_init(struct mds_txn *t);

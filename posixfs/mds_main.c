@@ -320,7 +320,7 @@ static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
  * the metadata cache (a miss loads from the cluster: mds_req_cached),
  * and no other client holds a directory it touches exclusively
  * (excl_wait).  The ino_hw bump of mds_alloc_ino, one synchronous write
- * per 4,096 new inodes, is allowed. */
+ * per 4,096 new inodes, is allowed (also for an INOS range). */
 static bool inline_ok(struct mds *mds, struct msg_conn *c, const struct mds_req *rq)
 {
 	struct mds_chg chg[4];
@@ -339,6 +339,8 @@ static bool inline_ok(struct mds *mds, struct msg_conn *c, const struct mds_req 
 		return true;
 	case MDS_OP_STATFS:
 		return mds_statfs_fresh();	/* else the worker waits for the monitor */
+	case MDS_OP_INOS:
+		return true;
 	case MDS_OP_SETATTR:
 		if (rq->setmask & MDS_SET_SIZE)
 			return false;

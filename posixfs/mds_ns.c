@@ -739,6 +739,7 @@ bool mds_req_cached(struct mds *m, const struct mds_req *rq)
 	pthread_mutex_lock(&m->lock);
 	switch (rq->op) {
 	case MDS_OP_STATFS:
+	case MDS_OP_INOS:
 		ok = true;
 		break;
 	case MDS_OP_GETATTR:

@@ -97,9 +97,20 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	 * it.  Nobody else can hold it: numbers are handed out only below an
 	 * ino_hw stored before use, and a restarted MDS allocates from that
 	 * ino_hw up (doc/fs.md, "Inode numbers"). */
-	if ((rq->lflags & MDS_L_REPLAY) && rq->replay_ino > MDS_ROOT_INO &&
-	    rq->replay_ino < m->next_ino && !mds_get(m, rq->replay_ino))
+	/* A create the client answered itself (MDS_L_ASYNC) comes with a
+	 * number from a range INOS gave it (mds_inos.c), which the table
+	 * vouches for as unused, else (an MDS restarted since, or a resend)
+	 * the same test as a resend's; a number neither accepts is refused
+	 * (the client told its caller that number already). */
+	bool async = (rq->lflags & MDS_L_ASYNC) != 0;
+	if (async && (rq->op == MDS_OP_MKNOD || rq->op == MDS_OP_MKDIR) &&
+	    !(rq->lflags & MDS_L_REPLAY) && mds_inos_take(rq->client, rq->replay_ino))
 		ino = rq->replay_ino;
+	else if ((rq->lflags & (MDS_L_REPLAY | MDS_L_ASYNC)) && rq->replay_ino > MDS_ROOT_INO &&
+		 rq->replay_ino < m->next_ino && !mds_get(m, rq->replay_ino))
+		ino = rq->replay_ino;
+	else if (async)
+		return -ESTALE;
 	else if ((ret = mds_alloc_ino(m, t, &ino)))
 		return ret;
 	struct mds_inode *p = mds_txn_inode(m, t, rq->ino);
@@ -111,7 +122,9 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		in->mode |= S_ISGID;
 	in->nlink = S_ISDIR(mode) ? 2 : 1;
 	in->rdev = rq->rdev;
-	in->atime = in->mtime = in->ctime = now;
+	/* the client answered with its own clock's time: the record it
+	 * gave its kernel and this one agree */
+	in->atime = in->mtime = in->ctime = async && rq->s_mtime ? rq->s_mtime : now;
 	in->gen = 1;
 	if (S_ISLNK(mode)) {
 		snprintf(t->link, sizeof(t->link), "%s", rq->target);
@@ -692,6 +705,9 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	case MDS_OP_LISTXATTR:
 	case MDS_OP_REMOVEXATTR:
 		ret = op_xattr(m, rq, rp, t);
+		break;
+	case MDS_OP_INOS:
+		ret = mds_inos_grant(m, rq->client, rq->max, &rp->ino_first, &rp->ino_count);
 		break;
 	default:
 		ret = -EOPNOTSUPP;

@@ -19,8 +19,10 @@
  * the client whether the MDS knows them.  v7: no new field; the MDS takes
  * MT_MDS_FLUSH (it gathers journal entries, an fsync hurries them).  v8:
  * exclusive directory leases and asynchronous removals (MDS_L_EXCL_OK,
- * MDS_L_ASYNC, MDS_CHG_EXCL, the reply's lease_flags). */
-#define MDS_PROTO_V 8
+ * MDS_L_ASYNC, MDS_CHG_EXCL, the reply's lease_flags).  v9: INOS (the
+ * reply's ino_first, ino_count) and asynchronous creates (MDS_L_ASYNC on
+ * MKNOD and MKDIR). */
+#define MDS_PROTO_V 9
 #define MDS_PROTO_COMPAT 1
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
@@ -262,6 +264,8 @@ void mds_reply_encode(struct enc *e, const struct mds_reply *r)
 	enc_u64(e, r->jseq);
 	enc_u64(e, r->dir_lease2);
 	enc_u32(e, r->lease_flags);
+	enc_u64(e, r->ino_first);
+	enc_u32(e, r->ino_count);
 	enc_end(e, h);
 }
 
@@ -333,6 +337,13 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 		r->dir_lease2 = dec_u64(&b);
 	if (dec_left(&b))
 		r->lease_flags = dec_u32(&b);
+	if (dec_left(&b)) {
+		r->ino_first = dec_u64(&b);
+		r->ino_count = dec_u32(&b);
+		if (!b.err && (r->ino_count > MDS_INOS_MAX ||
+			       r->ino_first > UINT64_MAX - r->ino_count))
+			dec_fail(&b, -EBADMSG);
+	}
 	int ret = dec_end(d, &b);
 	if (ret) {
 		free(r->plus);
@@ -356,6 +367,7 @@ const char *mds_op_name(uint32_t op)
 		"unlink", "rmdir", "rename", "link", "symlink", "readlink",
 		"readdir", "statfs", "open", "close", "fsync", "setxattr",
 		"getxattr", "listxattr", "removexattr", "session_end", "landed",
+		"inos",
 	};
 	return op < MDS_OP_MAX_ ? names[op] : "?";
 }

@@ -62,10 +62,14 @@ enum mds_op {
 	MDS_OP_SESSION_END,	/* v3: the client unmounts (no reconnect expected) */
 	MDS_OP_LANDED,		/* v6: ino, ino2 = the number of the client's FSYNC
 				 * with MDS_L_INFLIGHT whose writes are durable now */
+	MDS_OP_INOS,		/* v9: max = how many inode numbers the client
+				 * wants for its asynchronous creates; reply:
+				 * ino_first, ino_count */
 	MDS_OP_MAX_
 };
 
 #define MDS_F_EXCL	0x1u
+#define MDS_INOS_MAX	4096u	/* numbers in one INOS reply */
 
 /* mds_req.lflags (protocol v2) */
 #define MDS_L_WANT	0x1u	/* grant leases on what the reply returns */
@@ -86,7 +90,10 @@ enum mds_op {
 #define MDS_L_ASYNC	0x40u	/* v8, UNLINK/RMDIR: answered by the client
 				 * already (doc/fs.md, "Asynchronous removals");
 				 * ino2 = the inode it saw under name: only that
-				 * is removed (else -ENOENT, nothing changes) */
+				 * is removed (else -ENOENT, nothing changes).
+				 * v9, MKNOD/MKDIR: answered by the client with
+				 * inode number replay_ino, from a range INOS gave
+				 * it, and times s_mtime ("Asynchronous creates") */
 
 /* What changed, in a reply (for the requester's own cache) and in a
  * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
@@ -221,6 +228,10 @@ struct mds_reply {
 	 * (no other client holds a directory lease of it; asked for with
 	 * MDS_L_EXCL_OK) */
 	uint32_t lease_flags;
+	/* v9, INOS: the client may use ino_first .. ino_first + ino_count - 1
+	 * for its asynchronous creates, each once */
+	uint64_t ino_first;
+	uint32_t ino_count;
 	/* decoded only: the version of the reply's section (MDS_PROTO_V of
 	 * the MDS that sent it; 6 and later know MDS_L_INFLIGHT) */
 	uint8_t version;

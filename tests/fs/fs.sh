@@ -562,8 +562,22 @@ ATOLL_FUSE_ASYNC_HOLD=1 mount_fs "$C" "$tmp/fuse3ar.log"
 mkdir "$B/arp" || fail "mkdir arp"
 mkdir "$C/arp/ar" || fail "mkdir arp/ar"
 removed_behind arp/ar "$C" "mount 3 (held back)" f9
+# folders made on mount 3 are held back too (doc/fs.md, "Asynchronous
+# creates"): mount 2's listing revokes the exclusivity, and mount 3 sends
+# them first, in their order (a folder before the folders made in it,
+# before the removal of one)
+mkdir "$C/arp/cr" || fail "mkdir arp/cr"
+(cd "$C/arp/cr" && seq -f n%g 1 20 | xargs mkdir && mkdir n1/sub n1/sub/deeper && rmdir n20) ||
+	fail "folders made on mount 3 (held back)"
+n=$(ls "$B/arp/cr" | wc -l)
+[ "$n" = 19 ] || fail "mount 2 lists $n folders in arp/cr, not the 19 mount 3 made and kept"
+[ -d "$B/arp/cr/n1/sub/deeper" ] || fail "mount 2 does not see the folders mount 3 made in a new folder"
 rm -r "$B/arp" || fail "removing arp on mount 2"
+c3ar=${fuse_pids[-1]}
 fusermount3 -u "$C" || fail "unmounting mount 3"
+for _ in $(seq 1 100); do kill -0 "$c3ar" 2>/dev/null || break; sleep 0.1; done
+grep -q "refused by the MDS after: 0 removals, 0 creates" "$tmp/fuse3ar.log" ||
+	fail "the MDS refused changes mount 3 held back: $(grep -E 'refused' "$tmp/fuse3ar.log")"
 # and mount 1 without the fault
 mkdir "$A/ar" || fail "mkdir ar"
 removed_behind ar "$A" "mount 1" f7
@@ -636,7 +650,7 @@ touch "$C/fsy/late" 2>/dev/null && fail "the evicted client's create went throug
 	fail "the restarted MDS did not refuse the evicted client"
 [ ! -e "$B/fsy/late" ] || fail "the evicted client's create landed after an MDS restart"
 fusermount3 -u "$C" 2>/dev/null || fusermount3 -uz "$C"
-stop_fuse "${fuse_pids[2]}"	# evicted: it has nothing left to do
+stop_fuse "$c3"	# evicted: it has nothing left to do
 
 step "atoll-fuse without -f returns once mounted, and fails with a message when it cannot mount"
 D=$tmp/mnt4
@@ -672,6 +686,10 @@ fusermount3 -u "$A" && fusermount3 -u "$B" || fail "fusermount3 -u"
 for _ in $(seq 1 50); do grep -q "removals answered here" "$tmp/fuse1.log" && break; sleep 0.1; done
 nrm=$(grep -o "removals answered here (asynchronous): [0-9]*" "$tmp/fuse1.log" | tail -n 1 | awk '{print $NF}')
 [ "${nrm:-0}" -ge 350 ] || fail "mount 1 answered ${nrm:-no} removals itself, not the 350 of ar"
+ncr=$(grep -o "creates answered here: [0-9]*" "$tmp/fuse1.log" | tail -n 1 | awk '{print $NF}')
+[ "${ncr:-0}" -ge 350 ] || fail "mount 1 answered ${ncr:-no} creates itself, not the 350 of ar"
+grep -q "refused by the MDS after: 0 removals, 0 creates" "$tmp/fuse1.log" ||
+	fail "the MDS refused changes mount 1 answered: $(grep 'refused by the MDS' "$tmp/fuse1.log")"
 for _ in $(seq 1 50); do
 	"$atoll_cli" fs status --format json >"$tmp/fs.json" 2>/dev/null &&
 		[ "$(fsv "j['num_clients']")" = 0 ] && break

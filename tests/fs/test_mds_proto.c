@@ -501,3 +501,65 @@ Test(mds_proto, inflight_and_landed)
 	cr_assert_geq(rb.version, 6);
 	free(buf);
 }
+
+/* v9: INOS (a range of inode numbers for a client's own creates) and a
+ * create answered by the client (MDS_L_ASYNC with its number and time) */
+Test(mds_proto, inos_and_async_create)
+{
+	struct mds_req a, b;
+	struct mds_reply ra, rb;
+	struct dec d;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_INOS;
+	a.max = 1024;
+	void *buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.op, MDS_OP_INOS);
+	cr_assert_eq(b.max, 1024);
+	cr_assert_str_eq(mds_op_name(MDS_OP_INOS), "inos");
+	free(buf);
+
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_MKDIR;
+	a.lflags = MDS_L_ASYNC | MDS_L_WANT | MDS_L_EXCL_OK;
+	a.replay_ino = 0x10000;
+	a.s_mtime = 1764800000123456789ull;
+	buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.lflags, MDS_L_ASYNC | MDS_L_WANT | MDS_L_EXCL_OK);
+	cr_assert_eq(b.replay_ino, 0x10000);
+	cr_assert_eq(b.s_mtime, 1764800000123456789ull);
+	free(buf);
+
+	memset(&ra, 0, sizeof(ra));
+	ra.ino_first = 0x20000;
+	ra.ino_count = MDS_INOS_MAX;
+	buf = encode_reply(&ra, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_reply_decode(&d, &rb), 0);
+	cr_assert_eq(rb.ino_first, 0x20000);
+	cr_assert_eq(rb.ino_count, MDS_INOS_MAX);
+	for (size_t n = 0; n < len; n++) {
+		dec_init(&d, buf, n);
+		cr_assert_neq(mds_reply_decode(&d, &rb), 0, "a reply cut at %zu bytes decoded", n);
+	}
+	free(buf);
+
+	/* more numbers than a reply may carry, or a range past the last
+	 * number: refused */
+	ra.ino_count = MDS_INOS_MAX + 1;
+	buf = encode_reply(&ra, &len);
+	dec_init(&d, buf, len);
+	cr_assert_neq(mds_reply_decode(&d, &rb), 0);
+	free(buf);
+	ra.ino_first = UINT64_MAX - 5;
+	ra.ino_count = 10;
+	buf = encode_reply(&ra, &len);
+	dec_init(&d, buf, len);
+	cr_assert_neq(mds_reply_decode(&d, &rb), 0);
+	free(buf);
+}
