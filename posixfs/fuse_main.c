@@ -531,6 +531,7 @@ struct acall {
 	bool here;
 	uint64_t aseq;
 	struct acall *cut_next;
+	void *own;			/* freed with it (rq.value of a CLOSE batch) */
 	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
 };
 
@@ -593,6 +594,7 @@ static void acall_drain(void)
 
 static void acall_free(struct acall *a)
 {
+	free(a->own);
 	free(a->rp.ents);
 	free(a->rp.plus);
 	free(a->rp.value);
@@ -1208,9 +1210,137 @@ static void bg_call(uint32_t op, uint64_t ino, uint64_t ino2, uint64_t ogen)
 	mds_call_async(a);
 }
 
+/* Closes in batches (doc/fs.md, "Closes in batches"): a clean file's
+ * CLOSE (nothing to push: the open count only) waits up to
+ * CLOSE_GATHER_MS for others, and they go as one request (MDS_L_MANY):
+ * one MDS request instead of one per touch.  Nothing waits for a CLOSE;
+ * an unlinked file's purge waits those few ms longer. */
+#define CLOSE_GATHER_MS 5
+
+struct close_ent {
+	uint64_t ino, ogen;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct close_ent e[MDS_CLOSE_MANY];
+	unsigned n;
+	bool on, stop;
+	pthread_t thr;
+} cb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void close_batch_send(const struct close_ent *e, unsigned n)
+{
+	if (n == 1 || fm_mds_version() < 9) {
+		for (unsigned i = 0; i < n; i++)
+			bg_call(MDS_OP_CLOSE, e[i].ino, 0, e[i].ogen);
+		return;
+	}
+	struct acall *a = acall_new(NULL, MDS_OP_CLOSE, bg_done);
+	struct enc en;
+	size_t len = 0;
+	enc_init(&en);
+	for (unsigned i = 0; i < n; i++) {
+		enc_u64(&en, e[i].ino);
+		enc_u64(&en, e[i].ogen);
+	}
+	void *v = enc_take(&en, &len);
+	if (!a || !v) {
+		enc_free(&en);
+		free(v);
+		if (a)
+			acall_free(a);
+		for (unsigned i = 0; i < n; i++)	/* one at a time, then */
+			bg_call(MDS_OP_CLOSE, e[i].ino, 0, e[i].ogen);
+		return;
+	}
+	a->own = v;
+	a->rq.value = v;
+	a->rq.vlen = (uint32_t)len;
+	a->rq.ino = e[0].ino;
+	a->rq.lflags |= MDS_L_MANY;
+	mds_call_async(a);
+}
+
+static void *closer_main(void *arg)
+{
+	static struct close_ent batch[MDS_CLOSE_MANY];	/* one closer */
+
+	(void)arg;
+	pthread_mutex_lock(&cb.mu);
+	for (;;) {
+		while (!cb.n && !cb.stop)
+			pthread_cond_wait(&cb.cv, &cb.mu);
+		if (!cb.n)
+			break;	/* stopping, nothing left */
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += CLOSE_GATHER_MS * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (cb.n && cb.n < MDS_CLOSE_MANY && !cb.stop &&
+		       pthread_cond_timedwait(&cb.cv, &cb.mu, &dl) != ETIMEDOUT)
+			;
+		unsigned n = cb.n;
+		if (!n)
+			continue;	/* a full batch went from fm_close_async */
+		memcpy(batch, cb.e, n * sizeof(*batch));
+		cb.n = 0;
+		pthread_mutex_unlock(&cb.mu);
+		close_batch_send(batch, n);
+		pthread_mutex_lock(&cb.mu);
+	}
+	pthread_mutex_unlock(&cb.mu);
+	return NULL;
+}
+
+static void close_batch_start(void)
+{
+	pthread_mutex_lock(&cb.mu);
+	cb.on = pthread_create(&cb.thr, NULL, closer_main, NULL) == 0;
+	pthread_mutex_unlock(&cb.mu);
+}
+
+/* At unmount, before the calls in flight are drained: what is gathered
+ * goes now, later closes one at a time. */
+static void close_batch_stop(void)
+{
+	pthread_mutex_lock(&cb.mu);
+	bool on = cb.on;
+	cb.on = false;
+	cb.stop = true;
+	pthread_cond_broadcast(&cb.cv);
+	pthread_mutex_unlock(&cb.mu);
+	if (on)
+		pthread_join(cb.thr, NULL);
+}
+
 void fm_close_async(uint64_t ino, uint64_t ogen)
 {
-	bg_call(MDS_OP_CLOSE, ino, 0, ogen);
+	struct close_ent full[MDS_CLOSE_MANY];
+	unsigned nfull = 0;
+
+	pthread_mutex_lock(&cb.mu);
+	if (!cb.on) {
+		pthread_mutex_unlock(&cb.mu);
+		bg_call(MDS_OP_CLOSE, ino, 0, ogen);
+		return;
+	}
+	cb.e[cb.n].ino = ino;
+	cb.e[cb.n].ogen = ogen;
+	if (++cb.n == 1) {
+		pthread_cond_signal(&cb.cv);
+	} else if (cb.n == MDS_CLOSE_MANY) {
+		nfull = cb.n;
+		memcpy(full, cb.e, nfull * sizeof(*full));
+		cb.n = 0;
+	}
+	pthread_mutex_unlock(&cb.mu);
+	if (nfull)
+		close_batch_send(full, nfull);
 }
 
 void fm_landed_async(uint64_t ino, uint64_t mark)
@@ -3131,6 +3261,7 @@ int main(int argc, char **argv)
 	if (o.kernel_ra_kb > 0)
 		fd_kernel_readahead(co.mountpoint, (unsigned)o.kernel_ra_kb);
 	ux_start(se, o.mds);
+	close_batch_start();
 	fdm_ready();
 	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
 	 * which reads this struct (the v1 layout).  (Handing it the
@@ -3145,6 +3276,7 @@ int main(int argc, char **argv)
 	held_send();
 	pthread_mutex_unlock(&g.async_mu);
 	ux_ending();	/* the grace runs ("unmounting within a bound") */
+	close_batch_stop();
 	acall_drain();	/* no answer to the kernel after the session goes */
 	if (g.async_rm || g.async_create)
 		log_info("fuse", "removals answered here (asynchronous): %llu, creates "

@@ -453,8 +453,23 @@ void mds_sess_set_reason(uint64_t client, const char *why);
 void mds_sess_reason(uint64_t client, char *buf, size_t len);
 void mds_sess_fini(void);
 
-/* mds_purge.c: removes the data objects of blocks [first, last] of ino */
-int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last);
+/* mds_purge.c: removes of data objects in flight, MDS_RM_INFLIGHT at a time, across
+ * calls of mds_data_remove_range (the applier's round: the purges of many
+ * removed files go together, and the OSDs commit them together). */
+#define MDS_RM_INFLIGHT 32u
+struct atoll_completion;
+struct mds_rm_batch {
+	struct atoll_completion *c[MDS_RM_INFLIGHT];
+	unsigned n;
+	int err;
+};
+/* Waits for the removes in flight: the first error (a missing object is
+ * none). */
+int mds_rm_batch_wait(struct mds_rm_batch *b);
+/* Removes the objects of blocks first..last of ino, into b (NULL: its own
+ * batch, waited for before it returns). */
+int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last,
+			  struct mds_rm_batch *b);
 
 /* mds_statfs.c: statfs from the monitor's df, cached for a second */
 int mds_statfs_start(struct mds *m);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "encode.h"
 #include "log.h"
 
 #ifndef RENAME_NOREPLACE
@@ -418,6 +419,42 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 	return 0;
 }
 
+/* CLOSE with MDS_L_MANY: the closes a client gathered (clean files: no
+ * size or time to set), each as a CLOSE of its own; the reply carries no
+ * inode.  The first error, the others done. */
+static int close_many(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		      struct mds_txn *t)
+{
+	size_t n = rq->vlen / 16;
+	int ret = 0;
+
+	if (!rq->value || rq->vlen % 16 || !n || n > MDS_CLOSE_MANY)
+		return -EINVAL;
+	struct mds_req *one = malloc(sizeof(*one));
+	if (!one)
+		return -ENOMEM;
+	*one = *rq;
+	one->lflags &= ~MDS_L_MANY;
+	one->value = NULL;
+	one->vlen = 0;
+	one->setmask = 0;
+	one->size_hint = 0;
+	struct dec d;
+	dec_init(&d, rq->value, rq->vlen);
+	for (size_t i = 0; i < n; i++) {
+		one->ino = dec_u64(&d);
+		one->ogen = dec_u64(&d);
+		memset(t, 0, offsetof(struct mds_txn, xval));
+		int r = op_close(m, one, rp, t);
+		rp->ninodes = 0;
+		mds_inflight_landed(one->ino, one->client, UINT64_MAX);	/* its writes are in */
+		if (r && !ret)
+			ret = r;
+	}
+	free(one);
+	return ret;
+}
+
 static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 {
 	struct mds_node *d;
@@ -689,6 +726,11 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		mds_statfs_get(m->ninodes, &rp->st);
 		break;
 	case MDS_OP_CLOSE:
+		if (rq->lflags & MDS_L_MANY) {
+			ret = close_many(m, rq, rp, t);
+			break;
+		}
+		/* fall through */
 	case MDS_OP_FSYNC:
 		ret = op_close(m, rq, rp, t);
 		if (rq->op == MDS_OP_CLOSE) {

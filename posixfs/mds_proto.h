@@ -95,6 +95,12 @@ enum mds_op {
 				 * inode number replay_ino, from a range INOS gave
 				 * it, and times s_mtime ("Asynchronous creates") */
 
+#define MDS_L_MANY	0x80u	/* v9, CLOSE: value holds several closes, each
+				 * 16 bytes (ino, then ogen, little-endian
+				 * u64s), at most MDS_CLOSE_MANY of them; ino is
+				 * the first one's (doc/fs.md, "Closes in batches") */
+#define MDS_CLOSE_MANY	256u
+
 /* What changed, in a reply (for the requester's own cache) and in a
  * revoke (MT_MDS_NOTIFY): the attributes of an inode (and its data, when
  * its size or mtime moved), or one entry of a directory. */

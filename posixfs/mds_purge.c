@@ -7,8 +7,9 @@
  * written at its end has one object, yet 4 million block numbers.  One
  * remove per block number, waited for in turn, took hours there (and the
  * client's truncate timed out).  So: up to PURGE_SCAN_MAX blocks, one
- * remove per block with PURGE_INFLIGHT of them in flight at once (a
- * missing object is fine); beyond that, the data pool is listed once and
+ * remove per block with MDS_RM_INFLIGHT of them in flight at once (a
+ * missing object is fine; the applier shares one batch among the files of
+ * a round); beyond that, the data pool is listed once and
  * only the inode's objects in the range are removed, which costs the
  * pool's size instead of the file's.
  */
@@ -22,18 +23,9 @@
 
 #include <atoll/atoll.h>
 
-#define PURGE_INFLIGHT	32u
 #define PURGE_SCAN_MAX	16384u	/* 64 GiB of 4 MiB blocks */
 
-/* Removes the named objects, PURGE_INFLIGHT at a time; the first error
- * other than a missing object. */
-struct batch {
-	struct atoll_completion *c[PURGE_INFLIGHT];
-	unsigned n;
-	int err;
-};
-
-static void batch_wait(struct batch *b)
+static void batch_wait(struct mds_rm_batch *b)
 {
 	for (unsigned i = 0; i < b->n; i++) {
 		int r = (int)atoll_completion_wait(b->c[i]);
@@ -44,7 +36,13 @@ static void batch_wait(struct batch *b)
 	b->n = 0;
 }
 
-static void batch_remove(struct mds *m, struct batch *b, const char *oid)
+int mds_rm_batch_wait(struct mds_rm_batch *b)
+{
+	batch_wait(b);
+	return b->err;
+}
+
+static void batch_remove(struct mds *m, struct mds_rm_batch *b, const char *oid)
 {
 	struct atoll_completion *c = NULL;
 	int r = atoll_completion_create(NULL, NULL, &c);
@@ -60,13 +58,14 @@ static void batch_remove(struct mds *m, struct batch *b, const char *oid)
 		return;
 	}
 	b->c[b->n++] = c;
-	if (b->n == PURGE_INFLIGHT)
+	if (b->n == MDS_RM_INFLIGHT)
 		batch_wait(b);
 }
 
-int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last)
+int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last,
+			  struct mds_rm_batch *shared)
 {
-	struct batch b = { .n = 0 };
+	struct mds_rm_batch own = { .n = 0 }, *b = shared ? shared : &own;
 	char oid[64];
 
 	if (last < first)
@@ -74,10 +73,9 @@ int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t 
 	if (last - first < PURGE_SCAN_MAX) {
 		for (uint64_t blk = first; blk <= last; blk++) {
 			snprintf(oid, sizeof(oid), "%016" PRIx64 ".%016" PRIx64, ino, blk);
-			batch_remove(m, &b, oid);
+			batch_remove(m, b, oid);
 		}
-		batch_wait(&b);
-		return b.err;
+		return shared ? 0 : mds_rm_batch_wait(b);
 	}
 	struct atoll_list *l = NULL;
 	const char *name;
@@ -92,9 +90,9 @@ int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t 
 			continue;
 		uint64_t blk = strtoull(name + 17, NULL, 16);
 		if (blk >= first && blk <= last)
-			batch_remove(m, &b, name);	/* copied by the library when issued */
+			batch_remove(m, b, name);	/* copied by the library when issued */
 	}
 	atoll_list_close(l);
-	batch_wait(&b);
-	return ret == -ENOENT ? b.err : ret;
+	int werr = shared ? 0 : mds_rm_batch_wait(b);
+	return ret == -ENOENT ? werr : ret;
 }

@@ -562,4 +562,21 @@ Test(mds_proto, inos_and_async_create)
 	dec_init(&d, buf, len);
 	cr_assert_neq(mds_reply_decode(&d, &rb), 0);
 	free(buf);
+
+	/* closes in a batch: the pairs travel in value */
+	uint8_t pairs[32];
+	for (size_t i = 0; i < sizeof(pairs); i++)
+		pairs[i] = (uint8_t)(i * 7);
+	memset(&a, 0, sizeof(a));
+	a.op = MDS_OP_CLOSE;
+	a.lflags = MDS_L_MANY;
+	a.value = pairs;
+	a.vlen = sizeof(pairs);
+	buf = encode_req(&a, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_req_decode(&d, &b), 0);
+	cr_assert_eq(b.lflags, MDS_L_MANY);
+	cr_assert_eq(b.vlen, sizeof(pairs));
+	cr_assert_eq(memcmp(b.value, pairs, sizeof(pairs)), 0);
+	free(buf);
 }
