@@ -103,6 +103,11 @@ static struct {
 	 * exclusivity, another call (held_flush) or the unmount sends them,
 	 * as if they were slow to reach the MDS */
 	bool async_hold;
+	/* gathering (ATOLL_FUSE_GATHER_US, default GATHER_US; 0: off): the
+	 * changes answered here wait up to this long for others, then go
+	 * together (held, sent by the closer thread), so that the MDS and
+	 * this client's loop thread wake once for several */
+	unsigned gather_us;
 	struct acall **held;
 	size_t nheld, held_cap;
 } g = { .async_mu = PTHREAD_MUTEX_INITIALIZER };
@@ -154,7 +159,8 @@ static struct {
 	 * again after the unsafe ones and before anything newer, so a
 	 * restarted MDS applies them in their order (a create before the
 	 * creates in its new folder, before its removal). */
-	unsigned here_sent, ncut;
+	unsigned ncut;
+	struct acall *here_head;	/* those sent and not ended, not cut */
 	struct acall *cut;
 	bool cut_busy;		/* the replayer is sending the first one */
 } u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -411,18 +417,21 @@ static void req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
  * the MDS connection when any is left). */
 static unsigned calls_waiting;
 
-static void held_send(void);
+static void held_send_(bool may_wait);
+static void gather_kick(void);
+#define held_send() held_send_(true)
 
 /* Fault injection (g.async_hold): the changes answered here and held
  * back go before any other call, which may concern them (the size a
  * close pushes of a file created here): only a revoke or another call
  * lets them go. */
-static void held_flush(void)
+static void held_flush(bool may_wait)
 {
-	if (!g.async_hold)
+	if (!g.async_hold && !g.gather_us)
 		return;
 	pthread_mutex_lock(&g.async_mu);
-	held_send();
+	if (g.nheld)
+		held_send_(may_wait);
 	pthread_mutex_unlock(&g.async_mu);
 }
 
@@ -434,7 +443,6 @@ static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct
 	memset(rp, 0, sizeof(*rp));
 	if (ci)
 		memset(ci, 0, sizeof(*ci));
-	held_flush();
 	for (int attempt = first; attempt < 5; attempt++) {
 		/* resent unsafe requests go first (the replayer thread): a
 		 * call made for a connection that broke since is refused */
@@ -443,6 +451,7 @@ static int mds_call_from_(const struct mds_req *rq, struct mds_reply *rp, struct
 		while (u.replay && !u.gone)
 			pthread_cond_wait(&u.cond, &u.lock);
 		pthread_mutex_unlock(&u.lock);
+		held_flush(true);	/* the changes answered here before it go first */
 		struct waiter w = { .cw = CALL_WAIT_INIT, .rq = rq, .rp = rp,
 				    .t_send = lc_now() };
 		struct enc e;
@@ -530,6 +539,8 @@ struct acall {
 	 * in order across a reconnect (u.cut) */
 	bool here;
 	uint64_t aseq;
+	uint64_t epoch;			/* the connection's it went on (here) */
+	struct acall *here_next, **here_prev;	/* u.here_head, while sent */
 	struct acall *cut_next;
 	void *own;			/* freed with it (rq.value of a CLOSE batch) */
 	void (*done)(struct acall *a, int ret);	/* answers the kernel, frees a */
@@ -562,18 +573,28 @@ static struct acall *acall_new(fuse_req_t req, uint32_t op, void (*done)(struct 
 	return a;
 }
 
+/* Under u.lock: a call answered here is no longer in flight. */
+static void here_unlink(struct acall *a)
+{
+	if (!a->here_prev)
+		return;
+	*a->here_prev = a->here_next;
+	if (a->here_next)
+		a->here_next->here_prev = a->here_prev;
+	a->here_prev = NULL;
+	a->here_next = NULL;
+	pthread_cond_broadcast(&u.cond);
+}
+
 /* a->done, then one call less in flight. */
 static void acall_finish(struct acall *a, int ret)
 {
-	bool here = a->here;
-
-	a->done(a, ret);
-	if (here) {
+	if (a->here) {
 		pthread_mutex_lock(&u.lock);
-		u.here_sent--;
-		pthread_cond_broadcast(&u.cond);
+		here_unlink(a);
 		pthread_mutex_unlock(&u.lock);
 	}
+	a->done(a, ret);
 	pthread_mutex_lock(&ap.lock);
 	if (--ap.n == 0)
 		pthread_cond_broadcast(&ap.cond);
@@ -631,6 +652,7 @@ static bool cut_add(struct acall *a)
 {
 	pthread_mutex_lock(&u.lock);
 	bool ok = !u.gone;
+	here_unlink(a);
 	if (ok) {
 		struct acall **pp = &u.cut;
 		while (*pp && (*pp)->aseq < a->aseq)
@@ -675,8 +697,6 @@ static void on_areply(void *arg, struct msg *reply, int err)
 /* Sends a->rq; a->done answers the kernel (here on failure to send). */
 static void mds_call_async(struct acall *a)
 {
-	if (!a->here)
-		held_flush();
 	pthread_mutex_lock(&ap.lock);
 	ap.n++;
 	pthread_mutex_unlock(&ap.lock);
@@ -687,9 +707,16 @@ static void mds_call_async(struct acall *a)
 	if (a->here) {
 		/* its place is behind what the replayer resent (cut_resend) */
 		epoch = msg_conn_epoch(g.mds);
-		u.here_sent++;
+		a->epoch = epoch;
+		a->here_next = u.here_head;
+		if (u.here_head)
+			u.here_head->here_prev = &a->here_next;
+		a->here_prev = &u.here_head;
+		u.here_head = a;
 	}
 	pthread_mutex_unlock(&u.lock);
+	if (!a->here)
+		held_flush(true);	/* the changes answered here before it go first */
 	memset(&a->rp, 0, sizeof(a->rp));
 	memset(&a->ci, 0, sizeof(a->ci));
 	a->t_send = lc_now();
@@ -821,7 +848,7 @@ static void on_cut_reply(void *arg, struct msg *reply, int err)
  * every such call in flight was cut, so none is left behind.  0 when all
  * went, else the transport's error (the connection broke again: the
  * rest stay, in order, for the next pass). */
-#define CUT_WAIT_S 10
+#define CUT_WAIT_S 3	/* well inside the MDS's reconnect window (10 s) */
 static int cut_resend(void)
 {
 	struct timespec end;
@@ -830,13 +857,24 @@ static int cut_resend(void)
 	clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_sec += CUT_WAIT_S;
 	pthread_mutex_lock(&u.lock);
-	while (u.ncut < u.here_sent && !u.gone)
+	for (;;) {
+		/* those sent on an older connection than the current one:
+		 * the break fails them (cut_add); a call sent on the new one
+		 * (it saw the epoch move before the break's report) is not
+		 * waited for: a restarted MDS holds it back until the
+		 * reconnect window ends, after these */
+		uint64_t now_epoch = msg_conn_epoch(g.mds);
+		unsigned old = 0;
+		for (struct acall *a = u.here_head; a; a = a->here_next)
+			old += a->epoch < now_epoch;
+		if (!old || u.gone)
+			break;
 		if (pthread_cond_timedwait(&u.cond, &u.lock, &end) == ETIMEDOUT) {
 			log_warn("fuse", "%u call(s) answered here are still in flight on the "
-				 "broken MDS connection; resending the %u cut off", u.here_sent - u.ncut,
-				 u.ncut);
+				 "broken MDS connection; resending the %u cut off", old, u.ncut);
 			break;
 		}
+	}
 	pthread_mutex_unlock(&u.lock);
 	for (;;) {
 		pthread_mutex_lock(&u.lock);
@@ -851,7 +889,9 @@ static int cut_resend(void)
 		if (!r2)
 			return -ENOMEM;
 		*r2 = a->rq;
-		r2->lflags |= MDS_L_REPLAY;	/* the MDS may have applied it */
+		/* the MDS may have applied it; no lease while replaying (a
+		 * revoke of it would wait for g.async_mu) */
+		r2->lflags = (r2->lflags & ~MDS_L_WANT) | MDS_L_REPLAY;
 		enc_init(&e);
 		mds_req_encode(&e, r2);
 		free(r2);
@@ -1226,6 +1266,7 @@ static struct {
 	pthread_cond_t cv;
 	struct close_ent e[MDS_CLOSE_MANY];
 	unsigned n;
+	bool held;		/* changes answered here are held (gathering) */
 	bool on, stop;
 	pthread_t thr;
 } cb = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -1270,27 +1311,30 @@ static void *closer_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&cb.mu);
 	for (;;) {
-		while (!cb.n && !cb.stop)
+		while (!cb.n && !cb.held && !cb.stop)
 			pthread_cond_wait(&cb.cv, &cb.mu);
-		if (!cb.n)
+		if (!cb.n && !cb.held)
 			break;	/* stopping, nothing left */
 		struct timespec dl;
 		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_nsec += CLOSE_GATHER_MS * 1000000L;
+		dl.tv_nsec += cb.held ? (long)g.gather_us * 1000L : CLOSE_GATHER_MS * 1000000L;
 		if (dl.tv_nsec >= 1000000000L) {
 			dl.tv_sec++;
 			dl.tv_nsec -= 1000000000L;
 		}
-		while (cb.n && cb.n < MDS_CLOSE_MANY && !cb.stop &&
+		while ((cb.n || cb.held) && cb.n < MDS_CLOSE_MANY && !cb.stop &&
 		       pthread_cond_timedwait(&cb.cv, &cb.mu, &dl) != ETIMEDOUT)
 			;
+		bool held = cb.held;
+		cb.held = false;
 		unsigned n = cb.n;
-		if (!n)
-			continue;	/* a full batch went from fm_close_async */
 		memcpy(batch, cb.e, n * sizeof(*batch));
 		cb.n = 0;
 		pthread_mutex_unlock(&cb.mu);
-		close_batch_send(batch, n);
+		if (held)
+			held_flush(false);
+		if (n)
+			close_batch_send(batch, n);
 		pthread_mutex_lock(&cb.mu);
 	}
 	pthread_mutex_unlock(&cb.mu);
@@ -1318,6 +1362,21 @@ static void close_batch_stop(void)
 		pthread_join(cb.thr, NULL);
 }
 
+/* Under g.async_mu: the first change held: the closer sends it (and
+ * those after it) within g.gather_us. */
+static void gather_kick(void)
+{
+	pthread_mutex_lock(&cb.mu);
+	bool on = cb.on;
+	if (on) {
+		cb.held = true;
+		pthread_cond_signal(&cb.cv);
+	}
+	pthread_mutex_unlock(&cb.mu);
+	(void)on;	/* none before the mount or after its end: a call or the
+			 * unmount sends them */
+}
+
 void fm_close_async(uint64_t ino, uint64_t ogen)
 {
 	struct close_ent full[MDS_CLOSE_MANY];
@@ -1331,7 +1390,7 @@ void fm_close_async(uint64_t ino, uint64_t ogen)
 	}
 	cb.e[cb.n].ino = ino;
 	cb.e[cb.n].ogen = ogen;
-	if (++cb.n == 1) {
+	if (++cb.n == 1 && !cb.held) {
 		pthread_cond_signal(&cb.cv);
 	} else if (cb.n == MDS_CLOSE_MANY) {
 		nfull = cb.n;
@@ -1810,12 +1869,42 @@ static bool held_add(struct acall *a)
 	return true;
 }
 
-/* Under g.async_mu: sends the removals held back, in order. */
-static void held_send(void)
+/* Under g.async_mu: sends the changes held back, in order.  may_wait:
+ * the caller may wait for a reconnect's resends (not the loop thread, nor
+ * a thread that answers the kernel); else, while they run, they stay
+ * held (the closer tries again). */
+static void held_send_(bool may_wait)
 {
+	pthread_mutex_lock(&u.lock);
+	bool replay = u.replay && !u.gone;
+	pthread_mutex_unlock(&u.lock);
+	if (replay && !may_wait) {
+		gather_kick();
+		return;
+	}
 	for (size_t i = 0; i < g.nheld; i++)
 		mds_call_async(g.held[i]);
 	g.nheld = 0;
+}
+
+#define GATHER_US 1000u		/* default of g.gather_us */
+#define GATHER_MAX 64u		/* held changes that go at once */
+
+/* Under g.async_mu: a change answered here goes to the MDS, at once or
+ * held (gathering; the fault injection holds until a revoke, another
+ * call or the unmount). */
+static void here_send(struct acall *a)
+{
+	if ((g.async_hold || g.gather_us) && held_add(a)) {
+		if (g.async_hold)
+			return;
+		if (g.nheld >= GATHER_MAX)
+			held_send_(false);
+		else if (g.nheld == 1)
+			gather_kick();
+		return;
+	}
+	mds_call_async(a);
 }
 
 /* unlink/rmdir answered without waiting for the MDS, under an exclusive
@@ -1850,8 +1939,7 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 		snprintf(a->rq.name, sizeof(a->rq.name), "%s", name);
 		a->here = true;
 		a->aseq = ++g.aseq;
-		if (!(g.async_hold && held_add(a)))
-			mds_call_async(a);	/* no wait: not replaying (checked above) */
+		here_send(a);	/* no wait: not replaying (checked above) */
 	}
 	pthread_mutex_unlock(&g.async_mu);
 	if (r != 1) {
@@ -2029,8 +2117,7 @@ static bool create_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 		rq->replay_ino = in.ino;
 		a->here = true;
 		a->aseq = ++g.aseq;
-		if (!(g.async_hold && held_add(a)))
-			mds_call_async(a);	/* no wait: not replaying (checked above) */
+		here_send(a);	/* no wait: not replaying (checked above) */
 	} else if (in.ino) {
 		ino_untake(in.ino);
 	}
@@ -2703,7 +2790,7 @@ static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 				excl |= (n->c[i].kind & MDS_CHG_EXCL) != 0;
 			if (excl) {
 				pthread_mutex_lock(&g.async_mu);
-				held_send();
+				held_send_(false);	/* the loop thread */
 			}
 			lc_revoke(n->c, n->n, false);
 			if (excl)
@@ -3238,6 +3325,10 @@ int main(int argc, char **argv)
 	g.perm = !o.nolease && o.fuse_perms && !o.kernel_perms;
 	g.async_rm = !o.nolease && !o.noasync_rm;
 	g.async_create = !o.nolease && !o.noasync_create;
+	const char *gus = getenv("ATOLL_FUSE_GATHER_US");
+	g.gather_us = gus ? (unsigned)strtoul(gus, NULL, 10) : GATHER_US;
+	if (g.gather_us > 100000)
+		g.gather_us = 100000;
 	const char *hold = getenv("ATOLL_FUSE_ASYNC_HOLD");
 	g.async_hold = (g.async_rm || g.async_create) && hold && !strcmp(hold, "1");
 	if (g.async_hold)
