@@ -152,7 +152,7 @@ static struct {
 	bool recount;
 	pthread_t thr;
 	bool thr_on;
-	unsigned async_n;	/* asynchronous removals not answered yet */
+	unsigned async_n;	/* changes answered here, not by the MDS yet */
 	/* Calls answered here (acall.here) that went to the MDS and did not
 	 * end yet, and of those the ones a broken connection cut off: kept
 	 * in the order they were answered (aseq), the replayer sends them
@@ -421,10 +421,9 @@ static void held_send_(bool may_wait);
 static void gather_kick(void);
 #define held_send() held_send_(true)
 
-/* Fault injection (g.async_hold): the changes answered here and held
- * back go before any other call, which may concern them (the size a
- * close pushes of a file created here): only a revoke or another call
- * lets them go. */
+/* The changes answered here and held back (gathering, or the fault
+ * injection g.async_hold) go before any other call, which may concern
+ * them (the size a close pushes of a file created here). */
 static void held_flush(bool may_wait)
 {
 	if (!g.async_hold && !g.gather_us)
@@ -1325,14 +1324,17 @@ static void *closer_main(void *arg)
 		while ((cb.n || cb.held) && cb.n < MDS_CLOSE_MANY && !cb.stop &&
 		       pthread_cond_timedwait(&cb.cv, &cb.mu, &dl) != ETIMEDOUT)
 			;
-		bool held = cb.held;
+		bool held = cb.held, stopping = cb.stop;
 		cb.held = false;
 		unsigned n = cb.n;
 		memcpy(batch, cb.e, n * sizeof(*batch));
 		cb.n = 0;
 		pthread_mutex_unlock(&cb.mu);
+		/* while a reconnect's resends run they stay held and this
+		 * tries again, unless the mount is ending: then it waits (a
+		 * retry would spin) */
 		if (held)
-			held_flush(false);
+			held_flush(stopping);
 		if (n)
 			close_batch_send(batch, n);
 		pthread_mutex_lock(&cb.mu);
