@@ -426,7 +426,9 @@ static void gather_kick(void);
  * them (the size a close pushes of a file created here). */
 static void held_flush(bool may_wait)
 {
-	if (!g.async_hold && !g.gather_us)
+	/* nheld is written under g.async_mu; a change this thread held it
+	 * sees without the lock, one another thread holds now needs no order */
+	if ((!g.async_hold && !g.gather_us) || !__atomic_load_n(&g.nheld, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&g.async_mu);
 	if (g.nheld)
@@ -1682,26 +1684,37 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 }
 
 /* make_node's answer (the loop thread, or the resend's thread). */
+/* The answer to a create (fi: open it too) or a mknod/mkdir/symlink of
+ * in, made in parent under name, from the MDS or answered here. */
+static void reply_created(fuse_req_t req, const struct mds_inode *in, const struct lc_info *ci,
+			  uint64_t parent, const char *name, struct fuse_file_info *fi,
+			  uint64_t gen0)
+{
+	if (!fi) {
+		reply_entry(req, in, ci, parent, name);
+		return;
+	}
+	struct fuse_entry_param e;
+	fd_open(in->ino, 0, true, gen0);
+	fi->keep_cache = 0;
+	(void)lc_open_keep(in->ino);	/* a new file: nothing cached yet */
+	lc_kbar_enter();
+	fill_entry(&e, in, lc_kname(parent, name, entry_timeout(ci, parent)),
+		   lc_timeout(in->ino, ci));
+	fuse_reply_create(req, &e, fi);
+	lc_kbar_leave();
+}
+
 static void make_node_done(struct acall *a, int ret)
 {
 	const struct mds_inode *in = &a->rp.in[0];
 	uint64_t parent = a->rq.ino;
 
-	if (ret) {
+	if (ret)
 		fuse_reply_err(a->req, -ret);
-	} else if (a->has_fi) {
-		struct fuse_entry_param e;
-		fd_open(in->ino, 0, true, a->gen0);
-		a->fi.keep_cache = 0;
-		(void)lc_open_keep(in->ino);	/* a new file: nothing cached yet */
-		lc_kbar_enter();
-		fill_entry(&e, in, lc_kname(parent, a->rq.name, entry_timeout(&a->ci, parent)),
-			   lc_timeout(in->ino, &a->ci));
-		fuse_reply_create(a->req, &e, &a->fi);
-		lc_kbar_leave();
-	} else {
-		reply_entry(a->req, in, &a->ci, parent, a->rq.name);
-	}
+	else
+		reply_created(a->req, in, &a->ci, parent, a->rq.name,
+			      a->has_fi ? &a->fi : NULL, a->gen0);
 	acall_free(a);
 }
 
@@ -1867,7 +1880,8 @@ static bool held_add(struct acall *a)
 		g.held = nh;
 		g.held_cap = nc;
 	}
-	g.held[g.nheld++] = a;
+	g.held[g.nheld] = a;
+	__atomic_store_n(&g.nheld, g.nheld + 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -1886,17 +1900,49 @@ static void held_send_(bool may_wait)
 	}
 	for (size_t i = 0; i < g.nheld; i++)
 		mds_call_async(g.held[i]);
-	g.nheld = 0;
+	__atomic_store_n(&g.nheld, 0, __ATOMIC_RELAXED);
 }
 
 #define GATHER_US 1000u		/* default of g.gather_us */
 #define GATHER_MAX 64u		/* held changes that go at once */
+
+/* The frame of a change answered here.  here_begin takes g.async_mu and
+ * counts the change, unless a reconnect's resends run (false: the MDS
+ * answers, as it must for order).  here_end lets g.async_mu go; r is 1
+ * when the change was answered here (and here_send took a), 0 when the
+ * MDS is to answer it, < 0 an error req is answered with.  It returns
+ * whether req is answered. */
+static bool here_begin(void)
+{
+	pthread_mutex_lock(&g.async_mu);
+	pthread_mutex_lock(&u.lock);
+	bool ok = !u.replay && !u.gone;
+	if (ok)
+		u.async_n++;
+	pthread_mutex_unlock(&u.lock);
+	return ok;
+}
+
+static bool here_end(fuse_req_t req, struct acall *a, bool counted, int r)
+{
+	pthread_mutex_unlock(&g.async_mu);
+	if (r == 1)
+		return true;
+	if (counted)
+		async_n_down();
+	acall_free(a);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	return r < 0;
+}
 
 /* Under g.async_mu: a change answered here goes to the MDS, at once or
  * held (gathering; the fault injection holds until a revoke, another
  * call or the unmount). */
 static void here_send(struct acall *a)
 {
+	a->here = true;
+	a->aseq = ++g.aseq;
 	if ((g.async_hold || g.gather_us) && held_add(a)) {
 		if (g.async_hold)
 			return;
@@ -1927,31 +1973,18 @@ static bool remove_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 	if (!a)
 		return false;
 	req_cred(&a->rq, req);
-	pthread_mutex_lock(&g.async_mu);
-	pthread_mutex_lock(&u.lock);
-	bool replay = u.replay || u.gone;
-	if (!replay)
-		u.async_n++;
-	pthread_mutex_unlock(&u.lock);
-	r = replay ? 0 : lc_remove_here(parent, name, op == MDS_OP_RMDIR, &victim);
+	bool counted = here_begin();
+	r = counted ? lc_remove_here(parent, name, op == MDS_OP_RMDIR, &victim) : 0;
 	if (r == 1) {
 		a->rq.ino = parent;
 		a->rq.ino2 = victim;
 		a->rq.lflags |= MDS_L_ASYNC;
 		snprintf(a->rq.name, sizeof(a->rq.name), "%s", name);
-		a->here = true;
-		a->aseq = ++g.aseq;
 		here_send(a);	/* no wait: not replaying (checked above) */
 	}
-	pthread_mutex_unlock(&g.async_mu);
-	if (r != 1) {
-		if (!replay)
-			async_n_down();
-		acall_free(a);
-		if (r < 0)
-			fuse_reply_err(req, -r);
-		return r < 0;
-	}
+	bool answered = here_end(req, a, counted, r);
+	if (r != 1)
+		return answered;
 	__atomic_add_fetch(&g.async_rms, 1, __ATOMIC_RELAXED);
 	fuse_reply_err(req, 0);
 	return true;
@@ -2107,48 +2140,22 @@ static bool create_here(fuse_req_t req, uint32_t op, fuse_ino_t parent, const ch
 					 (uint64_t)ts.tv_nsec;
 	rq->s_mtime = in.mtime;
 	uint64_t gen0 = a->gen0;
-	pthread_mutex_lock(&g.async_mu);
-	pthread_mutex_lock(&u.lock);
-	bool replay = u.replay || u.gone;
-	if (!replay)
-		u.async_n++;
-	pthread_mutex_unlock(&u.lock);
-	if (!replay && (in.ino = ino_take(&ask)))
+	bool counted = here_begin();
+	if (counted && (in.ino = ino_take(&ask)))
 		r = lc_create_here(parent, name, &in, &ci);
 	if (r == 1) {
 		rq->replay_ino = in.ino;
-		a->here = true;
-		a->aseq = ++g.aseq;
 		here_send(a);	/* no wait: not replaying (checked above) */
 	} else if (in.ino) {
 		ino_untake(in.ino);
 	}
-	pthread_mutex_unlock(&g.async_mu);
+	bool answered = here_end(req, a, counted, r);
 	if (ask)
 		inos_ask();
-	if (r != 1) {
-		if (!replay)
-			async_n_down();
-		acall_free(a);
-		if (r < 0)
-			fuse_reply_err(req, -r);
-		return r < 0;
-	}
+	if (r != 1)
+		return answered;
 	__atomic_add_fetch(&g.async_creates, 1, __ATOMIC_RELAXED);
-	if (fi) {
-		/* as make_node_done (a is the MDS call's now) */
-		struct fuse_entry_param e;
-		fd_open(in.ino, 0, true, gen0);
-		fi->keep_cache = 0;
-		(void)lc_open_keep(in.ino);
-		lc_kbar_enter();
-		fill_entry(&e, &in, lc_kname(parent, name, entry_timeout(&ci, parent)),
-			   lc_timeout(in.ino, &ci));
-		fuse_reply_create(req, &e, fi);
-		lc_kbar_leave();
-	} else {
-		reply_entry(req, &in, &ci, parent, name);
-	}
+	reply_created(req, &in, &ci, parent, name, fi, gen0);	/* a is the MDS call's now */
 	return true;
 }
 
