@@ -470,7 +470,7 @@ static size_t orphans_remove(struct mds *mds, const uint64_t *inos, size_t n)
 	size_t done = 0;
 
 	for (size_t i = 0; t && i < n; i++) {
-		memset(t, 0, offsetof(struct mds_txn, xval));
+		mds_txn_init(t);
 		struct mds_node *node = mds_get(mds, inos[i]);
 		if (!node || node->a.nlink || node->opens || inos[i] == MDS_ROOT_INO ||
 		    !mds_txn_inode(mds, t, inos[i]))

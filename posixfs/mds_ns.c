@@ -828,7 +828,8 @@ bool mds_req_cached(struct mds *m, const struct mds_req *rq)
 
 void mds_txn_init(struct mds_txn *t)
 {
-	memset(t, 0, sizeof(*t));
+	memset(t, 0, offsetof(struct mds_txn, u));
+	t->link[0] = t->link2[0] = '\0';
 }
 
 static int txn_find(struct mds_txn *t, uint64_t ino)
@@ -1098,6 +1099,33 @@ static int txn_decode(struct dec *d, struct mds_txn *t)
 	return dec_end(d, &b);
 }
 
+/* t as the queues keep it (struct mds_packed): 0 or -ENOMEM. */
+static int txn_pack(const struct mds_txn *t, struct mds_packed *p)
+{
+	struct enc e;
+
+	enc_init(&e);
+	txn_encode(&e, t);
+	p->body = enc_take(&e, &p->len);
+	p->aseq = t->aseq;
+	if (!p->body) {
+		enc_free(&e);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The txn p holds, into t (its own encoding: it decodes). */
+static int txn_unpack(const struct mds_packed *p, struct mds_txn *t)
+{
+	struct dec d;
+
+	dec_init(&d, p->body, p->len);
+	int ret = txn_decode(&d, t);
+	t->aseq = p->aseq;
+	return ret;
+}
+
 /* ---- applying to the objects ---------------------------------------------- */
 
 static int ignore_enoent(int r)
@@ -1168,6 +1196,13 @@ struct kvu {
 	bool rm;
 	bool gone;		/* the object is removed (no key) */
 	size_t seq;		/* position in the batch */
+};
+
+/* The applier's kvu array, kept from round to round (fresh, it cost each
+ * round a page fault per 4 KiB). */
+struct kvu_buf {
+	struct kvu *u;
+	size_t cap;
 };
 
 struct pop {
@@ -1278,7 +1313,8 @@ static size_t kvu_gone(struct kvu *q, const struct mds_upd *u)
 	return n;
 }
 
-static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t nt)
+static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t nt,
+			    struct kvu_buf *kb)
 {
 	size_t cap = 0, n = 0, nops = 0;
 	struct kvu *u;
@@ -1289,9 +1325,19 @@ static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size
 		cap += 3 * (size_t)ts[i]->nu;
 	if (!cap)
 		return 0;
-	u = calloc(cap, sizeof(*u));
-	if (!u)
-		return -ENOMEM;
+	if (kb && kb->cap >= cap) {
+		u = kb->u;
+		memset(u, 0, cap * sizeof(*u));
+	} else {
+		u = calloc(cap, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		if (kb) {
+			free(kb->u);
+			kb->u = u;
+			kb->cap = cap;
+		}
+	}
 	for (size_t i = 0; i < nt; i++)
 		for (int k = 0; k < ts[i]->nu; k++) {
 			size_t n0 = n;
@@ -1398,7 +1444,8 @@ out:
 	for (size_t i = 0; i < n; i++)
 		free(u[i].own);
 	free(p);
-	free(u);
+	if (!kb)
+		free(u);
 	return ret;
 }
 
@@ -1437,7 +1484,7 @@ static int store_apply_rest(struct mds *m, const struct mds_txn *t, struct mds_r
 
 static int store_apply(struct mds *m, const struct mds_txn *t)
 {
-	int ret = store_apply_omap(m, &t, 1);
+	int ret = store_apply_omap(m, &t, 1, NULL);
 
 	return ret ? ret : store_apply_rest(m, t, NULL);
 }
@@ -1590,21 +1637,10 @@ static int journal_roll(struct mds *m)
 	return 0;
 }
 
-/* Appends the frame of t (journal entry seq) to e: length, crc32c of
- * seq and body, seq, the body. */
-static int journal_frame(struct enc *e, const struct mds_txn *t, uint64_t seq)
+/* Appends the frame of body (a txn_encode of journal entry seq) to e:
+ * length, crc32c of seq and body, seq, the body. */
+static void journal_frame(struct enc *e, const uint8_t *body, size_t blen, uint64_t seq)
 {
-	struct enc b;
-	uint8_t *body;
-	size_t blen;
-
-	enc_init(&b);
-	txn_encode(&b, t);
-	body = enc_take(&b, &blen);
-	if (!body) {
-		enc_free(&b);
-		return -ENOMEM;
-	}
 	uint8_t hdr[16];
 	uint32_t len = (uint32_t)blen;
 	memcpy(hdr, &len, 4);
@@ -1614,8 +1650,6 @@ static int journal_frame(struct enc *e, const struct mds_txn *t, uint64_t seq)
 	memcpy(hdr + 4, &crc, 4);
 	enc_raw(e, hdr, 16);
 	enc_raw(e, body, blen);
-	free(body);
-	return 0;
 }
 
 /* One atoll_append of the frames in e (the current segment). */
@@ -1640,15 +1674,15 @@ static int journal_write(struct mds *m, struct enc *e)
 
 static int journal_append(struct mds *m, const struct mds_txn *t)
 {
+	struct mds_packed p;
 	struct enc e;
-	int ret;
+	int ret = txn_pack(t, &p);
 
-	enc_init(&e);
-	ret = journal_frame(&e, t, ++m->seq);
-	if (ret) {
-		enc_free(&e);
+	if (ret)
 		return ret;
-	}
+	enc_init(&e);
+	journal_frame(&e, p.body, p.len, ++m->seq);
+	free(p.body);
 	ret = journal_write(m, &e);
 	if (ret == 0) {
 		mds_ans_add(m, t->client, t->reqid, t->res_ino);
@@ -1702,7 +1736,15 @@ static void *applier_main(void *arg)
 {
 	struct mds *m = arg;
 	const struct mds_txn *ts[APPLY_BATCH];
+	/* the round's changes unpacked: kept from round to round (a txn is
+	 * 80 KiB, of which a change uses a few hundred bytes) */
+	struct mds_txn **sc = calloc(APPLY_BATCH, sizeof(*sc));
+	struct kvu_buf kb = { .u = NULL };
 
+	if (!sc) {
+		log_error(SUB, "out of memory starting the applier; exiting");
+		exit(1);
+	}
 	pthread_mutex_lock(&m->alock);
 	for (;;) {
 		while (!m->aq_head && !m->stop)
@@ -1713,11 +1755,22 @@ static void *applier_main(void *arg)
 		/* the oldest changes, up to a batch; the worker only appends
 		 * behind them, so they stay put while the lock is dropped */
 		size_t n = 0;
-		for (struct mds_apply *a = m->aq_head; a && n < APPLY_BATCH; a = a->next)
-			ts[n++] = &a->t;
+		struct mds_apply *first = m->aq_head;
+		for (struct mds_apply *a = first; a && n < APPLY_BATCH; a = a->next)
+			n++;
 		m->busy = true;
 		pthread_mutex_unlock(&m->alock);
-		int ret = store_apply_omap(m, ts, n);
+		int ret = 0;
+		size_t k = 0;
+		for (struct mds_apply *a = first; k < n && !ret; a = a->next, k++) {
+			if (!sc[k] && !(sc[k] = malloc(sizeof(*sc[k]))))
+				ret = -ENOMEM;
+			else if (txn_unpack(&a->p, sc[k]))
+				ret = -EBADMSG;	/* our own encoding: cannot be */
+			ts[k] = sc[k];
+		}
+		if (!ret)
+			ret = store_apply_omap(m, ts, n, &kb);
 		/* the data removes of the whole round in flight together (the
 		 * purges of an rm of many files: the OSDs commit them together) */
 		struct mds_rm_batch rb = { .n = 0 };
@@ -1737,6 +1790,7 @@ static void *applier_main(void *arg)
 			struct mds_apply *a = m->aq_head;
 			m->aq_head = a->next;
 			m->aq_len--;
+			free(a->p.body);
 			free(a);
 		}
 		if (!m->aq_head)
@@ -1745,6 +1799,10 @@ static void *applier_main(void *arg)
 		pthread_cond_broadcast(&m->acond);
 	}
 	pthread_mutex_unlock(&m->alock);
+	for (size_t k = 0; k < APPLY_BATCH; k++)
+		free(sc[k]);
+	free(sc);
+	free(kb.u);
 	return NULL;
 }
 
@@ -1788,24 +1846,42 @@ static void applier_stop(struct mds *m)
 	m->applier_on = false;
 }
 
-/* Hands a journaled change to the applier (a copy: the caller keeps t). */
-static void apply_queue(struct mds *m, const struct mds_txn *t)
+static void apply_failed(int ret)
+{
+	log_error(SUB, "cannot apply a journaled change (%s); exiting so that a restart "
+		  "replays it", atoll_strerror(ret));
+	exit(1);
+}
+
+/* Applies the change p holds here and now (no applier, or no memory to
+ * queue it), in order: the caller drained the queue. */
+static void apply_now(struct mds *m, const struct mds_packed *p)
+{
+	struct mds_txn *t = malloc(sizeof(*t));
+	int ret = !t ? -ENOMEM : txn_unpack(p, t) ? -EBADMSG : store_apply(m, t);
+
+	free(t);
+	if (ret)
+		apply_failed(ret);
+	__atomic_store_n(&m->applied_aseq, p->aseq, __ATOMIC_RELEASE);
+}
+
+/* Hands a journaled change to the applier, which takes p's body. */
+static void apply_queue(struct mds *m, struct mds_packed *p)
 {
 	struct mds_apply *a = malloc(sizeof(*a));
 
 	if (!a) {
 		/* no memory for the queue: apply it here, in order */
 		apply_drain(m);
-		if (store_apply(m, t)) {
-			log_error(SUB, "cannot apply a journaled change; exiting so that "
-				  "a restart replays it");
-			exit(1);
-		}
-		__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
+		apply_now(m, p);
+		free(p->body);
+		p->body = NULL;
 		return;
 	}
 	a->next = NULL;
-	memcpy(&a->t, t, offsetof(struct mds_txn, xval) + t->xlen);
+	a->p = *p;
+	p->body = NULL;
 	pthread_mutex_lock(&m->alock);
 	while (m->aq_len >= MDS_APPLY_MAX)
 		pthread_cond_wait(&m->acond, &m->alock);
@@ -1865,7 +1941,7 @@ static void journal_gather(struct mds *m)
 			break;
 }
 
-static void journal_done_one(struct mds *m, const struct mds_txn *t);
+static void journal_done_one(struct mds *m, struct mds_packed *p);
 
 static void safe_tell(struct mds *m, struct mds_jent **batch, size_t n, uint64_t seq)
 {
@@ -1928,12 +2004,9 @@ static void *journaler_main(void *arg)
 		struct enc e;
 		int ret = 0;
 		enc_init(&e);
-		for (size_t i = 0; i < n && !ret; i++)
-			ret = journal_frame(&e, &batch[i]->t, batch[i]->seq);
-		if (!ret)
-			ret = journal_write(m, &e);
-		else
-			enc_free(&e);
+		for (size_t i = 0; i < n; i++)
+			journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
+		ret = journal_write(m, &e);
 		if (ret) {
 			log_error(SUB, "cannot write the journal (%s); exiting so that a "
 				  "restart replays it and the clients resend what it lost",
@@ -1948,8 +2021,8 @@ static void *journaler_main(void *arg)
 		/* to the applier first: a worker waiting for durable_seq then
 		 * drains the applier (a truncate's trim) and finds them queued */
 		for (size_t i = 0; i < n; i++) {
-			journal_done_one(m, &batch[i]->t);
-			mds_ans_add(m, batch[i]->t.client, batch[i]->t.reqid, batch[i]->t.res_ino);
+			journal_done_one(m, &batch[i]->p);
+			mds_ans_add(m, batch[i]->client, batch[i]->reqid, batch[i]->res_ino);
 		}
 		uint64_t last = batch[n - 1]->seq;
 		pthread_mutex_lock(&m->jlock);
@@ -1961,6 +2034,7 @@ static void *journaler_main(void *arg)
 		safe_tell(m, batch, n, last);
 		for (size_t i = 0; i < n; i++) {
 			msg_conn_put(batch[i]->conn);
+			free(batch[i]->p.body);	/* NULL: the applier's now */
 			free(batch[i]);
 		}
 		m->seg_entries += n;
@@ -2035,15 +2109,16 @@ static bool crash_counts(const struct mds *m)
 /* Worker: queues t (applied in memory) for the journaler; returns its seq. */
 static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 {
-	size_t sz = offsetof(struct mds_jent, t) + offsetof(struct mds_txn, xval) + t->xlen;
-	struct mds_jent *j = malloc(sz);
+	struct mds_jent *j = malloc(sizeof(*j));
 
-	if (!j) {
+	if (!j || txn_pack(t, &j->p)) {
 		log_error(SUB, "out of memory queueing a change for the journal; exiting "
 			  "(the clients resend what was not journaled)");
 		exit(1);
 	}
-	memcpy(&j->t, t, offsetof(struct mds_txn, xval) + t->xlen);
+	j->client = t->client;
+	j->reqid = t->reqid;
+	j->res_ino = t->res_ino;
 	j->next = NULL;
 	j->conn = m->cur_conn;
 	if (j->conn)
@@ -2109,20 +2184,31 @@ static void wait_durable(struct mds *m, uint64_t seq)
 	pthread_mutex_unlock(&m->jlock);
 }
 
-/* A journaled change goes to the objects (in journal order). */
-static void journal_done_one(struct mds *m, const struct mds_txn *t)
+/* A journaled change goes to the objects (in journal order): the
+ * journaler's, packed (its body goes to the applier) ... */
+static void journal_done_one(struct mds *m, struct mds_packed *p)
 {
+	if (m->applier_on)
+		apply_queue(m, p);
+	else
+		apply_now(m, p);
+}
+
+/* ... or one journaled by its worker (no early replies). */
+static void journal_done_txn(struct mds *m, const struct mds_txn *t)
+{
+	struct mds_packed p;
 	int ret;
 
-	if (m->applier_on) {
-		apply_queue(m, t);
-	} else if ((ret = store_apply(m, t))) {
-		log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
-			  "a restart replays it", atoll_strerror(ret));
-		exit(1);
-	} else {
-		__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
+	if (m->applier_on && !txn_pack(t, &p)) {
+		apply_queue(m, &p);
+		return;
 	}
+	if (m->applier_on)
+		apply_drain(m);	/* no memory to pack it: here, in order */
+	if ((ret = store_apply(m, t)))
+		apply_failed(ret);
+	__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
 }
 
 int mds_commit(struct mds *m, struct mds_txn *t)
@@ -2155,7 +2241,7 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 	}
 	mds_lease_note(m, t);	/* compares with the old records: before mem_apply */
 	mem_apply(m, t);
-	journal_done_one(m, t);
+	journal_done_txn(m, t);
 	if (txn_trims_data(t))
 		apply_drain(m);
 	if (++m->seg_entries >= m->seg_max) {
