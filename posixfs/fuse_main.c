@@ -50,6 +50,7 @@
 #include "fuse_cache.h"
 #include "fuse_daemon.h"
 #include "fuse_data.h"
+#include "fuse_loop.h"
 #include "fuse_perm.h"
 #include "log.h"
 #include "mds_proto.h"
@@ -2924,6 +2925,7 @@ out:
  * and the stop signals (SIGTERM, SIGINT, SIGHUP: libfuse's handler runs
  * first) and the loop's own end write to an eventfd. */
 #define UNMOUNT_GRACE_MS 5000u
+#define FUSE_MAX_THREADS 10u	/* FUSE workers at most (libfuse's default too) */
 #define SESSION_END_MS 2000u
 
 static struct {
@@ -2940,6 +2942,7 @@ static struct {
 } ux = { .lock = PTHREAD_MUTEX_INITIALIZER, .efd = -1, .fuse_fd = -1 };
 
 static struct sigaction ux_old[NSIG];
+static volatile sig_atomic_t ux_signalled;	/* a stop signal came */
 
 /* A stop signal: libfuse's handler (fuse_session_exit), then wake the
  * ender.  Only async-signal-safe calls. */
@@ -2947,6 +2950,7 @@ static void ux_on_signal(int sig)
 {
 	const uint64_t one = 1;
 
+	ux_signalled = 1;
 	if (sig > 0 && sig < NSIG && ux_old[sig].sa_handler != SIG_DFL &&
 	    ux_old[sig].sa_handler != SIG_IGN)
 		ux_old[sig].sa_handler(sig);
@@ -3369,9 +3373,20 @@ int main(int argc, char **argv)
 	 * read clone_fd = 1 and max_idle_threads = 0 from the wrong fields:
 	 * a thread, and a cloned /dev/fuse fd, created and destroyed per
 	 * request.)  Idle threads are kept: a stream of small requests
-	 * (touch) must not start a thread for each. */
-	struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd, .max_idle_threads = 16 };
-	ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
+	 * (touch) must not start a thread for each.  By default atoll-fuse
+	 * runs its own loop (fuse_loop.c: two readers of /dev/fuse);
+	 * libfuse's serves clone_fd, and ATOLL_FUSE_LOOP=libfuse (an A/B
+	 * seam for benchmarks). */
+	const char *loop_env = getenv("ATOLL_FUSE_LOOP");
+	if (co.clone_fd || (loop_env && !strcmp(loop_env, "libfuse"))) {
+		struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd,
+						 .max_idle_threads = 16 };
+		ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
+	} else {
+		/* as libfuse's loop: a stop signal makes it return non-zero */
+		ret = fl_run(se, FUSE_MAX_THREADS) || ux_signalled ? 1 : 0;
+		fuse_session_reset(se);
+	}
 	pthread_mutex_lock(&g.async_mu);
 	held_send();
 	pthread_mutex_unlock(&g.async_mu);
