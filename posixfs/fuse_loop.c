@@ -29,8 +29,13 @@
  *
  * The end: the session exits (the kernel ended the mount, or libfuse's
  * stop handlers ran on a signal); the main thread, which looks every
- * FL_CHECK_MS, wakes the parked workers and cancels the readers, whose
- * cancellation is enabled only while they read, as in libfuse's loop.
+ * FL_CHECK_MS, wakes the parked workers and interrupts the readers still
+ * in read(2) with FL_WAKE_SIG (a handler that does nothing, installed
+ * without SA_RESTART), again every FL_WAKE_MS until each ended: a signal
+ * that came just before a reader's read is lost.  (libfuse's loop cancels
+ * them instead; a thread cancelled in read(2) leaves the redzones of its
+ * instrumented frames poisoned, and AddressSanitizer then faults at the
+ * thread's end.)  Workers in a handler end when it returns.
  */
 #define FUSE_USE_VERSION 35
 #include "fuse_loop.h"
@@ -39,6 +44,7 @@
 #include <linux/fuse.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -53,11 +59,15 @@
 #define FL_EAGER_MS 200u	/* after a starving: more workers at once for this long */
 #define FL_CHECK_MS 200		/* how often main looks whether the session ended */
 #define FL_MAX_THREADS 64u	/* a bound on max_threads */
+#define FL_WAKE_SIG SIGUSR1	/* interrupts a reader's read(2) at the end */
+#define FL_WAKE_MS 10		/* how often the end interrupts the readers left */
 
 struct fl_worker {
 	pthread_t thr;
 	pthread_cond_t cv;
 	bool go;			/* woken to read (parked) */
+	bool reading;			/* in (or about to enter) read(2); atomic */
+	bool done;			/* its loop ended (under fl.mu) */
 	struct fl_worker *next_parked;
 	struct fuse_buf buf;
 };
@@ -135,11 +145,13 @@ static void *fl_main(void *arg)
 {
 	struct fl_worker *w = arg;
 
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-	while (!fuse_session_exited(fl.se)) {
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	for (;;) {
+		/* reading first, then the check: the end interrupts readers */
+		__atomic_store_n(&w->reading, true, __ATOMIC_SEQ_CST);
+		if (fuse_session_exited(fl.se))
+			break;
 		int res = fuse_session_receive_buf(fl.se, &w->buf);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		__atomic_store_n(&w->reading, false, __ATOMIC_SEQ_CST);
 		if (res == -EINTR)
 			continue;
 		if (res <= 0) {
@@ -188,8 +200,17 @@ static void *fl_main(void *arg)
 		if (stop)
 			break;
 	}
+	__atomic_store_n(&w->reading, false, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&fl.mu);
+	w->done = true;
+	pthread_mutex_unlock(&fl.mu);
 	sem_post(&fl.ended);
 	return NULL;
+}
+
+static void fl_on_wake(int sig)
+{
+	(void)sig;	/* only to interrupt read(2) */
 }
 
 /* The watcher: a reader more when none came back within FL_STARVE_US. */
@@ -229,6 +250,13 @@ static void *fl_watch(void *arg)
 int fl_run(struct fuse_session *se, unsigned max_threads)
 {
 	pthread_condattr_t ca;
+	struct sigaction sa, old_wake;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fl_on_wake;	/* no SA_RESTART: read(2) returns EINTR */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(FL_WAKE_SIG, &sa, &old_wake) != 0)
+		return -1;
 
 	fl.se = se;
 	fl.max_threads = max_threads < 2 ? 2 : max_threads > FL_MAX_THREADS ? FL_MAX_THREADS
@@ -237,8 +265,10 @@ int fl_run(struct fuse_session *se, unsigned max_threads)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&fl.watch_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (sem_init(&fl.ended, 0, 0) != 0)
+	if (sem_init(&fl.ended, 0, 0) != 0) {
+		sigaction(FL_WAKE_SIG, &old_wake, NULL);
 		return -1;
+	}
 	pthread_mutex_lock(&fl.mu);
 	fl.watching = true;
 	fl.last_ns = now_ns();
@@ -258,6 +288,7 @@ int fl_run(struct fuse_session *se, unsigned max_threads)
 			pthread_join(fl.watcher, NULL);
 		}
 		sem_destroy(&fl.ended);
+		sigaction(FL_WAKE_SIG, &old_wake, NULL);
 		return -1;
 	}
 	while (!fuse_session_exited(se)) {
@@ -279,9 +310,24 @@ int fl_run(struct fuse_session *se, unsigned max_threads)
 	pthread_cond_signal(&fl.watch_cv);
 	pthread_mutex_unlock(&fl.mu);
 	pthread_join(fl.watcher, NULL);
-	/* nthreads no longer moves: only the watcher and workers start more */
-	for (unsigned i = 0; i < fl.nthreads; i++)
-		pthread_cancel(fl.w[i]->thr);	/* a reader; the others ignore it */
+	/* nthreads no longer moves: only the watcher starts workers now */
+	for (;;) {
+		bool left = false;
+		pthread_mutex_lock(&fl.mu);
+		for (unsigned i = 0; i < fl.nthreads; i++) {
+			if (fl.w[i]->done)
+				continue;
+			left = true;
+			if (__atomic_load_n(&fl.w[i]->reading, __ATOMIC_SEQ_CST))
+				pthread_kill(fl.w[i]->thr, FL_WAKE_SIG);
+		}
+		pthread_mutex_unlock(&fl.mu);
+		if (!left)
+			break;
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = FL_WAKE_MS * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	sigaction(FL_WAKE_SIG, &old_wake, NULL);
 	for (unsigned i = 0; i < fl.nthreads; i++) {
 		pthread_join(fl.w[i]->thr, NULL);
 		pthread_cond_destroy(&fl.w[i]->cv);

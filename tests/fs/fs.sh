@@ -308,6 +308,45 @@ touch "$B/neg2/y"
 within '[ -e "$A/neg2/y" ]' || fail "mount 1 does not see a name mount 2 made in a folder it listed"
 rm -r "$A/neg" "$A/neg2" || fail "removing neg, neg2"
 
+step "requests waiting for the MDS do not hold up the others (the request loop)"
+# mount 2 makes folders mount 1 never saw; with the MDS stopped (SIGSTOP:
+# connections and leases stay), mount 1's lookups of them wait for it,
+# and reads of a file mount 1 holds open (data from the OSDs) must still
+# find a worker (doc/fs.md, "The request loop": two readers of /dev/fuse,
+# more when requests block; without that the read waits for the MDS)
+head -c 4194304 /dev/urandom >"$tmp/lp.ref"
+cp "$tmp/lp.ref" "$A/lp" || fail "writing lp"
+for i in 1 2 3 4; do mkdir "$B/lpw$i" || fail "making lpw$i on mount 2"; done
+settle >/dev/null
+exec 7<"$A/lp"
+sync
+echo 1 >/proc/sys/vm/drop_caches
+mpid=$("$cluster_bin" status --dir "$cdir" | awk '$1 == "mds" { print $4 }')
+[ -n "$mpid" ] || fail "no MDS pid in atoll-cluster status"
+kill -STOP "$mpid"
+lpids=()
+for i in 1 2 3 4; do
+	ls "$A/lpw$i" >/dev/null 2>"$tmp/lpw$i.err" &
+	lpids+=($!)
+done
+sleep 1
+if ! timeout 20 cmp - "$tmp/lp.ref" <&7; then
+	kill -CONT "$mpid"
+	fail "a read of an open file waited behind lookups waiting for the MDS"
+fi
+for p in "${lpids[@]}"; do
+	if ! kill -0 "$p" 2>/dev/null; then
+		kill -CONT "$mpid"
+		fail "a lookup on mount 1 did not wait for the stopped MDS: $(cat "$tmp"/lpw*.err)"
+	fi
+done
+kill -CONT "$mpid"
+for p in "${lpids[@]}"; do
+	wait "$p" || fail "a lookup waiting for the MDS failed once it went on: $(cat "$tmp"/lpw*.err)"
+done
+exec 7<&-
+rm -r "$A/lp" "$A"/lpw? "$tmp/lp.ref" || fail "removing lp, lpw*"
+
 step "leases: a stopped client holds a change up for its lease time at most"
 # a 3 s lease from the configuration; mount 2 caches, then stops
 printf '[mds]\nmds_lease_ms = 3000\n' >>"$conf"
