@@ -99,6 +99,21 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The instant ns nanoseconds (under a second) from now on clock clk: a
+ * deadline for the timed waits below. */
+static struct timespec deadline_in(clockid_t clk, long ns)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	ts.tv_nsec += ns;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
 static void *fl_main(void *arg);
 
 /* Under fl.mu: one more reader, woken or started; false when neither. */
@@ -234,13 +249,7 @@ static void *fl_watch(void *arg)
 			fl.watching = true;
 			continue;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += FL_STARVE_US * 1000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = deadline_in(CLOCK_MONOTONIC, FL_STARVE_US * 1000L);
 		pthread_cond_timedwait(&fl.watch_cv, &fl.mu, &ts);
 	}
 	pthread_mutex_unlock(&fl.mu);
@@ -292,13 +301,7 @@ int fl_run(struct fuse_session *se, unsigned max_threads)
 		return -1;
 	}
 	while (!fuse_session_exited(se)) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += FL_CHECK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = deadline_in(CLOCK_REALTIME, FL_CHECK_MS * 1000000L);
 		if (sem_timedwait(&fl.ended, &ts) == 0)
 			break;	/* a worker's end: the session's */
 	}
