@@ -365,6 +365,7 @@ int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len);
 /* The journaled requests (mds_answered.c): noted by whoever journals,
  * kept in fs.answered across segments. */
 int mds_answered_init(struct mds *m);
+void mds_answered_fini(struct mds *m);
 void mds_ans_add(struct mds *m, uint64_t client, uint64_t reqid, uint64_t ino);
 int mds_ans_store(struct mds *m);
 int mds_ans_load(struct mds *m);

@@ -201,3 +201,10 @@ int mds_answered_init(struct mds *m)
 	pthread_mutex_init(&m->ans_lock, NULL);
 	return ret;
 }
+
+void mds_answered_fini(struct mds *m)
+{
+	mds_rings_fini(&m->done);
+	mds_rings_fini(&m->ans);
+	pthread_mutex_destroy(&m->ans_lock);
+}

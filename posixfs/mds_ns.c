@@ -2770,6 +2770,7 @@ void mds_close(struct mds *m)
 	free(m->orphans);
 	m->orphans = NULL;
 	m->norphans = m->orphans_cap = 0;
+	mds_answered_fini(m);
 }
 
 bool mds_orphan_defer(struct mds *m, uint64_t ino)

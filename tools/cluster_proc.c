@@ -18,6 +18,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,20 +83,81 @@ int cl_find_binary(const char *name, char *out, size_t len)
 	return -ENOENT;
 }
 
-/* A TCP port free on ip right now: bind port 0, read it, release it.
- * (Another program may take it before the daemon binds it; the daemon
- * then fails to start and `up` reports it with the log.) */
+/* Whether port is free on sa's address right now: bind it, release it. */
+static int port_free(struct sockaddr_in *sa, int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int ok;
+
+	if (fd < 0)
+		return -errno;
+	sa->sin_port = htons((uint16_t)port);
+	ok = bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* The lowest port of the kernel's ephemeral range (where connect() takes
+ * its source ports), 32768 when it cannot be read. */
+static int ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	int lo = 32768, hi;
+
+	if (f) {
+		if (fscanf(f, "%d %d", &lo, &hi) != 2)
+			lo = 32768;
+		fclose(f);
+	}
+	return lo;
+}
+
+/* A TCP port free on ip right now, below the kernel's ephemeral range.
+ * Not port 0's pick: that comes from the ephemeral range, and once a
+ * daemon on such a port stops (`mds kill`), any outgoing connection on
+ * the machine -- a client reconnecting to that very daemon even, which
+ * then connects to itself -- may take the port as its source port and
+ * the restarted daemon cannot bind it.  Ports below the range are never
+ * handed out by connect().  (Another program may still take the port
+ * before the daemon binds it; the daemon then fails to start and `up`
+ * reports it with the log.) */
 int cl_free_port(const char *ip)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
+	int lo = 10000, hi = ephemeral_low() - 1;
 	int fd, port = -EADDRNOTAVAIL;
+	/* the ports this process handed out: a daemon binds its port only
+	 * when it starts, so a second pick must not return it meanwhile */
+	static int given[64];
+	static unsigned int ngiven, seed;
 
 	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
 		return -EINVAL;
+	if (!seed)
+		seed = (unsigned int)getpid() ^ (unsigned int)(cl_now() * 1e6) ^ 1u;
+	for (int i = 0; hi - lo >= 1000 && i < 500; i++) {
+		int p = lo + (int)(rand_r(&seed) % (unsigned int)(hi - lo + 1));
+		bool seen = false;
+		int r;
+
+		for (unsigned int g = 0; g < ngiven && g < 64; g++)
+			seen |= given[g] == p;
+		if (seen)
+			continue;
+		r = port_free(&sa, p);
+		if (r < 0)
+			return r;
+		if (r) {
+			given[ngiven++ % 64] = p;
+			return p;
+		}
+	}
+	/* a machine whose ephemeral range leaves no room below: port 0 */
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	sa.sin_port = 0;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
 		port = ntohs(sa.sin_port);

@@ -41,12 +41,18 @@ fs_cleanup() {
 		for p in "${fuse_pids[@]}"; do
 			kill -0 "$p" 2>/dev/null || continue
 			echo "---- threads of atoll-fuse $p" >&2
-			timeout 30 gdb -p "$p" -batch -ex "thread apply all bt 12" 2>/dev/null |
+			# -k: gdb may ignore the TERM (stuck on the mount it
+			# serves); CONT: a gdb killed while attached may leave the
+			# client stopped, and the unmount below would wait on it
+			timeout -k 5 30 gdb -p "$p" -batch -ex "thread apply all bt 12" 2>/dev/null |
 				grep -E '^(Thread|#)' >&2
+			kill -CONT "$p" 2>/dev/null
 		done
 	fi
-	for m in "$tmp"/mnt*; do
-		[ -d "$m" ] && mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
+	# every mount under $tmp, from the mount table: `mountpoint` fails
+	# on the mount of a client that crashed (ENOTCONN), which stays
+	for m in $(awk -v t="$tmp/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts); do
+		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m"
 	done
 	stop_fuse "${fuse_pids[@]}"
 	[ -f "$cdir/cluster.state" ] && "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1
