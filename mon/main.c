@@ -23,6 +23,7 @@
 
 #include "atoll/atoll.h"
 #include "config.h"
+#include "deadline.h"
 #include "encode.h"
 #include "log.h"
 #include "mon.h"
@@ -301,12 +302,7 @@ static void mon_run(struct mon *mon)
 		pthread_mutex_lock(&mon->qlock);
 		if (!mon->qhead) {
 			/* wake at least every 100 ms to notice a signal */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			ts = deadline_ms(CLOCK_REALTIME, 100);
 			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
 		}
 		pthread_mutex_unlock(&mon->qlock);

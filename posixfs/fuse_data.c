@@ -47,6 +47,7 @@
  * no thread waits while holding wops it has not sent (see wops_send).
  */
 #include "fuse_data.h"
+#include "deadline.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -679,13 +680,7 @@ static void *flusher_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&g.lock);
 	while (!g.stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 500000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = deadline_ms(CLOCK_MONOTONIC, 500);
 		if (!g.nlq)
 			pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
 		lq_send();

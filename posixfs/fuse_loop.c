@@ -24,8 +24,10 @@
  * none wakes or starts another at once and no worker parks, as in
  * libfuse's loop: requests that block (a write waiting for room, a read
  * waiting for the OSDs, an MDS call, a handler waiting for the kernel)
- * get their workers.  The watcher looks every FL_STARVE_US while requests
- * come, and sleeps untimed once none came for FL_WATCH_IDLE_MS.
+ * get their workers.  The watcher sleeps untimed while some reader is
+ * there, and waits out FL_STARVE_US from the moment none is (it used to
+ * look every FL_STARVE_US while requests came: its lock then held up the
+ * readers a few hundred times a second).
  *
  * The end: the session exits (the kernel ended the mount, or libfuse's
  * stop handlers ran on a signal); the main thread, which looks every
@@ -51,11 +53,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "log.h"
 
 #define FL_READERS 2u		/* workers reading /dev/fuse, at most */
 #define FL_STARVE_US 1000u	/* no reader for this long: one more */
-#define FL_WATCH_IDLE_MS 100u	/* no request for this long: the watcher sleeps */
 #define FL_EAGER_MS 200u	/* after a starving: more workers at once for this long */
 #define FL_CHECK_MS 200		/* how often main looks whether the session ended */
 #define FL_MAX_THREADS 64u	/* a bound on max_threads */
@@ -84,7 +86,7 @@ static struct {
 	uint64_t starved_ns;		/* when readers went to 0 (0: there are some) */
 	uint64_t last_ns;		/* the last request taken */
 	uint64_t eager_until_ns;	/* requests block now: no waiting for a reader */
-	bool watching;			/* the watcher looks every FL_STARVE_US */
+	bool watching;			/* the watcher is not in its untimed sleep */
 	bool exit;
 	pthread_t watcher;
 	bool watcher_on;
@@ -97,21 +99,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The instant ns nanoseconds (under a second) from now on clock clk: a
- * deadline for the timed waits below. */
-static struct timespec deadline_in(clockid_t clk, long ns)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	ts.tv_nsec += ns;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
 }
 
 static void *fl_main(void *arg);
@@ -228,28 +215,31 @@ static void fl_on_wake(int sig)
 	(void)sig;	/* only to interrupt read(2) */
 }
 
-/* The watcher: a reader more when none came back within FL_STARVE_US. */
+/* The watcher: a reader more when none came back within FL_STARVE_US of
+ * the moment the last one left (fl.starved_ns). */
 static void *fl_watch(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&fl.mu);
 	while (!fl.exit) {
-		uint64_t now = now_ns();
-		if (fl.starved_ns && now - fl.starved_ns >= FL_STARVE_US * 1000ull) {
+		if (!fl.starved_ns) {
+			fl.watching = false;
+			pthread_cond_wait(&fl.watch_cv, &fl.mu);
+			fl.watching = true;
+			continue;
+		}
+		uint64_t now = now_ns(), due = fl.starved_ns + FL_STARVE_US * 1000ull;
+		if (now >= due) {
 			/* the requests block: more workers at once for a while */
 			fl.eager_until_ns = now + FL_EAGER_MS * 1000000ull;
 			if (fl_add_reader())
 				fl.starved_ns = 0;
 			else
 				fl.starved_ns = now;	/* all busy: look again later */
-		}
-		if (!fl.starved_ns && now - fl.last_ns >= FL_WATCH_IDLE_MS * 1000000ull) {
-			fl.watching = false;
-			pthread_cond_wait(&fl.watch_cv, &fl.mu);
-			fl.watching = true;
 			continue;
 		}
-		struct timespec ts = deadline_in(CLOCK_MONOTONIC, FL_STARVE_US * 1000L);
+		struct timespec ts = { .tv_sec = (time_t)(due / 1000000000ull),
+				       .tv_nsec = (long)(due % 1000000000ull) };
 		pthread_cond_timedwait(&fl.watch_cv, &fl.mu, &ts);
 	}
 	pthread_mutex_unlock(&fl.mu);
@@ -301,7 +291,7 @@ int fl_run(struct fuse_session *se, unsigned max_threads)
 		return -1;
 	}
 	while (!fuse_session_exited(se)) {
-		struct timespec ts = deadline_in(CLOCK_REALTIME, FL_CHECK_MS * 1000000L);
+		struct timespec ts = deadline_ms(CLOCK_REALTIME, FL_CHECK_MS);
 		if (sem_timedwait(&fl.ended, &ts) == 0)
 			break;	/* a worker's end: the session's */
 	}

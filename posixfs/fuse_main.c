@@ -46,6 +46,7 @@
 #include <atoll/atoll.h>
 
 #include "config.h"
+#include "deadline.h"
 #include "encode.h"
 #include "fuse_cache.h"
 #include "fuse_daemon.h"
@@ -136,6 +137,10 @@ struct unsafe {
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	/* the replayer's own: replay, recount, gone or stop moved.  Not
+	 * cond, which every answered change broadcasts: the replayer would
+	 * wake for each (a futex wake and two context switches per rmdir) */
+	pthread_cond_t rcond;
 	struct unsafe *head, *tail;
 	uint64_t n;
 	uint64_t safe_seq;	/* the MDS said: journaled up to here */
@@ -164,7 +169,8 @@ static struct {
 	struct acall *here_head;	/* those sent and not ended, not cut */
 	struct acall *cut;
 	bool cut_busy;		/* the replayer is sending the first one */
-} u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+} u = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+	.rcond = PTHREAD_COND_INITIALIZER };
 
 uint64_t fm_gen(void)
 {
@@ -175,7 +181,7 @@ void fm_recount_wanted(void)
 {
 	pthread_mutex_lock(&u.lock);
 	u.recount = true;
-	pthread_cond_broadcast(&u.cond);
+	pthread_cond_signal(&u.rcond);
 	pthread_mutex_unlock(&u.lock);
 }
 
@@ -1042,7 +1048,7 @@ static void *replayer_main(void *arg)
 	pthread_mutex_lock(&u.lock);
 	for (;;) {
 		while ((!u.replay || u.gone) && !(u.recount && !u.gone) && !u.stop)
-			pthread_cond_wait(&u.cond, &u.lock);
+			pthread_cond_wait(&u.rcond, &u.lock);
 		if (u.stop)
 			break;
 		if (!u.replay) {
@@ -1317,13 +1323,8 @@ static void *closer_main(void *arg)
 			pthread_cond_wait(&cb.cv, &cb.mu);
 		if (!cb.n && !cb.held)
 			break;	/* stopping, nothing left */
-		struct timespec dl;
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_nsec += cb.held ? (long)g.gather_us * 1000L : CLOSE_GATHER_MS * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		struct timespec dl = deadline_ns(CLOCK_REALTIME, cb.held ? g.gather_us * 1000ull :
+						 CLOSE_GATHER_MS * 1000000ull);
 		while ((cb.n || cb.held) && cb.n < MDS_CLOSE_MANY && !cb.stop &&
 		       pthread_cond_timedwait(&cb.cv, &cb.mu, &dl) != ETIMEDOUT)
 			;
@@ -2842,7 +2843,7 @@ static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 	for (struct unsafe *e = u.head; e; e = e->next)
 		e->jseq = RESEND;
 	u.replay = true;	/* then "resends done" (the reconnect window) */
-	pthread_cond_broadcast(&u.cond);
+	pthread_cond_signal(&u.rcond);
 	pthread_mutex_unlock(&u.lock);
 }
 
@@ -2987,6 +2988,7 @@ static void ux_give_up(void)
 		pthread_mutex_lock(&u.lock);
 		u.gone = true;
 		pthread_cond_broadcast(&u.cond);
+		pthread_cond_signal(&u.rcond);
 		pthread_mutex_unlock(&u.lock);
 		cut_fail_all();
 	}
@@ -3425,6 +3427,7 @@ out:
 		pthread_mutex_lock(&u.lock);
 		u.stop = true;
 		pthread_cond_broadcast(&u.cond);
+		pthread_cond_signal(&u.rcond);
 		pthread_mutex_unlock(&u.lock);
 		pthread_join(u.thr, NULL);
 	}

@@ -13,20 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "mds_proto.h"
-
-/* The CLOCK_REALTIME instant ms milliseconds from now: the deadline of a
- * pthread_cond_timedwait (the MDS's conditions use the default clock). */
-static inline struct timespec mds_deadline_ms(uint64_t ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t ns = (uint64_t)ts.tv_nsec + ms % 1000 * 1000000ull;
-	ts.tv_sec += (time_t)(ms / 1000 + ns / 1000000000ull);
-	ts.tv_nsec = (long)(ns % 1000000000ull);
-	return ts;
-}
 
 struct msg_conn;
 

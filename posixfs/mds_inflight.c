@@ -129,7 +129,7 @@ bool mds_inflight_other(uint64_t ino, uint64_t client)
 
 int mds_inflight_wait(uint64_t ino, uint64_t client, uint32_t timeout_ms)
 {
-	struct timespec dl = mds_deadline_ms(timeout_ms);
+	struct timespec dl = deadline_ms(CLOCK_REALTIME, timeout_ms);
 	int ret = 0;
 
 	pthread_mutex_lock(&I.lock);

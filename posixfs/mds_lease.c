@@ -383,7 +383,7 @@ struct holder {
 static void wait_until(uint64_t until)
 {
 	for (uint64_t now = now_ms(); now < until; now = now_ms()) {
-		struct timespec ts = mds_deadline_ms(until - now);
+		struct timespec ts = deadline_ms(CLOCK_REALTIME, until - now);
 		pthread_cond_timedwait(&L.cond, &L.lock, &ts);
 	}
 }

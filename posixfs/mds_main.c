@@ -594,7 +594,7 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 			uint64_t now = mono_ms();
 			if (now >= deadline)
 				break;
-			struct timespec ts = mds_deadline_ms(deadline - now);
+			struct timespec ts = deadline_ms(CLOCK_REALTIME, deadline - now);
 			pthread_cond_timedwait(&q.cond, &q.lock, &ts);
 		}
 		struct work *w = q.head;

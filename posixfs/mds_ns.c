@@ -1726,7 +1726,7 @@ static void apply_gather(struct mds *m)
 {
 	if (!m->apply_gather_ms)
 		return;
-	struct timespec dl = mds_deadline_ms(m->apply_gather_ms);
+	struct timespec dl = deadline_ms(CLOCK_REALTIME, m->apply_gather_ms);
 	while (m->aq_len < APPLY_BATCH && !m->drainers && !m->stop)
 		if (pthread_cond_timedwait(&m->acond, &m->alock, &dl) == ETIMEDOUT)
 			break;
@@ -2131,7 +2131,7 @@ static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
 		m->crash_now = true;
 	}
 	if (m->jgather_ms)
-		j->due = mds_deadline_ms(m->jgather_ms);
+		j->due = deadline_ms(CLOCK_REALTIME, m->jgather_ms);
 	pthread_mutex_lock(&m->jlock);
 	/* a bound on what is answered but not journaled (the clients keep it) */
 	while (m->jq_len >= 4 * JOURNAL_BATCH)

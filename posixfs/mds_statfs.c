@@ -181,7 +181,7 @@ void mds_statfs_get(uint64_t ninodes, struct mds_statfs *st)
 			sf.want = true;
 			pthread_cond_broadcast(&sf.cond);
 		}
-		struct timespec ts = mds_deadline_ms(STATFS_WAIT_MS);
+		struct timespec ts = deadline_ms(CLOCK_REALTIME, STATFS_WAIT_MS);
 		while (may_wait && sf.gen == gen && !sf.stop)
 			if (pthread_cond_timedwait(&sf.cond, &sf.lock, &ts) == ETIMEDOUT)
 				break;

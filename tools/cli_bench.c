@@ -19,6 +19,7 @@
  * second.  MB/s here are MiB/s (2^20 bytes), as in fio's and rados' output.
  */
 #include "cli.h"
+#include "deadline.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -233,16 +234,10 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 
 			if (b->nfree > 0 && t < end && more_ops(b))
 				continue;
-			clock_gettime(CLOCK_REALTIME, &ts);
 			wake -= now_s();
 			if (wake < 0.001)
 				wake = 0.001;
-			ts.tv_sec += (time_t)wake;
-			ts.tv_nsec += (long)((wake - (time_t)wake) * 1e9);
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			ts = deadline_ns(CLOCK_REALTIME, (uint64_t)(wake * 1e9));
 			pthread_cond_timedwait(&b->cond, &b->lock, &ts);
 		}
 	}

@@ -17,6 +17,7 @@
  */
 #include "client.h"
 #include "config.h"
+#include "deadline.h"
 #include "encode.h"
 #include "log.h"
 #include "msg.h"
@@ -307,23 +308,11 @@ static void on_closed(void *arg, struct msg_conn *conn, int err)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static void deadline_in(struct timespec *ts, uint64_t ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += (time_t)(ms / 1000);
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 int client_wait_epoch(struct atoll_cluster *c, uint64_t epoch, uint64_t timeout_ms)
 {
-	struct timespec ts;
+	struct timespec ts = deadline_ms(CLOCK_REALTIME, timeout_ms);
 	int r = 0;
 
-	deadline_in(&ts, timeout_ms);
 	pthread_mutex_lock(&c->lock);
 	while (!c->map || c->map->epoch < epoch) {
 		if (c->shutting_down) {

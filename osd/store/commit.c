@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "deadline.h"
 #include "log.h"
 
 /* Journaled blocks that trigger an apply between batches (16 MiB), and
@@ -892,15 +893,8 @@ out_unchanged:
 /* Waits on cond for at most ns nanoseconds. */
 static void cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
 {
-	struct timespec ts;
+	struct timespec ts = deadline_ns(CLOCK_REALTIME, ns);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ns / 1000000000u);
-	ts.tv_nsec += (long)(ns % 1000000000u);
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_cond_timedwait(cond, lock, &ts);
 }
 
