@@ -83,18 +83,25 @@ int cl_find_binary(const char *name, char *out, size_t len)
 	return -ENOENT;
 }
 
-/* Whether port is free on sa's address right now: bind it, release it. */
-static int port_free(struct sockaddr_in *sa, int port)
+/* Binds port (0: the kernel picks) on sa's address and lets it go: the
+ * port that was free (> 0), 0 when port is taken, < 0 an error. */
+static int port_probe(struct sockaddr_in *sa, int port)
 {
+	socklen_t sl = sizeof(*sa);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int ok;
+	int r;
 
 	if (fd < 0)
 		return -errno;
 	sa->sin_port = htons((uint16_t)port);
-	ok = bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0;
+	if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) != 0)
+		r = port ? 0 : -errno;
+	else if (getsockname(fd, (struct sockaddr *)sa, &sl) != 0)
+		r = -errno;
+	else
+		r = ntohs(sa->sin_port);
 	close(fd);
-	return ok;
+	return r;
 }
 
 /* The lowest port of the kernel's ephemeral range (where connect() takes
@@ -124,9 +131,7 @@ static int ephemeral_low(void)
 int cl_free_port(const char *ip)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
 	int lo = 10000, hi = ephemeral_low() - 1;
-	int fd, port = -EADDRNOTAVAIL;
 	/* the ports this process handed out: a daemon binds its port only
 	 * when it starts, so a second pick must not return it meanwhile */
 	static int given[64];
@@ -139,32 +144,19 @@ int cl_free_port(const char *ip)
 	for (int i = 0; hi - lo >= 1000 && i < 500; i++) {
 		int p = lo + (int)(rand_r(&seed) % (unsigned int)(hi - lo + 1));
 		bool seen = false;
-		int r;
 
 		for (unsigned int g = 0; g < ngiven && g < 64; g++)
 			seen |= given[g] == p;
 		if (seen)
 			continue;
-		r = port_free(&sa, p);
-		if (r < 0)
+		int r = port_probe(&sa, p);
+		if (r > 0)
+			given[ngiven++ % 64] = r;
+		if (r)
 			return r;
-		if (r) {
-			given[ngiven++ % 64] = p;
-			return p;
-		}
 	}
 	/* a machine whose ephemeral range leaves no room below: port 0 */
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	sa.sin_port = 0;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-		port = ntohs(sa.sin_port);
-	else
-		port = -errno;
-	close(fd);
-	return port;
+	return port_probe(&sa, 0);
 }
 
 int cl_proc_start_time(pid_t pid, unsigned long long *start)
