@@ -33,7 +33,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "assert.h"
+#include "atoll_assert.h"
 #include "crc32c.h"
 #include "log.h"
 

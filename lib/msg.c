@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assert.h"
+#include "atoll_assert.h"
 #include "encode.h"
 #include "msgr_int.h"
 

@@ -40,7 +40,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "assert.h"
+#include "atoll_assert.h"
 #include "crc32c.h"
 #include "encode.h"
 #include "log.h"

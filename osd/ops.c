@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "assert.h"
+#include "atoll_assert.h"
 #include "encode.h"
 #include "log.h"
 #include "pg.h"

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "assert.h"
+#include "atoll_assert.h"
 #include "log.h"
 #include "pg.h"
 #include "placement.h"

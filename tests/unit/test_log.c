@@ -1,5 +1,5 @@
 /*
- * test_log.c - lib/log.c and lib/assert.c: line format, level filter,
+ * test_log.c - lib/log.c and lib/atoll_assert.c: line format, level filter,
  * files and stderr, logging off until opened, one line per event from
  * many threads, and the report an ATOLL_ASSERT failure leaves.
  *
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "assert.h"
+#include "atoll_assert.h"
 #include "log.h"
 
 #define LINE_RE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z "

@@ -1,5 +1,5 @@
 /*
- * assert.c - the failure path of ATOLL_ASSERT.
+ * atoll_assert.c - the failure path of ATOLL_ASSERT.
  *
  * A failed invariant is reported in the log (where an operator looks
  * first) and on stderr (which survives when the log is off or is a file
@@ -7,7 +7,7 @@
  * that a core dump holds the state.  The report is formatted into a stack
  * buffer and written with write(2): the heap or stdio may be what broke.
  */
-#include "assert.h"
+#include "atoll_assert.h"
 #include "log.h"
 
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * assert.h - checks that stay in production builds.
+ * atoll_assert.h - checks that stay in production builds.
  *
  * ATOLL_ASSERT(cond, fmt, ...) logs what failed, where and the caller's
  * context (which object, which PG) to the log and to stderr, then aborts.
