@@ -34,6 +34,7 @@
 
 #include "config.h"
 #include "encode.h"
+#include "fault.h"
 #include "log.h"
 #include "mds.h"
 #include "msg.h"
@@ -743,6 +744,26 @@ static void usage(FILE *f)
 		"The first start on an empty metadata pool creates the file system.\n");
 }
 
+/* The [mds] option key of atoll.conf, a number of milliseconds up to max
+ * (def when it is not set), into *out; false (said on stderr) when it is
+ * not such a number. */
+static bool conf_ms(const struct config *conf, const char *key, uint64_t def,
+		    unsigned long max, uint64_t *out)
+{
+	const char *v = config_get(conf, "mds", key, NULL);
+	char *end = NULL;
+	unsigned long n = v ? strtoul(v, &end, 10) : def;
+
+	if ((v && (*end || end == v)) || n > max) {
+		fprintf(stderr, "atoll-mds: %s '%s' is not a number of milliseconds up to %lu; "
+			"use e.g. %s = %llu in [mds] of atoll.conf\n", key, v, max, key,
+			(unsigned long long)def);
+		return false;
+	}
+	*out = n;
+	return true;
+}
+
 static int ensure_pool(struct atoll_cluster *cl, const char *name)
 {
 	struct atoll_pool_options o = { .size_of = sizeof(o) };
@@ -830,8 +851,6 @@ int main(int argc, char **argv)
 		lmax = config_get(conf, "mds", "mds_lease_max", NULL);
 	if (!early)
 		early = config_get(conf, "mds", "mds_early_reply", NULL);
-	if (!early)
-		early = getenv("ATOLL_MDS_EARLY_REPLY");
 	if (early && strcmp(early, "0") && strcmp(early, "1")) {
 		fprintf(stderr, "atoll-mds: mds_early_reply '%s' is neither 0 nor 1; use "
 			"--early-reply 1 (batched journal) or 0 (journal each change)\n", early);
@@ -840,8 +859,6 @@ int main(int argc, char **argv)
 	mds.early = !early || !strcmp(early, "1");
 	if (!recon)
 		recon = config_get(conf, "mds", "mds_reconnect_ms", NULL);
-	if (!recon)
-		recon = getenv("ATOLL_MDS_RECONNECT_MS");
 	char *rend = NULL;
 	unsigned long reconnect_ms = recon ? strtoul(recon, &rend, 10) : 10000;
 	if ((recon && (*rend || rend == recon)) || reconnect_ms > 600000) {
@@ -851,8 +868,6 @@ int main(int argc, char **argv)
 	}
 	if (!stimeout)
 		stimeout = config_get(conf, "mds", "mds_session_timeout_ms", NULL);
-	if (!stimeout)
-		stimeout = getenv("ATOLL_MDS_SESSION_TIMEOUT_MS");
 	unsigned long st_ms = stimeout ? strtoul(stimeout, &rend, 10) : 60000;
 	if ((stimeout && (*rend || rend == stimeout)) || st_ms > 86400000) {
 		fprintf(stderr, "atoll-mds: mds_session_timeout_ms '%s' is not a number of "
@@ -871,6 +886,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds.cache_max = (uint64_t)cache_mb << 20;
+	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
+		     &mds.apply_gather_ms) ||
+	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
+		     &mds.jgather_ms))
+		goto out;
 	char *end = NULL;
 	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
 	if ((lease && (*end || end == lease)) || lease_ms > 3600000) {
@@ -941,13 +961,13 @@ int main(int argc, char **argv)
 	g_msgr = msgr;
 	/* fault injection (tests): small segments, so that a few changes
 	 * roll them; no MT_MDS_SAFE, so that the clients resend everything */
-	const char *segs = getenv("ATOLL_MDS_SEG_ENTRIES");
-	if (segs && atoi(segs) > 0) {
-		mds.seg_max = (uint64_t)atoi(segs);
-		log_warn(SUB, "fault injection: journal segments roll after %s entries", segs);
+	int64_t segs = fault_get_int("mds_seg_entries", 0);
+	if (segs > 0) {
+		mds.seg_max = (uint64_t)segs;
+		log_warn(SUB, "fault injection: journal segments roll after %lld entries",
+			 (long long)segs);
 	}
-	const char *nosafe = getenv("ATOLL_MDS_DROP_SAFE");
-	if (nosafe && !strcmp(nosafe, "1")) {
+	if (fault_get_int("mds_drop_safe", 0) == 1) {
 		mds.drop_safe = true;
 		log_warn(SUB, "fault injection: no MT_MDS_SAFE is sent (the clients keep "
 			 "every request)");
@@ -965,28 +985,29 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_statfs_may_wait();	/* this thread is the worker */
-	const char *fault = getenv("ATOLL_MDS_CRASH_AFTER_COMMITS");
-	if (fault && atoi(fault) > 0) {
-		mds.crash_after = (uint64_t)atoi(fault);
-		fault = getenv("ATOLL_MDS_CRASH_OP");
-		for (uint32_t op = 1; fault && op < MDS_OP_MAX_ && !mds.crash_op; op++)
-			if (!strcmp(mds_op_name(op), fault))
+	int64_t fault = fault_get_int("mds_crash_after_commits", 0);
+	if (fault > 0) {
+		const char *op_name = fault_get("mds_crash_op");
+		mds.crash_after = (uint64_t)fault;
+		for (uint32_t op = 1; op_name && op < MDS_OP_MAX_ && !mds.crash_op; op++)
+			if (!strcmp(mds_op_name(op), op_name))
 				mds.crash_op = op;
 		log_warn(SUB, "fault injection: will exit after journaling %llu more change(s)%s%s",
 			 (unsigned long long)mds.crash_after, mds.crash_op ? " of op " : "",
-			 mds.crash_op ? fault : "");
+			 mds.crash_op ? op_name : "");
 	}
 
-	fault = getenv("ATOLL_MDS_CRASH_BEFORE_JOURNAL");
-	if (fault && atoi(fault) > 0 && mds.early) {
-		mds.crash_hold = (uint64_t)atoi(fault);
-		log_warn(SUB, "fault injection: will answer change %s, then exit before "
-			 "journaling it", fault);
+	fault = fault_get_int("mds_crash_before_journal", 0);
+	if (fault > 0 && mds.early) {
+		mds.crash_hold = (uint64_t)fault;
+		log_warn(SUB, "fault injection: will answer change %lld, then exit before "
+			 "journaling it", (long long)fault);
 	}
-	fault = getenv("ATOLL_MDS_JOURNAL_DELAY_MS");
-	if (fault && atoi(fault) > 0) {
-		mds.jdelay_ms = (unsigned)atoi(fault);
-		log_warn(SUB, "fault injection: every journal append waits %s ms", fault);
+	fault = fault_get_int("mds_journal_delay_ms", 0);
+	if (fault > 0) {
+		mds.jdelay_ms = (unsigned)fault;
+		log_warn(SUB, "fault injection: every journal append waits %lld ms",
+			 (long long)fault);
 	}
 	log_info(SUB, "early replies %s", mds.early ? "on (batched journal)" :
 		 "off (each change journaled before its reply)");
@@ -1009,11 +1030,11 @@ int main(int argc, char **argv)
 		log_info(SUB, "a client whose connection is gone for %u ms is evicted",
 			 session_timeout_ms);
 	}
-	/* the loop thread handles what it can from now on (serve_inline) */
-	const char *inl = getenv("ATOLL_MDS_INLINE");
+	/* the loop thread handles what it can from now on (serve_inline);
+	 * not with the journal-crash faults, which count the changes the
+	 * worker makes */
 	pthread_mutex_lock(&q.lock);
-	q.inline_ok = mds.early && !mds.crash_hold && !mds.crash_after &&
-		      !(inl && !strcmp(inl, "0"));
+	q.inline_ok = mds.early && !mds.crash_hold && !mds.crash_after;
 	pthread_mutex_unlock(&q.lock);
 	log_info(SUB, "requests handled on the messenger's thread when the worker is idle: %s",
 		 q.inline_ok ? "yes" : "no");

@@ -1702,7 +1702,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * takes up to 64 queued changes at once and writes each (object, key) of
  * them once, with its last value (store_apply_omap), so a backlog costs
  * one round trip, not one per change.  A round first gathers for up to
- * APPLY_GATHER_MS (unless a batch is full, or someone waits for the queue
+ * mds_apply_gather_ms (unless a batch is full, or someone waits for the queue
  * to drain): a client's changes one at a time (rm -rf) came a few per
  * journal batch, and each round wrote the directory and up to 16 inode
  * shards for them, three times the journal's own writes.  What must hold
@@ -1714,11 +1714,6 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * (journal_roll).  The applier never takes the namespace lock. */
 
 #define APPLY_BATCH 256u	/* changes the applier writes in one round */
-/* default of ATOLL_MDS_APPLY_GATHER_MS.  50, not 20: touch of 10,000
- * files made the OSDs spend a fifth less CPU (each round writes the
- * directory and up to 16 inode shards), and nothing waits for a round
- * but a truncate and a journal roll, which stop the gathering */
-#define APPLY_GATHER_MS 50u
 
 /* Under alock, with something queued: waits until a batch is full, the
  * gathering time is over, someone drains or the MDS stops. */
@@ -1824,10 +1819,6 @@ static int applier_start(struct mds *m)
 
 	pthread_mutex_init(&m->alock, NULL);
 	pthread_cond_init(&m->acond, NULL);
-	/* ATOLL_MDS_APPLY_GATHER_MS=N: how long a round gathers (0: not at
-	 * all, the behaviour before; an A/B seam for benchmarks) */
-	const char *g = getenv("ATOLL_MDS_APPLY_GATHER_MS");
-	m->apply_gather_ms = g ? strtoull(g, NULL, 10) : APPLY_GATHER_MS;
 	ret = -pthread_create(&m->applier, NULL, applier_main, m);
 	if (ret == 0)
 		m->applier_on = true;
@@ -1853,8 +1844,8 @@ static void apply_failed(int ret)
 	exit(1);
 }
 
-/* Applies the change p holds here and now (no applier, or no memory to
- * queue it), in order: the caller drained the queue. */
+/* Applies the change p holds here and now (no memory to queue it), in
+ * order: the caller drained the queue. */
 static void apply_now(struct mds *m, const struct mds_packed *p)
 {
 	struct mds_txn *t = malloc(sizeof(*t));
@@ -1919,7 +1910,6 @@ static bool txn_trims_data(const struct mds_txn *t)
  * what they were not told is safe. */
 
 #define JOURNAL_BATCH 1024u	/* changes in one append, at most */
-#define JOURNAL_GATHER_MS 10u	/* default of ATOLL_MDS_JOURNAL_GATHER_MS */
 
 /* Under jlock, something journalable queued: waits while the oldest
  * entry is younger than jgather_ms, nobody waits for durability
@@ -2059,11 +2049,6 @@ int mds_journaler_start(struct mds *m)
 	pthread_cond_init(&m->jcond, NULL);
 	m->durable_seq = m->seq;
 	m->jhurry_seq = m->seq;
-	/* ATOLL_MDS_JOURNAL_GATHER_MS=N: how long an entry may wait for
-	 * others to share its append (0: not at all, the behaviour before;
-	 * an A/B seam for benchmarks) */
-	const char *g = getenv("ATOLL_MDS_JOURNAL_GATHER_MS");
-	m->jgather_ms = g ? strtoull(g, NULL, 10) : JOURNAL_GATHER_MS;
 	__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
 	__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
 	ret = -pthread_create(&m->journaler, NULL, journaler_main, m);
@@ -2099,7 +2084,7 @@ uint64_t mds_durable_seq(struct mds *m)
 }
 
 /* Fault injection: does the change being made count towards
- * ATOLL_MDS_CRASH_AFTER_COMMITS (only those of ATOLL_MDS_CRASH_OP's op,
+ * the fault mds_crash_after_commits (only those of mds_crash_op's op,
  * when set: a test then knows which request the crash follows)? */
 static bool crash_counts(const struct mds *m)
 {
@@ -2188,10 +2173,7 @@ static void wait_durable(struct mds *m, uint64_t seq)
  * journaler's, packed (its body goes to the applier) ... */
 static void journal_done_one(struct mds *m, struct mds_packed *p)
 {
-	if (m->applier_on)
-		apply_queue(m, p);
-	else
-		apply_now(m, p);
+	apply_queue(m, p);
 }
 
 /* ... or one journaled by its worker (no early replies). */
@@ -2200,12 +2182,11 @@ static void journal_done_txn(struct mds *m, const struct mds_txn *t)
 	struct mds_packed p;
 	int ret;
 
-	if (m->applier_on && !txn_pack(t, &p)) {
+	if (!txn_pack(t, &p)) {
 		apply_queue(m, &p);
 		return;
 	}
-	if (m->applier_on)
-		apply_drain(m);	/* no memory to pack it: here, in order */
+	apply_drain(m);	/* no memory to pack it: here, in order */
 	if ((ret = store_apply(m, t)))
 		apply_failed(ret);
 	__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
@@ -2729,14 +2710,9 @@ int mds_open(struct mds *m)
 		m->next_ino = m->ino_hw;
 	if (m->next_ino < 2)
 		m->next_ino = 2;
-	/* ATOLL_MDS_SYNC_APPLY=1: apply every change before its reply, as
-	 * before the applier existed (an A/B seam for benchmarks) */
-	const char *sync_apply = getenv("ATOLL_MDS_SYNC_APPLY");
-	if (!sync_apply || strcmp(sync_apply, "1")) {
-		ret = applier_start(m);
-		if (ret)
-			return ret;
-	}
+	ret = applier_start(m);
+	if (ret)
+		return ret;
 	if (m->early && (ret = mds_journaler_start(m)))
 		return ret;
 	/* orphans (no names, open when the MDS stopped): removed after the

@@ -18,7 +18,7 @@
 #    session leaves `atoll fs status`, the file is purged, `df` shows the
 #    space back.
 #  - fsync and fsyncdir do not wait for the journal's gathering: the MDS
-#    here gathers entries for 1.5 s (ATOLL_MDS_JOURNAL_GATHER_MS), an
+#    here gathers entries for 1.5 s (mds_journal_gather_ms), an
 #    fsync tells it somebody waits (MT_MDS_FLUSH): ten files made and
 #    fsynced with their folder take well under the 15 s they would take
 #    otherwise.
@@ -28,12 +28,10 @@ cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-FUSE ATOLL}
 fuse_bin=${2:?}
 atoll_cli=${3:?}
 . "$(dirname "$0")/lib.sh"
-# a client whose connection is gone 2 s is evicted (default 60 s)
-export ATOLL_MDS_SESSION_TIMEOUT_MS=2000
-# journal entries wait up to 1.5 s for others (default 2 ms): the fsync
+# a client whose connection is gone 2 s is evicted (default 60 s);
+# journal entries wait up to 1.5 s for others (default 10 ms): the fsync
 # step below shows that an fsync does not wait for that
-export ATOLL_MDS_JOURNAL_GATHER_MS=1500
-fs_setup
+fs_setup --set mds_session_timeout_ms=2000 --set mds_journal_gather_ms=1500
 mds_log=$cdir/log/mds.log
 MiB=$((1024 * 1024))
 GiB=$((1024 * MiB))

@@ -68,7 +68,7 @@ step "the MDS killed with -9, not coming back: a background mount's atoll-fuse e
 # a slow journal: the MDS answers changes (early replies) seconds before
 # it journals them, so the kill leaves changes the client alone holds
 mds stop
-ATOLL_MDS_JOURNAL_DELAY_MS=3000 mds start
+with_faults mds_journal_delay_ms=3000 mds start
 M=$tmp/mnt-bg
 mkdir -p "$M"
 "$fuse_bin" "$M" -o "conf=$conf,log=$tmp/bg.log" >"$tmp/bg.out" 2>&1 || { cat "$tmp/bg.out"; fail "atoll-fuse (background, -o log=) failed"; }
@@ -107,7 +107,7 @@ kill -9 "${fuse_pids[-1]}"
 fusermount3 -u "$K" || fail "fusermount3 -u of a mount whose atoll-fuse was killed"
 w0=$(grep -c "reconnect window over" "$mds_log")
 mds kill
-ATOLL_MDS_RECONNECT_MS=20000 mds start	# past the bound: an unmount it holds fails
+with_mds_conf mds_reconnect_ms=20000 mds start	# past the bound: an unmount it holds fails
 fusermount3 -u "$A" & ua=$!
 fusermount3 -u "$B" & ub=$!
 wait $ua || fail "fusermount3 -u $A"

@@ -521,7 +521,7 @@ step "the MDS dies after journaling a change and before applying it: replay keep
 mds stop
 # the first change of a mkdir (not a late CLOSE or an orphan's purge
 # of the steps before, which would leave the mkdir answered and unjournaled)
-ATOLL_MDS_CRASH_AFTER_COMMITS=1 ATOLL_MDS_CRASH_OP=mkdir mds start
+with_faults mds_crash_after_commits=1,mds_crash_op=mkdir mds start
 mp=$(mds_pid)
 mkdir "$A/crashdir" 2>"$tmp/mkdir.err" &
 mk=$!
@@ -545,7 +545,7 @@ step "early replies: the MDS answers a change, dies before journaling it; the cl
 # journaled: only atoll-fuse's resend brings f2 back, with the inode
 # number its data objects are named by (mount 2 reads them)
 mds stop
-ATOLL_MDS_CRASH_BEFORE_JOURNAL=4 mds start
+with_faults mds_crash_before_journal=4 mds start
 mp=$(mds_pid)
 (mkdir "$A/ej" && for i in 1 2 3 4 5 6; do echo "e$i" >"$A/ej/f$i" || exit 1; done) 2>"$tmp/ej.err" &
 ej=$!
@@ -566,7 +566,7 @@ step "a resend of a change journaled in a segment since rolled is answered from 
 # gone (only fs.answered knows them).  Applied again, the mkdirs fail with
 # EEXIST and the rename moves the second d1 over `moved`.
 mds stop
-ATOLL_MDS_SEG_ENTRIES=4 ATOLL_MDS_DROP_SAFE=1 mds start
+with_faults mds_seg_entries=4,mds_drop_safe=1 mds start
 mkdir "$A/rolled" || fail "mkdir rolled"
 for i in $(seq 1 12); do mkdir "$A/rolled/d$i" || fail "mkdir rolled/d$i"; done
 mv "$A/rolled/d1" "$A/rolled/moved" && mkdir "$A/rolled/d1" || fail "mv, mkdir in rolled"
@@ -649,7 +649,7 @@ step "fsync/fsyncdir return once journaled; a client that misses the reconnect w
 # the restarted MDS's reconnect window: it is evicted and blocklisted, so
 # its later write through a descriptor it kept open is refused.
 mds stop
-ATOLL_MDS_JOURNAL_DELAY_MS=300 mds start	# a slow journal: early replies come long before it
+with_faults mds_journal_delay_ms=300 mds start	# a slow journal: early replies come long before it
 C=$tmp/mnt3
 mount_fs "$C" "$tmp/fuse3c.log"
 c3=${fuse_pids[-1]}	# its atoll-fuse
@@ -681,7 +681,7 @@ for _ in $(seq 1 200); do [ -e "$tmp/fsynced" ] && break; sleep 0.05; done
 [ -e "$tmp/fsynced" ] || fail "create + fsync + fsyncdir on mount 3 did not finish: $(cat "$tmp/fence.out")"
 kill -STOP "$c3"	# no resend from this client
 mds kill
-ATOLL_MDS_RECONNECT_MS=1500 mds start
+with_mds_conf mds_reconnect_ms=1500 mds start
 sleep 1.2
 [ "$(cat "$B/fsy/f" 2>/dev/null)" = synced ] || fail "the fsynced file is lost after kill -9 of the MDS"
 cid=$(grep -o "evicting client [0-9]*" "$mds_log" | tail -n 1 | awk '{ print $3 }')

@@ -83,12 +83,36 @@ fs_prepare() {
 	trap fs_cleanup EXIT
 }
 
-# fs_setup: fs_prepare, then a one-OSD cluster with its MDS.
+# fs_setup [UP-OPTIONS]: fs_prepare, then a one-OSD cluster with its MDS
+# (UP-OPTIONS go to atoll-cluster up, e.g. --set mds_session_timeout_ms=2000).
 fs_setup() {
 	fs_prepare
 	step "cluster: one OSD and the MDS"
-	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd >"$tmp/up.log" 2>&1 ||
+	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd "$@" >"$tmp/up.log" 2>&1 ||
 		{ cat "$tmp/up.log"; fail "atoll-cluster up"; }
+}
+
+# with_faults FAULTS CMD...: runs CMD with FAULTS (name=value,...; see
+# lib/fault.h) added to $ATOLL_FAULTS, e.g. an MDS start that crashes:
+#   with_faults mds_crash_after_commits=1 mds start
+with_faults() {
+	local f=$1
+	shift
+	ATOLL_FAULTS=${ATOLL_FAULTS:+$ATOLL_FAULTS,}$f "$@"
+}
+
+# with_mds_conf KEY=VALUE CMD...: runs CMD (an MDS start) with KEY set in
+# [mds] of $conf, then removes it again: later starts get the default.
+# atoll-cluster up writes [mds] last, so an appended line lands there.
+with_mds_conf() {
+	local key=${1%%=*} val=${1#*=} rc
+	shift
+	sed -i "/^$key *=/d" "$conf"
+	echo "$key = $val" >>"$conf"
+	"$@"
+	rc=$?
+	sed -i "/^$key *=/d" "$conf"
+	return $rc
 }
 
 mount_fs() {	# mount_fs DIR LOG [MOUNT-OPTIONS]
