@@ -15,6 +15,7 @@
 
 #include "deadline.h"
 #include "mds_proto.h"
+#include "mds_store.h"
 
 struct msg_conn;
 
@@ -340,6 +341,8 @@ void mds_txn_trunc(struct mds_txn *t, uint64_t ino, uint64_t from, uint64_t to);
 void mds_txn_dent_set(struct mds_txn *t, uint64_t dir, const char *name,
 		      uint64_t ino, uint32_t mode);
 void mds_txn_dent_rm(struct mds_txn *t, uint64_t dir, const char *name);
+/* The symlink target to store with inode ino's record in t ("": none). */
+const char *mds_txn_link(const struct mds_txn *t, uint64_t ino);
 /* Journals the txn, then applies it in memory and to the objects.  A
  * journal failure is fatal (the daemon exits; a restart replays). */
 int mds_commit(struct mds *m, struct mds_txn *t);
@@ -357,8 +360,6 @@ void mds_journal_hurry(struct mds *m);
  * thread handling requests queues, so the answer holds until it does.) */
 bool mds_journal_room(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
-/* The whole object oid of the metadata pool, malloc'd (-ENOENT: none). */
-int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len);
 /* The journaled requests (mds_answered.c): noted by whoever journals,
  * kept in fs.answered across segments. */
 int mds_answered_init(struct mds *m);

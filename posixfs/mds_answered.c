@@ -157,7 +157,7 @@ int mds_ans_load(struct mds *m)
 {
 	uint8_t *buf = NULL;
 	size_t got = 0;
-	int ret = mds_read_object(m, ANS_OID, &buf, &got);
+	int ret = mds_store_read(m, ANS_OID, &buf, &got);
 
 	if (ret == -ENOENT)
 		return 0;

@@ -42,33 +42,6 @@ uint64_t mds_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- object names ---------------------------------------------------- */
-
-static void oid_inodes(char *b, size_t n, uint64_t ino)
-{
-	snprintf(b, n, "fs.inodes.%02x", (unsigned)(ino % MDS_INODE_SHARDS));
-}
-
-static void oid_dir(char *b, size_t n, uint64_t ino)
-{
-	snprintf(b, n, "fs.dir.%016" PRIx64, ino);
-}
-
-static void oid_xattr(char *b, size_t n, uint64_t ino)
-{
-	snprintf(b, n, "fs.xattr.%016" PRIx64, ino);
-}
-
-static void oid_seg(char *b, size_t n, uint64_t seg)
-{
-	snprintf(b, n, "fs.journal.%016" PRIx64, seg);
-}
-
-static void oid_data(char *b, size_t n, uint64_t ino, uint64_t blk)
-{
-	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
-}
-
 /* ---- the metadata cache ------------------------------------------------------
  *
  * Nodes (inode records, directory listings, extended attributes) are
@@ -388,36 +361,6 @@ static void node_free(struct mds *m, struct mds_node *n)
 	free(n);
 }
 
-static int omap_each(struct mds *m, const char *oid,
-		     int (*fn)(struct mds *m, void *arg, const void *k, size_t kl,
-			       const void *v, size_t vl), void *arg);
-
-/* An inode record: the inode (its wire form), the symlink target, then
- * the parent of a directory.  A record written before the parent was
- * stored there has none: its directory kept it in the `..` key of its
- * object, which then may exist even if the directory never had entries
- * (the flag MDS_INO_DIROBJ says so; mds_dir_parent reads the key). */
-static void record_encode(struct enc *e, const struct mds_inode *in, const char *link)
-{
-	mds_inode_encode(e, in);
-	enc_str(e, link ? link : "");
-	enc_u64(e, in->parent);
-}
-
-static int record_decode(const void *v, size_t vl, struct mds_inode *in, char *link)
-{
-	struct dec d;
-
-	dec_init(&d, v, vl);
-	mds_inode_decode(&d, in);
-	dec_str(&d, link, MDS_PATH_MAX);
-	if (dec_left(&d))
-		in->parent = dec_u64(&d);
-	else if (S_ISDIR(in->mode))
-		in->flags |= MDS_INO_DIROBJ;
-	return d.err;
-}
-
 static struct mds_node *node_from_record(struct mds *m, const struct mds_inode *in,
 					 const char *link)
 {
@@ -445,7 +388,7 @@ static int load_record(struct mds *m, uint64_t ino, struct mds_node **out)
 	int ret;
 
 	*out = NULL;
-	oid_inodes(oid, sizeof(oid), ino);
+	mds_store_oid_inodes(oid, sizeof(oid), ino);
 	snprintf(key, sizeof(key), "%016" PRIx64, ino);
 	struct atoll_kv kv = { key, 16, NULL, 0 };
 	ret = atoll_omap_get(m->meta, oid, &kv, 1, &it);
@@ -454,7 +397,7 @@ static int load_record(struct mds *m, uint64_t ino, struct mds_node **out)
 	if (ret)
 		return ret;
 	if (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
-		if (record_decode(v, vl, &in, link) || in.ino != ino)
+		if (mds_store_record_decode(v, vl, &in, link) || in.ino != ino)
 			ret = -EUCLEAN;
 		else
 			*out = node_from_record(m, &in, link);
@@ -518,12 +461,12 @@ void mds_prefetch(struct mds *m, const uint64_t *inos, size_t n)
 		const void *k, *v;
 		size_t kl, vl;
 		struct mds_inode in;
-		oid_inodes(oid, sizeof(oid), s);
+		mds_store_oid_inodes(oid, sizeof(oid), s);
 		m->c_misses += nk;
 		if (atoll_omap_get(m->meta, oid, keys, nk, &it))
 			continue;	/* mds_get loads them one by one, and says why */
 		while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0)
-			if (!record_decode(v, vl, &in, link) && !ht_find(m, in.ino))
+			if (!mds_store_record_decode(v, vl, &in, link) && !ht_find(m, in.ino))
 				node_from_record(m, &in, link);
 		atoll_kv_iter_free(it);
 	}
@@ -572,8 +515,8 @@ int mds_dir_load(struct mds *m, struct mds_node *d)
 		return 0;
 	}
 	m->c_misses++;
-	oid_dir(oid, sizeof(oid), d->a.ino);
-	ret = omap_each(m, oid, load_dent, d);
+	mds_store_oid_dir(oid, sizeof(oid), d->a.ino);
+	ret = mds_store_omap_each(m, oid, load_dent, d);
 	if (ret) {
 		log_error(SUB, "cannot load the entries of directory %" PRIu64 " (%s); "
 			  "the request fails with EIO", d->a.ino, atoll_strerror(ret));
@@ -601,7 +544,7 @@ uint64_t mds_dir_parent(struct mds *m, struct mds_node *n)
 	if (n->a.parent || !S_ISDIR(n->a.mode) || n->dir_loaded ||
 	    !(n->a.flags & MDS_INO_DIROBJ))
 		return n->a.parent;
-	oid_dir(oid, sizeof(oid), n->a.ino);
+	mds_store_oid_dir(oid, sizeof(oid), n->a.ino);
 	struct atoll_kv kv = { "..", 2, NULL, 0 };
 	if (atoll_omap_get(m->meta, oid, &kv, 1, &it) == 0 &&
 	    atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 8) {
@@ -866,7 +809,7 @@ struct mds_inode *mds_txn_inode(struct mds *m, struct mds_txn *t, uint64_t ino)
 }
 
 /* The target to store with inode ino's record in t ("" when none). */
-static const char *txn_link(const struct mds_txn *t, uint64_t ino)
+const char *mds_txn_link(const struct mds_txn *t, uint64_t ino)
 {
 	if (ino && t->link_ino == ino)
 		return t->link;
@@ -1126,369 +1069,6 @@ static int txn_unpack(const struct mds_packed *p, struct mds_txn *t)
 	return ret;
 }
 
-/* ---- applying to the objects ---------------------------------------------- */
-
-static int ignore_enoent(int r)
-{
-	return r == -ENOENT ? 0 : r;
-}
-
-static int store_inode_put(struct mds *m, const struct mds_inode *in, const char *link)
-{
-	char oid[64], key[17];
-	struct enc e;
-	size_t len;
-	void *buf;
-	int ret;
-
-	enc_init(&e);
-	record_encode(&e, in, link);
-	buf = enc_take(&e, &len);
-	if (!buf) {
-		enc_free(&e);
-		return -ENOMEM;
-	}
-	oid_inodes(oid, sizeof(oid), in->ino);
-	snprintf(key, sizeof(key), "%016" PRIx64, in->ino);
-	struct atoll_kv kv = { key, 16, buf, len };
-	ret = atoll_omap_set(m->meta, oid, &kv, 1);
-	free(buf);
-	return ret;
-}
-
-static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t to,
-			    struct mds_rm_batch *b)
-{
-	char oid[64];
-	uint64_t bs = MDS_BLOCK_SIZE;
-	uint64_t first = from / bs;
-	uint64_t last = to ? (to - 1) / bs : 0;
-	int ret = 0;
-
-	if (to <= from && from % bs == 0)
-		return 0;
-	if (from % bs) {
-		oid_data(oid, sizeof(oid), ino, first);
-		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs));
-		if (ret)
-			return ret;
-		first++;
-	}
-	/* many in flight; a pool listing for a huge sparse range (mds_purge.c) */
-	return to > from ? mds_data_remove_range(m, ino, first, last, b) : 0;
-}
-
-/* The omap updates of a batch of txns (in journal order), and the
- * removals of the objects of removed inodes: each (object, key) keeps
- * only its last update, then every object gets at most two ops, one
- * setting its keys and one removing them (the keys of the two are
- * distinct, so they may run in any order), or its removal alone, all in
- * flight at once: one round trip for the whole batch, however many
- * changes it holds. */
-struct kvu {
-	char oid[64];
-	char key[MDS_NAME_MAX + 1];
-	size_t klen;
-	const void *val;
-	size_t vlen;
-	void *own;		/* an encoded inode record (val points here) */
-	uint8_t dval[12];	/* a dentry's value (val is NULL: qsort moves it) */
-	bool rm;
-	bool gone;		/* the object is removed (no key) */
-	size_t seq;		/* position in the batch */
-};
-
-/* The applier's kvu array, kept from round to round (fresh, it cost each
- * round a page fault per 4 KiB). */
-struct kvu_buf {
-	struct kvu *u;
-	size_t cap;
-};
-
-struct pop {
-	struct atoll_op *op;
-	struct atoll_completion *c;
-	struct atoll_kv *kv;
-	bool rm;
-};
-
-static int kvu_cmp(const void *a, const void *b)
-{
-	const struct kvu *x = a, *y = b;
-	int c = strcmp(x->oid, y->oid);
-
-	if (c)
-		return c;
-	if (x->klen != y->klen)
-		return x->klen < y->klen ? -1 : 1;
-	c = memcmp(x->key, y->key, x->klen);
-	if (c)
-		return c;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Fills q from u (one omap update of t); false when u is no omap update. */
-static bool kvu_from(struct kvu *q, const struct mds_txn *t, const struct mds_upd *u, int *err)
-{
-	memset(q, 0, sizeof(*q));
-	switch (u->type) {
-	case MDS_U_DENT_SET:
-		for (int k = 0; k < 8; k++)
-			q->dval[k] = (uint8_t)(u->ino >> (8 * k));
-		for (int k = 0; k < 4; k++)
-			q->dval[8 + k] = (uint8_t)(u->mode >> (8 * k));
-		snprintf(q->key, sizeof(q->key), "%s", u->name);
-		q->vlen = 12;
-		oid_dir(q->oid, sizeof(q->oid), u->dir);
-		break;
-	case MDS_U_DENT_RM:
-		snprintf(q->key, sizeof(q->key), "%s", u->name);
-		q->rm = true;
-		oid_dir(q->oid, sizeof(q->oid), u->dir);
-		break;
-	case MDS_U_PARENT:
-		for (int k = 0; k < 8; k++)
-			q->dval[k] = (uint8_t)(u->dir >> (8 * k));
-		snprintf(q->key, sizeof(q->key), "..");
-		q->vlen = 8;
-		oid_dir(q->oid, sizeof(q->oid), u->ino);
-		break;
-	case MDS_U_INODE_PUT: {
-		struct enc e;
-		size_t len;
-		enc_init(&e);
-		record_encode(&e, &u->in, txn_link(t, u->in.ino));
-		q->own = enc_take(&e, &len);
-		if (!q->own) {
-			enc_free(&e);
-			*err = -ENOMEM;
-			return false;
-		}
-		q->val = q->own;
-		q->vlen = len;
-		snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->in.ino);
-		oid_inodes(q->oid, sizeof(q->oid), u->in.ino);
-		break;
-	}
-	case MDS_U_INODE_RM:
-		snprintf(q->key, sizeof(q->key), "%016" PRIx64, u->ino);
-		q->rm = true;
-		oid_inodes(q->oid, sizeof(q->oid), u->ino);
-		break;
-	case MDS_U_XATTR_SET:
-		snprintf(q->key, sizeof(q->key), "%s", u->name);
-		q->val = t->xval;
-		q->vlen = t->xlen;
-		oid_xattr(q->oid, sizeof(q->oid), u->ino);
-		break;
-	case MDS_U_XATTR_RM:
-		snprintf(q->key, sizeof(q->key), "%s", u->name);
-		q->rm = true;
-		oid_xattr(q->oid, sizeof(q->oid), u->ino);
-		break;
-	default:
-		return false;
-	}
-	q->klen = strlen(q->key);
-	return true;
-}
-
-/* The objects a removed inode leaves (u is an INODE_RM): a directory's
- * if it ever had entries, the one of its extended attributes if it had
- * any.  Returns how many it filled in q (room for two). */
-static size_t kvu_gone(struct kvu *q, const struct mds_upd *u)
-{
-	size_t n = 0;
-
-	if (S_ISDIR(u->mode) && (u->in.flags & MDS_INO_DIROBJ)) {
-		memset(&q[n], 0, sizeof(q[n]));
-		oid_dir(q[n].oid, sizeof(q[n].oid), u->ino);
-		q[n++].gone = true;
-	}
-	if (u->in.flags & MDS_INO_XATTRS) {
-		memset(&q[n], 0, sizeof(q[n]));
-		oid_xattr(q[n].oid, sizeof(q[n].oid), u->ino);
-		q[n++].gone = true;
-	}
-	return n;
-}
-
-static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t nt,
-			    struct kvu_buf *kb)
-{
-	size_t cap = 0, n = 0, nops = 0;
-	struct kvu *u;
-	struct pop *p = NULL;
-	int ret = 0;
-
-	for (size_t i = 0; i < nt; i++)
-		cap += 3 * (size_t)ts[i]->nu;
-	if (!cap)
-		return 0;
-	if (kb && kb->cap >= cap) {
-		u = kb->u;
-		memset(u, 0, cap * sizeof(*u));
-	} else {
-		u = calloc(cap, sizeof(*u));
-		if (!u)
-			return -ENOMEM;
-		if (kb) {
-			free(kb->u);
-			kb->u = u;
-			kb->cap = cap;
-		}
-	}
-	for (size_t i = 0; i < nt; i++)
-		for (int k = 0; k < ts[i]->nu; k++) {
-			size_t n0 = n;
-			if (kvu_from(&u[n], ts[i], &ts[i]->u[k], &ret))
-				n++;
-			if (ts[i]->u[k].type == MDS_U_INODE_RM)
-				n += kvu_gone(&u[n], &ts[i]->u[k]);
-			for (; n0 < n; n0++)
-				u[n0].seq = n0;
-		}
-	if (ret)
-		goto out;
-	qsort(u, n, sizeof(*u), kvu_cmp);
-	/* keep the last update of each (object, key): mark the others */
-	for (size_t i = 0; i + 1 < n; i++)
-		if (!strcmp(u[i].oid, u[i + 1].oid) && u[i].klen == u[i + 1].klen &&
-		    !memcmp(u[i].key, u[i + 1].key, u[i].klen))
-			u[i].klen = SIZE_MAX;
-	p = calloc(2 * n, sizeof(*p));
-	if (!p) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	/* per object: the sets, then the removals, one op each; or the
-	 * object's removal alone (nothing names it after: inode numbers are
-	 * not reused, so no later change of the batch sets a key of it) */
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		bool gone = false;
-		while (j < n && !strcmp(u[j].oid, u[i].oid))
-			gone |= u[j++].gone;
-		if (gone) {
-			struct pop *q = &p[nops];
-			q->op = atoll_op_create();
-			if (!q->op || atoll_completion_create(NULL, NULL, &q->c)) {
-				ret = -ENOMEM;
-				break;
-			}
-			nops++;
-			q->rm = true;
-			atoll_op_remove(q->op);
-			int r = atoll_aio_op_operate(q->op, m->meta, u[i].oid, q->c, 0);
-			if (r) {
-				ret = r;
-				atoll_completion_release(q->c);
-				q->c = NULL;
-				break;
-			}
-			i = j;
-			continue;
-		}
-		for (int rm = 0; rm <= 1; rm++) {
-			size_t cnt = 0;
-			for (size_t k = i; k < j; k++)
-				cnt += u[k].klen != SIZE_MAX && u[k].rm == rm;
-			if (!cnt)
-				continue;
-			struct pop *q = &p[nops];
-			q->kv = calloc(cnt, sizeof(*q->kv));
-			q->op = atoll_op_create();
-			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, &q->c)) {
-				ret = -ENOMEM;
-				break;
-			}
-			nops++;
-			cnt = 0;
-			for (size_t k = i; k < j; k++)
-				if (u[k].klen != SIZE_MAX && u[k].rm == rm)
-					q->kv[cnt++] = (struct atoll_kv){
-						u[k].key, u[k].klen,
-						rm ? NULL : u[k].val ? u[k].val : u[k].dval,
-						rm ? 0 : u[k].vlen };
-			q->rm = rm;
-			if (rm)
-				atoll_op_omap_rm(q->op, q->kv, cnt);
-			else
-				atoll_op_omap_set(q->op, q->kv, cnt);
-			int r = atoll_aio_op_operate(q->op, m->meta, u[i].oid, q->c, 0);
-			if (r) {
-				ret = r;
-				atoll_completion_release(q->c);
-				q->c = NULL;
-			}
-		}
-		if (ret)
-			break;
-		i = j;
-	}
-	for (size_t i = 0; i < nops; i++) {
-		if (p[i].c) {
-			int r = (int)atoll_completion_wait(p[i].c);
-			if (p[i].rm && r == -ENOENT)
-				r = 0;	/* the object is gone: so are its keys */
-			if (r && !ret)
-				ret = r;
-			atoll_completion_release(p[i].c);
-		}
-	}
-out:
-	for (size_t i = 0; p && i < 2 * n; i++) {
-		atoll_op_release(p[i].op);
-		free(p[i].kv);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(u[i].own);
-	free(p);
-	if (!kb)
-		free(u);
-	return ret;
-}
-
-/* The updates of a txn that are no omap changes: purging or trimming
- * file data, the inode allocator's high-water mark.  A removed inode's
- * objects are never named again (inode numbers are not reused), so these
- * may follow the omap updates of later txns of the same batch. */
-/* The rest of a txn's updates, after its omap ones: data removes go
- * into b (NULL: waited for here), the caller waits for them. */
-static int store_apply_rest(struct mds *m, const struct mds_txn *t, struct mds_rm_batch *b)
-{
-	int ret = 0;
-
-	for (int i = 0; i < t->nu && !ret; i++) {
-		const struct mds_upd *u = &t->u[i];
-		switch (u->type) {
-		case MDS_U_PURGE:
-			ret = store_data_trunc(m, u->ino, 0, u->size, b);
-			break;
-		case MDS_U_TRUNC:
-			ret = store_data_trunc(m, u->ino, u->size, u->old_size, b);
-			break;
-		case MDS_U_HW: {
-			char v[17];
-			snprintf(v, sizeof(v), "%016" PRIx64, u->ino);
-			struct atoll_kv kv = { "ino_hw", 6, v, 16 };
-			ret = atoll_omap_set(m->meta, "fs.super", &kv, 1);
-			break;
-		}
-		default:
-			break;
-		}
-	}
-	return ret;
-}
-
-static int store_apply(struct mds *m, const struct mds_txn *t)
-{
-	int ret = store_apply_omap(m, &t, 1, NULL);
-
-	return ret ? ret : store_apply_rest(m, t, NULL);
-}
-
 struct mds_xattr *mds_xattr_find(struct mds_node *n, const char *name)
 {
 	for (size_t i = 0; i < n->nxa; i++)
@@ -1629,7 +1209,7 @@ static int journal_roll(struct mds *m)
 
 	if (ret)
 		return ret;
-	oid_seg(oid, sizeof(oid), m->seg);
+	mds_store_oid_seg(oid, sizeof(oid), m->seg);
 	atoll_remove(m->meta, oid);	/* every entry in it is applied */
 	m->seg++;
 	m->seg_entries = 0;
@@ -1664,7 +1244,7 @@ static int journal_write(struct mds *m, struct enc *e)
 		enc_free(e);
 		return -ENOMEM;
 	}
-	oid_seg(oid, sizeof(oid), m->seg);
+	mds_store_oid_seg(oid, sizeof(oid), m->seg);
 	ret = atoll_append(m->meta, oid, buf, len);
 	if (ret == 0)
 		m->seg_bytes += len;
@@ -1700,7 +1280,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * answers the next request: a metadata change costs the client one
  * cluster round trip (the journal append) instead of two.  The applier
  * takes up to 64 queued changes at once and writes each (object, key) of
- * them once, with its last value (store_apply_omap), so a backlog costs
+ * them once, with its last value (mds_store_apply_omap), so a backlog costs
  * one round trip, not one per change.  A round first gathers for up to
  * mds_apply_gather_ms (unless a batch is full, or someone waits for the queue
  * to drain): a client's changes one at a time (rm -rf) came a few per
@@ -1734,7 +1314,7 @@ static void *applier_main(void *arg)
 	/* the round's changes unpacked: kept from round to round (a txn is
 	 * 80 KiB, of which a change uses a few hundred bytes) */
 	struct mds_txn **sc = calloc(APPLY_BATCH, sizeof(*sc));
-	struct kvu_buf kb = { .u = NULL };
+	struct mds_store_buf kb = { .u = NULL };
 
 	if (!sc) {
 		log_error(SUB, "out of memory starting the applier; exiting");
@@ -1765,12 +1345,12 @@ static void *applier_main(void *arg)
 			ts[k] = sc[k];
 		}
 		if (!ret)
-			ret = store_apply_omap(m, ts, n, &kb);
+			ret = mds_store_apply_omap(m, ts, n, &kb);
 		/* the data removes of the whole round in flight together (the
 		 * purges of an rm of many files: the OSDs commit them together) */
 		struct mds_rm_batch rb = { .n = 0 };
 		for (size_t i = 0; i < n && !ret; i++)
-			ret = store_apply_rest(m, ts[i], &rb);
+			ret = mds_store_apply_rest(m, ts[i], &rb);
 		int rret = mds_rm_batch_wait(&rb);
 		ret = ret ? ret : rret;
 		if (ret) {
@@ -1797,7 +1377,7 @@ static void *applier_main(void *arg)
 	for (size_t k = 0; k < APPLY_BATCH; k++)
 		free(sc[k]);
 	free(sc);
-	free(kb.u);
+	mds_store_buf_free(&kb);
 	return NULL;
 }
 
@@ -1849,7 +1429,7 @@ static void apply_failed(int ret)
 static void apply_now(struct mds *m, const struct mds_packed *p)
 {
 	struct mds_txn *t = malloc(sizeof(*t));
-	int ret = !t ? -ENOMEM : txn_unpack(p, t) ? -EBADMSG : store_apply(m, t);
+	int ret = !t ? -ENOMEM : txn_unpack(p, t) ? -EBADMSG : mds_store_apply(m, t);
 
 	free(t);
 	if (ret)
@@ -2187,7 +1767,7 @@ static void journal_done_txn(struct mds *m, const struct mds_txn *t)
 		return;
 	}
 	apply_drain(m);	/* no memory to pack it: here, in order */
-	if ((ret = store_apply(m, t)))
+	if ((ret = mds_store_apply(m, t)))
 		apply_failed(ret);
 	__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
 }
@@ -2241,35 +1821,12 @@ int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
 		mds_txn_init(&h);
 		struct mds_upd *u = txn_upd(&h, MDS_U_HW);
 		u->ino = m->ino_hw + MDS_INO_RANGE;
-		int ret = store_apply(m, &h);
+		int ret = mds_store_apply(m, &h);
 		if (ret)
 			return ret;
 		m->ino_hw = u->ino;
 	}
 	*ino = m->next_ino++;
-	return 0;
-}
-
-/* Reads the whole object oid of the metadata pool into *buf (malloc'd,
- * the caller frees it; *len bytes): 0, -ENOENT when it does not exist, or
- * another negative errno. */
-int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len)
-{
-	uint64_t size = 0, mt;
-	int ret = atoll_stat(m->meta, oid, &size, &mt);
-
-	if (ret)
-		return ret;
-	*buf = malloc(size ? size : 1);
-	if (!*buf)
-		return -ENOMEM;
-	int64_t got = atoll_read(m->meta, oid, *buf, size, 0);
-	if (got < 0) {
-		free(*buf);
-		*buf = NULL;
-		return (int)got;
-	}
-	*len = (size_t)got;
 	return 0;
 }
 
@@ -2293,11 +1850,11 @@ static int journal_replay(struct mds *m)
 	atoll_kv_iter_free(it);
 	if (ret && ret != -ENOENT)
 		return ret;
-	oid_seg(oid, sizeof(oid), m->seg);
+	mds_store_oid_seg(oid, sizeof(oid), m->seg);
 	uint8_t *buf = NULL;
 	size_t got = 0;
 
-	ret = mds_read_object(m, oid, &buf, &got);
+	ret = mds_store_read(m, oid, &buf, &got);
 	if (ret == -ENOENT)
 		goto roll;
 	if (ret)
@@ -2319,7 +1876,7 @@ static int journal_replay(struct mds *m)
 		struct dec d;
 		dec_init(&d, buf + pos + 16, len);
 		if (txn_decode(&d, t) == 0) {
-			ret = store_apply(m, t);
+			ret = mds_store_apply(m, t);
 			if (t->reqid)
 				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);
 			mds_ans_add(m, t->client, t->reqid, t->res_ino);
@@ -2357,7 +1914,7 @@ static int mkfs(struct mds *m)
 	root.mode = S_IFDIR | 0755;
 	root.nlink = 2;
 	root.atime = root.mtime = root.ctime = now;
-	ret = store_inode_put(m, &root, NULL);
+	ret = mds_store_inode_put(m, &root, NULL);
 	if (ret)
 		return ret;
 	ret = head_set_seg(m, 1);
@@ -2406,40 +1963,6 @@ static int load_super(struct mds *m, bool *exists)
 	return 0;
 }
 
-/* Calls fn for every omap entry of oid; a missing object has none. */
-static int omap_each(struct mds *m, const char *oid,
-		     int (*fn)(struct mds *m, void *arg, const void *k, size_t kl,
-			       const void *v, size_t vl), void *arg)
-{
-	char after[MDS_NAME_MAX + 1];
-	size_t alen = 0;
-	int more = 1, ret;
-
-	while (more) {
-		struct atoll_kv_iter *it = NULL;
-		const void *k, *v;
-		size_t kl, vl;
-		ret = atoll_omap_list(m->meta, oid, alen ? after : NULL, alen, 1000, &it, &more);
-		if (ret == -ENOENT)
-			return 0;
-		if (ret)
-			return ret;
-		while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
-			ret = fn(m, arg, k, kl, v, vl);
-			if (ret) {
-				atoll_kv_iter_free(it);
-				return ret;
-			}
-			if (kl <= MDS_NAME_MAX) {
-				memcpy(after, k, kl);
-				alen = kl;
-			}
-		}
-		atoll_kv_iter_free(it);
-	}
-	return 0;
-}
-
 static int load_xattr(struct mds *m, void *arg, const void *k, size_t kl,
 		      const void *v, size_t vl)
 {
@@ -2461,8 +1984,8 @@ int mds_xattr_load(struct mds *m, struct mds_node *n)
 	if (n->xa_loaded)
 		return 0;
 	if (n->a.flags & MDS_INO_XATTRS) {
-		oid_xattr(oid, sizeof(oid), n->a.ino);
-		ret = omap_each(m, oid, load_xattr, n);
+		mds_store_oid_xattr(oid, sizeof(oid), n->a.ino);
+		ret = mds_store_omap_each(m, oid, load_xattr, n);
 	}
 	if (ret == 0)
 		n->xa_loaded = true;
@@ -2620,7 +2143,7 @@ static int scan_inode(struct mds *m, void *arg, const void *k, size_t kl,
 
 	(void)k;
 	(void)kl;
-	if (record_decode(v, vl, &in, link)) {
+	if (mds_store_record_decode(v, vl, &in, link)) {
 		log_warn(SUB, "a malformed inode record (%zu bytes) in the metadata "
 			 "pool; skipping it", vl);
 		return 0;
@@ -2676,10 +2199,10 @@ int mds_open(struct mds *m)
 	ret = journal_replay(m);
 	if (ret)
 		return ret;
-	ret = omap_each(m, "fs.sessions", load_session, NULL);
+	ret = mds_store_omap_each(m, "fs.sessions", load_session, NULL);
 	if (ret)
 		return ret;
-	ret = omap_each(m, EVICTED_OID, load_evicted, NULL);
+	ret = mds_store_omap_each(m, EVICTED_OID, load_evicted, NULL);
 	if (ret)
 		return ret;
 	if (m->nevicted)
@@ -2691,7 +2214,7 @@ int mds_open(struct mds *m)
 	struct scan sc = { 0 };
 	for (unsigned s = 0; s < MDS_INODE_SHARDS; s++) {
 		snprintf(oid, sizeof(oid), "fs.inodes.%02x", s);
-		ret = omap_each(m, oid, scan_inode, &sc);
+		ret = mds_store_omap_each(m, oid, scan_inode, &sc);
 		if (ret) {
 			free(sc.orphans);
 			return ret;
