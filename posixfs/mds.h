@@ -15,6 +15,7 @@
 
 #include "deadline.h"
 #include "mds_proto.h"
+#include "mds_cache.h"
 #include "mds_store.h"
 
 struct msg_conn;
@@ -25,47 +26,6 @@ struct atoll_ioctx;
 #define MDS_INODE_SHARDS	16u
 #define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
 #define MDS_SEG_ENTRIES		1024u	/* journal entries per segment (at least) */
-#define MDS_CACHE_MB		256u	/* the metadata cache's bound (mds_cache_mb) */
-
-/* A directory entry: a node of the directory's AVL tree, ordered by name
- * (bytewise), so that inserts, removals and "the first name after X"
- * (readdir's positions) are O(log n) at any size. */
-struct mds_dent {
-	struct mds_dent *l, *r;
-	uint64_t ino;
-	uint32_t mode;		/* S_IF* */
-	int h;			/* height of the subtree */
-	char name[];
-};
-
-struct mds_xattr {
-	char *name;
-	void *val;
-	uint32_t len;
-};
-
-/* A cached inode (doc/fs.md, "The metadata cache"): its record, and for a
- * directory its entries once loaded (dir_loaded).  A node whose last
- * change (aseq) the applier has not written to the objects yet, or that a
- * client holds open, is pinned; the others are evicted least recently
- * used first when the cache is over its bound, and loaded again on use. */
-struct mds_node {
-	struct mds_inode a;
-	char *link;		/* symlink target or NULL */
-	struct mds_dent *dents;	/* directories: the entries (AVL root) */
-	size_t nents;		/* entries (valid once dir_loaded) */
-	size_t ent_bytes;	/* memory of the entries */
-	bool dir_loaded;
-	bool gone;		/* removed in memory, not yet in the objects */
-	int opens;		/* open handles of all clients (memory only) */
-	struct mds_xattr *xa;	/* loaded on first use (xa_loaded) */
-	size_t nxa;
-	bool xa_loaded;
-	uint64_t aseq;		/* the last change to it, in mds_commit order */
-	size_t mem;		/* bytes counted in m->cache_bytes */
-	struct mds_node *hnext;
-	struct mds_node *lprev, *lnext;	/* LRU list: lru_head is the newest */
-};
 
 /* One change: working copies of the inodes it touches and the dentry
  * updates it makes.  mds_commit() journals it, then applies it. */
@@ -204,17 +164,10 @@ struct mds {
 	struct atoll_ioctx *meta, *data;
 	char data_pool[128], meta_pool[128];
 	pthread_mutex_t lock;
-	struct mds_node **ht;
-	size_t htsize;
 	uint64_t ninodes;	/* inodes in the namespace (cached or not) */
-	/* The metadata cache (doc/fs.md, "The metadata cache"): cached nodes
-	 * (records, listings, extended attributes) within cache_max bytes. */
-	uint64_t cache_max, cache_bytes, ncached;
-	uint64_t c_hits, c_misses, c_evictions;
-	struct mds_node *lru_head, *lru_tail;
+	struct mds_cache cache;	/* m->lock */
 	uint64_t aseq;		/* the last change applied in memory */
 	uint64_t applied_aseq;	/* every change up to it is in the objects (atomic) */
-	bool load_err;		/* a load failed during this request */
 	uint64_t next_ino, ino_hw;
 	uint64_t seg, seg_entries, seq;
 	uint64_t seg_bytes;	/* length of the current segment */
@@ -297,32 +250,6 @@ int mds_open(struct mds *m);		/* mkfs if needed, replay, load */
  * outside the window (remove it now).  m->lock. */
 bool mds_orphan_defer(struct mds *m, uint64_t ino);
 void mds_close(struct mds *m);
-/* The node of ino, loaded from the objects on a miss (NULL: no such
- * inode, or the load failed: m->load_err). */
-struct mds_node *mds_get(struct mds *m, uint64_t ino);
-/* The node of ino if it is cached (no load). */
-struct mds_node *mds_cached(struct mds *m, uint64_t ino);
-/* Loads the entries of directory d (once; 0 or -errno). */
-int mds_dir_load(struct mds *m, struct mds_node *d);
-/* The entry name of d (its entries loaded), or NULL. */
-struct mds_dent *mds_dir_find(struct mds_node *d, const char *name);
-/* The first entry of d with a name > after ("" = from the start). */
-struct mds_dent *mds_dir_next(struct mds_node *d, const char *after);
-/* The directory that names directory n (0: unknown). */
-uint64_t mds_dir_parent(struct mds *m, struct mds_node *n);
-/* Loads the records of the inodes not cached among inos[0..n) in one
- * request per shard (readdir-plus pages). */
-void mds_prefetch(struct mds *m, const uint64_t *inos, size_t n);
-/* Evicts unpinned nodes, least recently used first, until the cache is
- * within its bound (at the end of each request, under m->lock). */
-void mds_cache_trim(struct mds *m);
-/* Is everything request rq reads cached, so that it can be handled
- * without loading anything (the loop thread must not block)? */
-bool mds_req_cached(struct mds *m, const struct mds_req *rq);
-/* The directories rq reads or changes the entries of (at most 4): its
- * ino, a rename's or link's ino2, the directory an rmdir or a rename
- * over a directory removes.  Takes m->lock. */
-unsigned mds_req_dirs(struct mds *m, const struct mds_req *rq, uint64_t out[4]);
 int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
 /* mds_inos.c, under m->lock: a range of at most want numbers for
  * client's asynchronous creates (INOS), and whether ino is one of
@@ -369,9 +296,6 @@ int mds_ans_store(struct mds *m);
 int mds_ans_load(struct mds *m);
 void mds_answered_forget(struct mds *m, uint64_t client);
 
-/* Loads the node's extended attributes (once). */
-int mds_xattr_load(struct mds *m, struct mds_node *n);
-struct mds_xattr *mds_xattr_find(struct mds_node *n, const char *name);
 void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
 		   const void *val, uint32_t len, bool remove);
 

@@ -584,7 +584,7 @@ void mds_lease_note(struct mds *m, const struct mds_txn *t)
 {
 	for (int i = 0; i < t->nw; i++) {
 		/* cached: the txn loaded it (or it is new) */
-		const struct mds_node *n = mds_cached(m, t->w[i].in.ino);
+		const struct mds_node *n = mds_cache_find(m, t->w[i].in.ino);
 		if (!n)
 			continue;	/* a new inode: nobody holds a lease on it */
 		const struct mds_inode *in = &t->w[i].in;

@@ -187,7 +187,7 @@ static uint32_t excl_held(struct mds *mds, struct msg_conn *c, const struct mds_
 			  struct mds_chg *chg)
 {
 	uint64_t dirs[4];
-	unsigned n = mds_req_dirs(mds, rq, dirs);
+	unsigned n = mds_cache_req_dirs(mds, rq, dirs);
 
 	return n ? mds_lease_excl_others(c, dirs, n, chg) : 0;
 }
@@ -318,7 +318,7 @@ static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
  * session (writes fs.sessions), nor extended attributes (loaded from the
  * cluster on first use); and the journal queue has room (a full one
  * makes a change wait for the journaler), and everything it reads is in
- * the metadata cache (a miss loads from the cluster: mds_req_cached),
+ * the metadata cache (a miss loads from the cluster: mds_cache_has_req),
  * and no other client holds a directory it touches exclusively
  * (excl_wait).  The ino_hw bump of mds_alloc_ino, one synchronous write
  * per 4,096 new inodes, is allowed (also for an INOS range). */
@@ -326,7 +326,7 @@ static bool inline_ok(struct mds *mds, struct msg_conn *c, const struct mds_req 
 {
 	struct mds_chg chg[4];
 
-	if ((rq->lflags & MDS_L_REPLAY) || !mds_req_cached(mds, rq) ||
+	if ((rq->lflags & MDS_L_REPLAY) || !mds_cache_has_req(mds, rq) ||
 	    excl_held(mds, c, rq, chg))
 		return false;
 	switch (rq->op) {
@@ -444,7 +444,7 @@ struct released {
 static void release_open(void *arg, uint64_t ino, int count)
 {
 	struct released *r = arg;
-	struct mds_node *n = mds_get(r->mds, ino);
+	struct mds_node *n = mds_cache_get(r->mds, ino);
 
 	if (!n)
 		return;
@@ -472,7 +472,7 @@ static size_t orphans_remove(struct mds *mds, const uint64_t *inos, size_t n)
 
 	for (size_t i = 0; t && i < n; i++) {
 		mds_txn_init(t);
-		struct mds_node *node = mds_get(mds, inos[i]);
+		struct mds_node *node = mds_cache_get(mds, inos[i]);
 		if (!node || node->a.nlink || node->opens || inos[i] == MDS_ROOT_INO ||
 		    !mds_txn_inode(mds, t, inos[i]))
 			continue;	/* named again, or re-opened: not an orphan */
@@ -517,7 +517,7 @@ static void orphans_after_window(struct mds *mds)
 	mds->norphans = mds->orphans_cap = 0;
 	size_t removed = orphans_remove(mds, inos, n);
 	for (size_t i = 0; i < n; i++) {
-		struct mds_node *node = mds_get(mds, inos[i]);
+		struct mds_node *node = mds_cache_get(mds, inos[i]);
 		kept += node && node->opens > 0;
 	}
 	mds_status_sync(mds);
@@ -885,7 +885,7 @@ int main(int argc, char **argv)
 			"least 1; use e.g. --cache-mb 256\n", cache);
 		goto out;
 	}
-	mds.cache_max = (uint64_t)cache_mb << 20;
+	mds.cache.max = (uint64_t)cache_mb << 20;
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.apply_gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,

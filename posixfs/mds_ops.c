@@ -31,13 +31,13 @@
 
 static int dir_of(struct mds *m, uint64_t ino, struct mds_node **out)
 {
-	struct mds_node *d = mds_get(m, ino);
+	struct mds_node *d = mds_cache_get(m, ino);
 
 	if (!d || d->a.nlink == 0)
 		return -ENOENT;
 	if (!S_ISDIR(d->a.mode))
 		return -ENOTDIR;
-	if (mds_dir_load(m, d))
+	if (mds_cache_dir_load(m, d))
 		return -EIO;
 	*out = d;
 	return 0;
@@ -65,7 +65,7 @@ static void reply_inode(struct mds_reply *rp, const struct mds_inode *in)
  * a rename over it): removes and purges it when nothing names or holds it. */
 static void drop_link(struct mds *m, struct mds_txn *t, struct mds_inode *in, uint64_t now)
 {
-	struct mds_node *n = mds_get(m, in->ino);
+	struct mds_node *n = mds_cache_get(m, in->ino);
 
 	if (in->nlink > 0)
 		in->nlink--;
@@ -91,7 +91,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return ret;
 	if ((ret = check_name(rq->name)))
 		return ret;
-	if (mds_dir_find(d, rq->name))
+	if (mds_cache_dir_find(d, rq->name))
 		return -EEXIST;
 	/* A create resent after an MDS restart keeps the number its first
 	 * (early) reply gave: the client names the file's data objects by
@@ -108,7 +108,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	    !(rq->lflags & MDS_L_REPLAY) && mds_inos_take(rq->client, rq->replay_ino))
 		ino = rq->replay_ino;
 	else if ((rq->lflags & (MDS_L_REPLAY | MDS_L_ASYNC)) && rq->replay_ino > MDS_ROOT_INO &&
-		 rq->replay_ino < m->next_ino && !mds_get(m, rq->replay_ino))
+		 rq->replay_ino < m->next_ino && !mds_cache_get(m, rq->replay_ino))
 		ino = rq->replay_ino;
 	else if (async)
 		return -ESTALE;
@@ -140,7 +140,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	t->res_ino = ino;
 	mds_commit(m, t);
 	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u)) {
-		struct mds_node *n = mds_get(m, ino);
+		struct mds_node *n = mds_cache_get(m, ino);
 		if (n)
 			n->opens += mds_sess_open(rq->client, ino, 1, rq->ogen);
 	}
@@ -163,20 +163,20 @@ static int op_unlink(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return -EINVAL;
 	if (!strcmp(rq->name, ".."))
 		return -ENOTEMPTY;
-	de = mds_dir_find(d, rq->name);
+	de = mds_cache_dir_find(d, rq->name);
 	if (!de)
 		return -ENOENT;
 	/* answered by the client already: only the inode it saw there
 	 * (somebody else's change since won) */
 	if ((rq->lflags & MDS_L_ASYNC) && de->ino != rq->ino2)
 		return -ENOENT;
-	victim = mds_get(m, de->ino);
+	victim = mds_cache_get(m, de->ino);
 	if (!victim)
 		return -EIO;
 	if (dir) {
 		if (!S_ISDIR(victim->a.mode))
 			return -ENOTDIR;
-		if (mds_dir_load(m, victim))
+		if (mds_cache_dir_load(m, victim))
 			return -EIO;
 		if (victim->nents)
 			return -ENOTEMPTY;
@@ -207,10 +207,10 @@ static bool is_ancestor(struct mds *m, uint64_t anc, uint64_t ino)
 			return true;
 		if (ino == MDS_ROOT_INO)
 			return false;
-		struct mds_node *n = mds_get(m, ino);
+		struct mds_node *n = mds_cache_get(m, ino);
 		if (!n)
 			return false;
-		ino = mds_dir_parent(m, n);
+		ino = mds_cache_dir_parent(m, n);
 	}
 	return true;
 }
@@ -232,17 +232,17 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return -EINVAL;
 	if ((rq->flags & RENAME_NOREPLACE) && (rq->flags & RENAME_EXCHANGE))
 		return -EINVAL;
-	se = mds_dir_find(d1, rq->name);
+	se = mds_cache_dir_find(d1, rq->name);
 	if (!se)
 		return -ENOENT;
 	uint64_t sino = se->ino;
 	uint32_t smode = se->mode;
-	sn = mds_get(m, sino);
-	de = mds_dir_find(d2, rq->name2);
+	sn = mds_cache_get(m, sino);
+	de = mds_cache_dir_find(d2, rq->name2);
 	uint64_t dino = de ? de->ino : 0;
 	uint32_t dmode = de ? de->mode : 0;
 	if (de)
-		dn = mds_get(m, dino);
+		dn = mds_cache_get(m, dino);
 	if (!sn || (de && !dn))
 		return -EIO;
 	if (rq->flags & RENAME_NOREPLACE && de)
@@ -285,7 +285,7 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 			return -ENOTDIR;
 		if (!S_ISDIR(smode) && S_ISDIR(dmode))
 			return -EISDIR;
-		if (S_ISDIR(dmode) && mds_dir_load(m, dn))
+		if (S_ISDIR(dmode) && mds_cache_dir_load(m, dn))
 			return -EIO;
 		if (S_ISDIR(dmode) && dn->nents)
 			return -ENOTEMPTY;
@@ -319,7 +319,7 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 static int op_link(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
 		   struct mds_txn *t)
 {
-	struct mds_node *d, *n = mds_get(m, rq->ino);
+	struct mds_node *d, *n = mds_cache_get(m, rq->ino);
 	uint64_t now = mds_now();
 	int ret;
 
@@ -329,7 +329,7 @@ static int op_link(struct mds *m, const struct mds_req *rq, struct mds_reply *rp
 		return -EPERM;
 	if ((ret = dir_of(m, rq->ino2, &d)) || (ret = check_name(rq->name2)))
 		return ret;
-	if (mds_dir_find(d, rq->name2))
+	if (mds_cache_dir_find(d, rq->name2))
 		return -EEXIST;
 	struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
 	struct mds_inode *p = mds_txn_inode(m, t, rq->ino2);
@@ -387,7 +387,7 @@ static int op_setattr(struct mds *m, const struct mds_req *rq, struct mds_reply 
 static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
 		    struct mds_txn *t)
 {
-	struct mds_node *n = mds_get(m, rq->ino);
+	struct mds_node *n = mds_cache_get(m, rq->ino);
 
 	if (!n)
 		return -ENOENT;
@@ -464,7 +464,7 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 	if (ret)
 		return ret;
 	/* positions are names: the first entry after the cookie */
-	struct mds_dent *e = mds_dir_next(d, rq->cookie);
+	struct mds_dent *e = mds_cache_dir_next(d, rq->cookie);
 	size_t n = d->nents < max ? d->nents : max;
 	if (n) {
 		rp->ents = calloc(n, sizeof(*rp->ents));
@@ -472,7 +472,7 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 			return -ENOMEM;
 	}
 	size_t k = 0;
-	for (; e && k < n; k++, e = mds_dir_next(d, e->name)) {
+	for (; e && k < n; k++, e = mds_cache_dir_next(d, e->name)) {
 		snprintf(rp->ents[k].name, sizeof(rp->ents[k].name), "%s", e->name);
 		rp->ents[k].ino = e->ino;
 		rp->ents[k].mode = e->mode;
@@ -491,10 +491,10 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 		}
 		for (k = 0; k < n; k++)
 			inos[k] = rp->ents[k].ino;
-		mds_prefetch(m, inos, n);	/* the records not cached, per shard */
+		mds_cache_prefetch(m, inos, n);	/* the records not cached, per shard */
 		free(inos);
 		for (k = 0; k < n; k++) {
-			struct mds_node *c = mds_get(m, rp->ents[k].ino);
+			struct mds_node *c = mds_cache_get(m, rp->ents[k].ino);
 			if (c)
 				rp->plus[k] = c->a;
 			else
@@ -511,13 +511,13 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
 		    struct mds_txn *t)
 {
-	struct mds_node *n = mds_get(m, rq->ino);
+	struct mds_node *n = mds_cache_get(m, rq->ino);
 	struct mds_xattr *x;
 	int ret;
 
 	if (!n)
 		return -ENOENT;
-	if ((ret = mds_xattr_load(m, n)))
+	if ((ret = mds_cache_xattr_load(m, n)))
 		return ret;
 	switch (rq->op) {
 	case MDS_OP_GETXATTR:
@@ -525,7 +525,7 @@ static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		 * (absent too) under the record's lease; a change of an
 		 * attribute moves ctime, which revokes it */
 		reply_inode(rp, &n->a);
-		x = mds_xattr_find(n, rq->name);
+		x = mds_cache_xattr_find(n, rq->name);
 		if (!x)
 			return -ENODATA;
 		rp->value = malloc(x->len ? x->len : 1);
@@ -556,7 +556,7 @@ static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 	case MDS_OP_REMOVEXATTR: {
 		if (!rq->name[0])
 			return -EINVAL;
-		x = mds_xattr_find(n, rq->name);
+		x = mds_cache_xattr_find(n, rq->name);
 		bool rm = rq->op == MDS_OP_REMOVEXATTR;
 		if (rm && !x)
 			return -ENODATA;
@@ -625,7 +625,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		}
 		if (dn) {
 			ret = dn->rc;
-			n = dn->ino ? mds_get(m, dn->ino) : NULL;
+			n = dn->ino ? mds_cache_get(m, dn->ino) : NULL;
 			if (n)
 				reply_inode(rp, &n->a);
 			else if (dn->ino)
@@ -651,8 +651,8 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 	case MDS_OP_LOOKUP:
 		if ((ret = dir_of(m, rq->ino, &d)))
 			break;
-		de = mds_dir_find(d, rq->name);
-		n = de ? mds_get(m, de->ino) : NULL;
+		de = mds_cache_dir_find(d, rq->name);
+		n = de ? mds_cache_get(m, de->ino) : NULL;
 		if (!n)
 			ret = -ENOENT;
 		else
@@ -660,7 +660,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		break;
 	case MDS_OP_GETATTR:
 	case MDS_OP_OPEN:
-		n = mds_get(m, rq->ino);
+		n = mds_cache_get(m, rq->ino);
 		if (!n) {
 			ret = -ENOENT;
 			break;
@@ -708,7 +708,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		ret = op_link(m, rq, rp, t);
 		break;
 	case MDS_OP_READLINK:
-		n = mds_get(m, rq->ino);
+		n = mds_cache_get(m, rq->ino);
 		if (!n)
 			ret = -ENOENT;
 		else if (!S_ISLNK(n->a.mode))
@@ -758,7 +758,7 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		mds_done_add(m, rq->client, rq->reqid, ret,
 			     !ret && rp->ninodes ? rp->in[0].ino : 0, m->cur_seq);
 out:
-	if (m->load_err && ret == -ENOENT)
+	if (m->cache.load_err && ret == -ENOENT)
 		ret = -EIO;	/* not absent: its load failed (logged) */
 	mds_cache_trim(m);	/* clears load_err */
 	pthread_mutex_unlock(&m->lock);

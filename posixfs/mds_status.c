@@ -118,12 +118,12 @@ void mds_status_sync(const struct mds *m)
 	g.snap.j_offset = m->seg_bytes;
 	g.snap.j_seq = m->seq;
 	g.snap.sessions = m->nsess;
-	g.snap.cache_bytes = m->cache_bytes;
-	g.snap.cache_max = m->cache_max;
-	g.snap.cache_nodes = m->ncached;
-	g.snap.cache_hits = m->c_hits;
-	g.snap.cache_misses = m->c_misses;
-	g.snap.cache_evictions = m->c_evictions;
+	g.snap.cache_bytes = m->cache.bytes;
+	g.snap.cache_max = m->cache.max;
+	g.snap.cache_nodes = m->cache.n;
+	g.snap.cache_hits = m->cache.hits;
+	g.snap.cache_misses = m->cache.misses;
+	g.snap.cache_evictions = m->cache.evictions;
 	pthread_mutex_unlock(&g.lock);
 }
 

@@ -54,7 +54,7 @@ static void oid_data(char *b, size_t n, uint64_t ino, uint64_t blk)
  * the parent of a directory.  A record written before the parent was
  * stored there has none: its directory kept it in the `..` key of its
  * object, which then may exist even if the directory never had entries
- * (the flag MDS_INO_DIROBJ says so; mds_dir_parent reads the key). */
+ * (the flag MDS_INO_DIROBJ says so; mds_cache_dir_parent reads the key). */
 void mds_store_record_encode(struct enc *e, const struct mds_inode *in, const char *link)
 {
 	mds_inode_encode(e, in);
