@@ -16,6 +16,7 @@
 #include "deadline.h"
 #include "mds_proto.h"
 #include "mds_cache.h"
+#include "mds_txn.h"
 #include "mds_store.h"
 
 struct msg_conn;
@@ -26,63 +27,6 @@ struct atoll_ioctx;
 #define MDS_INODE_SHARDS	16u
 #define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
 #define MDS_SEG_ENTRIES		1024u	/* journal entries per segment (at least) */
-
-/* One change: working copies of the inodes it touches and the dentry
- * updates it makes.  mds_commit() journals it, then applies it. */
-enum mds_upd_type {
-	MDS_U_DENT_SET = 1,
-	MDS_U_DENT_RM = 2,
-	MDS_U_INODE_PUT = 3,
-	MDS_U_INODE_RM = 4,	/* also removes the directory object */
-	MDS_U_PURGE = 5,	/* data objects of blocks [0, size) */
-	MDS_U_TRUNC = 6,	/* data beyond size up to old_size */
-	MDS_U_HW = 7,		/* ino_hw */
-	MDS_U_XATTR_SET = 8,	/* ino, name = txn's xval */
-	MDS_U_XATTR_RM = 9,	/* ino, name */
-	MDS_U_PARENT = 10,	/* directory ino is named in dir (its ".." key) */
-};
-
-struct mds_upd {
-	uint8_t type;
-	uint64_t dir;
-	char name[MDS_NAME_MAX + 1];
-	uint64_t ino;
-	uint32_t mode;
-	struct mds_inode in;	/* INODE_PUT */
-	uint64_t size, old_size;
-};
-
-#define MDS_TXN_INODES	6
-#define MDS_TXN_UPDS	16
-
-struct mds_txn {
-	int nw;
-	struct {
-		struct mds_inode in;
-		bool dirty, removed;
-		uint64_t purge_size;
-		bool purge;
-		uint64_t trunc_from, trunc_to;
-		bool trunc;
-	} w[MDS_TXN_INODES];
-	int nu;
-	uint64_t link_ino;	/* a symlink whose record the txn puts (link) */
-	/* a second symlink of the txn (RENAME_EXCHANGE of two): an inode
-	 * record is written with its target, so every symlink a txn puts
-	 * carries it (mds_txn_inode fills these in) */
-	uint64_t link2_ino;
-	uint64_t client, reqid;	/* the request that made it (0: none) */
-	uint64_t res_ino;	/* the inode its reply names */
-	uint64_t aseq;		/* memory only: its place in mds_commit order */
-	uint32_t xlen;
-	/* the fields above are cleared by mds_txn_init; the ones below are
-	 * read only up to nu, link_ino/link2_ino and xlen (80 KiB in all:
-	 * clearing them cost each request a page-sized memset) */
-	struct mds_upd u[MDS_TXN_UPDS];
-	char link[MDS_PATH_MAX + 1];	/* the target of symlink link_ino */
-	char link2[MDS_PATH_MAX + 1];
-	uint8_t xval[MDS_XATTR_MAX];	/* a new attribute's value */
-};
 
 /* Requests already answered, so that one resent after a lost connection
  * (or replayed from the journal after a restart) is not applied twice:
@@ -117,16 +61,6 @@ void *mds_rings_add(struct mds_rings *rs, uint64_t client);
 void *mds_rings_find(struct mds_rings *rs, uint64_t client, uint64_t reqid);
 void mds_rings_forget(struct mds_rings *rs, uint64_t client);
 int mds_rings_each(struct mds_rings *rs, int (*fn)(void *arg, const void *e), void *arg);
-
-/* A change as the journaler and the applier queue it: its journal body
- * (what replay decodes too), a few hundred bytes instead of the 80 KiB
- * struct mds_txn that made it, whose copies cost each change page faults
- * and a 15 KiB memcpy twice. */
-struct mds_packed {
-	uint8_t *body;		/* malloc'd; txn_encode's bytes */
-	size_t len;
-	uint64_t aseq;		/* the txn's (memory only) */
-};
 
 /* A change applied in memory and answered, waiting for the journaler
  * (early replies, mds_ns.c): it goes to the journal in the next batch. */
@@ -250,7 +184,6 @@ int mds_open(struct mds *m);		/* mkfs if needed, replay, load */
  * outside the window (remove it now).  m->lock. */
 bool mds_orphan_defer(struct mds *m, uint64_t ino);
 void mds_close(struct mds *m);
-int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
 /* mds_inos.c, under m->lock: a range of at most want numbers for
  * client's asynchronous creates (INOS), and whether ino is one of
  * client's numbers known unused (then it counts as used from now on). */
@@ -259,20 +192,13 @@ int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *firs
 bool mds_inos_take(uint64_t client, uint64_t ino);
 uint64_t mds_now(void);
 
-void mds_txn_init(struct mds_txn *t);
-/* A working copy of ino in the txn (NULL when ino does not exist). */
-struct mds_inode *mds_txn_inode(struct mds *m, struct mds_txn *t, uint64_t ino);
-struct mds_inode *mds_txn_new_inode(struct mds_txn *t, uint64_t ino);
-void mds_txn_remove(struct mds_txn *t, uint64_t ino, bool purge);
-void mds_txn_trunc(struct mds_txn *t, uint64_t ino, uint64_t from, uint64_t to);
-void mds_txn_dent_set(struct mds_txn *t, uint64_t dir, const char *name,
-		      uint64_t ino, uint32_t mode);
-void mds_txn_dent_rm(struct mds_txn *t, uint64_t dir, const char *name);
-/* The symlink target to store with inode ino's record in t ("": none). */
-const char *mds_txn_link(const struct mds_txn *t, uint64_t ino);
-/* Journals the txn, then applies it in memory and to the objects.  A
- * journal failure is fatal (the daemon exits; a restart replays). */
-int mds_commit(struct mds *m, struct mds_txn *t);
+/* mds_ns.c: the journal and the applier as mds_txn_commit uses them */
+uint64_t mds_journal_queue(struct mds *m, const struct mds_txn *t);
+void mds_journal_wait(struct mds *m, uint64_t seq);
+void mds_journal_write(struct mds *m, const struct mds_txn *t);
+void mds_journal_written(struct mds *m);
+void mds_applier_drain(struct mds *m);
+void mds_applier_queue_txn(struct mds *m, const struct mds_txn *t);
 
 void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 		  uint64_t ino, uint64_t seq);
@@ -295,9 +221,6 @@ void mds_ans_add(struct mds *m, uint64_t client, uint64_t reqid, uint64_t ino);
 int mds_ans_store(struct mds *m);
 int mds_ans_load(struct mds *m);
 void mds_answered_forget(struct mds *m, uint64_t client);
-
-void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
-		   const void *val, uint32_t len, bool remove);
 
 /* mds_status.c: the answer to MT_MDS_STATUS.  The *_client_* calls and
  * mds_status_reply run on the messenger's loop thread; mds_status_sync

@@ -51,7 +51,7 @@ struct mds_node {
 	struct mds_xattr *xa;	/* loaded on first use (xa_loaded) */
 	size_t nxa;
 	bool xa_loaded;
-	uint64_t aseq;		/* the last change to it, in mds_commit order */
+	uint64_t aseq;		/* the last change to it, in mds_txn_commit order */
 	size_t mem;		/* bytes counted in m->cache.bytes */
 	struct mds_node *hnext;
 	struct mds_node *lprev, *lnext;	/* LRU list: cache.lru_head is the newest */
@@ -104,7 +104,7 @@ unsigned mds_cache_req_dirs(struct mds *m, const struct mds_req *rq, uint64_t ou
 /* Loads the node's extended attributes (once). */
 int mds_cache_xattr_load(struct mds *m, struct mds_node *n);
 struct mds_xattr *mds_cache_xattr_find(struct mds_node *n, const char *name);
-/* Applies committed txn t to the cached nodes (mds_commit, before the
+/* Applies committed txn t to the cached nodes (mds_txn_commit, before the
  * applier writes it): a change pins what it touches until written. */
 void mds_cache_apply(struct mds *m, const struct mds_txn *t);
 

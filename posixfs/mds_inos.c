@@ -3,7 +3,7 @@
  * for the creates they answer themselves (doc/fs.md, "Asynchronous
  * creates").
  *
- * A range's numbers come from mds_alloc_ino, whose ino_hw is stored
+ * A range's numbers come from mds_txn_alloc_ino, whose ino_hw is stored
  * before any number below it is used, so no number is ever given twice,
  * across restarts too; a number a client never uses is only a gap.  This
  * table (in memory, under m->lock) remembers the ranges handed out
@@ -36,7 +36,7 @@ int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *firs
 	if (want > MDS_INOS_MAX)
 		want = MDS_INOS_MAX;
 	while (n < want) {
-		if ((ret = mds_alloc_ino(m, NULL, &ino)))
+		if ((ret = mds_txn_alloc_ino(m, NULL, &ino)))
 			break;
 		if (n && ino != lo + n)
 			break;	/* not contiguous (cannot happen: one allocator) */

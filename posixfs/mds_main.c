@@ -320,7 +320,7 @@ static void serve_reply(struct mds *mds, struct msg *m, struct mds_req *rq,
  * makes a change wait for the journaler), and everything it reads is in
  * the metadata cache (a miss loads from the cluster: mds_cache_has_req),
  * and no other client holds a directory it touches exclusively
- * (excl_wait).  The ino_hw bump of mds_alloc_ino, one synchronous write
+ * (excl_wait).  The ino_hw bump of mds_txn_alloc_ino, one synchronous write
  * per 4,096 new inodes, is allowed (also for an INOS range). */
 static bool inline_ok(struct mds *mds, struct msg_conn *c, const struct mds_req *rq)
 {
@@ -478,7 +478,7 @@ static size_t orphans_remove(struct mds *mds, const uint64_t *inos, size_t n)
 			continue;	/* named again, or re-opened: not an orphan */
 		mds_txn_remove(t, inos[i], true);
 		mds->nchg = 0;
-		mds_commit(mds, t);
+		mds_txn_commit(mds, t);
 		done++;
 		uint32_t nc = mds->nchg;
 		struct mds_chg chg[MDS_CHG_MAX];

@@ -42,308 +42,6 @@ uint64_t mds_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- transactions -------------------------------------------------------- */
-
-void mds_txn_init(struct mds_txn *t)
-{
-	memset(t, 0, offsetof(struct mds_txn, u));
-	t->link[0] = t->link2[0] = '\0';
-}
-
-static int txn_find(struct mds_txn *t, uint64_t ino)
-{
-	for (int i = 0; i < t->nw; i++)
-		if (t->w[i].in.ino == ino)
-			return i;
-	return -1;
-}
-
-struct mds_inode *mds_txn_inode(struct mds *m, struct mds_txn *t, uint64_t ino)
-{
-	int i = txn_find(t, ino);
-
-	if (i >= 0)
-		return t->w[i].removed ? NULL : &t->w[i].in;
-	struct mds_node *n = mds_cache_get(m, ino);
-	if (!n || t->nw == MDS_TXN_INODES)
-		return NULL;
-	i = t->nw++;
-	t->w[i].in = n->a;
-	t->w[i].dirty = true;
-	/* its record is written whole, target included */
-	if (S_ISLNK(n->a.mode) && n->link && t->link_ino != ino && t->link2_ino != ino) {
-		if (!t->link_ino) {
-			t->link_ino = ino;
-			snprintf(t->link, sizeof(t->link), "%s", n->link);
-		} else if (!t->link2_ino) {
-			t->link2_ino = ino;
-			snprintf(t->link2, sizeof(t->link2), "%s", n->link);
-		}
-	}
-	return &t->w[i].in;
-}
-
-/* The target to store with inode ino's record in t ("" when none). */
-const char *mds_txn_link(const struct mds_txn *t, uint64_t ino)
-{
-	if (ino && t->link_ino == ino)
-		return t->link;
-	if (ino && t->link2_ino == ino)
-		return t->link2;
-	return "";
-}
-
-struct mds_inode *mds_txn_new_inode(struct mds_txn *t, uint64_t ino)
-{
-	int i = t->nw++;
-
-	memset(&t->w[i], 0, sizeof(t->w[i]));
-	t->w[i].in.ino = ino;
-	t->w[i].dirty = true;
-	return &t->w[i].in;
-}
-
-void mds_txn_remove(struct mds_txn *t, uint64_t ino, bool purge)
-{
-	int i = txn_find(t, ino);
-
-	if (i < 0)
-		return;
-	t->w[i].removed = true;
-	t->w[i].purge = purge;
-	t->w[i].purge_size = t->w[i].in.size;
-}
-
-void mds_txn_trunc(struct mds_txn *t, uint64_t ino, uint64_t from, uint64_t to)
-{
-	int i = txn_find(t, ino);
-
-	if (i < 0)
-		return;
-	t->w[i].trunc = true;
-	t->w[i].trunc_from = from;
-	t->w[i].trunc_to = to;
-}
-
-static struct mds_upd *txn_upd(struct mds_txn *t, uint8_t type)
-{
-	struct mds_upd *u = &t->u[t->nu++];
-
-	memset(u, 0, sizeof(*u));
-	u->type = type;
-	return u;
-}
-
-void mds_txn_dent_set(struct mds_txn *t, uint64_t dir, const char *name,
-		      uint64_t ino, uint32_t mode)
-{
-	struct mds_upd *u = txn_upd(t, MDS_U_DENT_SET);
-
-	u->dir = dir;
-	snprintf(u->name, sizeof(u->name), "%s", name);
-	u->ino = ino;
-	u->mode = mode & S_IFMT;
-}
-
-void mds_txn_dent_rm(struct mds_txn *t, uint64_t dir, const char *name)
-{
-	struct mds_upd *u = txn_upd(t, MDS_U_DENT_RM);
-
-	u->dir = dir;
-	snprintf(u->name, sizeof(u->name), "%s", name);
-}
-
-void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
-		   const void *val, uint32_t len, bool remove)
-{
-	struct mds_upd *u = txn_upd(t, remove ? MDS_U_XATTR_RM : MDS_U_XATTR_SET);
-
-	u->ino = ino;
-	snprintf(u->name, sizeof(u->name), "%s", name);
-	if (!remove) {
-		memcpy(t->xval, val, len);
-		t->xlen = len;
-	}
-}
-
-/* What a dentry set tells the inode records: its directory has entries,
- * so an object (MDS_INO_DIROBJ: removed with it; loaded); a directory
- * named has that parent.  Every op that sets a dentry has both inodes in
- * its txn (mds_ops.c); a parent not in it goes to the `..` key as before
- * (a PARENT update). */
-static void txn_dent_inodes(struct mds_txn *t)
-{
-	int nd = t->nu;
-
-	for (int i = 0; i < nd; i++) {
-		const struct mds_upd *d = &t->u[i];
-		if (d->type != MDS_U_DENT_SET)
-			continue;
-		int k = txn_find(t, d->dir);
-		if (k < 0) {
-			log_error(SUB, "a change sets an entry of directory %" PRIu64 " without "
-				  "its inode; exiting so that a restart replays the journal",
-				  d->dir);
-			exit(1);
-		}
-		t->w[k].in.flags |= MDS_INO_DIROBJ;
-		t->w[k].dirty = true;
-		if (!S_ISDIR(d->mode))
-			continue;
-		k = txn_find(t, d->ino);
-		if (k >= 0 && !t->w[k].removed) {
-			t->w[k].in.parent = d->dir;
-			t->w[k].dirty = true;
-		} else if (t->nu < MDS_TXN_UPDS) {
-			struct mds_upd *u = txn_upd(t, MDS_U_PARENT);
-			u->ino = d->ino;
-			u->dir = d->dir;
-		}
-	}
-}
-
-/* Turns the working inodes into updates (after the dentry updates). */
-static void txn_finish(struct mds_txn *t)
-{
-	txn_dent_inodes(t);
-	for (int i = 0; i < t->nw; i++) {
-		struct mds_upd *u;
-		if (t->w[i].removed) {
-			u = txn_upd(t, MDS_U_INODE_RM);
-			u->ino = t->w[i].in.ino;
-			u->mode = t->w[i].in.mode;
-			u->in = t->w[i].in;
-			if (t->w[i].purge) {
-				u = txn_upd(t, MDS_U_PURGE);
-				u->ino = t->w[i].in.ino;
-				u->size = t->w[i].purge_size;
-			}
-			continue;
-		}
-		if (t->w[i].dirty) {
-			u = txn_upd(t, MDS_U_INODE_PUT);
-			u->in = t->w[i].in;
-		}
-		if (t->w[i].trunc) {
-			u = txn_upd(t, MDS_U_TRUNC);
-			u->ino = t->w[i].in.ino;
-			u->size = t->w[i].trunc_from;
-			u->old_size = t->w[i].trunc_to;
-		}
-	}
-}
-
-static void txn_encode(struct enc *e, const struct mds_txn *t)
-{
-	size_t h = enc_begin(e, 1, 1);
-
-	enc_u32(e, (uint32_t)t->nu);
-	for (int i = 0; i < t->nu; i++) {
-		const struct mds_upd *u = &t->u[i];
-		enc_u8(e, u->type);
-		enc_u64(e, u->dir);
-		enc_str(e, u->name);
-		enc_u64(e, u->ino);
-		enc_u32(e, u->mode);
-		mds_inode_encode(e, &u->in);
-		enc_u64(e, u->size);
-		enc_u64(e, u->old_size);
-	}
-	enc_u64(e, t->link_ino);
-	enc_str(e, t->link);
-	enc_u64(e, t->client);
-	enc_u64(e, t->reqid);
-	enc_u64(e, t->res_ino);
-	enc_blob(e, t->xval, t->xlen);
-	enc_u64(e, t->link2_ino);	/* later than the first entries: optional */
-	enc_str(e, t->link2);
-	/* later still: the parents of the inodes put (not in their wire form) */
-	enc_u32(e, (uint32_t)t->nu);
-	for (int i = 0; i < t->nu; i++)
-		enc_u64(e, t->u[i].in.parent);
-	enc_end(e, h);
-}
-
-static int txn_decode(struct dec *d, struct mds_txn *t)
-{
-	struct dec b;
-	uint8_t v;
-
-	mds_txn_init(t);
-	if (dec_begin(d, 1, &b, &v))
-		return d->err;
-	t->nu = (int)dec_count(&b, MDS_TXN_UPDS, 1);
-	for (int i = 0; !b.err && i < t->nu; i++) {
-		struct mds_upd *u = &t->u[i];
-		u->type = dec_u8(&b);
-		u->dir = dec_u64(&b);
-		dec_str(&b, u->name, MDS_NAME_MAX);
-		u->ino = dec_u64(&b);
-		u->mode = dec_u32(&b);
-		mds_inode_decode(&b, &u->in);
-		u->size = dec_u64(&b);
-		u->old_size = dec_u64(&b);
-	}
-	t->link_ino = dec_u64(&b);
-	dec_str(&b, t->link, MDS_PATH_MAX);
-	t->client = dec_u64(&b);
-	t->reqid = dec_u64(&b);
-	t->res_ino = dec_u64(&b);
-	if (dec_left(&b)) {
-		size_t n = 0;
-		const void *p = dec_blob(&b, &n, MDS_XATTR_MAX);
-		if (p && n)
-			memcpy(t->xval, p, n);
-		t->xlen = (uint32_t)n;
-	}
-	if (dec_left(&b)) {
-		t->link2_ino = dec_u64(&b);
-		dec_str(&b, t->link2, MDS_PATH_MAX);
-	}
-	if (dec_left(&b)) {
-		if (dec_u32(&b) != (uint32_t)t->nu)
-			dec_fail(&b, -EBADMSG);
-		for (int i = 0; !b.err && i < t->nu; i++)
-			t->u[i].in.parent = dec_u64(&b);
-	} else {
-		/* an entry of an MDS before parents were in the records: it
-		 * made an object for every directory (its `..` key) and did
-		 * not mark the ones with entries: all may have one */
-		for (int i = 0; i < t->nu; i++)
-			if ((t->u[i].type == MDS_U_INODE_PUT || t->u[i].type == MDS_U_INODE_RM) &&
-			    S_ISDIR(t->u[i].in.mode))
-				t->u[i].in.flags |= MDS_INO_DIROBJ;
-	}
-	return dec_end(d, &b);
-}
-
-/* t as the queues keep it (struct mds_packed): 0 or -ENOMEM. */
-static int txn_pack(const struct mds_txn *t, struct mds_packed *p)
-{
-	struct enc e;
-
-	enc_init(&e);
-	txn_encode(&e, t);
-	p->body = enc_take(&e, &p->len);
-	p->aseq = t->aseq;
-	if (!p->body) {
-		enc_free(&e);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The txn p holds, into t (its own encoding: it decodes). */
-static int txn_unpack(const struct mds_packed *p, struct mds_txn *t)
-{
-	struct dec d;
-
-	dec_init(&d, p->body, p->len);
-	int ret = txn_decode(&d, t);
-	t->aseq = p->aseq;
-	return ret;
-}
-
 /* ---- the journal ----------------------------------------------------------- */
 
 static int head_set_seg(struct mds *m, uint64_t seg)
@@ -414,7 +112,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 {
 	struct mds_packed p;
 	struct enc e;
-	int ret = txn_pack(t, &p);
+	int ret = mds_txn_pack(t, &p);
 
 	if (ret)
 		return ret;
@@ -445,7 +143,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * journal batch, and each round wrote the directory and up to 16 inode
  * shards for them, three times the journal's own writes.  What must hold
  * before a reply
- * waits for the queue to drain (apply_drain): data trimmed by a truncate
+ * waits for the queue to drain (mds_applier_drain): data trimmed by a truncate
  * (a client may write the same blocks right after the reply; a removed
  * inode's data is purged behind the reply), and every entry of a segment
  * before the segment is dropped
@@ -498,7 +196,7 @@ static void *applier_main(void *arg)
 		for (struct mds_apply *a = first; k < n && !ret; a = a->next, k++) {
 			if (!sc[k] && !(sc[k] = malloc(sizeof(*sc[k]))))
 				ret = -ENOMEM;
-			else if (txn_unpack(&a->p, sc[k]))
+			else if (mds_txn_unpack(&a->p, sc[k]))
 				ret = -EBADMSG;	/* our own encoding: cannot be */
 			ts[k] = sc[k];
 		}
@@ -516,7 +214,7 @@ static void *applier_main(void *arg)
 				  "a restart replays it", atoll_strerror(ret));
 			exit(1);
 		}
-		/* in mds_commit order: everything up to the last is written */
+		/* in mds_txn_commit order: everything up to the last is written */
 		__atomic_store_n(&m->applied_aseq, ts[n - 1]->aseq, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&m->alock);
 		for (size_t i = 0; i < n; i++) {
@@ -540,7 +238,7 @@ static void *applier_main(void *arg)
 }
 
 /* Waits until every queued change is applied (the worker calls it). */
-static void apply_drain(struct mds *m)
+void mds_applier_drain(struct mds *m)
 {
 	pthread_mutex_lock(&m->alock);
 	m->drainers++;
@@ -587,7 +285,7 @@ static void apply_failed(int ret)
 static void apply_now(struct mds *m, const struct mds_packed *p)
 {
 	struct mds_txn *t = malloc(sizeof(*t));
-	int ret = !t ? -ENOMEM : txn_unpack(p, t) ? -EBADMSG : mds_store_apply(m, t);
+	int ret = !t ? -ENOMEM : mds_txn_unpack(p, t) ? -EBADMSG : mds_store_apply(m, t);
 
 	free(t);
 	if (ret)
@@ -602,7 +300,7 @@ static void apply_queue(struct mds *m, struct mds_packed *p)
 
 	if (!a) {
 		/* no memory for the queue: apply it here, in order */
-		apply_drain(m);
+		mds_applier_drain(m);
 		apply_now(m, p);
 		free(p->body);
 		p->body = NULL;
@@ -624,20 +322,9 @@ static void apply_queue(struct mds *m, struct mds_packed *p)
 	pthread_mutex_unlock(&m->alock);
 }
 
-/* A truncate's trim must land before its reply: the client may write the
- * same blocks right after.  A purge need not: its inode is gone, no
- * client holds it open, and nobody writes its blocks again. */
-static bool txn_trims_data(const struct mds_txn *t)
-{
-	for (int i = 0; i < t->nu; i++)
-		if (t->u[i].type == MDS_U_TRUNC)
-			return true;
-	return false;
-}
-
 /* ---- the journaler (early replies) ------------------------------------------
  *
- * The worker applies a change in memory, queues it here (jq_push) and
+ * The worker applies a change in memory, queues it here (mds_journal_queue) and
  * replies at once: an "unsafe" reply that names the change's journal
  * sequence number.  This thread takes everything queued, frames it into
  * one buffer and journals it with one atoll_append (group commit: while
@@ -767,7 +454,7 @@ static void *journaler_main(void *arg)
 		}
 		m->seg_entries += n;
 		if (m->seg_entries >= m->seg_max) {
-			apply_drain(m);	/* the segment goes: all of it must be applied */
+			mds_applier_drain(m);	/* the segment goes: all of it must be applied */
 			ret = journal_roll(m);
 			if (ret)
 				log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
@@ -830,11 +517,11 @@ static bool crash_counts(const struct mds *m)
 }
 
 /* Worker: queues t (applied in memory) for the journaler; returns its seq. */
-static uint64_t jq_push(struct mds *m, const struct mds_txn *t)
+uint64_t mds_journal_queue(struct mds *m, const struct mds_txn *t)
 {
 	struct mds_jent *j = malloc(sizeof(*j));
 
-	if (!j || txn_pack(t, &j->p)) {
+	if (!j || mds_txn_pack(t, &j->p)) {
 		log_error(SUB, "out of memory queueing a change for the journal; exiting "
 			  "(the clients resend what was not journaled)");
 		exit(1);
@@ -895,7 +582,7 @@ void mds_journal_hurry(struct mds *m)
 	pthread_mutex_unlock(&m->jlock);
 }
 
-static void wait_durable(struct mds *m, uint64_t seq)
+void mds_journal_wait(struct mds *m, uint64_t seq)
 {
 	pthread_mutex_lock(&m->jlock);
 	if (m->jhurry_seq < seq) {
@@ -915,39 +602,27 @@ static void journal_done_one(struct mds *m, struct mds_packed *p)
 }
 
 /* ... or one journaled by its worker (no early replies). */
-static void journal_done_txn(struct mds *m, const struct mds_txn *t)
+void mds_applier_queue_txn(struct mds *m, const struct mds_txn *t)
 {
 	struct mds_packed p;
 	int ret;
 
-	if (!txn_pack(t, &p)) {
+	if (!mds_txn_pack(t, &p)) {
 		apply_queue(m, &p);
 		return;
 	}
-	apply_drain(m);	/* no memory to pack it: here, in order */
+	mds_applier_drain(m);	/* no memory to pack it: here, in order */
 	if ((ret = mds_store_apply(m, t)))
 		apply_failed(ret);
 	__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
 }
 
-int mds_commit(struct mds *m, struct mds_txn *t)
+/* Journals t (no early replies: the worker, before its reply); a
+ * failure exits, and so does the fault mds_crash_after_commits. */
+void mds_journal_write(struct mds *m, const struct mds_txn *t)
 {
-	int ret;
+	int ret = journal_append(m, t);
 
-	txn_finish(t);
-	t->aseq = ++m->aseq;	/* the applier writes the txns in this order */
-	if (m->early) {
-		mds_lease_note(m, t);	/* compares with the old records: before mds_cache_apply */
-		mds_cache_apply(m, t);
-		m->cur_seq = jq_push(m, t);
-		if (txn_trims_data(t)) {
-			/* the trim lands before the reply (see txn_trims_data) */
-			wait_durable(m, m->cur_seq);
-			apply_drain(m);
-		}
-		return 0;
-	}
-	ret = journal_append(m, t);
 	if (ret) {
 		log_error(SUB, "cannot write the journal (%s); exiting so that a restart "
 			  "replays it", atoll_strerror(ret));
@@ -958,34 +633,18 @@ int mds_commit(struct mds *m, struct mds_txn *t)
 			 " and before applying it", m->seq);
 		_exit(9);
 	}
-	mds_lease_note(m, t);	/* compares with the old records: before mds_cache_apply */
-	mds_cache_apply(m, t);
-	journal_done_txn(m, t);
-	if (txn_trims_data(t))
-		apply_drain(m);
+}
+
+/* After mds_journal_write and the applier's queueing: one more entry in
+ * the segment, which rolls when full. */
+void mds_journal_written(struct mds *m)
+{
 	if (++m->seg_entries >= m->seg_max) {
-		apply_drain(m);	/* the segment goes: all of it must be applied */
-		ret = journal_roll(m);
+		mds_applier_drain(m);	/* the segment goes: all of it must be applied */
+		int ret = journal_roll(m);
 		if (ret)
 			log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
 	}
-	return 0;
-}
-
-int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
-{
-	if (m->next_ino >= m->ino_hw) {
-		struct mds_txn h;
-		mds_txn_init(&h);
-		struct mds_upd *u = txn_upd(&h, MDS_U_HW);
-		u->ino = m->ino_hw + MDS_INO_RANGE;
-		int ret = mds_store_apply(m, &h);
-		if (ret)
-			return ret;
-		m->ino_hw = u->ino;
-	}
-	*ino = m->next_ino++;
-	return 0;
 }
 
 /* Replays the segment named by fs.journal.head over the objects. */
@@ -1033,7 +692,7 @@ static int journal_replay(struct mds *m)
 		}
 		struct dec d;
 		dec_init(&d, buf + pos + 16, len);
-		if (txn_decode(&d, t) == 0) {
+		if (mds_txn_decode(&d, t) == 0) {
 			ret = mds_store_apply(m, t);
 			if (t->reqid)
 				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);

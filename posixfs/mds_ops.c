@@ -112,7 +112,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		ino = rq->replay_ino;
 	else if (async)
 		return -ESTALE;
-	else if ((ret = mds_alloc_ino(m, t, &ino)))
+	else if ((ret = mds_txn_alloc_ino(m, t, &ino)))
 		return ret;
 	struct mds_inode *p = mds_txn_inode(m, t, rq->ino);
 	struct mds_inode *in = mds_txn_new_inode(t, ino);
@@ -138,7 +138,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	mds_txn_dent_set(t, rq->ino, rq->name, ino, mode);
 	struct mds_inode out_in = *in, out_p = *p;
 	t->res_ino = ino;
-	mds_commit(m, t);
+	mds_txn_commit(m, t);
 	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u)) {
 		struct mds_node *n = mds_cache_get(m, ino);
 		if (n)
@@ -195,7 +195,7 @@ static int op_unlink(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		drop_link(m, t, v, now);
 	}
 	struct mds_inode out_p = *p;
-	mds_commit(m, t);
+	mds_txn_commit(m, t);
 	reply_inode(rp, &out_p);
 	return 0;
 }
@@ -273,7 +273,7 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		touch_dir(p1, now);
 		touch_dir(p2, now);
 		si->ctime = di->ctime = now;
-		mds_commit(m, t);
+		mds_txn_commit(m, t);
 		return 0;
 	}
 	if (de && dino == sino)
@@ -311,7 +311,7 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	touch_dir(p1, now);
 	touch_dir(p2, now);
 	si->ctime = now;
-	mds_commit(m, t);
+	mds_txn_commit(m, t);
 	(void)rp;
 	return 0;
 }
@@ -339,7 +339,7 @@ static int op_link(struct mds *m, const struct mds_req *rq, struct mds_reply *rp
 	mds_txn_dent_set(t, rq->ino2, rq->name2, rq->ino, in->mode);
 	struct mds_inode out = *in;
 	t->res_ino = rq->ino;
-	mds_commit(m, t);
+	mds_txn_commit(m, t);
 	reply_inode(rp, &out);
 	return 0;
 }
@@ -378,7 +378,7 @@ static int op_setattr(struct mds *m, const struct mds_req *rq, struct mds_reply 
 	in->ctime = (rq->setmask & MDS_SET_CTIME) ? rq->s_ctime : now;
 	struct mds_inode out = *in;
 	t->res_ino = rq->ino;
-	mds_commit(m, t);
+	mds_txn_commit(m, t);
 	reply_inode(rp, &out);
 	return 0;
 }
@@ -411,7 +411,7 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		if (gone)
 			mds_txn_remove(t, rq->ino, true);
 		struct mds_inode out = *in;
-		mds_commit(m, t);
+		mds_txn_commit(m, t);
 		reply_inode(rp, &out);
 		return 0;
 	}
@@ -572,7 +572,7 @@ static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		mds_txn_xattr(t, rq->ino, rq->name, rq->value, rq->vlen, rm);
 		struct mds_inode out = *in;
 		t->res_ino = rq->ino;
-		mds_commit(m, t);
+		mds_txn_commit(m, t);
 		reply_inode(rp, &out);
 		return 0;
 	}
