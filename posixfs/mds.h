@@ -15,6 +15,7 @@
 
 #include "deadline.h"
 #include "mds_proto.h"
+#include "mds_applier.h"
 #include "mds_cache.h"
 #include "mds_txn.h"
 #include "mds_store.h"
@@ -75,24 +76,6 @@ struct mds_jent {
 	struct mds_packed p;
 };
 
-/* A journaled change waiting for the applier (mds_ns.c) to write it to
- * the namespace objects. */
-struct mds_apply {
-	struct mds_apply *next;
-	struct mds_packed p;
-};
-
-#define MDS_APPLY_MAX	512u	/* journaled changes not yet applied, at most */
-/* Defaults of mds_apply_gather_ms and mds_journal_gather_ms (atoll.conf
- * [mds]): how long the applier's round, and the journaler's batch, wait
- * for more changes.  50 ms, not 20, for the applier: touch of 10,000
- * files made the OSDs spend a fifth less CPU (each round writes the
- * directory and up to 16 inode shards), and nothing waits for a round
- * but a truncate and a journal roll, which stop the gathering.  10 ms
- * for the journaler: see journal_gather. */
-#define MDS_APPLY_GATHER_MS	50u
-#define MDS_JOURNAL_GATHER_MS	10u
-
 struct mds {
 	struct atoll_cluster *cl;
 	struct atoll_ioctx *meta, *data;
@@ -101,7 +84,7 @@ struct mds {
 	uint64_t ninodes;	/* inodes in the namespace (cached or not) */
 	struct mds_cache cache;	/* m->lock */
 	uint64_t aseq;		/* the last change applied in memory */
-	uint64_t applied_aseq;	/* every change up to it is in the objects (atomic) */
+	struct mds_applier applier;
 	uint64_t next_ino, ino_hw;
 	uint64_t seg, seg_entries, seq;
 	uint64_t seg_bytes;	/* length of the current segment */
@@ -113,18 +96,6 @@ struct mds {
 	bool drop_safe;		/* fault injection: never send MT_MDS_SAFE */
 	uint64_t commits, crash_after;	/* fault injection (tests) */
 	uint32_t crash_op;	/* 0, or only changes of this op count for crash_after */
-	/* The applier: a thread that writes journaled changes to the
-	 * namespace objects in journal order, behind the replies.  alock
-	 * protects the queue, its length, `busy` and `stop`; acond signals
-	 * a change of any of them (both ways). */
-	pthread_t applier;
-	bool applier_on, busy, stop;
-	pthread_mutex_t alock;
-	pthread_cond_t acond;
-	struct mds_apply *aq_head, *aq_tail;
-	unsigned aq_len;
-	unsigned drainers;	/* threads in apply_drain: no gathering */
-	uint64_t apply_gather_ms;	/* how long a round waits for more (set before mds_open) */
 	/* Early replies (doc/fs.md, "Early replies"): the worker applies a
 	 * change in memory, queues it here and replies; the journaler thread
 	 * appends every queued change in one atoll_append (group commit),
@@ -192,13 +163,11 @@ int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *firs
 bool mds_inos_take(uint64_t client, uint64_t ino);
 uint64_t mds_now(void);
 
-/* mds_ns.c: the journal and the applier as mds_txn_commit uses them */
+/* mds_ns.c: the journal as mds_txn_commit uses it */
 uint64_t mds_journal_queue(struct mds *m, const struct mds_txn *t);
 void mds_journal_wait(struct mds *m, uint64_t seq);
 void mds_journal_write(struct mds *m, const struct mds_txn *t);
 void mds_journal_written(struct mds *m);
-void mds_applier_drain(struct mds *m);
-void mds_applier_queue_txn(struct mds *m, const struct mds_txn *t);
 
 void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 		  uint64_t ino, uint64_t seq);

@@ -551,7 +551,7 @@ static bool node_pinned(const struct mds_node *n, uint64_t applied)
 
 void mds_cache_trim(struct mds *m)
 {
-	uint64_t applied = __atomic_load_n(&m->applied_aseq, __ATOMIC_ACQUIRE);
+	uint64_t applied = __atomic_load_n(&m->applier.applied_aseq, __ATOMIC_ACQUIRE);
 	struct mds_node *n = m->cache.lru_tail;
 	uint64_t budget = m->cache.n;
 

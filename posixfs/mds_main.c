@@ -887,7 +887,7 @@ int main(int argc, char **argv)
 	}
 	mds.cache.max = (uint64_t)cache_mb << 20;
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
-		     &mds.apply_gather_ms) ||
+		     &mds.applier.gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
 		     &mds.jgather_ms))
 		goto out;

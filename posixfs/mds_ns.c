@@ -128,200 +128,6 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 	return ret;
 }
 
-/* ---- the applier -------------------------------------------------------------
- *
- * Once a change is in the journal it is durable: replay rebuilds the
- * objects from it.  So the objects (directory and inode omaps) are written
- * by this thread, behind the reply, in journal order, while the worker
- * answers the next request: a metadata change costs the client one
- * cluster round trip (the journal append) instead of two.  The applier
- * takes up to 64 queued changes at once and writes each (object, key) of
- * them once, with its last value (mds_store_apply_omap), so a backlog costs
- * one round trip, not one per change.  A round first gathers for up to
- * mds_apply_gather_ms (unless a batch is full, or someone waits for the queue
- * to drain): a client's changes one at a time (rm -rf) came a few per
- * journal batch, and each round wrote the directory and up to 16 inode
- * shards for them, three times the journal's own writes.  What must hold
- * before a reply
- * waits for the queue to drain (mds_applier_drain): data trimmed by a truncate
- * (a client may write the same blocks right after the reply; a removed
- * inode's data is purged behind the reply), and every entry of a segment
- * before the segment is dropped
- * (journal_roll).  The applier never takes the namespace lock. */
-
-#define APPLY_BATCH 256u	/* changes the applier writes in one round */
-
-/* Under alock, with something queued: waits until a batch is full, the
- * gathering time is over, someone drains or the MDS stops. */
-static void apply_gather(struct mds *m)
-{
-	if (!m->apply_gather_ms)
-		return;
-	struct timespec dl = deadline_ms(CLOCK_REALTIME, m->apply_gather_ms);
-	while (m->aq_len < APPLY_BATCH && !m->drainers && !m->stop)
-		if (pthread_cond_timedwait(&m->acond, &m->alock, &dl) == ETIMEDOUT)
-			break;
-}
-
-static void *applier_main(void *arg)
-{
-	struct mds *m = arg;
-	const struct mds_txn *ts[APPLY_BATCH];
-	/* the round's changes unpacked: kept from round to round (a txn is
-	 * 80 KiB, of which a change uses a few hundred bytes) */
-	struct mds_txn **sc = calloc(APPLY_BATCH, sizeof(*sc));
-	struct mds_store_buf kb = { .u = NULL };
-
-	if (!sc) {
-		log_error(SUB, "out of memory starting the applier; exiting");
-		exit(1);
-	}
-	pthread_mutex_lock(&m->alock);
-	for (;;) {
-		while (!m->aq_head && !m->stop)
-			pthread_cond_wait(&m->acond, &m->alock);
-		if (!m->aq_head)
-			break;	/* stop, and nothing left */
-		apply_gather(m);
-		/* the oldest changes, up to a batch; the worker only appends
-		 * behind them, so they stay put while the lock is dropped */
-		size_t n = 0;
-		struct mds_apply *first = m->aq_head;
-		for (struct mds_apply *a = first; a && n < APPLY_BATCH; a = a->next)
-			n++;
-		m->busy = true;
-		pthread_mutex_unlock(&m->alock);
-		int ret = 0;
-		size_t k = 0;
-		for (struct mds_apply *a = first; k < n && !ret; a = a->next, k++) {
-			if (!sc[k] && !(sc[k] = malloc(sizeof(*sc[k]))))
-				ret = -ENOMEM;
-			else if (mds_txn_unpack(&a->p, sc[k]))
-				ret = -EBADMSG;	/* our own encoding: cannot be */
-			ts[k] = sc[k];
-		}
-		if (!ret)
-			ret = mds_store_apply_omap(m, ts, n, &kb);
-		/* the data removes of the whole round in flight together (the
-		 * purges of an rm of many files: the OSDs commit them together) */
-		struct mds_rm_batch rb = { .n = 0 };
-		for (size_t i = 0; i < n && !ret; i++)
-			ret = mds_store_apply_rest(m, ts[i], &rb);
-		int rret = mds_rm_batch_wait(&rb);
-		ret = ret ? ret : rret;
-		if (ret) {
-			log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
-				  "a restart replays it", atoll_strerror(ret));
-			exit(1);
-		}
-		/* in mds_txn_commit order: everything up to the last is written */
-		__atomic_store_n(&m->applied_aseq, ts[n - 1]->aseq, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&m->alock);
-		for (size_t i = 0; i < n; i++) {
-			struct mds_apply *a = m->aq_head;
-			m->aq_head = a->next;
-			m->aq_len--;
-			free(a->p.body);
-			free(a);
-		}
-		if (!m->aq_head)
-			m->aq_tail = NULL;
-		m->busy = false;
-		pthread_cond_broadcast(&m->acond);
-	}
-	pthread_mutex_unlock(&m->alock);
-	for (size_t k = 0; k < APPLY_BATCH; k++)
-		free(sc[k]);
-	free(sc);
-	mds_store_buf_free(&kb);
-	return NULL;
-}
-
-/* Waits until every queued change is applied (the worker calls it). */
-void mds_applier_drain(struct mds *m)
-{
-	pthread_mutex_lock(&m->alock);
-	m->drainers++;
-	pthread_cond_broadcast(&m->acond);	/* the applier stops gathering */
-	while (m->aq_head)
-		pthread_cond_wait(&m->acond, &m->alock);
-	m->drainers--;
-	pthread_mutex_unlock(&m->alock);
-}
-
-static int applier_start(struct mds *m)
-{
-	int ret;
-
-	pthread_mutex_init(&m->alock, NULL);
-	pthread_cond_init(&m->acond, NULL);
-	ret = -pthread_create(&m->applier, NULL, applier_main, m);
-	if (ret == 0)
-		m->applier_on = true;
-	return ret;
-}
-
-static void applier_stop(struct mds *m)
-{
-	if (!m->applier_on)
-		return;
-	pthread_mutex_lock(&m->alock);
-	m->stop = true;
-	pthread_cond_broadcast(&m->acond);
-	pthread_mutex_unlock(&m->alock);
-	pthread_join(m->applier, NULL);
-	m->applier_on = false;
-}
-
-static void apply_failed(int ret)
-{
-	log_error(SUB, "cannot apply a journaled change (%s); exiting so that a restart "
-		  "replays it", atoll_strerror(ret));
-	exit(1);
-}
-
-/* Applies the change p holds here and now (no memory to queue it), in
- * order: the caller drained the queue. */
-static void apply_now(struct mds *m, const struct mds_packed *p)
-{
-	struct mds_txn *t = malloc(sizeof(*t));
-	int ret = !t ? -ENOMEM : mds_txn_unpack(p, t) ? -EBADMSG : mds_store_apply(m, t);
-
-	free(t);
-	if (ret)
-		apply_failed(ret);
-	__atomic_store_n(&m->applied_aseq, p->aseq, __ATOMIC_RELEASE);
-}
-
-/* Hands a journaled change to the applier, which takes p's body. */
-static void apply_queue(struct mds *m, struct mds_packed *p)
-{
-	struct mds_apply *a = malloc(sizeof(*a));
-
-	if (!a) {
-		/* no memory for the queue: apply it here, in order */
-		mds_applier_drain(m);
-		apply_now(m, p);
-		free(p->body);
-		p->body = NULL;
-		return;
-	}
-	a->next = NULL;
-	a->p = *p;
-	p->body = NULL;
-	pthread_mutex_lock(&m->alock);
-	while (m->aq_len >= MDS_APPLY_MAX)
-		pthread_cond_wait(&m->acond, &m->alock);
-	if (m->aq_tail)
-		m->aq_tail->next = a;
-	else
-		m->aq_head = a;
-	m->aq_tail = a;
-	m->aq_len++;
-	pthread_cond_broadcast(&m->acond);
-	pthread_mutex_unlock(&m->alock);
-}
-
 /* ---- the journaler (early replies) ------------------------------------------
  *
  * The worker applies a change in memory, queues it here (mds_journal_queue) and
@@ -355,8 +161,6 @@ static void journal_gather(struct mds *m)
 		if (pthread_cond_timedwait(&m->jcond, &m->jlock, &m->jq_head->due) == ETIMEDOUT)
 			break;
 }
-
-static void journal_done_one(struct mds *m, struct mds_packed *p);
 
 static void safe_tell(struct mds *m, struct mds_jent **batch, size_t n, uint64_t seq)
 {
@@ -436,7 +240,7 @@ static void *journaler_main(void *arg)
 		/* to the applier first: a worker waiting for durable_seq then
 		 * drains the applier (a truncate's trim) and finds them queued */
 		for (size_t i = 0; i < n; i++) {
-			journal_done_one(m, &batch[i]->p);
+			mds_applier_queue(m, &batch[i]->p);
 			mds_ans_add(m, batch[i]->client, batch[i]->reqid, batch[i]->res_ino);
 		}
 		uint64_t last = batch[n - 1]->seq;
@@ -592,29 +396,6 @@ void mds_journal_wait(struct mds *m, uint64_t seq)
 	while (m->durable_seq < seq)
 		pthread_cond_wait(&m->jcond, &m->jlock);
 	pthread_mutex_unlock(&m->jlock);
-}
-
-/* A journaled change goes to the objects (in journal order): the
- * journaler's, packed (its body goes to the applier) ... */
-static void journal_done_one(struct mds *m, struct mds_packed *p)
-{
-	apply_queue(m, p);
-}
-
-/* ... or one journaled by its worker (no early replies). */
-void mds_applier_queue_txn(struct mds *m, const struct mds_txn *t)
-{
-	struct mds_packed p;
-	int ret;
-
-	if (!mds_txn_pack(t, &p)) {
-		apply_queue(m, &p);
-		return;
-	}
-	mds_applier_drain(m);	/* no memory to pack it: here, in order */
-	if ((ret = mds_store_apply(m, t)))
-		apply_failed(ret);
-	__atomic_store_n(&m->applied_aseq, t->aseq, __ATOMIC_RELEASE);
 }
 
 /* Journals t (no early replies: the worker, before its reply); a
@@ -1016,7 +797,7 @@ int mds_open(struct mds *m)
 		m->next_ino = m->ino_hw;
 	if (m->next_ino < 2)
 		m->next_ino = 2;
-	ret = applier_start(m);
+	ret = mds_applier_start(m);
 	if (ret)
 		return ret;
 	if (m->early && (ret = mds_journaler_start(m)))
@@ -1040,7 +821,7 @@ int mds_open(struct mds *m)
 void mds_close(struct mds *m)
 {
 	mds_journaler_stop(m);	/* journals what is queued first */
-	applier_stop(m);	/* applies what is queued first */
+	mds_applier_stop(m);	/* applies what is queued first */
 	if (!m->cache.ht)
 		return;
 	mds_cache_fini(m);
