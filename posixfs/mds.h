@@ -17,6 +17,7 @@
 #include "mds_proto.h"
 #include "mds_applier.h"
 #include "mds_cache.h"
+#include "mds_journal.h"
 #include "mds_txn.h"
 #include "mds_store.h"
 
@@ -27,7 +28,6 @@ struct atoll_ioctx;
 
 #define MDS_INODE_SHARDS	16u
 #define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
-#define MDS_SEG_ENTRIES		1024u	/* journal entries per segment (at least) */
 
 /* Requests already answered, so that one resent after a lost connection
  * (or replayed from the journal after a restart) is not applied twice:
@@ -63,19 +63,6 @@ void *mds_rings_find(struct mds_rings *rs, uint64_t client, uint64_t reqid);
 void mds_rings_forget(struct mds_rings *rs, uint64_t client);
 int mds_rings_each(struct mds_rings *rs, int (*fn)(void *arg, const void *e), void *arg);
 
-/* A change applied in memory and answered, waiting for the journaler
- * (early replies, mds_ns.c): it goes to the journal in the next batch. */
-struct mds_jent {
-	struct mds_jent *next;
-	struct msg_conn *conn;	/* the requester (a reference), told when safe */
-	uint64_t seq;
-	struct timespec due;	/* journal it by then (jgather_ms after queueing) */
-	bool crash_after;	/* fault injection: exit once this is journaled */
-	bool hold;		/* fault injection: never journal this one */
-	uint64_t client, reqid, res_ino;	/* the txn's */
-	struct mds_packed p;
-};
-
 struct mds {
 	struct atoll_cluster *cl;
 	struct atoll_ioctx *meta, *data;
@@ -84,43 +71,13 @@ struct mds {
 	uint64_t ninodes;	/* inodes in the namespace (cached or not) */
 	struct mds_cache cache;	/* m->lock */
 	uint64_t aseq;		/* the last change applied in memory */
+	struct mds_journal journal;
 	struct mds_applier applier;
 	uint64_t next_ino, ino_hw;
-	uint64_t seg, seg_entries, seq;
-	uint64_t seg_bytes;	/* length of the current segment */
 	uint64_t nreq;
 	struct mds_rings done;	/* struct mds_done, per client (m->lock) */
 	struct mds_rings ans;	/* struct mds_ans: the journaled ones (ans_lock) */
 	pthread_mutex_t ans_lock;
-	uint64_t seg_max;	/* entries per segment (fault mds_seg_entries) */
-	bool drop_safe;		/* fault injection: never send MT_MDS_SAFE */
-	uint64_t commits, crash_after;	/* fault injection (tests) */
-	uint32_t crash_op;	/* 0, or only changes of this op count for crash_after */
-	/* Early replies (doc/fs.md, "Early replies"): the worker applies a
-	 * change in memory, queues it here and replies; the journaler thread
-	 * appends every queued change in one atoll_append (group commit),
-	 * then hands them to the applier and tells the requesters (MT_MDS_SAFE).
-	 * jlock protects the queue, durable_seq and jstop; jcond signals a
-	 * change of any of them.  early false: the worker journals each
-	 * change itself before replying (mds_early_reply off). */
-	bool early, journaler_on, jstop;
-	pthread_t journaler;
-	pthread_mutex_t jlock;
-	pthread_cond_t jcond;
-	struct mds_jent *jq_head, *jq_tail;
-	unsigned jq_len;
-	uint64_t durable_seq;	/* every entry up to it is journaled */
-	/* The journaler gathers entries for up to jgather_ms after the
-	 * first of a batch was queued (mds_journal_gather_ms), unless
-	 * someone waits for an entry up to jhurry_seq to be durable (an
-	 * fsync's MT_MDS_FLUSH, a truncate, a resend): mds_journal_hurry. */
-	uint64_t jgather_ms, jhurry_seq;
-	/* the last sequence number queued and the last journaled, for the
-	 * status (read on the loop thread: atomic stores and loads) */
-	uint64_t pub_seq, pub_durable;
-	uint64_t batches;	/* appends made by the journaler */
-	uint64_t crash_hold;	/* fault mds_crash_before_journal */
-	unsigned jdelay_ms;	/* fault mds_journal_delay_ms */
 	bool crash_now;		/* the worker exits after sending this reply */
 	struct msg_conn *cur_conn;	/* the requester of the request being handled */
 	uint32_t cur_op;	/* its op (0: a change of the MDS's own) */
@@ -163,24 +120,8 @@ int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *firs
 bool mds_inos_take(uint64_t client, uint64_t ino);
 uint64_t mds_now(void);
 
-/* mds_ns.c: the journal as mds_txn_commit uses it */
-uint64_t mds_journal_queue(struct mds *m, const struct mds_txn *t);
-void mds_journal_wait(struct mds *m, uint64_t seq);
-void mds_journal_write(struct mds *m, const struct mds_txn *t);
-void mds_journal_written(struct mds *m);
-
 void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 		  uint64_t ino, uint64_t seq);
-/* Journaler: starts it (early replies on); stop flushes what is queued. */
-int mds_journaler_start(struct mds *m);
-void mds_journaler_stop(struct mds *m);
-uint64_t mds_durable_seq(struct mds *m);
-/* Journal everything queued so far without gathering more (somebody
- * waits for it: an fsync, MT_MDS_FLUSH). */
-void mds_journal_hurry(struct mds *m);
-/* Can a change be queued for the journaler without waiting?  (Only the
- * thread handling requests queues, so the answer holds until it does.) */
-bool mds_journal_room(struct mds *m);
 const struct mds_done *mds_done_find(struct mds *m, uint64_t client, uint64_t reqid);
 /* The journaled requests (mds_answered.c): noted by whoever journals,
  * kept in fs.answered across segments. */

@@ -21,15 +21,12 @@ struct mds_apply {
 };
 
 #define MDS_APPLY_MAX	512u	/* journaled changes not yet applied, at most */
-/* Defaults of mds_apply_gather_ms and mds_journal_gather_ms (atoll.conf
- * [mds]): how long the applier's round, and the journaler's batch, wait
- * for more changes.  50 ms, not 20, for the applier: touch of 10,000
- * files made the OSDs spend a fifth less CPU (each round writes the
- * directory and up to 16 inode shards), and nothing waits for a round
- * but a truncate and a journal roll, which stop the gathering.  10 ms
- * for the journaler: see journal_gather. */
+/* Default of mds_apply_gather_ms (atoll.conf [mds]): how long the
+ * applier's round waits for more changes.  50 ms, not 20: touch of
+ * 10,000 files made the OSDs spend a fifth less CPU (each round writes
+ * the directory and up to 16 inode shards), and nothing waits for a
+ * round but a truncate and a journal roll, which stop the gathering. */
 #define MDS_APPLY_GATHER_MS	50u
-#define MDS_JOURNAL_GATHER_MS	10u
 
 /* The applier's state (m->applier); applier.lock protects the queue,
  * its length, busy, stop and drainers (mds_applier.c, "Locking"). */

@@ -711,7 +711,8 @@ bool mds_cache_has_req(struct mds *m, const struct mds_req *rq)
 		 * directories (is_ancestor), which must be cached with their
 		 * parents known */
 		struct mds_dent *e1 = S_ISDIR(d->a.mode) ? mds_cache_dir_find(d, rq->name) : NULL;
-		struct mds_dent *e2 = S_ISDIR(d2->a.mode) ? mds_cache_dir_find(d2, rq->name2) : NULL;
+		struct mds_dent *e2 = S_ISDIR(d2->a.mode) ? mds_cache_dir_find(d2, rq->name2)
+							   : NULL;
 		ok = true;
 		if ((e1 && S_ISDIR(e1->mode)) || (e2 && S_ISDIR(e2->mode))) {
 			for (int w = 0; w < 2 && ok; w++) {
@@ -734,7 +735,8 @@ bool mds_cache_has_req(struct mds *m, const struct mds_req *rq)
 		if (rq->lflags & MDS_L_PLUS) {
 			uint32_t max = rq->max && rq->max < MDS_READDIR_MAX ? rq->max
 				       : MDS_READDIR_MAX;
-			struct mds_dent *e = S_ISDIR(d->a.mode) ? mds_cache_dir_next(d, rq->cookie) : NULL;
+			struct mds_dent *e = S_ISDIR(d->a.mode) ? mds_cache_dir_next(d, rq->cookie)
+							       : NULL;
 			for (uint32_t k = 0; ok && e && k < max; k++) {
 				ok = mds_cache_find(m, e->ino) != NULL;
 				e = mds_cache_dir_next(d, e->name);
@@ -882,7 +884,8 @@ void mds_cache_apply(struct mds *m, const struct mds_txn *t)
 		case MDS_U_XATTR_RM:
 			n = mds_cache_find(m, u->ino);
 			if (n && n->xa_loaded) {
-				xattr_mem_set(n, u->name, u->type == MDS_U_XATTR_SET ? t->xval : NULL,
+				xattr_mem_set(n, u->name,
+					      u->type == MDS_U_XATTR_SET ? t->xval : NULL,
 					      t->xlen, u->type == MDS_U_XATTR_RM);
 				node_account(m, n);
 			}

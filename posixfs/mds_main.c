@@ -856,7 +856,7 @@ int main(int argc, char **argv)
 			"--early-reply 1 (batched journal) or 0 (journal each change)\n", early);
 		goto out;
 	}
-	mds.early = !early || !strcmp(early, "1");
+	mds.journal.early = !early || !strcmp(early, "1");
 	if (!recon)
 		recon = config_get(conf, "mds", "mds_reconnect_ms", NULL);
 	char *rend = NULL;
@@ -889,7 +889,7 @@ int main(int argc, char **argv)
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.applier.gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
-		     &mds.jgather_ms))
+		     &mds.journal.gather_ms))
 		goto out;
 	char *end = NULL;
 	unsigned long lease_ms = lease ? strtoul(lease, &end, 10) : 30000;
@@ -963,12 +963,12 @@ int main(int argc, char **argv)
 	 * roll them; no MT_MDS_SAFE, so that the clients resend everything */
 	int64_t segs = fault_get_int("mds_seg_entries", 0);
 	if (segs > 0) {
-		mds.seg_max = (uint64_t)segs;
+		mds.journal.seg_max = (uint64_t)segs;
 		log_warn(SUB, "fault injection: journal segments roll after %lld entries",
 			 (long long)segs);
 	}
 	if (fault_get_int("mds_drop_safe", 0) == 1) {
-		mds.drop_safe = true;
+		mds.journal.drop_safe = true;
 		log_warn(SUB, "fault injection: no MT_MDS_SAFE is sent (the clients keep "
 			 "every request)");
 	}
@@ -988,28 +988,28 @@ int main(int argc, char **argv)
 	int64_t fault = fault_get_int("mds_crash_after_commits", 0);
 	if (fault > 0) {
 		const char *op_name = fault_get("mds_crash_op");
-		mds.crash_after = (uint64_t)fault;
-		for (uint32_t op = 1; op_name && op < MDS_OP_MAX_ && !mds.crash_op; op++)
+		mds.journal.crash_after = (uint64_t)fault;
+		for (uint32_t op = 1; op_name && op < MDS_OP_MAX_ && !mds.journal.crash_op; op++)
 			if (!strcmp(mds_op_name(op), op_name))
-				mds.crash_op = op;
+				mds.journal.crash_op = op;
 		log_warn(SUB, "fault injection: will exit after journaling %llu more change(s)%s%s",
-			 (unsigned long long)mds.crash_after, mds.crash_op ? " of op " : "",
-			 mds.crash_op ? op_name : "");
+			 (unsigned long long)mds.journal.crash_after,
+			 mds.journal.crash_op ? " of op " : "", mds.journal.crash_op ? op_name : "");
 	}
 
 	fault = fault_get_int("mds_crash_before_journal", 0);
-	if (fault > 0 && mds.early) {
-		mds.crash_hold = (uint64_t)fault;
+	if (fault > 0 && mds.journal.early) {
+		mds.journal.crash_hold = (uint64_t)fault;
 		log_warn(SUB, "fault injection: will answer change %lld, then exit before "
 			 "journaling it", (long long)fault);
 	}
 	fault = fault_get_int("mds_journal_delay_ms", 0);
 	if (fault > 0) {
-		mds.jdelay_ms = (unsigned)fault;
+		mds.journal.delay_ms = (unsigned)fault;
 		log_warn(SUB, "fault injection: every journal append waits %lld ms",
 			 (long long)fault);
 	}
-	log_info(SUB, "early replies %s", mds.early ? "on (batched journal)" :
+	log_info(SUB, "early replies %s", mds.journal.early ? "on (batched journal)" :
 		 "off (each change journaled before its reply)");
 	mds_status_sync(&mds);
 	mds_status_set_state(MDS_STATE_ACTIVE);
@@ -1034,7 +1034,7 @@ int main(int argc, char **argv)
 	 * not with the journal-crash faults, which count the changes the
 	 * worker makes */
 	pthread_mutex_lock(&q.lock);
-	q.inline_ok = mds.early && !mds.crash_hold && !mds.crash_after;
+	q.inline_ok = mds.journal.early && !mds.journal.crash_hold && !mds.journal.crash_after;
 	pthread_mutex_unlock(&q.lock);
 	log_info(SUB, "requests handled on the messenger's thread when the worker is idle: %s",
 		 q.inline_ok ? "yes" : "no");
@@ -1065,7 +1065,7 @@ int main(int argc, char **argv)
 	log_info(SUB, "stopping");
 	rc = 0;
 out:
-	mds_journaler_stop(&mds);	/* journals what is queued, tells the clients */
+	mds_journal_stop(&mds);	/* journals what is queued, tells the clients */
 	msgr_destroy(msgr);
 	mds_statfs_stop();
 	while (q.head) {

@@ -42,464 +42,6 @@ uint64_t mds_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- the journal ----------------------------------------------------------- */
-
-static int head_set_seg(struct mds *m, uint64_t seg)
-{
-	char v[17];
-
-	snprintf(v, sizeof(v), "%016" PRIx64, seg);
-	struct atoll_kv kv = { "seg", 3, v, 16 };
-	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1);
-}
-
-static int journal_roll(struct mds *m)
-{
-	char oid[64];
-	/* the index first: the requests of the segment that goes stay known */
-	int ret = mds_ans_store(m);
-
-	if (ret)
-		return ret;
-	ret = head_set_seg(m, m->seg + 1);
-
-	if (ret)
-		return ret;
-	mds_store_oid_seg(oid, sizeof(oid), m->seg);
-	atoll_remove(m->meta, oid);	/* every entry in it is applied */
-	m->seg++;
-	m->seg_entries = 0;
-	m->seg_bytes = 0;
-	return 0;
-}
-
-/* Appends the frame of body (a txn_encode of journal entry seq) to e:
- * length, crc32c of seq and body, seq, the body. */
-static void journal_frame(struct enc *e, const uint8_t *body, size_t blen, uint64_t seq)
-{
-	uint8_t hdr[16];
-	uint32_t len = (uint32_t)blen;
-	memcpy(hdr, &len, 4);
-	memcpy(hdr + 8, &seq, 8);
-	uint32_t crc = atoll__crc32c(0, hdr + 8, 8);
-	crc = atoll__crc32c(crc, body, blen);
-	memcpy(hdr + 4, &crc, 4);
-	enc_raw(e, hdr, 16);
-	enc_raw(e, body, blen);
-}
-
-/* One atoll_append of the frames in e (the current segment). */
-static int journal_write(struct mds *m, struct enc *e)
-{
-	char oid[64];
-	size_t len;
-	uint8_t *buf = enc_take(e, &len);
-	int ret;
-
-	if (!buf) {
-		enc_free(e);
-		return -ENOMEM;
-	}
-	mds_store_oid_seg(oid, sizeof(oid), m->seg);
-	ret = atoll_append(m->meta, oid, buf, len);
-	if (ret == 0)
-		m->seg_bytes += len;
-	free(buf);
-	return ret;
-}
-
-static int journal_append(struct mds *m, const struct mds_txn *t)
-{
-	struct mds_packed p;
-	struct enc e;
-	int ret = mds_txn_pack(t, &p);
-
-	if (ret)
-		return ret;
-	enc_init(&e);
-	journal_frame(&e, p.body, p.len, ++m->seq);
-	free(p.body);
-	ret = journal_write(m, &e);
-	if (ret == 0) {
-		mds_ans_add(m, t->client, t->reqid, t->res_ino);
-		__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
-		__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
-	}
-	return ret;
-}
-
-/* ---- the journaler (early replies) ------------------------------------------
- *
- * The worker applies a change in memory, queues it here (mds_journal_queue) and
- * replies at once: an "unsafe" reply that names the change's journal
- * sequence number.  This thread takes everything queued, frames it into
- * one buffer and journals it with one atoll_append (group commit: while
- * one batch is in flight the next one forms), then hands the batch to the
- * applier in journal order and sends MT_MDS_SAFE (journaled up to seq) to
- * each requester of the batch, which may then forget its copy of the
- * request.  A journal failure is fatal, as before: the clients replay
- * what they were not told is safe. */
-
-#define JOURNAL_BATCH 1024u	/* changes in one append, at most */
-
-/* Under jlock, something journalable queued: waits while the oldest
- * entry is younger than jgather_ms, nobody waits for durability
- * (jhurry_seq), the batch is not full and the MDS does not stop.  A
- * client making its changes one at a time (rm -rf, touch, mkdir) sent
- * one or two per append: on a 2-CPU machine the three OSDs' work for
- * each append (a replicated write, fdatasync) took the CPU the next
- * request needed.  The requester had its reply already (early replies);
- * what the gathering delays is MT_MDS_SAFE, and an fsync hurries it.
- * 10 ms, not 2: a third less wall time and half the OSDs' CPU for
- * 10,000 creates (doc/fs.md, "Gathering"); 25 or 50 ms gained little. */
-static void journal_gather(struct mds *m)
-{
-	if (!m->jgather_ms)
-		return;
-	while (m->jq_head && !m->jq_head->hold && !m->jstop &&
-	       m->jq_len < JOURNAL_BATCH && m->jhurry_seq <= m->durable_seq)
-		if (pthread_cond_timedwait(&m->jcond, &m->jlock, &m->jq_head->due) == ETIMEDOUT)
-			break;
-}
-
-static void safe_tell(struct mds *m, struct mds_jent **batch, size_t n, uint64_t seq)
-{
-	struct mds_safe sf = { seq };
-
-	if (m->drop_safe)
-		return;	/* fault injection: the clients keep every request */
-	for (size_t i = 0; i < n; i++) {
-		struct msg_conn *c = batch[i]->conn;
-		bool seen = false;
-		if (!c)
-			continue;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = batch[k]->conn == c;
-		if (seen)
-			continue;
-		struct enc e;
-		enc_init(&e);
-		mds_safe_encode(&e, &sf);
-		struct msg *msg = msg_new(MT_MDS_SAFE, &e);
-		enc_free(&e);
-		if (msg)
-			msg_send(c, msg);	/* a closed client: it resends */
-	}
-}
-
-static void *journaler_main(void *arg)
-{
-	struct mds *m = arg;
-	struct mds_jent **batch = calloc(JOURNAL_BATCH, sizeof(*batch));
-
-	if (!batch) {
-		log_error(SUB, "out of memory starting the journaler; exiting");
-		exit(1);
-	}
-	pthread_mutex_lock(&m->jlock);
-	for (;;) {
-		while ((!m->jq_head || m->jq_head->hold) && !m->jstop)
-			pthread_cond_wait(&m->jcond, &m->jlock);
-		if (!m->jq_head || m->jq_head->hold)
-			break;	/* stop, and nothing (journalable) left */
-		journal_gather(m);
-		if (!m->jq_head || m->jq_head->hold)
-			continue;
-		size_t n = 0;
-		bool crash = false;
-		while (m->jq_head && n < JOURNAL_BATCH && !m->jq_head->hold) {
-			struct mds_jent *j = m->jq_head;
-			m->jq_head = j->next;
-			if (!m->jq_head)
-				m->jq_tail = NULL;
-			m->jq_len--;
-			batch[n++] = j;
-			crash |= j->crash_after;
-		}
-		pthread_cond_broadcast(&m->jcond);	/* room in the queue */
-		pthread_mutex_unlock(&m->jlock);
-		if (m->jdelay_ms)
-			usleep(m->jdelay_ms * 1000u);	/* fault injection: a slow journal */
-		struct enc e;
-		int ret = 0;
-		enc_init(&e);
-		for (size_t i = 0; i < n; i++)
-			journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
-		ret = journal_write(m, &e);
-		if (ret) {
-			log_error(SUB, "cannot write the journal (%s); exiting so that a "
-				  "restart replays it and the clients resend what it lost",
-				  atoll_strerror(ret));
-			exit(1);
-		}
-		if (crash) {
-			log_warn(SUB, "fault injection: exiting after journaling entry %" PRIu64
-				 " and before applying it", batch[n - 1]->seq);
-			_exit(9);
-		}
-		/* to the applier first: a worker waiting for durable_seq then
-		 * drains the applier (a truncate's trim) and finds them queued */
-		for (size_t i = 0; i < n; i++) {
-			mds_applier_queue(m, &batch[i]->p);
-			mds_ans_add(m, batch[i]->client, batch[i]->reqid, batch[i]->res_ino);
-		}
-		uint64_t last = batch[n - 1]->seq;
-		pthread_mutex_lock(&m->jlock);
-		m->durable_seq = last;
-		__atomic_store_n(&m->pub_durable, last, __ATOMIC_RELEASE);
-		m->batches++;
-		pthread_cond_broadcast(&m->jcond);
-		pthread_mutex_unlock(&m->jlock);
-		safe_tell(m, batch, n, last);
-		for (size_t i = 0; i < n; i++) {
-			msg_conn_put(batch[i]->conn);
-			free(batch[i]->p.body);	/* NULL: the applier's now */
-			free(batch[i]);
-		}
-		m->seg_entries += n;
-		if (m->seg_entries >= m->seg_max) {
-			mds_applier_drain(m);	/* the segment goes: all of it must be applied */
-			ret = journal_roll(m);
-			if (ret)
-				log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
-		}
-		pthread_mutex_lock(&m->jlock);
-	}
-	pthread_mutex_unlock(&m->jlock);
-	free(batch);
-	return NULL;
-}
-
-int mds_journaler_start(struct mds *m)
-{
-	int ret;
-
-	pthread_mutex_init(&m->jlock, NULL);
-	pthread_cond_init(&m->jcond, NULL);
-	m->durable_seq = m->seq;
-	m->jhurry_seq = m->seq;
-	__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
-	__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
-	ret = -pthread_create(&m->journaler, NULL, journaler_main, m);
-	if (ret == 0)
-		m->journaler_on = true;
-	else
-		m->early = false;
-	return ret;
-}
-
-void mds_journaler_stop(struct mds *m)
-{
-	if (!m->journaler_on)
-		return;
-	pthread_mutex_lock(&m->jlock);
-	m->jstop = true;
-	pthread_cond_broadcast(&m->jcond);
-	pthread_mutex_unlock(&m->jlock);
-	pthread_join(m->journaler, NULL);
-	m->journaler_on = false;
-}
-
-uint64_t mds_durable_seq(struct mds *m)
-{
-	uint64_t s;
-
-	if (!m->journaler_on)
-		return m->seq;
-	pthread_mutex_lock(&m->jlock);
-	s = m->durable_seq;
-	pthread_mutex_unlock(&m->jlock);
-	return s;
-}
-
-/* Fault injection: does the change being made count towards
- * the fault mds_crash_after_commits (only those of mds_crash_op's op,
- * when set: a test then knows which request the crash follows)? */
-static bool crash_counts(const struct mds *m)
-{
-	return m->crash_after && (!m->crash_op || m->cur_op == m->crash_op);
-}
-
-/* Worker: queues t (applied in memory) for the journaler; returns its seq. */
-uint64_t mds_journal_queue(struct mds *m, const struct mds_txn *t)
-{
-	struct mds_jent *j = malloc(sizeof(*j));
-
-	if (!j || mds_txn_pack(t, &j->p)) {
-		log_error(SUB, "out of memory queueing a change for the journal; exiting "
-			  "(the clients resend what was not journaled)");
-		exit(1);
-	}
-	j->client = t->client;
-	j->reqid = t->reqid;
-	j->res_ino = t->res_ino;
-	j->next = NULL;
-	j->conn = m->cur_conn;
-	if (j->conn)
-		msg_conn_get(j->conn);
-	j->crash_after = crash_counts(m) && ++m->commits == m->crash_after;
-	j->hold = m->crash_hold && ++m->commits == m->crash_hold;
-	if (j->hold) {
-		log_warn(SUB, "fault injection: answering this change, then exiting "
-			 "before it is journaled");
-		m->crash_now = true;
-	}
-	if (m->jgather_ms)
-		j->due = deadline_ms(CLOCK_REALTIME, m->jgather_ms);
-	pthread_mutex_lock(&m->jlock);
-	/* a bound on what is answered but not journaled (the clients keep it) */
-	while (m->jq_len >= 4 * JOURNAL_BATCH)
-		pthread_cond_wait(&m->jcond, &m->jlock);
-	j->seq = ++m->seq;
-	__atomic_store_n(&m->pub_seq, j->seq, __ATOMIC_RELEASE);
-	if (m->jq_tail)
-		m->jq_tail->next = j;
-	else
-		m->jq_head = j;
-	m->jq_tail = j;
-	m->jq_len++;
-	/* the journaler waits for a first entry, or gathers until a batch
-	 * is full: no wake-up for each entry in between */
-	if (m->jq_len == 1 || m->jq_len >= JOURNAL_BATCH || !m->jgather_ms)
-		pthread_cond_broadcast(&m->jcond);
-	pthread_mutex_unlock(&m->jlock);
-	return j->seq;
-}
-
-bool mds_journal_room(struct mds *m)
-{
-	pthread_mutex_lock(&m->jlock);
-	bool room = m->jq_len < 4 * JOURNAL_BATCH;
-	pthread_mutex_unlock(&m->jlock);
-	return room;
-}
-
-void mds_journal_hurry(struct mds *m)
-{
-	if (!m->journaler_on)
-		return;
-	pthread_mutex_lock(&m->jlock);
-	if (m->jhurry_seq < m->seq) {
-		m->jhurry_seq = m->seq;
-		pthread_cond_broadcast(&m->jcond);
-	}
-	pthread_mutex_unlock(&m->jlock);
-}
-
-void mds_journal_wait(struct mds *m, uint64_t seq)
-{
-	pthread_mutex_lock(&m->jlock);
-	if (m->jhurry_seq < seq) {
-		m->jhurry_seq = seq;
-		pthread_cond_broadcast(&m->jcond);	/* no gathering for it */
-	}
-	while (m->durable_seq < seq)
-		pthread_cond_wait(&m->jcond, &m->jlock);
-	pthread_mutex_unlock(&m->jlock);
-}
-
-/* Journals t (no early replies: the worker, before its reply); a
- * failure exits, and so does the fault mds_crash_after_commits. */
-void mds_journal_write(struct mds *m, const struct mds_txn *t)
-{
-	int ret = journal_append(m, t);
-
-	if (ret) {
-		log_error(SUB, "cannot write the journal (%s); exiting so that a restart "
-			  "replays it", atoll_strerror(ret));
-		exit(1);
-	}
-	if (crash_counts(m) && ++m->commits >= m->crash_after) {
-		log_warn(SUB, "fault injection: exiting after journaling entry %" PRIu64
-			 " and before applying it", m->seq);
-		_exit(9);
-	}
-}
-
-/* After mds_journal_write and the applier's queueing: one more entry in
- * the segment, which rolls when full. */
-void mds_journal_written(struct mds *m)
-{
-	if (++m->seg_entries >= m->seg_max) {
-		mds_applier_drain(m);	/* the segment goes: all of it must be applied */
-		int ret = journal_roll(m);
-		if (ret)
-			log_warn(SUB, "cannot roll the journal: %s", atoll_strerror(ret));
-	}
-}
-
-/* Replays the segment named by fs.journal.head over the objects. */
-static int journal_replay(struct mds *m)
-{
-	struct atoll_kv_iter *it = NULL;
-	struct atoll_kv key = { "seg", 3, NULL, 0 };
-	const void *k, *v;
-	size_t kl, vl;
-	char oid[64], num[17];
-	int ret, n = 0;
-
-	m->seg = 1;
-	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it);
-	if (ret == 0 && atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 16) {
-		memcpy(num, v, 16);
-		num[16] = 0;
-		m->seg = strtoull(num, NULL, 16);
-	}
-	atoll_kv_iter_free(it);
-	if (ret && ret != -ENOENT)
-		return ret;
-	mds_store_oid_seg(oid, sizeof(oid), m->seg);
-	uint8_t *buf = NULL;
-	size_t got = 0;
-
-	ret = mds_store_read(m, oid, &buf, &got);
-	if (ret == -ENOENT)
-		goto roll;
-	if (ret)
-		return ret;
-	size_t pos = 0;
-	struct mds_txn *t = malloc(sizeof(*t));
-	while (t && pos + 16 <= got) {
-		uint32_t len, crc;
-		uint64_t seq;
-		memcpy(&len, buf + pos, 4);
-		memcpy(&crc, buf + pos + 4, 4);
-		memcpy(&seq, buf + pos + 8, 8);
-		if (pos + 16 + len > got ||
-		    atoll__crc32c(0, buf + pos + 8, (size_t)len + 8) != crc) {
-			log_warn(SUB, "journal segment %" PRIu64 " ends with a torn entry "
-				 "at byte %zu (never acknowledged); ignoring it", m->seg, pos);
-			break;
-		}
-		struct dec d;
-		dec_init(&d, buf + pos + 16, len);
-		if (mds_txn_decode(&d, t) == 0) {
-			ret = mds_store_apply(m, t);
-			if (t->reqid)
-				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);
-			mds_ans_add(m, t->client, t->reqid, t->res_ino);
-			if (ret) {
-				free(t);
-				free(buf);
-				return ret;
-			}
-			n++;
-		}
-		if (seq > m->seq)
-			m->seq = seq;
-		pos += 16 + len;
-	}
-	free(t);
-	free(buf);
-	log_info(SUB, "replayed %d journal entr%s of segment %" PRIu64, n,
-		 n == 1 ? "y" : "ies", m->seg);
-roll:
-	ret = head_set_seg(m, m->seg);
-	if (ret)
-		return ret;
-	return journal_roll(m);
-}
-
 /* ---- start-up: mkfs, load ---------------------------------------------------- */
 
 static int mkfs(struct mds *m)
@@ -515,7 +57,7 @@ static int mkfs(struct mds *m)
 	ret = mds_store_inode_put(m, &root, NULL);
 	if (ret)
 		return ret;
-	ret = head_set_seg(m, 1);
+	ret = mds_journal_set_head(m, 1);
 	if (ret)
 		return ret;
 	char hw[17], created[32];
@@ -753,14 +295,14 @@ int mds_open(struct mds *m)
 		if (ret)
 			return ret;
 	}
-	if (!m->seg_max)
-		m->seg_max = MDS_SEG_ENTRIES;
+	if (!m->journal.seg_max)
+		m->journal.seg_max = MDS_SEG_ENTRIES;
 	ret = mds_answered_init(m);
 	if (!ret)
 		ret = mds_ans_load(m);	/* the requests of the rolled segments */
 	if (ret)
 		return ret;
-	ret = journal_replay(m);
+	ret = mds_journal_replay(m);
 	if (ret)
 		return ret;
 	ret = mds_store_omap_each(m, "fs.sessions", load_session, NULL);
@@ -800,7 +342,7 @@ int mds_open(struct mds *m)
 	ret = mds_applier_start(m);
 	if (ret)
 		return ret;
-	if (m->early && (ret = mds_journaler_start(m)))
+	if (m->journal.early && (ret = mds_journal_start(m)))
 		return ret;
 	/* orphans (no names, open when the MDS stopped): removed after the
 	 * reconnect window, unless a client re-counts an open of one in it
@@ -811,16 +353,16 @@ int mds_open(struct mds *m)
 	log_info(SUB, "%" PRIu64 " inodes, %" PRIu64 " of them cached (%" PRIu64 " of %"
 		 PRIu64 " KiB); next inode number %" PRIu64, m->ninodes, m->cache.n,
 		 m->cache.bytes >> 10, m->cache.max >> 10, m->next_ino);
-	if (!m->journaler_on) {
-		__atomic_store_n(&m->pub_seq, m->seq, __ATOMIC_RELEASE);
-		__atomic_store_n(&m->pub_durable, m->seq, __ATOMIC_RELEASE);
+	if (!m->journal.on) {
+		__atomic_store_n(&m->journal.pub_seq, m->journal.seq, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->journal.pub_durable, m->journal.seq, __ATOMIC_RELEASE);
 	}
 	return 0;
 }
 
 void mds_close(struct mds *m)
 {
-	mds_journaler_stop(m);	/* journals what is queued first */
+	mds_journal_stop(m);	/* journals what is queued first */
 	mds_applier_stop(m);	/* applies what is queued first */
 	if (!m->cache.ht)
 		return;

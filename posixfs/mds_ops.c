@@ -613,11 +613,11 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			/* its first answer may not be journaled yet, and the
 			 * MT_MDS_SAFE for it went to the old connection: wait
 			 * here (rare), so this answer is safe */
-			if (dn->seq && m->early) {
+			if (dn->seq && m->journal.early) {
 				uint64_t seq = dn->seq;
 				pthread_mutex_unlock(&m->lock);
 				mds_journal_hurry(m);
-				while (mds_durable_seq(m) < seq)
+				while (mds_journal_durable_seq(m) < seq)
 					usleep(1000);
 				pthread_mutex_lock(&m->lock);
 				dn = mds_done_find(m, rq->client, rq->reqid);

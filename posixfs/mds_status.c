@@ -113,10 +113,10 @@ void mds_status_sync(const struct mds *m)
 	g.snap.inodes = m->ninodes;
 	g.snap.next_ino = m->next_ino;
 	g.snap.ino_hw = m->ino_hw;
-	g.snap.j_seg = m->seg;
-	g.snap.j_entries = m->seg_entries;
-	g.snap.j_offset = m->seg_bytes;
-	g.snap.j_seq = m->seq;
+	g.snap.j_seg = m->journal.seg;
+	g.snap.j_entries = m->journal.seg_entries;
+	g.snap.j_offset = m->journal.seg_bytes;
+	g.snap.j_seq = m->journal.seq;
 	g.snap.sessions = m->nsess;
 	g.snap.cache_bytes = m->cache.bytes;
 	g.snap.cache_max = m->cache.max;
@@ -202,8 +202,8 @@ void mds_status_reply(struct msg_conn *c, const struct msg *req)
 	*st = g.snap;
 	st->uptime_ms = now - g.start_ms;
 	/* live, not from the last request: a test waits for the journal */
-	st->j_seq = __atomic_load_n(&g.m->pub_seq, __ATOMIC_ACQUIRE);
-	st->j_durable = __atomic_load_n(&g.m->pub_durable, __ATOMIC_ACQUIRE);
+	st->j_seq = __atomic_load_n(&g.m->journal.pub_seq, __ATOMIC_ACQUIRE);
+	st->j_durable = __atomic_load_n(&g.m->journal.pub_durable, __ATOMIC_ACQUIRE);
 	st->nclients = 0;
 	st->clients = calloc(g.nsessions ? g.nsessions : 1, sizeof(*st->clients));
 	if (st->clients) {

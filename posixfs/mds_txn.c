@@ -347,8 +347,9 @@ int mds_txn_commit(struct mds *m, struct mds_txn *t)
 {
 	txn_finish(t);
 	t->aseq = ++m->aseq;	/* the applier writes the txns in this order */
-	if (m->early) {
-		mds_lease_note(m, t);	/* compares with the old records: before mds_cache_apply */
+	if (m->journal.early) {
+		/* compares with the old records: before mds_cache_apply */
+		mds_lease_note(m, t);
 		mds_cache_apply(m, t);
 		m->cur_seq = mds_journal_queue(m, t);
 		if (txn_trims_data(t)) {
@@ -359,7 +360,7 @@ int mds_txn_commit(struct mds *m, struct mds_txn *t)
 		return 0;
 	}
 	mds_journal_write(m, t);
-	mds_lease_note(m, t);	/* compares with the old records: before mds_cache_apply */
+	mds_lease_note(m, t);	/* compares with the old records: first */
 	mds_cache_apply(m, t);
 	mds_applier_queue_txn(m, t);
 	if (txn_trims_data(t))
