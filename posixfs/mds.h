@@ -1,9 +1,19 @@
 /*
- * mds.h - atoll-mds internals: the namespace's cache in memory, transactions
- * (one journal entry each), the journal and the object store layout.
- * doc/fs.md describes the layout; mds_ns.c keeps the namespace and
- * persists it, mds_ops.c answers the client's requests, mds_lease.c
- * grants and revokes the clients' leases, mds_main.c starts the daemon.
+ * mds.h - atoll-mds internals: struct mds, which holds the state of each
+ * module (the metadata cache, the journal, the applier: each declared in
+ * its own header, included here), and the calls of the smaller modules.
+ * doc/fs.md describes the design; mds_txn.c changes the namespace,
+ * mds_journal.c journals the changes, mds_applier.c writes them to the
+ * objects (mds_store.c), mds_cache.c keeps them in memory, mds_open.c
+ * opens and closes it all, mds_ops.c answers the client's requests,
+ * mds_lease.c grants and revokes the clients' leases, mds_main.c starts
+ * the daemon.
+ *
+ * Lock order (one direction only): m->lock (the namespace: the cache,
+ * the transactions, the session lists; held by whoever handles a
+ * request) before journal.lock (mds_journal.c) and before
+ * applier.lock (mds_applier.c) and ans_lock (mds_answered.c); the
+ * journal's and the applier's locks are never held together.
  */
 #ifndef ATOLL_MDS_H
 #define ATOLL_MDS_H
@@ -28,6 +38,15 @@ struct atoll_ioctx;
 
 #define MDS_INODE_SHARDS	16u
 #define MDS_INO_RANGE		4096u	/* ino_hw grows by this much */
+
+/* The wall clock, ns (inode times, eviction times). */
+static inline uint64_t mds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Requests already answered, so that one resent after a lost connection
  * (or replayed from the journal after a restart) is not applied twice:
@@ -105,12 +124,12 @@ struct mds {
 	struct mds_chg chg[MDS_CHG_MAX];
 };
 
-/* mds_ns.c */
+/* mds_open.c */
 int mds_open(struct mds *m);		/* mkfs if needed, replay, load */
 /* Notes an orphan (nlink 0, open nowhere) to remove after the reconnect
  * window (mds_main.c), which removes those nobody re-opened; false
  * outside the window (remove it now).  m->lock. */
-bool mds_orphan_defer(struct mds *m, uint64_t ino);
+bool mds_open_orphan_defer(struct mds *m, uint64_t ino);
 void mds_close(struct mds *m);
 /* mds_inos.c, under m->lock: a range of at most want numbers for
  * client's asynchronous creates (INOS), and whether ino is one of
@@ -118,7 +137,6 @@ void mds_close(struct mds *m);
 int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *first,
 		   uint32_t *count);
 bool mds_inos_take(uint64_t client, uint64_t ino);
-uint64_t mds_now(void);
 
 void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 		  uint64_t ino, uint64_t seq);
@@ -172,14 +190,15 @@ bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint
 void mds_lease_closed(struct msg_conn *c);
 void mds_lease_stats(struct mds_status *s);
 
-/* mds_ns.c: fs.sessions */
+/* mds_session.c: fs.sessions, loaded at start with fs.evicted */
+int mds_session_load(struct mds *m);
 bool mds_session_known(const struct mds *m, uint64_t client);
 int mds_session_add(struct mds *m, uint64_t client);
 int mds_session_drop(struct mds *m, uint64_t client);
 /* fs.evicted: a client refused from now on, across restarts too */
 #define MDS_EVICT_SECONDS	3600	/* also its blocklist time */
 #define MDS_EVICTED_MAX		4096u
-int mds_evicted_add(struct mds *m, uint64_t client);
+int mds_session_evicted_add(struct mds *m, uint64_t client);
 
 /* mds_inflight.c: files a client closed with its writes still in flight
  * (FSYNC with MDS_L_INFLIGHT, LANDED; doc/fs.md, "Closing without

@@ -4,9 +4,9 @@
  * load the namespace), then serve.
  *
  * Requests are handled one at a time, in arrival order (a change is
- * applied in memory and answered; mds_ns.c's journaler journals changes
- * in batches behind the replies and its applier writes the objects
- * behind that), so the namespace needs no finer locking.  Who handles
+ * applied in memory and answered; mds_journal.c's journaler journals
+ * changes in batches behind the replies and mds_applier.c writes the
+ * objects behind that), so the namespace needs no finer locking.  Who handles
  * one: the messenger's loop thread itself when the worker is idle with
  * nothing queued and the request cannot block (serve_inline: no wait for
  * the cluster, the journal or another client), which saves two thread
@@ -543,7 +543,7 @@ static void evict(struct mds *mds, uint64_t client, const char *why)
 	mds_sess_set_reason(client, why);
 	pthread_mutex_lock(&mds->lock);
 	/* refused first (also after a restart), then the session goes */
-	int ret = mds_evicted_add(mds, client);
+	int ret = mds_session_evicted_add(mds, client);
 	if (ret)
 		log_warn(SUB, "cannot persist the eviction of client %llu (%s): a restarted "
 			 "MDS would not refuse it", (unsigned long long)client,

@@ -74,7 +74,7 @@ static void drop_link(struct mds *m, struct mds_txn *t, struct mds_inode *in, ui
 		return;
 	/* in a reconnect window the opens are being re-counted: decided at
 	 * its end (mds_orphans_purge) */
-	if ((n && n->opens > 0) || mds_orphan_defer(m, in->ino))
+	if ((n && n->opens > 0) || mds_open_orphan_defer(m, in->ino))
 		in->flags |= MDS_INO_ORPHAN;
 	else
 		mds_txn_remove(t, in->ino, true);
@@ -399,7 +399,7 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 	bool grow = rq->size_hint > n->a.size;
 	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
 	bool gone = n->a.nlink == 0 && n->opens == 0 && rq->ino != MDS_ROOT_INO &&
-		    !mds_orphan_defer(m, rq->ino);
+		    !mds_open_orphan_defer(m, rq->ino);
 	if (grow || mt || gone) {
 		struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
 		if (grow)

@@ -1,48 +1,31 @@
 /*
- * mds_ns.c - the MDS's namespace: persisted as objects of the metadata
- * pool (doc/fs.md), cached in memory within a bound (loaded on first use,
- * the least recently used clean items evicted: "the metadata cache"),
- * changed only by transactions that are journaled before they are
- * applied to the objects (with early replies, after they are applied in
- * memory and answered: the journaler).
+ * mds_open.c - opening and closing the file system: on the first start
+ * on an empty metadata pool, mkfs (the root, the journal head, fs.super);
+ * then the superblock, the answered index, the journal's replay, the
+ * session lists, one pass over the inode records (their number, the
+ * orphans, the first records into the cache), and the applier and
+ * journaler threads.  Also the orphans found (nlink 0, open when the MDS
+ * stopped): kept until the reconnect window ends, when the clients have
+ * re-counted their opens.
  *
- * A transaction's journal entry lists final states (dentry set/removed,
- * inode record put/removed, data purged/truncated), so applying an entry
- * twice gives the same result: a restart replays the current journal
- * segment over the objects, then loads what requests need.  The objects
- * are written by the applier thread behind the reply (see "the applier"
- * below).
+ * mds_open runs before any other thread of the MDS touches the
+ * namespace, so it takes no lock; mds_open_orphan_defer is called under
+ * m->lock.
  */
 #include "mds.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <atoll/atoll.h>
 
-#include "crc32c.h"
-#include "encode.h"
 #include "log.h"
-#include "msg.h"
 
 #define SUB "mds"
-
-uint64_t mds_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- start-up: mkfs, load ---------------------------------------------------- */
 
 static int mkfs(struct mds *m)
 {
@@ -101,140 +84,6 @@ static int load_super(struct mds *m, bool *exists)
 	}
 	atoll_kv_iter_free(it);
 	return 0;
-}
-
-/* ---- sessions --------------------------------------------------------------- */
-
-bool mds_session_known(const struct mds *m, uint64_t client)
-{
-	for (size_t i = 0; i < m->nsess; i++)
-		if (m->sess[i] == client)
-			return true;
-	return false;
-}
-
-static int sess_mem_add(struct mds *m, uint64_t client)
-{
-	if (m->nsess == m->sess_cap) {
-		size_t nc = m->sess_cap ? 2 * m->sess_cap : 16;
-		uint64_t *ns = realloc(m->sess, nc * sizeof(*ns));
-		if (!ns)
-			return -ENOMEM;
-		m->sess = ns;
-		m->sess_cap = nc;
-	}
-	m->sess[m->nsess++] = client;
-	return 0;
-}
-
-/* Persisted before the SESSION reply: a restarted MDS waits for it. */
-int mds_session_add(struct mds *m, uint64_t client)
-{
-	char key[17];
-	int ret;
-
-	if (!client || mds_session_known(m, client))
-		return 0;
-	snprintf(key, sizeof(key), "%016" PRIx64, client);
-	struct atoll_kv kv = { key, 16, "", 0 };
-	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1);
-	return ret ? ret : sess_mem_add(m, client);
-}
-
-int mds_session_drop(struct mds *m, uint64_t client)
-{
-	char key[17];
-
-	mds_answered_forget(m, client);	/* it resends nothing now */
-	mds_inflight_drop_client(client);	/* nor says its writes landed */
-	for (size_t i = 0; i < m->nsess; i++)
-		if (m->sess[i] == client) {
-			m->sess[i] = m->sess[--m->nsess];
-			snprintf(key, sizeof(key), "%016" PRIx64, client);
-			struct atoll_kv kv = { key, 16, NULL, 0 };
-			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1);
-			return ret == -ENOENT ? 0 : ret;
-		}
-	return 0;
-}
-
-/* ---- evicted clients (fs.evicted) -------------------------------------------
- *
- * A client evicted at the end of a reconnect window is refused from then
- * on (a late resend of a change the MDS lost must not land after the
- * others moved on).  Its id is persisted as a key of fs.evicted (value:
- * the eviction's wall-clock time, ns, 16 hex digits), written before its
- * session is dropped, so a later restart still refuses it.  A start loads
- * the list and removes entries older than MDS_EVICT_SECONDS (the
- * blocklist's hour: the client remounted under a new id long ago), at
- * most MDS_EVICTED_MAX kept. */
-
-#define EVICTED_OID "fs.evicted"
-
-static int evicted_mem_add(struct mds *m, uint64_t client)
-{
-	for (size_t i = 0; i < m->nevicted; i++)
-		if (m->evicted[i] == client)
-			return 0;
-	uint64_t *ne = realloc(m->evicted, (m->nevicted + 1) * sizeof(*ne));
-	if (!ne)
-		return -ENOMEM;
-	m->evicted = ne;
-	m->evicted[m->nevicted++] = client;
-	return 0;
-}
-
-int mds_evicted_add(struct mds *m, uint64_t client)
-{
-	char key[17], val[17];
-
-	snprintf(key, sizeof(key), "%016" PRIx64, client);
-	snprintf(val, sizeof(val), "%016" PRIx64, mds_now());
-	struct atoll_kv kv = { key, 16, val, 16 };
-	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1);
-	int r2 = evicted_mem_add(m, client);
-	return ret ? ret : r2;
-}
-
-static int load_evicted(struct mds *m, void *arg, const void *k, size_t kl,
-			const void *v, size_t vl)
-{
-	char num[17];
-	uint64_t when = 0;
-
-	(void)arg;
-	if (kl != 16)
-		return 0;
-	if (vl == 16) {
-		memcpy(num, v, 16);
-		num[16] = 0;
-		when = strtoull(num, NULL, 16);
-	}
-	if (mds_now() - when > (uint64_t)MDS_EVICT_SECONDS * 1000000000ull) {
-		struct atoll_kv kv = { k, 16, NULL, 0 };
-		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1);	/* expired; a failure: next start */
-		return 0;
-	}
-	if (m->nevicted >= MDS_EVICTED_MAX)
-		return 0;
-	memcpy(num, k, 16);
-	num[16] = 0;
-	return evicted_mem_add(m, strtoull(num, NULL, 16));
-}
-
-static int load_session(struct mds *m, void *arg, const void *k, size_t kl,
-			const void *v, size_t vl)
-{
-	char num[17];
-
-	(void)arg;
-	(void)v;
-	(void)vl;
-	if (kl != 16)
-		return 0;
-	memcpy(num, k, 16);
-	num[16] = 0;
-	return sess_mem_add(m, strtoull(num, NULL, 16));
 }
 
 /* The start's pass over the inode records (mds_open). */
@@ -305,15 +154,9 @@ int mds_open(struct mds *m)
 	ret = mds_journal_replay(m);
 	if (ret)
 		return ret;
-	ret = mds_store_omap_each(m, "fs.sessions", load_session, NULL);
+	ret = mds_session_load(m);
 	if (ret)
 		return ret;
-	ret = mds_store_omap_each(m, EVICTED_OID, load_evicted, NULL);
-	if (ret)
-		return ret;
-	if (m->nevicted)
-		log_info(SUB, "%zu client(s) evicted within the last %d s stay refused",
-			 m->nevicted, MDS_EVICT_SECONDS);
 	/* one pass over the inode records: how many there are, the orphans,
 	 * and the first records into the cache (up to half of its bound);
 	 * everything else loads on first use */
@@ -375,7 +218,7 @@ void mds_close(struct mds *m)
 	mds_answered_fini(m);
 }
 
-bool mds_orphan_defer(struct mds *m, uint64_t ino)
+bool mds_open_orphan_defer(struct mds *m, uint64_t ino)
 {
 	if (!m->reconnecting)
 		return false;
