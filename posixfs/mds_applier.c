@@ -8,26 +8,28 @@
  * by this thread, behind the reply, in journal order, while the worker
  * answers the next request: a metadata change costs the client one
  * cluster round trip (the journal append) instead of two.  The applier
- * takes up to APPLY_BATCH queued changes at once and writes each (object, key) of
- * them once, with its last value (mds_store_apply_omap), so a backlog costs
- * one round trip, not one per change.  A round first gathers for up to
- * mds_apply_gather_ms (unless a batch is full, or someone waits for the queue
- * to drain): a client's changes one at a time (rm -rf) came a few per
- * journal batch, and each round wrote the directory and up to 16 inode
- * shards for them, three times the journal's own writes.  What must hold
- * before a reply
- * waits for the queue to drain (mds_applier_drain): data trimmed by a truncate
- * (a client may write the same blocks right after the reply; a removed
- * inode's data is purged behind the reply), and every entry of a segment
- * before the segment is dropped (mds_journal.c's roll).
+ * takes up to APPLY_BATCH queued changes at once and writes each (object,
+ * key) of them once, with its last value (mds_store_apply_omap), so a
+ * backlog costs one round trip, not one per change.  A round first
+ * gathers for up to mds_apply_gather_ms (unless a batch is full, or
+ * someone waits for the queue to drain): a client's changes one at a time
+ * (rm -rf) came a few per journal batch, and each round wrote the
+ * directory and up to 16 inode shards for them, three times the journal's
+ * own writes.  What must hold before a reply waits for the queue to drain
+ * (mds_applier_drain): data trimmed by a truncate (a client may write the
+ * same blocks right after the reply; a removed inode's data is purged
+ * behind the reply), and every entry of a segment before the segment is
+ * dropped (mds_journal.c's roll).
  *
  * Locking: applier.lock protects the queue, its length, busy, stop and
  * drainers; applier.cond signals a change of any of them (both ways).
  * The applier never takes the namespace lock (m->lock), and nobody takes
  * another lock while holding applier.lock, so it is the innermost: the
  * worker may queue under m->lock, the journaler queues holding nothing.
- * applier.applied_aseq is written by the applier alone (atomic, release)
- * and read by the cache's trim (acquire).
+ * applier.applied_aseq (every change up to it is in the objects) is
+ * stored with release by whoever wrote the changes (the applier; the
+ * queueing thread when no memory was left to queue one) and loaded with
+ * acquire by the cache's trim.
  */
 #include "mds.h"
 
