@@ -738,6 +738,7 @@ static void usage(FILE *f)
 		"                     evicted: its session ends, the files it held open close\n"
 		"                     (mds_session_timeout_ms; default 60000; 0: never)\n"
 		"  --cache-mb MB      memory for cached metadata (mds_cache_mb; default 256)\n"
+		"  (in atoll.conf only: mds_journal_gather_ms, mds_apply_gather_ms; doc/daemons.md)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
