@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "store.h"
 
@@ -1473,38 +1474,6 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return false;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	default: return false;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B' && mul > 1)
-		end++;
-	if (*end)
-		return false;
-	if (v > UINT64_MAX / mul)
-		return false;
-	*out = v * mul;
-	return true;
-}
-
 enum {
 	OPT_DIR = 256, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_QD, OPT_PREFILL, OPT_OWSET,
 	OPT_SCOUNT, OPT_SSIZE, OPT_SBATCH, OPT_SREADS, OPT_QUICK, OPT_KEEP, OPT_SEED,
@@ -1566,7 +1535,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case OPT_DIR: o.dir = optarg; o.dir_given = true; break;
 		case OPT_SIZE:
-			if (!parse_size(optarg, &o.size) || o.size < 64 * MiB)
+			if (config_parse_size(optarg, &o.size) || o.size < 64 * MiB)
 				bad_value(name, optarg, "give a size of at least 64M");
 			break;
 		case OPT_SECONDS:
@@ -1584,11 +1553,11 @@ int main(int argc, char **argv)
 			o.qd = (unsigned)v;
 			break;
 		case OPT_PREFILL:
-			if (!parse_size(optarg, &o.prefill) || o.prefill < OBJ_SIZE)
+			if (config_parse_size(optarg, &o.prefill) || o.prefill < OBJ_SIZE)
 				bad_value(name, optarg, "give a size of at least 4M");
 			break;
 		case OPT_OWSET:
-			if (!parse_size(optarg, &o.overwrite_set) || o.overwrite_set < OBJ_SIZE)
+			if (config_parse_size(optarg, &o.overwrite_set) || o.overwrite_set < OBJ_SIZE)
 				bad_value(name, optarg, "give a size of at least 4M");
 			break;
 		case OPT_SCOUNT:
@@ -1597,7 +1566,7 @@ int main(int argc, char **argv)
 				bad_value(name, optarg, NULL);
 			break;
 		case OPT_SSIZE:
-			if (!parse_size(optarg, &v) || !v || v > 1 * MiB)
+			if (config_parse_size(optarg, &v) || !v || v > 1 * MiB)
 				bad_value(name, optarg, "give 1 to 1M bytes");
 			o.small_size = (uint32_t)v;
 			break;

@@ -19,6 +19,7 @@
  * second.  MB/s here are MiB/s (2^20 bytes), as in fio's and rados' output.
  */
 #include "cli.h"
+#include "config.h"
 #include "deadline.h"
 
 #include <errno.h>
@@ -397,7 +398,7 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 		const char *a = argv[i];
 
 		if (strcmp(a, "-b") == 0 || strcmp(a, "--block-size") == 0) {
-			if (i + 1 >= argc || cli_parse_size(argv[++i], &op_size) ||
+			if (i + 1 >= argc || config_parse_size(argv[++i], &op_size) ||
 			    op_size == 0 || op_size > (64ull << 20))
 				return cli_usage(c, "-b needs a size from 1 to 64M (e.g. 4K, 4M)");
 			size_given = true;
