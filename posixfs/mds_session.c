@@ -22,6 +22,7 @@
  * after a restart an evicted client is told it was evicted before it.
  */
 #include "mds.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -60,14 +61,6 @@ static struct {
 	unsigned nreasons;
 	struct sopen *opens[SESS_OPEN_BUCKETS];	/* m->lock */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static struct sconn *conn_find(uint64_t client)
 {
@@ -112,13 +105,13 @@ void mds_sess_absent(uint64_t client)
 	pthread_mutex_lock(&S.lock);
 	struct sconn *s = conn_get(client);
 	if (s && !s->conn && !s->gone_ms)
-		s->gone_ms = mono_ms();
+		s->gone_ms = mono_now_ms();
 	pthread_mutex_unlock(&S.lock);
 }
 
 void mds_sess_closed(struct msg_conn *c)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = mono_now_ms();
 
 	pthread_mutex_lock(&S.lock);
 	for (struct sconn *s = S.conns; s; s = s->next)
@@ -131,7 +124,7 @@ void mds_sess_closed(struct msg_conn *c)
 
 size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = mono_now_ms();
 	size_t n = 0;
 
 	pthread_mutex_lock(&S.lock);
@@ -146,7 +139,7 @@ bool mds_sess_gone(uint64_t client, uint32_t timeout_ms)
 {
 	pthread_mutex_lock(&S.lock);
 	struct sconn *s = conn_find(client);
-	bool gone = s && !s->conn && s->gone_ms && mono_ms() - s->gone_ms >= timeout_ms;
+	bool gone = s && !s->conn && s->gone_ms && mono_now_ms() - s->gone_ms >= timeout_ms;
 	pthread_mutex_unlock(&S.lock);
 	return gone;
 }
