@@ -415,6 +415,11 @@ static const struct unit size_units[] = {
 	{ NULL, 0 },
 };
 
+int config_parse_size(const char *s, uint64_t *out)
+{
+	return parse_with_units(s, size_units, out);
+}
+
 int config_get_size(const struct config *c, const char *who, const char *key,
 		    uint64_t def, uint64_t *out, char *err, size_t errlen)
 {
@@ -427,7 +432,7 @@ int config_get_size(const struct config *c, const char *who, const char *key,
 	v = lookup(c, who, key, loc, sizeof(loc));
 	if (!v)
 		return 0;
-	r = parse_with_units(v, size_units, &n);
+	r = config_parse_size(v, &n);
 	if (r == -ERANGE) {
 		set_err(err, errlen, "%s: '%s' is too large", loc, v);
 		return r;

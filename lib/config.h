@@ -66,6 +66,11 @@ int config_get_int(const struct config *c, const char *who, const char *key,
 /* Sizes accept suffixes K, M, G, T (powers of 1024; "KiB"/"k" too). */
 int config_get_size(const struct config *c, const char *who, const char *key,
 		    uint64_t def, uint64_t *out, char *err, size_t errlen);
+/* A size as config_get_size() reads it, from any string (a command-line
+ * option too): a whole number, then an optional K, M, G or T (powers of
+ * 1024; any case, "KB" and "KiB" too).  0, -EINVAL (not a size) or
+ * -ERANGE (over UINT64_MAX bytes). */
+int config_parse_size(const char *s, uint64_t *out);
 /* true/false, yes/no, on/off, 1/0. */
 int config_get_bool(const struct config *c, const char *who, const char *key,
 		    bool def, bool *out, char *err, size_t errlen);

@@ -400,3 +400,17 @@ int dec_finish(const struct dec *d)
 		return d->err;
 	return d->pos == d->len ? 0 : -EBADMSG;
 }
+
+int dec_msg_begin(struct dec *d, uint8_t max_compat, struct dec *body)
+{
+	uint8_t version;
+
+	return dec_begin(d, max_compat, body, &version);
+}
+
+int dec_msg_end(struct dec *d, struct dec *body)
+{
+	int r = dec_end(d, body);
+
+	return r ? r : dec_finish(d);
+}

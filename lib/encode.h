@@ -81,6 +81,13 @@ int dec_begin(struct dec *d, uint8_t max_compat, struct dec *body, uint8_t *vers
 /* Closes a section: the parent skips whatever the body did not read.
  * Returns the body's error (copied into the parent) or 0. */
 int dec_end(struct dec *d, struct dec *body);
+/* The pair every message decoder uses.  dec_msg_begin() opens a section
+ * whose writer's version the reader does not need (dec_begin() without
+ * it; a nested section too).  dec_msg_end() closes a message's one
+ * section and insists nothing follows it: dec_end(), then dec_finish().
+ * Both return 0 or the (sticky) error. */
+int dec_msg_begin(struct dec *d, uint8_t max_compat, struct dec *body);
+int dec_msg_end(struct dec *d, struct dec *body);
 /* Remaining unread bytes. */
 size_t dec_left(const struct dec *d);
 /* 0 when everything was read without error; -EBADMSG if bytes are left. */

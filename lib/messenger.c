@@ -36,6 +36,7 @@
 #include "atoll_assert.h"
 #include "crc32c.h"
 #include "log.h"
+#include "mono.h"
 
 #define container_of(p, type, member) \
 	((type *)(void *)((char *)(p) - offsetof(type, member)))
@@ -150,7 +151,7 @@ uint64_t msgr_timer(struct msgr *m, uint32_t ms, msgr_timer_fn fn, void *arg)
 	pt->fn = fn;
 	pt->arg = arg;
 	pthread_mutex_lock(&m->tlock);
-	if (theap_add(&m->timers, &pt->t.n, msg_now_ns() + (uint64_t)ms * 1000000u) < 0) {
+	if (theap_add(&m->timers, &pt->t.n, mono_now_ns() + (uint64_t)ms * 1000000u) < 0) {
 		pthread_mutex_unlock(&m->tlock);
 		free(pt);
 		return 0;
@@ -218,7 +219,7 @@ static void loop_kicks(struct msgr *m)
 
 static void loop_timers(struct msgr *m)
 {
-	uint64_t now = msg_now_ns();
+	uint64_t now = mono_now_ns();
 
 	for (int i = 0; i < LOOP_TIMERS_MAX; i++) {
 		struct tnode *t;
@@ -279,7 +280,7 @@ static int loop_timeout(struct msgr *m)
 	pthread_mutex_unlock(&m->tlock);
 	if (!top)
 		return -1;
-	now = msg_now_ns();
+	now = mono_now_ns();
 	if (when <= now)
 		return 0;
 	if (when - now >= (uint64_t)SLEEP_MAX_MS * 1000000u)
@@ -345,7 +346,7 @@ static void loop_events(struct msgr *m, int timeout)
  * when it has been silent too long (msg_conn__keepalive). */
 static void keepalive_tick(struct msgr *m, struct mtimer *t)
 {
-	uint64_t now = msg_now_ns();
+	uint64_t now = mono_now_ns();
 	struct msg_conn **v = NULL;
 	size_t n = 0, cap = 0;
 
@@ -404,7 +405,7 @@ static void *loop_main(void *arg)
 	struct msgr *m = arg;
 
 	tls_loop = m;
-	if (msgr__arm(m, &m->ka_timer, msg_now_ns() + (uint64_t)m->cfg.keepalive_ms * 1000000u) < 0)
+	if (msgr__arm(m, &m->ka_timer, mono_now_ns() + (uint64_t)m->cfg.keepalive_ms * 1000000u) < 0)
 		log_error("msgr", "cannot arm the keepalive timer: out of memory");
 	while (!atomic_load(&m->stop)) {
 		loop_kicks(m);
@@ -916,7 +917,7 @@ static int call_submit(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	m->flags &= (uint16_t)~MSG_F_REPLY;
 	call->h.key = m->tid;
 	tnode_init(&call->timer.n);
-	call->deadline = timeout_ms ? msg_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+	call->deadline = timeout_ms ? mono_now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
 	call->fn = fn;
 	call->arg = arg;
 	call->conn = c;

@@ -44,6 +44,7 @@
 #include "crc32c.h"
 #include "encode.h"
 #include "log.h"
+#include "mono.h"
 #include "msgr_int.h"
 
 #define container_of(p, type, member) \
@@ -602,7 +603,7 @@ static void conn_reset(struct msg_conn *c, int err)
 		return;
 	c->backoff_ms = delay > mr->cfg.reconnect_max_ms / 2 ? mr->cfg.reconnect_max_ms
 							       : delay * 2;
-	if (msgr__arm(mr, &c->redial_timer, msg_now_ns() + (uint64_t)delay * 1000000u) < 0) {
+	if (msgr__arm(mr, &c->redial_timer, mono_now_ns() + (uint64_t)delay * 1000000u) < 0) {
 		log_error("msgr", "cannot schedule a redial of '%s': out of memory", c->addr);
 		msg_conn__close(c, -ENOMEM, -ECONNRESET);
 	}
@@ -663,7 +664,7 @@ static int conn_arm_handshake(struct msg_conn *c)
 {
 	struct msgr *mr = c->msgr;
 
-	return msgr__arm(mr, &c->hs_timer, msg_now_ns() +
+	return msgr__arm(mr, &c->hs_timer, mono_now_ns() +
 			 (uint64_t)mr->cfg.handshake_timeout_ms * 1000000u);
 }
 
@@ -714,7 +715,7 @@ static bool conn_rx_hello(struct msg_conn *c, struct msg *msg)
 		return false;
 	}
 	msgr__disarm(mr, &c->hs_timer);
-	c->last_rx_ns = msg_now_ns();
+	c->last_rx_ns = mono_now_ns();
 	c->state = CS_OPEN;
 	atomic_store(&c->open, true);
 	c->backoff_ms = mr->cfg.reconnect_min_ms;
@@ -1424,7 +1425,7 @@ static void conn_readable(struct msg_conn *c)
 			conn_eof(c);
 			return;
 		}
-		c->last_rx_ns = msg_now_ns();
+		c->last_rx_ns = mono_now_ns();
 		if (direct) {
 			size_t k = (size_t)r < direct ? (size_t)r : direct;
 

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 static bool before(const struct tnode *a, const struct tnode *b)
 {
@@ -122,10 +121,3 @@ struct tnode *theap_pop_due(struct theap *h, uint64_t now)
 	return t;
 }
 
-uint64_t msg_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}

@@ -24,22 +24,6 @@
 #define BEACON_SLOW_MAX 1024u
 #define BEACON_V 2	/* 2: the PGs' recovery and scrub figures */
 
-/* Opens the message's one section; returns 0 or the error. */
-static int begin(struct dec *d, struct dec *body)
-{
-	uint8_t v;
-
-	return dec_begin(d, PROTO_COMPAT, body, &v);
-}
-
-/* Closes it, and insists the message holds nothing after the section. */
-static int end(struct dec *d, struct dec *body)
-{
-	int r = dec_end(d, body);
-
-	return r ? r : dec_finish(d);
-}
-
 /* A fixed-size string field: a blob of at most cap-1 bytes, no NUL. */
 static void get_fixed_str(struct dec *d, char *buf, size_t cap)
 {
@@ -62,10 +46,10 @@ int mon_subscribe_decode(struct dec *d, struct mon_subscribe *s)
 	struct dec b;
 
 	memset(s, 0, sizeof(*s));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	s->have = dec_u64(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void mon_map_msg_encode(const struct osdmap *full, const struct osdmap_inc *incs,
@@ -99,7 +83,7 @@ int mon_map_msg_decode(struct dec *d, struct mon_map_msg *out)
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	has_full = dec_u8(&b);
 	if (has_full > 1)
@@ -130,7 +114,7 @@ int mon_map_msg_decode(struct dec *d, struct mon_map_msg *out)
 			goto out_fail;
 		}
 	}
-	r = end(d, &b);
+	r = dec_msg_end(d, &b);
 	if (r < 0)
 		goto out_clear;
 	return 0;
@@ -160,12 +144,12 @@ int mon_command_decode(struct dec *d, char **json)
 	int r;
 
 	*json = NULL;
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	p = dec_blob(&b, &n, PROTO_COMMAND_MAX);
 	if (p && memchr(p, '\0', n))
 		dec_fail(&b, -EBADMSG);
-	r = end(d, &b);
+	r = dec_msg_end(d, &b);
 	if (r < 0)
 		return r;
 	*json = malloc(n + 1);
@@ -195,7 +179,7 @@ int mon_command_reply_decode(struct dec *d, struct mon_command_reply *r, char **
 
 	memset(r, 0, sizeof(*r));
 	*status = NULL;
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	r->rc = (int32_t)dec_u32(&b);
 	s = dec_blob(&b, &n, 64 * 1024);
@@ -203,7 +187,7 @@ int mon_command_reply_decode(struct dec *d, struct mon_command_reply *r, char **
 		dec_fail(&b, -EBADMSG);
 	r->out = dec_blob(&b, &outn, UINT32_MAX);
 	r->out_len = (uint32_t)outn;
-	rc = end(d, &b);
+	rc = dec_msg_end(d, &b);
 	if (rc < 0)
 		return rc;
 	*status = malloc(n + 1);
@@ -230,13 +214,13 @@ int osd_new_req_decode(struct dec *d, struct osd_new_req *r)
 	const void *p;
 
 	memset(r, 0, sizeof(*r));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	p = dec_raw(&b, 16);
 	if (p)
 		memcpy(r->uuid, p, 16);
 	r->want_id = (int32_t)dec_u32(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_new_reply_encode(const struct osd_new_reply *r, struct enc *e)
@@ -255,14 +239,14 @@ int osd_new_reply_decode(struct dec *d, struct osd_new_reply *r)
 	const void *p;
 
 	memset(r, 0, sizeof(*r));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	r->rc = (int32_t)dec_u32(&b);
 	r->id = (int32_t)dec_u32(&b);
 	p = dec_raw(&b, 16);
 	if (p)
 		memcpy(r->fsid, p, 16);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_boot_req_encode(const struct osd_boot_req *r, struct enc *e)
@@ -285,7 +269,7 @@ int osd_boot_req_decode(struct dec *d, struct osd_boot_req *r)
 	const void *p;
 
 	memset(r, 0, sizeof(*r));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	r->id = (int32_t)dec_u32(&b);
 	p = dec_raw(&b, 16);
@@ -296,7 +280,7 @@ int osd_boot_req_decode(struct dec *d, struct osd_boot_req *r)
 	r->weight = dec_u32(&b);
 	r->features = dec_u64(&b);
 	r->have_epoch = dec_u64(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_boot_reply_encode(const struct osd_boot_reply *r, struct enc *e)
@@ -314,12 +298,12 @@ int osd_boot_reply_decode(struct dec *d, struct osd_boot_reply *r)
 	struct dec b;
 
 	memset(r, 0, sizeof(*r));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	r->rc = (int32_t)dec_u32(&b);
 	r->epoch = dec_u64(&b);
 	get_fixed_str(&b, r->status, sizeof(r->status));
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 /* ---- PG states ------------------------------------------------------ */
@@ -504,7 +488,7 @@ int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
 			}
 		}
 	}
-	r = end(d, &b);
+	r = dec_msg_end(d, &b);
 	if (r < 0)
 		osd_beacon_clear(bc);
 	return r;
@@ -527,14 +511,14 @@ int osd_failure_decode(struct dec *d, struct osd_failure *f)
 	struct dec b;
 
 	memset(f, 0, sizeof(*f));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	f->reporter = (int32_t)dec_u32(&b);
 	f->target = (int32_t)dec_u32(&b);
 	f->epoch = dec_u64(&b);
 	f->failed_for_ms = dec_u32(&b);
 	f->immediate = dec_u8(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_stopping_encode(const struct osd_stopping *s, struct enc *e)
@@ -551,11 +535,11 @@ int osd_stopping_decode(struct dec *d, struct osd_stopping *s)
 	struct dec b;
 
 	memset(s, 0, sizeof(*s));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	s->id = (int32_t)dec_u32(&b);
 	s->epoch = dec_u64(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_pg_temp_req_encode(const struct osd_pg_temp_req *q, struct enc *e)
@@ -577,7 +561,7 @@ int osd_pg_temp_req_decode(struct dec *d, struct osd_pg_temp_req *q)
 	struct dec b;
 
 	memset(q, 0, sizeof(*q));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	q->from = (int32_t)dec_u32(&b);
 	q->epoch = dec_u64(&b);
@@ -591,7 +575,7 @@ int osd_pg_temp_req_decode(struct dec *d, struct osd_pg_temp_req *q)
 		if (!b.err && (q->osds[i] < 0 || q->osds[i] >= OSDMAP_OSD_MAX))
 			dec_fail(&b, -EBADMSG);
 	}
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void rc_reply_encode(const struct rc_reply *r, struct enc *e)
@@ -608,11 +592,11 @@ int rc_reply_decode(struct dec *d, struct rc_reply *r)
 	struct dec b;
 
 	memset(r, 0, sizeof(*r));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	r->rc = (int32_t)dec_u32(&b);
 	r->epoch = dec_u64(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_lease_encode(const struct osd_lease *l, struct enc *e)
@@ -630,12 +614,12 @@ int osd_lease_decode(struct dec *d, struct osd_lease *l)
 	struct dec b;
 
 	memset(l, 0, sizeof(*l));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	l->rc = (int32_t)dec_u32(&b);
 	l->epoch = dec_u64(&b);
 	l->lease_ms = dec_u32(&b);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 /* ---- OSD_OP ------------------------------------------------------------ */
@@ -758,7 +742,7 @@ static void subop_decode(struct dec *d, struct osd_subop *op, uint32_t *kv_total
 	size_t n;
 	uint32_t nkv;
 
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return;
 	op->code = dec_u16(&b);
 	op->flags = dec_u16(&b);
@@ -811,7 +795,7 @@ int osd_op_req_decode(struct dec *d, const void *data, size_t data_len,
 	uint64_t *snaps = NULL;
 
 	memset(req, 0, sizeof(*req));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	req->reqid.client = dec_u64(&b);
 	req->reqid.tid = dec_u64(&b);
@@ -856,7 +840,7 @@ int osd_op_req_decode(struct dec *d, const void *data, size_t data_len,
 	}
 	if (!b.err && pos != data_len)
 		dec_fail(&b, -EBADMSG);
-	return end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_op_reply_encode(const struct osd_op_reply *r, struct enc *e)
@@ -890,7 +874,7 @@ int osd_op_reply_decode(struct dec *d, size_t data_len, struct osd_op_reply *r)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (begin(d, &b))
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
 		return d->err;
 	r->reqid.client = dec_u64(&b);
 	r->reqid.tid = dec_u64(&b);
@@ -911,7 +895,7 @@ int osd_op_reply_decode(struct dec *d, size_t data_len, struct osd_op_reply *r)
 	}
 	if (!b.err && total != data_len)
 		dec_fail(&b, -EBADMSG);
-	rc = end(d, &b);
+	rc = dec_msg_end(d, &b);
 	if (rc < 0)
 		osd_op_reply_clear(r);
 	return rc;

@@ -23,25 +23,6 @@ const char *scrub_kind_name(uint8_t kind)
 	return "unknown";
 }
 
-static int sc_begin_v(struct dec *d, struct dec *body, uint8_t *v)
-{
-	return dec_begin(d, SCRUB_COMPAT, body, v);
-}
-
-static int sc_begin(struct dec *d, struct dec *body)
-{
-	uint8_t v;
-
-	return sc_begin_v(d, body, &v);
-}
-
-static int sc_end(struct dec *d, struct dec *body)
-{
-	int r = dec_end(d, body);
-
-	return r ? r : dec_finish(d);
-}
-
 void osd_scrub_req_encode(const struct osd_scrub_req *r, struct enc *e)
 {
 	size_t h = enc_begin(e, SCRUB_V, SCRUB_COMPAT);
@@ -59,7 +40,7 @@ int osd_scrub_req_decode(struct dec *d, struct osd_scrub_req *r)
 	uint8_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin_v(d, &b, &v))
+	if (dec_begin(d, SCRUB_COMPAT, &b, &v))
 		return d->err;
 	r->pool = dec_u32(&b);
 	r->pg = dec_u32(&b);
@@ -67,7 +48,7 @@ int osd_scrub_req_decode(struct dec *d, struct osd_scrub_req *r)
 	r->deep = v >= 2 ? dec_u8(&b) : 1;
 	if (r->repair > 1 || r->deep > 1)
 		dec_fail(&b, -EBADMSG);
-	return sc_end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void osd_scrub_reply_encode(const struct osd_scrub_reply *r, struct enc *e)
@@ -104,7 +85,7 @@ int osd_scrub_reply_decode(struct dec *d, struct osd_scrub_reply *r)
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin(d, &b))
+	if (dec_msg_begin(d, SCRUB_COMPAT, &b))
 		return d->err;
 	r->rc = (int32_t)dec_u32(&b);
 	r->epoch = dec_u64(&b);
@@ -131,7 +112,7 @@ int osd_scrub_reply_decode(struct dec *d, struct osd_scrub_reply *r)
 			dec_fail(&b, -EBADMSG);
 		r->nerrors = i + 1;
 	}
-	ret = sc_end(d, &b);
+	ret = dec_msg_end(d, &b);
 	if (ret < 0)
 		osd_scrub_reply_clear(r);
 	return ret;
@@ -156,7 +137,7 @@ int pg_scrub_req_decode(struct dec *d, struct pg_scrub_req *r)
 	uint8_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin_v(d, &b, &v))
+	if (dec_begin(d, SCRUB_COMPAT, &b, &v))
 		return d->err;
 	r->pool = dec_u32(&b);
 	r->pg = dec_u32(&b);
@@ -168,7 +149,7 @@ int pg_scrub_req_decode(struct dec *d, struct pg_scrub_req *r)
 		if (r->flags & ~(PG_SCRUB_F_SHALLOW | PG_SCRUB_F_STAMP))
 			dec_fail(&b, -EBADMSG);
 	}
-	return sc_end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 void pg_scrub_map_encode(const struct pg_scrub_map *m, struct enc *e)
@@ -206,7 +187,7 @@ int pg_scrub_map_decode(struct dec *d, struct pg_scrub_map *m)
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	if (sc_begin(d, &b))
+	if (dec_msg_begin(d, SCRUB_COMPAT, &b))
 		return d->err;
 	m->rc = (int32_t)dec_u32(&b);
 	n = dec_count(&b, SCRUB_MAP_MAX, 4 + 1 + 8 + 16);
@@ -238,7 +219,7 @@ int pg_scrub_map_decode(struct dec *d, struct pg_scrub_map *m)
 		if (i && strcmp(m->objs[i - 1].oid, o->oid) >= 0)
 			dec_fail(&b, -EBADMSG);
 	}
-	ret = sc_end(d, &b);
+	ret = dec_msg_end(d, &b);
 	if (ret < 0)
 		pg_scrub_map_clear(m);
 	return ret;
@@ -260,11 +241,11 @@ int scrub_stamps_decode(struct dec *d, struct scrub_stamps *s)
 	struct dec b;
 
 	memset(s, 0, sizeof(*s));
-	if (sc_begin(d, &b))
+	if (dec_msg_begin(d, SCRUB_COMPAT, &b))
 		return d->err;
 	s->last_scrub = dec_u64(&b);
 	s->last_deep = dec_u64(&b);
-	return sc_end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 /* ---- MT_OSD_PG_QUERY ------------------------------------------------------- */
@@ -283,11 +264,11 @@ int pg_query_req_decode(struct dec *d, struct pg_query_req *r)
 	struct dec b;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin(d, &b))
+	if (dec_msg_begin(d, SCRUB_COMPAT, &b))
 		return d->err;
 	r->pool = dec_u32(&b);
 	r->pg = dec_u32(&b);
-	return sc_end(d, &b);
+	return dec_msg_end(d, &b);
 }
 
 static void enc_ver(struct enc *e, struct pgq_version v)
@@ -390,7 +371,7 @@ int pg_query_reply_decode(struct dec *d, struct pg_query_reply *r)
 	uint32_t n;
 
 	memset(r, 0, sizeof(*r));
-	if (sc_begin(d, &b))
+	if (dec_msg_begin(d, SCRUB_COMPAT, &b))
 		return d->err;
 	r->rc = (int32_t)dec_u32(&b);
 	r->epoch = dec_u64(&b);
@@ -457,5 +438,5 @@ int pg_query_reply_decode(struct dec *d, struct pg_query_reply *r)
 	if (b.err) {
 		r->npeers = r->ntargets = r->nbad = 0;
 	}
-	return sc_end(d, &b);
+	return dec_msg_end(d, &b);
 }

@@ -35,14 +35,6 @@ static volatile sig_atomic_t g_stop;
 
 /* ---- small utilities shared by mon/ -------------------------------- */
 
-uint64_t mon_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 uint64_t mon_wall_ms(void)
 {
 	struct timespec ts;
@@ -294,7 +286,7 @@ static void drain(struct mon *mon, bool process)
 
 static void mon_run(struct mon *mon)
 {
-	mon->next_tick_ms = mon_now_ms() + mon->opts.tick_ms;
+	mon->next_tick_ms = mono_now_ms() + mon->opts.tick_ms;
 	while (!g_stop) {
 		struct timespec ts;
 		uint64_t now;
@@ -308,7 +300,7 @@ static void mon_run(struct mon *mon)
 		pthread_mutex_unlock(&mon->qlock);
 		drain(mon, true);
 		mon_pg_temp_flush(mon);
-		now = mon_now_ms();
+		now = mono_now_ms();
 		if (now >= mon->next_tick_ms) {
 			/* beacons that queued up while the batch above ran (a map
 			 * commit's fsync can be slow) count before silence is judged */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mono.h"
 #include "osdmap.h"
 #include "proto.h"
 
@@ -138,7 +139,6 @@ struct mon {
 };
 
 /* ---- time ---- */
-uint64_t mon_now_ms(void);		/* CLOCK_MONOTONIC */
 uint64_t mon_wall_ms(void);		/* CLOCK_REALTIME */
 void mon_uuid_format(const uint8_t u[16], char out[37]);
 int mon_uuid_parse(const char *s, uint8_t u[16]);

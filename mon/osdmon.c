@@ -93,7 +93,7 @@ int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id)
 
 void mon_osd_init(struct mon *mon)
 {
-	uint64_t now = mon_now_ms();
+	uint64_t now = mono_now_ms();
 
 	/* A restarted monitor gives every OSD it believes up a full grace,
 	 * and assumes its previous life granted each a lease just now. */
@@ -301,7 +301,7 @@ void mon_handle_osd_boot(struct mon *mon, struct msg *m)
 			 "the boot (%s); retry", strerror(-r));
 		goto out_reply;
 	}
-	mon->osds[q.id].last_beacon_ms = mon_now_ms();
+	mon->osds[q.id].last_beacon_ms = mono_now_ms();
 	mon->osds[q.id].fencing = false;
 	log_info("mon", "osd.%d up at %s host '%s' in epoch %llu", q.id, o.addr,
 		 o.host, (unsigned long long)rep.epoch);
@@ -380,7 +380,7 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 		goto out_clear;
 	}
 	info = &mon->osds[b.id];
-	info->last_beacon_ms = mon_now_ms();
+	info->last_beacon_ms = mono_now_ms();
 	grant_lease(mon, m, &o, info);
 	info->total = b.total;
 	info->used = b.used;
@@ -526,13 +526,13 @@ void mon_handle_osd_failure(struct mon *mon, struct msg *m)
 		r->reporter = f.reporter;
 		r->target = f.target;
 	}
-	r->stamp_ms = mon_now_ms();
+	r->stamp_ms = mono_now_ms();
 	r->immediate = f.immediate;
 	log_info("mon", "osd.%d reports osd.%d failed (%s)", f.reporter, f.target,
 		 f.immediate ? "connection refused" : "no heartbeat");
 	if (enough_reports(mon, f.target)) {
 		struct mon_osd_info *info = &mon->osds[f.target];
-		uint64_t now = mon_now_ms();
+		uint64_t now = mono_now_ms();
 		struct osdmap_inc inc;
 		uint64_t epoch;
 
@@ -611,7 +611,7 @@ out_reply:
 void mon_osd_tick(struct mon *mon)
 {
 	const struct osdmap *map = mon->map;
-	uint64_t now = mon_now_ms(), wall = mon_wall_ms();
+	uint64_t now = mono_now_ms(), wall = mon_wall_ms();
 	uint64_t grace = mon->opts.heartbeat_grace_ms;
 	struct osdmap_inc inc;
 	size_t j = 0;

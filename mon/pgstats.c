@@ -106,7 +106,7 @@ void mon_pg_sync(struct mon *mon)
 void mon_pg_update(struct mon *mon, int32_t reporter, const struct pg_stat *st,
 		   uint32_t n)
 {
-	uint64_t now = mon_now_ms();
+	uint64_t now = mono_now_ms();
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct mon_pg_pool *pp = mon_pg_pool(mon, st[i].pool);
@@ -189,7 +189,7 @@ void mon_pg_summarize(struct mon *mon, struct mon_pg_summary *s)
 				s->states[k].n++;
 		}
 	}
-	s->rate = rate_get(mon_now_ms());
+	s->rate = rate_get(mono_now_ms());
 }
 
 void mon_pg_duration_str(uint64_t s, char *buf, size_t len)

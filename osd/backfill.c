@@ -422,7 +422,7 @@ static void scan_reply(void *arg, struct msg *reply, int err)
 	if (r) {
 		log_warn("backfill", "pg %u.%x: scanning osd.%d failed: %s; retrying", pg->pool,
 			 pg->pgid, t->osd, strerror(-r));
-		bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
+		bf->backoff_ms = mono_now_ms() + BF_RETRY_MS;
 		osd_recovery_retry_later(pg->osd);
 		return;
 	}
@@ -450,7 +450,7 @@ static void bf_call(struct pg *pg, uint32_t ti, struct msg_conn *c, struct msg *
 	}
 	msg_free(m);
 	free(cx);
-	pg->bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
+	pg->bf->backoff_ms = mono_now_ms() + BF_RETRY_MS;
 	osd_recovery_retry_later(pg->osd);
 }
 
@@ -511,7 +511,7 @@ static void copied(void *arg, int r)
 		if (!r)
 			t->pushed++;
 		if (r) {
-			bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
+			bf->backoff_ms = mono_now_ms() + BF_RETRY_MS;
 			osd_recovery_retry_later(pg->osd);
 		}
 	}
@@ -579,7 +579,7 @@ static void done_reply(void *arg, struct msg *reply, int err)
 	if (rr.rc < 0) {
 		log_warn("backfill", "pg %u.%x: osd.%d did not take the log: %s; retrying",
 			 pg->pool, pg->pgid, t->osd, strerror(-rr.rc));
-		bf->backoff_ms = osd_now_ms() + BF_RETRY_MS;
+		bf->backoff_ms = mono_now_ms() + BF_RETRY_MS;
 		osd_recovery_retry_later(pg->osd);
 		return;
 	}
@@ -640,7 +640,7 @@ void pg_backfill_kick(struct pg *pg)
 
 	if (!bf || !bf_live(pg, bf->gen) || !(pg->state & PG_ST_ACTIVE) || pg->rec)
 		return;
-	if (bf->backoff_ms && osd_now_ms() < bf->backoff_ms)
+	if (bf->backoff_ms && mono_now_ms() < bf->backoff_ms)
 		return;
 	gen = bf->gen;
 	for (uint32_t ti = 0; ti < bf->ntargets && bf_live(pg, gen); ti++) {

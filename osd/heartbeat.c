@@ -82,7 +82,7 @@ struct msg_conn *osd_peer_conn(struct osd *osd, int32_t id)
 			return NULL;
 		snprintf(p->addr, sizeof(p->addr), "%s", o->addr);
 		msg_conn_set_priv(p->conn, (void *)(intptr_t)(id + 1));
-		p->last_rx_ms = osd_now_ms();
+		p->last_rx_ms = mono_now_ms();
 	}
 	return p->conn;
 }
@@ -137,7 +137,7 @@ void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err)
 		return;
 	if (err == -ECONNREFUSED && osdmap_osd_up(osd->map, id) && !p->refused) {
 		p->refused = true;
-		report_failure(osd, id, (uint32_t)(osd_now_ms() - p->last_rx_ms), true);
+		report_failure(osd, id, (uint32_t)(mono_now_ms() - p->last_rx_ms), true);
 	}
 }
 
@@ -165,7 +165,7 @@ static void ping_reply(void *arg, struct msg *reply, int err)
 		struct osd_peer *p = &osd->peers[ctx->id];
 
 		if (!err) {
-			p->last_rx_ms = osd_now_ms();
+			p->last_rx_ms = mono_now_ms();
 			p->first_unanswered_ms = 0;
 			p->failed_reported = false;
 			p->refused = false;
@@ -207,7 +207,7 @@ void osd_ping_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 static int ping_send(struct osd *osd, int32_t id, struct msg_conn *c, struct osd_peer *p)
 {
 	struct osd_ping pi = { .from = osd->whoami, .epoch = osd->map->epoch,
-			       .stamp_ms = osd_now_ms(), .grant_seq = p->grant_seq };
+			       .stamp_ms = mono_now_ms(), .grant_seq = p->grant_seq };
 	struct ping_ctx *ctx = malloc(sizeof(*ctx));
 	struct msg *m;
 	struct enc e;
@@ -217,7 +217,7 @@ static int ping_send(struct osd *osd, int32_t id, struct msg_conn *c, struct osd
 	ctx->osd = osd;
 	ctx->id = id;
 	ctx->conn = c;
-	ctx->sent_ns = osd_now_ns();
+	ctx->sent_ns = mono_now_ns();
 	ctx->sent_bytes = p->sent;
 	enc_init(&e);
 	osd_ping_encode(&pi, &e);
@@ -233,7 +233,7 @@ static int ping_send(struct osd *osd, int32_t id, struct msg_conn *c, struct osd
 
 static void ping_all(struct osd *osd)
 {
-	uint64_t now = osd_now_ms();
+	uint64_t now = mono_now_ms();
 
 	if (!osd->map || osd->stopping)
 		return;
@@ -274,13 +274,13 @@ int osd_hb_ping(struct osd *osd, int32_t id)
 	if (!c || !p)
 		return -ENOTCONN;
 	if (!p->first_unanswered_ms)
-		p->first_unanswered_ms = osd_now_ms();
+		p->first_unanswered_ms = mono_now_ms();
 	return ping_send(osd, id, c, p);
 }
 
 bool osd_lease_valid(struct osd *osd)
 {
-	if (osd_now_ms() < osd->lease_until_ms)
+	if (mono_now_ms() < osd->lease_until_ms)
 		return true;
 	if (!osd->lease_lost_logged && osd->booted) {
 		log_warn("hb", "no lease from the monitor: serving no client op until it "
@@ -310,7 +310,7 @@ static void beacon_reply(void *arg, struct msg *reply, int err)
 	if (err || l.rc < 0 || atomic_load(&osd->stopping)) {
 		log_debug("hb", "beacon: no lease (%s)", strerror(-(err ? err : l.rc)));
 	} else if (ctx->sent_ms + l.lease_ms > osd->lease_until_ms) {
-		bool had = osd_now_ms() < osd->lease_until_ms;
+		bool had = mono_now_ms() < osd->lease_until_ms;
 
 		osd->lease_until_ms = ctx->sent_ms + l.lease_ms;
 		if (!had) {
@@ -377,7 +377,7 @@ void osd_hb_beacon(struct osd *osd)
 		enc_free(&e);
 		if (ctx && m) {
 			ctx->osd = osd;
-			ctx->sent_ms = osd_now_ms();
+			ctx->sent_ms = mono_now_ms();
 			if (msg_call(osd->mon, m, (uint32_t)osd->hb_grace_ms, beacon_reply, ctx) < 0)
 				free(ctx);
 		} else {

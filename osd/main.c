@@ -630,7 +630,7 @@ void osd_boot(struct osd *osd)
 	if (!m)
 		return;
 	osd->boot_pending = true;
-	osd->boot_sent_ms = osd_now_ms();
+	osd->boot_sent_ms = mono_now_ms();
 	if (msg_call(osd->mon, m, 10000, boot_reply, osd) < 0) {
 		osd->boot_pending = false;
 		msgr_timer(osd->msgr, 1000, boot_retry, osd);

@@ -840,17 +840,9 @@ static struct {
 	uint64_t n, wait, prep, local, reps, total, local_last;
 } wprof;
 
-uint64_t osd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void wprof_add(const struct osd_op *op)
 {
-	uint64_t now = osd_now_ns();
+	uint64_t now = mono_now_ns();
 
 	if (!op->t_recv || !op->t_exec || !op->t_local)
 		return;
@@ -881,7 +873,7 @@ static void local_done(void *arg, int r)
 {
 	struct osd_op *op = arg;
 
-	op->t_local = osd_now_ns();
+	op->t_local = mono_now_ns();
 	atomic_fetch_sub(&op->osd->inflight_bytes, op->data_bytes);
 	if (r < 0)
 		pg_fail(op->pg, r);
@@ -961,7 +953,7 @@ static void exec_write(struct osd_op *op)
 	uint64_t old_size;
 	int r;
 
-	op->t_start = osd_now_ns();
+	op->t_start = mono_now_ns();
 	/* a resend of an op already applied: its first result */
 	if (pglog_find(&pg->log, op->req.reqid.client, op->req.reqid.tid, &ver, &dup_result)) {
 		log_debug("ops", "pg %u.%x: client.%llu tid %llu is a resend of version %llu",
@@ -1057,7 +1049,7 @@ static void exec_write(struct osd_op *op)
 	 * (pg_abort_ops) and must stay alive until it is unlinked. */
 	atomic_fetch_add(&op->refs, 1);
 	op->sis = pg->info.same_interval_since;
-	op->t_exec = osd_now_ns();
+	op->t_exec = mono_now_ns();
 	op->pending = 1;
 	atomic_fetch_add(&op->refs, 1);
 	atomic_fetch_add(&osd->inflight_bytes, op->data_bytes);
@@ -1342,8 +1334,8 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		memcpy(op->oid, req.oid, req.oid_len);
 		op->oid[req.oid_len] = 0;
 	}
-	op->start_ms = osd_now_ms();
-	op->t_recv = osd_now_ns();
+	op->start_ms = mono_now_ms();
+	op->t_recv = mono_now_ns();
 	atomic_init(&op->refs, 1);
 	for (uint32_t i = 0; i < req.nops; i++)
 		if (osd_op_is_write(req.ops[i].code))
@@ -1368,7 +1360,7 @@ out_free:
 
 uint32_t osd_slow_ops(struct osd *osd, struct slow_op **out)
 {
-	uint64_t now = osd_now_ms();
+	uint64_t now = mono_now_ms();
 	uint32_t n = 0, cap = 16;
 	struct slow_op *s = calloc(cap, sizeof(*s));
 

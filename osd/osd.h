@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mono.h"
 #include "msg.h"
 #include "osdmap.h"
 #include "pglog.h"
@@ -111,7 +112,7 @@ struct osd {
 	uint64_t up_epoch;	/* the epoch it did so in */
 	bool boot_pending;
 	uint64_t boot_sent_ms;
-	/* Client ops are served only until this time (osd_now_ms): the
+	/* Client ops are served only until this time (mono_now_ms): the
 	 * lease the monitor grants in its answers to our beacons
 	 * (heartbeat.c; doc/osd.md, "Leases"). */
 	uint64_t lease_until_ms;
@@ -147,8 +148,6 @@ struct osd {
 	struct osd_op *ops_head;	/* every op in flight (slow op report) */
 };
 
-uint64_t osd_now_ms(void);
-
 /* osdmap_client.c */
 int osd_map_load(struct osd *osd);		/* DIR/osdmap at startup */
 void osd_map_subscribe(struct osd *osd);
@@ -183,7 +182,6 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 uint32_t osd_slow_ops(struct osd *osd, struct slow_op **out);
 /* Logs where the primary's replicated writes spent their time (close). */
 void osd_write_profile_log(void);
-uint64_t osd_now_ns(void);
 
 /* replication.c */
 void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);

@@ -126,10 +126,9 @@ int osd_rep_op_decode(struct dec *d, const void *data, size_t data_len,
 	const uint8_t *dp = data;
 	size_t dleft = data_len;
 	struct dec b;
-	uint8_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	r->pool = dec_u32(&b);
 	r->pg = dec_u32(&b);
@@ -205,9 +204,8 @@ void osd_pg_query_encode(const struct osd_pg_query *q, struct enc *e)
 int osd_pg_query_decode(struct dec *d, struct osd_pg_query *q)
 {
 	struct dec b;
-	uint8_t v;
 
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	q->kind = dec_u8(&b);
 	q->pool = dec_u32(&b);
@@ -235,10 +233,9 @@ void osd_pg_notify_encode(const struct osd_pg_notify *n, struct enc *e)
 int osd_pg_notify_decode(struct dec *d, struct osd_pg_notify *n)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(n, 0, sizeof(*n));
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	n->rc = (int32_t)dec_u32(&b);
 	n->epoch = dec_u64(&b);
@@ -317,11 +314,10 @@ void osd_pg_log_encode(const struct osd_pg_log *l, struct enc *e)
 int osd_pg_log_decode(struct dec *d, struct osd_pg_log *l)
 {
 	struct dec b;
-	uint8_t v;
 	int r;
 
 	memset(l, 0, sizeof(*l));
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	l->kind = dec_u8(&b);
 	l->rc = (int32_t)dec_u32(&b);
@@ -418,11 +414,10 @@ int osd_pg_push_decode(struct dec *d, const void *data, size_t data_len,
 {
 	struct dec b;
 	size_t n = 0;
-	uint8_t v;
 	int r;
 
 	memset(p, 0, sizeof(*p));
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	p->kind = dec_u8(&b);
 	p->flags = dec_u8(&b);
@@ -494,11 +489,10 @@ int osd_pg_scan_decode(struct dec *d, struct osd_pg_scan *s)
 {
 	struct dec b;
 	size_t n = 0;
-	uint8_t v;
 	int r;
 
 	memset(s, 0, sizeof(*s));
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	s->kind = dec_u8(&b);
 	s->end = dec_u8(&b);

@@ -29,14 +29,6 @@
 #include "placement.h"
 #include "store.h"
 
-uint64_t osd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void osd_post(struct osd *osd, void (*fn)(void *), void *arg)
 {
 	uint64_t id = osd->msgr ? msgr_timer(osd->msgr, 0, fn, arg) : 0;

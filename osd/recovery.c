@@ -837,7 +837,7 @@ static void rec_obj_done(void *arg, int r)
 			o->redo = false;
 		}
 		if (r) {
-			rec->backoff_ms = osd_now_ms() + RECOVERY_RETRY_MS;
+			rec->backoff_ms = mono_now_ms() + RECOVERY_RETRY_MS;
 			osd_recovery_retry_later(cx->pg->osd);
 		}
 	}
@@ -1058,7 +1058,7 @@ static bool start_one(struct pg *pg)
 {
 	struct pg_recovery *rec = pg->rec;
 
-	if (rec->backoff_ms && osd_now_ms() < rec->backoff_ms)
+	if (rec->backoff_ms && mono_now_ms() < rec->backoff_ms)
 		return false;
 	for (uint32_t ti = 0; ti < rec->ntargets; ti++) {
 		struct rec_target *t = &rec->t[ti];

@@ -53,7 +53,7 @@ static void rep_reply(void *arg, struct msg *reply, int err)
 	}
 	if (rr.rc < 0 && !op->aborted)
 		pg_fail(op->pg, rr.rc);
-	op->t_reps = osd_now_ns();
+	op->t_reps = mono_now_ns();
 	osd_op_write_done(op, rr.rc);
 }
 

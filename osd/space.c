@@ -205,7 +205,7 @@ static void given_add(struct osd_given *gv, uint64_t bytes, uint64_t now_ms)
 uint64_t osd_space_give(struct osd *osd, int32_t to, uint64_t held, uint64_t *seq,
 			uint32_t *kv_scale)
 {
-	uint64_t now = osd_now_ms(), others, free, grant;
+	uint64_t now = mono_now_ms(), others, free, grant;
 	struct osd_peer *p = osd_peer_slot(osd, to);
 	struct space_numbers n;
 	uint32_t up = 0;
@@ -260,7 +260,7 @@ static bool space_fits(struct osd *osd, uint64_t bytes, uint64_t others, bool re
 
 bool osd_space_admits(struct osd *osd, uint64_t bytes)
 {
-	return space_fits(osd, bytes, outstanding_but(osd, -1, osd_now_ms()), false);
+	return space_fits(osd, bytes, outstanding_but(osd, -1, mono_now_ms()), false);
 }
 
 /* Charges need to every replica of pg that gets it, and to our kv. */
@@ -290,7 +290,7 @@ int osd_space_take_reserve(struct osd *osd, const struct pg *pg, const struct sp
 int osd_space_take(struct osd *osd, const struct pg *pg, const struct space_need *need,
 		   uint64_t *since_ns, uint8_t *tries)
 {
-	uint64_t now = osd_now_ns(), keep_ns = osd->hb_grace_ms / 2 * 1000000;
+	uint64_t now = mono_now_ns(), keep_ns = osd->hb_grace_ms / 2 * 1000000;
 	bool wait = false;
 
 	if (!need->data && !need->kv)

@@ -45,7 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
+#include "mono.h"
 #include "store.h"
 
 /* jemalloc's settings of atoll-osd (osd/main.c): freed pages are kept, not
@@ -114,14 +116,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* xorshift64*: the main thread's random numbers (offsets, object picks). */
@@ -319,7 +313,7 @@ static __thread int chain_depth;	/* nested submits from completions */
 static void slot_done(struct slot *s, int r)
 {
 	struct run *run = s->run;
-	uint64_t t = now_ns() - s->t0;
+	uint64_t t = mono_now_ns() - s->t0;
 
 	pthread_mutex_lock(&run->lock);
 	if (r < 0) {
@@ -340,14 +334,14 @@ static void slot_done(struct slot *s, int r)
 		run->done++;
 	}
 	if (run->chain && chain_depth < 4 && !run->first_err && !interrupted &&
-	    (!run->deadline || now_ns() < run->deadline) &&
+	    (!run->deadline || mono_now_ns() < run->deadline) &&
 	    (!run->limit_ops || run->seq < run->limit_ops)) {
 		uint64_t seq = run->seq++;
 		int rc;
 
 		pthread_mutex_unlock(&run->lock);
 		chain_depth++;
-		s->t0 = now_ns();
+		s->t0 = mono_now_ns();
 		rc = run->submit(run, s, seq);
 		chain_depth--;
 		if (rc >= 0)
@@ -423,7 +417,7 @@ static void run_fini(struct run *r)
  * o.stall_s seconds: a stuck store must not hang the benchmark or CI. */
 static void run_wait(struct run *r, bool drain)
 {
-	uint64_t last_done = r->done, since = now_ns();
+	uint64_t last_done = r->done, since = mono_now_ns();
 
 	while (drain ? r->nfree < r->qd : r->nfree == 0) {
 		struct timespec ts;
@@ -433,8 +427,8 @@ static void run_wait(struct run *r, bool drain)
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 		if (r->done != last_done) {
 			last_done = r->done;
-			since = now_ns();
-		} else if (now_ns() - since > (uint64_t)o.stall_s * 1000000000ull) {
+			since = mono_now_ns();
+		} else if (mono_now_ns() - since > (uint64_t)o.stall_s * 1000000000ull) {
 			pthread_mutex_unlock(&r->lock);
 			die("%s: no op completed for %u s with %u in flight; the store seems stuck",
 			    r->what, o.stall_s, r->qd - r->nfree);
@@ -446,7 +440,7 @@ static void run_wait(struct run *r, bool drain)
  * 0 or the first error of any op. */
 static int run_go(struct run *r)
 {
-	uint64_t start = now_ns();
+	uint64_t start = mono_now_ns();
 	uint64_t deadline = r->seconds > 0 ? start + (uint64_t)(r->seconds * 1e9) : 0;
 	int err = 0;
 
@@ -461,7 +455,7 @@ static int run_go(struct run *r)
 		run_wait(r, false);
 		if (r->first_err || interrupted)
 			break;
-		t = now_ns();
+		t = mono_now_ns();
 		if ((deadline && t >= deadline) || (r->limit_ops && r->seq >= r->limit_ops))
 			break;
 		s = &r->slots[r->free_stack[--r->nfree]];
@@ -469,7 +463,7 @@ static int run_go(struct run *r)
 
 		pthread_mutex_unlock(&r->lock);
 
-		s->t0 = now_ns();
+		s->t0 = mono_now_ns();
 		rc = r->submit(r, s, seq);
 
 		pthread_mutex_lock(&r->lock);
@@ -482,7 +476,7 @@ static int run_go(struct run *r)
 	}
 	run_wait(r, true);
 	err = r->first_err;
-	r->elapsed_ns = now_ns() - start;
+	r->elapsed_ns = mono_now_ns() - start;
 	pthread_mutex_unlock(&r->lock);
 	if (!err && interrupted)
 		err = -EINTR;
@@ -1256,9 +1250,9 @@ static int measure_small(const char *sdir)
 		die("out of memory");
 	drop_cache(sdir);
 	base_anon = status_kb("RssAnon");
-	t0 = now_ns();
+	t0 = mono_now_ns();
 	r = store_open(&so, &st);
-	open_ns = now_ns() - t0;
+	open_ns = mono_now_ns() - t0;
 	if (r < 0)
 		die("smallobjects: cannot open the store in '%s': %s", sdir, errstr(r));
 	anon1 = status_kb("RssAnon");
@@ -1270,9 +1264,9 @@ static int measure_small(const char *sdir)
 		int64_t n;
 
 		obj_name(name, sizeof(name), 's', k);
-		t0 = now_ns();
+		t0 = mono_now_ns();
 		n = store_read(st, COLL_SMALL, name, 0, o.small_size + 4096, buf);
-		lat[i] = now_ns() - t0;
+		lat[i] = mono_now_ns() - t0;
 		small_fill_obj(want, k);
 		if (n != (int64_t)o.small_size || memcmp(buf, want, o.small_size))
 			bad++;
@@ -1473,38 +1467,6 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return false;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	default: return false;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B' && mul > 1)
-		end++;
-	if (*end)
-		return false;
-	if (v > UINT64_MAX / mul)
-		return false;
-	*out = v * mul;
-	return true;
-}
-
 enum {
 	OPT_DIR = 256, OPT_SIZE, OPT_SECONDS, OPT_COUNT, OPT_QD, OPT_PREFILL, OPT_OWSET,
 	OPT_SCOUNT, OPT_SSIZE, OPT_SBATCH, OPT_SREADS, OPT_QUICK, OPT_KEEP, OPT_SEED,
@@ -1566,7 +1528,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case OPT_DIR: o.dir = optarg; o.dir_given = true; break;
 		case OPT_SIZE:
-			if (!parse_size(optarg, &o.size) || o.size < 64 * MiB)
+			if (config_parse_size(optarg, &o.size) || o.size < 64 * MiB)
 				bad_value(name, optarg, "give a size of at least 64M");
 			break;
 		case OPT_SECONDS:
@@ -1584,11 +1546,11 @@ int main(int argc, char **argv)
 			o.qd = (unsigned)v;
 			break;
 		case OPT_PREFILL:
-			if (!parse_size(optarg, &o.prefill) || o.prefill < OBJ_SIZE)
+			if (config_parse_size(optarg, &o.prefill) || o.prefill < OBJ_SIZE)
 				bad_value(name, optarg, "give a size of at least 4M");
 			break;
 		case OPT_OWSET:
-			if (!parse_size(optarg, &o.overwrite_set) || o.overwrite_set < OBJ_SIZE)
+			if (config_parse_size(optarg, &o.overwrite_set) || o.overwrite_set < OBJ_SIZE)
 				bad_value(name, optarg, "give a size of at least 4M");
 			break;
 		case OPT_SCOUNT:
@@ -1597,7 +1559,7 @@ int main(int argc, char **argv)
 				bad_value(name, optarg, NULL);
 			break;
 		case OPT_SSIZE:
-			if (!parse_size(optarg, &v) || !v || v > 1 * MiB)
+			if (config_parse_size(optarg, &v) || !v || v > 1 * MiB)
 				bad_value(name, optarg, "give 1 to 1M bytes");
 			o.small_size = (uint32_t)v;
 			break;

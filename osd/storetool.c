@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "config.h"
 #include "log.h"
 #include "store.h"
 
@@ -102,36 +103,6 @@ static bool parse_coll(const char *s, uint64_t *out)
 	if (errno || *end)
 		return false;
 	*out = v;
-	return true;
-}
-
-static bool parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (!*s || *s == '-' || *s == '+')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return false;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 't': case 'T': mul = 1ull << 40; end++; break;
-	default: return false;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B' && mul > 1)
-		end++;
-	if (*end || v > UINT64_MAX / mul)
-		return false;
-	*out = v * mul;
 	return true;
 }
 
@@ -975,7 +946,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_DEEP: g.deep = true; g.given |= O_DEEP; break;
 		case OPT_SIZE:
-			if (!parse_size(optarg, &g.size) || g.size == 0) {
+			if (config_parse_size(optarg, &g.size) || g.size == 0) {
 				err("--size '%s' is not a size; give bytes or a number with K, M, G or T",
 				    optarg);
 				return EXIT_USAGE;
@@ -983,7 +954,7 @@ int main(int argc, char **argv)
 			g.given |= O_SIZE;
 			break;
 		case OPT_KVMAX:
-			if (!parse_size(optarg, &g.kv_max) || g.kv_max == 0) {
+			if (config_parse_size(optarg, &g.kv_max) || g.kv_max == 0) {
 				err("--kv-max '%s' is not a size; give bytes or a number with K, M, G or T",
 				    optarg);
 				return EXIT_USAGE;

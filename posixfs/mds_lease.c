@@ -49,6 +49,7 @@
 
 #include "encode.h"
 #include "log.h"
+#include "mono.h"
 #include "msg.h"
 
 #define SUB "mds"
@@ -87,14 +88,6 @@ static struct {
 	/* directories whose exclusivity was revoked, until when (ms) */
 	uint64_t cont_ino[CONTENDED_SLOTS], cont_until[CONTENDED_SLOTS];
 } L = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 int mds_lease_init(uint32_t lease_ms, uint64_t max)
 {
@@ -268,7 +261,7 @@ void mds_lease_grant(struct msg_conn *c, const struct mds_req *rq, struct mds_re
 	default:
 		break;
 	}
-	uint64_t now = now_ms(), exp = now + L.lease_ms;
+	uint64_t now = mono_now_ms(), exp = now + L.lease_ms;
 	uint64_t need = rp->ninodes + (rp->plus ? rp->nplus : 0) + 3;
 
 	pthread_mutex_lock(&L.lock);
@@ -308,7 +301,7 @@ uint32_t mds_lease_excl_others(struct msg_conn *c, const uint64_t *inos, unsigne
 
 	if (!L.lease_ms)
 		return 0;
-	uint64_t now = now_ms();
+	uint64_t now = mono_now_ms();
 	pthread_mutex_lock(&L.lock);
 	for (unsigned i = 0; i < n; i++) {
 		bool dup = !inos[i];
@@ -378,11 +371,11 @@ struct holder {
 	struct revoke_call *call;
 };
 
-/* Under L.lock: waits until now_ms() >= until (a holder we could not
+/* Under L.lock: waits until mono_now_ms() >= until (a holder we could not
  * tell: its lease runs out on its own). */
 static void wait_until(uint64_t until)
 {
-	for (uint64_t now = now_ms(); now < until; now = now_ms()) {
+	for (uint64_t now = mono_now_ms(); now < until; now = mono_now_ms()) {
 		struct timespec ts = deadline_ms(CLOCK_REALTIME, until - now);
 		pthread_cond_timedwait(&L.cond, &L.lock, &ts);
 	}
@@ -397,7 +390,7 @@ void mds_lease_revoke(struct msg_conn *c, const struct mds_chg *chg, uint32_t n)
 
 	if (!L.lease_ms || !n)
 		return;
-	uint64_t now = now_ms();
+	uint64_t now = mono_now_ms();
 	pthread_mutex_lock(&L.lock);
 	/* who holds what the change covers (the holder drops its cache now,
 	 * or its lease has run out when we go on) */
@@ -515,7 +508,7 @@ bool mds_lease_revoke_needed(struct msg_conn *c, const struct mds_chg *chg, uint
 
 	if (!L.lease_ms || !n)
 		return false;
-	uint64_t now = now_ms();
+	uint64_t now = mono_now_ms();
 	pthread_mutex_lock(&L.lock);
 	for (uint32_t i = 0; !need && i < n; i++)
 		for (struct lrec *r = L.ht[chg[i].ino % LEASE_BUCKETS]; r; r = r->next)

@@ -36,6 +36,7 @@
 #include "encode.h"
 #include "fault.h"
 #include "log.h"
+#include "mono.h"
 #include "mds.h"
 #include "msg.h"
 
@@ -419,14 +420,6 @@ no:
 
 #define EVICT_BLOCKLIST_SECONDS MDS_EVICT_SECONDS
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static bool req_peek(const struct msg *m, struct mds_req *rq)
 {
 	struct dec d;
@@ -588,11 +581,11 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 	mds_status_set_state(MDS_STATE_RECONNECT);
 	log_info(SUB, "reconnect window: waiting up to %u ms for %zu client(s) to resend "
 		 "what was not journaled", ms, n);
-	uint64_t deadline = mono_ms() + ms;
+	uint64_t deadline = mono_now_ms() + ms;
 	while (!g_stop && nback < n) {
 		pthread_mutex_lock(&q.lock);
 		while (!q.head && !g_stop) {
-			uint64_t now = mono_ms();
+			uint64_t now = mono_now_ms();
 			if (now >= deadline)
 				break;
 			struct timespec ts = deadline_ms(CLOCK_REALTIME, deadline - now);

@@ -62,10 +62,9 @@ void mds_notify_encode(struct enc *e, const struct mds_notify *n)
 int mds_notify_decode(struct dec *d, struct mds_notify *n)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(n, 0, sizeof(*n));
-	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+	if (dec_msg_begin(d, MDS_PROTO_COMPAT, &b))
 		return d->err;
 	n->n = chg_decode(&b, n->c);
 	int ret = dec_end(d, &b);
@@ -85,10 +84,9 @@ void mds_safe_encode(struct enc *e, const struct mds_safe *s)
 int mds_safe_decode(struct dec *d, struct mds_safe *s)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(s, 0, sizeof(*s));
-	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+	if (dec_msg_begin(d, MDS_PROTO_COMPAT, &b))
 		return d->err;
 	s->seq = dec_u64(&b);
 	return dec_end(d, &b);
@@ -116,10 +114,9 @@ void mds_inode_encode(struct enc *e, const struct mds_inode *in)
 int mds_inode_decode(struct dec *d, struct mds_inode *in)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(in, 0, sizeof(*in));
-	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+	if (dec_msg_begin(d, MDS_PROTO_COMPAT, &b))
 		return d->err;
 	in->ino = dec_u64(&b);
 	in->mode = dec_u32(&b);
@@ -174,10 +171,9 @@ void mds_req_encode(struct enc *e, const struct mds_req *r)
 int mds_req_decode(struct dec *d, struct mds_req *r)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(r, 0, sizeof(*r));
-	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+	if (dec_msg_begin(d, MDS_PROTO_COMPAT, &b))
 		return d->err;
 	r->op = dec_u32(&b);
 	r->uid = dec_u32(&b);
@@ -222,10 +218,9 @@ int mds_req_decode(struct dec *d, struct mds_req *r)
 int mds_req_peek_op(const void *front, size_t len, uint32_t *op)
 {
 	struct dec d, b;
-	uint8_t v;
 
 	dec_init(&d, front, len);
-	if (dec_begin(&d, MDS_PROTO_COMPAT, &b, &v))
+	if (dec_msg_begin(&d, MDS_PROTO_COMPAT, &b))
 		return d.err;
 	*op = dec_u32(&b);
 	return b.err;
@@ -426,10 +421,9 @@ void mds_status_encode(struct enc *e, const struct mds_status *s)
 int mds_status_decode(struct dec *d, struct mds_status *s)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(s, 0, sizeof(*s));
-	if (dec_begin(d, MDS_PROTO_COMPAT, &b, &v))
+	if (dec_msg_begin(d, MDS_PROTO_COMPAT, &b))
 		return d->err;
 	s->state = dec_u32(&b);
 	s->uptime_ms = dec_u64(&b);

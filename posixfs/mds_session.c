@@ -24,6 +24,7 @@
  * evicted ones (fs.evicted), loaded at start (mds_session_load).
  */
 #include "mds.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -70,14 +71,6 @@ static struct {
 	struct sopen *opens[SESS_OPEN_BUCKETS];	/* m->lock */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static struct sconn *conn_find(uint64_t client)
 {
 	if (S.last && S.last->client == client)
@@ -121,13 +114,13 @@ void mds_sess_absent(uint64_t client)
 	pthread_mutex_lock(&S.lock);
 	struct sconn *s = conn_get(client);
 	if (s && !s->conn && !s->gone_ms)
-		s->gone_ms = mono_ms();
+		s->gone_ms = mono_now_ms();
 	pthread_mutex_unlock(&S.lock);
 }
 
 void mds_sess_closed(struct msg_conn *c)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = mono_now_ms();
 
 	pthread_mutex_lock(&S.lock);
 	for (struct sconn *s = S.conns; s; s = s->next)
@@ -140,7 +133,7 @@ void mds_sess_closed(struct msg_conn *c)
 
 size_t mds_sess_expired(uint32_t timeout_ms, uint64_t *out, size_t max)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = mono_now_ms();
 	size_t n = 0;
 
 	pthread_mutex_lock(&S.lock);
@@ -155,7 +148,7 @@ bool mds_sess_gone(uint64_t client, uint32_t timeout_ms)
 {
 	pthread_mutex_lock(&S.lock);
 	struct sconn *s = conn_find(client);
-	bool gone = s && !s->conn && s->gone_ms && mono_ms() - s->gone_ms >= timeout_ms;
+	bool gone = s && !s->conn && s->gone_ms && mono_now_ms() - s->gone_ms >= timeout_ms;
 	pthread_mutex_unlock(&S.lock);
 	return gone;
 }

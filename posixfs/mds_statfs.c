@@ -26,6 +26,7 @@
 #include <atoll/atoll.h>
 
 #include "log.h"
+#include "mono.h"
 
 #define SUB "mds"
 #define STATFS_FRESH_MS	1000u	/* numbers younger than this are served as they are */
@@ -46,14 +47,6 @@ static struct {
 	uint64_t gen;		/* fetches done (a waiter sees its own) */
 	bool warned;
 } sf = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static double num_of(const cJSON *o, const char *key)
 {
@@ -110,7 +103,7 @@ static void *statfs_main(void *arg)
 		int ret = fetch(&total, &avail);
 		pthread_mutex_lock(&sf.lock);
 		sf.want = false;
-		sf.at_ms = mono_ms();	/* a failure too: asked again in a second */
+		sf.at_ms = mono_now_ms();	/* a failure too: asked again in a second */
 		sf.gen++;
 		if (!ret) {
 			sf.total = total;
@@ -156,7 +149,7 @@ void mds_statfs_stop(void)
 bool mds_statfs_fresh(void)
 {
 	pthread_mutex_lock(&sf.lock);
-	bool fresh = sf.at_ms && mono_ms() - sf.at_ms < STATFS_FRESH_MS;
+	bool fresh = sf.at_ms && mono_now_ms() - sf.at_ms < STATFS_FRESH_MS;
 	if (!fresh && !sf.want) {
 		sf.want = true;
 		pthread_cond_broadcast(&sf.cond);
@@ -175,7 +168,7 @@ void mds_statfs_may_wait(void)
 void mds_statfs_get(uint64_t ninodes, struct mds_statfs *st)
 {
 	pthread_mutex_lock(&sf.lock);
-	if (sf.on && (!sf.at_ms || mono_ms() - sf.at_ms >= STATFS_FRESH_MS)) {
+	if (sf.on && (!sf.at_ms || mono_now_ms() - sf.at_ms >= STATFS_FRESH_MS)) {
 		uint64_t gen = sf.gen;
 		if (!sf.want) {
 			sf.want = true;

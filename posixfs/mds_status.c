@@ -26,6 +26,7 @@
 
 #include "encode.h"
 #include "log.h"
+#include "mono.h"
 #include "msg.h"
 
 #define SUB "mds"
@@ -48,19 +49,11 @@ static struct {
 	struct mds *m;			/* its journal position is read live */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 void mds_status_init(struct mds *m)
 {
 	pthread_mutex_lock(&g.lock);
 	g.m = m;
-	g.start_ms = now_ms();
+	g.start_ms = mono_now_ms();
 	g.snap.state = MDS_STATE_REPLAYING;
 	snprintf(g.snap.meta_pool, sizeof(g.snap.meta_pool), "%s", m->meta_pool);
 	snprintf(g.snap.data_pool, sizeof(g.snap.data_pool), "%s", m->data_pool);
@@ -153,7 +146,7 @@ void mds_status_client_request(struct msg_conn *c)
 		s->c = c;
 		s->id = msg_conn_peer(c).id;
 		snprintf(s->addr, sizeof(s->addr), "%s", msg_conn_addr(c));
-		s->since_ms = now_ms();
+		s->since_ms = mono_now_ms();
 		s->next = g.sessions;
 		if (g.sessions)
 			g.sessions->prev = s;
@@ -193,7 +186,7 @@ void mds_status_reply(struct msg_conn *c, const struct msg *req)
 {
 	struct mds_status *st = malloc(sizeof(*st));
 	struct enc e;
-	uint64_t now = now_ms();
+	uint64_t now = mono_now_ms();
 
 	if (!st)
 		return;

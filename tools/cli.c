@@ -68,37 +68,6 @@ int cli_exit_code(int err)
 	}
 }
 
-/* Sizes: a number with an optional K, M, G (powers of 1024, "KiB" too). */
-int cli_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mult = 1;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 0: break;
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	case 't': case 'T': mult = 1ull << 40; end++; break;
-	default: return -EINVAL;
-	}
-	if (*end == 'i' || *end == 'I')
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || (mult > 1 && v > UINT64_MAX / mult))
-		return -EINVAL;
-	*out = v * mult;
-	return 0;
-}
-
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
 	char *end;

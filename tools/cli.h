@@ -45,7 +45,6 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int cli_exit_code(int err);
-int cli_parse_size(const char *s, uint64_t *out);
 int cli_parse_uint(const char *s, uint64_t max, uint64_t *out);
 void cli_human_bytes(double v, char *buf, size_t len);
 

@@ -19,7 +19,9 @@
  * second.  MB/s here are MiB/s (2^20 bytes), as in fio's and rados' output.
  */
 #include "cli.h"
+#include "config.h"
 #include "deadline.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -69,14 +71,6 @@ struct bench {
 	uint64_t rng;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static uint64_t rnd(uint64_t *s)
 {
 	*s ^= *s << 13;
@@ -90,7 +84,7 @@ static void on_done(struct atoll_completion *comp, void *arg)
 	struct slot *s = arg;
 	struct bench *b = s->b;
 	int64_t r = atoll_completion_return(comp);
-	double t = now_s(), lat = t - s->t0;
+	double t = mono_now_s(), lat = t - s->t0;
 
 	atoll_completion_release(comp);
 	pthread_mutex_lock(&b->lock);
@@ -150,7 +144,7 @@ static int issue(struct bench *b, struct slot *s)
 	}
 	snprintf(s->oid, sizeof(s->oid), "%s%" PRIu64, b->prefix, obj);
 	s->bytes = b->op_size;
-	s->t0 = now_s();
+	s->t0 = mono_now_s();
 	switch (b->mode) {
 	case B_WRITE:
 		ret = atoll_aio_write_full(b->io, s->oid, comp, b->wbuf, b->op_size);
@@ -178,7 +172,7 @@ static void print_header(FILE *f)
 /* Runs the engine for at most seconds (0 = until the objects run out). */
 static int run_engine(struct bench *b, double seconds, FILE *table)
 {
-	double t0 = now_s(), end = t0 + (seconds > 0 ? seconds : 1e12), next_tick = t0 + 1;
+	double t0 = mono_now_s(), end = t0 + (seconds > 0 ? seconds : 1e12), next_tick = t0 + 1;
 	uint64_t prev_fin = 0, prev_bytes = 0;
 	double lat_sum = 0;
 	size_t lat_seen = 0;
@@ -188,7 +182,7 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 		print_header(table);
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
-		double t = now_s();
+		double t = mono_now_s();
 
 		while (b->nfree > 0 && t < end && more_ops(b)) {
 			struct slot *s = &b->slots[b->free_slots[--b->nfree]];
@@ -234,7 +228,7 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 
 			if (b->nfree > 0 && t < end && more_ops(b))
 				continue;
-			wake -= now_s();
+			wake -= mono_now_s();
 			if (wake < 0.001)
 				wake = 0.001;
 			ts = deadline_ns(CLOCK_REALTIME, (uint64_t)(wake * 1e9));
@@ -242,7 +236,7 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 		}
 	}
 	if (b->t_last_done < t0)
-		b->t_last_done = now_s();
+		b->t_last_done = mono_now_s();
 	pthread_mutex_unlock(&b->lock);
 	return b->err;
 }
@@ -397,7 +391,7 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 		const char *a = argv[i];
 
 		if (strcmp(a, "-b") == 0 || strcmp(a, "--block-size") == 0) {
-			if (i + 1 >= argc || cli_parse_size(argv[++i], &op_size) ||
+			if (i + 1 >= argc || config_parse_size(argv[++i], &op_size) ||
 			    op_size == 0 || op_size > (64ull << 20))
 				return cli_usage(c, "-b needs a size from 1 to 64M (e.g. 4K, 4M)");
 			size_given = true;
@@ -528,7 +522,7 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	}
 
 	{
-		double t0 = now_s();
+		double t0 = mono_now_s();
 
 		err = run_engine(b, (double)secs, table);
 		elapsed = b->t_last_done - t0;

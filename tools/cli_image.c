@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 #include "atoll/image.h"
+#include "config.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -122,10 +123,10 @@ static int run_create(struct cli *cl, const struct cli_cmd *c, int argc, char **
 
 	for (int i = 0; i < argc; i++) {
 		if (opt_val(argc, argv, &i, "--size", &v)) {
-			if (!v || cli_parse_size(v, &size))
+			if (!v || config_parse_size(v, &size))
 				return cli_usage(c, "--size needs a size such as 10G");
 		} else if (opt_val(argc, argv, &i, "--object-size", &v)) {
-			if (!v || cli_parse_size(v, &o.object_size))
+			if (!v || config_parse_size(v, &o.object_size))
 				return cli_usage(c, "--object-size needs a size such as 4M");
 		} else if (np < 2 && argv[i][0] != '-') {
 			pos[np++] = argv[i];
@@ -274,7 +275,7 @@ static int run_resize(struct cli *cl, const struct cli_cmd *c, int argc, char **
 
 	for (int i = 0; i < argc; i++) {
 		if (opt_val(argc, argv, &i, "--size", &v)) {
-			if (!v || cli_parse_size(v, &size))
+			if (!v || config_parse_size(v, &size))
 				return cli_usage(c, "--size needs a size such as 10G");
 		} else if (np < 2 && argv[i][0] != '-') {
 			pos[np++] = argv[i];
@@ -530,7 +531,7 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 
 	for (i = 0; i < argc; i++) {
 		if (opt_val(argc, argv, &i, "--object-size", &v)) {
-			if (!v || cli_parse_size(v, &co.object_size))
+			if (!v || config_parse_size(v, &co.object_size))
 				return cli_usage(c, "--object-size needs a size such as 4M");
 		} else if (np < 3 && (argv[i][0] != '-' || !strcmp(argv[i], "-"))) {
 			pos[np++] = argv[i];

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "mono.h"	/* lib/, header-only: mono_now_s() */
+
 #define CL_MAX_DAEMONS	256
 #define CL_MON_NAME	"mon.a"
 #define CL_STATE_FILE	"cluster.state"
@@ -100,7 +102,6 @@ int cl_wait_line(const struct cl_daemon *d, pid_t child, int timeout_s,
 int cl_stop(struct cl_daemon *d, int sig, int timeout_s);
 int cl_stop_all(struct cl_state *st, int timeout_s);
 void cl_log_tail(const char *path, int lines);
-double cl_now(void);
 
 /* cluster_daemons.c: command lines of doc/daemons.md */
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);

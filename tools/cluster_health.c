@@ -130,7 +130,7 @@ static int health_once(struct atoll_cluster *c, bool small, char **text)
 
 int cl_wait_health(struct cl_state *st, int timeout_s, bool quiet)
 {
-	double deadline = cl_now() + timeout_s, next_note = cl_now() + 10;
+	double deadline = mono_now_s() + timeout_s, next_note = mono_now_s() + 10;
 	struct atoll_cluster *c;
 	char *text = NULL, mon[PATH_MAX + 32];
 	bool small;
@@ -165,7 +165,7 @@ int cl_wait_health(struct cl_state *st, int timeout_s, bool quiet)
 			ret = -EINTR;
 			break;
 		}
-		if (cl_now() > deadline) {
+		if (mono_now_s() > deadline) {
 			cl_err("the cluster is not HEALTH_OK after %d s; health says:\n%s",
 			       timeout_s, text ? text : "(nothing)");
 			cl_path(mon, sizeof(mon), st, "log/%s.log", CL_MON_NAME);
@@ -173,10 +173,10 @@ int cl_wait_health(struct cl_state *st, int timeout_s, bool quiet)
 			ret = -ETIMEDOUT;
 			break;
 		}
-		if (!quiet && cl_now() > next_note) {
+		if (!quiet && mono_now_s() > next_note) {
 			cl_info("waiting for HEALTH_OK: %.*s", (int)strcspn(text ? text : "", "\n"),
 				text ? text : "");
-			next_note = cl_now() + 10;
+			next_note = mono_now_s() + 10;
 		}
 		usleep(200 * 1000);
 	}

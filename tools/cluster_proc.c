@@ -29,14 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-double cl_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -140,7 +132,7 @@ int cl_free_port(const char *ip)
 	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
 		return -EINVAL;
 	if (!seed)
-		seed = (unsigned int)getpid() ^ (unsigned int)(cl_now() * 1e6) ^ 1u;
+		seed = (unsigned int)getpid() ^ (unsigned int)(mono_now_s() * 1e6) ^ 1u;
 	for (int i = 0; hi - lo >= 1000 && i < 500; i++) {
 		int p = lo + (int)(rand_r(&seed) % (unsigned int)(hi - lo + 1));
 		bool seen = false;
@@ -280,7 +272,7 @@ int cl_run_capture(const char *const argv[], const char *logpath, int timeout_s,
 {
 	int fd = open_log(logpath), pfd[2], status, ret;
 	size_t used = 0;
-	double deadline = cl_now() + timeout_s;
+	double deadline = mono_now_s() + timeout_s;
 	pid_t p;
 
 	if (fd < 0)
@@ -305,7 +297,7 @@ int cl_run_capture(const char *const argv[], const char *logpath, int timeout_s,
 		struct pollfd pf = { .fd = pfd[0], .events = POLLIN };
 		char buf[512];
 		ssize_t n;
-		int left = (int)((deadline - cl_now()) * 1000);
+		int left = (int)((deadline - mono_now_s()) * 1000);
 
 		if (left <= 0 || cl_interrupted) {
 			kill(p, SIGKILL);
@@ -397,7 +389,7 @@ static int try_connect(const char *ip, int port)
 int cl_wait_listening(const struct cl_daemon *d, pid_t child, int timeout_s,
 		      const char *logpath)
 {
-	double deadline = cl_now() + timeout_s;
+	double deadline = mono_now_s() + timeout_s;
 	int status;
 
 	for (;;) {
@@ -413,7 +405,7 @@ int cl_wait_listening(const struct cl_daemon *d, pid_t child, int timeout_s,
 		}
 		if (cl_interrupted)
 			return -EINTR;
-		if (cl_now() > deadline) {
+		if (mono_now_s() > deadline) {
 			cl_err("%s does not listen on %s:%d after %d s", d->name,
 			       d->ip, d->port, timeout_s);
 			cl_log_tail(logpath, 20);
@@ -453,7 +445,7 @@ int cl_wait_line(const struct cl_daemon *d, pid_t child, int timeout_s,
 		 const char *logpath, long from, const char *prefix,
 		 char *out, size_t outlen)
 {
-	double deadline = cl_now() + timeout_s;
+	double deadline = mono_now_s() + timeout_s;
 	int status;
 
 	for (;;) {
@@ -469,7 +461,7 @@ int cl_wait_line(const struct cl_daemon *d, pid_t child, int timeout_s,
 		}
 		if (cl_interrupted)
 			return -EINTR;
-		if (cl_now() > deadline) {
+		if (mono_now_s() > deadline) {
 			cl_err("%s did not print '%s...' within %d s", d->name, prefix,
 			       timeout_s);
 			cl_log_tail(logpath, 20);
@@ -483,18 +475,18 @@ int cl_wait_line(const struct cl_daemon *d, pid_t child, int timeout_s,
  * what was sent, for the message).  Reaps it when it is our child. */
 static int wait_gone(struct cl_daemon *d, int sig, int timeout_s)
 {
-	double deadline = cl_now() + timeout_s;
+	double deadline = mono_now_s() + timeout_s;
 
 	for (;;) {
 		waitpid(d->pid, NULL, WNOHANG);
 		if (!cl_alive(d))
 			break;
-		if (cl_now() > deadline) {
+		if (mono_now_s() > deadline) {
 			cl_err("%s (pid %ld) did not stop within %d s of %s; killing it",
 			       d->name, (long)d->pid, timeout_s, strsignal(sig));
 			kill(d->pid, SIGKILL);
-			deadline = cl_now() + 10;
-			while (cl_alive(d) && cl_now() < deadline) {
+			deadline = mono_now_s() + 10;
+			while (cl_alive(d) && mono_now_s() < deadline) {
 				waitpid(d->pid, NULL, WNOHANG);
 				sleep_ms(20);
 			}
@@ -534,7 +526,7 @@ int cl_stop_all(struct cl_state *st, int timeout_s)
 
 	for (int pass = 0; pass < 2; pass++) {
 		enum cl_kind kind = pass == 0 ? CL_OSD : CL_MON;
-		double deadline = cl_now() + timeout_s;
+		double deadline = mono_now_s() + timeout_s;
 
 		for (int i = 0; i < st->n; i++) {
 			if (st->d[i].kind != kind)
@@ -547,7 +539,7 @@ int cl_stop_all(struct cl_state *st, int timeout_s)
 		for (int i = 0; i < st->n; i++) {
 			if (st->d[i].kind != kind || st->d[i].pid == 0)
 				continue;
-			left = (int)(deadline - cl_now());
+			left = (int)(deadline - mono_now_s());
 			if (wait_gone(&st->d[i], SIGTERM, left > 1 ? left : 1) != 0)
 				ret = -EBUSY;
 		}

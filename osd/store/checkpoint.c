@@ -152,7 +152,7 @@ static int ckpt_begin(struct store *st, uint64_t max_blocks, bool force)
 	if (!k && !force)
 		return 0;
 	memset(ck, 0, sizeof(*ck));
-	ck->t0 = now_ns();
+	ck->t0 = mono_now_ns();
 	ck->k = k;
 	ck->cnt = cnt;
 	if (k == w->rn) {
@@ -314,7 +314,7 @@ static int ckpt_prepare(struct store *st)
 	struct wal_ent *e;
 	struct kvo_op *o;
 	size_t n = 0, m = 0;
-	uint64_t t1 = now_ns();
+	uint64_t t1 = mono_now_ns();
 
 	/* Every flush a flusher started is finished after this: one that
 	 * started after the in-place writes were done covers them. */
@@ -326,7 +326,7 @@ static int ckpt_prepare(struct store *st)
 		}
 		__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
 	}
-	st->perf.ckpt_flush_ns += now_ns() - t1;
+	st->perf.ckpt_flush_ns += mono_now_ns() - t1;
 	pthread_mutex_lock(&w->lock);
 	for (e = w->live_head; e && e->lsn <= ck->lsn_last; e = e->lnext)
 		n++;
@@ -362,7 +362,7 @@ static int ckpt_kv_run(struct store *st, bool checkpointer)
 {
 	struct ckpt *ck = &st->wal.ck;
 	MDB_txn *t;
-	uint64_t t2 = now_ns(), t3;
+	uint64_t t2 = mono_now_ns(), t3;
 	int r, rc;
 
 	rc = mdb_txn_begin(st->kv.env, NULL, 0, &t);
@@ -400,14 +400,14 @@ static int ckpt_kv_run(struct store *st, bool checkpointer)
 		mdb_txn_abort(t);
 		return r;
 	}
-	t3 = now_ns();
+	t3 = mono_now_ns();
 	st->perf.ckpt_build_ns += t3 - t2;
 	rc = mdb_txn_commit(t);
-	t2 = now_ns();
+	t2 = mono_now_ns();
 	st->perf.ckpt_commit_ns += t2 - t3;
 	if (!rc)
 		rc = mdb_env_sync(st->kv.env, 1);
-	st->perf.ckpt_sync_ns += now_ns() - t2;
+	st->perf.ckpt_sync_ns += mono_now_ns() - t2;
 	if (rc) {
 		ckpt_fail(st, "the log checkpoint's kv commit failed");
 		return -EIO;
@@ -472,7 +472,7 @@ static int64_t ckpt_retire(struct store *st, int r)
 	st->perf.ckpts++;
 	st->perf.ckpt_blocks += cnt;
 	st->perf.ckpt_kv += ck->nops;
-	st->perf.ckpt_ns += now_ns() - ck->t0;
+	st->perf.ckpt_ns += mono_now_ns() - ck->t0;
 	pthread_mutex_lock(&st->rlock);
 	st->durable_seq = st->commit_seq;
 	pthread_mutex_unlock(&st->rlock);
@@ -508,7 +508,7 @@ static int64_t ckpt_finish(struct store *st, bool async)
  * done; without wait, 0 if it is not done yet. */
 static int64_t ckpt_collect(struct store *st, bool wait)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_now_ns();
 	bool done;
 	int r;
 
@@ -521,7 +521,7 @@ static int64_t ckpt_collect(struct store *st, bool wait)
 		st->ckdone = false;
 	pthread_mutex_unlock(&st->cklock);
 	if (wait) {
-		st->perf.ckpt_wait_ns += now_ns() - t0;
+		st->perf.ckpt_wait_ns += mono_now_ns() - t0;
 		st->perf.ckpt_waits++;
 	}
 	return done ? ckpt_retire(st, r) : 0;

@@ -82,14 +82,6 @@ struct done {
 	bool active;
 };
 
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Nothing queued, running, awaiting its sync or with the flushers (qlock). */
 static bool idle(const struct store *st)
 {
@@ -98,7 +90,7 @@ static bool idle(const struct store *st)
 
 static void fire(struct store *st, struct store_txn *list)
 {
-	uint64_t now = list ? now_ns() : 0;
+	uint64_t now = list ? mono_now_ns() : 0;
 
 	while (list) {
 		struct store_txn *next = list->next;
@@ -299,10 +291,10 @@ static void *flusher_main(void *arg)
 			st->fbusy++;
 			pthread_mutex_unlock(&st->flock);
 
-			uint64_t t0 = now_ns();
+			uint64_t t0 = mono_now_ns();
 			int fr = flush_block(st, true);
 
-			__atomic_fetch_add(&st->perf.fl_flush_ns, now_ns() - t0, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&st->perf.fl_flush_ns, mono_now_ns() - t0, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&st->perf.fl_flushes, 1, __ATOMIC_RELAXED);
 			if (fr)
 				set_failed(st);
@@ -426,11 +418,11 @@ static void sync_and_complete(struct store *st, struct done *d)
 
 	if (!d->active)
 		return;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_now_ns();
 
 	st->perf.synced_alone++;
 	rc = mdb_env_sync(st->kv.env, 1);
-	st->perf.sync_ns += now_ns() - t0;
+	st->perf.sync_ns += mono_now_ns() - t0;
 	st->perf.syncs++;
 	if (rc) {
 		log_error("store", "key-value store sync failed: %s; the store stops writing",
@@ -540,16 +532,16 @@ static int write_data(struct batch *b, bool kv, bool defer, struct bio_write *lw
 		}
 		n++;
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_now_ns();
 
 	r = bio_write_all(st->wctx, st->bfd, w, n);
 	free(w);
-	st->perf.data_ns += now_ns() - t0;
+	st->perf.data_ns += mono_now_ns() - t0;
 	if (r)
 		return r;
-	t0 = now_ns();
+	t0 = mono_now_ns();
 	r = flush_block(st, log_only);
-	st->perf.flush_ns += now_ns() - t0;
+	st->perf.flush_ns += mono_now_ns() - t0;
 	return r;
 }
 
@@ -599,7 +591,7 @@ static void kv_measure(struct store *st, struct batch *b)
 		st->kv_no_inline = false;
 		check = false;
 	} else if (st->kv_no_inline)
-		check = now_ns() - st->kv_inl.at >= KV_INLINE_CHECK_NS;
+		check = mono_now_ns() - st->kv_inl.at >= KV_INLINE_CHECK_NS;
 	else
 		check = est + pending > half;
 	if ((near_end || check) && !mdb_txn_begin(st->kv.env, NULL, MDB_RDONLY, &rt)) {
@@ -612,7 +604,7 @@ static void kv_measure(struct store *st, struct batch *b)
 			st->kv_inl.used = used;
 			st->kv_inl.hw = hw;
 			st->kv_inl.pending = pending;
-			st->kv_inl.at = now_ns();
+			st->kv_inl.at = mono_now_ns();
 		}
 		mdb_txn_abort(rt);
 	}
@@ -629,10 +621,10 @@ static void run_batch(struct store *st, struct store_txn *list, struct done *pre
 	bool kv_direct = !st->kvlog, need_writer;
 	int r, rc;
 
-	uint64_t t0 = now_ns();
+	uint64_t t0 = mono_now_ns();
 
 	prewrite_wait(st, list);
-	t0 = now_ns();
+	t0 = mono_now_ns();
 	memset(&b, 0, sizeof(b));
 	b.st = st;
 	uint32_t ntxns = 0;
@@ -740,7 +732,7 @@ attempt:
 		batch_reset(&b, false);
 		goto out_unchanged;
 	}
-	st->perf.apply_ns += now_ns() - t0;
+	st->perf.apply_ns += mono_now_ns() - t0;
 	bool kv = b.changed, deferred = false;
 	struct bio_write lw = { 0 };
 
@@ -777,9 +769,9 @@ attempt:
 		goto out_unchanged;
 	}
 	if (kv) {
-		t0 = now_ns();
+		t0 = mono_now_ns();
 		rc = mdb_txn_commit(b.txn);
-		st->perf.kv_ns += now_ns() - t0;
+		st->perf.kv_ns += mono_now_ns() - t0;
 		b.txn = NULL;
 		if (rc) {
 			log_error("store", "key-value commit failed: %s", mdb_strerror(rc));
@@ -803,7 +795,7 @@ attempt:
 	st->next_id = b.next_id;
 	st->commit_seq++;
 	{
-		uint64_t now = now_ns();
+		uint64_t now = mono_now_ns();
 
 		for (t = list; t; t = t->next)
 			t->t_committed = now;
@@ -824,13 +816,13 @@ attempt:
 		if (!flusher_write(st, list, st->commit_seq, &lw, rec)) {
 			/* Write and flush it here, and complete it after the
 			 * batches the flushers hold. */
-			uint64_t t1 = now_ns();
+			uint64_t t1 = mono_now_ns();
 
 			r = bio_write_all(st->wctx, st->bfd, &lw, 1);
 			free(rec);
 			if (!r)
 				r = flush_block(st, true);
-			st->perf.flush_ns += now_ns() - t1;
+			st->perf.flush_ns += mono_now_ns() - t1;
 			commit_flush_wait(st);
 			if (r) {
 				set_failed(st);
@@ -936,7 +928,7 @@ static void *commit_main(void *arg)
 		uint32_t n = 0;
 
 		pthread_mutex_lock(&st->qlock);
-		uint64_t idle_since = now_ns();
+		uint64_t idle_since = mono_now_ns();
 
 		for (;;) {
 			uint64_t wait;
@@ -952,7 +944,7 @@ static void *commit_main(void *arg)
 			} else if (!st->deferred_blocks && !st->deferred_kv_bytes &&
 				   !wal_ckpt_active(st)) {
 				pthread_cond_wait(&st->qcond, &st->qlock);
-				idle_since = now_ns();
+				idle_since = mono_now_ns();
 				continue;
 			} else if (wal_ckpt_active(st)) {
 				/* Move the checkpoint in progress on soon: its writes
@@ -964,7 +956,7 @@ static void *commit_main(void *arg)
 				 * brief gap in the load does not cost a flush each. */
 				wait = apply_stuck ? APPLY_RETRY_NS : APPLY_IDLE_NS;
 			}
-			uint64_t now = now_ns();
+			uint64_t now = mono_now_ns();
 
 			if (now - idle_since >= wait) {
 				if (!prev.active)
@@ -1013,7 +1005,7 @@ static void *commit_main(void *arg)
 		st->busy = true;
 		pthread_mutex_unlock(&st->qlock);
 		{
-			uint64_t now = now_ns();
+			uint64_t now = mono_now_ns();
 
 			for (struct store_txn *t = list; t; t = t->next)
 				t->t_taken = now;
@@ -1103,7 +1095,7 @@ int store_queue(struct store *st, struct store_txn *t, store_done_fn cb, void *a
 	t->arg = arg;
 	t->result = 0;
 	t->next = NULL;
-	t->t_queued = now_ns();
+	t->t_queued = mono_now_ns();
 	pthread_mutex_lock(&st->qlock);
 	if (st->failed)
 		r = st->failed;

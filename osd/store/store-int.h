@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "mono.h"
 #include "store.h"
 
 #define CHUNK_SHIFT		18
@@ -675,8 +676,6 @@ int chunk_read_block(struct store *st, MDB_txn *t, struct batch *b, const struct
 
 /* fsck.c */
 int store_rebuild_alloc(struct store *st, MDB_txn *t);
-
-uint64_t now_ns(void);
 
 /* A synchronous call waiting for an asynchronous one (store_apply,
  * store_read): sync_waiter_done() from the completion, sync_waiter_wait() returns

@@ -430,6 +430,21 @@ Test(getters, size_accepts_suffixes)
 	config_free(c);
 }
 
+Test(getters, parse_size_reads_a_command_line_size_as_the_file_does)
+{
+	uint64_t v = 7;
+
+	cr_expect_eq(config_parse_size("64MiB", &v), 0);
+	cr_expect_eq(v, 64ull << 20);
+	cr_expect_eq(config_parse_size("1t", &v), 0);
+	cr_expect_eq(v, 1ull << 40);
+	cr_expect_eq(config_parse_size("12X", &v), -EINVAL);
+	cr_expect_eq(config_parse_size("-1K", &v), -EINVAL);
+	cr_expect_eq(config_parse_size("", &v), -EINVAL);
+	cr_expect_eq(config_parse_size("16777216T", &v), -ERANGE);
+	cr_expect_eq(v, 1ull << 40, "a refused size leaves *out alone");
+}
+
 Test(getters, size_rejects_bad_suffixes_with_one_sentence)
 {
 	struct config *c = parse("[global]\ncache_size = 12X\n");
