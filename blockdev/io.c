@@ -243,7 +243,7 @@ static void on_comp(struct atoll_completion *comp, void *arg);
 static int issue_op(struct img_sub *s, const char *oid)
 {
 	struct atoll_completion *comp;
-	int r = atoll_completion_create(on_comp, s, &comp);
+	int r = atoll_completion_create(on_comp, s, NULL, &comp);
 
 	if (r)
 		return r;
@@ -257,7 +257,7 @@ static struct atoll_op *new_op(struct img_sub *s)
 	atoll_op_release(s->op);
 	atoll_kv_iter_free(s->xa);
 	s->xa = NULL;
-	s->op = atoll_op_create();
+	s->op = atoll_op_create(0);
 	return s->op;
 }
 
@@ -998,7 +998,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 	if (!c)
 		return -ENOMEM;
 	buf = malloc(img->object_size);
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!buf || !op)
 		goto out;
@@ -1010,7 +1010,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 		atoll_kv_iter_free(xa);
 		xa = NULL;
 		n = 0;
-		r = (int)atoll_read(img->io, oid, buf, img->object_size, 0);
+		r = (int)atoll_read(img->io, oid, buf, img->object_size, 0, 0);
 		if (r >= 0) {
 			n = (size_t)r;
 			r = 0;
@@ -1025,7 +1025,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 		goto done;
 	}
 	atoll_op_release(op);
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!op)
 		goto out;
@@ -1036,7 +1036,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 	if (r)
 		goto out;
 	atoll_op_release(op);
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!op)
 		goto out;
@@ -1066,7 +1066,7 @@ int img_obj_trim(struct atoll_image *img, uint64_t objno, uint64_t newlen)
 
 	if (r)
 		return r;
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	if (!op)
 		return -ENOMEM;
 	img_oid_data(oid, img->id, objno);
@@ -1093,7 +1093,7 @@ int img_obj_write_full(struct atoll_image *img, uint64_t objno, const void *buf,
 	if (r)
 		return r;
 	img_oid_data(oid, img->id, objno);
-	return atoll_write_full(img->io, oid, buf, len);
+	return atoll_write_full(img->io, oid, buf, len, 0);
 }
 
 /* What snapshot snap holds of objno: 1 and the data (*n bytes) or
@@ -1111,7 +1111,7 @@ int64_t img_obj_read_at(struct atoll_image *img, uint64_t snap, uint64_t objno,
 
 		if (img->hdr.snaps[i].id < snap)
 			continue;
-		op = atoll_op_create();
+		op = atoll_op_create(0);
 		if (!op)
 			return -ENOMEM;
 		img_oid_snap(oid, img->id, img->hdr.snaps[i].id, objno);

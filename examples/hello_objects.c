@@ -47,24 +47,24 @@ static int sync_demo(struct atoll_ioctx *io)
 	int64_t n;
 	int r;
 
-	r = atoll_write_full(io, "hello-sync", text, strlen(text));
+	r = atoll_write_full(io, "hello-sync", text, strlen(text), 0);
 	if (r < 0)
 		return fail("write 'hello-sync'", r);
-	n = atoll_read(io, "hello-sync", back, sizeof(back), 0);
+	n = atoll_read(io, "hello-sync", back, sizeof(back), 0, 0);
 	if (n < 0)
 		return fail("read 'hello-sync'", n);
 	if ((size_t)n != strlen(text) || memcmp(back, text, (size_t)n) != 0) {
 		fprintf(stderr, "hello_objects: 'hello-sync' read back differs\n");
 		return 1;
 	}
-	r = atoll_stat(io, "hello-sync", &size, &mtime);
+	r = atoll_stat(io, "hello-sync", &size, &mtime, 0);
 	if (r < 0)
 		return fail("stat 'hello-sync'", r);
 	printf("sync: wrote and read back %llu bytes\n", (unsigned long long)size);
-	r = atoll_remove(io, "hello-sync");
+	r = atoll_remove(io, "hello-sync", 0);
 	if (r < 0)
 		return fail("remove 'hello-sync'", r);
-	n = atoll_read(io, "hello-sync", back, sizeof(back), 0);
+	n = atoll_read(io, "hello-sync", back, sizeof(back), 0, 0);
 	if (n != -ENOENT) {
 		fprintf(stderr, "hello_objects: 'hello-sync' still readable after remove\n");
 		return 1;
@@ -87,12 +87,12 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* issue every write, then wait for all */
 	for (made = 0; made < NASYNC; made++) {
-		r = atoll_completion_create(on_complete, NULL, &comp[made]);
+		r = atoll_completion_create(on_complete, NULL, NULL, &comp[made]);
 		if (r < 0) {
 			fail("completion", r);
 			goto out_release;
 		}
-		r = atoll_aio_write_full(io, name[made], comp[made], data[made], ASYNC_LEN);
+		r = atoll_aio_write_full(io, name[made], comp[made], data[made], ASYNC_LEN, 0);
 		if (r < 0) {
 			fail("aio write", r);
 			made++;
@@ -110,8 +110,8 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* read them all back */
 	for (int i = 0; i < NASYNC; i++) {
-		atoll_completion_create(NULL, NULL, &comp[i]);
-		r = atoll_aio_read(io, name[i], comp[i], back[i], ASYNC_LEN, 0);
+		atoll_completion_create(NULL, NULL, NULL, &comp[i]);
+		r = atoll_aio_read(io, name[i], comp[i], back[i], ASYNC_LEN, 0, 0);
 		if (r < 0) {
 			fail("aio read", r);
 			goto out_release;
@@ -129,8 +129,8 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* and remove them */
 	for (int i = 0; i < NASYNC; i++) {
-		atoll_completion_create(NULL, NULL, &comp[i]);
-		r = atoll_aio_remove(io, name[i], comp[i]);
+		atoll_completion_create(NULL, NULL, NULL, &comp[i]);
+		r = atoll_aio_remove(io, name[i], comp[i], 0);
 		if (r < 0) {
 			fail("aio remove", r);
 			goto out_release;
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 			goto out_shutdown;
 		}
 	}
-	r = atoll_ioctx_create(c, pool, &io);
+	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0) {
 		fail("opening the pool", r);
 		goto out_shutdown;

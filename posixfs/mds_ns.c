@@ -448,7 +448,7 @@ static int load_record(struct mds *m, uint64_t ino, struct mds_node **out)
 	oid_inodes(oid, sizeof(oid), ino);
 	snprintf(key, sizeof(key), "%016" PRIx64, ino);
 	struct atoll_kv kv = { key, 16, NULL, 0 };
-	ret = atoll_omap_get(m->meta, oid, &kv, 1, &it);
+	ret = atoll_omap_get(m->meta, oid, &kv, 1, &it, 0);
 	if (ret == -ENOENT)
 		return 0;
 	if (ret)
@@ -520,7 +520,7 @@ void mds_prefetch(struct mds *m, const uint64_t *inos, size_t n)
 		struct mds_inode in;
 		oid_inodes(oid, sizeof(oid), s);
 		m->c_misses += nk;
-		if (atoll_omap_get(m->meta, oid, keys, nk, &it))
+		if (atoll_omap_get(m->meta, oid, keys, nk, &it, 0))
 			continue;	/* mds_get loads them one by one, and says why */
 		while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0)
 			if (!record_decode(v, vl, &in, link) && !ht_find(m, in.ino))
@@ -603,7 +603,7 @@ uint64_t mds_dir_parent(struct mds *m, struct mds_node *n)
 		return n->a.parent;
 	oid_dir(oid, sizeof(oid), n->a.ino);
 	struct atoll_kv kv = { "..", 2, NULL, 0 };
-	if (atoll_omap_get(m->meta, oid, &kv, 1, &it) == 0 &&
+	if (atoll_omap_get(m->meta, oid, &kv, 1, &it, 0) == 0 &&
 	    atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 8) {
 		uint64_t p = 0;
 		for (int i = 0; i < 8; i++)
@@ -1151,7 +1151,7 @@ static int store_inode_put(struct mds *m, const struct mds_inode *in, const char
 	oid_inodes(oid, sizeof(oid), in->ino);
 	snprintf(key, sizeof(key), "%016" PRIx64, in->ino);
 	struct atoll_kv kv = { key, 16, buf, len };
-	ret = atoll_omap_set(m->meta, oid, &kv, 1);
+	ret = atoll_omap_set(m->meta, oid, &kv, 1, 0);
 	free(buf);
 	return ret;
 }
@@ -1169,7 +1169,7 @@ static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t
 		return 0;
 	if (from % bs) {
 		oid_data(oid, sizeof(oid), ino, first);
-		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs));
+		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs, 0));
 		if (ret)
 			return ret;
 		first++;
@@ -1371,8 +1371,8 @@ static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size
 			gone |= u[j++].gone;
 		if (gone) {
 			struct pop *q = &p[nops];
-			q->op = atoll_op_create();
-			if (!q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+			q->op = atoll_op_create(0);
+			if (!q->op || atoll_completion_create(NULL, NULL, NULL, &q->c)) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -1397,8 +1397,8 @@ static int store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size
 				continue;
 			struct pop *q = &p[nops];
 			q->kv = calloc(cnt, sizeof(*q->kv));
-			q->op = atoll_op_create();
-			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+			q->op = atoll_op_create(0);
+			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, NULL, &q->c)) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -1472,7 +1472,7 @@ static int store_apply_rest(struct mds *m, const struct mds_txn *t, struct mds_r
 			char v[17];
 			snprintf(v, sizeof(v), "%016" PRIx64, u->ino);
 			struct atoll_kv kv = { "ino_hw", 6, v, 16 };
-			ret = atoll_omap_set(m->meta, "fs.super", &kv, 1);
+			ret = atoll_omap_set(m->meta, "fs.super", &kv, 1, 0);
 			break;
 		}
 		default:
@@ -1614,7 +1614,7 @@ static int head_set_seg(struct mds *m, uint64_t seg)
 
 	snprintf(v, sizeof(v), "%016" PRIx64, seg);
 	struct atoll_kv kv = { "seg", 3, v, 16 };
-	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1);
+	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1, 0);
 }
 
 static int journal_roll(struct mds *m)
@@ -1630,7 +1630,7 @@ static int journal_roll(struct mds *m)
 	if (ret)
 		return ret;
 	oid_seg(oid, sizeof(oid), m->seg);
-	atoll_remove(m->meta, oid);	/* every entry in it is applied */
+	atoll_remove(m->meta, oid, 0);	/* every entry in it is applied */
 	m->seg++;
 	m->seg_entries = 0;
 	m->seg_bytes = 0;
@@ -1665,7 +1665,7 @@ static int journal_write(struct mds *m, struct enc *e)
 		return -ENOMEM;
 	}
 	oid_seg(oid, sizeof(oid), m->seg);
-	ret = atoll_append(m->meta, oid, buf, len);
+	ret = atoll_append(m->meta, oid, buf, len, 0);
 	if (ret == 0)
 		m->seg_bytes += len;
 	free(buf);
@@ -2275,14 +2275,14 @@ int mds_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino)
 int mds_read_object(struct mds *m, const char *oid, uint8_t **buf, size_t *len)
 {
 	uint64_t size = 0, mt;
-	int ret = atoll_stat(m->meta, oid, &size, &mt);
+	int ret = atoll_stat(m->meta, oid, &size, &mt, 0);
 
 	if (ret)
 		return ret;
 	*buf = malloc(size ? size : 1);
 	if (!*buf)
 		return -ENOMEM;
-	int64_t got = atoll_read(m->meta, oid, *buf, size, 0);
+	int64_t got = atoll_read(m->meta, oid, *buf, size, 0, 0);
 	if (got < 0) {
 		free(*buf);
 		*buf = NULL;
@@ -2303,7 +2303,7 @@ static int journal_replay(struct mds *m)
 	int ret, n = 0;
 
 	m->seg = 1;
-	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it);
+	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it, 0);
 	if (ret == 0 && atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 16) {
 		memcpy(num, v, 16);
 		num[16] = 0;
@@ -2391,7 +2391,7 @@ static int mkfs(struct mds *m)
 		{ "created", 7, created, strlen(created) },
 		{ "version", 7, "1", 1 },
 	};
-	ret = atoll_omap_set(m->meta, "fs.super", kv, 4);
+	ret = atoll_omap_set(m->meta, "fs.super", kv, 4, 0);
 	if (ret == 0)
 		log_info(SUB, "created a new file system (metadata pool '%s', data pool '%s')",
 			 m->meta_pool, m->data_pool);
@@ -2404,7 +2404,7 @@ static int load_super(struct mds *m, bool *exists)
 	struct atoll_kv_iter *it = NULL;
 	const void *k, *v;
 	size_t kl, vl;
-	int ret = atoll_omap_get(m->meta, "fs.super", keys, 2, &it);
+	int ret = atoll_omap_get(m->meta, "fs.super", keys, 2, &it, 0);
 
 	*exists = false;
 	if (ret == -ENOENT)
@@ -2438,7 +2438,7 @@ static int omap_each(struct mds *m, const char *oid,
 		struct atoll_kv_iter *it = NULL;
 		const void *k, *v;
 		size_t kl, vl;
-		ret = atoll_omap_list(m->meta, oid, alen ? after : NULL, alen, 1000, &it, &more);
+		ret = atoll_omap_list(m->meta, oid, alen ? after : NULL, alen, 1000, &it, &more, 0);
 		if (ret == -ENOENT)
 			return 0;
 		if (ret)
@@ -2523,7 +2523,7 @@ int mds_session_add(struct mds *m, uint64_t client)
 		return 0;
 	snprintf(key, sizeof(key), "%016" PRIx64, client);
 	struct atoll_kv kv = { key, 16, "", 0 };
-	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1);
+	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1, 0);
 	return ret ? ret : sess_mem_add(m, client);
 }
 
@@ -2538,7 +2538,7 @@ int mds_session_drop(struct mds *m, uint64_t client)
 			m->sess[i] = m->sess[--m->nsess];
 			snprintf(key, sizeof(key), "%016" PRIx64, client);
 			struct atoll_kv kv = { key, 16, NULL, 0 };
-			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1);
+			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1, 0);
 			return ret == -ENOENT ? 0 : ret;
 		}
 	return 0;
@@ -2577,7 +2577,7 @@ int mds_evicted_add(struct mds *m, uint64_t client)
 	snprintf(key, sizeof(key), "%016" PRIx64, client);
 	snprintf(val, sizeof(val), "%016" PRIx64, mds_now());
 	struct atoll_kv kv = { key, 16, val, 16 };
-	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1);
+	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1, 0);
 	int r2 = evicted_mem_add(m, client);
 	return ret ? ret : r2;
 }
@@ -2598,7 +2598,7 @@ static int load_evicted(struct mds *m, void *arg, const void *k, size_t kl,
 	}
 	if (mds_now() - when > (uint64_t)MDS_EVICT_SECONDS * 1000000000ull) {
 		struct atoll_kv kv = { k, 16, NULL, 0 };
-		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1);	/* expired; a failure: next start */
+		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1, 0);	/* expired; a failure: next start */
 		return 0;
 	}
 	if (m->nevicted >= MDS_EVICTED_MAX)

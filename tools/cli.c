@@ -179,7 +179,7 @@ int cli_open_pool(struct cli *cl, const char *pool, struct atoll_ioctx **io)
 
 	if (ret)
 		return ret;
-	ret = atoll_ioctx_create(cl->c, pool, io);
+	ret = atoll_ioctx_create(cl->c, pool, io, 0);
 	if (ret == -ENOENT) {
 		cli_err("pool '%s' does not exist; create it with: atoll pool create %s",
 			pool, pool);

@@ -329,7 +329,7 @@ int main(int argc, char **argv)
 			"-m IP:PORT\n", atoll_strerror(ret));
 		goto out_shutdown;
 	}
-	ret = atoll_ioctx_create(srv.cluster, srv.pool, &srv.io);
+	ret = atoll_ioctx_create(srv.cluster, srv.pool, &srv.io, 0);
 	if (ret) {
 		fprintf(stderr, "atoll-nbd: pool '%s': %s; create it with: atoll pool create "
 			"%s\n", srv.pool, atoll_strerror(ret), srv.pool);

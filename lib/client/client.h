@@ -12,6 +12,7 @@
 #define ATOLL_CLIENT_H
 
 #include "atoll/atoll.h"
+#include "errors.h"
 #include "proto.h"
 
 #include <pthread.h>
@@ -103,6 +104,7 @@ struct atoll_completion {
 	pthread_cond_t cond;
 	atoll_callback_t cb;
 	void *arg;
+	atoll_free_t free_arg;		/* called with arg when comp is freed */
 	int refs;			/* the caller's and an op's */
 	bool used;			/* given to an op already */
 	bool complete;

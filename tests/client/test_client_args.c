@@ -140,7 +140,7 @@ Test(client_args, unconnected_handle_refuses_cluster_calls)
 		     -ENOTCONN);
 	cr_assert_null(out);
 	cr_assert_eq(len, 0);
-	cr_assert_eq(atoll_ioctx_create(cl, "rbd", &x), -ENOTCONN);
+	cr_assert_eq(atoll_ioctx_create(cl, "rbd", &x, 0), -ENOTCONN);
 	cr_assert_null(x);
 	cr_assert_eq(atoll_pool_lookup(cl, "rbd"), -ENOTCONN);
 	cr_assert_eq(atoll_pool_list(cl, NULL, 0), -ENOTCONN);
@@ -167,9 +167,9 @@ Test(client_args, null_handles_are_refused_or_ignored)
 	cr_assert_eq(atoll_mon_command(NULL, "{}", NULL, NULL, NULL), -EINVAL);
 	cr_assert_eq(atoll_pool_create(NULL, "p", NULL), -EINVAL);
 	cr_assert_eq(atoll_pool_delete(NULL, "p"), -EINVAL);
-	cr_assert_eq(atoll_write(NULL, "o", dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_read(NULL, "o", dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_remove(NULL, "o"), -EINVAL);
+	cr_assert_eq(atoll_write(NULL, "o", dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_read(NULL, "o", dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_remove(NULL, "o", 0), -EINVAL);
 	cr_assert_eq(atoll_op_operate(NULL, io, "o", 0), -EINVAL);
 	cr_assert_eq(atoll_list_next(NULL, NULL), -EINVAL);
 	cr_assert_eq(atoll_kv_iter_next(NULL, NULL, NULL, NULL, NULL), -EINVAL);
@@ -184,63 +184,63 @@ Test(client_args, null_handles_are_refused_or_ignored)
 
 Test(client_args, empty_or_null_names_are_einval)
 {
-	cr_assert_eq(atoll_write(io, "", dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_write(io, NULL, dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_read(io, "", dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_stat(io, "", NULL, NULL), -EINVAL);
-	cr_assert_eq(atoll_setxattr(io, "", "a", "v", 1), -EINVAL);
-	cr_assert_eq(atoll_omap_clear(io, ""), -EINVAL);
+	cr_assert_eq(atoll_write(io, "", dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_write(io, NULL, dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_read(io, "", dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_stat(io, "", NULL, NULL, 0), -EINVAL);
+	cr_assert_eq(atoll_setxattr(io, "", "a", "v", 1, 0), -EINVAL);
+	cr_assert_eq(atoll_omap_clear(io, "", 0), -EINVAL);
 }
 
 Test(client_args, names_over_400_bytes_are_enametoolong)
 {
 	char *ok = name_of(400), *bad = name_of(401);
 
-	cr_assert_eq(atoll_write(io, bad, dummy, 1, 0), -ENAMETOOLONG);
-	cr_assert_eq(atoll_remove(io, bad), -ENAMETOOLONG);
+	cr_assert_eq(atoll_write(io, bad, dummy, 1, 0, 0), -ENAMETOOLONG);
+	cr_assert_eq(atoll_remove(io, bad, 0), -ENAMETOOLONG);
 	/* 400 bytes pass every check; only the missing connection is left */
-	cr_assert_eq(atoll_write(io, ok, dummy, 1, 0), -ENOTCONN);
+	cr_assert_eq(atoll_write(io, ok, dummy, 1, 0, 0), -ENOTCONN);
 	free(ok);
 	free(bad);
 }
 
 Test(client_args, payload_over_64mib_is_e2big)
 {
-	cr_assert_eq(atoll_write_full(io, "o", dummy, (64u << 20) + 1), -E2BIG);
-	cr_assert_eq(atoll_write_full(io, "o", dummy, 64u << 20), -ENOTCONN);
-	cr_assert_eq(atoll_read(io, "o", dummy, (64u << 20) + 1, 0), -E2BIG);
-	cr_assert_eq(atoll_setxattr(io, "o", "a", dummy, (64u << 20) + 1), -E2BIG);
+	cr_assert_eq(atoll_write_full(io, "o", dummy, (64u << 20) + 1, 0), -E2BIG);
+	cr_assert_eq(atoll_write_full(io, "o", dummy, 64u << 20, 0), -ENOTCONN);
+	cr_assert_eq(atoll_read(io, "o", dummy, (64u << 20) + 1, 0, 0), -E2BIG);
+	cr_assert_eq(atoll_setxattr(io, "o", "a", dummy, (64u << 20) + 1, 0), -E2BIG);
 }
 
 Test(client_args, object_over_128mib_is_efbig)
 {
 	uint64_t max = 128ull << 20;
 
-	cr_assert_eq(atoll_write(io, "o", dummy, 2, max - 1), -EFBIG);
-	cr_assert_eq(atoll_write(io, "o", dummy, 1, max - 1), -ENOTCONN);
-	cr_assert_eq(atoll_write(io, "o", dummy, 1, UINT64_MAX), -EFBIG);
-	cr_assert_eq(atoll_truncate(io, "o", max + 1), -EFBIG);
-	cr_assert_eq(atoll_truncate(io, "o", max), -ENOTCONN);
+	cr_assert_eq(atoll_write(io, "o", dummy, 2, max - 1, 0), -EFBIG);
+	cr_assert_eq(atoll_write(io, "o", dummy, 1, max - 1, 0), -ENOTCONN);
+	cr_assert_eq(atoll_write(io, "o", dummy, 1, UINT64_MAX, 0), -EFBIG);
+	cr_assert_eq(atoll_truncate(io, "o", max + 1, 0), -EFBIG);
+	cr_assert_eq(atoll_truncate(io, "o", max, 0), -ENOTCONN);
 }
 
 Test(client_args, null_buffers_are_einval)
 {
-	cr_assert_eq(atoll_write(io, "o", NULL, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_write(io, "o", NULL, 0, 0), -ENOTCONN);
-	cr_assert_eq(atoll_read(io, "o", NULL, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_getxattr(io, "o", "a", NULL, 1), -EINVAL);
+	cr_assert_eq(atoll_write(io, "o", NULL, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_write(io, "o", NULL, 0, 0, 0), -ENOTCONN);
+	cr_assert_eq(atoll_read(io, "o", NULL, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_getxattr(io, "o", "a", NULL, 1, 0), -EINVAL);
 }
 
 Test(client_args, xattr_names_are_checked)
 {
 	char *ok = name_of(255), *bad = name_of(256);
 
-	cr_assert_eq(atoll_setxattr(io, "o", "", "v", 1), -EINVAL);
-	cr_assert_eq(atoll_setxattr(io, "o", NULL, "v", 1), -EINVAL);
-	cr_assert_eq(atoll_setxattr(io, "o", bad, "v", 1), -ENAMETOOLONG);
-	cr_assert_eq(atoll_rmxattr(io, "o", bad), -ENAMETOOLONG);
-	cr_assert_eq(atoll_getxattr(io, "o", bad, dummy, 1), -ENAMETOOLONG);
-	cr_assert_eq(atoll_setxattr(io, "o", ok, "v", 1), -ENOTCONN);
+	cr_assert_eq(atoll_setxattr(io, "o", "", "v", 1, 0), -EINVAL);
+	cr_assert_eq(atoll_setxattr(io, "o", NULL, "v", 1, 0), -EINVAL);
+	cr_assert_eq(atoll_setxattr(io, "o", bad, "v", 1, 0), -ENAMETOOLONG);
+	cr_assert_eq(atoll_rmxattr(io, "o", bad, 0), -ENAMETOOLONG);
+	cr_assert_eq(atoll_getxattr(io, "o", bad, dummy, 1, 0), -ENAMETOOLONG);
+	cr_assert_eq(atoll_setxattr(io, "o", ok, "v", 1, 0), -ENOTCONN);
 	free(ok);
 	free(bad);
 }
@@ -254,18 +254,18 @@ Test(client_args, omap_limits)
 
 	for (size_t i = 0; i < 10001; i++)
 		kv[i] = (struct atoll_kv){ "k", 1, "v", 1 };
-	cr_assert_eq(atoll_omap_set(io, "o", kv, 10001), -E2BIG);
-	cr_assert_eq(atoll_omap_set(io, "o", kv, 10000), -ENOTCONN);
-	cr_assert_eq(atoll_omap_rm(io, "o", kv, 10001), -E2BIG);
-	cr_assert_eq(atoll_omap_get(io, "o", kv, 10001, &it), -E2BIG);
+	cr_assert_eq(atoll_omap_set(io, "o", kv, 10001, 0), -E2BIG);
+	cr_assert_eq(atoll_omap_set(io, "o", kv, 10000, 0), -ENOTCONN);
+	cr_assert_eq(atoll_omap_rm(io, "o", kv, 10001, 0), -E2BIG);
+	cr_assert_eq(atoll_omap_get(io, "o", kv, 10001, &it, 0), -E2BIG);
 	cr_assert_null(it);
 	kv[0].klen = 0;
-	cr_assert_eq(atoll_omap_set(io, "o", kv, 1), -EINVAL);
+	cr_assert_eq(atoll_omap_set(io, "o", kv, 1, 0), -EINVAL);
 	kv[0] = (struct atoll_kv){ longkey, 401, "v", 1 };
-	cr_assert_eq(atoll_omap_set(io, "o", kv, 1), -ENAMETOOLONG);
-	cr_assert_eq(atoll_omap_set(io, "o", NULL, 1), -EINVAL);
-	cr_assert_eq(atoll_omap_list(io, "o", NULL, 1, 0, &it, &more), -EINVAL);
-	cr_assert_eq(atoll_omap_list(io, "o", NULL, 0, 0, NULL, &more), -EINVAL);
+	cr_assert_eq(atoll_omap_set(io, "o", kv, 1, 0), -ENAMETOOLONG);
+	cr_assert_eq(atoll_omap_set(io, "o", NULL, 1, 0), -EINVAL);
+	cr_assert_eq(atoll_omap_list(io, "o", NULL, 1, 0, &it, &more, 0), -EINVAL);
+	cr_assert_eq(atoll_omap_list(io, "o", NULL, 0, 0, NULL, &more, 0), -EINVAL);
 	free(longkey);
 	free(kv);
 }
@@ -276,16 +276,16 @@ Test(client_args, completion_is_used_once)
 {
 	struct atoll_completion *comp;
 
-	cr_assert_eq(atoll_completion_create(NULL, NULL, &comp), 0);
+	cr_assert_eq(atoll_completion_create(NULL, NULL, NULL, &comp), 0);
 	/* never issued: waiting must not hang */
 	cr_assert_eq(atoll_completion_wait(comp), -EINVAL);
 	cr_assert_eq(atoll_completion_is_complete(comp), 0);
 	cr_assert_eq(atoll_completion_return(comp), -EINPROGRESS);
 	cr_assert_eq(atoll_completion_version(comp), 0);
 	/* refused at once: the completion stays unused */
-	cr_assert_eq(atoll_aio_write(io, "", comp, dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_aio_write(io, "o", NULL, dummy, 1, 0), -EINVAL);
-	cr_assert_eq(atoll_completion_create(NULL, NULL, NULL), -EINVAL);
+	cr_assert_eq(atoll_aio_write(io, "", comp, dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_aio_write(io, "o", NULL, dummy, 1, 0, 0), -EINVAL);
+	cr_assert_eq(atoll_completion_create(NULL, NULL, NULL, NULL), -EINVAL);
 	atoll_completion_release(comp);
 }
 
@@ -302,7 +302,7 @@ Test(client_args, completion_finish_runs_callback_once)
 {
 	struct atoll_completion *comp;
 
-	cr_assert_eq(atoll_completion_create(finish_cb, &finish_calls, &comp), 0);
+	cr_assert_eq(atoll_completion_create(finish_cb, &finish_calls, NULL, &comp), 0);
 	cr_assert_eq(client_completion_take(comp), 0);
 	cr_assert_eq(client_completion_take(comp), -EINVAL);
 	client_completion_finish(comp, 42, 7);
@@ -316,7 +316,7 @@ Test(client_args, completion_finish_runs_callback_once)
 
 Test(client_args, operate_refuses_flags_and_empty_ops)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 
 	cr_assert_eq(atoll_op_operate(op, io, "o", 0), -EINVAL);	/* empty */
 	atoll_op_assert_exists(op);
@@ -328,7 +328,7 @@ Test(client_args, operate_refuses_flags_and_empty_ops)
 
 Test(client_args, mixing_reads_and_changes_is_einval)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 	uint64_t size;
 
 	atoll_op_cmpxattr(op, "a", ATOLL_CMP_EQ, "x", 1);
@@ -338,7 +338,7 @@ Test(client_args, mixing_reads_and_changes_is_einval)
 	atoll_op_release(op);
 
 	/* guards mix with either kind */
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	atoll_op_assert_version(op, 3);
 	atoll_op_create_object(op, 1);
 	atoll_op_setxattr(op, "a", "b", 1);
@@ -348,14 +348,14 @@ Test(client_args, mixing_reads_and_changes_is_einval)
 
 Test(client_args, builder_errors_are_kept_for_operate)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 
 	atoll_op_setxattr(op, "", "v", 1);	/* the first error wins */
 	atoll_op_write(op, dummy, 2, (128ull << 20) - 1);
 	cr_assert_eq(atoll_op_operate(op, io, "o", 0), -EINVAL);
 	atoll_op_release(op);
 
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	atoll_op_cmpxattr(op, "a", (enum atoll_cmp)99, "v", 1);
 	cr_assert_eq(atoll_op_operate(op, io, "o", 0), -EINVAL);
 	atoll_op_release(op);
@@ -363,7 +363,7 @@ Test(client_args, builder_errors_are_kept_for_operate)
 
 Test(client_args, more_than_64_steps_is_e2big)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 
 	for (int i = 0; i < 64; i++)
 		atoll_op_assert_exists(op);
@@ -375,7 +375,7 @@ Test(client_args, more_than_64_steps_is_e2big)
 
 Test(client_args, compound_payload_is_summed)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 
 	atoll_op_write(op, dummy, 40u << 20, 0);
 	atoll_op_write(op, dummy, 40u << 20, 40u << 20);
@@ -386,7 +386,7 @@ Test(client_args, compound_payload_is_summed)
 Test(client_args, kv_entries_are_summed_across_steps)
 {
 	struct atoll_kv *kv = calloc(6000, sizeof(*kv));
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 
 	for (size_t i = 0; i < 6000; i++)
 		kv[i] = (struct atoll_kv){ "k", 1, "v", 1 };

@@ -48,7 +48,7 @@ int main(void)
 	int64_t n;
 	int r;
 
-	if (atoll_ioctx_create(c, "default", &io) || atoll_ioctx_create(c2, "default", &io2))
+	if (atoll_ioctx_create(c, "default", &io, 0) || atoll_ioctx_create(c2, "default", &io2, 0))
 		return 1;
 	for (int i = 0; i < 1 << 20; i++)
 		buf[i] = (char)(rand() | 1);

@@ -134,7 +134,8 @@ void atoll_cluster_shutdown(struct atoll_cluster *c)
 	free(c);
 }
 
-int atoll_ioctx_create(struct atoll_cluster *c, const char *pool, struct atoll_ioctx **out)
+int atoll_ioctx_create(struct atoll_cluster *c, const char *pool, struct atoll_ioctx **out,
+		       unsigned flags)
 {
 	if (strcmp(pool, "nopool") == 0)
 		return -ENOENT;

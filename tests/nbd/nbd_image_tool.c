@@ -110,7 +110,7 @@ static int do_hold(struct atoll_ioctx *io, const char *name, uint64_t off)
 		line[0] = 0;
 	got = atoll_image_write(img, b, sizeof(b), off + 4096);
 	ret = got < 0 ? (int)got : 0;
-	oret = atoll_write(io, oid, b, sizeof(b), (off + 4096) % osz);
+	oret = atoll_write(io, oid, b, sizeof(b), (off + 4096) % osz, 0);
 	cret = atoll_image_close(img);
 	printf("late image_write=%d object_write=%d close=%d\n", ret, oret, cret);
 	fflush(stdout);
@@ -235,7 +235,7 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = atoll_cluster_connect(c);
 	if (!ret)
-		ret = atoll_ioctx_create(c, argv[2], &io);
+		ret = atoll_ioctx_create(c, argv[2], &io, 0);
 	if (ret)
 		goto out;
 	if (strcmp(argv[3], "create") == 0 && argc == 6)
