@@ -39,7 +39,8 @@
  *  - functions that destroy or close a handle accept NULL.
  *  - a `flags` argument must be 0 unless the function documents a flag
  *    (-EINVAL otherwise).
- *  - option structs carry their size (size_of) and only grow at the end.
+ *  - option structs carry their size (size_of, set by the caller to its
+ *    sizeof) and only grow at the end.
  *
  * Errors every object call may return: -ENOENT (no such object or pool),
  * -EFBIG (over the object size limit), -ENOSPC (the cluster is full;
@@ -188,6 +189,18 @@ uint64_t atoll_completion_version(struct atoll_completion *comp);
 /* Releases the caller's reference; an op still in flight keeps its own
  * and completes normally (its callback still runs).  NULL is fine. */
 void atoll_completion_release(struct atoll_completion *comp);
+
+/* For libraries built on libatoll whose own asynchronous calls take
+ * completions (libatoll-image), so that one completion type serves both.
+ * atoll_completion_begin claims comp for one request of the library once
+ * the request can no longer be refused: -EINVAL when comp is NULL or was
+ * used before.  The library then calls atoll_completion_finish exactly
+ * once, from any thread: it publishes result (and version, 0 on failure),
+ * runs the callback on the calling thread and drops the library's
+ * reference. */
+int atoll_completion_begin(struct atoll_completion *comp);
+void atoll_completion_finish(struct atoll_completion *comp, int64_t result,
+			     uint64_t version);
 
 /* ---- object operations --------------------------------------------- */
 

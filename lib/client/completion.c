@@ -86,6 +86,23 @@ void client_completion_finish(struct atoll_completion *comp, int64_t rval,
 	completion_put(comp);
 }
 
+int atoll_completion_begin(struct atoll_completion *comp)
+{
+	int r = client_completion_take(comp);
+
+	if (r < 0)
+		return atoll__error(r, "atoll_completion_begin: %s",
+				    comp ? "the completion was used before" : "comp is NULL");
+	return 0;
+}
+
+void atoll_completion_finish(struct atoll_completion *comp, int64_t result,
+			     uint64_t version)
+{
+	if (comp)
+		client_completion_finish(comp, result, version);
+}
+
 int64_t atoll_completion_wait(struct atoll_completion *comp)
 {
 	int64_t r;
