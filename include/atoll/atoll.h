@@ -30,8 +30,11 @@
  * Sharp edges.
  *  - Buffers passed to atoll_aio_* calls must stay valid until the
  *    completion fires (the library does not copy write data).
- *  - Destroy ioctxs before shutting their cluster down; shut the cluster
- *    down only when no op is in flight.
+ *  - Shutting a cluster handle down with ops in flight is allowed: see
+ *    atoll_cluster_shutdown for what happens to them.  What is not
+ *    allowed is using the handle, or an ioctx, list or image on it, from
+ *    another thread while shutdown runs or after it returned: close
+ *    images (libatoll-image) and lists and destroy ioctxs first.
  *
  * Conventions that hold for every function here:
  *  - errors are returned as 0 or a negative errno; atoll_strerror() turns
@@ -109,7 +112,14 @@ int atoll_cluster_set(struct atoll_cluster *c, const char *key, const char *valu
 /* Connects to the monitor and fetches the current map; waits at most
  * client_mount_timeout (default 30 s): -ETIMEDOUT, -ECONNREFUSED. */
 int atoll_cluster_connect(struct atoll_cluster *c);
-/* Closes connections and frees the handle.  NULL is fine. */
+/* Closes connections and frees the handle.  NULL is fine.
+ * Ops still in flight are not waited for: each completes exactly once
+ * before shutdown returns, with its result if the answer arrived first,
+ * else with -ESHUTDOWN; their callbacks run on the calling thread or a
+ * library thread.  An op issued while shutdown runs (e.g. from one of
+ * those callbacks) is refused at once with -ESHUTDOWN (its completion
+ * does not fire).  Completions outlive the handle: wait for, read and
+ * release them after shutdown as before. */
 void atoll_cluster_shutdown(struct atoll_cluster *c);
 /* The cluster's fsid as 36 characters + NUL (connected handles only). */
 int atoll_cluster_fsid(struct atoll_cluster *c, char out[37]);

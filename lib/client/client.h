@@ -115,6 +115,9 @@ struct atoll_completion {
 /* Marks comp as taken by an op (and takes the op's reference); -EINVAL
  * when it was used before. */
 int client_completion_take(struct atoll_completion *comp);
+/* Undoes client_completion_take for an op refused after all: comp fires
+ * never and may be given to another op. */
+void client_completion_untake(struct atoll_completion *comp);
 /* Sets the result, wakes waiters, runs the callback, drops the op's
  * reference.  Called once per taken completion. */
 void client_completion_finish(struct atoll_completion *comp, int64_t rval,

@@ -70,6 +70,14 @@ int client_completion_take(struct atoll_completion *comp)
 	return r;
 }
 
+void client_completion_untake(struct atoll_completion *comp)
+{
+	pthread_mutex_lock(&comp->lock);
+	comp->used = false;
+	comp->refs--;		/* the op's; the caller still holds its own */
+	pthread_mutex_unlock(&comp->lock);
+}
+
 void client_completion_finish(struct atoll_completion *comp, int64_t rval,
 			      uint64_t version)
 {

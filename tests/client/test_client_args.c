@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,4 +423,240 @@ Test(client_args, pool_options_are_checked)
 	/* valid options: refused only for want of a connection */
 	o.size_of = sizeof(o);
 	cr_assert_eq(atoll_pool_create(cl, "p", &o), -ENOTCONN);
+}
+
+/* ---- flags: every object call refuses a bit it does not know ---- */
+
+/* call (an expression using the unsigned f) gives -EINVAL for each of the
+ * 32 bits alone, with a message naming name, and want with f = 0 (the
+ * same arguments pass every other check). */
+#define CHECK_FLAGS(name, want, call) do { \
+	unsigned f; \
+	for (int b_ = 0; b_ < 32; b_++) { \
+		f = 1u << b_; \
+		cr_assert_eq((call), -EINVAL, "%s with flags 0x%x", name, f); \
+		cr_assert(strstr(atoll_last_error(), name) && \
+			  strstr(atoll_last_error(), "unknown flags"), \
+			  "%s: last error '%s'", name, atoll_last_error()); \
+	} \
+	f = 0; \
+	cr_assert_eq((call), (want), "%s with flags 0", name); \
+} while (0)
+
+/* An aio call refused for its flags leaves the completion unused. */
+#define CHECK_AIO_FLAGS(name, call) do { \
+	struct atoll_completion *comp; \
+	cr_assert_eq(atoll_completion_create(NULL, NULL, NULL, &comp), 0); \
+	CHECK_FLAGS(name, -ENOTCONN, call); \
+	cr_assert_eq(atoll_completion_wait(comp), -EINVAL); \
+	atoll_completion_release(comp); \
+} while (0)
+
+Test(client_args, unknown_flags_are_einval_on_every_aio_call)
+{
+	uint64_t size, mtime;
+
+	CHECK_AIO_FLAGS("atoll_aio_write", atoll_aio_write(io, "o", comp, dummy, 1, 0, f));
+	CHECK_AIO_FLAGS("atoll_aio_write_full",
+			atoll_aio_write_full(io, "o", comp, dummy, 1, f));
+	CHECK_AIO_FLAGS("atoll_aio_append", atoll_aio_append(io, "o", comp, dummy, 1, f));
+	CHECK_AIO_FLAGS("atoll_aio_read", atoll_aio_read(io, "o", comp, dummy, 1, 0, f));
+	CHECK_AIO_FLAGS("atoll_aio_stat", atoll_aio_stat(io, "o", comp, &size, &mtime, f));
+	CHECK_AIO_FLAGS("atoll_aio_remove", atoll_aio_remove(io, "o", comp, f));
+	CHECK_AIO_FLAGS("atoll_aio_truncate", atoll_aio_truncate(io, "o", comp, 1, f));
+}
+
+Test(client_args, unknown_flags_are_einval_on_every_sync_call)
+{
+	struct atoll_kv kv = { "k", 1, "v", 1 };
+	struct atoll_kv_iter *it;
+	uint64_t size, mtime;
+	int more;
+
+	CHECK_FLAGS("atoll_aio_write", -ENOTCONN, atoll_write(io, "o", dummy, 1, 0, f));
+	CHECK_FLAGS("atoll_aio_write_full", -ENOTCONN, atoll_write_full(io, "o", dummy, 1, f));
+	CHECK_FLAGS("atoll_aio_append", -ENOTCONN, atoll_append(io, "o", dummy, 1, f));
+	CHECK_FLAGS("atoll_aio_read", -ENOTCONN, atoll_read(io, "o", dummy, 1, 0, f));
+	CHECK_FLAGS("atoll_aio_stat", -ENOTCONN, atoll_stat(io, "o", &size, &mtime, f));
+	CHECK_FLAGS("atoll_aio_remove", -ENOTCONN, atoll_remove(io, "o", f));
+	CHECK_FLAGS("atoll_aio_truncate", -ENOTCONN, atoll_truncate(io, "o", 1, f));
+	CHECK_FLAGS("atoll_getxattr", -ENOTCONN, atoll_getxattr(io, "o", "a", dummy, 1, f));
+	CHECK_FLAGS("atoll_setxattr", -ENOTCONN, atoll_setxattr(io, "o", "a", "v", 1, f));
+	CHECK_FLAGS("atoll_rmxattr", -ENOTCONN, atoll_rmxattr(io, "o", "a", f));
+	CHECK_FLAGS("atoll_getxattrs", -ENOTCONN, atoll_getxattrs(io, "o", &it, f));
+	CHECK_FLAGS("atoll_omap_set", -ENOTCONN, atoll_omap_set(io, "o", &kv, 1, f));
+	CHECK_FLAGS("atoll_omap_get", -ENOTCONN, atoll_omap_get(io, "o", &kv, 1, &it, f));
+	CHECK_FLAGS("atoll_omap_list", -ENOTCONN,
+		    atoll_omap_list(io, "o", NULL, 0, 0, &it, &more, f));
+	CHECK_FLAGS("atoll_omap_rm", -ENOTCONN, atoll_omap_rm(io, "o", &kv, 1, f));
+	CHECK_FLAGS("atoll_omap_clear", -ENOTCONN, atoll_omap_clear(io, "o", f));
+}
+
+Test(client_args, unknown_flags_are_einval_on_handles_and_ops)
+{
+	struct atoll_ioctx *x;
+	struct atoll_list *l;
+	struct atoll_cluster *c;
+	struct atoll_op *op;
+
+	CHECK_FLAGS("atoll_ioctx_create", -ENOTCONN, atoll_ioctx_create(cl, "rbd", &x, f));
+	CHECK_FLAGS("atoll_list_open", -ENOTCONN, atoll_list_open(io, &l, f));
+	CHECK_FLAGS("atoll_cluster_create", 0, atoll_cluster_create(&c, NULL, f));
+	atoll_cluster_shutdown(c);
+	for (int b = 0; b < 32; b++) {
+		errno = 0;
+		cr_assert_null(atoll_op_create(1u << b), "atoll_op_create flags bit %d", b);
+		cr_assert_eq(errno, EINVAL);
+		cr_assert(strstr(atoll_last_error(), "atoll_op_create"));
+	}
+	op = atoll_op_create(0);
+	cr_assert_not_null(op);
+	atoll_op_assert_exists(op);
+	for (int b = 0; b < 32; b++)
+		cr_assert_eq(atoll_op_operate(op, io, "o", 1u << b), -EINVAL);
+	atoll_op_release(op);
+}
+
+/* ---- atoll_last_error() ---- */
+
+static char *write_conf(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/atoll-client-test-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+Test(client_args, last_error_names_the_config_file_and_line)
+{
+	char *path = write_conf("[global]\nmon_host = 127.0.0.1:6789\n[client\n");
+	struct atoll_cluster *c;
+	char line[32];
+
+	cr_assert_eq(atoll_cluster_create(&c, path, 0), -EINVAL);
+	cr_assert(strstr(atoll_last_error(), path), "'%s'", atoll_last_error());
+	snprintf(line, sizeof(line), "line 3");
+	cr_assert(strstr(atoll_last_error(), line), "'%s'", atoll_last_error());
+	unlink(path);
+}
+
+Test(client_args, last_error_names_a_bad_option)
+{
+	char *path = write_conf("[client]\nclient_op_timeout = soon\n");
+	struct atoll_cluster *c;
+
+	cr_assert_eq(atoll_cluster_create(&c, path, 0), -EINVAL);
+	cr_assert(strstr(atoll_last_error(), "client_op_timeout") &&
+		  strstr(atoll_last_error(), "soon"), "'%s'", atoll_last_error());
+	unlink(path);
+	cr_assert_eq(atoll_cluster_create(&c, "/nonexistent/atoll.conf", 0), -ENOENT);
+	cr_assert(strstr(atoll_last_error(), "/nonexistent/atoll.conf"), "'%s'",
+		  atoll_last_error());
+	cr_assert_eq(atoll_cluster_set(cl, "no_such_option", "1"), -EINVAL);
+	cr_assert(strstr(atoll_last_error(), "no_such_option"), "'%s'", atoll_last_error());
+	cr_assert_eq(atoll_cluster_set(cl, "mon_host", "not an address"), -EINVAL);
+	cr_assert(strstr(atoll_last_error(), "not an address"), "'%s'", atoll_last_error());
+}
+
+Test(client_args, last_error_names_the_monitor_that_refused)
+{
+	cr_assert_eq(atoll_cluster_set(cl, "mon_host", "127.0.0.1:1"), 0);
+	cr_assert_eq(atoll_cluster_set(cl, "client_mount_timeout", "300ms"), 0);
+	cr_assert_lt(atoll_cluster_connect(cl), 0);
+	cr_assert(strstr(atoll_last_error(), "127.0.0.1:1"), "'%s'", atoll_last_error());
+}
+
+static void *fail_on_other_thread(void *arg)
+{
+	char *seen = arg;
+
+	/* a new thread starts with no error */
+	snprintf(seen, 256, "%s", atoll_last_error());
+	cr_assert_eq(atoll_cluster_set(cl, "other_thread_option", "1"), -EINVAL);
+	cr_assert(strstr(atoll_last_error(), "other_thread_option"));
+	return NULL;
+}
+
+Test(client_args, last_error_is_thread_local)
+{
+	char seen[256] = "unset";
+	pthread_t t;
+
+	cr_assert_eq(atoll_cluster_set(cl, "main_thread_option", "1"), -EINVAL);
+	cr_assert_eq(pthread_create(&t, NULL, fail_on_other_thread, seen), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_str_empty(seen);
+	cr_assert(strstr(atoll_last_error(), "main_thread_option"), "'%s'", atoll_last_error());
+	cr_assert_null(strstr(atoll_last_error(), "other_thread_option"));
+	/* a successful call leaves it as it was */
+	cr_assert_eq(atoll_cluster_set(cl, "client_op_timeout", "1s"), 0);
+	cr_assert(strstr(atoll_last_error(), "main_thread_option"));
+}
+
+/* ---- the completion's free function, and the shutdown rule ---- */
+
+static int free_calls, cb_calls_before_free;
+
+static void count_cb(struct atoll_completion *cp, void *arg)
+{
+	cr_assert_eq(free_calls, 0);	/* the user data is still there */
+	cb_calls_before_free++;
+}
+
+static void count_free(void *arg)
+{
+	cr_assert_eq(arg, &free_calls);
+	free_calls++;
+}
+
+Test(client_args, completion_frees_user_data_once_after_the_callback)
+{
+	struct atoll_completion *comp;
+
+	/* never issued: freed at release */
+	free_calls = cb_calls_before_free = 0;
+	cr_assert_eq(atoll_completion_create(count_cb, &free_calls, count_free, &comp), 0);
+	atoll_completion_release(comp);
+	cr_assert_eq(free_calls, 1);
+
+	/* released by the caller before the op finished: freed after the
+	 * callback, once */
+	free_calls = cb_calls_before_free = 0;
+	cr_assert_eq(atoll_completion_create(count_cb, &free_calls, count_free, &comp), 0);
+	cr_assert_eq(atoll_completion_begin(comp), 0);
+	cr_assert_eq(atoll_completion_begin(comp), -EINVAL);
+	atoll_completion_release(comp);
+	cr_assert_eq(free_calls, 0);
+	atoll_completion_finish(comp, 0, 0);
+	cr_assert_eq(cb_calls_before_free, 1);
+	cr_assert_eq(free_calls, 1);
+}
+
+Test(client_args, ops_issued_during_shutdown_are_refused_with_eshutdown)
+{
+	struct atoll_completion *comp;
+
+	/* white box: the state atoll_cluster_shutdown puts the handle in
+	 * before it fails what is in flight */
+	cl->connected = true;
+	cl->shutting_down = true;
+	free_calls = cb_calls_before_free = 0;
+	cr_assert_eq(atoll_completion_create(count_cb, &free_calls, count_free, &comp), 0);
+	cr_assert_eq(atoll_aio_write(io, "o", comp, dummy, 1, 0, 0), -ESHUTDOWN);
+	cr_assert(strstr(atoll_last_error(), "shutting down"), "'%s'", atoll_last_error());
+	/* refused at once: the completion never fires and stays usable */
+	cr_assert_eq(atoll_completion_is_complete(comp), 0);
+	cr_assert_eq(atoll_completion_wait(comp), -EINVAL);
+	cr_assert_eq(atoll_write(io, "o", dummy, 1, 0, 0), -ESHUTDOWN);
+	cl->connected = false;
+	cl->shutting_down = false;
+	cr_assert_eq(atoll_aio_write(io, "o", comp, dummy, 1, 0, 0), -ENOTCONN);
+	atoll_completion_release(comp);
+	cr_assert_eq(cb_calls_before_free, 0);
+	cr_assert_eq(free_calls, 1);
 }
