@@ -32,9 +32,11 @@
  *    completion fires (the library does not copy write data).
  *  - Shutting a cluster handle down with ops in flight is allowed: see
  *    atoll_cluster_shutdown for what happens to them.  What is not
- *    allowed is using the handle, or an ioctx, list or image on it, from
- *    another thread while shutdown runs or after it returned: close
- *    images (libatoll-image) and lists and destroy ioctxs first.
+ *    allowed is calling on the handle, or on an ioctx, list or image of
+ *    it, from another thread while shutdown runs or at all after it
+ *    returned (the completion callbacks that shutdown runs may still
+ *    issue ops: they are refused).  Close images (libatoll-image) and
+ *    lists first; destroy ioctxs before or after shutdown.
  *
  * Conventions that hold for every function here:
  *  - errors are returned as 0 or a negative errno; atoll_strerror() turns
