@@ -4,7 +4,8 @@
  * Connects to a cluster, then writes, reads back, stats and removes a few
  * objects: first one at a time with the synchronous calls, then many at
  * once with the asynchronous ones (a completion per op, a callback that
- * counts them).  Build it against an installed atoll with
+ * counts them, user data the completion frees).  Every object call ends
+ * with a flags argument, 0 here.  Build it against an installed atoll with
  *
  *   cc hello_objects.c $(pkg-config --cflags --libs atoll) -o hello_objects
  *
@@ -30,12 +31,24 @@ static int fail(const char *what, int64_t r)
 	return 1;
 }
 
-/* Runs on a library thread: it must not block. */
+/* For a call that failed on this thread: atoll_last_error() says more
+ * than the errno (the config file and line, the monitor's address). */
+static int fail_call(const char *what, int r)
+{
+	fprintf(stderr, "hello_objects: %s: %s (%s)\n", what, atoll_strerror(r),
+		atoll_last_error());
+	return 1;
+}
+
+/* Runs on a library thread: it must not block.  arg is the op's number,
+ * malloc'd; the completion frees it (with free) after this callback. */
 static atomic_int completed;
 static void on_complete(struct atoll_completion *comp, void *arg)
 {
-	(void)comp;
-	(void)arg;
+	const int *op = arg;
+
+	if (atoll_completion_return(comp) < 0)
+		fprintf(stderr, "hello_objects: async op %d failed\n", *op);
 	atomic_fetch_add(&completed, 1);
 }
 
@@ -87,8 +100,16 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* issue every write, then wait for all */
 	for (made = 0; made < NASYNC; made++) {
-		r = atoll_completion_create(on_complete, NULL, NULL, &comp[made]);
+		int *op = malloc(sizeof(*op));
+
+		if (!op) {
+			fail("completion", -ENOMEM);
+			goto out_release;
+		}
+		*op = made;
+		r = atoll_completion_create(on_complete, op, free, &comp[made]);
 		if (r < 0) {
+			free(op);
 			fail("completion", r);
 			goto out_release;
 		}
@@ -164,10 +185,10 @@ int main(int argc, char **argv)
 
 	r = atoll_cluster_create(&c, conf, 0);
 	if (r < 0)
-		return fail("reading the configuration", r);
+		return fail_call("reading the configuration", r);
 	r = atoll_cluster_connect(c);
 	if (r < 0) {
-		fail("connecting to the monitor", r);
+		fail_call("connecting to the monitor", r);
 		goto out_shutdown;
 	}
 	atoll_cluster_fsid(c, fsid);
@@ -182,7 +203,7 @@ int main(int argc, char **argv)
 	}
 	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0) {
-		fail("opening the pool", r);
+		fail_call("opening the pool", r);
 		goto out_shutdown;
 	}
 	if (sync_demo(io) == 0 && async_demo(io) == 0)

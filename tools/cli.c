@@ -141,9 +141,10 @@ int cli_connect(struct cli *cl)
 		if (ret == -ENOENT && cl->conf)
 			cli_err("the configuration file '%s' does not exist", cl->conf);
 		else
+			/* the library's message names the file and the line */
 			cli_err("cannot read the configuration%s%s: %s",
 				cl->conf ? " file " : " (", cl->conf ? cl->conf : "$ATOLL_CONF or ./atoll.conf)",
-				atoll_strerror(ret));
+				*atoll_last_error() ? atoll_last_error() : atoll_strerror(ret));
 		return CLI_EXIT_ERROR;
 	}
 	if (cl->mon) {

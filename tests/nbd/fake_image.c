@@ -191,6 +191,11 @@ void atoll_ioctx_destroy(struct atoll_ioctx *io)
 	free(io);
 }
 
+const char *atoll_last_error(void)
+{
+	return "";
+}
+
 const char *atoll_strerror(int err)
 {
 	return strerror(err < 0 ? -err : err);
