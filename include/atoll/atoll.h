@@ -31,16 +31,17 @@
  *  - Buffers passed to atoll_aio_* calls must stay valid until the
  *    completion fires (the library does not copy write data).
  *  - Shutting a cluster handle down with ops in flight is allowed: see
- *    atoll_cluster_shutdown for what happens to them.  What is not
- *    allowed is calling on the handle, or on an ioctx, list or image of
- *    it, from another thread while shutdown runs or at all after it
- *    returned (the completion callbacks that shutdown runs may still
- *    issue ops: they are refused).  Close images (libatoll-image) and
- *    lists first; destroy ioctxs before or after shutdown.
+ *    atoll_cluster_shutdown for what happens to them.  Not allowed: any
+ *    call on the handle, or on an ioctx, list or image of it, from
+ *    another thread while shutdown runs, or from anywhere after it
+ *    returned, except atoll_ioctx_destroy (the completion callbacks that
+ *    shutdown runs may issue ops: they are refused).  Close images
+ *    (libatoll-image) and lists before shutting down.
  *
  * Conventions that hold for every function here:
  *  - errors are returned as 0 or a negative errno; atoll_strerror() turns
- *    any of them into a sentence.  The library never prints.
+ *    any of them into a sentence, atoll_last_error() gives the details of
+ *    the last failure on the calling thread.  The library never prints.
  *  - functions that destroy or close a handle accept NULL.
  *  - a `flags` argument must be 0 unless the function documents a flag
  *    (-EINVAL otherwise).
@@ -82,8 +83,9 @@ const char *atoll_strerror(int err);
 
 /* The message of the last failure of an atoll call on this thread, or ""
  * when none failed yet, like libnbd's nbd_get_error().  It says more than
- * the errno: a bad configuration file names the file and line
- * ("/etc/atoll/atoll.conf:12: ..."), a refused argument names the call.
+ * the errno: a bad configuration file names the file and line ("config
+ * file '/etc/atoll/atoll.conf' line 12: ..."), a refused argument names
+ * the call, a failed connect the monitor's address.
  * The string is thread-local: a failure on another thread (or on a
  * library thread, e.g. in a completion) never changes it.  It stays
  * valid and unchanged until this thread's next failing atoll call;
