@@ -36,6 +36,50 @@ static int allzero(const char *b, size_t n)
 	return 1;
 }
 
+/* Every call of image.h that takes flags refuses each bit it does not
+ * know with -EINVAL, before doing anything; a completion given to a
+ * refused aio call stays unused.  Returns the number of calls that did
+ * not refuse. */
+static int unknown_flags_accepted(struct atoll_ioctx *io, struct atoll_image *img,
+				  const char *name, char *buf)
+{
+	struct atoll_image_extent ext[1];
+	struct atoll_completion *comp;
+	int bad = 0;
+
+	if (atoll_completion_create(NULL, NULL, NULL, &comp))
+		return 1;
+	for (int b = 0; b < 32; b++) {
+		unsigned f = 1u << b;
+
+		bad += atoll_image_aio_read(img, buf, 512, 0, comp, f) != -EINVAL;
+		bad += atoll_image_aio_write(img, buf, 512, 0, comp, f) != -EINVAL;
+		bad += atoll_image_aio_discard(img, 0, 512, comp, f) != -EINVAL;
+		bad += atoll_image_aio_flush(img, comp, f) != -EINVAL;
+		bad += atoll_image_aio_block_status(img, 0, 512, ext, 1, comp, f) != -EINVAL;
+		bad += atoll_image_read(img, buf, 512, 0, f) != -EINVAL;
+		bad += atoll_image_write(img, buf, 512, 0, f) != -EINVAL;
+		bad += atoll_image_discard(img, 0, 512, f) != -EINVAL;
+		bad += atoll_image_flush(img, f) != -EINVAL;
+		bad += atoll_image_block_status(img, 0, 512, ext, 1, f) != -EINVAL;
+		bad += atoll_image_resize(img, 8 << 20, f) != -EINVAL;
+		if (f != ATOLL_IMAGE_ZERO_NO_HOLE) {
+			bad += atoll_image_aio_write_zeroes(img, 0, 512, comp, f) != -EINVAL;
+			bad += atoll_image_write_zeroes(img, 0, 512, f) != -EINVAL;
+		}
+		if (f != ATOLL_IMAGE_REMOVE_SNAPSHOTS)
+			bad += atoll_image_remove(io, name, f) != -EINVAL;
+		bad += atoll_image_break_lock(io, name, f) != -EINVAL;
+		bad += atoll_image_snap_create(io, name, "s", 0, f) != -EINVAL;
+		bad += atoll_image_snap_remove(io, name, "s", 0, f) != -EINVAL;
+		bad += atoll_image_snap_rollback(io, name, "s", f) != -EINVAL;
+	}
+	bad += atoll_completion_is_complete(comp) != 0;
+	bad += atoll_completion_wait(comp) != -EINVAL;	/* never issued */
+	atoll_completion_release(comp);
+	return bad;
+}
+
 int main(void)
 {
 	struct atoll_cluster *c = connect_one(), *c2 = connect_one();
@@ -73,6 +117,8 @@ int main(void)
 	CHECK("read_past_end_is_einval", atoll_image_read(img, rd, 2, (8 << 20) - 1, 0) == -EINVAL);
 	CHECK("write_read_only_flags_einval",
 	      atoll_image_aio_write(img, buf, 1, 0, NULL, 7) == -EINVAL);
+	CHECK("unknown_flags_are_einval_on_every_call",
+	      unknown_flags_accepted(io, img, "t2", buf) == 0);
 
 	n = atoll_image_block_status(img, 0, 8 << 20, ext, 16, 0);
 	/* objects 0..4 exist; object 4 holds 2616 bytes (short), the rest is holes */
