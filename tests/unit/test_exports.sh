@@ -6,7 +6,8 @@
 # and every function HEADER declares (default: include/atoll/atoll.h of
 # this source tree) is exported, so a declared but unimplemented call is
 # caught here rather than by a user's linker.  Every exported symbol
-# carries the one version node of lib/libatoll.map (ATOLL_0.<minor>).
+# carries the library's one version node (ATOLL_0.<minor> for libatoll,
+# ATOLL_IMAGE_0.<minor> for libatoll-image, see their .map files).
 set -u
 lib=${1:?usage: test_exports.sh LIBATOLL_SO [HEADER]}
 header=${2:-$(dirname "$0")/../../include/atoll/atoll.h}
@@ -17,9 +18,9 @@ command -v nm >/dev/null 2>&1 || { echo "nm not found; skipping"; exit 77; }
 versioned=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }') || exit 1
 [ -n "$versioned" ] || { echo "FAIL: $lib exports nothing"; exit 1; }
 nodes=$(nm -D --defined-only "$lib" | awk '$2 == "A" { print $3 }')
-if [ "$(printf '%s\n' "$nodes" | grep -c '^ATOLL_0\.[0-9][0-9]*$')" != 1 ] ||
+if [ "$(printf '%s\n' "$nodes" | grep -Ec '^ATOLL_([A-Z]+_)?0\.[0-9]+$')" != 1 ] ||
    [ "$(printf '%s\n' "$nodes" | wc -l)" != 1 ]; then
-	echo "FAIL: $lib should define exactly one version node ATOLL_0.N, has:"
+	echo "FAIL: $lib should define exactly one version node ATOLL_[NAME_]0.N, has:"
 	printf '  %s\n' $nodes
 	exit 1
 fi
