@@ -78,6 +78,12 @@ static int64_t run_sync(struct atoll_completion *comp, int issued)
 	r_; \
 })
 
+/* SYNC for a synchronous call named name whose flags the asynchronous
+ * call checks: refused flags are reported under the name the caller
+ * used. */
+#define SYNC_FLAGS(name, flags, call) \
+	((int64_t)atoll__check_flags(name, flags, 0) ?: SYNC(call))
+
 static int64_t post_bytes(struct client_req *r, int64_t result)
 {
 	return result < 0 ? result : r->op->outs[0].got;
@@ -204,41 +210,48 @@ int atoll_aio_truncate(struct atoll_ioctx *io, const char *oid,
 int atoll_write(struct atoll_ioctx *io, const char *oid,
 		const void *buf, size_t len, uint64_t off, unsigned flags)
 {
-	return (int)SYNC(atoll_aio_write(io, oid, comp_, buf, len, off, flags));
+	return (int)SYNC_FLAGS("atoll_write", flags,
+			atoll_aio_write(io, oid, comp_, buf, len, off, flags));
 }
 
 int atoll_write_full(struct atoll_ioctx *io, const char *oid,
 		     const void *buf, size_t len, unsigned flags)
 {
-	return (int)SYNC(atoll_aio_write_full(io, oid, comp_, buf, len, flags));
+	return (int)SYNC_FLAGS("atoll_write_full", flags,
+			atoll_aio_write_full(io, oid, comp_, buf, len, flags));
 }
 
 int atoll_append(struct atoll_ioctx *io, const char *oid,
 		 const void *buf, size_t len, unsigned flags)
 {
-	return (int)SYNC(atoll_aio_append(io, oid, comp_, buf, len, flags));
+	return (int)SYNC_FLAGS("atoll_append", flags,
+			atoll_aio_append(io, oid, comp_, buf, len, flags));
 }
 
 int64_t atoll_read(struct atoll_ioctx *io, const char *oid,
 		   void *buf, size_t len, uint64_t off, unsigned flags)
 {
-	return SYNC(atoll_aio_read(io, oid, comp_, buf, len, off, flags));
+	return SYNC_FLAGS("atoll_read", flags,
+			atoll_aio_read(io, oid, comp_, buf, len, off, flags));
 }
 
 int atoll_stat(struct atoll_ioctx *io, const char *oid,
 	       uint64_t *size, uint64_t *mtime_ns, unsigned flags)
 {
-	return (int)SYNC(atoll_aio_stat(io, oid, comp_, size, mtime_ns, flags));
+	return (int)SYNC_FLAGS("atoll_stat", flags,
+			atoll_aio_stat(io, oid, comp_, size, mtime_ns, flags));
 }
 
 int atoll_remove(struct atoll_ioctx *io, const char *oid, unsigned flags)
 {
-	return (int)SYNC(atoll_aio_remove(io, oid, comp_, flags));
+	return (int)SYNC_FLAGS("atoll_remove", flags,
+			atoll_aio_remove(io, oid, comp_, flags));
 }
 
 int atoll_truncate(struct atoll_ioctx *io, const char *oid, uint64_t size, unsigned flags)
 {
-	return (int)SYNC(atoll_aio_truncate(io, oid, comp_, size, flags));
+	return (int)SYNC_FLAGS("atoll_truncate", flags,
+			atoll_aio_truncate(io, oid, comp_, size, flags));
 }
 
 /* ---- attributes ---- */

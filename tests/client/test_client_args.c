@@ -473,13 +473,13 @@ Test(client_args, unknown_flags_are_einval_on_every_sync_call)
 	uint64_t size, mtime;
 	int more;
 
-	CHECK_FLAGS("atoll_aio_write", -ENOTCONN, atoll_write(io, "o", dummy, 1, 0, f));
-	CHECK_FLAGS("atoll_aio_write_full", -ENOTCONN, atoll_write_full(io, "o", dummy, 1, f));
-	CHECK_FLAGS("atoll_aio_append", -ENOTCONN, atoll_append(io, "o", dummy, 1, f));
-	CHECK_FLAGS("atoll_aio_read", -ENOTCONN, atoll_read(io, "o", dummy, 1, 0, f));
-	CHECK_FLAGS("atoll_aio_stat", -ENOTCONN, atoll_stat(io, "o", &size, &mtime, f));
-	CHECK_FLAGS("atoll_aio_remove", -ENOTCONN, atoll_remove(io, "o", f));
-	CHECK_FLAGS("atoll_aio_truncate", -ENOTCONN, atoll_truncate(io, "o", 1, f));
+	CHECK_FLAGS("atoll_write", -ENOTCONN, atoll_write(io, "o", dummy, 1, 0, f));
+	CHECK_FLAGS("atoll_write_full", -ENOTCONN, atoll_write_full(io, "o", dummy, 1, f));
+	CHECK_FLAGS("atoll_append", -ENOTCONN, atoll_append(io, "o", dummy, 1, f));
+	CHECK_FLAGS("atoll_read", -ENOTCONN, atoll_read(io, "o", dummy, 1, 0, f));
+	CHECK_FLAGS("atoll_stat", -ENOTCONN, atoll_stat(io, "o", &size, &mtime, f));
+	CHECK_FLAGS("atoll_remove", -ENOTCONN, atoll_remove(io, "o", f));
+	CHECK_FLAGS("atoll_truncate", -ENOTCONN, atoll_truncate(io, "o", 1, f));
 	CHECK_FLAGS("atoll_getxattr", -ENOTCONN, atoll_getxattr(io, "o", "a", dummy, 1, f));
 	CHECK_FLAGS("atoll_setxattr", -ENOTCONN, atoll_setxattr(io, "o", "a", "v", 1, f));
 	CHECK_FLAGS("atoll_rmxattr", -ENOTCONN, atoll_rmxattr(io, "o", "a", f));
