@@ -123,7 +123,7 @@ out:
 int img_header_read(struct atoll_ioctx *io, const char *id, struct img_header *h)
 {
 	char oid[IMG_OID_MAX];
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 	struct atoll_completion *comp = NULL;
 	struct atoll_kv_iter *xa = NULL;
 	size_t n = 0;
@@ -137,7 +137,7 @@ int img_header_read(struct atoll_ioctx *io, const char *id, struct img_header *h
 	img_oid_header(oid, id);
 	atoll_op_read(op, 0, HDR_READ_MAX, buf, &n, NULL);
 	atoll_op_getxattr(op, "lock", &xa, NULL);
-	r = atoll_completion_create(NULL, NULL, &comp);
+	r = atoll_completion_create(NULL, NULL, NULL, &comp);
 	if (r)
 		goto out;
 	r = atoll_aio_op_operate(op, io, oid, comp, 0);
@@ -175,7 +175,7 @@ int img_header_read_name(struct atoll_ioctx *io, const char *name, struct img_he
 	if (img_check_name(name))
 		return -EINVAL;
 	img_oid_id(oid, name);
-	n = atoll_read(io, oid, id, sizeof(id) - 1, 0);
+	n = atoll_read(io, oid, id, sizeof(id) - 1, 0, 0);
 	if (n < 0)
 		return (int)n;
 	if (n != 16)
@@ -191,7 +191,7 @@ int img_header_write(struct atoll_ioctx *io, const struct img_header *h)
 	char *s = img_header_encode(h);
 	int r = -ENOMEM;
 
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	if (!s || !op)
 		goto out;
 	img_oid_header(oid, h->id);

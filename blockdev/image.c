@@ -20,7 +20,7 @@
 int atoll_image_version(const char **str)
 {
 	if (str)
-		*str = "0.1.0";
+		*str = "0.2.0";
 	return ATOLL_IMAGE_VERSION_NUMBER;
 }
 
@@ -72,7 +72,7 @@ int atoll_image_create(struct atoll_ioctx *io, const char *name, uint64_t size,
 		goto out;
 
 	/* 1: claim the name */
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	if (!op)
 		goto out;
 	img_oid_id(oid, name);
@@ -84,7 +84,7 @@ int atoll_image_create(struct atoll_ioctx *io, const char *name, uint64_t size,
 	if (r)
 		goto out;
 	/* 2: the header, with a free lock */
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!op)
 		goto out;
@@ -97,7 +97,7 @@ int atoll_image_create(struct atoll_ioctx *io, const char *name, uint64_t size,
 		goto out;
 	/* 3: the directory */
 	kv = (struct atoll_kv){ name, strlen(name), h->id, 16 };
-	r = atoll_omap_set(io, IMG_DIRECTORY, &kv, 1);
+	r = atoll_omap_set(io, IMG_DIRECTORY, &kv, 1, 0);
 out:
 	atoll_op_release(op);
 	free(js);
@@ -112,7 +112,7 @@ int img_list_prefix(struct atoll_ioctx *io, const char *prefix, img_list_cb cb, 
 	const char *oid;
 	int r;
 
-	r = atoll_list_open(io, &l);
+	r = atoll_list_open(io, &l, 0);
 	if (r)
 		return r;
 	while ((r = atoll_list_next(l, &oid)) == 0) {
@@ -134,7 +134,7 @@ struct rm_ctx {
 static int rm_one(const char *oid, void *arg)
 {
 	struct rm_ctx *rc = arg;
-	int r = atoll_remove(rc->io, oid);
+	int r = atoll_remove(rc->io, oid, 0);
 
 	if (r && r != -ENOENT && !rc->err)
 		rc->err = r;
@@ -163,7 +163,7 @@ int atoll_image_remove(struct atoll_ioctx *io, const char *name, unsigned flags)
 	if (!io || img_check_name(name) || (flags & ~ATOLL_IMAGE_REMOVE_SNAPSHOTS))
 		return -EINVAL;
 	img_oid_id(oid, name);
-	n = atoll_read(io, oid, id, 16, 0);
+	n = atoll_read(io, oid, id, 16, 0, 0);
 	if (n < 0)
 		return (int)n;
 	if (n != 16)
@@ -188,7 +188,7 @@ int atoll_image_remove(struct atoll_ioctx *io, const char *name, unsigned flags)
 		/* the header goes with the lock; close then finds it gone */
 		img_oid_header(prefix, id);
 		if (!r) {
-			r = atoll_remove(io, prefix);
+			r = atoll_remove(io, prefix, 0);
 			if (r == -ENOENT)
 				r = 0;
 		}
@@ -198,10 +198,10 @@ int atoll_image_remove(struct atoll_ioctx *io, const char *name, unsigned flags)
 	if (r)
 		return r;
 	kv = (struct atoll_kv){ name, strlen(name), NULL, 0 };
-	r = atoll_omap_rm(io, IMG_DIRECTORY, &kv, 1);
+	r = atoll_omap_rm(io, IMG_DIRECTORY, &kv, 1, 0);
 	if (r && r != -ENOENT)
 		return r;
-	r = atoll_remove(io, oid);
+	r = atoll_remove(io, oid, 0);
 	return r == -ENOENT ? 0 : r;
 }
 
@@ -218,7 +218,8 @@ int64_t atoll_image_list(struct atoll_ioctx *io, char *buf, size_t len)
 		const void *k, *v;
 		size_t kl, vl;
 
-		r = atoll_omap_list(io, IMG_DIRECTORY, alen ? after : NULL, alen, 1000, &it, &more);
+		r = atoll_omap_list(io, IMG_DIRECTORY, alen ? after : NULL, alen, 1000, &it,
+				    &more, 0);
 		if (r == -ENOENT)
 			return 0;
 		if (r)
@@ -313,7 +314,7 @@ int atoll_image_break_lock(struct atoll_ioctx *io, const char *name, unsigned fl
 		r = img_blocklist(atoll_ioctx_get_cluster(io), lv.client);
 		if (r)
 			break;
-		op = atoll_op_create();
+		op = atoll_op_create(0);
 		r = -ENOMEM;
 		if (!op)
 			break;

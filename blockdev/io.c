@@ -24,6 +24,11 @@
  * Flush: changing requests are kept in issue order (wlist); a flush waits
  * on the newest one in flight and moves to the next older as each
  * completes, so it completes once everything issued before it did.
+ *
+ * Completions: the caller's atoll_completion (atoll.h) is claimed with
+ * atoll_completion_begin at the point where the request can no longer be
+ * refused, and finished once with atoll_completion_finish; requests the
+ * library makes for itself (block status) use an internal callback.
  */
 #include "image-int.h"
 
@@ -36,10 +41,14 @@
 
 enum req_kind { R_READ, R_WRITE, R_DISCARD, R_ZERO, R_FLUSH, R_BSTAT };
 
+/* An internal request's callback (block status chains through one). */
+typedef void (*img_req_cb)(struct atoll_image *img, int64_t result, void *arg);
+
 struct img_req {
 	struct atoll_image *img;
 	enum req_kind kind;
-	atoll_image_cb cb;
+	struct atoll_completion *comp;	/* the caller's, or NULL */
+	img_req_cb cb;			/* internal, or NULL */
 	void *arg;
 	char *rbuf;
 	const char *wbuf;
@@ -91,6 +100,16 @@ static char zeroes_buf[4 << 20];	/* untouched: costs no memory */
 
 static void sub_issue(struct img_sub *s);
 static void sub_done(struct img_sub *s, int r);
+
+/* Reports q's result, exactly once: to the internal callback, then to
+ * the caller's completion. */
+static void req_report(struct img_req *q, int64_t res)
+{
+	if (q->cb)
+		q->cb(q->img, res, q->arg);
+	if (q->comp)
+		atoll_completion_finish(q->comp, res, 0);
+}
 
 /* ---- the copy-on-write table ---------------------------------------- */
 
@@ -196,16 +215,14 @@ static void finish_req(struct img_req *q)
 	pthread_cond_broadcast(&img->cond);
 	pthread_mutex_unlock(&img->lock);
 
-	if (q->cb)
-		q->cb(img, res, q->arg);
+	req_report(q, res);
 	for (f = done; f; f = fn) {
 		fn = f->next;
 		pthread_mutex_lock(&img->lock);
 		img->inflight--;
 		pthread_cond_broadcast(&img->cond);
 		pthread_mutex_unlock(&img->lock);
-		if (f->cb)
-			f->cb(img, 0, f->arg);
+		req_report(f, 0);
 		free(f);
 	}
 	free(q->osizes);
@@ -243,7 +260,7 @@ static void on_comp(struct atoll_completion *comp, void *arg);
 static int issue_op(struct img_sub *s, const char *oid)
 {
 	struct atoll_completion *comp;
-	int r = atoll_completion_create(on_comp, s, &comp);
+	int r = atoll_completion_create(on_comp, s, NULL, &comp);
 
 	if (r)
 		return r;
@@ -257,7 +274,7 @@ static struct atoll_op *new_op(struct img_sub *s)
 	atoll_op_release(s->op);
 	atoll_kv_iter_free(s->xa);
 	s->xa = NULL;
-	s->op = atoll_op_create();
+	s->op = atoll_op_create(0);
 	return s->op;
 }
 
@@ -658,7 +675,7 @@ static int check_range(struct atoll_image *img, uint64_t off, uint64_t len, bool
 }
 
 static struct img_req *new_req(struct atoll_image *img, enum req_kind kind,
-			       atoll_image_cb cb, void *arg, uint64_t off, uint64_t len,
+			       struct atoll_completion *comp, uint64_t off, uint64_t len,
 			       unsigned flags)
 {
 	struct img_req *q = calloc(1, sizeof(*q));
@@ -667,8 +684,7 @@ static struct img_req *new_req(struct atoll_image *img, enum req_kind kind,
 		return NULL;
 	q->img = img;
 	q->kind = kind;
-	q->cb = cb;
-	q->arg = arg;
+	q->comp = comp;
 	q->off = off;
 	q->len = len;
 	q->flags = flags;
@@ -690,10 +706,16 @@ static int start_change(struct img_req *q, bool from_resume)
 	if (img->fenced) {
 		r = img->fenced;
 		pthread_mutex_unlock(&img->lock);
-		if (from_resume && q->cb)
-			q->cb(img, r, q->arg);	/* it was accepted: report */
+		if (from_resume)
+			req_report(q, r);	/* it was accepted: report */
 		free(q);
 		return from_resume ? 0 : r;
+	}
+	/* accepted from here on: the caller's completion is ours */
+	if (!from_resume && q->comp && atoll_completion_begin(q->comp) < 0) {
+		pthread_mutex_unlock(&img->lock);
+		free(q);
+		return -EINVAL;
 	}
 	img->inflight++;
 	if (img->paused) {
@@ -755,19 +777,23 @@ void img_resume(struct atoll_image *img)
 }
 
 int atoll_image_aio_read(struct atoll_image *img, void *buf, size_t len, uint64_t off,
-			 atoll_image_cb cb, void *arg, unsigned flags)
+			 struct atoll_completion *comp, unsigned flags)
 {
 	struct img_req *q;
 	int r;
 
-	if (!img || (!buf && len) || flags)
+	if (!img || (!buf && len) || !comp || flags)
 		return -EINVAL;
 	r = check_range(img, off, len, true);
 	if (r)
 		return r;
-	q = new_req(img, R_READ, cb, arg, off, len, 0);
+	q = new_req(img, R_READ, comp, off, len, 0);
 	if (!q)
 		return -ENOMEM;
+	if (atoll_completion_begin(comp) < 0) {
+		free(q);
+		return -EINVAL;
+	}
 	q->rbuf = buf;
 	pthread_mutex_lock(&img->lock);
 	img->inflight++;
@@ -777,20 +803,20 @@ int atoll_image_aio_read(struct atoll_image *img, void *buf, size_t len, uint64_
 }
 
 static int aio_change(struct atoll_image *img, enum req_kind kind, const void *buf,
-		      uint64_t len, uint64_t off, atoll_image_cb cb, void *arg,
+		      uint64_t len, uint64_t off, struct atoll_completion *comp,
 		      unsigned flags, bool io_max)
 {
 	struct img_req *q;
 	int r;
 
-	if (!img)
+	if (!img || !comp)
 		return -EINVAL;
 	if (img->read_only)
 		return -EROFS;
 	r = check_range(img, off, len, io_max);
 	if (r)
 		return r;
-	q = new_req(img, kind, cb, arg, off, len, flags);
+	q = new_req(img, kind, comp, off, len, flags);
 	if (!q)
 		return -ENOMEM;
 	q->wbuf = buf;
@@ -798,27 +824,27 @@ static int aio_change(struct atoll_image *img, enum req_kind kind, const void *b
 }
 
 int atoll_image_aio_write(struct atoll_image *img, const void *buf, size_t len,
-			  uint64_t off, atoll_image_cb cb, void *arg, unsigned flags)
+			  uint64_t off, struct atoll_completion *comp, unsigned flags)
 {
 	if (!img || (!buf && len) || flags)
 		return -EINVAL;
-	return aio_change(img, R_WRITE, buf, len, off, cb, arg, 0, true);
+	return aio_change(img, R_WRITE, buf, len, off, comp, 0, true);
 }
 
 int atoll_image_aio_discard(struct atoll_image *img, uint64_t off, uint64_t len,
-			    atoll_image_cb cb, void *arg, unsigned flags)
+			    struct atoll_completion *comp, unsigned flags)
 {
 	if (!img || flags)
 		return -EINVAL;
-	return aio_change(img, R_DISCARD, NULL, len, off, cb, arg, 0, false);
+	return aio_change(img, R_DISCARD, NULL, len, off, comp, 0, false);
 }
 
 int atoll_image_aio_write_zeroes(struct atoll_image *img, uint64_t off, uint64_t len,
-				 atoll_image_cb cb, void *arg, unsigned flags)
+				 struct atoll_completion *comp, unsigned flags)
 {
 	if (!img || (flags & ~ATOLL_IMAGE_ZERO_NO_HOLE))
 		return -EINVAL;
-	return aio_change(img, R_ZERO, NULL, len, off, cb, arg, flags, false);
+	return aio_change(img, R_ZERO, NULL, len, off, comp, flags, false);
 }
 
 /* Waits on the newest change in flight, or completes at once. */
@@ -837,22 +863,25 @@ static void flush_start(struct img_req *q)
 		return;
 	}
 	pthread_mutex_unlock(&img->lock);
-	if (q->cb)
-		q->cb(img, 0, q->arg);
+	req_report(q, 0);
 	free(q);
 }
 
-int atoll_image_aio_flush(struct atoll_image *img, atoll_image_cb cb, void *arg,
+int atoll_image_aio_flush(struct atoll_image *img, struct atoll_completion *comp,
 			  unsigned flags)
 {
 	struct img_req *q;
 
-	if (!img || flags)
+	if (!img || !comp || flags)
 		return -EINVAL;
-	q = new_req(img, R_FLUSH, cb, arg, 0, 0, 0);
+	q = new_req(img, R_FLUSH, comp, 0, 0, 0);
 	if (!q)
 		return -ENOMEM;
 	if (img->read_only) {
+		if (atoll_completion_begin(comp) < 0) {
+			free(q);
+			return -EINVAL;
+		}
 		flush_start(q);
 		return 0;
 	}
@@ -864,8 +893,7 @@ static void bstat_done(struct atoll_image *img, int64_t result, void *arg);
 
 struct bstat_ctx {
 	struct img_req *q;	/* the stat request (pieces, sizes) */
-	atoll_image_cb cb;
-	void *arg;
+	struct atoll_completion *comp;	/* the caller's */
 	struct atoll_image_extent *ext;
 	size_t max;
 	uint64_t off;
@@ -873,7 +901,7 @@ struct bstat_ctx {
 
 int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t len,
 				 struct atoll_image_extent *ext, size_t max,
-				 atoll_image_cb cb, void *arg, unsigned flags)
+				 struct atoll_completion *comp, unsigned flags)
 {
 	struct img_req *q;
 	struct bstat_ctx *bc;
@@ -881,7 +909,7 @@ int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t
 	size_t n;
 	int r;
 
-	if (!img || flags || (!ext && max) || (len && !max))
+	if (!img || !comp || flags || (!ext && max) || (len && !max))
 		return -EINVAL;
 	r = check_range(img, off, len, false);
 	if (r)
@@ -893,15 +921,16 @@ int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t
 		len = limit;
 	if (img->snap_id || len == 0) {
 		/* snapshots report everything as data (correct, not sparse) */
+		if (atoll_completion_begin(comp) < 0)
+			return -EINVAL;
 		if (len) {
 			ext[0] = (struct atoll_image_extent){ off, len, 0 };
 		}
-		if (cb)
-			cb(img, len ? 1 : 0, arg);
+		atoll_completion_finish(comp, len ? 1 : 0, 0);
 		return 0;
 	}
 	bc = calloc(1, sizeof(*bc));
-	q = new_req(img, R_BSTAT, bstat_done, bc, off, len, 0);
+	q = new_req(img, R_BSTAT, NULL, off, len, 0);
 	if (!bc || !q) {
 		free(bc);
 		free(q);
@@ -917,11 +946,17 @@ int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t
 		free(bc);
 		return -ENOMEM;
 	}
+	if (atoll_completion_begin(comp) < 0) {
+		free(q->pieces);
+		free(q->osizes);
+		free(q);
+		free(bc);
+		return -EINVAL;
+	}
 	img_split(off, len, osize, q->pieces, n);
 	q->npieces = n;
 	bc->q = q;
-	bc->cb = cb;
-	bc->arg = arg;
+	bc->comp = comp;
 	bc->ext = ext;
 	bc->max = max;
 	bc->off = off;
@@ -930,6 +965,7 @@ int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t
 	pthread_mutex_unlock(&img->lock);
 	/* keep q alive past finish_req: bstat_done uses its arrays */
 	q->cb = bstat_done;
+	q->arg = bc;
 	issue_req(q);
 	return 0;
 }
@@ -968,8 +1004,7 @@ static void bstat_done(struct atoll_image *img, int64_t result, void *arg)
 full:
 		result = (int64_t)ne;
 	}
-	if (bc->cb)
-		bc->cb(img, result, bc->arg);
+	atoll_completion_finish(bc->comp, result, 0);
 	free(bc);
 }
 
@@ -998,7 +1033,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 	if (!c)
 		return -ENOMEM;
 	buf = malloc(img->object_size);
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!buf || !op)
 		goto out;
@@ -1010,7 +1045,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 		atoll_kv_iter_free(xa);
 		xa = NULL;
 		n = 0;
-		r = (int)atoll_read(img->io, oid, buf, img->object_size, 0);
+		r = (int)atoll_read(img->io, oid, buf, img->object_size, 0, 0);
 		if (r >= 0) {
 			n = (size_t)r;
 			r = 0;
@@ -1025,7 +1060,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 		goto done;
 	}
 	atoll_op_release(op);
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!op)
 		goto out;
@@ -1036,7 +1071,7 @@ static int cow_sync(struct atoll_image *img, uint64_t objno)
 	if (r)
 		goto out;
 	atoll_op_release(op);
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	r = -ENOMEM;
 	if (!op)
 		goto out;
@@ -1066,7 +1101,7 @@ int img_obj_trim(struct atoll_image *img, uint64_t objno, uint64_t newlen)
 
 	if (r)
 		return r;
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	if (!op)
 		return -ENOMEM;
 	img_oid_data(oid, img->id, objno);
@@ -1093,7 +1128,7 @@ int img_obj_write_full(struct atoll_image *img, uint64_t objno, const void *buf,
 	if (r)
 		return r;
 	img_oid_data(oid, img->id, objno);
-	return atoll_write_full(img->io, oid, buf, len);
+	return atoll_write_full(img->io, oid, buf, len, 0);
 }
 
 /* What snapshot snap holds of objno: 1 and the data (*n bytes) or
@@ -1111,7 +1146,7 @@ int64_t img_obj_read_at(struct atoll_image *img, uint64_t snap, uint64_t objno,
 
 		if (img->hdr.snaps[i].id < snap)
 			continue;
-		op = atoll_op_create();
+		op = atoll_op_create(0);
 		if (!op)
 			return -ENOMEM;
 		img_oid_snap(oid, img->id, img->hdr.snaps[i].id, objno);

@@ -82,7 +82,7 @@ int img_lock_acquire(struct atoll_image *img, bool break_lock)
 		mine.expires_ns = img_now_ns() + (uint64_t)img->lease_ms * 1000000ull;
 		mine.cookie = cookie;
 		img_lock_format(val, &mine);
-		op = atoll_op_create();
+		op = atoll_op_create(0);
 		if (!op)
 			return -ENOMEM;
 		atoll_op_cmpxattr(op, "lock", ATOLL_CMP_EQ, img->hdr.lock, strlen(img->hdr.lock));
@@ -105,7 +105,7 @@ int img_lock_acquire(struct atoll_image *img, bool break_lock)
 
 void img_lock_release(struct atoll_image *img)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 
 	if (!op)
 		return;
@@ -122,7 +122,7 @@ static int renew(struct atoll_image *img)
 {
 	struct img_lockval lv;
 	char val[IMG_LOCK_MAX];
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 	int r;
 
 	if (!op)
@@ -153,7 +153,7 @@ static int renew(struct atoll_image *img)
 
 int img_header_commit(struct atoll_image *img, struct img_header *h)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 	char *js = img_header_encode(h);
 	char ack[64];
 	struct atoll_kv rm, set;
@@ -196,7 +196,7 @@ out:
 /* Acknowledges the current request with rc alone (it failed). */
 static void ack_only(struct atoll_image *img, int rc)
 {
-	struct atoll_op *op = atoll_op_create();
+	struct atoll_op *op = atoll_op_create(0);
 	char ack[64], val[16];
 	struct atoll_kv rm, set;
 
@@ -223,7 +223,7 @@ static void serve_requests(struct atoll_image *img)
 	int more = 0;
 
 	img_oid_header(oid, img->id);
-	if (atoll_omap_list(img->io, oid, "req.", 4, 16, &it, &more))
+	if (atoll_omap_list(img->io, oid, "req.", 4, 16, &it, &more, 0))
 		return;
 	while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
 		char what[16], snap[ATOLL_IMAGE_NAME_MAX + 1], val[160];

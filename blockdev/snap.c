@@ -69,7 +69,7 @@ static int move_copy(const char *oid, void *arg)
 	int r;
 
 	if (m->remove) {
-		r = atoll_remove(img->io, oid);
+		r = atoll_remove(img->io, oid, 0);
 		if (r && r != -ENOENT && !m->err)
 			m->err = r;
 		return 0;
@@ -78,12 +78,12 @@ static int move_copy(const char *oid, void *arg)
 		return 0;
 	objno = strtoull(dot + 1, NULL, 16);
 	img_oid_snap(poid, img->id, m->prev, objno);
-	r = atoll_stat(img->io, poid, NULL, NULL);
+	r = atoll_stat(img->io, poid, NULL, NULL, 0);
 	if (r == 0)
 		return 0;	/* P has its own copy */
 	if (r != -ENOENT)
 		return r;
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	if (!op)
 		return -ENOMEM;
 	atoll_op_read(op, 0, img->object_size, m->buf, &n, NULL);
@@ -95,7 +95,7 @@ static int move_copy(const char *oid, void *arg)
 
 		if (atoll_kv_iter_next(xa, &k, &kl, &v, &vl) == 0 && vl == 1)
 			absent = *(const char *)v;
-		op = atoll_op_create();
+		op = atoll_op_create(0);
 		r = -ENOMEM;
 		if (op) {
 			atoll_op_write_full(op, m->buf, n);
@@ -219,7 +219,7 @@ static int ask_writer(struct atoll_ioctx *io, const char *name, const char *what
 	snprintf(val, sizeof(val), "%s %s", what, snap);
 	img_oid_header(oid, h->id);
 	kv = (struct atoll_kv){ req, strlen(req), val, strlen(val) };
-	r = atoll_omap_set(io, oid, &kv, 1);
+	r = atoll_omap_set(io, oid, &kv, 1, 0);
 	if (r)
 		goto out;
 	deadline = img_now_ns() + (uint64_t)timeout_ms * 1000000ull;
@@ -230,13 +230,13 @@ static int ask_writer(struct atoll_ioctx *io, const char *name, const char *what
 		size_t kl, vl;
 
 		usleep(50000);
-		r = atoll_omap_get(io, oid, &key, 1, &it);
+		r = atoll_omap_get(io, oid, &key, 1, &it, 0);
 		if (r == 0 && atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0) {
 			char rc[16] = "";
 
 			memcpy(rc, v, vl < sizeof(rc) - 1 ? vl : sizeof(rc) - 1);
 			atoll_kv_iter_free(it);
-			(void)atoll_omap_rm(io, oid, &key, 1);
+			(void)atoll_omap_rm(io, oid, &key, 1, 0);
 			r = atoi(rc);
 			goto out;
 		}
@@ -252,7 +252,7 @@ static int ask_writer(struct atoll_ioctx *io, const char *name, const char *what
 		}
 	}
 	kv = (struct atoll_kv){ req, strlen(req), NULL, 0 };
-	(void)atoll_omap_rm(io, oid, &kv, 1);
+	(void)atoll_omap_rm(io, oid, &kv, 1, 0);
 out:
 	free(h);
 	return r;

@@ -4,7 +4,8 @@
  * Connects to a cluster, then writes, reads back, stats and removes a few
  * objects: first one at a time with the synchronous calls, then many at
  * once with the asynchronous ones (a completion per op, a callback that
- * counts them).  Build it against an installed atoll with
+ * counts them, user data the completion frees).  Every object call ends
+ * with a flags argument, 0 here.  Build it against an installed atoll with
  *
  *   cc hello_objects.c $(pkg-config --cflags --libs atoll) -o hello_objects
  *
@@ -30,12 +31,24 @@ static int fail(const char *what, int64_t r)
 	return 1;
 }
 
-/* Runs on a library thread: it must not block. */
+/* For a call that failed on this thread: atoll_last_error() says more
+ * than the errno (the config file and line, the monitor's address). */
+static int fail_call(const char *what, int r)
+{
+	fprintf(stderr, "hello_objects: %s: %s (%s)\n", what, atoll_strerror(r),
+		atoll_last_error());
+	return 1;
+}
+
+/* Runs on a library thread: it must not block.  arg is the op's number,
+ * malloc'd; the completion frees it (with free) after this callback. */
 static atomic_int completed;
 static void on_complete(struct atoll_completion *comp, void *arg)
 {
-	(void)comp;
-	(void)arg;
+	const int *op = arg;
+
+	if (atoll_completion_return(comp) < 0)
+		fprintf(stderr, "hello_objects: async op %d failed\n", *op);
 	atomic_fetch_add(&completed, 1);
 }
 
@@ -47,24 +60,24 @@ static int sync_demo(struct atoll_ioctx *io)
 	int64_t n;
 	int r;
 
-	r = atoll_write_full(io, "hello-sync", text, strlen(text));
+	r = atoll_write_full(io, "hello-sync", text, strlen(text), 0);
 	if (r < 0)
 		return fail("write 'hello-sync'", r);
-	n = atoll_read(io, "hello-sync", back, sizeof(back), 0);
+	n = atoll_read(io, "hello-sync", back, sizeof(back), 0, 0);
 	if (n < 0)
 		return fail("read 'hello-sync'", n);
 	if ((size_t)n != strlen(text) || memcmp(back, text, (size_t)n) != 0) {
 		fprintf(stderr, "hello_objects: 'hello-sync' read back differs\n");
 		return 1;
 	}
-	r = atoll_stat(io, "hello-sync", &size, &mtime);
+	r = atoll_stat(io, "hello-sync", &size, &mtime, 0);
 	if (r < 0)
 		return fail("stat 'hello-sync'", r);
 	printf("sync: wrote and read back %llu bytes\n", (unsigned long long)size);
-	r = atoll_remove(io, "hello-sync");
+	r = atoll_remove(io, "hello-sync", 0);
 	if (r < 0)
 		return fail("remove 'hello-sync'", r);
-	n = atoll_read(io, "hello-sync", back, sizeof(back), 0);
+	n = atoll_read(io, "hello-sync", back, sizeof(back), 0, 0);
 	if (n != -ENOENT) {
 		fprintf(stderr, "hello_objects: 'hello-sync' still readable after remove\n");
 		return 1;
@@ -87,12 +100,20 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* issue every write, then wait for all */
 	for (made = 0; made < NASYNC; made++) {
-		r = atoll_completion_create(on_complete, NULL, &comp[made]);
+		int *op = malloc(sizeof(*op));
+
+		if (!op) {
+			fail("completion", -ENOMEM);
+			goto out_release;
+		}
+		*op = made;
+		r = atoll_completion_create(on_complete, op, free, &comp[made]);
 		if (r < 0) {
+			free(op);
 			fail("completion", r);
 			goto out_release;
 		}
-		r = atoll_aio_write_full(io, name[made], comp[made], data[made], ASYNC_LEN);
+		r = atoll_aio_write_full(io, name[made], comp[made], data[made], ASYNC_LEN, 0);
 		if (r < 0) {
 			fail("aio write", r);
 			made++;
@@ -110,8 +131,8 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* read them all back */
 	for (int i = 0; i < NASYNC; i++) {
-		atoll_completion_create(NULL, NULL, &comp[i]);
-		r = atoll_aio_read(io, name[i], comp[i], back[i], ASYNC_LEN, 0);
+		atoll_completion_create(NULL, NULL, NULL, &comp[i]);
+		r = atoll_aio_read(io, name[i], comp[i], back[i], ASYNC_LEN, 0, 0);
 		if (r < 0) {
 			fail("aio read", r);
 			goto out_release;
@@ -129,8 +150,8 @@ static int async_demo(struct atoll_ioctx *io)
 	}
 	/* and remove them */
 	for (int i = 0; i < NASYNC; i++) {
-		atoll_completion_create(NULL, NULL, &comp[i]);
-		r = atoll_aio_remove(io, name[i], comp[i]);
+		atoll_completion_create(NULL, NULL, NULL, &comp[i]);
+		r = atoll_aio_remove(io, name[i], comp[i], 0);
 		if (r < 0) {
 			fail("aio remove", r);
 			goto out_release;
@@ -164,10 +185,10 @@ int main(int argc, char **argv)
 
 	r = atoll_cluster_create(&c, conf, 0);
 	if (r < 0)
-		return fail("reading the configuration", r);
+		return fail_call("reading the configuration", r);
 	r = atoll_cluster_connect(c);
 	if (r < 0) {
-		fail("connecting to the monitor", r);
+		fail_call("connecting to the monitor", r);
 		goto out_shutdown;
 	}
 	atoll_cluster_fsid(c, fsid);
@@ -180,9 +201,9 @@ int main(int argc, char **argv)
 			goto out_shutdown;
 		}
 	}
-	r = atoll_ioctx_create(c, pool, &io);
+	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0) {
-		fail("opening the pool", r);
+		fail_call("opening the pool", r);
 		goto out_shutdown;
 	}
 	if (sync_demo(io) == 0 && async_demo(io) == 0)

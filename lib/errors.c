@@ -8,11 +8,19 @@
  * checksum mismatch is -EIO, a full pool -ENOSPC, a newer on-disk or
  * on-wire format -EPROTONOSUPPORT) say so.  Lower case, no full stop,
  * so they can be embedded in a longer message.
+ *
+ * atoll_last_error() adds the detail an errno cannot carry (which line of
+ * which config file, which flag): failure paths record a sentence with
+ * atoll__error() in a thread-local buffer, as libnbd's nbd_get_error()
+ * does, so that threads sharing a handle never see each other's errors.
  */
 #include "atoll/atoll.h"
+#include "errors.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #ifndef EHWPOISON
 #define EHWPOISON 133
@@ -162,4 +170,30 @@ const char *atoll_strerror(int err)
 	if (e < sizeof(error_text) / sizeof(error_text[0]) && error_text[e])
 		return error_text[e];
 	return "unknown error";
+}
+
+/* This thread's last failure message; "" until one is recorded. */
+static __thread char last_error[1024];
+
+const char *atoll_last_error(void)
+{
+	return last_error;
+}
+
+int atoll__error(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int atoll__check_flags(const char *call, unsigned flags, unsigned known)
+{
+	if (flags & ~known)
+		return atoll__error(-EINVAL, "%s: unknown flags 0x%x (this version knows 0x%x)",
+				    call, flags & ~known, known);
+	return 0;
 }

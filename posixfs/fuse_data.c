@@ -392,9 +392,9 @@ static void loads_issue(struct rblk *l)
 		char oid[64];
 		l = r->lnext;
 		data_oid(oid, sizeof(oid), r->c->ino, r->blk);
-		int ret = atoll_completion_create(on_ra_done, r, &comp);
+		int ret = atoll_completion_create(on_ra_done, r, NULL, &comp);
 		if (!ret)
-			ret = atoll_aio_read(g.data, oid, comp, r->buf, r->len, 0);
+			ret = atoll_aio_read(g.data, oid, comp, r->buf, r->len, 0, 0);
 		if (ret) {
 			atoll_completion_release(comp);
 			pthread_mutex_lock(&g.lock);
@@ -600,9 +600,9 @@ static void wops_send(struct wop *list)
 		if (g.fail_at && w->off + w->len > g.fail_at)
 			r = -EIO;	/* ATOLL_FUSE_FAIL_WRITES_AT (tests) */
 		else
-			r = atoll_completion_create(on_write_done, w, &comp);
+			r = atoll_completion_create(on_write_done, w, NULL, &comp);
 		if (!r)
-			r = atoll_aio_write(g.data, oid, comp, wop_data(w), w->len, boff);
+			r = atoll_aio_write(g.data, oid, comp, wop_data(w), w->len, boff, 0);
 		if (r) {
 			atoll_completion_release(comp);
 			pthread_mutex_lock(&g.lock);
@@ -1160,9 +1160,10 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 		if (p[i].r)
 			continue;
 		data_oid(oid, sizeof(oid), ino, p[i].blk);
-		int r = atoll_completion_create(NULL, NULL, &p[i].comp);
+		int r = atoll_completion_create(NULL, NULL, NULL, &p[i].comp);
 		if (!r)
-			r = atoll_aio_read(g.data, oid, p[i].comp, p[i].dst, p[i].len, p[i].boff);
+			r = atoll_aio_read(g.data, oid, p[i].comp, p[i].dst, p[i].len,
+					   p[i].boff, 0);
 		if (r) {
 			atoll_completion_release(p[i].comp);
 			p[i].comp = NULL;

@@ -2891,7 +2891,7 @@ static int connect_all(struct opts *o)
 			atoll_strerror(ret));
 		goto out;
 	}
-	ret = atoll_ioctx_create(g.cl, rp->target, &g.data);
+	ret = atoll_ioctx_create(g.cl, rp->target, &g.data, 0);
 	if (ret)
 		fprintf(stderr, "atoll-fuse: cannot open the data pool '%s': %s\n",
 			rp->target, atoll_strerror(ret));

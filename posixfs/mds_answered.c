@@ -145,7 +145,7 @@ int mds_ans_store(struct mds *m)
 		enc_free(&e);
 		return -ENOMEM;
 	}
-	ret = atoll_write_full(m->meta, ANS_OID, buf, len);
+	ret = atoll_write_full(m->meta, ANS_OID, buf, len, 0);
 	free(buf);
 	return ret;
 }

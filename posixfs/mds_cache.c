@@ -372,7 +372,7 @@ static int load_record(struct mds *m, uint64_t ino, struct mds_node **out)
 	mds_store_oid_inodes(oid, sizeof(oid), ino);
 	snprintf(key, sizeof(key), "%016" PRIx64, ino);
 	struct atoll_kv kv = { key, 16, NULL, 0 };
-	ret = atoll_omap_get(m->meta, oid, &kv, 1, &it);
+	ret = atoll_omap_get(m->meta, oid, &kv, 1, &it, 0);
 	if (ret == -ENOENT)
 		return 0;
 	if (ret)
@@ -444,7 +444,7 @@ void mds_cache_prefetch(struct mds *m, const uint64_t *inos, size_t n)
 		struct mds_inode in;
 		mds_store_oid_inodes(oid, sizeof(oid), s);
 		m->cache.misses += nk;
-		if (atoll_omap_get(m->meta, oid, keys, nk, &it))
+		if (atoll_omap_get(m->meta, oid, keys, nk, &it, 0))
 			continue;	/* mds_cache_get loads them one by one, and says why */
 		while (atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0)
 			if (!mds_store_record_decode(v, vl, &in, link) && !ht_find(m, in.ino))
@@ -527,7 +527,7 @@ uint64_t mds_cache_dir_parent(struct mds *m, struct mds_node *n)
 		return n->a.parent;
 	mds_store_oid_dir(oid, sizeof(oid), n->a.ino);
 	struct atoll_kv kv = { "..", 2, NULL, 0 };
-	if (atoll_omap_get(m->meta, oid, &kv, 1, &it) == 0 &&
+	if (atoll_omap_get(m->meta, oid, &kv, 1, &it, 0) == 0 &&
 	    atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 8) {
 		uint64_t p = 0;
 		for (int i = 0; i < 8; i++)

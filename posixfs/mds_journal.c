@@ -44,7 +44,7 @@ int mds_journal_set_head(struct mds *m, uint64_t seg)
 
 	snprintf(v, sizeof(v), "%016" PRIx64, seg);
 	struct atoll_kv kv = { "seg", 3, v, 16 };
-	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1);
+	return atoll_omap_set(m->meta, "fs.journal.head", &kv, 1, 0);
 }
 
 static int journal_roll(struct mds *m)
@@ -60,7 +60,7 @@ static int journal_roll(struct mds *m)
 	if (ret)
 		return ret;
 	mds_store_oid_seg(oid, sizeof(oid), m->journal.seg);
-	atoll_remove(m->meta, oid);	/* every entry in it is applied */
+	atoll_remove(m->meta, oid, 0);	/* every entry in it is applied */
 	m->journal.seg++;
 	m->journal.seg_entries = 0;
 	m->journal.seg_bytes = 0;
@@ -95,7 +95,7 @@ static int journal_write(struct mds *m, struct enc *e)
 		return -ENOMEM;
 	}
 	mds_store_oid_seg(oid, sizeof(oid), m->journal.seg);
-	ret = atoll_append(m->meta, oid, buf, len);
+	ret = atoll_append(m->meta, oid, buf, len, 0);
 	if (ret == 0)
 		m->journal.seg_bytes += len;
 	free(buf);
@@ -434,7 +434,7 @@ int mds_journal_replay(struct mds *m)
 	int ret, n = 0;
 
 	m->journal.seg = 1;
-	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it);
+	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it, 0);
 	if (ret == 0 && atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 16) {
 		memcpy(num, v, 16);
 		num[16] = 0;

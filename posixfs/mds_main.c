@@ -925,8 +925,8 @@ int main(int argc, char **argv)
 	}
 	if ((ret = ensure_pool(mds.cl, mds.meta_pool)) ||
 	    (ret = ensure_pool(mds.cl, mds.data_pool)) ||
-	    (ret = atoll_ioctx_create(mds.cl, mds.meta_pool, &mds.meta)) ||
-	    (ret = atoll_ioctx_create(mds.cl, mds.data_pool, &mds.data)) ||
+	    (ret = atoll_ioctx_create(mds.cl, mds.meta_pool, &mds.meta, 0)) ||
+	    (ret = atoll_ioctx_create(mds.cl, mds.data_pool, &mds.data, 0)) ||
 	    /* the journal and the namespace go on when the cluster is full,
 	     * so that files can be deleted (doc/osd.md, "Space") */
 	    (ret = atoll_ioctx_set_flags(mds.meta, ATOLL_IOCTX_FULL_TRY))) {

@@ -52,7 +52,7 @@ static int mkfs(struct mds *m)
 		{ "created", 7, created, strlen(created) },
 		{ "version", 7, "1", 1 },
 	};
-	ret = atoll_omap_set(m->meta, "fs.super", kv, 4);
+	ret = atoll_omap_set(m->meta, "fs.super", kv, 4, 0);
 	if (ret == 0)
 		log_info(SUB, "created a new file system (metadata pool '%s', data pool '%s')",
 			 m->meta_pool, m->data_pool);
@@ -65,7 +65,7 @@ static int load_super(struct mds *m, bool *exists)
 	struct atoll_kv_iter *it = NULL;
 	const void *k, *v;
 	size_t kl, vl;
-	int ret = atoll_omap_get(m->meta, "fs.super", keys, 2, &it);
+	int ret = atoll_omap_get(m->meta, "fs.super", keys, 2, &it, 0);
 
 	*exists = false;
 	if (ret == -ENOENT)

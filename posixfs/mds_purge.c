@@ -45,10 +45,10 @@ int mds_rm_batch_wait(struct mds_rm_batch *b)
 static void batch_remove(struct mds *m, struct mds_rm_batch *b, const char *oid)
 {
 	struct atoll_completion *c = NULL;
-	int r = atoll_completion_create(NULL, NULL, &c);
+	int r = atoll_completion_create(NULL, NULL, NULL, &c);
 
 	if (!r) {
-		r = atoll_aio_remove(m->data, oid, c);
+		r = atoll_aio_remove(m->data, oid, c, 0);
 		if (r)
 			atoll_completion_release(c);
 	}
@@ -80,7 +80,7 @@ int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t 
 	struct atoll_list *l = NULL;
 	const char *name;
 	char prefix[18];
-	int ret = atoll_list_open(m->data, &l);
+	int ret = atoll_list_open(m->data, &l, 0);
 
 	if (ret)
 		return ret;

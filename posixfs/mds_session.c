@@ -345,7 +345,7 @@ int mds_session_add(struct mds *m, uint64_t client)
 		return 0;
 	snprintf(key, sizeof(key), "%016" PRIx64, client);
 	struct atoll_kv kv = { key, 16, "", 0 };
-	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1);
+	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1, 0);
 	return ret ? ret : sess_mem_add(m, client);
 }
 
@@ -360,7 +360,7 @@ int mds_session_drop(struct mds *m, uint64_t client)
 			m->sess[i] = m->sess[--m->nsess];
 			snprintf(key, sizeof(key), "%016" PRIx64, client);
 			struct atoll_kv kv = { key, 16, NULL, 0 };
-			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1);
+			int ret = atoll_omap_rm(m->meta, "fs.sessions", &kv, 1, 0);
 			return ret == -ENOENT ? 0 : ret;
 		}
 	return 0;
@@ -399,7 +399,7 @@ int mds_session_evicted_add(struct mds *m, uint64_t client)
 	snprintf(key, sizeof(key), "%016" PRIx64, client);
 	snprintf(val, sizeof(val), "%016" PRIx64, mds_now());
 	struct atoll_kv kv = { key, 16, val, 16 };
-	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1);
+	int ret = atoll_omap_set(m->meta, EVICTED_OID, &kv, 1, 0);
 	int r2 = evicted_mem_add(m, client);
 	return ret ? ret : r2;
 }
@@ -420,7 +420,7 @@ static int load_evicted(struct mds *m, void *arg, const void *k, size_t kl,
 	}
 	if (mds_now() - when > (uint64_t)MDS_EVICT_SECONDS * 1000000000ull) {
 		struct atoll_kv kv = { k, 16, NULL, 0 };
-		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1);	/* expired; a failure: next start */
+		atoll_omap_rm(m->meta, EVICTED_OID, &kv, 1, 0);	/* expired; a failure: next start */
 		return 0;
 	}
 	if (m->nevicted >= MDS_EVICTED_MAX)

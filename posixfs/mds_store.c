@@ -89,7 +89,7 @@ int mds_store_omap_each(struct mds *m, const char *oid,
 		struct atoll_kv_iter *it = NULL;
 		const void *k, *v;
 		size_t kl, vl;
-		ret = atoll_omap_list(m->meta, oid, alen ? after : NULL, alen, 1000, &it, &more);
+		ret = atoll_omap_list(m->meta, oid, alen ? after : NULL, alen, 1000, &it, &more, 0);
 		if (ret == -ENOENT)
 			return 0;
 		if (ret)
@@ -116,14 +116,14 @@ int mds_store_omap_each(struct mds *m, const char *oid,
 int mds_store_read(struct mds *m, const char *oid, uint8_t **buf, size_t *len)
 {
 	uint64_t size = 0, mt;
-	int ret = atoll_stat(m->meta, oid, &size, &mt);
+	int ret = atoll_stat(m->meta, oid, &size, &mt, 0);
 
 	if (ret)
 		return ret;
 	*buf = malloc(size ? size : 1);
 	if (!*buf)
 		return -ENOMEM;
-	int64_t got = atoll_read(m->meta, oid, *buf, size, 0);
+	int64_t got = atoll_read(m->meta, oid, *buf, size, 0, 0);
 	if (got < 0) {
 		free(*buf);
 		*buf = NULL;
@@ -156,7 +156,7 @@ int mds_store_inode_put(struct mds *m, const struct mds_inode *in, const char *l
 	mds_store_oid_inodes(oid, sizeof(oid), in->ino);
 	snprintf(key, sizeof(key), "%016" PRIx64, in->ino);
 	struct atoll_kv kv = { key, 16, buf, len };
-	ret = atoll_omap_set(m->meta, oid, &kv, 1);
+	ret = atoll_omap_set(m->meta, oid, &kv, 1, 0);
 	free(buf);
 	return ret;
 }
@@ -174,7 +174,7 @@ static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t
 		return 0;
 	if (from % bs) {
 		oid_data(oid, sizeof(oid), ino, first);
-		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs));
+		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs, 0));
 		if (ret)
 			return ret;
 		first++;
@@ -369,8 +369,8 @@ int mds_store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t 
 			gone |= u[j++].gone;
 		if (gone) {
 			struct pop *q = &p[nops];
-			q->op = atoll_op_create();
-			if (!q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+			q->op = atoll_op_create(0);
+			if (!q->op || atoll_completion_create(NULL, NULL, NULL, &q->c)) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -395,8 +395,8 @@ int mds_store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t 
 				continue;
 			struct pop *q = &p[nops];
 			q->kv = calloc(cnt, sizeof(*q->kv));
-			q->op = atoll_op_create();
-			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, &q->c)) {
+			q->op = atoll_op_create(0);
+			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, NULL, &q->c)) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -470,7 +470,7 @@ int mds_store_apply_rest(struct mds *m, const struct mds_txn *t, struct mds_rm_b
 			char v[17];
 			snprintf(v, sizeof(v), "%016" PRIx64, u->ino);
 			struct atoll_kv kv = { "ino_hw", 6, v, 16 };
-			ret = atoll_omap_set(m->meta, "fs.super", &kv, 1);
+			ret = atoll_omap_set(m->meta, "fs.super", &kv, 1, 0);
 			break;
 		}
 		default:

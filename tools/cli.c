@@ -110,9 +110,10 @@ int cli_connect(struct cli *cl)
 		if (ret == -ENOENT && cl->conf)
 			cli_err("the configuration file '%s' does not exist", cl->conf);
 		else
+			/* the library's message names the file and the line */
 			cli_err("cannot read the configuration%s%s: %s",
 				cl->conf ? " file " : " (", cl->conf ? cl->conf : "$ATOLL_CONF or ./atoll.conf)",
-				atoll_strerror(ret));
+				*atoll_last_error() ? atoll_last_error() : atoll_strerror(ret));
 		return CLI_EXIT_ERROR;
 	}
 	if (cl->mon) {
@@ -148,7 +149,7 @@ int cli_open_pool(struct cli *cl, const char *pool, struct atoll_ioctx **io)
 
 	if (ret)
 		return ret;
-	ret = atoll_ioctx_create(cl->c, pool, io);
+	ret = atoll_ioctx_create(cl->c, pool, io, 0);
 	if (ret == -ENOENT) {
 		cli_err("pool '%s' does not exist; create it with: atoll pool create %s",
 			pool, pool);

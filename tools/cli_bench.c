@@ -132,7 +132,7 @@ static int issue(struct bench *b, struct slot *s)
 	uint64_t obj, off = 0;
 	int ret;
 
-	ret = atoll_completion_create(on_done, s, &comp);
+	ret = atoll_completion_create(on_done, s, NULL, &comp);
 	if (ret)
 		return ret;
 	if (b->mode == B_RAND) {
@@ -147,14 +147,14 @@ static int issue(struct bench *b, struct slot *s)
 	s->t0 = mono_now_s();
 	switch (b->mode) {
 	case B_WRITE:
-		ret = atoll_aio_write_full(b->io, s->oid, comp, b->wbuf, b->op_size);
+		ret = atoll_aio_write_full(b->io, s->oid, comp, b->wbuf, b->op_size, 0);
 		break;
 	case B_SEQ:
 	case B_RAND:
-		ret = atoll_aio_read(b->io, s->oid, comp, s->buf, b->op_size, off);
+		ret = atoll_aio_read(b->io, s->oid, comp, s->buf, b->op_size, off, 0);
 		break;
 	case B_REMOVE:
-		ret = atoll_aio_remove(b->io, s->oid, comp);
+		ret = atoll_aio_remove(b->io, s->oid, comp, 0);
 		break;
 	}
 	if (ret)
@@ -342,7 +342,7 @@ static int read_meta(struct atoll_ioctx *io, const char *meta, char *prefix, siz
 		     uint64_t *nobjects, uint64_t *obj_size)
 {
 	char buf[512], p[256];
-	int64_t n = atoll_read(io, meta, buf, sizeof(buf) - 1, 0);
+	int64_t n = atoll_read(io, meta, buf, sizeof(buf) - 1, 0, 0);
 
 	if (n < 0)
 		return (int)n;
@@ -490,7 +490,7 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 		if (mode == B_REMOVE) {
 			err = remove_objects(io, prefix, nobj, (int)conc, !cl->json);
 			if (err == 0)
-				err = atoll_remove(io, meta);
+				err = atoll_remove(io, meta, 0);
 			if (err) {
 				cli_err("cleanup failed: %s", atoll_strerror(err));
 				ret = cli_exit_code(err);
@@ -554,7 +554,7 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 			int n = snprintf(m, sizeof(m), "%s %" PRIu64 " %" PRIu64 "\n", b->prefix,
 					 written, op_size);
 
-			err = atoll_write_full(io, meta, m, (size_t)n);
+			err = atoll_write_full(io, meta, m, (size_t)n, 0);
 			if (err) {
 				cli_err("cannot write the benchmark metadata '%s': %s", meta,
 					atoll_strerror(err));

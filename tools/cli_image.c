@@ -478,11 +478,13 @@ struct slot_arg {
 	struct slot *s;
 };
 
-static void on_done(struct atoll_image *img, int64_t result, void *arg)
+/* A slot's completion fired; the slot held the only other reference. */
+static void on_done(struct atoll_completion *comp, void *arg)
 {
 	struct slot_arg *a = arg;
+	int64_t result = atoll_completion_return(comp);
 
-	(void)img;
+	atoll_completion_release(comp);
 	pthread_mutex_lock(&a->w->m);
 	a->s->result = result;
 	a->s->busy = false;
@@ -521,6 +523,7 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	struct atoll_image_create_options co = { sizeof(co), 0, 0 };
 	struct atoll_ioctx *io = NULL;
 	struct atoll_image *img = NULL;
+	struct atoll_completion *comp;
 	struct window w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0}}, 0 };
 	struct slot_arg args[WINDOW];
 	const char *pos[3], *v;
@@ -628,9 +631,15 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 		if ((size_t)n % 512)
 			memset(s->buf + n, 0, 512 - (size_t)n % 512);
 		s->busy = true;
-		r = atoll_image_aio_write(img, s->buf, (s->len + 511) / 512 * 512 <= cap - s->off ?
-					  (s->len + 511) / 512 * 512 : s->len,
-					  s->off, on_done, &args[s - w.s], 0);
+		r = atoll_completion_create(on_done, &args[s - w.s], NULL, &comp);
+		if (!r) {
+			r = atoll_image_aio_write(img, s->buf,
+						  (s->len + 511) / 512 * 512 <= cap - s->off ?
+						  (s->len + 511) / 512 * 512 : s->len,
+						  s->off, comp, 0);
+			if (r)
+				atoll_completion_release(comp);
+		}
 		if (r) {
 			s->busy = false;
 			w.err = r;
@@ -664,6 +673,7 @@ static int run_export(struct cli *cl, const struct cli_cmd *c, int argc, char **
 {
 	struct atoll_ioctx *io = NULL;
 	struct atoll_image *img = NULL;
+	struct atoll_completion *comp;
 	struct window w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0}}, 0 };
 	struct slot_arg args[WINDOW];
 	uint64_t size, piece, next = 0, written = 0;
@@ -699,8 +709,12 @@ static int run_export(struct cli *cl, const struct cli_cmd *c, int argc, char **
 			s->len = size - next < piece ? (size_t)(size - next) : (size_t)piece;
 			s->off = next;
 			s->busy = true;
-			r = atoll_image_aio_read(img, s->buf, s->len, s->off, on_done,
-						 &args[s - w.s], 0);
+			r = atoll_completion_create(on_done, &args[s - w.s], NULL, &comp);
+			if (!r) {
+				r = atoll_image_aio_read(img, s->buf, s->len, s->off, comp, 0);
+				if (r)
+					atoll_completion_release(comp);
+			}
 			if (r) {
 				s->busy = false;
 				w.err = r;

@@ -89,9 +89,9 @@ static int run_put(struct cli *cl, const struct cli_cmd *c, int argc, char **arg
 			goto out_free;
 		}
 		if (off == 0)
-			err = atoll_write_full(io, oid, buf, (size_t)n);
+			err = atoll_write_full(io, oid, buf, (size_t)n, 0);
 		else if (n > 0)
-			err = atoll_write(io, oid, buf, (size_t)n, off);
+			err = atoll_write(io, oid, buf, (size_t)n, off, 0);
 		else
 			err = 0;
 		if (err) {
@@ -145,7 +145,7 @@ static int run_get(struct cli *cl, const struct cli_cmd *c, int argc, char **arg
 	if (ret)
 		return ret;
 	/* stat first so that a missing object leaves no empty file behind */
-	err = atoll_stat(io, oid, &size, NULL);
+	err = atoll_stat(io, oid, &size, NULL, 0);
 	if (err) {
 		ret = object_error(pool, oid, "read", err);
 		goto out;
@@ -162,7 +162,7 @@ static int run_get(struct cli *cl, const struct cli_cmd *c, int argc, char **arg
 		goto out;
 	}
 	for (;;) {
-		int64_t n = atoll_read(io, oid, buf, PIECE, off);
+		int64_t n = atoll_read(io, oid, buf, PIECE, off, 0);
 
 		if (n < 0) {
 			ret = object_error(pool, oid, "read", (int)n);
@@ -200,7 +200,7 @@ static int run_rm(struct cli *cl, const struct cli_cmd *c, int argc, char **argv
 	if (ret)
 		return ret;
 	for (int i = 1; i < argc; i++) {
-		int err = atoll_remove(io, argv[i]);
+		int err = atoll_remove(io, argv[i], 0);
 
 		if (err) {
 			ret = object_error(argv[0], argv[i], "remove", err);
@@ -223,7 +223,7 @@ static int run_stat(struct cli *cl, const struct cli_cmd *c, int argc, char **ar
 	ret = cli_open_pool(cl, argv[0], &io);
 	if (ret)
 		return ret;
-	err = atoll_stat(io, argv[1], &size, &mtime);
+	err = atoll_stat(io, argv[1], &size, &mtime, 0);
 	if (err) {
 		ret = object_error(argv[0], argv[1], "stat", err);
 	} else if (cl->json) {
@@ -269,7 +269,7 @@ static int run_ls(struct cli *cl, const struct cli_cmd *c, int argc, char **argv
 	ret = cli_open_pool(cl, argv[0], &io);
 	if (ret)
 		return ret;
-	err = atoll_list_open(io, &l);
+	err = atoll_list_open(io, &l, 0);
 	if (err) {
 		cli_err("cannot list pool '%s': %s", argv[0], atoll_strerror(err));
 		ret = cli_exit_code(err);

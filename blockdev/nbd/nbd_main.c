@@ -315,8 +315,10 @@ int main(int argc, char **argv)
 
 	ret = atoll_cluster_create(&srv.cluster, conf, 0);
 	if (ret) {
+		/* the library's message names the file and the line */
 		fprintf(stderr, "atoll-nbd: cannot read the configuration%s%s: %s\n",
-			conf ? " " : "", conf ? conf : "", atoll_strerror(ret));
+			conf ? " " : "", conf ? conf : "",
+			*atoll_last_error() ? atoll_last_error() : atoll_strerror(ret));
 		goto out_close_listen;
 	}
 	if (mon && (ret = atoll_cluster_set(srv.cluster, "mon_host", mon)) != 0) {
@@ -329,7 +331,7 @@ int main(int argc, char **argv)
 			"-m IP:PORT\n", atoll_strerror(ret));
 		goto out_shutdown;
 	}
-	ret = atoll_ioctx_create(srv.cluster, srv.pool, &srv.io);
+	ret = atoll_ioctx_create(srv.cluster, srv.pool, &srv.io, 0);
 	if (ret) {
 		fprintf(stderr, "atoll-nbd: pool '%s': %s; create it with: atoll pool create "
 			"%s\n", srv.pool, atoll_strerror(ret), srv.pool);

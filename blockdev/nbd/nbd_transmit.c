@@ -295,9 +295,28 @@ static void piece_done(struct nbd_req *req, int64_t rc)
 		queue_reply(req);
 }
 
-static void image_cb(struct atoll_image *img, int64_t result, void *arg)
+/* A piece's completion fired: report it; nobody else holds it. */
+static void piece_cb(struct atoll_completion *comp, void *arg)
 {
-	piece_done(arg, result);
+	piece_done(arg, atoll_completion_return(comp));
+	atoll_completion_release(comp);
+}
+
+/* A completion for one piece of req, or NULL (out of memory). */
+static struct atoll_completion *piece_comp(struct nbd_req *req)
+{
+	struct atoll_completion *comp;
+
+	return atoll_completion_create(piece_cb, req, NULL, &comp) ? NULL : comp;
+}
+
+/* What an aio call returned for a piece; a refused piece's completion
+ * never fires, so it is released here. */
+static int piece_issued(int ret, struct atoll_completion *comp)
+{
+	if (ret)
+		atoll_completion_release(comp);
+	return ret;
 }
 
 /* ---- the writer thread ---------------------------------------------- */
@@ -378,15 +397,19 @@ static void issue_ranges(struct nbd_req *req)
 	req->pieces = 1;	/* our own, until every piece is issued */
 	while (off < end) {
 		uint64_t len = end - off < NBD_ZERO_PIECE ? end - off : NBD_ZERO_PIECE;
+		struct atoll_completion *comp = piece_comp(req);
 		int ret;
 
 		pthread_mutex_lock(&req->conn->qlock);
 		req->pieces++;
 		pthread_mutex_unlock(&req->conn->qlock);
-		if (req->rq.type == NBD_CMD_TRIM)
-			ret = atoll_image_aio_discard(img, off, len, image_cb, req, 0);
+		if (!comp)
+			ret = -ENOMEM;
+		else if (req->rq.type == NBD_CMD_TRIM)
+			ret = piece_issued(atoll_image_aio_discard(img, off, len, comp, 0), comp);
 		else
-			ret = atoll_image_aio_write_zeroes(img, off, len, image_cb, req, zflags);
+			ret = piece_issued(atoll_image_aio_write_zeroes(img, off, len, comp, zflags),
+					   comp);
 		if (ret) {
 			piece_done(req, ret);
 			break;
@@ -400,33 +423,46 @@ static void issue(struct nbd_req *req, uint64_t len)
 {
 	struct nbd_conn *conn = req->conn;
 	struct atoll_image *img = conn->export->img;
+	struct atoll_completion *comp;
 	int ret;
 
 	req->pieces = 1;
 	switch (req->rq.type) {
-	case NBD_CMD_READ:
-		ret = atoll_image_aio_read(img, req->buf, len, req->rq.offset, image_cb, req, 0);
-		break;
-	case NBD_CMD_WRITE:
-		ret = atoll_image_aio_write(img, req->buf, len, req->rq.offset, image_cb, req, 0);
-		break;
-	case NBD_CMD_FLUSH:
-		ret = atoll_image_aio_flush(img, image_cb, req, 0);
-		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
 		issue_ranges(req);
 		return;
-	case NBD_CMD_BLOCK_STATUS:	/* len clipped at the end by the plan */
-		ret = atoll_image_aio_block_status(img, req->rq.offset, len, req->ext,
-						   (req->rq.flags & NBD_CMD_FLAG_REQ_ONE) ?
-						   1 : NBD_MAX_EXTENTS, image_cb, req, 0);
+	case NBD_CMD_READ:
+	case NBD_CMD_WRITE:
+	case NBD_CMD_FLUSH:
+	case NBD_CMD_BLOCK_STATUS:
 		break;
 	default:
-		ret = -EINVAL;
+		piece_done(req, -EINVAL);
+		return;
+	}
+	comp = piece_comp(req);
+	if (!comp) {
+		piece_done(req, -ENOMEM);
+		return;
+	}
+	switch (req->rq.type) {
+	case NBD_CMD_READ:
+		ret = atoll_image_aio_read(img, req->buf, len, req->rq.offset, comp, 0);
+		break;
+	case NBD_CMD_WRITE:
+		ret = atoll_image_aio_write(img, req->buf, len, req->rq.offset, comp, 0);
+		break;
+	case NBD_CMD_FLUSH:
+		ret = atoll_image_aio_flush(img, comp, 0);
+		break;
+	default:	/* NBD_CMD_BLOCK_STATUS: len clipped at the end by the plan */
+		ret = atoll_image_aio_block_status(img, req->rq.offset, len, req->ext,
+						   (req->rq.flags & NBD_CMD_FLAG_REQ_ONE) ?
+						   1 : NBD_MAX_EXTENTS, comp, 0);
 		break;
 	}
-	if (ret)
+	if (piece_issued(ret, comp))
 		piece_done(req, ret);
 }
 

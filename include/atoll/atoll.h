@@ -30,16 +30,23 @@
  * Sharp edges.
  *  - Buffers passed to atoll_aio_* calls must stay valid until the
  *    completion fires (the library does not copy write data).
- *  - Destroy ioctxs before shutting their cluster down; shut the cluster
- *    down only when no op is in flight.
+ *  - Shutting a cluster handle down with ops in flight is allowed: see
+ *    atoll_cluster_shutdown for what happens to them.  Not allowed: any
+ *    call on the handle, or on an ioctx, list or image of it, from
+ *    another thread while shutdown runs, or from anywhere after it
+ *    returned, except atoll_ioctx_destroy (the completion callbacks that
+ *    shutdown runs may issue ops: they are refused).  Close images
+ *    (libatoll-image) and lists before shutting down.
  *
  * Conventions that hold for every function here:
  *  - errors are returned as 0 or a negative errno; atoll_strerror() turns
- *    any of them into a sentence.  The library never prints.
+ *    any of them into a sentence, atoll_last_error() gives the details of
+ *    the last failure on the calling thread.  The library never prints.
  *  - functions that destroy or close a handle accept NULL.
  *  - a `flags` argument must be 0 unless the function documents a flag
  *    (-EINVAL otherwise).
- *  - option structs carry their size (size_of) and only grow at the end.
+ *  - option structs carry their size (size_of, set by the caller to its
+ *    sizeof) and only grow at the end.
  *
  * Errors every object call may return: -ENOENT (no such object or pool),
  * -EFBIG (over the object size limit), -ENOSPC (the cluster is full;
@@ -59,7 +66,7 @@ extern "C" {
 #endif
 
 #define ATOLL_VERSION_MAJOR 0
-#define ATOLL_VERSION_MINOR 1
+#define ATOLL_VERSION_MINOR 2
 #define ATOLL_VERSION_PATCH 0
 /* One integer that compares in release order. */
 #define ATOLL_VERSION_NUMBER \
@@ -73,6 +80,18 @@ int atoll_version(const char **str);
 /* A sentence for err (a negative errno as returned by atoll calls; a
  * positive errno is accepted too).  Never NULL; the string is static. */
 const char *atoll_strerror(int err);
+
+/* The message of the last failure of an atoll call on this thread, or ""
+ * when none failed yet, like libnbd's nbd_get_error().  It says more than
+ * the errno: a bad configuration file names the file and line ("config
+ * file '/etc/atoll/atoll.conf' line 12: ..."), a refused argument names
+ * the call, a failed connect the monitor's address.
+ * The string is thread-local: a failure on another thread (or on a
+ * library thread, e.g. in a completion) never changes it.  It stays
+ * valid and unchanged until this thread's next failing atoll call;
+ * successful calls do not clear it, so read it right after the call
+ * that failed.  Never NULL. */
+const char *atoll_last_error(void);
 
 /* Frees memory the library handed out (command output, ...). NULL ok. */
 void atoll_free(void *p);
@@ -97,7 +116,14 @@ int atoll_cluster_set(struct atoll_cluster *c, const char *key, const char *valu
 /* Connects to the monitor and fetches the current map; waits at most
  * client_mount_timeout (default 30 s): -ETIMEDOUT, -ECONNREFUSED. */
 int atoll_cluster_connect(struct atoll_cluster *c);
-/* Closes connections and frees the handle.  NULL is fine. */
+/* Closes connections and frees the handle.  NULL is fine.
+ * Ops still in flight are not waited for: each completes exactly once
+ * before shutdown returns, with its result if the answer arrived first,
+ * else with -ESHUTDOWN; their callbacks run on the calling thread or a
+ * library thread.  An op issued while shutdown runs (e.g. from one of
+ * those callbacks) is refused at once with -ESHUTDOWN (its completion
+ * does not fire).  Completions outlive the handle: wait for, read and
+ * release them after shutdown as before. */
 void atoll_cluster_shutdown(struct atoll_cluster *c);
 /* The cluster's fsid as 36 characters + NUL (connected handles only). */
 int atoll_cluster_fsid(struct atoll_cluster *c, char out[37]);
@@ -139,7 +165,7 @@ int64_t atoll_pool_list(struct atoll_cluster *c, char *buf, size_t len);
 
 /* An I/O context on a pool: -ENOENT when the pool does not exist. */
 int atoll_ioctx_create(struct atoll_cluster *c, const char *pool,
-		       struct atoll_ioctx **out);
+		       struct atoll_ioctx **out, unsigned flags);
 void atoll_ioctx_destroy(struct atoll_ioctx *io);
 /* The cluster handle io was created on (libraries built on an ioctx,
  * such as libatoll-image, use it for monitor commands and the client id). */
@@ -157,8 +183,15 @@ int atoll_ioctx_set_flags(struct atoll_ioctx *io, unsigned flags);
 
 /* Called once when the op completes (from a library thread). */
 typedef void (*atoll_callback_t)(struct atoll_completion *comp, void *arg);
-/* cb may be NULL (then wait for it). */
-int atoll_completion_create(atoll_callback_t cb, void *arg,
+/* Frees a callback's user data. */
+typedef void (*atoll_free_t)(void *arg);
+/* A completion for one op.  cb may be NULL (then wait for it).  free_arg
+ * may be NULL; otherwise it is called with arg exactly once, when the
+ * completion is freed: after cb has run (if the op was issued) and both
+ * the caller (atoll_completion_release) and the op let go of it, so cb
+ * never sees freed user data.  The same completion type serves
+ * libatoll-image (image.h). */
+int atoll_completion_create(atoll_callback_t cb, void *arg, atoll_free_t free_arg,
 			    struct atoll_completion **out);
 /* Waits until the op completes; returns its result. */
 int64_t atoll_completion_wait(struct atoll_completion *comp);
@@ -171,6 +204,18 @@ uint64_t atoll_completion_version(struct atoll_completion *comp);
  * and completes normally (its callback still runs).  NULL is fine. */
 void atoll_completion_release(struct atoll_completion *comp);
 
+/* For libraries built on libatoll whose own asynchronous calls take
+ * completions (libatoll-image), so that one completion type serves both.
+ * atoll_completion_begin claims comp for one request of the library once
+ * the request can no longer be refused: -EINVAL when comp is NULL or was
+ * used before.  The library then calls atoll_completion_finish exactly
+ * once, from any thread: it publishes result (and version, 0 on failure),
+ * runs the callback on the calling thread and drops the library's
+ * reference. */
+int atoll_completion_begin(struct atoll_completion *comp);
+void atoll_completion_finish(struct atoll_completion *comp, int64_t result,
+			     uint64_t version);
+
 /* ---- object operations --------------------------------------------- */
 
 /* Each aio call returns 0 when the op was issued (the completion then
@@ -178,44 +223,51 @@ void atoll_completion_release(struct atoll_completion *comp);
  * completion does not fire).  A completion is used for one op only. */
 int atoll_aio_write(struct atoll_ioctx *io, const char *oid,
 		    struct atoll_completion *comp,
-		    const void *buf, size_t len, uint64_t off);
+		    const void *buf, size_t len, uint64_t off, unsigned flags);
 int atoll_aio_write_full(struct atoll_ioctx *io, const char *oid,
-			 struct atoll_completion *comp, const void *buf, size_t len);
+			 struct atoll_completion *comp, const void *buf, size_t len,
+			 unsigned flags);
 int atoll_aio_append(struct atoll_ioctx *io, const char *oid,
-		     struct atoll_completion *comp, const void *buf, size_t len);
+		     struct atoll_completion *comp, const void *buf, size_t len,
+		     unsigned flags);
 /* Result: the bytes read (short at the end of the object). */
 int atoll_aio_read(struct atoll_ioctx *io, const char *oid,
-		   struct atoll_completion *comp, void *buf, size_t len, uint64_t off);
+		   struct atoll_completion *comp, void *buf, size_t len, uint64_t off,
+		   unsigned flags);
 int atoll_aio_stat(struct atoll_ioctx *io, const char *oid,
-		   struct atoll_completion *comp, uint64_t *size, uint64_t *mtime_ns);
+		   struct atoll_completion *comp, uint64_t *size, uint64_t *mtime_ns,
+		   unsigned flags);
 int atoll_aio_remove(struct atoll_ioctx *io, const char *oid,
-		     struct atoll_completion *comp);
+		     struct atoll_completion *comp, unsigned flags);
 int atoll_aio_truncate(struct atoll_ioctx *io, const char *oid,
-		       struct atoll_completion *comp, uint64_t size);
+		       struct atoll_completion *comp, uint64_t size, unsigned flags);
 
 /* Synchronous forms: issue, wait, return the result. */
 int atoll_write(struct atoll_ioctx *io, const char *oid,
-		const void *buf, size_t len, uint64_t off);
+		const void *buf, size_t len, uint64_t off, unsigned flags);
 int atoll_write_full(struct atoll_ioctx *io, const char *oid,
-		     const void *buf, size_t len);
+		     const void *buf, size_t len, unsigned flags);
 int atoll_append(struct atoll_ioctx *io, const char *oid,
-		 const void *buf, size_t len);
+		 const void *buf, size_t len, unsigned flags);
 int64_t atoll_read(struct atoll_ioctx *io, const char *oid,
-		   void *buf, size_t len, uint64_t off);
+		   void *buf, size_t len, uint64_t off, unsigned flags);
 int atoll_stat(struct atoll_ioctx *io, const char *oid,
-	       uint64_t *size, uint64_t *mtime_ns);
-int atoll_remove(struct atoll_ioctx *io, const char *oid);
-int atoll_truncate(struct atoll_ioctx *io, const char *oid, uint64_t size);
+	       uint64_t *size, uint64_t *mtime_ns, unsigned flags);
+int atoll_remove(struct atoll_ioctx *io, const char *oid, unsigned flags);
+int atoll_truncate(struct atoll_ioctx *io, const char *oid, uint64_t size,
+		   unsigned flags);
 
 /* Attributes.  getxattr returns the value's length, copying at most len
  * bytes into buf (-ERANGE when len is too small, -ENODATA when missing). */
 int64_t atoll_getxattr(struct atoll_ioctx *io, const char *oid, const char *name,
-		       void *buf, size_t len);
+		       void *buf, size_t len, unsigned flags);
 int atoll_setxattr(struct atoll_ioctx *io, const char *oid, const char *name,
-		   const void *val, size_t len);
-int atoll_rmxattr(struct atoll_ioctx *io, const char *oid, const char *name);
+		   const void *val, size_t len, unsigned flags);
+int atoll_rmxattr(struct atoll_ioctx *io, const char *oid, const char *name,
+		  unsigned flags);
 /* Every attribute, as an iterator (name in key). */
-int atoll_getxattrs(struct atoll_ioctx *io, const char *oid, struct atoll_kv_iter **out);
+int atoll_getxattrs(struct atoll_ioctx *io, const char *oid, struct atoll_kv_iter **out,
+		    unsigned flags);
 
 /* Key/value maps.  Keys are byte strings of 1..400 bytes, sorted
  * bytewise; values up to 64 MiB; at most 10,000 entries per call. */
@@ -226,19 +278,20 @@ struct atoll_kv {
 	size_t vlen;
 };
 int atoll_omap_set(struct atoll_ioctx *io, const char *oid,
-		   const struct atoll_kv *kv, size_t n);
+		   const struct atoll_kv *kv, size_t n, unsigned flags);
 /* The entries for the given keys (val ignored); missing keys are left
  * out of the result. */
 int atoll_omap_get(struct atoll_ioctx *io, const char *oid,
-		   const struct atoll_kv *keys, size_t n, struct atoll_kv_iter **out);
+		   const struct atoll_kv *keys, size_t n, struct atoll_kv_iter **out,
+		   unsigned flags);
 /* Up to max entries (0 = 1000) with key > after (after NULL = from the
  * start); *more is set to 1 when entries remain. */
 int atoll_omap_list(struct atoll_ioctx *io, const char *oid,
 		    const void *after, size_t afterlen, size_t max,
-		    struct atoll_kv_iter **out, int *more);
+		    struct atoll_kv_iter **out, int *more, unsigned flags);
 int atoll_omap_rm(struct atoll_ioctx *io, const char *oid,
-		  const struct atoll_kv *keys, size_t n);
-int atoll_omap_clear(struct atoll_ioctx *io, const char *oid);
+		  const struct atoll_kv *keys, size_t n, unsigned flags);
+int atoll_omap_clear(struct atoll_ioctx *io, const char *oid, unsigned flags);
 
 /* Iterates a key/value result: 0 with the next entry (pointers valid
  * until the iterator is freed), -ENOENT at the end. */
@@ -255,7 +308,9 @@ void atoll_kv_iter_free(struct atoll_kv_iter *it);
  * (guards + reads); mixing changes and reads is -EINVAL at operate.
  * Builder calls record the first error (e.g. ENOMEM) and operate returns
  * it.  Buffers must stay valid until the op completes. */
-struct atoll_op *atoll_op_create(void);
+/* A new, empty op; NULL with errno set when out of memory (ENOMEM) or
+ * when flags has a bit this version does not know (EINVAL). */
+struct atoll_op *atoll_op_create(unsigned flags);
 void atoll_op_release(struct atoll_op *op);
 
 /* guards */
@@ -308,7 +363,7 @@ int atoll_aio_op_operate(struct atoll_op *op, struct atoll_ioctx *io, const char
 
 /* Lists the objects of the pool, PG by PG, in no particular order; every
  * object that exists for the whole listing is returned exactly once. */
-int atoll_list_open(struct atoll_ioctx *io, struct atoll_list **out);
+int atoll_list_open(struct atoll_ioctx *io, struct atoll_list **out, unsigned flags);
 /* 0 and the next name (valid until the next call), -ENOENT at the end. */
 int atoll_list_next(struct atoll_list *l, const char **oid);
 /* The position as a string (at most 512 bytes with its NUL) that

@@ -29,13 +29,21 @@
  * atoll_image_snap_create was called is in the snapshot, and none is torn.
  * Without a writer the caller commits the snapshot itself.
  *
+ * Asynchronous calls.  The atoll_image_aio_* calls take libatoll's
+ * completions (struct atoll_completion, atoll.h), as libatoll's own
+ * object calls do: create one with atoll_completion_create (a callback,
+ * its user data and an optional free function for that data), pass it,
+ * then wait for it or let its callback run; atoll_completion_return gives
+ * the result.  One completion per request; the synchronous calls are
+ * "issue, wait, release" over the asynchronous ones.
+ *
  * Threads.  Every function may be called from any thread.  Completion
  * callbacks run on a library thread (libatoll's): they must not block and
  * must not wait for another image completion; they may issue new requests.
  *
  * Sharp edges.
  *  - Buffers passed to atoll_image_aio_* must stay valid until the
- *    callback runs (the library does not copy write data).
+ *    completion fires (the library does not copy write data).
  *  - Close every image before destroying its ioctx; atoll_image_close
  *    waits for the requests in flight.
  *  - Writes to one image that overlap and are in flight at the same time
@@ -43,8 +51,10 @@
  *
  * Conventions (as in atoll.h): 0 or a negative errno (atoll_strerror()
  * explains each); close functions accept NULL; `flags` arguments must be 0
- * unless flags are documented (-EINVAL otherwise); option structs carry
- * their size (size_of) and only grow at the end; the library never prints.
+ * unless flags are documented (-EINVAL otherwise); structs the caller
+ * passes carry their size in size_of, always set by the caller to its
+ * sizeof (the library reads or fills only the fields below it), and only
+ * grow at the end; the library never prints.
  *
  * Names.  Image and snapshot names are 1..ATOLL_IMAGE_NAME_MAX bytes of
  * printable ASCII without '/', '@' or spaces (-EINVAL otherwise).
@@ -62,7 +72,7 @@ extern "C" {
 #endif
 
 #define ATOLL_IMAGE_VERSION_MAJOR 0
-#define ATOLL_IMAGE_VERSION_MINOR 1
+#define ATOLL_IMAGE_VERSION_MINOR 2
 #define ATOLL_IMAGE_VERSION_PATCH 0
 #define ATOLL_IMAGE_VERSION_NUMBER \
 	(ATOLL_IMAGE_VERSION_MAJOR * 10000 + ATOLL_IMAGE_VERSION_MINOR * 100 + \
@@ -137,8 +147,11 @@ int atoll_image_break_lock(struct atoll_ioctx *io, const char *name, unsigned fl
 
 /* ---- snapshots ------------------------------------------------------ */
 
+/* Filled by the library (not the caller, unlike size_of elsewhere):
+ * struct_size says which fields the library knows, so a caller built
+ * against a newer header reads only the fields below it. */
 struct atoll_image_snap_info {
-	size_t size_of;		/* the library's sizeof(struct atoll_image_snap_info) */
+	size_t struct_size;	/* the library's sizeof(struct atoll_image_snap_info) */
 	uint64_t id;		/* grows with every snapshot of the image */
 	uint64_t size;		/* the image size when it was taken */
 	uint64_t created_ns;	/* CLOCK_REALTIME ns */
@@ -226,35 +239,34 @@ void atoll_image_quiesce_done(struct atoll_image *img, int rc);
 
 /* ---- I/O ------------------------------------------------------------ */
 
-/* Called once per request, on a library thread: result is the bytes
- * transferred for reads and writes (always the full length), the extent
- * count for block status, 0 for the others, or a negative errno. */
-typedef void (*atoll_image_cb)(struct atoll_image *img, int64_t result, void *arg);
-
-/* Each aio call returns 0 when the request was issued (cb then runs
+/* Each aio call returns 0 when the request was issued (comp then fires
  * exactly once, possibly before the call returns) or a negative errno
- * when it was refused at once (cb does not run): -EINVAL (off + len past
- * the end of the image, len over 64 MiB, bad flags), -EROFS (a write to a
- * read-only handle), -EPERM (fenced), -ENOMEM.  A zero length completes
- * with 0.  A write is durable on every replica when it completes, so no
- * FUA flag is needed; flush completes once every write issued before it
- * has completed. */
+ * when it was refused at once (comp does not fire and may be used for
+ * another request): -EINVAL (off + len past the end of the image, len
+ * over 64 MiB, bad flags, comp NULL or used before), -EROFS (a write to a
+ * read-only handle), -EPERM (fenced), -ENOMEM.  The completion's result
+ * (atoll_completion_return) is the bytes transferred for reads and
+ * writes (always the full length), the extent count for block status, 0
+ * for the others, or a negative errno; its version is 0.  A zero length
+ * completes with 0.  A write is durable on every replica when it
+ * completes, so no FUA flag is needed; flush completes once every write
+ * issued before it has completed. */
 #define ATOLL_IMAGE_IO_MAX (UINT64_C(64) << 20)
 
 int atoll_image_aio_read(struct atoll_image *img, void *buf, size_t len, uint64_t off,
-			 atoll_image_cb cb, void *arg, unsigned flags);
+			 struct atoll_completion *comp, unsigned flags);
 int atoll_image_aio_write(struct atoll_image *img, const void *buf, size_t len,
-			  uint64_t off, atoll_image_cb cb, void *arg, unsigned flags);
+			  uint64_t off, struct atoll_completion *comp, unsigned flags);
 /* Deallocates the range: whole objects are removed, parts are zeroed, so
  * the range reads as zeros afterwards. */
 int atoll_image_aio_discard(struct atoll_image *img, uint64_t off, uint64_t len,
-			    atoll_image_cb cb, void *arg, unsigned flags);
+			    struct atoll_completion *comp, unsigned flags);
 /* Makes the range read as zeros.  ATOLL_IMAGE_ZERO_NO_HOLE: keep the
  * space allocated (otherwise the library may deallocate it, as discard). */
 #define ATOLL_IMAGE_ZERO_NO_HOLE 1u
 int atoll_image_aio_write_zeroes(struct atoll_image *img, uint64_t off, uint64_t len,
-				 atoll_image_cb cb, void *arg, unsigned flags);
-int atoll_image_aio_flush(struct atoll_image *img, atoll_image_cb cb, void *arg,
+				 struct atoll_completion *comp, unsigned flags);
+int atoll_image_aio_flush(struct atoll_image *img, struct atoll_completion *comp,
 			  unsigned flags);
 
 /* Allocation of a range, for NBD block status.  Flag values are those of
@@ -269,23 +281,26 @@ struct atoll_image_extent {
 /* Fills ext[0..max) with consecutive extents starting at off and covering
  * at most len bytes (fewer when max is reached: the last one ends where
  * the answer stops); adjacent extents with the same flags are merged.
- * The callback's result is the number of extents filled (at least 1 when
- * len > 0).  Granularity: an object, or the end of a short object.
- * ext must stay valid until the callback runs. */
+ * The completion's result is the number of extents filled (at least 1
+ * when len > 0).  Granularity: an object, or the end of a short object.
+ * ext must stay valid until the completion fires. */
 int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t len,
 				 struct atoll_image_extent *ext, size_t max,
-				 atoll_image_cb cb, void *arg, unsigned flags);
+				 struct atoll_completion *comp, unsigned flags);
 
-/* Synchronous forms: issue, wait, return the result. */
-int64_t atoll_image_read(struct atoll_image *img, void *buf, size_t len, uint64_t off);
+/* Synchronous forms: issue with a private completion, wait, return the
+ * result; flags as for the asynchronous call. */
+int64_t atoll_image_read(struct atoll_image *img, void *buf, size_t len, uint64_t off,
+			 unsigned flags);
 int64_t atoll_image_write(struct atoll_image *img, const void *buf, size_t len,
-			  uint64_t off);
-int atoll_image_discard(struct atoll_image *img, uint64_t off, uint64_t len);
+			  uint64_t off, unsigned flags);
+int atoll_image_discard(struct atoll_image *img, uint64_t off, uint64_t len,
+			unsigned flags);
 int atoll_image_write_zeroes(struct atoll_image *img, uint64_t off, uint64_t len,
 			     unsigned flags);
-int atoll_image_flush(struct atoll_image *img);
+int atoll_image_flush(struct atoll_image *img, unsigned flags);
 int64_t atoll_image_block_status(struct atoll_image *img, uint64_t off, uint64_t len,
-				 struct atoll_image_extent *ext, size_t max);
+				 struct atoll_image_extent *ext, size_t max, unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #define ATOLL_CLIENT_H
 
 #include "atoll/atoll.h"
+#include "errors.h"
 #include "proto.h"
 
 #include <pthread.h>
@@ -103,6 +104,7 @@ struct atoll_completion {
 	pthread_cond_t cond;
 	atoll_callback_t cb;
 	void *arg;
+	atoll_free_t free_arg;		/* called with arg when comp is freed */
 	int refs;			/* the caller's and an op's */
 	bool used;			/* given to an op already */
 	bool complete;
@@ -113,6 +115,9 @@ struct atoll_completion {
 /* Marks comp as taken by an op (and takes the op's reference); -EINVAL
  * when it was used before. */
 int client_completion_take(struct atoll_completion *comp);
+/* Undoes client_completion_take for an op refused after all: comp fires
+ * never and may be given to another op. */
+void client_completion_untake(struct atoll_completion *comp);
 /* Sets the result, wakes waiters, runs the callback, drops the op's
  * reference.  Called once per taken completion. */
 void client_completion_finish(struct atoll_completion *comp, int64_t rval,

@@ -68,28 +68,36 @@ static bool key_eq(const char *a, const char *b)
 	return *a == *b;
 }
 
-/* Reads the numeric settings from cfg into c (lock held or not shared). */
-static int read_settings(struct atoll_cluster *c, const struct config *cfg)
+/* Reads the numeric settings from cfg into c (lock held or not shared);
+ * a bad value is -EINVAL, with the getter's sentence for
+ * atoll_last_error(), prefixed by call. */
+static int read_settings(struct atoll_cluster *c, const struct config *cfg,
+			 const char *call)
 {
+	char err[256] = "";
 	int64_t ops;
 	int r;
 
 	r = config_get_duration_ms(cfg, CLIENT_WHO, "client_op_timeout", 0,
-				   &c->op_timeout_ms, NULL, 0);
+				   &c->op_timeout_ms, err, sizeof(err));
 	if (r == 0)
 		r = config_get_duration_ms(cfg, CLIENT_WHO, "client_mount_timeout",
-					   DEFAULT_MOUNT_MS, &c->mount_timeout_ms, NULL, 0);
+					   DEFAULT_MOUNT_MS, &c->mount_timeout_ms, err, sizeof(err));
 	if (r == 0)
 		r = config_get_int(cfg, CLIENT_WHO, "client_inflight_ops",
-				   CLIENT_THROTTLE_OPS, 1, 1 << 20, &ops, NULL, 0);
+				   CLIENT_THROTTLE_OPS, 1, 1 << 20, &ops, err, sizeof(err));
 	if (r == 0) {
 		c->throttle_ops = (uint64_t)ops;
 		r = config_get_size(cfg, CLIENT_WHO, "client_inflight_bytes",
-				    CLIENT_THROTTLE_BYTES, &c->throttle_bytes, NULL, 0);
+				    CLIENT_THROTTLE_BYTES, &c->throttle_bytes, err, sizeof(err));
 	}
-	if (r == 0 && c->throttle_bytes == 0)
+	if (r == 0 && c->throttle_bytes == 0) {
+		snprintf(err, sizeof(err), "option 'client_inflight_bytes' must not be 0");
 		r = -EINVAL;
-	return r < 0 ? -EINVAL : 0;
+	}
+	if (r < 0)
+		return atoll__error(-EINVAL, "%s: %s", call, err);
+	return 0;
 }
 
 int atoll_cluster_create(struct atoll_cluster **out, const char *conf, unsigned flags)
@@ -97,22 +105,27 @@ int atoll_cluster_create(struct atoll_cluster **out, const char *conf, unsigned 
 	struct atoll_cluster *c;
 	int r;
 
+	char err[512] = "";
+
 	if (!out)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_cluster_create: out is NULL");
 	*out = NULL;
-	if (flags)
-		return -EINVAL;
+	r = atoll__check_flags("atoll_cluster_create", flags, 0);
+	if (r < 0)
+		return r;
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return -ENOMEM;
-	r = config_load(&c->cfg, conf, NULL, 0);
+		return atoll__error(-ENOMEM, "atoll_cluster_create: out of memory");
+	r = config_load(&c->cfg, conf, err, sizeof(err));
 	if (r < 0) {
-		/* a missing named file is ENOENT; anything else is a bad file */
+		/* a missing named file is ENOENT; anything else is a bad file,
+		 * and the message names the file and the line */
 		if (r != -ENOENT && r != -ENOMEM && r != -EACCES)
 			r = -EINVAL;
+		atoll__error(r, "%s", err[0] ? err : atoll_strerror(r));
 		goto out_free;
 	}
-	r = read_settings(c, c->cfg);
+	r = read_settings(c, c->cfg, "atoll_cluster_create");
 	if (r < 0)
 		goto out_free_cfg;
 	pthread_mutex_init(&c->lock, NULL);
@@ -130,6 +143,7 @@ out_free:
 
 static int check_value(enum key_kind kind, const char *key, const char *value)
 {
+	char err[256] = "";
 	struct config *t;
 	uint64_t u;
 	int64_t i;
@@ -141,32 +155,43 @@ static int check_value(enum key_kind kind, const char *key, const char *value)
 	case KEY_STR:
 		return 0;
 	case KEY_ADDR:
-		return msg_parse_addr(value, ip, sizeof(ip), &port) < 0 ? -EINVAL : 0;
+		if (msg_parse_addr(value, ip, sizeof(ip), &port) < 0)
+			return atoll__error(-EINVAL, "atoll_cluster_set: option '%s': '%s' is "
+					    "not an address (host:port)", key, value);
+		return 0;
 	case KEY_LEVEL:
-		return log_level_parse(value) < 0 ? -EINVAL : 0;
+		if (log_level_parse(value) < 0)
+			return atoll__error(-EINVAL, "atoll_cluster_set: option '%s': '%s' is "
+					    "not a log level", key, value);
+		return 0;
 	default:
 		break;
 	}
 	t = config_new();
 	if (!t)
-		return -ENOMEM;
+		return atoll__error(-ENOMEM, "atoll_cluster_set: out of memory");
 	r = config_set_override(t, key, value);
-	if (r == 0 && kind == KEY_DURATION)
-		r = config_get_duration_ms(t, CLIENT_WHO, key, 0, &u, NULL, 0);
-	else if (r == 0 && kind == KEY_INT)
-		r = config_get_int(t, CLIENT_WHO, key, 0, 1, 1 << 20, &i, NULL, 0);
-	else if (r == 0 && kind == KEY_SIZE)
-		r = config_get_size(t, CLIENT_WHO, key, 0, &u, NULL, 0);
+	if (r < 0)
+		snprintf(err, sizeof(err), "option '%s': '%s' is not a valid value", key, value);
+	else if (kind == KEY_DURATION)
+		r = config_get_duration_ms(t, CLIENT_WHO, key, 0, &u, err, sizeof(err));
+	else if (kind == KEY_INT)
+		r = config_get_int(t, CLIENT_WHO, key, 0, 1, 1 << 20, &i, err, sizeof(err));
+	else if (kind == KEY_SIZE)
+		r = config_get_size(t, CLIENT_WHO, key, 0, &u, err, sizeof(err));
 	config_free(t);
-	return r < 0 ? -EINVAL : 0;
+	if (r < 0)
+		return atoll__error(-EINVAL, "atoll_cluster_set: %s", err);
+	return 0;
 }
 
 int atoll_cluster_set(struct atoll_cluster *c, const char *key, const char *value)
 {
-	int r = -EINVAL;
+	int r;
 
 	if (!c || !key || !value)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_cluster_set: %s is NULL",
+				    !c ? "c" : !key ? "key" : "value");
 	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
 		if (!key_eq(key, known_keys[i].key))
 			continue;
@@ -175,12 +200,15 @@ int atoll_cluster_set(struct atoll_cluster *c, const char *key, const char *valu
 			return r;
 		pthread_mutex_lock(&c->lock);
 		r = config_set_override(c->cfg, known_keys[i].key, value);
-		if (r == 0)
-			r = read_settings(c, c->cfg);
+		if (r < 0)
+			atoll__error(-EINVAL, "atoll_cluster_set: option '%s': '%s' is not a "
+				     "valid value", known_keys[i].key, value);
+		else
+			r = read_settings(c, c->cfg, "atoll_cluster_set");
 		pthread_mutex_unlock(&c->lock);
 		return r < 0 ? -EINVAL : 0;
 	}
-	return r;
+	return atoll__error(-EINVAL, "atoll_cluster_set: unknown option '%s'", key);
 }
 
 /* ---- maps ---- */
@@ -339,16 +367,17 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 		.closed = on_closed,
 	};
 	const char *mon_host;
+	char err[256] = "";
 	int r;
 
 	if (!c)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_cluster_connect: c is NULL");
 	if (c->msgr)
-		return -EISCONN;
+		return atoll__error(-EISCONN, "atoll_cluster_connect: already connected");
 	r = config_get_str(c->cfg, CLIENT_WHO, "mon_host", DEFAULT_MON_HOST, &mon_host,
-			   NULL, 0);
+			   err, sizeof(err));
 	if (r < 0)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_cluster_connect: %s", err);
 	do {
 		if (getrandom(&c->id, sizeof(c->id), 0) != sizeof(c->id))
 			return -errno ? -errno : -EIO;
@@ -362,19 +391,25 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 		int64_t dup = 0, reset = 0;
 
 		if (config_get_int(c->cfg, CLIENT_WHO, "ms_inject_dup_permille", 0, 0, 1000,
-				   &dup, NULL, 0) < 0 ||
+				   &dup, err, sizeof(err)) < 0 ||
 		    config_get_int(c->cfg, CLIENT_WHO, "ms_inject_reset_permille", 0, 0, 1000,
-				   &reset, NULL, 0) < 0)
-			return -EINVAL;
+				   &reset, err, sizeof(err)) < 0)
+			return atoll__error(-EINVAL, "atoll_cluster_connect: %s", err);
 		mc.inject_dup_permille = (uint32_t)dup;
 		mc.inject_reset_permille = (uint32_t)reset;
 	}
 	r = msgr_create(&mc, &ops, c, &c->msgr);
-	if (r < 0)
+	if (r < 0) {
+		atoll__error(r, "atoll_cluster_connect: cannot start the messenger: %s",
+			     atoll_strerror(r));
 		goto out;
+	}
 	r = msgr_start(c->msgr);
-	if (r < 0)
+	if (r < 0) {
+		atoll__error(r, "atoll_cluster_connect: cannot start the messenger: %s",
+			     atoll_strerror(r));
 		goto out_destroy;
+	}
 	pthread_mutex_lock(&c->lock);
 	c->mon = msgr_connect(c->msgr, mon_host);
 	pthread_mutex_unlock(&c->lock);
@@ -388,6 +423,15 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 		if (!c->mon_ever_connected && c->mon_err == -ECONNREFUSED)
 			r = -ECONNREFUSED;
 		pthread_mutex_unlock(&c->lock);
+		if (r == -ETIMEDOUT)
+			atoll__error(r, "no answer from the monitor at %s within "
+				     "client_mount_timeout (%llu ms); check mon_host and that "
+				     "the monitor runs", mon_host,
+				     (unsigned long long)c->mount_timeout_ms);
+		else
+			atoll__error(r, "cannot connect to the monitor at %s: %s; check "
+				     "mon_host and that the monitor runs", mon_host,
+				     atoll_strerror(r));
 		goto out_put_mon;
 	}
 	c->connected = true;

@@ -4,7 +4,8 @@
  * A completion has two owners: the caller (until atoll_completion_release)
  * and the op it was given to (until the op finishes).  The last one frees
  * it, so a caller may release a completion whose op is still in flight and
- * the callback still runs.  The result is published under the
+ * the callback still runs; the user data's free function runs when the
+ * last one lets go, so it never races the callback.  The result is published under the
  * completion's own mutex before the callback runs, so a waiter woken by
  * the broadcast and a callback see the same result.
  */
@@ -22,18 +23,22 @@ static void completion_put(struct atoll_completion *comp)
 	pthread_mutex_unlock(&comp->lock);
 	if (refs > 0)
 		return;
+	/* Nobody can run the callback or read the result any more: the
+	 * user data goes now, once. */
+	if (comp->free_arg)
+		comp->free_arg(comp->arg);
 	pthread_cond_destroy(&comp->cond);
 	pthread_mutex_destroy(&comp->lock);
 	free(comp);
 }
 
-int atoll_completion_create(atoll_callback_t cb, void *arg,
+int atoll_completion_create(atoll_callback_t cb, void *arg, atoll_free_t free_arg,
 			    struct atoll_completion **out)
 {
 	struct atoll_completion *comp;
 
 	if (!out)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_completion_create: out is NULL");
 	*out = NULL;
 	comp = calloc(1, sizeof(*comp));
 	if (!comp)
@@ -42,6 +47,7 @@ int atoll_completion_create(atoll_callback_t cb, void *arg,
 	pthread_cond_init(&comp->cond, NULL);
 	comp->cb = cb;
 	comp->arg = arg;
+	comp->free_arg = free_arg;
 	comp->refs = 1;
 	*out = comp;
 	return 0;
@@ -64,6 +70,14 @@ int client_completion_take(struct atoll_completion *comp)
 	return r;
 }
 
+void client_completion_untake(struct atoll_completion *comp)
+{
+	pthread_mutex_lock(&comp->lock);
+	comp->used = false;
+	comp->refs--;		/* the op's; the caller still holds its own */
+	pthread_mutex_unlock(&comp->lock);
+}
+
 void client_completion_finish(struct atoll_completion *comp, int64_t rval,
 			      uint64_t version)
 {
@@ -78,6 +92,23 @@ void client_completion_finish(struct atoll_completion *comp, int64_t rval,
 	if (comp->cb)
 		comp->cb(comp, comp->arg);
 	completion_put(comp);
+}
+
+int atoll_completion_begin(struct atoll_completion *comp)
+{
+	int r = client_completion_take(comp);
+
+	if (r < 0)
+		return atoll__error(r, "atoll_completion_begin: %s",
+				    comp ? "the completion was used before" : "comp is NULL");
+	return 0;
+}
+
+void atoll_completion_finish(struct atoll_completion *comp, int64_t result,
+			     uint64_t version)
+{
+	if (comp)
+		client_completion_finish(comp, result, version);
 }
 
 int64_t atoll_completion_wait(struct atoll_completion *comp)

@@ -38,9 +38,18 @@ int client_check_xattr_name(const char *name)
 	return n > PROTO_XATTR_NAME_MAX ? -ENAMETOOLONG : 0;
 }
 
-struct atoll_op *atoll_op_create(void)
+struct atoll_op *atoll_op_create(unsigned flags)
 {
-	return calloc(1, sizeof(struct atoll_op));
+	struct atoll_op *op;
+
+	if (atoll__check_flags("atoll_op_create", flags, 0) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	op = calloc(1, sizeof(struct atoll_op));
+	if (!op)
+		atoll__error(-ENOMEM, "atoll_op_create: out of memory");
+	return op;
 }
 
 void client_op_clear(struct atoll_op *op)
@@ -585,7 +594,7 @@ int atoll_op_operate(struct atoll_op *op, struct atoll_ioctx *io, const char *oi
 	struct atoll_completion *comp;
 	int64_t r;
 
-	r = atoll_completion_create(NULL, NULL, &comp);
+	r = atoll_completion_create(NULL, NULL, NULL, &comp);
 	if (r < 0)
 		return (int)r;
 	r = atoll_aio_op_operate(op, io, oid, comp, flags);

@@ -181,20 +181,25 @@ int client_cursor_decode(const char *cursor, uint32_t *pg, char *name, size_t *l
 
 /* ---- listing ---- */
 
-int atoll_list_open(struct atoll_ioctx *io, struct atoll_list **out)
+int atoll_list_open(struct atoll_ioctx *io, struct atoll_list **out, unsigned flags)
 {
 	const struct osdmap_pool *p;
 	struct atoll_list *l;
 	struct atoll_cluster *c;
+	int r;
 
 	if (!out)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_list_open: out is NULL");
 	*out = NULL;
 	if (!io)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_list_open: io is NULL");
+	r = atoll__check_flags("atoll_list_open", flags, 0);
+	if (r < 0)
+		return r;
 	c = io->c;
 	if (!c->connected)
-		return -ENOTCONN;
+		return atoll__error(-ENOTCONN,
+				    "atoll_list_open: the cluster handle is not connected");
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -224,7 +229,7 @@ static int list_fetch(struct atoll_list *l)
 	atoll_kv_iter_free(l->batch);
 	l->batch = NULL;
 	l->more = 0;
-	op = atoll_op_create();
+	op = atoll_op_create(0);
 	if (!op)
 		return -ENOMEM;
 	s = &op->ops[0];
@@ -236,7 +241,7 @@ static int list_fetch(struct atoll_list *l)
 					   .more = &l->more };
 	op->nops = 1;
 	op->has_read = true;
-	r = atoll_completion_create(NULL, NULL, &comp);
+	r = atoll_completion_create(NULL, NULL, NULL, &comp);
 	if (r < 0) {
 		atoll_op_release(op);
 		return (int)r;

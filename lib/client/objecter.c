@@ -599,9 +599,10 @@ int client_submit(struct atoll_cluster *c, struct client_req *r)
 	bool on_loop;
 	int rc;
 
-	if (!c->connected || c->shutting_down) {
+	if (!c->connected) {
 		client_req_free(r);
-		return -ENOTCONN;
+		return atoll__error(-ENOTCONN, "the cluster handle is not connected; call "
+				    "atoll_cluster_connect first");
 	}
 	rc = client_completion_take(r->comp);
 	if (rc < 0) {
@@ -618,6 +619,15 @@ int client_submit(struct atoll_cluster *c, struct client_req *r)
 	       (c->inflight_ops >= c->throttle_ops ||
 		(c->inflight_bytes && c->inflight_bytes + r->bytes > c->throttle_bytes)))
 		pthread_cond_wait(&c->throttle_cond, &c->lock);
+	if (c->shutting_down) {
+		/* the header's shutdown rule: an op issued while shutdown runs
+		 * (from a completion callback) is refused at once; checked
+		 * under the lock, so it is never missed by client_fail_all */
+		pthread_mutex_unlock(&c->lock);
+		client_completion_untake(r->comp);
+		client_req_free(r);
+		return atoll__error(-ESHUTDOWN, "the cluster handle is shutting down");
+	}
 	c->inflight_ops++;
 	c->inflight_bytes += r->bytes;
 	r->tid = ++c->next_tid;

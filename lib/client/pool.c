@@ -185,19 +185,26 @@ int64_t atoll_pool_list(struct atoll_cluster *c, char *buf, size_t len)
 }
 
 int atoll_ioctx_create(struct atoll_cluster *c, const char *pool,
-		       struct atoll_ioctx **out)
+		       struct atoll_ioctx **out, unsigned flags)
 {
 	struct atoll_ioctx *io;
 	int64_t id;
+	int r;
 
 	if (!out)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_ioctx_create: out is NULL");
 	*out = NULL;
 	if (!c || !pool)
-		return -EINVAL;
+		return atoll__error(-EINVAL, "atoll_ioctx_create: %s is NULL", c ? "pool" : "c");
+	r = atoll__check_flags("atoll_ioctx_create", flags, 0);
+	if (r < 0)
+		return r;
 	id = atoll_pool_lookup(c, pool);
+	if (id == -ENOENT)
+		return atoll__error(-ENOENT, "pool '%s' does not exist; create it with: "
+				    "atoll pool create %s", pool, pool);
 	if (id < 0)
-		return (int)id;
+		return atoll__error((int)id, "pool '%s': %s", pool, atoll_strerror((int)id));
 	io = calloc(1, sizeof(*io));
 	if (!io)
 		return -ENOMEM;

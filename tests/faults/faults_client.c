@@ -172,7 +172,7 @@ static int issue(struct atoll_ioctx *io, struct slot *s)
 
 	if (s->comp)
 		atoll_completion_release(s->comp);
-	r = atoll_completion_create(NULL, NULL, &s->comp);
+	r = atoll_completion_create(NULL, NULL, NULL, &s->comp);
 	if (r < 0)
 		return r;
 	s->issued_ms = now_ms();
@@ -182,16 +182,16 @@ static int issue(struct atoll_ioctx *io, struct slot *s)
 					CHUNK_MAX);
 		fill(s->buf, s->len, (uint64_t)s->idx, s->seq, 1);
 		app_name(oid, sizeof(oid), s->idx % APP_OBJS);
-		r = atoll_aio_append(io, oid, s->comp, s->buf, s->len);
+		r = atoll_aio_append(io, oid, s->comp, s->buf, s->len, 0);
 	} else if (!s->reading) {
 		s->seq++;
 		s->len = 1 + (uint32_t)((s->seq * 40503u + (uint32_t)s->idx * 31u) % CHUNK_MAX);
 		fill(s->buf, s->len, (uint64_t)s->idx, s->seq, 2);
 		wf_name(oid, sizeof(oid), s->idx);
-		r = atoll_aio_write_full(io, oid, s->comp, s->buf, s->len);
+		r = atoll_aio_write_full(io, oid, s->comp, s->buf, s->len, 0);
 	} else {
 		wf_name(oid, sizeof(oid), s->idx);
-		r = atoll_aio_read(io, oid, s->comp, s->rbuf, sizeof(s->rbuf), 0);
+		r = atoll_aio_read(io, oid, s->comp, s->rbuf, sizeof(s->rbuf), 0, 0);
 	}
 	if (r == 0)
 		ops_issued++;
@@ -272,7 +272,7 @@ static void verify(struct atoll_ioctx *io)
 		int r;
 
 		app_name(oid, sizeof(oid), i);
-		r = atoll_stat(io, oid, &size, NULL);
+		r = atoll_stat(io, oid, &size, NULL, 0);
 		CHECK(r == 0, "stat %s: %s", oid, atoll_strerror(r));
 		CHECK(size == o->bytes, "%s has %" PRIu64 " bytes; the acknowledged appends "
 		      "sum to %" PRIu64 " (%zu appends): %s", oid, size, o->bytes, o->n,
@@ -289,7 +289,7 @@ static void verify(struct atoll_ioctx *io)
 			fill(want + off, o->e[k].len, o->e[k].slot, o->e[k].seq, 1);
 			off += o->e[k].len;
 		}
-		n = atoll_read(io, oid, got, o->bytes + 1, 0);
+		n = atoll_read(io, oid, got, o->bytes + 1, 0, 0);
 		CHECK(n == (int64_t)o->bytes, "read %s: %" PRId64 " of %" PRIu64 " bytes", oid, n,
 		      o->bytes);
 		if (n == (int64_t)o->bytes) {
@@ -312,7 +312,7 @@ static void verify(struct atoll_ioctx *io)
 		if (!sl->acked)
 			continue;
 		wf_name(oid, sizeof(oid), s);
-		n = atoll_read(io, oid, got, sizeof(got), 0);
+		n = atoll_read(io, oid, got, sizeof(got), 0, 0);
 		fill(want, sl->acked_len, (uint64_t)s, sl->acked_seq, 2);
 		CHECK(n == (int64_t)sl->acked_len && !memcmp(got, want, sl->acked_len),
 		      "%s does not read back as its last acknowledged write (%" PRId64 " bytes)",
@@ -419,7 +419,7 @@ static void run_ledger(const char *pool, const char *kill_cmd, const char *const
 	struct atoll_cluster *c = connect_cluster(sets);
 	struct atoll_ioctx *io;
 	uint64_t e0 = atoll_cluster_epoch(c);
-	int r = atoll_ioctx_create(c, pool, &io);
+	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
@@ -459,77 +459,77 @@ static void run_limits(const char *pool)
 
 	if (!big || !kv || !keys)
 		DIE("out of memory");
-	r = atoll_ioctx_create(c, pool, &io);
+	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(big, 64 * MiB + 1, 7, 7, 7);
 
 	/* object size: exactly 128 MiB in two 64 MiB pieces, then +1 */
-	r = atoll_write(io, "big", big, 64 * MiB, 0);
+	r = atoll_write(io, "big", big, 64 * MiB, 0, 0);
 	CHECK(r == 0, "a 64 MiB write (the op payload limit exactly): %s", atoll_strerror(r));
-	r = atoll_write(io, "big", big + 1, 64 * MiB, 64 * MiB);
+	r = atoll_write(io, "big", big + 1, 64 * MiB, 64 * MiB, 0);
 	CHECK(r == 0, "a 64 MiB write ending at 128 MiB exactly: %s", atoll_strerror(r));
-	r = atoll_stat(io, "big", &size, NULL);
+	r = atoll_stat(io, "big", &size, NULL, 0);
 	CHECK(r == 0 && size == 128ull * MiB, "big: stat %d, %" PRIu64 " bytes", r, size);
-	r = atoll_write(io, "big", "x", 1, 128ull * MiB);
+	r = atoll_write(io, "big", "x", 1, 128ull * MiB, 0);
 	CHECK(r == -EFBIG, "one byte past 128 MiB: %d (%s), want -EFBIG", r, atoll_strerror(r));
-	r = atoll_append(io, "big", "x", 1);
+	r = atoll_append(io, "big", "x", 1, 0);
 	CHECK(r == -EFBIG, "an append to a 128 MiB object: %d, want -EFBIG", r);
-	r = atoll_write(io, "big", "y", 1, 128ull * MiB - 1);
+	r = atoll_write(io, "big", "y", 1, 128ull * MiB - 1, 0);
 	CHECK(r == 0, "a write of the last byte of a 128 MiB object: %s", atoll_strerror(r));
-	n = atoll_read(io, "big", big, 16, 128ull * MiB - 8);
+	n = atoll_read(io, "big", big, 16, 128ull * MiB - 8, 0);
 	CHECK(n == 8 && big[7] == 'y', "the last 8 bytes of big: %" PRId64, n);
-	r = atoll_stat(io, "big", &size, NULL);
+	r = atoll_stat(io, "big", &size, NULL, 0);
 	CHECK(r == 0 && size == 128ull * MiB, "big after the refused writes: %" PRIu64 " bytes",
 	      size);
-	r = atoll_truncate(io, "big2", 128ull * MiB);
+	r = atoll_truncate(io, "big2", 128ull * MiB, 0);
 	CHECK(r == 0, "truncate to 128 MiB exactly: %s", atoll_strerror(r));
-	r = atoll_truncate(io, "big3", 128ull * MiB + 1);
+	r = atoll_truncate(io, "big3", 128ull * MiB + 1, 0);
 	CHECK(r == -EFBIG, "truncate to 128 MiB + 1: %d, want -EFBIG", r);
-	atoll_remove(io, "big");
-	atoll_remove(io, "big2");
+	atoll_remove(io, "big", 0);
+	atoll_remove(io, "big2", 0);
 
 	/* one op's payload: exactly 64 MiB, then +1 */
 	fill(big, 64 * MiB + 1, 8, 8, 8);
-	r = atoll_write_full(io, "pay", big, 64 * MiB);
+	r = atoll_write_full(io, "pay", big, 64 * MiB, 0);
 	CHECK(r == 0, "a 64 MiB write_full: %s", atoll_strerror(r));
-	r = atoll_write_full(io, "pay", big, 64 * MiB + 1);
+	r = atoll_write_full(io, "pay", big, 64 * MiB + 1, 0);
 	CHECK(r == -E2BIG, "a write_full of 64 MiB + 1: %d (%s), want -E2BIG", r,
 	      atoll_strerror(r));
-	r = atoll_append(io, "pay2", big, 64 * MiB + 1);
+	r = atoll_append(io, "pay2", big, 64 * MiB + 1, 0);
 	CHECK(r == -E2BIG, "an append of 64 MiB + 1: %d, want -E2BIG", r);
-	r = atoll_stat(io, "pay", &size, NULL);
+	r = atoll_stat(io, "pay", &size, NULL, 0);
 	CHECK(r == 0 && size == 64ull * MiB, "pay: %" PRIu64 " bytes after the refused op", size);
-	atoll_remove(io, "pay");
+	atoll_remove(io, "pay", 0);
 
 	/* omap entries in one op: exactly 10,000, then +1 */
 	for (int i = 0; i < 10001; i++) {
 		snprintf(keys[i], 16, "k%06d", i);
 		kv[i] = (struct atoll_kv){ keys[i], 7, keys[i], 7 };
 	}
-	r = atoll_omap_set(io, "om", kv, 10000);
+	r = atoll_omap_set(io, "om", kv, 10000, 0);
 	CHECK(r == 0, "omap_set of 10,000 entries: %s", atoll_strerror(r));
-	r = atoll_omap_set(io, "om2", kv, 10001);
+	r = atoll_omap_set(io, "om2", kv, 10001, 0);
 	CHECK(r == -E2BIG, "omap_set of 10,001 entries: %d, want -E2BIG", r);
-	r = atoll_omap_list(io, "om", NULL, 0, 1000, &it, &more);
+	r = atoll_omap_list(io, "om", NULL, 0, 1000, &it, &more, 0);
 	CHECK(r == 0 && atoll_kv_iter_count(it) == 1000 && more,
 	      "omap_list of om: %d, %zu entries, more %d", r, it ? atoll_kv_iter_count(it) : 0,
 	      more);
 	atoll_kv_iter_free(it);
 	it = NULL;
-	r = atoll_omap_get(io, "om", kv, 10000, &it);
+	r = atoll_omap_get(io, "om", kv, 10000, &it, 0);
 	CHECK(r == 0 && atoll_kv_iter_count(it) == 10000,
 	      "omap_get of 10,000 keys: %d, %zu entries", r, it ? atoll_kv_iter_count(it) : 0);
 	atoll_kv_iter_free(it);
 	it = NULL;
-	r = atoll_omap_get(io, "om", kv, 10001, &it);
+	r = atoll_omap_get(io, "om", kv, 10001, &it, 0);
 	CHECK(r == -E2BIG, "omap_get of 10,001 keys: %d, want -E2BIG", r);
 	atoll_kv_iter_free(it);
-	r = atoll_omap_rm(io, "om", kv, 10001);
+	r = atoll_omap_rm(io, "om", kv, 10001, 0);
 	CHECK(r == -E2BIG, "omap_rm of 10,001 keys: %d, want -E2BIG", r);
-	r = atoll_omap_rm(io, "om", kv, 10000);
+	r = atoll_omap_rm(io, "om", kv, 10000, 0);
 	CHECK(r == 0, "omap_rm of 10,000 keys: %s", atoll_strerror(r));
-	atoll_remove(io, "om");
+	atoll_remove(io, "om", 0);
 
 	atoll_ioctx_destroy(io);
 	atoll_cluster_shutdown(c);
@@ -551,7 +551,7 @@ static void run_fill(const char *pool, unsigned seconds, size_t len)
 
 	if (!buf)
 		DIE("out of memory");
-	r = atoll_ioctx_create(c, pool, &io);
+	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, len, 9, 9, 9);
@@ -559,7 +559,7 @@ static void run_fill(const char *pool, unsigned seconds, size_t len)
 		char oid[32];
 
 		snprintf(oid, sizeof(oid), "full-%d", i);
-		r = atoll_write_full(io, oid, buf, len);
+		r = atoll_write_full(io, oid, buf, len, 0);
 		if (r < 0)
 			break;
 	}
@@ -575,7 +575,7 @@ static void run_drain(const char *pool, int count)
 {
 	struct atoll_cluster *c = connect_cluster(NULL);
 	struct atoll_ioctx *io;
-	int r = atoll_ioctx_create(c, pool, &io);
+	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
@@ -583,7 +583,7 @@ static void run_drain(const char *pool, int count)
 		char oid[32];
 
 		snprintf(oid, sizeof(oid), "full-%d", i);
-		r = atoll_remove(io, oid);
+		r = atoll_remove(io, oid, 0);
 		CHECK(r == 0, "remove %s on a full cluster: %s", oid, atoll_strerror(r));
 	}
 	atoll_ioctx_destroy(io);
@@ -596,12 +596,12 @@ static void run_write_ok(const char *pool, bool want_ok)
 		"client_op_timeout", "30s", NULL });
 	struct atoll_ioctx *io;
 	uint8_t *buf = malloc(4 * MiB);
-	int r = atoll_ioctx_create(c, pool, &io);
+	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0 || !buf)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, 4 * MiB, 10, 10, 10);
-	r = atoll_write_full(io, "after-full", buf, 4 * MiB);
+	r = atoll_write_full(io, "after-full", buf, 4 * MiB, 0);
 	if (want_ok)
 		CHECK(r == 0, "a write after the deletes: %s", atoll_strerror(r));
 	else
@@ -620,24 +620,24 @@ static void run_full_try(const char *pool)
 		"client_op_timeout", "30s", NULL });
 	struct atoll_ioctx *io;
 	uint8_t buf[4096];
-	int r = atoll_ioctx_create(c, pool, &io);
+	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, sizeof(buf), 12, 12, 12);
 	r = atoll_ioctx_set_flags(io, 0x80);
 	CHECK(r == -EINVAL, "atoll_ioctx_set_flags with an unknown flag: %d, want -EINVAL", r);
-	r = atoll_write_full(io, "full-try", buf, sizeof(buf));
+	r = atoll_write_full(io, "full-try", buf, sizeof(buf), 0);
 	CHECK(r == -ENOSPC, "a plain small write on the full cluster: %d, want -ENOSPC", r);
 	r = atoll_ioctx_set_flags(io, ATOLL_IOCTX_FULL_TRY);
 	CHECK(r == 0, "atoll_ioctx_set_flags(FULL_TRY): %s", atoll_strerror(r));
-	r = atoll_write_full(io, "full-try", buf, sizeof(buf));
+	r = atoll_write_full(io, "full-try", buf, sizeof(buf), 0);
 	CHECK(r == 0, "a FULL_TRY write on the full cluster: %s", atoll_strerror(r));
 	r = atoll_ioctx_set_flags(io, 0);
 	CHECK(r == 0, "clearing the flags: %s", atoll_strerror(r));
-	r = atoll_write_full(io, "full-try-2", buf, sizeof(buf));
+	r = atoll_write_full(io, "full-try-2", buf, sizeof(buf), 0);
 	CHECK(r == -ENOSPC, "a write after clearing FULL_TRY: %d, want -ENOSPC", r);
-	r = atoll_remove(io, "full-try");
+	r = atoll_remove(io, "full-try", 0);
 	CHECK(r == 0, "removing the FULL_TRY object: %s", atoll_strerror(r));
 	atoll_ioctx_destroy(io);
 	atoll_cluster_shutdown(c);
@@ -651,7 +651,7 @@ static void run_populate(const char *pool, int count)
 	struct atoll_completion *comp[16] = { 0 };
 	uint8_t *buf = malloc(256 * 1024);
 	struct atoll_ioctx *io;
-	int r = atoll_ioctx_create(c, pool, &io);
+	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0 || !buf)
 		DIE("ioctx %s: %s", pool, atoll_strerror(r));
@@ -669,10 +669,10 @@ static void run_populate(const char *pool, int count)
 		if (i >= count)
 			continue;
 		snprintf(oid, sizeof(oid), "obj-%d", i);
-		r = atoll_completion_create(NULL, NULL, cp);
+		r = atoll_completion_create(NULL, NULL, NULL, cp);
 		if (r == 0)
 			r = atoll_aio_write_full(io, oid, *cp, buf,
-						 ((size_t)i * 7919u) % (256 * 1024));
+						 ((size_t)i * 7919u) % (256 * 1024), 0);
 		if (r < 0)
 			DIE("write of %s: %s", oid, atoll_strerror(r));
 	}

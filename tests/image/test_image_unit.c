@@ -61,7 +61,7 @@ int main(void)
 	CHECK("open_null_args", atoll_image_open(NULL, "x", NULL, &img) == -EINVAL);
 	CHECK("create_null_io", atoll_image_create(NULL, "x", 512, NULL) == -EINVAL);
 	CHECK("close_null", atoll_image_close(NULL) == 0);
-	CHECK("aio_null_image", atoll_image_aio_read(NULL, NULL, 0, 0, NULL, NULL, 0) == -EINVAL);
+	CHECK("aio_null_image", atoll_image_aio_read(NULL, NULL, 0, 0, NULL, 0) == -EINVAL);
 	CHECK("version", atoll_image_version(NULL) == ATOLL_IMAGE_VERSION_NUMBER);
 	free(h);
 	return fails ? 1 : 0;

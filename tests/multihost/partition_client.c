@@ -44,7 +44,7 @@ static int run_write(struct atoll_ioctx *io, const char *oid, uint64_t until)
 		int r;
 
 		snprintf(buf, sizeof(buf), "%020" PRIu64, n);
-		r = atoll_write_full(io, oid, buf, VALUE_LEN);
+		r = atoll_write_full(io, oid, buf, VALUE_LEN, 0);
 		if (r < 0) {
 			/* not acknowledged: may or may not be applied, and the
 			 * next number supersedes it either way */
@@ -63,7 +63,7 @@ static int run_read(struct atoll_ioctx *io, const char *oid, uint64_t until)
 
 	while (now_ns() < until) {
 		uint64_t t0 = now_ns(), t1;
-		int64_t r = atoll_read(io, oid, buf, VALUE_LEN, 0);
+		int64_t r = atoll_read(io, oid, buf, VALUE_LEN, 0, 0);
 
 		t1 = now_ns();
 		if (r == VALUE_LEN) {
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
 	if (!r)
 		r = atoll_cluster_connect(cl);
 	if (!r)
-		r = atoll_ioctx_create(cl, argv[2], &io);
+		r = atoll_ioctx_create(cl, argv[2], &io, 0);
 	if (r) {
 		fprintf(stderr, "partition-client: cannot connect: %s\n", atoll_strerror(r));
 		if (cl)

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,11 +41,19 @@ struct atoll_image {
 	bool ro;
 };
 
+/* libatoll's completion, reduced to what atoll-nbd uses: the caller's
+ * reference and the request's, the callback run once by a worker. */
+struct atoll_completion {
+	atoll_callback_t cb;
+	void *arg;
+	atoll_free_t free_arg;
+	int64_t result;
+	atomic_int refs;
+};
+
 struct job {
 	struct job *next;
-	struct atoll_image *img;
-	atoll_image_cb cb;
-	void *arg;
+	struct atoll_completion *comp;
 	int64_t result;
 };
 
@@ -69,21 +78,26 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&g_lock);
 		if (g_delay_us)
 			usleep(g_delay_us);
-		j->cb(j->img, j->result, j->arg);
+		j->comp->result = j->result;
+		if (j->comp->cb)
+			j->comp->cb(j->comp, j->comp->arg);
+		atoll_completion_release(j->comp);	/* the request's reference */
 		free(j);
 	}
 	return NULL;
 }
 
-static int complete(struct atoll_image *img, atoll_image_cb cb, void *arg, int64_t result)
+static int complete(struct atoll_completion *comp, int64_t result)
 {
-	struct job *j = calloc(1, sizeof(*j));
+	struct job *j;
 
+	if (!comp)
+		return -EINVAL;
+	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	j->img = img;
-	j->cb = cb;
-	j->arg = arg;
+	atomic_fetch_add(&comp->refs, 1);
+	j->comp = comp;
 	j->result = result;
 	pthread_mutex_lock(&g_lock);
 	/* push at the head: later requests tend to complete first */
@@ -95,6 +109,35 @@ static int complete(struct atoll_image *img, atoll_image_cb cb, void *arg, int64
 }
 
 /* ---- libatoll: just enough ------------------------------------------ */
+
+int atoll_completion_create(atoll_callback_t cb, void *arg, atoll_free_t free_arg,
+			    struct atoll_completion **out)
+{
+	struct atoll_completion *comp = calloc(1, sizeof(*comp));
+
+	if (!comp)
+		return -ENOMEM;
+	comp->cb = cb;
+	comp->arg = arg;
+	comp->free_arg = free_arg;
+	atomic_init(&comp->refs, 1);
+	*out = comp;
+	return 0;
+}
+
+int64_t atoll_completion_return(struct atoll_completion *comp)
+{
+	return comp->result;
+}
+
+void atoll_completion_release(struct atoll_completion *comp)
+{
+	if (!comp || atomic_fetch_sub(&comp->refs, 1) != 1)
+		return;
+	if (comp->free_arg)
+		comp->free_arg(comp->arg);
+	free(comp);
+}
 
 struct atoll_cluster { int unused; };
 struct atoll_ioctx { int unused; };
@@ -134,7 +177,8 @@ void atoll_cluster_shutdown(struct atoll_cluster *c)
 	free(c);
 }
 
-int atoll_ioctx_create(struct atoll_cluster *c, const char *pool, struct atoll_ioctx **out)
+int atoll_ioctx_create(struct atoll_cluster *c, const char *pool, struct atoll_ioctx **out,
+		       unsigned flags)
 {
 	if (strcmp(pool, "nopool") == 0)
 		return -ENOENT;
@@ -145,6 +189,11 @@ int atoll_ioctx_create(struct atoll_cluster *c, const char *pool, struct atoll_i
 void atoll_ioctx_destroy(struct atoll_ioctx *io)
 {
 	free(io);
+}
+
+const char *atoll_last_error(void)
+{
+	return "";
 }
 
 const char *atoll_strerror(int err)
@@ -236,18 +285,18 @@ static void mark(struct fake_disk *d, uint64_t off, uint64_t len, uint8_t v)
 }
 
 int atoll_image_aio_read(struct atoll_image *img, void *buf, size_t len, uint64_t off,
-			 atoll_image_cb cb, void *arg, unsigned flags)
+			 struct atoll_completion *comp, unsigned flags)
 {
 	if (bad_range(img, off, len) || len > ATOLL_IMAGE_IO_MAX || flags)
 		return -EINVAL;
 	pthread_mutex_lock(&img->disk->lock);
 	memcpy(buf, img->disk->data + off, len);
 	pthread_mutex_unlock(&img->disk->lock);
-	return complete(img, cb, arg, (int64_t)len);
+	return complete(comp, (int64_t)len);
 }
 
 int atoll_image_aio_write(struct atoll_image *img, const void *buf, size_t len,
-			  uint64_t off, atoll_image_cb cb, void *arg, unsigned flags)
+			  uint64_t off, struct atoll_completion *comp, unsigned flags)
 {
 	if (bad_range(img, off, len) || len > ATOLL_IMAGE_IO_MAX || flags)
 		return -EINVAL;
@@ -257,11 +306,11 @@ int atoll_image_aio_write(struct atoll_image *img, const void *buf, size_t len,
 	memcpy(img->disk->data + off, buf, len);
 	mark(img->disk, off, len, 1);
 	pthread_mutex_unlock(&img->disk->lock);
-	return complete(img, cb, arg, (int64_t)len);
+	return complete(comp, (int64_t)len);
 }
 
-static int zero(struct atoll_image *img, uint64_t off, uint64_t len, atoll_image_cb cb,
-		void *arg, bool dealloc)
+static int zero(struct atoll_image *img, uint64_t off, uint64_t len,
+		struct atoll_completion *comp, bool dealloc)
 {
 	struct fake_disk *d = img->disk;
 
@@ -276,30 +325,30 @@ static int zero(struct atoll_image *img, uint64_t off, uint64_t len, atoll_image
 	     (o + 1) * FAKE_OBJ <= off + len; o++)
 		d->alloc[o] = 0;
 	pthread_mutex_unlock(&d->lock);
-	return complete(img, cb, arg, 0);
+	return complete(comp, 0);
 }
 
 int atoll_image_aio_discard(struct atoll_image *img, uint64_t off, uint64_t len,
-			    atoll_image_cb cb, void *arg, unsigned flags)
+			    struct atoll_completion *comp, unsigned flags)
 {
-	return zero(img, off, len, cb, arg, true);
+	return zero(img, off, len, comp, true);
 }
 
 int atoll_image_aio_write_zeroes(struct atoll_image *img, uint64_t off, uint64_t len,
-				 atoll_image_cb cb, void *arg, unsigned flags)
+				 struct atoll_completion *comp, unsigned flags)
 {
-	return zero(img, off, len, cb, arg, !(flags & ATOLL_IMAGE_ZERO_NO_HOLE));
+	return zero(img, off, len, comp, !(flags & ATOLL_IMAGE_ZERO_NO_HOLE));
 }
 
-int atoll_image_aio_flush(struct atoll_image *img, atoll_image_cb cb, void *arg,
+int atoll_image_aio_flush(struct atoll_image *img, struct atoll_completion *comp,
 			  unsigned flags)
 {
-	return complete(img, cb, arg, 0);
+	return complete(comp, 0);
 }
 
 int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t len,
 				 struct atoll_image_extent *ext, size_t max,
-				 atoll_image_cb cb, void *arg, unsigned flags)
+				 struct atoll_completion *comp, unsigned flags)
 {
 	struct fake_disk *d = img->disk;
 	uint64_t end = off + len;
@@ -327,7 +376,7 @@ int atoll_image_aio_block_status(struct atoll_image *img, uint64_t off, uint64_t
 		off = oend;
 	}
 	pthread_mutex_unlock(&d->lock);
-	return complete(img, cb, arg, (int64_t)n);
+	return complete(comp, (int64_t)n);
 }
 
 int atoll_image_stat(struct atoll_ioctx *io, const char *name, struct atoll_image_info *info)

@@ -62,7 +62,7 @@ static int do_write(struct atoll_ioctx *io, const char *name, uint64_t off, size
 	ret = open_writer(io, name, &img);
 	if (ret)
 		goto out;
-	got = atoll_image_write(img, buf, len, off);
+	got = atoll_image_write(img, buf, len, off, 0);
 	ret = got < 0 ? (int)got : 0;
 	if (ret)
 		fprintf(stderr, "nbd-image-tool: write to image '%s' failed: %s\n", name,
@@ -90,7 +90,7 @@ static int do_hold(struct atoll_ioctx *io, const char *name, uint64_t off)
 	ret = open_writer(io, name, &img);
 	if (ret)
 		return ret;
-	got = atoll_image_write(img, a, sizeof(a), off);
+	got = atoll_image_write(img, a, sizeof(a), off, 0);
 	if (got < 0) {
 		fprintf(stderr, "nbd-image-tool: write to image '%s' failed: %s\n", name,
 			atoll_strerror((int)got));
@@ -108,9 +108,9 @@ static int do_hold(struct atoll_ioctx *io, const char *name, uint64_t off)
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		line[0] = 0;
-	got = atoll_image_write(img, b, sizeof(b), off + 4096);
+	got = atoll_image_write(img, b, sizeof(b), off + 4096, 0);
 	ret = got < 0 ? (int)got : 0;
-	oret = atoll_write(io, oid, b, sizeof(b), (off + 4096) % osz);
+	oret = atoll_write(io, oid, b, sizeof(b), (off + 4096) % osz, 0);
 	cret = atoll_image_close(img);
 	printf("late image_write=%d object_write=%d close=%d\n", ret, oret, cret);
 	fflush(stdout);
@@ -127,11 +127,12 @@ struct bench {
 	uint64_t ops;
 };
 
-static void bench_cb(struct atoll_image *img, int64_t result, void *arg)
+static void bench_cb(struct atoll_completion *comp, void *arg)
 {
 	struct bench *b = arg;
+	int64_t result = atoll_completion_return(comp);
 
-	(void)img;
+	atoll_completion_release(comp);
 	pthread_mutex_lock(&b->lock);
 	if (result < 0 && !b->err)
 		b->err = (int)result;
@@ -153,6 +154,7 @@ static double now_s(void)
 static int do_bench(struct atoll_ioctx *io, const char *name, double secs, bool rnd,
 		    bool wr, size_t bs, unsigned qd)
 {
+	struct atoll_completion *comp;
 	struct bench b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 	struct atoll_image_open_options ro = { .size_of = sizeof(ro),
 					       .flags = ATOLL_IMAGE_OPEN_READ_ONLY };
@@ -188,8 +190,12 @@ static int do_bench(struct atoll_ioctx *io, const char *name, double secs, bool 
 			b.done--;
 			b.inflight++;
 			pthread_mutex_unlock(&b.lock);
-			ret = wr ? atoll_image_aio_write(img, p, bs, blk * bs, bench_cb, &b, 0)
-				 : atoll_image_aio_read(img, p, bs, blk * bs, bench_cb, &b, 0);
+			ret = atoll_completion_create(bench_cb, &b, NULL, &comp);
+			if (!ret)
+				ret = wr ? atoll_image_aio_write(img, p, bs, blk * bs, comp, 0)
+					 : atoll_image_aio_read(img, p, bs, blk * bs, comp, 0);
+			if (ret)
+				atoll_completion_release(comp);
 			pthread_mutex_lock(&b.lock);
 			if (ret) {
 				b.err = ret;
@@ -235,7 +241,7 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = atoll_cluster_connect(c);
 	if (!ret)
-		ret = atoll_ioctx_create(c, argv[2], &io);
+		ret = atoll_ioctx_create(c, argv[2], &io, 0);
 	if (ret)
 		goto out;
 	if (strcmp(argv[3], "create") == 0 && argc == 6)

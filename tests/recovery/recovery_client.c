@@ -65,7 +65,7 @@ static void put(const char *oid, int g, size_t size)
 	uint8_t *b = malloc(size);
 
 	gen(oid, g, 0, b, size);
-	check(atoll_write_full(io, oid, b, size), "write_full", oid);
+	check(atoll_write_full(io, oid, b, size, 0), "write_full", oid);
 	free(b);
 }
 
@@ -112,10 +112,10 @@ static void phase1(void)
 		snprintf(oid, sizeof(oid), "o%d", i);
 		put(oid, 1, s1(i));
 		snprintf(v, sizeof(v), "x-%s", oid);
-		check(atoll_setxattr(io, oid, "x", v, strlen(v)), "setxattr", oid);
+		check(atoll_setxattr(io, oid, "x", v, strlen(v), 0), "setxattr", oid);
 		struct atoll_kv kv = { "k1", 2, v, strlen(v) };
 
-		check(atoll_omap_set(io, oid, &kv, 1), "omap_set", oid);
+		check(atoll_omap_set(io, oid, &kv, 1, 0), "omap_set", oid);
 	}
 }
 
@@ -132,23 +132,23 @@ static void phase2(void)
 
 		snprintf(oid, sizeof(oid), "o%d", i);
 		gen(oid, 3, 0, b, sa(i));
-		check(atoll_append(io, oid, b, sa(i)), "append", oid);
+		check(atoll_append(io, oid, b, sa(i), 0), "append", oid);
 	}
 	for (int i = 20; i < 30; i++) {
 		snprintf(oid, sizeof(oid), "o%d", i);
-		check(atoll_remove(io, oid), "remove", oid);
+		check(atoll_remove(io, oid, 0), "remove", oid);
 	}
 	for (int i = 30; i < 35; i++) {
 		snprintf(oid, sizeof(oid), "o%d", i);
 		snprintf(v, sizeof(v), "y-%s", oid);
 		struct atoll_kv kv = { "k2", 2, v, strlen(v) };
 
-		check(atoll_omap_set(io, oid, &kv, 1), "omap_set", oid);
+		check(atoll_omap_set(io, oid, &kv, 1, 0), "omap_set", oid);
 	}
-	check(atoll_remove(io, "o35"), "remove", "o35");
+	check(atoll_remove(io, "o35", 0), "remove", "o35");
 	put("o35", 5, 777);
 	put("o36", 2, 5000);
-	check(atoll_remove(io, "o36"), "remove", "o36");
+	check(atoll_remove(io, "o36", 0), "remove", "o36");
 	for (int i = 0; i < NN; i++) {
 		snprintf(oid, sizeof(oid), "n%d", i);
 		put(oid, 4, sn(i));
@@ -165,7 +165,7 @@ static void verify_one(const char *oid)
 	int64_t r;
 
 	if (!n) {
-		r = atoll_stat(io, oid, &size, &mtime);
+		r = atoll_stat(io, oid, &size, &mtime, 0);
 		if (r != -ENOENT) {
 			fprintf(stderr, "%s: deleted, but stat says %lld (size %llu)\n", oid,
 				(long long)r, (unsigned long long)size);
@@ -174,7 +174,7 @@ static void verify_one(const char *oid)
 		return;
 	}
 	got = malloc(n + 1);
-	r = atoll_read(io, oid, got, n + 1, 0);
+	r = atoll_read(io, oid, got, n + 1, 0, 0);
 	if (r != (int64_t)n || memcmp(got, want, n)) {
 		fprintf(stderr, "%s: read %lld bytes, want %zu (%s)\n", oid, (long long)r, n,
 			r == (int64_t)n ? "content differs" : "size differs");
@@ -182,7 +182,7 @@ static void verify_one(const char *oid)
 	}
 	if (oid[0] == 'o' && i != 35) {
 		snprintf(v, sizeof(v), "x-%s", oid);
-		r = atoll_getxattr(io, oid, "x", vb, sizeof(vb));
+		r = atoll_getxattr(io, oid, "x", vb, sizeof(vb), 0);
 		if (r != (int64_t)strlen(v) || memcmp(vb, v, r)) {
 			fprintf(stderr, "%s: xattr x is wrong (%lld)\n", oid, (long long)r);
 			failures++;
@@ -194,7 +194,7 @@ static void verify_one(const char *oid)
 
 		if (i >= 30 && i < 35)
 			snprintf(v, sizeof(v), "y-%s", oid);
-		r = atoll_omap_get(io, oid, &key, 1, &it);
+		r = atoll_omap_get(io, oid, &key, 1, &it, 0);
 		if (r < 0 || atoll_kv_iter_next(it, &k, &kl, &val, &vl) || vl != strlen(v) ||
 		    memcmp(val, v, vl)) {
 			fprintf(stderr, "%s: omap %s is wrong (%lld)\n", oid, (const char *)key.key,
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 	if (!r)
 		r = atoll_cluster_connect(c);
 	if (!r)
-		r = atoll_ioctx_create(c, argv[2], &io);
+		r = atoll_ioctx_create(c, argv[2], &io, 0);
 	if (r) {
 		fprintf(stderr, "cannot connect: %s\n", atoll_strerror(r));
 		return 1;

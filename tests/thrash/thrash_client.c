@@ -164,14 +164,14 @@ static int64_t submit(enum mut m, const char *oid, const uint8_t *buf, size_t le
 	struct atoll_completion *c;
 	int64_t r;
 
-	r = atoll_completion_create(NULL, NULL, &c);
+	r = atoll_completion_create(NULL, NULL, NULL, &c);
 	if (r)
 		return r;
 	switch (m) {
-	case M_CREATE: r = atoll_aio_write_full(io, oid, c, buf, len); break;
-	case M_OVERWRITE: r = atoll_aio_write(io, oid, c, buf, len, off); break;
-	case M_APPEND: r = atoll_aio_append(io, oid, c, buf, len); break;
-	case M_DELETE: r = atoll_aio_remove(io, oid, c); break;
+	case M_CREATE: r = atoll_aio_write_full(io, oid, c, buf, len, 0); break;
+	case M_OVERWRITE: r = atoll_aio_write(io, oid, c, buf, len, off, 0); break;
+	case M_APPEND: r = atoll_aio_append(io, oid, c, buf, len, 0); break;
+	case M_DELETE: r = atoll_aio_remove(io, oid, c, 0); break;
 	}
 	if (r == 0) {
 		r = atoll_completion_wait(c);
@@ -229,9 +229,9 @@ static void check_read(struct object *o)
 	int64_t r;
 	uint64_t ver = 0;
 
-	if (!buf || atoll_completion_create(NULL, NULL, &c))
+	if (!buf || atoll_completion_create(NULL, NULL, NULL, &c))
 		abort();
-	r = atoll_aio_read(io, o->oid, c, buf, cap + 1, 0);
+	r = atoll_aio_read(io, o->oid, c, buf, cap + 1, 0, 0);
 	if (r == 0) {
 		r = atoll_completion_wait(c);
 		ver = atoll_completion_version(c);
@@ -423,7 +423,7 @@ int main(int argc, char **argv)
 	if (!r)
 		r = atoll_cluster_connect(cl);
 	if (!r)
-		r = atoll_ioctx_create(cl, argv[2], &io);
+		r = atoll_ioctx_create(cl, argv[2], &io, 0);
 	if (r) {
 		fprintf(stderr, "thrash-client: cannot connect: %s\n", atoll_strerror(r));
 		return 1;

@@ -5,7 +5,9 @@
 # must stay local; lib/libatoll.map enforces it, this checks that it did),
 # and every function HEADER declares (default: include/atoll/atoll.h of
 # this source tree) is exported, so a declared but unimplemented call is
-# caught here rather than by a user's linker.
+# caught here rather than by a user's linker.  Every exported symbol
+# carries the library's one version node (ATOLL_0.<minor> for libatoll,
+# ATOLL_IMAGE_0.<minor> for libatoll-image, see their .map files).
 set -u
 lib=${1:?usage: test_exports.sh LIBATOLL_SO [HEADER]}
 header=${2:-$(dirname "$0")/../../include/atoll/atoll.h}
@@ -13,8 +15,22 @@ command -v nm >/dev/null 2>&1 || { echo "nm not found; skipping"; exit 77; }
 [ -f "$lib" ] || { echo "no such library: $lib"; exit 1; }
 
 # Version nodes (type A) are not code or data; skip them.
-syms=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }') || exit 1
-[ -n "$syms" ] || { echo "FAIL: $lib exports nothing"; exit 1; }
+versioned=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }') || exit 1
+[ -n "$versioned" ] || { echo "FAIL: $lib exports nothing"; exit 1; }
+nodes=$(nm -D --defined-only "$lib" | awk '$2 == "A" { print $3 }')
+if [ "$(printf '%s\n' "$nodes" | grep -Ec '^ATOLL_([A-Z]+_)?0\.[0-9]+$')" != 1 ] ||
+   [ "$(printf '%s\n' "$nodes" | wc -l)" != 1 ]; then
+	echo "FAIL: $lib should define exactly one version node ATOLL_[NAME_]0.N, has:"
+	printf '  %s\n' $nodes
+	exit 1
+fi
+unversioned=$(printf '%s\n' "$versioned" | grep -v "@@$nodes\$" || true)
+if [ -n "$unversioned" ]; then
+	echo "FAIL: symbols of $lib outside the version node $nodes:"
+	printf '  %s\n' $unversioned
+	exit 1
+fi
+syms=$(printf '%s\n' "$versioned" | sed 's/@.*//')
 bad=$(printf '%s\n' "$syms" | grep -Ev '^atoll_[a-z0-9]' || true)
 if [ -n "$bad" ]; then
 	echo "FAIL: $lib exports symbols outside the public API:"
@@ -35,5 +51,5 @@ if [ -n "$missing" ]; then
 	exit 1
 fi
 echo "ok: all $(printf '%s\n' "$declared" | wc -l) functions of $(basename "$header") exported"
-echo "ok: $(printf '%s\n' "$syms" | wc -l) exported symbols, all atoll_*:"
+echo "ok: $(printf '%s\n' "$syms" | wc -l) exported symbols, all atoll_* in $nodes:"
 printf '  %s\n' $syms
