@@ -1112,6 +1112,19 @@ bool lc_open_keep(uint64_t ino)
 	return keep;
 }
 
+int lc_ino_err(uint64_t ino, int err)
+{
+	if (err != -ENOENT)
+		return err;
+	if (L.on) {
+		pthread_mutex_lock(&L.lock);
+		bump(ino);
+		attr_drop(ino);
+		pthread_mutex_unlock(&L.lock);
+	}
+	return -ESTALE;
+}
+
 double lc_attr(uint64_t ino, struct mds_inode *out)
 {
 	return attr_get(ino, 0, out);

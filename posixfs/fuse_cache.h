@@ -89,6 +89,14 @@ double lc_timeout(uint64_t ino, const struct lc_info *ci);
  * record dropped).  Either way the pages count as synchronized from this
  * open on, while its lease runs. */
 bool lc_open_keep(uint64_t ino);
+/* The MDS's error for a call about inode ino by number (open, getattr):
+ * -ENOENT there means the inode is gone, not a name (a rename over the
+ * file, or an unlink, between the kernel's lookup and this call): its
+ * record is dropped and -ESTALE returned, on which the kernel walks the
+ * path again with LOOKUP_REVAL and opens what the name is now (the new
+ * file of a rename over it), so a reader never sees ENOENT for a name
+ * that never went missing.  Other errors come back as they are. */
+int lc_ino_err(uint64_t ino, int err);
 /* The cached record of ino; returns the seconds left, or < 0 when none. */
 double lc_attr(uint64_t ino, struct mds_inode *out);
 /* The cached record of a file this client created (MKNOD) at most

@@ -209,12 +209,9 @@ static void to_stat(const struct mds_inode *in, struct stat *st)
 	st->st_size = (off_t)size;
 	st->st_blksize = g.blksize;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	st->st_atim.tv_sec = (time_t)(in->atime / 1000000000ull);
-	st->st_atim.tv_nsec = (long)(in->atime % 1000000000ull);
-	st->st_mtim.tv_sec = (time_t)(in->mtime / 1000000000ull);
-	st->st_mtim.tv_nsec = (long)(in->mtime % 1000000000ull);
-	st->st_ctim.tv_sec = (time_t)(in->ctime / 1000000000ull);
-	st->st_ctim.tv_nsec = (long)(in->ctime % 1000000000ull);
+	st->st_atim = mds_time_ts(in->atime);
+	st->st_mtim = mds_time_ts(in->mtime);
+	st->st_ctim = mds_time_ts(in->ctime);
 }
 
 /* ---- calls to the MDS ------------------------------------------------------ */
@@ -1594,7 +1591,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	req_init(&rq, req, MDS_OP_GETATTR);
 	rq.ino = ino;
-	ret = mds_call_ci(&rq, &rp, &ci);
+	ret = lc_ino_err(ino, mds_call_ci(&rq, &rp, &ci));
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
@@ -1649,13 +1646,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		rq.setmask |= MDS_SET_ATIME_NOW;
 	else if (to_set & FUSE_SET_ATTR_ATIME) {
 		rq.setmask |= MDS_SET_ATIME;
-		rq.s_atime = (uint64_t)attr->st_atim.tv_sec * 1000000000ull + (uint64_t)attr->st_atim.tv_nsec;
+		rq.s_atime = mds_time_ns(attr->st_atim.tv_sec, attr->st_atim.tv_nsec);
 	}
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
 		rq.setmask |= MDS_SET_MTIME_NOW;
 	else if (to_set & FUSE_SET_ATTR_MTIME) {
 		rq.setmask |= MDS_SET_MTIME;
-		rq.s_mtime = (uint64_t)attr->st_mtim.tv_sec * 1000000000ull + (uint64_t)attr->st_mtim.tv_nsec;
+		rq.s_mtime = mds_time_ns(attr->st_mtim.tv_sec, attr->st_mtim.tv_nsec);
 	}
 	/* the MDS gets this client's written data and size first, then the
 	 * change (a truncate must not meet a write still in flight) */
@@ -2281,7 +2278,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	req_init(&rq, req, MDS_OP_OPEN);
 	rq.ino = ino;
 	uint64_t gen0 = fm_gen();
-	ret = mds_call(&rq, &rp);
+	ret = lc_ino_err(ino, mds_call(&rq, &rp));
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;

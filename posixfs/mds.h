@@ -137,6 +137,18 @@ void mds_close(struct mds *m);
 int mds_inos_grant(struct mds *m, uint64_t client, uint32_t want, uint64_t *first,
 		   uint32_t *count);
 bool mds_inos_take(uint64_t client, uint64_t ino);
+/* mds_linger.c: the file a rename replaced stays an orphan this long, so
+ * that an open of it resolved just before the rename still succeeds;
+ * at most MDS_LINGER_MAX of them (more are removed at once).  Its own
+ * lock.  add: false when the table is full; holds: ino lingers (its
+ * last close leaves it to the sweep); due: one's time is over; take: up
+ * to max of those, out of the table (the caller removes them). */
+#define MDS_LINGER_MS	5000u
+#define MDS_LINGER_MAX	65536u
+bool mds_linger_add(uint64_t ino);
+bool mds_linger_holds(uint64_t ino);
+bool mds_linger_due(void);
+size_t mds_linger_take(uint64_t *inos, size_t max);
 
 void mds_done_add(struct mds *m, uint64_t client, uint64_t reqid, int32_t rc,
 		  uint64_t ino, uint64_t seq);

@@ -45,7 +45,8 @@
 static volatile sig_atomic_t g_stop;
 
 struct work {
-	struct msg *m;		/* NULL: time out the sessions whose connection is gone */
+	struct msg *m;		/* NULL: time out the sessions whose connection is gone,
+				 * and remove the replaced files done lingering */
 	/* handled on the loop thread already: the revoke and reply are left */
 	struct mds_req *rq;
 	struct mds_reply *rp;
@@ -666,7 +667,8 @@ static void expire_tick(void *arg)
 	uint64_t id;
 
 	if (!__atomic_load_n(&expire_queued, __ATOMIC_ACQUIRE) &&
-	    mds_sess_expired(session_timeout_ms, &id, 1)) {
+	    ((session_timeout_ms && mds_sess_expired(session_timeout_ms, &id, 1)) ||
+	     mds_linger_due())) {
 		struct work *w = calloc(1, sizeof(*w));
 		if (w) {
 			__atomic_store_n(&expire_queued, true, __ATOMIC_RELEASE);
@@ -677,10 +679,27 @@ static void expire_tick(void *arg)
 		msgr_timer(g_msgr, expire_tick_ms(), expire_tick, mds);
 }
 
+/* The files a rename replaced whose time to linger is over
+ * (mds_linger.c): removed, unless open (their last close does it).  A
+ * few at a time: each may wait for revokes, and the requests queued
+ * meanwhile go between two batches.  True when more are due. */
+static bool linger_sweep(struct mds *mds)
+{
+	uint64_t inos[32];
+	size_t n = mds_linger_take(inos, 32);
+
+	if (n) {
+		pthread_mutex_lock(&mds->lock);
+		orphans_remove(mds, inos, n);
+		pthread_mutex_unlock(&mds->lock);
+	}
+	return mds_linger_due();
+}
+
 static void expire_sessions(struct mds *mds)
 {
 	uint64_t ids[64];
-	size_t n = mds_sess_expired(session_timeout_ms, ids, 64);
+	size_t n = session_timeout_ms ? mds_sess_expired(session_timeout_ms, ids, 64) : 0;
 	char why[200];
 
 	snprintf(why, sizeof(why), "its connection was gone for %u ms (mds_session_timeout_ms) "
@@ -699,7 +718,11 @@ static void expire_sessions(struct mds *mds)
 			evict(mds, ids[i], why);
 		mds_sess_forget(ids[i]);
 	}
-	__atomic_store_n(&expire_queued, false, __ATOMIC_RELEASE);
+	struct work *w = linger_sweep(mds) ? calloc(1, sizeof(*w)) : NULL;
+	if (w)
+		q_push(w);	/* the next batch, behind what is queued */
+	else
+		__atomic_store_n(&expire_queued, false, __ATOMIC_RELEASE);
 }
 
 static void on_signal(int sig)
@@ -1019,11 +1042,11 @@ int main(int argc, char **argv)
 		reconnect_window(&mds, (unsigned)reconnect_ms);
 	orphans_after_window(&mds);
 
-	if (session_timeout_ms) {
-		msgr_timer(msgr, expire_tick_ms(), expire_tick, &mds);
+	/* also when sessions never expire: it sweeps mds_linger.c's table */
+	msgr_timer(msgr, expire_tick_ms(), expire_tick, &mds);
+	if (session_timeout_ms)
 		log_info(SUB, "a client whose connection is gone for %u ms is evicted",
 			 session_timeout_ms);
-	}
 	/* the loop thread handles what it can from now on (serve_inline);
 	 * not with the journal-crash faults, which count the changes the
 	 * worker makes */

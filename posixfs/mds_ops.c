@@ -80,6 +80,21 @@ static void drop_link(struct mds *m, struct mds_txn *t, struct mds_inode *in, ui
 		mds_txn_remove(t, in->ino, true);
 }
 
+/* The file a rename replaces: one link less.  Its last: it lingers as an
+ * orphan (mds_linger.c) instead of going at once or at its last close,
+ * so that a reader whose kernel resolved the name just before the rename
+ * opens the old file, as on a local file system. */
+static void drop_replaced(struct mds *m, struct mds_txn *t, struct mds_inode *in, uint64_t now)
+{
+	if (in->nlink == 1 && !m->reconnecting && mds_linger_add(in->ino)) {
+		in->nlink = 0;
+		in->ctime = now;
+		in->flags |= MDS_INO_ORPHAN;
+		return;
+	}
+	drop_link(m, t, in, now);
+}
+
 static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
 		     struct mds_txn *t, uint32_t mode)
 {
@@ -125,7 +140,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	in->rdev = rq->rdev;
 	/* the client answered with its own clock's time: the record it
 	 * gave its kernel and this one agree */
-	in->atime = in->mtime = in->ctime = async && rq->s_mtime ? rq->s_mtime : now;
+	in->atime = in->mtime = in->ctime = async && rq->s_mtime ? rq->s_mtime : (int64_t)now;
 	in->gen = 1;
 	if (S_ISLNK(mode)) {
 		snprintf(t->link, sizeof(t->link), "%s", rq->target);
@@ -299,7 +314,7 @@ static int op_rename(struct mds *m, const struct mds_req *rq, struct mds_reply *
 			p2->nlink--;
 			mds_txn_remove(t, dino, false);
 		} else {
-			drop_link(m, t, di, now);
+			drop_replaced(m, t, di, now);
 		}
 	}
 	mds_txn_dent_set(t, rq->ino2, rq->name2, sino, smode);
@@ -375,7 +390,7 @@ static int op_setattr(struct mds *m, const struct mds_req *rq, struct mds_reply 
 		in->mtime = rq->s_mtime;
 	if (rq->setmask & MDS_SET_MTIME_NOW)
 		in->mtime = now;
-	in->ctime = (rq->setmask & MDS_SET_CTIME) ? rq->s_ctime : now;
+	in->ctime = (rq->setmask & MDS_SET_CTIME) ? rq->s_ctime : (int64_t)now;
 	struct mds_inode out = *in;
 	t->res_ino = rq->ino;
 	mds_txn_commit(m, t);
@@ -399,7 +414,7 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 	bool grow = rq->size_hint > n->a.size;
 	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
 	bool gone = n->a.nlink == 0 && n->opens == 0 && rq->ino != MDS_ROOT_INO &&
-		    !mds_open_orphan_defer(m, rq->ino);
+		    !mds_linger_holds(rq->ino) && !mds_open_orphan_defer(m, rq->ino);
 	if (grow || mt || gone) {
 		struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
 		if (grow)

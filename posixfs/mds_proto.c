@@ -21,9 +21,47 @@
  * exclusive directory leases and asynchronous removals (MDS_L_EXCL_OK,
  * MDS_L_ASYNC, MDS_CHG_EXCL, the reply's lease_flags).  v9: INOS (the
  * reply's ino_first, ino_count) and asynchronous creates (MDS_L_ASYNC on
- * MKNOD and MKDIR). */
+ * MKNOD and MKDIR).
+ *
+ * Times (an inode's atime, mtime, ctime; a request's s_atime, s_mtime,
+ * s_ctime) are signed ns since the epoch, encoded as the 64 bits of their
+ * two's complement.  Before issue 37 the type said unsigned, but every
+ * writer already stored a time before 1970 as those bits (the unsigned
+ * product wraps to them) and no time after 2262 could be stored: so an
+ * old record decodes to the same time, and no version changed.  Only the
+ * readers' conversion to a timespec was wrong (mds_time_ts). */
 #define MDS_PROTO_V 9
 #define MDS_PROTO_COMPAT 1
+
+#define NS_PER_S 1000000000ll
+
+int64_t mds_time_ns(int64_t sec, long nsec)
+{
+	if (nsec < 0 || nsec >= NS_PER_S)
+		nsec = nsec < 0 ? 0 : NS_PER_S - 1;
+	if (sec > INT64_MAX / NS_PER_S ||
+	    (sec == INT64_MAX / NS_PER_S && nsec > INT64_MAX % NS_PER_S))
+		return INT64_MAX;
+	/* INT64_MIN / NS_PER_S rounds toward zero: one more second down
+	 * still fits once nsec is added */
+	if (sec < INT64_MIN / NS_PER_S - 1 ||
+	    (sec == INT64_MIN / NS_PER_S - 1 && nsec < NS_PER_S + INT64_MIN % NS_PER_S))
+		return INT64_MIN;
+	if (sec < 0)
+		return (sec + 1) * NS_PER_S + (nsec - NS_PER_S);
+	return sec * NS_PER_S + nsec;
+}
+
+struct timespec mds_time_ts(int64_t ns)
+{
+	int64_t s = ns / NS_PER_S, r = ns % NS_PER_S;
+
+	if (r < 0) {
+		s--;
+		r += NS_PER_S;
+	}
+	return (struct timespec){ .tv_sec = (time_t)s, .tv_nsec = (long)r };
+}
 
 static void chg_encode(struct enc *e, uint32_t n, const struct mds_chg *c)
 {
@@ -103,9 +141,9 @@ void mds_inode_encode(struct enc *e, const struct mds_inode *in)
 	enc_u32(e, in->nlink);
 	enc_u64(e, in->rdev);
 	enc_u64(e, in->size);
-	enc_u64(e, in->atime);
-	enc_u64(e, in->mtime);
-	enc_u64(e, in->ctime);
+	enc_u64(e, (uint64_t)in->atime);
+	enc_u64(e, (uint64_t)in->mtime);
+	enc_u64(e, (uint64_t)in->ctime);
 	enc_u64(e, in->gen);
 	enc_u32(e, in->flags);
 	enc_end(e, h);
@@ -125,9 +163,9 @@ int mds_inode_decode(struct dec *d, struct mds_inode *in)
 	in->nlink = dec_u32(&b);
 	in->rdev = dec_u64(&b);
 	in->size = dec_u64(&b);
-	in->atime = dec_u64(&b);
-	in->mtime = dec_u64(&b);
-	in->ctime = dec_u64(&b);
+	in->atime = (int64_t)dec_u64(&b);
+	in->mtime = (int64_t)dec_u64(&b);
+	in->ctime = (int64_t)dec_u64(&b);
 	in->gen = dec_u64(&b);
 	in->flags = dec_u32(&b);
 	return dec_end(d, &b);
@@ -153,9 +191,9 @@ void mds_req_encode(struct enc *e, const struct mds_req *r)
 	enc_u32(e, r->s_uid);
 	enc_u32(e, r->s_gid);
 	enc_u64(e, r->s_size);
-	enc_u64(e, r->s_atime);
-	enc_u64(e, r->s_mtime);
-	enc_u64(e, r->s_ctime);
+	enc_u64(e, (uint64_t)r->s_atime);
+	enc_u64(e, (uint64_t)r->s_mtime);
+	enc_u64(e, (uint64_t)r->s_ctime);
 	enc_u64(e, r->size_hint);
 	enc_str(e, r->cookie);
 	enc_u32(e, r->max);
@@ -191,9 +229,9 @@ int mds_req_decode(struct dec *d, struct mds_req *r)
 	r->s_uid = dec_u32(&b);
 	r->s_gid = dec_u32(&b);
 	r->s_size = dec_u64(&b);
-	r->s_atime = dec_u64(&b);
-	r->s_mtime = dec_u64(&b);
-	r->s_ctime = dec_u64(&b);
+	r->s_atime = (int64_t)dec_u64(&b);
+	r->s_mtime = (int64_t)dec_u64(&b);
+	r->s_ctime = (int64_t)dec_u64(&b);
 	r->size_hint = dec_u64(&b);
 	dec_str(&b, r->cookie, MDS_NAME_MAX);
 	r->max = dec_u32(&b);

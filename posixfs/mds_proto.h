@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <time.h>
 
 struct enc;
 struct dec;
@@ -149,7 +150,9 @@ struct mds_inode {
 	uint32_t nlink;
 	uint64_t rdev;
 	uint64_t size;
-	uint64_t atime, mtime, ctime;	/* ns since the epoch */
+	/* ns since the epoch, negative before 1970 (1677..2262; outside
+	 * that, clamped: mds_time_ns) */
+	int64_t atime, mtime, ctime;
 	uint64_t gen;
 	uint32_t flags;
 	/* directories: the one that names it (0: unknown).  In the MDS's
@@ -169,7 +172,8 @@ struct mds_req {
 	uint64_t rdev;
 	uint32_t setmask;
 	uint32_t s_mode, s_uid, s_gid;
-	uint64_t s_size, s_atime, s_mtime, s_ctime;
+	uint64_t s_size;
+	int64_t s_atime, s_mtime, s_ctime;	/* as mds_inode's times */
 	uint64_t size_hint;	/* largest size the client wrote */
 	char cookie[MDS_NAME_MAX + 1];	/* readdir: entries after this name */
 	uint32_t max;
@@ -323,6 +327,12 @@ void mds_status_encode(struct enc *e, const struct mds_status *s);
 int mds_status_decode(struct dec *d, struct mds_status *s);
 const char *mds_state_name(uint32_t state);
 
+/* A time as the protocol carries it (ns since the epoch, signed) from
+ * seconds and nanoseconds (0..999999999), clamped to what an int64_t of
+ * ns holds; and back (tv_nsec 0..999999999, tv_sec rounded down: -0.5 s
+ * is -1 s + 500000000 ns, as struct timespec has it). */
+int64_t mds_time_ns(int64_t sec, long nsec);
+struct timespec mds_time_ts(int64_t ns);
 void mds_inode_encode(struct enc *e, const struct mds_inode *in);
 int mds_inode_decode(struct dec *d, struct mds_inode *in);
 void mds_req_encode(struct enc *e, const struct mds_req *r);

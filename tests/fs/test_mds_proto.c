@@ -580,3 +580,54 @@ Test(mds_proto, inos_and_async_create)
 	cr_assert_eq(memcmp(b.value, pairs, sizeof(pairs)), 0);
 	free(buf);
 }
+
+/* Times are signed ns (issue 37): before 1970 and after 2038 round-trip
+ * through an inode record, and the 64 bits are what an old writer stored
+ * (its unsigned arithmetic wrapped a time before 1970 to the same bits). */
+Test(mds_proto, signed_times)
+{
+	struct mds_inode a, b;
+	struct enc e;
+	struct dec d;
+	size_t len;
+
+	memset(&a, 0, sizeof(a));
+	a.ino = 4100;
+	a.mtime = mds_time_ns(-315619200, 0);			/* 1960-01-01 */
+	a.atime = mds_time_ns(4102444800ll, 123456789);		/* 2100-01-01 */
+	a.ctime = mds_time_ns(-1, 500000000);			/* 1969-12-31 23:59:59.5 */
+	cr_assert_eq(a.mtime, -315619200000000000ll);
+	cr_assert_eq(a.atime, 4102444800123456789ll);
+	cr_assert_eq(a.ctime, -500000000ll);
+	/* what a writer before issue 37 computed for 1960-01-01 */
+	uint64_t old_bits = (uint64_t)(int64_t)-315619200 * 1000000000ull;
+	cr_assert_eq((uint64_t)a.mtime, old_bits);
+	enc_init(&e);
+	mds_inode_encode(&e, &a);
+	cr_assert_eq(e.err, 0);
+	void *buf = enc_take(&e, &len);
+	dec_init(&d, buf, len);
+	cr_assert_eq(mds_inode_decode(&d, &b), 0);
+	free(buf);
+	cr_assert_eq(b.mtime, a.mtime);
+	cr_assert_eq(b.atime, a.atime);
+	cr_assert_eq(b.ctime, a.ctime);
+	struct timespec ts = mds_time_ts(b.mtime);
+	cr_assert_eq(ts.tv_sec, -315619200);
+	cr_assert_eq(ts.tv_nsec, 0);
+	ts = mds_time_ts(b.ctime);
+	cr_assert_eq(ts.tv_sec, -1);
+	cr_assert_eq(ts.tv_nsec, 500000000);
+	ts = mds_time_ts(b.atime);
+	cr_assert_eq(ts.tv_sec, 4102444800ll);
+	cr_assert_eq(ts.tv_nsec, 123456789);
+	/* outside 1677..2262: clamped, never wrapped */
+	cr_assert_eq(mds_time_ns(INT64_MAX / 1000, 0), INT64_MAX);
+	cr_assert_eq(mds_time_ns(-(INT64_MAX / 1000), 0), INT64_MIN);
+	cr_assert_eq(mds_time_ns(9223372036ll, 854775807), INT64_MAX);
+	cr_assert_eq(mds_time_ns(-9223372037ll, 145224192), INT64_MIN);
+	cr_assert_eq(mds_time_ns(-9223372037ll, 145224193), INT64_MIN + 1);
+	ts = mds_time_ts(INT64_MIN);
+	cr_assert_eq(ts.tv_sec, -9223372037ll);
+	cr_assert_eq(ts.tv_nsec, 145224192);
+}
