@@ -469,13 +469,6 @@ int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
 	theap_init(&m->timers);
 	pthread_mutex_init(&m->lock, NULL);
 	m->direct_tailp = &m->direct_head;
-	/* an A/B seam: ATOLL_MSGR_DIRECT_CALLS=0 sends every call through
-	 * the loop, as before msg_conn__call_direct */
-	{
-		const char *dc = getenv("ATOLL_MSGR_DIRECT_CALLS");
-
-		m->direct_calls = !dc || strcmp(dc, "0") != 0;
-	}
 	pthread_mutex_init(&m->tlock, NULL);
 	if (idtab_init(&m->calls) < 0)
 		goto out_free_m;
@@ -809,7 +802,7 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	if (tls_loop != mr && atomic_load(&c->open)) {
 		if (!call && msg_conn__send_direct(c, m))
 			return 0;
-		if (call && mr->direct_calls && atomic_load(&c->calls_out) == 1 &&
+		if (call && atomic_load(&c->calls_out) == 1 &&
 		    !mr->cfg.inject_dup_permille &&
 		    !mr->cfg.inject_reset_permille) {
 			int r = msg_conn__call_direct(c, m, call);

@@ -208,7 +208,6 @@ struct msgr {
 	 * in order, for the loop to register (msg_conn__take_direct) */
 	struct msgr_call *direct_head, **direct_tailp;
 	atomic_bool direct_any;
-	bool direct_calls;		/* off: ATOLL_MSGR_DIRECT_CALLS=0 */
 	struct msgr_listener *listeners;
 
 	atomic_uint_least64_t next_tid;

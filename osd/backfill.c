@@ -14,7 +14,7 @@
  *      position.  Up to the smaller last name of the two (or to the end
  *      when both are done) every object that differs is queued: present
  *      here and missing or of another version there is pushed, present
- *      only there is pushed as a delete (recovery.c's copy sees it
+ *      only there is pushed as a delete (objcopy.c's copy sees it
  *      missing here).  The position moves to that name at once.
  *   2. Writes: an object at or below the position is the target's from
  *      then on.  Every write to one (replication.c calls
@@ -50,6 +50,7 @@
 
 #include "encode.h"
 #include "log.h"
+#include "objcopy.h"
 #include "pg.h"
 #include "store.h"
 
@@ -535,7 +536,7 @@ static bool copy_one(struct pg *pg, uint32_t ti, uint32_t item, struct bf_dirty 
 		d->busy = true;
 	else
 		t->items[item].state = BF_BUSY;
-	if (pg_copy_start(pg, t->osd, false, oid, copied, cx)) {
+	if (objcopy_start(pg, t->osd, false, oid, copied, cx)) {
 		if (d)
 			d->busy = false;
 		else
@@ -566,7 +567,7 @@ static void done_reply(void *arg, struct msg *reply, int err)
 	struct bf_ctx *cx = arg;
 	struct pg *pg = cx->pg;
 	struct pg_backfill *bf = bf_live(pg, cx->gen);
-	struct rc_reply rr = { .rc = osd_reply_rc_take(reply, err) };
+	struct rc_reply rr = { .rc = osd_peermsg_rc_take(reply, err) };
 
 	if (!bf) {
 		free(cx);
@@ -715,16 +716,14 @@ void osd_pg_scan_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	struct pg *pg;
 	struct dec d;
 	struct enc e;
+	int r;
 
 	dec_init(&d, m->front, m->front_len);
-	if (osd_pg_scan_decode(&d, &q) || q.kind != PGS_SCAN) {
-		log_warn("backfill", "malformed PG scan from %s", msg_conn_addr(c));
+	r = osd_pg_scan_decode(&d, &q);
+	if (!r && q.kind != PGS_SCAN)
+		r = -EBADMSG;
+	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, "backfill", "PG scan", 0)) {
 		osd_pg_scan_clear(&q);
-		msg_free(m);
-		return;
-	}
-	if (!osd->map || q.epoch > osd->map->epoch) {
-		osd_map_wait(osd, q.epoch, c, m);
 		return;
 	}
 	pg = osd_pg_find(osd, q.pool, q.pg);

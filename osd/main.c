@@ -34,6 +34,7 @@
 #include "encode.h"
 #include "log.h"
 #include "memtrim.h"
+#include "objcopy.h"
 #include "pg.h"
 #include "store.h"
 
@@ -142,35 +143,6 @@ static int write_small(const char *dir, const char *name, const char *text)
 	if (!r && rename(tmp, path) < 0)
 		r = -errno;
 	return r;
-}
-
-void osd_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
-		  uint16_t type, int rc)
-{
-	struct rc_reply rr = { .rc = rc, .epoch = osd->map ? osd->map->epoch : 0 };
-	struct msg *m;
-	struct enc e;
-
-	enc_init(&e);
-	rc_reply_encode(&rr, &e);
-	m = msg_new(type, &e);
-	enc_free(&e);
-	if (m)
-		msg_reply(c, req, m);
-}
-
-int osd_reply_rc_take(struct msg *reply, int err)
-{
-	struct rc_reply rr = { .rc = err };
-	struct dec d;
-
-	if (!reply)
-		return err;
-	dec_init(&d, reply->front, reply->front_len);
-	if (rc_reply_decode(&d, &rr))
-		rr.rc = -EBADMSG;
-	msg_free(reply);
-	return rr.rc;
 }
 
 /* A msg_call made from a thread that waits for it. */
@@ -528,7 +500,7 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		osd_pg_log_dispatch(osd, c, m);
 		break;
 	case MT_PG_PUSH:
-		osd_pg_push_dispatch(osd, c, m);
+		objcopy_push_dispatch(osd, c, m);
 		break;
 	case MT_PG_SCAN:
 		osd_pg_scan_dispatch(osd, c, m);

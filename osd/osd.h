@@ -190,7 +190,6 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 
 /* recovery.c */
-void osd_pg_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 /* Tries the recovery work of every PG again in a moment. */
 void osd_recovery_retry_later(struct osd *osd);
@@ -262,11 +261,25 @@ int osd_hb_ping(struct osd *osd, int32_t id);
 /* heartbeat.c: peer id's slot (made on demand), NULL when id is bad. */
 struct osd_peer *osd_peer_slot(struct osd *osd, int32_t id);
 
-/* A plain {rc, epoch} reply. */
+/* peermsg.c: what every handler of a message from another OSD shares. */
+/* The prologue, once the handler has decoded m from c: bad is 0, or the
+ * -errno of a failed decode (-EBADMSG for a message of a kind that does
+ * not come this way); epoch is the sender's map epoch.  true: go on, our
+ * map is at least as new.  false: m is taken (a malformed one is logged
+ * as "malformed WHAT" under subsys, answered {-EINVAL} with reply_type
+ * unless that is 0, and freed; one from a newer map waits for it and is
+ * dispatched again then); the handler frees what it decoded and returns. */
+bool osd_peermsg_admit(struct osd *osd, struct msg_conn *c, struct msg *m, int bad,
+		       uint64_t epoch, const char *subsys, const char *what,
+		       uint16_t reply_type);
+/* The PG a peer's message is for, or NULL with *r = -ESTALE (none, or not
+ * in the sender's interval sis) or -EIO (it is being reloaded). */
+struct pg *osd_peermsg_pg(struct osd *osd, uint32_t pool, uint32_t pgid, uint64_t sis, int *r);
+/* Answers req with a plain {rc, epoch} message of type. */
+void osd_peermsg_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
+			  uint16_t type, int rc);
 /* The rc of a {rc, epoch} reply to a msg_call (err when there is none,
  * -EBADMSG when it is malformed); frees reply. */
-int osd_reply_rc_take(struct msg *reply, int err);
-void osd_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
-		  uint16_t type, int rc);
+int osd_peermsg_rc_take(struct msg *reply, int err);
 
 #endif

@@ -756,20 +756,15 @@ static void query_synced(void *arg, int r)
 
 void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 {
-	struct osd_pg_query q;
+	struct osd_pg_query q = { 0 };
 	struct pg *pg;
 	struct dec d;
+	int r;
 
 	dec_init(&d, m->front, m->front_len);
-	if (osd_pg_query_decode(&d, &q)) {
-		log_warn("peering", "malformed PG query from %s", msg_conn_addr(c));
-		msg_free(m);
+	r = osd_pg_query_decode(&d, &q);
+	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, "peering", "PG query", 0))
 		return;
-	}
-	if (!osd->map || q.epoch > osd->map->epoch) {
-		osd_map_wait(osd, q.epoch, c, m);
-		return;
-	}
 	pg = osd_pg_find(osd, q.pool, q.pg);
 	if (q.kind == PGQ_REMOVE) {
 		if (pg)

@@ -209,12 +209,6 @@ void pg_recovery_note_write(struct pg *pg, const char *oid);
 void pg_recovery_kick_pg(struct pg *pg);
 /* Whether our log goes back to v (v is its tail or one of its entries). */
 bool pg_log_reaches(struct pg *pg, struct pg_version v);
-/* Copies oid whole from our store to peer (pull false) or from peer into
- * our store (pull true), holding one of the OSD's recovery slots;
- * done(arg, r) gets 0, -ESTALE when the interval ended, or the failure.
- * 0, or -ENOMEM (done is not called). */
-int pg_copy_start(struct pg *pg, int32_t peer, bool pull, const char *oid,
-		  void (*done)(void *arg, int r), void *arg);
 /* The log entries of pg with seq > after, oldest first: *v malloc'd with
  * malloc'd oids (pg_entries_free). */
 int pg_read_entries(struct pg *pg, uint64_t after, struct pglog_entry **v, uint32_t *n);

@@ -40,7 +40,7 @@ static void data_ref_put(void *arg)
 static void rep_reply(void *arg, struct msg *reply, int err)
 {
 	struct osd_op *op = arg;
-	struct rc_reply rr = { .rc = osd_reply_rc_take(reply, err) };
+	struct rc_reply rr = { .rc = osd_peermsg_rc_take(reply, err) };
 
 	if (rr.rc == -ECONNRESET || rr.rc == -ESHUTDOWN || rr.rc == -ETIMEDOUT ||
 	    rr.rc == -ESTALE || rr.rc == -ENOTCONN) {
@@ -160,7 +160,7 @@ static void rep_applied(void *arg, int r)
 			  ra->pg->pool, ra->pg->pgid, strerror(-r));
 		pg_fail(ra->pg, r);
 	}
-	osd_reply_rc(ra->osd, ra->conn, ra->m, MT_REP_OP, r < 0 ? -EIO : 0);
+	osd_peermsg_reply_rc(ra->osd, ra->conn, ra->m, MT_REP_OP, r < 0 ? -EIO : 0);
 	msg_free(ra->m);
 	msg_conn_put(ra->conn);
 	free(ra);
@@ -204,16 +204,9 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	dec_init(&d, m->front, m->front_len);
 	r = osd_rep_op_decode(&d, m->data, m->data_len, &rep);
-	if (r) {
-		log_warn("rep", "malformed replicated write from %s: %s", msg_conn_addr(c),
-			 strerror(-r));
-		osd_reply_rc(osd, c, m, MT_REP_OP, -EINVAL);
-		msg_free(m);
-		return;
-	}
-	if (!osd->map || rep.epoch > osd->map->epoch) {
-		osd_rep_op_clear(&rep);
-		osd_map_wait(osd, rep.epoch, c, m);
+	if (!osd_peermsg_admit(osd, c, m, r, rep.epoch, "rep", "replicated write", MT_REP_OP)) {
+		if (!r)
+			osd_rep_op_clear(&rep);
 		return;
 	}
 	pg = osd_pg_find(osd, rep.pool, rep.pg);
@@ -304,6 +297,6 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	return;
 refuse:
 	osd_rep_op_clear(&rep);
-	osd_reply_rc(osd, c, m, MT_REP_OP, r);
+	osd_peermsg_reply_rc(osd, c, m, MT_REP_OP, r);
 	msg_free(m);
 }

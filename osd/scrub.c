@@ -19,7 +19,7 @@
  * member whose copy is missing, extra, unreadable or different is
  * reported; with repair, the primary first pulls a good copy when its own
  * is bad, then pushes the authoritative copy (or its absence) to every
- * other bad member, with recovery's whole-object copy (pg_copy_start).
+ * other bad member, with the whole-object copy of objcopy.c (objcopy_start).
  * Writes resume when the scrub and its repairs are over.  Errors left
  * unrepaired mark the PG inconsistent in its stats until a later scrub
  * finds it clean (a deep one, for what a deep scrub found).
@@ -51,6 +51,7 @@
 #include "crc32c.h"
 #include "encode.h"
 #include "log.h"
+#include "objcopy.h"
 #include "osd.h"
 #include "pg.h"
 #include "scrub_proto.h"
@@ -680,7 +681,7 @@ static void start_fixes(struct scrub_job *j)
 		fa->j = j;
 		fa->err = f->err;
 		j->fixes_left++;
-		if (pg_copy_start(j->pg, f->peer, f->pull, j->errs[f->err].oid, fix_done, fa)) {
+		if (objcopy_start(j->pg, f->peer, f->pull, j->errs[f->err].oid, fix_done, fa)) {
 			j->fixes_left--;
 			free(fa);
 		}

@@ -106,12 +106,12 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 		const void *v, size_t vl);
 /* Moves the batch's kv mutations into its kv transaction when that is
  * safe (no overlay mutation of their objects pending): 1, 0 or -errno. */
-int walb_kv_to_txn(struct batch *b);
+int kvo_batch_to_txn(struct batch *b);
 /* Does key k of object id exist, as the batch (b, may be NULL), the
  * overlay at snapshot rseq, and then kv transaction t see it?  1, 0 or
  * -errno. */
-int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
-		  const void *k, size_t kl, uint64_t rseq);
+int kvo_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+	       const void *k, size_t kl, uint64_t rseq);
 /* Adds the batch's counters (stats, next id) to its record when they
  * changed: a replay restores them with the onodes that changed them. */
 int walb_kv_meta(struct batch *b);

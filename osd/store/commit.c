@@ -745,7 +745,7 @@ attempt:
 	/* A batch that commits the kv anyway (objects created, grown, ...)
 	 * gains nothing from logging its attribute and omap mutations: they
 	 * go into that commit when no pending overlay mutation is in the way. */
-	r = kv ? walb_kv_to_txn(&b) : 0;
+	r = kv ? kvo_batch_to_txn(&b) : 0;
 	if (r > 0)
 		st->perf.kv_in_commit++;
 	if (r >= 0)

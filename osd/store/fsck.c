@@ -186,12 +186,12 @@ static int check_logged_onodes(struct fsck *f)
 	struct store *st = f->st;
 	uint64_t *colls = NULL;
 	size_t n = 0;
-	int r = wal_kv_ids(st, KVDB_ONODE, f->rd.vseq, &colls, &n);
+	int r = kvo_ids(st, KVDB_ONODE, f->rd.vseq, &colls, &n);
 
 	for (size_t i = 0; i < n && !r; i++) {
 		struct kv_view ov;
 
-		r = wal_kv_view(st, KVDB_ONODE, colls[i], f->rd.vseq, &ov);
+		r = kvo_view(st, KVDB_ONODE, colls[i], f->rd.vseq, &ov);
 		for (size_t j = 0; j < ov.n && !r; j++) {
 			uint8_t key[KVDB_KEY_MAX];
 			char name[STORE_NAME_MAX + 1];
@@ -207,7 +207,7 @@ static int check_logged_onodes(struct fsck *f)
 			name[ov.e[j].kl] = 0;
 			r = check_onode(f, colls[i], name, ov.e[j].v, ov.e[j].vl);
 		}
-		wal_kv_view_free(&ov);
+		kvo_view_free(&ov);
 	}
 	free(colls);
 	return r;
@@ -241,7 +241,7 @@ static int check_onodes(struct fsck *f)
 		memcpy(name, (uint8_t *)k.mv_data + 8, nl);
 		name[nl] = 0;
 		/* A logged version (or removal) of the onode is the newer. */
-		r = wal_kv_get(f->st, KVDB_ONODE, coll, name, nl, f->rd.vseq, &lv, &pl);
+		r = kvo_get(f->st, KVDB_ONODE, coll, name, nl, f->rd.vseq, &lv, &pl);
 		if (r >= 0) {
 			bool found = r > 0;
 
@@ -430,8 +430,8 @@ static int check_values(struct fsck *f, MDB_dbi dbi)
 		}
 		key[kl] = 0;
 		o = oref_find(f, get_be64(k.mv_data));
-		if (!o && wal_kv_cleared(f->st, kvdb_of(&f->st->kv, dbi),
-					 get_be64(k.mv_data), f->rd.vseq))
+		if (!o && kvo_cleared(f->st, kvdb_of(&f->st->kv, dbi),
+				      get_be64(k.mv_data), f->rd.vseq))
 			continue;	/* removed; the log's checkpoint drops it */
 		if (!o) {
 			problem(f, "%s '%s' belongs to no object (id %" PRIu64 ")", dbname(f, dbi), key,

@@ -7,7 +7,11 @@
  * collection's), versions visible to readers whose snapshot lies in
  * [seq, end).  Every lookup and listing of read.c, the apply code's onode
  * loads and fsck merge it over the kv: values win, removals hide, a clear
- * hides every kv key of the object.
+ * hides every kv key of the object.  kvo_lookup() puts a batch's own
+ * mutations not yet logged over it, and kvo_batch_to_txn() moves a
+ * batch's mutations into its kv commit when the overlay allows.  The
+ * functions carry the prefix kvo_ (the kv overlay); the overlay's state
+ * is in struct wal (store-int.h), under w->lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +23,7 @@
 #include "log.h"
 #include "wal-int.h"
 
-bool wal_kv_active(struct store *st)
+bool kvo_active(struct store *st)
 {
 	return __atomic_load_n(&st->wal.kv_nall, __ATOMIC_ACQUIRE) != 0;
 }
@@ -61,7 +65,7 @@ static struct kvo_op *kvo_new(const struct wal_kvop *op, uint64_t seq, uint64_t 
 	return o;
 }
 
-uint32_t wal_kv_hash(int db, uint64_t id, const void *k, size_t kl)
+uint32_t kvo_hash(int db, uint64_t id, const void *k, size_t kl)
 {
 	uint64_t x = (id ^ ((uint64_t)db << 56)) * 0x9e3779b97f4a7c15ull;
 
@@ -70,7 +74,7 @@ uint32_t wal_kv_hash(int db, uint64_t id, const void *k, size_t kl)
 
 static uint32_t kvo_bucket(int db, uint64_t id, const void *k, size_t kl)
 {
-	return wal_kv_hash(db, id, k, kl) & ((1u << KHASH_BITS) - 1);
+	return kvo_hash(db, id, k, kl) & ((1u << KHASH_BITS) - 1);
 }
 
 /* Adds o as the newest mutation of object id (w->lock held; obj made). */
@@ -108,7 +112,7 @@ static void kvo_add(struct wal *w, struct kvo_obj *ob, struct kvo_op *o)
 }
 
 /* Removes a retired mutation for good (w->lock held). */
-void wal_kvo_unlink(struct wal *w, struct kvo_op *o)
+void kvo_unlink(struct wal *w, struct kvo_op *o)
 {
 	struct kvo_obj *ob = o->obj;
 
@@ -160,8 +164,8 @@ static const struct kvo_op *kvo_newest(struct wal *w, int db, uint64_t id, const
 
 /* The newest mutation of key k visible at rseq, a clear of the object's
  * keys included (w->lock held), or NULL. */
-static const struct kvo_op *kvo_lookup(struct wal *w, int db, uint64_t id, const void *k,
-				       size_t kl, uint64_t rseq)
+static const struct kvo_op *kvo_find_op(struct wal *w, int db, uint64_t id, const void *k,
+					size_t kl, uint64_t rseq)
 {
 	const struct kvo_op *found = kvo_newest(w, db, id, k, kl, false, rseq), *c;
 
@@ -171,17 +175,17 @@ static const struct kvo_op *kvo_lookup(struct wal *w, int db, uint64_t id, const
 	return found;
 }
 
-int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
-	       void **val, size_t *vl)
+int kvo_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
+	    void **val, size_t *vl)
 {
 	struct wal *w = &st->wal;
 	const struct kvo_op *o;
 	int r = -ENOENT;
 
-	if (!wal_kv_active(st))
+	if (!kvo_active(st))
 		return -ENOENT;
 	pthread_mutex_lock(&w->lock);
-	o = kvo_lookup(w, db, id, k, kl, rseq);
+	o = kvo_find_op(w, db, id, k, kl, rseq);
 	if (o && o->type == KVOP_SET) {
 		*val = malloc(o->vlen ? o->vlen : 1);
 		if (!*val) {
@@ -200,10 +204,10 @@ int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, 
 
 /* The batch's newest mutation of key k (clear: of every key) of id in
  * database db: its number, or -1. */
-static int64_t walb_newest(const struct walb *wb, int db, uint64_t id, const void *k, size_t kl,
-			   bool clear)
+static int64_t batch_newest(const struct walb *wb, int db, uint64_t id, const void *k, size_t kl,
+			    bool clear)
 {
-	uint32_t e = wb->kvh[wal_kv_hash(db, id, k, kl) & (WALB_KH - 1)];
+	uint32_t e = wb->kvh[kvo_hash(db, id, k, kl) & (WALB_KH - 1)];
 
 	for (; e; e = wb->kvent[e - 1].prev) {
 		const uint8_t *p = wb->kv + wb->kvent[e - 1].off;
@@ -220,8 +224,8 @@ static int64_t walb_newest(const struct walb *wb, int db, uint64_t id, const voi
 
 /* The batch's own newest mutation of key k: -1 if it has none, 0 if it
  * removes the key, 1 if it sets it (then *v and *vl, into the batch). */
-static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *k, size_t kl,
-			const uint8_t **v, size_t *vl)
+static int batch_kv_find(const struct batch *b, int db, uint64_t id, const void *k, size_t kl,
+			 const uint8_t **v, size_t *vl)
 {
 	const struct walb *wb = b ? &b->wal : NULL;
 	struct kvop_hdr h;
@@ -229,8 +233,8 @@ static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *
 
 	if (!wb || !wb->nkv)
 		return -1;
-	i = walb_newest(wb, db, id, k, kl, false);
-	if (wb->kvclear && (c = walb_newest(wb, db, id, NULL, 0, true)) > i)
+	i = batch_newest(wb, db, id, k, kl, false);
+	if (wb->kvclear && (c = batch_newest(wb, db, id, NULL, 0, true)) > i)
 		i = c;
 	if (i < 0)
 		return -1;
@@ -242,20 +246,20 @@ static int walb_kv_find(const struct batch *b, int db, uint64_t id, const void *
 	return 1;
 }
 
-int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
-		  const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
-		  void **owned)
+int kvo_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+	       const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
+	       void **owned)
 {
 	const uint8_t *bv;
 	int r;
 
 	*owned = NULL;
-	r = walb_kv_find(b, db, id, k, kl, &bv, vl);
+	r = batch_kv_find(b, db, id, k, kl, &bv, vl);
 	if (r > 0)
 		*v = bv;
 	if (r >= 0)
 		return r;
-	r = wal_kv_get(st, db, id, k, kl, rseq, owned, vl);
+	r = kvo_get(st, db, id, k, kl, rseq, owned, vl);
 	if (r > 0)
 		*v = *owned;
 	if (r >= 0)
@@ -270,25 +274,25 @@ int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, u
 	return r == -ENOENT ? 0 : r ? r : 1;
 }
 
-int wal_kv_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
-		  const void *k, size_t kl, uint64_t rseq)
+int kvo_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+	       const void *k, size_t kl, uint64_t rseq)
 {
 	const void *v;
 	void *owned;
 	size_t vl;
-	int r = wal_kv_lookup(st, b, t, db, id, k, kl, rseq, &v, &vl, &owned);
+	int r = kvo_lookup(st, b, t, db, id, k, kl, rseq, &v, &vl, &owned);
 
 	free(owned);
 	return r;
 }
 
-bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
+bool kvo_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
 {
 	struct wal *w = &st->wal;
 	struct kvo_obj *ob;
 	bool r = false;
 
-	if (!wal_kv_active(st))
+	if (!kvo_active(st))
 		return false;
 	pthread_mutex_lock(&w->lock);
 	ob = kvo_find(w, id, false);
@@ -298,7 +302,7 @@ bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq)
 	return r;
 }
 
-int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n)
+int kvo_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n)
 {
 	struct wal *w = &st->wal;
 	size_t cap = 0;
@@ -306,7 +310,7 @@ int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *
 
 	*ids = NULL;
 	*n = 0;
-	if (!wal_kv_active(st))
+	if (!kvo_active(st))
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	for (size_t i = 0; i < ((size_t)1 << OHASH_BITS) && !r; i++) {
@@ -340,7 +344,7 @@ int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *
 	return r;
 }
 
-void wal_kv_view_free(struct kv_view *v)
+void kvo_view_free(struct kv_view *v)
 {
 	for (size_t i = 0; i < v->n; i++) {
 		free(v->e[i].k);
@@ -370,7 +374,7 @@ static int kvo_ref_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out)
+int kvo_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out)
 {
 	struct wal *w = &st->wal;
 	struct kvo_obj *ob;
@@ -379,7 +383,7 @@ int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!wal_kv_active(st))
+	if (!kvo_active(st))
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	ob = kvo_find(w, id, false);
@@ -441,7 +445,7 @@ out_unlock:
 	pthread_mutex_unlock(&w->lock);
 	free(v);
 	if (r)
-		wal_kv_view_free(out);
+		kvo_view_free(out);
 	return r;
 }
 
@@ -450,7 +454,7 @@ out_unlock:
  * mutation in the overlay not yet checkpointed (a logged one would be
  * applied over them at the next checkpoint).  1 if moved, 0 if not,
  * -errno (the batch's kv transaction is then unusable). */
-int walb_kv_to_txn(struct batch *b)
+int kvo_batch_to_txn(struct batch *b)
 {
 	struct store *st = b->st;
 	struct wal *w = &st->wal;
@@ -460,7 +464,7 @@ int walb_kv_to_txn(struct batch *b)
 
 	if (!wb->nkv)
 		return 0;
-	if (wal_kv_active(st)) {
+	if (kvo_active(st)) {
 		pthread_mutex_lock(&w->lock);
 		while (off < wb->kvlen && !clash) {
 			struct kvop_hdr h;
@@ -528,8 +532,8 @@ static int kvpub_prep(void *arg, const struct wal_kvop *op)
 
 /* Builds the overlay entries of a record's mutations, then adds them
  * under the lock: all of them or none. */
-int wal_kv_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
-		      uint64_t lsn)
+int kvo_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
+		uint64_t lsn)
 {
 	struct kvpub pb = { w, seq, lsn, NULL, 0 };
 	int r;

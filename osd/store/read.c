@@ -157,7 +157,7 @@ static int onode_lookup(struct store *st, MDB_txn *t, uint64_t rseq, uint64_t co
 
 	if (r)
 		return r;
-	r = wal_kv_lookup(st, NULL, t, KVDB_ONODE, coll, oid, strlen(oid), rseq, &v, &vl, &owned);
+	r = kvo_lookup(st, NULL, t, KVDB_ONODE, coll, oid, strlen(oid), rseq, &v, &vl, &owned);
 	if (r <= 0)
 		return r ? r : -ENOENT;
 	r = onode_decode(o, v, vl);
@@ -798,7 +798,7 @@ static int id_get(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
 	if (r)
 		goto out;
 	/* The overlay first: a logged mutation newer than the kv's state. */
-	r = wal_kv_get(st, kvdb_of(&st->kv, dbi), o.id, k, kl, rd.vseq, val, len);
+	r = kvo_get(st, kvdb_of(&st->kv, dbi), o.id, k, kl, rd.vseq, val, len);
 	if (r >= 0) {
 		r = r ? 0 : -ENODATA;
 		goto out_clear;
@@ -858,7 +858,7 @@ static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi
 	MDB_val k, v;
 	int r, rc = MDB_NOTFOUND, count = 0;
 
-	r = wal_kv_view(st, kvdb_of(&st->kv, dbi), id, rseq, &ov);
+	r = kvo_view(st, kvdb_of(&st->kv, dbi), id, rseq, &ov);
 	if (r)
 		return r;
 	while (after && oi < ov.n && key_cmp(ov.e[oi].k, ov.e[oi].kl, after, alen) <= 0)
@@ -917,7 +917,7 @@ static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi
 out:
 	if (c)
 		mdb_cursor_close(c);
-	wal_kv_view_free(&ov);
+	kvo_view_free(&ov);
 	return r;
 }
 

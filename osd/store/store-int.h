@@ -616,22 +616,22 @@ int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64
 int wal_rec_verify(const uint8_t *buf, const struct wal_hdr_info *h, bool *bad, uint64_t *nbad);
 
 /* The overlay holds something (any reader must merge it). */
-bool wal_kv_active(struct store *st);
+bool kvo_active(struct store *st);
 /* Value of key k of object id at snapshot rseq as the overlay has it:
  * 1 and a malloc'd copy in *val and *vl, 0 if removed there, -ENOENT if the
  * overlay says nothing (look in the kv). */
-int wal_kv_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
-	       void **val, size_t *vl);
+int kvo_get(struct store *st, int db, uint64_t id, const void *k, size_t kl, uint64_t rseq,
+	    void **val, size_t *vl);
 /* The value of key k of id as the batch (b, may be NULL), the overlay at
  * snapshot rseq, and then kv transaction t have it: 1 with *v and *vl
  * (valid until *owned is freed and t or the batch changes), 0 if there
  * is none, or -errno. */
-int wal_kv_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
-		  const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
-		  void **owned);
+int kvo_lookup(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
+	       const void *k, size_t kl, uint64_t rseq, const void **v, size_t *vl,
+	       void **owned);
 /* The overlay's view of object id's keys at snapshot rseq, sorted by key
  * (kv order), one entry per key (del: removed); cleared: every kv key of
- * the object is gone.  wal_kv_view_free() frees it. */
+ * the object is gone.  kvo_view_free() frees it. */
 struct kv_view_ent {
 	uint8_t *k;
 	size_t kl;
@@ -644,14 +644,14 @@ struct kv_view {
 	size_t n;
 	bool cleared;
 };
-int wal_kv_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out);
-void wal_kv_view_free(struct kv_view *v);
+int kvo_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out);
+void kvo_view_free(struct kv_view *v);
 /* The ids with a mutation of db visible at rseq in the overlay, in no
  * order (malloc'd; fsck). */
-int wal_kv_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n);
+int kvo_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n);
 /* Has the overlay a clear of object id's db visible at rseq?  (fsck: the
  * kv may hold keys of a removed object until the checkpoint.) */
-bool wal_kv_cleared(struct store *st, int db, uint64_t id, uint64_t rseq);
+bool kvo_cleared(struct store *st, int db, uint64_t id, uint64_t rseq);
 /* A record's kv mutations section (p, len bytes): calls fn (may be NULL)
  * for each; -ENOENT if malformed, else the count (the fuzz target uses
  * it). */

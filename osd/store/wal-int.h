@@ -60,14 +60,14 @@ struct kvo_obj {
 
 /* The hash of key k of id in database db (a clear's key is empty), for
  * the overlay's and the batch's indexes. */
-uint32_t wal_kv_hash(int db, uint64_t id, const void *k, size_t kl);
+uint32_t kvo_hash(int db, uint64_t id, const void *k, size_t kl);
 /* The oldest snapshot a reader still holds (UINT64_MAX: none). */
 uint64_t wal_oldest_reader(struct store *st);
 /* Removes a retired mutation for good (w->lock held). */
-void wal_kvo_unlink(struct wal *w, struct kvo_op *o);
+void kvo_unlink(struct wal *w, struct kvo_op *o);
 /* Adds a record's kv mutations to the overlay: all of them or none. */
-int wal_kv_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
-		   uint64_t lsn);
+int kvo_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint64_t seq,
+		uint64_t lsn);
 void wal_ckpt_clear(struct ckpt *ck);
 /* An index entry with its block buffer (from the pool of freed ones when
  * it has any), and its release; w->lock need not be held. */

@@ -52,7 +52,7 @@
  * replace the kv's) and applied to the kv in log order by the
  * checkpoint's kv transaction.  A batch that commits the kv anyway (chunk
  * records, collections) puts its mutations there instead, when no overlay
- * mutation of the same ids is pending (walb_kv_to_txn).
+ * mutation of the same ids is pending (kvo_batch_to_txn).
  *
  * Blocks freed by a commit are not reused before every record older than
  * that commit is checkpointed (limbo_release): a stale logged version of a
@@ -281,7 +281,7 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 		wb->kvecap = cap;
 	}
 	{
-		uint32_t bkt = wal_kv_hash(db, id, k, type == KVOP_CLEAR ? 0 : kl) & (WALB_KH - 1);
+		uint32_t bkt = kvo_hash(db, id, k, type == KVOP_CLEAR ? 0 : kl) & (WALB_KH - 1);
 
 		wb->kvent[wb->nkv].off = (uint32_t)wb->kvlen;
 		wb->kvent[wb->nkv].prev = wb->kvh[bkt];
@@ -574,7 +574,7 @@ void wal_gc(struct store *st)
 
 		if (o->end <= oldest) {
 			*op = o->lnext;
-			wal_kvo_unlink(w, o);
+			kvo_unlink(w, o);
 			free(o);
 		} else {
 			op = &o->lnext;
@@ -659,7 +659,7 @@ int wal_publish(struct store *st, struct batch *b)
 		return -ENOMEM;
 	/* The kv mutations first: their overlay entries are visible to the
 	 * same readers as the blocks (seq), once the batch is published. */
-	r = wal_kv_publish(w, wb->kv, wb->kvlen, wb->nkv, wb->seq, w->next_lsn);
+	r = kvo_publish(w, wb->kv, wb->kvlen, wb->nkv, wb->seq, w->next_lsn);
 	if (r) {
 		free(es);
 		return r;
@@ -953,8 +953,8 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 			const uint8_t *kp = l->buf + WAL_HDR + (size_t)l->rec.nent * WAL_ENT;
 			int nk = wal_kvops_decode(kp, l->kvbytes, NULL, NULL);
 
-			r = nk < 0 ? -EIO : wal_kv_publish(w, kp, l->kvbytes, (uint32_t)nk, l->rec.seq,
-						       l->rec.lsn);
+			r = nk < 0 ? -EIO : kvo_publish(w, kp, l->kvbytes, (uint32_t)nk, l->rec.seq,
+							l->rec.lsn);
 			if (!r)
 				r = wal_kvops_decode(kp, l->kvbytes, replay_meta, st);
 			if (r < 0)
@@ -1067,7 +1067,7 @@ int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char
 void wal_reader_seq(struct store *st, MDB_txn *t, struct reader *r)
 {
 	r->vseq = r->seq;
-	if (wal_active(st) || wal_kv_active(st)) {
+	if (wal_active(st) || kvo_active(st)) {
 		/* The snapshot may already hold a batch whose commit number
 		 * was not yet published when the reader entered: its logged
 		 * blocks (published before its kv commit) belong with it. */

@@ -111,8 +111,8 @@ static int obj_load(struct batch *b, const struct op *op, bool create, struct ob
 		return r;
 	ob->klen = key_onode(ob->key, op->coll, op->oid, nl);
 	/* The batch's and the overlay's logged onodes first (kvoverlay.c). */
-	r = wal_kv_lookup(b->st, b, b->txn, KVDB_ONODE, op->coll, op->oid, nl, UINT64_MAX - 1,
-			  &v, &vl, &owned);
+	r = kvo_lookup(b->st, b, b->txn, KVDB_ONODE, op->coll, op->oid, nl, UINT64_MAX - 1,
+		       &v, &vl, &owned);
 	if (r > 0) {
 		r = onode_decode(&ob->o, v, vl);
 		free(owned);
@@ -1062,7 +1062,7 @@ static int id_key_del(struct batch *b, MDB_dbi dbi, uint64_t id, const void *k, 
 
 	if (b->kvlog) {
 		if (must_exist) {
-			int e = wal_kv_exists(b->st, b, b->txn, db, id, k, kl, UINT64_MAX - 1);
+			int e = kvo_exists(b->st, b, b->txn, db, id, k, kl, UINT64_MAX - 1);
 
 			if (e <= 0)
 				return e < 0 ? e : -ENOENT;

@@ -37,19 +37,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "testutil.h"
+
 #define MAX_OBJ		(8u << 20)
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-		failures++; \
-		return -1; \
-	} \
-} while (0)
+#define CHECK(cond, ...) TU_CHECK(cond, return -1, __VA_ARGS__)
 
 /* A checksum of n bytes, 8 at a time (FNV-1a's step on words, then a
  * shift to mix the high bits down): the test sums 1 GiB twice, in part on
@@ -93,14 +85,6 @@ static void fill(unsigned char *p, size_t n, uint32_t i)
 		x ^= x << 17;
 		memcpy(p + k, &x, n - k < 8 ? n - k : 8);
 	}
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* ---- workload ---- */
@@ -227,18 +211,18 @@ static int test_workload(struct atoll_ioctx *io, uint32_t n, uint64_t max_total)
 		objs[i].sum = sum64(b, objs[i].size);
 		free(b);
 	}
-	t0 = now_s();
+	t0 = tu_now_s();
 	if (run_all(io, 0) < 0)
 		return -1;
 	CHECK(atomic_load(&bad_results) == 0, "%d writes failed", atomic_load(&bad_results));
 	printf("workload: wrote %u objects, %.1f MiB in %.1f s\n", n,
-	       (double)total / (1 << 20), now_s() - t0);
-	t0 = now_s();
+	       (double)total / (1 << 20), tu_now_s() - t0);
+	t0 = tu_now_s();
 	if (run_all(io, 1) < 0)
 		return -1;
 	CHECK(atomic_load(&bad_results) == 0, "%d reads failed", atomic_load(&bad_results));
 	CHECK(atomic_load(&mismatches) == 0, "%d objects differ", atomic_load(&mismatches));
-	printf("workload: read back and compared %u objects in %.1f s\n", n, now_s() - t0);
+	printf("workload: read back and compared %u objects in %.1f s\n", n, tu_now_s() - t0);
 	for (uint32_t i = 0; i < n && i < 50; i++) {
 		uint64_t size = ~0ull, mtime = 0;
 		int r = atoll_stat(io, objs[i].name, &size, &mtime, 0);
@@ -682,8 +666,8 @@ int main(int argc, char **argv)
 	atoll_ioctx_destroy(io);
 	atoll_cluster_shutdown(c);
 	free(objs);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
+	if (tu_failures) {
+		fprintf(stderr, "%d check(s) failed\n", tu_failures);
 		return 1;
 	}
 	printf("all client checks passed\n");

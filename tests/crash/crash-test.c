@@ -78,6 +78,7 @@
 #include "crash-proto.h"
 #include "pcdisk.h"
 #include "workload.h"
+#include "testutil.h"
 
 #define SKIP 77
 #define COUNT_PLAN_TIMEOUT_MS 5000
@@ -109,14 +110,6 @@ struct harness {
 static volatile pid_t running_child = -1;
 static char *cleanup_root;
 static bool verbose;		/* ATOLL_CRASH_VERBOSE: a line per round */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* SIGTERM from a test runner's timeout: take the child and the files with
  * us.  pc_rmtree is not async-signal-safe; we are about to _exit anyway. */
@@ -325,11 +318,11 @@ static int run_child(struct harness *h, const struct plan *p, bool shim, bool un
 		close(pfd[0]);
 		return -1;
 	}
-	t0 = now_ms();
+	t0 = tu_now_ms_f();
 	deadline = t0 + (p->by_count ? COUNT_PLAN_TIMEOUT_MS : p->delay_ms);
 	while (!eof) {
 		struct pollfd pf = { pfd[0], POLLIN, 0 };
-		double left = deadline - now_ms();
+		double left = deadline - tu_now_ms_f();
 		int pr;
 
 		if (p->by_count && out->nacks >= p->count)
@@ -377,7 +370,7 @@ static int verify_in_child(struct harness *h, int64_t acked, int fd)
 	struct store *st;
 	int64_t applied;
 	int problems = 0, r;
-	double t0 = now_ms(), ta, tb, tc;
+	double t0 = tu_now_ms_f(), ta, tb, tc;
 
 	open_options(h->vblock, h->vkv, &o);
 	/* Every other round first read-only: the log's records are replayed
@@ -424,11 +417,11 @@ static int verify_in_child(struct harness *h, int64_t acked, int fd)
 		problems++;
 		goto out_close;
 	}
-	ta = now_ms();
+	ta = tu_now_ms_f();
 	wl_model_advance(&h->model, h->seed, h->prof, (uint64_t)applied);
-	tb = now_ms();
+	tb = tu_now_ms_f();
 	problems += wl_verify(st, &h->model, print_problem, h);
-	tc = now_ms();
+	tc = tu_now_ms_f();
 	/* Then read-write: open checkpoints the log (blocks in place, kv
 	 * mutations into the kv) and the same state must read back. */
 	if (ro_first) {
@@ -452,7 +445,7 @@ static int verify_in_child(struct harness *h, int64_t acked, int fd)
 	if (verbose)
 		fprintf(stderr, "%s: round %u: open %.0f ms, model %.0f ms, compare %.0f ms, "
 			"fsck %.0f ms\n", h->name, h->rounds, ta - t0, tb - ta, tc - tb,
-			now_ms() - tc);
+			tu_now_ms_f() - tc);
 	if (r < 0) {
 		fprintf(stderr, "%s: round %u: fsck could not run: %s\n",
 			h->name, h->rounds, strerror(-r));
@@ -461,10 +454,10 @@ static int verify_in_child(struct harness *h, int64_t acked, int fd)
 		problems += r;
 	}
 out_close:
-	ta = now_ms();
+	ta = tu_now_ms_f();
 	store_close(st);
 	if (verbose)
-		fprintf(stderr, "%s: round %u: close %.0f ms\n", h->name, h->rounds, now_ms() - ta);
+		fprintf(stderr, "%s: round %u: close %.0f ms\n", h->name, h->rounds, tu_now_ms_f() - ta);
 	return problems;
 }
 
@@ -787,14 +780,14 @@ static int round_once(struct harness *h)
 	bool shim = h->mode != MODE_KILL;
 	struct outcome out;
 	struct plan p;
-	double t0 = now_ms(), ts, t1, t2;
+	double t0 = tu_now_ms_f(), ts, t1, t2;
 	uint64_t before;
 	int r;
 
 	pick_plan(h, &p);
 	if (shim && save_durable(h) < 0)
 		return -1;
-	ts = now_ms();
+	ts = tu_now_ms_f();
 	if (run_child(h, &p, shim, h->mode == MODE_UNSAFE || h->mode == MODE_UNSAFELOG, &out) < 0) {
 		fprintf(stderr, "%s: cannot start the child: %s\n", h->name, strerror(errno));
 		return -1;
@@ -820,7 +813,7 @@ static int round_once(struct harness *h)
 			"killed anyway\n", h->name, h->rounds, out.nacks, p.count,
 			COUNT_PLAN_TIMEOUT_MS);
 	h->acked_total += out.nacks;
-	t1 = now_ms();
+	t1 = tu_now_ms_f();
 	if (shim) {
 		struct pc_log lg;
 
@@ -837,7 +830,7 @@ static int round_once(struct harness *h)
 		if (r != 0)
 			return r;
 	}
-	t2 = now_ms();
+	t2 = tu_now_ms_f();
 	before = h->model.applied;
 	r = verify(h, h->wblock, h->wkv, out.acked, out.acked, true);
 	if (verbose)
@@ -846,7 +839,7 @@ static int round_once(struct harness *h)
 			"verify %.0f ms\n", h->name, h->rounds,
 			p.by_count ? "after acks" : "after ms", p.by_count ? p.count : p.delay_ms,
 			h->inflight, out.nacks, before, h->model.applied, ts - t0, t1 - ts, t2 - t1,
-			now_ms() - t2);
+			tu_now_ms_f() - t2);
 	if (r == 0)
 		h->verified++;
 	else if (r > 0 && (int64_t)h->model.applied < out.acked)
@@ -877,7 +870,7 @@ int main(int argc, char **argv)
 	const char *env, *tmp, *what;
 	unsigned rounds = 0, i;
 	bool seed_given = false;
-	double t0 = now_ms();
+	double t0 = tu_now_ms_f();
 	int c, rc = 1, r = 0;
 
 	h->mode = MODE_KILL;
@@ -975,7 +968,7 @@ int main(int argc, char **argv)
 		printf("crash: %u kills, %u verified, %u lost; %" PRIu64 " txns applied, "
 		       "%" PRIu64 " acknowledgements; seed %" PRIu64 "; %.1f s\n",
 		       h->rounds, h->verified, h->lost, h->model.applied, h->acked_total,
-		       h->seed, (now_ms() - t0) / 1e3);
+		       h->seed, (tu_now_ms_f() - t0) / 1e3);
 		rc = r == 0 && h->verified == rounds ? 0 : 1;
 		break;
 	case MODE_POWERCUT:
@@ -988,7 +981,7 @@ int main(int argc, char **argv)
 		       h->rounds + h->early, h->rounds, h->early, h->early_after_ack,
 		       h->early_exposed, h->verified, h->lost, h->model.applied, h->acked_total,
 		       h->pc.lost, h->pc.applied, h->pc.torn, h->pc.durable,
-		       h->seed, (now_ms() - t0) / 1e3);
+		       h->seed, (tu_now_ms_f() - t0) / 1e3);
 		rc = r == 0 && h->verified == rounds + h->early ? 0 : 1;
 		break;
 	case MODE_UNSAFE:
@@ -1000,7 +993,7 @@ int main(int argc, char **argv)
 		if (r == 1) {
 			printf("crash: %s CAUGHT after %u power cuts (%u clean before); "
 			       "seed %" PRIu64 "; %.1f s\n", what, h->rounds, h->verified,
-			       h->seed, (now_ms() - t0) / 1e3);
+			       h->seed, (tu_now_ms_f() - t0) / 1e3);
 			rc = 0;
 		} else if (r == 0) {
 			printf("crash: %s NOT caught in %u power cuts (%u verified clean): "

@@ -41,34 +41,9 @@
 
 #include <atoll/atoll.h>
 
-static int failures;
+#include "testutil.h"
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-		failures++; \
-	} \
-} while (0)
-
-#define DIE(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fputc('\n', stderr); \
-	exit(1); } while (0)
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
+#define CHECK(cond, ...) TU_CHECK(cond, (void)0, __VA_ARGS__)
 
 /* Deterministic bytes for (a, b, c): a chunk's content is known from its
  * ledger entry alone. */
@@ -91,15 +66,15 @@ static struct atoll_cluster *connect_cluster(const char *const *sets)
 
 	r = atoll_cluster_create(&c, NULL, 0);
 	if (r < 0)
-		DIE("atoll_cluster_create: %s", atoll_strerror(r));
+		tu_die("atoll_cluster_create: %s", atoll_strerror(r));
 	for (; sets && sets[0]; sets += 2) {
 		r = atoll_cluster_set(c, sets[0], sets[1]);
 		if (r < 0)
-			DIE("atoll_cluster_set %s=%s: %s", sets[0], sets[1], atoll_strerror(r));
+			tu_die("atoll_cluster_set %s=%s: %s", sets[0], sets[1], atoll_strerror(r));
 	}
 	r = atoll_cluster_connect(c);
 	if (r < 0)
-		DIE("atoll_cluster_connect: %s", atoll_strerror(r));
+		tu_die("atoll_cluster_connect: %s", atoll_strerror(r));
 	return c;
 }
 
@@ -175,7 +150,7 @@ static int issue(struct atoll_ioctx *io, struct slot *s)
 	r = atoll_completion_create(NULL, NULL, NULL, &s->comp);
 	if (r < 0)
 		return r;
-	s->issued_ms = now_ms();
+	s->issued_ms = tu_now_ms();
 	if (s->idx < APP_SLOTS) {
 		s->seq++;
 		s->len = 1 + (uint32_t)((s->seq * 2654435761u + (uint32_t)s->idx * 97u) %
@@ -214,7 +189,7 @@ static void complete(struct slot *s)
 			return;
 		CHECK(ver > 0, "append %u of slot %d acknowledged version 0", s->seq, s->idx);
 		if (o->n == LEDGER_MAX)
-			DIE("the ledger is full");
+			tu_die("the ledger is full");
 		o->e[o->n++] = (struct app_entry){ ver, s->len, (uint32_t)s->idx, s->seq };
 		o->bytes += s->len;
 		return;
@@ -284,7 +259,7 @@ static void verify(struct atoll_ioctx *io)
 		got = malloc(o->bytes + 1);
 		want = malloc(o->bytes + 1);
 		if (!got || !want)
-			DIE("out of memory");
+			tu_die("out of memory");
 		for (size_t k = 0; k < o->n; k++) {
 			fill(want + off, o->e[k].len, o->e[k].slot, o->e[k].seq, 1);
 			off += o->e[k].len;
@@ -327,24 +302,24 @@ static void workload(struct atoll_cluster *c, struct atoll_ioctx *io, uint64_t m
 		     uint64_t max_ops, const uint64_t *at, int nsteps, step_fn *step,
 		     const char *arg)
 {
-	uint64_t t0 = now_ms(), deadline = t0 + ms, hard = t0 + ms + 90000;
+	uint64_t t0 = tu_now_ms(), deadline = t0 + ms, hard = t0 + ms + 90000;
 	int next = 0, inflight = 0, r;
 
 	for (int i = 0; i < APP_OBJS; i++) {
 		apps[i].e = calloc(LEDGER_MAX, sizeof(*apps[i].e));
 		if (!apps[i].e)
-			DIE("out of memory");
+			tu_die("out of memory");
 	}
 	for (int i = 0; i < SLOTS; i++) {
 		slots[i].idx = i;
 		r = issue(io, &slots[i]);
 		if (r < 0)
-			DIE("issue: %s", atoll_strerror(r));
+			tu_die("issue: %s", atoll_strerror(r));
 		inflight++;
 	}
 	while (inflight) {
 		bool any = false;
-		uint64_t now = now_ms();
+		uint64_t now = tu_now_ms();
 		bool more = now < deadline && ops_issued < max_ops;
 
 		if (next < nsteps && now - t0 >= at[next]) {
@@ -352,7 +327,7 @@ static void workload(struct atoll_cluster *c, struct atoll_ioctx *io, uint64_t m
 			next++;
 		}
 		if (now > hard)
-			DIE("%d ops did not complete within 90 s after the workload ended", inflight);
+			tu_die("%d ops did not complete within 90 s after the workload ended", inflight);
 		for (int i = 0; i < SLOTS; i++) {
 			struct slot *s = &slots[i];
 
@@ -364,7 +339,7 @@ static void workload(struct atoll_cluster *c, struct atoll_ioctx *io, uint64_t m
 			if (more || (i >= APP_SLOTS && s->reading)) {
 				r = issue(io, s);
 				if (r < 0)
-					DIE("issue: %s", atoll_strerror(r));
+					tu_die("issue: %s", atoll_strerror(r));
 			} else {
 				atoll_completion_release(s->comp);
 				s->comp = NULL;
@@ -372,11 +347,11 @@ static void workload(struct atoll_cluster *c, struct atoll_ioctx *io, uint64_t m
 			}
 		}
 		if (!any)
-			sleep_ms(1);
+			tu_sleep_ms(1);
 	}
 	while (next < nsteps)
 		step(c, arg, next++);
-	printf("%" PRIu64 " ops completed in %.1f s\n", ops_done, (now_ms() - t0) / 1000.0);
+	printf("%" PRIu64 " ops completed in %.1f s\n", ops_done, (tu_now_ms() - t0) / 1000.0);
 }
 
 static void stale_step(struct atoll_cluster *c, const char *kill_cmd, int i)
@@ -422,7 +397,7 @@ static void run_ledger(const char *pool, const char *kill_cmd, const char *const
 	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	workload(c, io, ms, max_ops, at, kill_cmd ? 5 : 0, stale_step, kill_cmd);
 	if (kill_cmd) {
 		/* the kill must have reached the client's map: the stale-map
@@ -458,10 +433,10 @@ static void run_limits(const char *pool)
 	int r, more = 0;
 
 	if (!big || !kv || !keys)
-		DIE("out of memory");
+		tu_die("out of memory");
 	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(big, 64 * MiB + 1, 7, 7, 7);
 
 	/* object size: exactly 128 MiB in two 64 MiB pieces, then +1 */
@@ -546,16 +521,16 @@ static void run_fill(const char *pool, unsigned seconds, size_t len)
 		"client_op_timeout", "30s", NULL });
 	struct atoll_ioctx *io;
 	uint8_t *buf = malloc(len);
-	uint64_t t0 = now_ms();
+	uint64_t t0 = tu_now_ms();
 	int r = 0, i;
 
 	if (!buf)
-		DIE("out of memory");
+		tu_die("out of memory");
 	r = atoll_ioctx_create(c, pool, &io, 0);
 	if (r < 0)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, len, 9, 9, 9);
-	for (i = 0; now_ms() - t0 < seconds * 1000ull; i++) {
+	for (i = 0; tu_now_ms() - t0 < seconds * 1000ull; i++) {
 		char oid[32];
 
 		snprintf(oid, sizeof(oid), "full-%d", i);
@@ -578,7 +553,7 @@ static void run_drain(const char *pool, int count)
 	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	for (int i = 0; i < count; i++) {
 		char oid[32];
 
@@ -599,7 +574,7 @@ static void run_write_ok(const char *pool, bool want_ok)
 	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0 || !buf)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, 4 * MiB, 10, 10, 10);
 	r = atoll_write_full(io, "after-full", buf, 4 * MiB, 0);
 	if (want_ok)
@@ -623,7 +598,7 @@ static void run_full_try(const char *pool)
 	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, sizeof(buf), 12, 12, 12);
 	r = atoll_ioctx_set_flags(io, 0x80);
 	CHECK(r == -EINVAL, "atoll_ioctx_set_flags with an unknown flag: %d, want -EINVAL", r);
@@ -654,7 +629,7 @@ static void run_populate(const char *pool, int count)
 	int r = atoll_ioctx_create(c, pool, &io, 0);
 
 	if (r < 0 || !buf)
-		DIE("ioctx %s: %s", pool, atoll_strerror(r));
+		tu_die("ioctx %s: %s", pool, atoll_strerror(r));
 	fill(buf, 256 * 1024, 11, 11, 11);
 	for (int i = 0; i < count + 16; i++) {
 		struct atoll_completion **cp = &comp[i % 16];
@@ -674,7 +649,7 @@ static void run_populate(const char *pool, int count)
 			r = atoll_aio_write_full(io, oid, *cp, buf,
 						 ((size_t)i * 7919u) % (256 * 1024), 0);
 		if (r < 0)
-			DIE("write of %s: %s", oid, atoll_strerror(r));
+			tu_die("write of %s: %s", oid, atoll_strerror(r));
 	}
 	for (int i = 0; i < count; i++) {
 		char cmd[160], *out = NULL, *status = NULL;
@@ -684,7 +659,7 @@ static void run_populate(const char *pool, int count)
 			 "\"object\": \"obj-%d\", \"format\": \"json\"}", pool, i);
 		r = atoll_mon_command(c, cmd, &status, &out, &outlen);
 		if (r < 0 || !out || outlen < 2 || out[outlen - 1] != '}')
-			DIE("osd map of obj-%d: %d %s", i, r, status ? status : "");
+			tu_die("osd map of obj-%d: %d %s", i, r, status ? status : "");
 		out[outlen - 1] = '\0';
 		printf("%s, \"size\": %zu}\n", out, ((size_t)i * 7919u) % (256 * 1024));
 		atoll_free(out);
@@ -729,7 +704,7 @@ int main(int argc, char **argv)
 			"write-full POOL | full-try POOL\n");
 		return 2;
 	}
-	if (failures)
-		fprintf(stderr, "%d check(s) failed\n", failures);
-	return failures ? 1 : 0;
+	if (tu_failures)
+		fprintf(stderr, "%d check(s) failed\n", tu_failures);
+	return tu_failures ? 1 : 0;
 }

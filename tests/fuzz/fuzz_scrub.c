@@ -14,34 +14,10 @@
 #include <string.h>
 
 #include "encode.h"
+#include "roundtrip.h"
 #include "scrub_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Encodes v with enc, decodes that, encodes again: both encodings equal. */
-#define ROUND_TRIP(type, v, encf, decf, clearf)                               \
-	do {                                                                  \
-		type v2;                                                      \
-		struct enc e1, e2;                                            \
-		struct dec d2;                                                \
-		enc_init(&e1);                                                \
-		enc_init(&e2);                                                \
-		encf(v, &e1);                                                 \
-		dec_init(&d2, e1.buf, e1.len);                                \
-		if (decf(&d2, &v2) < 0)                                       \
-			abort();                                              \
-		encf(&v2, &e2);                                               \
-		if (e1.len != e2.len || memcmp(e1.buf, e2.buf, e1.len))       \
-			abort();                                              \
-		clearf(&v2);                                                  \
-		enc_free(&e1);                                                \
-		enc_free(&e2);                                                \
-	} while (0)
-
-static void no_clear(void *p)
-{
-	(void)p;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -55,8 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct osd_scrub_req r;
 
 		if (osd_scrub_req_decode(&d, &r) == 0)
-			ROUND_TRIP(struct osd_scrub_req, &r, osd_scrub_req_encode,
-				   osd_scrub_req_decode, no_clear);
+			FUZZ_ROUND_TRIP(struct osd_scrub_req, &r, osd_scrub_req_encode,
+					osd_scrub_req_decode, FUZZ_NO_CLEAR);
 		break;
 	}
 	case 1: {
@@ -66,8 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (uint32_t i = 0; i < r.nerrors; i++)
 				if (memchr(r.errors[i].oid, 0, sizeof(r.errors[i].oid)) == NULL)
 					abort();
-			ROUND_TRIP(struct osd_scrub_reply, &r, osd_scrub_reply_encode,
-				   osd_scrub_reply_decode, osd_scrub_reply_clear);
+			FUZZ_ROUND_TRIP(struct osd_scrub_reply, &r, osd_scrub_reply_encode,
+					osd_scrub_reply_decode, osd_scrub_reply_clear);
 			osd_scrub_reply_clear(&r);
 		}
 		break;
@@ -76,24 +52,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct pg_scrub_req r;
 
 		if (pg_scrub_req_decode(&d, &r) == 0)
-			ROUND_TRIP(struct pg_scrub_req, &r, pg_scrub_req_encode,
-				   pg_scrub_req_decode, no_clear);
+			FUZZ_ROUND_TRIP(struct pg_scrub_req, &r, pg_scrub_req_encode,
+					pg_scrub_req_decode, FUZZ_NO_CLEAR);
 		break;
 	}
 	case 4: {
 		struct scrub_stamps s;
 
 		if (scrub_stamps_decode(&d, &s) == 0)
-			ROUND_TRIP(struct scrub_stamps, &s, scrub_stamps_encode,
-				   scrub_stamps_decode, no_clear);
+			FUZZ_ROUND_TRIP(struct scrub_stamps, &s, scrub_stamps_encode,
+					scrub_stamps_decode, FUZZ_NO_CLEAR);
 		break;
 	}
 	case 5: {
 		struct pg_query_req r;
 
 		if (pg_query_req_decode(&d, &r) == 0)
-			ROUND_TRIP(struct pg_query_req, &r, pg_query_req_encode,
-				   pg_query_req_decode, no_clear);
+			FUZZ_ROUND_TRIP(struct pg_query_req, &r, pg_query_req_encode,
+					pg_query_req_decode, FUZZ_NO_CLEAR);
 		break;
 	}
 	case 6: {
@@ -107,22 +83,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			{
 				struct pg_query_reply *r2 = malloc(sizeof(*r2));
-				struct enc e1, e2;
-				struct dec d2;
 
 				if (!r2)
 					abort();
-				enc_init(&e1);
-				enc_init(&e2);
-				pg_query_reply_encode(r, &e1);
-				dec_init(&d2, e1.buf, e1.len);
-				if (pg_query_reply_decode(&d2, r2) < 0)
-					abort();
-				pg_query_reply_encode(r2, &e2);
-				if (e1.len != e2.len || memcmp(e1.buf, e2.buf, e1.len))
-					abort();
-				enc_free(&e1);
-				enc_free(&e2);
+				FUZZ_ROUND_TRIP_INTO(r, r2, pg_query_reply_encode,
+						     pg_query_reply_decode, FUZZ_NO_CLEAR);
 				free(r2);
 			}
 		}
@@ -137,8 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (!m.objs[i].oid || !m.objs[i].oid[0] ||
 				    (i && strcmp(m.objs[i - 1].oid, m.objs[i].oid) >= 0))
 					abort();
-			ROUND_TRIP(struct pg_scrub_map, &m, pg_scrub_map_encode,
-				   pg_scrub_map_decode, pg_scrub_map_clear);
+			FUZZ_ROUND_TRIP(struct pg_scrub_map, &m, pg_scrub_map_encode,
+					pg_scrub_map_decode, pg_scrub_map_clear);
 			pg_scrub_map_clear(&m);
 		}
 		break;

@@ -3,6 +3,7 @@
  * over objects, name and argument checks, header encoding.
  */
 #include "image-int.h"
+#include "testutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,10 +11,6 @@
 #include <string.h>
 
 static int fails;
-#define CHECK(name, cond) do { \
-	if (!(cond)) { fprintf(stderr, "FAIL %s (line %d)\n", name, __LINE__); fails++; } \
-	else printf("ok %s\n", name); \
-} while (0)
 
 int main(void)
 {
@@ -24,22 +21,22 @@ int main(void)
 	size_t n;
 
 	n = img_split(4096 - 10, 20, 4096, p, 8);
-	CHECK("split_across_boundary", n == 2 && p[0].objno == 0 && p[0].objoff == 4086 &&
+	TU_OK("split_across_boundary", n == 2 && p[0].objno == 0 && p[0].objoff == 4086 &&
 	      p[0].len == 10 && p[1].objno == 1 && p[1].objoff == 0 && p[1].len == 10 &&
 	      p[1].bufoff == 10);
 	n = img_split(0, 3 * 4096, 4096, p, 8);
-	CHECK("split_whole_objects", n == 3 && p[2].objno == 2 && p[2].len == 4096);
+	TU_OK("split_whole_objects", n == 3 && p[2].objno == 2 && p[2].len == 4096);
 	n = img_split(100, 0, 4096, p, 8);
-	CHECK("split_empty", n == 0);
+	TU_OK("split_empty", n == 0);
 	n = img_split(0, 100 * 4096, 4096, p, 8);
-	CHECK("split_counts_past_max", n == 100);
+	TU_OK("split_counts_past_max", n == 100);
 	n = img_split((1ull << 40) - 1, 2, 1 << 22, p, 8);
-	CHECK("split_high_offsets", n == 2 && p[1].objno == (1ull << 40) >> 22);
+	TU_OK("split_high_offsets", n == 2 && p[1].objno == (1ull << 40) >> 22);
 
-	CHECK("object_size_power_of_two", img_valid_object_size(4 << 20) &&
+	TU_OK("object_size_power_of_two", img_valid_object_size(4 << 20) &&
 	      !img_valid_object_size(3 << 20) && !img_valid_object_size(2048) &&
 	      !img_valid_object_size(128 << 20));
-	CHECK("names", img_check_name("vm-1.disk") == 0 && img_check_name("") == -EINVAL &&
+	TU_OK("names", img_check_name("vm-1.disk") == 0 && img_check_name("") == -EINVAL &&
 	      img_check_name("a@b") == -EINVAL && img_check_name("a/b") == -EINVAL &&
 	      img_check_name("a b") == -EINVAL);
 
@@ -51,18 +48,18 @@ int main(void)
 	h->nsnaps = 1;
 	h->snaps[0] = (struct img_snap){ 3, 1 << 20, 5, "s" };
 	s = img_header_encode(h);
-	CHECK("header_roundtrip", s && img_header_decode(s, strlen(s), &h[1]) == 0 &&
+	TU_OK("header_roundtrip", s && img_header_decode(s, strlen(s), &h[1]) == 0 &&
 	      h[1].size == h->size && h[1].nsnaps == 1 && h[1].snaps[0].id == 3 &&
 	      !strcmp(h[1].snaps[0].name, "s"));
 	free(s);
-	CHECK("header_garbage_refused", img_header_decode("{\"size\":1}", 10, &h[1]) == -EBADMSG);
-	CHECK("header_truncated_refused", img_header_decode("{\"format\"", 9, &h[1]) == -EBADMSG);
+	TU_OK("header_garbage_refused", img_header_decode("{\"size\":1}", 10, &h[1]) == -EBADMSG);
+	TU_OK("header_truncated_refused", img_header_decode("{\"format\"", 9, &h[1]) == -EBADMSG);
 
-	CHECK("open_null_args", atoll_image_open(NULL, "x", NULL, &img) == -EINVAL);
-	CHECK("create_null_io", atoll_image_create(NULL, "x", 512, NULL) == -EINVAL);
-	CHECK("close_null", atoll_image_close(NULL) == 0);
-	CHECK("aio_null_image", atoll_image_aio_read(NULL, NULL, 0, 0, NULL, 0) == -EINVAL);
-	CHECK("version", atoll_image_version(NULL) == ATOLL_IMAGE_VERSION_NUMBER);
+	TU_OK("open_null_args", atoll_image_open(NULL, "x", NULL, &img) == -EINVAL);
+	TU_OK("create_null_io", atoll_image_create(NULL, "x", 512, NULL) == -EINVAL);
+	TU_OK("close_null", atoll_image_close(NULL) == 0);
+	TU_OK("aio_null_image", atoll_image_aio_read(NULL, NULL, 0, 0, NULL, 0) == -EINVAL);
+	TU_OK("version", atoll_image_version(NULL) == ATOLL_IMAGE_VERSION_NUMBER);
 	free(h);
 	return fails ? 1 : 0;
 }

@@ -24,14 +24,6 @@ const char *mh_bin(void)
 	return b;
 }
 
-uint64_t mh_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int mh_scale(int ms)
 {
 	const char *s = getenv("ATOLL_SANITIZED");
@@ -184,7 +176,7 @@ void mh_connect(struct mh *h)
 		memset(&mc, 0, sizeof(mc));
 		mc.size_of = sizeof(mc);
 		mc.me.type = MSG_ENTITY_CLIENT;
-		mc.me.id = (uint64_t)getpid() * 1000 + (uint64_t)(mh_now_ms() % 1000);
+		mc.me.id = (uint64_t)getpid() * 1000 + (uint64_t)(tu_now_ms() % 1000);
 		cr_assert_eq(msgr_create(&mc, &ops, h, &h->msgr), 0);
 		cr_assert_eq(msgr_start(h->msgr), 0);
 	}
@@ -227,8 +219,8 @@ void mh_start(struct mh *h)
 	}
 	h->pid = pid;
 	h->addr[0] = '\0';
-	deadline = mh_now_ms() + (uint64_t)mh_scale(10000);
-	while (!h->addr[0] && mh_now_ms() < deadline) {
+	deadline = tu_now_ms() + (uint64_t)mh_scale(10000);
+	while (!h->addr[0] && tu_now_ms() < deadline) {
 		FILE *f = fopen(h->log, "r");
 		char line[512];
 
@@ -562,11 +554,11 @@ void mh_subscribe(struct mh *h, uint64_t have)
 static bool wait_cond(struct mh *h, int timeout_ms,
 		      bool (*pred)(struct mh *h, void *arg), void *arg)
 {
-	uint64_t deadline = mh_now_ms() + (uint64_t)mh_scale(timeout_ms);
+	uint64_t deadline = tu_now_ms() + (uint64_t)mh_scale(timeout_ms);
 	bool ok;
 
 	pthread_mutex_lock(&h->lock);
-	while (!(ok = pred(h, arg)) && mh_now_ms() < deadline) {
+	while (!(ok = pred(h, arg)) && tu_now_ms() < deadline) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -639,12 +631,12 @@ static int log_count(struct mh *h, const char *needle)
 
 bool mh_wait_log(struct mh *h, const char *needle, int n, int timeout_ms)
 {
-	uint64_t deadline = mh_now_ms() + (uint64_t)mh_scale(timeout_ms);
+	uint64_t deadline = tu_now_ms() + (uint64_t)mh_scale(timeout_ms);
 
 	for (;;) {
 		if (log_count(h, needle) >= n)
 			return true;
-		if (mh_now_ms() >= deadline)
+		if (tu_now_ms() >= deadline)
 			return false;
 		usleep(20000);
 	}

@@ -23,6 +23,7 @@
 #include "msg.h"
 #include "osdmap.h"
 #include "proto.h"
+#include "testutil.h"
 
 #define MH_OSD_MAX	64
 
@@ -126,7 +127,6 @@ bool mh_osd_is_up(struct mh *h, int32_t id);
 bool mh_osd_is_in(struct mh *h, int32_t id);
 
 void mh_uuid(uint8_t u[16], uint8_t seed);
-uint64_t mh_now_ms(void);
 /* Timeouts stretch under sanitizers (ATOLL_SANITIZED=1). */
 int mh_scale(int ms);
 

@@ -154,11 +154,11 @@ Test(mon_osds, silent_osd_is_marked_down_after_grace)
 
 	boot(b, 2, "h2");
 	mh_pump_start(&h, &b, 1);	/* b keeps beaconing, a is silent */
-	t0 = mh_now_ms();		/* before a's boot: its grace starts later */
+	t0 = tu_now_ms();		/* before a's boot: its grace starts later */
 	boot(a, 1, "h1");
 	mh_subscribe(&h, 0);
 	cr_assert(mh_wait_osd(&h, a, false, 5 * GRACE_MS), "osd.0 still up after the grace");
-	cr_assert(mh_now_ms() - t0 >= GRACE_MS, "marked down before the grace");
+	cr_assert(tu_now_ms() - t0 >= GRACE_MS, "marked down before the grace");
 	cr_assert(mh_osd_is_up(&h, b), "a beaconing OSD was marked down");
 }
 

@@ -237,10 +237,10 @@ static int raw_connect(const char *addr)
 /* True when the peer closes fd within ms. */
 static bool closed_by_peer(int fd, int ms)
 {
-	uint64_t deadline = mh_now_ms() + (uint64_t)ms;
+	uint64_t deadline = tu_now_ms() + (uint64_t)ms;
 	char buf[4096];
 
-	while (mh_now_ms() < deadline) {
+	while (tu_now_ms() < deadline) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 

@@ -39,37 +39,13 @@
 #include "osdmap.h"
 #include "placement.h"
 #include "proto.h"
+#include "testutil.h"
 
 static const char *MON, *OSD, *TOOL;
 static char dir[256];
 static pid_t mon_pid, osd_pid[3];
 static char mon_addr[64];
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-		failures++; \
-		goto out; \
-	} \
-} while (0)
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
+#define CHECK(cond, ...) TU_CHECK(cond, goto out, __VA_ARGS__)
 
 /* ---- processes ------------------------------------------------------- */
 
@@ -94,15 +70,15 @@ static pid_t spawn(char *const argv[], const char *logname)
 
 static int wait_exit(pid_t pid, unsigned timeout_ms)
 {
-	uint64_t end = now_ms() + timeout_ms;
+	uint64_t end = tu_now_ms() + timeout_ms;
 	int st;
 
-	while (now_ms() < end) {
+	while (tu_now_ms() < end) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
 
 		if (r == pid)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		sleep_ms(20);
+		tu_sleep_ms(20);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
@@ -258,13 +234,13 @@ static int mon_command(const char *json, char *out, size_t outlen)
 static uint64_t wait_map(bool (*pred)(const struct osdmap *, void *), void *arg,
 			 unsigned timeout_ms)
 {
-	uint64_t end = now_ms() + timeout_ms, epoch = 0;
+	uint64_t end = tu_now_ms() + timeout_ms, epoch = 0;
 
 	pthread_mutex_lock(&lock);
 	while (!(map && pred(map, arg))) {
 		struct timespec ts;
 
-		if (now_ms() >= end)
+		if (tu_now_ms() >= end)
 			goto out;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100 * 1000000;
@@ -305,6 +281,50 @@ struct target {
 	uint64_t epoch;
 	char addr[OSDMAP_SIZE_MAX][OSDMAP_ADDR_MAX + 1];
 };
+
+/* ---- a PG's state in `pg ls`, waited for with tu_wait_for ------------ */
+
+struct pg_wait {
+	const struct target *t;
+	char *out;		/* the last answer */
+	size_t outlen;
+	int rc;			/* of the last pg ls */
+};
+
+/* The pg ls line of w->t, or NULL (w->rc says whether pg ls answered). */
+static char *pg_line(struct pg_wait *w)
+{
+	char want[32];
+
+	w->rc = mon_command("{\"prefix\": \"pg ls\", \"pool\": \"t\", "
+			    "\"format\": \"plain\"}", w->out, w->outlen);
+	if (w->rc)
+		return NULL;
+	snprintf(want, sizeof(want), "%u.%x ", w->t->pool, w->t->pg);
+	return strstr(w->out, want);
+}
+
+static bool pg_degraded(void *arg)
+{
+	char *line = pg_line(arg);
+
+	return line && strstr(line, "undersized") && strstr(line, "degraded") &&
+	       strstr(line, "undersized") < strchr(line, '\n');
+}
+
+static bool pg_clean(void *arg)
+{
+	char *line = pg_line(arg), *nl = line ? strchr(line, '\n') : NULL;
+	bool seen;
+
+	if (nl)
+		*nl = 0;
+	/* the state column: recovered */
+	seen = line && strstr(line, "active+clean");
+	if (nl)
+		*nl = '\n';
+	return seen;
+}
 
 static int locate(const char *oid, struct target *t)
 {
@@ -469,7 +489,7 @@ static int pipelined_writes(const char *oid, uint64_t tid0, char *buf, size_t n)
 static void op_primary(uint64_t tid, const char *oid, struct osd_subop *so,
 		       struct op_result *res, unsigned timeout_ms)
 {
-	uint64_t end = now_ms() + timeout_ms;
+	uint64_t end = tu_now_ms() + timeout_ms;
 	struct target t;
 
 	do {
@@ -478,8 +498,8 @@ static void op_primary(uint64_t tid, const char *oid, struct osd_subop *so,
 			if (!res->err && res->result != -ESTALE)
 				return;
 		}
-		sleep_ms(200);
-	} while (now_ms() < end);
+		tu_sleep_ms(200);
+	} while (tu_now_ms() < end);
 }
 
 /* ---- the test -------------------------------------------------------------- */
@@ -540,7 +560,7 @@ int main(int argc, char **argv)
 
 		mon_pid = spawn(a, monlog);
 	}
-	sleep_ms(300);
+	tu_sleep_ms(300);
 	/* three OSDs, one host each */
 	for (int i = 0; i < 3; i++) {
 		char id[16], host[16], bind[32], log[32];
@@ -564,7 +584,7 @@ int main(int argc, char **argv)
 	}
 
 	/* the client */
-	client_id = ((uint64_t)getpid() << 32) ^ now_ms();
+	client_id = ((uint64_t)getpid() << 32) ^ tu_now_ms();
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = client_id;
 	CHECK(msgr_create(&mc, &ops, NULL, &msgr) == 0, "msgr_create");
@@ -748,25 +768,10 @@ int main(int argc, char **argv)
 	CHECK(res.version > v2, "version did not grow");
 	CHECK(locate("obj-a", &t) == 0 && t.n == 2, "acting set after the kill has %d", t.n);
 	{
-		uint64_t end = now_ms() + 15000;
-		bool seen = false;
+		struct pg_wait w = { &t, out, sizeof(out), 0 };
 
-		while (!seen && now_ms() < end) {
-			if (mon_command("{\"prefix\": \"pg ls\", \"pool\": \"t\", "
-					"\"format\": \"plain\"}", out, sizeof(out)) == 0) {
-				char want[32];
-				char *line;
-
-				snprintf(want, sizeof(want), "%u.%x ", t.pool, t.pg);
-				line = strstr(out, want);
-				seen = line && strstr(line, "undersized") &&
-				       strstr(line, "degraded") &&
-				       strstr(line, "undersized") < strchr(line, '\n');
-			}
-			if (!seen)
-				sleep_ms(300);
-		}
-		CHECK(seen, "pg %u.%x never reported undersized+degraded:\n%s", t.pool, t.pg, out);
+		CHECK(tu_wait_for(pg_degraded, &w, 15000, 300),
+		      "pg %u.%x never reported undersized+degraded:\n%s", t.pool, t.pg, out);
 	}
 
 	/* 7. the killed replica comes back (its store and PGs load again);
@@ -783,28 +788,10 @@ int main(int argc, char **argv)
 
 		osd_pid[victim] = spawn(a, "osd-restarted.log");
 		CHECK(wait_map(three_up, NULL, 20000), "osd.%d did not come back up", victim);
-		uint64_t end = now_ms() + 15000;
-		bool seen = false;
+		struct pg_wait w = { &t, out, sizeof(out), 0 };
+		bool seen = tu_wait_for(pg_clean, &w, 15000, 300);
 
-		while (!seen && now_ms() < end) {
-			rc = mon_command("{\"prefix\": \"pg ls\", \"pool\": \"t\", "
-					 "\"format\": \"plain\"}", out, sizeof(out));
-			if (rc == 0) {
-				char want[32], *line, *nl;
-
-				snprintf(want, sizeof(want), "%u.%x ", t.pool, t.pg);
-				line = strstr(out, want);
-				nl = line ? strchr(line, '\n') : NULL;
-				if (nl)
-					*nl = 0;
-				/* the state column: recovered */
-				seen = line && strstr(line, "active+clean");
-				if (nl)
-					*nl = '\n';
-			}
-			if (!seen)
-				sleep_ms(300);
-		}
+		rc = w.rc;
 		CHECK(seen, "pg %u.%x is not active+clean after osd.%d came back (rc %d):\n%s",
 		      t.pool, t.pg, victim, rc, out);
 	}
@@ -844,7 +831,7 @@ int main(int argc, char **argv)
 out:
 	stop_all();
 	msgr_destroy(msgr);
-	if (failures == 0 && !keep) {
+	if (tu_failures == 0 && !keep) {
 		char cmd[300];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
@@ -853,6 +840,6 @@ out:
 	} else {
 		fprintf(stderr, "logs kept in %s\n", dir);
 	}
-	fprintf(stderr, "%s\n", failures ? "FAILED" : "PASSED");
-	return failures ? 1 : 0;
+	fprintf(stderr, "%s\n", tu_failures ? "FAILED" : "PASSED");
+	return tu_failures ? 1 : 0;
 }

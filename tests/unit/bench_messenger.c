@@ -24,6 +24,7 @@
 
 #include "encode.h"
 #include "msg.h"
+#include "testutil.h"
 
 #define T_WRITE	200
 
@@ -74,14 +75,6 @@ static void on_reply(void *arg, struct msg *reply, int err)
 	atomic_fetch_sub(&b->outstanding, 1);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void run(struct msg_conn *c, size_t size, int window, double seconds)
 {
 	struct bench b = { .c = c, .size = size };
@@ -91,12 +84,12 @@ static void run(struct msg_conn *c, size_t size, int window, double seconds)
 	b.buf = calloc(1, size);
 	if (!b.buf)
 		exit(1);
-	t0 = now_s();
+	t0 = tu_now_s();
 	for (int i = 0; i < window; i++)
 		issue(&b);
 	usleep((useconds_t)(seconds * 1e6));
 	done = atomic_load(&b.done);
-	t1 = now_s();
+	t1 = tu_now_s();
 	atomic_store(&b.stop, true);
 	while (atomic_load(&b.outstanding) > 0)
 		usleep(1000);
@@ -129,7 +122,7 @@ static void run_sync(struct msg_conn *c, double seconds)
 {
 	struct sync_wait w = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			       .cond = PTHREAD_COND_INITIALIZER };
-	double t0 = now_s(), t1 = t0;
+	double t0 = tu_now_s(), t1 = t0;
 	long done = 0, errors = 0;
 
 	do {
@@ -148,7 +141,7 @@ static void run_sync(struct msg_conn *c, double seconds)
 			errors++;
 		else
 			done++;
-		t1 = now_s();
+		t1 = tu_now_s();
 	} while (t1 - t0 < seconds);
 	printf("       0 bytes, 1 at a time from a thread: %9.0f calls/s, %.1f us each (%ld errors)\n",
 	       (double)done / (t1 - t0), (t1 - t0) * 1e6 / (double)(done ? done : 1), errors);
