@@ -10,7 +10,7 @@
 #                    folder under /var/tmp: the same disk as the repository)
 #     --quick        fsbench.sh's quick mode (fewer files, 256 MiB dd) and
 #                    a 5 s disklimit: checks the pipeline only
-#     --no-disk      skip ../shared/bench/disklimit.sh
+#     --no-disk      skip bench/disklimit.sh
 #     --fuse-opts O  more atoll-fuse -o options, e.g. nolease (an A/B of
 #                    the leases: the kernel then caches metadata for 1 s)
 #   BUILD_DIR defaults to $ATOLL_BUILD, else build-release.
@@ -18,7 +18,7 @@
 # Starts a default cluster (3 OSDs on 3 hosts; fs_meta and fs_data of size
 # 3; atoll-mds), mounts it with atoll-fuse, then per round, one after the
 # other: disklimit.sh on the cluster's folder (cluster idle; first round
-# only), ../shared/bench/fsbench.sh on the mount (label atoll) and on a
+# only), bench/fsbench.sh on the mount (label atoll) and on a
 # local folder beside it (label local).  Prints a table: each workload's
 # median on atoll and local, atoll/local, and the best peer's figure from
 # the issue with atoll/peer.  Always unmounts and stops the cluster (its
@@ -42,8 +42,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 build=$(cd "$build" && pwd)
-fsbench=$here/../shared/bench/fsbench.sh
-disklimit=$here/../shared/bench/disklimit.sh
+fsbench=${FSBENCH:-$here/bench/fsbench.sh}
+disklimit=${DISKLIMIT:-$here/bench/disklimit.sh}
 for t in python3 bc fusermount3; do
 	command -v "$t" >/dev/null || { echo "$t is missing; install it with: scripts/deps.sh" >&2; exit 1; }
 done

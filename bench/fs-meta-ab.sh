@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/fs-meta-ab.sh - the metadata workloads of ../shared/bench/fsbench.sh
+# bench/fs-meta-ab.sh - the metadata workloads of bench/fsbench.sh
 # through atoll-fuse, several atoll-fuse builds (or mount options)
 # alternately on one running cluster: an A/B of the client's metadata path
 # in one window (doc/benchmarks.md, "File system").
