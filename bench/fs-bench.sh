@@ -1,7 +1,6 @@
 #!/bin/bash
 # bench/fs-bench.sh - the file system (atoll-mds + atoll-fuse) against a
-# local folder on the same disk (issue 6, recorded in doc/benchmarks.md,
-# "File system (issue 6)").
+# local folder on the same disk (doc/benchmarks.md, "The file system").
 #
 #   bench/fs-bench.sh [OPTIONS] [BUILD_DIR]
 #     --size SZ      each OSD's store (default 4G)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/nbd-bench.sh - atoll-nbd performance against the disk's own limits
-# (issue 5, recorded in doc/benchmarks.md, "Images and NBD").
+# (doc/benchmarks.md, "Block images through NBD").
 #
 #   bench/nbd-bench.sh [OPTIONS] [BUILD_DIR]
 #     --size SZ      each OSD's store (default 6G; the image is 1 GiB, size 3)

@@ -30,7 +30,7 @@
 #   --keep            keep the measuring folder (the store is reused by a
 #                     later run with the same --dir)
 #   -h, --help
-# The method and the results are in doc/benchmarks.md.
+# The method and the current figures are in doc/benchmarks.md.
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
