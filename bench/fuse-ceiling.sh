@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/fuse-ceiling.sh - what fsbench's workloads reach through FUSE alone on
+# bench/fuse-ceiling.sh - what bench/fsbench.sh's workloads reach through FUSE alone on
 # this machine: bench/fuse-null (one file whose reads give zeros and whose
 # writes are dropped, and a namespace in memory; the same FUSE settings as
 # atoll-fuse) mounted in a temporary folder.  Per round, by default,
