@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick=quick; shift ;;
 	--no-disk) disk=0; shift ;;
 	--fuse-opts) fopts=,$2; shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "unknown option '$1'; see: bench/fs-bench.sh --help" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
