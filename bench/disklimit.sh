@@ -17,9 +17,11 @@
 #   durable_randwrite_4K_3x16_IOPS  3 writers of 4 KiB random writes, 16 in
 #                                   flight each, an fdatasync every 16 writes,
 #                                   over the first 600 MiB
-# and two limits derived from them for a pool of size 3 whose three
-# replicas share this one disk (each client byte is written three times):
-#   replicated3_seq_write_limit_MBps   seq_write_4M_MBps / 3
+# and two limits for a pool of size 3 whose three replicas share this one
+# disk (each client byte is written three times):
+#   replicated3_seq_write_limit_MBps   the 4 MiB writes again, last (the
+#                                      disk after the other workloads),
+#                                      divided by 3
 #   replicated3_durable_4K_limit_IOPS  durable_randwrite_4K_3x16_IOPS / 3
 # Output: one "disk<TAB>key<TAB>value<TAB>unit" line per figure, in the order
 # above; MB/s are MiB/s (fio's KiB/s / 1024, rounded down), IOPS are rounded.
@@ -67,5 +69,6 @@ put randread_4K_QD32_IOPS "$rio" IOPS
 read -r _ dio < <(job write --rw=randwrite --bs=4k --iodepth=16 --numjobs=3 \
 	--fdatasync=16 --size=600m)
 put durable_randwrite_4K_3x16_IOPS "$dio" IOPS
-put replicated3_seq_write_limit_MBps $((wbw / 1024 / 3)) MB/s
+read -r lbw _ < <(job write --rw=write --bs=4m --iodepth=8)
+put replicated3_seq_write_limit_MBps $((lbw / 1024 / 3)) MB/s
 put replicated3_durable_4K_limit_IOPS $((dio / 3)) IOPS
