@@ -24,7 +24,7 @@
 #                                      divided by 3
 #   replicated3_durable_4K_limit_IOPS  durable_randwrite_4K_3x16_IOPS / 3
 # Output: one "disk<TAB>key<TAB>value<TAB>unit" line per figure, in the order
-# above; MB/s are MiB/s (fio's KiB/s / 1024, rounded down), IOPS are rounded.
+# above; MB/s are MiB/s (fio's KiB/s / 1024), both rounded down.
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
@@ -54,7 +54,7 @@ job() {
 import json, sys
 side = sys.argv[1]
 r = json.load(sys.stdin)["jobs"][0][side]
-print(int(r["bw"]), int(round(r["iops"])))' "$side"
+print(int(r["bw"]), int(r["iops"]))' "$side"
 }
 put() { printf 'disk\t%s\t%s\t%s\n' "$1" "$2" "$3"; }
 
