@@ -5,7 +5,7 @@
 # hosts, pool 'default' of size 3) in a folder on the repo's disk, writes
 # at least 2 GiB of 4 MiB objects for the reads, then runs, interleaved,
 # never at the same time:
-#   ref    ../shared/bench/disklimit.sh on the same folder (cluster idle),
+#   ref    bench/disklimit.sh on the same folder (cluster idle),
 #          then bench/durable-ceiling.sh (three writers of durable 4 MiB
 #          writes: what one disk shared by three OSDs can take at most)
 #   w4m    atoll bench default S write -b 4M -t 16
@@ -34,8 +34,8 @@
 #   --prefill-gib N   GiB of 4 MiB objects written before the first round
 #                     for the reads (default 2)
 #   --size SZ         each OSD's store (default 10G)
-#   --disklimit PATH  the reference script (default ../shared/bench/
-#                     disklimit.sh beside the repo, or $DISKLIMIT)
+#   --disklimit PATH  the reference script (default bench/disklimit.sh,
+#                     or $DISKLIMIT)
 #   --out DIR         raw outputs (default scratch/cluster-bench-DATE/)
 #   --quick           the whole pipeline fast: 1 run, 3 s, 256 MiB prefill,
 #                     4G stores; its figures are not the benchmark's
@@ -49,7 +49,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}/
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 seconds=15 prefill=2 size=10G quick=0 keep=0 dir= out=
-disklimit=${DISKLIMIT:-$root/../shared/bench/disklimit.sh}
+disklimit=${DISKLIMIT:-$root/bench/disklimit.sh}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) dir=${2:?--dir needs a folder}; shift 2 ;;

@@ -1,7 +1,6 @@
 #!/bin/bash
 # bench/fs-bench.sh - the file system (atoll-mds + atoll-fuse) against a
-# local folder on the same disk (issue 6, recorded in doc/benchmarks.md,
-# "File system (issue 6)").
+# local folder on the same disk (doc/benchmarks.md, "The file system").
 #
 #   bench/fs-bench.sh [OPTIONS] [BUILD_DIR]
 #     --size SZ      each OSD's store (default 4G)
@@ -10,7 +9,7 @@
 #                    folder under /var/tmp: the same disk as the repository)
 #     --quick        fsbench.sh's quick mode (fewer files, 256 MiB dd) and
 #                    a 5 s disklimit: checks the pipeline only
-#     --no-disk      skip ../shared/bench/disklimit.sh
+#     --no-disk      skip bench/disklimit.sh
 #     --fuse-opts O  more atoll-fuse -o options, e.g. nolease (an A/B of
 #                    the leases: the kernel then caches metadata for 1 s)
 #   BUILD_DIR defaults to $ATOLL_BUILD, else build-release.
@@ -18,7 +17,7 @@
 # Starts a default cluster (3 OSDs on 3 hosts; fs_meta and fs_data of size
 # 3; atoll-mds), mounts it with atoll-fuse, then per round, one after the
 # other: disklimit.sh on the cluster's folder (cluster idle; first round
-# only), ../shared/bench/fsbench.sh on the mount (label atoll) and on a
+# only), bench/fsbench.sh on the mount (label atoll) and on a
 # local folder beside it (label local).  Prints a table: each workload's
 # median on atoll and local, atoll/local, and the best peer's figure from
 # the issue with atoll/peer.  Always unmounts and stops the cluster (its
@@ -36,14 +35,14 @@ while [ $# -gt 0 ]; do
 	--quick) quick=quick; shift ;;
 	--no-disk) disk=0; shift ;;
 	--fuse-opts) fopts=,$2; shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "unknown option '$1'; see: bench/fs-bench.sh --help" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
 done
 build=$(cd "$build" && pwd)
-fsbench=$here/../shared/bench/fsbench.sh
-disklimit=$here/../shared/bench/disklimit.sh
+fsbench=${FSBENCH:-$here/bench/fsbench.sh}
+disklimit=${DISKLIMIT:-$here/bench/disklimit.sh}
 for t in python3 bc fusermount3; do
 	command -v "$t" >/dev/null || { echo "$t is missing; install it with: scripts/deps.sh" >&2; exit 1; }
 done

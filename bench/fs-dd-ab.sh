@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/fs-dd-ab.sh - dd 1 GiB write (conv=fsync) and read through atoll-fuse,
 # several atoll-fuse builds alternately on one running cluster: an A/B of the
-# client's data path in one window (doc/benchmarks.md, "File system").
+# client's data path in one window (doc/benchmarks.md, "The file system").
 #
 #   bench/fs-dd-ab.sh CLUSTER_DIR LABEL=ATOLL_FUSE [LABEL=ATOLL_FUSE ...]
 #

@@ -1,8 +1,8 @@
 #!/bin/bash
-# bench/fs-meta-ab.sh - the metadata workloads of ../shared/bench/fsbench.sh
+# bench/fs-meta-ab.sh - the metadata workloads of bench/fsbench.sh
 # through atoll-fuse, several atoll-fuse builds (or mount options)
 # alternately on one running cluster: an A/B of the client's metadata path
-# in one window (doc/benchmarks.md, "File system").
+# in one window (doc/benchmarks.md, "The file system").
 #
 #   bench/fs-meta-ab.sh CLUSTER_DIR LABEL=ATOLL_FUSE[,OPTS] [LABEL=... ...]
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/fuse-ceiling.sh - what fsbench's workloads reach through FUSE alone on
+# bench/fuse-ceiling.sh - what bench/fsbench.sh's workloads reach through FUSE alone on
 # this machine: bench/fuse-null (one file whose reads give zeros and whose
 # writes are dropped, and a namespace in memory; the same FUSE settings as
 # atoll-fuse) mounted in a temporary folder.  Per round, by default,
@@ -8,7 +8,7 @@
 # cold and warm, rm -rf, mkdir and rmdir of 1,000), mounted with
 # default_permissions as atoll-fuse is.  No disk, no network, no work beyond
 # the kernel's FUSE requests: an upper bound for atoll-fuse's figures
-# (doc/benchmarks.md, "File system").
+# (doc/benchmarks.md, "The file system").
 #
 #   bench/fuse-ceiling.sh [--rounds N] [--meta] [BUILD_DIR]
 #     --rounds N   rounds (default 3); prints each and the medians

@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/nbd-bench.sh - atoll-nbd performance against the disk's own limits
-# (issue 5, recorded in doc/benchmarks.md, "Images and NBD").
+# (doc/benchmarks.md, "Block images through NBD").
 #
 #   bench/nbd-bench.sh [OPTIONS] [BUILD_DIR]
 #     --size SZ      each OSD's store (default 6G; the image is 1 GiB, size 3)
@@ -16,7 +16,7 @@
 # atoll-nbd started by atoll-cluster), writes a 1 GiB image in full (so
 # reads never hit holes), then runs N rounds of, one after the other and
 # never at the same time:
-#   ref   ../shared/bench/disklimit.sh on the cluster's folder (cluster idle)
+#   ref   bench/disklimit.sh on the cluster's folder (cluster idle)
 #   fio   --ioengine=nbd against atoll-nbd: 4K randwrite QD32, 4K randread
 #         QD32, 1M sequential write QD8, 1M sequential read QD8
 #   bench atoll bench default N write -b 4K -t 32 (the object-level ceiling
@@ -60,7 +60,7 @@ fio --enghelp 2>/dev/null | grep -qw nbd ||
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cdir=$out/cluster
-disklimit=$here/../shared/bench/disklimit.sh
+disklimit=${DISKLIMIT:-$here/bench/disklimit.sh}
 cluster=$build/tools/atoll-cluster
 atoll=$build/tools/atoll
 tool=$build/tests/nbd/nbd-image-tool

@@ -5,7 +5,7 @@
 # Starts the default cluster (atoll-cluster up: 1 monitor, 3 OSDs on 3
 # hosts, pool 'default' of size 3, default settings) in a folder on the
 # repo's disk and measures, each round:
-#   ref        ../shared/bench/disklimit.sh on the same folder (cluster idle)
+#   ref        bench/disklimit.sh on the same folder (cluster idle)
 #   healthy    atoll bench default S write -b 4M -t 16 (the client's
 #              throughput on a healthy cluster)
 #   detect     kill -9 osd.1: seconds until the map says it is down
@@ -26,8 +26,8 @@
 #                     reference's workloads (default 15)
 #   --data-gib N      GiB written while osd.1 is down (default 2)
 #   --size SZ         each OSD's store (default 10G)
-#   --disklimit PATH  the reference script (default ../shared/bench/
-#                     disklimit.sh beside the repo, or $DISKLIMIT)
+#   --disklimit PATH  the reference script (default bench/disklimit.sh,
+#                     or $DISKLIMIT)
 #   --out DIR         raw outputs (default scratch/recovery-bench-DATE/)
 #   --quick           1 run, 3 s, 256 MiB, 4G stores: checks the pipeline
 #   -h, --help
@@ -38,7 +38,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}/
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=1 seconds=15 data=2 size=10G dir= out= data_mib=
-disklimit=${DISKLIMIT:-$root/../shared/bench/disklimit.sh}
+disklimit=${DISKLIMIT:-$root/bench/disklimit.sh}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) dir=${2:?--dir needs a folder}; shift 2 ;;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/store-bench.sh - the store engine against the disk it runs on.
 #
-# Runs ../shared/bench/disklimit.sh (what the disk gives by itself, with
+# Runs bench/disklimit.sh (what the disk gives by itself, with
 # fio) and atoll-storebench on the same folder, one after the other and
 # never at the same time, interleaved: ref, store, ref, store, ref, store.
 # Then takes the median of each figure over the runs and prints the ratio
@@ -20,8 +20,8 @@
 #                     at the end unless --keep)
 #   --runs N          rounds of ref + store (default 3)
 #   --seconds N       seconds per workload, both sides (default 15)
-#   --disklimit PATH  the reference script (default ../shared/bench/
-#                     disklimit.sh beside the repo, or $DISKLIMIT)
+#   --disklimit PATH  the reference script (default bench/disklimit.sh,
+#                     or $DISKLIMIT)
 #   --out DIR         where the raw outputs go (default scratch/store-bench-
 #                     DATE/ in the repo)
 #   --quick           a fast check of the whole pipeline: 1 run, 3 s, a
@@ -30,14 +30,14 @@
 #   --keep            keep the measuring folder (the store is reused by a
 #                     later run with the same --dir)
 #   -h, --help
-# The method and the results are in doc/benchmarks.md.
+# The method and the current figures are in doc/benchmarks.md.
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 seconds=15 quick=0 keep=0 dir= out= runs_given=0 seconds_given=0
-disklimit=${DISKLIMIT:-$root/../shared/bench/disklimit.sh}
+disklimit=${DISKLIMIT:-$root/bench/disklimit.sh}
 extra=()
 while [ $# -gt 0 ]; do
 	case $1 in

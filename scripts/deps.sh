@@ -16,13 +16,13 @@ pkgs=(
 	libjemalloc-dev libxxhash-dev libinih-dev libcjson-dev
 	# tests: Criterion, libFuzzer (clang + its runtime), JSON checks
 	libcriterion-dev clang libclang-rt-14-dev python3
-	# benchmarks: the disk reference (../shared/bench/disklimit.sh)
+	# benchmarks: the disk reference (bench/disklimit.sh)
 	fio
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
 	# nbdfuse, nbdsh + python module), qemu-img, ext4 over nbdfuse + loop
 	libnbd-bin nbdkit python3-libnbd qemu-utils fuse3 e2fsprogs
 	# the file system (posixfs/atoll-fuse): libfuse3 low-level API; the
-	# tools tests/fs/fs-tools.sh runs on a mount; fsbench.sh's bc, postmark
+	# tools tests/fs/fs-tools.sh runs on a mount; bench/fsbench.sh's bc, postmark
 	libfuse3-dev rsync tar git bc postmark
 	"$@"
 )
