@@ -60,6 +60,7 @@
 
 #include <atoll/atoll.h>
 
+#include "fault.h"
 #include "log.h"
 #include "mds_proto.h"
 #include "msg_timer.h"
@@ -598,7 +599,7 @@ static void wops_send(struct wop *list)
 		uint64_t blk = w->off / BS, boff = w->off % BS;
 		data_oid(oid, sizeof(oid), w->c->ino, blk);
 		if (g.fail_at && w->off + w->len > g.fail_at)
-			r = -EIO;	/* ATOLL_FUSE_FAIL_WRITES_AT (tests) */
+			r = -EIO;	/* fault fuse_fail_writes_at (tests) */
 		else
 			r = atoll_completion_create(on_write_done, w, &comp);
 		if (!r)
@@ -703,7 +704,7 @@ static void *flusher_main(void *arg)
 int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool async_close)
 {
 	pthread_condattr_t ca;
-	const char *f = getenv("ATOLL_FUSE_FAIL_WRITES_AT");
+	int64_t fail_at = fault_get_int("fuse_fail_writes_at", 0);
 
 	g.data = data;
 	/* 0: every write goes out at once (write-behind, as before); else at
@@ -712,8 +713,11 @@ int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool asy
 	g.wb_max = wb_max < 2 * BS ? 2 * BS : wb_max;
 	g.ra_max = ra_max;
 	g.async_close = async_close;
-	if (f && *f)
-		g.fail_at = strtoull(f, NULL, 0);
+	if (fail_at > 0) {
+		g.fail_at = (uint64_t)fail_at;
+		log_warn("fuse", "fault injection: writes reaching offset %" PRIu64 " fail after "
+			 "their reply", g.fail_at);
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&g.fcond, &ca);

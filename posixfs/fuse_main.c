@@ -48,6 +48,7 @@
 #include "config.h"
 #include "deadline.h"
 #include "encode.h"
+#include "fault.h"
 #include "fuse_cache.h"
 #include "fuse_daemon.h"
 #include "fuse_data.h"
@@ -100,12 +101,13 @@ static struct {
 	uint64_t async_creates, async_create_fails;	/* the same of creates */
 	uint64_t aseq;		/* under async_mu: the order of the calls
 				 * answered here (acall.aseq) */
-	/* fault injection (ATOLL_FUSE_ASYNC_HOLD=1, tests): removals and
+	/* fault injection (fault fuse_async_hold=1, tests): removals and
 	 * creates answered here are held (under async_mu) until a revoke of
 	 * exclusivity, another call (held_flush) or the unmount sends them,
 	 * as if they were slow to reach the MDS */
 	bool async_hold;
-	/* gathering (ATOLL_FUSE_GATHER_US, default GATHER_US; 0: off): the
+	/* gathering (-o gather_us, [fuse] fuse_gather_us, default GATHER_US;
+	 * 0: off): the
 	 * changes answered here wait up to this long for others, then go
 	 * together (held, sent by the closer thread), so that the MDS and
 	 * this client's loop thread wake once for several */
@@ -191,6 +193,7 @@ struct opts {
 	int nolease, kernel_perms, fuse_perms, sync_close, noasync_rm, noasync_create;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 	int blksize;
+	int gather_us;		/* -1: atoll.conf's fuse_gather_us */
 };
 
 static void to_stat(const struct mds_inode *in, struct stat *st)
@@ -1906,6 +1909,7 @@ static void held_send_(bool may_wait)
 }
 
 #define GATHER_US 1000u		/* default of g.gather_us */
+#define GATHER_US_MAX 100000u
 #define GATHER_MAX 64u		/* held changes that go at once */
 
 /* The frame of a change answered here.  here_begin takes g.async_mu and
@@ -2765,6 +2769,7 @@ static const struct fuse_opt opt_spec[] = {
 	{ "readahead_mb=%d", offsetof(struct opts, readahead_mb), 0 },
 	{ "kernel_readahead_kb=%d", offsetof(struct opts, kernel_ra_kb), 0 },
 	{ "blksize=%d", offsetof(struct opts, blksize), 0 },
+	{ "gather_us=%d", offsetof(struct opts, gather_us), 0 },
 	{ "log=%s", offsetof(struct opts, log), 0 },
 	{ "log_level=%s", offsetof(struct opts, log_level), 0 },
 	FUSE_OPT_END
@@ -3220,7 +3225,7 @@ int main(int argc, char **argv)
 	struct opts o = { .writeback_mb = (int)(FD_WB_MAX_DEFAULT >> 20),
 			  .readahead_mb = (int)(FD_RA_MAX_DEFAULT >> 20),
 			  .kernel_ra_kb = (int)FD_KERNEL_RA_KB_DEFAULT,
-			  .blksize = BLKSIZE_DEFAULT };
+			  .blksize = BLKSIZE_DEFAULT, .gather_us = -1 };
 	int ret = 1;
 
 	if (fuse_opt_parse(&args, &o, opt_spec, NULL) == -1)
@@ -3257,6 +3262,9 @@ int main(int argc, char **argv)
 		       "  -o blksize=N    the st_blksize files show, the I/O size programs\n"
 		       "                  pick from it (a power of two, 4096 to 4194304;\n"
 		       "                  default %d)\n"
+		       "  -o gather_us=N  changes answered here wait up to N microseconds\n"
+		       "                  for others and go to the MDS together (default:\n"
+		       "                  fuse_gather_us of atoll.conf, else %u; 0: each at once)\n"
 		       "  -o log=FILE     log to FILE (appended, one line per event); without\n"
 		       "                  it a mount in the background (no -f) logs nothing and\n"
 		       "                  one in the foreground logs to stderr\n"
@@ -3265,7 +3273,7 @@ int main(int argc, char **argv)
 		       "still holds, logs what they did not take, and exits: it is gone at most\n"
 		       "10 s after its unmount (doc/fs.md).\n",
 		       (int)(FD_WB_MAX_DEFAULT >> 20), (int)(FD_RA_MAX_DEFAULT >> 20),
-		       FD_KERNEL_RA_KB_DEFAULT, BLKSIZE_DEFAULT);
+		       FD_KERNEL_RA_KB_DEFAULT, BLKSIZE_DEFAULT, GATHER_US);
 		fuse_cmdline_help();
 		fuse_lowlevel_help();
 		ret = 0;
@@ -3280,6 +3288,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "atoll-fuse: give a mount point; see --help\n");
 		goto out;
 	}
+	if (co.clone_fd)
+		fprintf(stderr, "atoll-fuse: -o clone_fd is ignored: atoll-fuse reads /dev/fuse "
+			"with its own loop\n");
 	mountpoint = co.mountpoint;	/* named when it is evicted */
 	if (o.blksize < 4096 || o.blksize > (4 << 20) || (o.blksize & (o.blksize - 1))) {
 		fprintf(stderr, "atoll-fuse: blksize=%d is not a power of two from 4096 to "
@@ -3287,15 +3298,30 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	g.blksize = (uint32_t)o.blksize;
+	/* atoll.conf: mds_addr ([mds] or [global]) unless -o mds= names it,
+	 * and the [fuse] options unless -o names them.  A file that cannot be
+	 * read is reported by the cluster's connect below. */
+	struct config *cf = NULL;
+	char cerr[256];
+	if (config_load(&cf, o.conf, cerr, sizeof(cerr)) != 0)
+		cf = NULL;
 	if (!o.mds) {
-		/* mds_addr of atoll.conf ([mds] or [global]), else the default */
-		struct config *cf = NULL;
-		char cerr[256];
-		const char *v = NULL;
-		if (config_load(&cf, o.conf, cerr, sizeof(cerr)) == 0)
-			v = config_get(cf, "mds", "mds_addr", NULL);
+		const char *v = cf ? config_get(cf, "mds", "mds_addr", NULL) : NULL;
 		o.mds = strdup(v ? v : "127.0.0.1:6800");
+	}
+	int64_t gather_us = o.gather_us == -1 ? (int64_t)GATHER_US : o.gather_us;
+	if (o.gather_us == -1 && cf &&
+	    config_get_int(cf, "fuse", "fuse_gather_us", GATHER_US, 0, GATHER_US_MAX, &gather_us,
+			   cerr, sizeof(cerr)) != 0) {
+		fprintf(stderr, "atoll-fuse: %s\n", cerr);
 		config_free(cf);
+		goto out;
+	}
+	config_free(cf);
+	if (gather_us < 0 || gather_us > GATHER_US_MAX) {
+		fprintf(stderr, "atoll-fuse: gather_us=%" PRId64 " is not from 0 to %u\n",
+			gather_us, GATHER_US_MAX);
+		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	int lvl = o.log_level ? log_level_parse(o.log_level) : LOG_LVL_INFO;
@@ -3340,12 +3366,8 @@ int main(int argc, char **argv)
 	g.perm = !o.nolease && o.fuse_perms && !o.kernel_perms;
 	g.async_rm = !o.nolease && !o.noasync_rm;
 	g.async_create = !o.nolease && !o.noasync_create;
-	const char *gus = getenv("ATOLL_FUSE_GATHER_US");
-	g.gather_us = gus ? (unsigned)strtoul(gus, NULL, 10) : GATHER_US;
-	if (g.gather_us > 100000)
-		g.gather_us = 100000;
-	const char *hold = getenv("ATOLL_FUSE_ASYNC_HOLD");
-	g.async_hold = (g.async_rm || g.async_create) && hold && !strcmp(hold, "1");
+	g.gather_us = (unsigned)gather_us;
+	g.async_hold = (g.async_rm || g.async_create) && fault_get_int("fuse_async_hold", 0) == 1;
 	if (g.async_hold)
 		log_warn("fuse", "fault injection: removals and creates answered here wait for "
 			 "a revoke or the unmount before they go to the MDS");
@@ -3369,26 +3391,12 @@ int main(int argc, char **argv)
 	ux_start(se, o.mds);
 	close_batch_start();
 	fdm_ready();
-	/* FUSE_USE_VERSION 35: fuse_session_loop_mt is libfuse's 3.2 entry,
-	 * which reads this struct (the v1 layout).  (Handing it the
-	 * opaque config of fuse_loop_cfg_create(), a 3.12 struct, made it
-	 * read clone_fd = 1 and max_idle_threads = 0 from the wrong fields:
-	 * a thread, and a cloned /dev/fuse fd, created and destroyed per
-	 * request.)  Idle threads are kept: a stream of small requests
-	 * (touch) must not start a thread for each.  By default atoll-fuse
-	 * runs its own loop (fuse_loop.c: two readers of /dev/fuse);
-	 * libfuse's serves clone_fd, and ATOLL_FUSE_LOOP=libfuse (an A/B
-	 * seam for benchmarks). */
-	const char *loop_env = getenv("ATOLL_FUSE_LOOP");
-	if (co.clone_fd || (loop_env && !strcmp(loop_env, "libfuse"))) {
-		struct fuse_loop_config lcfg = { .clone_fd = co.clone_fd,
-						 .max_idle_threads = 16 };
-		ret = fuse_session_loop_mt(se, &lcfg) ? 1 : 0;
-	} else {
-		/* as libfuse's loop: a stop signal makes it return non-zero */
-		ret = fl_run(se, FUSE_MAX_THREADS) || ux_signalled ? 1 : 0;
-		fuse_session_reset(se);
-	}
+	/* atoll-fuse's own loop (fuse_loop.c: two readers of /dev/fuse; it
+	 * took a third fewer context switches than libfuse's for the same
+	 * work, doc/fs.md "The request loop").  As libfuse's loop: a stop
+	 * signal makes it return non-zero. */
+	ret = fl_run(se, FUSE_MAX_THREADS) || ux_signalled ? 1 : 0;
+	fuse_session_reset(se);
 	pthread_mutex_lock(&g.async_mu);
 	held_send();
 	pthread_mutex_unlock(&g.async_mu);
