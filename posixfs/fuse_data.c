@@ -61,6 +61,9 @@
 #include <atoll/atoll.h>
 
 #include "fault.h"
+#include "fuse_call.h"
+#include "fuse_close.h"
+#include "fuse_replay.h"
 #include "log.h"
 #include "mds_proto.h"
 #include "msg_timer.h"
@@ -667,9 +670,9 @@ static void lq_send(void)
 		struct landed l = g.lq[--g.nlq];
 		pthread_mutex_unlock(&g.lock);
 		if (l.close)
-			fm_close_async(l.ino, l.ogen);
+			fcl_close_async(l.ino, l.ogen);
 		else
-			fm_landed_async(l.ino, l.mark);
+			fcl_landed_async(l.ino, l.mark);
 		pthread_mutex_lock(&g.lock);
 	}
 }
@@ -760,7 +763,7 @@ void fd_shutdown(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* The unmount's grace is over (fuse_main.c): the OSDs did not confirm
+/* The unmount's grace is over (fuse_unmount.c): the OSDs did not confirm
  * every write in time.  Nobody waits for them from now on (the waits
  * above fail with EIO, unsent buffers are dropped as failed); what this
  * client was still holding or waiting for is logged per inode, since
@@ -865,7 +868,7 @@ void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, true);
 	if (c) {
-		uint64_t gen = fm_gen();
+		uint64_t gen = fr_gen();
 
 		c->opens++;
 		c->ogen = gen;
@@ -883,7 +886,7 @@ void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (recount)
-		fm_recount_wanted();
+		fr_recount_wanted();
 }
 
 uint64_t fd_close_open(uint64_t ino)
@@ -934,7 +937,7 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 		}
 	pthread_mutex_unlock(&g.lock);
 	if (missed)
-		fm_recount_wanted();
+		fr_recount_wanted();
 	*out = v;
 	return n;
 }
@@ -1015,7 +1018,7 @@ static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
 	pthread_mutex_unlock(&g.lock);
 	if (!dirty && op == MDS_OP_FSYNC)
 		return fd_wb_flush(ino);
-	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen, 0);
+	int ret = fc_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen, 0);
 	if (op != MDS_OP_CLOSE)
 		werr = fd_wb_flush(ino);
 	if (ret == 0 && dirty) {
@@ -1385,7 +1388,7 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 	int werr = c->werr;
 	c->werr = 0;
 	pthread_mutex_unlock(&g.lock);
-	int ret = fm_size_call(req, ino, MDS_OP_FSYNC, &size, mtime, &msize, 0, seq);
+	int ret = fc_size_call(req, ino, MDS_OP_FSYNC, &size, mtime, &msize, 0, seq);
 	if (ret == -EAGAIN) {
 		/* no mark (a full table, a resend after a restart): wait */
 		ret = push_size(req, ino, MDS_OP_FSYNC, 0);
@@ -1408,7 +1411,7 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 
 int fd_close_push(fuse_req_t req, uint64_t ino)
 {
-	if (g.async_close && fm_mds_version() >= 6)
+	if (g.async_close && fc_mds_version() >= 6)
 		return flush_nowait(req, ino);
 	return push_size(req, ino, MDS_OP_FSYNC, 0);
 }
@@ -1426,7 +1429,7 @@ void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	int ret = fd_push_size(req, ino, MDS_OP_FSYNC);
 
 	if (ret == 0)
-		ret = fm_unsafe_wait_all();	/* its name and size are journaled */
+		ret = fr_unsafe_wait_all();	/* its name and size are journaled */
 	fuse_reply_err(req, -ret);
 }
 
@@ -1445,7 +1448,7 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a close without waiting pushed the size already, only its writes
 	 * are in flight: answered now, the CLOSE goes once they landed (a
 	 * failure is logged: the kernel ignores a release's error anyway) */
-	bool later = !clean && g.async_close && fm_mds_version() >= 6 && !c->dirty &&
+	bool later = !clean && g.async_close && fc_mds_version() >= 6 && !c->dirty &&
 		     !c->wb && !c->werr && !g.abandoned;
 	if (c && (clean || later))
 		ra_drop(c, 0, 0);
@@ -1468,7 +1471,7 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (clean) {
 		fuse_reply_err(req, 0);
-		fm_close_async(ino, ogen);
+		fcl_close_async(ino, ogen);
 		return;
 	}
 	fuse_reply_err(req, -push_size(req, ino, MDS_OP_CLOSE, ogen));
