@@ -21,6 +21,7 @@
 #include "fuse_perm.h"
 #include "fuse_replay.h"
 
+/* An open folder (fi->fh): the snapshot of its listing. */
 struct dirh {
 	struct lc_ent *ents;
 	size_t n;
