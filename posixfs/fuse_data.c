@@ -60,6 +60,10 @@
 
 #include <atoll/atoll.h>
 
+#include "fault.h"
+#include "fuse_call.h"
+#include "fuse_close.h"
+#include "fuse_replay.h"
 #include "log.h"
 #include "mds_proto.h"
 #include "msg_timer.h"
@@ -598,7 +602,7 @@ static void wops_send(struct wop *list)
 		uint64_t blk = w->off / BS, boff = w->off % BS;
 		data_oid(oid, sizeof(oid), w->c->ino, blk);
 		if (g.fail_at && w->off + w->len > g.fail_at)
-			r = -EIO;	/* ATOLL_FUSE_FAIL_WRITES_AT (tests) */
+			r = -EIO;	/* fault fuse_fail_writes_at (tests) */
 		else
 			r = atoll_completion_create(on_write_done, w, NULL, &comp);
 		if (!r)
@@ -666,9 +670,9 @@ static void lq_send(void)
 		struct landed l = g.lq[--g.nlq];
 		pthread_mutex_unlock(&g.lock);
 		if (l.close)
-			fm_close_async(l.ino, l.ogen);
+			fcl_close_async(l.ino, l.ogen);
 		else
-			fm_landed_async(l.ino, l.mark);
+			fcl_landed_async(l.ino, l.mark);
 		pthread_mutex_lock(&g.lock);
 	}
 }
@@ -703,7 +707,7 @@ static void *flusher_main(void *arg)
 int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool async_close)
 {
 	pthread_condattr_t ca;
-	const char *f = getenv("ATOLL_FUSE_FAIL_WRITES_AT");
+	int64_t fail_at = fault_get_int("fuse_fail_writes_at", 0);
 
 	g.data = data;
 	/* 0: every write goes out at once (write-behind, as before); else at
@@ -712,8 +716,11 @@ int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool asy
 	g.wb_max = wb_max < 2 * BS ? 2 * BS : wb_max;
 	g.ra_max = ra_max;
 	g.async_close = async_close;
-	if (f && *f)
-		g.fail_at = strtoull(f, NULL, 0);
+	if (fail_at > 0) {
+		g.fail_at = (uint64_t)fail_at;
+		log_warn("fuse", "fault injection: writes reaching offset %" PRIu64 " fail after "
+			 "their reply", g.fail_at);
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&g.fcond, &ca);
@@ -756,7 +763,7 @@ void fd_shutdown(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
-/* The unmount's grace is over (fuse_main.c): the OSDs did not confirm
+/* The unmount's grace is over (fuse_unmount.c): the OSDs did not confirm
  * every write in time.  Nobody waits for them from now on (the waits
  * above fail with EIO, unsent buffers are dropped as failed); what this
  * client was still holding or waiting for is logged per inode, since
@@ -861,7 +868,7 @@ void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 	pthread_mutex_lock(&g.lock);
 	struct cino *c = cino_get(ino, true);
 	if (c) {
-		uint64_t gen = fm_gen();
+		uint64_t gen = fr_gen();
 
 		c->opens++;
 		c->ogen = gen;
@@ -879,7 +886,7 @@ void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 	}
 	pthread_mutex_unlock(&g.lock);
 	if (recount)
-		fm_recount_wanted();
+		fr_recount_wanted();
 }
 
 uint64_t fd_close_open(uint64_t ino)
@@ -930,7 +937,7 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 		}
 	pthread_mutex_unlock(&g.lock);
 	if (missed)
-		fm_recount_wanted();
+		fr_recount_wanted();
 	*out = v;
 	return n;
 }
@@ -1011,7 +1018,7 @@ static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
 	pthread_mutex_unlock(&g.lock);
 	if (!dirty && op == MDS_OP_FSYNC)
 		return fd_wb_flush(ino);
-	int ret = fm_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen, 0);
+	int ret = fc_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen, 0);
 	if (op != MDS_OP_CLOSE)
 		werr = fd_wb_flush(ino);
 	if (ret == 0 && dirty) {
@@ -1382,7 +1389,7 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 	int werr = c->werr;
 	c->werr = 0;
 	pthread_mutex_unlock(&g.lock);
-	int ret = fm_size_call(req, ino, MDS_OP_FSYNC, &size, mtime, &msize, 0, seq);
+	int ret = fc_size_call(req, ino, MDS_OP_FSYNC, &size, mtime, &msize, 0, seq);
 	if (ret == -EAGAIN) {
 		/* no mark (a full table, a resend after a restart): wait */
 		ret = push_size(req, ino, MDS_OP_FSYNC, 0);
@@ -1405,7 +1412,7 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 
 int fd_close_push(fuse_req_t req, uint64_t ino)
 {
-	if (g.async_close && fm_mds_version() >= 6)
+	if (g.async_close && fc_mds_version() >= 6)
 		return flush_nowait(req, ino);
 	return push_size(req, ino, MDS_OP_FSYNC, 0);
 }
@@ -1423,7 +1430,7 @@ void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 	int ret = fd_push_size(req, ino, MDS_OP_FSYNC);
 
 	if (ret == 0)
-		ret = fm_unsafe_wait_all();	/* its name and size are journaled */
+		ret = fr_unsafe_wait_all();	/* its name and size are journaled */
 	fuse_reply_err(req, -ret);
 }
 
@@ -1442,7 +1449,7 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a close without waiting pushed the size already, only its writes
 	 * are in flight: answered now, the CLOSE goes once they landed (a
 	 * failure is logged: the kernel ignores a release's error anyway) */
-	bool later = !clean && g.async_close && fm_mds_version() >= 6 && !c->dirty &&
+	bool later = !clean && g.async_close && fc_mds_version() >= 6 && !c->dirty &&
 		     !c->wb && !c->werr && !g.abandoned;
 	if (c && (clean || later))
 		ra_drop(c, 0, 0);
@@ -1465,7 +1472,7 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (clean) {
 		fuse_reply_err(req, 0);
-		fm_close_async(ino, ogen);
+		fcl_close_async(ino, ogen);
 		return;
 	}
 	fuse_reply_err(req, -push_size(req, ino, MDS_OP_CLOSE, ogen));

@@ -4,10 +4,11 @@
  * (a file's writes gathered per data object, bounded in memory) and
  * read-ahead of whole objects, and the file sizes this client knows.
  *
- * fuse_main.c owns the MDS connection and the metadata operations; it
+ * The metadata side (fuse_call.c and the FUSE operations, fuse_ops*.c)
  * calls the fd_* hooks where metadata and data meet (stat sizes, open,
- * create, truncate, a revoke of another client's data change), and
- * provides the two fm_* calls this file needs of the MDS.
+ * create, truncate, a revoke of another client's data change); this
+ * file calls the MDS through fuse_call.h (the size push), fuse_close.h
+ * (CLOSE, LANDED) and fuse_replay.h (reconnects, fsync).
  */
 #ifndef ATOLL_FUSE_DATA_H
 #define ATOLL_FUSE_DATA_H
@@ -53,7 +54,7 @@ uint64_t fd_stat_size(uint64_t ino, uint64_t msize);
 void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0);
 /* Opens held, per inode, re-counted with the MDS after a reconnect
  * (doc/fs.md, "Open files across a restart").  fd_open also counts one
- * open of ino; gen0: fm_gen() before its OPEN or create was sent (not the
+ * open of ino; gen0: fr_gen() before its OPEN or create was sent (not the
  * current one: the MDS may have counted it before the reconnect, so it
  * is flagged for a re-count).  fd_close_open counts one down and returns
  * the reconnect it was last counted under (the CLOSE's ogen).  fd_opens
@@ -101,26 +102,5 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void fd_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fd_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-
-/* Provided by fuse_main.c.  fm_size_call: the MDS request op (FSYNC or
- * CLOSE) for ino, with size (NULL: nothing to push) and mtime; *msize
- * gets the MDS's size after it (unchanged when it sent none); mark (FSYNC,
- * not 0): the writes are still in flight, MDS_L_INFLIGHT with this number
- * (-EAGAIN: the MDS did not mark it; wait for them and push again).  0 or
- * -errno.  fm_landed_async: LANDED for ino's mark (no waiting).
- * fm_mds_version: the MDS's protocol version (6 and later know marks).
- * fm_unsafe_wait_all: waits until every change this client made
- * so far is journaled: 0, or -EIO when the unmount gave up on the MDS. */
-int fm_size_call(fuse_req_t req, uint64_t ino, uint32_t op, const uint64_t *size,
-		 uint64_t mtime, uint64_t *msize, uint64_t ogen, uint64_t mark);
-void fm_landed_async(uint64_t ino, uint64_t mark);
-uint8_t fm_mds_version(void);
-int fm_unsafe_wait_all(void);
-/* Sends CLOSE of ino (nothing written) without waiting for the reply. */
-void fm_close_async(uint64_t ino, uint64_t ogen);
-/* The reconnects to the MDS so far; fm_recount_wanted: wakes the
- * replayer to re-count the flagged opens (fd_opens). */
-uint64_t fm_gen(void);
-void fm_recount_wanted(void);
 
 #endif

@@ -613,7 +613,7 @@ removed_behind() {
 }
 C=$tmp/mnt3ar
 mkdir -p "$C"
-ATOLL_FUSE_ASYNC_HOLD=1 mount_fs "$C" "$tmp/fuse3ar.log"
+ATOLL_FAULTS=${ATOLL_FAULTS:+$ATOLL_FAULTS,}fuse_async_hold=1 mount_fs "$C" "$tmp/fuse3ar.log"
 mkdir "$B/arp" || fail "mkdir arp"
 mkdir "$C/arp/ar" || fail "mkdir arp/ar"
 removed_behind arp/ar "$C" "mount 3 (held back)" f9
