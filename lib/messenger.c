@@ -2,8 +2,9 @@
  * messenger.c - the messenger: its event loop and its public entry points.
  *
  * One thread per struct msgr runs an epoll loop that owns every socket;
- * msg_conn.c holds one connection's state machine (dial, handshake,
- * reads, writes, calls).  Other threads read no socket and write one only
+ * msg_conn.c holds one connection's state machine (writes, calls,
+ * closing), msg_handshake.c how it comes up (dial, accept, hello) and
+ * msg_rx.c its reads.  Other threads read no socket and write one only
  * for a reply or one-way message on an idle connection (a direct send,
  * msg_conn__send_direct, under the connection's wlock); otherwise they
  * append to a connection's outq under msgr->lock and "kick" the connection,
@@ -37,9 +38,6 @@
 #include "crc32c.h"
 #include "log.h"
 #include "mono.h"
-
-#define container_of(p, type, member) \
-	((type *)(void *)((char *)(p) - offsetof(type, member)))
 
 #define LOOP_EVENTS		64
 #define LOOP_TIMERS_MAX		4096	/* timers fired per pass */

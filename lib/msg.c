@@ -100,7 +100,7 @@ void msg_free(struct msg *m)
 		uint64_t left = atomic_fetch_sub(&c->inflight, m->charged) - m->charged;
 
 		/* Pairs with the loop's store of rx_paused then load of
-		 * inflight (msg_conn.c, rx_pause): one of the two sides sees
+		 * inflight (msg_rx.c, conn_rx_budget): one of the two sides sees
 		 * the other, so a paused reader is always resumed. */
 		if (m->charged && left <= c->inflight_max && atomic_load(&c->rx_paused))
 			msgr__kick(c, KICK_RESUME);

@@ -44,9 +44,10 @@
  * calls are safe from any thread.  Never call msgr_destroy from a callback.
  *
  * The implementation: messenger.c (the loop and the entry points),
- * msg_conn.c (one connection's state machine), msg_frame.c (the wire
- * format), msg.c (messages), msg_addr.c (addresses); doc/messenger.md
- * explains the choices.
+ * msg_conn.c (one connection's state machine), msg_handshake.c (how a
+ * connection comes up), msg_rx.c (its receive path), msg_frame.c (the
+ * wire format), msg.c (messages), msg_addr.c (addresses);
+ * doc/messenger.md explains the choices.
  */
 #ifndef ATOLL_MSG_H
 #define ATOLL_MSG_H

@@ -1,8 +1,9 @@
 /*
  * msgr_int.h - the messenger's private structures, shared by
  * messenger.c (the loop, the public entry points), msg_conn.c (one
- * connection's state machine, reads, writes and calls), msg.c (messages)
- * and msg_addr.c (addresses).
+ * connection's state machine, writes, calls and closing),
+ * msg_handshake.c (dial, accept, the hello), msg_rx.c (reads),
+ * msg.c (messages) and msg_addr.c (addresses).
  *
  * Who may touch what:
  *   - fields marked [loop] belong to the loop thread (or to the thread
@@ -20,6 +21,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -30,6 +32,9 @@
 
 #define MSG_ADDR_MAX	64	/* "[ipv6]:port" and a NUL */
 #define MSG_RBUF_SIZE	(64u * 1024)
+
+#define container_of(p, type, member) \
+	((type *)(void *)((char *)(p) - offsetof(type, member)))
 
 /* What an epoll event's data.ptr points at: every source starts with
  * its kind. */
@@ -241,16 +246,14 @@ void msgr__format_addr(const struct sockaddr *sa, char *buf, size_t len);
  * -ENOTCONN.  m stays the caller's on error.  (The public entry points
  * refuse the messenger's own types before.) */
 int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call);
+
+/* msg_conn.c */
 /* The keepalive tick for one connection (loop thread): sends it a
  * keepalive, or fails it when it has been silent too long. */
 void msg_conn__keepalive(struct msg_conn *c, uint64_t now_ns);
-
-/* msg_conn.c */
 struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled);
 void msg_conn__hold(struct msg_conn *c);
 void msg_conn__drop(struct msg_conn *c);
-void msg_conn__accepted(struct msgr *m, int fd, const struct sockaddr *sa,
-			socklen_t salen);
 void msg_conn__event(struct msg_conn *c, uint32_t events);
 void msg_conn__kicked(struct msg_conn *c, unsigned int flags);
 /* Writes m (no call) at once on the caller's thread if c is idle; true
@@ -265,5 +268,52 @@ int msg_conn__call_direct(struct msg_conn *c, struct msg *m, struct msgr_call *c
 void msg_conn__take_direct(struct msgr *mr);
 /* Closes c for good: calls fail with call_err, closed() gets err. */
 void msg_conn__close(struct msg_conn *c, int err, int call_err);
+/* The rest of this block is shared by msg_conn.c, msg_handshake.c and
+ * msg_rx.c only; all of it runs on the loop thread. */
+/* c failed with err: a dialled connection someone holds is reset for a
+ * redial (BACKOFF) unless the messenger is shutting down; any other is
+ * closed for good. */
+void msg_conn__fail(struct msg_conn *c, int err);
+/* Writes our hello, then what sq holds, as far as the socket takes
+ * them; fails c on a write error. */
+void msg_conn__flush(struct msg_conn *c);
+/* Tells epoll what c waits for now (its state, rx_paused, wr_blocked). */
+void msg_conn__update_events(struct msg_conn *c);
+/* Makes fd c's socket (TCP_NODELAY) and registers it with epoll. */
+int msg_conn__attach_fd(struct msg_conn *c, int fd);
+/* The registered call of tid (one written by its caller's thread
+ * included), or NULL. */
+struct msgr_call *msg_conn__call_find(struct msgr *mr, uint64_t tid);
+/* A reply m arrived on c: it ends its call (or is dropped). */
+void msg_conn__got_reply(struct msg_conn *c, struct msg *m);
+/* The bytes of m on the wire: header, front, data, trailer. */
+static inline size_t msg_conn__frame_len(const struct msg *m)
+{
+	return MSG_HEADER_LEN + (size_t)m->front_len + m->data_len + MSG_TRAILER_LEN;
+}
+
+/* msg_handshake.c */
+/* A listener accepted fd: a new connection waits for the peer's hello. */
+void msg_conn__accepted(struct msgr *m, int fd, const struct sockaddr *sa,
+			socklen_t salen);
+/* Dials c (NEW, or BACKOFF when its redial timer fires). */
+void msg_conn__dial(struct msg_conn *c);
+/* The socket of a connecting c became writable: TCP is up or failed. */
+void msg_conn__connect_done(struct msg_conn *c);
+/* hs_timer's fire: no connection or no hello in time. */
+void msg_conn__hs_timeout(struct msgr *mr, struct mtimer *t);
+/* The peer's hello arrived (msg is ours to free): c opens.  False when
+ * c failed or can take no more now. */
+bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg);
+
+/* msg_rx.c */
+/* c's socket is readable: reads and delivers what it can. */
+void msg_conn__readable(struct msg_conn *c);
+/* msg_free brought c's inflight down (KICK_RESUME): reading goes on if
+ * it was paused. */
+void msg_conn__resume(struct msg_conn *c);
+/* c's socket went: the frame being received is dropped and the receive
+ * state starts again. */
+void msg_conn__rx_reset(struct msg_conn *c);
 
 #endif

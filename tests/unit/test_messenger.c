@@ -1,9 +1,10 @@
 /*
- * test_messenger.c - lib/messenger.c, msg_conn.c and msg_frame.c: the
- * wire format, requests and replies between two messengers over
- * loopback, the limits at their edges, every kind of bad input from a
- * raw socket (the connection closes, others keep working), timeouts,
- * peer death and redial, flow control, and shutdown.
+ * test_messenger.c - lib/messenger.c, msg_conn.c, msg_handshake.c,
+ * msg_rx.c and msg_frame.c: the wire format, requests and replies
+ * between two messengers over loopback, the limits at their edges,
+ * every kind of bad input from a raw socket (the connection closes,
+ * others keep working), timeouts, peer death and redial, flow control,
+ * and shutdown.
  *
  * Criterion runs each test in its own process.  Waits poll with a
  * deadline rather than sleep a fixed time, so the suite stays fast and

@@ -1,0 +1,259 @@
+/*
+ * msg_handshake.c - how a messenger connection comes up, on the loop
+ * thread: dialling (a non-blocking connect(2), armed with the handshake
+ * deadline), accepting, and the hello exchange that opens it.  It is
+ * apart from msg_conn.c because it is where a peer is admitted (the
+ * fsid check now, authentication next), and that grows on its own.
+ *
+ * Each side sends a hello (our identity, features and cluster fsid) as
+ * the first frame: the dialler as soon as TCP is up, the acceptor once
+ * it has the dialler's.  Nothing else may come before it (msg_rx.c
+ * refuses any other frame, or a second hello).  A connection whose
+ * hello does not arrive within handshake_timeout_ms of dialling or
+ * accepting fails.  Fsids must match when both sides know theirs; a
+ * dialler that does not know its own yet learns it from the peer.
+ * Failures go through msg_conn__fail() like any other.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "encode.h"
+#include "log.h"
+#include "mono.h"
+#include "msgr_int.h"
+
+static bool fsid_zero(const uint8_t fsid[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (fsid[i])
+			return false;
+	return true;
+}
+
+static void fsid_str(const uint8_t fsid[16], char out[33])
+{
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", fsid[i]);
+}
+
+/* ---- handshake ---- */
+
+static int conn_make_hello(struct msg_conn *c)
+{
+	struct msgr *mr = c->msgr;
+	struct msg_hello h = { .who = mr->cfg.me, .features = mr->cfg.features };
+	struct enc e;
+	size_t len;
+
+	pthread_mutex_lock(&mr->lock);
+	memcpy(h.fsid, mr->fsid, sizeof(h.fsid));
+	pthread_mutex_unlock(&mr->lock);
+	enc_init(&e);
+	msg_hello_frame(&e, &h);
+	free(c->hs_buf);
+	c->hs_buf = enc_take(&e, &len);
+	if (!c->hs_buf) {
+		enc_free(&e);
+		return -ENOMEM;
+	}
+	c->hs_len = len;
+	c->hs_off = 0;
+	return 0;
+}
+
+void msg_conn__hs_timeout(struct msgr *mr, struct mtimer *t)
+{
+	struct msg_conn *c = container_of(t, struct msg_conn, hs_timer);
+
+	if (c->state != CS_CONNECTING && c->state != CS_HANDSHAKE)
+		return;
+	if (c->dialled)
+		log_info("msgr", "cannot connect to '%s': no handshake within %u ms",
+			 c->addr, mr->cfg.handshake_timeout_ms);
+	else
+		log_warn("msgr", "closing connection '%s': no hello within %u ms",
+			 c->addr, mr->cfg.handshake_timeout_ms);
+	msg_conn__fail(c, -ETIMEDOUT);
+}
+
+static int conn_arm_handshake(struct msg_conn *c)
+{
+	struct msgr *mr = c->msgr;
+
+	return msgr__arm(mr, &c->hs_timer, mono_now_ns() +
+			 (uint64_t)mr->cfg.handshake_timeout_ms * 1000000u);
+}
+
+/* The peer's hello arrived (msg is ours to free).  False when c failed. */
+bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
+{
+	struct msgr *mr = c->msgr;
+	struct msg_hello h;
+	uint8_t ours[16];
+	bool mismatch = false;
+	int r;
+
+	r = msg->data_len ? -EBADMSG : msg_hello_decode(msg->front, msg->front_len, &h);
+	if (r < 0) {
+		log_warn("msgr", "closing connection '%s': malformed hello (%s)",
+			 c->addr, strerror(-r));
+		msg_free(msg);
+		msg_conn__fail(c, r);
+		return false;
+	}
+	pthread_mutex_lock(&mr->lock);
+	memcpy(ours, mr->fsid, sizeof(ours));
+	if (!fsid_zero(h.fsid) && !fsid_zero(ours) && memcmp(h.fsid, ours, sizeof(ours)))
+		mismatch = true;
+	else if (c->dialled && fsid_zero(ours) && !fsid_zero(h.fsid))
+		memcpy(mr->fsid, h.fsid, sizeof(mr->fsid));	/* learnt */
+	pthread_mutex_unlock(&mr->lock);
+	if (mismatch) {
+		char theirs_s[33], ours_s[33];
+
+		fsid_str(h.fsid, theirs_s);
+		fsid_str(ours, ours_s);
+		log_warn("msgr", "closing connection '%s': it belongs to cluster fsid %s, "
+			 "ours is %s; check the peer's configuration", c->addr, theirs_s, ours_s);
+		msg_free(msg);
+		msg_conn__fail(c, -EACCES);
+		return false;
+	}
+	pthread_mutex_lock(&c->plock);
+	c->peer = h.who;
+	c->peer_features = h.features;
+	pthread_mutex_unlock(&c->plock);
+	msg_free(msg);	/* h.auth pointed into it; not used yet */
+
+	if (!c->dialled && conn_make_hello(c) < 0) {
+		log_error("msgr", "closing connection '%s': out of memory", c->addr);
+		msg_conn__fail(c, -ENOMEM);
+		return false;
+	}
+	msgr__disarm(mr, &c->hs_timer);
+	c->last_rx_ns = mono_now_ns();
+	c->state = CS_OPEN;
+	atomic_store(&c->open, true);
+	c->backoff_ms = mr->cfg.reconnect_min_ms;
+	log_debug("msgr", "connection '%s' open (peer type %u id %llu)", c->addr,
+		  h.who.type, (unsigned long long)h.who.id);
+	if (mr->ops.connected)
+		mr->ops.connected(mr->arg, c);
+	if (c->state != CS_OPEN)
+		return false;
+	msg_conn__flush(c);
+	return c->state == CS_OPEN && !atomic_load(&c->dead);
+}
+
+/* ---- dialling ---- */
+
+static void conn_tcp_up(struct msg_conn *c)
+{
+	c->state = CS_HANDSHAKE;
+	if (conn_make_hello(c) < 0) {
+		msg_conn__fail(c, -ENOMEM);
+		return;
+	}
+	msg_conn__update_events(c);
+	msg_conn__flush(c);
+}
+
+void msg_conn__dial(struct msg_conn *c)
+{
+	int fd, r, err;
+
+	if (!c->rbuf) {
+		c->rbuf = malloc(MSG_RBUF_SIZE);
+		if (!c->rbuf) {
+			c->state = CS_CONNECTING;
+			msg_conn__fail(c, -ENOMEM);
+			return;
+		}
+	}
+	fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = -errno;
+		log_warn("msgr", "cannot connect to '%s': %s", c->addr, strerror(-err));
+		c->state = CS_CONNECTING;
+		msg_conn__fail(c, err);
+		return;
+	}
+	r = connect(fd, (struct sockaddr *)&c->sa, c->salen);
+	err = r < 0 ? -errno : 0;
+	c->state = CS_CONNECTING;
+	if (err && err != -EINPROGRESS) {
+		close(fd);
+		log_debug("msgr", "cannot connect to '%s': %s", c->addr, strerror(-err));
+		msg_conn__fail(c, err);
+		return;
+	}
+	err = msg_conn__attach_fd(c, fd);
+	if (!err)
+		err = conn_arm_handshake(c);
+	if (err) {
+		if (c->fd < 0)
+			close(fd);
+		log_error("msgr", "cannot connect to '%s': %s", c->addr, strerror(-err));
+		msg_conn__fail(c, err);
+		return;
+	}
+	if (r == 0)
+		conn_tcp_up(c);
+}
+
+void msg_conn__connect_done(struct msg_conn *c)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		log_debug("msgr", "cannot connect to '%s': %s", c->addr, strerror(err));
+		msg_conn__fail(c, -err);
+		return;
+	}
+	conn_tcp_up(c);
+}
+
+void msg_conn__accepted(struct msgr *mr, int fd, const struct sockaddr *sa,
+			socklen_t salen)
+{
+	struct msg_conn *c = msg_conn__alloc(mr, false);
+	int err = -ENOMEM;
+
+	if (!c || !(c->rbuf = malloc(MSG_RBUF_SIZE)))
+		goto out_drop_c;
+	if ((size_t)salen > sizeof(c->sa))
+		salen = sizeof(c->sa);
+	memcpy(&c->sa, sa, salen);
+	c->salen = salen;
+	msgr__format_addr(sa, c->addr, sizeof(c->addr));
+	err = msg_conn__attach_fd(c, fd);
+	if (err)
+		goto out_drop_c;
+	err = conn_arm_handshake(c);
+	if (err)
+		goto out_drop_c;
+	pthread_mutex_lock(&mr->lock);
+	c->all_next = mr->all;
+	if (mr->all)
+		mr->all->all_prev = c;
+	mr->all = c;
+	pthread_mutex_unlock(&mr->lock);
+	log_debug("msgr", "accepted connection '%s'", c->addr);
+	return;
+
+out_drop_c:
+	log_error("msgr", "cannot accept a connection: %s", strerror(-err));
+	close(fd);		/* also leaves the epoll set */
+	if (c) {
+		c->fd = -1;
+		msg_conn__drop(c);
+	}
+}
+

@@ -1,0 +1,401 @@
+/*
+ * msg_rx.c - a messenger connection's receive path, on the loop thread:
+ * reading the socket, cutting frames out of the byte stream, checking
+ * them, and handing each to the handshake, to the call it answers or to
+ * the upper layer; the flow control that pauses reading; and replies
+ * received straight into a caller's buffer.  It is apart from msg_conn.c
+ * because this is where the peer's bytes come in and memory is spent on
+ * its say-so, and it grows with every limit put on that.
+ *
+ * Receiving: small frames are read many at a time into rbuf and parsed
+ * from there; once a frame's header is in, its front and data get their
+ * own buffers (data is one malloc of data_len that the upper layer may
+ * keep), and the rest of a big payload is read straight into them with
+ * readv() (the tail of the iovec still catches whatever follows into
+ * rbuf).  Before each new frame the connection's unfreed received bytes
+ * are compared with inflight_max: above it, reading pauses (EPOLLIN off)
+ * until msg_free() kicks us, so at most inflight_max + one frame is held.
+ *
+ * Replies of msg_call_rx are received into the caller's buffer, leased
+ * at the header (rx_lease_begin) and given back when the frame ends, is
+ * dropped, or the lease is revoked (msg_conn_rx_revoke).  Big data gets
+ * a crc of its own (rx_dcrc, then msg.data_crc) combined with the
+ * front's for the check.
+ *
+ * Failures go through msg_conn__fail() (msg_conn.c), which resets or
+ * closes the connection: each step that can fail returns whether c can
+ * go on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "atoll_assert.h"
+#include "crc32c.h"
+#include "log.h"
+#include "mono.h"
+#include "msgr_int.h"
+
+#define RX_READS_MAX	16	/* reads per readable event, for fairness */
+#define MSG_DATA_ALIGN	4096u	/* received data of whole 4 KiB blocks is aligned */
+#define MSG_CRC_SPLIT_MIN (64u * 1024)	/* data this big gets its own crc */
+
+/* ---- reply data in the caller's buffer (msg_call_rx) ---- */
+
+/* data_free of a reply received into a leased buffer: not ours. */
+static void rx_data_kept(void *arg)
+{
+	(void)arg;
+}
+
+/* The messenger is done writing the leased buffer of rx_msg. */
+static void rx_lease_end(struct msg_conn *c)
+{
+	const struct msg_rxbuf_ops *ops = c->rx_lease;
+
+	if (!ops)
+		return;
+	c->rx_lease = NULL;
+	ops->put(c->rx_lease_arg);
+}
+
+/* At a reply's header: its data goes into the buffer of the call it
+ * answers, when that call asked for it and its owner still lends it. */
+static void *rx_lease_begin(struct msg_conn *c, const struct msg_hdr *h)
+{
+	struct msgr_call *call = msg_conn__call_find(c->msgr, h->tid);
+	void *buf;
+
+	if (!call || call->conn != c || !call->sent || !call->rx)
+		return NULL;
+	buf = call->rx->get(call->rx_arg, h->data_len);
+	if (buf) {
+		c->rx_lease = call->rx;
+		c->rx_lease_arg = call->rx_arg;
+	}
+	return buf;
+}
+
+void msg_conn_rx_revoke(struct msg_conn *c)
+{
+	struct msg *m = c->rx_msg;
+	size_t got;
+	void *copy;
+
+	ATOLL_ASSERT(msgr_on_loop(c->msgr), "msg_conn_rx_revoke called off the loop thread");
+	if (!c->rx_lease)
+		return;
+	got = c->rx_got > m->front_len ? c->rx_got - m->front_len : 0;
+	copy = m->data_len % MSG_DATA_ALIGN == 0 ? aligned_alloc(MSG_DATA_ALIGN, m->data_len)
+						: malloc(m->data_len);
+	if (copy) {
+		memcpy(copy, m->data, got);
+		m->data_free = NULL;
+	} else {
+		/* the frame cannot be finished: the next read fails c */
+		log_error("msgr", "connection '%s' fails: cannot allocate %u bytes", c->addr,
+			  m->data_len);
+		c->rx_broken = true;
+	}
+	m->data = copy;
+	rx_lease_end(c);
+}
+
+/* ---- reading ---- */
+
+/* Before each frame: pause reading above inflight_max.  The store of
+ * rx_paused then load of inflight pairs with msg_free's update of
+ * inflight then load of rx_paused (both sequentially consistent): either
+ * msg_free sees the pause and kicks, or we see its update here. */
+static bool conn_rx_budget(struct msg_conn *c)
+{
+	if (atomic_load(&c->inflight) <= c->inflight_max)
+		return true;
+	atomic_store(&c->rx_paused, true);
+	if (atomic_load(&c->inflight) <= c->inflight_max) {
+		atomic_store(&c->rx_paused, false);
+		return true;
+	}
+	msg_conn__update_events(c);
+	return false;
+}
+
+void msg_conn__resume(struct msg_conn *c)
+{
+	if (!atomic_load(&c->rx_paused) || atomic_load(&c->inflight) > c->inflight_max)
+		return;
+	atomic_store(&c->rx_paused, false);
+	msg_conn__update_events(c);
+	msg_conn__readable(c);
+}
+
+/* Where the body's next bytes go: the rest of the front or of the data. */
+
+static uint8_t *rx_target(struct msg_conn *c, size_t *len)
+{
+	struct msg *m = c->rx_msg;
+
+	if (c->rx_got < m->front_len) {
+		*len = m->front_len - c->rx_got;
+		return (uint8_t *)m->front + c->rx_got;
+	}
+	*len = m->front_len + (size_t)m->data_len - c->rx_got;
+	return (uint8_t *)m->data + (c->rx_got - m->front_len);
+}
+
+/* k more body bytes: copied from src, or (src NULL) already read into
+ * rx_target() by readv. */
+static void rx_fill(struct msg_conn *c, const uint8_t *src, size_t k)
+{
+	while (k) {
+		size_t len, n;
+		uint8_t *dst = rx_target(c, &len);
+
+		n = k < len ? k : len;
+		if (src) {
+			memcpy(dst, src, n);
+			src += n;
+		}
+		if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
+			c->rx_dcrc = atoll__crc32c(c->rx_dcrc, dst, n);
+		else
+			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
+		c->rx_got += n;
+		k -= n;
+	}
+	if (c->rx_got == c->rx_msg->front_len + (size_t)c->rx_msg->data_len)
+		c->rx_stage = RX_TAIL;
+}
+
+static bool conn_rx_header(struct msg_conn *c)
+{
+	uint32_t limit = c->state == CS_OPEN ? c->frame_max : MSG_HELLO_FRAME_MAX;
+	struct msg_hdr h;
+	struct msg *m;
+	int r;
+
+	r = msg_hdr_decode(c->rbuf + c->rpos, limit, &h);
+	if (r < 0) {
+		if (r == -EMSGSIZE)
+			log_warn("msgr", "closing connection '%s': a frame of %llu bytes is over "
+				 "the limit of %u", c->addr,
+				 (unsigned long long)h.front_len + h.data_len, limit);
+		else
+			log_warn("msgr", "closing connection '%s': %s", c->addr,
+				 r == -EPROTO ? "bad magic (not an atoll messenger peer)"
+					      : "bad header crc");
+		msg_conn__fail(c, r);
+		return false;
+	}
+	if (c->state == CS_HANDSHAKE && h.type != MSG_T_HELLO) {
+		log_warn("msgr", "closing connection '%s': a message of type %u before the hello",
+			 c->addr, h.type);
+		msg_conn__fail(c, -EPROTO);
+		return false;
+	}
+	if (c->state == CS_OPEN && h.type == MSG_T_HELLO) {
+		log_warn("msgr", "closing connection '%s': a second hello", c->addr);
+		msg_conn__fail(c, -EPROTO);
+		return false;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m && h.front_len)
+		m->front = malloc(h.front_len);
+	/* The reply to a msg_call_rx: into the caller's buffer if it lends it. */
+	if (m && h.data_len && (h.flags & MSG_F_REPLY) && c->state == CS_OPEN &&
+	    (m->data = rx_lease_begin(c, &h)))
+		m->data_free = rx_data_kept;
+	/* Data of whole 4 KiB blocks is page-aligned (malloc's large
+	 * allocations need not be: jemalloc offsets them by a random cache
+	 * line) so that the OSD's store can write it with O_DIRECT as it is,
+	 * without a bounce copy. */
+	else if (m && h.data_len && h.data_len % MSG_DATA_ALIGN == 0)
+		m->data = aligned_alloc(MSG_DATA_ALIGN, h.data_len);
+	else if (m && h.data_len)
+		m->data = malloc(h.data_len);
+	if (!m || (h.front_len && !m->front) || (h.data_len && !m->data)) {
+		rx_lease_end(c);
+		log_error("msgr", "closing connection '%s': cannot allocate a frame of %llu bytes",
+			  c->addr, (unsigned long long)h.front_len + h.data_len);
+		msg_free(m);
+		msg_conn__fail(c, -ENOMEM);
+		return false;
+	}
+	m->type = h.type;
+	m->flags = h.flags;
+	m->tid = h.tid;
+	m->front_len = h.front_len;
+	m->data_len = h.data_len;
+	c->rx_hdr = h;
+	c->rx_msg = m;
+	c->rx_got = 0;
+	c->rx_crc = 0;
+	c->rx_dcrc = 0;
+	/* Big data gets a crc of its own, combined with the front's for the
+	 * check, so that whoever forwards it need not compute it again. */
+	c->rx_split = h.data_len >= MSG_CRC_SPLIT_MIN;
+	c->rpos += MSG_HEADER_LEN;
+	c->rx_stage = h.front_len || h.data_len ? RX_BODY : RX_TAIL;
+	return true;
+}
+
+/* A whole, checked frame.  False when c can take no more now. */
+static bool conn_rx_deliver(struct msg_conn *c)
+{
+	struct msgr *mr = c->msgr;
+	struct msg *m = c->rx_msg;
+
+	c->rx_msg = NULL;
+	rx_lease_end(c);	/* the data is in: the buffer is the caller's again */
+	if (c->state == CS_HANDSHAKE)
+		return msg_conn__rx_hello(c, m);
+	if (m->type == MSG_T_KEEPALIVE) {
+		msg_free(m);	/* its arrival was all it had to say */
+		return true;
+	}
+	m->conn = c;
+	msg_conn__hold(c);
+	m->charged = msg_conn__frame_len(m);
+	atomic_fetch_add(&c->inflight, m->charged);
+	if (m->flags & MSG_F_REPLY)
+		msg_conn__got_reply(c, m);
+	else if (mr->ops.dispatch)
+		mr->ops.dispatch(mr->arg, c, m);
+	else
+		msg_free(m);
+	return c->state == CS_OPEN && !atomic_load(&c->dead);
+}
+
+/* Parses what rbuf holds.  False when c failed, paused or was closed. */
+static bool conn_parse(struct msg_conn *c)
+{
+	if (c->rx_broken) {
+		msg_conn__fail(c, -ENOMEM);
+		return false;
+	}
+	for (;;) {
+		size_t avail = c->rlen - c->rpos, need, len;
+		const uint8_t *p;
+		uint32_t crc;
+
+		switch (c->rx_stage) {
+		case RX_HDR:
+			if (c->state == CS_OPEN && !conn_rx_budget(c))
+				return false;
+			if (avail < MSG_HEADER_LEN)
+				return true;
+			if (!conn_rx_header(c))
+				return false;
+			break;
+		case RX_BODY:
+			if (!avail)
+				return true;
+			need = c->rx_msg->front_len + (size_t)c->rx_msg->data_len - c->rx_got;
+			len = avail < need ? avail : need;
+			rx_fill(c, c->rbuf + c->rpos, len);
+			c->rpos += len;
+			break;
+		case RX_TAIL:
+			if (avail < MSG_TRAILER_LEN)
+				return true;
+			p = c->rbuf + c->rpos;
+			crc = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			      (uint32_t)p[3] << 24;
+			if (c->rx_split) {
+				c->rx_msg->data_crc = c->rx_dcrc;
+				c->rx_msg->data_crc_known = true;
+				c->rx_crc = atoll__crc32c_combine(c->rx_crc, c->rx_dcrc,
+							       c->rx_msg->data_len);
+			}
+			if (crc != c->rx_crc) {
+				log_warn("msgr", "closing connection '%s': bad payload crc "
+					 "(message type %u, %u + %u bytes)", c->addr,
+					 c->rx_hdr.type, c->rx_hdr.front_len, c->rx_hdr.data_len);
+				msg_conn__fail(c, -EBADMSG);
+				return false;
+			}
+			c->rpos += MSG_TRAILER_LEN;
+			c->rx_stage = RX_HDR;
+			if (!conn_rx_deliver(c))
+				return false;
+			break;
+		}
+	}
+}
+
+static void conn_eof(struct msg_conn *c)
+{
+	if (c->rx_stage != RX_HDR || c->rlen > c->rpos)
+		log_warn("msgr", "closing connection '%s': truncated frame (the peer "
+			 "closed in the middle of it)", c->addr);
+	else
+		log_debug("msgr", "connection '%s' closed by the peer", c->addr);
+	msg_conn__fail(c, -ECONNRESET);
+}
+
+void msg_conn__readable(struct msg_conn *c)
+{
+	for (int i = 0; i < RX_READS_MAX; i++) {
+		struct iovec iov[2];
+		size_t direct = 0, want;
+		ssize_t r;
+		int n = 0;
+
+		if (!conn_parse(c))
+			return;
+		if (c->rpos == c->rlen) {
+			c->rpos = c->rlen = 0;
+		} else if (c->rpos) {
+			memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+			c->rlen -= c->rpos;
+			c->rpos = 0;
+		}
+		if (c->rx_stage == RX_BODY && c->rlen == 0) {
+			iov[n].iov_base = rx_target(c, &direct);
+			iov[n++].iov_len = direct;
+		}
+		iov[n].iov_base = c->rbuf + c->rlen;
+		iov[n++].iov_len = MSG_RBUF_SIZE - c->rlen;
+		want = direct + MSG_RBUF_SIZE - c->rlen;
+		r = readv(c->fd, iov, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			log_debug("msgr", "connection '%s' failed: %s", c->addr, strerror(errno));
+			msg_conn__fail(c, -errno);
+			return;
+		}
+		if (r == 0) {
+			conn_eof(c);
+			return;
+		}
+		c->last_rx_ns = mono_now_ns();
+		if (direct) {
+			size_t k = (size_t)r < direct ? (size_t)r : direct;
+
+			rx_fill(c, NULL, k);
+			c->rlen += (size_t)r - k;
+		} else {
+			c->rlen += (size_t)r;
+		}
+		if ((size_t)r < want)
+			break;		/* drained: epoll tells us when there is more */
+	}
+	conn_parse(c);
+}
+
+/* The socket went (conn_drop_socket): the frame being received and
+ * what rbuf held are dropped, the lease given back, reading unpaused. */
+void msg_conn__rx_reset(struct msg_conn *c)
+{
+	rx_lease_end(c);
+	c->rx_broken = false;
+	msg_free(c->rx_msg);	/* not charged: ->conn is not set yet */
+	c->rx_msg = NULL;
+	c->rx_stage = RX_HDR;
+	c->rpos = c->rlen = 0;
+	atomic_store(&c->rx_paused, false);
+}
