@@ -23,10 +23,10 @@
  * this file holds the workloads and the command line.
  *
  * Output: one "store<TAB>metric<TAB>value<TAB>unit" line per figure on
- * stdout (the shape of ../shared/bench/disklimit.sh, for bench/
- * store-bench.sh), a human summary on stderr.  MB means MiB here, as in
- * disklimit.sh (fio's KiB / 1024), except the RSS figures, which are in
- * MB of 10^6 bytes to match the issue's "300 MB" target literally.
+ * stdout (the shape of bench/disklimit.sh's, for bench/store-bench.sh), a
+ * human summary on stderr.  MB means MiB here, as in disklimit.sh (fio's
+ * KiB / 1024), except the RSS figures, which are in MB of 10^6 bytes to
+ * match the issue's "300 MB" target literally.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -829,7 +829,7 @@ static void usage(FILE *f)
 "SIZE takes a suffix K, M, G or T (powers of 1024).\n"
 "Output: \"store<TAB>metric<TAB>value<TAB>unit\" lines on stdout (MB = MiB for\n"
 "throughput, as in disklimit.sh; RSS in MB of 10^6 bytes), a summary on stderr.\n"
-"bench/store-bench.sh runs this beside ../shared/bench/disklimit.sh and prints\n"
+"bench/store-bench.sh runs this beside bench/disklimit.sh and prints\n"
 "the ratios (doc/benchmarks.md).\n");
 }
 

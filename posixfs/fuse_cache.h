@@ -52,19 +52,19 @@ uint64_t lc_now(void);		/* CLOCK_MONOTONIC ns */
 void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_send,
 	      struct lc_info *ci);
 /* Request threads: unlink (rmdir: is_dir) of name in dir answered here,
- * without the MDS (doc/fs.md, "Asynchronous removals"): possible while
- * this client holds dir exclusively with its listing (for rmdir the
- * victim too, empty).  1: done in the cache (the victim in *ino; the
- * caller sends the MDS the removal, MDS_L_ASYNC, before anything else
+ * without the MDS (doc/fs-design-client.md, "Asynchronous removals"):
+ * possible while this client holds dir exclusively with its listing (for
+ * rmdir the victim too, empty).  1: done in the cache (the victim in *ino;
+ * the caller sends the MDS the removal, MDS_L_ASYNC, before anything else
  * may end the exclusivity), 0: ask the MDS, < 0: the answer (-ENOTDIR,
  * -EISDIR, -ENOTEMPTY, known from the listing). */
 int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino);
 /* Request threads: a create (mkdir: in->mode S_IFDIR) of name in dir
- * answered here, without the MDS (doc/fs.md, "Asynchronous creates"):
- * possible while this client holds dir exclusively with its listing and
- * record.  in: the new record (number, mode, owner, times); the
- * set-group-ID rule, links and generation are applied here.  1: done in
- * the cache (ci for the kernel's timeouts; the caller sends the MDS the
+ * answered here, without the MDS (doc/fs-design-client.md, "Asynchronous
+ * creates"): possible while this client holds dir exclusively with its
+ * listing and record.  in: the new record (number, mode, owner, times);
+ * the set-group-ID rule, links and generation are applied here.  1: done
+ * in the cache (ci for the kernel's timeouts; the caller sends the MDS the
  * create, MDS_L_ASYNC, before anything else may end the exclusivity), 0:
  * ask the MDS, -EEXIST: the listing has name. */
 int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct lc_info *ci);

@@ -59,8 +59,8 @@ static struct mds_conn {
 	/* Calls waiting in fc_call_from (atomic; the unmount's give-up
 	 * closes the MDS connection when any is left). */
 	unsigned calls_waiting;
-	/* Eviction (doc/fs.md, "What an evicted client is told"): said once
-	 * (atomic exchange) */
+	/* Eviction (doc/fs-design.md, "What an evicted client is told"):
+	 * said once (atomic exchange) */
 	bool evicted;
 } conn = { .mountpoint = "the mount" };
 
@@ -137,7 +137,7 @@ struct waiter {
 	struct lc_info ci;
 };
 
-/* Eviction (doc/fs.md, "What an evicted client is told"): the MDS
+/* Eviction (doc/fs-design.md, "What an evicted client is told"): the MDS
  * answers MDS_RC_EVICTED once it evicted this client (it missed the
  * reconnect window after an MDS restart, or its connection was gone for
  * the session timeout), with a sentence saying which MDS and why.  Its

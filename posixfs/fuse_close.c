@@ -3,12 +3,12 @@
  * a clean file's CLOSE, batched, and LANDED (a file closed with its
  * writes in flight has them durable now).
  *
- * Closes in batches (doc/fs.md, "Closes in batches"): a clean file's
- * CLOSE (nothing to push: the open count only) waits up to
- * CLOSE_GATHER_MS for others, and they go as one request (MDS_L_MANY):
- * one MDS request instead of one per touch.  Nothing waits for a CLOSE;
- * an unlinked file's purge waits those few ms longer.  The closer thread
- * that sends them also sends the changes answered here and gathered
+ * Closes in batches (doc/fs-design-client.md, "Closes in batches"): a
+ * clean file's CLOSE (nothing to push: the open count only) waits up to
+ * CLOSE_GATHER_MS for others, and they go as one request (MDS_L_MANY): one
+ * MDS request instead of one per touch.  Nothing waits for a CLOSE; an
+ * unlinked file's purge waits those few ms longer.  The closer thread that
+ * sends them also sends the changes answered here and gathered
  * (fuse_here.c, fcl_gather_kick).
  *
  * close_batch.lock protects struct close_batch; it is taken after

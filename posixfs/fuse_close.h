@@ -15,7 +15,7 @@ void fcl_start(void);
 void fcl_stop(void);
 /* Sends CLOSE of ino (nothing written; ogen: the reconnect its open was
  * counted under) without waiting for the reply: gathered with others
- * for a few milliseconds (doc/fs.md, "Closes in batches"). */
+ * for a few milliseconds (doc/fs-design-client.md, "Closes in batches"). */
 void fcl_close_async(uint64_t ino, uint64_t ogen);
 /* LANDED for ino's mark (its writes are durable), without waiting. */
 void fcl_landed_async(uint64_t ino, uint64_t mark);

@@ -1351,14 +1351,14 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_write(req, done);
 }
 
-/* A close that does not wait for the file's writes (doc/fs.md, "Closing
- * without waiting"): its buffers go out, the size goes to the MDS with
- * MDS_L_INFLIGHT and a number, and LANDED follows once the writes issued
- * so far are durable (landed_check); meanwhile the MDS makes other
- * clients' opens of the file wait.  A write that fails is reported by
- * the next close or fsync of the file, as before.  Without anything
- * written since the last push, or when the MDS cannot mark it: as fsync
- * without the journal wait (push_size). */
+/* A close that does not wait for the file's writes
+ * (doc/fs-design-client.md, "Closing without waiting"): its buffers go
+ * out, the size goes to the MDS with MDS_L_INFLIGHT and a number, and
+ * LANDED follows once the writes issued so far are durable (landed_check);
+ * meanwhile the MDS makes other clients' opens of the file wait.  A write
+ * that fails is reported by the next close or fsync of the file, as
+ * before.  Without anything written since the last push, or when the MDS
+ * cannot mark it: as fsync without the journal wait (push_size). */
 static int flush_nowait(fuse_req_t req, uint64_t ino)
 {
 	struct wop *send = NULL;

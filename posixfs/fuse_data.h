@@ -29,7 +29,7 @@ struct atoll_ioctx;
  * memory bounds of buffered writes and of read-ahead (bytes; 0 turns
  * write-back, resp. read-ahead, off); async_close: a close (FLUSH) sends
  * the file's writes without waiting for them, when the MDS can mark them
- * (protocol 6; doc/fs.md, "Closing without waiting"). */
+ * (protocol 6; doc/fs-design-client.md, "Closing without waiting"). */
 int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool async_close);
 /* After the mount, before the FUSE loop: sets the kernel's read-ahead of
  * the mount to kb KiB (root only; else logged). */
@@ -53,7 +53,7 @@ uint64_t fd_stat_size(uint64_t ino, uint64_t msize);
  * changed it since). */
 void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0);
 /* Opens held, per inode, re-counted with the MDS after a reconnect
- * (doc/fs.md, "Open files across a restart").  fd_open also counts one
+ * (doc/fs-design.md, "Open files across a restart").  fd_open also counts one
  * open of ino; gen0: fr_gen() before its OPEN or create was sent (not the
  * current one: the MDS may have counted it before the reconnect, so it
  * is flagged for a re-count).  fd_close_open counts one down and returns
@@ -90,8 +90,9 @@ bool fd_clean(uint64_t ino);
 int fd_push_size(fuse_req_t req, uint64_t ino, uint32_t op);
 /* What a close pushes (flush, and a setattr other than of the size): the
  * buffers go out and the size to the MDS, without waiting for the writes
- * when the MDS can mark them (doc/fs.md, "Closing without waiting"), else
- * as fd_push_size(FSYNC).  0, or the first write error known. */
+ * when the MDS can mark them (doc/fs-design-client.md, "Closing without
+ * waiting"), else as fd_push_size(FSYNC).  0, or the first write error
+ * known. */
 int fd_close_push(fuse_req_t req, uint64_t ino);
 
 /* The FUSE operations of file data. */

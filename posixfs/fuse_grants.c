@@ -1,6 +1,6 @@
 /*
  * fuse_grants.c - the inode numbers the MDS granted this client
- * (fuse_grants.h; doc/fs.md, "Asynchronous creates").
+ * (fuse_grants.h; doc/fs-design-client.md, "Asynchronous creates").
  *
  * A create answered here (fuse_here.c) needs its inode number before
  * the MDS sees it: the MDS grants ranges of numbers (MDS_OP_INOS), this

@@ -1,7 +1,7 @@
 /*
  * fuse_grants.h - the inode numbers the MDS granted this client for the
- * creates it answers itself (fuse_grants.c; doc/fs.md, "Asynchronous
- * creates").
+ * creates it answers itself (fuse_grants.c; doc/fs-design-client.md,
+ * "Asynchronous creates").
  */
 #ifndef ATOLL_FUSE_GRANTS_H
 #define ATOLL_FUSE_GRANTS_H

@@ -1,6 +1,6 @@
 /*
  * fuse_here.c - the changes atoll-fuse answers itself (fuse_here.h;
- * doc/fs.md, "Asynchronous removals", "Asynchronous creates").
+ * doc/fs-design-client.md, "Asynchronous removals", "Asynchronous creates").
  *
  * Under an exclusive lease of a folder (no other client holds anything
  * of it), a create, mkdir, unlink or rmdir in it is answered to the
@@ -56,8 +56,8 @@
 
 static struct here_state {
 	pthread_mutex_t lock;
-	bool async_rm;		/* removals answered here (doc/fs.md) */
-	bool async_create;	/* creates and mkdir answered here (doc/fs.md) */
+	bool async_rm;		/* removals answered here */
+	bool async_create;	/* creates and mkdir answered here */
 	/* fault injection (fault fuse_async_hold=1, tests): the changes
 	 * answered here are held (under lock) until a revoke of
 	 * exclusivity, another call (fh_flush) or the unmount sends them,
@@ -211,7 +211,7 @@ static void here_send(struct acall *a)
 	fc_call_async(a);
 }
 
-/* ---- removals (doc/fs.md, "Asynchronous removals") ------------------------------ */
+/* ---- removals (doc/fs-design-client.md, "Asynchronous removals") ---- */
 
 /* The MDS's answer to a removal answered here already: it must agree.
  * -ENOENT: another client's change came first (the MDS removes only the
@@ -268,7 +268,7 @@ bool fh_remove(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name)
 	return true;
 }
 
-/* ---- creates (doc/fs.md, "Asynchronous creates") ---------------------------------- */
+/* ---- creates (doc/fs-design-client.md, "Asynchronous creates") ----- */
 
 /* The MDS's answer to a create answered here: it must agree.  A refusal
  * (no room for the record, say) cannot reach the application any more:

@@ -2,7 +2,7 @@
  * fuse_here.h - the changes atoll-fuse answers itself (fuse_here.c):
  * creates, mkdir, unlink and rmdir in a folder this mount holds
  * exclusively are answered at once and sent to the MDS behind
- * (doc/fs.md, "Asynchronous removals", "Asynchronous creates").
+ * (doc/fs-design-client.md, "Asynchronous removals", "Asynchronous creates").
  */
 #ifndef ATOLL_FUSE_HERE_H
 #define ATOLL_FUSE_HERE_H

@@ -2,7 +2,8 @@
  * fuse_main.c - atoll-fuse: mounts an atoll file system with libfuse3's
  * low-level (inode) API, multi-threaded.  This file reads the options
  * and atoll.conf, starts the pieces in their order and stops them in
- * theirs; doc/fs.md describes the design, doc/daemons.md the options.
+ * theirs; doc/fs-design-client.md describes the design (its "Pieces"
+ * lists the files), doc/daemons.md the options.
  *
  * The pieces: metadata goes to atoll-mds, one call per operation
  * (fuse_call.c); a change the MDS answered before it journaled it is
@@ -259,8 +260,8 @@ int main(int argc, char **argv)
 	fdm_ready();
 	/* atoll-fuse's own loop (fuse_loop.c: two readers of /dev/fuse; it
 	 * took a third fewer context switches than libfuse's for the same
-	 * work, doc/fs.md "The request loop").  As libfuse's loop: a stop
-	 * signal makes it return non-zero. */
+	 * work, doc/fs-design-client.md "The request loop").  As libfuse's
+	 * loop: a stop signal makes it return non-zero. */
 	ret = fl_run(se, FUSE_MAX_THREADS) || fu_signalled() ? 1 : 0;
 	fuse_session_reset(se);
 	fh_send_held();

@@ -269,7 +269,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * No FUSE_CAP_WRITEBACK_CACHE: with it the kernel keeps the size
 	 * and mtime of a file it caches pages of as its own and ignores the
 	 * MDS's, so another client's writes would not show after its close
-	 * (close-to-open, doc/fs.md "File data"). */
+	 * (close-to-open, doc/fs-design-client.md "File data"). */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 4u << 20;
 	/* With leases the kernel's pages of a file stay right by the

@@ -22,9 +22,9 @@
  * Python's reads of whole files three times their time: a 1 MiB buffer
  * per open beside the 1 MB read made glibc give the heap's top back at
  * each close, so each read faulted its buffer in anew, and a page fault
- * is slow in this VM (doc/benchmarks.md, file system results of
- * 2026-12-03 15:47).  cp's writes stay 128 KiB and more; fuse_data.c
- * gathers them into objects anyway. */
+ * is slow in this VM (bench/fs-bench.sh, measured 2026-12-03).  cp's
+ * writes stay 128 KiB and more; fuse_data.c gathers them into objects
+ * anyway. */
 #define FO_BLKSIZE_DEFAULT (128 << 10)
 
 /* Before the mount: perm: atoll-fuse checks permissions (fuse_perm.c),

@@ -1,6 +1,6 @@
 /*
  * fuse_replay.c - atoll-fuse's unsafe requests and their replay
- * (fuse_replay.h; doc/fs.md, "Early replies").
+ * (fuse_replay.h; doc/fs-design.md, "Early replies").
  *
  * A change the MDS answered but has not journaled yet (its reply named
  * journal entry jseq) is kept here, encoded as it will be resent, in the
@@ -71,7 +71,7 @@ static struct replay_state {
 	/* Reconnects so far (read atomically; written under lock), and
 	 * "some open was answered across one: re-count it" (fd_open): the
 	 * replayer re-counts this client's opens with the MDS after each
-	 * reconnect (doc/fs.md, "Open files across a restart"). */
+	 * reconnect (doc/fs-design.md, "Open files across a restart"). */
 	uint64_t gen;
 	bool recount;
 	pthread_t thr;
@@ -567,7 +567,7 @@ static int session_resume(void)
  * them after a reconnect, else those fd_open flagged), as of reconnect
  * gen: the MDS counts opens in memory only, and a restarted one knows
  * none; a CLOSE of an open counted before gen is not counted down
- * (doc/fs.md, "Open files across a restart").  0, or the transport's
+ * (doc/fs-design.md, "Open files across a restart").  0, or the transport's
  * error (then the flags are set again: tried on the next pass). */
 static int reopen_all(bool only_flagged)
 {

@@ -1,6 +1,6 @@
 /*
  * fuse_replay.h - atoll-fuse's unsafe requests and their replay after a
- * reconnect (fuse_replay.c; doc/fs.md, "Early replies").
+ * reconnect (fuse_replay.c; doc/fs-design.md, "Early replies").
  *
  * A change the MDS answered before journaling it is kept until the MDS
  * says it is safe, and resent, in order, when the connection breaks

@@ -2,7 +2,7 @@
  * mds.h - atoll-mds internals: struct mds, which holds the state of each
  * module (the metadata cache, the journal, the applier: each declared in
  * its own header, included here), and the calls of the smaller modules.
- * doc/fs.md describes the design; mds_txn.c changes the namespace,
+ * doc/fs-design.md describes the design; mds_txn.c changes the namespace,
  * mds_journal.c journals the changes, mds_applier.c writes them to the
  * objects (mds_store.c), mds_cache.c keeps them in memory, mds_open.c
  * opens and closes it all, mds_ops.c answers the client's requests,
@@ -62,7 +62,7 @@ struct mds_done {
  * written would rebuild): kept in journal order by whoever journals
  * (the journaler, or the worker with early replies off), written whole
  * to the object fs.answered when a segment rolls, loaded at start before
- * the replay (doc/fs.md, "Index of answered requests"). */
+ * the replay (doc/fs-design.md, "Index of answered requests"). */
 struct mds_ans {
 	uint64_t client, reqid, ino;
 };
@@ -101,15 +101,15 @@ struct mds {
 	struct msg_conn *cur_conn;	/* the requester of the request being handled */
 	uint32_t cur_op;	/* its op (0: a change of the MDS's own) */
 	uint64_t cur_seq;	/* the journal entry of its change (0: none) */
-	/* Sessions (doc/fs.md, "Reconnect window"): the ids of the clients
-	 * with a session, persisted as the keys of fs.sessions (a mount adds
-	 * its own, an unmount removes it), loaded at start: those the
-	 * reconnect window waits for. */
+	/* Sessions (doc/fs-design.md, "Reconnect window and eviction"):
+	 * the ids of the clients with a session, persisted as the keys of
+	 * fs.sessions (a mount adds its own, an unmount removes it),
+	 * loaded at start: those the reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
 	/* Orphans (no names left) whose removal waits for the reconnect
-	 * window's end: the clients re-count their opens in it (doc/fs.md,
-	 * "Open files across a restart").  m->lock. */
+	 * window's end: the clients re-count their opens in it
+	 * (doc/fs-design.md, "Open files across a restart").  m->lock. */
 	bool reconnecting;
 	uint64_t *orphans;
 	size_t norphans, orphans_cap;
@@ -180,8 +180,8 @@ void mds_status_client_request(struct msg_conn *c);
 void mds_status_client_closed(struct msg_conn *c);
 void mds_status_reply(struct msg_conn *c, const struct msg *req);
 
-/* mds_lease.c: leases and their revocation (doc/fs.md, "Leases").
- * lease_ms 0 turns leases off; max bounds the records held. */
+/* mds_lease.c: leases and their revocation (doc/fs-design-client.md,
+ * "Leases").  lease_ms 0 turns leases off; max bounds the records held. */
 int mds_lease_init(uint32_t lease_ms, uint64_t max);
 void mds_lease_fini(void);
 /* Worker: records what txn t changes in m->chg (before it is applied). */
@@ -213,13 +213,13 @@ int mds_session_drop(struct mds *m, uint64_t client);
 int mds_session_evicted_add(struct mds *m, uint64_t client);
 
 /* mds_inflight.c: files a client closed with its writes still in flight
- * (FSYNC with MDS_L_INFLIGHT, LANDED; doc/fs.md, "Closing without
- * waiting").  Own lock; never taken around m->lock.  add: -ENOSPC past
- * MDS_INFLIGHT_MAX marks (the client then waits for its writes itself,
- * as before).  landed: the client's mark on ino goes if its number is at
- * most seq (CLOSE: UINT64_MAX).  wait (worker): until no other client
- * than client marks ino, or timeout_ms (then those marks are dropped,
- * logged, -ETIMEDOUT). */
+ * (FSYNC with MDS_L_INFLIGHT, LANDED; doc/fs-design-client.md, "Closing
+ * without waiting").  Own lock; never taken around m->lock.  add: -ENOSPC
+ * past MDS_INFLIGHT_MAX marks (the client then waits for its writes
+ * itself, as before).  landed: the client's mark on ino goes if its number
+ * is at most seq (CLOSE: UINT64_MAX).  wait (worker): until no other
+ * client than client marks ino, or timeout_ms (then those marks are
+ * dropped, logged, -ETIMEDOUT). */
 #define MDS_INFLIGHT_MAX	65536u
 int mds_inflight_add(uint64_t ino, uint64_t client, uint64_t seq);
 void mds_inflight_landed(uint64_t ino, uint64_t client, uint64_t seq);
@@ -230,7 +230,7 @@ void mds_inflight_stats(uint64_t *marks, uint64_t *waits, uint64_t *timeouts);
 
 /* mds_session.c: per client, the connection of its last request and
  * since when it is gone (own lock), its open files (m->lock), why it was
- * evicted (doc/fs.md, "Sessions whose client is gone") */
+ * evicted (doc/fs-design.md, "Sessions whose client is gone") */
 void mds_sess_seen(uint64_t client, struct msg_conn *c);
 void mds_sess_absent(uint64_t client);	/* a session loaded at start: gone since now */
 void mds_sess_closed(struct msg_conn *c);	/* loop thread */

@@ -1,6 +1,6 @@
 /*
- * mds_answered.c - the index of answered requests, per client (doc/fs.md,
- * "Index of answered requests").
+ * mds_answered.c - the index of answered requests, per client
+ * (doc/fs-design.md, "Index of answered requests").
  *
  * A client resends what it was not told is safe (after a lost connection
  * or an MDS restart), flagged MDS_L_REPLAY; the MDS answers a resend it

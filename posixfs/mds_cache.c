@@ -1,5 +1,5 @@
 /*
- * mds_cache.c - the MDS's metadata cache (doc/fs.md, "The metadata
+ * mds_cache.c - the MDS's metadata cache (doc/fs-design.md, "The metadata
  * cache"): the namespace in memory, as nodes loaded from the objects on
  * first use, changed by each committed transaction (mds_cache_apply).
  *

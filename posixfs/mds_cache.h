@@ -34,11 +34,11 @@ struct mds_xattr {
 	uint32_t len;
 };
 
-/* A cached inode (doc/fs.md, "The metadata cache"): its record, and for a
- * directory its entries once loaded (dir_loaded).  A node whose last
+/* A cached inode (doc/fs-design.md, "The metadata cache"): its record, and
+ * for a directory its entries once loaded (dir_loaded).  A node whose last
  * change (aseq) the applier has not written to the objects yet, or that a
- * client holds open, is pinned; the others are evicted least recently
- * used first when the cache is over its bound, and loaded again on use. */
+ * client holds open, is pinned; the others are evicted least recently used
+ * first when the cache is over its bound, and loaded again on use. */
 struct mds_node {
 	struct mds_inode a;
 	char *link;		/* symlink target or NULL */
@@ -57,7 +57,7 @@ struct mds_node {
 	struct mds_node *lprev, *lnext;	/* LRU list: cache.lru_head is the newest */
 };
 
-/* The metadata cache (doc/fs.md, "The metadata cache"): cached nodes
+/* The metadata cache (doc/fs-design.md, "The metadata cache"): cached nodes
  * (records, listings, extended attributes) within max bytes, in a hash
  * table by inode number and an LRU list. */
 struct mds_cache {

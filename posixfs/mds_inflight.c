@@ -1,6 +1,6 @@
 /*
  * mds_inflight.c - files whose data a client is still writing after
- * their close (doc/fs.md, "Closing without waiting").
+ * their close (doc/fs-design-client.md, "Closing without waiting").
  *
  * A client's close (FLUSH) sends the file's buffered writes and pushes
  * its size with FSYNC + MDS_L_INFLIGHT without waiting for the writes:

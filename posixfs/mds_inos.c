@@ -1,7 +1,7 @@
 /*
  * mds_inos.c - the inode numbers the MDS hands clients in ranges (INOS),
- * for the creates they answer themselves (doc/fs.md, "Asynchronous
- * creates").
+ * for the creates they answer themselves (doc/fs-design-client.md,
+ * "Asynchronous creates").
  *
  * A range's numbers come from mds_txn_alloc_ino, whose ino_hw is stored
  * before any number below it is used, so no number is ever given twice,

@@ -145,7 +145,8 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
  * request needed.  The requester had its reply already (early replies);
  * what the gathering delays is MT_MDS_SAFE, and an fsync hurries it.
  * 10 ms, not 2: a third less wall time and half the OSDs' CPU for
- * 10,000 creates (doc/fs.md, "Gathering"); 25 or 50 ms gained little. */
+ * 10,000 creates (doc/fs-design.md, "Gathering"); 25 or 50 ms gained
+ * little. */
 static void journal_gather(struct mds *m)
 {
 	if (!m->journal.gather_ms)

@@ -41,13 +41,14 @@ struct mds_journal {
 	uint64_t seg, seg_entries, seq;
 	uint64_t seg_bytes;	/* length of the current segment */
 	uint64_t seg_max;	/* entries per segment (fault mds_seg_entries) */
-	/* Early replies (doc/fs.md, "Early replies"): the worker applies a
-	 * change in memory, queues it here and replies; the journaler thread
-	 * appends every queued change in one atoll_append (group commit),
-	 * then hands them to the applier and tells the requesters (MT_MDS_SAFE).
-	 * lock protects the queue, durable_seq, hurry_seq and stop; cond signals a
-	 * change of any of them.  early false: the worker journals each
-	 * change itself before replying (mds_early_reply off). */
+	/* Early replies (doc/fs-design.md, "Early replies"): the worker
+	 * applies a change in memory, queues it here and replies; the journaler
+	 * thread appends every queued change in one atoll_append (group
+	 * commit), then hands them to the applier and tells the requesters
+	 * (MT_MDS_SAFE).  lock protects the queue, durable_seq, hurry_seq
+	 * and stop; cond signals a change of any of them.  early false: the
+	 * worker journals each change itself before replying (mds_early_reply
+	 * off). */
 	bool early, on, stop;	/* on: the journaler runs */
 	pthread_t thread;
 	pthread_mutex_t lock;

@@ -1,7 +1,7 @@
 /*
  * mds_lease.c - the leases atoll-mds hands its clients, so that a client
  * answers from its cache what has not changed, and their revocation
- * before a change (doc/fs.md, "Leases").
+ * before a change (doc/fs-design-client.md, "Leases").
  *
  * Two kinds, both per (client, inode), for mds_lease_ms (30 s default):
  * an attribute lease (the inode's record may be cached) and a directory

@@ -1,6 +1,6 @@
 /*
  * mds_linger.c - the files a rename replaced, kept openable for a moment
- * (doc/fs.md, "Rename over a file").
+ * (doc/fs-design.md, "Rename over a file").
  *
  * Why: a reader's kernel resolves the name to an inode number, then opens
  * that number.  A rename over the name in between removed the old inode,

@@ -235,7 +235,8 @@ static void serve_one(struct mds *mds, struct msg *m)
 		mds_sess_reason(rq->client, why, sizeof(why));
 		log_warn(SUB, "refusing %s from client %llu: it was evicted (%s); it must "
 			 "remount", mds_op_name(rq->op), (unsigned long long)rq->client, why);
-		/* the client tells its user why (doc/fs.md, "What an evicted client is told") */
+		/* the client tells its user why (doc/fs-design.md, "What
+		 * an evicted client is told") */
 		rp->rc = MDS_RC_EVICTED;
 		snprintf(rp->target, sizeof(rp->target), "the MDS at %s evicted client %llu: %s",
 			 g_addr, (unsigned long long)rq->client, why);
@@ -500,7 +501,7 @@ static size_t release_opens(struct mds *mds, uint64_t client)
 /* After the reconnect window (or at once when there is none): the
  * orphans found at start, and those whose last name or open went in the
  * window, are removed unless a client re-counted an open of theirs
- * (doc/fs.md, "Open files across a restart"). */
+ * (doc/fs-design.md, "Open files across a restart"). */
 static void orphans_after_window(struct mds *mds)
 {
 	pthread_mutex_lock(&mds->lock);

@@ -112,7 +112,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	 * (early) reply gave: the client names the file's data objects by
 	 * it.  Nobody else can hold it: numbers are handed out only below an
 	 * ino_hw stored before use, and a restarted MDS allocates from that
-	 * ino_hw up (doc/fs.md, "Inode numbers"). */
+	 * ino_hw up (doc/fs-design.md, "Inode numbers"). */
 	/* A create the client answered itself (MDS_L_ASYNC) comes with a
 	 * number from a range INOS gave it (mds_inos.c), which the table
 	 * vouches for as unused, else (an MDS restarted since, or a resend)
@@ -682,8 +682,8 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 		}
 		if (rq->op == MDS_OP_OPEN && (rq->lflags & MDS_L_REOPEN) &&
 		    (rq->lflags & MDS_L_REPLAY)) {
-			/* a re-count after a reconnect (doc/fs.md, "Open files
-			 * across a restart") */
+			/* a re-count after a reconnect (doc/fs-design.md,
+			 * "Open files across a restart") */
 			int c = rq->max > INT32_MAX ? INT32_MAX : (int)rq->max;
 			n->opens += mds_sess_reopen(rq->client, rq->ino, c, rq->ogen);
 		} else if (rq->op == MDS_OP_OPEN) {

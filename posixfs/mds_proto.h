@@ -6,7 +6,8 @@
  * reply, same type with MSG_F_REPLY).  Request and reply fronts are one
  * versioned section each (encode.h), so a newer side may append fields.
  * Decoders are bounds-checked and cap every string and count.
- * doc/fs.md describes the protocol and what each op does.
+ * doc/fs-design.md ("Client protocol") describes the protocol and what
+ * each op does.
  */
 #ifndef ATOLL_MDS_PROTO_H
 #define ATOLL_MDS_PROTO_H
@@ -89,9 +90,10 @@ enum mds_op {
 				 * leases (MDS_LEASE_EXCL*): it removes entries
 				 * of such a directory on its own (MDS_L_ASYNC) */
 #define MDS_L_ASYNC	0x40u	/* v8, UNLINK/RMDIR: answered by the client
-				 * already (doc/fs.md, "Asynchronous removals");
-				 * ino2 = the inode it saw under name: only that
-				 * is removed (else -ENOENT, nothing changes).
+				 * already (doc/fs-design-client.md,
+				 * "Asynchronous removals"); ino2 = the inode
+				 * it saw under name: only that is removed
+				 * (else -ENOENT, nothing changes).
 				 * v9, MKNOD/MKDIR: answered by the client with
 				 * inode number replay_ino, from a range INOS gave
 				 * it, and times s_mtime ("Asynchronous creates") */
@@ -99,7 +101,8 @@ enum mds_op {
 #define MDS_L_MANY	0x80u	/* v9, CLOSE: value holds several closes, each
 				 * 16 bytes (ino, then ogen, little-endian
 				 * u64s), at most MDS_CLOSE_MANY of them; ino is
-				 * the first one's (doc/fs.md, "Closes in batches") */
+				 * the first one's (doc/fs-design-client.md,
+				 * "Closes in batches") */
 #define MDS_CLOSE_MANY	256u
 
 /* What changed, in a reply (for the requester's own cache) and in a
@@ -185,11 +188,12 @@ struct mds_req {
 	/* v3, with MDS_L_REPLAY: the inode number the first reply of this
 	 * create gave (the client names data objects by it; the MDS keeps it) */
 	uint64_t replay_ino;
-	/* v5: the client's reconnect count (doc/fs.md, "Open files across
-	 * a restart").  OPEN with MDS_L_REOPEN: the reconnect it re-counts
-	 * the opens for; CLOSE: the one under which the open it ends was
-	 * last counted (an older one than the last re-count: not counted
-	 * down, the re-count left it out already).  0: an older client. */
+	/* v5: the client's reconnect count (doc/fs-design.md, "Open files
+	 * across a restart").  OPEN with MDS_L_REOPEN: the reconnect it
+	 * re-counts the opens for; CLOSE: the one under which the open it
+	 * ends was last counted (an older one than the last re-count: not
+	 * counted down, the re-count left it out already).  0: an older
+	 * client. */
 	uint64_t ogen;
 };
 
@@ -253,7 +257,8 @@ struct mds_reply {
 /* A reply's rc when the MDS evicted the requester (it missed the
  * reconnect window, or its connection was gone for the session timeout):
  * the client is refused for good and must remount; the reply's target
- * says which MDS evicted it and why (doc/fs.md, "What an evicted client is told"). */
+ * says which MDS evicted it and why (doc/fs-design.md, "What an evicted
+ * client is told"). */
 #define MDS_RC_EVICTED	(-ESHUTDOWN)
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */

@@ -1,7 +1,7 @@
 /*
  * mds_session.c - what the MDS knows of each client between its requests:
  * whether its connection is there (and since when it is gone), the files
- * it holds open, and why it was evicted (doc/fs.md, "Sessions whose
+ * it holds open, and why it was evicted (doc/fs-design.md, "Sessions whose
  * client is gone").
  *
  * A client that dies without unmounting (kill -9, a crashed host) never

@@ -1,5 +1,6 @@
 /*
- * mds_statfs.c - statfs from the cluster's capacity (doc/fs.md, "statfs").
+ * mds_statfs.c - statfs from the cluster's capacity
+ * (doc/fs-design-client.md, "statfs").
  *
  * The numbers come from the monitor's `df` (the raw capacity the OSDs
  * report, and the data pool's replica count), divided by the data pool's

@@ -1,8 +1,8 @@
 /*
- * mds_store.c - the namespace as objects of the metadata pool (doc/fs.md,
- * "Namespace layout"): the objects' names, the inode record's encoding,
- * reading them (omap pages, whole objects), and writing journaled changes
- * to them.
+ * mds_store.c - the namespace as objects of the metadata pool
+ * (doc/fs-design.md, "Namespace layout in the metadata pool"): the
+ * objects' names, the inode record's encoding, reading them (omap pages,
+ * whole objects), and writing journaled changes to them.
  *
  * A journal entry lists final states, so writing one twice gives the
  * same result: replay and the applier both call mds_store_apply*.  A

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/fs/fs-cache.sh - the MDS's bounded metadata cache and a directory
-# of 100,000 entries (doc/fs.md, "The metadata cache").
+# of 100,000 entries (doc/fs-design.md, "The metadata cache").
 #
 # 1. mds_bigdir (a client of the MDS protocol: through a mount 100,000
 #    creates take minutes) makes 100,000 entries in one directory, reads

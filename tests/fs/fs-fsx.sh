@@ -97,7 +97,7 @@ fd = os.open(f"{d}/fail2", os.O_CREAT | os.O_WRONLY, 0o644)
 os.pwrite(fd, b"y" * 4096, (1 << 40) + 4096)
 # a close does not wait for its writes: a failure it knows of (this one
 # fails as it is sent) is its; one that comes later, the next close's or
-# fsync's (doc/fs.md, "Closing without waiting")
+# fsync's (doc/fs-design-client.md, "Closing without waiting")
 assert eio(lambda: os.close(fd)), "close"
 fd = os.open(f"{d}/fail3", os.O_CREAT | os.O_WRONLY, 0o644)
 os.pwrite(fd, b"y" * 4096, 1 << 40)

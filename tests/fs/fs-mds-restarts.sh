@@ -8,7 +8,7 @@
 # What it guards: after a restart a client's resends of what the MDS had
 # answered but not journaled must reach the MDS before anything newer of
 # that client (a rename sent before the resent create of its file got
-# ENOENT: doc/fs.md, "The journal and restarts").
+# ENOENT: doc/fs-design.md, "The journal").
 # Before that, opens across a restart: a file unlinked on one mount while
 # the other holds it open must stay readable through the open descriptor
 # after an MDS restart (the client re-counts its opens with the restarted
@@ -44,8 +44,9 @@ window_over() {	# waits for the N-th "reconnect window over" in the MDS log
 }
 
 step "directories: objects only for entries, parents known after a restart"
-# doc/fs.md, "Objects": a directory's object holds its entries only (its
-# parent is in its inode record), so one that never had entries has none
+# doc/fs-design.md, "Namespace layout in the metadata pool": a
+# directory's object holds its entries only (its parent is in its inode
+# record), so one that never had entries has none
 dirobj() { "$atoll_cli" ls fs_meta | grep -c "^fs\.dir\.$(printf '%016x' "$1")$" || true; }
 mkdir -p "$A/t/a/b/c" "$A/t/empty" "$A/t/full"
 touch "$A/t/full/f"
@@ -80,9 +81,10 @@ rm -r "$A/t"
 step "creates answered here and cut off by a kill -9 are resent in their order"
 # mount 3 makes files, folders and files in those folders in a folder
 # only it uses: each answered at once, the MDS's create sent behind
-# (doc/fs.md, "Asynchronous creates").  The MDS dies mid-burst; what was
-# in flight must reach the restarted MDS in order (a folder before the
-# file in it: else that create is refused) and nothing may be missing.
+# (doc/fs-design-client.md, "Asynchronous creates").  The MDS dies
+# mid-burst; what was in flight must reach the restarted MDS in order (a
+# folder before the file in it: else that create is refused) and nothing
+# may be missing.
 C=$tmp/mnt3
 mount_fs "$C" "$tmp/fuse3.log"
 mkdir "$C/burst" || fail "mkdir burst"

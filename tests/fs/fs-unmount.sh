@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/fs/fs-unmount.sh - atoll-fuse exits after its unmount, whatever
-# the MDS does (doc/fs.md, "Unmounting"), on one small cluster (lib.sh):
+# the MDS does (doc/fs-design.md, "Unmounting"), on one small cluster
+# (lib.sh):
 #  - the MDS killed with -9 and not coming back, with changes it answered
 #    but never journaled (a slow journal): `fusermount3 -u` of a
 #    background mount started with -o log=FILE; atoll-fuse must be gone

@@ -5,7 +5,7 @@
 # unapplied (kill -9), then this build's MDS replays them; after a second,
 # cold start every listing is there, the MDS's rename loop check sees the
 # old parents (`..` keys) and removing everything leaves no directory
-# object.  Written for the change of 2026-12-03 (doc/fs.md, "Parents"):
+# object.  Written for the change of 2026-12-03 (doc/fs-design.md, "Parents"):
 # OLD_BIN_DIR then holds an atoll-mds built from 79e05b7.
 #
 #   tests/fs/fs-upgrade.sh OLD_BIN_DIR BUILD_DIR [DIR]

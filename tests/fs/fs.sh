@@ -106,7 +106,8 @@ mk0=$(fsv "j['requests']['by_op']['mkdir']")
 seq0=$(fsv "j['journal']['seq']")
 cl0=$(fsv "j['requests']['by_op']['close']")
 mkdir "$A/counted"; touch "$A/counted/f1" "$A/counted/f2"
-# the CLOSEs of clean files go in batches (doc/fs.md, "Closes in batches")
+# the CLOSEs of clean files go in batches (doc/fs-design-client.md,
+# "Closes in batches")
 (cd "$A/counted" && seq -f c%g 1 200 | xargs touch)
 fsq_wait "j['inodes'] == $inodes0 + 203 and j['requests']['by_op']['mkdir'] == $mk0 + 1 and j['journal']['seq'] > $seq0"
 fsq_wait "0 < j['requests']['by_op']['close'] - $cl0 <= 100"
@@ -312,8 +313,9 @@ step "requests waiting for the MDS do not hold up the others (the request loop)"
 # mount 2 makes folders mount 1 never saw; with the MDS stopped (SIGSTOP:
 # connections and leases stay), mount 1's lookups of them wait for it,
 # and reads of a file mount 1 holds open (data from the OSDs) must still
-# find a worker (doc/fs.md, "The request loop": two readers of /dev/fuse,
-# more when requests block; without that the read waits for the MDS)
+# find a worker (doc/fs-design-client.md, "The request loop": two readers
+# of /dev/fuse, more when requests block; without that the read waits for
+# the MDS)
 head -c 4194304 /dev/urandom >"$tmp/lp.ref"
 cp "$tmp/lp.ref" "$A/lp" || fail "writing lp"
 for i in 1 2 3 4; do mkdir "$B/lpw$i" || fail "making lpw$i on mount 2"; done
@@ -590,12 +592,12 @@ nres=$(tail -n +$((log0 + 1)) "$mds_log" | grep -c "was resent; answering it fro
 [ "$nres" -ge 15 ] || fail "only $nres of the 15 resent changes were answered from the index of answered requests"
 
 step "asynchronous removals: mount 1 answers them under its exclusive lease, mount 2 sees all of them at once"
-# doc/fs.md, "Asynchronous removals": in a folder mount 1 made and alone
-# uses, its unlink and rmdir are answered without the MDS and sent
-# behind; mount 2's first request there waits until they are applied.
-# Mount 3 holds its removals back until the MDS revokes its exclusivity
-# (fault injection): they reach the MDS after mount 2's request, before
-# the ack, and the MDS must still apply them first.
+# doc/fs-design-client.md, "Asynchronous removals": in a folder mount 1
+# made and alone uses, its unlink and rmdir are answered without the MDS
+# and sent behind; mount 2's first request there waits until they are
+# applied.  Mount 3 holds its removals back until the MDS revokes its
+# exclusivity (fault injection): they reach the MDS after mount 2's
+# request, before the ack, and the MDS must still apply them first.
 # (A revoke of any exclusivity sends them all: mount 3's folder is made
 # in one mount 2 made, which mount 3 then cannot hold exclusively.)
 # removed_behind SUB MOUNT WHO NAME: MOUNT/SUB gets 300 files and 50
@@ -617,10 +619,10 @@ ATOLL_FAULTS=${ATOLL_FAULTS:+$ATOLL_FAULTS,}fuse_async_hold=1 mount_fs "$C" "$tm
 mkdir "$B/arp" || fail "mkdir arp"
 mkdir "$C/arp/ar" || fail "mkdir arp/ar"
 removed_behind arp/ar "$C" "mount 3 (held back)" f9
-# folders made on mount 3 are held back too (doc/fs.md, "Asynchronous
-# creates"): mount 2's listing revokes the exclusivity, and mount 3 sends
-# them first, in their order (a folder before the folders made in it,
-# before the removal of one)
+# folders made on mount 3 are held back too (doc/fs-design-client.md,
+# "Asynchronous creates"): mount 2's listing revokes the exclusivity, and
+# mount 3 sends them first, in their order (a folder before the folders
+# made in it, before the removal of one)
 mkdir "$C/arp/cr" || fail "mkdir arp/cr"
 (cd "$C/arp/cr" && seq -f n%g 1 20 | xargs mkdir && mkdir n1/sub n1/sub/deeper && rmdir n20) ||
 	fail "folders made on mount 3 (held back)"

@@ -369,7 +369,8 @@ static void create(long n)
 
 	/* readdir while entries before and after the position come and go:
 	 * every name present throughout is returned exactly once, none
-	 * twice (positions are names: doc/fs.md) */
+	 * twice (positions are names: doc/fs-design.md, "Client
+	 * protocol") */
 	memset(seen, 0, 2 * (size_t)n);
 	read_all(big_ino, 4096, false, count_ent, churn);
 	while (churn_next < n)
