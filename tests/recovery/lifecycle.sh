@@ -1,5 +1,5 @@
 #!/bin/bash
-# lifecycle.sh - the OSD lifecycle (doc/admin.md, "Replacing a disk",
+# lifecycle.sh - the OSD lifecycle (doc/admin.md, "Replacing a dead disk",
 # "Removing an OSD"): four OSDs on four hosts, pool size 3, 60 objects.
 #   1. osd.1's disk "dies": stopped, `atoll osd destroy 1`, health says
 #      OSD_DESTROYED; a new empty disk under the same id (a new disk for an

@@ -1,5 +1,5 @@
 #!/bin/bash
-# thrash.sh - the thrash test of issue 4 (doc/recovery.md, "Thrash test").
+# thrash.sh - the thrash test of issue 4 (doc/testing.md, suite `thrash`).
 #
 #   thrash.sh ATOLL-CLUSTER ATOLL THRASH-CLIENT STORE-TOOL
 #
