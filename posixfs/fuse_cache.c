@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "mono.h"
 
 #define LC_BUCKETS	65536u
 #define LC_SEQ_BUCKETS	4096u
@@ -62,7 +63,7 @@ struct lxattr {
 struct lattr {
 	struct mds_inode a;
 	uint64_t exp;
-	uint64_t born;		/* created by this client at (lc_now), unchanged
+	uint64_t born;		/* created by this client at (mono_now_ns), unchanged
 				 * since; 0: not known so */
 	bool stale;		/* this client's own change moved its times, size
 				 * or links: only mode, uid and gid are still
@@ -139,14 +140,6 @@ static struct {
 	.qlock = PTHREAD_MUTEX_INITIALIZER,
 	.qcond = PTHREAD_COND_INITIALIZER,
 };
-
-uint64_t lc_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int lc_init(bool on, bool kn_track)
 {
@@ -432,7 +425,7 @@ static bool kn_add(uint64_t dir, const char *name, uint64_t exp, uint64_t now)
 static void kn_inval_dir(uint64_t dir)
 {
 	struct kdir *d = *kdir_slot(dir);
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 
 	while (d && d->head) {
 		struct kname *k = d->head;
@@ -447,7 +440,7 @@ static void kn_inval_dir(uint64_t dir)
 
 static void kn_inval_all(void)
 {
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 
 	for (size_t b = 0; b < LC_BUCKETS; b++)
 		while (L.kn[b]) {
@@ -526,7 +519,7 @@ int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len)
 
 	if (!L.on)
 		return -1;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
 	for (struct lxattr *x = a && a->exp > now && !a->stale ? a->xa : NULL; x; x = x->next) {
@@ -862,7 +855,7 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 	memset(ci, 0, sizeof(*ci));
 	if (!L.on)
 		return;
-	uint64_t now = lc_now(), exp = 0;
+	uint64_t now = mono_now_ns(), exp = 0;
 	bool xa = rq->op == MDS_OP_GETXATTR && (rp->rc == 0 || rp->rc == -ENODATA) &&
 		  rp->ninodes == 1;
 	if ((rp->rc == 0 || xa) && rp->lease_ms) {
@@ -933,7 +926,7 @@ int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
 
 	if (!L.on)
 		return 0;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct ldir *d = *dir_slot(dir);
 	bool hit = false;
@@ -994,7 +987,7 @@ int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct 
 	memset(ci, 0, sizeof(*ci));
 	if (!L.on)
 		return 0;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	bool is_dir = S_ISDIR(in->mode);
 	pthread_mutex_lock(&L.lock);
 	struct ldir *d = *dir_slot(dir);
@@ -1065,7 +1058,7 @@ double lc_timeout(uint64_t ino, const struct lc_info *ci)
 
 	if (!L.on || !ci->exp)
 		return LC_NO_LEASE_TIMEOUT;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	if (!fresh(ino, ci->seq) || ci->exp <= now)
 		t = 0;
@@ -1083,7 +1076,7 @@ static double attr_get(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 
 	if (!L.on)
 		return -1;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now && !a->stale &&
@@ -1101,7 +1094,7 @@ bool lc_open_keep(uint64_t ino)
 
 	if (!L.on)
 		return false;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now) {
@@ -1147,7 +1140,7 @@ int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
 
 	if (!L.on)
 		return -ENOENT;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
@@ -1174,7 +1167,7 @@ int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen)
 	*n = 0;
 	if (!L.on)
 		return -ENOENT;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
@@ -1202,7 +1195,7 @@ int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen)
 double lc_dir_left(uint64_t dir, uint64_t gen)
 {
 	double t = 0;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 
 	pthread_mutex_lock(&L.lock);
 	struct ldir *d = *dir_slot(dir);
@@ -1221,7 +1214,7 @@ uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc
 		return 0;
 	}
 	pthread_mutex_lock(&L.lock);
-	if (!fresh(dir, ci->seq) || ci->exp <= lc_now() || n > LC_ENT_MAX) {
+	if (!fresh(dir, ci->seq) || ci->exp <= mono_now_ns() || n > LC_ENT_MAX) {
 		pthread_mutex_unlock(&L.lock);
 		lc_ents_free(ents, n);
 		return 0;
@@ -1254,7 +1247,7 @@ int lc_perm(uint64_t ino, struct lc_perm *out)
 
 	if (!L.on)
 		return -ENOENT;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now) {
@@ -1273,7 +1266,7 @@ double lc_kname(uint64_t dir, const char *name, double t)
 		return t;
 	if (t <= 0)
 		return 0;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&L.lock);
 	struct lattr *a = *attr_slot(dir);
 	if (!a || a->exp <= now || !S_ISDIR(a->a.mode) || (a->a.mode & 0111) != 0111) {

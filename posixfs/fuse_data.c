@@ -66,7 +66,7 @@
 #include "fuse_replay.h"
 #include "log.h"
 #include "mds_proto.h"
-#include "msg_timer.h"
+#include "mono.h"
 
 #define BS		((uint64_t)MDS_BLOCK_SIZE)
 #define RA_WINDOW	8u		/* objects read ahead of a sequential reader */
@@ -688,7 +688,7 @@ static void *flusher_main(void *arg)
 		if (!g.nlq)
 			pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
 		lq_send();
-		uint64_t now = msg_now_ns();
+		uint64_t now = mono_now_ns();
 		struct wop *send = NULL;
 		while (g.ahead && g.ahead->born + WB_AGE_NS <= now)
 			wbuf_issue(g.ahead, &send);
@@ -1312,7 +1312,7 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			b->c = c;
 			b->blk = blk;
 			b->start = b->end = boff;
-			b->born = msg_now_ns();
+			b->born = mono_now_ns();
 			b->next = c->wb;
 			c->wb = b;
 			b->aprev = g.atail;
