@@ -102,42 +102,18 @@ static struct msg *req_msg(const struct mds_req *rq)
 
 /* ---- one call at a time ---- */
 
-struct waiter {
-	bool done;
-	int err;
-	struct msg *reply;
-};
-
-static void on_reply(void *arg, struct msg *reply, int err)
-{
-	struct waiter *w = arg;
-
-	pthread_mutex_lock(&mu);
-	w->reply = reply;
-	w->err = err;
-	w->done = true;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-}
-
 /* rq -> rp (rp's buffers to be freed by the caller); the call's error */
 static int call(const struct mds_req *rq, struct mds_reply *rp)
 {
-	struct waiter w = { 0 };
+	struct msg *reply;
 	struct dec d;
-	int ret = msg_call(conn, req_msg(rq), CALL_TIMEOUT_MS, on_reply, &w);
+	int ret = msg_call_wait(conn, req_msg(rq), CALL_TIMEOUT_MS, &reply);
 
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&mu);
-	while (!w.done)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
-	if (w.err)
-		return w.err;
-	dec_init(&d, w.reply->front, w.reply->front_len);
+	dec_init(&d, reply->front, reply->front_len);
 	ret = mds_reply_decode(&d, rp);
-	msg_free(w.reply);
+	msg_free(reply);
 	return ret;
 }
 
