@@ -249,6 +249,11 @@ int msg_send(struct msg_conn *c, struct msg *m);
 typedef void (*msg_reply_fn)(void *arg, struct msg *reply, int err);
 int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	     msg_reply_fn fn, void *arg);
+/* msg_call() that waits for its answer, for a thread that has nothing
+ * else to do meanwhile (never the loop thread: it would wait for itself).
+ * 0 with the reply in *reply (the caller frees it), or the error of
+ * msg_call() or of the call, *reply then NULL. */
+int msg_call_wait(struct msg_conn *c, struct msg *m, uint32_t timeout_ms, struct msg **reply);
 /*
  * Replies received straight into the caller's memory (a big read without
  * a copy).  msg_call_rx() is msg_call() plus rx: when the header of the

@@ -127,12 +127,11 @@ int msg_hello_decode(const void *buf, size_t len, struct msg_hello *h)
 {
 	struct dec d, body;
 	const void *fsid;
-	uint8_t version;
 	int r;
 
 	memset(h, 0, sizeof(*h));
 	dec_init(&d, buf, len);
-	dec_begin(&d, MSG_HELLO_COMPAT, &body, &version);
+	dec_msg_begin(&d, MSG_HELLO_COMPAT, &body);
 	fsid = dec_raw(&body, sizeof(h->fsid));
 	if (fsid)
 		memcpy(h->fsid, fsid, sizeof(h->fsid));

@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mono.h"
 
 struct tnode {
 	uint64_t when;		/* CLOCK_MONOTONIC, ns */
@@ -42,12 +41,5 @@ bool theap_del(struct theap *h, struct tnode *t);
 static inline struct tnode *theap_top(const struct theap *h) { return h->n ? h->v[0] : NULL; }
 /* Disarms and returns the earliest node if it is due at now, else NULL. */
 struct tnode *theap_pop_due(struct theap *h, uint64_t now);
-
-/* CLOCK_MONOTONIC in ns: the old name of mono_now_ns() (mono.h), kept
- * only until posixfs/fuse_data.c calls mono_now_ns() itself. */
-static inline uint64_t msg_now_ns(void)
-{
-	return mono_now_ns();
-}
 
 #endif

@@ -215,10 +215,9 @@ static int osdmap_dec_osd(struct dec *d, struct osdmap_osd *o, bool allow_free)
 {
 	struct dec b;
 	const void *uuid;
-	uint8_t v;
 
 	memset(o, 0, sizeof(*o));
-	if (dec_begin(d, OSDMAP_OSD_COMPAT, &b, &v))
+	if (dec_msg_begin(d, OSDMAP_OSD_COMPAT, &b))
 		return d->err;
 	o->id = dec_u32(&b);
 	o->state = dec_u32(&b);
@@ -255,10 +254,9 @@ static void osdmap_enc_pool(struct enc *e, const struct osdmap_pool *p)
 static int osdmap_dec_pool(struct dec *d, struct osdmap_pool *p)
 {
 	struct dec b;
-	uint8_t v;
 
 	memset(p, 0, sizeof(*p));
-	if (dec_begin(d, OSDMAP_POOL_COMPAT, &b, &v))
+	if (dec_msg_begin(d, OSDMAP_POOL_COMPAT, &b))
 		return d->err;
 	p->id = dec_u32(&b);
 	dec_str(&b, p->name, OSDMAP_POOL_NAME_MAX);
@@ -463,11 +461,10 @@ int osdmap_decode(struct dec *d, struct osdmap **out)
 {
 	struct osdmap *m;
 	struct dec b;
-	uint8_t v;
 	int ret;
 
 	*out = NULL;
-	if (dec_begin(d, OSDMAP_COMPAT, &b, &v))
+	if (dec_msg_begin(d, OSDMAP_COMPAT, &b))
 		return d->err;
 	m = calloc(1, sizeof(*m));
 	if (!m) {
@@ -866,11 +863,10 @@ static int osdmap_inc_decode_body(struct dec *b, struct osdmap_inc *inc)
 int osdmap_inc_decode(struct dec *d, struct osdmap_inc *inc)
 {
 	struct dec b;
-	uint8_t v;
 	int ret;
 
 	osdmap_inc_init(inc, 0);
-	if (dec_begin(d, OSDMAP_INC_COMPAT, &b, &v))
+	if (dec_msg_begin(d, OSDMAP_INC_COMPAT, &b))
 		return d->err;
 	ret = osdmap_inc_decode_body(&b, inc);
 	if (ret == -ENOMEM)

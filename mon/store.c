@@ -429,7 +429,6 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 	struct dec d, b;
 	const uint8_t *fsid;
 	uint64_t first, last;
-	uint8_t ver;
 	const void *fp;
 	size_t fl;
 	MDB_txn *t = NULL;
@@ -443,7 +442,7 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 		return -EBADMSG;
 	}
 	dec_init(&d, (const uint8_t *)buf + 8, len - 12);
-	if (dec_begin(&d, 1, &b, &ver) < 0)
+	if (dec_msg_begin(&d, 1, &b) < 0)
 		goto out_bad;
 	fsid = dec_raw(&b, 16);
 	first = dec_u64(&b);

@@ -211,10 +211,9 @@ static struct pg_version obj_version(struct pg *pg, const char *oid)
 
 	if (store_getattr(pg->osd->store, pg->coll, oid, OSD_OI_ATTR, &val, &vlen) == 0) {
 		struct dec d, b;
-		uint8_t ver;
 
 		dec_init(&d, val, vlen);
-		if (!dec_begin(&d, 1, &b, &ver)) {
+		if (!dec_msg_begin(&d, 1, &b)) {
 			v.epoch = dec_u64(&b);
 			v.seq = dec_u64(&b);
 			dec_end(&d, &b);

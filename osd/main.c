@@ -145,7 +145,7 @@ static int write_small(const char *dir, const char *name, const char *text)
 	return r;
 }
 
-/* A msg_call made from a thread that waits for it. */
+/* Something a thread waits for while the loop does it (shutdown). */
 struct sync_call {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -164,22 +164,6 @@ static void sync_call_done(void *arg, struct msg *reply, int err)
 	s->done = true;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
-}
-
-static int sync_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms, struct msg **reply)
-{
-	struct sync_call s = { .lock = PTHREAD_MUTEX_INITIALIZER,
-			       .cond = PTHREAD_COND_INITIALIZER };
-	int r = msg_call(c, m, timeout_ms, sync_call_done, &s);
-
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&s.lock);
-	while (!s.done)
-		pthread_cond_wait(&s.cond, &s.lock);
-	pthread_mutex_unlock(&s.lock);
-	*reply = s.reply;
-	return s.err;
 }
 
 /* ---- options ---------------------------------------------------------- */
@@ -438,7 +422,7 @@ static int do_mkfs(struct config *conf)
 	osd_new_req_encode(&req, &e);
 	m = msg_new(MT_OSD_NEW, &e);
 	enc_free(&e);
-	r = m ? sync_call(c, m, 30000, &reply) : -ENOMEM;
+	r = m ? msg_call_wait(c, m, 30000, &reply) : -ENOMEM;
 	if (r)
 		die("the monitor at %s did not answer (%s); check that atoll-mon runs there "
 		    "and try again", mon_addr, strerror(-r));

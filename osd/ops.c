@@ -219,10 +219,9 @@ static int obj_load(struct osd *osd, uint64_t coll, const char *oid, struct obj_
 	r = store_getattr(osd->store, coll, oid, OSD_OI_ATTR, &val, &vlen);
 	if (r == 0) {
 		struct dec d, b;
-		uint8_t v;
 
 		dec_init(&d, val, vlen);
-		if (!dec_begin(&d, 1, &b, &v)) {
+		if (!dec_msg_begin(&d, 1, &b)) {
 			os->version.epoch = dec_u64(&b);
 			os->version.seq = dec_u64(&b);
 			os->mtime_ns = dec_u64(&b);

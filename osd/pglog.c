@@ -57,10 +57,9 @@ void pglog_entry_encode(const struct pglog_entry *le, struct enc *e)
 int pglog_entry_decode(struct dec *d, struct pglog_entry *le)
 {
 	struct dec b;
-	uint8_t v;
 	size_t n = 0;
 
-	if (dec_begin(d, ENTRY_V, &b, &v))
+	if (dec_msg_begin(d, ENTRY_V, &b))
 		return d->err;
 	le->version = dec_version(&b);
 	le->client = dec_u64(&b);
@@ -92,9 +91,8 @@ void pglog_dup_encode(const struct pglog_dup *du, struct enc *e)
 int pglog_dup_decode(struct dec *d, struct pglog_dup *du)
 {
 	struct dec b;
-	uint8_t v;
 
-	if (dec_begin(d, DUP_V, &b, &v))
+	if (dec_msg_begin(d, DUP_V, &b))
 		return d->err;
 	du->version = dec_version(&b);
 	du->client = dec_u64(&b);
@@ -181,9 +179,8 @@ int pg_info_decode(struct dec *d, struct pg_info *info)
 	for (uint32_t i = 0; !b.err && i < info->npast; i++) {
 		struct pg_interval *iv = &info->past[i];
 		struct dec ib;
-		uint8_t iver;
 
-		if (dec_begin(&b, 1, &ib, &iver))
+		if (dec_msg_begin(&b, 1, &ib))
 			break;
 		iv->first = dec_u64(&ib);
 		iv->last = dec_u64(&ib);

@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "mono.h"
 
 #define LC_BUCKETS	65536u
 #define LC_SEQ_BUCKETS	4096u
@@ -62,7 +63,7 @@ struct lxattr {
 struct lattr {
 	struct mds_inode a;
 	uint64_t exp;
-	uint64_t born;		/* created by this client at (lc_now), unchanged
+	uint64_t born;		/* created by this client at (mono_now_ns), unchanged
 				 * since; 0: not known so */
 	bool stale;		/* this client's own change moved its times, size
 				 * or links: only mode, uid and gid are still
@@ -90,7 +91,7 @@ struct ldir {
  * entry without asking, so when the directory's mode or owner changes
  * the kernel must drop them (kn_inval_dir). */
 struct kname {
-	struct kname *hnext;		/* in L.kn */
+	struct kname *hnext;		/* in lcache.kn */
 	struct kname *dnext, **dprev;	/* in its kdir's list */
 	uint64_t dir, exp;
 	char name[];
@@ -134,38 +135,30 @@ static struct {
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
 	struct kinv *qhead, *qtail;
-} L = {
+} lcache = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.qlock = PTHREAD_MUTEX_INITIALIZER,
 	.qcond = PTHREAD_COND_INITIALIZER,
 };
 
-uint64_t lc_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int lc_init(bool on, bool kn_track)
 {
 	pthread_rwlockattr_t ra;
 
-	L.on = on;
-	L.kn_track = on && kn_track;
+	lcache.on = on;
+	lcache.kn_track = on && kn_track;
 	/* the notifier must not starve behind a stream of replies: a
 	 * waiting writer goes first (no reader takes kbar twice) */
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&L.kbar, &ra);
+	pthread_rwlock_init(&lcache.kbar, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	return 0;
 }
 
 bool lc_on(void)
 {
-	return L.on;
+	return lcache.on;
 }
 
 void lc_ents_free(struct lc_ent *ents, size_t n)
@@ -190,131 +183,131 @@ static void kq_push(uint32_t kind, uint64_t ino, const char *name)
 		free(k);
 		return;
 	}
-	pthread_mutex_lock(&L.qlock);
-	if (!L.thr_on || L.stop) {
+	pthread_mutex_lock(&lcache.qlock);
+	if (!lcache.thr_on || lcache.stop) {
 		/* not mounted yet, or unmounting: no kernel to tell */
-		pthread_mutex_unlock(&L.qlock);
+		pthread_mutex_unlock(&lcache.qlock);
 		free(k->name);
 		free(k);
 		return;
 	}
-	if (L.qtail)
-		L.qtail->next = k;
+	if (lcache.qtail)
+		lcache.qtail->next = k;
 	else
-		L.qhead = k;
-	L.qtail = k;
-	pthread_cond_signal(&L.qcond);
-	pthread_mutex_unlock(&L.qlock);
+		lcache.qhead = k;
+	lcache.qtail = k;
+	pthread_cond_signal(&lcache.qcond);
+	pthread_mutex_unlock(&lcache.qlock);
 }
 
 static void *notifier_main(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&L.qlock);
+	pthread_mutex_lock(&lcache.qlock);
 	for (;;) {
-		while (!L.qhead && !L.stop)
-			pthread_cond_wait(&L.qcond, &L.qlock);
-		if (L.stop)
+		while (!lcache.qhead && !lcache.stop)
+			pthread_cond_wait(&lcache.qcond, &lcache.qlock);
+		if (lcache.stop)
 			break;
-		struct kinv *batch = L.qhead;
-		L.qhead = L.qtail = NULL;
-		pthread_mutex_unlock(&L.qlock);
+		struct kinv *batch = lcache.qhead;
+		lcache.qhead = lcache.qtail = NULL;
+		pthread_mutex_unlock(&lcache.qlock);
 		/* the barrier: replies that read what these invalidate are out */
-		pthread_rwlock_wrlock(&L.kbar);
-		pthread_rwlock_unlock(&L.kbar);
+		pthread_rwlock_wrlock(&lcache.kbar);
+		pthread_rwlock_unlock(&lcache.kbar);
 		while (batch) {
 			struct kinv *k = batch;
 			batch = k->next;
 			/* -ENOENT (the kernel has nothing of it) is the common case */
 			if (k->kind & MDS_CHG_DENT)
-				fuse_lowlevel_notify_inval_entry(L.se, k->ino, k->name,
+				fuse_lowlevel_notify_inval_entry(lcache.se, k->ino, k->name,
 								 strlen(k->name));
 			else
-				fuse_lowlevel_notify_inval_inode(L.se, k->ino,
+				fuse_lowlevel_notify_inval_inode(lcache.se, k->ino,
 								 (k->kind & MDS_CHG_DATA) ? 0 : -1, 0);
 			free(k->name);
 			free(k);
 		}
-		pthread_mutex_lock(&L.qlock);
+		pthread_mutex_lock(&lcache.qlock);
 	}
-	pthread_mutex_unlock(&L.qlock);
+	pthread_mutex_unlock(&lcache.qlock);
 	return NULL;
 }
 
 int lc_start(struct fuse_session *se)
 {
-	if (!L.on)
+	if (!lcache.on)
 		return 0;
-	L.se = se;
-	pthread_mutex_lock(&L.qlock);
-	L.thr_on = pthread_create(&L.thr, NULL, notifier_main, NULL) == 0;
-	pthread_mutex_unlock(&L.qlock);
-	return L.thr_on ? 0 : -EAGAIN;
+	lcache.se = se;
+	pthread_mutex_lock(&lcache.qlock);
+	lcache.thr_on = pthread_create(&lcache.thr, NULL, notifier_main, NULL) == 0;
+	pthread_mutex_unlock(&lcache.qlock);
+	return lcache.thr_on ? 0 : -EAGAIN;
 }
 
 void lc_stop(void)
 {
-	if (!L.thr_on)
+	if (!lcache.thr_on)
 		return;
-	pthread_mutex_lock(&L.qlock);
-	L.stop = true;
-	pthread_cond_signal(&L.qcond);
-	pthread_mutex_unlock(&L.qlock);
-	pthread_join(L.thr, NULL);
-	pthread_mutex_lock(&L.qlock);
-	L.thr_on = false;
-	pthread_mutex_unlock(&L.qlock);
-	while (L.qhead) {
-		struct kinv *k = L.qhead;
-		L.qhead = k->next;
+	pthread_mutex_lock(&lcache.qlock);
+	lcache.stop = true;
+	pthread_cond_signal(&lcache.qcond);
+	pthread_mutex_unlock(&lcache.qlock);
+	pthread_join(lcache.thr, NULL);
+	pthread_mutex_lock(&lcache.qlock);
+	lcache.thr_on = false;
+	pthread_mutex_unlock(&lcache.qlock);
+	while (lcache.qhead) {
+		struct kinv *k = lcache.qhead;
+		lcache.qhead = k->next;
 		free(k->name);
 		free(k);
 	}
-	L.qtail = NULL;
+	lcache.qtail = NULL;
 }
 
 void lc_kbar_enter(void)
 {
-	pthread_rwlock_rdlock(&L.kbar);
+	pthread_rwlock_rdlock(&lcache.kbar);
 }
 
 void lc_kbar_leave(void)
 {
-	pthread_rwlock_unlock(&L.kbar);
+	pthread_rwlock_unlock(&lcache.kbar);
 }
 
-/* ---- the cache (under L.lock) ----------------------------------------------- */
+/* ---- the cache (under lcache.lock) ------------------------------------------ */
 
 static void bump(uint64_t ino)
 {
-	L.bseq[ino % LC_SEQ_BUCKETS] = ++L.seq;
+	lcache.bseq[ino % LC_SEQ_BUCKETS] = ++lcache.seq;
 }
 
 static bool fresh(uint64_t ino, uint64_t seq)
 {
-	return L.bseq[ino % LC_SEQ_BUCKETS] <= seq && L.flush_seq <= seq;
+	return lcache.bseq[ino % LC_SEQ_BUCKETS] <= seq && lcache.flush_seq <= seq;
 }
 
 static void excl_set(uint64_t ino, uint64_t exp)
 {
-	L.xino[ino % LC_BUCKETS] = ino;
-	L.xexp[ino % LC_BUCKETS] = exp;
+	lcache.xino[ino % LC_BUCKETS] = ino;
+	lcache.xexp[ino % LC_BUCKETS] = exp;
 }
 
 static void excl_clear(uint64_t ino)
 {
-	if (L.xino[ino % LC_BUCKETS] == ino)
-		L.xino[ino % LC_BUCKETS] = 0;
+	if (lcache.xino[ino % LC_BUCKETS] == ino)
+		lcache.xino[ino % LC_BUCKETS] = 0;
 }
 
 static bool excl_held(uint64_t ino, uint64_t now)
 {
-	return ino && L.xino[ino % LC_BUCKETS] == ino && L.xexp[ino % LC_BUCKETS] > now;
+	return ino && lcache.xino[ino % LC_BUCKETS] == ino && lcache.xexp[ino % LC_BUCKETS] > now;
 }
 
 static struct lattr **attr_slot(uint64_t ino)
 {
-	struct lattr **pp = &L.attrs[ino % LC_BUCKETS];
+	struct lattr **pp = &lcache.attrs[ino % LC_BUCKETS];
 
 	while (*pp && (*pp)->a.ino != ino)
 		pp = &(*pp)->next;
@@ -323,14 +316,14 @@ static struct lattr **attr_slot(uint64_t ino)
 
 static struct ldir **dir_slot(uint64_t ino)
 {
-	struct ldir **pp = &L.dirs[ino % LC_BUCKETS];
+	struct ldir **pp = &lcache.dirs[ino % LC_BUCKETS];
 
 	while (*pp && (*pp)->ino != ino)
 		pp = &(*pp)->next;
 	return pp;
 }
 
-/* ---- names the kernel holds (under L.lock) ----------------------------------- */
+/* ---- names the kernel holds (under lcache.lock) ------------------------------ */
 
 static size_t kn_hash(uint64_t dir, const char *name)
 {
@@ -343,7 +336,7 @@ static size_t kn_hash(uint64_t dir, const char *name)
 
 static struct kdir **kdir_slot(uint64_t ino)
 {
-	struct kdir **pp = &L.kdirs[ino % LC_BUCKETS];
+	struct kdir **pp = &lcache.kdirs[ino % LC_BUCKETS];
 
 	while (*pp && (*pp)->ino != ino)
 		pp = &(*pp)->next;
@@ -352,7 +345,7 @@ static struct kdir **kdir_slot(uint64_t ino)
 
 static void kn_free(struct kname *k)
 {
-	struct kname **pp = &L.kn[kn_hash(k->dir, k->name)];
+	struct kname **pp = &lcache.kn[kn_hash(k->dir, k->name)];
 
 	while (*pp != k)
 		pp = &(*pp)->hnext;
@@ -367,14 +360,14 @@ static void kn_free(struct kname *k)
 		free(d);
 	}
 	free(k);
-	L.nkn--;
+	lcache.nkn--;
 }
 
 /* Drops the names whose timeout passed (the kernel dropped them too). */
 static void kn_prune(uint64_t now)
 {
 	for (size_t b = 0; b < LC_BUCKETS; b++) {
-		struct kname *k = L.kn[b], *next;
+		struct kname *k = lcache.kn[b], *next;
 		for (; k; k = next) {
 			next = k->hnext;
 			if (k->exp <= now)
@@ -385,7 +378,7 @@ static void kn_prune(uint64_t now)
 
 static bool kn_add(uint64_t dir, const char *name, uint64_t exp, uint64_t now)
 {
-	struct kname **pp = &L.kn[kn_hash(dir, name)];
+	struct kname **pp = &lcache.kn[kn_hash(dir, name)];
 
 	for (struct kname *k = *pp; k; k = k->hnext) {
 		if (k->dir == dir && !strcmp(k->name, name)) {
@@ -394,9 +387,9 @@ static bool kn_add(uint64_t dir, const char *name, uint64_t exp, uint64_t now)
 			return true;
 		}
 	}
-	if (L.nkn >= LC_KN_MAX) {
+	if (lcache.nkn >= LC_KN_MAX) {
 		kn_prune(now);
-		if (L.nkn >= LC_KN_MAX)
+		if (lcache.nkn >= LC_KN_MAX)
 			return false;
 	}
 	struct kdir **dp = kdir_slot(dir);
@@ -423,7 +416,7 @@ static bool kn_add(uint64_t dir, const char *name, uint64_t exp, uint64_t now)
 	if (k->dnext)
 		k->dnext->dprev = &k->dnext;
 	(*dp)->head = k;
-	L.nkn++;
+	lcache.nkn++;
 	return true;
 }
 
@@ -432,7 +425,7 @@ static bool kn_add(uint64_t dir, const char *name, uint64_t exp, uint64_t now)
 static void kn_inval_dir(uint64_t dir)
 {
 	struct kdir *d = *kdir_slot(dir);
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 
 	while (d && d->head) {
 		struct kname *k = d->head;
@@ -447,13 +440,13 @@ static void kn_inval_dir(uint64_t dir)
 
 static void kn_inval_all(void)
 {
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 
 	for (size_t b = 0; b < LC_BUCKETS; b++)
-		while (L.kn[b]) {
-			if (L.kn[b]->exp > now)
-				kq_push(MDS_CHG_DENT, L.kn[b]->dir, L.kn[b]->name);
-			kn_free(L.kn[b]);
+		while (lcache.kn[b]) {
+			if (lcache.kn[b]->exp > now)
+				kq_push(MDS_CHG_DENT, lcache.kn[b]->dir, lcache.kn[b]->name);
+			kn_free(lcache.kn[b]);
 		}
 }
 
@@ -478,7 +471,7 @@ static void attr_drop(uint64_t ino)
 		*pp = a->next;
 		xa_free(a);
 		free(a);
-		L.nattrs--;
+		lcache.nattrs--;
 	}
 }
 
@@ -524,10 +517,10 @@ int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len)
 {
 	int ret = -1;
 
-	if (!L.on)
+	if (!lcache.on)
 		return -1;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct lattr *a = *attr_slot(ino);
 	for (struct lxattr *x = a && a->exp > now && !a->stale ? a->xa : NULL; x; x = x->next) {
 		if (strcmp(x->name, name))
@@ -545,7 +538,7 @@ int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len)
 		}
 		break;
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return ret;
 }
 
@@ -559,11 +552,11 @@ static void dir_new_empty(uint64_t ino, uint64_t exp)
 	dir_drop(ino);
 	if (!d)
 		return;
-	d->gen = ++L.next_gen;
+	d->gen = ++lcache.next_gen;
 	d->ino = ino;
 	d->exp = exp;
-	d->next = L.dirs[ino % LC_BUCKETS];
-	L.dirs[ino % LC_BUCKETS] = d;
+	d->next = lcache.dirs[ino % LC_BUCKETS];
+	lcache.dirs[ino % LC_BUCKETS] = d;
 }
 
 static void dir_drop(uint64_t ino)
@@ -573,7 +566,7 @@ static void dir_drop(uint64_t ino)
 	if (*pp) {
 		struct ldir *d = *pp;
 		*pp = d->next;
-		L.nents -= d->n;
+		lcache.nents -= d->n;
 		lc_ents_free(d->ents, d->n);
 		free(d);
 	}
@@ -583,17 +576,17 @@ static void dir_drop(uint64_t ino)
 static void drop_all(bool kernel)
 {
 	for (size_t b = 0; b < LC_BUCKETS; b++) {
-		while (L.attrs[b]) {
-			struct lattr *a = L.attrs[b];
-			L.attrs[b] = a->next;
+		while (lcache.attrs[b]) {
+			struct lattr *a = lcache.attrs[b];
+			lcache.attrs[b] = a->next;
 			if (kernel)
 				kq_push(MDS_CHG_ATTR, a->a.ino, NULL);
 			xa_free(a);
 			free(a);
 		}
-		while (L.dirs[b]) {
-			struct ldir *d = L.dirs[b];
-			L.dirs[b] = d->next;
+		while (lcache.dirs[b]) {
+			struct ldir *d = lcache.dirs[b];
+			lcache.dirs[b] = d->next;
 			for (size_t i = 0; kernel && i < d->n; i++)
 				kq_push(MDS_CHG_DENT, d->ino, d->ents[i].name);
 			lc_ents_free(d->ents, d->n);
@@ -602,9 +595,9 @@ static void drop_all(bool kernel)
 	}
 	if (kernel)
 		kn_inval_all();
-	memset(L.xino, 0, sizeof(L.xino));
-	L.nattrs = L.nents = 0;
-	L.flush_seq = ++L.seq;
+	memset(lcache.xino, 0, sizeof(lcache.xino));
+	lcache.nattrs = lcache.nents = 0;
+	lcache.flush_seq = ++lcache.seq;
 }
 
 static void attr_put(const struct mds_inode *in, uint64_t exp, uint64_t now)
@@ -624,7 +617,7 @@ static void attr_put(const struct mds_inode *in, uint64_t exp, uint64_t now)
 		(*pp)->stale = false;
 		return;
 	}
-	if (L.nattrs >= LC_ATTR_MAX)
+	if (lcache.nattrs >= LC_ATTR_MAX)
 		drop_all(false);
 	struct lattr *a = malloc(sizeof(*a));
 	if (!a)
@@ -636,9 +629,9 @@ static void attr_put(const struct mds_inode *in, uint64_t exp, uint64_t now)
 	a->pages = false;
 	a->xa = NULL;
 	a->nxa = 0;
-	a->next = L.attrs[in->ino % LC_BUCKETS];
-	L.attrs[in->ino % LC_BUCKETS] = a;
-	L.nattrs++;
+	a->next = lcache.attrs[in->ino % LC_BUCKETS];
+	lcache.attrs[in->ino % LC_BUCKETS] = a;
+	lcache.nattrs++;
 }
 
 /* Position of name in d (found: *hit) or where it would go. */
@@ -675,13 +668,13 @@ static bool dir_patch(struct ldir *d, const char *name, uint64_t ino, uint32_t m
 			free(d->ents[i].name);
 			memmove(&d->ents[i], &d->ents[i + 1], (d->n - i - 1) * sizeof(*d->ents));
 			d->n--;
-			L.nents--;
+			lcache.nents--;
 		}
 	} else if (hit) {
 		d->ents[i].ino = ino;
 		d->ents[i].mode = mode;
 	} else {
-		if (L.nents >= LC_ENT_MAX)
+		if (lcache.nents >= LC_ENT_MAX)
 			return false;
 		if (d->n == d->cap) {
 			size_t ncap = d->cap < 16 ? 16 : d->cap * 2;
@@ -699,9 +692,9 @@ static bool dir_patch(struct ldir *d, const char *name, uint64_t ino, uint32_t m
 		d->ents[i].ino = ino;
 		d->ents[i].mode = mode;
 		d->n++;
-		L.nents++;
+		lcache.nents++;
 	}
-	d->gen = ++L.next_gen;
+	d->gen = ++lcache.next_gen;
 	return true;
 }
 
@@ -860,9 +853,9 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 	      struct lc_info *ci)
 {
 	memset(ci, 0, sizeof(*ci));
-	if (!L.on)
+	if (!lcache.on)
 		return;
-	uint64_t now = lc_now(), exp = 0;
+	uint64_t now = mono_now_ns(), exp = 0;
 	bool xa = rq->op == MDS_OP_GETXATTR && (rp->rc == 0 || rp->rc == -ENODATA) &&
 		  rp->ninodes == 1;
 	if ((rp->rc == 0 || xa) && rp->lease_ms) {
@@ -871,7 +864,7 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 		uint64_t margin = lease / 10 < 1000000000ull ? lease / 10 : 1000000000ull;
 		exp = t_send + lease - margin;
 	}
-	pthread_mutex_lock(&L.lock);
+	pthread_mutex_lock(&lcache.lock);
 	apply_own(rq, rp, now, rp->dir_lease ? exp : 0);
 	if (exp) {
 		ci->exp = exp;
@@ -923,18 +916,18 @@ void lc_reply(const struct mds_req *rq, const struct mds_reply *rp, uint64_t t_s
 	if ((rq->lflags & MDS_L_ASYNC) && rq->op == MDS_OP_MKDIR && rp->rc == 0 && rp->ninodes &&
 	    !(exp && rp->dir_lease2 == rp->in[0].ino && (rp->lease_flags & MDS_LEASE_EXCL2)))
 		excl_clear(rp->in[0].ino);
-	ci->seq = L.seq;
-	pthread_mutex_unlock(&L.lock);
+	ci->seq = lcache.seq;
+	pthread_mutex_unlock(&lcache.lock);
 }
 
 int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
 {
 	int ret = 0;
 
-	if (!L.on)
+	if (!lcache.on)
 		return 0;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	bool hit = false;
 	size_t i = d && d->exp > now && excl_held(dir, now) ? ent_pos(d, name, &hit) : 0;
@@ -982,7 +975,7 @@ int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
 	*ino = victim;
 	ret = 1;
 out:
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return ret;
 }
 
@@ -992,16 +985,16 @@ int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct 
 	bool hit;
 
 	memset(ci, 0, sizeof(*ci));
-	if (!L.on)
+	if (!lcache.on)
 		return 0;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 	bool is_dir = S_ISDIR(in->mode);
-	pthread_mutex_lock(&L.lock);
+	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	struct lattr *pa = *attr_slot(dir);
 	/* attr_put below must not drop everything (d with it) */
 	if (!d || d->exp <= now || !excl_held(dir, now) || !pa || pa->exp <= now ||
-	    L.nattrs + 1 >= LC_ATTR_MAX)
+	    lcache.nattrs + 1 >= LC_ATTR_MAX)
 		goto out;
 	(void)ent_pos(d, name, &hit);
 	if (hit) {
@@ -1021,7 +1014,7 @@ int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct 
 	bump(dir);
 	bump(in->ino);
 	/* the lease this rests on: the directory's, held exclusively */
-	uint64_t exp = L.xexp[dir % LC_BUCKETS] < d->exp ? L.xexp[dir % LC_BUCKETS] : d->exp;
+	uint64_t exp = lcache.xexp[dir % LC_BUCKETS] < d->exp ? lcache.xexp[dir % LC_BUCKETS] : d->exp;
 	if (!pa->stale) {
 		pa->a.mtime = pa->a.ctime = in->mtime;
 		if (is_dir)
@@ -1037,41 +1030,41 @@ int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct 
 		dir_new_empty(in->ino, exp);
 		excl_set(in->ino, exp);
 	}
-	ci->seq = L.seq;
+	ci->seq = lcache.seq;
 	ci->exp = exp;
 	ci->lease_ms = (uint32_t)((exp - now) / 1000000u);
 	ci->dir_lease = dir;
 	ret = 1;
 out:
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return ret;
 }
 
 void lc_revoke(const struct mds_chg *c, uint32_t n, bool all)
 {
-	if (!L.on)
+	if (!lcache.on)
 		return;
-	pthread_mutex_lock(&L.lock);
+	pthread_mutex_lock(&lcache.lock);
 	if (all)
 		drop_all(true);
 	else
 		apply(c, n, true);
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 }
 
 double lc_timeout(uint64_t ino, const struct lc_info *ci)
 {
 	double t;
 
-	if (!L.on || !ci->exp)
+	if (!lcache.on || !ci->exp)
 		return LC_NO_LEASE_TIMEOUT;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	if (!fresh(ino, ci->seq) || ci->exp <= now)
 		t = 0;
 	else
 		t = (double)(ci->exp - now) / 1e9;
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return t;
 }
 
@@ -1081,17 +1074,17 @@ static double attr_get(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 {
 	double t = -1;
 
-	if (!L.on)
+	if (!lcache.on)
 		return -1;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now && !a->stale &&
 	    (!within_ns || (a->born && now - a->born <= within_ns))) {
 		*out = a->a;
 		t = (double)(a->exp - now) / 1e9;
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return t;
 }
 
@@ -1099,16 +1092,16 @@ bool lc_open_keep(uint64_t ino)
 {
 	bool keep = false;
 
-	if (!L.on)
+	if (!lcache.on)
 		return false;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now) {
 		keep = a->pages;
 		a->pages = true;
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return keep;
 }
 
@@ -1116,11 +1109,11 @@ int lc_ino_err(uint64_t ino, int err)
 {
 	if (err != -ENOENT)
 		return err;
-	if (L.on) {
-		pthread_mutex_lock(&L.lock);
+	if (lcache.on) {
+		pthread_mutex_lock(&lcache.lock);
 		bump(ino);
 		attr_drop(ino);
-		pthread_mutex_unlock(&L.lock);
+		pthread_mutex_unlock(&lcache.lock);
 	}
 	return -ESTALE;
 }
@@ -1145,10 +1138,10 @@ int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
 {
 	int ret = -ENOENT;
 
-	if (!L.on)
+	if (!lcache.on)
 		return -ENOENT;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
 		/* an empty listing has no array (bsearch wants one) */
@@ -1162,7 +1155,7 @@ int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
 			ret = 1;
 		}
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return ret;
 }
 
@@ -1172,10 +1165,10 @@ int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen)
 
 	*ents = NULL;
 	*n = 0;
-	if (!L.on)
+	if (!lcache.on)
 		return -ENOENT;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
 		struct lc_ent *e = calloc(d->n ? d->n : 1, sizeof(*e));
@@ -1195,20 +1188,20 @@ int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen)
 			*gen = d->gen;
 		}
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return ret;
 }
 
 double lc_dir_left(uint64_t dir, uint64_t gen)
 {
 	double t = 0;
-	uint64_t now = lc_now();
+	uint64_t now = mono_now_ns();
 
-	pthread_mutex_lock(&L.lock);
+	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->gen == gen && d->exp > now)
 		t = (double)(d->exp - now) / 1e9;
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return t;
 }
 
@@ -1216,35 +1209,35 @@ uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc
 {
 	uint64_t gen;
 
-	if (!L.on || !ci->exp || ci->dir_lease != dir) {
+	if (!lcache.on || !ci->exp || ci->dir_lease != dir) {
 		lc_ents_free(ents, n);
 		return 0;
 	}
-	pthread_mutex_lock(&L.lock);
-	if (!fresh(dir, ci->seq) || ci->exp <= lc_now() || n > LC_ENT_MAX) {
-		pthread_mutex_unlock(&L.lock);
+	pthread_mutex_lock(&lcache.lock);
+	if (!fresh(dir, ci->seq) || ci->exp <= mono_now_ns() || n > LC_ENT_MAX) {
+		pthread_mutex_unlock(&lcache.lock);
 		lc_ents_free(ents, n);
 		return 0;
 	}
 	dir_drop(dir);
-	if (L.nents + n > LC_ENT_MAX)
+	if (lcache.nents + n > LC_ENT_MAX)
 		drop_all(false);
 	struct ldir *d = malloc(sizeof(*d));
 	if (!d) {
-		pthread_mutex_unlock(&L.lock);
+		pthread_mutex_unlock(&lcache.lock);
 		lc_ents_free(ents, n);
 		return 0;
 	}
-	d->gen = gen = ++L.next_gen;
+	d->gen = gen = ++lcache.next_gen;
 	d->ino = dir;
 	d->exp = ci->exp;
 	d->ents = ents;
 	d->n = n;
 	d->cap = n;
-	d->next = L.dirs[dir % LC_BUCKETS];
-	L.dirs[dir % LC_BUCKETS] = d;
-	L.nents += n;
-	pthread_mutex_unlock(&L.lock);
+	d->next = lcache.dirs[dir % LC_BUCKETS];
+	lcache.dirs[dir % LC_BUCKETS] = d;
+	lcache.nents += n;
+	pthread_mutex_unlock(&lcache.lock);
 	return gen;
 }
 
@@ -1252,10 +1245,10 @@ int lc_perm(uint64_t ino, struct lc_perm *out)
 {
 	int ret = -ENOENT;
 
-	if (!L.on)
+	if (!lcache.on)
 		return -ENOENT;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct lattr *a = *attr_slot(ino);
 	if (a && a->exp > now) {
 		out->mode = a->a.mode;
@@ -1263,18 +1256,18 @@ int lc_perm(uint64_t ino, struct lc_perm *out)
 		out->gid = a->a.gid;
 		ret = 0;
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return ret;
 }
 
 double lc_kname(uint64_t dir, const char *name, double t)
 {
-	if (!L.on || !L.kn_track)
+	if (!lcache.on || !lcache.kn_track)
 		return t;
 	if (t <= 0)
 		return 0;
-	uint64_t now = lc_now();
-	pthread_mutex_lock(&L.lock);
+	uint64_t now = mono_now_ns();
+	pthread_mutex_lock(&lcache.lock);
 	struct lattr *a = *attr_slot(dir);
 	if (!a || a->exp <= now || !S_ISDIR(a->a.mode) || (a->a.mode & 0111) != 0111) {
 		t = 0;
@@ -1285,6 +1278,6 @@ double lc_kname(uint64_t dir, const char *name, double t)
 		if (!kn_add(dir, name, now + (uint64_t)(t * 1e9), now))
 			t = 0;
 	}
-	pthread_mutex_unlock(&L.lock);
+	pthread_mutex_unlock(&lcache.lock);
 	return t;
 }

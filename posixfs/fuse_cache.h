@@ -43,7 +43,6 @@ bool lc_on(void);
 /* Starts telling the kernel (after the mount). */
 int lc_start(struct fuse_session *se);
 void lc_stop(void);
-uint64_t lc_now(void);		/* CLOCK_MONOTONIC ns */
 
 /* Loop thread: a decoded reply to a request sent at t_send: applies what
  * it changed (the requester's own change: cached listings it changed are

@@ -37,6 +37,7 @@
 #include "fuse_here.h"
 #include "fuse_replay.h"
 #include "log.h"
+#include "mono.h"
 #include "msg.h"
 
 #define CALL_TIMEOUT_MS 60000u
@@ -227,7 +228,7 @@ static int call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_i
 		fr_wait_replayed();
 		fh_flush(true);	/* the changes answered here before it go first */
 		struct waiter w = { .cw = FC_WAIT_INIT, .rq = rq, .rp = rp,
-				    .t_send = lc_now() };
+				    .t_send = mono_now_ns() };
 		struct enc e;
 		enc_init(&e);
 		if (attempt) {
@@ -418,7 +419,7 @@ void fc_call_async(struct acall *a)
 		fh_flush(true);	/* the changes answered here before it go first */
 	memset(&a->rp, 0, sizeof(a->rp));
 	memset(&a->ci, 0, sizeof(a->ci));
-	a->t_send = lc_now();
+	a->t_send = mono_now_ns();
 	struct enc e;
 	enc_init(&e);
 	mds_req_encode(&e, &a->rq);

@@ -41,7 +41,7 @@
  * without a file handle), which two readers of one file at once confuse
  * (each read then goes to the OSDs as before).
  *
- * Locking: one mutex (g.lock) for every inode's state, buffers, wops and
+ * Locking: one mutex (datapath.lock) for every inode's state, buffers, wops and
  * read-ahead blocks.  OSD ops are issued with it released (the library's
  * throttle may block the caller until a completion, which takes it), and
  * no thread waits while holding wops it has not sent (see wops_send).
@@ -66,7 +66,7 @@
 #include "fuse_replay.h"
 #include "log.h"
 #include "mds_proto.h"
-#include "msg_timer.h"
+#include "mono.h"
 
 #define BS		((uint64_t)MDS_BLOCK_SIZE)
 #define RA_WINDOW	8u		/* objects read ahead of a sequential reader */
@@ -91,8 +91,8 @@ struct wbuf {
 struct wop {
 	struct cino *c;
 	uint64_t seq;			/* the inode's order of issue */
-	uint64_t mseq;			/* g.mark_seq when issued */
-	uint64_t acct;			/* bytes of g.wb_bytes it holds */
+	uint64_t mseq;			/* datapath.mark_seq when issued */
+	uint64_t acct;			/* bytes of datapath.wb_bytes it holds */
 	uint64_t off, len;		/* in the file */
 	char *buf;			/* the block buffer it came from, or */
 	bool small;			/* a copy of its len bytes alone (malloc'd) */
@@ -177,7 +177,7 @@ static struct {
 	pthread_t thr;
 	bool thr_on;
 	struct cino *ht[HT_SIZE];
-} g = {
+} datapath = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wcond = PTHREAD_COND_INITIALIZER,
 	.rcond = PTHREAD_COND_INITIALIZER,
@@ -213,11 +213,11 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
-/* ---- under g.lock: inodes, buffers ---------------------------------------- */
+/* ---- under datapath.lock: inodes, buffers --------------------------------- */
 
 static struct cino *cino_get(uint64_t ino, bool add)
 {
-	struct cino **pp = &g.ht[ino % HT_SIZE];
+	struct cino **pp = &datapath.ht[ino % HT_SIZE];
 
 	for (struct cino *c = *pp; c; c = c->next)
 		if (c->ino == ino)
@@ -235,13 +235,13 @@ static struct cino *cino_get(uint64_t ino, bool add)
 
 static char *buf_get(void)
 {
-	return g.npool ? g.pool[--g.npool] : malloc(BS);
+	return datapath.npool ? datapath.pool[--datapath.npool] : malloc(BS);
 }
 
 static void buf_put(char *b)
 {
-	if (g.npool < POOL_MAX)
-		g.pool[g.npool++] = b;
+	if (datapath.npool < POOL_MAX)
+		datapath.pool[datapath.npool++] = b;
 	else
 		free(b);
 }
@@ -251,19 +251,19 @@ static uint64_t known_size(const struct cino *c)
 	return c->wsize > c->msize ? c->wsize : c->msize;
 }
 
-/* ---- read-ahead blocks (under g.lock) -------------------------------------- */
+/* ---- read-ahead blocks (under datapath.lock) ------------------------------- */
 
 static void rblk_free(struct rblk *r)
 {
 	if (r->gprev)
 		r->gprev->gnext = r->gnext;
 	else
-		g.rhead = r->gnext;
+		datapath.rhead = r->gnext;
 	if (r->gnext)
 		r->gnext->gprev = r->gprev;
 	else
-		g.rtail = r->gprev;
-	g.ra_bytes -= BS;
+		datapath.rtail = r->gprev;
+	datapath.ra_bytes -= BS;
 	buf_put(r->buf);
 	free(r);
 }
@@ -327,8 +327,8 @@ static bool ra_allowed(struct cino *c, uint64_t blk)
  * idle block can be evicted. */
 static struct rblk *rblk_new(struct cino *c, uint64_t blk, uint64_t fsize, struct rblk **loads)
 {
-	if (g.ra_bytes + BS > g.ra_max) {
-		struct rblk *v = g.rhead;
+	if (datapath.ra_bytes + BS > datapath.ra_max) {
+		struct rblk *v = datapath.rhead;
 		while (v && (v->refs || v->state != RB_READY))
 			v = v->gnext;
 		if (!v)
@@ -355,13 +355,13 @@ static struct rblk *rblk_new(struct cino *c, uint64_t blk, uint64_t fsize, struc
 	r->linked = true;
 	r->next = c->rb;
 	c->rb = r;
-	r->gprev = g.rtail;
-	if (g.rtail)
-		g.rtail->gnext = r;
+	r->gprev = datapath.rtail;
+	if (datapath.rtail)
+		datapath.rtail->gnext = r;
 	else
-		g.rhead = r;
-	g.rtail = r;
-	g.ra_bytes += BS;
+		datapath.rhead = r;
+	datapath.rtail = r;
+	datapath.ra_bytes += BS;
 	r->lnext = *loads;
 	*loads = r;
 	return r;
@@ -378,14 +378,14 @@ static void on_ra_done(struct atoll_completion *comp, void *arg)
 		ret = 0;	/* a hole */
 	if (ret >= 0 && (uint64_t)ret < r->len)
 		memset(r->buf + ret, 0, r->len - (size_t)ret);
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	r->err = ret < 0 ? map_err((int)ret) : 0;
 	r->state = RB_READY;
 	if (r->err)
 		rblk_drop(r);	/* the next read tries again */
 	rblk_put(r);
-	pthread_cond_broadcast(&g.rcond);
-	pthread_mutex_unlock(&g.lock);
+	pthread_cond_broadcast(&datapath.rcond);
+	pthread_mutex_unlock(&datapath.lock);
 }
 
 static void loads_issue(struct rblk *l)
@@ -398,32 +398,32 @@ static void loads_issue(struct rblk *l)
 		data_oid(oid, sizeof(oid), r->c->ino, r->blk);
 		int ret = atoll_completion_create(on_ra_done, r, NULL, &comp);
 		if (!ret)
-			ret = atoll_aio_read(g.data, oid, comp, r->buf, r->len, 0, 0);
+			ret = atoll_aio_read(datapath.data, oid, comp, r->buf, r->len, 0, 0);
 		if (ret) {
 			atoll_completion_release(comp);
-			pthread_mutex_lock(&g.lock);
+			pthread_mutex_lock(&datapath.lock);
 			r->err = map_err(ret);
 			r->state = RB_READY;
 			rblk_drop(r);
 			rblk_put(r);
-			pthread_cond_broadcast(&g.rcond);
-			pthread_mutex_unlock(&g.lock);
+			pthread_cond_broadcast(&datapath.rcond);
+			pthread_mutex_unlock(&datapath.lock);
 		}
 	}
 }
 
-/* ---- write-back (under g.lock unless said) ---------------------------------- */
+/* ---- write-back (under datapath.lock unless said) --------------------------- */
 
 static void age_unlink(struct wbuf *b)
 {
 	if (b->aprev)
 		b->aprev->anext = b->anext;
 	else
-		g.ahead = b->anext;
+		datapath.ahead = b->anext;
 	if (b->anext)
 		b->anext->aprev = b->aprev;
 	else
-		g.atail = b->aprev;
+		datapath.atail = b->aprev;
 }
 
 /* b goes out: it becomes a wop of its inode (on *send, for the caller to
@@ -443,15 +443,15 @@ static void wbuf_issue(struct wbuf *b, struct wop **send)
 		/* cannot track it: lose nothing silently */
 		if (!c->werr)
 			c->werr = -ENOMEM;
-		g.wb_bytes -= BS;
+		datapath.wb_bytes -= BS;
 		buf_put(b->buf);
 		free(b);
-		pthread_cond_broadcast(&g.wcond);
+		pthread_cond_broadcast(&datapath.wcond);
 		return;
 	}
 	w->c = c;
 	w->seq = ++c->wseq;
-	w->mseq = g.mark_seq;
+	w->mseq = datapath.mark_seq;
 	w->off = b->blk * BS + b->start;
 	w->len = b->end - b->start;
 	w->buf = b->buf;
@@ -469,7 +469,7 @@ static void wbuf_issue(struct wbuf *b, struct wop **send)
 			w->buf = copy;
 			w->small = true;
 			w->acct = (w->len + 4095) & ~4095ull;
-			g.wb_bytes -= BS - w->acct;
+			datapath.wb_bytes -= BS - w->acct;
 		}
 	}
 	w->next = c->wl;
@@ -489,20 +489,20 @@ static void wbuf_issue_all(struct cino *c, struct wop **send)
 		wbuf_issue(c->wb, send);
 }
 
-/* Under g.lock: queues l for the flusher thread; false when out of
+/* Under datapath.lock: queues l for the flusher thread; false when out of
  * memory (the next completion tries again). */
 static bool lq_push(struct landed l)
 {
-	if (g.nlq == g.caplq) {
-		size_t nc = g.caplq ? 2 * g.caplq : 64;
-		struct landed *v = realloc(g.lq, nc * sizeof(*v));
+	if (datapath.nlq == datapath.caplq) {
+		size_t nc = datapath.caplq ? 2 * datapath.caplq : 64;
+		struct landed *v = realloc(datapath.lq, nc * sizeof(*v));
 		if (!v)
 			return false;
-		g.lq = v;
-		g.caplq = nc;
+		datapath.lq = v;
+		datapath.caplq = nc;
 	}
-	g.lq[g.nlq++] = l;
-	pthread_cond_signal(&g.fcond);
+	datapath.lq[datapath.nlq++] = l;
+	pthread_cond_signal(&datapath.fcond);
 	return true;
 }
 
@@ -515,7 +515,7 @@ static bool wops_before(const struct cino *c, uint64_t mark)
 	return false;
 }
 
-/* Under g.lock: once no write issued before c's pending close without
+/* Under datapath.lock: once no write issued before c's pending close without
  * waiting is in flight any more, its LANDED is queued for the flusher
  * thread, and so is the CLOSE of each release answered before its
  * writes landed. */
@@ -547,14 +547,14 @@ static void wop_done(struct wop *w, int err)
 		}
 	if (err && !c->werr)
 		c->werr = map_err(err);
-	g.wb_bytes -= w->acct;
+	datapath.wb_bytes -= w->acct;
 	if (w->small)
 		free(w->buf);
 	else
 		buf_put(w->buf);
 	free(w);
 	landed_check(c);
-	pthread_cond_broadcast(&g.wcond);
+	pthread_cond_broadcast(&datapath.wcond);
 }
 
 /* The completion of a wop (a library thread). */
@@ -563,9 +563,9 @@ static void on_write_done(struct atoll_completion *comp, void *arg)
 	int64_t r = atoll_completion_return(comp);
 
 	atoll_completion_release(comp);
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	wop_done(arg, r < 0 ? (int)r : 0);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 }
 
 /* Is an older wop of w's inode on w's range still in flight? */
@@ -577,7 +577,7 @@ static bool wop_blocked(const struct wop *w)
 	return false;
 }
 
-/* Without g.lock: sends the wops of list, in order, each once no older
+/* Without datapath.lock: sends the wops of list, in order, each once no older
  * wop of its inode overlaps it.  (The wops this waits for were issued
  * before ours and are sent by threads that never wait holding unsent
  * wops of their own, so the chain ends.) */
@@ -589,29 +589,29 @@ static void wops_send(struct wop *list)
 		char oid[64];
 		int r;
 		list = w->snext;
-		pthread_mutex_lock(&g.lock);
-		while (wop_blocked(w) && !g.abandoned)
-			pthread_cond_wait(&g.wcond, &g.lock);
-		if (g.abandoned) {
+		pthread_mutex_lock(&datapath.lock);
+		while (wop_blocked(w) && !datapath.abandoned)
+			pthread_cond_wait(&datapath.wcond, &datapath.lock);
+		if (datapath.abandoned) {
 			/* never sent: counted as failed, never as written */
 			wop_done(w, -EIO);
-			pthread_mutex_unlock(&g.lock);
+			pthread_mutex_unlock(&datapath.lock);
 			continue;
 		}
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		uint64_t blk = w->off / BS, boff = w->off % BS;
 		data_oid(oid, sizeof(oid), w->c->ino, blk);
-		if (g.fail_at && w->off + w->len > g.fail_at)
+		if (datapath.fail_at && w->off + w->len > datapath.fail_at)
 			r = -EIO;	/* fault fuse_fail_writes_at (tests) */
 		else
 			r = atoll_completion_create(on_write_done, w, NULL, &comp);
 		if (!r)
-			r = atoll_aio_write(g.data, oid, comp, wop_data(w), w->len, boff, 0);
+			r = atoll_aio_write(datapath.data, oid, comp, wop_data(w), w->len, boff, 0);
 		if (r) {
 			atoll_completion_release(comp);
-			pthread_mutex_lock(&g.lock);
+			pthread_mutex_lock(&datapath.lock);
 			wop_done(w, r);
-			pthread_mutex_unlock(&g.lock);
+			pthread_mutex_unlock(&datapath.lock);
 		}
 	}
 }
@@ -627,22 +627,22 @@ static int wb_wait(struct cino *c, uint64_t off, uint64_t len)
 			w = w->next;
 		if (!w)
 			return 0;
-		if (g.abandoned)
+		if (datapath.abandoned)
 			return -EIO;
-		pthread_cond_wait(&g.wcond, &g.lock);
+		pthread_cond_wait(&datapath.wcond, &datapath.lock);
 	}
 }
 
-/* Without g.lock: sends every buffer of ino (no waiting for them). */
+/* Without datapath.lock: sends every buffer of ino (no waiting for them). */
 static void wb_issue(uint64_t ino)
 {
 	struct wop *send = NULL;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c)
 		wbuf_issue_all(c, &send);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	wops_send(send);
 }
 
@@ -651,29 +651,29 @@ int fd_wb_flush(uint64_t ino)
 	int err = 0;
 
 	wb_issue(ino);
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c) {
 		int w = wb_wait(c, 0, 0);
 		err = c->werr ? c->werr : w;
 		c->werr = 0;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return err;
 }
 
-/* Under g.lock (dropped while sending): the queued LANDEDs and CLOSEs of
+/* Under datapath.lock (dropped while sending): the queued LANDEDs and CLOSEs of
  * closes that did not wait. */
 static void lq_send(void)
 {
-	while (g.nlq) {
-		struct landed l = g.lq[--g.nlq];
-		pthread_mutex_unlock(&g.lock);
+	while (datapath.nlq) {
+		struct landed l = datapath.lq[--datapath.nlq];
+		pthread_mutex_unlock(&datapath.lock);
 		if (l.close)
 			fcl_close_async(l.ino, l.ogen);
 		else
 			fcl_landed_async(l.ino, l.mark);
-		pthread_mutex_lock(&g.lock);
+		pthread_mutex_lock(&datapath.lock);
 	}
 }
 
@@ -682,23 +682,23 @@ static void lq_send(void)
 static void *flusher_main(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&g.lock);
-	while (!g.stop) {
+	pthread_mutex_lock(&datapath.lock);
+	while (!datapath.stop) {
 		struct timespec ts = deadline_ms(CLOCK_MONOTONIC, 500);
-		if (!g.nlq)
-			pthread_cond_timedwait(&g.fcond, &g.lock, &ts);
+		if (!datapath.nlq)
+			pthread_cond_timedwait(&datapath.fcond, &datapath.lock, &ts);
 		lq_send();
-		uint64_t now = msg_now_ns();
+		uint64_t now = mono_now_ns();
 		struct wop *send = NULL;
-		while (g.ahead && g.ahead->born + WB_AGE_NS <= now)
-			wbuf_issue(g.ahead, &send);
+		while (datapath.ahead && datapath.ahead->born + WB_AGE_NS <= now)
+			wbuf_issue(datapath.ahead, &send);
 		if (send) {
-			pthread_mutex_unlock(&g.lock);
+			pthread_mutex_unlock(&datapath.lock);
 			wops_send(send);
-			pthread_mutex_lock(&g.lock);
+			pthread_mutex_lock(&datapath.lock);
 		}
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return NULL;
 }
 
@@ -709,24 +709,24 @@ int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool asy
 	pthread_condattr_t ca;
 	int64_t fail_at = fault_get_int("fuse_fail_writes_at", 0);
 
-	g.data = data;
+	datapath.data = data;
 	/* 0: every write goes out at once (write-behind, as before); else at
 	 * least two blocks, one filling while one is in flight */
-	g.wb_off = wb_max == 0;
-	g.wb_max = wb_max < 2 * BS ? 2 * BS : wb_max;
-	g.ra_max = ra_max;
-	g.async_close = async_close;
+	datapath.wb_off = wb_max == 0;
+	datapath.wb_max = wb_max < 2 * BS ? 2 * BS : wb_max;
+	datapath.ra_max = ra_max;
+	datapath.async_close = async_close;
 	if (fail_at > 0) {
-		g.fail_at = (uint64_t)fail_at;
+		datapath.fail_at = (uint64_t)fail_at;
 		log_warn("fuse", "fault injection: writes reaching offset %" PRIu64 " fail after "
-			 "their reply", g.fail_at);
+			 "their reply", datapath.fail_at);
 	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&g.fcond, &ca);
+	pthread_cond_init(&datapath.fcond, &ca);
 	pthread_condattr_destroy(&ca);
-	int ret = -pthread_create(&g.thr, NULL, flusher_main, NULL);
-	g.thr_on = ret == 0;
+	int ret = -pthread_create(&datapath.thr, NULL, flusher_main, NULL);
+	datapath.thr_on = ret == 0;
 	return ret;
 }
 
@@ -734,33 +734,33 @@ void fd_shutdown(void)
 {
 	struct wop *send = NULL;
 
-	if (g.thr_on) {
-		pthread_mutex_lock(&g.lock);
-		g.stop = true;
-		pthread_cond_signal(&g.fcond);
-		pthread_mutex_unlock(&g.lock);
-		pthread_join(g.thr, NULL);
-		g.thr_on = false;
+	if (datapath.thr_on) {
+		pthread_mutex_lock(&datapath.lock);
+		datapath.stop = true;
+		pthread_cond_signal(&datapath.fcond);
+		pthread_mutex_unlock(&datapath.lock);
+		pthread_join(datapath.thr, NULL);
+		datapath.thr_on = false;
 	}
-	pthread_mutex_lock(&g.lock);
-	while (g.ahead)
-		wbuf_issue(g.ahead, &send);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
+	while (datapath.ahead)
+		wbuf_issue(datapath.ahead, &send);
+	pthread_mutex_unlock(&datapath.lock);
 	wops_send(send);
-	pthread_mutex_lock(&g.lock);
-	while (g.wb_bytes && !g.abandoned)
-		pthread_cond_wait(&g.wcond, &g.lock);
+	pthread_mutex_lock(&datapath.lock);
+	while (datapath.wb_bytes && !datapath.abandoned)
+		pthread_cond_wait(&datapath.wcond, &datapath.lock);
 	for (unsigned i = 0; i < HT_SIZE; i++)
-		for (struct cino *c = g.ht[i]; c; c = c->next)
+		for (struct cino *c = datapath.ht[i]; c; c = c->next)
 			landed_check(c);	/* one that found no memory before */
 	lq_send();	/* the flusher thread that sent them is gone */
 	for (unsigned i = 0; i < HT_SIZE; i++)
-		for (struct cino *c = g.ht[i]; c; c = c->next)
+		for (struct cino *c = datapath.ht[i]; c; c = c->next)
 			if (c->werr)
 				log_error("fuse", "a write of inode %" PRIu64 " failed after its "
 					  "last close (%s); its data is not all in the cluster",
 					  c->ino, strerror(-c->werr));
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 }
 
 /* The unmount's grace is over (fuse_unmount.c): the OSDs did not confirm
@@ -774,10 +774,10 @@ uint64_t fd_abandon(const char *mnt, unsigned grace_s)
 {
 	uint64_t all = 0;
 
-	pthread_mutex_lock(&g.lock);
-	g.abandoned = true;
+	pthread_mutex_lock(&datapath.lock);
+	datapath.abandoned = true;
 	for (unsigned i = 0; i < HT_SIZE; i++)
-		for (struct cino *c = g.ht[i]; c; c = c->next) {
+		for (struct cino *c = datapath.ht[i]; c; c = c->next) {
 			uint64_t bytes = 0, lo = UINT64_MAX, hi = 0;
 			for (struct wbuf *b = c->wb; b; b = b->next) {
 				uint64_t o = b->blk * BS + b->start;
@@ -798,9 +798,9 @@ uint64_t fd_abandon(const char *mnt, unsigned grace_s)
 					  grace_s);
 			all += bytes;
 		}
-	pthread_cond_broadcast(&g.wcond);
-	pthread_cond_broadcast(&g.rcond);
-	pthread_mutex_unlock(&g.lock);
+	pthread_cond_broadcast(&datapath.wcond);
+	pthread_cond_broadcast(&datapath.rcond);
+	pthread_mutex_unlock(&datapath.lock);
 	return all;
 }
 
@@ -850,14 +850,14 @@ uint64_t fd_stat_size(uint64_t ino, uint64_t msize)
 {
 	uint64_t size = msize;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c) {
 		c->msize = msize;
 		if (c->dirty && c->wsize > size)
 			size = c->wsize;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return size;
 }
 
@@ -865,7 +865,7 @@ void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 {
 	bool recount = false;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, true);
 	if (c) {
 		uint64_t gen = fr_gen();
@@ -884,7 +884,7 @@ void fd_open(uint64_t ino, uint64_t msize, bool created, uint64_t gen0)
 		ra_drop(c, 0, 0);
 		c->ra_end = 0;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	if (recount)
 		fr_recount_wanted();
 }
@@ -893,14 +893,14 @@ uint64_t fd_close_open(uint64_t ino)
 {
 	uint64_t gen = 0;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c) {
 		if (c->opens > 0)
 			c->opens--;
 		gen = c->ogen;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return gen;
 }
 
@@ -910,9 +910,9 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 	struct fd_open_ent *v = NULL;
 	bool missed = false;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	for (size_t b = 0; b < HT_SIZE; b++)
-		for (struct cino *c = g.ht[b]; c; c = c->next) {
+		for (struct cino *c = datapath.ht[b]; c; c = c->next) {
 			bool want = c->opens > 0 && (!only_flagged || c->recount);
 			if (!only_flagged)
 				c->recount = false;
@@ -935,7 +935,7 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 			c->ogen = gen;
 			c->recount = false;
 		}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	if (missed)
 		fr_recount_wanted();
 	*out = v;
@@ -944,20 +944,20 @@ size_t fd_opens(uint64_t gen, bool only_flagged, struct fd_open_ent **out)
 
 void fd_opens_flag(const struct fd_open_ent *v, size_t n)
 {
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	for (size_t i = 0; i < n; i++) {
 		struct cino *c = cino_get(v[i].ino, false);
 		if (c)
 			c->recount = true;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 }
 
 uint64_t fd_set_size(uint64_t ino, uint64_t size)
 {
 	uint64_t hint = size;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c) {
 		hint = known_size(c);
@@ -966,7 +966,7 @@ uint64_t fd_set_size(uint64_t ino, uint64_t size)
 		c->dirty = false;
 		ra_drop(c, 0, 0);
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return hint;
 }
 
@@ -974,21 +974,21 @@ uint64_t fd_size_hint(uint64_t ino)
 {
 	uint64_t hint = 0;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c)
 		hint = known_size(c);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return hint;
 }
 
 void fd_invalidate(uint64_t ino)
 {
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	if (c)
 		ra_drop(c, 0, 0);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 }
 
 static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
@@ -1006,7 +1006,7 @@ static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
 		werr = fd_wb_flush(ino);
 	else
 		wb_issue(ino);
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	dirty = c && c->dirty;
 	if (dirty) {
@@ -1015,20 +1015,20 @@ static int push_size(fuse_req_t req, uint64_t ino, uint32_t op, uint64_t ogen)
 	}
 	if (c && op == MDS_OP_CLOSE)
 		ra_drop(c, 0, 0);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	if (!dirty && op == MDS_OP_FSYNC)
 		return fd_wb_flush(ino);
 	int ret = fc_size_call(req, ino, op, dirty ? &size : NULL, mtime, &msize, ogen, 0);
 	if (op != MDS_OP_CLOSE)
 		werr = fd_wb_flush(ino);
 	if (ret == 0 && dirty) {
-		pthread_mutex_lock(&g.lock);
+		pthread_mutex_lock(&datapath.lock);
 		c = cino_get(ino, false);
 		if (c && c->wsize == size && c->mtime == mtime)
 			c->dirty = false;
 		if (c && msize != UINT64_MAX)
 			c->msize = msize;
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 	}
 	return werr ? werr : ret;
 }
@@ -1060,11 +1060,11 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 	int ret = 0;
 
 	(void)fi;
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	fsize = c ? known_size(c) : 0;
 	if (off >= fsize || !size) {
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
@@ -1074,7 +1074,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 	np = (size_t)((off + size - 1) / BS - off / BS + 1);
 	p = calloc(np, sizeof(*p));
 	if (!buf || !p) {
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1084,7 +1084,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 		uint64_t bo = b->blk * BS + b->start, bl = b->end - b->start;
 		if (bo <= off && off + size <= bo + bl) {
 			memcpy(buf, b->buf + (off - b->blk * BS), size);
-			pthread_mutex_unlock(&g.lock);
+			pthread_mutex_unlock(&datapath.lock);
 			goto out;
 		}
 	}
@@ -1094,9 +1094,9 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 			wbuf_issue(b, &send);
 	}
 	if (send) {
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		wops_send(send);
-		pthread_mutex_lock(&g.lock);
+		pthread_mutex_lock(&datapath.lock);
 	}
 	/* inside the newest write in flight that overlaps it (the tail of a
 	 * file written and closed just now, whose pages the kernel does not
@@ -1106,19 +1106,19 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 			continue;
 		if (w->off <= off && off + size <= w->off + w->len) {
 			memcpy(buf, wop_data(w) + (off - w->off), size);
-			pthread_mutex_unlock(&g.lock);
+			pthread_mutex_unlock(&datapath.lock);
 			goto out;
 		}
 		break;
 	}
 	if (wb_wait(c, off, size)) {
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		ret = -EIO;	/* the unmount gave up on the OSDs */
 		goto out;
 	}
 	fsize = known_size(c);
 	if (off >= fsize) {
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		size = 0;
 		goto out;
 	}
@@ -1127,7 +1127,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 	np = (size_t)((off + size - 1) / BS - off / BS + 1);
 
 	/* sequential: from the start, or within a block of the furthest read */
-	bool seq = g.ra_max && (off == 0 || (off + BS >= c->ra_end && off <= c->ra_end + BS));
+	bool seq = datapath.ra_max && (off == 0 || (off + BS >= c->ra_end && off <= c->ra_end + BS));
 	if (off + size > c->ra_end)
 		c->ra_end = off + size;
 	uint64_t pos = off;
@@ -1159,7 +1159,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 			    !rblk_new(c, blk, fsize, &loads))
 				break;
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 
 	loads_issue(loads);
 	for (size_t i = 0; i < np; i++) {
@@ -1169,7 +1169,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 		data_oid(oid, sizeof(oid), ino, p[i].blk);
 		int r = atoll_completion_create(NULL, NULL, NULL, &p[i].comp);
 		if (!r)
-			r = atoll_aio_read(g.data, oid, p[i].comp, p[i].dst, p[i].len,
+			r = atoll_aio_read(datapath.data, oid, p[i].comp, p[i].dst, p[i].len,
 					   p[i].boff, 0);
 		if (r) {
 			atoll_completion_release(p[i].comp);
@@ -1196,7 +1196,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 	 * out straight from them (no copy) */
 	struct iovec iov[4];
 	bool all_ra = np <= 4;
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	for (size_t i = 0; i < np; i++) {
 		struct rblk *r = p[i].r;
 		if (!r) {
@@ -1204,13 +1204,13 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 			continue;
 		}
 		while (r->state == RB_LOADING)
-			pthread_cond_wait(&g.rcond, &g.lock);
+			pthread_cond_wait(&datapath.rcond, &datapath.lock);
 		if (r->err) {
 			ret = r->err;
 			all_ra = false;
 		}
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	for (size_t i = 0; i < np; i++) {
 		struct rblk *r = p[i].r;
 		if (all_ra) {
@@ -1222,7 +1222,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 	}
 	if (all_ra && !ret)
 		fuse_reply_iov(req, iov, (int)np);
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	for (size_t i = 0; i < np; i++) {
 		struct rblk *r = p[i].r;
 		if (!r)
@@ -1232,7 +1232,7 @@ void fd_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off_,
 			rblk_drop(r);	/* read through */
 		rblk_put(r);
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	if (all_ra && !ret) {
 		free(p);
 		free(buf);
@@ -1260,10 +1260,10 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_write(req, 0);
 		return;
 	}
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, true);
 	if (!c) {
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -1282,21 +1282,21 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			b = NULL;
 		}
 		if (!b) {
-			if (g.wb_bytes + BS > g.wb_max) {
+			if (datapath.wb_bytes + BS > datapath.wb_max) {
 				/* the bound: the oldest buffer goes out, or wait for
 				 * a write in flight; never wait holding unsent wops */
-				if (g.ahead)
-					wbuf_issue(g.ahead, &send);
+				if (datapath.ahead)
+					wbuf_issue(datapath.ahead, &send);
 				if (send) {
-					pthread_mutex_unlock(&g.lock);
+					pthread_mutex_unlock(&datapath.lock);
 					wops_send(send);
 					send = NULL;
-					pthread_mutex_lock(&g.lock);
-				} else if (g.abandoned) {
+					pthread_mutex_lock(&datapath.lock);
+				} else if (datapath.abandoned) {
 					ret = -EIO;	/* the unmount gave up on the OSDs */
 					break;
 				} else {
-					pthread_cond_wait(&g.wcond, &g.lock);
+					pthread_cond_wait(&datapath.wcond, &datapath.lock);
 				}
 				continue;	/* look again: the lock was released */
 			}
@@ -1312,16 +1312,16 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			b->c = c;
 			b->blk = blk;
 			b->start = b->end = boff;
-			b->born = msg_now_ns();
+			b->born = mono_now_ns();
 			b->next = c->wb;
 			c->wb = b;
-			b->aprev = g.atail;
-			if (g.atail)
-				g.atail->anext = b;
+			b->aprev = datapath.atail;
+			if (datapath.atail)
+				datapath.atail->anext = b;
 			else
-				g.ahead = b;
-			g.atail = b;
-			g.wb_bytes += BS;
+				datapath.ahead = b;
+			datapath.atail = b;
+			datapath.wb_bytes += BS;
 		}
 		memcpy(b->buf + boff, buf + done, len);
 		if (boff < b->start)
@@ -1341,9 +1341,9 @@ void fd_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		c->mtime = real_ns();
 		c->dirty = true;
 	}
-	if (g.wb_off)
+	if (datapath.wb_off)
 		wbuf_issue_all(c, &send);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	wops_send(send);
 	if (ret && !done)
 		fuse_reply_err(req, -ret);
@@ -1364,38 +1364,38 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 	struct wop *send = NULL;
 	uint64_t size, mtime, msize = UINT64_MAX, seq;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
-	if (c && !c->dirty && !c->wb && (!c->wl || c->inflight_seq) && !g.abandoned) {
+	if (c && !c->dirty && !c->wb && (!c->wl || c->inflight_seq) && !datapath.abandoned) {
 		/* the size is pushed; what is in flight an earlier close's
 		 * mark covers: nothing to wait for */
 		int werr = c->werr;
 		c->werr = 0;
-		pthread_mutex_unlock(&g.lock);
+		pthread_mutex_unlock(&datapath.lock);
 		return werr;
 	}
-	if (!c || !c->dirty || g.abandoned) {
-		pthread_mutex_unlock(&g.lock);
+	if (!c || !c->dirty || datapath.abandoned) {
+		pthread_mutex_unlock(&datapath.lock);
 		return push_size(req, ino, MDS_OP_FSYNC, 0);
 	}
 	wbuf_issue_all(c, &send);
-	seq = ++g.mark_seq;	/* after: those wops' mseq is below it */
+	seq = ++datapath.mark_seq;	/* after: those wops' mseq is below it */
 	size = c->wsize;
 	mtime = c->mtime;
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	wops_send(send);
 	/* what failed so far, sending these included, is this close's */
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	int werr = c->werr;
 	c->werr = 0;
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	int ret = fc_size_call(req, ino, MDS_OP_FSYNC, &size, mtime, &msize, 0, seq);
 	if (ret == -EAGAIN) {
 		/* no mark (a full table, a resend after a restart): wait */
 		ret = push_size(req, ino, MDS_OP_FSYNC, 0);
 		return werr ? werr : ret;
 	}
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	c = cino_get(ino, false);
 	if (c && ret == 0) {
 		if (c->wsize == size && c->mtime == mtime)
@@ -1406,13 +1406,13 @@ static int flush_nowait(fuse_req_t req, uint64_t ino)
 			c->inflight_seq = seq;
 		landed_check(c);	/* they may all have landed already */
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return werr ? werr : ret;
 }
 
 int fd_close_push(fuse_req_t req, uint64_t ino)
 {
-	if (g.async_close && fc_mds_version() >= 6)
+	if (datapath.async_close && fc_mds_version() >= 6)
 		return flush_nowait(req, ino);
 	return push_size(req, ino, MDS_OP_FSYNC, 0);
 }
@@ -1443,20 +1443,20 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * thread: no request thread waits for it */
 	uint64_t ogen = fd_close_open(ino);
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 	bool clean = !c || (!c->dirty && !c->wl && !c->wb && !c->werr);
 	/* a close without waiting pushed the size already, only its writes
 	 * are in flight: answered now, the CLOSE goes once they landed (a
 	 * failure is logged: the kernel ignores a release's error anyway) */
-	bool later = !clean && g.async_close && fc_mds_version() >= 6 && !c->dirty &&
-		     !c->wb && !c->werr && !g.abandoned;
+	bool later = !clean && datapath.async_close && fc_mds_version() >= 6 && !c->dirty &&
+		     !c->wb && !c->werr && !datapath.abandoned;
 	if (c && (clean || later))
 		ra_drop(c, 0, 0);
 	if (later) {
 		struct pclose *p = malloc(sizeof(*p));
 		if (p) {
-			p->mark = ++g.mark_seq;
+			p->mark = ++datapath.mark_seq;
 			p->ogen = ogen;
 			p->next = c->pc;
 			c->pc = p;
@@ -1465,7 +1465,7 @@ void fd_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			later = false;
 		}
 	}
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	if (later) {
 		fuse_reply_err(req, 0);
 		return;
@@ -1482,10 +1482,10 @@ bool fd_clean(uint64_t ino)
 {
 	bool clean;
 
-	pthread_mutex_lock(&g.lock);
+	pthread_mutex_lock(&datapath.lock);
 	struct cino *c = cino_get(ino, false);
 
 	clean = !c || (!c->dirty && !c->wl && !c->wb && !c->wsize);
-	pthread_mutex_unlock(&g.lock);
+	pthread_mutex_unlock(&datapath.lock);
 	return clean;
 }

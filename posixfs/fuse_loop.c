@@ -55,6 +55,7 @@
 
 #include "deadline.h"
 #include "log.h"
+#include "mono.h"
 
 #define FL_READERS 2u		/* workers reading /dev/fuse, at most */
 #define FL_STARVE_US 1000u	/* no reader for this long: one more */
@@ -92,14 +93,6 @@ static struct {
 	bool watcher_on;
 	sem_t ended;			/* a worker saw the session end */
 } fl = { .mu = PTHREAD_MUTEX_INITIALIZER, .watch_cv = PTHREAD_COND_INITIALIZER };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void *fl_main(void *arg);
 
@@ -169,7 +162,7 @@ static void *fl_main(void *arg)
 			continue;
 		}
 		pthread_mutex_lock(&fl.mu);
-		fl.last_ns = now_ns();
+		fl.last_ns = mono_now_ns();
 		if (--fl.readers == 0) {
 			if (fl.last_ns < fl.eager_until_ns && fl_add_reader()) {
 				/* requests block (the watcher saw it): as libfuse */
@@ -186,7 +179,7 @@ static void *fl_main(void *arg)
 			pthread_mutex_unlock(&fl.mu);
 			break;
 		}
-		if (fl.readers < FL_READERS || now_ns() < fl.eager_until_ns) {
+		if (fl.readers < FL_READERS || mono_now_ns() < fl.eager_until_ns) {
 			fl.readers++;
 			fl.starved_ns = 0;
 			pthread_mutex_unlock(&fl.mu);
@@ -228,7 +221,7 @@ static void *fl_watch(void *arg)
 			fl.watching = true;
 			continue;
 		}
-		uint64_t now = now_ns(), due = fl.starved_ns + FL_STARVE_US * 1000ull;
+		uint64_t now = mono_now_ns(), due = fl.starved_ns + FL_STARVE_US * 1000ull;
 		if (now >= due) {
 			/* the requests block: more workers at once for a while */
 			fl.eager_until_ns = now + FL_EAGER_MS * 1000000ull;
@@ -270,7 +263,7 @@ int fl_run(struct fuse_session *se, unsigned max_threads)
 	}
 	pthread_mutex_lock(&fl.mu);
 	fl.watching = true;
-	fl.last_ns = now_ns();
+	fl.last_ns = mono_now_ns();
 	fl.watcher_on = pthread_create(&fl.watcher, NULL, fl_watch, NULL) == 0;
 	bool started = fl.watcher_on && fl_add_reader();
 	for (unsigned i = 1; started && i < FL_READERS; i++)

@@ -43,6 +43,7 @@
 #include <atoll/atoll.h>
 
 #include "config.h"
+#include "fault.h"
 #include "fuse_cache.h"
 #include "fuse_call.h"
 #include "fuse_close.h"
@@ -151,7 +152,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (co.show_version) {
-		printf("atoll-fuse (libfuse %s)\n", fuse_pkgversion());
+		printf("atoll-fuse (libfuse %s)\nfault injection: %s\n", fuse_pkgversion(),
+		       fault_enabled() ? "on" : "off");
 		ret = 0;
 		goto out;
 	}

@@ -40,6 +40,7 @@
 #include "fuse_call.h"
 #include "fuse_data.h"
 #include "log.h"
+#include "mono.h"
 #include "msg.h"
 
 #define RESEND UINT64_MAX
@@ -458,7 +459,7 @@ static int cut_resend(void)
 		struct msg *m = msg_new(MT_MDS_REQUEST, &e);
 		enc_free(&e);
 		memset(&a->rp, 0, sizeof(a->rp));
-		a->t_send = lc_now();
+		a->t_send = mono_now_ns();
 		int ret = fc_send_wait(m, 0, on_cut_reply, &w, &w.cw);
 		pthread_mutex_lock(&replay.lock);
 		replay.cut_busy = false;

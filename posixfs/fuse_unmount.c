@@ -43,6 +43,7 @@
 #include "fuse_data.h"
 #include "fuse_replay.h"
 #include "log.h"
+#include "mono.h"
 #include "msg.h"
 
 #define UNMOUNT_GRACE_MS 5000u
@@ -77,14 +78,6 @@ static void on_stop_signal(int sig)
 	if (unmount.efd >= 0 && write(unmount.efd, &one, sizeof(one)) < 0) {
 		/* the counter is full: the ender is awake already */
 	}
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* The grace ran out (the ender): nothing waits for the OSDs from now on,
@@ -139,7 +132,7 @@ static void *ender_main(void *arg)
 	pthread_mutex_lock(&unmount.lock);
 	unmount.ending = true;
 	pthread_cond_broadcast(&unmount.cond);
-	uint64_t end = mono_ns() + UNMOUNT_GRACE_MS * 1000000ull;
+	uint64_t end = mono_now_ns() + UNMOUNT_GRACE_MS * 1000000ull;
 	struct timespec ts = { .tv_sec = (time_t)(end / 1000000000ull),
 			       .tv_nsec = (long)(end % 1000000000ull) };
 	while (!unmount.done)

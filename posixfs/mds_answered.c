@@ -164,10 +164,9 @@ int mds_ans_load(struct mds *m)
 	if (ret)
 		return ret;
 	struct dec d, b;
-	uint8_t v;
 	uint32_t n = 0;
 	dec_init(&d, buf, got);
-	ret = dec_begin(&d, 1, &b, &v);
+	ret = dec_msg_begin(&d, 1, &b);
 	if (!ret) {
 		n = dec_count(&b, ANS_FILE_MAX, 24);
 		for (uint32_t i = 0; i < n; i++) {

@@ -24,13 +24,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "msg_timer.h"
+#include "mono.h"
 
 #define LINGER_BUCKETS	4096u
 
 struct linger {
 	uint64_t ino;
-	uint64_t due_ns;	/* msg_now_ns() */
+	uint64_t due_ns;	/* mono_now_ns() */
 	struct linger *next;	/* in the order of due_ns */
 	struct linger *hnext;	/* in its bucket */
 };
@@ -64,7 +64,7 @@ bool mds_linger_add(uint64_t ino)
 	if (lg.n >= MDS_LINGER_MAX || !(l = malloc(sizeof(*l))))
 		goto out;
 	l->ino = ino;
-	l->due_ns = msg_now_ns() + (uint64_t)MDS_LINGER_MS * 1000000ull;
+	l->due_ns = mono_now_ns() + (uint64_t)MDS_LINGER_MS * 1000000ull;
 	l->next = NULL;
 	l->hnext = lg.hash[ino % LINGER_BUCKETS];
 	lg.hash[ino % LINGER_BUCKETS] = l;
@@ -91,7 +91,7 @@ bool mds_linger_holds(uint64_t ino)
 bool mds_linger_due(void)
 {
 	pthread_mutex_lock(&lg.lock);
-	bool due = lg.head && lg.head->due_ns <= msg_now_ns();
+	bool due = lg.head && lg.head->due_ns <= mono_now_ns();
 	pthread_mutex_unlock(&lg.lock);
 	return due;
 }
@@ -99,7 +99,7 @@ bool mds_linger_due(void)
 size_t mds_linger_take(uint64_t *inos, size_t max)
 {
 	size_t n = 0;
-	uint64_t now = msg_now_ns();
+	uint64_t now = mono_now_ns();
 
 	pthread_mutex_lock(&lg.lock);
 	while (n < max && lg.head && lg.head->due_ns <= now) {

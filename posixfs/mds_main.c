@@ -759,6 +759,8 @@ static void usage(FILE *f)
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
+		"  --version          the version, and whether this build has the test-only\n"
+		"                     fault injection (ATOLL_FAULTS, doc/testing.md)\n"
 		"The first start on an empty metadata pool creates the file system.\n");
 }
 
@@ -814,6 +816,7 @@ int main(int argc, char **argv)
 		{ "cache-mb", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config *conf = NULL;
@@ -838,6 +841,13 @@ int main(int argc, char **argv)
 		case 'S': stimeout = optarg; break;
 		case 'C': cache = optarg; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': {
+			const char *v;
+
+			atoll_version(&v);
+			printf("atoll-mds %s\nfault injection: %s\n", v, fault_enabled() ? "on" : "off");
+			return 0;
+		}
 		default: usage(stderr); return 2;
 		}
 	}

@@ -250,10 +250,9 @@ static void txn_encode(struct enc *e, const struct mds_txn *t)
 int mds_txn_decode(struct dec *d, struct mds_txn *t)
 {
 	struct dec b;
-	uint8_t v;
 
 	mds_txn_init(t);
-	if (dec_begin(d, 1, &b, &v))
+	if (dec_msg_begin(d, 1, &b))
 		return d->err;
 	t->nu = (int)dec_count(&b, MDS_TXN_UPDS, 1);
 	for (int i = 0; !b.err && i < t->nu; i++) {

@@ -533,34 +533,13 @@ void atoll_free(void *p)
 	free(p);
 }
 
-struct cmd_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int err;
-	struct msg *reply;
-};
-
-static void cmd_reply(void *arg, struct msg *reply, int err)
-{
-	struct cmd_wait *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	w->reply = reply;
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
 int atoll_mon_command(struct atoll_cluster *c, const char *json,
 		      char **status, char **out, size_t *outlen)
 {
 	struct mon_command_reply rep;
-	struct cmd_wait w;
 	struct msg_conn *mon;
 	char *st = NULL, *o = NULL;
-	struct msg *m;
+	struct msg *m, *reply;
 	struct enc e;
 	struct dec d;
 	uint32_t timeout;
@@ -593,21 +572,10 @@ int atoll_mon_command(struct atoll_cluster *c, const char *json,
 		r = -ENOMEM;
 		goto out_put;
 	}
-	memset(&w, 0, sizeof(w));
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cond, NULL);
-	r = msg_call(mon, m, timeout, cmd_reply, &w);
-	if (r < 0)
-		goto out_destroy;
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	if (w.err) {
-		r = w.err;
-		goto out_destroy;
-	}
-	dec_init(&d, w.reply->front, w.reply->front_len);
+	r = msg_call_wait(mon, m, timeout, &reply);
+	if (r)
+		goto out_put;
+	dec_init(&d, reply->front, reply->front_len);
 	r = mon_command_reply_decode(&d, &rep, &st);
 	if (r < 0)
 		goto out_free_reply;
@@ -636,10 +604,7 @@ int atoll_mon_command(struct atoll_cluster *c, const char *json,
 out_free_reply:
 	free(o);
 	free(st);
-	msg_free(w.reply);
-out_destroy:
-	pthread_cond_destroy(&w.cond);
-	pthread_mutex_destroy(&w.lock);
+	msg_free(reply);
 out_put:
 	msg_conn_put(mon);
 	return r;

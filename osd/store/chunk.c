@@ -34,12 +34,11 @@ int onode_decode(struct onode *o, const void *v, size_t vl)
 	struct dec d, body;
 	const void *inl;
 	size_t ilen;
-	uint8_t ver;
 	int r;
 
 	memset(o, 0, sizeof(*o));
 	dec_init(&d, v, vl);
-	r = dec_begin(&d, 1, &body, &ver);
+	r = dec_msg_begin(&d, 1, &body);
 	if (r)
 		return -EUCLEAN;
 	o->id = dec_u64(&body);
@@ -248,11 +247,10 @@ uint64_t chunk_used_blocks(const struct chunk *c)
 int stats_decode(struct stats *s, const void *v, size_t vl)
 {
 	struct dec d, body;
-	uint8_t ver;
 
 	memset(s, 0, sizeof(*s));
 	dec_init(&d, v, vl);
-	if (dec_begin(&d, 1, &body, &ver))
+	if (dec_msg_begin(&d, 1, &body))
 		return -EUCLEAN;
 	s->objects = dec_u64(&body);
 	s->stored = dec_u64(&body);

@@ -81,14 +81,13 @@ static int meta_super_get(MDB_txn *t, struct kv *kv, uint8_t uuid[16], uint64_t 
 	struct dec d, body;
 	const void *v, *u;
 	size_t vl;
-	uint8_t ver;
 	int r;
 
 	r = kv_get(t, kv->meta, "super", 5, &v, &vl);
 	if (r)
 		return r == -ENOENT ? -EUCLEAN : r;
 	dec_init(&d, v, vl);
-	if (dec_begin(&d, 1, &body, &ver))
+	if (dec_msg_begin(&d, 1, &body))
 		return -EUCLEAN;
 	u = dec_raw(&body, 16);
 	uint32_t fmt = dec_u32(&body);

@@ -74,7 +74,6 @@ int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
 {
 	uint8_t *blk = bio_alloc(STORE_BLOCK_SIZE);
 	struct dec d, body;
-	uint8_t ver;
 	uint32_t crc, fmt, bs;
 	int r;
 
@@ -93,7 +92,7 @@ int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
 		goto out;
 	}
 	dec_init(&d, blk + sizeof(sb_magic), STORE_BLOCK_SIZE - 4 - sizeof(sb_magic));
-	r = dec_begin(&d, 1, &body, &ver);
+	r = dec_msg_begin(&d, 1, &body);
 	if (r)
 		goto out_unclean;
 	fmt = dec_u32(&body);

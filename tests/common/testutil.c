@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "mono.h"
 #include "testutil.h"
 
 int tu_failures;
@@ -47,10 +48,7 @@ void tu_die(const char *fmt, ...)
 
 uint64_t tu_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return mono_now_ns();
 }
 
 uint64_t tu_now_ms(void)

@@ -23,27 +23,6 @@
 #include "msg.h"
 #include "proto.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-
-struct call {
-	bool done;
-	int err;
-	struct msg *reply;
-};
-
-static void call_done(void *arg, struct msg *reply, int err)
-{
-	struct call *cl = arg;
-
-	pthread_mutex_lock(&lock);
-	cl->err = err;
-	cl->reply = reply;
-	cl->done = true;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-}
-
 static void dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	(void)arg;
@@ -63,7 +42,7 @@ static int op(struct msg_conn *conn, uint64_t tid, uint64_t epoch, uint32_t pool
 		.oid = oid, .oid_len = (uint32_t)strlen(oid), .nops = 1, .ops = so,
 	};
 	struct osd_op_reply rep;
-	struct call cl = { 0 };
+	struct msg *reply;
 	const void *data;
 	size_t data_len;
 	bool owned;
@@ -80,19 +59,13 @@ static int op(struct msg_conn *conn, uint64_t tid, uint64_t epoch, uint32_t pool
 		return 1000 + ENOMEM;
 	if (data_len)
 		msg_set_data_ref(m, (void *)data, data_len, owned ? free : NULL, (void *)data);
-	r = msg_call(conn, m, 20000, call_done, &cl);
+	r = msg_call_wait(conn, m, 20000, &reply);
 	if (r < 0)
 		return 1000 - r;
-	pthread_mutex_lock(&lock);
-	while (!cl.done)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
-	if (cl.err)
-		return 1000 - cl.err;
 	memset(&rep, 0, sizeof(rep));
-	dec_init(&d, cl.reply->front, cl.reply->front_len);
-	r = osd_op_reply_decode(&d, cl.reply->data_len, &rep);
-	msg_free(cl.reply);
+	dec_init(&d, reply->front, reply->front_len);
+	r = osd_op_reply_decode(&d, reply->data_len, &rep);
+	msg_free(reply);
 	if (r < 0)
 		return 1000 - r;
 	r = rep.result;

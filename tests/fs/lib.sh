@@ -101,6 +101,14 @@ with_faults() {
 	ATOLL_FAULTS=${ATOLL_FAULTS:+$ATOLL_FAULTS,}$f "$@"
 }
 
+# faults_compiled: whether this build has fault injection (not
+# -Dfault_injection=false, which makes every fault a no-op), as
+# atoll-fuse --version says; a test skips its fault steps when it has not:
+#   if faults_compiled; then ...; else echo "skipped: ..."; fi
+faults_compiled() {
+	"$fuse_bin" --version 2>/dev/null | grep -qx "fault injection: on"
+}
+
 # with_mds_conf KEY=VALUE CMD...: runs CMD (an MDS start) with KEY set in
 # [mds] of $conf, then removes it again: later starts get the default.
 # atoll-cluster up writes [mds] last, so an appended line lands there.

@@ -55,6 +55,7 @@
 
 #include "encode.h"
 #include "mds_proto.h"
+#include "mono.h"
 #include "msg.h"
 
 #define WINDOW		64
@@ -67,14 +68,6 @@ static const char *dirname = "big";
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int inflight, failures;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, int err)
 {
@@ -109,42 +102,18 @@ static struct msg *req_msg(const struct mds_req *rq)
 
 /* ---- one call at a time ---- */
 
-struct waiter {
-	bool done;
-	int err;
-	struct msg *reply;
-};
-
-static void on_reply(void *arg, struct msg *reply, int err)
-{
-	struct waiter *w = arg;
-
-	pthread_mutex_lock(&mu);
-	w->reply = reply;
-	w->err = err;
-	w->done = true;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-}
-
 /* rq -> rp (rp's buffers to be freed by the caller); the call's error */
 static int call(const struct mds_req *rq, struct mds_reply *rp)
 {
-	struct waiter w = { 0 };
+	struct msg *reply;
 	struct dec d;
-	int ret = msg_call(conn, req_msg(rq), CALL_TIMEOUT_MS, on_reply, &w);
+	int ret = msg_call_wait(conn, req_msg(rq), CALL_TIMEOUT_MS, &reply);
 
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&mu);
-	while (!w.done)
-		pthread_cond_wait(&cv, &mu);
-	pthread_mutex_unlock(&mu);
-	if (w.err)
-		return w.err;
-	dec_init(&d, w.reply->front, w.reply->front_len);
+	dec_init(&d, reply->front, reply->front_len);
 	ret = mds_reply_decode(&d, rp);
-	msg_free(w.reply);
+	msg_free(reply);
 	return ret;
 }
 
@@ -348,7 +317,7 @@ static void create(long n)
 	struct mds_req rq;
 	struct mds_reply rp = { 0 };
 	char name[32];
-	double t0 = now_s();
+	double t0 = mono_now_s();
 
 	req_init(&rq, MDS_OP_MKDIR, ROOT_INO, dirname);
 	rq.mode = 0755;
@@ -364,7 +333,7 @@ static void create(long n)
 		send_async(&rq);
 	}
 	drain();
-	double t1 = now_s();
+	double t1 = mono_now_s();
 	printf("create: %ld entries in %.2f s (%.0f/s)\n", n, t1 - t0, (double)n / (t1 - t0));
 
 	/* readdir while entries before and after the position come and go:
@@ -388,21 +357,21 @@ static void create(long n)
 	}
 	if (bad)
 		exit(1);
-	printf("readdir during changes: %.2f s\n", now_s() - t1);
+	printf("readdir during changes: %.2f s\n", mono_now_s() - t1);
 }
 
 static void verify(long n)
 {
 	int rc;
 	char name[32];
-	double t0 = now_s();
+	double t0 = mono_now_s();
 
 	big_ino = lookup(ROOT_INO, dirname, &rc);
 	if (rc || !big_ino)
 		die("lookup big", rc ? rc : -ENOENT);
 	memset(seen, 0, 2 * (size_t)n);
 	long total = read_all(big_ino, 4096, false, count_ent, NULL);
-	double t1 = now_s();
+	double t1 = mono_now_s();
 	for (long i = 0; i < 2 * n; i++) {
 		fname(name, sizeof(name), i < n ? 'f' : 'g', i % n);
 		unsigned want = final_has(name, n);
@@ -419,7 +388,7 @@ static void verify(long n)
 	}
 	/* readdir-plus of the whole: every record comes with its entry */
 	total = read_all(big_ino, 4096, true, count_ent, NULL);
-	double t2 = now_s();
+	double t2 = mono_now_s();
 	/* lookups: a sample of present and absent names */
 	long looked = 0;
 	for (long i = 0; i < n; i += (n > 1000 ? 97 : 1)) {
@@ -436,7 +405,7 @@ static void verify(long n)
 		}
 	}
 	printf("verify: %ld entries listed once each in %.2f s, with records in %.2f s, "
-	       "%ld lookups in %.2f s\n", final_count(n), t1 - t0, t2 - t1, looked, now_s() - t2);
+	       "%ld lookups in %.2f s\n", final_count(n), t1 - t0, t2 - t1, looked, mono_now_s() - t2);
 }
 
 /* One readdir-plus pass: the final set, each name once, with records. */
@@ -444,7 +413,7 @@ static void list(long n)
 {
 	int rc;
 	char name[32];
-	double t0 = now_s();
+	double t0 = mono_now_s();
 
 	big_ino = lookup(ROOT_INO, dirname, &rc);
 	if (rc || !big_ino)
@@ -463,7 +432,7 @@ static void list(long n)
 			total, final_count(n));
 		exit(1);
 	}
-	printf("list: %ld entries with their records in %.2f s\n", total, now_s() - t0);
+	printf("list: %ld entries with their records in %.2f s\n", total, mono_now_s() - t0);
 }
 
 /* ---- exactly once: a resend after other clients' requests ---- */

@@ -34,13 +34,8 @@ static void check_rep_op(const uint8_t *p, size_t n)
 	struct dec d;
 	size_t dlen;
 
-	if (!n)
+	if (!fuzz_split_data(&p, &n, &dlen))
 		return;
-	dlen = p[0] % n;
-	p++;
-	n--;
-	if (dlen > n)
-		dlen = n;
 	rep_data = p + (n - dlen);
 	rep_data_len = dlen;
 	dec_init(&d, p, n - dlen);

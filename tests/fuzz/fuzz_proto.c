@@ -14,6 +14,7 @@
 #include "encode.h"
 #include "osdmap.h"
 #include "proto.h"
+#include "roundtrip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,13 +48,8 @@ static void check_op(const uint8_t *p, size_t n)
 	struct dec d;
 	size_t dlen;
 
-	if (!n)
+	if (!fuzz_split_data(&p, &n, &dlen))
 		return;
-	dlen = p[0] % n;
-	p++;
-	n--;
-	if (dlen > n)
-		dlen = n;
 	dec_init(&d, p, n - dlen);
 	(void)osd_op_req_decode(&d, p + (n - dlen), dlen, &req);
 	osd_op_req_clear(&req);

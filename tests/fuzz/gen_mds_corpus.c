@@ -8,17 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "corpus_file.h"
+#include "corpus_enc.h"
 #include "encode.h"
 #include "mds_proto.h"
-
-static int put(const char *dir, const char *name, uint8_t sel, struct enc *e)
-{
-	int r = corpus_write(dir, name, &sel, 1, e->buf, e->len);
-
-	enc_reset(e);
-	return r;
-}
 
 int main(int argc, char **argv)
 {
@@ -55,7 +47,7 @@ int main(int argc, char **argv)
 	rq.reqid = 5;
 	rq.lflags = MDS_L_WANT | MDS_L_PLUS;
 	mds_req_encode(&e, &rq);
-	r |= put(dir, "req-readdir", 0, &e);
+	r |= corpus_put_enc(dir, "req-readdir", 0, &e);
 	memset(&rq, 0, sizeof(rq));
 	rq.op = MDS_OP_SETXATTR;
 	rq.ino = 4097;
@@ -63,7 +55,7 @@ int main(int argc, char **argv)
 	rq.value = "v1";
 	rq.vlen = 2;
 	mds_req_encode(&e, &rq);
-	r |= put(dir, "req-setxattr", 0, &e);
+	r |= corpus_put_enc(dir, "req-setxattr", 0, &e);
 
 	memset(ents, 0, sizeof(ents));
 	snprintf(ents[0].name, sizeof(ents[0].name), "a");
@@ -92,7 +84,7 @@ int main(int argc, char **argv)
 	rp.value = "user.k";
 	rp.vlen = 7;
 	mds_reply_encode(&e, &rp);
-	r |= put(dir, "reply-readdir-plus", 1, &e);
+	r |= corpus_put_enc(dir, "reply-readdir-plus", 1, &e);
 
 	nt.n = 2;
 	nt.c[0].kind = MDS_CHG_ATTR | MDS_CHG_DATA;
@@ -101,13 +93,13 @@ int main(int argc, char **argv)
 	nt.c[1].ino = MDS_ROOT_INO;
 	snprintf(nt.c[1].name, sizeof(nt.c[1].name), "a");
 	mds_notify_encode(&e, &nt);
-	r |= put(dir, "notify", 2, &e);
+	r |= corpus_put_enc(dir, "notify", 2, &e);
 
 	mds_status_encode(&e, &st);
-	r |= put(dir, "status", 3, &e);
+	r |= corpus_put_enc(dir, "status", 3, &e);
 
 	mds_inode_encode(&e, &in);
-	r |= put(dir, "inode", 4, &e);
+	r |= corpus_put_enc(dir, "inode", 4, &e);
 	enc_free(&e);
 	return r ? 1 : 0;
 }

@@ -14,23 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "corpus_file.h"
+#include "corpus_enc.h"
 #include "encode.h"
 #include "osd_proto.h"
 #include "pglog.h"
-
-static int put(const char *dir, const char *name, uint8_t sel, struct enc *e)
-{
-	size_t len;
-	void *buf = enc_take(e, &len);
-	int r;
-
-	if (!buf)
-		return -1;
-	r = corpus_write(dir, name, &sel, 1, buf, len);
-	free(buf);
-	return r;
-}
 
 static const struct pglog_entry entry = {
 	.version = { 5, 42 }, .client = 7, .tid = 9, .op = PGLOG_MODIFY, .result = 0,
@@ -115,25 +102,25 @@ static int osd_proto(const char *dir)
 		free(buf);
 	}
 	osd_pg_query_encode(&q, &e);
-	r |= put(dir, "pg-query", 1, &e);
+	r |= corpus_put_enc(dir, "pg-query", 1, &e);
 	osd_pg_query_encode(&act, &e);
-	r |= put(dir, "pg-activate", 1, &e);
+	r |= corpus_put_enc(dir, "pg-activate", 1, &e);
 	sample_info(&n.info, past);
 	osd_pg_notify_encode(&n, &e);
-	r |= put(dir, "pg-notify", 2, &e);
+	r |= corpus_put_enc(dir, "pg-notify", 2, &e);
 	osd_pg_notify_encode(&none, &e);
-	r |= put(dir, "pg-notify-enoent", 2, &e);
+	r |= corpus_put_enc(dir, "pg-notify-enoent", 2, &e);
 	osd_ping_encode(&ping, &e);
-	r |= put(dir, "ping", 3, &e);
+	r |= corpus_put_enc(dir, "ping", 3, &e);
 	osd_pg_query_encode(&rm, &e);
-	r |= put(dir, "pg-remove", 1, &e);
+	r |= corpus_put_enc(dir, "pg-remove", 1, &e);
 	rm.kind = PGQ_STRAY;
 	osd_pg_query_encode(&rm, &e);
-	r |= put(dir, "pg-stray", 1, &e);
+	r |= corpus_put_enc(dir, "pg-stray", 1, &e);
 	osd_pg_scan_encode(&scan, &e);
-	r |= put(dir, "pg-scan", 4, &e);
+	r |= corpus_put_enc(dir, "pg-scan", 4, &e);
 	osd_pg_scan_encode(&scanr, &e);
-	r |= put(dir, "pg-scan-reply", 4, &e);
+	r |= corpus_put_enc(dir, "pg-scan-reply", 4, &e);
 	enc_free(&e);
 	return r;
 }
@@ -149,20 +136,20 @@ static int pglog(const char *dir)
 
 	enc_init(&e);
 	pglog_entry_encode(&entry, &e);
-	r |= put(dir, "entry", 0, &e);
+	r |= corpus_put_enc(dir, "entry", 0, &e);
 	del.op = PGLOG_DELETE;
 	del.result = -2;
 	pglog_entry_encode(&del, &e);
-	r |= put(dir, "entry-delete", 0, &e);
+	r |= corpus_put_enc(dir, "entry-delete", 0, &e);
 	pglog_dup_encode(&du, &e);
-	r |= put(dir, "dup", 1, &e);
+	r |= corpus_put_enc(dir, "dup", 1, &e);
 	sample_info(&in, past);
 	pg_info_encode(&in, &e);
-	r |= put(dir, "info", 2, &e);
+	r |= corpus_put_enc(dir, "info", 2, &e);
 	in.npast = 0;
 	in.past = NULL;
 	pg_info_encode(&in, &e);
-	r |= put(dir, "info-no-past", 2, &e);
+	r |= corpus_put_enc(dir, "info-no-past", 2, &e);
 	enc_free(&e);
 	return r;
 }

@@ -11,23 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "corpus_file.h"
+#include "corpus_enc.h"
 #include "encode.h"
 #include "osdmap.h"
 #include "proto.h"
-
-static int put(const char *dir, const char *name, uint8_t sel, struct enc *e)
-{
-	size_t len;
-	void *buf = enc_take(e, &len);
-	int r;
-
-	if (!buf)
-		return -1;
-	r = corpus_write(dir, name, &sel, 1, buf, len);
-	free(buf);
-	return r;
-}
 
 int main(int argc, char **argv)
 {
@@ -72,12 +59,12 @@ int main(int argc, char **argv)
 	osdmap_inc_set_osd(&inc, &o);
 	osdmap_inc_set_pool(&inc, &p);
 	osdmap_inc_encode(&inc, &e);
-	r |= put(argv[1], "inc", 1, &e);
+	r |= corpus_put_enc(argv[1], "inc", 1, &e);
 	osdmap_apply(m, &inc);
 	osdmap_encode(m, &e);
-	r |= put(argv[1], "map", 0, &e);
+	r |= corpus_put_enc(argv[1], "map", 0, &e);
 	mon_map_msg_encode(m, &inc, 0, &e);
-	r |= put(argv[1], "map-msg", 2, &e);
+	r |= corpus_put_enc(argv[1], "map-msg", 2, &e);
 	{
 		uint8_t sel = 3;
 		size_t len;
@@ -98,17 +85,17 @@ int main(int argc, char **argv)
 		free(buf);
 	}
 	osd_beacon_encode(&b, &e);
-	r |= put(argv[1], "beacon", 5, &e);
+	r |= corpus_put_enc(argv[1], "beacon", 5, &e);
 	osd_pg_temp_req_encode(&pgt, &e);
-	r |= put(argv[1], "pg-temp", 9, &e);
+	r |= corpus_put_enc(argv[1], "pg-temp", 9, &e);
 	strcpy(boot.addr, "127.0.0.2:6800");
 	strcpy(boot.host, "h0");
 	osd_boot_req_encode(&boot, &e);
-	r |= put(argv[1], "boot", 6, &e);
+	r |= corpus_put_enc(argv[1], "boot", 6, &e);
 	mon_command_encode("{\"prefix\":\"status\"}", &e);
-	r |= put(argv[1], "command", 7, &e);
+	r |= corpus_put_enc(argv[1], "command", 7, &e);
 	mon_command_reply_encode(&cr, &e);
-	r |= put(argv[1], "command-reply", 8, &e);
+	r |= corpus_put_enc(argv[1], "command-reply", 8, &e);
 	osdmap_inc_clear(&inc);
 	osdmap_free(m);
 	enc_free(&e);

@@ -9,17 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "corpus_file.h"
+#include "corpus_enc.h"
 #include "encode.h"
 #include "scrub_proto.h"
-
-static int put(const char *dir, const char *name, uint8_t sel, struct enc *e)
-{
-	int r = corpus_write(dir, name, &sel, 1, e->buf, e->len);
-
-	enc_reset(e);
-	return r;
-}
 
 int main(int argc, char **argv)
 {
@@ -63,29 +55,29 @@ int main(int argc, char **argv)
 	}
 	enc_init(&e);
 	osd_scrub_req_encode(&rq, &e);
-	r |= put(argv[1], "osd-scrub-req", 0, &e);
+	r |= corpus_put_enc(argv[1], "osd-scrub-req", 0, &e);
 	osd_scrub_reply_encode(&rp, &e);
-	r |= put(argv[1], "osd-scrub-reply", 1, &e);
+	r |= corpus_put_enc(argv[1], "osd-scrub-reply", 1, &e);
 	pg_scrub_req_encode(&prq, &e);
-	r |= put(argv[1], "pg-scrub-req", 2, &e);
+	r |= corpus_put_enc(argv[1], "pg-scrub-req", 2, &e);
 	pg_scrub_map_encode(&map, &e);
-	r |= put(argv[1], "pg-scrub-map", 3, &e);
+	r |= corpus_put_enc(argv[1], "pg-scrub-map", 3, &e);
 	/* version 2: the shallow flag, the stamps, the query */
 	rq.repair = 0;
 	rq.deep = 0;
 	osd_scrub_req_encode(&rq, &e);
-	r |= put(argv[1], "osd-scrub-req-shallow", 0, &e);
+	r |= corpus_put_enc(argv[1], "osd-scrub-req-shallow", 0, &e);
 	prq.flags = PG_SCRUB_F_STAMP;
 	prq.last_scrub = 1796050089;
 	prq.last_deep = 1796050085;
 	pg_scrub_req_encode(&prq, &e);
-	r |= put(argv[1], "pg-scrub-req-stamp", 2, &e);
+	r |= corpus_put_enc(argv[1], "pg-scrub-req-stamp", 2, &e);
 	scrub_stamps_encode(&stamps, &e);
-	r |= put(argv[1], "scrub-stamps", 4, &e);
+	r |= corpus_put_enc(argv[1], "scrub-stamps", 4, &e);
 	pg_query_req_encode(&qrq, &e);
-	r |= put(argv[1], "pg-query-req", 5, &e);
+	r |= corpus_put_enc(argv[1], "pg-query-req", 5, &e);
 	pg_query_reply_encode(&qrp, &e);
-	r |= put(argv[1], "pg-query-reply", 6, &e);
+	r |= corpus_put_enc(argv[1], "pg-query-reply", 6, &e);
 	enc_free(&e);
 	return r ? 1 : 0;
 }

@@ -11,10 +11,16 @@
  * CLEAR(value_ptr) freeing what DEC allocated (FUZZ_NO_CLEAR when
  * nothing).  A codec whose functions take other arguments is given as a
  * small macro or function in the target.
+ *
+ * Also here: fuzz_split_data(), how the targets of messages that carry a
+ * data segment after their front (OSD_OP, REP_OP) cut their input.
  */
 #ifndef ATOLL_FUZZ_ROUNDTRIP_H
 #define ATOLL_FUZZ_ROUNDTRIP_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +36,21 @@ static inline void fuzz_same_enc(const struct enc *a, const struct enc *b)
 }
 
 #define FUZZ_NO_CLEAR(v) ((void)(v))
+
+/* *p, *n: an input whose first byte says how long the data segment is
+ * (that byte modulo *n, at most what follows it); the segment is the last
+ * *dlen bytes.  Steps *p and *n past that byte; false when *n is 0. */
+static inline bool fuzz_split_data(const uint8_t **p, size_t *n, size_t *dlen)
+{
+	if (!*n)
+		return false;
+	*dlen = (*p)[0] % *n;
+	(*p)++;
+	(*n)--;
+	if (*dlen > *n)
+		*dlen = *n;
+	return true;
+}
 
 /* v points to a value that decoded; it is only read.  v2 points to
  * storage of the same type for the second decode (for a type too large

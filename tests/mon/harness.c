@@ -298,26 +298,6 @@ void mh_free(struct mh *h)
 	cr_assert_eq(st, 0, "atoll-mon did not stop cleanly (status %d)", st);
 }
 
-struct waiter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	struct msg *reply;
-	int err;
-};
-
-static void on_reply(void *arg, struct msg *reply, int err)
-{
-	struct waiter *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	w->reply = reply;
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
 struct msg *mh_call(struct mh *h, uint16_t type, struct enc *e)
 {
 	return mh_call_on(h, h->conn, type, e);
@@ -325,21 +305,12 @@ struct msg *mh_call(struct mh *h, uint16_t type, struct enc *e)
 
 struct msg *mh_call_on(struct mh *h, struct msg_conn *c, uint16_t type, struct enc *e)
 {
-	struct waiter w = { .lock = PTHREAD_MUTEX_INITIALIZER,
-			    .cond = PTHREAD_COND_INITIALIZER };
-	struct msg *m = msg_new(type, e);
-	int r;
+	struct msg *m = msg_new(type, e), *reply;
 
 	enc_free(e);
 	cr_assert(m);
-	r = msg_call(c, m, (uint32_t)mh_scale(10000), on_reply, &w);
-	if (r < 0)
-		return NULL;
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	return w.reply;
+	msg_call_wait(c, m, (uint32_t)mh_scale(10000), &reply);
+	return reply;	/* NULL when the call failed */
 }
 
 void mh_send(struct mh *h, uint16_t type, struct enc *e)

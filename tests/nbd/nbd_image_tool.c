@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
 static int open_writer(struct atoll_ioctx *io, const char *name, struct atoll_image **img)
 {
 	int ret = atoll_image_open(io, name, NULL, img);
@@ -143,14 +145,6 @@ static void bench_cb(struct atoll_completion *comp, void *arg)
 	pthread_mutex_unlock(&b->lock);
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
 static int do_bench(struct atoll_ioctx *io, const char *name, double secs, bool rnd,
 		    bool wr, size_t bs, unsigned qd)
 {
@@ -178,7 +172,7 @@ static int do_bench(struct atoll_ioctx *io, const char *name, double secs, bool 
 		goto out_close;
 	}
 	srand(1);
-	t0 = now_s();
+	t0 = tu_now_s();
 	pthread_mutex_lock(&b.lock);
 	b.done = qd;
 	for (;;) {
@@ -202,16 +196,16 @@ static int do_bench(struct atoll_ioctx *io, const char *name, double secs, bool 
 				b.inflight--;
 			}
 		}
-		if (b.err || (t1 && now_s() >= t1))
+		if (b.err || (t1 && tu_now_s() >= t1))
 			break;
-		if (!t1 && now_s() - t0 >= 2) {		/* 2 s of ramp, like fio's */
-			t0 = now_s();
+		if (!t1 && tu_now_s() - t0 >= 2) {		/* 2 s of ramp, like fio's */
+			t0 = tu_now_s();
 			t1 = t0 + secs;
 			ops0 = b.ops;
 		}
 		pthread_cond_wait(&b.cond, &b.lock);
 	}
-	t1 = now_s();
+	t1 = tu_now_s();
 	ops0 = b.ops - ops0;
 	while (b.inflight)
 		pthread_cond_wait(&b.cond, &b.lock);

@@ -186,21 +186,6 @@ static void call_done(void *arg, struct msg *reply, int err)
 	pthread_mutex_unlock(&lock);
 }
 
-static int call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms, struct msg **reply)
-{
-	struct call cl = { 0 };
-	int r = msg_call(c, m, timeout_ms, call_done, &cl);
-
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&lock);
-	while (!cl.done)
-		pthread_cond_wait(&cond, &lock);
-	pthread_mutex_unlock(&lock);
-	*reply = cl.reply;
-	return cl.err;
-}
-
 static int mon_command(const char *json, char *out, size_t outlen)
 {
 	struct mon_command_reply rep;
@@ -214,7 +199,7 @@ static int mon_command(const char *json, char *out, size_t outlen)
 	mon_command_encode(json, &e);
 	m = msg_new(MT_MON_COMMAND, &e);
 	enc_free(&e);
-	r = call(mon, m, 10000, &reply);
+	r = msg_call_wait(mon, m, 10000, &reply);
 	if (r)
 		return r;
 	dec_init(&d, reply->front, reply->front_len);
@@ -396,7 +381,7 @@ static void do_op(const char *addr, uint64_t tid, uint64_t epoch, const struct t
 	enc_free(&e);
 	if (data_len)
 		msg_set_data_ref(m, (void *)data, data_len, owned ? free : NULL, (void *)data);
-	res->err = call(conn_to(addr), m, 5000, &reply);
+	res->err = msg_call_wait(conn_to(addr), m, 5000, &reply);
 	if (res->err)
 		return;
 	dec_init(&d, reply->front, reply->front_len);
