@@ -73,8 +73,11 @@ static void drop_link(struct mds *m, struct mds_txn *t, struct mds_inode *in, ui
 	if (in->nlink > 0)
 		return;
 	/* in a reconnect window the opens are being re-counted: decided at
-	 * its end (mds_orphans_purge) */
-	if ((n && n->opens > 0) || mds_open_orphan_defer(m, in->ino))
+	 * its end (orphans_after_window in mds_main.c), also when a client
+	 * re-counted an open of it already, so that the window's report
+	 * does not depend on which client came back first */
+	bool deferred = mds_open_orphan_defer(m, in->ino);
+	if (deferred || (n && n->opens > 0))
 		in->flags |= MDS_INO_ORPHAN;
 	else
 		mds_txn_remove(t, in->ino, true);
