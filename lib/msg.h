@@ -66,7 +66,7 @@
 #define MSG_T_KEEPALIVE		2u		/* empty; consumed by the messenger */
 #define MSG_T_RESERVED_MAX	9u
 
-/* Default limits (DESIGN.md, "Default limits"): one op's payload is at
+/* Default limits (doc/protocol.md, "Limits"): one op's payload is at
  * most 64 MiB; a frame may be a little bigger for its fields. */
 #define MSG_DEFAULT_FRAME_MAX	((64u << 20) + (1u << 20))
 #define MSG_DEFAULT_INFLIGHT_MAX (256ull << 20)

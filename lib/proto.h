@@ -53,7 +53,7 @@ enum msg_type {
 	/* 60..79: MDS (file-system issue) */
 };
 
-/* Caps every decoder applies (DESIGN.md, default limits). */
+/* Caps every decoder applies (doc/protocol.md, "Limits"). */
 #define PROTO_OID_MAX		400u		/* object name bytes */
 #define PROTO_XATTR_NAME_MAX	255u
 #define PROTO_OMAP_KEY_MAX	400u
@@ -149,7 +149,7 @@ int osd_boot_req_decode(struct dec *d, struct osd_boot_req *r);
 void osd_boot_reply_encode(const struct osd_boot_reply *r, struct enc *e);
 int osd_boot_reply_decode(struct dec *d, struct osd_boot_reply *r);
 
-/* PG states: one list for all of atoll (DESIGN.md). */
+/* PG states: one list for all of atoll (doc/recovery.md, "PG states while healing"). */
 #define PG_ST_CREATING		(1u << 0)
 #define PG_ST_PEERING		(1u << 1)
 #define PG_ST_ACTIVE		(1u << 2)

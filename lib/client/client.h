@@ -25,7 +25,7 @@ struct msgr;
 struct msg_conn;
 struct osdmap;
 
-/* Default limits (DESIGN.md, "Default limits"). */
+/* Default limits (doc/protocol.md, "Limits"). */
 #define CLIENT_OBJECT_MAX	(128ull << 20)	/* bytes of one object */
 #define CLIENT_PAYLOAD_MAX	(64ull << 20)	/* bytes of one op */
 #define CLIENT_KV_MAX		10000u		/* key/value entries of one op */

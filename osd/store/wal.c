@@ -20,7 +20,7 @@
  * Checkpoint (16 MiB logged or a quarter of the log used, no room for the
  * next batch, idle, close, open): the newest logged version of each block
  * is written in place (the one in-place overwrite of acknowledged data
- * DESIGN.md allows: the replay of a journaled small write) -- submitted
+ * the design allows: the replay of a journaled small write, doc/store.md) -- submitted
  * asynchronously while batches go on -- and flushed, then one kv
  * transaction sets the chunk records' crcs and the log's checkpoint (lsn
  * and position), and is synced.  That transaction runs on the checkpointer
