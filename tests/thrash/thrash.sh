@@ -153,13 +153,32 @@ wait_health HEALTH_OK 300
 # the heal marked in is backfilled now, which takes as long as its share
 # of the data (CI seed 715891 ended with osd.4 out: its backfill ended
 # 30 s after HEALTH_OK).  Up to 300 s, like the health.
-t_clean=$(date +%s)
-for i in $(seq 1500); do
+# A PG's state is what its primary last reported (every beacon, 1 s):
+# right after a map change (the heal's `osd in`, a pg_temp dropped), a
+# report made under the map before may still say active+clean while the
+# new acting set is being backfilled.  So "clean" counts only when it
+# holds at two looks 2.5 s apart (two beacons) with no map change between.
+all_clean() {
 	atoll --format json pg ls default 2>/dev/null |
-		pyjson "all(p['state'] == 'active+clean' for p in j)" 2>/dev/null && break
+		pyjson "all(p['state'] == 'active+clean' for p in j)" 2>/dev/null
+}
+map_epoch() { atoll --format json status 2>/dev/null | pyjson "print(j['epoch']) or True" 2>/dev/null; }
+t_clean=$(date +%s)
+settled=0
+while [ $(( $(date +%s) - t_clean )) -lt 300 ]; do
+	if all_clean; then
+		e1=$(map_epoch)
+		sleep 2.5
+		e2=$(map_epoch)
+		if [ -n "$e1" ] && [ "$e1" = "$e2" ] && all_clean; then
+			settled=1
+			break
+		fi
+	fi
 	sleep 0.2
 done
 atoll --format json pg ls default | pyjson "all(p['state'] == 'active+clean' for p in j)"
+[ $settled = 1 ] || fail "the PGs were not active+clean under one map epoch for 2.5 s within 300 s"
 ok "HEALTH_OK, every PG active+clean ($(( $(date +%s) - t_clean )) s after HEALTH_OK)"
 
 echo verify >&9
