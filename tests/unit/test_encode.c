@@ -9,19 +9,10 @@
 
 #include "encode.h"
 #include "encode_sample.h"
+#include "cr_encode.h"
 
 /* Takes the writer's bytes into an exact-size heap buffer, so that a
  * read one byte past the end is caught by ASan. */
-static uint8_t *take(struct enc *e, size_t *len)
-{
-	uint8_t *buf;
-
-	cr_assert_eq(e->err, 0);
-	buf = enc_take(e, len);
-	cr_assert_not_null(buf);
-	return buf;
-}
-
 Test(encode, integers_round_trip_at_their_limits)
 {
 	struct enc e;
@@ -36,7 +27,7 @@ Test(encode, integers_round_trip_at_their_limits)
 	enc_u32(&e, UINT32_MAX);
 	enc_u64(&e, UINT64_MAX);
 	enc_u64(&e, 0x0123456789abcdefull);
-	buf = take(&e, &len);
+	buf = cr_enc_take(&e, &len);
 	cr_assert_eq(len, 1 + 1 + 2 + 4 + 8 + 8);
 
 	dec_init(&d, buf, len);
@@ -82,7 +73,7 @@ Test(encode, blob_str_and_raw_round_trip)
 	enc_str(&e, "");
 	enc_raw(&e, "xyz", 3);
 	enc_blob(&e, NULL, 0);
-	buf = take(&e, &len);
+	buf = cr_enc_take(&e, &len);
 
 	dec_init(&d, buf, len);
 	p = dec_blob(&d, &n, 3);
@@ -462,7 +453,7 @@ static uint8_t *write_v2(size_t *len, uint8_t compat)
 	enc_u64(&e, 33);	/* field added in version 2 */
 	enc_end(&e, h);
 	enc_u16(&e, 0xbeef);	/* after the section */
-	return take(&e, len);
+	return cr_enc_take(&e, len);
 }
 
 Test(section, old_reader_skips_fields_a_newer_writer_appended)
@@ -579,7 +570,7 @@ Test(section, empty_section_round_trips)
 
 	enc_init(&e);
 	enc_end(&e, enc_begin(&e, 3, 3));
-	buf = take(&e, &len);
+	buf = cr_enc_take(&e, &len);
 	cr_expect_eq(len, 6);
 	dec_init(&d, buf, len);
 	cr_expect_eq(dec_begin(&d, 3, &body, &version), 0);
@@ -609,7 +600,7 @@ Test(section, nested_sections_skip_independently)
 	enc_u64(&e, 4);		/* unknown to the reader */
 	enc_end(&e, ho);
 	enc_u8(&e, 5);
-	buf = take(&e, &len);
+	buf = cr_enc_take(&e, &len);
 
 	dec_init(&d, buf, len);
 	cr_assert_eq(dec_begin(&d, 1, &outer, &version), 0);
@@ -636,7 +627,7 @@ static void check_sample_round_trip(uint32_t seed, uint8_t version)
 	cr_assert_eq(sample_fill(&a, seed), 0);
 	enc_init(&e);
 	sample_encode(&e, &a, version);
-	buf = take(&e, &len);
+	buf = cr_enc_take(&e, &len);
 	cr_assert_eq(sample_decode(buf, len, &b), 0, "seed %u", seed);
 	cr_expect(sample_equal(&a, &b, version >= 2), "seed %u", seed);
 	if (version < 2)
@@ -676,7 +667,7 @@ Test(sample, record_with_too_many_extents_is_e2big)
 	cr_assert_not_null(a.ext);
 	enc_init(&e);
 	sample_encode(&e, &a, 2);
-	buf = take(&e, &len);
+	buf = cr_enc_take(&e, &len);
 	cr_expect_eq(sample_decode(buf, len, &b), -E2BIG);
 	sample_free(&b);
 	sample_free(&a);
@@ -762,7 +753,7 @@ Test(sample, randomly_corrupted_records_fail_cleanly, .timeout = 60)
 		cr_assert_eq(sample_fill(&a, seed), 0);
 		enc_init(&e);
 		sample_encode(&e, &a, (uint8_t)(1 + seed % 2));
-		good = take(&e, &len);
+		good = cr_enc_take(&e, &len);
 		for (round = 0; round < 250; round++) {
 			uint8_t *bad;
 			size_t blen;

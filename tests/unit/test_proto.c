@@ -12,16 +12,7 @@
 #include "encode.h"
 #include "osdmap.h"
 #include "proto.h"
-
-static void *take(struct enc *e, size_t *len)
-{
-	void *p;
-
-	cr_assert_eq(e->err, 0);
-	p = enc_take(e, len);
-	cr_assert_not_null(p);
-	return p;
-}
+#include "cr_encode.h"
 
 Test(proto, subscribe_round_trip)
 {
@@ -33,7 +24,7 @@ Test(proto, subscribe_round_trip)
 
 	enc_init(&e);
 	mon_subscribe_encode(&s, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(mon_subscribe_decode(&d, &o), 0);
 	cr_assert_eq(o.have, 42);
@@ -51,7 +42,7 @@ Test(proto, trailing_bytes_refused)
 	enc_init(&e);
 	mon_subscribe_encode(&s, &e);
 	enc_u8(&e, 7);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(mon_subscribe_decode(&d, &o), -EBADMSG);
 	free(p);
@@ -69,7 +60,7 @@ Test(proto, command_round_trip)
 
 	enc_init(&e);
 	mon_command_encode("{\"prefix\":\"status\"}", &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(mon_command_decode(&d, &json), 0);
 	cr_assert_str_eq(json, "{\"prefix\":\"status\"}");
@@ -77,7 +68,7 @@ Test(proto, command_round_trip)
 	free(p);
 
 	mon_command_reply_encode(&r, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(mon_command_reply_decode(&d, &o, &status), 0);
 	cr_assert_eq(o.rc, -2);
@@ -103,7 +94,7 @@ Test(proto, boot_round_trip_and_long_host_refused)
 	strcpy(b.host, "host1");
 	enc_init(&e);
 	osd_boot_req_encode(&b, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_boot_req_decode(&d, &o), 0);
 	cr_assert_eq(o.id, 3);
@@ -128,7 +119,7 @@ Test(proto, boot_round_trip_and_long_host_refused)
 		enc_u64(&e, 0);
 		enc_end(&e, h);
 	}
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_lt(osd_boot_req_decode(&d, &o), 0);
 	free(p);
@@ -153,7 +144,7 @@ Test(proto, beacon_round_trip)
 	strcpy(slow.desc, "write 'a' from client.1");
 	enc_init(&e);
 	osd_beacon_encode(&b, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_beacon_decode(&d, &o), 0);
 	cr_assert_eq(o.id, 2);
@@ -182,7 +173,7 @@ Test(proto, beacon_v2_recovery_and_scrub_figures)
 
 	enc_init(&e);
 	osd_beacon_encode(&b, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_beacon_decode(&d, &o), 0);
 	cr_assert_eq(o.pgs[0].degraded, 5);
@@ -207,7 +198,7 @@ Test(proto, beacon_v2_recovery_and_scrub_figures)
 	pg.nbad = 2;
 	enc_init(&e);
 	osd_beacon_encode(&b, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	for (size_t i = 0; i + 6 <= n; i++) {
 		/* the nbad byte precedes the first bad entry's osd (1, LE), kind 3 */
 		if (p[i] == 2 && p[i + 1] == 1 && p[i + 2] == 0 && p[i + 3] == 0 &&
@@ -279,7 +270,7 @@ Test(proto, op_round_trip_single_data_not_copied)
 	cr_assert_eq(owned, false);
 	cr_assert_eq(data, ops[1].data);
 	cr_assert_eq(dlen, 5);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_req_decode(&d, data, dlen, &o), 0);
 	cr_assert_eq(o.reqid.client, req.reqid.client);
@@ -314,7 +305,7 @@ Test(proto, op_data_length_must_match)
 	make_op(&req, ops, kv);
 	enc_init(&e);
 	cr_assert_eq(osd_op_req_encode(&req, &e, &data, &dlen, &owned), 0);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_req_decode(&d, "hello!", 6, &o), -EBADMSG);
 	osd_op_req_clear(&o);
@@ -346,7 +337,7 @@ Test(proto, op_multiple_data_concatenated)
 	cr_assert(owned);
 	cr_assert_eq(dlen, 8);
 	cr_assert_eq(memcmp(data, "abchello", 8), 0);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_req_decode(&d, data, dlen, &o), 0);
 	cr_assert_eq(memcmp(o.ops[0].data, "abc", 3), 0);
@@ -372,7 +363,7 @@ Test(proto, op_unknown_code_refused)
 	ops[0].code = 200;
 	enc_init(&e);
 	cr_assert_eq(osd_op_req_encode(&req, &e, &data, &dlen, &owned), 0);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_req_decode(&d, data, dlen, &o), -EOPNOTSUPP);
 	osd_op_req_clear(&o);
@@ -400,7 +391,7 @@ Test(proto, op_too_many_kv_refused)
 	ops[2].kv = many;
 	enc_init(&e);
 	cr_assert_eq(osd_op_req_encode(&req, &e, &data, &dlen, &owned), 0);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_req_decode(&d, data, dlen, &o), 0);
 	osd_op_req_clear(&o);
@@ -408,7 +399,7 @@ Test(proto, op_too_many_kv_refused)
 	/* one more is -E2BIG */
 	ops[2].nkv = PROTO_KV_MAX + 1;
 	cr_assert_eq(osd_op_req_encode(&req, &e, &data, &dlen, &owned), 0);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_req_decode(&d, data, dlen, &o), -E2BIG);
 	osd_op_req_clear(&o);
@@ -429,7 +420,7 @@ Test(proto, reply_round_trip)
 
 	enc_init(&e);
 	osd_op_reply_encode(&r, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(osd_op_reply_decode(&d, 10, &o), 0);
 	cr_assert_eq(o.result, -ENODATA);
@@ -463,9 +454,9 @@ Test(proto, random_damage_never_crashes)
 	make_op(&req, ops, kv);
 	enc_init(&e);
 	cr_assert_eq(osd_op_req_encode(&req, &e, &data, &dlen, &owned), 0);
-	p1 = take(&e, &n1);
+	p1 = cr_enc_take(&e, &n1);
 	osd_beacon_encode(&b, &e);
-	p2 = take(&e, &n2);
+	p2 = cr_enc_take(&e, &n2);
 	m = malloc(n1 > n2 ? n1 : n2);
 	for (int i = 0; i < 10000; i++) {
 		size_t n = (i & 1) ? n1 : n2;
@@ -510,7 +501,7 @@ Test(proto, map_message_round_trip)
 	cr_assert_eq(osdmap_inc_set_pool(&inc[1], &pool), 0);
 	enc_init(&e);
 	mon_map_msg_encode(m, inc, 2, &e);
-	p = take(&e, &n);
+	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(mon_map_msg_decode(&d, &out), 0);
 	cr_assert_not_null(out.full);
