@@ -155,6 +155,7 @@ int cl_proc_start_time(pid_t pid, unsigned long long *start)
 {
 	char path[64], buf[1024], *p;
 	char state;
+	long threads;
 	ssize_t n;
 	int fd;
 
@@ -175,9 +176,14 @@ int cl_proc_start_time(pid_t pid, unsigned long long *start)
 	 * cminflt majflt cmajflt utime stime cutime cstime priority nice
 	 * num_threads itrealvalue starttime(22) */
 	if (sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
-		   "%*d %*d %*d %*d %*d %*d %llu", &state, start) != 2)
+		   "%*d %*d %*d %*d %ld %*d %llu", &state, &threads, start) != 3)
 		return -EIO;
-	if (state == 'Z' || state == 'X')
+	/* A killed process's first thread can be a zombie while its other
+	 * threads are still exiting: the last of them tears the memory down
+	 * (long for a sanitizer build's) and only then closes the files, its
+	 * listening socket among them.  So it is gone only once it is a
+	 * zombie with no other thread left. */
+	if (state == 'X' || (state == 'Z' && threads <= 1))
 		return -ESRCH;
 	return 0;
 }
