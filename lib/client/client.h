@@ -197,6 +197,7 @@ struct client_req {
 	int32_t target;
 	uint64_t need_epoch;		/* waiting for this map epoch */
 	uint64_t timer;			/* op timeout timer, 0 = none */
+	uint64_t retry_timer;		/* a pending resend (req_retry_later_locked), 0 = none */
 	uint64_t bytes;			/* charged to the throttle */
 	/* Messages still holding the caller's write buffer by reference
 	 * (sent from it without a copy).  The caller may free the buffer

@@ -110,6 +110,11 @@ static bool req_done_locked(struct client_req *r)
 	if (r->timer && c->msgr && msgr_timer_cancel(c->msgr, r->timer))
 		r->refs--;	/* the timer's; the list's is still held */
 	r->timer = 0;
+	/* a resend still waiting would hold its reference past a shutdown
+	 * that stops the loop before the timer runs */
+	if (r->retry_timer && c->msgr && msgr_timer_cancel(c->msgr, r->retry_timer))
+		r->refs--;
+	r->retry_timer = 0;
 	return true;
 }
 
@@ -200,6 +205,9 @@ static void req_retry_cb(void *arg)
 {
 	struct client_req *r = arg;
 
+	pthread_mutex_lock(&r->c->lock);
+	r->retry_timer = 0;
+	pthread_mutex_unlock(&r->c->lock);
 	req_kick(r);
 	req_put(r);
 }
@@ -210,8 +218,11 @@ static void req_retry_later_locked(struct client_req *r)
 	struct atoll_cluster *c = r->c;
 
 	r->target = -1;
+	if (r->retry_timer)
+		return;		/* one resend waits already */
 	r->refs++;
-	if (!msgr_timer(c->msgr, CLIENT_RETRY_MS, req_retry_cb, r))
+	r->retry_timer = msgr_timer(c->msgr, CLIENT_RETRY_MS, req_retry_cb, r);
+	if (!r->retry_timer)
 		r->refs--;	/* ENOMEM: the next map change kicks it */
 }
 
