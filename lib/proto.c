@@ -128,16 +128,19 @@ out_clear:
 	return r;
 }
 
-void mon_command_encode(const char *json, struct enc *e)
+void mon_command_encode(const char *json, const struct mon_reqid *id, struct enc *e)
 {
 	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
 
 	enc_str(e, json);
+	enc_u64(e, id ? id->client : 0);
+	enc_u64(e, id ? id->seq : 0);
 	enc_end(e, h);
 }
 
-int mon_command_decode(struct dec *d, char **json)
+int mon_command_decode(struct dec *d, char **json, struct mon_reqid *id)
 {
+	struct mon_reqid rid = { 0, 0 };
 	struct dec b;
 	const char *p;
 	size_t n;
@@ -149,6 +152,10 @@ int mon_command_decode(struct dec *d, char **json)
 	p = dec_blob(&b, &n, PROTO_COMMAND_MAX);
 	if (p && memchr(p, '\0', n))
 		dec_fail(&b, -EBADMSG);
+	if (dec_left(&b) > 0) {		/* appended in 0.2: the request id */
+		rid.client = dec_u64(&b);
+		rid.seq = dec_u64(&b);
+	}
 	r = dec_msg_end(d, &b);
 	if (r < 0)
 		return r;
@@ -157,7 +164,84 @@ int mon_command_decode(struct dec *d, char **json)
 		return -ENOMEM;
 	memcpy(*json, p ? p : "", n);
 	(*json)[n] = '\0';
+	if (id)
+		*id = rid;
 	return 0;
+}
+
+/* ---- MONMAP ---- */
+
+static bool monmap_name_ok(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+void monmap_msg_encode(const struct monmap_msg *m, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_raw(e, m->fsid, 16);
+	enc_u64(e, m->incarnation);
+	enc_u64(e, m->epoch);
+	enc_u64(e, m->term);
+	enc_u32(e, (uint32_t)m->leader);
+	enc_u32(e, (uint32_t)m->self);
+	enc_u32(e, m->nmons);
+	for (uint32_t i = 0; i < m->nmons && i < MONMAP_MONS_MAX; i++) {
+		enc_str(e, m->mons[i].name);
+		enc_str(e, m->mons[i].addr);
+		enc_u64(e, m->mons[i].id);
+		enc_u8(e, m->mons[i].voter ? 1 : 0);
+	}
+	enc_end(e, h);
+}
+
+int monmap_msg_decode(struct dec *d, struct monmap_msg *m)
+{
+	const void *fsid;
+	struct dec b;
+	uint8_t voter;
+
+	memset(m, 0, sizeof(*m));
+	if (dec_msg_begin(d, PROTO_COMPAT, &b))
+		return d->err;
+	fsid = dec_raw(&b, 16);
+	if (fsid)
+		memcpy(m->fsid, fsid, 16);
+	m->incarnation = dec_u64(&b);
+	m->epoch = dec_u64(&b);
+	m->term = dec_u64(&b);
+	m->leader = (int32_t)dec_u32(&b);
+	m->self = (int32_t)dec_u32(&b);
+	m->nmons = dec_count(&b, MONMAP_MONS_MAX, 14);
+	for (uint32_t i = 0; i < m->nmons && !b.err; i++) {
+		struct monmap_member *mm = &m->mons[i];
+
+		if (dec_str(&b, mm->name, MONMAP_NAME_MAX) < 0 ||
+		    dec_str(&b, mm->addr, OSDMAP_ADDR_MAX) < 0)
+			break;
+		mm->id = dec_u64(&b);
+		voter = dec_u8(&b);
+		if (b.err)
+			break;
+		if (!monmap_name_ok(mm->name) || !mm->addr[0] || mm->id == 0 || voter > 1)
+			dec_fail(&b, -EBADMSG);
+		mm->voter = voter == 1;
+		for (uint32_t j = 0; j < i; j++)
+			if (m->mons[j].id == mm->id || strcmp(m->mons[j].name, mm->name) == 0)
+				dec_fail(&b, -EBADMSG);
+	}
+	if (!b.err && (m->nmons == 0 || m->incarnation == 0 || m->epoch == 0 ||
+		       m->leader < -1 || m->leader >= (int32_t)m->nmons ||
+		       m->self < -1 || m->self >= (int32_t)m->nmons))
+		dec_fail(&b, -EBADMSG);
+	return dec_msg_end(d, &b);
 }
 
 void mon_command_reply_encode(const struct mon_command_reply *r, struct enc *e)

@@ -11,7 +11,8 @@
  * Who talks to whom:
  *   client/osd -> mon  SUBSCRIBE, COMMAND, OSD_NEW, OSD_BOOT, OSD_BEACON,
  *                      OSD_FAILURE, OSD_STOPPING
- *   mon -> client/osd  MAP (one-way, pushed to subscribers)
+ *   mon -> client/osd  MAP (one-way, pushed to subscribers), MONMAP
+ *   mon <-> mon        RAFT (front owned by mon/, opaque here)
  *   client -> osd      OSD_OP (reply: OSD_OP | MSG_F_REPLY)
  *   osd -> osd         REP_OP, OSD_PING, PG_QUERY, ... (fronts defined by
  *                      osd/, opaque here)
@@ -22,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "osdmap.h"
 
 struct enc;
 struct dec;
@@ -39,6 +42,8 @@ enum msg_type {
 	MT_OSD_FAILURE = 16,
 	MT_OSD_STOPPING = 17,
 	MT_OSD_PG_TEMP = 18,
+	MT_MON_MONMAP = 19,	/* mon -> anyone: the monitors and the leader */
+	MT_MON_RAFT = 20,	/* mon <-> mon: the replicated log (mon/) */
 	MT_OSD_OP = 30,
 	/* 31..59: between OSDs, fronts owned by osd/ */
 	MT_REP_OP = 31,
@@ -93,8 +98,13 @@ void mon_map_msg_clear(struct mon_map_msg *m);
  * rc (0 or negative errno), status (one sentence for the user, may be
  * empty) and output (JSON when format is json, text otherwise; for
  * "mon backup" the binary backup). */
-struct mon_command {
-	const char *json;		/* NUL-terminated (decoded: copied) */
+/* A request id: the sender's random id and its own sequence number.
+ * A monitor keeps the ids of the mutating commands it applied in its
+ * replicated state, so a command resent (e.g. across a leader change)
+ * with the same id is answered, not applied twice.  {0, 0} = none. */
+struct mon_reqid {
+	uint64_t client;
+	uint64_t seq;
 };
 struct mon_command_reply {
 	int32_t rc;
@@ -102,13 +112,48 @@ struct mon_command_reply {
 	const void *out;
 	uint32_t out_len;
 };
-void mon_command_encode(const char *json, struct enc *e);
-/* json is written into buf (cap PROTO_COMMAND_MAX); caller frees *json. */
-int mon_command_decode(struct dec *d, char **json);
+/* id may be NULL (no request id). */
+void mon_command_encode(const char *json, const struct mon_reqid *id, struct enc *e);
+/* *json is malloc'd (cap PROTO_COMMAND_MAX); caller frees it.  id (may be
+ * NULL) gets the request id, {0, 0} when the sender gave none. */
+int mon_command_decode(struct dec *d, char **json, struct mon_reqid *id);
 void mon_command_reply_encode(const struct mon_command_reply *r, struct enc *e);
 /* status is copied into a malloc'd string the caller frees; out points
  * into the message. */
 int mon_command_reply_decode(struct dec *d, struct mon_command_reply *r, char **status);
+
+/* MONMAP: who the monitors are and which one leads.  A monitor sends it
+ * one-way (tid 0) on every connection from a non-monitor as soon as the
+ * handshake completes, and again when the leader or the membership
+ * changes.  A monitor that does not serve a request (a follower asked
+ * for a command or an OSD message, or a member that knows no leader)
+ * answers it with a MONMAP reply (MSG_F_REPLY, the request's tid); the
+ * sender resends the request to the leader it names, or hunts among the
+ * members when leader is -1.  A receiver ignores a MONMAP of another
+ * fsid, or of an older incarnation than one it has seen (a monitor
+ * cluster rebuilt from one survivor stamps a new incarnation; the old
+ * quorum, if it comes back, is refused). */
+#define MONMAP_MONS_MAX		15
+#define MONMAP_NAME_MAX		31	/* name bytes: [A-Za-z0-9_-] */
+struct monmap_member {
+	char name[MONMAP_NAME_MAX + 1];
+	char addr[OSDMAP_ADDR_MAX + 1];	/* "ip:port" */
+	uint64_t id;			/* the member's raft id, > 0 */
+	bool voter;			/* false: joining, not yet caught up */
+};
+struct monmap_msg {
+	uint8_t fsid[16];
+	uint64_t incarnation;		/* > 0 */
+	uint64_t epoch;			/* membership version, > 0 */
+	uint64_t term;			/* the sender's raft term */
+	int32_t leader;			/* index into mons; -1 = none known */
+	int32_t self;			/* the sender's index; -1 = not a member */
+	uint32_t nmons;			/* 1..MONMAP_MONS_MAX */
+	struct monmap_member mons[MONMAP_MONS_MAX];
+};
+void monmap_msg_encode(const struct monmap_msg *m, struct enc *e);
+/* Checks every field (names, addresses, indexes in range, ids unique). */
+int monmap_msg_decode(struct dec *d, struct monmap_msg *m);
 
 /* OSD_NEW: allocates an id for a new OSD (atoll-osd --mkfs).  The same
  * uuid asked twice gets the same id; want_id >= 0 asks for that id (a

@@ -293,7 +293,7 @@ void mon_handle_command(struct mon *mon, struct msg *m)
 		return;
 	}
 	dec_init(&d, m->front, m->front_len);
-	rc = mon_command_decode(&d, &json);
+	rc = mon_command_decode(&d, &json, NULL);
 	if (rc < 0)
 		cmd_fail(&o, rc, "the command message is malformed");
 	else

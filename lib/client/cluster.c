@@ -565,7 +565,7 @@ int atoll_mon_command(struct atoll_cluster *c, const char *json,
 		return -ENOTCONN;
 
 	enc_init(&e);
-	mon_command_encode(json, &e);
+	mon_command_encode(json, NULL, &e);
 	m = msg_new(MT_MON_COMMAND, &e);
 	enc_free(&e);
 	if (!m) {

@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	dec_init(&d, data + 1, size - 1);
-	switch (data[0] % 10) {
+	switch (data[0] % 11) {
 	case 0:
 		check_map(data + 1, size - 1);
 		break;
@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	}
 	case 7:
-		if (mon_command_decode(&d, &s) == 0)
+		if (mon_command_decode(&d, &s, NULL) == 0)
 			free(s);
 		break;
 	case 8: {
@@ -114,6 +114,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		(void)mon_command_reply_decode(&d, &r, &s);
 		free(s);
+		break;
+	}
+	case 10: {
+		struct monmap_msg mm, again;
+		struct enc e;
+		struct dec d2;
+
+		if (monmap_msg_decode(&d, &mm) != 0)
+			break;
+		/* what decodes re-encodes to the same monmap */
+		enc_init(&e);
+		monmap_msg_encode(&mm, &e);
+		dec_init(&d2, e.buf, e.len);
+		if (monmap_msg_decode(&d2, &again) != 0 ||
+		    memcmp(&mm, &again, sizeof(mm)) != 0)
+			abort();
+		enc_free(&e);
 		break;
 	}
 	default: {

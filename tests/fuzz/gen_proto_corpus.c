@@ -92,10 +92,37 @@ int main(int argc, char **argv)
 	strcpy(boot.host, "h0");
 	osd_boot_req_encode(&boot, &e);
 	r |= corpus_put_enc(argv[1], "boot", 6, &e);
-	mon_command_encode("{\"prefix\":\"status\"}", &e);
+	mon_command_encode("{\"prefix\":\"status\"}", NULL, &e);
 	r |= corpus_put_enc(argv[1], "command", 7, &e);
 	mon_command_reply_encode(&cr, &e);
 	r |= corpus_put_enc(argv[1], "command-reply", 8, &e);
+	{
+		struct mon_reqid id = { 0x1234, 7 };
+
+		mon_command_encode("{\"prefix\":\"osd out\",\"ids\":[1]}", &id, &e);
+		r |= corpus_put_enc(argv[1], "command-reqid", 7, &e);
+	}
+	{
+		struct monmap_msg mm;
+
+		memset(&mm, 0, sizeof(mm));
+		memset(mm.fsid, 0xab, 16);
+		mm.incarnation = 1;
+		mm.epoch = 2;
+		mm.term = 5;
+		mm.leader = 1;
+		mm.self = 0;
+		mm.nmons = 3;
+		for (int i = 0; i < 3; i++) {
+			snprintf(mm.mons[i].name, sizeof(mm.mons[i].name), "%c", 'a' + i);
+			snprintf(mm.mons[i].addr, sizeof(mm.mons[i].addr), "127.0.0.%d:6789",
+				 i + 2);
+			mm.mons[i].id = (uint64_t)i + 1;
+			mm.mons[i].voter = true;
+		}
+		monmap_msg_encode(&mm, &e);
+		r |= corpus_put_enc(argv[1], "monmap", 10, &e);
+	}
 	osdmap_inc_clear(&inc);
 	osdmap_free(m);
 	enc_free(&e);

@@ -338,7 +338,7 @@ int mh_cmd(struct mh *h, const char *json, char **status, char **out)
 	int rc;
 
 	enc_init(&e);
-	mon_command_encode(json, &e);
+	mon_command_encode(json, NULL, &e);
 	rep = mh_call(h, MT_MON_COMMAND, &e);
 	cr_assert(rep, "no reply to command %s", json);
 	dec_init(&d, rep->front, rep->front_len);
@@ -432,7 +432,7 @@ void mh_barrier(struct mh *h, struct msg_conn *c)
 	struct enc e;
 
 	enc_init(&e);
-	mon_command_encode("{\"prefix\":\"osd ls\"}", &e);
+	mon_command_encode("{\"prefix\":\"osd ls\"}", NULL, &e);
 	rep = mh_call_on(h, c, MT_MON_COMMAND, &e);
 	cr_assert(rep, "no reply from the monitor");
 	msg_free(rep);

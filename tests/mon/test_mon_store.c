@@ -116,7 +116,7 @@ Test(mon_store, backup_and_restore)
 		char *s;
 
 		enc_init(&en);
-		mon_command_encode("{\"prefix\":\"mon backup\"}", &en);
+		mon_command_encode("{\"prefix\":\"mon backup\"}", NULL, &en);
 		m = mh_call(&h, MT_MON_COMMAND, &en);
 		cr_assert(m);
 		dec_init(&d, m->front, m->front_len);

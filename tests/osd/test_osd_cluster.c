@@ -196,7 +196,7 @@ static int mon_command(const char *json, char *out, size_t outlen)
 	int r;
 
 	enc_init(&e);
-	mon_command_encode(json, &e);
+	mon_command_encode(json, NULL, &e);
 	m = msg_new(MT_MON_COMMAND, &e);
 	enc_free(&e);
 	r = msg_call_wait(mon, m, 10000, &reply);

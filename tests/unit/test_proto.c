@@ -48,6 +48,79 @@ Test(proto, trailing_bytes_refused)
 	free(p);
 }
 
+Test(proto, command_reqid)
+{
+	struct mon_reqid id = { 0xfeedu, 42 }, got = { 1, 1 };
+	struct enc e;
+	struct dec d;
+	char *json;
+	size_t n;
+	void *p;
+
+	enc_init(&e);
+	mon_command_encode("{}", &id, &e);
+	p = cr_enc_take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(mon_command_decode(&d, &json, &got), 0);
+	cr_assert_eq(got.client, 0xfeedu);
+	cr_assert_eq(got.seq, 42);
+	free(json);
+	free(p);
+}
+
+Test(proto, monmap_round_trip_and_checks)
+{
+	struct monmap_msg m, o;
+	struct enc e;
+	struct dec d;
+	size_t n;
+	void *p;
+
+	memset(&m, 0, sizeof(m));
+	m.incarnation = 3;
+	m.epoch = 1;
+	m.term = 9;
+	m.leader = 2;
+	m.self = -1;
+	m.nmons = 3;
+	for (int i = 0; i < 3; i++) {
+		snprintf(m.mons[i].name, sizeof(m.mons[i].name), "m%d", i);
+		snprintf(m.mons[i].addr, sizeof(m.mons[i].addr), "127.0.0.%d:1", i + 2);
+		m.mons[i].id = (uint64_t)(10 + i);
+		m.mons[i].voter = i != 1;
+	}
+	enc_init(&e);
+	monmap_msg_encode(&m, &e);
+	p = cr_enc_take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(monmap_msg_decode(&d, &o), 0);
+	cr_assert_eq(memcmp(&m, &o, sizeof(m)), 0);
+	free(p);
+
+	/* a leader index out of range, a duplicate id, a bad name */
+	m.leader = 3;
+	monmap_msg_encode(&m, &e);
+	p = cr_enc_take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(monmap_msg_decode(&d, &o), -EBADMSG);
+	free(p);
+	m.leader = 0;
+	m.mons[2].id = 10;
+	monmap_msg_encode(&m, &e);
+	p = cr_enc_take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(monmap_msg_decode(&d, &o), -EBADMSG);
+	free(p);
+	m.mons[2].id = 12;
+	strcpy(m.mons[1].name, "a b");
+	monmap_msg_encode(&m, &e);
+	p = cr_enc_take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(monmap_msg_decode(&d, &o), -EBADMSG);
+	free(p);
+	enc_free(&e);
+}
+
 Test(proto, command_round_trip)
 {
 	struct enc e;
@@ -59,10 +132,10 @@ Test(proto, command_round_trip)
 	void *p;
 
 	enc_init(&e);
-	mon_command_encode("{\"prefix\":\"status\"}", &e);
+	mon_command_encode("{\"prefix\":\"status\"}", NULL, &e);
 	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
-	cr_assert_eq(mon_command_decode(&d, &json), 0);
+	cr_assert_eq(mon_command_decode(&d, &json, NULL), 0);
 	cr_assert_str_eq(json, "{\"prefix\":\"status\"}");
 	free(json);
 	free(p);
