@@ -880,7 +880,7 @@ bool monc_dispatch(struct monc *mc, struct msg_conn *c, struct msg *m)
 	struct msg_conn *retire = NULL;
 	bool changed = false, stay;
 
-	if (m->type != MT_MON_MONMAP)
+	if (!mc || m->type != MT_MON_MONMAP)
 		return false;
 	if (monmap_decode_msg(m, &mm) < 0) {
 		log_warn(mc->who, "malformed monitor map from %s", msg_conn_addr(c));
