@@ -99,9 +99,11 @@ static uint64_t now_ns(void)
 /* An op that took from start to now (ack: an acknowledged mutation). */
 static void note_op(uint64_t start, bool ack)
 {
-	uint64_t now = now_ns(), d = now - start;
+	uint64_t now, d;
 
 	pthread_mutex_lock(&lock);
+	now = now_ns();	/* under the lock: acks are noted in time order */
+	d = now - start;
 	if (d > tm.op_max)
 		tm.op_max = d;
 	if (d > tm.window_op_max)
