@@ -192,7 +192,7 @@ static void usage(FILE *f)
 "\n"
 "  --mkfs          create the store and register a new OSD with the monitor\n"
 "  --data DIR      the OSD's folder (osd_data)\n"
-"  --mon IP:PORT   the monitor (mon_host; default 127.0.0.1:6789)\n"
+"  --mon LIST      the monitors, IP:PORT[,IP:PORT...] (mon_host; default 127.0.0.1:6789)\n"
 "  --id N          keep this id (a replaced disk)\n"
 "  --size SIZE     size of the block file made by --mkfs (osd_store_size, 10G)\n"
 "  --addr IP[:P]   the address to bind (osd_addr; port 0 or none = any)\n"
