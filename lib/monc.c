@@ -882,13 +882,18 @@ bool monc_dispatch(struct monc *mc, struct msg_conn *c, struct msg *m)
 
 	if (!mc || m->type != MT_MON_MONMAP)
 		return false;
+	if (!monc_owns(mc, c)) {
+		/* only the monitors we dialled tell us who the monitors are */
+		msg_free(m);
+		return true;
+	}
 	if (monmap_decode_msg(m, &mm) < 0) {
 		log_warn(mc->who, "malformed monitor map from %s", msg_conn_addr(c));
 		msg_free(m);
 		return true;
 	}
 	pthread_mutex_lock(&mc->lock);
-	if (!mc->stopped && monmap_learn(mc, &mm, &changed) == 0 && monc_owns(mc, c))
+	if (!mc->stopped && monmap_learn(mc, &mm, &changed) == 0)
 		retire = monmap_follow(mc, c, &mm, &stay);
 	pthread_mutex_unlock(&mc->lock);
 	msg_free(m);

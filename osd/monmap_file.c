@@ -25,14 +25,29 @@
 #define MONMAP_FILE_MAGIC	0x4d4d5441u	/* "ATMM" */
 #define MONMAP_FILE_MAX		(64u << 10)
 
+int osd_monmap_file_decode(const void *buf, size_t n, struct monmap_msg *mm)
+{
+	struct dec d;
+	uint32_t len, crc;
+	const void *body;
+
+	dec_init(&d, buf, n);
+	if (dec_u32(&d) != MONMAP_FILE_MAGIC)
+		return -EBADMSG;
+	len = dec_u32(&d);
+	body = d.err || len > n ? NULL : dec_raw(&d, len);
+	crc = dec_u32(&d);
+	if (!body || d.err || dec_finish(&d) || atoll__crc32c(0, body, len) != crc)
+		return -EBADMSG;
+	dec_init(&d, body, len);
+	return monmap_msg_decode(&d, mm);
+}
+
 int osd_monmap_load(const char *dir, struct monmap_msg *mm)
 {
 	char path[4096];
 	uint8_t *buf;
 	ssize_t n;
-	struct dec d;
-	uint32_t len, crc;
-	const void *body;
 	int fd, r;
 
 	snprintf(path, sizeof(path), "%s/monmap", dir);
@@ -47,20 +62,8 @@ int osd_monmap_load(const char *dir, struct monmap_msg *mm)
 	n = read(fd, buf, MONMAP_FILE_MAX);
 	r = n < 0 ? -errno : 0;
 	close(fd);
-	if (r)
-		goto out_free;
-	dec_init(&d, buf, (size_t)n);
-	r = -EBADMSG;
-	if (dec_u32(&d) != MONMAP_FILE_MAGIC)
-		goto out_free;
-	len = dec_u32(&d);
-	body = dec_raw(&d, len);
-	crc = dec_u32(&d);
-	if (!body || d.err || dec_finish(&d) || atoll__crc32c(0, body, len) != crc)
-		goto out_free;
-	dec_init(&d, body, len);
-	r = monmap_msg_decode(&d, mm);
-out_free:
+	if (r == 0)
+		r = osd_monmap_file_decode(buf, (size_t)n, mm);
 	free(buf);
 	return r;
 }

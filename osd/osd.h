@@ -155,6 +155,8 @@ struct osd {
 struct monmap_msg;
 int osd_monmap_load(const char *dir, struct monmap_msg *mm);
 int osd_monmap_save(const char *dir, const struct monmap_msg *mm);
+/* The file's bytes (n of them) -> mm; -EBADMSG for anything malformed. */
+int osd_monmap_file_decode(const void *buf, size_t n, struct monmap_msg *mm);
 int osd_map_load(struct osd *osd);		/* DIR/osdmap at startup */
 void osd_map_subscribe(struct osd *osd);
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
