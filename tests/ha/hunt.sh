@@ -11,7 +11,9 @@
 # library with 16 ops in flight across a monitor restart (`atoll-cluster
 # mon stop` / `start`) and a map change after it: every acknowledged write
 # reads back, no op fails, and the longest op stall is printed; last, a
-# new OSD made (OSD_NEW) and started (boot, beacons) by hand, then stopped.
+# new OSD made (OSD_NEW) and started (boot, beacons) by hand through a fake
+# follower, stopped, and started again with only the dead address: it
+# finds the monitor in the monitor map it saved.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
@@ -48,7 +50,9 @@ stop_helpers() {
 cleanup_hook=stop_helpers
 
 # ---- the redirect path, against a fake follower
-"$redirect_bin" "$ATOLL_CONF" "$real" || fail "ha-redirect"
+"$redirect_bin" "$ATOLL_CONF" "$real" | sed 's/^/  redirect: /'
+[ "${PIPESTATUS[0]}" = 0 ] || fail "ha-redirect"
+ok "ha-redirect: monc and the library follow a fake follower's MONMAPs"
 
 # ---- the CLI: whichever monitor it tries first, it gets an answer soon
 for i in 1 2 3 4 5 6; do
@@ -101,9 +105,9 @@ sleep 2
 echo "mark mon-start" >&9
 # a map change the client must hear of through its new session
 sleep 1
-atoll osd out 2 >/dev/null || fail "osd out 2 after the restart"
+atoll osd out 2 >/dev/null 2>&1 || fail "osd out 2 after the restart"
 sleep 3
-atoll osd in 2 >/dev/null || fail "osd in 2"
+atoll osd in 2 >/dev/null 2>&1 || fail "osd in 2"
 sleep 3
 echo stall >&9
 echo stop >&9
@@ -122,26 +126,48 @@ grep -q 'timeouts 0 errors 0 lost 0 wrong 0 stale 0 version_bad 0' "$tmp/client.
 grep -q '^mark mon-start: first write' "$tmp/client.out" || fail "no write after the restart"
 ok "16 ops in flight across a monitor restart and a map change: no op lost or failed"
 
-# ---- an OSD made and started with the list
+# ---- an OSD made and started with the list, and the monitor map it keeps
+# A fake follower announces the real monitor as leader: the OSD follows it
+# (mkfs's OSD_NEW, boot, beacons), saves the monitor map in DIR/monmap, and
+# at its next start finds the real monitor with only a dead mon_host.
+"$redirect_bin" --serve announce "$ATOLL_CONF" "$real" >"$tmp/fake.out" 2>&1 &
+pids+=($!)
+for i in $(seq 50); do grep -q '^serving' "$tmp/fake.out" && break; sleep 0.1; done
+fake=$(sed -n 's/^serving //p' "$tmp/fake.out")
+[ -n "$fake" ] || fail "the fake monitor did not start: $(cat "$tmp/fake.out")"
 mkdir -p "$tmp/osdx"
-"$osd_bin" --mkfs --data "$tmp/osdx/d" --mon "$list" --conf "$ATOLL_CONF" \
+"$osd_bin" --mkfs --data "$tmp/osdx/d" --mon "$dead,$fake" --conf "$ATOLL_CONF" \
 	>"$tmp/osdx/mkfs.out" 2>"$tmp/osdx/mkfs.err" || { cat "$tmp/osdx/mkfs.err" >&2; fail "osd --mkfs"; }
 id=$(tail -n 1 "$tmp/osdx/mkfs.out")
-"$osd_bin" --data "$tmp/osdx/d" --addr 127.0.0.9 --host hostx --mon "$list" \
-	--conf "$ATOLL_CONF" >"$tmp/osdx/osd.log" 2>&1 &
-osd_pid=$!
-pids+=($osd_pid)
-for i in $(seq 150); do
-	atoll osd tree --format json 2>/dev/null |
-		python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(0 if any(o['id']==$id and o['status']=='up' for h in j['hosts'] for o in h['osds']) else 1)" &&
-		break
-	sleep 0.2
-done
-atoll osd tree --format json | pyjson "any(o['id'] == $id and o['status'] == 'up' for h in j['hosts'] for o in h['osds'])"
-kill "$osd_pid"
-for i in $(seq 100); do kill -0 "$osd_pid" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$osd_pid" 2>/dev/null || fail "osd.$id did not stop within 10 s"
-wait "$osd_pid" 2>/dev/null || true
-pids=()
-atoll osd tree --format json | pyjson "any(o['id'] == $id and o['status'] == 'down' for h in j['hosts'] for o in h['osds'])"
-ok "osd.$id made, booted and stopped with mon_host = $list"
+
+osd_up() {	# MON-LIST: starts the OSD and waits until the map says it is up
+	"$osd_bin" --data "$tmp/osdx/d" --addr 127.0.0.9 --host hostx --mon "$1" \
+		--conf "$ATOLL_CONF" >>"$tmp/osdx/osd.log" 2>&1 &
+	osd_pid=$!
+	pids+=($osd_pid)
+	for i in $(seq 150); do
+		atoll osd tree --format json 2>/dev/null | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(0 if any(o['id']==$id and o['status']=='up' for h in j['hosts'] for o in h['osds']) else 1)" &&
+			return 0
+		kill -0 "$osd_pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	tail -n 20 "$tmp/osdx/osd.log" >&2
+	fail "osd.$id did not come up with mon_host $1"
+}
+osd_stop() {
+	kill "$osd_pid"
+	for i in $(seq 100); do kill -0 "$osd_pid" 2>/dev/null || break; sleep 0.1; done
+	! kill -0 "$osd_pid" 2>/dev/null || fail "osd.$id did not stop within 10 s"
+	wait "$osd_pid" 2>/dev/null || true
+	local keep=() p
+	for p in "${pids[@]}"; do [ "$p" = "$osd_pid" ] || keep+=("$p"); done
+	pids=("${keep[@]}")
+	atoll osd tree --format json | pyjson "any(o['id'] == $id and o['status'] == 'down' for h in j['hosts'] for o in h['osds'])"
+}
+osd_up "$dead,$fake"
+[ -s "$tmp/osdx/d/monmap" ] || fail "osd.$id saved no monitor map"
+osd_stop
+ok "osd.$id made, booted and stopped through a follower that names the leader"
+osd_up "$dead"
+osd_stop
+ok "osd.$id restarted with only a dead mon_host finds the monitor in its saved map"

@@ -3,6 +3,11 @@
  * a fake monitor in this program and the real one of a running cluster.
  *
  *   ha-redirect CONF REAL_MON_ADDR
+ *   ha-redirect --serve MODE CONF REAL_MON_ADDR
+ *
+ * The first form runs the cases below; the second only runs a fake
+ * monitor in MODE (reply, announce, noleader), prints "serving ADDR" and
+ * serves until it is killed (for daemons started by the test script).
  *
  * Until the monitors run as a quorum no real monitor sends MONMAP, so a
  * fake one (a messenger that says it is a monitor) plays the follower:
@@ -408,8 +413,19 @@ int main(int argc, char **argv)
 	char list[160];
 	int r;
 
+	if (argc == 5 && strcmp(argv[1], "--serve") == 0) {
+		enum mode mode = strcmp(argv[2], "announce") == 0 ? M_ANNOUNCE :
+				 strcmp(argv[2], "noleader") == 0 ? M_NOLEADER : M_REPLY;
+
+		read_fsid(argv[3]);
+		fake_start(&f, mode, argv[4]);
+		printf("serving %s\n", f.addr);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: ha-redirect CONF REAL_MON_ADDR\n");
+		fprintf(stderr, "usage: ha-redirect [--serve MODE] CONF REAL_MON_ADDR\n");
 		return 2;
 	}
 	conf = argv[1];
