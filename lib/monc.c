@@ -582,7 +582,7 @@ static void attempt_reply(void *arg, struct msg *reply, int err)
 	struct mcall *r = a->rec;
 	struct monc *mc = r->mc;
 	struct msg_conn *retire = NULL;
-	bool again = false, complete = false;
+	bool complete = false;	/* else it stays queued for the next session */
 	int cerr = err;
 
 	pthread_mutex_lock(&mc->lock);
@@ -607,15 +607,11 @@ static void attempt_reply(void *arg, struct msg *reply, int err)
 		if (r->flags & MONC_CALL_ONCE) {
 			complete = true;
 			cerr = -EAGAIN;
-		} else {
-			again = true;
 		}
 	} else if (err == -ECONNRESET) {
 		if (r->flags & MONC_CALL_ONCE) {
 			complete = true;
 			cerr = -EAGAIN;
-		} else {
-			again = true;
 		}
 	} else {
 		if (!err)
@@ -624,7 +620,6 @@ static void attempt_reply(void *arg, struct msg *reply, int err)
 	}
 	if (complete)
 		rec_finish_locked(mc, r);
-	(void)again;	/* stays queued: the next session sends it */
 	rec_put_locked(r);	/* the attempt's */
 	pthread_mutex_unlock(&mc->lock);
 	free(a);
