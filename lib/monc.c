@@ -199,9 +199,80 @@ struct monc {
 	struct mcall *all;
 	struct oneway *ow_head, *ow_tail;
 	uint32_t now;
+	/* One-way messages sent on a session not confirmed yet (no MONMAP
+	 * has said it is with the leader, and it is younger than
+	 * MONC_CONFIRM_MS): copies, sent again on the next session if this
+	 * one turns out to be a follower's, which drops them. */
+	bool sess_confirmed;
+	uint64_t sess_open_ms;
+	struct oneway *kept_head, *kept_tail;
+	uint32_t nkept;
 };
 
+/* A monitor sends its MONMAP right after the handshake: a session that
+ * heard none for this long is with a monitor that serves it (one that
+ * sends no MONMAP at all serves everything). */
+#define MONC_CONFIRM_MS	1000u
+
 /* the priv of monc's connections: c's priv == mc */
+
+static void ow_free_list(struct oneway *ow)
+{
+	while (ow) {
+		struct oneway *next = ow->next;
+
+		msg_free(ow->m);
+		free(ow);
+		ow = next;
+	}
+}
+
+/* The session is known to serve (requeue false) or is left for another
+ * (requeue true): what was kept is dropped, or goes first on the next
+ * session (lock held). */
+static void kept_settle(struct monc *mc, bool requeue)
+{
+	struct oneway *k = mc->kept_head, *last = mc->kept_tail;
+
+	mc->kept_head = mc->kept_tail = NULL;
+	if (requeue && k) {
+		last->next = mc->ow_head;
+		if (!mc->ow_head)
+			mc->ow_tail = last;
+		mc->ow_head = k;
+		mc->now += mc->nkept;
+	} else {
+		ow_free_list(k);
+	}
+	mc->nkept = 0;
+}
+
+/* Confirms an open session that is old enough (lock held). */
+static void confirm_by_age(struct monc *mc)
+{
+	if (mc->sess_open && !mc->sess_confirmed &&
+	    mono_now_ms() - mc->sess_open_ms >= MONC_CONFIRM_MS) {
+		mc->sess_confirmed = true;
+		kept_settle(mc, false);
+	}
+}
+
+/* A copy of m (our own message: front and data) to keep. */
+static struct msg *msg_dup(const struct msg *m)
+{
+	struct enc e;
+	struct msg *d;
+
+	enc_init(&e);
+	enc_raw(&e, m->front, m->front_len);
+	d = msg_new(m->type, &e);
+	enc_free(&e);
+	if (d && m->data_len && msg_set_data(d, m->data, m->data_len) < 0) {
+		msg_free(d);
+		d = NULL;
+	}
+	return d;
+}
 
 static void rec_put_locked(struct mcall *r)
 {
@@ -371,8 +442,13 @@ static void hunt_fire(void *arg)
  * Returns the connection to retire. */
 static struct msg_conn *switch_to(struct monc *mc, int idx, int err)
 {
-	struct msg_conn *c = sess_drop(mc, err);
+	struct msg_conn *c;
 	uint32_t delay;
+
+	/* a follower's, or one that serves nothing: it dropped them */
+	if (!mc->sess_confirmed)
+		kept_settle(mc, true);
+	c = sess_drop(mc, err);
 
 	if (idx >= 0) {
 		monc_hunt_goto(&mc->hunt, (uint32_t)idx);
@@ -453,6 +529,8 @@ static struct msg_conn *monmap_follow(struct monc *mc, struct msg_conn *c,
 		return switch_to(mc, -1, -EAGAIN);	/* no room to learn it */
 	if ((uint32_t)li == mc->sess_idx) {
 		mc->redirects = 0;
+		mc->sess_confirmed = true;
+		kept_settle(mc, false);
 		*stay = true;
 		return NULL;
 	}
@@ -534,6 +612,7 @@ static void flush(struct monc *mc)
 	struct oneway *ow;
 	struct msg_conn *c;
 	uint64_t gen;
+	bool keep;
 
 	pthread_mutex_lock(&mc->lock);
 	if (!mc->sess_open || mc->stopped) {
@@ -543,15 +622,43 @@ static void flush(struct monc *mc)
 	c = mc->sess;
 	msg_conn_get(c);
 	gen = mc->gen;
+	confirm_by_age(mc);
+	keep = !mc->sess_confirmed;
 	ow = mc->ow_head;
 	mc->ow_head = mc->ow_tail = NULL;
 	mc->now = 0;
 	pthread_mutex_unlock(&mc->lock);
 	while (ow) {
 		struct oneway *next = ow->next;
+		struct msg *copy = keep ? msg_dup(ow->m) : NULL;
 
 		msg_send(c, ow->m);
-		free(ow);
+		ow->m = copy;
+		ow->next = NULL;
+		if (!copy) {
+			free(ow);
+		} else {
+			pthread_mutex_lock(&mc->lock);
+			if (mc->gen != gen || !mc->sess_open) {
+				/* it went to a session that ended meanwhile */
+				if (mc->ow_tail)
+					mc->ow_tail->next = ow;
+				else
+					mc->ow_head = ow;
+				mc->ow_tail = ow;
+				mc->now++;
+			} else if (!mc->sess_confirmed && mc->nkept < MONC_ONEWAY_MAX) {
+				if (mc->kept_tail)
+					mc->kept_tail->next = ow;
+				else
+					mc->kept_head = ow;
+				mc->kept_tail = ow;
+				mc->nkept++;
+			} else {
+				ow_free_list(ow);
+			}
+			pthread_mutex_unlock(&mc->lock);
+		}
 		ow = next;
 	}
 	for (;;) {
@@ -777,7 +884,8 @@ int monc_send(struct monc *mc, struct msg *m)
 		msg_free(m);
 		return -ESHUTDOWN;
 	}
-	if (mc->sess_open && !mc->ow_head) {
+	confirm_by_age(mc);
+	if (mc->sess_open && mc->sess_confirmed && !mc->ow_head) {
 		c = mc->sess;
 		msg_conn_get(c);
 		pthread_mutex_unlock(&mc->lock);
@@ -829,6 +937,8 @@ bool monc_connected(struct monc *mc, struct msg_conn *c)
 	mine = c == mc->sess && !mc->stopped;
 	if (mine) {
 		mc->sess_open = true;
+		mc->sess_confirmed = false;
+		mc->sess_open_ms = mono_now_ms();
 		mc->gen++;
 		mc->ever_open = true;
 		mc->cand[mc->sess_idx].last_err = 1;
@@ -860,6 +970,8 @@ bool monc_closed(struct monc *mc, struct msg_conn *c, int err)
 		if (was_open)
 			log_info(mc->who, "lost the session with monitor %s (%s); hunting",
 				 mc->cand[mc->sess_idx].addr, err_name(err));
+		if (was_open && !mc->sess_confirmed)
+			kept_settle(mc, mono_now_ms() - mc->sess_open_ms < MONC_CONFIRM_MS);
 		retire = sess_drop(mc, err ? err : -ECONNRESET);
 		/* a session that was up: try the next one at once */
 		hunt_schedule(mc, was_open ? 0 : monc_hunt_failed(&mc->hunt));
@@ -979,6 +1091,7 @@ void monc_stop(struct monc *mc)
 		msgr_timer_cancel(mc->msgr, mc->hunt_timer);
 	mc->hunt_timer = 0;
 	c = sess_drop(mc, -ESHUTDOWN);
+	kept_settle(mc, false);
 	ow = mc->ow_head;
 	mc->ow_head = mc->ow_tail = NULL;
 	mc->now = 0;
@@ -1008,6 +1121,8 @@ void monc_destroy(struct monc *mc)
 	if (!mc)
 		return;
 	/* the messenger is gone: what its timers and calls held is ours */
+	ow_free_list(mc->ow_head);
+	ow_free_list(mc->kept_head);
 	while (mc->all) {
 		struct mcall *r = mc->all;
 

@@ -29,20 +29,61 @@ enum srv_mode {
 	SRV_ANSWER,		/* every request answered (rc 0) */
 	SRV_CLOSE_FIRST,	/* the first request closes the connection */
 	SRV_SILENT,		/* requests never answered */
+	SRV_FOLLOWER,		/* a follower of leader: a MONMAP naming it on
+				 * connect and as the answer to requests;
+				 * one-way messages dropped */
 };
 
 struct srv {
 	struct msgr *m;
 	char addr[64];
 	enum srv_mode mode;
+	const char *leader;	/* SRV_FOLLOWER */
 	atomic_int requests, oneways;
 };
+
+static struct msg *srv_monmap(const struct srv *s)
+{
+	struct monmap_msg mm = { .incarnation = 1, .epoch = 1, .term = 1, .leader = 1,
+				 .self = 0, .nmons = 2 };
+	struct enc e;
+	struct msg *m;
+
+	snprintf(mm.mons[0].name, sizeof(mm.mons[0].name), "f");
+	snprintf(mm.mons[0].addr, sizeof(mm.mons[0].addr), "%s", s->addr);
+	mm.mons[0].id = 1;
+	snprintf(mm.mons[1].name, sizeof(mm.mons[1].name), "l");
+	snprintf(mm.mons[1].addr, sizeof(mm.mons[1].addr), "%s", s->leader);
+	mm.mons[1].id = 2;
+	enc_init(&e);
+	monmap_msg_encode(&mm, &e);
+	m = msg_new(MT_MON_MONMAP, &e);
+	enc_free(&e);
+	return m;
+}
+
+static void srv_connected(void *arg, struct msg_conn *c)
+{
+	struct srv *s = arg;
+	struct msg *m;
+
+	if (s->mode == SRV_FOLLOWER && (m = srv_monmap(s)))
+		msg_send(c, m);
+}
 
 static void srv_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	struct srv *s = arg;
 
-	if (m->type == T_ONEWAY && !m->tid) {
+	if (s->mode == SRV_FOLLOWER) {
+		struct msg *r;
+
+		if (m->tid) {
+			atomic_fetch_add(&s->requests, 1);
+			if ((r = srv_monmap(s)))
+				msg_reply(c, m, r);
+		}
+	} else if (m->type == T_ONEWAY && !m->tid) {
 		atomic_fetch_add(&s->oneways, 1);
 	} else if (m->tid) {
 		int n = atomic_fetch_add(&s->requests, 1);
@@ -68,7 +109,7 @@ static void srv_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 static void srv_start(struct srv *s, enum srv_mode mode)
 {
 	struct msgr_config cfg = { .size_of = sizeof(cfg), .me = { MSG_ENTITY_MON, 1 } };
-	struct msgr_ops ops = { .dispatch = srv_dispatch };
+	struct msgr_ops ops = { .dispatch = srv_dispatch, .connected = srv_connected };
 
 	memset(s, 0, sizeof(*s));
 	s->mode = mode;
@@ -360,4 +401,34 @@ Test(monc_session, bad_flags_and_bad_mon_host)
 	cr_assert_null(mc);
 	cr_assert(strstr(err, "entry 2 ('x')"), "%s", err);
 	cli_destroy(&cl);
+}
+
+Test(monc_session, a_follower_is_left_for_its_leader_with_what_it_dropped)
+{
+	struct srv leader, follower;
+	struct cli cl;
+	struct msg *reply = NULL;
+	char addr[64];
+
+	srv_start(&leader, SRV_ANSWER);
+	srv_start(&follower, SRV_FOLLOWER);
+	follower.leader = leader.addr;
+	cli_create(&cl, follower.addr);
+	/* sent on the follower's session as it opens, before its MONMAP */
+	cr_assert_eq(monc_send(cl.mc, oneway()), 0);
+	cr_assert_eq(monc_send(cl.mc, oneway()), 0);
+	monc_start(cl.mc);
+	wait_for(&leader.oneways, 2);
+	cr_assert_eq(monc_call_wait(cl.mc, command(), 5000, &reply), 0);
+	cr_assert_eq(reply->type, MT_MON_COMMAND);
+	msg_free(reply);
+	cr_assert_str_eq(monc_session_addr(cl.mc, addr, sizeof(addr)), leader.addr);
+	cr_assert_eq(atomic_load(&leader.requests), 1);
+	cr_assert_eq(atomic_load(&follower.requests), 0, "the command went to the follower");
+	/* once with the leader, one-way messages go straight there */
+	cr_assert_eq(monc_send(cl.mc, oneway()), 0);
+	wait_for(&leader.oneways, 3);
+	cli_destroy(&cl);
+	msgr_destroy(follower.m);
+	msgr_destroy(leader.m);
 }
