@@ -23,7 +23,10 @@
  * member that knows no leader) or whose session breaks is sent again, as
  * a new request, once the next session opens, until its timeout.  One-way
  * messages (monc_send) go to the current session, or wait (at most
- * MONC_ONEWAY_MAX, oldest dropped) for the next one.
+ * MONC_ONEWAY_MAX, oldest dropped) for the next one.  Those sent on a
+ * session before it is confirmed (a MONMAP names its monitor as leader,
+ * or 1 s passed without a MONMAP) are kept, and sent again on the next
+ * session if this one is left for the leader: a follower drops them.
  *
  * Wiring: the owner creates its messenger, then monc with it, and passes
  * its messenger callbacks through monc first: monc_dispatch,
