@@ -738,7 +738,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: atoll-mds [options]\n"
 		"  --conf FILE        atoll.conf (default: $ATOLL_CONF, ./atoll.conf, /etc/atoll/atoll.conf)\n"
-		"  -m, --mon ADDR     the monitor (mon_host)\n"
+		"  -m, --mon LIST     the monitors, IP:PORT[,IP:PORT...] (mon_host)\n"
 		"  --addr IP:PORT     where clients reach this MDS (mds_addr; default 127.0.0.1:6800)\n"
 		"  --meta-pool NAME   metadata pool (mds_meta_pool; default fs_meta; created if missing)\n"
 		"  --data-pool NAME   data pool (mds_data_pool; default fs_data; created if missing)\n"

@@ -66,11 +66,10 @@ struct atoll_cluster {
 
 	uint64_t id;			/* random, the "client.N" */
 	struct msgr *msgr;
-	struct msg_conn *mon;		/* our reference */
+	struct monc *monc;		/* the monitors (lib/monc.h) */
 	bool connected;			/* connect succeeded */
 	bool shutting_down;
-	int mon_err;			/* last close error of the mon conn */
-	bool mon_ever_connected;
+	uint64_t mon_seq;		/* the last command's mon_reqid.seq */
 
 	struct osdmap *map;		/* NULL until the first map */
 	uint64_t map_refused;		/* epochs refused (rolled-back monitor) */
