@@ -610,6 +610,38 @@ out_put:
 	return r;
 }
 
+int client_mon_call(struct atoll_cluster *c, struct msg *m, uint32_t timeout_ms,
+		    void (*fn)(void *arg, struct msg *reply, int err), void *arg)
+{
+	struct msg_conn *mon;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	mon = c->connected ? c->mon : NULL;
+	if (mon)
+		msg_conn_get(mon);
+	pthread_mutex_unlock(&c->lock);
+	if (!mon) {
+		msg_free(m);
+		return -ENOTCONN;
+	}
+	r = msg_call(mon, m, timeout_ms, fn, arg);
+	msg_conn_put(mon);
+	return r;
+}
+
+int client_map_copy(struct atoll_cluster *c, struct osdmap **out)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&c->lock);
+	*out = c->map ? osdmap_clone(c->map) : NULL;
+	if (c->map && !*out)
+		r = -ENOMEM;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 int atoll_cluster_wait_for_latest_map(struct atoll_cluster *c)
 {
 	char *out = NULL;
