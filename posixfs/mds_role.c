@@ -36,6 +36,7 @@
 #include "client/client.h"
 #include "deadline.h"
 #include "encode.h"
+#include "fault.h"
 #include "log.h"
 #include "mds.h"
 #include "mono.h"
@@ -60,6 +61,9 @@ static struct {
 	/* the last beacon's answer (a call in flight at most) */
 	bool in_flight;
 	int last_rc;
+	/* fault injection (tests/ha): the map and the beacons' answers never
+	 * fence it, so that only the OSDs' refusals can (they must) */
+	bool fence_blind;
 } r = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 void mds_role_fenced(const char *why)
@@ -133,7 +137,9 @@ static void check_map(void)
 	pthread_mutex_lock(&r.lock);
 	rc = r.last_rc;
 	r.last_rc = 0;
-	if (rc == -ESTALE)
+	if (r.fence_blind)
+		;	/* only the OSDs' refusals fence it (fault injection) */
+	else if (rc == -ESTALE)
 		snprintf(why, sizeof(why), "the monitors answer its beacon: fenced");
 	else if (osdmap_blocklisted(m, r.b.instance, (uint64_t)time(NULL) * 1000))
 		snprintf(why, sizeof(why), "map epoch %" PRIu64 " blocklists it", m->epoch);
@@ -184,6 +190,9 @@ int mds_role_start(struct mds *m, const char *name, const char *addr, uint32_t i
 	r.b.meta_pool = meta->pool;
 	r.b.data_pool = data->pool;
 	r.b.state = MDS_BEACON_STANDBY;
+	r.fence_blind = fault_get_int("mds_fence_blind", 0) == 1;
+	if (r.fence_blind)
+		log_warn(SUB, "fault injection: only an OSD's refusal of a write fences this MDS");
 	ret = pthread_create(&r.thread, NULL, beacon_thread, NULL);
 	if (ret)
 		return -ret;
