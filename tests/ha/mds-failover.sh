@@ -163,15 +163,15 @@ if faults_compiled; then
 	for _ in $(seq 1 100); do [ -e "$B/fence.dst" ] && break; sleep 0.1; done
 	[ -e "$B/fence.dst" ] && [ ! -e "$B/fence.src" ] ||
 		fail "the rename answered early by the stopped MDS is not on the new active"
-	n0=$(grep -c "refused a journal write" "$slow_log")
+	n0=$(grep -c "lost the active role: an OSD refused a" "$slow_log")
 	kill -CONT "$slow_pid"
 	for _ in $(seq 1 100); do
-		[ "$(grep -c "refused a journal write" "$slow_log")" -gt "$n0" ] && break
+		[ "$(grep -c "lost the active role: an OSD refused a" "$slow_log")" -gt "$n0" ] && break
 		sleep 0.1
 	done
-	[ "$(grep -c "refused a journal write" "$slow_log")" -gt "$n0" ] ||
-		fail "the old MDS's queued journal write was not refused: $(tail -n 5 "$slow_log")"
-	echo "the old mds.$slow's queued journal write was refused by the OSD (blocklisted)"
+	[ "$(grep -c "lost the active role: an OSD refused a" "$slow_log")" -gt "$n0" ] ||
+		fail "the old MDS's queued writes were not refused: $(tail -n 5 "$slow_log")"
+	echo "the old mds.$slow's queued write was refused by the OSD (blocklisted): $(grep -o "an OSD refused a [a-z ]*write" "$slow_log" | tail -n 1)"
 	wait_roles "$act $slow"
 	echo "the old mds.$slow is a standby again"
 	# nothing it queued landed: a restart of the new active replays the
