@@ -111,22 +111,31 @@ static bool other_mds_alive(const struct cl_state *st, const struct cl_daemon *d
 int cl_mds_wait_started(const struct cl_state *st, const struct cl_daemon *d, pid_t pid,
 			int timeout_s, const char *log, long from)
 {
-	char where[64], want[64];
+	char line[80], where[64], want[64];
+	const char *at = NULL;
 	int ret;
 
 	snprintf(want, sizeof(want), "%s:%d", d->ip, d->port);
-	ret = cl_wait_line(d, pid, timeout_s, log, from, "atoll-mds: standby ", where,
-			   sizeof(where));
-	if (ret == 0 && !other_mds_alive(st, d)) {
-		/* the only one: it becomes the active one */
+	/* "atoll-mds: standby mds.X on ADDR" or "atoll-mds: serving on ADDR"
+	 * (an atoll-mds older than standbys prints only the second) */
+	ret = cl_wait_line(d, pid, timeout_s, log, from, "atoll-mds: s", line, sizeof(line));
+	if (ret)
+		return ret;
+	if (strncmp(line, "erving on ", 10) == 0) {
+		at = line + 10;
+	} else if (!other_mds_alive(st, d)) {
+		/* a standby, the only one: it becomes the active one */
 		ret = cl_wait_line(d, pid, timeout_s, log, from, "atoll-mds: serving on ",
 				   where, sizeof(where));
-		if (ret == 0 && strcmp(where, want) != 0) {
-			cl_err("%s serves on %s, not on %s as asked", d->name, where, want);
-			ret = -EADDRNOTAVAIL;
-		}
+		if (ret)
+			return ret;
+		at = where;
 	}
-	return ret;
+	if (at && strcmp(at, want) != 0) {
+		cl_err("%s serves on %s, not on %s as asked", d->name, at, want);
+		return -EADDRNOTAVAIL;
+	}
+	return 0;
 }
 
 int cl_mds_start_all(struct cl_state *st, int timeout_s)

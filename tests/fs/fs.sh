@@ -323,7 +323,7 @@ settle >/dev/null
 exec 7<"$A/lp"
 sync
 echo 1 >/proc/sys/vm/drop_caches
-mpid=$("$cluster_bin" status --dir "$cdir" | awk '$1 == "mds" { print $4 }')
+mpid=$("$cluster_bin" status --dir "$cdir" | awk '$1 == "mds.a" { print $4 }')
 [ -n "$mpid" ] || fail "no MDS pid in atoll-cluster status"
 kill -STOP "$mpid"
 lpids=()
