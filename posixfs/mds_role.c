@@ -79,6 +79,14 @@ void mds_role_fenced(const char *why)
 	_exit(75);
 }
 
+static bool r_quit(void)
+{
+	pthread_mutex_lock(&r.lock);
+	bool q = r.quit;
+	pthread_mutex_unlock(&r.lock);
+	return q;
+}
+
 static void on_reply(void *arg, struct msg *reply, int err)
 {
 	struct rc_reply rep = { -EIO, 0 };
@@ -156,6 +164,8 @@ static void check_map(void)
 		mds_role_fenced(why);
 }
 
+/* Beacons every interval; between them, looks at every new map as it
+ * comes (a standby learns of its grant at once, not at its next beacon). */
 static void *beacon_thread(void *arg)
 {
 	(void)arg;
@@ -164,10 +174,13 @@ static void *beacon_thread(void *arg)
 		pthread_mutex_unlock(&r.lock);
 		send_beacon();
 		check_map();
+		uint64_t until = mono_now_ms() + r.interval_ms;
+		for (uint64_t now = mono_now_ms(); now < until && !r_quit(); now = mono_now_ms()) {
+			/* -ETIMEDOUT or a new map: look either way */
+			client_wait_epoch(r.cl, atoll_cluster_epoch(r.cl) + 1, until - now);
+			check_map();
+		}
 		pthread_mutex_lock(&r.lock);
-		struct timespec ts = deadline_ms(CLOCK_REALTIME, r.interval_ms);
-		if (!r.quit)
-			pthread_cond_timedwait(&r.cond, &r.lock, &ts);
 	}
 	pthread_mutex_unlock(&r.lock);
 	return NULL;

@@ -19,6 +19,9 @@
 #    queued lands (the namespace is the ledger's, the rename done once).
 #  - a second atoll-mds started by hand becomes a standby, never active.
 # Usage: mds-failover.sh ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL
+# Environment: HA_MDS_KILLS (the number of kills), HA_MDS_GRACE (the
+# monitors' mds_beacon_grace, default 2s; bench/mds-takeover.sh uses the
+# daemons' default, 3s).
 set -u
 cluster_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL}
 mds_bin=${2:?}
@@ -26,6 +29,8 @@ fuse_bin=${3:?}
 atoll_cli=${4:?}
 kills=3
 [ "${ATOLL_TEST_FULL:-0}" = 1 ] && kills=5
+kills=${HA_MDS_KILLS:-$kills}
+grace=${HA_MDS_GRACE:-2s}
 . "$(dirname "$0")/../fs/lib.sh"
 fs_prepare
 hand_pid=
@@ -49,7 +54,7 @@ trap ha_cleanup EXIT
 
 step "cluster: one OSD, mds.a and mds.b"
 "$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd --mds 2 \
-	--set mds_beacon_grace=2s >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
+	--set "mds_beacon_grace=$grace" >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
 
 # roles: "ACTIVE STANDBY..." (names without mds.) as the monitors say
 roles() {
@@ -118,7 +123,7 @@ fd = os.open(sys.argv[2], os.O_RDONLY); os.fsync(fd)' "$A/sync.$k" "$A" || fail 
 done
 sorted=$(printf '%s\n' "${times[@]}" | sort -n)
 median=$(echo "$sorted" | sed -n "$(( (kills + 1) / 2 ))p")
-echo "takeover times: ${times[*]} s; median $median s (mds_beacon_grace 2 s)"
+echo "takeover times: ${times[*]} s; median $median s (mds_beacon_grace $grace)"
 
 step "the ledgers on both mounts"
 touch "$tmp/w.stop"
