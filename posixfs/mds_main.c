@@ -1020,7 +1020,7 @@ int main(int argc, char **argv)
 	printf("atoll-mds: standby mds.%s on %s\n", name, addr);
 	fflush(stdout);
 	uint64_t grant = mds_role_wait_grant();
-	if (!grant) {
+	if (!grant || g_stop) {	/* stopped as a standby (maybe granted just now) */
 		rc = 0;
 		goto out;
 	}
