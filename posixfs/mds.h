@@ -19,6 +19,7 @@
 #define ATOLL_MDS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -291,7 +292,6 @@ void mds_statfs_may_wait(void);
  * a new instance (never returns).  set_state: enum mds_beacon_state for
  * the beacons.  stop: ends the thread and tells the monitors this MDS
  * stops (they give the role away at once). */
-#include <signal.h>
 int mds_role_start(struct mds *m, const char *name, const char *addr, uint32_t interval_ms,
 		   char **argv, volatile sig_atomic_t *stop);
 uint64_t mds_role_wait_grant(void);
