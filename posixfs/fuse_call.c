@@ -16,10 +16,11 @@
  *
  * Which MDS: the active one the monitors name in the map (`mds stat`),
  * unless -o mds= names one.  A thread of its own (follow_active) asks
- * them every second, and ten times a second while the connection is
- * down; when the role moved to another MDS, the connection is redialled
- * there (msg_conn_retarget: a reset as after an MDS restart, so the
- * unsafe requests are resent first, fuse_replay.c) - no remount.
+ * them again whenever the library's map moves to a new epoch (the roles
+ * are in the map) and every 10 s; when the role moved to another MDS,
+ * the connection is redialled there (msg_conn_retarget: a reset as after
+ * an MDS restart, so the unsafe requests are resent first,
+ * fuse_replay.c) - no remount.
  *
  * Locks: inflight.lock (the count of calls in flight) is a leaf, never
  * held with another.  fc_call_async takes replay.lock (fuse_replay.c)
@@ -578,20 +579,39 @@ out:
 }
 
 /* The follower thread: when the monitors name another active MDS than
- * the one the connection dials, it dials that one. */
+ * the one the connection dials, it dials that one.  The roles live in
+ * the map, so it asks the monitors (`mds stat`) only when the map the
+ * library holds moved to a new epoch (it looks ten times a second: a
+ * local read), when its connection broke, and every 10 s besides. */
 static void *follow_active(void *arg)
 {
+	uint64_t asked_epoch = 0, asked_ms = 0;
+	bool was_open = true, retry = false;
+
 	(void)arg;
 	pthread_mutex_lock(&follow.lock);
 	while (!follow.stop) {
-		struct timespec ts = deadline_ms(CLOCK_REALTIME,
-						 msg_conn_is_open(conn.mds) ? 1000 : 100);
+		struct timespec ts = deadline_ms(CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&follow.cond, &follow.lock, &ts);
 		if (follow.stop)
 			break;
 		pthread_mutex_unlock(&follow.lock);
+		uint64_t epoch = atoll_cluster_epoch(conn.cl), now = mono_now_ms();
+		bool open = msg_conn_is_open(conn.mds), broke = was_open && !open;
 		char addr[64], name[40];
-		if (find_active(addr, sizeof(addr), name, sizeof(name)) == 1) {
+		int f = 0;
+		was_open = open;
+		if (retry || broke || epoch != asked_epoch || now - asked_ms >= 10000) {
+			f = find_active(addr, sizeof(addr), name, sizeof(name));
+			/* the monitors not reached: again at the next look (not
+			 * for an answer, e.g. -EINVAL from a monitor without
+			 * `mds stat`: that waits for the next epoch) */
+			retry = f == -ETIMEDOUT || f == -ENOTCONN || f == -ECONNRESET ||
+				f == -ECONNREFUSED;
+			asked_epoch = epoch;
+			asked_ms = now;
+		}
+		if (f == 1) {
 			pthread_mutex_lock(&addr_lock);
 			bool moved = strcmp(addr, conn.mds_addr) != 0;
 			if (moved)

@@ -31,8 +31,8 @@ struct msg;
  * session; *data: the data pool the MDS names.  The MDS: mds_addr (-o
  * mds=) when not NULL, always; else the active one the monitors name in
  * the map (of the file system of metadata pool meta_pool, when not NULL),
- * followed when the role moves (a thread asks them every second, ten
- * times a second while the connection is down); else fallback.  0, or
+ * followed when the role moves (a thread asks them again at every new map
+ * epoch); else fallback.  0, or
  * -errno after saying why on stderr.  mountpoint is named in the
  * messages. */
 int fc_connect(const char *conf, const char *mon, const char *mds_addr,
