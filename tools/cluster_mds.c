@@ -150,13 +150,26 @@ int cl_mds_start_all(struct cl_state *st, int timeout_s)
 	return ret;
 }
 
+static struct cl_daemon *active_mds(struct cl_state *st, const char *timeout);
+
+/* The standbys first, then the active one: a standby stopped after it
+ * would be granted the role (and replay the journal) for nothing. */
 int cl_mds_stop_all(struct cl_state *st, int timeout_s)
 {
-	int ret = 0;
+	struct cl_daemon *act = NULL;
+	int ret = 0, nalive = 0;
 
 	for (int i = 0; i < st->n; i++)
-		if (st->d[i].kind == CL_MDS) {
-			int r = cl_stop(&st->d[i], SIGTERM, timeout_s);
+		nalive += st->d[i].kind == CL_MDS && cl_alive(&st->d[i]);
+	if (nalive > 1)
+		act = active_mds(st, "2s");
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < st->n; i++) {
+			struct cl_daemon *d = &st->d[i];
+
+			if (d->kind != CL_MDS || (pass == 0) == (d == act))
+				continue;
+			int r = cl_stop(d, SIGTERM, timeout_s);
 			ret = ret ? ret : r;
 		}
 	return ret;
@@ -164,7 +177,7 @@ int cl_mds_stop_all(struct cl_state *st, int timeout_s)
 
 /* The active MDS's daemon as the monitors name it (NULL when none or
  * they cannot be asked). */
-static struct cl_daemon *active_mds(struct cl_state *st)
+static struct cl_daemon *active_mds(struct cl_state *st, const char *timeout)
 {
 	char conf[PATH_MAX + 16], *out = NULL, *status = NULL, name[40];
 	struct atoll_cluster *c = NULL;
@@ -173,7 +186,7 @@ static struct cl_daemon *active_mds(struct cl_state *st)
 
 	cl_path(conf, sizeof(conf), st, "%s", CL_CONF_FILE);
 	if (atoll_cluster_create(&c, conf, 0) ||
-	    atoll_cluster_set(c, "client_mount_timeout", "10s") || atoll_cluster_connect(c))
+	    atoll_cluster_set(c, "client_mount_timeout", timeout) || atoll_cluster_connect(c))
 		goto out;
 	if (atoll_mon_command(c, "{\"prefix\":\"mds stat\",\"format\":\"json\"}", &status, &out,
 			      NULL))
@@ -232,7 +245,7 @@ int cl_cmd_mds(struct cl_opts *o, const char *verb, const char *name)
 		}
 	} else if (strcmp(verb, "start") != 0) {
 		/* the active one; the only one running when the monitors do not say */
-		d = active_mds(st);
+		d = active_mds(st, "10s");
 		for (int i = 0; i < st->n && !d; i++)
 			if (st->d[i].kind == CL_MDS && (cl_alive(&st->d[i]) || nmds == 1))
 				d = &st->d[i];
