@@ -122,27 +122,32 @@ static void work_remove(struct mds_work *w, uint32_t i, const char *why)
 	w->changed = true;
 }
 
-/* Every file system without an active gets a live standby promoted. */
+/* Every file system without an active gets a live standby promoted: one
+ * this monitor heard a beacon from, if any (after a monitor start the
+ * records of the map count as heard, though their daemons may be gone). */
 static void work_promote(struct mds_work *w, uint64_t now)
 {
-	for (uint32_t i = 0; i < w->n; i++) {
-		struct osdmap_mds *d = &w->l[i];
-		bool has_active = false;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < w->n; i++) {
+			struct osdmap_mds *d = &w->l[i];
+			const struct mds_seen *s;
+			bool has_active = false;
 
-		if (d->state != OSDMAP_MDS_STANDBY)
-			continue;
-		for (uint32_t j = 0; j < w->n; j++)
-			has_active |= w->l[j].state == OSDMAP_MDS_ACTIVE &&
-				      w->l[j].meta_pool == d->meta_pool &&
-				      w->l[j].data_pool == d->data_pool;
-		if (has_active || now - seen_get(d->instance, now)->last_ms > g.grace_ms)
-			continue;
-		d->state = OSDMAP_MDS_ACTIVE;
-		d->grant_epoch = 0;	/* this change's epoch (osdmap_apply) */
-		w->changed = true;
-		log_info(SUB, "mds.%s (client.%" PRIu64 ") gets the active role of pools %u/%u",
-			 d->name, d->instance, d->meta_pool, d->data_pool);
-	}
+			if (d->state != OSDMAP_MDS_STANDBY)
+				continue;
+			for (uint32_t j = 0; j < w->n; j++)
+				has_active |= w->l[j].state == OSDMAP_MDS_ACTIVE &&
+					      w->l[j].meta_pool == d->meta_pool &&
+					      w->l[j].data_pool == d->data_pool;
+			s = seen_get(d->instance, now);
+			if (has_active || now - s->last_ms > g.grace_ms || (pass == 0 && !s->state))
+				continue;
+			d->state = OSDMAP_MDS_ACTIVE;
+			d->grant_epoch = 0;	/* this change's epoch (osdmap_apply) */
+			w->changed = true;
+			log_info(SUB, "mds.%s (client.%" PRIu64 ") gets the active role of pools "
+				 "%u/%u", d->name, d->instance, d->meta_pool, d->data_pool);
+		}
 }
 
 /* THE map change of this file: the new MDS list, plus a blocklist entry

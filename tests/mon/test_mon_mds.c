@@ -262,3 +262,24 @@ Test(mon_mds, mds_stat_shows_active_standbys_and_grant)
 	cr_expect(strstr(out, "standby mds.b"), "%s", out);
 	free(out);
 }
+
+Test(mon_mds, after_a_monitor_restart_a_standby_it_heard_is_preferred)
+{
+	uint64_t e, grant = 0;
+
+	cr_assert_eq(beacon(81, "a", 0, NULL), 0);
+	cr_assert_eq(beacon(82, "b", 0, &e), 0);
+	cr_assert(mh_wait_epoch(&h, e, 5000));
+	/* the whole cluster stops hard; the map keeps a and b */
+	cr_assert_eq(mh_stop(&h), 0);
+	mh_start(&h);
+	mh_subscribe(&h, 0);
+	/* mds.a comes back (a new instance); mds.b does not */
+	cr_assert_eq(beacon(83, "a", 0, &e), 0);
+	cr_assert(mh_wait_epoch(&h, e, 5000));
+	cr_expect(fenced(81));
+	cr_expect_eq(state_of(83, &grant), OSDMAP_MDS_ACTIVE,
+		     "the role went to a standby not heard since the restart");
+	cr_expect_eq(grant, e);
+	cr_expect_eq(state_of(82, NULL), OSDMAP_MDS_STANDBY);
+}
