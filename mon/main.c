@@ -254,6 +254,9 @@ static void handle_msg(struct mon *mon, struct msg *m)
 	case MT_OSD_PG_TEMP:
 		mon_handle_osd_pg_temp(mon, m);
 		break;
+	case MT_MDS_BEACON:
+		mon_handle_mds_beacon(mon, m);
+		break;
 	default:
 		log_warn("mon", "message of unknown type %u from %s ignored", m->type,
 			 msg_conn_addr(m->conn));
@@ -306,6 +309,7 @@ static void mon_run(struct mon *mon)
 			 * commit's fsync can be slow) count before silence is judged */
 			drain(mon, true);
 			mon_osd_tick(mon);
+			mon_mds_tick(mon);
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
 	}
@@ -528,6 +532,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	signal(SIGPIPE, SIG_IGN);
 
 	mon_osd_init(mon);
+	r = mon_mds_init(mon, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_msgr;
+	}
 	sync_ratios(mon);
 	r = msgr_start(mon->msgr);
 	if (r < 0) {
