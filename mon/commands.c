@@ -244,6 +244,8 @@ static const struct {
 	{ "pg ls", cmd_pg_ls },
 	{ "pg stat", cmd_pg_stat },
 	{ "mon backup", cmd_mon_backup },
+	{ "quorum status", cmd_quorum_status },	/* cmd_quorum.c */
+	{ "mon stat", cmd_quorum_status },
 };
 
 static void run_command(struct mon *mon, const char *json, struct cmd_out *o)

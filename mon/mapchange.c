@@ -191,6 +191,7 @@ static int64_t apply_map_change(struct mon *mon, struct dec *d)
 	osdmap_free(mon->map);
 	mon->map = next;
 	reqid_record(mon, client, seq, inc.epoch);
+	mon->digest = 0;
 	log_info("mon", "epoch %llu committed", (unsigned long long)mon->map->epoch);
 
 	for (size_t i = 0; i < mon->nsubs; i++) {
@@ -291,6 +292,7 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 	}
 	osdmap_free(mon->map);
 	mon->map = map;
+	mon->digest = 0;
 	log_info("mon", "state restored from a snapshot at epoch %llu",
 		 (unsigned long long)map->epoch);
 	for (size_t i = 0; i < mon->nsubs; i++)

@@ -68,6 +68,8 @@ struct mon_qmember {
 	uint64_t id;
 	bool voter;
 	uint64_t match;			/* last index known stored there (leader) */
+	/* what it last said of its state (leader; RT_STATUS) */
+	uint64_t applied, epoch, digest, status_ms;
 };
 
 /* The quorum as the raft thread last saw it (under mon->lock). */
@@ -168,6 +170,9 @@ struct mon {
 	struct mon_quorum *q;
 	struct mon_qview qv;
 	bool serving;			/* the monitor thread acted on qv.ready */
+	uint64_t digest, digest_epoch;	/* mon_state_digest() cached at an epoch */
+	/* members' statuses by raft id (leader), kept across polls */
+	struct { uint64_t id, applied, epoch, digest, ms; } mstat[MONMAP_MONS_MAX];
 
 	/* the replicated request-id table: a ring, oldest first */
 	struct mon_reqent reqids[MON_REQIDS_MAX];
@@ -266,7 +271,14 @@ int mon_quorum_barrier(struct mon *mon);
 /* transport.c */
 struct raft_uv_transport;
 struct uv_loop_s;
-int mon_rt_create(struct raft_uv_transport *tr, struct uv_loop_s *loop, struct msgr *msgr);
+int mon_rt_create(struct raft_uv_transport *tr, struct uv_loop_s *loop, struct msgr *msgr,
+		  struct mon *mon);
+/* Sends this member's applied index, epoch and digest to address. */
+int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id,
+		  uint64_t applied, uint64_t epoch, uint64_t digest);
+/* Raft thread: a member's status arrived (the leader keeps it). */
+void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
+			    uint64_t epoch, uint64_t digest);
 void mon_rt_destroy(struct raft_uv_transport *tr);
 /* Messenger thread: an MT_MON_RAFT frame (m owned), or c closed (m NULL). */
 void mon_rt_post(struct msg_conn *c, struct msg *m);

@@ -37,6 +37,7 @@
 #include "msg.h"
 
 #define POLL_MS		20	/* how often the quorum view is refreshed */
+#define STATUS_POLLS	10	/* members send their status every 10 polls */
 
 enum { PROP_ENTRY = 1, PROP_BARRIER = 2 };
 
@@ -78,6 +79,7 @@ struct mon_quorum {
 	raft_id seen_leader;
 	int seen_state;
 	uint64_t seen_conf;
+	unsigned polls;
 	struct raft_barrier lbar;	/* the new leader's barrier */
 	bool lbar_busy;
 };
@@ -418,7 +420,61 @@ static void fill_members(struct mon_quorum *q, struct mon_qview *v)
 			m->match = q->raft.leader_state.progress[i].match_index;
 		if (s->id == q->raft.id)
 			m->match = q->raft.last_stored;
+		for (unsigned k = 0; k < MONMAP_MONS_MAX; k++) {
+			if (q->mon->mstat[k].id != s->id)
+				continue;
+			m->applied = q->mon->mstat[k].applied;
+			m->epoch = q->mon->mstat[k].epoch;
+			m->digest = q->mon->mstat[k].digest;
+			m->status_ms = q->mon->mstat[k].ms;
+		}
 	}
+}
+
+void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
+			    uint64_t epoch, uint64_t digest)
+{
+	unsigned k, free_k = MONMAP_MONS_MAX;
+
+	pthread_mutex_lock(&mon->lock);
+	for (k = 0; k < MONMAP_MONS_MAX; k++) {
+		if (mon->mstat[k].id == id)
+			break;
+		if (!mon->mstat[k].id && free_k == MONMAP_MONS_MAX)
+			free_k = k;
+	}
+	if (k == MONMAP_MONS_MAX)
+		k = free_k;
+	if (k < MONMAP_MONS_MAX) {
+		mon->mstat[k].id = id;
+		mon->mstat[k].applied = applied;
+		mon->mstat[k].epoch = epoch;
+		mon->mstat[k].digest = digest;
+		mon->mstat[k].ms = mono_now_ms();
+	}
+	pthread_mutex_unlock(&mon->lock);
+}
+
+/* Every member tells the leader what it applied and its digest (for
+ * quorum status); the leader records its own. */
+static void send_status(struct mon_quorum *q, raft_id lid, const char *laddr)
+{
+	struct mon *mon = q->mon;
+	uint64_t applied, epoch, digest;
+
+	pthread_mutex_lock(&mon->lock);
+	if (mon->digest_epoch != mon->map->epoch || !mon->digest) {
+		mon->digest = mon_state_digest(mon);
+		mon->digest_epoch = mon->map->epoch;
+	}
+	applied = q->raft.last_applied;
+	epoch = mon->map->epoch;
+	digest = mon->digest;
+	pthread_mutex_unlock(&mon->lock);
+	if (lid == q->raft.id)
+		mon_quorum_peer_status(mon, lid, applied, epoch, digest);
+	else if (lid && laddr)
+		mon_rt_status(&q->tr, laddr, q->raft.id, applied, epoch, digest);
 }
 
 static void on_poll(uv_timer_t *t)
@@ -465,6 +521,8 @@ static void on_poll(uv_timer_t *t)
 		mon->qv.leader_seen_ms = now;
 	fill_members(q, &mon->qv);
 	pthread_mutex_unlock(&mon->lock);
+	if (++q->polls % STATUS_POLLS == 0 || wake)
+		send_status(q, lid, laddr);
 	if (want_barrier && !q->lbar_busy) {
 		q->lbar.data = q;
 		if (raft_barrier(r, &q->lbar, on_leader_barrier) == 0)
@@ -504,7 +562,7 @@ static int quorum_init(struct mon_quorum *q, struct msgr *msgr, const struct mon
 	}
 	snprintf(q->address, sizeof(q->address), "%s@%s", self->name, self->addr);
 	uv_loop_init(&q->loop);
-	r = mon_rt_create(&q->tr, &q->loop, msgr);
+	r = mon_rt_create(&q->tr, &q->loop, msgr, q->mon);
 	if (r < 0) {
 		snprintf(err, errlen, "out of memory");
 		return r;

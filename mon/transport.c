@@ -13,7 +13,8 @@
  *
  * Frame (front): u8 kind, u8 from_dialer, u64 stream id; OPEN adds the
  * dialer's raft id and raft address; DATA carries the bytes as the
- * message's data.  A stream lives on one messenger connection and dies
+ * message's data; STATUS (stream 0) carries a member's raft id, applied
+ * index, epoch and state digest to the leader (quorum status).  A stream lives on one messenger connection and dies
  * with it: when that connection closes, every stream on it is closed
  * (raft_uv redials through us and resends what it must).
  *
@@ -37,7 +38,9 @@
 #include "mon.h"
 #include "msg.h"
 
-enum { RT_OPEN = 1, RT_DATA = 2, RT_CLOSE = 3 };
+/* RT_STATUS: a follower's applied index, epoch and state digest, for
+ * the leader's quorum status (not part of any stream). */
+enum { RT_OPEN = 1, RT_DATA = 2, RT_CLOSE = 3, RT_STATUS = 4 };
 
 #define RT_READ_MAX	(256u << 10)	/* bytes per DATA frame at most */
 #define RT_PEERS_MAX	(MONMAP_MONS_MAX * 2)
@@ -68,6 +71,7 @@ struct rt_connect {
 
 struct rt {
 	struct raft_uv_transport *tr;
+	struct mon *mon;
 	struct msgr *msgr;
 	uv_loop_t *loop;
 	raft_id id;
@@ -258,6 +262,15 @@ static void handle_frame(struct rt *t, struct msg *m)
 	/* a frame from the dialer names a stream we accepted, and back */
 	s = stream_find(t, m->conn, sid, !from_dialer);
 	switch (kind) {
+	case RT_STATUS: {
+		uint64_t id = dec_u64(&d), applied = dec_u64(&d), epoch = dec_u64(&d);
+		uint64_t digest = dec_u64(&d);
+
+		if (d.err || id == 0)
+			goto bad;
+		mon_quorum_peer_status(t->mon, id, applied, epoch, digest);
+		return;
+	}
 	case RT_OPEN: {
 		char addr[128];
 		uv_stream_t *end;
@@ -502,7 +515,31 @@ static void rt_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb
 	uv_close((uv_handle_t *)&t->async, async_closed);
 }
 
-int mon_rt_create(struct raft_uv_transport *tr, uv_loop_t *loop, struct msgr *msgr)
+int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id,
+		  uint64_t applied, uint64_t epoch, uint64_t digest)
+{
+	struct rt *t = tr->impl;
+	struct msg_conn *c = peer_conn(t, addr_of(address));
+	struct enc e;
+	struct msg *m;
+
+	if (!c || !msg_conn_is_open(c))
+		return -ENOTCONN;
+	enc_init(&e);
+	enc_u8(&e, RT_STATUS);
+	enc_u8(&e, 1);
+	enc_u64(&e, 0);
+	enc_u64(&e, id);
+	enc_u64(&e, applied);
+	enc_u64(&e, epoch);
+	enc_u64(&e, digest);
+	m = msg_new(MT_MON_RAFT, &e);
+	enc_free(&e);
+	return m ? msg_send(c, m) : -ENOMEM;
+}
+
+int mon_rt_create(struct raft_uv_transport *tr, uv_loop_t *loop, struct msgr *msgr,
+		  struct mon *mon)
 {
 	struct rt *t = calloc(1, sizeof(*t));
 
@@ -515,6 +552,7 @@ int mon_rt_create(struct raft_uv_transport *tr, uv_loop_t *loop, struct msgr *ms
 	tr->connect = rt_connect;
 	tr->close = rt_close;
 	t->tr = tr;
+	t->mon = mon;
 	t->loop = loop;
 	t->msgr = msgr;
 	pthread_mutex_init(&t->qlock, NULL);

@@ -437,6 +437,13 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "With --format json, each PG also has its degraded and misplaced object\n"
 	  "copies and its scrub stamps.\n",
 	  run_pg_ls },
+	{ "quorum status", "",
+	  "The monitors: who leads, the term, the committed and applied log\n"
+	  "indexes, and for each member its role, lag (log entries behind the\n"
+	  "leader), applied index, map epoch and a digest of its whole replicated\n"
+	  "state (members at the same epoch show the same digest).\n",
+	  run_simple },
+	{ "mon stat", "", "The same as `atoll quorum status`.\n", run_simple },
 	{ "mon backup", "FILE",
 	  "Writes the monitor's map history to FILE; restore a lost monitor with\n"
 	  "atoll-mon --restore FILE --data DIR.\n",
