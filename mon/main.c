@@ -822,6 +822,10 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	mc.size_of = sizeof(mc);
 	mc.me.type = MSG_ENTITY_MON;
 	mc.me.id = mon->self.id;
+	/* the monitor dials only the other monitors: a member back from a
+	 * restart is found within a quarter second, not after a long backoff */
+	mc.reconnect_min_ms = 50;
+	mc.reconnect_max_ms = 250;
 	memcpy(mc.fsid, mon->fsid, 16);
 	r = msgr_create(&mc, &ops, mon, &mon->msgr);
 	if (r < 0) {

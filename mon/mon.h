@@ -273,6 +273,10 @@ struct raft_uv_transport;
 struct uv_loop_s;
 int mon_rt_create(struct raft_uv_transport *tr, struct uv_loop_s *loop, struct msgr *msgr,
 		  struct mon *mon);
+/* Raft thread, every poll: keeps a messenger connection to each member's
+ * address (raft addresses, "NAME@IP:PORT"), and opens the streams that
+ * waited for one. */
+void mon_rt_tick(struct raft_uv_transport *tr, const char *const *addrs, unsigned n);
 /* Sends this member's applied index, epoch and digest to address. */
 int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id,
 		  uint64_t applied, uint64_t epoch, uint64_t digest);

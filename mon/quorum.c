@@ -521,6 +521,14 @@ static void on_poll(uv_timer_t *t)
 		mon->qv.leader_seen_ms = now;
 	fill_members(q, &mon->qv);
 	pthread_mutex_unlock(&mon->lock);
+	{
+		const char *addrs[MONMAP_MONS_MAX];
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < r->configuration.n && n < MONMAP_MONS_MAX; i++)
+			addrs[n++] = r->configuration.servers[i].address;
+		mon_rt_tick(&q->tr, addrs, n);
+	}
 	if (++q->polls % STATUS_POLLS == 0 || wake)
 		send_status(q, lid, laddr);
 	if (want_barrier && !q->lbar_busy) {

@@ -35,6 +35,7 @@
 
 #include "encode.h"
 #include "log.h"
+#include "mono.h"
 #include "mon.h"
 #include "msg.h"
 
@@ -67,7 +68,13 @@ struct rt_connect {
 	struct raft_uv_connect *req;
 	uv_stream_t *stream;
 	int status;
+	struct msg_conn *c;		/* waiting for it to open (no ref) */
+	uint64_t give_up_ms;		/* monotonic */
 };
+
+/* How long a stream waits for the messenger connection to its peer to
+ * come up before the attempt fails (raft_uv then retries in a second). */
+#define RT_CONNECT_WAIT_MS	500
 
 struct rt {
 	struct raft_uv_transport *tr;
@@ -85,6 +92,7 @@ struct rt {
 	struct rt_stream *streams;
 	uint64_t next_sid;
 	struct rt_connect *done;	/* connects to complete on the loop */
+	struct rt_connect *waiting;	/* connects waiting for their peer */
 
 	struct { char addr[OSDMAP_ADDR_MAX + 1]; struct msg_conn *c; } peers[RT_PEERS_MAX];
 	unsigned npeers;
@@ -93,6 +101,11 @@ struct rt {
 	struct rt_ev *q, *qtail;
 	bool dead;			/* closed: mon_rt_post drops */
 };
+
+static void free_raft_handle(uv_handle_t *h)
+{
+	raft_free(h);
+}
 
 static struct rt *g_rt;		/* one transport per process */
 static pthread_mutex_t g_rt_lock = PTHREAD_MUTEX_INITIALIZER; /* protects g_rt */
@@ -435,16 +448,50 @@ static struct msg_conn *peer_conn(struct rt *t, const char *addr)
 	return t->peers[t->npeers++].c;
 }
 
-/* A stream to id opens at once when the messenger connection to it is up;
- * otherwise the attempt fails (raft_uv retries it a little later) while
- * the messenger keeps dialling in the background. */
+/* Opens a stream on c for cn (status 0), or leaves cn failed. */
+static void open_stream(struct rt *t, struct msg_conn *c, struct rt_connect *cn)
+{
+	struct rt_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return;
+	s->t = t;
+	s->c = c;
+	msg_conn_get(c);
+	s->sid = ++t->next_sid;
+	s->dialer = true;
+	if (stream_pair(t, s, &cn->stream) != 0) {
+		msg_conn_put(c);
+		free(s);
+		return;
+	}
+	if (send_frame(s, RT_OPEN, NULL, 0) == 0) {
+		cn->status = 0;
+		return;
+	}
+	/* raft never got the stream: close its end too */
+	uv_close((uv_handle_t *)cn->stream, free_raft_handle);
+	cn->stream = NULL;
+	stream_close(s, false);
+}
+
+static void finish(struct rt *t, struct rt_connect *cn)
+{
+	/* the callback must not run inside connect: finish on the loop */
+	cn->next = t->done;
+	t->done = cn;
+	uv_async_send(&t->async);
+}
+
+/* A stream to id opens as soon as the messenger connection to it is up
+ * (it is dialled on first use and redials in the background); an attempt
+ * that waited RT_CONNECT_WAIT_MS for it fails, and raft_uv retries. */
 static int rt_connect(struct raft_uv_transport *tr, struct raft_uv_connect *req,
 		      raft_id id, const char *address, raft_uv_connect_cb cb)
 {
 	struct rt *t = tr->impl;
 	struct rt_connect *cn = calloc(1, sizeof(*cn));
 	struct msg_conn *c;
-	struct rt_stream *s;
 
 	(void)id;
 	if (!cn)
@@ -453,31 +500,41 @@ static int rt_connect(struct raft_uv_transport *tr, struct raft_uv_connect *req,
 	cn->req = req;
 	cn->status = RAFT_NOCONNECTION;
 	c = peer_conn(t, addr_of(address));
-	if (c && msg_conn_is_open(c) && (s = calloc(1, sizeof(*s)))) {
-		s->t = t;
-		s->c = c;
-		msg_conn_get(c);
-		s->sid = ++t->next_sid;
-		s->dialer = true;
-		if (stream_pair(t, s, &cn->stream) == 0) {
-			if (send_frame(s, RT_OPEN, NULL, 0) == 0) {
-				cn->status = 0;
-			} else {
-				/* raft never got the stream: close its end too */
-				uv_close((uv_handle_t *)cn->stream, (uv_close_cb)raft_free);
-				cn->stream = NULL;
-				stream_close(s, false);
-			}
-		} else {
-			msg_conn_put(c);
-			free(s);
-		}
+	if (c && !msg_conn_is_open(c)) {
+		cn->c = c;
+		cn->give_up_ms = mono_now_ms() + RT_CONNECT_WAIT_MS;
+		cn->next = t->waiting;
+		t->waiting = cn;
+		return 0;
 	}
-	/* the callback must not run inside connect: finish on the loop */
-	cn->next = t->done;
-	t->done = cn;
-	uv_async_send(&t->async);
+	if (c)
+		open_stream(t, c, cn);
+	finish(t, cn);
 	return 0;
+}
+
+void mon_rt_tick(struct raft_uv_transport *tr, const char *const *addrs, unsigned n)
+{
+	struct rt *t = tr->impl;
+	struct rt_connect **pp = &t->waiting, *cn;
+	uint64_t now = mono_now_ms();
+
+	/* keep a connection to every member, so a stream opens at once */
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(addrs[i], t->address) != 0)
+			peer_conn(t, addr_of(addrs[i]));
+	while ((cn = *pp)) {
+		bool open = msg_conn_is_open(cn->c);
+
+		if (!open && now < cn->give_up_ms) {
+			pp = &cn->next;
+			continue;
+		}
+		*pp = cn->next;
+		if (open)
+			open_stream(t, cn->c, cn);
+		finish(t, cn);
+	}
 }
 
 static void async_closed(uv_handle_t *h)
@@ -496,10 +553,16 @@ static void rt_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb
 	t->closing = true;
 	t->close_cb = cb;
 	t->accept_cb = NULL;
+	for (cn = t->waiting; cn; cn = next) {
+		next = cn->next;
+		cn->req->cb(cn->req, NULL, RAFT_CANCELED);
+		free(cn);
+	}
+	t->waiting = NULL;
 	for (cn = t->done; cn; cn = next) {
 		next = cn->next;
 		if (cn->stream)
-			uv_close((uv_handle_t *)cn->stream, (uv_close_cb)raft_free);
+			uv_close((uv_handle_t *)cn->stream, free_raft_handle);
 		cn->req->cb(cn->req, NULL, RAFT_CANCELED);
 		free(cn);
 	}
