@@ -94,11 +94,13 @@ int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id)
 void mon_osd_takeover(struct mon *mon)
 {
 	uint64_t now = mono_now_ms();
-	/* A predecessor may have granted leases until an election timeout
-	 * after it lost the majority, each lasting osd_lease; with clocks
-	 * that drift apart by the bound, they all end before this
-	 * (doc/quorum.md, "Leases across a leader change"). */
-	uint64_t hold = (mon->opts.lease_ms + mon->opts.election_ms) *
+	/* A predecessor may have gone on granting leases, each lasting
+	 * osd_lease, for up to two election timeouts after the majority last
+	 * heard from it (libraft checks its contact with a majority once per
+	 * election timeout); with clocks that drift apart by the bound, every
+	 * such lease ends before this (doc/quorum.md, "Leases across a
+	 * leader change"). */
+	uint64_t hold = (mon->opts.lease_ms + 2 * mon->opts.election_ms) *
 			(1000000 + mon->opts.drift_ppm) / 1000000;
 
 	/* every OSD up in the map gets a fresh grace and is assumed to hold a
