@@ -52,8 +52,6 @@ static void send_maps(struct mon *mon, struct mon_sub *sub, const struct osdmap 
 		sub->sent = upto;
 }
 
-#define ENTRY_MAP_CHANGE	1
-#define STATE_MAGIC		0x31545341u	/* "AST1" */
 
 static void reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch)
 {
@@ -88,8 +86,8 @@ const struct mon_reqent *mon_reqid_find(struct mon *mon, const struct mon_reqid 
 int mon_map_change(struct mon *mon, struct osdmap_inc *inc, uint64_t *epoch)
 {
 	struct osdmap *next;
+	struct mon_entry ent;
 	struct enc e;
-	size_t h;
 	int64_t res = 0;
 	int r;
 
@@ -114,13 +112,12 @@ int mon_map_change(struct mon *mon, struct osdmap_inc *inc, uint64_t *epoch)
 		goto out_clear;
 	}
 	enc_init(&e);
-	h = enc_begin(&e, 1, 1);
-	enc_u8(&e, ENTRY_MAP_CHANGE);
-	enc_u64(&e, mon->map->epoch);
-	enc_u64(&e, mon->cur_reqid.client);
-	enc_u64(&e, mon->cur_reqid.seq);
-	osdmap_inc_encode(inc, &e);
-	enc_end(&e, h);
+	ent.type = MON_ENTRY_MAP_CHANGE;
+	ent.base = mon->map->epoch;
+	ent.client = mon->cur_reqid.client;
+	ent.seq = mon->cur_reqid.seq;
+	ent.inc = *inc;		/* borrowed for the encoding */
+	mon_entry_encode(&ent, &e);
 	r = e.err;
 	if (r == 0)
 		r = mon_quorum_propose(mon, e.buf, e.len, &res);
@@ -143,153 +140,95 @@ out_clear:
 /* Applies a map change entry: deterministic (no clock, no random); an
  * entry made against another epoch than the current one (a deposed
  * leader's) changes nothing. */
-static int64_t apply_map_change(struct mon *mon, struct dec *d)
+int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 {
-	struct osdmap_inc inc;
+	struct mon_entry ent;
 	struct osdmap *next;
-	uint64_t base, client, seq;
 	int r;
 
-	base = dec_u64(d);
-	client = dec_u64(d);
-	seq = dec_u64(d);
-	osdmap_inc_init(&inc, 0);
-	r = osdmap_inc_decode(d, &inc);
-	if (r < 0 || d->err) {
-		osdmap_inc_clear(&inc);
-		log_error("mon", "malformed map change in the log: skipped");
+	r = mon_entry_decode(buf, len, &ent);
+	if (r < 0) {
+		mon_entry_clear(&ent);
+		log_error("mon", "malformed entry in the log (%zu bytes): skipped", len);
 		return -EBADMSG;
 	}
-	if (base != mon->map->epoch || inc.epoch != base + 1) {
+	if (ent.base != mon->map->epoch) {
 		log_info("mon", "map change made at epoch %llu skipped: the map is at %llu",
-			 (unsigned long long)base, (unsigned long long)mon->map->epoch);
-		osdmap_inc_clear(&inc);
+			 (unsigned long long)ent.base, (unsigned long long)mon->map->epoch);
+		mon_entry_clear(&ent);
 		return -ESTALE;
 	}
 	next = osdmap_clone(mon->map);
-	if (!next) {
-		osdmap_inc_clear(&inc);
-		ATOLL_ASSERT(next, "out of memory applying epoch %llu",
-			     (unsigned long long)base + 1);
-	}
-	r = osdmap_apply(next, &inc);
+	ATOLL_ASSERT(next, "out of memory applying epoch %llu",
+		     (unsigned long long)ent.base + 1);
+	r = osdmap_apply(next, &ent.inc);
 	if (r < 0) {
-		/* the leader checked it: it does not apply on no member */
+		/* the leader checked it: it does not apply on any member */
 		log_error("mon", "epoch %llu does not apply to the map: %s; skipped",
-			  (unsigned long long)inc.epoch, strerror(-r));
+			  (unsigned long long)ent.inc.epoch, strerror(-r));
 		osdmap_free(next);
-		osdmap_inc_clear(&inc);
+		mon_entry_clear(&ent);
 		return r;
 	}
-	if (inc.epoch == 1)
-		next->created_ms = inc.modified_ms;
+	if (ent.inc.epoch == 1)
+		next->created_ms = ent.inc.modified_ms;
 	/* LMDB keeps the history for subscribers; a replay after a restart
 	 * writes the same epochs again */
-	r = mon_store_commit(mon->store, &inc, next);
+	r = mon_store_commit(mon->store, &ent.inc, next);
 	ATOLL_ASSERT(r == 0, "the monitor store cannot record committed epoch %llu: %s",
-		     (unsigned long long)inc.epoch, strerror(-r));
+		     (unsigned long long)ent.inc.epoch, strerror(-r));
 	osdmap_free(mon->map);
 	mon->map = next;
-	reqid_record(mon, client, seq, inc.epoch);
+	reqid_record(mon, ent.client, ent.seq, ent.inc.epoch);
 	mon->digest = 0;
 	log_info("mon", "epoch %llu committed", (unsigned long long)mon->map->epoch);
 
 	for (size_t i = 0; i < mon->nsubs; i++) {
 		struct mon_sub *s = &mon->subs[i];
 
-		if (s->sent + 1 == inc.epoch)
-			send_maps(mon, s, NULL, &inc, 1, inc.epoch);
-		else if (s->sent < inc.epoch)
+		if (s->sent + 1 == ent.inc.epoch)
+			send_maps(mon, s, NULL, &ent.inc, 1, ent.inc.epoch);
+		else if (s->sent < ent.inc.epoch)
 			/* it missed some (a failed send): send the full map */
-			send_maps(mon, s, mon->map, NULL, 0, inc.epoch);
+			send_maps(mon, s, mon->map, NULL, 0, ent.inc.epoch);
 	}
 	mon_pg_sync(mon);
-	osdmap_inc_clear(&inc);
+	mon_entry_clear(&ent);
 	return (int64_t)mon->map->epoch;
-}
-
-int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
-{
-	struct dec d, body;
-	uint8_t type, ver;
-	int64_t r;
-
-	dec_init(&d, buf, len);
-	if (dec_begin(&d, 1, &body, &ver) < 0) {
-		log_error("mon", "malformed entry in the log (%zu bytes): skipped", len);
-		return -EBADMSG;
-	}
-	type = dec_u8(&body);
-	switch (type) {
-	case ENTRY_MAP_CHANGE:
-		r = apply_map_change(mon, &body);
-		break;
-	default:
-		log_error("mon", "entry of unknown type %u in the log: skipped", type);
-		r = -EBADMSG;
-	}
-	return r;
 }
 
 void mon_state_encode(struct mon *mon, struct enc *e)
 {
-	size_t h = enc_begin(e, 1, 1);
+	struct mon_reqent ents[MON_REQIDS_MAX];
 
-	enc_u32(e, STATE_MAGIC);
-	osdmap_encode(mon->map, e);
-	enc_u32(e, mon->nreqids);
-	for (uint32_t k = 0; k < mon->nreqids; k++) {
-		const struct mon_reqent *r = &mon->reqids[(mon->reqid_head + k) % MON_REQIDS_MAX];
-
-		enc_u64(e, r->client);
-		enc_u64(e, r->seq);
-		enc_u64(e, r->epoch);
-	}
-	enc_end(e, h);
+	for (uint32_t k = 0; k < mon->nreqids; k++)
+		ents[k] = mon->reqids[(mon->reqid_head + k) % MON_REQIDS_MAX];
+	mon_state_blob_encode(mon->map, ents, mon->nreqids, e);
 }
 
 int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 {
-	struct dec d, body;
-	struct osdmap *map = NULL;
-	uint8_t ver;
+	static struct mon_reqent ents[MON_REQIDS_MAX];	/* raft thread only */
+	struct osdmap *map;
 	uint32_t n;
 	int r;
 
-	dec_init(&d, buf, len);
-	r = dec_begin(&d, 1, &body, &ver);
-	if (r < 0)
-		return r;
-	if (dec_u32(&body) != STATE_MAGIC)
-		return -EBADMSG;
-	r = osdmap_decode(&body, &map);
+	r = mon_state_blob_decode(buf, len, &map, ents, &n);
 	if (r < 0)
 		return r;
 	if (memcmp(map->fsid, mon->fsid, 16) != 0) {
 		osdmap_free(map);
 		return -EXDEV;
 	}
-	n = dec_count(&body, MON_REQIDS_MAX, 24);
-	if (body.err) {
-		osdmap_free(map);
-		return body.err;
-	}
-	mon->nreqids = 0;
-	mon->reqid_head = 0;
-	for (uint32_t k = 0; k < n; k++) {
-		uint64_t c = dec_u64(&body), s = dec_u64(&body), ep = dec_u64(&body);
-
-		reqid_record(mon, c, s, ep);
-	}
-	if (body.err) {
-		osdmap_free(map);
-		return body.err;
-	}
 	r = mon_store_reset(mon->store, map);
 	if (r < 0) {
 		osdmap_free(map);
 		return r;
 	}
+	mon->nreqids = 0;
+	mon->reqid_head = 0;
+	for (uint32_t k = 0; k < n; k++)
+		reqid_record(mon, ents[k].client, ents[k].seq, ents[k].epoch);
 	osdmap_free(mon->map);
 	mon->map = map;
 	mon->digest = 0;

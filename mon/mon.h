@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "entry.h"
 #include "mono.h"
 #include "osdmap.h"
 #include "proto.h"
@@ -86,12 +87,7 @@ struct mon_qview {
 	struct mon_qmember members[MONMAP_MONS_MAX];
 };
 
-/* A mutating command applied (the replicated request-id table). */
-struct mon_reqent {
-	uint64_t client, seq;
-	uint64_t epoch;			/* the epoch it made */
-};
-#define MON_REQIDS_MAX	1024
+
 
 /* A queued event for the monitor thread. */
 enum mon_ev_type {

@@ -34,14 +34,17 @@
 #include <uv.h>
 
 #include "encode.h"
+#include "entry.h"
 #include "log.h"
 #include "mono.h"
 #include "mon.h"
 #include "msg.h"
 
-/* RT_STATUS: a follower's applied index, epoch and state digest, for
- * the leader's quorum status (not part of any stream). */
-enum { RT_OPEN = 1, RT_DATA = 2, RT_CLOSE = 3, RT_STATUS = 4 };
+/* The frame kinds (entry.h); STATUS carries a member's applied index,
+ * epoch and state digest for the leader's quorum status (no stream). */
+#define RT_OPEN		MON_RT_OPEN
+#define RT_DATA		MON_RT_DATA
+#define RT_CLOSE	MON_RT_CLOSE
 
 #define RT_READ_MAX	(256u << 10)	/* bytes per DATA frame at most */
 #define RT_PEERS_MAX	(MONMAP_MONS_MAX * 2)
@@ -120,17 +123,20 @@ static const char *addr_of(const char *address)
 
 static int send_frame(struct rt_stream *s, uint8_t kind, const void *data, size_t len)
 {
+	struct mon_rt_frame f;
 	struct enc e;
 	struct msg *m;
 
-	enc_init(&e);
-	enc_u8(&e, kind);
-	enc_u8(&e, s->dialer);
-	enc_u64(&e, s->sid);
+	memset(&f, 0, sizeof(f));
+	f.kind = kind;
+	f.from_dialer = s->dialer;
+	f.sid = s->sid;
 	if (kind == RT_OPEN) {
-		enc_u64(&e, s->t->id);
-		enc_str(&e, s->t->address);
+		f.id = s->t->id;
+		snprintf(f.addr, sizeof(f.addr), "%s", s->t->address);
 	}
+	enc_init(&e);
+	mon_rt_frame_encode(&f, &e);
 	m = msg_new(MT_MON_RAFT, &e);
 	enc_free(&e);
 	if (!m)
@@ -257,40 +263,31 @@ static struct rt_stream *stream_find(struct rt *t, struct msg_conn *c, uint64_t 
 static void handle_frame(struct rt *t, struct msg *m)
 {
 	struct msg_identity who = msg_conn_peer(m->conn);
+	struct mon_rt_frame f;
 	struct rt_stream *s;
-	struct dec d;
-	uint8_t kind, from_dialer;
-	uint64_t sid;
 
 	if (who.type != MSG_ENTITY_MON) {
 		log_warn("mon", "raft frame from non-monitor %s dropped", msg_conn_addr(m->conn));
 		return;
 	}
-	dec_init(&d, m->front, m->front_len);
-	kind = dec_u8(&d);
-	from_dialer = dec_u8(&d);
-	sid = dec_u64(&d);
-	if (d.err)
-		goto bad;
-	/* a frame from the dialer names a stream we accepted, and back */
-	s = stream_find(t, m->conn, sid, !from_dialer);
-	switch (kind) {
-	case RT_STATUS: {
-		uint64_t id = dec_u64(&d), applied = dec_u64(&d), epoch = dec_u64(&d);
-		uint64_t digest = dec_u64(&d);
-
-		if (d.err || id == 0)
-			goto bad;
-		mon_quorum_peer_status(t->mon, id, applied, epoch, digest);
+	if (mon_rt_frame_decode(m->front, m->front_len, &f) < 0) {
+		log_warn("mon", "malformed raft frame from %s dropped", msg_conn_addr(m->conn));
 		return;
 	}
+	/* a frame from the dialer names a stream we accepted, and back */
+	s = stream_find(t, m->conn, f.sid, !f.from_dialer);
+	switch (f.kind) {
+	case MON_RT_STATUS:
+		mon_quorum_peer_status(t->mon, f.id, f.applied, f.epoch, f.digest);
+		return;
 	case RT_OPEN: {
-		char addr[128];
 		uv_stream_t *end;
-		uint64_t id = dec_u64(&d);
 
-		if (dec_str(&d, addr, sizeof(addr)) < 0 || id == 0 || !from_dialer || s)
-			goto bad;
+		if (s) {
+			log_warn("mon", "raft stream %llu from %s opened twice",
+				 (unsigned long long)f.sid, msg_conn_addr(m->conn));
+			return;
+		}
 		if (t->closing || !t->accept_cb)
 			return;
 		s = calloc(1, sizeof(*s));
@@ -299,14 +296,14 @@ static void handle_frame(struct rt *t, struct msg *m)
 		s->t = t;
 		s->c = m->conn;
 		msg_conn_get(s->c);
-		s->sid = sid;
+		s->sid = f.sid;
 		s->dialer = false;
 		if (stream_pair(t, s, &end) < 0) {
 			msg_conn_put(s->c);
 			free(s);
 			return;
 		}
-		t->accept_cb(t->tr, id, addr, end);
+		t->accept_cb(t->tr, f.id, f.addr, end);
 		return;
 	}
 	case RT_DATA: {
@@ -333,8 +330,6 @@ static void handle_frame(struct rt *t, struct msg *m)
 			stream_close(s, false);
 		return;
 	}
-bad:
-	log_warn("mon", "malformed raft frame from %s dropped", msg_conn_addr(m->conn));
 }
 
 static void conn_closed(struct rt *t, struct msg_conn *c)
@@ -583,19 +578,21 @@ int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id
 {
 	struct rt *t = tr->impl;
 	struct msg_conn *c = peer_conn(t, addr_of(address));
+	struct mon_rt_frame f;
 	struct enc e;
 	struct msg *m;
 
 	if (!c || !msg_conn_is_open(c))
 		return -ENOTCONN;
+	memset(&f, 0, sizeof(f));
+	f.kind = MON_RT_STATUS;
+	f.from_dialer = 1;
+	f.id = id;
+	f.applied = applied;
+	f.epoch = epoch;
+	f.digest = digest;
 	enc_init(&e);
-	enc_u8(&e, RT_STATUS);
-	enc_u8(&e, 1);
-	enc_u64(&e, 0);
-	enc_u64(&e, id);
-	enc_u64(&e, applied);
-	enc_u64(&e, epoch);
-	enc_u64(&e, digest);
+	mon_rt_frame_encode(&f, &e);
 	m = msg_new(MT_MON_RAFT, &e);
 	enc_free(&e);
 	return m ? msg_send(c, m) : -ENOMEM;
