@@ -672,6 +672,10 @@ int mon_quorum_start(struct mon *mon, const char *dir, char *err, size_t errlen)
 	raft_set_heartbeat_timeout(&q->raft, (unsigned)(mon->opts.election_ms / 10 ?
 							 mon->opts.election_ms / 10 : 1));
 	raft_set_pre_vote(&q->raft, true);
+	/* a snapshot sent to a member that was down (the send fails) is sent
+	 * again after this; libraft's default of 30 s leaves a restarted
+	 * member behind that long */
+	raft_set_install_snapshot_timeout(&q->raft, (unsigned)(5 * mon->opts.election_ms));
 	raft_set_snapshot_threshold(&q->raft, mon->opts.snapshot_threshold);
 	raft_set_snapshot_trailing(&q->raft, mon->opts.snapshot_threshold / 2 ?
 				   mon->opts.snapshot_threshold / 2 : 1);
