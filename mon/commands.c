@@ -246,6 +246,8 @@ static const struct {
 	{ "mon backup", cmd_mon_backup },
 	{ "quorum status", cmd_quorum_status },	/* cmd_quorum.c */
 	{ "mon stat", cmd_quorum_status },
+	{ "mon add", cmd_mon_add },	/* cmd_mon.c */
+	{ "mon rm", cmd_mon_rm },
 };
 
 static void run_command(struct mon *mon, const char *json, struct cmd_out *o)

@@ -546,6 +546,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: atoll-mon --mkfs --data DIR [--name NAME] [--fsid UUID]\n"
 "                 [--initial NAME=IP:PORT,...] [--conf F] [--set K=V]...\n"
+"       atoll-mon --mkfs --join --data DIR --name NAME --fsid UUID --addr IP:PORT\n"
 "       atoll-mon --data DIR [--addr IP:PORT] [--conf F] [--set K=V]... [--log FILE]\n"
 "       atoll-mon --restore FILE --data DIR [--name NAME] [--addr IP:PORT]\n"
 "\n"
@@ -557,6 +558,8 @@ static void usage(FILE *f)
 "  --initial LIST  the first members, NAME=IP:PORT,... (raft ids 1..N in\n"
 "                  order; every member made with the same list and --fsid);\n"
 "                  without it the monitor is the only member, at --addr\n"
+"  --join          with --mkfs: a member to add to a running quorum (then:\n"
+"                  atoll mon add NAME IP:PORT)\n"
 "  --data DIR      the monitor's folder (the store is DIR/store)\n"
 "  --addr IP:PORT  the address to bind (default: the member's own address)\n"
 "  --fsid UUID     the cluster id for --mkfs\n"
@@ -620,7 +623,7 @@ static int parse_initial(const char *s, struct mon_member *all, unsigned *n)
 }
 
 static int do_mkfs(const char *data, const char *fsid_str, const char *name,
-		   const char *initial, const char *addr)
+		   const char *initial, const char *addr, bool join)
 {
 	struct mon_member all[MONMAP_MONS_MAX], self;
 	struct mon_store *st;
@@ -634,7 +637,21 @@ static int do_mkfs(const char *data, const char *fsid_str, const char *name,
 	if (!mon_name_ok(name))
 		return die("--name '%s' is not 1 to %d of [A-Za-z0-9_-]", name, MONMAP_NAME_MAX);
 	memset(&self, 0, sizeof(self));
-	if (initial) {
+	if (join) {
+		char ip[64];
+		uint16_t port;
+
+		if (initial || !fsid_str || !addr)
+			return die("--join takes --fsid and --addr IP:PORT (the cluster's fsid "
+				   "and this monitor's address), not --initial");
+		if (msg_parse_addr(addr, ip, sizeof(ip), &port) < 0 || port == 0 ||
+		    strlen(addr) > OSDMAP_ADDR_MAX)
+			return die("--addr '%s' is not IP:PORT", addr);
+		snprintf(self.name, sizeof(self.name), "%s", name);
+		snprintf(self.addr, sizeof(self.addr), "%s", addr);
+		self.id = mon_member_id(name);
+		n = 0;
+	} else if (initial) {
 		if (!fsid_str)
 			return die("--initial needs --fsid: every initial member is made with "
 				   "the same fsid");
@@ -899,6 +916,7 @@ int main(int argc, char **argv)
 		{ "fsid", required_argument, NULL, 'f' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "initial", required_argument, NULL, 'i' },
+		{ "join", no_argument, NULL, 'j' },
 		{ "restore", required_argument, NULL, 'R' },
 		{ "conf", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' },
@@ -912,7 +930,7 @@ int main(int argc, char **argv)
 	const char *conf = NULL, *logfile = NULL, *level_s;
 	const char *sets[128];
 	int nsets = 0, c, r, level;
-	bool mkfs = false;
+	bool mkfs = false, join = false;
 	struct config *cfg;
 	struct mon_opts opts;
 	char err[512];
@@ -925,6 +943,7 @@ int main(int argc, char **argv)
 		case 'f': fsid = optarg; break;
 		case 'n': name = optarg; break;
 		case 'i': initial = optarg; break;
+		case 'j': join = true; break;
 		case 'R': restore = optarg; break;
 		case 'c': conf = optarg; break;
 		case 'l': logfile = optarg; break;
@@ -1005,7 +1024,7 @@ int main(int argc, char **argv)
 			snprintf(first, sizeof(first), "%.*s", (int)l, host);
 			addr = first;
 		}
-		r = do_mkfs(data, fsid, name, initial, addr);
+		r = do_mkfs(data, fsid, name, initial, addr, join);
 		goto out;
 	}
 	if (log_open(WHO, (enum log_level)level, logfile) < 0) {

@@ -246,6 +246,11 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 /* ---- quorum.c: the replicated log ---- */
 struct mon_quorum;
 bool mon_name_ok(const char *s);
+/* The raft id of a member added at run time (not an initial one, whose
+ * ids are 1..N): a hash of its name, at least 256. */
+uint64_t mon_member_id(const char *name);
+/* qv.role of a leader (RAFT_LEADER, without raft.h) */
+#define RAFT_LEADER_STATE	3
 int mon_member_load(const char *dir, struct mon_member *self, uint8_t fsid[16],
 		    char *err, size_t errlen);
 /* Writes DIR/raft (the first configuration: all n members, voters) and
@@ -264,6 +269,17 @@ void mon_quorum_stop(struct mon *mon);
 int mon_quorum_propose(struct mon *mon, const void *entry, size_t len, int64_t *result);
 /* Same, for a read barrier: everything committed before is applied. */
 int mon_quorum_barrier(struct mon *mon);
+/* Same, for a membership change (one at a time) or a leadership
+ * transfer: ADD makes id a spare at NAME@ADDR; STANDBY a non-voter that
+ * replicates the log (it does not count for the majority; -EINVAL when it
+ * is one already); PROMOTE makes it a voter once it caught up with the log
+ * (-ETIMEDOUT when it did not); REMOVE takes it out; TRANSFER asks id (0:
+ * any voter) to take over, returning when it did or after an election
+ * timeout.  -EBUSY: another change is under way. */
+enum mon_member_op { MON_MEMBER_ADD, MON_MEMBER_STANDBY, MON_MEMBER_PROMOTE,
+		     MON_MEMBER_REMOVE, MON_MEMBER_TRANSFER };
+int mon_quorum_member(struct mon *mon, enum mon_member_op op, uint64_t id,
+		      const char *name, const char *addr);
 /* transport.c */
 struct raft_uv_transport;
 struct uv_loop_s;

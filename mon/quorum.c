@@ -30,16 +30,19 @@
 #include <raft.h>
 #include <raft/uv.h>
 #include <uv.h>
+#include <xxhash.h>
 
 #include "encode.h"
 #include "log.h"
 #include "mon.h"
 #include "msg.h"
 
+_Static_assert(RAFT_LEADER == RAFT_LEADER_STATE, "RAFT_LEADER_STATE is RAFT_LEADER");
+
 #define POLL_MS		20	/* how often the quorum view is refreshed */
 #define STATUS_POLLS	10	/* members send their status every 10 polls */
 
-enum { PROP_ENTRY = 1, PROP_BARRIER = 2 };
+enum { PROP_ENTRY = 1, PROP_BARRIER = 2, PROP_ADD, PROP_ASSIGN, PROP_REMOVE, PROP_TRANSFER };
 
 /* A request of the monitor thread for the raft thread. */
 struct prop {
@@ -50,9 +53,14 @@ struct prop {
 	bool done;
 	int rc;				/* 0 or negative errno */
 	int64_t result;			/* what apply answered */
+	uint64_t id;			/* membership: the member */
+	char address[MONMAP_NAME_MAX + OSDMAP_ADDR_MAX + 2];	/* PROP_ADD */
+	int role;			/* PROP_ASSIGN */
 	union {
 		struct raft_apply apply;
 		struct raft_barrier barrier;
+		struct raft_change change;
+		struct raft_transfer transfer;
 	} req;
 };
 
@@ -97,6 +105,13 @@ bool mon_name_ok(const char *s)
 		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
 			return false;
 	return true;
+}
+
+uint64_t mon_member_id(const char *name)
+{
+	uint64_t h = XXH64(name, strlen(name), 0x61746f6c6cull) & INT64_MAX;
+
+	return h < 256 ? h + 256 : h;
 }
 
 static int write_member(const char *dir, const struct mon_member *self,
@@ -269,6 +284,36 @@ int mon_quorum_barrier(struct mon *mon)
 	return wait_prop(mon, &p);
 }
 
+int mon_quorum_member(struct mon *mon, enum mon_member_op op, uint64_t id,
+		      const char *name, const char *addr)
+{
+	struct prop p;
+
+	memset(&p, 0, sizeof(p));
+	p.id = id;
+	switch (op) {
+	case MON_MEMBER_ADD:
+		p.kind = PROP_ADD;
+		snprintf(p.address, sizeof(p.address), "%s@%s", name, addr);
+		break;
+	case MON_MEMBER_STANDBY:
+		p.kind = PROP_ASSIGN;
+		p.role = RAFT_STANDBY;
+		break;
+	case MON_MEMBER_PROMOTE:
+		p.kind = PROP_ASSIGN;
+		p.role = RAFT_VOTER;
+		break;
+	case MON_MEMBER_REMOVE:
+		p.kind = PROP_REMOVE;
+		break;
+	case MON_MEMBER_TRANSFER:
+		p.kind = PROP_TRANSFER;
+		break;
+	}
+	return wait_prop(mon, &p);
+}
+
 /* ---- the raft thread -------------------------------------------------- */
 
 static int raft_rc(int status)
@@ -276,6 +321,19 @@ static int raft_rc(int status)
 	switch (status) {
 	case 0:
 		return 0;
+	case RAFT_BADID:
+	case RAFT_NOTFOUND:
+		return -ENOENT;
+	case RAFT_DUPLICATEID:
+	case RAFT_DUPLICATEADDRESS:
+		return -EEXIST;
+	case RAFT_CANTCHANGE:
+	case RAFT_BUSY:
+		return -EBUSY;
+	case RAFT_NOCONNECTION:
+		return -ETIMEDOUT;
+	case RAFT_BADROLE:
+		return -EINVAL;
 	case RAFT_NOTLEADER:
 	case RAFT_LEADERSHIPLOST:
 	case RAFT_CANCELED:
@@ -312,6 +370,40 @@ static void on_barrier(struct raft_barrier *req, int status)
 	prop_done(p->buf, p, raft_rc(status), 0);
 }
 
+static void on_change(struct raft_change *req, int status)
+{
+	struct prop *p = req->data;
+
+	prop_done(p->buf, p, raft_rc(status), 0);
+}
+
+static void on_transfer(struct raft_transfer *req)
+{
+	struct prop *p = req->data;
+
+	prop_done(p->buf, p, 0, 0);
+}
+
+/* Starts a membership change or a transfer: 0 or a raft error code. */
+static int start_member_prop(struct mon_quorum *q, struct prop *p)
+{
+	p->buf = q;
+	switch (p->kind) {
+	case PROP_ADD:
+		p->req.change.data = p;
+		return raft_add(&q->raft, &p->req.change, p->id, p->address, on_change);
+	case PROP_ASSIGN:
+		p->req.change.data = p;
+		return raft_assign(&q->raft, &p->req.change, p->id, p->role, on_change);
+	case PROP_REMOVE:
+		p->req.change.data = p;
+		return raft_remove(&q->raft, &p->req.change, p->id, on_change);
+	default:
+		p->req.transfer.data = p;
+		return raft_transfer(&q->raft, &p->req.transfer, p->id, on_transfer);
+	}
+}
+
 static void run_props(struct mon_quorum *q)
 {
 	struct prop *p, *next;
@@ -342,10 +434,14 @@ static void run_props(struct mon_quorum *q)
 				raft_free(b.base);
 				prop_done(q, p, raft_rc(r), 0);
 			}
-		} else {
+		} else if (p->kind == PROP_BARRIER) {
 			p->req.barrier.data = p;
 			p->buf = q;
 			r = raft_barrier(&q->raft, &p->req.barrier, on_barrier);
+			if (r != 0)
+				prop_done(q, p, raft_rc(r), 0);
+		} else {
+			r = start_member_prop(q, p);
 			if (r != 0)
 				prop_done(q, p, raft_rc(r), 0);
 		}
@@ -625,12 +721,14 @@ int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
 	if (r < 0)
 		goto out;
 	raft_configuration_init(&conf);
+	/* n == 0: a member joining a running quorum (mon add) starts with an
+	 * empty log and learns the membership from the leader */
 	for (unsigned i = 0; i < n && r == 0; i++) {
 		snprintf(a, sizeof(a), "%s@%s", all[i].name, all[i].addr);
 		if (raft_configuration_add(&conf, all[i].id, a, RAFT_VOTER) != 0)
 			r = -EINVAL;
 	}
-	if (r == 0 && raft_bootstrap(&q->raft, &conf) != 0) {
+	if (r == 0 && n > 0 && raft_bootstrap(&q->raft, &conf) != 0) {
 		snprintf(err, errlen, "cannot write the first raft configuration in "
 			 "'%s/raft': %s", dir, q->raft.errmsg);
 		r = -EIO;
