@@ -5,7 +5,8 @@
 # while map changes go on; then the leader and another member are removed
 # with `atoll mon rm` (the leader hands over first).  Checks: each step's
 # quorum status, every answered change in the map, the remaining members'
-# digests equal, errors for a duplicate name and an unknown member.
+# digests equal, errors for a duplicate name and an unknown member, and a
+# removed monitor restarted on its old store does not disturb the quorum.
 set -u
 mon_bin=$1
 cli=$2
@@ -129,6 +130,18 @@ ok "mon rm $r: $st"
 change || fail "pool create after removing mon.$r"
 if cmd mon rm zz >/dev/null; then fail "mon rm of an unknown member was taken"; fi
 ok "mon rm of an unknown member is refused"
+
+# ---- a removed monitor restarted on its old store cannot raise the term
+term() {
+	cmd --format json quorum status | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["term"], s["leader"])'
+}
+before=$(term) || fail "quorum status"
+start "$r"
+sleep 4
+after=$(term) || fail "quorum status"
+[ "$before" = "$after" ] || fail "removed mon.$r, restarted, changed term/leader: $before -> $after"
+stop "$r"
+ok "removed mon.$r restarted on its old store: term and leader unchanged ($after)"
 
 # ---- the three left agree, and every answered change is there
 deadline=$(( $(now_ms) + 15000 ))
