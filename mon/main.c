@@ -469,8 +469,10 @@ static void quorum_events(struct mon *mon)
 	if (!mon->qv.changed)
 		return;
 	mon->qv.changed = false;
-	if (mon->qv.ready && !mon->serving) {
+	if (mon->qv.ready && (!mon->serving || mon->serving_term != mon->qv.term)) {
+		/* leading (again, maybe after a term of someone else's) */
 		mon->serving = true;
+		mon->serving_term = mon->qv.term;
 		mon_osd_takeover(mon);
 		sync_ratios(mon);
 	} else if (!mon->qv.ready && mon->serving) {

@@ -166,6 +166,7 @@ struct mon {
 	struct mon_quorum *q;
 	struct mon_qview qv;
 	bool serving;			/* the monitor thread acted on qv.ready */
+	uint64_t serving_term;		/* ... in this term */
 	uint64_t digest, digest_epoch;	/* mon_state_digest() cached at an epoch */
 	/* members' statuses by raft id (leader), kept across polls */
 	struct { uint64_t id, applied, epoch, digest, ms; } mstat[MONMAP_MONS_MAX];

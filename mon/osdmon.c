@@ -106,6 +106,7 @@ void mon_osd_takeover(struct mon *mon)
 	/* every OSD up in the map gets a fresh grace and is assumed to hold a
 	 * lease until hold has passed: none is marked down before */
 	mon->nreports = 0;
+	mon->npgt = 0;		/* pg_temp asks made to a previous leader */
 	for (uint32_t i = 0; i < OSDMAP_OSD_MAX; i++) {
 		struct mon_osd_info *info = &mon->osds[i];
 
