@@ -47,6 +47,7 @@ enum { PROP_ENTRY = 1, PROP_BARRIER = 2, PROP_ADD, PROP_ASSIGN, PROP_REMOVE, PRO
 /* A request of the monitor thread for the raft thread. */
 struct prop {
 	struct prop *next;
+	struct mon_quorum *q;		/* set by the raft thread */
 	int kind;
 	void *buf;			/* PROP_ENTRY: raft_malloc'd entry */
 	size_t len;
@@ -360,34 +361,33 @@ static void on_applied(struct raft_apply *req, int status, void *result)
 {
 	struct prop *p = req->data;
 
-	prop_done(p->buf, p, raft_rc(status), status ? 0 : (int64_t)(intptr_t)result);
+	prop_done(p->q, p, raft_rc(status), status ? 0 : (int64_t)(intptr_t)result);
 }
 
 static void on_barrier(struct raft_barrier *req, int status)
 {
 	struct prop *p = req->data;
 
-	prop_done(p->buf, p, raft_rc(status), 0);
+	prop_done(p->q, p, raft_rc(status), 0);
 }
 
 static void on_change(struct raft_change *req, int status)
 {
 	struct prop *p = req->data;
 
-	prop_done(p->buf, p, raft_rc(status), 0);
+	prop_done(p->q, p, raft_rc(status), 0);
 }
 
 static void on_transfer(struct raft_transfer *req)
 {
 	struct prop *p = req->data;
 
-	prop_done(p->buf, p, 0, 0);
+	prop_done(p->q, p, 0, 0);
 }
 
 /* Starts a membership change or a transfer: 0 or a raft error code. */
 static int start_member_prop(struct mon_quorum *q, struct prop *p)
 {
-	p->buf = q;
 	switch (p->kind) {
 	case PROP_ADD:
 		p->req.change.data = p;
@@ -417,6 +417,7 @@ static void run_props(struct mon_quorum *q)
 
 		next = p->next;
 		p->next = NULL;
+		p->q = q;
 		if (q->closing) {
 			if (p->kind == PROP_ENTRY)
 				raft_free(p->buf);
@@ -427,8 +428,7 @@ static void run_props(struct mon_quorum *q)
 			struct raft_buffer b = { .base = p->buf, .len = p->len };
 
 			p->req.apply.data = p;
-			/* from here p->buf names the quorum for the callback */
-			p->buf = q;
+			p->buf = NULL;		/* raft's once raft_apply took it */
 			r = raft_apply(&q->raft, &p->req.apply, &b, 1, on_applied);
 			if (r != 0) {
 				raft_free(b.base);
@@ -436,7 +436,6 @@ static void run_props(struct mon_quorum *q)
 			}
 		} else if (p->kind == PROP_BARRIER) {
 			p->req.barrier.data = p;
-			p->buf = q;
 			r = raft_barrier(&q->raft, &p->req.barrier, on_barrier);
 			if (r != 0)
 				prop_done(q, p, raft_rc(r), 0);
