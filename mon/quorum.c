@@ -371,10 +371,19 @@ static void on_barrier(struct raft_barrier *req, int status)
 	prop_done(p->q, p, raft_rc(status), 0);
 }
 
+static void fill_members(struct mon_quorum *q, struct mon_qview *v);
+
 static void on_change(struct raft_change *req, int status)
 {
 	struct prop *p = req->data;
 
+	/* the command answers from the quorum view: make it show the
+	 * change before it returns, not at the next poll */
+	pthread_mutex_lock(&p->q->mon->lock);
+	fill_members(p->q, &p->q->mon->qv);
+	p->q->mon->qv.conf_index = p->q->raft.configuration_index;
+	p->q->mon->qv.changed = true;
+	pthread_mutex_unlock(&p->q->mon->lock);
 	prop_done(p->q, p, raft_rc(status), 0);
 }
 
