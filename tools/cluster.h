@@ -135,8 +135,6 @@ int cl_cmd_up(struct cl_opts *o);
 int cl_cmd_down(struct cl_opts *o);
 int cl_cmd_status(struct cl_opts *o);
 int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg);
-/* `mon|mds stop|start|kill`: what is "mon" or "mds". */
-int cl_cmd_single(struct cl_opts *o, const char *what, const char *verb);
 
 /* cluster_mds.c: the MDS daemons (mds.a, mds.b, ...) */
 /* Creates the file system's pools and adds o->mds daemons to the state. */
