@@ -78,6 +78,8 @@ cmd_fn cmd_mds_stat;
 cmd_fn cmd_quorum_status;
 /* ---- cmd_mon.c: mon add, mon rm ---- */
 cmd_fn cmd_mon_add, cmd_mon_rm;
+/* ---- cmd_backup.c: mon backup (streamed) ---- */
+cmd_fn cmd_mon_backup;
 
 /* ---- cmd_pool.c ---- */
 cmd_fn cmd_pool_create, cmd_pool_ls, cmd_pool_rm, cmd_pool_get, cmd_pool_set;

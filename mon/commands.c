@@ -198,20 +198,6 @@ void cmd_no_change(struct mon *mon, struct cmd_out *o)
 		fprintf(o->txt, "epoch %llu\n", (unsigned long long)mon->map->epoch);
 }
 
-/* ---- mon backup ----------------------------------------------------- */
-
-static int cmd_mon_backup(struct mon *mon, cJSON *a, struct cmd_out *o)
-{
-	int r = mon_store_backup(mon->store, &o->bin, &o->binlen);
-
-	if (r < 0)
-		return cmd_fail(o, r, "cannot read the monitor store: %s", strerror(-r));
-	cmd_say(o, "backup of epochs %llu..%llu (%zu bytes)",
-		(unsigned long long)mon_store_first_epoch(mon->store),
-		(unsigned long long)mon->map->epoch, o->binlen);
-	return 0;
-}
-
 /* ---- dispatch ------------------------------------------------------- */
 
 static const struct {
@@ -244,7 +230,7 @@ static const struct {
 	{ "df", cmd_df },
 	{ "pg ls", cmd_pg_ls },
 	{ "pg stat", cmd_pg_stat },
-	{ "mon backup", cmd_mon_backup },
+	{ "mon backup", cmd_mon_backup },	/* cmd_backup.c */
 	{ "quorum status", cmd_quorum_status },	/* cmd_quorum.c */
 	{ "mon stat", cmd_quorum_status },
 	{ "mon add", cmd_mon_add },	/* cmd_mon.c */

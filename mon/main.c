@@ -707,34 +707,14 @@ static int do_restore(const char *data, const char *file, const char *name,
 	struct mon_store *st;
 	struct osdmap *seed = NULL;
 	char err[512];
-	struct stat sb;
-	void *buf;
-	int fd, r;
-	ssize_t n;
-	size_t got = 0;
+	FILE *f;
+	int r;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	f = fopen(file, "rbe");
+	if (!f)
 		return die("cannot open backup '%s': %s", file, strerror(errno));
-	if (fstat(fd, &sb) < 0 || sb.st_size <= 0 || sb.st_size > (1ll << 32)) {
-		close(fd);
-		return die("backup '%s' is empty or too large", file);
-	}
-	buf = malloc((size_t)sb.st_size);
-	if (!buf) {
-		close(fd);
-		return die("out of memory");
-	}
-	while (got < (size_t)sb.st_size &&
-	       (n = read(fd, (char *)buf + got, (size_t)sb.st_size - got)) > 0)
-		got += (size_t)n;
-	close(fd);
-	if (got != (size_t)sb.st_size) {
-		free(buf);
-		return die("cannot read backup '%s'", file);
-	}
-	r = mon_store_restore(data, buf, got, err, sizeof(err));
-	free(buf);
+	r = mon_store_restore(data, f, err, sizeof(err));
+	fclose(f);
 	if (r < 0)
 		return die("%s", err);
 	/* a restored monitor is a new one-member quorum whose state starts

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "entry.h"
 #include "mono.h"
@@ -238,11 +239,18 @@ int mon_store_load_seed(struct mon_store *s, struct osdmap **out);
 int mon_store_reset(struct mon_store *s, const struct osdmap *m);
 /* Oldest epoch whose incremental is kept. */
 uint64_t mon_store_first_epoch(struct mon_store *s);
-/* The whole history as one blob (mon backup); *buf malloc'd. */
-int mon_store_backup(struct mon_store *s, void **buf, size_t *len);
-/* Creates dir's store from a backup blob (atoll-mon --restore). */
-int mon_store_restore(const char *dir, const void *buf, size_t len,
-		      char *err, size_t errlen);
+/* The backup's head (store.c, "Backup file"): the full map of the last
+ * epoch; *first..*last is the history to fetch next (*first = *last + 1:
+ * none).  -ENODATA: no epoch yet.  *buf malloc'd. */
+int mon_store_backup_head(struct mon_store *s, void **buf, size_t *len,
+			  uint64_t *first, uint64_t *last);
+/* The history records from..to (at least one, then as many as fit in max
+ * bytes); *next is the first epoch not included.  -ERANGE: not kept. */
+int mon_store_backup_incs(struct mon_store *s, uint64_t from, uint64_t to, size_t max,
+			  void **buf, size_t *len, uint64_t *next);
+/* Creates dir's store from a backup file read from f (atoll-mon
+ * --restore); nothing is left behind on failure. */
+int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen);
 
 /* ---- quorum.c: the replicated log ---- */
 struct mon_quorum;

@@ -37,8 +37,7 @@
 #include "mon.h"
 
 #define STORE_MAP_SIZE		(4ull << 30)	/* sparse; the map is small */
-#define BACKUP_MAGIC		"ATMONBK1"
-#define BACKUP_INC_MAX		(1u << 24)
+#define BACKUP_MAGIC		"ATMONBK2"
 
 struct mon_store {
 	MDB_env *env;
@@ -437,52 +436,108 @@ int mon_store_load_incs(struct mon_store *s, uint64_t first, uint64_t last,
 }
 
 /*
- * Backup blob: "ATMONBK1", then one versioned section
- *   fsid[16] u64 first u64 last, (last-first+1) x blob(inc), blob(full)
- * then u32 crc32c of everything before it.
+ * Backup file (doc/admin.md, "Backing up the monitors"), written in
+ * pieces so that a history of any length fits through bounded replies:
+ *
+ *   head:    "ATMONBK2" fsid[16] u64 first u64 last u32 len + full map
+ *            (the full map of epoch last)
+ *   history: for each epoch first..last: u32 len + its incremental
+ *   trailer: u32 crc32c of every byte before it
+ *
+ * first is the oldest epoch whose incremental is kept: 1, or later on a
+ * member that installed a snapshot or trimmed; first = last + 1 means no
+ * incremental at all (the full map alone).  The monitor answers the head
+ * and then ranges of the history; an incremental at or below last never
+ * changes, so pieces fetched one after another make one consistent file.
  */
-int mon_store_backup(struct mon_store *s, void **buf, size_t *len)
+#define BACKUP_REC_MAX		(64u << 20)
+
+static int has_inc(struct mon_store *s, MDB_txn *t, uint64_t epoch)
+{
+	uint8_t key[11];
+	MDB_val v;
+
+	inc_key(epoch, key);
+	return get(t, s->dbi, key, sizeof(key), &v);
+}
+
+int mon_store_backup_head(struct mon_store *s, void **buf, size_t *len,
+			  uint64_t *first, uint64_t *last)
 {
 	struct enc e;
 	MDB_txn *t;
 	MDB_val v;
-	size_t h;
 	int r;
 
 	*buf = NULL;
-	enc_init(&e);
+	if (s->last == 0)
+		return -ENODATA;
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
 	if (r < 0)
-		goto out_free;
+		return r;
+	*last = s->last;
+	*first = s->first;
+	/* a store reset by a snapshot keeps the full map of its first epoch,
+	 * not its incremental */
+	while (*first <= *last && has_inc(s, t, *first) == -ENOENT)
+		(*first)++;
+	enc_init(&e);
 	enc_raw(&e, BACKUP_MAGIC, 8);
-	h = enc_begin(&e, 1, 1);
 	enc_raw(&e, s->fsid, 16);
-	enc_u64(&e, s->first);
-	enc_u64(&e, s->last);
-	for (uint64_t ep = s->first; ep <= s->last && r == 0; ep++) {
-		uint8_t key[11];
-
-		inc_key(ep, key);
-		r = get(t, s->dbi, key, sizeof(key), &v);
-		if (r == 0)
-			enc_blob(&e, v.mv_data, v.mv_size);
-	}
-	if (r == 0)
-		r = get(t, s->dbi, "full", 4, &v);
+	enc_u64(&e, *first);
+	enc_u64(&e, *last);
+	r = get(t, s->dbi, "full", 4, &v);
 	if (r == 0)
 		enc_blob(&e, v.mv_data, v.mv_size);
 	mdb_txn_abort(t);
-	if (r < 0)
-		goto out_free;
-	enc_end(&e, h);
-	enc_u32(&e, atoll__crc32c(0, e.buf, e.len));
-	if (e.err) {
+	if (r == 0)
 		r = e.err;
-		goto out_free;
+	if (r == 0) {
+		*buf = enc_take(&e, len);
+		r = *buf ? 0 : -ENOMEM;
 	}
-	*buf = enc_take(&e, len);
-	return *buf ? 0 : -ENOMEM;
-out_free:
+	enc_free(&e);
+	return r;
+}
+
+int mon_store_backup_incs(struct mon_store *s, uint64_t from, uint64_t to, size_t max,
+			  void **buf, size_t *len, uint64_t *next)
+{
+	struct enc e;
+	MDB_txn *t;
+	uint64_t ep;
+	int r;
+
+	*buf = NULL;
+	if (from > to || to > s->last || from < s->first)
+		return -ERANGE;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0)
+		return r;
+	enc_init(&e);
+	/* at least one record, then as many as fit in max */
+	for (ep = from; ep <= to && r == 0; ep++) {
+		uint8_t key[11];
+		MDB_val v;
+
+		inc_key(ep, key);
+		r = get(t, s->dbi, key, sizeof(key), &v);
+		if (r == -ENOENT)
+			r = -ERANGE;	/* trimmed meanwhile */
+		if (r < 0)
+			break;
+		if (ep > from && e.len + 4 + v.mv_size > max)
+			break;
+		enc_blob(&e, v.mv_data, v.mv_size);
+	}
+	mdb_txn_abort(t);
+	if (r == 0)
+		r = e.err;
+	if (r == 0) {
+		*next = ep;
+		*buf = enc_take(&e, len);
+		r = *buf ? 0 : -ENOMEM;
+	}
 	enc_free(&e);
 	return r;
 }
@@ -500,38 +555,80 @@ static void remove_store(const char *dir)
 	rmdir(path);
 }
 
-int mon_store_restore(const char *dir, const void *buf, size_t len,
-		      char *err, size_t errlen)
+/* Reads n bytes of the backup, adding them to the checksum. */
+static int bk_read(FILE *f, void *p, size_t n, uint32_t *crc)
+{
+	if (n && fread(p, 1, n, f) != n)
+		return -EBADMSG;
+	*crc = atoll__crc32c(*crc, p, n);
+	return 0;
+}
+
+/* Reads one length-prefixed record (malloc'd into *p). */
+static int bk_record(FILE *f, void **p, size_t *n, uint32_t *crc)
+{
+	uint8_t l[4];
+
+	*p = NULL;
+	if (bk_read(f, l, 4, crc) < 0)
+		return -EBADMSG;
+	*n = get_u32le(l);
+	if (*n == 0 || *n > BACKUP_REC_MAX)
+		return -EBADMSG;
+	*p = malloc(*n);
+	if (!*p)
+		return -ENOMEM;
+	return bk_read(f, *p, *n, crc);
+}
+
+int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 {
 	struct mon_store *s = NULL;
 	struct osdmap *replay = NULL, *full = NULL;
-	struct dec d, b;
-	const uint8_t *fsid;
-	uint64_t first, last;
-	const void *fp;
-	size_t fl;
+	uint8_t hdr[8 + 16 + 16], tail[4], extra;
+	uint64_t first, last, ep;
+	uint32_t crc = 0;
+	const uint8_t *fsid = hdr + 8;
+	void *fp = NULL, *p = NULL;
+	size_t fl, n;
 	MDB_txn *t = NULL;
+	uint8_t u[8];
 	int r;
 
 	err[0] = '\0';
-	if (len < 12 || memcmp(buf, BACKUP_MAGIC, 8) != 0 ||
-	    atoll__crc32c(0, buf, len - 4) != get_u32le((const uint8_t *)buf + len - 4)) {
-		snprintf(err, errlen, "the file is not a monitor backup (bad magic or "
-			 "checksum); take one with: atoll mon backup FILE");
+	if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) ||
+	    memcmp(hdr, BACKUP_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "the file is not a monitor backup (bad magic); take "
+			 "one with: atoll mon backup FILE");
 		return -EBADMSG;
 	}
-	dec_init(&d, (const uint8_t *)buf + 8, len - 12);
-	if (dec_msg_begin(&d, 1, &b) < 0)
+	crc = atoll__crc32c(0, hdr, sizeof(hdr));
+	first = get_u64le(hdr + 24);
+	last = get_u64le(hdr + 32);
+	if (last == 0 || first == 0 || first > last + 1)
 		goto out_bad;
-	fsid = dec_raw(&b, 16);
-	first = dec_u64(&b);
-	last = dec_u64(&b);
-	if (b.err || first != 1 || last < first || last - first > BACKUP_INC_MAX)
-		goto out_bad;
-	replay = osdmap_new(fsid);
-	if (!replay) {
-		r = -ENOMEM;
+	r = bk_record(f, &fp, &fl, &crc);
+	if (r == -ENOMEM)
 		goto out;
+	if (r < 0)
+		goto out_bad;
+	{
+		struct dec fd;
+
+		dec_init(&fd, fp, fl);
+		if (osdmap_decode(&fd, &full) < 0 || full->epoch != last ||
+		    memcmp(full->fsid, fsid, 16) != 0)
+			goto out_bad;
+	}
+	/* a history from epoch 1 is replayed and must give the full map; a
+	 * partial one (a member that installed a snapshot) is checked epoch
+	 * by epoch and the full map is the state */
+	if (first == 1) {
+		replay = osdmap_new(fsid);
+		if (!replay) {
+			r = -ENOMEM;
+			goto out;
+		}
 	}
 	r = mon_store_create(dir, &s, err, errlen);
 	if (r < 0)
@@ -539,43 +636,52 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
 	if (r < 0)
 		goto out;
-	for (uint64_t ep = first; ep <= last; ep++) {
+	for (ep = first; ep <= last; ep++) {
 		struct osdmap_inc inc;
 		struct dec id;
-		const void *p;
-		size_t n;
 
-		p = dec_blob(&b, &n, PROTO_COMMAND_MAX * 64);
-		if (b.err)
+		r = bk_record(f, &p, &n, &crc);
+		if (r == -ENOMEM)
+			goto out;
+		if (r < 0)
 			goto out_bad;
 		dec_init(&id, p, n);
 		if (osdmap_inc_decode(&id, &inc) < 0)
 			goto out_bad;
-		r = inc.epoch == ep ? osdmap_apply(replay, &inc) : -EINVAL;
+		r = inc.epoch != ep ? -EINVAL : replay ? osdmap_apply(replay, &inc) : 0;
 		osdmap_inc_clear(&inc);
 		if (r < 0)
 			goto out_bad;
 		r = write_epoch(s, t, p, n, ep, NULL, 0, fsid, true);
+		free(p);
+		p = NULL;
 		if (r < 0)
 			goto out;
 		s->first = first;
 		s->last = ep;
 	}
-	fp = dec_blob(&b, &fl, PROTO_COMMAND_MAX * 64);
-	if (b.err || dec_end(&d, &b) < 0)
-		goto out_bad;
-	{
-		struct dec fd;
-
-		dec_init(&fd, fp, fl);
-		if (osdmap_decode(&fd, &full) < 0)
-			goto out_bad;
+	if (fread(tail, 1, 4, f) != 4 || get_u32le(tail) != crc ||
+	    fread(&extra, 1, 1, f) != 0) {
+		snprintf(err, errlen, "the monitor backup is damaged or cut short (its "
+			 "checksum does not match); take a new one with: atoll mon "
+			 "backup FILE");
+		r = -EBADMSG;
+		goto out;
+	}
+	if (replay) {
 		/* the creation time is not in any incremental */
 		replay->created_ms = full->created_ms;
 		if (!osdmap_equal(full, replay))
 			goto out_bad;
 	}
+	put_u64le(u, last);
 	r = put(t, s->dbi, "full", 4, fp, fl);
+	/* no incremental kept: the history starts at the full map, as after
+	 * a snapshot (mon_store_reset) */
+	if (r == 0 && first > last)
+		r = put(t, s->dbi, "first", 5, u, 8);
+	if (r == 0)
+		r = put(t, s->dbi, "last", 4, u, 8);
 	/* the replicated state of the restored monitor starts from here */
 	if (r == 0)
 		r = put(t, s->dbi, "seed", 4, fp, fl);
@@ -591,6 +697,8 @@ out_bad:
 	snprintf(err, errlen, "the monitor backup is damaged: its history does not "
 		 "decode or does not replay to its full map");
 out:
+	free(p);
+	free(fp);
 	if (t)
 		mdb_txn_abort(t);
 	if (r < 0 && s) {

@@ -50,6 +50,8 @@ void cli_human_bytes(double v, char *buf, size_t len);
 
 /* cli_admin.c: monitor commands */
 extern const struct cli_cmd cli_admin_cmds[];
+/* cli_backup.c: mon backup */
+int cli_mon_backup(struct cli *cl, const struct cli_cmd *c, int argc, char **argv);
 /* cli_objects.c: put/get/rm/stat/ls */
 extern const struct cli_cmd cli_object_cmds[];
 /* cli_bench.c */

@@ -382,14 +382,6 @@ static int run_mon_member(struct cli *cl, const struct cli_cmd *c, int argc, cha
 	return send_cmd(cl, cmd, NULL);
 }
 
-/* mon backup FILE */
-static int run_mon_backup(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
-{
-	if (argc != 1)
-		return cli_usage(c, "give the file to write the backup to");
-	return send_cmd(cl, new_cmd(c->words), argv[0]);
-}
-
 const struct cli_cmd cli_admin_cmds[] = {
 	{ "health", "[detail]",
 	  "HEALTH_OK, HEALTH_WARN or HEALTH_ERR, then each problem with its code\n"
@@ -473,9 +465,11 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "Removes a monitor from the quorum (the leader hands leadership to\n"
 	  "another voter first); then stop it and remove its folder.\n",
 	  run_mon_member },
-	{ "mon backup", "FILE",
-	  "Writes the monitor's map history to FILE; restore a lost monitor with\n"
-	  "atoll-mon --restore FILE --data DIR.\n",
-	  run_mon_backup },
+	{ "mon backup", "FILE [--chunk-size BYTES]",
+	  "Writes the monitors' map history to FILE, fetched in pieces of at most\n"
+	  "--chunk-size bytes (default and maximum 8 MiB) so that a history of\n"
+	  "any length fits; restore a lost quorum with\n"
+	  "atoll-mon --restore FILE --data DIR (doc/admin.md).\n",
+	  cli_mon_backup },	/* cli_backup.c */
 	{ NULL, NULL, NULL, NULL },
 };
