@@ -793,6 +793,54 @@ static void check_mons(struct mon *mon, struct hctx *h)
 	}
 }
 
+/* MON_EPOCH_BEHIND: OSDs whose boot was refused (osdmon.c) because they
+ * have seen a newer map epoch than the monitors hold; they retry every
+ * 15 s, so an entry older than a minute is an OSD that went away. */
+#define EPOCH_BEHIND_KEEP_MS	60000
+
+static void check_epoch_behind(struct mon *mon, struct hctx *h)
+{
+	uint64_t now = mono_now_ms(), newest = 0;
+	char sum[256], fix[320], names[160] = "";
+	uint32_t count = 0, n = 0;
+	size_t len = 0;
+	cJSON *d;
+
+	for (int32_t i = 0; i < OSDMAP_OSD_MAX; i++) {
+		const struct mon_osd_info *oi = &mon->osds[i];
+
+		if (!oi->ahead_epoch || now - oi->ahead_ms > EPOCH_BEHIND_KEEP_MS)
+			continue;
+		count++;
+		if (oi->ahead_epoch > newest)
+			newest = oi->ahead_epoch;
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%sosd.%d",
+						len ? ", " : "", i);
+	}
+	if (!count)
+		return;
+	snprintf(sum, sizeof(sum), "the monitors' map (epoch %llu) is older than what %u "
+		 "OSD%s %s seen (up to epoch %llu): %s; they stay down",
+		 (unsigned long long)mon->map->epoch, count, count == 1 ? "" : "s",
+		 count == 1 ? "has" : "have", (unsigned long long)newest, names);
+	snprintf(fix, sizeof(fix), "the monitors were restored from an older backup or "
+		 "lost their newest epochs: stop them and restore the newest backup "
+		 "(atoll-mon --restore FILE), see doc/admin.md, \"Restoring an older backup\"");
+	d = add_check(h, "MON_EPOCH_BEHIND", SEV_ERR, count, sum, fix);
+	for (int32_t i = 0; i < OSDMAP_OSD_MAX; i++) {
+		const struct mon_osd_info *oi = &mon->osds[i];
+
+		if (!oi->ahead_epoch || now - oi->ahead_ms > EPOCH_BEHIND_KEEP_MS)
+			continue;
+		add_detail(h, d, &n, "osd.%d has seen epoch %llu, the monitors are at %llu; "
+			   "its boot was refused %llu s ago", i,
+			   (unsigned long long)oi->ahead_epoch,
+			   (unsigned long long)mon->map->epoch,
+			   (unsigned long long)((now - oi->ahead_ms) / 1000));
+	}
+}
+
 cJSON *mon_health(struct mon *mon, bool detail)
 {
 	struct hctx h = { .worst = SEV_OK, .detail = detail };
@@ -802,6 +850,7 @@ cJSON *mon_health(struct mon *mon, bool detail)
 		return NULL;
 	h.checks = cJSON_CreateArray();
 	check_mons(mon, &h);
+	check_epoch_behind(mon, &h);
 	check_osds(mon, &h);
 	check_lifecycle(mon, &h);
 	check_pools(mon, &h);

@@ -133,6 +133,10 @@ struct mon_osd_info {
 	 * peer reports before this has passed (doc/osd.md, "Leases"). */
 	uint64_t lease_until_ms;
 	bool fencing;			/* to be marked down once lease_until_ms passed */
+	/* Its last boot was refused because it had seen a newer map epoch
+	 * than ours (a restore of an older backup): that epoch, and when
+	 * (monotonic); MON_EPOCH_BEHIND names it.  0: not refused. */
+	uint64_t ahead_epoch, ahead_ms;
 };
 
 /* One PG's last report. */

@@ -273,6 +273,21 @@ void mon_handle_osd_boot(struct mon *mon, struct msg *m)
 			 "connection made as osd.%d (the messenger identity)", q.id, q.id);
 		goto out_reply;
 	}
+	if (q.id >= 0 && q.id < OSDMAP_OSD_MAX && q.have_epoch > mon->map->epoch) {
+		/* the OSD has seen epochs we do not have: our history was rolled
+		 * back (an older backup restored).  Checked before anything else:
+		 * the OSD may not even exist in our older map. */
+		r = -ESTALE;
+		mon->osds[q.id].ahead_epoch = q.have_epoch;
+		mon->osds[q.id].ahead_ms = mono_now_ms();
+		snprintf(rep.status, sizeof(rep.status), "osd.%d has seen map epoch %llu "
+			 "but the monitors are at epoch %llu (restored from an older "
+			 "backup?); restore the newest backup (doc/admin.md, \"Restoring an "
+			 "older backup\")", q.id,
+			 (unsigned long long)q.have_epoch, (unsigned long long)mon->map->epoch);
+		log_error("mon", "%s", rep.status);
+		goto out_reply;
+	}
 	o = osd_rec(mon, NULL, q.id);
 	if (q.id < 0 || q.id >= OSDMAP_OSD_MAX || !osd_exists(&o)) {
 		r = -EINVAL;
@@ -319,6 +334,7 @@ void mon_handle_osd_boot(struct mon *mon, struct msg *m)
 	}
 	mon->osds[q.id].last_beacon_ms = mono_now_ms();
 	mon->osds[q.id].fencing = false;
+	mon->osds[q.id].ahead_epoch = 0;
 	log_info("mon", "osd.%d up at %s host '%s' in epoch %llu", q.id, o.addr,
 		 o.host, (unsigned long long)rep.epoch);
 out_reply:
@@ -389,6 +405,19 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 	}
 	if (!from_osd(m, b.id, false, "beacon"))
 		goto out_clear;
+	if (b.id >= 0 && b.id < OSDMAP_OSD_MAX && b.epoch > mon->map->epoch) {
+		/* an OSD ahead of our map (our history was rolled back): no lease,
+		 * so it stops serving when the one it holds runs out, rather than
+		 * serving while we change an older map (MON_EPOCH_BEHIND) */
+		if (mon->osds[b.id].ahead_epoch != b.epoch)
+			log_error("mon", "osd.%d has seen map epoch %llu but the monitors "
+				  "are at epoch %llu (restored from an older backup?); it "
+				  "gets no lease", b.id, (unsigned long long)b.epoch,
+				  (unsigned long long)mon->map->epoch);
+		mon->osds[b.id].ahead_epoch = b.epoch;
+		mon->osds[b.id].ahead_ms = mono_now_ms();
+		goto out_clear;
+	}
 	o = osd_rec(mon, NULL, b.id);
 	if (b.id < 0 || b.id >= OSDMAP_OSD_MAX || !osd_exists(&o)) {
 		log_warn("mon", "beacon from unknown osd.%d at %s", b.id,

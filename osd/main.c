@@ -597,9 +597,18 @@ static void boot_reply(void *arg, struct msg *reply, int err)
 		return;
 	}
 	if (br.rc < 0) {
-		log_error("osd", "the monitor refused to boot osd.%d: %s%s%s; retrying",
-			  osd->whoami, strerror(-br.rc), br.status[0] ? ": " : "", br.status);
-		msgr_timer(osd->msgr, 5000, boot_retry, osd);
+		if (br.rc == -ESTALE && br.status[0])
+			log_error("osd", "the monitors refused to boot osd.%d, which stays "
+				  "down and serves nothing: %s; asking again in 15 s",
+				  osd->whoami, br.status);
+		else
+			log_error("osd", "the monitor refused to boot osd.%d: %s%s%s; "
+				  "retrying", osd->whoami, strerror(-br.rc),
+				  br.status[0] ? ": " : "", br.status);
+		/* -ESTALE: the monitors are behind this OSD's map (an older
+		 * backup restored); it stays down, serves nothing, and asks
+		 * again now and then until an operator fixes the monitors */
+		msgr_timer(osd->msgr, br.rc == -ESTALE ? 15000 : 5000, boot_retry, osd);
 		return;
 	}
 	osd->booted = true;
