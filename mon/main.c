@@ -271,7 +271,7 @@ void mon_monmap(struct mon *mon, struct monmap_msg *mm)
 
 	memset(mm, 0, sizeof(*mm));
 	memcpy(mm->fsid, mon->fsid, 16);
-	mm->incarnation = 1;
+	mm->incarnation = mon->incarnation ? mon->incarnation : 1;
 	mm->epoch = v->conf_index ? v->conf_index : 1;
 	mm->term = v->term;
 	mm->leader = -1;
@@ -525,6 +525,7 @@ static void mon_run(struct mon *mon)
 		if (!mon->serving)
 			continue;
 		mon_pg_temp_flush(mon);
+		mon_rebuild_tick(mon);
 		now = mono_now_ms();
 		if (now >= mon->next_tick_ms) {
 			/* beacons that queued up while the batch above ran (a map
@@ -556,6 +557,7 @@ static void usage(FILE *f)
 "       atoll-mon --mkfs --join --data DIR --name NAME --fsid UUID --addr IP:PORT\n"
 "       atoll-mon --data DIR [--addr IP:PORT] [--conf F] [--set K=V]... [--log FILE]\n"
 "       atoll-mon --restore FILE --data DIR [--name NAME] [--addr IP:PORT]\n"
+"       atoll-mon --rebuild --data DIR --yes-i-lost-the-majority\n"
 "\n"
 "The monitor: holds the cluster map, detects failed OSDs, answers admin\n"
 "commands (atoll ...).  See doc/daemons.md.\n"
@@ -571,6 +573,10 @@ static void usage(FILE *f)
 "  --addr IP:PORT  the address to bind (default: the member's own address)\n"
 "  --fsid UUID     the cluster id for --mkfs\n"
 "  --restore FILE  create DIR's store from a backup (atoll mon backup FILE)\n"
+"  --rebuild       disaster recovery: the majority of the monitors is lost for\n"
+"                  good; make this stopped survivor a one-member quorum of a\n"
+"                  new incarnation (with --yes-i-lost-the-majority; see\n"
+"                  doc/admin.md, \"Disaster recovery from one survivor\")\n"
 "  --conf FILE     the configuration file\n"
 "  --set K=V       a configuration option (wins over the file; repeatable)\n"
 "  --log FILE      log to FILE instead of stderr\n"
@@ -797,6 +803,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("%s", err);
 		goto out_store;
 	}
+	r = mon_rebuild_load(mon, data, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err[0] ? err : strerror(-r));
+		goto out_store;
+	}
 	/* the replicated state starts empty (or at a restored backup's map);
 	 * raft_start then restores the last snapshot and the log replays */
 	r = mon_store_load_seed(mon->store, &mon->map);
@@ -910,6 +921,8 @@ int main(int argc, char **argv)
 		{ "initial", required_argument, NULL, 'i' },
 		{ "join", no_argument, NULL, 'j' },
 		{ "restore", required_argument, NULL, 'R' },
+		{ "rebuild", no_argument, NULL, 'B' },
+		{ "yes-i-lost-the-majority", no_argument, NULL, 'Y' },
 		{ "conf", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' },
 		{ "log", required_argument, NULL, 'l' },
@@ -922,7 +935,7 @@ int main(int argc, char **argv)
 	const char *conf = NULL, *logfile = NULL, *level_s;
 	const char *sets[128];
 	int nsets = 0, c, r, level;
-	bool mkfs = false, join = false;
+	bool mkfs = false, join = false, rebuild = false, lost = false;
 	struct config *cfg;
 	struct mon_opts opts;
 	char err[512];
@@ -937,6 +950,8 @@ int main(int argc, char **argv)
 		case 'i': initial = optarg; break;
 		case 'j': join = true; break;
 		case 'R': restore = optarg; break;
+		case 'B': rebuild = true; break;
+		case 'Y': lost = true; break;
 		case 'c': conf = optarg; break;
 		case 'l': logfile = optarg; break;
 		case 's':
@@ -1002,6 +1017,10 @@ int main(int argc, char **argv)
 		config_get_str(cfg, WHO, "mon_addr", NULL, &addr, NULL, 0);
 	if (restore) {
 		r = do_restore(data, restore, name, addr);
+		goto out;
+	}
+	if (rebuild) {
+		r = mon_rebuild(data, lost);
 		goto out;
 	}
 	if (mkfs) {

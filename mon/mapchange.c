@@ -144,8 +144,11 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 {
 	struct mon_entry ent;
 	struct osdmap *next;
+	int64_t res;
 	int r;
 
+	if (mon_rebuild_apply(mon, buf, len, &res))
+		return res;	/* an incarnation entry (rebuild.c) */
 	r = mon_entry_decode(buf, len, &ent);
 	if (r < 0) {
 		mon_entry_clear(&ent);
@@ -204,6 +207,7 @@ void mon_state_encode(struct mon *mon, struct enc *e)
 	for (uint32_t k = 0; k < mon->nreqids; k++)
 		ents[k] = mon->reqids[(mon->reqid_head + k) % MON_REQIDS_MAX];
 	mon_state_blob_encode(mon->map, ents, mon->nreqids, e);
+	mon_rebuild_state_encode(mon, e);	/* the incarnation (rebuild.c) */
 }
 
 int mon_state_restore(struct mon *mon, const void *buf, size_t len)
@@ -213,9 +217,12 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 	uint32_t n;
 	int r;
 
-	r = mon_state_blob_decode(buf, len, &map, ents, &n);
+	r = mon_state_blob_decode(buf, mon_rebuild_state_restore(mon, buf, len), &map,
+				  ents, &n);
 	if (r < 0)
 		return r;
+	if (mon->incarnation > 1)
+		mon_store_set_incarnation(mon->store, mon->incarnation);
 	if (memcmp(map->fsid, mon->fsid, 16) != 0) {
 		osdmap_free(map);
 		return -EXDEV;

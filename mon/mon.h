@@ -186,6 +186,10 @@ struct mon {
 	size_t npeers, peers_cap;
 
 	struct osdmap *map;		/* the current map (last durable epoch) */
+	/* the monitor cluster's incarnation (replicated; rebuild.c): 1 until
+	 * a rebuild from one survivor; rebuild_pending: the one a rebuild
+	 * asked for, proposed once this monitor leads */
+	uint64_t incarnation, rebuild_pending;
 
 	/* subscribers */
 	struct mon_sub *subs;
@@ -255,6 +259,9 @@ int mon_store_backup_incs(struct mon_store *s, uint64_t from, uint64_t to, size_
 /* Creates dir's store from a backup file read from f (atoll-mon
  * --restore); nothing is left behind on failure. */
 int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen);
+/* The incarnation last applied here (1 when none was recorded). */
+int mon_store_incarnation(struct mon_store *s, uint64_t *out);
+int mon_store_set_incarnation(struct mon_store *s, uint64_t inc);
 
 /* ---- quorum.c: the replicated log ---- */
 struct mon_quorum;
@@ -317,6 +324,31 @@ void mon_wake(struct mon *mon);
 void mon_monmap(struct mon *mon, struct monmap_msg *mm);
 /* main.c: answers m (freed) with a MONMAP: the sender goes to the leader. */
 void mon_redirect(struct mon *mon, struct msg *m);
+
+/* ---- rebuild.c: disaster recovery from one survivor ---- */
+/* atoll-mon --rebuild: DIR's member becomes a one-member quorum of a new
+ * incarnation.  Returns the exit status (messages on stderr/stdout). */
+int mon_rebuild(const char *dir, bool confirmed);
+/* do_run: reads DIR/rebuild (a pending incarnation). */
+int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen);
+/* Monitor thread, serving, mon->lock held: proposes a pending
+ * incarnation and bumps the epoch once. */
+void mon_rebuild_tick(struct mon *mon);
+/* Raft thread, mon->lock held: applies buf when it is an incarnation
+ * entry (true, *res set); false: not one. */
+bool mon_rebuild_apply(struct mon *mon, const void *buf, size_t len, int64_t *res);
+/* The state's incarnation trailer (snapshots): appended by encode;
+ * restore returns the length of the state before it and sets
+ * mon->incarnation. */
+void mon_rebuild_state_encode(struct mon *mon, struct enc *e);
+size_t mon_rebuild_state_restore(struct mon *mon, const void *buf, size_t len);
+/* quorum.c: forces the raft configuration in dir to self alone
+ * (raft_recover); the monitor must not run. */
+int mon_quorum_recover(const char *dir, const struct mon_member *self, char *err,
+		       size_t errlen);
+/* quorum.c, raft thread: whether raft id may open a stream to us (a
+ * member of our configuration, or anyone while we have none). */
+bool mon_quorum_knows(struct mon *mon, uint64_t id);
 
 /* ---- mapchange.c: the replicated state machine ---- */
 /* Raft thread, mon->lock held: applies one committed entry; returns the

@@ -759,6 +759,61 @@ out:
 	return r;
 }
 
+int mon_quorum_recover(const char *dir, const struct mon_member *self, char *err,
+		       size_t errlen)
+{
+	struct mon_quorum *q = calloc(1, sizeof(*q));
+	struct raft_configuration conf;
+	char a[160];
+	int r;
+
+	if (!q) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(q->dir, sizeof(q->dir), "%s", dir);
+	r = quorum_init(q, NULL, self, err, errlen);
+	if (r < 0)
+		goto out;
+	raft_configuration_init(&conf);
+	snprintf(a, sizeof(a), "%s@%s", self->name, self->addr);
+	if (raft_configuration_add(&conf, self->id, a, RAFT_VOTER) != 0)
+		r = -EINVAL;
+	/* appends the new configuration to the log kept on disk: the state
+	 * and the log stay as they are */
+	if (r == 0 && raft_recover(&q->raft, &conf) != 0) {
+		snprintf(err, errlen, "cannot write the new raft configuration in "
+			 "'%s/raft': %s", dir, q->raft.errmsg);
+		r = -EIO;
+	}
+	raft_configuration_close(&conf);
+	raft_close(&q->raft, mkfs_closed);
+	uv_run(&q->loop, UV_RUN_DEFAULT);
+	uv_walk(&q->loop, close_walk, NULL);
+	uv_run(&q->loop, UV_RUN_DEFAULT);
+	raft_uv_close(&q->io);
+	mon_rt_destroy(&q->tr);
+	uv_loop_close(&q->loop);
+out:
+	free(q);
+	return r;
+}
+
+bool mon_quorum_knows(struct mon *mon, uint64_t id)
+{
+	const struct raft_configuration *c;
+
+	if (!mon->q)
+		return true;
+	c = &mon->q->raft.configuration;
+	if (c->n == 0)
+		return true;
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->servers[i].id == id)
+			return true;
+	return false;
+}
+
 int mon_quorum_start(struct mon *mon, const char *dir, char *err, size_t errlen)
 {
 	struct mon_quorum *q = calloc(1, sizeof(*q));

@@ -713,3 +713,40 @@ out:
 		snprintf(err, errlen, "cannot restore into '%s': %s", dir, strerror(-r));
 	return r;
 }
+
+/* "incarnation": the monitor cluster's incarnation as last applied here
+ * (rebuild.c); absent = 1. */
+int mon_store_incarnation(struct mon_store *s, uint64_t *out)
+{
+	MDB_txn *t;
+	MDB_val v;
+	int r;
+
+	*out = 1;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0)
+		return r;
+	r = get(t, s->dbi, "incarnation", 11, &v);
+	if (r == 0 && v.mv_size == 8)
+		*out = get_u64le(v.mv_data);
+	mdb_txn_abort(t);
+	return r == -ENOENT ? 0 : r;
+}
+
+int mon_store_set_incarnation(struct mon_store *s, uint64_t inc)
+{
+	uint8_t u[8];
+	MDB_txn *t;
+	int r;
+
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		return r;
+	put_u64le(u, inc);
+	r = put(t, s->dbi, "incarnation", 11, u, 8);
+	if (r < 0) {
+		mdb_txn_abort(t);
+		return r;
+	}
+	return lmdb_err(mdb_txn_commit(t));
+}

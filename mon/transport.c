@@ -290,6 +290,14 @@ static void handle_frame(struct rt *t, struct msg *m)
 		}
 		if (t->closing || !t->accept_cb)
 			return;
+		if (!mon_quorum_knows(t->mon, f.id)) {
+			/* not in our configuration: a member of an older
+			 * incarnation (rebuilt without it) or one removed,
+			 * back on its old store: it cannot vote us out */
+			log_debug("mon", "raft stream from raft id %llu at %s refused: not "
+				  "a member", (unsigned long long)f.id, msg_conn_addr(m->conn));
+			return;
+		}
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return;
