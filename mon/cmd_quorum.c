@@ -43,7 +43,7 @@ int cmd_quorum_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		cJSON_AddNumberToObject(o->j, "commit_index", (double)v->commit_index);
 		cJSON_AddNumberToObject(o->j, "applied_index", (double)v->applied_index);
 		cJSON_AddNumberToObject(o->j, "epoch", (double)mon->map->epoch);
-		cJSON_AddNumberToObject(o->j, "incarnation", (double)mon->incarnation);
+		cJSON_AddNumberToObject(o->j, "incarnation", (double)mon_incarnation(mon));
 		cJSON_AddNumberToObject(o->j, "election_timeout_ms",
 					(double)mon->opts.election_ms);
 		for (uint32_t i = 0; i < v->nmembers; i++) {
@@ -73,7 +73,7 @@ int cmd_quorum_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		"incarnation %llu (this monitor: %s)\n", leader[0] ? leader : "(none)",
 		(unsigned long long)v->term, (unsigned long long)v->commit_index,
 		(unsigned long long)v->applied_index, (unsigned long long)mon->map->epoch,
-		(unsigned long long)mon->incarnation, role_name(v->role));
+		(unsigned long long)mon_incarnation(mon), role_name(v->role));
 	fprintf(o->txt, "%-8s %-22s %3s %-9s %8s %5s %8s %7s %-16s\n", "NAME", "ADDR", "ID",
 		"ROLE", "MATCH", "LAG", "APPLIED", "EPOCH", "DIGEST");
 	for (uint32_t i = 0; i < v->nmembers; i++) {

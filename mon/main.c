@@ -271,7 +271,7 @@ void mon_monmap(struct mon *mon, struct monmap_msg *mm)
 
 	memset(mm, 0, sizeof(*mm));
 	memcpy(mm->fsid, mon->fsid, 16);
-	mm->incarnation = mon->incarnation ? mon->incarnation : 1;
+	mm->incarnation = mon_incarnation(mon);
 	mm->epoch = v->conf_index ? v->conf_index : 1;
 	mm->term = v->term;
 	mm->leader = -1;

@@ -331,6 +331,8 @@ void mon_redirect(struct mon *mon, struct msg *m);
 int mon_rebuild(const char *dir, bool confirmed);
 /* do_run: reads DIR/rebuild (a pending incarnation). */
 int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen);
+/* The incarnation MONMAPs and quorum status say (mon->lock held). */
+uint64_t mon_incarnation(struct mon *mon);
 /* Monitor thread, serving, mon->lock held: proposes a pending
  * incarnation and bumps the epoch once. */
 void mon_rebuild_tick(struct mon *mon);

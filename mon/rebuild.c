@@ -37,6 +37,17 @@
 
 /* DIR/rebuild of the running monitor (one per process; mon_rebuild_load) */
 static char g_rebuild_path[4200];
+/* The newest incarnation this monitor knows of at start (its store, or a
+ * pending rebuild): MONMAPs never say less, even while a restarted member
+ * has not yet replayed the incarnation entry (the replicated state keeps
+ * its own value, so digests stay comparable). */
+static uint64_t g_incarnation_floor = 1;
+
+uint64_t mon_incarnation(struct mon *mon)
+{
+	return mon->incarnation > g_incarnation_floor ? mon->incarnation :
+	       g_incarnation_floor;
+}
 
 static uint64_t get_le64(const uint8_t *p)
 {
@@ -126,6 +137,9 @@ int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen)
 
 	mon->incarnation = 1;
 	mon->rebuild_pending = 0;
+	if (mon_store_incarnation(mon->store, &g_incarnation_floor) < 0 ||
+	    g_incarnation_floor < 1)
+		g_incarnation_floor = 1;
 	rebuild_path(dir, path, sizeof(path));
 	snprintf(g_rebuild_path, sizeof(g_rebuild_path), "%s", path);
 	f = fopen(path, "re");
@@ -138,6 +152,8 @@ int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen)
 	}
 	fclose(f);
 	mon->rebuild_pending = v;
+	if (v > g_incarnation_floor)
+		g_incarnation_floor = v;
 	log_info("mon", "rebuilt from one survivor: incarnation %llu once this monitor "
 		 "leads", v);
 	return 0;

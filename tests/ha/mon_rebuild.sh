@@ -75,8 +75,10 @@ ok "writes and reads go on; the OSDs saved incarnation 2"
 # ---- two new members on wiped folders
 fsid=$(awk '$1 == "fsid" { print $3 }' "$cdir/atoll.conf")
 base=$((20000 + ($$ * 11) % 30000))
+declare -A naddr
 for m in d e; do
 	case $m in d) a=127.0.0.2:$base ;; e) a=127.0.0.3:$((base + 1)) ;; esac
+	naddr[$m]=$a
 	"$mon_bin" --mkfs --join --data "$tmp/mon.$m" --name "$m" --fsid "$fsid" \
 		--addr "$a" >/dev/null 2>"$tmp/mkfs.err" || fail "mkfs --join $m: $(cat "$tmp/mkfs.err")"
 	"$mon_bin" --data "$tmp/mon.$m" --conf "$cdir/atoll.conf" --log "$tmp/mon.$m.log" &
@@ -94,6 +96,8 @@ for i in $(seq 100); do
 	sleep 0.2
 done
 grep -q "incarnation 2" "$tmp/mon.d.log" || fail "mon.d did not learn incarnation 2"
+# as doc/admin.md says: mon_host names the new members from now on
+sed -i "s/^mon_host = .*/mon_host = $caddr,${naddr[d]},${naddr[e]}/" "$cdir/atoll.conf"
 
 # ---- the old mon.a on its old store
 alog=$cdir/log/mon.a.log
@@ -111,4 +115,42 @@ fi
 atoll put default o3 "$tmp/o1" || fail "put o3 with the old mon.a running"
 atoll get default o2 "$tmp/g2" && cmp -s "$tmp/o1" "$tmp/g2" || fail "get o2"
 ok "the old mon.a is ignored: same leader and term, it never leads, I/O goes on"
+
+# ---- the old majority comes back (mon.a and mon.b on their old stores)
+blog=$cdir/log/mon.b.log
+bbefore=$(wc -l <"$blog")
+"$cluster_bin" mon start b --dir "$cdir" >/dev/null 2>&1 || true
+for i in $(seq 100); do
+	tail -n +"$bbefore" "$blog" | grep -q "leader of term\|leader is now" && break
+	tail -n +"$before" "$alog" | grep -q "leader of term" && break
+	sleep 0.2
+done
+ok "the old mon.a and mon.b are back on their old stores (an old quorum of incarnation 1)"
+# a running client and the OSDs lose their monitor (mon.c restarts) and
+# hunt among every address they know, the old ones included
+atoll bench default 6 write -t 4 -b 4096 >"$tmp/bench.out" 2>&1 &
+bpid=$!
+sleep 2
+"$cluster_bin" mon stop c --dir "$cdir" >/dev/null 2>&1 || fail "mon stop c"
+sleep 1
+"$cluster_bin" mon start c --dir "$cdir" >/dev/null 2>&1 || fail "mon start c"
+wait $bpid || { cat "$tmp/bench.out"; fail "atoll bench failed across mon.c's restart"; }
+ok "a client writing across mon.c's restart lost no op"
+"$cluster_bin" osd stop 0 --dir "$cdir" >/dev/null 2>&1 || fail "osd stop 0"
+"$cluster_bin" osd start 0 --dir "$cdir" >/dev/null 2>&1 || fail "osd start 0"
+osd0_up() { atoll --format json osd dump 2>/dev/null | python3 -c "
+import json, sys
+print([o for o in json.load(sys.stdin)['osds'] if o['id'] == 0][0]['up'])" 2>/dev/null; }
+for i in $(seq 150); do
+	[ "$(osd0_up)" = True ] && break
+	sleep 0.2
+done
+[ "$(osd0_up)" = True ] || fail "osd.0 did not come back up with the new quorum"
+s=$(qs) || fail "no quorum status with the old majority running"
+printf '%s' "$s" | pyjson "j['leader'] in ('c', 'd', 'e') and j['incarnation'] == 2 and len(j['members']) == 3" ||
+	fail "the old majority disturbed the new quorum"
+atoll put default o4 "$tmp/o1" || fail "put o4 with the old majority running"
+atoll get default o3 "$tmp/g3" && cmp -s "$tmp/o1" "$tmp/g3" || fail "get o3"
+refused=$(cat "$cdir"/log/osd.*.log | grep -c "ignoring a monitor map of incarnation 1" || true)
+ok "the new quorum and I/O go on; osd.0 restarted joins it ($refused old MONMAPs refused by OSDs)"
 echo "PASS"
