@@ -223,17 +223,27 @@ void mon_rebuild_state_encode(struct mon *mon, struct enc *e)
 size_t mon_rebuild_state_restore(struct mon *mon, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
+	uint64_t blob;
 	uint32_t magic;
 
+	/* the state blob is one section (version, compat, u32 length, body);
+	 * the trailer follows it, then maybe the log's padding to 8 bytes */
 	mon->incarnation = 1;
-	if (len < 12)
+	if (len < 6)
 		return len;
-	magic = (uint32_t)p[len - 4] | (uint32_t)p[len - 3] << 8 |
-		(uint32_t)p[len - 2] << 16 | (uint32_t)p[len - 1] << 24;
+	blob = 6 + ((uint64_t)p[2] | (uint64_t)p[3] << 8 | (uint64_t)p[4] << 16 |
+		    (uint64_t)p[5] << 24);
+	if (blob > len || len - blob < 12)
+		return len;
+	p += blob;
+	magic = (uint32_t)p[8] | (uint32_t)p[9] << 8 | (uint32_t)p[10] << 16 |
+		(uint32_t)p[11] << 24;
 	if (magic != INC_TRAILER_MAGIC)
 		return len;
-	mon->incarnation = get_le64(p + len - 12);
+	mon->incarnation = get_le64(p);
 	if (mon->incarnation < 1)
 		mon->incarnation = 1;
-	return len - 12;
+	log_info("mon", "the snapshot is of incarnation %llu of the monitor cluster",
+		 (unsigned long long)mon->incarnation);
+	return (size_t)blob;
 }

@@ -21,7 +21,7 @@ stop_new() {
 }
 cleanup_hook=stop_new
 
-cluster_up --mons 3 --osds 3 --hosts 3 --mds 0 --no-nbd
+cluster_up --mons 3 --osds 3 --hosts 3 --mds 0 --no-nbd --set mon_snapshot_threshold=16
 printf 'before the disaster\n' >"$tmp/o1"
 atoll put default o1 "$tmp/o1" || fail "put o1"
 qs() { atoll --format json quorum status 2>/dev/null; }
@@ -92,10 +92,23 @@ term=$(printf '%s' "$s" | field term)
 ok "mon.d and mon.e added: three voters again (term $term)"
 atoll pool create after --pg 4 >/dev/null 2>&1 || fail "a map change with the new members"
 for i in $(seq 100); do
-	grep -q "incarnation 2" "$tmp/mon.d.log" && break
+	grep -q "incarnation 2" "$tmp/mon.d.log" && grep -q "incarnation 2" "$tmp/mon.e.log" && break
 	sleep 0.2
 done
-grep -q "incarnation 2" "$tmp/mon.d.log" || fail "mon.d did not learn incarnation 2"
+grep -q "incarnation 2" "$tmp/mon.d.log" && grep -q "incarnation 2" "$tmp/mon.e.log" ||
+	fail "mon.d or mon.e did not learn incarnation 2"
+# the same replicated state (the digest covers the incarnation)
+for i in $(seq 100); do
+	qs | python3 -c "
+import json, sys
+j = json.load(sys.stdin)
+sys.exit(0 if len({(m['epoch'], m['digest']) for m in j['members']}) == 1 else 1)" && break
+	sleep 0.2
+done || true
+qs | pyjson "len({(m['epoch'], m['digest']) for m in j['members']}) == 1" ||
+	fail "the members' digests differ"
+how=$(cat "$tmp/mon.d.log" "$tmp/mon.e.log" | grep -c "snapshot is of incarnation 2" || true)
+ok "mon.d and mon.e have incarnation 2 and the same digest ($how from a snapshot)"
 # as doc/admin.md says: mon_host names the new members from now on
 sed -i "s/^mon_host = .*/mon_host = $caddr,${naddr[d]},${naddr[e]}/" "$cdir/atoll.conf"
 
