@@ -1002,9 +1002,11 @@ bool monc_dispatch(struct monc *mc, struct msg_conn *c, struct msg *m)
 	pthread_mutex_lock(&mc->lock);
 	if (!mc->stopped && monmap_learn(mc, &mm, &changed) == 0)
 		retire = monmap_follow(mc, c, &mm, &stay);
-	else if (!mc->stopped && c == mc->sess)
-		/* a monitor of another cluster or of an older incarnation (the
-		 * old quorum after a rebuild): never a session, hunt on */
+	else if (!mc->stopped && c == mc->sess && !mc->sess_confirmed &&
+		 mc->have_monmap && mm.incarnation < mc->incarnation)
+		/* the session's monitor speaks for an older incarnation (the
+		 * old quorum after a rebuild from one survivor): it never
+		 * serves us, hunt on */
 		retire = switch_to(mc, -1, -ESTALE);
 	pthread_mutex_unlock(&mc->lock);
 	msg_free(m);
