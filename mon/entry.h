@@ -47,6 +47,16 @@ void mon_state_blob_encode(const struct osdmap *m, const struct mon_reqent *ents
 int mon_state_blob_decode(const void *buf, size_t len, struct osdmap **map,
 			  struct mon_reqent *ents, uint32_t *n);
 
+/* The monitor cluster's incarnation (incarnation.c, rebuild.c). */
+void mon_incarnation_entry_encode(uint64_t inc, struct enc *out);
+/* 1 and *inc (> 0) for an incarnation entry; 0: not one (a map change);
+ * -EBADMSG: one, malformed. */
+int mon_incarnation_entry_decode(const void *buf, size_t len, uint64_t *inc);
+void mon_incarnation_trailer_encode(uint64_t inc, struct enc *out);
+/* The length of the state blob before the trailer (len when there is
+ * none) and *inc (1 when there is none). */
+size_t mon_incarnation_trailer_decode(const void *buf, size_t len, uint64_t *inc);
+
 /* MT_MON_RAFT (transport.c). */
 enum { MON_RT_OPEN = 1, MON_RT_DATA = 2, MON_RT_CLOSE = 3, MON_RT_STATUS = 4 };
 #define MON_RT_ADDR_MAX	127

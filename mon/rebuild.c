@@ -18,9 +18,7 @@
  * (quorum.c, mon_quorum_knows), so an old member started on its old
  * store can neither be followed nor disturb the new quorum.
  *
- * The incarnation entry is "ATINCARN" + u64: a map-change entry starts
- * with its section's version and compat bytes (1, 1), so the two never
- * look alike.
+ * The bytes of the incarnation entry and trailer: incarnation.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,8 +30,6 @@
 #include "log.h"
 #include "mon.h"
 
-#define INC_ENTRY_MAGIC		"ATINCARN"
-#define INC_TRAILER_MAGIC	0x314e4349u	/* "ICN1" */
 
 /* DIR/rebuild of the running monitor (one per process; mon_rebuild_load) */
 static char g_rebuild_path[4200];
@@ -47,15 +43,6 @@ uint64_t mon_incarnation(struct mon *mon)
 {
 	return mon->incarnation > g_incarnation_floor ? mon->incarnation :
 	       g_incarnation_floor;
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
 }
 
 static void rebuild_path(const char *dir, char *path, size_t len)
@@ -171,8 +158,7 @@ void mon_rebuild_tick(struct mon *mon)
 		return;
 	if (mon->incarnation < want) {
 		enc_init(&e);
-		enc_raw(&e, INC_ENTRY_MAGIC, 8);
-		enc_u64(&e, want);
+		mon_incarnation_entry_encode(want, &e);
 		r = e.err ? e.err : mon_quorum_propose(mon, e.buf, e.len, &res);
 		enc_free(&e);
 		if (r < 0 || mon->incarnation < want)
@@ -194,11 +180,17 @@ void mon_rebuild_tick(struct mon *mon)
 bool mon_rebuild_apply(struct mon *mon, const void *buf, size_t len, int64_t *res)
 {
 	uint64_t v;
+	int r = mon_incarnation_entry_decode(buf, len, &v);
 
-	if (len < 16 || memcmp(buf, INC_ENTRY_MAGIC, 8) != 0)
+	if (r == 0)
 		return false;
-	v = get_le64((const uint8_t *)buf + 8);
 	*res = 0;
+	if (r < 0) {
+		log_error("mon", "malformed incarnation entry in the log (%zu bytes): skipped",
+			  len);
+		*res = -EBADMSG;
+		return true;
+	}
 	if (v > mon->incarnation) {
 		mon->incarnation = v;
 		if (mon_store_set_incarnation(mon->store, v) < 0)
@@ -214,36 +206,16 @@ bool mon_rebuild_apply(struct mon *mon, const void *buf, size_t len, int64_t *re
 
 void mon_rebuild_state_encode(struct mon *mon, struct enc *e)
 {
-	if (mon->incarnation <= 1)
-		return;		/* the state of an incarnation-1 cluster is unchanged */
-	enc_u64(e, mon->incarnation);
-	enc_u32(e, INC_TRAILER_MAGIC);
+	if (mon->incarnation > 1)	/* an incarnation-1 state is unchanged */
+		mon_incarnation_trailer_encode(mon->incarnation, e);
 }
 
 size_t mon_rebuild_state_restore(struct mon *mon, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-	uint64_t blob;
-	uint32_t magic;
+	size_t blob = mon_incarnation_trailer_decode(buf, len, &mon->incarnation);
 
-	/* the state blob is one section (version, compat, u32 length, body);
-	 * the trailer follows it, then maybe the log's padding to 8 bytes */
-	mon->incarnation = 1;
-	if (len < 6)
-		return len;
-	blob = 6 + ((uint64_t)p[2] | (uint64_t)p[3] << 8 | (uint64_t)p[4] << 16 |
-		    (uint64_t)p[5] << 24);
-	if (blob > len || len - blob < 12)
-		return len;
-	p += blob;
-	magic = (uint32_t)p[8] | (uint32_t)p[9] << 8 | (uint32_t)p[10] << 16 |
-		(uint32_t)p[11] << 24;
-	if (magic != INC_TRAILER_MAGIC)
-		return len;
-	mon->incarnation = get_le64(p);
-	if (mon->incarnation < 1)
-		mon->incarnation = 1;
-	log_info("mon", "the snapshot is of incarnation %llu of the monitor cluster",
-		 (unsigned long long)mon->incarnation);
-	return (size_t)blob;
+	if (mon->incarnation > 1)
+		log_info("mon", "the snapshot is of incarnation %llu of the monitor cluster",
+			 (unsigned long long)mon->incarnation);
+	return blob;
 }
