@@ -712,6 +712,7 @@ static int do_restore(const char *data, const char *file, const char *name,
 	struct mon_member self;
 	struct mon_store *st;
 	struct osdmap *seed = NULL;
+	uint64_t inc = 1;
 	char err[512];
 	FILE *f;
 	int r;
@@ -728,6 +729,8 @@ static int do_restore(const char *data, const char *file, const char *name,
 	r = mon_store_open(data, &st, err, sizeof(err));
 	if (r == 0) {
 		r = mon_store_load_seed(st, &seed);
+		if (r == 0)
+			r = mon_store_incarnation(st, &inc);
 		mon_store_close(st);
 	}
 	if (r < 0)
@@ -738,6 +741,10 @@ static int do_restore(const char *data, const char *file, const char *name,
 	self.id = 1;
 	r = mon_quorum_mkfs(data, &self, &self, 1, seed->fsid, err, sizeof(err));
 	osdmap_free(seed);
+	/* a new quorum: a new incarnation, so monitors of the one the backup
+	 * came from, if any comes back, are never followed again */
+	if (r == 0)
+		r = mon_rebuild_mark(data, inc + 1, false, err, sizeof(err));
 	if (r < 0)
 		return die("%s", err);
 	printf("restored '%s' into '%s/store'; start the monitor with: atoll-mon "

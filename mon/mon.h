@@ -329,6 +329,9 @@ void mon_redirect(struct mon *mon, struct msg *m);
 /* atoll-mon --rebuild: DIR's member becomes a one-member quorum of a new
  * incarnation.  Returns the exit status (messages on stderr/stdout). */
 int mon_rebuild(const char *dir, bool confirmed);
+/* Writes DIR/rebuild: the monitor stamps incarnation inc once it leads,
+ * and with bump moves the epoch once (--rebuild; --restore without). */
+int mon_rebuild_mark(const char *dir, uint64_t inc, bool bump, char *err, size_t errlen);
 /* do_run: reads DIR/rebuild (a pending incarnation). */
 int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen);
 /* The incarnation MONMAPs and quorum status say (mon->lock held). */

@@ -38,6 +38,9 @@ static char g_rebuild_path[4200];
  * has not yet replayed the incarnation entry (the replicated state keeps
  * its own value, so digests stay comparable). */
 static uint64_t g_incarnation_floor = 1;
+/* the pending incarnation also bumps the epoch once (a rebuild; a
+ * restore serves the backup's map as it is) */
+static bool g_rebuild_bump;
 
 uint64_t mon_incarnation(struct mon *mon)
 {
@@ -50,15 +53,33 @@ static void rebuild_path(const char *dir, char *path, size_t len)
 	snprintf(path, len, "%s/rebuild", dir);
 }
 
+int mon_rebuild_mark(const char *dir, uint64_t inc, bool bump, char *err, size_t errlen)
+{
+	char path[4200];
+	FILE *f;
+	int r = 0;
+
+	rebuild_path(dir, path, sizeof(path));
+	f = fopen(path, "we");
+	if (!f || fprintf(f, "incarnation %llu%s\n", (unsigned long long)inc,
+			  bump ? " bump" : "") < 0 ||
+	    fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+	}
+	if (f)
+		fclose(f);
+	return r;
+}
+
 int mon_rebuild(const char *dir, bool confirmed)
 {
 	struct mon_member self;
 	struct mon_store *st;
 	uint8_t fsid[16];
 	uint64_t inc = 1, epoch = 0;
-	char err[512], path[4200];
+	char err[512];
 	struct osdmap *m = NULL;
-	FILE *f;
 	int r;
 
 	if (!confirmed) {
@@ -99,16 +120,11 @@ int mon_rebuild(const char *dir, bool confirmed)
 		return 1;
 	}
 	inc++;
-	rebuild_path(dir, path, sizeof(path));
-	f = fopen(path, "we");
-	if (!f || fprintf(f, "incarnation %llu\n", (unsigned long long)inc) < 0 ||
-	    fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		fprintf(stderr, "atoll-mon: cannot write '%s': %s\n", path, strerror(errno));
-		if (f)
-			fclose(f);
+	r = mon_rebuild_mark(dir, inc, true, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "atoll-mon: %s\n", err);
 		return 1;
 	}
-	fclose(f);
 	printf("mon.%s is now the only member of the monitor cluster, incarnation %llu, "
 	       "at map epoch %llu; start it (atoll-mon --data %s), then add members "
 	       "on wiped folders with: atoll mon add NAME IP:PORT\n", self.name,
@@ -118,7 +134,7 @@ int mon_rebuild(const char *dir, bool confirmed)
 
 int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen)
 {
-	char path[4200];
+	char path[4200], word[8] = "";
 	unsigned long long v;
 	FILE *f;
 
@@ -132,13 +148,14 @@ int mon_rebuild_load(struct mon *mon, const char *dir, char *err, size_t errlen)
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
-	if (fscanf(f, "incarnation %llu", &v) != 1 || v < 2) {
+	if (fscanf(f, "incarnation %llu %4s", &v, word) < 1 || v < 2) {
 		fclose(f);
 		snprintf(err, errlen, "'%s' is damaged; run atoll-mon --rebuild again", path);
 		return -EUCLEAN;
 	}
 	fclose(f);
 	mon->rebuild_pending = v;
+	g_rebuild_bump = !strcmp(word, "bump");
 	if (v > g_incarnation_floor)
 		g_incarnation_floor = v;
 	log_info("mon", "rebuilt from one survivor: incarnation %llu once this monitor "
@@ -164,11 +181,15 @@ void mon_rebuild_tick(struct mon *mon)
 		if (r < 0 || mon->incarnation < want)
 			return;		/* again on the next pass */
 	}
-	/* everyone sees a change: the epoch moves once */
-	osdmap_inc_init(&inc, 0);
-	r = mon_map_change(mon, &inc, &epoch);
-	if (r < 0)
-		return;
+	/* after a rebuild everyone sees a change: the epoch moves once */
+	if (g_rebuild_bump) {
+		osdmap_inc_init(&inc, 0);
+		r = mon_map_change(mon, &inc, &epoch);
+		if (r < 0)
+			return;
+	} else {
+		epoch = mon->map->epoch;
+	}
 	log_info("mon", "incarnation %llu of the monitor cluster starts at epoch %llu",
 		 (unsigned long long)want, (unsigned long long)epoch);
 	mon->rebuild_pending = 0;

@@ -439,8 +439,8 @@ int mon_store_load_incs(struct mon_store *s, uint64_t first, uint64_t last,
  * Backup file (doc/admin.md, "Backing up the monitors"), written in
  * pieces so that a history of any length fits through bounded replies:
  *
- *   head:    "ATMONBK2" fsid[16] u64 first u64 last u32 len + full map
- *            (the full map of epoch last)
+ *   head:    "ATMONBK2" fsid[16] u64 first u64 last u64 incarnation
+ *            u32 len + full map (the full map of epoch last)
  *   history: for each epoch first..last: u32 len + its incremental
  *   trailer: u32 crc32c of every byte before it
  *
@@ -486,6 +486,8 @@ int mon_store_backup_head(struct mon_store *s, void **buf, size_t *len,
 	enc_raw(&e, s->fsid, 16);
 	enc_u64(&e, *first);
 	enc_u64(&e, *last);
+	r = get(t, s->dbi, "incarnation", 11, &v);
+	enc_u64(&e, r == 0 && v.mv_size == 8 ? get_u64le(v.mv_data) : 1);
 	r = get(t, s->dbi, "full", 4, &v);
 	if (r == 0)
 		enc_blob(&e, v.mv_data, v.mv_size);
@@ -585,8 +587,8 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 {
 	struct mon_store *s = NULL;
 	struct osdmap *replay = NULL, *full = NULL;
-	uint8_t hdr[8 + 16 + 16], tail[4], extra;
-	uint64_t first, last, ep;
+	uint8_t hdr[8 + 16 + 24], tail[4], extra;
+	uint64_t first, last, ep, incarnation;
 	uint32_t crc = 0;
 	const uint8_t *fsid = hdr + 8;
 	void *fp = NULL, *p = NULL;
@@ -605,7 +607,8 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 	crc = atoll__crc32c(0, hdr, sizeof(hdr));
 	first = get_u64le(hdr + 24);
 	last = get_u64le(hdr + 32);
-	if (last == 0 || first == 0 || first > last + 1)
+	incarnation = get_u64le(hdr + 40);
+	if (last == 0 || first == 0 || first > last + 1 || incarnation == 0)
 		goto out_bad;
 	r = bk_record(f, &fp, &fl, &crc);
 	if (r == -ENOMEM)
@@ -687,6 +690,11 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 		r = put(t, s->dbi, "seed", 4, fp, fl);
 	if (r == 0)
 		r = put(t, s->dbi, "fsid", 4, fsid, 16);
+	/* the incarnation the backup was taken in (atoll-mon --restore
+	 * stamps the next one) */
+	put_u64le(u, incarnation);
+	if (r == 0)
+		r = put(t, s->dbi, "incarnation", 11, u, 8);
 	if (r == 0)
 		r = lmdb_err(mdb_txn_commit(t));
 	t = NULL;

@@ -21,7 +21,7 @@
 #include "crc32c.h"
 
 #define CHUNK_DEFAULT	(8u << 20)	/* the monitor's cap */
-#define HEAD_LEN	40		/* magic, fsid, first, last */
+#define HEAD_LEN	48		/* magic, fsid, first, last, incarnation */
 
 static uint64_t le64(const uint8_t *p)
 {

@@ -92,6 +92,13 @@ start "$dir/r1" "$a2"
 got=$(dump "$a2") || fail "osd dump of the restored monitor"
 [ "$got" = "$want" ] || fail "the restored monitor serves another map"
 ok "the restored monitor serves the same map (epoch $epoch)"
+for i in $(seq 50); do
+	inc=$(at "$a2" --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["incarnation"])')
+	[ "$inc" = 2 ] && break
+	sleep 0.1
+done
+[ "$inc" = 2 ] || fail "the restored monitor is of incarnation '$inc', not 2"
+ok "the restored monitor is a new incarnation (2): the old monitors are never followed again"
 at "$a2" pool create after --pg 2 >/dev/null || fail "a change on the restored monitor"
 ok "the restored monitor makes new epochs"
 
@@ -114,7 +121,7 @@ b = open(sys.argv[1], 'rb').read()
 skip = int(sys.argv[3])
 assert crc32c(b[:-4]) == struct.unpack('<I', b[-4:])[0], "checksum"
 first, last = struct.unpack('<QQ', b[24:40])
-off = 40
+off = 48
 (fl,) = struct.unpack('<I', b[off:off + 4]); off += 4 + fl
 head = b[:off]
 for _ in range(skip):

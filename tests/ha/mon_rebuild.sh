@@ -98,15 +98,16 @@ done
 grep -q "incarnation 2" "$tmp/mon.d.log" && grep -q "incarnation 2" "$tmp/mon.e.log" ||
 	fail "mon.d or mon.e did not learn incarnation 2"
 # the same replicated state (the digest covers the incarnation)
+same=no
 for i in $(seq 100); do
 	qs | python3 -c "
 import json, sys
 j = json.load(sys.stdin)
-sys.exit(0 if len({(m['epoch'], m['digest']) for m in j['members']}) == 1 else 1)" && break
+sys.exit(0 if len({(m['epoch'], m['digest']) for m in j['members']}) == 1 else 1)" &&
+		{ same=yes; break; }
 	sleep 0.2
-done || true
-qs | pyjson "len({(m['epoch'], m['digest']) for m in j['members']}) == 1" ||
-	fail "the members' digests differ"
+done
+[ $same = yes ] || { qs; fail "the members' digests differ"; }
 how=$(cat "$tmp/mon.d.log" "$tmp/mon.e.log" | grep -c "snapshot is of incarnation 2" || true)
 ok "mon.d and mon.e have incarnation 2 and the same digest ($how from a snapshot)"
 # as doc/admin.md says: mon_host names the new members from now on
