@@ -74,6 +74,10 @@ cmd_fn cmd_osd_blocklist_add, cmd_osd_blocklist_rm, cmd_osd_blocklist_ls;
 
 /* ---- mdsmon.c: mds stat ---- */
 cmd_fn cmd_mds_stat;
+/* ---- cmd_quorum.c: quorum status, mon stat ---- */
+cmd_fn cmd_quorum_status;
+/* ---- cmd_mon.c: mon add, mon rm ---- */
+cmd_fn cmd_mon_add, cmd_mon_rm;
 
 /* ---- cmd_pool.c ---- */
 cmd_fn cmd_pool_create, cmd_pool_ls, cmd_pool_rm, cmd_pool_get, cmd_pool_set;
