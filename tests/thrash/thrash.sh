@@ -100,7 +100,6 @@ start_mon() { cl mon start "$mon_down" || fail "mon start $mon_down"; log "start
 
 while :; do
 	elapsed=$(( $(date +%s) - t0 ))
-	[ -n "$mon_down" ] && start_mon
 	[ $elapsed -ge "$secs" ] && [ $events -ge "$min_events" ] && [ $below -ge "$min_below" ] &&
 		[ $monkills -ge "$min_mon" ] && break
 	[ $elapsed -ge $((secs * 3)) ] && fail "only $events events in $elapsed s"
@@ -156,12 +155,16 @@ while :; do
 			out[$o]=1; outs=$((outs + 1)); log "mark osd.$o out"
 		fi ;;
 	mon)
+		if [ -n "$mon_down" ]; then start_mon; fi
 		kill_mon ;;
 	esac
 	events=$((events + 1))
-	# a monitor just killed stays down during the next event, not longer
-	[ "$kind" = mon ] || pause
+	# a monitor just killed stays down while the next event runs
+	[ "$kind" = mon ] && continue
+	if [ -n "$mon_down" ]; then start_mon; fi
+	pause
 done
+if [ -n "$mon_down" ]; then start_mon; fi
 log "thrashing done: $events events: $kills kills, $starts starts, $below below min_size, $outs out, $ins in, $monkills monitor kills ($leaderkills of the leader)"
 [ $below -ge "$min_below" ] || fail "only $below below-min_size events"
 [ $monkills -ge "$min_mon" ] || fail "only $monkills monitor kills"
