@@ -20,9 +20,9 @@
  * object then has two candidate states and its next read settles which.
  *
  * Commands on stdin: "mark LABEL [OBJECT...]" notes the moment (e.g. a
- * daemon was just killed): the first mutation acknowledged after it (on one
- * of the OBJECTs, e.g. those whose PG's primary was killed, when named)
- * prints "mark LABEL: first write acknowledged after N ms"; "stall" prints "stall: longest op
+ * daemon was just killed): the first mutation issued after it and
+ * acknowledged (on one of the OBJECTs, e.g. those whose PG's primary was
+ * killed, when named) prints "mark LABEL: first write acknowledged after N ms"; "stall" prints "stall: longest op
  * N ms" over the ops finished since the previous "stall" (or the start)
  * and starts a new window; "stop" ends the workload (threads finish their
  * op) and prints the counts and "longest op N ms, longest gap between
@@ -131,7 +131,9 @@ static void note_op(const char *oid, uint64_t start, bool ack)
 			tm.gap_max = now - tm.last_ack;
 		tm.last_ack = now;
 		for (int i = 0; i < tm.nmarks; i++) {
-			if (!tm.mark_open[i] || now <= tm.mark_at[i])
+			/* an op issued before the mark may have been served
+			 * before the event it marks */
+			if (!tm.mark_open[i] || start < tm.mark_at[i])
 				continue;
 			if (tm.mark_some[i] && (obj < 0 || !tm.mark_obj[i][obj]))
 				continue;
