@@ -12,7 +12,8 @@
 # brings them back in the other order, marks OSDs out and in, and kill -9's
 # monitors: at least THRASH_MON_EVENTS (default 10) times one of the three,
 # the leader (`atoll-cluster mon kill`) or a random member, is killed and
-# stays down while the next OSD event runs, then is started again; the
+# stays down while the next OSD event and its pause run, then is started
+# again; the
 # monitor events take the place of OSD events, not extra time.  Then every OSD is started and marked in, the
 # cluster must reach HEALTH_OK, the client verifies every object, a deep
 # scrub of every PG finds all copies consistent, and with
@@ -159,10 +160,11 @@ while :; do
 		kill_mon ;;
 	esac
 	events=$((events + 1))
-	# a monitor just killed stays down while the next event runs
+	# a monitor just killed stays down while the next event and its
+	# pause run
 	[ "$kind" = mon ] && continue
-	if [ -n "$mon_down" ]; then start_mon; fi
 	pause
+	if [ -n "$mon_down" ]; then start_mon; fi
 done
 if [ -n "$mon_down" ]; then start_mon; fi
 log "thrashing done: $events events: $kills kills, $starts starts, $below below min_size, $outs out, $ins in, $monkills monitor kills ($leaderkills of the leader)"
