@@ -21,6 +21,7 @@
 #   mh_bg H CMD...             runs CMD on host H in the background; its PID
 #                              is stopped by the EXIT trap too
 #   in_ns H CMD...             runs CMD on host H
+# MH_KEEP=1 keeps the folder (logs, stores) after the test.
 # Daemons start through `ip netns exec` itself, not a shell function: a
 # function in the background runs in a subshell whose PID is not the
 # daemon's, and killing it would leave the daemon running.
@@ -88,7 +89,7 @@ mh_cleanup() {
 	if [ $rc -ne 0 ]; then
 		for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; }; done
 	fi
-	rm -rf "$tmp"
+	if [ "${MH_KEEP:-0}" = 1 ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 	exit $rc
 }
 
