@@ -85,7 +85,8 @@ start_osd() { cl osd start "$1" || fail "osd start $1"; unset "down[$1]"; starts
 # or a random member, kill -9; it is started again one OSD event later
 kill_mon() {
 	local who
-	if [ $((RANDOM % 2)) = 0 ]; then
+	# (bash's RANDOM is poor in its low bits)
+	if [ $(( (RANDOM >> 4) % 2 )) = 0 ]; then
 		who=$("$cluster_bin" mon kill --dir "$cdir" 2>>"$tmp/thrasher.err") || fail "mon kill (the leader)"
 		leaderkills=$((leaderkills + 1)); log "kill -9 $who (the leader)"
 	else
@@ -156,13 +157,13 @@ while :; do
 			out[$o]=1; outs=$((outs + 1)); log "mark osd.$o out"
 		fi ;;
 	mon)
-		if [ -n "$mon_down" ]; then start_mon; fi
-		kill_mon ;;
+		# one monitor down at a time: a down one is started instead
+		if [ -n "$mon_down" ]; then start_mon; else kill_mon; fi ;;
 	esac
 	events=$((events + 1))
 	# a monitor just killed stays down while the next event and its
 	# pause run
-	[ "$kind" = mon ] && continue
+	[ "$kind" = mon ] && [ -n "$mon_down" ] && continue
 	pause
 	if [ -n "$mon_down" ]; then start_mon; fi
 done
