@@ -25,7 +25,9 @@ nbd_bin=${3:?}
 [ -x "$nbd_bin" ] || skip "atoll-nbd is missing ($nbd_bin)"
 osd_bin=$bindir/osd/atoll-osd
 
-cluster_up --osds 3 --hosts 3 --no-mds --no-nbd --set client_op_timeout=60s
+# one monitor: ha-redirect names one real monitor as the leader, and
+# `mon stop` / `start` restart the only one
+cluster_up --mons 1 --osds 3 --hosts 3 --no-mds --no-nbd --set client_op_timeout=60s
 wait_health HEALTH_OK
 real=$(sed -n 's/^mon_host *= *//p' "$ATOLL_CONF")
 [ -n "$real" ] || fail "no mon_host in $ATOLL_CONF"
