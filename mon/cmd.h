@@ -72,6 +72,11 @@ cmd_fn cmd_osd_map;
 /* ---- cmd_blocklist.c: osd blocklist add|rm|ls ---- */
 cmd_fn cmd_osd_blocklist_add, cmd_osd_blocklist_rm, cmd_osd_blocklist_ls;
 
+/* ---- cmd_quorum.c: quorum status, mon stat ---- */
+cmd_fn cmd_quorum_status;
+/* ---- cmd_mon.c: mon add, mon rm ---- */
+cmd_fn cmd_mon_add, cmd_mon_rm;
+
 /* ---- cmd_pool.c ---- */
 cmd_fn cmd_pool_create, cmd_pool_ls, cmd_pool_rm, cmd_pool_get, cmd_pool_set;
 /* A pool as JSON / as one line of text (pool ls --detail, osd dump). */

@@ -244,6 +244,10 @@ static const struct {
 	{ "pg ls", cmd_pg_ls },
 	{ "pg stat", cmd_pg_stat },
 	{ "mon backup", cmd_mon_backup },
+	{ "quorum status", cmd_quorum_status },	/* cmd_quorum.c */
+	{ "mon stat", cmd_quorum_status },
+	{ "mon add", cmd_mon_add },	/* cmd_mon.c */
+	{ "mon rm", cmd_mon_rm },
 };
 
 static void run_command(struct mon *mon, const char *json, struct cmd_out *o)
@@ -279,6 +283,8 @@ out:
 void mon_handle_command(struct mon *mon, struct msg *m)
 {
 	struct mon_command_reply rep;
+	const struct mon_reqent *done;
+	struct mon_reqid id = { 0, 0 };
 	struct cmd_out o;
 	struct msg *r;
 	char *json = NULL, *jtxt = NULL;
@@ -293,11 +299,41 @@ void mon_handle_command(struct mon *mon, struct msg *m)
 		return;
 	}
 	dec_init(&d, m->front, m->front_len);
-	rc = mon_command_decode(&d, &json, NULL);
-	if (rc < 0)
+	rc = mon_command_decode(&d, &json, &id);
+	if (rc < 0) {
 		cmd_fail(&o, rc, "the command message is malformed");
-	else
+	} else if ((done = mon_reqid_find(mon, &id))) {
+		/* a resend of a command already applied: answered, not redone */
+		cmd_say(&o, "already applied (a resent request), epoch %llu",
+			(unsigned long long)done->epoch);
+		if (strstr(json, "\"json\"")) {
+			o.json = true;
+			o.j = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o.j, "epoch", (double)done->epoch);
+		} else {
+			fprintf(o.txt, "epoch %llu\n", (unsigned long long)done->epoch);
+		}
+	} else if ((rc = mon_quorum_barrier(mon)) < 0 || !mon->qv.ready) {
+		/* reads are linearizable: answered after a barrier, by a leader */
+		fclose(o.txt);
+		free(o.txtbuf);
+		free(json);
+		mon_redirect(mon, m);
+		return;
+	} else {
+		mon->cur_reqid = id;
 		run_command(mon, json, &o);
+		mon->cur_reqid.client = mon->cur_reqid.seq = 0;
+		if (o.rc < 0 && (o.rc == MON_ENOTLEADER || !mon->qv.ready)) {
+			fclose(o.txt);
+			cJSON_Delete(o.j);
+			free(o.txtbuf);
+			free(o.bin);
+			free(json);
+			mon_redirect(mon, m);
+			return;
+		}
+	}
 	fclose(o.txt);
 
 	memset(&rep, 0, sizeof(rep));

@@ -747,6 +747,52 @@ static void check_slow(struct mon *mon, struct hctx *h)
 	}
 }
 
+/* MON_DOWN: a member the leader has not heard from for three election
+ * timeouts (each member reports its state to the leader every 200 ms). */
+static void check_mons(struct mon *mon, struct hctx *h)
+{
+	const struct mon_qview *v = &mon->qv;
+	uint64_t now = mono_now_ms(), late = 3 * mon->opts.election_ms;
+	char sum[256], fix[256], names[160] = "";
+	uint32_t down = 0, n = 0;
+	size_t len = 0;
+	cJSON *d;
+
+	if (!v->ready || now - v->won_ms < late)
+		return;		/* a new leader has not heard from everyone yet */
+	for (uint32_t i = 0; i < v->nmembers; i++) {
+		const struct mon_qmember *m = &v->members[i];
+
+		if (m->id == mon->self.id || (m->status_ms && now - m->status_ms <= late))
+			continue;
+		down++;
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%smon.%s",
+						len ? ", " : "", m->name);
+	}
+	if (!down)
+		return;
+	snprintf(sum, sizeof(sum), "%u of %u monitors %s down or cut off: %s", down,
+		 v->nmembers, down == 1 ? "is" : "are", names);
+	snprintf(fix, sizeof(fix), "start %s on %s host (atoll-mon --data DIR); the map "
+		 "changes only while a majority (%u of %u) runs", down == 1 ? "it" : "them",
+		 down == 1 ? "its" : "their", v->nmembers / 2 + 1, v->nmembers);
+	d = add_check(h, "MON_DOWN", SEV_WARN, down, sum, fix);
+	for (uint32_t i = 0; i < v->nmembers; i++) {
+		const struct mon_qmember *m = &v->members[i];
+
+		if (m->id == mon->self.id || (m->status_ms && now - m->status_ms <= late))
+			continue;
+		if (m->status_ms)
+			add_detail(h, d, &n, "mon.%s at %s: last heard %llu ms ago, at epoch %llu",
+				   m->name, m->addr, (unsigned long long)(now - m->status_ms),
+				   (unsigned long long)m->epoch);
+		else
+			add_detail(h, d, &n, "mon.%s at %s: not heard from since this monitor "
+				   "leads", m->name, m->addr);
+	}
+}
+
 cJSON *mon_health(struct mon *mon, bool detail)
 {
 	struct hctx h = { .worst = SEV_OK, .detail = detail };
@@ -755,6 +801,7 @@ cJSON *mon_health(struct mon *mon, bool detail)
 	if (!root)
 		return NULL;
 	h.checks = cJSON_CreateArray();
+	check_mons(mon, &h);
 	check_osds(mon, &h);
 	check_lifecycle(mon, &h);
 	check_pools(mon, &h);

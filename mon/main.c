@@ -151,6 +151,25 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 			 (unsigned long long)o->heartbeat_grace_ms);
 		return -EINVAL;
 	}
+	/* An election timeout short enough that a leader's death stalls map
+	 * changes for well under 3 s (doc/quorum.md), long enough that a
+	 * loaded host does not start needless elections. */
+	if ((r = config_get_duration_ms(cfg, WHO, "mon_election_timeout", 1000,
+					&o->election_ms, err, errlen)) < 0)
+		return r;
+	if (o->election_ms < 100 || o->election_ms > 60000) {
+		snprintf(err, errlen, "mon_election_timeout (%llu ms) must be from 100 ms "
+			 "to 60 s", (unsigned long long)o->election_ms);
+		return -EINVAL;
+	}
+	if ((r = config_get_int(cfg, WHO, "mon_snapshot_threshold", 1024, 4, 1 << 24, &v,
+				err, errlen)) < 0)
+		return r;
+	o->snapshot_threshold = (uint32_t)v;
+	if ((r = config_get_double(cfg, WHO, "mon_clock_drift_bound", 0.05, 0, 1, &nf,
+				   err, errlen)) < 0)
+		return r;
+	o->drift_ppm = (uint32_t)(nf * 1000000 + 0.5);
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)
@@ -181,6 +200,11 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	struct mon *mon = arg;
 	struct mon_ev *ev = calloc(1, sizeof(*ev));
 
+	if (m->type == MT_MON_RAFT) {
+		free(ev);
+		mon_rt_post(c, m);
+		return;
+	}
 	if (!ev || mon->stop) {
 		free(ev);
 		msg_free(m);
@@ -198,6 +222,8 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 	struct mon *mon = arg;
 	struct mon_ev *ev;
 
+	if (msg_conn_peer(c).type == MSG_ENTITY_MON)
+		mon_rt_post(c, NULL);
 	if (mon->stop)
 		return;
 	ev = calloc(1, sizeof(*ev));
@@ -208,6 +234,132 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 	ev->type = MON_EV_CLOSED;
 	ev->c = c;
 	mon_post(mon, ev);
+}
+
+/* Loop thread: a handshake completed; non-monitors get a MONMAP. */
+static void on_connected(void *arg, struct msg_conn *c)
+{
+	struct mon *mon = arg;
+	struct mon_ev *ev;
+
+	if (mon->stop || msg_conn_peer(c).type == MSG_ENTITY_MON)
+		return;
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return;
+	msg_conn_get(c);
+	ev->type = MON_EV_CONNECTED;
+	ev->c = c;
+	mon_post(mon, ev);
+}
+
+void mon_wake(struct mon *mon)
+{
+	pthread_mutex_lock(&mon->qlock);
+	pthread_cond_signal(&mon->qcond);
+	pthread_mutex_unlock(&mon->qlock);
+}
+
+/* ---- MONMAP --------------------------------------------------------- */
+
+void mon_monmap(struct mon *mon, struct monmap_msg *mm)
+{
+	const struct mon_qview *v = &mon->qv;
+	bool leader_known = v->leader_id &&
+		(v->leader_id != mon->self.id || v->ready) &&
+		mono_now_ms() - v->leader_seen_ms < mon->opts.election_ms;
+
+	memset(mm, 0, sizeof(*mm));
+	memcpy(mm->fsid, mon->fsid, 16);
+	mm->incarnation = 1;
+	mm->epoch = v->conf_index ? v->conf_index : 1;
+	mm->term = v->term;
+	mm->leader = -1;
+	mm->self = -1;
+	for (uint32_t i = 0; i < v->nmembers && mm->nmons < MONMAP_MONS_MAX; i++) {
+		struct monmap_member *m = &mm->mons[mm->nmons];
+		bool me = v->members[i].id == mon->self.id;
+
+		snprintf(m->name, sizeof(m->name), "%s", v->members[i].name[0] ?
+			 v->members[i].name : "mon");
+		/* our own address as bound (a test binds port 0) */
+		snprintf(m->addr, sizeof(m->addr), "%.63s", me ? mon->addr : v->members[i].addr);
+		m->id = v->members[i].id;
+		m->voter = v->members[i].voter;
+		if (me)
+			mm->self = (int32_t)mm->nmons;
+		if (leader_known && m->id == v->leader_id)
+			mm->leader = (int32_t)mm->nmons;
+		mm->nmons++;
+	}
+	if (!mm->nmons) {
+		/* before the first poll: ourselves only */
+		snprintf(mm->mons[0].name, sizeof(mm->mons[0].name), "%s", mon->self.name);
+		snprintf(mm->mons[0].addr, sizeof(mm->mons[0].addr), "%.63s", mon->addr);
+		mm->mons[0].id = mon->self.id;
+		mm->mons[0].voter = true;
+		mm->self = 0;
+		mm->nmons = 1;
+	}
+}
+
+static struct msg *monmap_msg(struct mon *mon)
+{
+	struct monmap_msg mm;
+	struct enc e;
+	struct msg *m;
+
+	mon_monmap(mon, &mm);
+	enc_init(&e);
+	monmap_msg_encode(&mm, &e);
+	m = msg_new(MT_MON_MONMAP, &e);
+	enc_free(&e);
+	return m;
+}
+
+/* A request this monitor does not serve: a MONMAP instead (a reply for a
+ * request, one-way otherwise), so the sender goes to the leader. */
+void mon_redirect(struct mon *mon, struct msg *m)
+{
+	struct msg *r = monmap_msg(mon);
+
+	if (r) {
+		if (m->tid)
+			msg_reply(m->conn, m, r);
+		else
+			msg_send(m->conn, r);
+	}
+	msg_free(m);
+}
+
+static void peer_add(struct mon *mon, struct msg_conn *c)
+{
+	struct msg *m = monmap_msg(mon);
+
+	if (m)
+		msg_send(c, m);
+	if (mon->npeers == mon->peers_cap) {
+		size_t cap = mon->peers_cap ? mon->peers_cap * 2 : 32;
+		struct msg_conn **n = realloc(mon->peers, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		mon->peers = n;
+		mon->peers_cap = cap;
+	}
+	msg_conn_get(c);
+	mon->peers[mon->npeers++] = c;
+}
+
+static void peer_del(struct mon *mon, struct msg_conn *c)
+{
+	for (size_t i = 0; i < mon->npeers; i++) {
+		if (mon->peers[i] != c)
+			continue;
+		msg_conn_put(c);
+		mon->peers[i] = mon->peers[--mon->npeers];
+		return;
+	}
 }
 
 static void handle_subscribe(struct mon *mon, struct msg *m)
@@ -223,10 +375,28 @@ static void handle_subscribe(struct mon *mon, struct msg *m)
 	msg_free(m);
 }
 
+/* Whether a leader is known (ourselves once serving, or another one we
+ * heard from within an election timeout). */
+static bool leader_known(struct mon *mon)
+{
+	const struct mon_qview *v = &mon->qv;
+
+	if (v->ready)
+		return true;
+	return v->leader_id && v->leader_id != mon->self.id &&
+	       mono_now_ms() - v->leader_seen_ms < mon->opts.election_ms;
+}
+
 static void handle_msg(struct mon *mon, struct msg *m)
 {
 	if (m->flags & MSG_F_REPLY) {
 		msg_free(m);
+		return;
+	}
+	/* followers serve subscriptions only; the leader serves everything;
+	 * a member that knows no leader serves nothing */
+	if (m->type == MT_MON_SUBSCRIBE ? !leader_known(mon) : !mon->qv.ready) {
+		mon_redirect(mon, m);
 		return;
 	}
 	switch (m->type) {
@@ -276,39 +446,93 @@ static void drain(struct mon *mon, bool process)
 				handle_msg(mon, ev->m);
 			else
 				msg_free(ev->m);
+		} else if (ev->type == MON_EV_CONNECTED) {
+			if (process)
+				peer_add(mon, ev->c);
+			msg_conn_put(ev->c);
 		} else {
 			mon_unsubscribe(mon, ev->c);
+			peer_del(mon, ev->c);
 			msg_conn_put(ev->c);
 		}
 		free(ev);
 	}
 }
 
+static void sync_ratios(struct mon *mon);
+
+/* Acts on what the raft thread saw: MONMAPs to every non-monitor when the
+ * leader or the membership changed; a new leader takes over the OSDs'
+ * leases before it serves (doc/quorum.md). */
+static void quorum_events(struct mon *mon)
+{
+	if (!mon->qv.changed)
+		return;
+	mon->qv.changed = false;
+	if (mon->qv.ready && (!mon->serving || mon->serving_term != mon->qv.term)) {
+		/* leading (again, maybe after a term of someone else's) */
+		mon->serving = true;
+		mon->serving_term = mon->qv.term;
+		mon_osd_takeover(mon);
+		sync_ratios(mon);
+	} else if (!mon->qv.ready && mon->serving) {
+		mon->serving = false;
+	}
+	for (size_t i = 0; i < mon->npeers; i++) {
+		struct msg *m = monmap_msg(mon);
+
+		if (m)
+			msg_send(mon->peers[i], m);
+	}
+}
+
+/* At start, requests wait (queued) until a leader is known, or for a few
+ * election timeouts: a client that asks a monitor just started gets an
+ * answer, not a MONMAP saying "no leader". */
+static bool settled(struct mon *mon, uint64_t start_ms)
+{
+	if (mon->qv.ready || (mon->qv.leader_id && mon->qv.leader_id != mon->self.id))
+		return true;
+	return mono_now_ms() - start_ms > 3 * mon->opts.election_ms;
+}
+
 static void mon_run(struct mon *mon)
 {
-	mon->next_tick_ms = mono_now_ms() + mon->opts.tick_ms;
+	uint64_t start = mono_now_ms();
+
+	mon->next_tick_ms = start + mon->opts.tick_ms;
+	pthread_mutex_lock(&mon->lock);
 	while (!g_stop) {
 		struct timespec ts;
 		uint64_t now;
 
+		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
-		if (!mon->qhead) {
-			/* wake at least every 100 ms to notice a signal */
-			ts = deadline_ms(CLOCK_REALTIME, 100);
+		if (!mon->qhead || !settled(mon, start)) {
+			/* wake at least every 50 ms to notice a signal */
+			ts = deadline_ms(CLOCK_REALTIME, 50);
 			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
 		}
 		pthread_mutex_unlock(&mon->qlock);
+		pthread_mutex_lock(&mon->lock);
+		quorum_events(mon);
+		if (!settled(mon, start))
+			continue;
 		drain(mon, true);
+		if (!mon->serving)
+			continue;
 		mon_pg_temp_flush(mon);
 		now = mono_now_ms();
 		if (now >= mon->next_tick_ms) {
 			/* beacons that queued up while the batch above ran (a map
 			 * commit's fsync can be slow) count before silence is judged */
 			drain(mon, true);
-			mon_osd_tick(mon);
+			if (mon->serving)
+				mon_osd_tick(mon);
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
 	}
+	pthread_mutex_unlock(&mon->lock);
 }
 
 /* ---- start-up ------------------------------------------------------- */
@@ -322,16 +546,24 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: atoll-mon --mkfs --data DIR [--fsid UUID] [--conf F] [--set K=V]...\n"
-"       atoll-mon --data DIR --addr IP:PORT [--conf F] [--set K=V]... [--log FILE]\n"
-"       atoll-mon --restore FILE --data DIR\n"
+"usage: atoll-mon --mkfs --data DIR [--name NAME] [--fsid UUID]\n"
+"                 [--initial NAME=IP:PORT,...] [--conf F] [--set K=V]...\n"
+"       atoll-mon --mkfs --join --data DIR --name NAME --fsid UUID --addr IP:PORT\n"
+"       atoll-mon --data DIR [--addr IP:PORT] [--conf F] [--set K=V]... [--log FILE]\n"
+"       atoll-mon --restore FILE --data DIR [--name NAME] [--addr IP:PORT]\n"
 "\n"
 "The monitor: holds the cluster map, detects failed OSDs, answers admin\n"
 "commands (atoll ...).  See doc/daemons.md.\n"
 "\n"
 "  --mkfs          create a monitor store in DIR (a new fsid unless --fsid)\n"
+"  --name NAME     the monitor's name for --mkfs (default a)\n"
+"  --initial LIST  the first members, NAME=IP:PORT,... (raft ids 1..N in\n"
+"                  order; every member made with the same list and --fsid);\n"
+"                  without it the monitor is the only member, at --addr\n"
+"  --join          with --mkfs: a member to add to a running quorum (then:\n"
+"                  atoll mon add NAME IP:PORT)\n"
 "  --data DIR      the monitor's folder (the store is DIR/store)\n"
-"  --addr IP:PORT  the address to bind (default: mon_addr, then mon_host)\n"
+"  --addr IP:PORT  the address to bind (default: the member's own address)\n"
 "  --fsid UUID     the cluster id for --mkfs\n"
 "  --restore FILE  create DIR's store from a backup (atoll mon backup FILE)\n"
 "  --conf FILE     the configuration file\n"
@@ -354,15 +586,91 @@ static int die(const char *fmt, ...)
 	return 1;
 }
 
-static int do_mkfs(const char *data, const char *fsid_str, const struct mon_opts *opts)
+/* Parses --initial "NAME=IP:PORT,NAME=IP:PORT,..." (raft ids 1..N in
+ * order). */
+static int parse_initial(const char *s, struct mon_member *all, unsigned *n)
 {
+	char buf[4096], *save = NULL, *tok;
+
+	*n = 0;
+	if (strlen(s) >= sizeof(buf))
+		return die("--initial is too long");
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		char *eq = strchr(tok, '='), ip[64];
+		uint16_t port;
+
+		if (*n == MONMAP_MONS_MAX)
+			return die("--initial names more than %d monitors", MONMAP_MONS_MAX);
+		if (!eq)
+			return die("--initial member '%s' is not NAME=IP:PORT", tok);
+		*eq = '\0';
+		if (!mon_name_ok(tok))
+			return die("monitor name '%s' is not 1 to %d of [A-Za-z0-9_-]", tok,
+				   MONMAP_NAME_MAX);
+		if (msg_parse_addr(eq + 1, ip, sizeof(ip), &port) < 0 || port == 0 ||
+		    strlen(eq + 1) > OSDMAP_ADDR_MAX)
+			return die("--initial member '%s': '%s' is not IP:PORT", tok, eq + 1);
+		for (unsigned i = 0; i < *n; i++)
+			if (!strcmp(all[i].name, tok) || !strcmp(all[i].addr, eq + 1))
+				return die("--initial names '%s' or '%s' twice", tok, eq + 1);
+		snprintf(all[*n].name, sizeof(all[*n].name), "%s", tok);
+		snprintf(all[*n].addr, sizeof(all[*n].addr), "%s", eq + 1);
+		all[*n].id = *n + 1;
+		(*n)++;
+	}
+	if (!*n)
+		return die("--initial names no monitor");
+	return 0;
+}
+
+static int do_mkfs(const char *data, const char *fsid_str, const char *name,
+		   const char *initial, const char *addr, bool join)
+{
+	struct mon_member all[MONMAP_MONS_MAX], self;
 	struct mon_store *st;
-	struct osdmap *map;
-	struct osdmap_inc inc;
+	unsigned n = 0;
 	uint8_t fsid[16];
 	char err[512], fs[37];
 	int r;
 
+	if (!name)
+		name = "a";
+	if (!mon_name_ok(name))
+		return die("--name '%s' is not 1 to %d of [A-Za-z0-9_-]", name, MONMAP_NAME_MAX);
+	memset(&self, 0, sizeof(self));
+	if (join) {
+		char ip[64];
+		uint16_t port;
+
+		if (initial || !fsid_str || !addr)
+			return die("--join takes --fsid and --addr IP:PORT (the cluster's fsid "
+				   "and this monitor's address), not --initial");
+		if (msg_parse_addr(addr, ip, sizeof(ip), &port) < 0 || port == 0 ||
+		    strlen(addr) > OSDMAP_ADDR_MAX)
+			return die("--addr '%s' is not IP:PORT", addr);
+		snprintf(self.name, sizeof(self.name), "%s", name);
+		snprintf(self.addr, sizeof(self.addr), "%s", addr);
+		self.id = mon_member_id(name);
+		n = 0;
+	} else if (initial) {
+		if (!fsid_str)
+			return die("--initial needs --fsid: every initial member is made with "
+				   "the same fsid");
+		if (parse_initial(initial, all, &n) != 0)
+			return 1;
+		for (unsigned i = 0; i < n; i++)
+			if (!strcmp(all[i].name, name))
+				self = all[i];
+		if (!self.id)
+			return die("--name '%s' is not in --initial", name);
+	} else {
+		snprintf(self.name, sizeof(self.name), "%s", name);
+		snprintf(self.addr, sizeof(self.addr), "%s", addr ? addr : "127.0.0.1:6789");
+		self.id = 1;
+		all[0] = self;
+		n = 1;
+	}
 	if (fsid_str) {
 		if (mon_uuid_parse(fsid_str, fsid) < 0)
 			return die("--fsid '%s' is not a uuid (like "
@@ -373,36 +681,26 @@ static int do_mkfs(const char *data, const char *fsid_str, const struct mon_opts
 		fsid[6] = (fsid[6] & 0x0f) | 0x40;	/* version 4 */
 		fsid[8] = (fsid[8] & 0x3f) | 0x80;
 	}
+	/* the store starts empty: the first map is the first leader's first
+	 * entry, so every member has the same one */
 	r = mon_store_create(data, &st, err, sizeof(err));
 	if (r < 0)
 		return die("%s", err);
-	map = osdmap_new(fsid);
-	if (!map) {
-		mon_store_close(st);
-		return die("out of memory");
-	}
-	map->created_ms = mon_wall_ms();
-	osdmap_inc_init(&inc, 1);
-	inc.modified_ms = map->created_ms;
-	inc.has_ratios = true;
-	inc.nearfull_ratio = opts->nearfull_ratio;
-	inc.backfillfull_ratio = opts->backfillfull_ratio;
-	inc.full_ratio = opts->full_ratio;
-	r = osdmap_apply(map, &inc);
-	if (r == 0)
-		r = mon_store_commit(st, &inc, map);
-	osdmap_inc_clear(&inc);
-	osdmap_free(map);
 	mon_store_close(st);
+	r = mon_quorum_mkfs(data, &self, all, n, fsid, err, sizeof(err));
 	if (r < 0)
-		return die("cannot write the first map to '%s/store': %s", data, strerror(-r));
+		return die("%s", err);
 	mon_uuid_format(fsid, fs);
 	printf("%s\n", fs);
 	return 0;
 }
 
-static int do_restore(const char *data, const char *file)
+static int do_restore(const char *data, const char *file, const char *name,
+		      const char *addr)
 {
+	struct mon_member self;
+	struct mon_store *st;
+	struct osdmap *seed = NULL;
 	char err[512];
 	struct stat sb;
 	void *buf;
@@ -434,6 +732,23 @@ static int do_restore(const char *data, const char *file)
 	free(buf);
 	if (r < 0)
 		return die("%s", err);
+	/* a restored monitor is a new one-member quorum whose state starts
+	 * at the backup's map */
+	r = mon_store_open(data, &st, err, sizeof(err));
+	if (r == 0) {
+		r = mon_store_load_seed(st, &seed);
+		mon_store_close(st);
+	}
+	if (r < 0)
+		return die("cannot read the restored store in '%s': %s", data, strerror(-r));
+	memset(&self, 0, sizeof(self));
+	snprintf(self.name, sizeof(self.name), "%s", name ? name : "a");
+	snprintf(self.addr, sizeof(self.addr), "%s", addr ? addr : "127.0.0.1:6789");
+	self.id = 1;
+	r = mon_quorum_mkfs(data, &self, &self, 1, seed->fsid, err, sizeof(err));
+	osdmap_free(seed);
+	if (r < 0)
+		return die("%s", err);
 	printf("restored '%s' into '%s/store'; start the monitor with: atoll-mon "
 	       "--data %s --addr IP:PORT\n", file, data, data);
 	return 0;
@@ -444,7 +759,9 @@ static void sync_ratios(struct mon *mon)
 {
 	struct osdmap_inc inc;
 
-	if (mon->map->nearfull_ratio == mon->opts.nearfull_ratio &&
+	/* epoch 0 (a new cluster): the first leader makes epoch 1 */
+	if (mon->map->epoch > 0 &&
+	    mon->map->nearfull_ratio == mon->opts.nearfull_ratio &&
 	    mon->map->backfillfull_ratio == mon->opts.backfillfull_ratio &&
 	    mon->map->full_ratio == mon->opts.full_ratio)
 		return;
@@ -463,6 +780,7 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	struct msgr_config mc;
 	struct msgr_ops ops = {
 		.dispatch = on_dispatch,
+		.connected = on_connected,
 		.closed = on_closed,
 	};
 	struct sigaction sa;
@@ -477,6 +795,8 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	mon->opts = *opts;
 	pthread_mutex_init(&mon->qlock, NULL);
 	pthread_cond_init(&mon->qcond, NULL);
+	pthread_mutex_init(&mon->lock, NULL);
+	pthread_cond_init(&mon->pcond, NULL);
 	mon->osds = calloc(OSDMAP_OSD_MAX, sizeof(*mon->osds));
 	if (!mon->osds) {
 		die("out of memory");
@@ -487,10 +807,19 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("%s", err);
 		goto out_free;
 	}
-	r = mon_store_load_latest(mon->store, &mon->map);
+	r = mon_member_load(data, &mon->self, mon->fsid, err, sizeof(err));
 	if (r < 0) {
-		die("cannot read the map from '%s/store': %s; restore a backup with: "
-		    "atoll-mon --restore FILE --data DIR", data, strerror(-r));
+		die("%s", err);
+		goto out_store;
+	}
+	/* the replicated state starts empty (or at a restored backup's map);
+	 * raft_start then restores the last snapshot and the log replays */
+	r = mon_store_load_seed(mon->store, &mon->map);
+	if (r == -ENOENT)
+		mon->map = osdmap_new(mon->fsid);
+	if (!mon->map || (r < 0 && r != -ENOENT)) {
+		die("cannot read the monitor store in '%s': %s", data,
+		    strerror(r < 0 ? -r : ENOMEM));
 		goto out_store;
 	}
 	{
@@ -498,19 +827,25 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		uint8_t want[16];
 
 		if (cf && cf[0] && (mon_uuid_parse(cf, want) < 0 ||
-				    memcmp(want, mon->map->fsid, 16) != 0)) {
-			mon_uuid_format(mon->map->fsid, fs);
+				    memcmp(want, mon->fsid, 16) != 0)) {
+			mon_uuid_format(mon->fsid, fs);
 			die("the configured fsid '%s' is not this monitor's (%s); fix the "
 			    "configuration or use the right --data folder", cf, fs);
 			goto out_store;
 		}
 	}
+	if (!addr)
+		addr = mon->self.addr;
 
 	memset(&mc, 0, sizeof(mc));
 	mc.size_of = sizeof(mc);
 	mc.me.type = MSG_ENTITY_MON;
-	mc.me.id = 0;
-	memcpy(mc.fsid, mon->map->fsid, 16);
+	mc.me.id = mon->self.id;
+	/* the monitor dials only the other monitors: a member back from a
+	 * restart is found within a quarter second, not after a long backoff */
+	mc.reconnect_min_ms = 50;
+	mc.reconnect_max_ms = 250;
+	memcpy(mc.fsid, mon->fsid, 16);
 	r = msgr_create(&mc, &ops, mon, &mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));
@@ -527,26 +862,34 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	mon_osd_init(mon);
-	sync_ratios(mon);
 	r = msgr_start(mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));
 		goto out_msgr;
 	}
-	mon_uuid_format(mon->map->fsid, fs);
-	log_info("mon", "listening on %s, fsid %s, epoch %llu", mon->addr, fs,
-		 (unsigned long long)mon->map->epoch);
+	r = mon_quorum_start(mon, data, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_quorum;
+	}
+	mon_uuid_format(mon->fsid, fs);
+	log_info("mon", "mon.%s (raft id %llu) listening on %s, fsid %s",
+		 mon->self.name, (unsigned long long)mon->self.id, mon->addr, fs);
 	mon_run(mon);
 	log_info("mon", "stopping");
 	rc = 0;
 
+out_quorum:
+	mon->stop = 1;
+	mon_quorum_stop(mon);
 out_msgr:
 	/* drop our references before the messenger goes away */
 	mon->stop = 1;
 	drain(mon, false);
 	while (mon->nsubs)
 		mon_unsubscribe(mon, mon->subs[0].c);
+	while (mon->npeers)
+		peer_del(mon, mon->peers[0]);
 	msgr_destroy(mon->msgr);
 	drain(mon, false);
 out_store:
@@ -556,7 +899,10 @@ out_free:
 	mon_osd_fini(mon);
 	mon_pg_fini(mon);
 	free(mon->subs);
+	free(mon->peers);
 	free(mon->pgt);
+	pthread_cond_destroy(&mon->pcond);
+	pthread_mutex_destroy(&mon->lock);
 	pthread_cond_destroy(&mon->qcond);
 	pthread_mutex_destroy(&mon->qlock);
 	free(mon);
@@ -570,6 +916,9 @@ int main(int argc, char **argv)
 		{ "data", required_argument, NULL, 'd' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "fsid", required_argument, NULL, 'f' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "initial", required_argument, NULL, 'i' },
+		{ "join", no_argument, NULL, 'j' },
 		{ "restore", required_argument, NULL, 'R' },
 		{ "conf", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' },
@@ -579,10 +928,11 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *data = NULL, *addr = NULL, *fsid = NULL, *restore = NULL;
+	const char *name = NULL, *initial = NULL;
 	const char *conf = NULL, *logfile = NULL, *level_s;
 	const char *sets[128];
 	int nsets = 0, c, r, level;
-	bool mkfs = false;
+	bool mkfs = false, join = false;
 	struct config *cfg;
 	struct mon_opts opts;
 	char err[512];
@@ -593,6 +943,9 @@ int main(int argc, char **argv)
 		case 'd': data = optarg; break;
 		case 'a': addr = optarg; break;
 		case 'f': fsid = optarg; break;
+		case 'n': name = optarg; break;
+		case 'i': initial = optarg; break;
+		case 'j': join = true; break;
 		case 'R': restore = optarg; break;
 		case 'c': conf = optarg; break;
 		case 'l': logfile = optarg; break;
@@ -655,18 +1008,27 @@ int main(int argc, char **argv)
 		die("%s", err);
 		goto out;
 	}
+	if (!addr)
+		config_get_str(cfg, WHO, "mon_addr", NULL, &addr, NULL, 0);
 	if (restore) {
-		r = do_restore(data, restore);
+		r = do_restore(data, restore, name, addr);
 		goto out;
 	}
 	if (mkfs) {
-		r = do_mkfs(data, fsid, &opts);
+		const char *host = NULL;
+		char first[OSDMAP_ADDR_MAX + 1];
+
+		/* a lone member's address: --addr, mon_addr, else mon_host's first */
+		if (!addr && config_get_str(cfg, WHO, "mon_host", NULL, &host, NULL, 0) == 0 &&
+		    host) {
+			size_t l = strcspn(host, ", ");
+
+			snprintf(first, sizeof(first), "%.*s", (int)l, host);
+			addr = first;
+		}
+		r = do_mkfs(data, fsid, name, initial, addr, join);
 		goto out;
 	}
-	if (!addr)
-		config_get_str(cfg, WHO, "mon_addr", NULL, &addr, NULL, 0);
-	if (!addr)
-		config_get_str(cfg, WHO, "mon_host", "127.0.0.1:6789", &addr, NULL, 0);
 	if (log_open(WHO, (enum log_level)level, logfile) < 0) {
 		die("cannot open log file '%s': %s", logfile ? logfile : "(stderr)",
 		    strerror(errno));

@@ -2,20 +2,25 @@
  * mon.h - the monitor's private state, shared by the files of mon/.
  *
  * Threads: the messenger's loop thread only queues events (mon_post);
- * one monitor thread (the program's main thread, mon_run) owns every
- * field of struct mon below except the queue, and does all the work:
- * commands, map changes (including the LMDB commit), health.  So no lock
- * guards the map or the statistics; the queue has its own mutex.
+ * the monitor thread (the program's main thread, mon_run) handles them,
+ * and the raft thread (quorum.c) runs the replicated log and applies its
+ * entries.  mon->lock guards every field of struct mon except the queue
+ * (qlock) and what is set before the threads start: the monitor thread
+ * holds it while it handles an event and releases it only while it waits
+ * for a proposal (mon_quorum_propose); the raft thread takes it around
+ * every state-machine callback.  So the map has one owner at a time.
  */
 #ifndef ATOLL_MON_H
 #define ATOLL_MON_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "entry.h"
 #include "mono.h"
 #include "osdmap.h"
 #include "proto.h"
@@ -25,6 +30,7 @@ struct msg_conn;
 struct msgr;
 struct config;
 struct mon_store;
+struct enc;
 
 /* Options the monitor reads (doc/daemons.md), durations in ms. */
 struct mon_opts {
@@ -40,12 +46,54 @@ struct mon_opts {
 	uint32_t pool_default_min_size;	/* 0 = size - size/2 */
 	uint32_t pool_default_pg_num;
 	uint64_t tick_ms;		/* derived from the grace */
+	uint64_t election_ms;		/* mon_election_timeout */
+	uint32_t snapshot_threshold;	/* mon_snapshot_threshold (entries) */
+	uint32_t drift_ppm;		/* mon_clock_drift_bound, parts per million */
 };
+
+/* "Not the leader (any more)": the request is answered with a MONMAP so
+ * the sender goes to the leader. */
+#define MON_ENOTLEADER	(-EREMCHG)
+
+/* This monitor, as its member file says (quorum.c). */
+struct mon_member {
+	char name[MONMAP_NAME_MAX + 1];
+	uint64_t id;			/* raft id, > 0 */
+	char addr[OSDMAP_ADDR_MAX + 1];
+};
+
+/* One member as the raft configuration says, and its progress. */
+struct mon_qmember {
+	char name[MONMAP_NAME_MAX + 1];
+	char addr[OSDMAP_ADDR_MAX + 1];
+	uint64_t id;
+	bool voter;
+	uint64_t match;			/* last index known stored there (leader) */
+	/* what it last said of its state (leader; RT_STATUS) */
+	uint64_t applied, epoch, digest, status_ms;
+};
+
+/* The quorum as the raft thread last saw it (under mon->lock). */
+struct mon_qview {
+	int role;			/* RAFT_FOLLOWER, RAFT_CANDIDATE, RAFT_LEADER */
+	uint64_t leader_id;		/* 0 = none known */
+	uint64_t term, commit_index, applied_index, conf_index;
+	bool ready;			/* leader, and its first barrier passed */
+	uint64_t won_ms;		/* monotonic: when ready became true */
+	uint64_t leader_seen_ms;	/* monotonic: last time a leader was known */
+	bool changed;			/* leader/role/membership changed: the
+					 * monitor thread resends MONMAPs */
+	uint32_t nmembers;
+	struct mon_qmember members[MONMAP_MONS_MAX];
+};
+
+
 
 /* A queued event for the monitor thread. */
 enum mon_ev_type {
 	MON_EV_MSG = 1,		/* a received message (owned) */
 	MON_EV_CLOSED = 2,	/* a connection closed (one ref held) */
+	MON_EV_CONNECTED = 3,	/* a connection came up (one ref held) */
 };
 
 struct mon_ev {
@@ -110,6 +158,27 @@ struct mon {
 	struct mon_store *store;
 	struct msgr *msgr;
 	char addr[80];			/* bound address */
+	struct mon_member self;
+	uint8_t fsid[16];
+
+	pthread_mutex_t lock;		/* the state (see the top of this file) */
+	pthread_cond_t pcond;		/* a proposal or barrier finished */
+	struct mon_quorum *q;
+	struct mon_qview qv;
+	bool serving;			/* the monitor thread acted on qv.ready */
+	uint64_t serving_term;		/* ... in this term */
+	uint64_t digest, digest_epoch;	/* mon_state_digest() cached at an epoch */
+	/* members' statuses by raft id (leader), kept across polls */
+	struct { uint64_t id, applied, epoch, digest, ms; } mstat[MONMAP_MONS_MAX];
+
+	/* the replicated request-id table: a ring, oldest first */
+	struct mon_reqent reqids[MON_REQIDS_MAX];
+	uint32_t nreqids, reqid_head;
+	struct mon_reqid cur_reqid;	/* of the command being handled */
+
+	/* connections from non-monitors (they get MONMAPs); refs held */
+	struct msg_conn **peers;
+	size_t npeers, peers_cap;
 
 	struct osdmap *map;		/* the current map (last durable epoch) */
 
@@ -152,7 +221,8 @@ int mon_store_create(const char *dir, struct mon_store **out, char *err, size_t 
 int mon_store_open(const char *dir, struct mon_store **out, char *err, size_t errlen);
 void mon_store_close(struct mon_store *s);
 /* Writes inc and the full map m (of epoch inc->epoch) in one durable
- * transaction (fsync'd before it returns). */
+ * transaction (fsync'd before it returns).  An epoch at or below the last
+ * one kept is a replay: written again (the same bytes). */
 int mon_store_commit(struct mon_store *s, const struct osdmap_inc *inc,
 		     const struct osdmap *m);
 /* The latest full map (*out owned by the caller). */
@@ -160,6 +230,12 @@ int mon_store_load_latest(struct mon_store *s, struct osdmap **out);
 /* Incrementals first..last (inclusive), *incs malloc'd; caller clears. */
 int mon_store_load_incs(struct mon_store *s, uint64_t first, uint64_t last,
 			struct osdmap_inc **incs);
+/* A restored backup's map (-ENOENT: none): the state's starting point. */
+int mon_store_load_seed(struct mon_store *s, struct osdmap **out);
+/* A snapshot at m's epoch was installed: when the history kept here ends
+ * before it, the history starts again at m (older subscribers get a full
+ * map). */
+int mon_store_reset(struct mon_store *s, const struct osdmap *m);
 /* Oldest epoch whose incremental is kept. */
 uint64_t mon_store_first_epoch(struct mon_store *s);
 /* The whole history as one blob (mon backup); *buf malloc'd. */
@@ -168,11 +244,91 @@ int mon_store_backup(struct mon_store *s, void **buf, size_t *len);
 int mon_store_restore(const char *dir, const void *buf, size_t len,
 		      char *err, size_t errlen);
 
+/* ---- quorum.c: the replicated log ---- */
+struct mon_quorum;
+bool mon_name_ok(const char *s);
+/* The raft id of a member added at run time (not an initial one, whose
+ * ids are 1..N): a hash of its name, at least 256. */
+uint64_t mon_member_id(const char *name);
+/* qv.role of a leader (RAFT_LEADER, without raft.h) */
+#define RAFT_LEADER_STATE	3
+int mon_member_load(const char *dir, struct mon_member *self, uint8_t fsid[16],
+		    char *err, size_t errlen);
+/* Writes DIR/raft (the first configuration: all n members, voters) and
+ * DIR/member. */
+int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
+		    const struct mon_member *all, unsigned n, const uint8_t fsid[16],
+		    char *err, size_t errlen);
+/* Starts the raft thread (restores the last snapshot first).  Without
+ * mon->lock held. */
+int mon_quorum_start(struct mon *mon, const char *dir, char *err, size_t errlen);
+void mon_quorum_stop(struct mon *mon);
+/* Monitor thread, mon->lock held (released while waiting): appends entry
+ * to the log and waits until it is committed and applied; *result gets
+ * what mon_state_apply returned.  MON_ENOTLEADER when this monitor is
+ * not (or no longer) the leader. */
+int mon_quorum_propose(struct mon *mon, const void *entry, size_t len, int64_t *result);
+/* Same, for a read barrier: everything committed before is applied. */
+int mon_quorum_barrier(struct mon *mon);
+/* Same, for a membership change (one at a time) or a leadership
+ * transfer: ADD makes id a spare at NAME@ADDR; STANDBY a non-voter that
+ * replicates the log (it does not count for the majority; -EINVAL when it
+ * is one already); PROMOTE makes it a voter once it caught up with the log
+ * (-ETIMEDOUT when it did not); REMOVE takes it out; TRANSFER asks id (0:
+ * any voter) to take over, returning when it did or after an election
+ * timeout.  -EBUSY: another change is under way. */
+enum mon_member_op { MON_MEMBER_ADD, MON_MEMBER_STANDBY, MON_MEMBER_PROMOTE,
+		     MON_MEMBER_REMOVE, MON_MEMBER_TRANSFER };
+int mon_quorum_member(struct mon *mon, enum mon_member_op op, uint64_t id,
+		      const char *name, const char *addr);
+/* transport.c */
+struct raft_uv_transport;
+struct uv_loop_s;
+int mon_rt_create(struct raft_uv_transport *tr, struct uv_loop_s *loop, struct msgr *msgr,
+		  struct mon *mon);
+/* Raft thread, every poll: keeps a messenger connection to each member's
+ * address (raft addresses, "NAME@IP:PORT"), and opens the streams that
+ * waited for one. */
+void mon_rt_tick(struct raft_uv_transport *tr, const char *const *addrs, unsigned n);
+/* Sends this member's applied index, epoch and digest to address. */
+int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id,
+		  uint64_t applied, uint64_t epoch, uint64_t digest);
+/* Raft thread: a member's status arrived (the leader keeps it). */
+void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
+			    uint64_t epoch, uint64_t digest);
+void mon_rt_destroy(struct raft_uv_transport *tr);
+/* Messenger thread: an MT_MON_RAFT frame (m owned), or c closed (m NULL). */
+void mon_rt_post(struct msg_conn *c, struct msg *m);
+/* main.c: wakes the monitor thread (the quorum view changed). */
+void mon_wake(struct mon *mon);
+/* main.c: the MONMAP of this monitor's view. */
+void mon_monmap(struct mon *mon, struct monmap_msg *mm);
+/* main.c: answers m (freed) with a MONMAP: the sender goes to the leader. */
+void mon_redirect(struct mon *mon, struct msg *m);
+
+/* ---- mapchange.c: the replicated state machine ---- */
+/* Raft thread, mon->lock held: applies one committed entry; returns the
+ * epoch it made or a negative errno (-ESTALE: made against another epoch;
+ * the entry changes nothing). */
+int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len);
+/* The whole replicated state (snapshot), and back. */
+void mon_state_encode(struct mon *mon, struct enc *e);
+int mon_state_restore(struct mon *mon, const void *buf, size_t len);
+/* A digest of the whole replicated state (equal on every member at the
+ * same applied index). */
+uint64_t mon_state_digest(struct mon *mon);
+/* The entry of the request-id table for id, or NULL. */
+const struct mon_reqent *mon_reqid_find(struct mon *mon, const struct mon_reqid *id);
+
 /* ---- mapchange.c: THE path of every map change ---- */
-/* Takes inc (its epoch is set here to map->epoch + 1), applies it to a
- * copy of the map, makes it durable, then swaps it in and publishes it
- * to every subscriber.  inc is cleared (always).  Returns 0 and the new
- * epoch in *epoch, or a negative errno and the map is unchanged. */
+/* Takes inc (its epoch is set here to map->epoch + 1), checks that it
+ * applies, and proposes it to the replicated log with the request id of
+ * the command being handled; every member's apply (mon_state_apply) then
+ * makes it durable, swaps it in and publishes it to its subscribers.
+ * Returns once it is committed and applied here.  inc is cleared
+ * (always).  Returns 0 and the new epoch in *epoch, or a negative errno
+ * (MON_ENOTLEADER: not the leader; -ESTALE: the map moved meanwhile) and
+ * the map is unchanged.  Monitor thread, mon->lock held. */
 int mon_map_change(struct mon *mon, struct osdmap_inc *inc, uint64_t *epoch);
 /* Sends the maps after have (or the full map) to c and subscribes it. */
 void mon_subscribe(struct mon *mon, struct msg_conn *c, uint64_t have);
@@ -191,8 +347,9 @@ void mon_handle_osd_pg_temp(struct mon *mon, struct msg *m);
 void mon_pg_temp_flush(struct mon *mon);
 /* Periodic: down after grace, out after the interval, expiring reports. */
 void mon_osd_tick(struct mon *mon);
-/* Called once at start: every OSD up in the map gets a fresh grace. */
-void mon_osd_init(struct mon *mon);
+/* Called when this monitor starts to lead: every OSD up in the map gets a
+ * fresh grace and is assumed to hold a lease from a predecessor. */
+void mon_osd_takeover(struct mon *mon);
 void mon_osd_fini(struct mon *mon);
 /* Marks id down in inc (copying its record from the map). */
 int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id);

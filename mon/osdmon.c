@@ -91,18 +91,34 @@ int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id)
 	return osdmap_inc_set_osd(inc, &o);
 }
 
-void mon_osd_init(struct mon *mon)
+void mon_osd_takeover(struct mon *mon)
 {
 	uint64_t now = mono_now_ms();
+	/* A predecessor may have gone on granting leases, each lasting
+	 * osd_lease, for up to two election timeouts after the majority last
+	 * heard from it (libraft checks its contact with a majority once per
+	 * election timeout); with clocks that drift apart by the bound, every
+	 * such lease ends before this (doc/quorum.md, "Leases across a
+	 * leader change"). */
+	uint64_t hold = (mon->opts.lease_ms + 2 * mon->opts.election_ms) *
+			(1000000 + mon->opts.drift_ppm) / 1000000;
 
-	/* A restarted monitor gives every OSD it believes up a full grace,
-	 * and assumes its previous life granted each a lease just now. */
-	for (uint32_t i = 0; i < mon->map->max_osd && i < OSDMAP_OSD_MAX; i++) {
-		if (mon->map->osds[i].state & OSD_ST_UP) {
-			mon->osds[i].last_beacon_ms = now;
-			mon->osds[i].lease_until_ms = now + mon->opts.lease_ms;
+	/* every OSD up in the map gets a fresh grace and is assumed to hold a
+	 * lease until hold has passed: none is marked down before */
+	mon->nreports = 0;
+	mon->npgt = 0;		/* pg_temp asks made to a previous leader */
+	for (uint32_t i = 0; i < OSDMAP_OSD_MAX; i++) {
+		struct mon_osd_info *info = &mon->osds[i];
+
+		info->fencing = false;
+		info->lease_until_ms = 0;
+		if (i < mon->map->max_osd && (mon->map->osds[i].state & OSD_ST_UP)) {
+			info->last_beacon_ms = now;
+			info->lease_until_ms = now + hold;
 		}
 	}
+	log_info("mon", "taking over: OSDs up in epoch %llu may hold leases for %llu ms",
+		 (unsigned long long)mon->map->epoch, (unsigned long long)hold);
 }
 
 void mon_osd_fini(struct mon *mon)
@@ -628,6 +644,10 @@ void mon_osd_tick(struct mon *mon)
 		struct mon_osd_info *info = &mon->osds[i];
 
 		if (!(o->state & OSD_ST_EXISTS))
+			continue;
+		/* never before a lease we (or a predecessor) may have granted
+		 * has run out */
+		if ((o->state & OSD_ST_UP) && now < info->lease_until_ms)
 			continue;
 		if ((o->state & OSD_ST_UP) && now - info->last_beacon_ms > grace) {
 			log_info("mon", "osd.%u sent no beacon for %llu ms: marking it down",

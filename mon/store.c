@@ -14,6 +14,14 @@
  *   "first", "last"   u64 little-endian epochs
  *   "full"            the encoded full map of epoch "last"
  *   "inc" + be64(E)   the encoded incremental producing epoch E
+ *   "seed"            a restored backup's full map: the replicated
+ *                     state's starting point (absent: an empty map)
+ *
+ * With a quorum the store is no longer the source of truth: the raft log
+ * and its snapshots are (quorum.c).  The store is what every member
+ * applied, kept for subscribers; an entry replayed after a restart is
+ * written again with the same bytes, and a snapshot installed from the
+ * leader starts the kept history at its epoch (mon_store_reset).
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -155,6 +163,10 @@ static int env_open(const char *dir, bool create, struct mon_store **out,
 	if (!create) {
 		MDB_val v;
 
+		/* an empty store (a new member, no epoch applied yet) is fine */
+		r = get(t, s->dbi, "last", 4, &v);
+		if (r == -ENOENT)
+			goto empty;
 		r = get(t, s->dbi, "fsid", 4, &v);
 		if (r == 0 && v.mv_size == 16)
 			memcpy(s->fsid, v.mv_data, 16);
@@ -175,6 +187,7 @@ static int env_open(const char *dir, bool create, struct mon_store **out,
 			goto out_env;
 		}
 	}
+empty:
 	r = lmdb_err(mdb_txn_commit(t));
 	if (r < 0)
 		goto out_env;
@@ -219,7 +232,7 @@ uint64_t mon_store_first_epoch(struct mon_store *s)
 /* Writes one epoch in txn t (no commit). */
 static int write_epoch(struct mon_store *s, MDB_txn *t, const void *inc, size_t inclen,
 		       uint64_t epoch, const void *full, size_t fulllen,
-		       const uint8_t fsid[16])
+		       const uint8_t fsid[16], bool set_last)
 {
 	uint8_t key[11], u[8];
 	int r;
@@ -229,7 +242,7 @@ static int write_epoch(struct mon_store *s, MDB_txn *t, const void *inc, size_t 
 	if (r == 0 && full)
 		r = put(t, s->dbi, "full", 4, full, fulllen);
 	put_u64le(u, epoch);
-	if (r == 0)
+	if (r == 0 && set_last)
 		r = put(t, s->dbi, "last", 4, u, 8);
 	if (r == 0 && (s->first == 0 || epoch < s->first)) {
 		put_u64le(u, epoch);
@@ -247,8 +260,12 @@ int mon_store_commit(struct mon_store *s, const struct osdmap_inc *inc,
 	MDB_txn *t;
 	int r;
 
-	if (inc->epoch != s->last + 1 || m->epoch != inc->epoch)
-		return -EINVAL;		/* never reuse or skip an epoch */
+	/* never skip an epoch; one at or below the last is the replay of a
+	 * log entry after a restart: the same bytes are written again */
+	if (inc->epoch > s->last + 1 || inc->epoch == 0 || m->epoch != inc->epoch)
+		return -EINVAL;
+	if (inc->epoch <= s->last && inc->epoch < s->first)
+		return 0;		/* below the kept history: nothing to do */
 	enc_init(&ei);
 	enc_init(&ef);
 	osdmap_inc_encode(inc, &ei);
@@ -259,7 +276,9 @@ int mon_store_commit(struct mon_store *s, const struct osdmap_inc *inc,
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
 	if (r < 0)
 		goto out_free;
-	r = write_epoch(s, t, ei.buf, ei.len, inc->epoch, ef.buf, ef.len, m->fsid);
+	r = write_epoch(s, t, ei.buf, ei.len, inc->epoch,
+			inc->epoch >= s->last ? ef.buf : NULL, ef.len, m->fsid,
+			inc->epoch >= s->last);
 	if (r < 0) {
 		mdb_txn_abort(t);
 		goto out_free;
@@ -273,13 +292,73 @@ int mon_store_commit(struct mon_store *s, const struct osdmap_inc *inc,
 		s->first = inc->epoch;
 	if (s->last == 0)
 		memcpy(s->fsid, m->fsid, 16);
-	s->last = inc->epoch;
+	if (inc->epoch > s->last)
+		s->last = inc->epoch;
 out_free:
 	enc_free(&ei);
 	enc_free(&ef);
 	if (r < 0)
 		log_error("store", "cannot commit epoch %llu: %s",
 			  (unsigned long long)inc->epoch, strerror(-r));
+	return r;
+}
+
+int mon_store_load_seed(struct mon_store *s, struct osdmap **out)
+{
+	MDB_txn *t;
+	MDB_val v;
+	struct dec d;
+	int r;
+
+	*out = NULL;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0)
+		return r;
+	r = get(t, s->dbi, "seed", 4, &v);
+	if (r == 0) {
+		dec_init(&d, v.mv_data, v.mv_size);
+		r = osdmap_decode(&d, out);
+	}
+	mdb_txn_abort(t);
+	return r;
+}
+
+int mon_store_reset(struct mon_store *s, const struct osdmap *m)
+{
+	struct enc ef;
+	uint8_t u[8];
+	MDB_txn *t;
+	int r;
+
+	if (m->epoch <= s->last)
+		return 0;	/* the history here already reaches it */
+	enc_init(&ef);
+	osdmap_encode(m, &ef);
+	r = ef.err;
+	if (r < 0)
+		goto out_free;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		goto out_free;
+	put_u64le(u, m->epoch);
+	r = put(t, s->dbi, "full", 4, ef.buf, ef.len);
+	if (r == 0)
+		r = put(t, s->dbi, "last", 4, u, 8);
+	if (r == 0)
+		r = put(t, s->dbi, "first", 5, u, 8);
+	if (r == 0)
+		r = put(t, s->dbi, "fsid", 4, m->fsid, 16);
+	if (r < 0) {
+		mdb_txn_abort(t);
+		goto out_free;
+	}
+	r = lmdb_err(mdb_txn_commit(t));
+	if (r == 0) {
+		s->first = s->last = m->epoch;
+		memcpy(s->fsid, m->fsid, 16);
+	}
+out_free:
+	enc_free(&ef);
 	return r;
 }
 
@@ -476,7 +555,7 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 		osdmap_inc_clear(&inc);
 		if (r < 0)
 			goto out_bad;
-		r = write_epoch(s, t, p, n, ep, NULL, 0, fsid);
+		r = write_epoch(s, t, p, n, ep, NULL, 0, fsid, true);
 		if (r < 0)
 			goto out;
 		s->first = first;
@@ -497,6 +576,9 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 			goto out_bad;
 	}
 	r = put(t, s->dbi, "full", 4, fp, fl);
+	/* the replicated state of the restored monitor starts from here */
+	if (r == 0)
+		r = put(t, s->dbi, "seed", 4, fp, fl);
 	if (r == 0)
 		r = put(t, s->dbi, "fsid", 4, fsid, 16);
 	if (r == 0)

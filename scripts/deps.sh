@@ -14,6 +14,8 @@ pkgs=(
 	# libraries (see doc/build.md for what each is for)
 	libaio-dev liblmdb-dev lmdb-utils libisal-dev liblz4-dev
 	libjemalloc-dev libxxhash-dev libinih-dev libcjson-dev
+	# the monitors' replicated log (mon/quorum.c)
+	libraft-dev libuv1-dev
 	# tests: Criterion, libFuzzer (clang + its runtime), JSON checks
 	libcriterion-dev clang libclang-rt-14-dev python3
 	# benchmarks: the disk reference (bench/disklimit.sh)

@@ -366,6 +366,22 @@ static int run_pg_ls(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	return send_cmd(cl, cmd, NULL);
 }
 
+/* mon add NAME IP:PORT, mon rm NAME */
+static int run_mon_member(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
+{
+	bool add = strcmp(c->words, "mon add") == 0;
+	cJSON *cmd;
+
+	if (argc != (add ? 2 : 1))
+		return cli_usage(c, add ? "give the new monitor's name and IP:PORT" :
+				 "give the monitor's name");
+	cmd = new_cmd(c->words);
+	cJSON_AddStringToObject(cmd, "name", argv[0]);
+	if (add)
+		cJSON_AddStringToObject(cmd, "addr", argv[1]);
+	return send_cmd(cl, cmd, NULL);
+}
+
 /* mon backup FILE */
 static int run_mon_backup(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {
@@ -437,6 +453,23 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "With --format json, each PG also has its degraded and misplaced object\n"
 	  "copies and its scrub stamps.\n",
 	  run_pg_ls },
+	{ "quorum status", "",
+	  "The monitors: who leads, the term, the committed and applied log\n"
+	  "indexes, and for each member its role, lag (log entries behind the\n"
+	  "leader), applied index, map epoch and a digest of its whole replicated\n"
+	  "state (members at the same epoch show the same digest).\n",
+	  run_simple },
+	{ "mon stat", "", "The same as `atoll quorum status`.\n", run_simple },
+	{ "mon add", "NAME IP:PORT",
+	  "Adds a monitor to the quorum: it joins as a non-voter and becomes a\n"
+	  "voter once it caught up with the log.  Make it first, on its host, with\n"
+	  "atoll-mon --mkfs --join --data DIR --name NAME --fsid FSID --addr IP:PORT\n"
+	  "and start it (atoll-mon --data DIR).  One membership change at a time.\n",
+	  run_mon_member },
+	{ "mon rm", "NAME",
+	  "Removes a monitor from the quorum (the leader hands leadership to\n"
+	  "another voter first); then stop it and remove its folder.\n",
+	  run_mon_member },
 	{ "mon backup", "FILE",
 	  "Writes the monitor's map history to FILE; restore a lost monitor with\n"
 	  "atoll-mon --restore FILE --data DIR.\n",

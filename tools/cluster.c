@@ -71,12 +71,17 @@ static const char usage_text[] =
 "                      atoll osd destroy N) and start it: it is backfilled\n"
 "  osd rm N            forget stopped osd.N and delete its data (after it was\n"
 "                      drained: atoll osd drain N; then atoll osd rm N)\n"
-"  mon stop|start|kill  stop the monitor cleanly, start it again (same address\n"
-"                      and data), or kill it with SIGKILL\n"
+"  mon stop|start|kill [NAME]  stop monitor NAME (a, b, ...) cleanly, start\n"
+"                      it again (same address and data), or kill it with\n"
+"                      SIGKILL; without NAME stop and kill pick the leader\n"
+"                      (and print its name), start starts every stopped one\n"
 "  mds stop|start|kill  the same for atoll-mds\n"
 "\n"
 "options:\n"
 "  --dir D        the cluster's folder (default: $ATOLL_CLUSTER_DIR or ./atoll-cluster)\n"
+"  --mons N       monitors to create (up; odd, default 3, or $ATOLL_CLUSTER_MONS):\n"
+"                 mon.a on host 0 (127.0.0.2), mon.b on host 1, ...; mon_host\n"
+"                 lists them all\n"
 "  --osds N       OSDs to create (up; default 3)\n"
 "  --hosts H      hosts to spread them over, OSD i on host i mod H (up; default 3,\n"
 "                 or N when N is smaller)\n"
@@ -99,18 +104,19 @@ static const char usage_text[] =
 "  -h, --help     this text;  --version  the version\n"
 "\n"
 "files in D: atoll.conf (export ATOLL_CONF=D/atoll.conf for the atoll CLI),\n"
-"cluster.state (daemons and PIDs), mon.a/ and osd.N/ (data), log/NAME.log.\n"
+"cluster.state (daemons and PIDs), mon.X/ and osd.N/ (data), log/NAME.log.\n"
 "Mount the file system: mkdir MNT && atoll-fuse MNT -o conf=D/atoll.conf\n"
 "(unmount: fusermount3 -u MNT); atoll fs status shows the MDS.\n"
 "Exit status: 0 success, 1 failure (a message says why), 2 bad usage.\n";
 
 int main(int argc, char **argv)
 {
-	enum { O_DIR = 256, O_OSDS, O_HOSTS, O_SIZE, O_POOL, O_PG, O_SET, O_TIMEOUT,
+	enum { O_DIR = 256, O_OSDS, O_MONS, O_HOSTS, O_SIZE, O_POOL, O_PG, O_SET, O_TIMEOUT,
 	       O_PURGE, O_HOST, O_FORMAT, O_VERSION, O_NO_NBD, O_NO_MDS };
 	static const struct option lopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "osds", required_argument, NULL, O_OSDS },
+		{ "mons", required_argument, NULL, O_MONS },
 		{ "hosts", required_argument, NULL, O_HOSTS },
 		{ "size", required_argument, NULL, O_SIZE },
 		{ "pool", required_argument, NULL, O_POOL },
@@ -127,7 +133,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cl_opts o = {
-		.osds = 3, .hosts = -1, .size = "10G", .pool = "default",
+		.osds = 3, .mons = 3, .hosts = -1, .size = "10G", .pool = "default",
 		.timeout = 60, .host = -1,
 	};
 	const char *cmd, *env = getenv("ATOLL_CLUSTER_DIR");
@@ -136,9 +142,24 @@ int main(int argc, char **argv)
 	int c, li = 0;
 
 	o.dir = env && *env ? env : "atoll-cluster";
+	{
+		/* the default --mons for every `up` of a test run */
+		const char *e = getenv("ATOLL_CLUSTER_MONS");
+
+		if (e && *e) {
+			o.mons = (int)strtol(e, &end, 10);
+			if (*end || o.mons < 1) {
+				cl_err("ATOLL_CLUSTER_MONS '%s' is not a positive number", e);
+				return 2;
+			}
+		}
+	}
 	while ((c = getopt_long(argc, argv, "h", lopts, &li)) != -1) {
 		switch (c) {
 		case O_DIR: o.dir = optarg; break;
+		case O_MONS: o.mons = (int)strtol(optarg, &end, 10);
+			if (*end || o.mons < 1) goto bad_number;
+			break;
 		case O_OSDS: o.osds = (int)strtol(optarg, &end, 10);
 			if (*end || o.osds < 1) goto bad_number;
 			break;
@@ -216,11 +237,13 @@ int main(int argc, char **argv)
 		return cl_cmd_status(&o);
 	if (strcmp(cmd, "osd") == 0 && optind + 1 < argc && optind + 3 >= argc)
 		return cl_cmd_osd(&o, argv[optind + 1], argv[optind + 2]);
-	if ((strcmp(cmd, "mon") == 0 || strcmp(cmd, "mds") == 0) && optind + 2 == argc)
+	if (strcmp(cmd, "mon") == 0 && optind + 2 <= argc && optind + 3 >= argc)
+		return cl_cmd_mon(&o, argv[optind + 1], argv[optind + 2]);
+	if (strcmp(cmd, "mds") == 0 && optind + 2 == argc)
 		return cl_cmd_single(&o, cmd, argv[optind + 1]);
 	cl_err("unknown command '%s'%s; see: atoll-cluster --help", cmd,
 	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill|replace|rm N)" :
-	       strcmp(cmd, "mon") == 0 ? " (mon stop|start|kill)" :
+	       strcmp(cmd, "mon") == 0 ? " (mon stop|start|kill [NAME])" :
 	       strcmp(cmd, "mds") == 0 ? " (mds stop|start|kill)" : "");
 	return 2;
 

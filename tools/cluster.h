@@ -4,7 +4,7 @@
  * atoll-cluster keeps everything about one local cluster in one folder D:
  *   D/atoll.conf       the configuration every daemon and client reads
  *   D/cluster.state    which daemons exist, where they listen, their PIDs
- *   D/mon.a/           the monitor's data      D/osd.N/  each OSD's data
+ *   D/mon.a/ ...       each monitor's data     D/osd.N/  each OSD's data
  *   D/log/NAME.log     each daemon's output (stdout and stderr)
  * The state file is what `down`, `status` and `osd ...` read; a PID is
  * trusted only together with the process start time recorded beside it,
@@ -22,7 +22,9 @@
 #include "mono.h"	/* lib/, header-only: mono_now_s() */
 
 #define CL_MAX_DAEMONS	256
-#define CL_MON_NAME	"mon.a"
+#define CL_MON_NAME	"mon.a"		/* the first monitor */
+#define CL_MONS_MAX	9		/* --mons: 1, 3, 5, 7 or 9 */
+#define CL_MON_ADDRS	(CL_MONS_MAX * 24)	/* "IP:PORT,IP:PORT,..." */
 #define CL_STATE_FILE	"cluster.state"
 #define CL_CONF_FILE	"atoll.conf"
 
@@ -57,6 +59,7 @@ struct cl_state {
 struct cl_opts {
 	const char *dir;
 	int osds;
+	int mons;			/* monitors (up; odd) */
 	int hosts;
 	const char *size;
 	const char *pool;		/* default pool name; "" = none */
@@ -105,12 +108,20 @@ void cl_log_tail(const char *path, int lines);
 
 /* cluster_daemons.c: command lines of doc/daemons.md */
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
+/* atoll-mon --mkfs of every monitor in st (one --initial list). */
 int cl_mkfs_mon(struct cl_state *st);
 /* want_id >= 0: a new disk for that id (after atoll osd destroy). */
 int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id);
 /* Removes a folder and everything in it. */
 int cl_remove_tree(const char *path);
+/* Every monitor's IP:PORT, comma-separated (mon_host). */
 void cl_mon_addr(const struct cl_state *st, char *buf, size_t len);
+
+/* cluster_mon.c: the monitors */
+/* Waits until the monitors have a leader; its name ("mon.b") in name. */
+int cl_mon_leader(struct cl_state *st, int timeout_s, char *name, size_t len);
+/* `mon stop|start|kill [NAME]` (no NAME with kill/stop: the leader). */
+int cl_cmd_mon(struct cl_opts *o, const char *verb, const char *name);
 
 /* cluster_health.c: through the client library */
 int cl_create_pool(struct cl_state *st, const char *name, int osds, int pg, int timeout_s);

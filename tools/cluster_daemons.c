@@ -17,37 +17,52 @@
 
 void cl_mon_addr(const struct cl_state *st, char *buf, size_t len)
 {
-	const struct cl_daemon *m = NULL;
+	size_t n = 0;
 
-	for (int i = 0; i < st->n; i++)
+	buf[0] = '\0';
+	for (int i = 0; i < st->n && n < len; i++)
 		if (st->d[i].kind == CL_MON)
-			m = &st->d[i];
-	if (m)
-		snprintf(buf, len, "%s:%d", m->ip, m->port);
-	else
+			n += (size_t)snprintf(buf + n, len - n, "%s%s:%d", n ? "," : "",
+					      st->d[i].ip, st->d[i].port);
+	if (!buf[0])
 		snprintf(buf, len, "127.0.0.2:6789");
 }
 
-/* atoll-mon --mkfs --data D/mon.a --fsid F --conf D/atoll.conf */
+/* atoll-mon --mkfs --data D/mon.X --name X --fsid F --initial a=IP:PORT,...
+ * --conf D/atoll.conf, for every monitor: the same fsid and list. */
 int cl_mkfs_mon(struct cl_state *st)
 {
 	char bin[PATH_MAX], data[PATH_MAX + 16], conf[PATH_MAX + 16], log[PATH_MAX + 32];
-	char out[256];
+	char out[256], initial[CL_MONS_MAX * 40];
+	size_t n = 0;
 	int ret;
 
 	if (cl_find_binary("atoll-mon", bin, sizeof(bin)))
 		return -ENOENT;
-	cl_path(data, sizeof(data), st, "%s", CL_MON_NAME);
+	initial[0] = '\0';
+	for (int i = 0; i < st->n; i++)
+		if (st->d[i].kind == CL_MON && n < sizeof(initial))
+			n += (size_t)snprintf(initial + n, sizeof(initial) - n, "%s%s=%s:%d",
+					      n ? "," : "", st->d[i].name + 4, st->d[i].ip,
+					      st->d[i].port);
 	cl_path(conf, sizeof(conf), st, "%s", CL_CONF_FILE);
-	cl_path(log, sizeof(log), st, "log/%s.log", CL_MON_NAME);
-	const char *argv[] = { bin, "--mkfs", "--data", data, "--fsid", st->fsid,
-			       "--conf", conf, NULL };
-	ret = cl_run_capture(argv, log, 60, out, sizeof(out));
-	if (ret != 0) {
-		cl_err("'atoll-mon --mkfs' failed (%s %d)", ret < 0 ? "error" : "exit",
-		       ret < 0 ? -ret : ret);
-		cl_log_tail(log, 20);
-		return ret < 0 ? ret : -EIO;
+	for (int i = 0; i < st->n; i++) {
+		const struct cl_daemon *d = &st->d[i];
+
+		if (d->kind != CL_MON)
+			continue;
+		cl_path(data, sizeof(data), st, "%s", d->name);
+		cl_path(log, sizeof(log), st, "log/%s.log", d->name);
+		const char *argv[] = { bin, "--mkfs", "--data", data, "--name", d->name + 4,
+				       "--fsid", st->fsid, "--initial", initial,
+				       "--conf", conf, NULL };
+		ret = cl_run_capture(argv, log, 60, out, sizeof(out));
+		if (ret != 0) {
+			cl_err("'atoll-mon --mkfs' of %s failed (%s %d)", d->name,
+			       ret < 0 ? "error" : "exit", ret < 0 ? -ret : ret);
+			cl_log_tail(log, 20);
+			return ret < 0 ? ret : -EIO;
+		}
 	}
 	return 0;
 }
@@ -60,7 +75,7 @@ int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id)
 	char want[16];
 	char bin[PATH_MAX], data[PATH_MAX + 16], final[PATH_MAX + 16];
 	char conf[PATH_MAX + 16], log[PATH_MAX + 32], finallog[PATH_MAX + 32];
-	char mon[64], out[256], *end, *p;
+	char mon[CL_MON_ADDRS], out[256], *end, *p;
 	long v;
 	int ret;
 
@@ -120,7 +135,7 @@ static void conf_path(const struct cl_state *st, char *buf, size_t len)
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 {
 	char bin[PATH_MAX], data[PATH_MAX + 16], conf[PATH_MAX + 16], log[PATH_MAX + 32];
-	char addr[64], mon[64], host[32];
+	char addr[64], mon[CL_MON_ADDRS], host[32];
 	pid_t pid;
 	int ret;
 

@@ -35,7 +35,7 @@ static int connect_cluster(struct cl_state *st, int timeout_s, struct atoll_clus
 	atoll_cluster_set(c, "client_mount_timeout", t);
 	ret = atoll_cluster_connect(c);
 	if (ret) {
-		char mon[64];
+		char mon[CL_MON_ADDRS];
 
 		cl_mon_addr(st, mon, sizeof(mon));
 		cl_err("cannot connect to the monitor at %s: %s", mon, atoll_strerror(ret));

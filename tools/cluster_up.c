@@ -89,7 +89,7 @@ static void host_ip(int host, char *buf, size_t len)
  * and a section per daemon naming its folder, address and host. */
 static int write_conf(const struct cl_state *st, const struct cl_opts *o)
 {
-	char path[PATH_MAX + 16], mon[64];
+	char path[PATH_MAX + 16], mon[CL_MON_ADDRS];
 	FILE *f;
 
 	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
@@ -108,7 +108,10 @@ static int write_conf(const struct cl_state *st, const struct cl_opts *o)
 
 		fprintf(f, "%.*s = %s\n", (int)(eq - o->sets[i]), o->sets[i], eq + 1);
 	}
-	fprintf(f, "\n[mon]\nmon_data = %s/%s\nmon_addr = %s\n", st->dir, CL_MON_NAME, mon);
+	for (int i = 0; i < st->n; i++)
+		if (st->d[i].kind == CL_MON)
+			fprintf(f, "\n[%s]\nmon_data = %s/%s\nmon_addr = %s:%d\n", st->d[i].name,
+				st->dir, st->d[i].name, st->d[i].ip, st->d[i].port);
 	if (fclose(f) != 0) {
 		cl_err("cannot write '%s': %s", path, strerror(errno));
 		return -EIO;
@@ -308,11 +311,16 @@ static void print_usage_hint(struct cl_state *st, int osds)
 {
 	const struct cl_daemon *nbd = cl_state_find(st, CL_NBD_NAME);
 	const struct cl_daemon *mds = cl_state_find(st, CL_MDS_NAME);
-	char mon[64];
+	char mon[CL_MON_ADDRS];
 
+	int mons = 0;
+
+	for (int i = 0; i < st->n; i++)
+		mons += st->d[i].kind == CL_MON;
 	cl_mon_addr(st, mon, sizeof(mon));
-	printf("atoll-cluster: HEALTH_OK: 1 monitor (%s), %d OSD%s on %d host%s",
-	       mon, osds, osds == 1 ? "" : "s", st->hosts, st->hosts == 1 ? "" : "s");
+	printf("atoll-cluster: HEALTH_OK: %d monitor%s (%s), %d OSD%s on %d host%s",
+	       mons, mons == 1 ? "" : "s", mon, osds, osds == 1 ? "" : "s", st->hosts,
+	       st->hosts == 1 ? "" : "s");
 	if (st->pool[0])
 		printf(", pool '%s'", st->pool);
 	printf("\nin %s (logs in %s/log/)\n\n", st->dir, st->dir);
@@ -356,12 +364,18 @@ static int restart(struct cl_state *st, struct cl_opts *o)
 	cl_info("starting the stopped cluster in %s again", st->dir);
 	static const enum cl_kind order[] = { CL_MON, CL_OSD, CL_NBD };
 
-	for (int pass = 0; pass < 3 && ret == 0; pass++)
+	for (int pass = 0; pass < 3 && ret == 0; pass++) {
 		for (int i = 0; i < st->n && ret == 0; i++)
 			if (st->d[i].kind == order[pass]) {
 				ret = cl_start_daemon(st, &st->d[i], o->timeout);
 				cl_state_save(st);
 			}
+		if (pass == 0 && ret == 0) {
+			char leader[40];
+
+			ret = cl_mon_leader(st, o->timeout, leader, sizeof(leader));
+		}
+	}
 	if (ret == 0)
 		ret = cl_wait_health(st, o->timeout, false);
 	if (ret == 0)
@@ -378,6 +392,11 @@ int cl_cmd_up(struct cl_opts *o)
 
 	if (o->osds < 1 || o->hosts < 1 || o->hosts > 250) {
 		cl_err("--osds must be at least 1 and --hosts between 1 and 250");
+		return 2;
+	}
+	if (o->mons < 1 || o->mons > CL_MONS_MAX || o->mons % 2 == 0) {
+		cl_err("--mons %d: give an odd number of monitors from 1 to %d (a majority "
+		       "of them must run)", o->mons, CL_MONS_MAX);
 		return 2;
 	}
 	if (o->hosts > o->osds) {
@@ -434,30 +453,42 @@ int cl_cmd_up(struct cl_opts *o)
 		cl_err("cannot create '%s': %s", path, strerror(-ret));
 		goto out_free;
 	}
-	m = &st->d[st->n++];
-	snprintf(m->name, sizeof(m->name), "%s", CL_MON_NAME);
-	m->kind = CL_MON;
-	m->host = 0;
-	host_ip(0, m->ip, sizeof(m->ip));
-	m->port = cl_free_port(m->ip);
-	if (m->port < 0) {
-		cl_err("no free port on %s: %s", m->ip, strerror(-m->port));
-		ret = m->port;
-		goto out_free;
+	/* monitors a, b, c, ... each on its own host: mon.a on 127.0.0.2 */
+	for (int k = 0; k < o->mons; k++) {
+		m = &st->d[st->n++];
+		snprintf(m->name, sizeof(m->name), "mon.%c", 'a' + k);
+		m->kind = CL_MON;
+		m->host = k;
+		host_ip(k, m->ip, sizeof(m->ip));
+		m->port = cl_free_port(m->ip);
+		if (m->port < 0) {
+			cl_err("no free port on %s: %s", m->ip, strerror(-m->port));
+			ret = m->port;
+			goto out_free;
+		}
 	}
 	ret = write_conf(st, o);
 	if (ret == 0)
 		ret = cl_state_save(st);
 	if (ret)
 		goto out_free;
-	cl_info("creating a cluster in %s: 1 monitor, %d OSD%s on %d host%s",
-		st->dir, o->osds, o->osds == 1 ? "" : "s", o->hosts, o->hosts == 1 ? "" : "s");
+	cl_info("creating a cluster in %s: %d monitor%s, %d OSD%s on %d host%s", st->dir,
+		o->mons, o->mons == 1 ? "" : "s", o->osds, o->osds == 1 ? "" : "s",
+		o->hosts, o->hosts == 1 ? "" : "s");
 	ret = cl_mkfs_mon(st);
 	if (ret)
 		goto out_free;
 	started = 1;
-	ret = cl_start_daemon(st, m, o->timeout);
+	for (int i = 0; i < st->n && ret == 0; i++)
+		if (st->d[i].kind == CL_MON)
+			ret = cl_start_daemon(st, &st->d[i], o->timeout);
 	cl_state_save(st);
+	if (ret == 0) {
+		char leader[40];
+
+		/* the OSDs' and the pool's requests need a leader */
+		ret = cl_mon_leader(st, o->timeout, leader, sizeof(leader));
+	}
 	if (ret)
 		goto out_rollback;
 	for (int i = 0; i < o->osds; i++) {

@@ -23,7 +23,7 @@ ok "usage errors"
 cluster_up
 ok "cluster up"
 "$cluster_bin" status --dir "$cdir" --format json |
-	pyjson "[d['name'] for d in j['daemons'] if d['type'] in ('mon', 'osd')] == ['mon.a', 'osd.0', 'osd.1', 'osd.2'] and any(d['type'] == 'mds' for d in j['daemons']) and j['running'] == len(j['daemons']) and all(d['running'] for d in j['daemons'])"
+	pyjson "[d['name'] for d in j['daemons'] if d['type'] == 'osd'] == ['osd.0', 'osd.1', 'osd.2'] and [d['name'] for d in j['daemons'] if d['type'] == 'mon'] == ['mon.' + chr(97 + i) for i in range(len([d for d in j['daemons'] if d['type'] == 'mon']))] and len([d for d in j['daemons'] if d['type'] == 'mon']) % 2 == 1 and any(d['type'] == 'mds' for d in j['daemons']) and j['running'] == len(j['daemons']) and all(d['running'] for d in j['daemons'])"
 "$cluster_bin" status --dir "$cdir" | grep >/dev/null "HEALTH_OK" || fail "plain status has no HEALTH_OK"
 ok "status (JSON and plain)"
 expect 1 "already running" "$cluster_bin" up --dir "$cdir"

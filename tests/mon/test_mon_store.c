@@ -74,6 +74,60 @@ Test(mon_store, restart_keeps_the_map_and_never_reuses_an_epoch)
 	cr_assert_eq(e2, e + 1);
 }
 
+/* One command with a request id, sent as a client resending it would:
+ * rc and status (malloc'd) of the answer in rc and st. */
+static void cmd_with_id(struct mh *m, const char *json, uint64_t client, uint64_t seq,
+			int *rc, char **st)
+{
+	struct mon_reqid id = { client, seq };
+	struct mon_command_reply rep;
+	struct enc en;
+	struct dec d;
+	struct msg *r;
+
+	enc_init(&en);
+	mon_command_encode(json, &id, &en);
+	r = mh_call(m, MT_MON_COMMAND, &en);
+	cr_assert(r, "no answer to %s", json);
+	dec_init(&d, r->front, r->front_len);
+	cr_assert_eq(mon_command_reply_decode(&d, &rep, st), 0);
+	*rc = rep.rc;
+	msg_free(r);
+}
+
+Test(mon_store, a_resent_command_with_its_request_id_is_applied_once)
+{
+	char *st = NULL;
+	uint64_t e;
+	int rc;
+
+	cmd_with_id(&h, "{\"prefix\":\"osd set\",\"flag\":\"noout\"}", 0xabc, 1, &rc, &st);
+	cr_assert_eq(rc, 0, "osd set noout: %s", st);
+	free(st);
+	e = epoch_of(&h);
+	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"osd unset\",\"flag\":\"noout\"}", NULL,
+			    NULL), 0);
+	cr_assert_eq(epoch_of(&h), e + 1);
+	/* the resend is answered with the epoch it made, and changes nothing */
+	cmd_with_id(&h, "{\"prefix\":\"osd set\",\"flag\":\"noout\"}", 0xabc, 1, &rc, &st);
+	cr_assert_eq(rc, 0);
+	cr_assert(strstr(st, "already applied"), "status: %s", st);
+	free(st);
+	cr_assert_eq(epoch_of(&h), e + 1, "a resent command was applied again");
+	/* the table survives a restart (it is in the replicated state) */
+	cr_assert_eq(mh_stop(&h), 0);
+	mh_start(&h);
+	cmd_with_id(&h, "{\"prefix\":\"osd set\",\"flag\":\"noout\"}", 0xabc, 1, &rc, &st);
+	cr_assert(strstr(st, "already applied"), "after a restart: %s", st);
+	free(st);
+	cr_assert_eq(epoch_of(&h), e + 1);
+	/* another sequence number is another command */
+	cmd_with_id(&h, "{\"prefix\":\"osd set\",\"flag\":\"noout\"}", 0xabc, 2, &rc, &st);
+	cr_assert_eq(rc, 0, "%s", st);
+	free(st);
+	cr_assert_eq(epoch_of(&h), e + 2);
+}
+
 Test(mon_store, subscriber_from_epoch_one_replays_history)
 {
 	/* a full map of epoch 1, then a new connection that misses 2..3 */

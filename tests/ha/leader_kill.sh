@@ -1,0 +1,176 @@
+#!/bin/bash
+# tests/ha/leader_kill.sh ATOLL_MON ATOLL_CLI - three monitors on a Raft
+# log; the leader is killed with SIGKILL and restarted, three times in a
+# row, while map changes (pool create, osd set/unset noout) are made.
+# Checks: every change that was answered is in the map afterwards; every
+# member ends at the same epoch with the same state digest (quorum
+# status); snapshots were taken and a restarted member caught up.
+# Prints the time from each kill to the next committed change.
+#
+# The monitors run alone (no OSD): the map changes need none.  Each one
+# is sent to the members in turn until one answers (a follower answers
+# with a MONMAP, which a client that does not follow it takes as an
+# error), so the test does not depend on the client's hunting.
+set -u
+mon_bin=$1
+cli=$2
+for b in "$mon_bin" "$cli"; do
+	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
+done
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+
+dir=$(mktemp -d /tmp/atoll-ha-leader.XXXXXX)
+names=(a b c)
+ips=(127.0.0.2 127.0.0.3 127.0.0.4)
+declare -A pid addr
+base=$((20000 + ($$ * 7) % 30000))
+fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+
+cleanup() {
+	for n in "${names[@]}"; do
+		[ -n "${pid[$n]:-}" ] && kill -9 "${pid[$n]}" 2>/dev/null
+		[ -n "${pid[$n]:-}" ] && wait "${pid[$n]}" 2>/dev/null
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for n in "${names[@]}"; do
+		echo "---- mon.$n (last lines)"
+		tail -n 15 "$dir/$n.log" 2>/dev/null
+	done
+	exit 1
+}
+now_ms() { date +%s%3N; }
+
+initial=
+for i in 0 1 2; do
+	n=${names[$i]}
+	addr[$n]=${ips[$i]}:$((base + i))
+	initial+="${initial:+,}$n=${addr[$n]}"
+done
+for n in "${names[@]}"; do
+	"$mon_bin" --mkfs --data "$dir/$n" --name "$n" --fsid "$fsid" --initial "$initial" \
+		>/dev/null 2>"$dir/mkfs.$n.err" || fail "mkfs of mon.$n: $(cat "$dir/mkfs.$n.err")"
+done
+
+start() {
+	"$mon_bin" --data "$dir/$1" --log "$dir/$1.log" \
+		--set mon_snapshot_threshold=32 --set mon_election_timeout=1s &
+	pid[$1]=$!
+}
+for n in "${names[@]}"; do start "$n"; done
+
+# cmd ARGS...: runs `atoll ARGS` against each running member in turn until
+# one answers (for up to 15 s); prints its output
+cmd() {
+	local deadline=$(( $(now_ms) + 15000 )) out n
+	while [ "$(now_ms)" -lt "$deadline" ]; do
+		for n in "${names[@]}"; do
+			[ -n "${pid[$n]:-}" ] || continue
+			# a member that knows no leader serves nothing, not even
+			# the map a client waits for when it connects: 2 s each
+			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>/dev/null); then
+				printf '%s\n' "$out"
+				return 0
+			fi
+		done
+		sleep 0.1
+	done
+	return 1
+}
+leader() {
+	cmd --format json quorum status |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])'
+}
+
+leader >/dev/null || fail "no leader elected"
+answered=()
+changes=0
+change() {
+	local p=p$changes
+	changes=$((changes + 1))
+	if ! cmd pool create "$p" --pg 4 >/dev/null; then
+		# an attempt cut off after the change was applied: it is there
+		cmd pool ls | grep -qx "$p" || return 1
+	fi
+	answered+=("$p")
+}
+for k in 1 2 3 4 5; do change || fail "pool create before any kill"; done
+
+kills=0
+for round in 1 2 3; do
+	l=$(leader) || fail "no leader before kill $round"
+	[ -n "$l" ] || fail "quorum status names no leader"
+	kill -9 "${pid[$l]}"
+	wait "${pid[$l]}" 2>/dev/null
+	t0=$(now_ms)
+	pid[$l]=
+	kills=$((kills + 1))
+	change || fail "no change committed after killing leader mon.$l"
+	t1=$(now_ms)
+	# when the new leader started to serve, from its log
+	served=$(python3 - "$t0" "$dir"/*.log <<'PY'
+import sys, datetime
+t0 = int(sys.argv[1])
+best = None
+for f in sys.argv[2:]:
+    for line in open(f, errors="replace"):
+        if "serving" not in line or not line[:4].isdigit():
+            continue
+        ts = datetime.datetime.strptime(line[:26], "%Y-%m-%dT%H:%M:%S.%f")
+        ms = int(ts.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+        if ms >= t0 and (best is None or ms < best):
+            best = ms
+print(best - t0 if best is not None else "?")
+PY
+)
+	echo "kill $round: leader mon.$l killed; a new leader served after $served ms;" \
+		"the next change (a client trying the members in turn) committed after" \
+		"$((t1 - t0)) ms"
+	for k in $(seq 1 12); do
+		change || fail "pool create after kill $round"
+		if [ $((k % 4)) = 0 ]; then
+			cmd osd set noout >/dev/null || fail "osd set noout"
+			cmd osd unset noout >/dev/null || fail "osd unset noout"
+		fi
+	done
+	start "$l"
+	# the next kill once it caught up (a kill of a member per restart)
+	deadline=$(( $(now_ms) + 15000 ))
+	until cmd --format json quorum status | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+m = [m for m in s["members"] if m["name"] == sys.argv[1]][0]
+sys.exit(0 if m["epoch"] == s["epoch"] and m["status_age_ms"] < 1000 else 1)' "$l"; do
+		[ "$(now_ms)" -lt "$deadline" ] || fail "restarted mon.$l did not catch up"
+		sleep 0.2
+	done
+done
+
+# every member at the leader's epoch with the same digest
+deadline=$(( $(now_ms) + 20000 ))
+while :; do
+	st=$(cmd --format json quorum status) || fail "quorum status"
+	verdict=$(printf '%s' "$st" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+ms = s["members"]
+ep = s["epoch"]
+ok = all(m["epoch"] == ep for m in ms) and len({m["digest"] for m in ms}) == 1
+print("same" if ok else "differ", ep, " ".join("%s:%d:%s" % (m["name"], m["epoch"], m["digest"]) for m in ms))')
+	case $verdict in same*) break ;; esac
+	[ "$(now_ms)" -lt "$deadline" ] || fail "members differ: $verdict"
+	sleep 0.2
+done
+echo "members agree: ${verdict#same }"
+
+pools=$(cmd pool ls) || fail "pool ls"
+for p in "${answered[@]}"; do
+	grep -qx "$p" <<<"$pools" || fail "pool '$p' was answered but is not in the map"
+done
+echo "all ${#answered[@]} answered pool creations are in the map"
+
+grep -q "snapshot of the state taken" "$dir"/*.log || fail "no snapshot was taken"
+echo "PASS: $kills leader kills, ${#answered[@]} changes, digests equal"

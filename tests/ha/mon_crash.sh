@@ -1,0 +1,138 @@
+#!/bin/bash
+# tests/ha/mon_crash.sh ATOLL_MON ATOLL_CLI [KILLS] - crash safety of the
+# monitors' log and snapshots: three monitors with a snapshot every 16
+# entries; a writer makes map changes (pool create) all along while one
+# member at a time, picked at random (the leader or not), is killed with
+# SIGKILL at a random moment and restarted.  Checks: every change that was
+# answered is in the map; every member ends at the same epoch with the
+# same digest; snapshots were taken, and some member caught up from one
+# (restored at start or installed from the leader).  KILLS defaults to 12.
+set -u
+mon_bin=$1
+cli=$2
+kills=${3:-12}
+for b in "$mon_bin" "$cli"; do
+	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
+done
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+
+dir=$(mktemp -d /tmp/atoll-ha-crash.XXXXXX)
+names=(a b c)
+ips=(127.0.0.2 127.0.0.3 127.0.0.4)
+declare -A pid addr
+base=$((20000 + ($$ * 11) % 30000))
+fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+writer=
+
+cleanup() {
+	[ -n "$writer" ] && kill -9 "$writer" 2>/dev/null && wait "$writer" 2>/dev/null
+	for n in "${names[@]}"; do
+		[ -n "${pid[$n]:-}" ] && kill -9 "${pid[$n]}" 2>/dev/null
+		[ -n "${pid[$n]:-}" ] && wait "${pid[$n]}" 2>/dev/null
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for n in "${names[@]}"; do
+		echo "---- mon.$n (last lines)"
+		tail -n 15 "$dir/$n.log" 2>/dev/null
+	done
+	exit 1
+}
+now_ms() { date +%s%3N; }
+
+initial=
+for i in 0 1 2; do
+	n=${names[$i]}
+	addr[$n]=${ips[$i]}:$((base + i))
+	initial+="${initial:+,}$n=${addr[$n]}"
+	echo "${addr[$n]}" >"$dir/addr.$n"
+done
+for n in "${names[@]}"; do
+	"$mon_bin" --mkfs --data "$dir/$n" --name "$n" --fsid "$fsid" --initial "$initial" \
+		>/dev/null 2>"$dir/mkfs.$n.err" || fail "mkfs of mon.$n: $(cat "$dir/mkfs.$n.err")"
+done
+start() {
+	"$mon_bin" --data "$dir/$1" --log "$dir/$1.log" \
+		--set mon_snapshot_threshold=16 --set mon_election_timeout=1s &
+	pid[$1]=$!
+}
+for n in "${names[@]}"; do start "$n"; done
+
+# cmd ARGS...: `atoll ARGS` against each member in turn until one answers
+cmd() {
+	local deadline=$(( $(now_ms) + 20000 )) out n
+	while [ "$(now_ms)" -lt "$deadline" ]; do
+		for n in "${names[@]}"; do
+			if out=$(timeout 2 "$cli" -m "$(cat "$dir/addr.$n")" "$@" 2>/dev/null); then
+				printf '%s\n' "$out"
+				return 0
+			fi
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
+cmd osd ls >/dev/null || fail "no leader elected"
+
+# the writer: pool creations until told to stop; answered ones to a file
+(
+	k=0
+	while [ ! -e "$dir/stop" ]; do
+		p=w$k
+		k=$((k + 1))
+		if cmd pool create "$p" --pg 2 >/dev/null; then
+			echo "$p" >>"$dir/answered"
+		fi
+	done
+) &
+writer=$!
+
+for k in $(seq 1 "$kills"); do
+	sleep "0.$((RANDOM % 9 + 1))"
+	n=${names[$((RANDOM % 3))]}
+	kill -9 "${pid[$n]}"
+	wait "${pid[$n]}" 2>/dev/null
+	echo "kill $k: mon.$n"
+	sleep "0.$((RANDOM % 9 + 1))"
+	start "$n"
+	# the next kill once a leader serves again (never two down at once)
+	cmd osd ls >/dev/null || fail "no leader after restarting mon.$n"
+done
+touch "$dir/stop"
+wait "$writer"
+writer=
+
+deadline=$(( $(now_ms) + 30000 ))
+while :; do
+	st=$(cmd --format json quorum status) || fail "quorum status"
+	verdict=$(printf '%s' "$st" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+ms = s["members"]
+ep = s["epoch"]
+ok = all(m["epoch"] == ep for m in ms) and len({m["digest"] for m in ms}) == 1
+print("same" if ok else "differ", ep, " ".join("%s:%d:%s" % (m["name"], m["epoch"], m["digest"]) for m in ms))')
+	case $verdict in same*) break ;; esac
+	[ "$(now_ms)" -lt "$deadline" ] || fail "members differ: $verdict"
+	sleep 0.3
+done
+echo "members agree: ${verdict#same }"
+
+pools=$(cmd pool ls) || fail "pool ls"
+n=0
+while read -r p; do
+	grep -qx "$p" <<<"$pools" || fail "pool '$p' was answered but is not in the map"
+	n=$((n + 1))
+done <"$dir/answered"
+[ "$n" -gt 0 ] || fail "no change was answered"
+echo "all $n answered pool creations are in the map"
+
+snaps=$(cat "$dir"/*.log | grep -c "snapshot of the state taken")
+restored=$(cat "$dir"/*.log | grep -c "state restored from a snapshot")
+[ "$snaps" -gt 0 ] || fail "no snapshot was taken"
+[ "$restored" -gt 0 ] || fail "no member restored a snapshot"
+echo "PASS: $kills kills, $n changes, $snaps snapshots taken, $restored restored"
