@@ -9,7 +9,8 @@
 #   scripts/test.sh --full   the same, but every suite under the sanitizers
 #                            too, plus a short libFuzzer run of each fuzz
 #                            target (clang); run it before calling an issue
-#                            resolved
+#                            resolved; the tests that have a long variant
+#                            run it (ATOLL_TEST_FULL=1 in their environment)
 #
 # Build folders (inside the repo, ignored by git): build-release, build-asan,
 # build-fuzz.  The suites are described in doc/testing.md.  Suites that
@@ -35,6 +36,9 @@ for a in "$@"; do
 	*) echo "test.sh: unknown option '$a'; use --full or --help" >&2; exit 2 ;;
 	esac
 done
+
+# the long variants of the tests that have one (tests/ha/mon_powercut.sh)
+[ $full -eq 1 ] && export ATOLL_TEST_FULL=1
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1

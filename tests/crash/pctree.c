@@ -294,6 +294,11 @@ static int follow_names(struct tree *t, size_t nrec, int *rino, struct nsop *ops
 		rino[k] = -1;
 		if (h->type == PC_OPEN)
 			continue;
+		if (h->type == PC_BLIND && h->fid == PC_FID_ALL) {
+			snprintf(t->err, t->errlen, "the shim's table of %u files overflowed: "
+				 "the log misses writes", PC_MAX_FILES);
+			return -1;
+		}
 		if (h->type == PC_SYNC && h->fid == PC_FID_ALL) {
 			if (h->arg > t->synced_all)
 				t->synced_all = h->arg;

@@ -119,6 +119,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_seq;
 static char file_names[PC_MAX_FILES][PC_PATH_MAX];
 static unsigned nfiles;
+static bool table_full;		/* PC_BLIND of PC_FID_ALL logged once */
 /* ATOLL_PC_NOSYNC: the files whose syncs are not recorded (see the top);
  * nosync_fid[fid] is set when the fid's path matches the list */
 static char nosync_list[4096];
@@ -333,6 +334,7 @@ static int fid_for_path_kind(const char *canon, bool dir)
 	unsigned i;
 	int fid = -1;
 	struct iovec v;
+	bool full;
 
 	if (strncmp(canon, watch_dir, watch_len) != 0)
 		return -1;
@@ -361,7 +363,13 @@ static int fid_for_path_kind(const char *canon, bool dir)
 		emit(PC_OPEN, (uint16_t)fid, dir ? PC_F_DIR : 0, 0, 0, &v, 1, v.iov_len);
 		return fid;
 	}
+	full = fid < 0 && !table_full;
+	if (full)
+		table_full = true;
 	pthread_mutex_unlock(&log_lock);
+	/* a file we cannot follow: the rebuild must not trust this log */
+	if (full)
+		emit(PC_BLIND, PC_FID_ALL, 0, 0, 3, NULL, 0, 0);
 	return fid;
 }
 
@@ -393,7 +401,7 @@ static bool will_create(int dirfd, const char *path, int flags)
 		return false;
 	if (flags & O_EXCL)
 		return true;
-	r = faccessat(dirfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	r = faccessat(dirfd, path, F_OK, 0) < 0 && errno == ENOENT;
 	errno = saved;
 	return r;
 }

@@ -71,6 +71,8 @@ fail() {
 		echo "---- mon.$n (last lines)"
 		tail -n 15 "$dir/$n.log" 2>/dev/null
 	done
+	echo "---- the writer's last errors"
+	tail -n 5 "$dir/writer.err" 2>/dev/null
 	[ "$mode" = nosync ] && echo "(the control failed, but not by losing an answered change)"
 	exit 1
 }
@@ -127,7 +129,7 @@ cmd() {
 	while [ "$(now_ms)" -lt "$deadline" ]; do
 		for n in "${names[@]}"; do
 			[ "$(cat "$dir/stopped" 2>/dev/null)" = "$n" ] && continue
-			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>/dev/null); then
+			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>>"$dir/${cmd_err:-cmd}.err"); then
 				printf '%s\n' "$out"
 				return 0
 			fi
@@ -149,6 +151,7 @@ k=0
 writer_start() {
 	rm -f "$dir/stop"
 	(
+		cmd_err=writer
 		while [ ! -e "$dir/stop" ]; do
 			p=r${round}w$RANDOM$RANDOM
 			if cmd pool create "$p" --pg 2 >/dev/null; then
