@@ -123,16 +123,21 @@ cut() {
 	mv "$dir/new.$n" "$dir/$n"
 }
 
-# cmd ARGS...: `atoll ARGS` against each member in turn until one answers
+# cmd ARGS...: `atoll ARGS` against each member in turn until one answers;
+# a creation refused because the pool exists (an earlier attempt was
+# applied and its answer lost) is not answered: give up on it at once
 cmd() {
-	local deadline=$(( $(now_ms) + 20000 )) out n
+	local deadline=$(( $(now_ms) + 20000 )) out n err=$dir/${cmd_err:-cmd}.err
 	while [ "$(now_ms)" -lt "$deadline" ]; do
 		for n in "${names[@]}"; do
 			[ "$(cat "$dir/stopped" 2>/dev/null)" = "$n" ] && continue
-			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>>"$dir/${cmd_err:-cmd}.err"); then
+			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>"$err.last"); then
+				cat "$err.last" >>"$err"
 				printf '%s\n' "$out"
 				return 0
 			fi
+			cat "$err.last" >>"$err"
+			grep -q "already exists" "$err.last" && return 1
 		done
 		sleep 0.1
 	done
