@@ -688,8 +688,10 @@ static int do_mkfs(const char *data, const char *fsid_str, const char *name,
 		return die("%s", err);
 	mon_store_close(st);
 	r = mon_quorum_mkfs(data, &self, all, n, fsid, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	mon_uuid_format(fsid, fs);
 	printf("%s\n", fs);
 	return 0;
@@ -747,8 +749,10 @@ static int do_restore(const char *data, const char *file, const char *name,
 	self.id = 1;
 	r = mon_quorum_mkfs(data, &self, &self, 1, seed->fsid, err, sizeof(err));
 	osdmap_free(seed);
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	printf("restored '%s' into '%s/store'; start the monitor with: atoll-mon "
 	       "--data %s --addr IP:PORT\n", file, data, data);
 	return 0;

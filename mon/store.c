@@ -40,6 +40,8 @@
 #define BACKUP_MAGIC		"ATMONBK1"
 #define BACKUP_INC_MAX		(1u << 24)
 
+static void remove_store(const char *dir);
+
 struct mon_store {
 	MDB_env *env;
 	MDB_dbi dbi;
@@ -485,6 +487,11 @@ int mon_store_backup(struct mon_store *s, void **buf, size_t *len)
 out_free:
 	enc_free(&e);
 	return r;
+}
+
+void mon_store_remove(const char *dir)
+{
+	remove_store(dir);
 }
 
 static void remove_store(const char *dir)
