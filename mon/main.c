@@ -503,12 +503,14 @@ static void mon_run(struct mon *mon)
 	mon->next_tick_ms = start + mon->opts.tick_ms;
 	pthread_mutex_lock(&mon->lock);
 	while (!g_stop) {
+		/* read under mon->lock: the raft thread writes the view */
+		bool wait_leader = !settled(mon, start);
 		struct timespec ts;
 		uint64_t now;
 
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
-		if (!mon->qhead || !settled(mon, start)) {
+		if (!mon->qhead || wait_leader) {
 			/* wake at least every 50 ms to notice a signal */
 			ts = deadline_ms(CLOCK_REALTIME, 50);
 			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
