@@ -424,6 +424,9 @@ static void handle_msg(struct mon *mon, struct msg *m)
 	case MT_OSD_PG_TEMP:
 		mon_handle_osd_pg_temp(mon, m);
 		break;
+	case MT_MDS_BEACON:
+		mon_handle_mds_beacon(mon, m);
+		break;
 	default:
 		log_warn("mon", "message of unknown type %u from %s ignored", m->type,
 			 msg_conn_addr(m->conn));
@@ -529,8 +532,10 @@ static void mon_run(struct mon *mon)
 			/* beacons that queued up while the batch above ran (a map
 			 * commit's fsync can be slow) count before silence is judged */
 			drain(mon, true);
-			if (mon->serving)
+			if (mon->serving) {
 				mon_osd_tick(mon);
+				mon_mds_tick(mon);
+			}
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
 	}
@@ -868,6 +873,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	r = mon_mds_init(mon, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_msgr;
+	}
 	r = msgr_start(mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));

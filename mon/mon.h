@@ -356,6 +356,13 @@ void mon_osd_fini(struct mon *mon);
 /* Marks id down in inc (copying its record from the map). */
 int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id);
 
+/* ---- mdsmon.c: the MDS daemons' roles (doc/fs-design.md) ---- */
+/* Reads mds_beacon_grace; -EINVAL (said in err) for a bad value. */
+int mon_mds_init(struct mon *mon, char *err, size_t errlen);
+void mon_handle_mds_beacon(struct mon *mon, struct msg *m);
+/* Periodic: an active silent past the grace is fenced and replaced. */
+void mon_mds_tick(struct mon *mon);
+
 /* ---- pgstats.c ---- */
 void mon_pg_update(struct mon *mon, int32_t reporter, const struct pg_stat *st,
 		   uint32_t n);

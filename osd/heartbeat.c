@@ -112,7 +112,7 @@ static void report_failure(struct osd *osd, int32_t id, uint32_t for_ms, bool im
 	struct msg *m;
 	struct enc e;
 
-	if (!osd->mon)
+	if (!osd->monc)
 		return;
 	log_info("hb", "reporting osd.%d as failed (%s)", id,
 		 immediate ? "connection refused" : "no ping reply");
@@ -121,7 +121,7 @@ static void report_failure(struct osd *osd, int32_t id, uint32_t for_ms, bool im
 	m = msg_new(MT_OSD_FAILURE, &e);
 	enc_free(&e);
 	if (m)
-		msg_send(osd->mon, m);
+		monc_send(osd->monc, m);
 }
 
 void osd_conn_closed(struct osd *osd, struct msg_conn *c, int err)
@@ -368,7 +368,10 @@ void osd_hb_beacon(struct osd *osd)
 	b.store_errors = atomic_load(&osd->store_errors);
 	b.npg = osd_pgs_stats(osd, &b.pgs);
 	b.nslow = osd_slow_ops(osd, &b.slow);
-	if (osd->mon && osd->booted) {
+	/* Only on an open session: a beacon queued meanwhile would go late,
+	 * with a burst of others.  The lease counts from here, the first
+	 * send (heartbeat.c's header): never later than the monitor saw it. */
+	if (osd->monc && osd->booted && monc_is_open(osd->monc)) {
 		struct beacon_ctx *ctx = malloc(sizeof(*ctx));
 
 		enc_init(&e);
@@ -378,7 +381,9 @@ void osd_hb_beacon(struct osd *osd)
 		if (ctx && m) {
 			ctx->osd = osd;
 			ctx->sent_ms = mono_now_ms();
-			if (msg_call(osd->mon, m, (uint32_t)osd->hb_grace_ms, beacon_reply, ctx) < 0)
+			/* once: after a switch of monitor the next beacon goes */
+			if (monc_call(osd->monc, m, (uint32_t)osd->hb_grace_ms, MONC_CALL_ONCE,
+				      beacon_reply, ctx) < 0)
 				free(ctx);
 		} else {
 			free(ctx);

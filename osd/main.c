@@ -192,7 +192,7 @@ static void usage(FILE *f)
 "\n"
 "  --mkfs          create the store and register a new OSD with the monitor\n"
 "  --data DIR      the OSD's folder (osd_data)\n"
-"  --mon IP:PORT   the monitor (mon_host; default 127.0.0.1:6789)\n"
+"  --mon LIST      the monitors, IP:PORT[,IP:PORT...] (mon_host; default 127.0.0.1:6789)\n"
 "  --id N          keep this id (a replaced disk)\n"
 "  --size SIZE     size of the block file made by --mkfs (osd_store_size, 10G)\n"
 "  --addr IP[:P]   the address to bind (osd_addr; port 0 or none = any)\n"
@@ -355,6 +355,25 @@ static void store_paths(const char *dir, struct store_options *so, char *block, 
 
 /* ---- mkfs ------------------------------------------------------------- */
 
+/* --mkfs speaks to the monitors alone: every event is monc's */
+static struct monc *mkfs_monc;
+
+static void mkfs_dispatch(void *arg, struct msg_conn *c, struct msg *m)
+{
+	if (!monc_dispatch(*(struct monc **)arg, c, m))
+		msg_free(m);
+}
+
+static void mkfs_connected(void *arg, struct msg_conn *c)
+{
+	monc_connected(*(struct monc **)arg, c);
+}
+
+static void mkfs_closed(void *arg, struct msg_conn *c, int err)
+{
+	monc_closed(*(struct monc **)arg, c, err);
+}
+
 static int do_mkfs(struct config *conf)
 {
 	char block[4096], kv[4096], buf[64], uuid_s[37], fsid_s[37];
@@ -364,10 +383,12 @@ static int do_mkfs(struct config *conf)
 	struct osd_new_req req = { .want_id = opt.want_id };
 	struct osd_new_reply rep;
 	struct msgr_config mc = { .size_of = sizeof(mc) };
-	struct msgr_ops ops = { 0 };
+	struct msgr_ops ops = { .dispatch = mkfs_dispatch, .connected = mkfs_connected,
+				.closed = mkfs_closed };
+	struct monc_config mcc = { .size_of = sizeof(mcc), .who = "osd" };
 	struct msgr *msgr;
-	struct msg_conn *c;
 	struct msg *m, *reply = NULL;
+	char tried[1024], merr[512];
 	struct enc e;
 	struct dec d;
 	int r;
@@ -410,27 +431,32 @@ static int do_mkfs(struct config *conf)
 	/* an OSD with no id yet: the monitor takes OSD_NEW only from an OSD */
 	getrandom(&mc.me.id, sizeof(mc.me.id), 0);
 	mc.me.type = MSG_ENTITY_OSD;
-	r = msgr_create(&mc, &ops, NULL, &msgr);
+	r = msgr_create(&mc, &ops, &mkfs_monc, &msgr);
 	if (!r)
 		r = msgr_start(msgr);
 	if (r)
 		die("cannot start the messenger: %s", strerror(-r));
-	c = msgr_connect(msgr, mon_addr);
-	if (!c)
-		die("cannot connect to the monitor at %s: out of memory", mon_addr);
+	mcc.mon_host = mon_addr;
+	r = monc_create(msgr, &mcc, NULL, NULL, &mkfs_monc, merr, sizeof(merr));
+	if (r)
+		die("%s", merr);
+	monc_start(mkfs_monc);
 	enc_init(&e);
 	osd_new_req_encode(&req, &e);
 	m = msg_new(MT_OSD_NEW, &e);
 	enc_free(&e);
-	r = m ? msg_call_wait(c, m, 30000, &reply) : -ENOMEM;
+	/* the same uuid asked twice gets the same id: a resend is safe */
+	r = m ? monc_call_wait(mkfs_monc, m, 30000, &reply) : -ENOMEM;
 	if (r)
-		die("the monitor at %s did not answer (%s); check that atoll-mon runs there "
-		    "and try again", mon_addr, strerror(-r));
+		die("no monitor answered (%s; tried %s); check that atoll-mon runs there "
+		    "and try again", strerror(-r), monc_describe(mkfs_monc, tried, sizeof(tried)));
 	dec_init(&d, reply->front, reply->front_len);
 	r = osd_new_reply_decode(&d, &rep);
 	msg_free(reply);
-	msg_conn_put(c);
+	monc_stop(mkfs_monc);
 	msgr_destroy(msgr);
+	monc_destroy(mkfs_monc);
+	mkfs_monc = NULL;
 	if (r)
 		die("the monitor's answer is malformed: %s", strerror(-r));
 	if (rep.rc < 0) {
@@ -460,6 +486,8 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	struct osd *osd = arg;
 
+	if (monc_dispatch(osd->monc, c, m))
+		return;
 	if (atomic_load(&osd->closing)) {
 		msg_free(m);
 		return;
@@ -506,23 +534,41 @@ static void on_connected(void *arg, struct msg_conn *c)
 {
 	struct osd *osd = arg;
 
-	if (c == osd->mon && !atomic_load(&osd->closing)) {
-		/* a subscription lives as long as its connection */
-		osd_map_subscribe(osd);
-		if (!osd->booted && !osd->stopping)
-			osd_boot(osd);
-	}
+	monc_connected(osd->monc, c);
 }
 
 static void on_closed(void *arg, struct msg_conn *c, int err)
 {
 	struct osd *osd = arg;
 
-	if (c == osd->mon) {
-		osd->boot_pending = false;
+	if (monc_closed(osd->monc, c, err))
 		return;
-	}
 	osd_conn_closed(osd, c, err);
+}
+
+/* monc: a session with a monitor opened (loop thread) */
+static void on_mon_session(void *arg, struct msg_conn *c)
+{
+	struct osd *osd = arg;
+
+	(void)c;
+	if (atomic_load(&osd->closing))
+		return;
+	/* a subscription lives as long as its session */
+	osd_map_subscribe(osd);
+	if (!osd->booted && !osd->stopping)
+		osd_boot(osd);
+}
+
+/* monc: a monitor map with new members or a new incarnation */
+static void on_monmap(void *arg, const struct monmap_msg *mm)
+{
+	struct osd *osd = arg;
+	int r = osd_monmap_save(osd->data_dir, mm);
+
+	if (r < 0)
+		log_warn("osd", "cannot save the monitor map in '%s': %s", osd->data_dir,
+			 strerror(-r));
 }
 
 static void boot_retry(void *arg)
@@ -574,7 +620,7 @@ void osd_boot(struct osd *osd)
 	struct msg *m;
 	struct enc e;
 
-	if (osd->boot_pending || !osd->mon)
+	if (osd->boot_pending || !osd->monc)
 		return;
 	memcpy(req.uuid, osd->uuid, 16);
 	snprintf(req.addr, sizeof(req.addr), "%s", osd->addr);
@@ -587,7 +633,7 @@ void osd_boot(struct osd *osd)
 		return;
 	osd->boot_pending = true;
 	osd->boot_sent_ms = mono_now_ms();
-	if (msg_call(osd->mon, m, 10000, boot_reply, osd) < 0) {
+	if (monc_call(osd->monc, m, 10000, 0, boot_reply, osd) < 0) {
 		osd->boot_pending = false;
 		msgr_timer(osd->msgr, 1000, boot_retry, osd);
 	}
@@ -597,10 +643,7 @@ static void start_loop(void *arg)
 {
 	struct osd *osd = arg;
 
-	osd->mon = msgr_connect(osd->msgr, osd->mon_addr);
-	if (!osd->mon)
-		log_error("osd", "cannot connect to the monitor at %s: out of memory",
-			  osd->mon_addr);
+	monc_start(osd->monc);
 	osd_hb_start(osd);
 	osd_scrub_sched_start(osd);
 	osd_memtrim_start(osd);
@@ -633,9 +676,9 @@ static void stop_loop(void *arg)
 	osd_stopping_encode(&s, &e);
 	m = msg_new(MT_OSD_STOPPING, &e);
 	enc_free(&e);
-	if (!osd->mon || !osd->booted || !m ||
-	    msg_call(osd->mon, m, 5000, stop_reply, sc) < 0) {
-		if (!osd->mon || !osd->booted)
+	if (!osd->monc || !osd->booted || !m ||
+	    monc_call(osd->monc, m, 5000, 0, stop_reply, sc) < 0) {
+		if (!osd->monc || !osd->booted)
 			msg_free(m);
 		sync_call_done(&sc->s, NULL, -ENOTCONN);
 	}
@@ -678,8 +721,8 @@ static void osd_free_state(struct osd *osd)
 		msg_conn_put(w->conn);
 		free(w);
 	}
-	if (osd->mon)
-		msg_conn_put(osd->mon);
+	monc_destroy(osd->monc);
+	osd->monc = NULL;
 	osd_pgs_free(osd);
 	for (int i = 0; i < OSD_MAP_HISTORY; i++) {
 		if (osd->hist[i] == osd->map)
@@ -721,8 +764,7 @@ static int do_run(struct config *conf)
 	open_log(conf, who, osd->ident);
 	osd->conf = conf;
 	osd->data_dir = opt.data;
-	conf_str(conf, who, "mon_host", "127.0.0.1:6789", &s);
-	snprintf(osd->mon_addr, sizeof(osd->mon_addr), "%s", s);
+	conf_str(conf, who, "mon_host", "127.0.0.1:6789", &osd->mon_host);
 	conf_str(conf, who, "osd_addr", NULL, &addr);
 	if (!addr)
 		die("no address to bind; give one with --addr IP[:PORT]");
@@ -827,11 +869,28 @@ static int do_run(struct config *conf)
 	if (r < 0)
 		die("cannot bind %s: %s", addr, strerror(-r));
 	snprintf(osd->addr, sizeof(osd->addr), "%s", bound);
+	{
+		struct monc_config mcc = { .size_of = sizeof(mcc), .mon_host = osd->mon_host,
+					   .who = "osd" };
+		struct monc_ops mops = { .session_open = on_mon_session, .monmap = on_monmap };
+		struct monmap_msg saved;
+
+		r = monc_create(osd->msgr, &mcc, &mops, osd, &osd->monc, err, sizeof(err));
+		if (r < 0)
+			die("%s", err);
+		/* the monitors we heard of last time, with mon_host */
+		r = osd_monmap_load(opt.data, &saved);
+		if (r == 0)
+			r = monc_seed(osd->monc, &saved);
+		if (r < 0 && r != -ENOENT)
+			log_warn("osd", "ignoring the saved monitor map in '%s': %s", opt.data,
+				 strerror(-r));
+	}
 	r = msgr_start(osd->msgr);
 	if (r < 0)
 		die("cannot start the messenger: %s", strerror(-r));
 	log_info("osd", "osd.%d listening on %s (host %s), monitor %s", osd->whoami, osd->addr,
-		 osd->host, osd->mon_addr);
+		 osd->host, osd->mon_host);
 	osd_post(osd, start_loop, osd);
 
 	do {
@@ -849,6 +908,7 @@ static int do_run(struct config *conf)
 		nanosleep(&ts, NULL);
 	}
 	run_on_loop_and_wait(osd, close_loop, &sc);
+	monc_stop(osd->monc);
 	osd_write_profile_log();
 	store_close(osd->store);
 	osd->store = NULL;

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "monc.h"
 #include "mono.h"
 #include "msg.h"
 #include "osdmap.h"
@@ -90,7 +91,7 @@ struct osd {
 	uint8_t uuid[16];
 	char addr[OSDMAP_ADDR_MAX + 1];	/* bound */
 	char host[OSDMAP_HOST_MAX + 1];
-	char mon_addr[OSDMAP_ADDR_MAX + 1];
+	const char *mon_host;	/* mon_host (the config holds it) */
 	uint32_t weight;
 	uint64_t hb_interval_ms;
 	uint64_t hb_grace_ms;
@@ -105,7 +106,7 @@ struct osd {
 	struct msgr *msgr;
 
 	/* loop thread */
-	struct msg_conn *mon;
+	struct monc *monc;	/* the monitors (lib/monc.h); any thread */
 	struct osdmap *map;	/* current map, NULL before the first */
 	struct osdmap *hist[OSD_MAP_HISTORY];	/* recent maps, by epoch % N */
 	bool booted;		/* the monitor marked us up */
@@ -149,6 +150,13 @@ struct osd {
 };
 
 /* osdmap_client.c */
+/* DIR/monmap: the last monitor map accepted (monmap_file.c).
+ * -ENOENT when there is none, -EBADMSG when it is damaged. */
+struct monmap_msg;
+int osd_monmap_load(const char *dir, struct monmap_msg *mm);
+int osd_monmap_save(const char *dir, const struct monmap_msg *mm);
+/* The file's bytes (n of them) -> mm; -EBADMSG for anything malformed. */
+int osd_monmap_file_decode(const void *buf, size_t n, struct monmap_msg *mm);
 int osd_map_load(struct osd *osd);		/* DIR/osdmap at startup */
 void osd_map_subscribe(struct osd *osd);
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);

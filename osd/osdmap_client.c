@@ -126,8 +126,10 @@ void osd_map_subscribe(struct osd *osd)
 	mon_subscribe_encode(&s, &e);
 	m = msg_new(MT_MON_SUBSCRIBE, &e);
 	enc_free(&e);
-	if (m)
-		msg_send(osd->mon, m);
+	if (m && osd->monc)
+		monc_send(osd->monc, m);
+	else
+		msg_free(m);
 }
 
 void osd_map_wait(struct osd *osd, uint64_t epoch, struct msg_conn *c, struct msg *m)
@@ -294,7 +296,7 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 				 (unsigned long long)mm.incs[i].epoch, strerror(-r));
 	}
 	mon_map_msg_clear(&mm);
-	if (gap && osd->mon) {
+	if (gap && osd->monc) {
 		log_info("map", "missing epochs after %llu; asking the monitor again",
 			 (unsigned long long)(osd->map ? osd->map->epoch : 0));
 		osd_map_subscribe(osd);

@@ -263,7 +263,7 @@ void pg_request_pg_temp(struct pg *pg, const int32_t *osds, uint8_t n)
 	struct msg *m;
 	struct enc e;
 
-	if (!osd->mon)
+	if (!osd->monc)
 		return;
 	if (n)
 		memcpy(q.osds, osds, n * sizeof(int32_t));
@@ -272,7 +272,7 @@ void pg_request_pg_temp(struct pg *pg, const int32_t *osds, uint8_t n)
 	m = msg_new(MT_OSD_PG_TEMP, &e);
 	enc_free(&e);
 	if (m)
-		msg_send(osd->mon, m);
+		monc_send(osd->monc, m);
 	log_info("peering", "pg %u.%x: asking the monitor for %s", pg->pool, pg->pgid,
 		 n ? "a temporary acting set (members to backfill, or a primary behind)" :
 		     "no temporary acting set");

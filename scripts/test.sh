@@ -20,7 +20,8 @@
 #   N passed, N failed, N skipped
 # The exit code is 0 only when everything built and nothing failed.
 #
-# Environment: ATOLL_FUZZ_SECONDS (default 60) per libFuzzer target in --full.
+# Environment: ATOLL_FUZZ_SECONDS (default 60) per libFuzzer target in --full;
+# --full sets ATOLL_TEST_FULL=1 for the tests that have a long variant.
 set -uo pipefail
 
 usage() {
@@ -35,6 +36,8 @@ for a in "$@"; do
 	*) echo "test.sh: unknown option '$a'; use --full or --help" >&2; exit 2 ;;
 	esac
 done
+# the long variants of the tests that have them (tests/ha: 5 MDS kills, not 3)
+[ $full -eq 1 ] && export ATOLL_TEST_FULL=1
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1

@@ -119,7 +119,8 @@ int cli_connect(struct cli *cl)
 	if (cl->mon) {
 		ret = atoll_cluster_set(c, "mon_host", cl->mon);
 		if (ret) {
-			cli_err("'%s' is not a monitor address (IP:PORT)", cl->mon);
+			cli_err("'%s' is not a list of monitor addresses (IP:PORT[,IP:PORT...]): %s",
+				cl->mon, atoll_last_error());
 			atoll_cluster_shutdown(c);
 			return CLI_EXIT_USAGE;
 		}
@@ -131,11 +132,11 @@ int cli_connect(struct cli *cl)
 		atoll_cluster_set(c, "client_mount_timeout", getenv("ATOLL_MOUNT_TIMEOUT"));
 	ret = atoll_cluster_connect(c);
 	if (ret) {
-		cli_err("cannot connect to the monitor (%s): %s; is the cluster running? "
+		cli_err("cannot connect to the monitors (%s): %s; is the cluster running? "
 			"start one with: atoll-cluster up, then export ATOLL_CONF=DIR/atoll.conf",
 			cl->mon ? cl->mon : cl->conf ? cl->conf :
 			getenv("ATOLL_CONF") ? getenv("ATOLL_CONF") : "no --conf, no $ATOLL_CONF",
-			atoll_strerror(ret));
+			*atoll_last_error() ? atoll_last_error() : atoll_strerror(ret));
 		atoll_cluster_shutdown(c);
 		return CLI_EXIT_CONNECT;
 	}

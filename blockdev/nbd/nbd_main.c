@@ -43,7 +43,7 @@ static void usage(FILE *f)
 "is the image name (read-write), or IMAGE@SNAP (a snapshot, read-only).\n"
 "  --conf FILE        atoll.conf (default: $ATOLL_CONF, ./atoll.conf,\n"
 "                     /etc/atoll/atoll.conf)\n"
-"  -m, --mon-host IP:PORT   the monitor (overrides mon_host)\n"
+"  -m, --mon-host LIST      the monitors, IP:PORT[,IP:PORT...] (overrides mon_host)\n"
 "  --addr IP:PORT     address to listen on (default %s); only that\n"
 "                     address is bound\n"
 "  --pool NAME        the pool whose images are served (default '%s')\n"

@@ -4,9 +4,12 @@
  *
  * connect() starts a messenger as entity CLIENT with a random 64-bit id
  * (the "client.N" every request id carries, so it must not repeat between
- * handles: getrandom, never a counter), dials mon_host and subscribes to
- * the map each time that connection's handshake completes (so a
- * restarted monitor is re-subscribed from the epoch we hold).  Maps are
+ * handles: getrandom, never a counter) and a monitor client (lib/monc.h)
+ * over mon_host, which hunts among the monitors and follows the leader;
+ * the map is subscribed to each time a session with a monitor opens (so
+ * a restarted or another monitor is subscribed from the epoch we hold).
+ * Commands carry a request id {client id, seq} so that one resent across
+ * a leader change is applied once.  Maps are
  * applied strictly in order: a full map only if newer than ours, then
  * each incremental that follows our epoch; a gap asks for the missing
  * epochs again.  A full map of an epoch we hold with different content
@@ -20,6 +23,7 @@
 #include "deadline.h"
 #include "encode.h"
 #include "log.h"
+#include "monc.h"
 #include "msg.h"
 #include "osdmap.h"
 
@@ -37,12 +41,12 @@
 #define DEFAULT_MOUNT_MS	30000u
 
 /* The keys atoll_cluster_set accepts, with how their value is checked. */
-enum key_kind { KEY_STR, KEY_ADDR, KEY_DURATION, KEY_INT, KEY_SIZE, KEY_LEVEL };
+enum key_kind { KEY_STR, KEY_ADDRS, KEY_DURATION, KEY_INT, KEY_SIZE, KEY_LEVEL };
 static const struct {
 	const char *key;
 	enum key_kind kind;
 } known_keys[] = {
-	{ "mon_host", KEY_ADDR },
+	{ "mon_host", KEY_ADDRS },
 	{ "client_op_timeout", KEY_DURATION },
 	{ "client_mount_timeout", KEY_DURATION },
 	{ "client_inflight_ops", KEY_INT },
@@ -145,19 +149,18 @@ static int check_value(enum key_kind kind, const char *key, const char *value)
 {
 	char err[256] = "";
 	struct config *t;
+	monc_addr_t hosts[MONC_HOSTS_MAX];
 	uint64_t u;
 	int64_t i;
-	char ip[64];
-	uint16_t port;
 	int r;
 
 	switch (kind) {
 	case KEY_STR:
 		return 0;
-	case KEY_ADDR:
-		if (msg_parse_addr(value, ip, sizeof(ip), &port) < 0)
-			return atoll__error(-EINVAL, "atoll_cluster_set: option '%s': '%s' is "
-					    "not an address (host:port)", key, value);
+	case KEY_ADDRS:
+		if (monc_parse_hosts(value, hosts, MONC_HOSTS_MAX, err, sizeof(err)) < 0)
+			return atoll__error(-EINVAL, "atoll_cluster_set: option '%s': %s", key,
+					    err);
 		return 0;
 	case KEY_LEVEL:
 		if (log_level_parse(value) < 0)
@@ -216,25 +219,20 @@ int atoll_cluster_set(struct atoll_cluster *c, const char *key, const char *valu
 void client_resubscribe(struct atoll_cluster *c)
 {
 	struct mon_subscribe sub;
-	struct msg_conn *mon;
 	struct msg *m;
 	struct enc e;
 
+	if (!c->monc)
+		return;
 	pthread_mutex_lock(&c->lock);
 	sub.have = c->map ? c->map->epoch : 0;
-	mon = c->mon;
-	if (mon)
-		msg_conn_get(mon);
 	pthread_mutex_unlock(&c->lock);
-	if (!mon)
-		return;
 	enc_init(&e);
 	mon_subscribe_encode(&sub, &e);
 	m = msg_new(MT_MON_SUBSCRIBE, &e);
 	enc_free(&e);
 	if (m)
-		msg_send(mon, m);	/* a failure is retried on reconnect */
-	msg_conn_put(mon);
+		monc_send(c->monc, m);	/* a lost one is sent again on the next session */
 }
 
 /* Applies a MAP message (loop thread). */
@@ -305,6 +303,8 @@ static void on_dispatch(void *arg, struct msg_conn *conn, struct msg *m)
 {
 	struct atoll_cluster *c = arg;
 
+	if (monc_dispatch(c->monc, conn, m))
+		return;
 	if (m->type == MT_MON_MAP)
 		handle_map(c, m);
 	msg_free(m);
@@ -313,27 +313,22 @@ static void on_dispatch(void *arg, struct msg_conn *conn, struct msg *m)
 static void on_connected(void *arg, struct msg_conn *conn)
 {
 	struct atoll_cluster *c = arg;
-	bool mon;
 
-	pthread_mutex_lock(&c->lock);
-	mon = conn == c->mon;
-	if (mon)
-		c->mon_ever_connected = true;
-	pthread_mutex_unlock(&c->lock);
-	if (mon)
-		client_resubscribe(c);
+	monc_connected(c->monc, conn);
 }
 
 static void on_closed(void *arg, struct msg_conn *conn, int err)
 {
 	struct atoll_cluster *c = arg;
 
-	pthread_mutex_lock(&c->lock);
-	if (conn == c->mon) {
-		c->mon_err = err;
-		pthread_cond_broadcast(&c->map_cond);
-	}
-	pthread_mutex_unlock(&c->lock);
+	monc_closed(c->monc, conn, err);
+}
+
+/* monc: a session with a monitor opened (loop thread) */
+static void on_mon_session(void *arg, struct msg_conn *conn)
+{
+	(void)conn;
+	client_resubscribe(arg);
 }
 
 int client_wait_epoch(struct atoll_cluster *c, uint64_t epoch, uint64_t timeout_ms)
@@ -366,8 +361,10 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 		.connected = on_connected,
 		.closed = on_closed,
 	};
+	struct monc_ops mops = { .session_open = on_mon_session };
+	struct monc_config mcc = { .size_of = sizeof(mcc) };
 	const char *mon_host;
-	char err[256] = "";
+	char err[256] = "", tried[1024];
 	int r;
 
 	if (!c)
@@ -410,43 +407,43 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 			     atoll_strerror(r));
 		goto out_destroy;
 	}
-	pthread_mutex_lock(&c->lock);
-	c->mon = msgr_connect(c->msgr, mon_host);
-	pthread_mutex_unlock(&c->lock);
-	if (!c->mon) {
-		r = -ENOMEM;
+	mcc.mon_host = mon_host;
+	mcc.who = "client";
+	r = monc_create(c->msgr, &mcc, &mops, c, &c->monc, err, sizeof(err));
+	if (r < 0) {
+		atoll__error(r, "atoll_cluster_connect: %s", err);
 		goto out_destroy;
 	}
+	monc_start(c->monc);
 	r = client_wait_epoch(c, 1, c->mount_timeout_ms);
 	if (r < 0) {
-		pthread_mutex_lock(&c->lock);
-		if (!c->mon_ever_connected && c->mon_err == -ECONNREFUSED)
+		if (r == -ETIMEDOUT && monc_all_refused(c->monc))
 			r = -ECONNREFUSED;
-		pthread_mutex_unlock(&c->lock);
+		monc_describe(c->monc, tried, sizeof(tried));
 		if (r == -ETIMEDOUT)
-			atoll__error(r, "no answer from the monitor at %s within "
+			atoll__error(r, "no answer from the monitors (%s) within "
 				     "client_mount_timeout (%llu ms); check mon_host and that "
-				     "the monitor runs", mon_host,
+				     "the monitors run", tried,
 				     (unsigned long long)c->mount_timeout_ms);
 		else
-			atoll__error(r, "cannot connect to the monitor at %s: %s; check "
-				     "mon_host and that the monitor runs", mon_host,
+			atoll__error(r, "cannot connect to the monitors (%s): %s; check "
+				     "mon_host and that the monitors run", tried,
 				     atoll_strerror(r));
-		goto out_put_mon;
+		goto out_stop_monc;
 	}
 	c->connected = true;
 	return 0;
 
-out_put_mon:
+out_stop_monc:
 	pthread_mutex_lock(&c->lock);
 	c->shutting_down = true;
 	pthread_mutex_unlock(&c->lock);
-	msg_conn_close(c->mon);
-	msg_conn_put(c->mon);
-	c->mon = NULL;
+	monc_stop(c->monc);
 out_destroy:
 	msgr_destroy(c->msgr);
 	c->msgr = NULL;
+	monc_destroy(c->monc);
+	c->monc = NULL;
 	pthread_mutex_lock(&c->lock);
 	c->shutting_down = false;
 	client_pgcache_reset(c);
@@ -459,24 +456,19 @@ out:
 
 void atoll_cluster_shutdown(struct atoll_cluster *c)
 {
-	struct msg_conn *mon;
-
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->shutting_down = true;
-	mon = c->mon;
-	c->mon = NULL;
 	pthread_cond_broadcast(&c->map_cond);
 	pthread_cond_broadcast(&c->throttle_cond);
 	pthread_mutex_unlock(&c->lock);
 	client_sessions_close(c);
-	if (mon) {
-		msg_conn_close(mon);
-		msg_conn_put(mon);
-	}
+	monc_stop(c->monc);
 	msgr_destroy(c->msgr);
 	c->msgr = NULL;
+	monc_destroy(c->monc);
+	c->monc = NULL;
 	/* nothing can answer what is left now */
 	client_fail_all(c, -ESHUTDOWN);
 	client_pgcache_reset(c);
@@ -537,7 +529,8 @@ int atoll_mon_command(struct atoll_cluster *c, const char *json,
 		      char **status, char **out, size_t *outlen)
 {
 	struct mon_command_reply rep;
-	struct msg_conn *mon;
+	struct mon_reqid id;
+	bool conn;
 	char *st = NULL, *o = NULL;
 	struct msg *m, *reply;
 	struct enc e;
@@ -556,25 +549,31 @@ int atoll_mon_command(struct atoll_cluster *c, const char *json,
 	if (strnlen(json, PROTO_COMMAND_MAX + 1) > PROTO_COMMAND_MAX)
 		return -E2BIG;
 	pthread_mutex_lock(&c->lock);
-	mon = c->connected ? c->mon : NULL;
-	if (mon)
-		msg_conn_get(mon);
+	conn = c->connected && !c->shutting_down;
+	id.client = c->id;
+	id.seq = ++c->mon_seq;
 	timeout = c->op_timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)c->op_timeout_ms;
 	pthread_mutex_unlock(&c->lock);
-	if (!mon)
+	if (!conn)
 		return -ENOTCONN;
 
 	enc_init(&e);
-	mon_command_encode(json, NULL, &e);
+	mon_command_encode(json, &id, &e);
 	m = msg_new(MT_MON_COMMAND, &e);
 	enc_free(&e);
-	if (!m) {
-		r = -ENOMEM;
-		goto out_put;
+	if (!m)
+		return -ENOMEM;
+	/* resent to the leader across sessions until the timeout */
+	r = monc_call_wait(c->monc, m, timeout, &reply);
+	if (r == -ETIMEDOUT) {
+		char tried[1024];
+
+		return atoll__error(r, "no answer from the monitors (%s) within "
+				    "client_op_timeout (%u ms)",
+				    monc_describe(c->monc, tried, sizeof(tried)), timeout);
 	}
-	r = msg_call_wait(mon, m, timeout, &reply);
 	if (r)
-		goto out_put;
+		return r;
 	dec_init(&d, reply->front, reply->front_len);
 	r = mon_command_reply_decode(&d, &rep, &st);
 	if (r < 0)
@@ -605,8 +604,29 @@ out_free_reply:
 	free(o);
 	free(st);
 	msg_free(reply);
-out_put:
-	msg_conn_put(mon);
+	return r;
+}
+
+int client_mon_call(struct atoll_cluster *c, struct msg *m, uint32_t timeout_ms,
+		    void (*fn)(void *arg, struct msg *reply, int err), void *arg)
+{
+	if (!c->connected || !c->monc) {
+		msg_free(m);
+		return -ENOTCONN;
+	}
+	/* to the leader, resent across sessions until the timeout */
+	return monc_call(c->monc, m, timeout_ms, 0, fn, arg);
+}
+
+int client_map_copy(struct atoll_cluster *c, struct osdmap **out)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&c->lock);
+	*out = c->map ? osdmap_clone(c->map) : NULL;
+	if (c->map && !*out)
+		r = -ENOMEM;
+	pthread_mutex_unlock(&c->lock);
 	return r;
 }
 

@@ -1,10 +1,12 @@
 /*
  * thrash_client.c - the writer/verifier of the thrash test (thrash.sh).
  *
- *   thrash-client CONF POOL SEED LEDGER
+ *   thrash-client CONF POOL SEED LEDGER [THREADS]
  *
- * Worker threads create, overwrite, append to, delete and read objects
- * t0..t47 of POOL while thrash.sh kills and restarts daemons.  Each object
+ * The ledger workload of the thrash test (thrash.sh) and of the ha tests
+ * (tests/ha/): THREADS worker threads (default 8), each with one op in
+ * flight, create, overwrite, append to, delete and read objects t0..t(6 x
+ * THREADS - 1) of POOL while the test kills and restarts daemons.  Each object
  * belongs to one thread and has one op in flight at a time, so the model
  * of an object (exists, content, version) is exact: it changes only when
  * the cluster acknowledges a mutation, and every read must return the
@@ -17,10 +19,16 @@
  * while a PG is below min_size) may or may not have been applied: the
  * object then has two candidate states and its next read settles which.
  *
- * Commands on stdin: "stop" ends the workload (threads finish their op),
- * "verify" reads every object once and compares it with the model; the
- * program prints its counts and exits 0 only if nothing was lost, wrong or
- * stale and no op failed with anything but a timeout.
+ * Commands on stdin: "mark LABEL" notes the moment (e.g. a daemon was just
+ * killed): the first mutation acknowledged after it prints "mark LABEL:
+ * first write acknowledged after N ms"; "stall" prints "stall: longest op
+ * N ms" over the ops finished since the previous "stall" (or the start)
+ * and starts a new window; "stop" ends the workload (threads finish their
+ * op) and prints the counts and "longest op N ms, longest gap between
+ * acknowledged writes N ms" over the whole run; "verify" reads every
+ * object once and compares it with the model; the program prints its
+ * counts and exits 0 only if nothing was lost, wrong or stale and no op
+ * failed with anything but a timeout (the tests also require 0 timeouts).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,8 +43,9 @@
 
 #include "atoll/atoll.h"
 
-#define NOBJ		48
-#define NTHREADS	8
+#define PER_THREAD	6		/* objects per thread */
+#define THREADS_MAX	256
+#define MARKS_MAX	64
 #define MAX_SIZE	(256u << 10)
 #define REPORT_MAX	20
 
@@ -56,7 +65,8 @@ struct object {
 };
 
 static struct atoll_ioctx *io;
-static struct object objs[NOBJ];
+static int nthreads = 8, nobj = 8 * PER_THREAD;
+static struct object *objs;
 static FILE *ledger;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int stopping;
@@ -67,6 +77,52 @@ static struct counts {
 	uint64_t lost, wrong, stale, version_bad;
 	uint64_t reported;
 } cnt;
+
+/* Timing (CLOCK_MONOTONIC ns), under lock. */
+static struct timing {
+	uint64_t op_max, window_op_max;	/* longest op: run, since "stall" */
+	uint64_t last_ack, gap_max;	/* acknowledged mutations */
+	uint64_t mark_at[MARKS_MAX];
+	char mark_label[MARKS_MAX][32];
+	bool mark_open[MARKS_MAX];
+	int nmarks;
+} tm;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An op that took from start to now (ack: an acknowledged mutation). */
+static void note_op(uint64_t start, bool ack)
+{
+	uint64_t now, d;
+
+	pthread_mutex_lock(&lock);
+	now = now_ns();	/* under the lock: acks are noted in time order */
+	d = now - start;
+	if (d > tm.op_max)
+		tm.op_max = d;
+	if (d > tm.window_op_max)
+		tm.window_op_max = d;
+	if (ack) {
+		if (tm.last_ack && now - tm.last_ack > tm.gap_max)
+			tm.gap_max = now - tm.last_ack;
+		tm.last_ack = now;
+		for (int i = 0; i < tm.nmarks; i++) {
+			if (!tm.mark_open[i] || now <= tm.mark_at[i])
+				continue;
+			tm.mark_open[i] = false;
+			printf("mark %s: first write acknowledged after %.0f ms\n",
+			       tm.mark_label[i], (double)(now - tm.mark_at[i]) / 1e6);
+			fflush(stdout);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -162,6 +218,7 @@ static int64_t submit(enum mut m, const char *oid, const uint8_t *buf, size_t le
 		      uint64_t off, uint64_t *ver)
 {
 	struct atoll_completion *c;
+	uint64_t start = now_ns();
 	int64_t r;
 
 	r = atoll_completion_create(NULL, NULL, NULL, &c);
@@ -178,6 +235,7 @@ static int64_t submit(enum mut m, const char *oid, const uint8_t *buf, size_t le
 		*ver = atoll_completion_version(c);
 	}
 	atoll_completion_release(c);
+	note_op(start, r >= 0 || (m == M_DELETE && r == -ENOENT));
 	return r;
 }
 
@@ -226,6 +284,7 @@ static void check_read(struct object *o)
 	struct atoll_completion *c;
 	size_t cap = (o->cur.exists ? o->cur.size : 0) + (o->uncertain ? MAX_SIZE : 4096);
 	uint8_t *buf = malloc(cap + 1);
+	uint64_t start = now_ns();
 	int64_t r;
 	uint64_t ver = 0;
 
@@ -237,6 +296,7 @@ static void check_read(struct object *o)
 		ver = atoll_completion_version(c);
 	}
 	atoll_completion_release(c);
+	note_op(start, false);
 	__atomic_add_fetch(&cnt.reads, 1, __ATOMIC_RELAXED);
 	if (r < 0 && r != -ENOENT) {
 		if (r == -ETIMEDOUT)
@@ -369,7 +429,7 @@ static void *work(void *arg)
 
 	while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t x = rng_next(&w->seed);
-		struct object *o = &objs[w->idx + NTHREADS * (int)(x % (NOBJ / NTHREADS))];
+		struct object *o = &objs[w->idx + nthreads * (int)(x % PER_THREAD)];
 		unsigned p = (unsigned)((x >> 32) % 100);
 
 		if (o->uncertain || p < 30) {
@@ -400,18 +460,53 @@ static void print_counts(const char *when)
 	fflush(stdout);
 }
 
+/* "mark LABEL" and "stall" while the workload runs; false on "stop". */
+static bool command(const char *line)
+{
+	if (strncmp(line, "stop", 4) == 0)
+		return false;
+	pthread_mutex_lock(&lock);
+	if (strncmp(line, "mark", 4) == 0 && tm.nmarks < MARKS_MAX) {
+		int i = tm.nmarks++;
+
+		snprintf(tm.mark_label[i], sizeof(tm.mark_label[i]), "%.*s",
+			 (int)strcspn(line + 4 + strspn(line + 4, " "), "\n"),
+			 line + 4 + strspn(line + 4, " "));
+		tm.mark_at[i] = now_ns();
+		tm.mark_open[i] = true;
+	} else if (strncmp(line, "stall", 5) == 0) {
+		printf("stall: longest op %.0f ms\n", (double)tm.window_op_max / 1e6);
+		fflush(stdout);
+		tm.window_op_max = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	struct atoll_cluster *cl;
-	struct worker w[NTHREADS];
+	struct worker *w;
 	char line[64];
 	uint64_t seed;
 	int r;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: thrash-client CONF POOL SEED LEDGER\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: thrash-client CONF POOL SEED LEDGER [THREADS]\n");
 		return 2;
 	}
+	if (argc == 6) {
+		nthreads = atoi(argv[5]);
+		if (nthreads < 1 || nthreads > THREADS_MAX) {
+			fprintf(stderr, "thrash-client: THREADS must be 1..%d\n", THREADS_MAX);
+			return 2;
+		}
+		nobj = nthreads * PER_THREAD;
+	}
+	objs = calloc((size_t)nobj, sizeof(*objs));
+	w = calloc((size_t)nthreads, sizeof(*w));
+	if (!objs || !w)
+		abort();
 	seed = strtoull(argv[3], NULL, 10) * 0x9E3779B97F4A7C15ull + 1;
 	ledger = fopen(argv[4], "w");
 	if (!ledger) {
@@ -428,9 +523,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "thrash-client: cannot connect: %s\n", atoll_strerror(r));
 		return 1;
 	}
-	for (int i = 0; i < NOBJ; i++)
+	for (int i = 0; i < nobj; i++)
 		snprintf(objs[i].oid, sizeof(objs[i].oid), "t%d", i);
-	for (int i = 0; i < NTHREADS; i++) {
+	for (int i = 0; i < nthreads; i++) {
 		w[i].idx = i;
 		w[i].seed = seed + (uint64_t)i * 7919;
 		if (pthread_create(&w[i].tid, NULL, work, &w[i]))
@@ -438,19 +533,22 @@ int main(int argc, char **argv)
 	}
 	printf("running\n");
 	fflush(stdout);
-	while (fgets(line, sizeof(line), stdin) && strncmp(line, "stop", 4) != 0)
+	while (fgets(line, sizeof(line), stdin) && command(line))
 		;
 	__atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
-	for (int i = 0; i < NTHREADS; i++)
+	for (int i = 0; i < nthreads; i++)
 		pthread_join(w[i].tid, NULL);
 	print_counts("stopped");
+	printf("longest op %.0f ms, longest gap between acknowledged writes %.0f ms\n",
+	       (double)tm.op_max / 1e6, (double)tm.gap_max / 1e6);
+	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin) && strncmp(line, "verify", 6) != 0)
 		;
 	uint64_t before = cnt.reads;
 
-	for (int i = 0; i < NOBJ; i++)
+	for (int i = 0; i < nobj; i++)
 		check_read(&objs[i]);
-	for (int i = 0; i < NOBJ; i++)
+	for (int i = 0; i < nobj; i++)
 		if (objs[i].uncertain) {
 			cnt.wrong++;
 			report("unsettled", &objs[i], "still unsure after the final read");
@@ -461,11 +559,13 @@ int main(int argc, char **argv)
 
 	atoll_ioctx_destroy(io);
 	atoll_cluster_shutdown(cl);
-	for (int i = 0; i < NOBJ; i++) {
+	for (int i = 0; i < nobj; i++) {
 		state_free(&objs[i].cur);
 		state_free(&objs[i].alt);
 		state_free(&objs[i].prev);
 	}
+	free(objs);
+	free(w);
 	fclose(ledger);
 	return bad ? 1 : 0;
 }
