@@ -180,7 +180,8 @@ static int env_open(const char *dir, bool create, struct mon_store **out,
 			r = get(t, s->dbi, "last", 4, &v);
 		if (r == 0 && v.mv_size == 8)
 			s->last = get_u64le(v.mv_data);
-		if (r < 0 || s->last == 0 || s->first > s->last) {
+		/* first == last + 1: no incremental kept (a snapshot installed) */
+		if (r < 0 || s->last == 0 || s->first == 0 || s->first > s->last + 1) {
 			mdb_txn_abort(t);
 			snprintf(err, errlen, "the monitor store '%s' is incomplete (was "
 				 "--mkfs interrupted?); recreate it or restore a backup "
@@ -342,10 +343,13 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
 	if (r < 0)
 		goto out_free;
+	/* the history kept starts after the snapshot: no incremental yet
+	 * (first = last + 1), the full map is the snapshot's */
 	put_u64le(u, m->epoch);
 	r = put(t, s->dbi, "full", 4, ef.buf, ef.len);
 	if (r == 0)
 		r = put(t, s->dbi, "last", 4, u, 8);
+	put_u64le(u, m->epoch + 1);
 	if (r == 0)
 		r = put(t, s->dbi, "first", 5, u, 8);
 	if (r == 0)
@@ -356,7 +360,8 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	}
 	r = lmdb_err(mdb_txn_commit(t));
 	if (r == 0) {
-		s->first = s->last = m->epoch;
+		s->last = m->epoch;
+		s->first = m->epoch + 1;
 		memcpy(s->fsid, m->fsid, 16);
 	}
 out_free:
@@ -533,7 +538,11 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 	fsid = dec_raw(&b, 16);
 	first = dec_u64(&b);
 	last = dec_u64(&b);
-	if (b.err || first != 1 || last < first || last - first > BACKUP_INC_MAX)
+	/* first > 1: the history of a member that installed a snapshot
+	 * starts there; its incrementals are kept and checked one by one,
+	 * the full map is the state (it cannot be replayed from epoch 1) */
+	if (b.err || first == 0 || last == 0 || first > last + 1 ||
+	    last + 1 - first > BACKUP_INC_MAX)
 		goto out_bad;
 	replay = osdmap_new(fsid);
 	if (!replay) {
@@ -558,7 +567,7 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 		dec_init(&id, p, n);
 		if (osdmap_inc_decode(&id, &inc) < 0)
 			goto out_bad;
-		r = inc.epoch == ep ? osdmap_apply(replay, &inc) : -EINVAL;
+		r = inc.epoch != ep ? -EINVAL : first == 1 ? osdmap_apply(replay, &inc) : 0;
 		osdmap_inc_clear(&inc);
 		if (r < 0)
 			goto out_bad;
@@ -567,6 +576,20 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 			goto out;
 		s->first = first;
 		s->last = ep;
+	}
+	if (first > last) {
+		/* no incremental: the history starts after the full map */
+		uint8_t u[8];
+
+		put_u64le(u, first);
+		r = put(t, s->dbi, "first", 5, u, 8);
+		put_u64le(u, last);
+		if (r == 0)
+			r = put(t, s->dbi, "last", 4, u, 8);
+		if (r < 0)
+			goto out;
+		s->first = first;
+		s->last = last;
 	}
 	fp = dec_blob(&b, &fl, PROTO_COMMAND_MAX * 64);
 	if (b.err || dec_end(&d, &b) < 0)
@@ -579,7 +602,8 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 			goto out_bad;
 		/* the creation time is not in any incremental */
 		replay->created_ms = full->created_ms;
-		if (!osdmap_equal(full, replay))
+		if (full->epoch != last || memcmp(full->fsid, fsid, 16) != 0 ||
+		    (first == 1 && !osdmap_equal(full, replay)))
 			goto out_bad;
 	}
 	r = put(t, s->dbi, "full", 4, fp, fl);
