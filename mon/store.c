@@ -11,7 +11,9 @@
  *
  * Keys (one unnamed database):
  *   "fsid"            16 bytes
- *   "first", "last"   u64 little-endian epochs
+ *   "first", "last"   u64 little-endian epochs: the incrementals kept are
+ *                     first..last; first = last + 1 when none is (a
+ *                     snapshot installed, mon_store_reset)
  *   "full"            the encoded full map of epoch "last"
  *   "inc" + be64(E)   the encoded incremental producing epoch E
  *   "seed"            a restored backup's full map: the replicated
