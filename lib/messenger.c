@@ -663,6 +663,26 @@ struct msg_conn *msgr_connect(struct msgr *m, const char *addr)
 	return c;
 }
 
+int msg_conn_retarget(struct msg_conn *c, const char *addr)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	struct msgr *m = c->msgr;
+	bool wake;
+
+	if (!c->dialled || msgr__resolve(addr, &sa, &salen) < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	c->retarget_sa = sa;
+	c->retarget_salen = salen;
+	c->retarget = true;
+	wake = msgr__kick_locked(c, KICK_RETARGET);
+	pthread_mutex_unlock(&m->lock);
+	if (wake)
+		msgr__wake(m);
+	return 0;
+}
+
 void msg_conn_get(struct msg_conn *c)
 {
 	atomic_fetch_add(&c->uref, 1);

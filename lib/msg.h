@@ -210,6 +210,12 @@ void msgr_fsid(struct msgr *m, uint8_t fsid[16]);
  * stay queued, calls already sent fail with -ECONNRESET.  NULL for a
  * malformed address or ENOMEM. */
 struct msg_conn *msgr_connect(struct msgr *m, const char *addr);
+/* A dialled connection dials addr ("ip:port") from now on: now, when it
+ * is waiting to redial, or after a reset of the connection it has (as a
+ * broken connection: calls sent fail with -ECONNRESET, closed() is told;
+ * an MDS client follows the active MDS to another address this way).
+ * -EINVAL for a malformed address or an accepted connection. */
+int msg_conn_retarget(struct msg_conn *c, const char *addr);
 /* References held by the upper layer.  When the last one of a dialled
  * connection is put, it closes for good as msg_conn_close() does
  * (received messages keep the memory alive, not the connection).  An

@@ -895,6 +895,33 @@ void msg_conn__kicked(struct msg_conn *c, unsigned int flags)
 		conn_take_outq(c);
 		msg_conn__flush(c);
 	}
+	if (flags & KICK_RETARGET) {
+		struct msgr *mr = c->msgr;
+		bool moved = false;
+
+		pthread_mutex_lock(&mr->lock);
+		if (c->retarget) {
+			moved = c->salen != c->retarget_salen ||
+				memcmp(&c->sa, &c->retarget_sa, c->salen) != 0;
+			c->sa = c->retarget_sa;
+			c->salen = c->retarget_salen;
+			c->retarget = false;
+		}
+		pthread_mutex_unlock(&mr->lock);
+		if (moved) {
+			msgr__format_addr((struct sockaddr *)&c->sa, c->addr, sizeof(c->addr));
+			c->backoff_ms = mr->cfg.reconnect_min_ms;
+			if (c->state == CS_BACKOFF) {
+				msgr__disarm(mr, &c->redial_timer);
+				msg_conn__dial(c);
+			} else if (c->state == CS_CONNECTING || c->state == CS_HANDSHAKE ||
+				   c->state == CS_OPEN) {
+				msg_conn__fail(c, -ECONNRESET);	/* redials there */
+			}
+			if (c->state == CS_CLOSED)
+				return;
+		}
+	}
 	if ((flags & KICK_DIAL) && c->state == CS_NEW)
 		msg_conn__dial(c);
 	if ((flags & KICK_RESUME) && c->fd >= 0 &&

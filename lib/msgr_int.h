@@ -96,6 +96,7 @@ enum rx_stage {
 #define KICK_CLOSE	0x04u	/* msg_conn_close() */
 #define KICK_UNREF	0x08u	/* the last caller reference went */
 #define KICK_RESUME	0x10u	/* msg_free() brought inflight down */
+#define KICK_RETARGET	0x20u	/* msg_conn_retarget(): redial elsewhere now */
 
 /* A pending msg_call.  Created by the caller's thread, handed to the loop
  * with its request; from then on [loop]. */
@@ -151,6 +152,11 @@ struct msg_conn {
 	bool tx_idle;			/* [wlock] open, nothing waits to be written */
 	struct msg *tx_part;		/* [wlock] written in part by a direct sender */
 	size_t tx_part_off;
+
+	/* [lock] msg_conn_retarget's address, taken by the loop */
+	bool retarget;
+	struct sockaddr_storage retarget_sa;
+	socklen_t retarget_salen;
 
 	/* [lock] */
 	struct msg *outq_head, **outq_tailp;

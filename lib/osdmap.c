@@ -24,14 +24,16 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define OSDMAP_VERSION		1	/* full map section */
+#define OSDMAP_VERSION		2	/* full map section (2: the MDS list) */
 #define OSDMAP_COMPAT		1
-#define OSDMAP_INC_VERSION	1
+#define OSDMAP_INC_VERSION	2	/* 2: the MDS list */
 #define OSDMAP_INC_COMPAT	1
 #define OSDMAP_OSD_VERSION	1	/* one OSD record */
 #define OSDMAP_OSD_COMPAT	1
 #define OSDMAP_POOL_VERSION	1	/* one pool record */
 #define OSDMAP_POOL_COMPAT	1
+#define OSDMAP_MDS_VERSION	1	/* one MDS record */
+#define OSDMAP_MDS_COMPAT	1
 
 #define OSDMAP_SECTION_MIN	6	/* a section header: smallest record */
 #define OSDMAP_PG_TEMP_MIN	9	/* pool, pg, n */
@@ -75,6 +77,8 @@ static void osdmap_free_arrays(struct osdmap *m)
 	free(m->pools);
 	free(m->pg_temp);
 	free(m->blocklist);
+	free(m->mds);
+	m->mds = NULL;
 	m->osds = NULL;
 	m->pools = NULL;
 	m->pg_temp = NULL;
@@ -100,7 +104,8 @@ struct osdmap *osdmap_clone(const struct osdmap *m)
 	c->pools = osdmap_dup(m->pools, m->npools, sizeof(*m->pools));
 	c->pg_temp = osdmap_dup(m->pg_temp, m->npg_temp, sizeof(*m->pg_temp));
 	c->blocklist = osdmap_dup(m->blocklist, m->nblocklist, sizeof(*m->blocklist));
-	if (!c->osds || !c->pools || !c->pg_temp || !c->blocklist) {
+	c->mds = osdmap_dup(m->mds, m->nmds, sizeof(*m->mds));
+	if (!c->osds || !c->pools || !c->pg_temp || !c->blocklist || !c->mds) {
 		osdmap_free(c);
 		return NULL;
 	}
@@ -172,6 +177,54 @@ static int osdmap_blocklist_cmp(const void *a, const void *b)
 	if (x->client != y->client)
 		return x->client < y->client ? -1 : 1;
 	return 0;
+}
+
+static bool osdmap_mds_name_valid(const char *s, size_t size)
+{
+	size_t n = osdmap_strlen(s, size);
+
+	if (n < 1 || n > OSDMAP_MDS_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* One MDS record alone (the list's rules: osdmap_mds_list_valid). */
+static bool osdmap_mds_valid(const struct osdmap_mds *d)
+{
+	return d->instance != 0 && osdmap_mds_name_valid(d->name, sizeof(d->name)) &&
+	       osdmap_strlen(d->addr, sizeof(d->addr)) <= OSDMAP_ADDR_MAX &&
+	       (d->state == OSDMAP_MDS_STANDBY || d->state == OSDMAP_MDS_ACTIVE);
+}
+
+static int osdmap_mds_cmp(const void *a, const void *b)
+{
+	const struct osdmap_mds *x = a, *y = b;
+
+	if (x->instance != y->instance)
+		return x->instance < y->instance ? -1 : 1;
+	return 0;
+}
+
+/* A sorted list: instances unique, one active per file system. */
+static bool osdmap_mds_list_valid(const struct osdmap_mds *l, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (!osdmap_mds_valid(&l[i]))
+			return false;
+		if (i && l[i].instance <= l[i - 1].instance)
+			return false;
+		if (l[i].state != OSDMAP_MDS_ACTIVE)
+			continue;
+		for (uint32_t j = 0; j < i; j++)
+			if (l[j].state == OSDMAP_MDS_ACTIVE && l[j].meta_pool == l[i].meta_pool &&
+			    l[j].data_pool == l[i].data_pool)
+				return false;
+	}
+	return true;
 }
 
 static bool osdmap_names_unique(const struct osdmap_pool *pools, uint32_t n)
@@ -314,6 +367,54 @@ static int osdmap_dec_blocklist(struct dec *d, struct osdmap_blocklist *b)
 	return d->err;
 }
 
+static void osdmap_enc_mds(struct enc *e, const struct osdmap_mds *m)
+{
+	size_t h = enc_begin(e, OSDMAP_MDS_VERSION, OSDMAP_MDS_COMPAT);
+
+	enc_u64(e, m->instance);
+	osdmap_enc_str(e, m->name, sizeof(m->name), OSDMAP_MDS_NAME_MAX);
+	osdmap_enc_str(e, m->addr, sizeof(m->addr), OSDMAP_ADDR_MAX);
+	enc_u32(e, m->meta_pool);
+	enc_u32(e, m->data_pool);
+	enc_u8(e, m->state);
+	enc_u64(e, m->grant_epoch);
+	enc_end(e, h);
+}
+
+static int osdmap_dec_mds(struct dec *d, struct osdmap_mds *m)
+{
+	struct dec b;
+
+	memset(m, 0, sizeof(*m));
+	if (dec_msg_begin(d, OSDMAP_MDS_COMPAT, &b))
+		return d->err;
+	m->instance = dec_u64(&b);
+	dec_str(&b, m->name, OSDMAP_MDS_NAME_MAX);
+	dec_str(&b, m->addr, OSDMAP_ADDR_MAX);
+	m->meta_pool = dec_u32(&b);
+	m->data_pool = dec_u32(&b);
+	m->state = dec_u8(&b);
+	m->grant_epoch = dec_u64(&b);
+	if (!b.err && !osdmap_mds_valid(m))
+		dec_fail(&b, -EBADMSG);
+	return dec_end(d, &b);
+}
+
+/* u32 n, then n records (a full map's list, or an incremental's). */
+static int osdmap_dec_mds_list(struct dec *b, struct osdmap_mds **out, uint32_t *n)
+{
+	*n = dec_count(b, OSDMAP_MDS_MAX, OSDMAP_SECTION_MIN);
+	if (b->err)
+		return b->err;
+	*out = osdmap_calloc(*n, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < *n; i++)
+		if (osdmap_dec_mds(b, &(*out)[i]))
+			return b->err;
+	return 0;
+}
+
 /* ---- full map ---- */
 
 static uint32_t osdmap_used_osds(const struct osdmap *m)
@@ -360,6 +461,9 @@ void osdmap_encode(const struct osdmap *m, struct enc *e)
 	enc_u32(e, m->nblocklist);
 	for (i = 0; i < m->nblocklist; i++)
 		osdmap_enc_blocklist(e, &m->blocklist[i]);
+	enc_u32(e, m->nmds);
+	for (i = 0; i < m->nmds; i++)
+		osdmap_enc_mds(e, &m->mds[i]);
 	enc_end(e, h);
 }
 
@@ -369,7 +473,7 @@ static bool osdmap_ratios_valid(uint32_t a, uint32_t b, uint32_t c)
 }
 
 /* The body of a full map; m is zeroed and owns what is allocated. */
-static int osdmap_decode_body(struct dec *b, struct osdmap *m)
+static int osdmap_decode_body(struct dec *b, uint8_t version, struct osdmap *m)
 {
 	const void *fsid;
 	int64_t prev = -1;
@@ -454,6 +558,15 @@ static int osdmap_decode_body(struct dec *b, struct osdmap *m)
 		if (i && m->blocklist[i].client <= m->blocklist[i - 1].client)
 			return dec_fail(b, -EBADMSG);
 	}
+	/* version 1 ends here: no MDS daemons */
+	if (version < 2) {
+		m->mds = osdmap_calloc(0, sizeof(*m->mds));
+		return m->mds ? b->err : -ENOMEM;
+	}
+	if (osdmap_dec_mds_list(b, &m->mds, &m->nmds))
+		return b->err ? b->err : -ENOMEM;
+	if (!osdmap_mds_list_valid(m->mds, m->nmds))
+		return dec_fail(b, -EBADMSG);
 	return b->err;
 }
 
@@ -463,15 +576,17 @@ int osdmap_decode(struct dec *d, struct osdmap **out)
 	struct dec b;
 	int ret;
 
+	uint8_t version;
+
 	*out = NULL;
-	if (dec_msg_begin(d, OSDMAP_COMPAT, &b))
+	if (dec_begin(d, OSDMAP_COMPAT, &b, &version))
 		return d->err;
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		dec_fail(d, -ENOMEM);
 		return -ENOMEM;
 	}
-	ret = osdmap_decode_body(&b, m);
+	ret = osdmap_decode_body(&b, version, m);
 	if (ret == -ENOMEM)
 		dec_fail(&b, -ENOMEM);
 	ret = dec_end(d, &b);
@@ -553,6 +668,24 @@ bool osdmap_osd_in(const struct osdmap *m, int32_t id)
 	return o && (o->state & OSD_ST_EXISTS) && o->reweight > 0;
 }
 
+const struct osdmap_mds *osdmap_mds_find(const struct osdmap *m, uint64_t instance)
+{
+	for (uint32_t i = 0; i < m->nmds; i++)
+		if (m->mds[i].instance == instance)
+			return &m->mds[i];
+	return NULL;
+}
+
+const struct osdmap_mds *osdmap_mds_active(const struct osdmap *m, uint32_t meta_pool,
+					   uint32_t data_pool)
+{
+	for (uint32_t i = 0; i < m->nmds; i++)
+		if (m->mds[i].state == OSDMAP_MDS_ACTIVE && m->mds[i].meta_pool == meta_pool &&
+		    m->mds[i].data_pool == data_pool)
+			return &m->mds[i];
+	return NULL;
+}
+
 bool osdmap_blocklisted(const struct osdmap *m, uint64_t client, uint64_t now_ms)
 {
 	uint32_t i;
@@ -616,6 +749,7 @@ void osdmap_inc_clear(struct osdmap_inc *inc)
 	free(inc->rm_pools);
 	free(inc->pg_temp);
 	free(inc->blocklist);
+	free(inc->mds);
 	osdmap_inc_init(inc, inc->epoch);
 }
 
@@ -742,6 +876,25 @@ int osdmap_inc_set_blocklist(struct osdmap_inc *inc,
 	return 0;
 }
 
+int osdmap_inc_set_mds(struct osdmap_inc *inc, const struct osdmap_mds *list, uint32_t n)
+{
+	struct osdmap_mds *arr;
+
+	if (n > OSDMAP_MDS_MAX)
+		return -E2BIG;
+	for (uint32_t i = 0; i < n; i++)
+		if (!osdmap_mds_valid(&list[i]))
+			return -EINVAL;
+	arr = osdmap_dup(list, n, sizeof(*arr));
+	if (!arr)
+		return -ENOMEM;
+	free(inc->mds);
+	inc->mds = arr;
+	inc->nmds = n;
+	inc->has_mds = true;
+	return 0;
+}
+
 void osdmap_inc_encode(const struct osdmap_inc *inc, struct enc *e)
 {
 	size_t h = enc_begin(e, OSDMAP_INC_VERSION, OSDMAP_INC_COMPAT);
@@ -772,6 +925,10 @@ void osdmap_inc_encode(const struct osdmap_inc *inc, struct enc *e)
 	enc_u32(e, inc->has_blocklist ? inc->nblocklist : 0);
 	for (i = 0; inc->has_blocklist && i < inc->nblocklist; i++)
 		osdmap_enc_blocklist(e, &inc->blocklist[i]);
+	enc_u8(e, inc->has_mds);
+	enc_u32(e, inc->has_mds ? inc->nmds : 0);
+	for (i = 0; inc->has_mds && i < inc->nmds; i++)
+		osdmap_enc_mds(e, &inc->mds[i]);
 	enc_end(e, h);
 }
 
@@ -785,7 +942,7 @@ static bool osdmap_dec_bool(struct dec *d)
 	return v == 1;
 }
 
-static int osdmap_inc_decode_body(struct dec *b, struct osdmap_inc *inc)
+static int osdmap_inc_decode_body(struct dec *b, uint8_t version, struct osdmap_inc *inc)
 {
 	uint32_t i;
 
@@ -857,6 +1014,13 @@ static int osdmap_inc_decode_body(struct dec *b, struct osdmap_inc *inc)
 	for (i = 0; i < inc->nblocklist; i++)
 		if (osdmap_dec_blocklist(b, &inc->blocklist[i]))
 			return b->err;
+	if (version < 2)
+		return b->err;	/* version 1: no MDS list */
+	inc->has_mds = osdmap_dec_bool(b);
+	if (osdmap_dec_mds_list(b, &inc->mds, &inc->nmds))
+		return b->err ? b->err : -ENOMEM;
+	if (!inc->has_mds && inc->nmds)
+		return dec_fail(b, -EBADMSG);
 	return b->err;
 }
 
@@ -865,10 +1029,12 @@ int osdmap_inc_decode(struct dec *d, struct osdmap_inc *inc)
 	struct dec b;
 	int ret;
 
+	uint8_t version;
+
 	osdmap_inc_init(inc, 0);
-	if (dec_msg_begin(d, OSDMAP_INC_COMPAT, &b))
+	if (dec_begin(d, OSDMAP_INC_COMPAT, &b, &version))
 		return d->err;
-	ret = osdmap_inc_decode_body(&b, inc);
+	ret = osdmap_inc_decode_body(&b, version, inc);
 	if (ret == -ENOMEM)
 		dec_fail(&b, -ENOMEM);
 	ret = dec_end(d, &b);
@@ -903,6 +1069,13 @@ static int osdmap_inc_check(const struct osdmap_inc *inc)
 	}
 	if (inc->has_blocklist && inc->nblocklist > OSDMAP_BLOCKLIST_MAX)
 		return -EINVAL;
+	if (inc->has_mds) {
+		if (inc->nmds > OSDMAP_MDS_MAX)
+			return -EINVAL;
+		for (i = 0; i < inc->nmds; i++)
+			if (!osdmap_mds_valid(&inc->mds[i]))
+				return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1015,6 +1188,23 @@ static int osdmap_apply_lists(struct osdmap *m, const struct osdmap_inc *inc)
 		free(m->blocklist);
 		m->blocklist = arr;
 		m->nblocklist = inc->nblocklist;
+	}
+	if (inc->has_mds) {
+		struct osdmap_mds *arr = osdmap_dup(inc->mds, inc->nmds, sizeof(*arr));
+
+		if (!arr)
+			return -ENOMEM;
+		qsort(arr, inc->nmds, sizeof(*arr), osdmap_mds_cmp);
+		for (i = 0; i < inc->nmds; i++)
+			if (arr[i].state == OSDMAP_MDS_ACTIVE && arr[i].grant_epoch == 0)
+				arr[i].grant_epoch = inc->epoch;	/* granted now */
+		if (!osdmap_mds_list_valid(arr, inc->nmds)) {
+			free(arr);
+			return -EINVAL;
+		}
+		free(m->mds);
+		m->mds = arr;
+		m->nmds = inc->nmds;
 	}
 	return 0;
 }

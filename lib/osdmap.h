@@ -30,6 +30,8 @@ struct dec;
 #define OSDMAP_PG_TEMP_MAX	65536	/* pg_temp entries in one map */
 #define OSDMAP_BLOCKLIST_MAX	65536	/* blocklist entries in one map */
 #define OSDMAP_RATIO_MAX	10000	/* ratios are parts per 10,000 */
+#define OSDMAP_MDS_MAX		64	/* MDS daemons in one map */
+#define OSDMAP_MDS_NAME_MAX	31	/* "a" of mds.a: [A-Za-z0-9_-] */
 
 /* Weights are 16.16 fixed point: 0x10000 is 1.0. */
 #define OSD_WEIGHT_ONE		0x10000u
@@ -95,6 +97,31 @@ struct osdmap_blocklist {
 	uint64_t until_ms;		/* wall clock */
 };
 
+/* The metadata service (doc/fs-design.md, "Standby MDS daemons"): every
+ * atoll-mds that beacons to the monitors has one record, keyed by its
+ * instance (the client id it reads and writes the pools with, which is
+ * what a blocklist entry fences).  A file system is its pair of pools;
+ * at most one record of a file system is ACTIVE, the others wait as
+ * STANDBY.  grant_epoch is the epoch that made the active one active:
+ * that epoch also holds the blocklist entry of the one before it, so an
+ * OSD that serves an op of epoch >= grant_epoch refuses the old one. */
+enum osdmap_mds_state {
+	OSDMAP_MDS_STANDBY = 1,
+	OSDMAP_MDS_ACTIVE = 2,
+};
+
+struct osdmap_mds {
+	uint64_t instance;		/* its client id, > 0, unique in the map */
+	char name[OSDMAP_MDS_NAME_MAX + 1];
+	char addr[OSDMAP_ADDR_MAX + 1];	/* where it serves (once active) */
+	uint32_t meta_pool, data_pool;	/* the file system it serves or waits for */
+	uint8_t state;			/* enum osdmap_mds_state */
+	/* ACTIVE: the epoch of the grant.  In an incremental, 0 means "the
+	 * epoch this incremental makes" (osdmap_apply fills it in), so the
+	 * monitor need not know the epoch before the change commits. */
+	uint64_t grant_epoch;
+};
+
 struct osdmap {
 	uint8_t fsid[16];
 	uint64_t epoch;
@@ -114,6 +141,10 @@ struct osdmap {
 	struct osdmap_pg_temp *pg_temp;	/* sorted by (pool, pg), unique */
 	uint32_t nblocklist;
 	struct osdmap_blocklist *blocklist;	/* sorted by client, unique */
+	/* appended (full map version 2): the MDS daemons, sorted by
+	 * instance, unique; at most one ACTIVE per (meta_pool, data_pool) */
+	uint32_t nmds;
+	struct osdmap_mds *mds;
 };
 
 /* The change from epoch-1 to epoch.  Each record replaces the whole entry
@@ -137,6 +168,9 @@ struct osdmap_inc {
 	bool has_blocklist;		/* blocklist below replaces the whole list */
 	uint32_t nblocklist;
 	struct osdmap_blocklist *blocklist;
+	bool has_mds;			/* mds below replaces the whole list */
+	uint32_t nmds;
+	struct osdmap_mds *mds;
 };
 
 /* An empty map of epoch 0 with default ratios (85%, 90%, 95%) and
@@ -171,6 +205,11 @@ int osdmap_inc_set_pg_temp(struct osdmap_inc *inc,
 			   const struct osdmap_pg_temp *list, uint32_t n);
 int osdmap_inc_set_blocklist(struct osdmap_inc *inc,
 			     const struct osdmap_blocklist *list, uint32_t n);
+/* Copy a whole new MDS list into inc; -E2BIG over OSDMAP_MDS_MAX,
+ * -EINVAL for a record the map would refuse, -ENOMEM.  Apply refuses a
+ * list with two records of one instance or two actives of one file
+ * system. */
+int osdmap_inc_set_mds(struct osdmap_inc *inc, const struct osdmap_mds *list, uint32_t n);
 void osdmap_inc_encode(const struct osdmap_inc *inc, struct enc *e);
 /* Decodes into *inc (which it initialises; on error it is left cleared). */
 int osdmap_inc_decode(struct dec *d, struct osdmap_inc *inc);
@@ -187,6 +226,11 @@ const struct osdmap_pool *osdmap_pool_by_name(const struct osdmap *m, const char
 bool osdmap_osd_up(const struct osdmap *m, int32_t id);
 bool osdmap_osd_in(const struct osdmap *m, int32_t id);
 bool osdmap_blocklisted(const struct osdmap *m, uint64_t client, uint64_t now_ms);
+/* The MDS record of instance / the active one of a file system (NULL
+ * when there is none). */
+const struct osdmap_mds *osdmap_mds_find(const struct osdmap *m, uint64_t instance);
+const struct osdmap_mds *osdmap_mds_active(const struct osdmap *m, uint32_t meta_pool,
+					   uint32_t data_pool);
 /* Number of distinct hosts with at least one OSD that is in (exists and
  * reweight > 0). */
 uint32_t osdmap_hosts_in(const struct osdmap *m);

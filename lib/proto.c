@@ -683,6 +683,54 @@ int rc_reply_decode(struct dec *d, struct rc_reply *r)
 	return dec_msg_end(d, &b);
 }
 
+void mds_beacon_encode(const struct mds_beacon *b, struct enc *e)
+{
+	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
+
+	enc_u64(e, b->instance);
+	enc_str(e, b->name);
+	enc_str(e, b->addr);
+	enc_u32(e, b->meta_pool);
+	enc_u32(e, b->data_pool);
+	enc_u32(e, b->flags);
+	enc_u8(e, b->state);
+	enc_u64(e, b->epoch);
+	enc_end(e, h);
+}
+
+int mds_beacon_decode(struct dec *d, struct mds_beacon *b)
+{
+	struct dec body;
+	size_t n;
+
+	memset(b, 0, sizeof(*b));
+	if (dec_msg_begin(d, PROTO_COMPAT, &body))
+		return d->err;
+	b->instance = dec_u64(&body);
+	dec_str(&body, b->name, OSDMAP_MDS_NAME_MAX);
+	dec_str(&body, b->addr, OSDMAP_ADDR_MAX);
+	b->meta_pool = dec_u32(&body);
+	b->data_pool = dec_u32(&body);
+	b->flags = dec_u32(&body);
+	b->state = dec_u8(&body);
+	b->epoch = dec_u64(&body);
+	n = strlen(b->name);
+	if (!body.err) {
+		bool ok = b->instance && n && *b->addr && b->state >= MDS_BEACON_STANDBY &&
+			  b->state <= MDS_BEACON_ACTIVE;
+
+		for (size_t i = 0; ok && i < n; i++) {
+			char c = b->name[i];
+
+			ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9') || c == '_' || c == '-';
+		}
+		if (!ok)
+			dec_fail(&body, -EBADMSG);
+	}
+	return dec_msg_end(d, &body);
+}
+
 void osd_lease_encode(const struct osd_lease *l, struct enc *e)
 {
 	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);

@@ -11,6 +11,7 @@
  * Who talks to whom:
  *   client/osd -> mon  SUBSCRIBE, COMMAND, OSD_NEW, OSD_BOOT, OSD_BEACON,
  *                      OSD_FAILURE, OSD_STOPPING
+ *   mds -> mon         MDS_BEACON
  *   mon -> client/osd  MAP (one-way, pushed to subscribers), MONMAP
  *   mon <-> mon        RAFT (front owned by mon/, opaque here)
  *   client -> osd      OSD_OP (reply: OSD_OP | MSG_F_REPLY)
@@ -55,7 +56,9 @@ enum msg_type {
 	MT_OSD_SCRUB = 40,	/* anyone -> primary: deep scrub (scrub_proto.h) */
 	MT_PG_SCRUB = 41,	/* primary -> member: its scrub map */
 	MT_OSD_PG_QUERY = 42,	/* anyone -> primary: `atoll pg query` (scrub_proto.h) */
-	/* 60..79: MDS (file-system issue) */
+	/* 60..79: MDS (file-system issue); the fronts of the client<->MDS
+	 * messages are posixfs/mds_proto.h's, this one is the monitor's */
+	MT_MDS_BEACON = 66,	/* mds -> mon: alive, and which role it holds */
 };
 
 /* Caps every decoder applies (doc/protocol.md, "Limits"). */
@@ -154,6 +157,37 @@ struct monmap_msg {
 void monmap_msg_encode(const struct monmap_msg *m, struct enc *e);
 /* Checks every field (names, addresses, indexes in range, ids unique). */
 int monmap_msg_decode(struct dec *d, struct monmap_msg *m);
+
+/* MDS_BEACON (a call, every mds_beacon_interval): an atoll-mds is alive
+ * and serves, or waits to serve, the file system of the pools meta_pool
+ * and data_pool.  The monitor keeps one record per instance in the map
+ * (struct osdmap_mds): the first of a file system gets the active role,
+ * the others are standbys; an active that stops beaconing for
+ * mds_beacon_grace is blocklisted and a standby promoted in one map
+ * change (doc/fs-design.md, "Standby MDS daemons").  Reply: struct
+ * rc_reply: rc 0 and the epoch of the map that holds the sender's record
+ * as it is now (its role), -ESTALE for an instance the map blocklists
+ * (fenced: it must never write again; it starts over as a new instance),
+ * -ENOENT for a pool that does not exist, -EINVAL for a malformed one. */
+#define MDS_BEACON_F_STOPPING	0x1u	/* a clean stop: give the role away now */
+enum mds_beacon_state {		/* what the sender does (shown by fs status) */
+	MDS_BEACON_STANDBY = 1,		/* waits for the role */
+	MDS_BEACON_REPLAYING = 2,	/* granted: replays the journal */
+	MDS_BEACON_RECONNECT = 3,	/* granted: the clients' reconnect window */
+	MDS_BEACON_ACTIVE = 4,		/* serves */
+};
+struct mds_beacon {
+	uint64_t instance;		/* its client id, > 0 */
+	char name[OSDMAP_MDS_NAME_MAX + 1];	/* [A-Za-z0-9_-], 1..31 bytes */
+	char addr[OSDMAP_ADDR_MAX + 1];	/* where it serves once active */
+	uint32_t meta_pool, data_pool;
+	uint32_t flags;			/* MDS_BEACON_F_* */
+	uint8_t state;			/* enum mds_beacon_state */
+	uint64_t epoch;			/* the sender's map epoch */
+};
+void mds_beacon_encode(const struct mds_beacon *b, struct enc *e);
+/* Refuses a bad name, an empty address, instance 0, an unknown state. */
+int mds_beacon_decode(struct dec *d, struct mds_beacon *b);
 
 /* OSD_NEW: allocates an id for a new OSD (atoll-osd --mkfs).  The same
  * uuid asked twice gets the same id; want_id >= 0 asks for that id (a

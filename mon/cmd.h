@@ -72,6 +72,8 @@ cmd_fn cmd_osd_map;
 /* ---- cmd_blocklist.c: osd blocklist add|rm|ls ---- */
 cmd_fn cmd_osd_blocklist_add, cmd_osd_blocklist_rm, cmd_osd_blocklist_ls;
 
+/* ---- mdsmon.c: mds stat ---- */
+cmd_fn cmd_mds_stat;
 /* ---- cmd_quorum.c: quorum status, mon stat ---- */
 cmd_fn cmd_quorum_status;
 /* ---- cmd_mon.c: mon add, mon rm ---- */

@@ -235,6 +235,7 @@ static const struct {
 	{ "osd blocklist add", cmd_osd_blocklist_add },	/* cmd_blocklist.c */
 	{ "osd blocklist rm", cmd_osd_blocklist_rm },
 	{ "osd blocklist ls", cmd_osd_blocklist_ls },
+	{ "mds stat", cmd_mds_stat },	/* mdsmon.c */
 	{ "pool create", cmd_pool_create },
 	{ "pool ls", cmd_pool_ls },
 	{ "pool rm", cmd_pool_rm },

@@ -424,6 +424,9 @@ static void handle_msg(struct mon *mon, struct msg *m)
 	case MT_OSD_PG_TEMP:
 		mon_handle_osd_pg_temp(mon, m);
 		break;
+	case MT_MDS_BEACON:
+		mon_handle_mds_beacon(mon, m);
+		break;
 	default:
 		log_warn("mon", "message of unknown type %u from %s ignored", m->type,
 			 msg_conn_addr(m->conn));
@@ -503,12 +506,14 @@ static void mon_run(struct mon *mon)
 	mon->next_tick_ms = start + mon->opts.tick_ms;
 	pthread_mutex_lock(&mon->lock);
 	while (!g_stop) {
+		/* read under mon->lock: the raft thread writes the view */
+		bool wait_leader = !settled(mon, start);
 		struct timespec ts;
 		uint64_t now;
 
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
-		if (!mon->qhead || !settled(mon, start)) {
+		if (!mon->qhead || wait_leader) {
 			/* wake at least every 50 ms to notice a signal */
 			ts = deadline_ms(CLOCK_REALTIME, 50);
 			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
@@ -527,8 +532,10 @@ static void mon_run(struct mon *mon)
 			/* beacons that queued up while the batch above ran (a map
 			 * commit's fsync can be slow) count before silence is judged */
 			drain(mon, true);
-			if (mon->serving)
+			if (mon->serving) {
 				mon_osd_tick(mon);
+				mon_mds_tick(mon);
+			}
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
 	}
@@ -688,8 +695,10 @@ static int do_mkfs(const char *data, const char *fsid_str, const char *name,
 		return die("%s", err);
 	mon_store_close(st);
 	r = mon_quorum_mkfs(data, &self, all, n, fsid, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	mon_uuid_format(fsid, fs);
 	printf("%s\n", fs);
 	return 0;
@@ -747,8 +756,10 @@ static int do_restore(const char *data, const char *file, const char *name,
 	self.id = 1;
 	r = mon_quorum_mkfs(data, &self, &self, 1, seed->fsid, err, sizeof(err));
 	osdmap_free(seed);
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	printf("restored '%s' into '%s/store'; start the monitor with: atoll-mon "
 	       "--data %s --addr IP:PORT\n", file, data, data);
 	return 0;
@@ -862,6 +873,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	r = mon_mds_init(mon, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_msgr;
+	}
 	r = msgr_start(mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));

@@ -219,6 +219,8 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 /* Creates a new store in dir (dir/store must not exist). */
 int mon_store_create(const char *dir, struct mon_store **out, char *err, size_t errlen);
 int mon_store_open(const char *dir, struct mon_store **out, char *err, size_t errlen);
+/* Removes dir's store (a --mkfs that failed half way). */
+void mon_store_remove(const char *dir);
 void mon_store_close(struct mon_store *s);
 /* Writes inc and the full map m (of epoch inc->epoch) in one durable
  * transaction (fsync'd before it returns).  An epoch at or below the last
@@ -353,6 +355,13 @@ void mon_osd_takeover(struct mon *mon);
 void mon_osd_fini(struct mon *mon);
 /* Marks id down in inc (copying its record from the map). */
 int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id);
+
+/* ---- mdsmon.c: the MDS daemons' roles (doc/fs-design.md) ---- */
+/* Reads mds_beacon_grace; -EINVAL (said in err) for a bad value. */
+int mon_mds_init(struct mon *mon, char *err, size_t errlen);
+void mon_handle_mds_beacon(struct mon *mon, struct msg *m);
+/* Periodic: an active silent past the grace is fenced and replaced. */
+void mon_mds_tick(struct mon *mon);
 
 /* ---- pgstats.c ---- */
 void mon_pg_update(struct mon *mon, int32_t reporter, const struct pg_stat *st,

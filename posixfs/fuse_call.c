@@ -14,6 +14,14 @@
  * still held (fuse_here.c).  The MDS's own messages (journaled-up-to,
  * lease revokes) and the connection's break are dispatched here too.
  *
+ * Which MDS: the active one the monitors name in the map (`mds stat`),
+ * unless -o mds= names one.  A thread of its own (follow_active) asks
+ * them again whenever the library's map moves to a new epoch (the roles
+ * are in the map) and every 10 s; when the role moved to another MDS,
+ * the connection is redialled there (msg_conn_retarget: a reset as after
+ * an MDS restart, so the unsafe requests are resent first,
+ * fuse_replay.c) - no remount.
+ *
  * Locks: inflight.lock (the count of calls in flight) is a leaf, never
  * held with another.  fc_call_async takes replay.lock (fuse_replay.c)
  * and may be called under here.lock (fuse_here.c, which gives the order).
@@ -30,7 +38,9 @@
 #include <unistd.h>
 
 #include <atoll/atoll.h>
+#include <cjson/cJSON.h>
 
+#include "deadline.h"
 #include "encode.h"
 #include "fuse_cache.h"
 #include "fuse_data.h"
@@ -50,7 +60,12 @@ static struct mds_conn {
 	struct atoll_ioctx *data;
 	struct msgr *msgr;
 	struct msg_conn *mds;
-	const char *mds_addr;
+	char mds_addr[64];		/* where mds dials (addr_lock) */
+	bool mds_fixed;			/* -o mds=: never moved */
+	const char *meta_pool;		/* the file system's, or NULL: the first */
+	char data_pool[128];		/* the session's (set once, before follow) */
+	pthread_t follower;
+	bool following;
 	const char *mountpoint;		/* named in messages */
 	uint64_t client_id;
 	uint64_t next_reqid;		/* atomic */
@@ -64,6 +79,14 @@ static struct mds_conn {
 	 * said once (atomic exchange) */
 	bool evicted;
 } conn = { .mountpoint = "the mount" };
+
+/* protects conn.mds_addr; follow.lock/cond wake and stop the follower */
+static pthread_mutex_t addr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+} follow = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 /* Calls in flight (those that will answer a kernel request, and the
  * CLOSEs a release sends behind its answer): the session and the
@@ -82,7 +105,13 @@ const char *fc_mountpoint(void)
 
 const char *fc_mds_addr(void)
 {
-	return conn.mds_addr;
+	/* a message's name of it: a copy per thread, taken under the lock */
+	static __thread char copy[64];
+
+	pthread_mutex_lock(&addr_lock);
+	snprintf(copy, sizeof(copy), "%s", conn.mds_addr);
+	pthread_mutex_unlock(&addr_lock);
+	return copy;
 }
 
 uint64_t fc_epoch(void)
@@ -494,8 +523,9 @@ static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 	msg_free(m);
 }
 
-/* The loop thread: the MDS connection broke (a restart): the MDS forgot
- * our leases, so everything cached goes, the kernel's too. */
+/* The loop thread: the MDS connection broke (a restart, or the active
+ * role moved): the MDS forgot our leases, so everything cached goes, the
+ * kernel's too. */
 static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 {
 	(void)arg;
@@ -504,16 +534,114 @@ static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 	lc_revoke(NULL, 0, true);
 	/* what the MDS answered but did not journal: resent, first */
 	fr_broke();
+	pthread_mutex_lock(&follow.lock);
+	pthread_cond_broadcast(&follow.cond);	/* look for the active one now */
+	pthread_mutex_unlock(&follow.lock);
+}
+
+/* The active MDS of our file system as the monitors name it: 1 and its
+ * address (and name) in addr, 0 when they know the file system but none
+ * is active now, -ENOENT when they know no MDS at all, or an error. */
+static int find_active(char *addr, size_t len, char *name, size_t nlen)
+{
+	char *out = NULL, *status = NULL;
+	cJSON *j = NULL, *fs;
+	int ret = atoll_mon_command(conn.cl, "{\"prefix\":\"mds stat\",\"format\":\"json\"}",
+				    &status, &out, NULL);
+
+	if (ret)
+		goto out;
+	j = cJSON_Parse(out);
+	ret = -ENOENT;
+	cJSON_ArrayForEach(fs, cJSON_GetObjectItem(j, "filesystems")) {
+		const char *mp = cJSON_GetStringValue(cJSON_GetObjectItem(fs, "meta_pool"));
+		const char *dp = cJSON_GetStringValue(cJSON_GetObjectItem(fs, "data_pool"));
+		cJSON *act = cJSON_GetObjectItem(fs, "active");
+		const char *a = cJSON_GetStringValue(cJSON_GetObjectItem(act, "addr"));
+		const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(act, "name"));
+
+		if ((conn.meta_pool && (!mp || strcmp(mp, conn.meta_pool))) ||
+		    (conn.data_pool[0] && (!dp || strcmp(dp, conn.data_pool))))
+			continue;
+		ret = 0;
+		if (a && *a && strcmp(a + strlen(a) - 2, ":0")) {
+			snprintf(addr, len, "%s", a);
+			snprintf(name, nlen, "%s", n ? n : "?");
+			ret = 1;
+		}
+		break;
+	}
+out:
+	cJSON_Delete(j);
+	atoll_free(out);
+	atoll_free(status);
+	return ret;
+}
+
+/* The follower thread: when the monitors name another active MDS than
+ * the one the connection dials, it dials that one.  The roles live in
+ * the map, so it asks the monitors (`mds stat`) only when the map the
+ * library holds moved to a new epoch (it looks ten times a second: a
+ * local read), when its connection broke, and every 10 s besides. */
+static void *follow_active(void *arg)
+{
+	uint64_t asked_epoch = 0, asked_ms = 0;
+	bool was_open = true, retry = false;
+
+	(void)arg;
+	pthread_mutex_lock(&follow.lock);
+	while (!follow.stop) {
+		struct timespec ts = deadline_ms(CLOCK_REALTIME, 100);
+		pthread_cond_timedwait(&follow.cond, &follow.lock, &ts);
+		if (follow.stop)
+			break;
+		pthread_mutex_unlock(&follow.lock);
+		uint64_t epoch = atoll_cluster_epoch(conn.cl), now = mono_now_ms();
+		bool open = msg_conn_is_open(conn.mds), broke = was_open && !open;
+		char addr[64], name[40];
+		int f = 0;
+		was_open = open;
+		if (retry || broke || epoch != asked_epoch || now - asked_ms >= 10000) {
+			f = find_active(addr, sizeof(addr), name, sizeof(name));
+			/* the monitors not reached: again at the next look (not
+			 * for an answer, e.g. -EINVAL from a monitor without
+			 * `mds stat`: that waits for the next epoch) */
+			retry = f == -ETIMEDOUT || f == -ENOTCONN || f == -ECONNRESET ||
+				f == -ECONNREFUSED;
+			asked_epoch = epoch;
+			asked_ms = now;
+		}
+		if (f == 1) {
+			pthread_mutex_lock(&addr_lock);
+			bool moved = strcmp(addr, conn.mds_addr) != 0;
+			if (moved)
+				snprintf(conn.mds_addr, sizeof(conn.mds_addr), "%s", addr);
+			pthread_mutex_unlock(&addr_lock);
+			if (moved) {
+				log_warn("fuse", "%s: the active MDS is now mds.%s at %s; "
+					 "reconnecting there (its unsafe requests are resent)",
+					 conn.mountpoint, name, addr);
+				msg_conn_retarget(conn.mds, addr);
+			}
+		}
+		pthread_mutex_lock(&follow.lock);
+	}
+	pthread_mutex_unlock(&follow.lock);
+	return NULL;
 }
 
 int fc_connect(const char *conf, const char *mon, const char *mds_addr,
-	       const char *mountpoint, struct atoll_ioctx **data)
+	       const char *fallback, const char *meta_pool, const char *mountpoint,
+	       struct atoll_ioctx **data)
 {
 	struct mds_req rq;
 	struct mds_reply *rp = malloc(sizeof(*rp));
 	int ret;
 
-	conn.mds_addr = mds_addr;
+	conn.mds_fixed = mds_addr != NULL;
+	conn.meta_pool = meta_pool;
+	snprintf(conn.mds_addr, sizeof(conn.mds_addr), "%s", mds_addr ? mds_addr : fallback);
+	mds_addr = conn.mds_addr;
 	conn.mountpoint = mountpoint;
 	if (!rp)
 		return -ENOMEM;
@@ -528,6 +656,19 @@ int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 		goto out;
 	}
 	conn.client_id = atoll_cluster_id(conn.cl);
+	if (!conn.mds_fixed) {
+		/* the active MDS; while there is none yet (a takeover), wait for
+		 * it as long as a mount waits for the monitor */
+		char a[64], n[40];
+		int f = -EAGAIN;
+		for (int i = 0; i < 600 && (f = find_active(a, sizeof(a), n, sizeof(n))) == 0; i++)
+			usleep(100000);
+		if (f == 1)
+			snprintf(conn.mds_addr, sizeof(conn.mds_addr), "%s", a);
+		else if (f == 0)
+			fprintf(stderr, "atoll-fuse: the monitors name no active MDS; trying %s\n",
+				mds_addr);
+	}
 	if ((ret = fr_start()))
 		goto out;
 	struct msgr_config mc = { .size_of = sizeof(mc) };
@@ -557,6 +698,10 @@ int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 		fprintf(stderr, "atoll-fuse: cannot open the data pool '%s': %s\n",
 			rp->target, atoll_strerror(ret));
 	*data = conn.data;
+	if (strlen(rp->target) < sizeof(conn.data_pool))	/* a pool name: 63 at most */
+		memcpy(conn.data_pool, rp->target, strlen(rp->target) + 1);
+	if (!ret && !conn.mds_fixed && pthread_create(&conn.follower, NULL, follow_active, NULL) == 0)
+		conn.following = true;
 out:
 	free(rp);
 	return ret;
@@ -564,6 +709,14 @@ out:
 
 void fc_disconnect(void)
 {
+	if (conn.following) {
+		pthread_mutex_lock(&follow.lock);
+		follow.stop = true;
+		pthread_cond_broadcast(&follow.cond);
+		pthread_mutex_unlock(&follow.lock);
+		pthread_join(conn.follower, NULL);
+		conn.following = false;
+	}
 	msg_conn_put(conn.mds);
 	msgr_destroy(conn.msgr);
 	atoll_ioctx_destroy(conn.data);

@@ -27,11 +27,17 @@ struct msg;
 /* ---- the connection ---- */
 
 /* Connects to the cluster (conf, mon: -o conf=, -o mon=, either NULL),
- * starts the replayer (fuse_replay.h), dials the MDS at mds_addr and
- * opens the session; *data: the data pool the MDS names.  0, or -errno
- * after saying why on stderr.  mountpoint is named in the messages. */
+ * starts the replayer (fuse_replay.h), dials the MDS and opens the
+ * session; *data: the data pool the MDS names.  The MDS: mds_addr (-o
+ * mds=) when not NULL, always; else the active one the monitors name in
+ * the map (of the file system of metadata pool meta_pool, when not NULL),
+ * followed when the role moves (a thread asks them again at every new map
+ * epoch); else fallback.  0, or
+ * -errno after saying why on stderr.  mountpoint is named in the
+ * messages. */
 int fc_connect(const char *conf, const char *mon, const char *mds_addr,
-	       const char *mountpoint, struct atoll_ioctx **data);
+	       const char *fallback, const char *meta_pool, const char *mountpoint,
+	       struct atoll_ioctx **data);
 /* At the very end: closes the MDS connection, the messenger, the data
  * pool and the cluster (each only if it was opened). */
 void fc_disconnect(void);

@@ -108,7 +108,9 @@ int main(int argc, char **argv)
 		printf("usage: atoll-fuse MOUNTPOINT [-f] [-o options]\n"
 		       "  -o conf=FILE    atoll.conf\n"
 		       "  -o mon=ADDR     the monitor\n"
-		       "  -o mds=IP:PORT  the MDS (default: mds_addr of atoll.conf or 127.0.0.1:6800)\n"
+		       "  -o mds=IP:PORT  the MDS, always this one (default: the active MDS the\n"
+		       "                  monitors name, following it when the role moves; when\n"
+		       "                  they name none, mds_addr of atoll.conf or 127.0.0.1:6800)\n"
 		       "  -o nolease      no leases: the kernel caches metadata for 1 s (and\n"
 		       "                  checks permissions: default_permissions)\n"
 		       "  -o kernel_perms the kernel checks permissions (default_permissions;\n"
@@ -169,17 +171,18 @@ int main(int argc, char **argv)
 			"4194304\n", o.blksize);
 		goto out;
 	}
-	/* atoll.conf: mds_addr ([mds] or [global]) unless -o mds= names it,
-	 * and the [fuse] options unless -o names them.  A file that cannot be
-	 * read is reported by the cluster's connect below. */
+	/* atoll.conf: mds_addr ([mds] or [global]), the MDS when the
+	 * monitors name none and -o mds= names none, and the [fuse] options
+	 * unless -o names them.  A file that cannot be read is reported by
+	 * the cluster's connect below. */
 	struct config *cf = NULL;
 	char cerr[256];
 	if (config_load(&cf, o.conf, cerr, sizeof(cerr)) != 0)
 		cf = NULL;
-	if (!o.mds) {
-		const char *v = cf ? config_get(cf, "mds", "mds_addr", NULL) : NULL;
-		o.mds = strdup(v ? v : "127.0.0.1:6800");
-	}
+	const char *mds_v = cf ? config_get(cf, "mds", "mds_addr", NULL) : NULL;
+	char *mds_fallback = strdup(mds_v ? mds_v : "127.0.0.1:6800");
+	const char *mp_v = cf ? config_get(cf, "mds", "mds_meta_pool", NULL) : NULL;
+	char *meta_pool = mp_v ? strdup(mp_v) : NULL;
 	int64_t gather_us = o.gather_us == -1 ? (int64_t)FH_GATHER_US_DEFAULT : o.gather_us;
 	if (o.gather_us == -1 && cf &&
 	    config_get_int(cf, "fuse", "fuse_gather_us", FH_GATHER_US_DEFAULT, 0,
@@ -240,7 +243,7 @@ int main(int argc, char **argv)
 		(unsigned)gather_us);
 	lc_init(!o.nolease, perm);
 	fp_init();
-	if (fc_connect(o.conf, o.mon, o.mds, co.mountpoint, &data) ||
+	if (fc_connect(o.conf, o.mon, o.mds, mds_fallback, meta_pool, co.mountpoint, &data) ||
 	    fd_init(data, (uint64_t)o.writeback_mb << 20, (uint64_t)o.readahead_mb << 20,
 		    !o.sync_close))
 		goto out;

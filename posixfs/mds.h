@@ -19,6 +19,7 @@
 #define ATOLL_MDS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -281,6 +282,23 @@ bool mds_statfs_fresh(void);
  * worker), stale ones are refreshed first (a second at most). */
 void mds_statfs_get(uint64_t ninodes, struct mds_statfs *st);
 void mds_statfs_may_wait(void);
+
+/* mds_role.c: the beacons, the wait for the active role, the fencing
+ * (doc/fs-design.md, "Standby MDS daemons").  start: the beacon thread
+ * (m->cl, m->meta and m->data open); name is the daemon's (mds.NAME),
+ * addr where it serves once active, argv what mds_role_fenced executes
+ * again.  wait_grant: blocks until the map names this instance active
+ * (the grant's epoch) or *stop (0).  fenced: logs why and starts over as
+ * a new instance (never returns).  set_state: enum mds_beacon_state for
+ * the beacons.  stop: ends the thread and tells the monitors this MDS
+ * stops (they give the role away at once). */
+int mds_role_start(struct mds *m, const char *name, const char *addr, uint32_t interval_ms,
+		   char **argv, volatile sig_atomic_t *stop);
+uint64_t mds_role_wait_grant(void);
+void mds_role_fenced(const char *why) __attribute__((noreturn));
+void mds_role_set_state(uint8_t state);
+void mds_role_set_addr(const char *addr);
+void mds_role_stop(void);
 
 /* mds_ops.c */
 void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp);

@@ -103,6 +103,8 @@ static void *applier_main(void *arg)
 			ret = mds_store_apply_rest(m, ts[i], &rb);
 		int rret = mds_rm_batch_wait(&rb);
 		ret = ret ? ret : rret;
+		if (ret == -EPERM)
+			mds_role_fenced("an OSD refused a write (blocklisted)");
 		if (ret) {
 			log_error(SUB, "cannot apply a journaled change (%s); exiting so that "
 				  "a restart replays it", atoll_strerror(ret));
@@ -169,6 +171,8 @@ void mds_applier_stop(struct mds *m)
 
 static void apply_failed(int ret)
 {
+	if (ret == -EPERM)
+		mds_role_fenced("an OSD refused a write (blocklisted)");
 	log_error(SUB, "cannot apply a journaled change (%s); exiting so that a restart "
 		  "replays it", atoll_strerror(ret));
 	exit(1);

@@ -222,6 +222,8 @@ static void *journaler_main(void *arg)
 		for (size_t i = 0; i < n; i++)
 			journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
 		ret = journal_write(m, &e);
+		if (ret == -EPERM)
+			mds_role_fenced("an OSD refused a journal write (blocklisted)");
 		if (ret) {
 			log_error(SUB, "cannot write the journal (%s); exiting so that a "
 				  "restart replays it and the clients resend what it lost",
@@ -400,6 +402,8 @@ void mds_journal_write(struct mds *m, const struct mds_txn *t)
 {
 	int ret = journal_append(m, t);
 
+	if (ret == -EPERM)
+		mds_role_fenced("an OSD refused a journal write (blocklisted)");
 	if (ret) {
 		log_error(SUB, "cannot write the journal (%s); exiting so that a restart "
 			  "replays it", atoll_strerror(ret));

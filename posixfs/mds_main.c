@@ -39,6 +39,7 @@
 #include "mono.h"
 #include "mds.h"
 #include "msg.h"
+#include "client/client.h"
 
 #define SUB "mds"
 
@@ -581,6 +582,7 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 	mds->reconnecting = true;	/* orphans wait for the clients' re-counts */
 	pthread_mutex_unlock(&mds->lock);
 	mds_status_set_state(MDS_STATE_RECONNECT);
+	mds_role_set_state(MDS_BEACON_RECONNECT);
 	log_info(SUB, "reconnect window: waiting up to %u ms for %zu client(s) to resend "
 		 "what was not journaled", ms, n);
 	uint64_t deadline = mono_now_ms() + ms;
@@ -642,6 +644,7 @@ static void reconnect_window(struct mds *mds, unsigned ms)
 	pthread_mutex_unlock(&q.lock);
 out:
 	mds_status_set_state(MDS_STATE_ACTIVE);
+	mds_role_set_state(MDS_BEACON_ACTIVE);
 	free(rq);
 	free(back);
 	free(exp);
@@ -739,7 +742,10 @@ static void usage(FILE *f)
 		"usage: atoll-mds [options]\n"
 		"  --conf FILE        atoll.conf (default: $ATOLL_CONF, ./atoll.conf, /etc/atoll/atoll.conf)\n"
 		"  -m, --mon LIST     the monitors, IP:PORT[,IP:PORT...] (mon_host)\n"
-		"  --addr IP:PORT     where clients reach this MDS (mds_addr; default 127.0.0.1:6800)\n"
+		"  --addr IP:PORT     where clients reach this MDS once it is the active one\n"
+		"                     (mds_addr; default 127.0.0.1:6800)\n"
+		"  --name NAME        this daemon's name, mds.NAME (mds_name; [A-Za-z0-9_-];\n"
+		"                     default: from the address, e.g. 127-0-0-1-6800)\n"
 		"  --meta-pool NAME   metadata pool (mds_meta_pool; default fs_meta; created if missing)\n"
 		"  --data-pool NAME   data pool (mds_data_pool; default fs_data; created if missing)\n"
 		"  --lease-ms MS      how long clients may cache metadata (mds_lease_ms; default\n"
@@ -761,7 +767,9 @@ static void usage(FILE *f)
 		"  -h, --help         this text\n"
 		"  --version          the version, and whether this build has the test-only\n"
 		"                     fault injection (ATOLL_FAULTS, doc/testing.md)\n"
-		"The first start on an empty metadata pool creates the file system.\n");
+		"The first start on an empty metadata pool creates the file system.  Any\n"
+		"number of atoll-mds may run for the same pools: the monitors make one the\n"
+		"active one, the others wait as standbys (doc/fs-design.md).\n");
 }
 
 /* The [mds] option key of atoll.conf, a number of milliseconds up to max
@@ -800,11 +808,13 @@ int main(int argc, char **argv)
 {
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
 		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
-		   *early = NULL, *recon = NULL, *stimeout = NULL, *cache = NULL;
+		   *early = NULL, *recon = NULL, *stimeout = NULL, *cache = NULL,
+		   *name = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
 		{ "addr", required_argument, NULL, 'a' },
+		{ "name", required_argument, NULL, 'N' },
 		{ "meta-pool", required_argument, NULL, 'M' },
 		{ "data-pool", required_argument, NULL, 'D' },
 		{ "log", required_argument, NULL, 'l' },
@@ -830,6 +840,7 @@ int main(int argc, char **argv)
 		case 'c': conf_path = optarg; break;
 		case 'm': mon = optarg; break;
 		case 'a': addr = optarg; break;
+		case 'N': name = optarg; break;
 		case 'M': meta = optarg; break;
 		case 'D': data = optarg; break;
 		case 'l': logf = optarg; break;
@@ -863,6 +874,29 @@ int main(int argc, char **argv)
 		addr = config_get(conf, "mds", "mds_addr", NULL);
 	if (!addr)
 		addr = "127.0.0.1:6800";
+	if (!name)
+		name = config_get(conf, "mds", "mds_name", NULL);
+	char defname[OSDMAP_MDS_NAME_MAX + 1];
+	if (!name) {
+		/* one daemon per address: a restart there is the same daemon */
+		snprintf(defname, sizeof(defname), "%s", addr);
+		for (char *p = defname; *p; p++)
+			if (*p == '.' || *p == ':')
+				*p = '-';
+		name = defname;
+	}
+	{
+		size_t nl = strlen(name);
+		bool ok = nl >= 1 && nl <= OSDMAP_MDS_NAME_MAX;
+		for (size_t i = 0; ok && i < nl; i++)
+			ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+			     (name[i] >= '0' && name[i] <= '9') || name[i] == '_' || name[i] == '-';
+		if (!ok) {
+			fprintf(stderr, "atoll-mds: the name '%s' is not 1 to %d of [A-Za-z0-9_-]; "
+				"use e.g. --name a (the daemon mds.a)\n", name, OSDMAP_MDS_NAME_MAX);
+			goto out;
+		}
+	}
 	if (!meta)
 		meta = config_get(conf, "mds", "mds_meta_pool", NULL);
 	if (!data)
@@ -914,6 +948,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds.cache.max = (uint64_t)cache_mb << 20;
+	uint64_t beacon_ms;
+	if (!conf_ms(conf, "mds_beacon_interval_ms", 500, 60000, &beacon_ms))
+		goto out;
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.applier.gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
@@ -968,6 +1005,36 @@ int main(int argc, char **argv)
 			  mds.data_pool, atoll_strerror(ret));
 		goto out;
 	}
+	/* A standby until the monitors grant this instance the active role
+	 * (mds_role.c): it neither listens nor reads the journal before. */
+	struct sigaction sa0 = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sa0, NULL);
+	sigaction(SIGINT, &sa0, NULL);
+	if ((ret = mds_role_start(&mds, name, addr, (uint32_t)beacon_ms, argv, &g_stop))) {
+		log_error(SUB, "cannot start the beacon thread: %s", atoll_strerror(ret));
+		goto out;
+	}
+	log_info(SUB, "mds.%s (client.%llu): a standby of pools '%s' and '%s' until the "
+		 "monitors grant it the active role", name,
+		 (unsigned long long)atoll_cluster_id(mds.cl), mds.meta_pool, mds.data_pool);
+	printf("atoll-mds: standby mds.%s on %s\n", name, addr);
+	fflush(stdout);
+	uint64_t grant = mds_role_wait_grant();
+	if (!grant || g_stop) {	/* stopped as a standby (maybe granted just now) */
+		rc = 0;
+		goto out;
+	}
+	/* the grant's epoch blocklists the active before: every op from here
+	 * on carries it at least, so no OSD serves one before it refuses the
+	 * old active's (mds_role.c) */
+	if ((ret = client_wait_epoch(mds.cl, grant, 0))) {
+		log_error(SUB, "cannot get map epoch %llu: %s", (unsigned long long)grant,
+			  atoll_strerror(ret));
+		goto out;
+	}
+	log_info(SUB, "mds.%s has the active role since epoch %llu (map epoch %llu)", name,
+		 (unsigned long long)grant, (unsigned long long)atoll_cluster_epoch(mds.cl));
+	mds_role_set_state(MDS_BEACON_REPLAYING);
 	/* Listen first, so that `atoll fs status` answers "replaying" while
 	 * the namespace loads; client requests wait in the queue until the
 	 * worker loop below starts. */
@@ -984,6 +1051,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds_status_set_addr(bound);
+	mds_role_set_addr(bound);
 	snprintf(g_addr, sizeof(g_addr), "%s", bound);
 	mds_status_set_session_timeout(session_timeout_ms);
 	g_msgr = msgr;
@@ -1041,6 +1109,7 @@ int main(int argc, char **argv)
 		 "off (each change journaled before its reply)");
 	mds_status_sync(&mds);
 	mds_status_set_state(MDS_STATE_ACTIVE);
+	mds_role_set_state(MDS_BEACON_ACTIVE);
 	log_info(SUB, "serving the file system on %s", bound);
 	printf("atoll-mds: serving on %s\n", bound);
 	fflush(stdout);
@@ -1105,6 +1174,7 @@ out:
 		free(w);
 	}
 	mds_close(&mds);
+	mds_role_stop();	/* the journal is written: the role goes at once */
 	mds_sess_fini();
 	free(mds.evicted);
 	mds_lease_fini();

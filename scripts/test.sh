@@ -9,8 +9,7 @@
 #   scripts/test.sh --full   the same, but every suite under the sanitizers
 #                            too, plus a short libFuzzer run of each fuzz
 #                            target (clang); run it before calling an issue
-#                            resolved; the tests that have a long variant
-#                            run it (ATOLL_TEST_FULL=1 in their environment)
+#                            resolved
 #
 # Build folders (inside the repo, ignored by git): build-release, build-asan,
 # build-fuzz.  The suites are described in doc/testing.md.  Suites that
@@ -21,7 +20,8 @@
 #   N passed, N failed, N skipped
 # The exit code is 0 only when everything built and nothing failed.
 #
-# Environment: ATOLL_FUZZ_SECONDS (default 60) per libFuzzer target in --full.
+# Environment: ATOLL_FUZZ_SECONDS (default 60) per libFuzzer target in --full;
+# --full sets ATOLL_TEST_FULL=1 for the tests that have a long variant.
 set -uo pipefail
 
 usage() {
@@ -36,8 +36,7 @@ for a in "$@"; do
 	*) echo "test.sh: unknown option '$a'; use --full or --help" >&2; exit 2 ;;
 	esac
 done
-
-# the long variants of the tests that have one (tests/ha/mon_powercut.sh)
+# the long variants of the tests that have them (tests/ha: 5 MDS kills, not 3)
 [ $full -eq 1 ] && export ATOLL_TEST_FULL=1
 
 root=$(cd "$(dirname "$0")/.." && pwd)

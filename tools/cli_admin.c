@@ -403,6 +403,9 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "recovery (degraded and misplaced copies, rate, time left), capacity.\n",
 	  run_simple },
 	{ "df", "", "Raw capacity, and the objects and bytes of each pool.\n", run_simple },
+	{ "mds stat", "", "The MDS daemons' roles, per file system: the active one (name,\n"
+	  "address, instance, the epoch of its grant, what it does: replaying,\n"
+	  "reconnect or active) and the standbys (doc/fs-design.md).\n", run_simple },
 	{ "osd tree", "", "Hosts and their OSDs with weights and status.\n", run_simple },
 	{ "osd ls", "", "The ids of the OSDs that exist.\n", run_simple },
 	{ "osd dump", "", "The whole current cluster map.\n", run_simple },

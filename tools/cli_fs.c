@@ -9,10 +9,12 @@
  * It links the MDS protocol library (posixfs/mds_proto.c) and the
  * internal messenger (lib/msg.h) and config reader (lib/config.h), and
  * asks the MDS with one MT_MDS_STATUS message.  The MDS is found through
- * --mds IP:PORT (or -o mds=IP:PORT, as atoll-fuse takes it), else
- * mds_addr of the configuration ([mds] or [global]).  Only the status
- * message is sent, never a client request, so the MDS does not count
- * this command as a client.
+ * --mds IP:PORT (or -o mds=IP:PORT, as atoll-fuse takes it), else the
+ * active MDS the monitors name (`mds stat`: active, standbys, the
+ * grant's epoch and what each said it does, which is printed first),
+ * else mds_addr of the configuration ([mds] or [global]).  Only the
+ * status message is sent, never a client request, so the MDS does not
+ * count this command as a client.
  */
 #include "cli.h"
 
@@ -59,6 +61,61 @@ static int find_mds(struct cli *cl, const char *opt, char *out, size_t len)
 	return 0;
 }
 
+/* The monitors' `mds stat` (JSON; NULL when it cannot be had: an older
+ * monitor, none reachable). */
+static cJSON *mds_roles(struct cli *cl)
+{
+	char *out = NULL, *status = NULL;
+	cJSON *j = NULL;
+
+	if (cli_connect(cl) == 0 &&
+	    atoll_mon_command(cl->c, "{\"prefix\":\"mds stat\",\"format\":\"json\"}", &status,
+			      &out, NULL) == 0)
+		j = cJSON_Parse(out);
+	atoll_free(out);
+	atoll_free(status);
+	return j;
+}
+
+/* The first file system's active MDS's address from roles, or NULL. */
+static const char *roles_active_addr(cJSON *roles, cJSON **fs_out)
+{
+	cJSON *fss = cJSON_GetObjectItem(roles, "filesystems");
+	cJSON *fs = cJSON_GetArrayItem(fss, 0);
+	cJSON *act = cJSON_GetObjectItem(fs, "active");
+	cJSON *addr = cJSON_GetObjectItem(act, "addr");
+
+	*fs_out = fs;
+	return cJSON_IsString(addr) ? addr->valuestring : NULL;
+}
+
+static void print_roles_plain(cJSON *roles)
+{
+	cJSON *fs;
+
+	cJSON_ArrayForEach(fs, cJSON_GetObjectItem(roles, "filesystems")) {
+		cJSON *act = cJSON_GetObjectItem(fs, "active"), *sb;
+		const char *mp = cJSON_GetStringValue(cJSON_GetObjectItem(fs, "meta_pool"));
+		const char *dp = cJSON_GetStringValue(cJSON_GetObjectItem(fs, "data_pool"));
+
+		printf("file system %s+%s:\n", mp ? mp : "?", dp ? dp : "?");
+		if (cJSON_IsObject(act))
+			printf("  active:   mds.%s at %s (client.%s), granted in epoch %.0f, %s\n",
+			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "name")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "addr")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "instance")),
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(fs, "grant_epoch")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "state")));
+		else
+			printf("  active:   none (a standby takes over within mds_beacon_grace)\n");
+		cJSON_ArrayForEach(sb, cJSON_GetObjectItem(fs, "standbys"))
+			printf("  standby:  mds.%s at %s (client.%s)\n",
+			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "name")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "addr")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "instance")));
+	}
+}
+
 /* Sends MT_MDS_STATUS to addr and decodes the answer into st. */
 static int ask_status(const char *addr, struct mds_status *st)
 {
@@ -91,11 +148,19 @@ static void add_u64(cJSON *o, const char *k, uint64_t v)
 	cJSON_AddRawToObject(o, k, buf);
 }
 
-static void print_json(const struct mds_status *st)
+static void print_json(const struct mds_status *st, cJSON *fs)
 {
 	cJSON *o = cJSON_CreateObject(), *j, *cs, *ops;
 	char *s;
 
+	if (fs) {
+		/* the monitors' view: active, standbys, grant epoch */
+		cJSON_AddItemToObject(o, "active", cJSON_Duplicate(cJSON_GetObjectItem(fs, "active"), 1));
+		cJSON_AddItemToObject(o, "standbys",
+				      cJSON_Duplicate(cJSON_GetObjectItem(fs, "standbys"), 1));
+		cJSON_AddNumberToObject(o, "grant_epoch",
+					cJSON_GetNumberValue(cJSON_GetObjectItem(fs, "grant_epoch")));
+	}
 	cJSON_AddStringToObject(o, "addr", st->addr);
 	cJSON_AddStringToObject(o, "state", mds_state_name(st->state));
 	add_u64(o, "uptime_ms", st->uptime_ms);
@@ -240,9 +305,30 @@ static int run_status(struct cli *cl, const struct cli_cmd *cmd, int argc, char 
 		else
 			return cli_usage(cmd, "unexpected argument '%s'", argv[i]);
 	}
-	ret = find_mds(cl, opt, addr, sizeof(addr));
-	if (ret)
-		return ret;
+	cJSON *roles = mds_roles(cl), *fs = NULL;
+	const char *act = roles ? roles_active_addr(roles, &fs) : NULL;
+	if (!opt && act) {
+		snprintf(addr, sizeof(addr), "%s", act);
+	} else if (!opt && fs) {
+		/* file systems known, none active now: say who waits */
+		if (cl->json) {
+			char *s = cJSON_PrintUnformatted(roles);
+			printf("%s\n", s ? s : "{}");
+			free(s);
+		} else {
+			print_roles_plain(roles);
+		}
+		cJSON_Delete(roles);
+		return CLI_EXIT_CONNECT;
+	} else {
+		ret = find_mds(cl, opt, addr, sizeof(addr));
+		if (ret) {
+			cJSON_Delete(roles);
+			return ret;
+		}
+	}
+	if (!cl->json && fs)
+		print_roles_plain(roles);
 	ret = ask_status(addr, &st);
 	if (ret) {
 		if (ret == -EINVAL)
@@ -250,13 +336,15 @@ static int run_status(struct cli *cl, const struct cli_cmd *cmd, int argc, char 
 		else
 			cli_err("the MDS at %s does not answer: %s; is it running? "
 				"(atoll-cluster status shows it)", addr, atoll_strerror(ret));
+		cJSON_Delete(roles);
 		return ret == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_CONNECT;
 	}
 	if (cl->json)
-		print_json(&st);
+		print_json(&st, fs);
 	else
 		print_plain(&st);
 	free(st.clients);
+	cJSON_Delete(roles);
 	return CLI_EXIT_OK;
 }
 
@@ -267,8 +355,12 @@ const struct cli_cmd cli_fs_cmds[] = {
 	  "(atoll-fuse mounts) with their ids, the inode count, the journal position\n"
 	  "(segment, entries, byte offset, last sequence number), the requests it\n"
 	  "served (in all, per op, per client) and the leases it holds for clients'\n"
-	  "caches (granted, revoked, revokes not acked in time).  The MDS is --mds IP:PORT (or -o mds=IP:PORT), else\n"
-	  "mds_addr of the configuration.  Exit status 4 when the MDS does not answer.\n",
+	  "caches (granted, revoked, revokes not acked in time); first, what the\n"
+	  "monitors say: the active MDS (name, address, instance, the epoch of its\n"
+	  "grant, and replaying/reconnect/active), and the standbys.  The MDS asked is\n"
+	  "--mds IP:PORT (or -o mds=IP:PORT), else the active one, else mds_addr of the\n"
+	  "configuration.  Exit status 4 when the MDS does not answer (or none is\n"
+	  "active).\n",
 	  run_status },
 	{ NULL, NULL, NULL, NULL },
 };

@@ -75,7 +75,11 @@ static const char usage_text[] =
 "                      it again (same address and data), or kill it with\n"
 "                      SIGKILL; without NAME stop and kill pick the leader\n"
 "                      (and print its name), start starts every stopped one\n"
-"  mds stop|start|kill  the same for atoll-mds\n"
+"  mds stop|kill [NAME] stop an atoll-mds cleanly (SIGTERM) or kill it with\n"
+"                      SIGKILL: mds.a, mds.b, ...; without NAME the active one\n"
+"                      (a standby takes over)\n"
+"  mds start [NAME]    start it again (it becomes a standby while another one\n"
+"                      is active); without NAME every stopped one\n"
 "\n"
 "options:\n"
 "  --dir D        the cluster's folder (default: $ATOLL_CLUSTER_DIR or ./atoll-cluster)\n"
@@ -95,9 +99,12 @@ static const char usage_text[] =
 "  --timeout S    seconds to wait for each daemon and for HEALTH_OK (default 60)\n"
 "  --no-nbd       with up: do not start atoll-nbd (by default one serves the\n"
 "                 default pool's images on 127.0.0.2, see doc/nbd.md)\n"
-"  --no-mds       with up: no file system (by default up creates the pools\n"
-"                 fs_meta and fs_data and starts atoll-mds on 127.0.0.2; its\n"
-"                 address is mds_addr in [mds] of atoll.conf; see doc/fs.md)\n"
+"  --mds N        with up: N atoll-mds daemons for the file system (default 2:\n"
+"                 mds.a on 127.0.0.2 becomes the active one, mds.b on the next\n"
+"                 host a standby; clients find the active one in the map; with\n"
+"                 one, [mds] mds_addr of atoll.conf names it; see doc/fs.md)\n"
+"  --no-mds       with up: no file system (--mds 0; by default up creates the\n"
+"                 pools fs_meta and fs_data)\n"
 "  --purge        with down: remove the cluster's folder too\n"
 "  --host H       with osd add: the host index for the new OSD\n"
 "  --format json  with status: JSON\n"
@@ -112,7 +119,7 @@ static const char usage_text[] =
 int main(int argc, char **argv)
 {
 	enum { O_DIR = 256, O_OSDS, O_MONS, O_HOSTS, O_SIZE, O_POOL, O_PG, O_SET, O_TIMEOUT,
-	       O_PURGE, O_HOST, O_FORMAT, O_VERSION, O_NO_NBD, O_NO_MDS };
+	       O_PURGE, O_HOST, O_FORMAT, O_VERSION, O_NO_NBD, O_NO_MDS, O_MDS };
 	static const struct option lopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "osds", required_argument, NULL, O_OSDS },
@@ -126,6 +133,7 @@ int main(int argc, char **argv)
 		{ "purge", no_argument, NULL, O_PURGE },
 		{ "no-nbd", no_argument, NULL, O_NO_NBD },
 		{ "no-mds", no_argument, NULL, O_NO_MDS },
+		{ "mds", required_argument, NULL, O_MDS },
 		{ "host", required_argument, NULL, O_HOST },
 		{ "format", required_argument, NULL, O_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
@@ -134,7 +142,7 @@ int main(int argc, char **argv)
 	};
 	struct cl_opts o = {
 		.osds = 3, .mons = 3, .hosts = -1, .size = "10G", .pool = "default",
-		.timeout = 60, .host = -1,
+		.timeout = 60, .host = -1, .mds = 2,
 	};
 	const char *cmd, *env = getenv("ATOLL_CLUSTER_DIR");
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -194,7 +202,15 @@ int main(int argc, char **argv)
 			break;
 		case O_PURGE: o.purge = true; break;
 		case O_NO_NBD: o.no_nbd = true; break;
-		case O_NO_MDS: o.no_mds = true; break;
+		case O_NO_MDS: o.no_mds = true; o.mds = 0; break;
+		case O_MDS:
+			o.mds = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || o.mds < 0 || o.mds > 26) {
+				cl_err("--mds '%s' is not a number of MDS daemons from 0 to 26",
+				       optarg);
+				return 2;
+			}
+			break;
 		case O_HOST: o.host = (int)strtol(optarg, &end, 10);
 			if (*end || o.host < 0) goto bad_number;
 			break;
@@ -239,12 +255,12 @@ int main(int argc, char **argv)
 		return cl_cmd_osd(&o, argv[optind + 1], argv[optind + 2]);
 	if (strcmp(cmd, "mon") == 0 && optind + 2 <= argc && optind + 3 >= argc)
 		return cl_cmd_mon(&o, argv[optind + 1], argv[optind + 2]);
-	if (strcmp(cmd, "mds") == 0 && optind + 2 == argc)
-		return cl_cmd_single(&o, cmd, argv[optind + 1]);
+	if (strcmp(cmd, "mds") == 0 && (optind + 2 == argc || optind + 3 == argc))
+		return cl_cmd_mds(&o, argv[optind + 1], optind + 3 == argc ? argv[optind + 2] : NULL);
 	cl_err("unknown command '%s'%s; see: atoll-cluster --help", cmd,
 	       strcmp(cmd, "osd") == 0 ? " (osd add|stop|start|kill|replace|rm N)" :
 	       strcmp(cmd, "mon") == 0 ? " (mon stop|start|kill [NAME])" :
-	       strcmp(cmd, "mds") == 0 ? " (mds stop|start|kill)" : "");
+	       strcmp(cmd, "mds") == 0 ? " (mds stop|start|kill [NAME])" : "");
 	return 2;
 
 bad_number:

@@ -30,7 +30,7 @@
 
 enum cl_kind { CL_MON = 1, CL_OSD = 2, CL_NBD = 3, CL_MDS = 4 };
 #define CL_NBD_NAME	"nbd"		/* the one atoll-nbd `up` starts */
-#define CL_MDS_NAME	"mds"		/* the one atoll-mds `up` starts */
+#define CL_MDS_NAME	"mds.a"		/* the first atoll-mds `up` starts */
 #define CL_FS_META_POOL	"fs_meta"	/* the file system's pools (atoll-mds's defaults) */
 #define CL_FS_DATA_POOL	"fs_data"
 
@@ -68,6 +68,7 @@ struct cl_opts {
 	bool purge;
 	bool no_nbd;			/* up: start no atoll-nbd */
 	bool no_mds;			/* up: start no atoll-mds (no file system) */
+	int mds;			/* up: atoll-mds daemons (mds.a, mds.b, ...) */
 	bool json;
 	int host;			/* osd add --host H; -1 = id % hosts */
 	int nsets;
@@ -134,8 +135,17 @@ int cl_cmd_up(struct cl_opts *o);
 int cl_cmd_down(struct cl_opts *o);
 int cl_cmd_status(struct cl_opts *o);
 int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg);
-/* `mon|mds stop|start|kill`: what is "mon" or "mds". */
-int cl_cmd_single(struct cl_opts *o, const char *what, const char *verb);
+
+/* cluster_mds.c: the MDS daemons (mds.a, mds.b, ...) */
+/* Creates the file system's pools and adds o->mds daemons to the state. */
+int cl_mds_add(struct cl_state *st, const struct cl_opts *o);
+int cl_mds_start_all(struct cl_state *st, int timeout_s);
+int cl_mds_stop_all(struct cl_state *st, int timeout_s);
+/* cl_start_daemon's wait for a started atoll-mds (see the file). */
+int cl_mds_wait_started(const struct cl_state *st, const struct cl_daemon *d, pid_t pid,
+			int timeout_s, const char *log, long from);
+/* `mds stop|start|kill [NAME]` */
+int cl_cmd_mds(struct cl_opts *o, const char *verb, const char *name);
 
 /* Output helpers (stderr, prefixed "atoll-cluster: "). */
 void cl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

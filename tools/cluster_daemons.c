@@ -163,9 +163,11 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 				       "--pool", st->pool, NULL };
 		ret = cl_spawn(argv, log, &pid);
 	} else if (d->kind == CL_MDS) {
-		/* atoll-mds --conf D/atoll.conf --addr IP:PORT --log D/log/mds.log
-		 * (its log and its stdout/stderr share the file, both appending) */
+		/* atoll-mds --conf D/atoll.conf --addr IP:PORT --name X
+		 * --log D/log/mds.X.log (its log and its stdout/stderr share
+		 * the file, both appending) */
 		const char *argv[] = { bin, "--conf", conf, "--addr", addr,
+				       "--name", strncmp(d->name, "mds.", 4) ? d->name : d->name + 4,
 				       "--log", log, NULL };
 		ret = cl_spawn(argv, log, &pid);
 	} else {
@@ -180,16 +182,8 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	for (int i = 0; i < 100 && cl_proc_start_time(pid, &d->start) != 0; i++)
 		usleep(1000);
 	if (d->kind == CL_MDS) {
-		/* it listens before it has loaded the namespace: ready is the
-		 * line it prints after (atoll-mds: serving on IP:PORT) */
-		char where[64];
-
-		ret = cl_wait_line(d, pid, timeout_s, log, from, "atoll-mds: serving on ",
-				   where, sizeof(where));
-		if (ret == 0 && strcmp(where, addr) != 0) {
-			cl_err("%s serves on %s, not on %s as asked", d->name, where, addr);
-			ret = -EADDRNOTAVAIL;
-		}
+		/* a standby, or (the only one) active: cluster_mds.c */
+		ret = cl_mds_wait_started(st, d, pid, timeout_s, log, from);
 	} else {
 		ret = cl_wait_listening(d, pid, timeout_s, log);
 	}

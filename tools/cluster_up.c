@@ -190,85 +190,10 @@ static int stop_named(struct cl_state *st, const char *name, int timeout_s)
 /* The daemons that use the cluster as clients go first. */
 static int stop_clients(struct cl_state *st, int timeout_s)
 {
-	int a = stop_named(st, CL_MDS_NAME, timeout_s);
+	int a = cl_mds_stop_all(st, timeout_s);
 	int b = stop_named(st, CL_NBD_NAME, timeout_s);
 
 	return a ? a : b;
-}
-
-static int append_mds_conf(const struct cl_state *st, const struct cl_daemon *d)
-{
-	char path[PATH_MAX + 16];
-	FILE *f;
-
-	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
-	f = fopen(path, "a");
-	if (!f) {
-		cl_err("cannot write '%s': %s", path, strerror(errno));
-		return -errno;
-	}
-	fprintf(f, "\n[mds]\nmds_addr = %s:%d\n", d->ip, d->port);
-	return fclose(f) == 0 ? 0 : -EIO;
-}
-
-/* Creates the file system's pools of a new cluster, and adds its one
- * atoll-mds to the state and atoll.conf (not when the binary is missing);
- * start_mds() starts it once the pools are healthy. */
-static int add_mds(struct cl_state *st, const struct cl_opts *o)
-{
-	struct cl_daemon *d;
-	char bin[PATH_MAX];
-	int port, ret, osds = 0;
-
-	if (cl_find_binary("atoll-mds", bin, sizeof(bin))) {
-		cl_info("atoll-mds is not built; starting no file system");
-		return 0;
-	}
-	if (st->n >= CL_MAX_DAEMONS) {
-		cl_err("a local cluster holds at most %d daemons", CL_MAX_DAEMONS);
-		return -E2BIG;
-	}
-	for (int i = 0; i < st->n; i++)
-		osds += st->d[i].kind == CL_OSD;
-	/* made here rather than by atoll-mds so that their size fits the
-	 * cluster (atoll-mds would make them with the monitor's defaults) */
-	ret = cl_create_pool(st, CL_FS_META_POOL, osds, o->pg ? o->pg : 16, o->timeout);
-	if (ret == 0)
-		ret = cl_create_pool(st, CL_FS_DATA_POOL, osds, o->pg ? o->pg : 32, o->timeout);
-	if (ret)
-		return ret;
-	d = &st->d[st->n];
-	memset(d, 0, sizeof(*d));
-	snprintf(d->name, sizeof(d->name), "%s", CL_MDS_NAME);
-	d->kind = CL_MDS;
-	d->host = 0;
-	host_ip(0, d->ip, sizeof(d->ip));
-	port = cl_free_port(d->ip);
-	if (port < 0) {
-		cl_err("no free port on %s: %s", d->ip, strerror(-port));
-		return port;
-	}
-	d->port = port;
-	st->n++;
-	ret = append_mds_conf(st, d);
-	if (ret == 0)
-		ret = cl_state_save(st);
-	return ret;
-}
-
-/* Starts the MDS of the state (if any) after the cluster is healthy: it
- * reads and writes its pools as it starts, and waits on PGs that are
- * not active yet would eat into its start timeout. */
-static int start_mds(struct cl_state *st, int timeout_s)
-{
-	struct cl_daemon *d = cl_state_find(st, CL_MDS_NAME);
-	int ret;
-
-	if (!d)
-		return 0;
-	ret = cl_start_daemon(st, d, timeout_s);
-	cl_state_save(st);
-	return ret;
 }
 
 /* Adds and starts the one atoll-nbd of a new cluster (not when the
@@ -310,13 +235,15 @@ static int add_nbd(struct cl_state *st, int timeout_s)
 static void print_usage_hint(struct cl_state *st, int osds)
 {
 	const struct cl_daemon *nbd = cl_state_find(st, CL_NBD_NAME);
-	const struct cl_daemon *mds = cl_state_find(st, CL_MDS_NAME);
+	const struct cl_daemon *mds = NULL;
+	int nmds = 0, mons = 0;
 	char mon[CL_MON_ADDRS];
 
-	int mons = 0;
-
-	for (int i = 0; i < st->n; i++)
+	for (int i = 0; i < st->n; i++) {
+		if (st->d[i].kind == CL_MDS && !nmds++)
+			mds = &st->d[i];
 		mons += st->d[i].kind == CL_MON;
+	}
 	cl_mon_addr(st, mon, sizeof(mon));
 	printf("atoll-cluster: HEALTH_OK: %d monitor%s (%s), %d OSD%s on %d host%s",
 	       mons, mons == 1 ? "" : "s", mon, osds, osds == 1 ? "" : "s", st->hosts,
@@ -337,11 +264,12 @@ static void print_usage_hint(struct cl_state *st, int osds)
 		       "  atoll image create %s disk1 --size 1G && nbdinfo nbd://%s:%d/disk1\n",
 		       st->pool, nbd->ip, nbd->port, st->pool, nbd->ip, nbd->port);
 	if (mds)
-		printf("The file system (atoll-mds at %s:%d):\n"
+		printf("The file system (%d atoll-mds: %s at %s:%d%s):\n"
 		       "  mkdir -p MNT && atoll-fuse MNT -o conf=%s/%s\n"
 		       "  atoll fs status\n"
 		       "  fusermount3 -u MNT          (unmount it)\n",
-		       mds->ip, mds->port, st->dir, CL_CONF_FILE);
+		       nmds, mds->name, mds->ip, mds->port,
+		       nmds > 1 ? " active, the others standbys" : "", st->dir, CL_CONF_FILE);
 	printf("Stop it:\n"
 	       "  atoll-cluster down --dir %s          (add --purge to remove it)\n",
 	       st->dir);
@@ -379,7 +307,7 @@ static int restart(struct cl_state *st, struct cl_opts *o)
 	if (ret == 0)
 		ret = cl_wait_health(st, o->timeout, false);
 	if (ret == 0)
-		ret = start_mds(st, o->timeout);
+		ret = cl_mds_start_all(st, o->timeout);
 	return ret;
 }
 
@@ -509,13 +437,13 @@ int cl_cmd_up(struct cl_opts *o)
 		}
 	}
 	if (!o->no_mds) {
-		ret = add_mds(st, o);
+		ret = cl_mds_add(st, o);
 		if (ret)
 			goto out_rollback;
 	}
 	ret = cl_wait_health(st, o->timeout, false);
 	if (ret == 0)
-		ret = start_mds(st, o->timeout);
+		ret = cl_mds_start_all(st, o->timeout);
 	if (ret == 0)
 		print_usage_hint(st, o->osds);
 

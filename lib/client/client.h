@@ -22,6 +22,7 @@
 
 struct config;
 struct msgr;
+struct msg;
 struct msg_conn;
 struct osdmap;
 
@@ -244,6 +245,14 @@ void client_resubscribe(struct atoll_cluster *c);
 /* Waits (up to timeout_ms, 0 = forever) until the map is at least
  * epoch; 0 or -ETIMEDOUT. */
 int client_wait_epoch(struct atoll_cluster *c, uint64_t epoch, uint64_t timeout_ms);
+/* For atoll-mds (which links the client statically): a call to the
+ * monitors' leader (monc_call: fn runs once, on the loop thread; resent
+ * across monitor sessions until timeout_ms), -ENOTCONN before
+ * atoll_cluster_connect; and a copy of the current map (*out NULL before
+ * the first), -ENOMEM. */
+int client_mon_call(struct atoll_cluster *c, struct msg *m, uint32_t timeout_ms,
+		    void (*fn)(void *arg, struct msg *reply, int err), void *arg);
+int client_map_copy(struct atoll_cluster *c, struct osdmap **out);
 /* The value of "key": N in a JSON text (top level or not: the first
  * occurrence), or -ENOENT. */
 int client_json_u64(const char *json, size_t len, const char *key, uint64_t *out);

@@ -607,6 +607,29 @@ out_free_reply:
 	return r;
 }
 
+int client_mon_call(struct atoll_cluster *c, struct msg *m, uint32_t timeout_ms,
+		    void (*fn)(void *arg, struct msg *reply, int err), void *arg)
+{
+	if (!c->connected || !c->monc) {
+		msg_free(m);
+		return -ENOTCONN;
+	}
+	/* to the leader, resent across sessions until the timeout */
+	return monc_call(c->monc, m, timeout_ms, 0, fn, arg);
+}
+
+int client_map_copy(struct atoll_cluster *c, struct osdmap **out)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&c->lock);
+	*out = c->map ? osdmap_clone(c->map) : NULL;
+	if (c->map && !*out)
+		r = -ENOMEM;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 int atoll_cluster_wait_for_latest_map(struct atoll_cluster *c)
 {
 	char *out = NULL;

@@ -19,14 +19,14 @@ atoll_cli=${3:?}
 . "$(dirname "$0")/lib.sh"
 fs_prepare
 step "cluster: three OSDs of 512 MiB and the MDS"
-"$cluster_bin" up --dir "$cdir" --size 512M --pg 16 --no-nbd --set osd_mkfs_prefill=false \
+"$cluster_bin" up --dir "$cdir" --size 512M --pg 16 --no-nbd --mds 1 --set osd_mkfs_prefill=false \
 	--set mon_osd_nearfull_ratio=0.8 --set mon_osd_backfillfull_ratio=0.85 \
 	--set mon_osd_full_ratio=0.9 \
 	>"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
 mnt=$tmp/m
 mount_fs "$mnt" "$tmp/fuse.log"
 
-mds_pid=$(awk '$1 == "daemon" && $2 == "mds" { print $8 }' "$cdir/cluster.state")
+mds_pid=$(awk '$1 == "daemon" && $2 == "mds.a" { print $8 }' "$cdir/cluster.state")
 [ -n "$mds_pid" ] || fail "no MDS in $cdir/cluster.state"
 
 step "800 MiB into 3 x 512 MiB stores"
@@ -34,7 +34,7 @@ if timeout 300 dd if=/dev/urandom of="$mnt/big" bs=4M count=200 conv=fsync 2>"$t
 	fail "dd of 800 MiB onto three 512 MiB OSDs succeeded"
 fi
 grep -q 'No space left on device' "$tmp/dd.err" || fail "dd failed otherwise: $(cat "$tmp/dd.err")"
-kill -0 "$mds_pid" 2>/dev/null || fail "the MDS exited on the full cluster: $(tail -n 3 "$cdir/log/mds.log")"
+kill -0 "$mds_pid" 2>/dev/null || fail "the MDS exited on the full cluster: $(tail -n 3 "$cdir/log/mds.a.log")"
 if grep -h -E 'a write failed in the store|applying (a replicated write|recovered data) failed' \
 	"$cdir"/log/osd.*.log >&2; then
 	fail "a store refused a write: see above"
@@ -51,7 +51,7 @@ done
 timeout 30 mkdir "$mnt/d" || fail "mkdir on the full cluster"
 timeout 30 touch "$mnt/d/empty" || fail "an empty file on the full cluster"
 timeout 30 rm "$mnt/big" || fail "rm on the full cluster"
-kill -0 "$mds_pid" 2>/dev/null || fail "the MDS exited on the full cluster: $(tail -n 3 "$cdir/log/mds.log")"
+kill -0 "$mds_pid" 2>/dev/null || fail "the MDS exited on the full cluster: $(tail -n 3 "$cdir/log/mds.a.log")"
 avail=0
 for _ in $(seq 1 60); do
 	avail=$(df -B1M --output=avail "$mnt" | tail -n 1 | tr -d ' ')

@@ -32,7 +32,7 @@ atoll_cli=${3:?}
 # journal entries wait up to 1.5 s for others (default 10 ms): the fsync
 # step below shows that an fsync does not wait for that
 fs_setup --set mds_session_timeout_ms=2000 --set mds_journal_gather_ms=1500
-mds_log=$cdir/log/mds.log
+mds_log=$cdir/log/mds.a.log
 MiB=$((1024 * 1024))
 GiB=$((1024 * MiB))
 

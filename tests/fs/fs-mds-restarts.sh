@@ -55,7 +55,7 @@ journaled() {
 window_over() {	# waits for the N-th "reconnect window over" in the MDS log
 	local _
 	for _ in $(seq 1 300); do
-		[ "$(grep -c "reconnect window over" "$cdir/log/mds.log")" -ge "$1" ] && return 0
+		[ "$(grep -c "reconnect window over" "$cdir/log/mds.a.log")" -ge "$1" ] && return 0
 		sleep 0.1
 	done
 	fail "the restarted MDS's reconnect window did not end"
@@ -73,7 +73,7 @@ ino_empty=$(stat -c %i "$A/t/empty") ino_full=$(stat -c %i "$A/t/full")
 for _ in $(seq 1 50); do [ "$(dirobj "$ino_full")" = 1 ] && break; sleep 0.1; done
 [ "$(dirobj "$ino_full")" = 1 ] || fail "a directory with an entry has no object"
 [ "$(dirobj "$ino_empty")" = 0 ] || fail "a directory that never had entries has an object"
-nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.a.log")
 mds kill
 mds start	# a cold cache: parents come from the inode records
 window_over $((nw + 1))
@@ -120,7 +120,7 @@ for i in range(1, 3001):
 PY
 burst=$!
 for _ in $(seq 1 200); do [ "$(cat "$tmp/burst.n" 2>/dev/null || echo 0)" -ge 600 ] && break; sleep 0.05; done
-nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.a.log")
 mds kill
 mds start
 wait $burst || fail "the burst of creates failed across the restart: $(cat "$tmp/burst.err")"
@@ -145,7 +145,7 @@ exec 3<"$B/held"
 rm "$A/held"
 [ ! -e "$B/held" ] || fail "the unlinked file is still visible"
 journaled "$A" "$B"	# the unlink, and mount 2's rm -r above, are in the journal
-nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.a.log")
 mds kill
 mds start	# atoll-cluster must not pass fd 3 on to the MDS (it would hold the file)
 window_over $((nw + 1))
@@ -153,7 +153,7 @@ sleep 1
 [ -n "$(objs_of "$ino")" ] || fail "the restarted MDS purged the data of a file mount 2 holds open"
 cmp - "$tmp/held.src" <&3 || fail "the open descriptor no longer reads the unlinked file after the MDS restart"
 grep -q "1 unlinked file(s) open before the restart: 0 removed with their data, 1 still open" \
-	"$cdir/log/mds.log" || fail "the MDS did not report the re-opened orphan: $(grep unlinked "$cdir/log/mds.log")"
+	"$cdir/log/mds.a.log" || fail "the MDS did not report the re-opened orphan: $(grep unlinked "$cdir/log/mds.a.log")"
 exec 3<&-
 for _ in $(seq 1 100); do [ -z "$(objs_of "$ino")" ] && break; sleep 0.2; done
 [ -z "$(objs_of "$ino")" ] || fail "the unlinked file's data was not purged within 20 s of its last close"
@@ -164,7 +164,7 @@ ino=$(stat -c %i "$A/held2")
 exec 3<"$B/held2"
 rm "$A/held2"
 journaled "$A"	# found unlinked by the restarted MDS, not resent to it
-nw=$(grep -c "reconnect window over" "$cdir/log/mds.log")
+nw=$(grep -c "reconnect window over" "$cdir/log/mds.a.log")
 mds kill
 exec 3<&-
 mds start

@@ -26,7 +26,7 @@ atoll_cli=${3:?}
 # what doc/fs.md promises: gone at most 10 s after the unmount
 EXIT_BOUND=10
 fs_setup
-mds_log=$cdir/log/mds.log
+mds_log=$cdir/log/mds.a.log
 
 mds() { "$cluster_bin" mds "$1" --dir "$cdir" >>"$tmp/mds-cmd.log" 2>&1 || { cat "$tmp/mds-cmd.log" >&2; fail "atoll-cluster mds $1"; }; }
 fsj() { "$atoll_cli" fs status --format json >"$tmp/fs.json" || fail "atoll fs status failed"; }

@@ -18,7 +18,7 @@ cleanup() { fusermount3 -u "$m" 2>/dev/null; atoll-cluster down --dir "$c" --pur
 fail() { echo "FAIL: $*"; cleanup; exit 1; }
 trap cleanup INT TERM
 mount_it() { "$B/posixfs/atoll-fuse" "$m" -o "conf=$c/atoll.conf" || fail "mount"; }
-atoll-cluster up --dir "$c" >/dev/null 2>&1 || fail "atoll-cluster up"
+atoll-cluster up --dir "$c" --mds 1 >/dev/null 2>&1 || fail "atoll-cluster up"
 atoll-cluster mds stop --dir "$c" >/dev/null 2>&1
 ATOLL_BIN_DIR=$old atoll-cluster mds start --dir "$c" >/dev/null 2>&1 || fail "the old MDS"
 mkdir -p "$m"
@@ -29,7 +29,7 @@ sleep 1	# applied
 mkdir "$m/a/g" && touch "$m/a/g/h" && mkdir "$m/a/g/i" || fail "the old MDS's changes"
 atoll-cluster mds kill --dir "$c" >/dev/null 2>&1
 atoll-cluster mds start --dir "$c" >/dev/null 2>&1 || fail "the new MDS"
-grep "replayed" "$c/log/mds.log" | tail -n 1
+grep "replayed" "$c/log/mds.a.log" | tail -n 1
 fusermount3 -u "$m"
 atoll-cluster mds stop --dir "$c" >/dev/null 2>&1	# again, cold: records of the replay
 atoll-cluster mds start --dir "$c" >/dev/null 2>&1 || fail "the new MDS again"

@@ -23,16 +23,16 @@ atoll_cli=${4:?usage: $0 ATOLL-CLUSTER ATOLL-MDS ATOLL-FUSE ATOLL}
 . "$(dirname "$0")/lib.sh"
 [ -x "$mds_bin" ] || skip "atoll-mds is not built"
 fs_prepare
-mds_log=$cdir/log/mds.log
+mds_log=$cdir/log/mds.a.log
 
 step "cluster (with its MDS)"
-"$cluster_bin" up --dir "$cdir" --size 1G >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
+"$cluster_bin" up --dir "$cdir" --size 1G --mds 1 >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
 grep -q "atoll-fuse MNT -o conf=$conf" "$tmp/up.log" || fail "up did not say how to mount: $(cat "$tmp/up.log")"
-mds_addr=$(awk '$1 == "daemon" && $2 == "mds" { print $6 ":" $7 }' "$cdir/cluster.state")
+mds_addr=$(awk '$1 == "daemon" && $2 == "mds.a" { print $6 ":" $7 }' "$cdir/cluster.state")
 [ -n "$mds_addr" ] || fail "atoll-cluster up started no MDS: $(cat "$cdir/cluster.state")"
 grep -q "^mds_addr = $mds_addr\$" "$conf" || fail "atoll.conf does not name the MDS ($mds_addr)"
 alive() { [ -d /proc/$1 ] && ! grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }
-mds_pid() { awk '$1 == "daemon" && $2 == "mds" { print $8 }' "$cdir/cluster.state"; }
+mds_pid() { awk '$1 == "daemon" && $2 == "mds.a" { print $8 }' "$cdir/cluster.state"; }
 mds() { "$cluster_bin" mds "$1" --dir "$cdir" >>"$tmp/mds-cmd.log" 2>&1 || { cat "$tmp/mds-cmd.log" >&2; fail "atoll-cluster mds $1"; }; }
 
 # fsq EXPR: `atoll fs status --format json` as j; fails unless EXPR holds.
@@ -323,7 +323,7 @@ settle >/dev/null
 exec 7<"$A/lp"
 sync
 echo 1 >/proc/sys/vm/drop_caches
-mpid=$("$cluster_bin" status --dir "$cdir" | awk '$1 == "mds" { print $4 }')
+mpid=$("$cluster_bin" status --dir "$cdir" | awk '$1 == "mds.a" { print $4 }')
 [ -n "$mpid" ] || fail "no MDS pid in atoll-cluster status"
 kill -STOP "$mpid"
 lpids=()
@@ -779,7 +779,7 @@ for p in $pids; do
 done
 "$atoll_cli" fs status >/dev/null 2>&1 && fail "fs status answers after down"
 "$cluster_bin" up --dir "$cdir" >"$tmp/up2.log" 2>&1 || { cat "$tmp/up2.log"; fail "up of the stopped cluster"; }
-[ "$(awk '$1 == "daemon" && $2 == "mds" { print $6 ":" $7 }' "$cdir/cluster.state")" = "$mds_addr" ] ||
+[ "$(awk '$1 == "daemon" && $2 == "mds.a" { print $6 ":" $7 }' "$cdir/cluster.state")" = "$mds_addr" ] ||
 	fail "the MDS moved from $mds_addr"
 fsq "j['state'] == 'active' and j['inodes'] == $inodes1 and j['num_clients'] == 0"
 mount_fs "$A" "$tmp/fuse3.log"

@@ -58,7 +58,7 @@ fs_cleanup() {
 	[ -f "$cdir/cluster.state" ] && "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1
 	if [ $rc -ne 0 ]; then
 		echo "---- tail of the MDS log" >&2
-		tail -n 30 "$cdir/log/mds.log" >&2 2>/dev/null
+		tail -n 30 "$cdir/log/mds.a.log" >&2 2>/dev/null
 		for f in "$tmp"/fuse*.log; do [ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }; done
 	fi
 	if [ "${ATOLL_TEST_KEEP:-0}" = 1 ]; then
@@ -88,7 +88,7 @@ fs_prepare() {
 fs_setup() {
 	fs_prepare
 	step "cluster: one OSD and the MDS"
-	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd "$@" >"$tmp/up.log" 2>&1 ||
+	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd --mds 1 "$@" >"$tmp/up.log" 2>&1 ||
 		{ cat "$tmp/up.log"; fail "atoll-cluster up"; }
 }
 

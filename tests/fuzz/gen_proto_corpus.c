@@ -58,6 +58,16 @@ int main(int argc, char **argv)
 	osdmap_inc_init(&inc, 1);
 	osdmap_inc_set_osd(&inc, &o);
 	osdmap_inc_set_pool(&inc, &p);
+	{
+		struct osdmap_mds mds[2] = {
+			{ .instance = 11, .name = "a", .addr = "127.0.0.2:6800", .meta_pool = 1,
+			  .data_pool = 1, .state = OSDMAP_MDS_ACTIVE },
+			{ .instance = 12, .name = "b", .addr = "127.0.0.3:6800", .meta_pool = 1,
+			  .data_pool = 1, .state = OSDMAP_MDS_STANDBY },
+		};
+
+		osdmap_inc_set_mds(&inc, mds, 2);
+	}
 	osdmap_inc_encode(&inc, &e);
 	r |= corpus_put_enc(argv[1], "inc", 1, &e);
 	osdmap_apply(m, &inc);
@@ -122,6 +132,14 @@ int main(int argc, char **argv)
 		}
 		monmap_msg_encode(&mm, &e);
 		r |= corpus_put_enc(argv[1], "monmap", 10, &e);
+	}
+	{
+		struct mds_beacon mb = { .instance = 0x77, .name = "a", .addr = "127.0.0.2:6800",
+					 .meta_pool = 1, .data_pool = 2,
+					 .state = MDS_BEACON_STANDBY, .epoch = 9 };
+
+		mds_beacon_encode(&mb, &e);
+		r |= corpus_put_enc(argv[1], "mds-beacon", 11, &e);
 	}
 	osdmap_inc_clear(&inc);
 	osdmap_free(m);

@@ -1785,3 +1785,46 @@ Test(messenger, a_call_timing_out_mid_reply_no_longer_writes_the_buffer)
 	free(data);
 	free(buf);
 }
+
+Test(messenger, retarget_moves_a_dialled_connection_to_another_server)
+{
+	struct msgr_config acfg = node_cfg(MSG_ENTITY_MDS, 1, FSID_A);
+	struct msgr_config bcfg = node_cfg(MSG_ENTITY_MDS, 2, FSID_A);
+	struct msgr_config ccfg = node_cfg(MSG_ENTITY_CLIENT, 3, FSID_A);
+	struct node a, b, cl;
+	struct waiter w = { 0 };
+	struct msg_conn *c;
+
+	node_start(&a, &acfg, "127.0.0.1:0");
+	node_start(&b, &bcfg, "127.0.0.1:0");
+	node_start(&cl, &ccfg, NULL);
+	c = msgr_connect(cl.m, a.addr);
+	cr_assert_eq(echo_call(c, 1, 0), 0);
+	cr_expect_eq(msg_conn_peer(c).id, 1);
+	/* a call held by a: reset by the move, as by a broken connection */
+	cr_assert_eq(msg_call(c, make_u32(T_HOLD, 0), 0, on_reply, &w), 0);
+	cr_assert(WAIT_FOR(atomic_load(&a.dispatched) == 2, WAIT_MS));
+	cr_assert_eq(msg_conn_retarget(c, b.addr), 0);
+	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_expect_eq(w.err, -ECONNRESET);
+	cr_expect(WAIT_FOR(atomic_load(&cl.closed) >= 1, WAIT_MS), "closed() was not told");
+	cr_expect_eq(echo_call(c, 2, 0), 0, "no answer from the new server");
+	cr_expect_eq(msg_conn_peer(c).id, 2);
+	cr_expect_str_eq(msg_conn_addr(c), b.addr);
+	cr_expect_eq(atomic_load(&b.dispatched), 1);
+	/* the same address again changes nothing; a bad one is refused */
+	int closed = atomic_load(&cl.closed);
+	cr_assert_eq(msg_conn_retarget(c, b.addr), 0);
+	cr_expect_eq(echo_call(c, 3, 0), 0);
+	cr_expect_eq(atomic_load(&cl.closed), closed);
+	cr_expect_eq(msg_conn_retarget(c, "nonsense"), -EINVAL);
+	/* a connection waiting to redial (its server gone) dials the new one at once */
+	node_stop(&b);
+	cr_assert(WAIT_FOR(!msg_conn_is_open(c), WAIT_MS));
+	cr_assert_eq(msg_conn_retarget(c, a.addr), 0);
+	cr_expect_eq(echo_call(c, 4, 0), 0);
+	cr_expect_eq(msg_conn_peer(c).id, 1);
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(&a);
+}

@@ -1148,3 +1148,120 @@ Test(osdmap, corrupted_incrementals_never_crash)
 	}
 	free(buf);
 }
+
+/* ---- the MDS daemons ---- */
+
+static struct osdmap_mds mds_rec(uint64_t instance, const char *name, uint8_t state)
+{
+	struct osdmap_mds d = { .instance = instance, .meta_pool = 1, .data_pool = 2,
+				.state = state };
+
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	snprintf(d.addr, sizeof(d.addr), "127.0.0.2:68%02u", (unsigned)(instance % 100));
+	return d;
+}
+
+Test(osdmap, mds_list_applies_sorted_with_the_grant_epoch_filled_in)
+{
+	struct osdmap *m = osdmap_new(test_fsid), *out = NULL;
+	struct osdmap_mds l[2] = { mds_rec(9, "b", OSDMAP_MDS_STANDBY),
+				   mds_rec(4, "a", OSDMAP_MDS_ACTIVE) };
+	struct osdmap_inc inc;
+
+	osdmap_inc_init(&inc, 1);
+	cr_assert_eq(osdmap_inc_set_mds(&inc, l, 2), 0);
+	cr_assert_eq(osdmap_apply(m, &inc), 0);
+	osdmap_inc_clear(&inc);
+	cr_assert_eq(m->nmds, 2);
+	cr_expect_eq(m->mds[0].instance, 4, "sorted by instance");
+	cr_expect_eq(m->mds[0].grant_epoch, 1, "0 in the incremental: granted now");
+	cr_expect_eq(m->mds[1].grant_epoch, 0);
+	cr_expect_eq(osdmap_mds_active(m, 1, 2), &m->mds[0]);
+	cr_expect_null(osdmap_mds_active(m, 1, 3));
+	cr_expect_eq(osdmap_mds_find(m, 9), &m->mds[1]);
+	cr_expect_null(osdmap_mds_find(m, 5));
+	cr_assert_eq(round_trip(m, &out), 0);
+	cr_expect(osdmap_equal(m, out));
+	cr_expect_str_eq(out->mds[1].name, "b");
+	osdmap_free(out);
+	osdmap_free(m);
+}
+
+Test(osdmap, mds_list_incremental_round_trips)
+{
+	struct osdmap_mds l[1] = { mds_rec(7, "x_1-Y", OSDMAP_MDS_ACTIVE) };
+	struct osdmap_inc inc, back;
+	uint8_t *buf;
+	size_t len;
+
+	osdmap_inc_init(&inc, 5);
+	cr_assert_eq(osdmap_inc_set_mds(&inc, l, 1), 0);
+	buf = encode_inc(&inc, &len);
+	cr_assert_eq(decode_inc_buf(buf, len, &back), 0);
+	cr_expect(back.has_mds);
+	cr_assert_eq(back.nmds, 1);
+	cr_expect_eq(memcmp(&back.mds[0], &l[0], sizeof(l[0])), 0);
+	osdmap_inc_clear(&back);
+	osdmap_inc_clear(&inc);
+	free(buf);
+}
+
+Test(osdmap, bad_mds_lists_are_refused)
+{
+	struct osdmap *m = osdmap_new(test_fsid);
+	struct osdmap_mds two_active[2] = { mds_rec(1, "a", OSDMAP_MDS_ACTIVE),
+					    mds_rec(2, "b", OSDMAP_MDS_ACTIVE) };
+	struct osdmap_mds same[2] = { mds_rec(3, "a", OSDMAP_MDS_STANDBY),
+				      mds_rec(3, "b", OSDMAP_MDS_STANDBY) };
+	struct osdmap_mds bad = mds_rec(5, "a.b", OSDMAP_MDS_STANDBY);
+	struct osdmap_inc inc;
+
+	osdmap_inc_init(&inc, 1);
+	cr_expect_eq(osdmap_inc_set_mds(&inc, &bad, 1), -EINVAL, "a dot in the name");
+	bad = mds_rec(0, "a", OSDMAP_MDS_STANDBY);
+	cr_expect_eq(osdmap_inc_set_mds(&inc, &bad, 1), -EINVAL, "instance 0");
+	bad = mds_rec(5, "a", 3);
+	cr_expect_eq(osdmap_inc_set_mds(&inc, &bad, 1), -EINVAL, "unknown state");
+	bad = mds_rec(5, "", OSDMAP_MDS_STANDBY);
+	cr_expect_eq(osdmap_inc_set_mds(&inc, &bad, 1), -EINVAL, "no name");
+	cr_assert_eq(osdmap_inc_set_mds(&inc, two_active, 2), 0);
+	cr_expect_eq(osdmap_apply(m, &inc), -EINVAL, "two actives of one file system");
+	two_active[1].data_pool = 9;
+	cr_assert_eq(osdmap_inc_set_mds(&inc, two_active, 2), 0);
+	cr_expect_eq(osdmap_apply(m, &inc), 0, "two file systems, one active each");
+	osdmap_inc_clear(&inc);
+	osdmap_inc_init(&inc, 2);
+	cr_assert_eq(osdmap_inc_set_mds(&inc, same, 2), 0);
+	cr_expect_eq(osdmap_apply(m, &inc), -EINVAL, "one instance twice");
+	cr_expect_eq(m->epoch, 1);
+	cr_expect_eq(m->nmds, 2);
+	osdmap_inc_clear(&inc);
+	/* the full map's decoder refuses the same */
+	m->mds[1].data_pool = m->mds[0].data_pool;
+	cr_expect_eq(decode_refusal(m), -EBADMSG);
+	osdmap_free(m);
+}
+
+Test(osdmap, mds_list_truncations_are_refused)
+{
+	struct osdmap *m = osdmap_new(test_fsid), *out;
+	struct osdmap_mds l[2] = { mds_rec(4, "a", OSDMAP_MDS_ACTIVE),
+				   mds_rec(9, "b", OSDMAP_MDS_STANDBY) };
+	struct osdmap_inc inc;
+	size_t len;
+	uint8_t *buf;
+
+	osdmap_inc_init(&inc, 1);
+	cr_assert_eq(osdmap_inc_set_mds(&inc, l, 2), 0);
+	cr_assert_eq(osdmap_apply(m, &inc), 0);
+	osdmap_inc_clear(&inc);
+	buf = encode_map(m, &len);
+	for (size_t cut = 0; cut < len; cut++) {
+		struct dec d;
+
+		dec_init(&d, buf, cut);
+		cr_assert_eq(osdmap_decode(&d, &out), -EBADMSG, "cut at %zu", cut);
+	}
+	free(buf);
+	osdmap_free(m);
+}

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -593,4 +594,44 @@ Test(proto, map_message_round_trip)
 	osdmap_inc_clear(&inc[0]);
 	osdmap_inc_clear(&inc[1]);
 	osdmap_free(m);
+}
+
+Test(proto, mds_beacon_round_trip_and_checks)
+{
+	struct mds_beacon b = { .instance = 0x1234, .name = "a", .addr = "127.0.0.2:6800",
+				.meta_pool = 3, .data_pool = 4, .flags = MDS_BEACON_F_STOPPING,
+				.state = MDS_BEACON_REPLAYING, .epoch = 17 }, o;
+	struct enc e;
+	struct dec d;
+	size_t n;
+	void *p;
+
+	enc_init(&e);
+	mds_beacon_encode(&b, &e);
+	p = cr_enc_take(&e, &n);
+	dec_init(&d, p, n);
+	cr_assert_eq(mds_beacon_decode(&d, &o), 0);
+	cr_expect_eq(o.instance, b.instance);
+	cr_expect_str_eq(o.name, "a");
+	cr_expect_str_eq(o.addr, "127.0.0.2:6800");
+	cr_expect(o.meta_pool == 3 && o.data_pool == 4 && o.flags == MDS_BEACON_F_STOPPING);
+	cr_expect(o.state == MDS_BEACON_REPLAYING && o.epoch == 17);
+	for (size_t cut = 0; cut < n; cut++) {
+		dec_init(&d, p, cut);
+		cr_expect_eq(mds_beacon_decode(&d, &o), -EBADMSG, "cut at %zu", cut);
+	}
+	free(p);
+	struct mds_beacon bad[4] = { b, b, b, b };
+	bad[0].instance = 0;
+	strcpy(bad[1].name, "a b");
+	bad[2].addr[0] = '\0';
+	bad[3].state = 9;
+	for (int i = 0; i < 4; i++) {
+		enc_init(&e);
+		mds_beacon_encode(&bad[i], &e);
+		p = cr_enc_take(&e, &n);
+		dec_init(&d, p, n);
+		cr_expect_eq(mds_beacon_decode(&d, &o), -EBADMSG, "bad beacon %d", i);
+		free(p);
+	}
 }
