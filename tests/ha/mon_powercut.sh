@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/ha/mon_powercut.sh ATOLL_MON ATOLL_CLI SHIM PCREBUILD MODE [CUTS] -
+# tests/ha/mon_powercut.sh ATOLL_MON ATOLL_CLI SHIM PCREBUILD MODE [ROUNDS] -
 # power cuts of the monitors.  Three monitors run under the power-cut shim
 # (tests/crash/powercut_shim.c), each logging the writes and syncs made in
 # its folder (raft log, snapshots, metadata, LMDB store).  A writer makes
@@ -13,7 +13,8 @@
 # answered change is in the map, every member has the same epoch and
 # digest (`atoll quorum status`), and a new change is answered.
 #
-# MODE normal: CUTS rounds (default 8; 24 with ATOLL_TEST_FULL=1) must pass.
+# MODE normal: ROUNDS rounds (default 8, 10 cuts; 24, 32 cuts, with
+#   ATOLL_TEST_FULL=1) must pass.
 # MODE nosync: the negative control: the monitors' syncs are dropped from
 #   the logs (ATOLL_PC_NOSYNC='*': no fsync, no O_DSYNC) and every unsynced
 #   write is lost; the two-at-once round must lose an answered change, and
@@ -25,9 +26,9 @@ cli=$2
 shim=$3
 pcrebuild=$4
 mode=$5
-cuts=${6:-}
-if [ -z "$cuts" ]; then
-	if [ "${ATOLL_TEST_FULL:-0}" = 1 ]; then cuts=24; else cuts=8; fi
+rounds=${6:-}
+if [ -z "$rounds" ]; then
+	if [ "${ATOLL_TEST_FULL:-0}" = 1 ]; then rounds=24; else rounds=8; fi
 fi
 for b in "$mon_bin" "$cli" "$pcrebuild" "$shim"; do
 	[ -e "$b" ] || { echo "SKIP: $b not built"; exit 77; }
@@ -130,7 +131,7 @@ cmd() {
 	local deadline=$(( $(now_ms) + 20000 )) out n err=$dir/${cmd_err:-cmd}.err
 	while [ "$(now_ms)" -lt "$deadline" ]; do
 		for n in "${names[@]}"; do
-			[ "$(cat "$dir/stopped" 2>/dev/null)" = "$n" ] && continue
+			[ "$(cat "$dir/down" 2>/dev/null)" = "$n" ] && continue
 			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>"$err.last"); then
 				cat "$err.last" >>"$err"
 				printf '%s\n' "$out"
@@ -152,7 +153,6 @@ l = s.get("leader")
 print(l if isinstance(l, str) else s["members"][l]["name"] if isinstance(l, int) and l >= 0 else "")' 2>/dev/null
 }
 
-k=0
 writer_start() {
 	rm -f "$dir/stop"
 	(
@@ -205,7 +205,6 @@ cmd osd ls >/dev/null || fail "no leader elected"
 
 t0=$(now_ms)
 total=0
-rounds=$cuts
 [ "$mode" = nosync ] && rounds=3
 for round in $(seq 1 "$rounds"); do
 	writer_start
@@ -215,7 +214,7 @@ for round in $(seq 1 "$rounds"); do
 		# so that the changes answered meanwhile are only on the two
 		# that lose power
 		s=${names[$((RANDOM % 3))]}
-		echo "$s" >"$dir/stopped"
+		echo "$s" >"$dir/down"
 		kill -9 "${pid[$s]}"
 		wait "${pid[$s]}" 2>/dev/null
 		before=$(wc -l <"$dir/answered" 2>/dev/null || echo 0)
@@ -232,7 +231,7 @@ for round in $(seq 1 "$rounds"); do
 		for n in "${victims[@]}"; do wait "${pid[$n]}" 2>/dev/null; done
 		for n in "${victims[@]}"; do cut "$n"; done
 		total=$((total + 2))
-		rm -f "$dir/stopped"
+		rm -f "$dir/down"
 		for n in "${victims[@]}" "$s"; do start "$n"; done
 	else
 		if [ $((RANDOM % 2)) -eq 0 ] && l=$(leader) && [ -n "$l" ]; then
