@@ -507,12 +507,14 @@ static void mon_run(struct mon *mon)
 	mon->next_tick_ms = start + mon->opts.tick_ms;
 	pthread_mutex_lock(&mon->lock);
 	while (!g_stop) {
+		/* read under mon->lock: the raft thread writes the view */
+		bool wait_leader = !settled(mon, start);
 		struct timespec ts;
 		uint64_t now;
 
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
-		if (!mon->qhead || !settled(mon, start)) {
+		if (!mon->qhead || wait_leader) {
 			/* wake at least every 50 ms to notice a signal */
 			ts = deadline_ms(CLOCK_REALTIME, 50);
 			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
@@ -694,8 +696,10 @@ static int do_mkfs(const char *data, const char *fsid_str, const char *name,
 		return die("%s", err);
 	mon_store_close(st);
 	r = mon_quorum_mkfs(data, &self, all, n, fsid, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	mon_uuid_format(fsid, fs);
 	printf("%s\n", fs);
 	return 0;
@@ -753,8 +757,10 @@ static int do_restore(const char *data, const char *file, const char *name,
 	self.id = 1;
 	r = mon_quorum_mkfs(data, &self, &self, 1, seed->fsid, err, sizeof(err));
 	osdmap_free(seed);
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	printf("restored '%s' into '%s/store'; start the monitor with: atoll-mon "
 	       "--data %s --addr IP:PORT\n", file, data, data);
 	return 0;

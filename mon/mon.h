@@ -219,6 +219,8 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 /* Creates a new store in dir (dir/store must not exist). */
 int mon_store_create(const char *dir, struct mon_store **out, char *err, size_t errlen);
 int mon_store_open(const char *dir, struct mon_store **out, char *err, size_t errlen);
+/* Removes dir's store (a --mkfs that failed half way). */
+void mon_store_remove(const char *dir);
 void mon_store_close(struct mon_store *s);
 /* Writes inc and the full map m (of epoch inc->epoch) in one durable
  * transaction (fsync'd before it returns).  An epoch at or below the last

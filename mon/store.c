@@ -11,7 +11,9 @@
  *
  * Keys (one unnamed database):
  *   "fsid"            16 bytes
- *   "first", "last"   u64 little-endian epochs
+ *   "first", "last"   u64 little-endian epochs: the incrementals kept are
+ *                     first..last; first = last + 1 when none is (a
+ *                     snapshot installed, mon_store_reset)
  *   "full"            the encoded full map of epoch "last"
  *   "inc" + be64(E)   the encoded incremental producing epoch E
  *   "seed"            a restored backup's full map: the replicated
@@ -39,6 +41,8 @@
 #define STORE_MAP_SIZE		(4ull << 30)	/* sparse; the map is small */
 #define BACKUP_MAGIC		"ATMONBK1"
 #define BACKUP_INC_MAX		(1u << 24)
+
+static void remove_store(const char *dir);
 
 struct mon_store {
 	MDB_env *env;
@@ -178,7 +182,8 @@ static int env_open(const char *dir, bool create, struct mon_store **out,
 			r = get(t, s->dbi, "last", 4, &v);
 		if (r == 0 && v.mv_size == 8)
 			s->last = get_u64le(v.mv_data);
-		if (r < 0 || s->last == 0 || s->first > s->last) {
+		/* first == last + 1: no incremental kept (a snapshot installed) */
+		if (r < 0 || s->last == 0 || s->first == 0 || s->first > s->last + 1) {
 			mdb_txn_abort(t);
 			snprintf(err, errlen, "the monitor store '%s' is incomplete (was "
 				 "--mkfs interrupted?); recreate it or restore a backup "
@@ -340,10 +345,13 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
 	if (r < 0)
 		goto out_free;
+	/* the history kept starts after the snapshot: no incremental yet
+	 * (first = last + 1), the full map is the snapshot's */
 	put_u64le(u, m->epoch);
 	r = put(t, s->dbi, "full", 4, ef.buf, ef.len);
 	if (r == 0)
 		r = put(t, s->dbi, "last", 4, u, 8);
+	put_u64le(u, m->epoch + 1);
 	if (r == 0)
 		r = put(t, s->dbi, "first", 5, u, 8);
 	if (r == 0)
@@ -354,7 +362,8 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	}
 	r = lmdb_err(mdb_txn_commit(t));
 	if (r == 0) {
-		s->first = s->last = m->epoch;
+		s->last = m->epoch;
+		s->first = m->epoch + 1;
 		memcpy(s->fsid, m->fsid, 16);
 	}
 out_free:
@@ -487,6 +496,11 @@ out_free:
 	return r;
 }
 
+void mon_store_remove(const char *dir)
+{
+	remove_store(dir);
+}
+
 static void remove_store(const char *dir)
 {
 	static const char *const files[] = { "data.mdb", "lock.mdb" };
@@ -526,7 +540,11 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 	fsid = dec_raw(&b, 16);
 	first = dec_u64(&b);
 	last = dec_u64(&b);
-	if (b.err || first != 1 || last < first || last - first > BACKUP_INC_MAX)
+	/* first > 1: the history of a member that installed a snapshot
+	 * starts there; its incrementals are kept and checked one by one,
+	 * the full map is the state (it cannot be replayed from epoch 1) */
+	if (b.err || first == 0 || last == 0 || first > last + 1 ||
+	    last + 1 - first > BACKUP_INC_MAX)
 		goto out_bad;
 	replay = osdmap_new(fsid);
 	if (!replay) {
@@ -551,7 +569,7 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 		dec_init(&id, p, n);
 		if (osdmap_inc_decode(&id, &inc) < 0)
 			goto out_bad;
-		r = inc.epoch == ep ? osdmap_apply(replay, &inc) : -EINVAL;
+		r = inc.epoch != ep ? -EINVAL : first == 1 ? osdmap_apply(replay, &inc) : 0;
 		osdmap_inc_clear(&inc);
 		if (r < 0)
 			goto out_bad;
@@ -560,6 +578,20 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 			goto out;
 		s->first = first;
 		s->last = ep;
+	}
+	if (first > last) {
+		/* no incremental: the history starts after the full map */
+		uint8_t u[8];
+
+		put_u64le(u, first);
+		r = put(t, s->dbi, "first", 5, u, 8);
+		put_u64le(u, last);
+		if (r == 0)
+			r = put(t, s->dbi, "last", 4, u, 8);
+		if (r < 0)
+			goto out;
+		s->first = first;
+		s->last = last;
 	}
 	fp = dec_blob(&b, &fl, PROTO_COMMAND_MAX * 64);
 	if (b.err || dec_end(&d, &b) < 0)
@@ -572,7 +604,8 @@ int mon_store_restore(const char *dir, const void *buf, size_t len,
 			goto out_bad;
 		/* the creation time is not in any incremental */
 		replay->created_ms = full->created_ms;
-		if (!osdmap_equal(full, replay))
+		if (full->epoch != last || memcmp(full->fsid, fsid, 16) != 0 ||
+		    (first == 1 && !osdmap_equal(full, replay)))
 			goto out_bad;
 	}
 	r = put(t, s->dbi, "full", 4, fp, fl);

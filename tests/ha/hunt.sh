@@ -25,14 +25,19 @@ nbd_bin=${3:?}
 [ -x "$nbd_bin" ] || skip "atoll-nbd is missing ($nbd_bin)"
 osd_bin=$bindir/osd/atoll-osd
 
-# one monitor: ha-redirect names one real monitor as the leader, and
-# `mon stop` / `start` restart the only one
-cluster_up --mons 1 --osds 3 --hosts 3 --no-mds --no-nbd --set client_op_timeout=60s
+cluster_up --osds 3 --hosts 3 --no-mds --no-nbd --set client_op_timeout=60s
 wait_health HEALTH_OK
-real=$(sed -n 's/^mon_host *= *//p' "$ATOLL_CONF")
-[ -n "$real" ] || fail "no mon_host in $ATOLL_CONF"
+all=$(sed -n 's/^mon_host *= *//p' "$ATOLL_CONF")
+[ -n "$all" ] || fail "no mon_host in $ATOLL_CONF"
+# the leader's address: what the fake followers below name
+leader_addr() {
+	atoll quorum status --format json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print([m["addr"] for m in d["members"] if m["name"] == d["leader"]][0])'
+}
+real=$(leader_addr) || fail "no leader in atoll quorum status"
 dead=127.0.0.1:1
-list="$dead, $real"
+list="$dead, $all"
 sed -i "s|^mon_host *=.*|mon_host = $list|" "$ATOLL_CONF"
 ok "a cluster; mon_host = $list"
 
@@ -132,6 +137,7 @@ ok "16 ops in flight across a monitor restart and a map change: no op lost or fa
 # A fake follower announces the real monitor as leader: the OSD follows it
 # (mkfs's OSD_NEW, boot, beacons), saves the monitor map in DIR/monmap, and
 # at its next start finds the real monitor with only a dead mon_host.
+real=$(leader_addr) || fail "no leader in atoll quorum status"
 "$redirect_bin" --serve announce "$ATOLL_CONF" "$real" >"$tmp/fake.out" 2>&1 &
 pids+=($!)
 for i in $(seq 50); do grep -q '^serving' "$tmp/fake.out" && break; sleep 0.1; done
