@@ -13,6 +13,10 @@
  * the incremental) and skips an entry made against another epoch than the
  * current one, so a deposed leader's late proposal cannot fork the map.
  *
+ * A trim entry (trim.c) moves the first epoch every member's store keeps;
+ * what each store holds is not part of the replicated state (a member
+ * that installed a snapshot keeps less), so the digest leaves it out.
+ *
  * The replicated state is the map plus the request-id table; a snapshot
  * of it is mon_state_encode(), a digest of it mon_state_digest().
  */
@@ -36,7 +40,7 @@ static void send_maps(struct mon *mon, struct mon_sub *sub, const struct osdmap 
 	int r;
 
 	enc_init(&e);
-	mon_map_msg_encode(full, incs, ninc, &e);
+	mon_map_msg_encode(full, incs, ninc, mon_store_first_epoch(mon->store), &e);
 	m = msg_new(MT_MON_MAP, &e);
 	enc_free(&e);
 	if (!m) {
@@ -151,6 +155,19 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 		mon_entry_clear(&ent);
 		log_error("mon", "malformed entry in the log (%zu bytes): skipped", len);
 		return -EBADMSG;
+	}
+	if (ent.type == MON_ENTRY_TRIM) {
+		/* every member drops the same epochs from its store; one whose
+		 * history already starts later (a snapshot installed) or a
+		 * replay after a restart drops nothing */
+		r = mon_store_trim(mon->store, ent.first);
+		ATOLL_ASSERT(r == 0, "the monitor store cannot trim the map history below "
+			     "epoch %llu: %s", (unsigned long long)ent.first, strerror(-r));
+		log_info("mon", "map history kept: epochs %llu..%llu",
+			 (unsigned long long)mon_store_first_epoch(mon->store),
+			 (unsigned long long)mon->map->epoch);
+		mon_entry_clear(&ent);
+		return (int64_t)mon_store_first_epoch(mon->store);
 	}
 	if (ent.base != mon->map->epoch) {
 		log_info("mon", "map change made at epoch %llu skipped: the map is at %llu",
