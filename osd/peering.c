@@ -626,12 +626,15 @@ static void evaluate(struct pg *pg)
 			send_query(pg, i);
 		return;
 	}
-	/* every past interval that may have taken writes needs a witness */
-	for (uint32_t k = 0; k < pg->info.npast; k++) {
+	/* every past interval that may have taken writes needs a witness;
+	 * holes first (k < npast), the intervals after: a hole is the more
+	 * basic reason to be down, and the one health should say */
+	for (uint32_t kk = 0; kk < 2 * pg->info.npast; kk++) {
+		uint32_t k = kk % pg->info.npast;
 		const struct pg_interval *iv = &pg->info.past[k];
 		bool heard = false;
 
-		if (!iv->maybe_went_rw)
+		if (!iv->maybe_went_rw || (kk < pg->info.npast) != pg_interval_is_hole(iv))
 			continue;
 		if (pg_interval_is_hole(iv)) {
 			/* epochs an OSD skipped (trimmed by the monitors): an

@@ -89,9 +89,10 @@ ok "osd.$b and osd.$c killed, osd.$a restarted alone"
 
 # every PG of tp must be down on osd.$a, and none ever active meanwhile
 pgs_state() {
+	# the states osd.$a reports (a dead primary's last report is "stale")
 	atoll --format json pg ls tp 2>/dev/null | python3 -c '
 import json, sys
-pgs = json.load(sys.stdin)
+pgs = [p for p in json.load(sys.stdin) if "stale" not in p["state"]]
 print(" ".join(sorted(set(p["state"] for p in pgs))))' 2>/dev/null || true
 }
 alldown=0
