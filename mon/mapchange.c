@@ -300,11 +300,16 @@ void mon_subscribe(struct mon *mon, struct msg_conn *c, uint64_t have)
 		return;
 	/* have > last: a subscriber ahead of us (a rolled-back monitor); it
 	 * gets our full map and refuses it if it knows that epoch otherwise */
+	/* an OSD far behind gets the incrementals it needs in batches (it
+	 * asks for the next one after a full batch): it must see every
+	 * interval; anyone else gets the full map */
 	if (have == 0 || have > last || have < mon_store_first_epoch(mon->store) ||
-	    last - have > PROTO_MAPS_MAX) {
+	    (last - have > PROTO_MAPS_MAX && msg_conn_peer(c).type != MSG_ENTITY_OSD)) {
 		send_maps(mon, sub, mon->map, NULL, 0, last);
 		return;
 	}
+	if (last - have > PROTO_MAPS_MAX)
+		last = have + PROTO_MAPS_MAX;
 	{
 		struct osdmap_inc *incs;
 		uint32_t n = (uint32_t)(last - have);

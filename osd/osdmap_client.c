@@ -211,7 +211,7 @@ static int full_jump(struct osd *osd, const struct osdmap *full, uint64_t first)
 {
 	uint64_t have = osd->map->epoch;
 
-	if (first && first <= have + 1 && full->epoch - have <= PROTO_MAPS_MAX)
+	if (first && first <= have + 1)
 		return -EAGAIN;
 	osd->hole_first = have + 1;
 	osd->hole_last = full->epoch - 1;
@@ -324,6 +324,9 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			log_warn("map", "cannot apply epoch %llu: %s",
 				 (unsigned long long)mm.incs[i].epoch, strerror(-r));
 	}
+	/* a full batch: the monitor has more for us (mapchange.c) */
+	if (mm.ninc == PROTO_MAPS_MAX)
+		gap = true;
 	mon_map_msg_clear(&mm);
 	if (gap && osd->monc) {
 		log_info("map", "missing epochs after %llu; asking the monitor again",

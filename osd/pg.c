@@ -626,7 +626,8 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 
 	/* a jump over trimmed epochs (osdmap_client.c): the interval we knew
 	 * ended somewhere in them, and what came between is unknown here */
-	bool hole = osd->hole_last && prev && osd->hole_last < cur->epoch;
+	bool hole = osd->hole_last && prev && osd->hole_last < cur->epoch &&
+		    pool->created <= osd->hole_last;	/* a pool made later has no past there */
 	bool changed = pg->info.primary != primary || pg->info.nacting != n ||
 		       memcmp(pg->info.acting, acting, n * sizeof(int32_t)) ||
 		       incarnation_changed(prev, cur, acting, n) || hole;
