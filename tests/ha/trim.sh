@@ -75,6 +75,22 @@ for m in a b c; do
 done
 ok "history trimmed: kept from epoch $f (was $first0), not past osd.$a's down epoch $down_at"
 
+# a member restarted on its trimmed store replays its log and catches up
+"$cluster_bin" mon kill --dir "$cdir" >/dev/null || fail "mon kill (the leader)"
+"$cluster_bin" mon start --dir "$cdir" >/dev/null || fail "mon start"
+atoll osd unset noout >/dev/null || fail "osd unset noout after the restart"
+atoll osd set noout >/dev/null || fail "osd set noout after the restart"
+for i in $(seq 100); do
+	atoll --format json quorum status 2>/dev/null | pyjson \
+		"len(j['members']) == 3 and all(m['epoch'] == j['epoch'] for m in j['members']) and len(set(m['digest'] for m in j['members'])) == 1" \
+		2>/dev/null && break
+	sleep 0.2
+done
+atoll --format json quorum status | pyjson \
+	"all(m['epoch'] == j['epoch'] for m in j['members']) and len(set(m['digest'] for m in j['members'])) == 1" ||
+	fail "the members do not agree after the leader restarted on a trimmed store"
+ok "the leader killed and restarted on its trimmed store: all members at epoch $(epoch), same digest"
+
 "$cluster_bin" osd kill $b --dir "$cdir" >/dev/null || fail "kill osd.$b"
 "$cluster_bin" osd kill $c --dir "$cdir" >/dev/null || fail "kill osd.$c"
 "$cluster_bin" osd start $a --dir "$cdir" >/dev/null || fail "start osd.$a"
