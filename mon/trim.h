@@ -23,9 +23,15 @@ struct mon_trim_in {
 	uint64_t batch;			/* mon_trim_batch (>= 1) */
 };
 
+/* At most this many epochs go in one trim entry: every member deletes
+ * them in its apply, on the raft thread, which must not stall for long
+ * (a long history trimmed for the first time goes in several steps). */
+#define MON_TRIM_MAX_EPOCHS	4096
+
 /* The new first epoch to keep, or 0 when nothing is to be trimmed now:
  * never above in->clean or in->down, always keeping the last
- * in->min_keep epochs, and only once at least in->batch epochs can go. */
+ * in->min_keep epochs, only once at least in->batch epochs can go, and
+ * at most MON_TRIM_MAX_EPOCHS at a time. */
 uint64_t mon_trim_point(const struct mon_trim_in *in);
 
 #endif

@@ -22,5 +22,7 @@ uint64_t mon_trim_point(const struct mon_trim_in *in)
 		to = in->last + 1 - keep;
 	if (to <= in->first || to - in->first < (in->batch ? in->batch : 1))
 		return 0;
+	if (to - in->first > MON_TRIM_MAX_EPOCHS)
+		to = in->first + MON_TRIM_MAX_EPOCHS;
 	return to;
 }

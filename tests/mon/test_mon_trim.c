@@ -2,8 +2,9 @@
  * test_mon_trim.c - the rule for how far the monitors trim the map
  * history (mon/trim.h, mon_trim_point): never past the oldest
  * last_epoch_clean nor past the down epoch of an OSD that is down but in,
- * always keeping mon_min_map_history epochs, only in batches, and never
- * while a PG's last_epoch_clean is unknown.
+ * always keeping mon_min_map_history epochs, only in batches (of at most
+ * MON_TRIM_MAX_EPOCHS), and never while a PG's last_epoch_clean is
+ * unknown.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -79,4 +80,15 @@ Test(mon_trim, a_clean_epoch_of_the_last_epoch_keeps_the_minimum)
 
 	in.clean = 1000;
 	cr_assert_eq(mon_trim_point(&in), 991);
+}
+
+Test(mon_trim, a_long_history_goes_in_steps)
+{
+	struct mon_trim_in in = base();
+
+	in.last = 100000;
+	in.clean = 90000;
+	cr_assert_eq(mon_trim_point(&in), 1 + MON_TRIM_MAX_EPOCHS);
+	in.first = 90000 - 10;
+	cr_assert_eq(mon_trim_point(&in), 90000);
 }
