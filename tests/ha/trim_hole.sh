@@ -10,6 +10,7 @@
 # Then B and C are killed, A is marked in and started alone: it must log
 # the hole, its PGs must be `down` (never active: with min_size 1 they
 # would otherwise serve A's stale copies), and a read must not be answered.
+# When B and C come back the PGs go active with the rewritten objects.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
@@ -123,4 +124,15 @@ for i in range(1, 9):
 [ -n "$obj" ] || fail "no object is in a PG osd.$a holds"
 read_waits th "$obj"
 ok "every PG of th on osd.$a is '$s', never active; a read of $obj waits (no stale copy)"
+
+# B and C back: they saw the skipped epochs, so the hole is accounted for;
+# the PGs go active with the rewritten objects, never osd.$a's old ones
+"$cluster_bin" osd start $b --dir "$cdir" >/dev/null || fail "start osd.$b"
+"$cluster_bin" osd start $c --dir "$cdir" >/dev/null || fail "start osd.$c"
+wait_clean -1
+for i in 1 2 3 4 5 6 7 8; do
+	atoll get th "o$i" "$tmp/r" || fail "read o$i"
+	cmp -s "$tmp/r" "$tmp/new" || fail "o$i read back is not the rewritten object"
+done
+ok "osd.$b and osd.$c back: every PG active+clean, the 8 objects read back rewritten"
 echo "all $n checks passed"
