@@ -170,6 +170,16 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 				   err, errlen)) < 0)
 		return r;
 	o->drift_ppm = (uint32_t)(nf * 1000000 + 0.5);
+	/* the history kept below the trim point's other bounds (doc/quorum.md,
+	 * "Trimming the map history") */
+	if ((r = config_get_int(cfg, WHO, "mon_min_map_history", 500, 1, 1 << 24, &v,
+				err, errlen)) < 0)
+		return r;
+	o->min_map_history = (uint32_t)v;
+	if ((r = config_get_int(cfg, WHO, "mon_trim_batch", 30, 1, 1 << 20, &v,
+				err, errlen)) < 0)
+		return r;
+	o->trim_batch = (uint32_t)v;
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)
@@ -536,6 +546,7 @@ static void mon_run(struct mon *mon)
 			if (mon->serving) {
 				mon_osd_tick(mon);
 				mon_mds_tick(mon);
+				mon_trim_tick(mon);
 			}
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}

@@ -49,6 +49,8 @@ struct mon_opts {
 	uint64_t election_ms;		/* mon_election_timeout */
 	uint32_t snapshot_threshold;	/* mon_snapshot_threshold (entries) */
 	uint32_t drift_ppm;		/* mon_clock_drift_bound, parts per million */
+	uint32_t min_map_history;	/* mon_min_map_history: epochs always kept */
+	uint32_t trim_batch;		/* mon_trim_batch: trim once this many can go */
 };
 
 /* "Not the leader (any more)": the request is answered with a MONMAP so
@@ -238,6 +240,9 @@ int mon_store_load_seed(struct mon_store *s, struct osdmap **out);
  * before it, the history starts again at m (older subscribers get a full
  * map). */
 int mon_store_reset(struct mon_store *s, const struct osdmap *m);
+/* Drops the incrementals of epochs below first (never past the last
+ * epoch) in one durable transaction; 0 when there is nothing to drop. */
+int mon_store_trim(struct mon_store *s, uint64_t first);
 /* Oldest epoch whose incremental is kept. */
 uint64_t mon_store_first_epoch(struct mon_store *s);
 /* The whole history as one blob (mon backup); *buf malloc'd. */
@@ -349,6 +354,8 @@ void mon_handle_osd_pg_temp(struct mon *mon, struct msg *m);
 void mon_pg_temp_flush(struct mon *mon);
 /* Periodic: down after grace, out after the interval, expiring reports. */
 void mon_osd_tick(struct mon *mon);
+/* ---- trim.c: the leader trims the map history (a replicated entry) ---- */
+void mon_trim_tick(struct mon *mon);
 /* Called when this monitor starts to lead: every OSD up in the map gets a
  * fresh grace and is assumed to hold a lease from a predecessor. */
 void mon_osd_takeover(struct mon *mon);

@@ -19,6 +19,10 @@
  *   "seed"            a restored backup's full map: the replicated
  *                     state's starting point (absent: an empty map)
  *
+ * The history is trimmed from below by a replicated trim entry
+ * (mon_store_trim, trim.c says when): "first" moves up and the
+ * incrementals under it are deleted in one transaction.
+ *
  * With a quorum the store is no longer the source of truth: the raft log
  * and its snapshots are (quorum.c).  The store is what every member
  * applied, kept for subscribers; an entry replayed after a restart is
@@ -368,6 +372,42 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	}
 out_free:
 	enc_free(&ef);
+	return r;
+}
+
+int mon_store_trim(struct mon_store *s, uint64_t first)
+{
+	uint8_t key[11], u[8];
+	uint64_t to, ep;
+	MDB_txn *t;
+	int r;
+
+	/* never past the last epoch: first = last + 1 keeps none, as after
+	 * a snapshot was installed */
+	to = first < s->last + 1 ? first : s->last + 1;
+	if (s->last == 0 || to <= s->first)
+		return 0;	/* already trimmed there (a replay, or a snapshot) */
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		return r;
+	for (ep = s->first; ep < to && r == 0; ep++) {
+		MDB_val k = { sizeof(key), key };
+
+		inc_key(ep, key);
+		r = lmdb_err(mdb_del(t, s->dbi, &k, NULL));
+		if (r == -ENOENT)
+			r = 0;
+	}
+	put_u64le(u, to);
+	if (r == 0)
+		r = put(t, s->dbi, "first", 5, u, 8);
+	if (r < 0) {
+		mdb_txn_abort(t);
+		return r;
+	}
+	r = lmdb_err(mdb_txn_commit(t));
+	if (r == 0)
+		s->first = to;
 	return r;
 }
 
