@@ -22,7 +22,7 @@
 #define PROTO_COMPAT 1
 #define BEACON_PGS_MAX (1u << 20)
 #define BEACON_SLOW_MAX 1024u
-#define BEACON_V 2	/* 2: the PGs' recovery and scrub figures */
+#define BEACON_V 3	/* 2: the PGs' recovery and scrub figures; 3: last_epoch_clean */
 
 /* A fixed-size string field: a blob of at most cap-1 bytes, no NUL. */
 static void get_fixed_str(struct dec *d, char *buf, size_t cap)
@@ -53,7 +53,7 @@ int mon_subscribe_decode(struct dec *d, struct mon_subscribe *s)
 }
 
 void mon_map_msg_encode(const struct osdmap *full, const struct osdmap_inc *incs,
-			uint32_t ninc, struct enc *e)
+			uint32_t ninc, uint64_t first, struct enc *e)
 {
 	size_t h = enc_begin(e, PROTO_V, PROTO_COMPAT);
 
@@ -63,6 +63,7 @@ void mon_map_msg_encode(const struct osdmap *full, const struct osdmap_inc *incs
 	enc_u32(e, ninc);
 	for (uint32_t i = 0; i < ninc; i++)
 		osdmap_inc_encode(&incs[i], e);
+	enc_u64(e, first);		/* appended in 0.3 */
 	enc_end(e, h);
 }
 
@@ -114,6 +115,8 @@ int mon_map_msg_decode(struct dec *d, struct mon_map_msg *out)
 			goto out_fail;
 		}
 	}
+	if (dec_left(&b) > 0)		/* appended in 0.3: the oldest epoch kept */
+		out->first = dec_u64(&b);
 	r = dec_msg_end(d, &b);
 	if (r < 0)
 		goto out_clear;
@@ -478,6 +481,10 @@ void osd_beacon_encode(const struct osd_beacon *bc, struct enc *e)
 			enc_str(e, s->bad[j].oid);
 		}
 	}
+	/* v3: each PG's last_epoch_clean, in the same order */
+	enc_u32(e, bc->npg);
+	for (uint32_t i = 0; i < bc->npg; i++)
+		enc_u64(e, bc->pgs[i].last_epoch_clean);
 	enc_end(e, h);
 }
 
@@ -571,6 +578,13 @@ int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
 					dec_fail(&b, -EBADMSG);
 			}
 		}
+	}
+	if (v >= 3 && !b.err) {
+		n = dec_u32(&b);
+		if (n != bc->npg)
+			dec_fail(&b, -EBADMSG);
+		for (uint32_t i = 0; i < bc->npg && !b.err; i++)
+			bc->pgs[i].last_epoch_clean = dec_u64(&b);
 	}
 	r = dec_msg_end(d, &b);
 	if (r < 0)

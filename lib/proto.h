@@ -90,9 +90,15 @@ struct mon_map_msg {
 	struct osdmap *full;		/* NULL when absent */
 	uint32_t ninc;
 	struct osdmap_inc *incs;
+	/* appended in 0.3 (0 from an older monitor): the oldest epoch whose
+	 * incremental the monitor still keeps.  A subscriber that gets a
+	 * full map past a gap learns from it whether the epochs in between
+	 * are gone (trimmed: it cannot see the intervals they made) or can
+	 * still be asked for (doc/quorum.md, "Trimming the map history"). */
+	uint64_t first;
 };
 void mon_map_msg_encode(const struct osdmap *full, const struct osdmap_inc *incs,
-			uint32_t ninc, struct enc *e);
+			uint32_t ninc, uint64_t first, struct enc *e);
 int mon_map_msg_decode(struct dec *d, struct mon_map_msg *out);
 void mon_map_msg_clear(struct mon_map_msg *m);
 
@@ -274,6 +280,10 @@ struct pg_stat {
 		uint8_t kind;		/* enum scrub_kind (scrub_proto.h) */
 		char oid[PG_STAT_OID_MAX + 1];
 	} bad[PG_STAT_BAD_MAX];
+	/* beacon v3 (zero from an older sender): the newest map epoch at
+	 * which the PG was active+clean; the monitors trim the map history
+	 * only below the oldest of them (doc/quorum.md) */
+	uint64_t last_epoch_clean;
 };
 
 /* An op slower than the OSD's complaint time. */

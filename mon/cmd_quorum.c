@@ -44,6 +44,9 @@ int cmd_quorum_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		cJSON_AddNumberToObject(o->j, "applied_index", (double)v->applied_index);
 		cJSON_AddNumberToObject(o->j, "epoch", (double)mon->map->epoch);
 		cJSON_AddNumberToObject(o->j, "incarnation", (double)mon_incarnation(mon));
+		/* the map history this monitor keeps: first_epoch..epoch */
+		cJSON_AddNumberToObject(o->j, "first_epoch",
+					(double)mon_store_first_epoch(mon->store));
 		cJSON_AddNumberToObject(o->j, "election_timeout_ms",
 					(double)mon->opts.election_ms);
 		for (uint32_t i = 0; i < v->nmembers; i++) {
@@ -74,6 +77,9 @@ int cmd_quorum_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		(unsigned long long)v->term, (unsigned long long)v->commit_index,
 		(unsigned long long)v->applied_index, (unsigned long long)mon->map->epoch,
 		(unsigned long long)mon_incarnation(mon), role_name(v->role));
+	fprintf(o->txt, "map history kept: epochs %llu..%llu\n",
+		(unsigned long long)mon_store_first_epoch(mon->store),
+		(unsigned long long)mon->map->epoch);
 	fprintf(o->txt, "%-8s %-22s %3s %-9s %8s %5s %8s %7s %-16s\n", "NAME", "ADDR", "ID",
 		"ROLE", "MATCH", "LAG", "APPLIED", "EPOCH", "DIGEST");
 	for (uint32_t i = 0; i < v->nmembers; i++) {

@@ -75,6 +75,9 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 
 		cJSON_AddStringToObject(o->j, "fsid", fsid);
 		cJSON_AddNumberToObject(o->j, "epoch", (double)map->epoch);
+		/* the map history kept (doc/quorum.md, "Trimming the map history") */
+		cJSON_AddNumberToObject(o->j, "first_epoch",
+					(double)mon_store_first_epoch(mon->store));
 		cJSON_AddStringToObject(o->j, "health", health);
 		x = cJSON_AddArrayToObject(o->j, "flags");
 		if (map->flags & OSDMAP_F_NOOUT)
@@ -99,7 +102,9 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		return 0;
 	}
 	fprintf(o->txt, "cluster:\n  id:     %s\n  health: %s\n", fsid, health);
-	fprintf(o->txt, "  epoch:  %llu%s\n", (unsigned long long)map->epoch,
+	fprintf(o->txt, "  epoch:  %llu (history kept from %llu)%s\n",
+		(unsigned long long)map->epoch,
+		(unsigned long long)mon_store_first_epoch(mon->store),
 		map->flags & OSDMAP_F_NOOUT ? " (flags: noout)" : "");
 	fprintf(o->txt, "osd:     %u osds: %u up, %u in\n", total, up, in);
 	fprintf(o->txt, "pools:   %u pools, %u pgs\n", map->npools, ps->total);
@@ -418,6 +423,8 @@ int cmd_pg_ls(struct mon *mon, cJSON *a, struct cmd_out *o)
 					cJSON_AddNumberToObject(j, "unfound", (double)e->st.unfound);
 					cJSON_AddNumberToObject(j, "last_epoch_started",
 								(double)e->st.last_epoch_started);
+					cJSON_AddNumberToObject(j, "last_epoch_clean",
+								(double)e->st.last_epoch_clean);
 					cJSON_AddNumberToObject(j, "last_scrub",
 								(double)e->st.last_scrub);
 					cJSON_AddNumberToObject(j, "last_deep_scrub",

@@ -17,6 +17,11 @@ void mon_entry_encode(const struct mon_entry *e, struct enc *out)
 	size_t h = enc_begin(out, 1, 1);
 
 	enc_u8(out, e->type);
+	if (e->type == MON_ENTRY_TRIM) {
+		enc_u64(out, e->first);
+		enc_end(out, h);
+		return;
+	}
 	enc_u64(out, e->base);
 	enc_u64(out, e->client);
 	enc_u64(out, e->seq);
@@ -36,6 +41,13 @@ int mon_entry_decode(const void *buf, size_t len, struct mon_entry *e)
 	if (dec_begin(&d, 1, &body, &ver) < 0)
 		return -EBADMSG;
 	e->type = dec_u8(&body);
+	if (e->type == MON_ENTRY_TRIM) {
+		e->first = dec_u64(&body);
+		/* epoch 1 is the oldest there is: a trim to it drops nothing */
+		if (body.err || e->first < 2 || dec_end(&d, &body) < 0)
+			return -EBADMSG;
+		return 0;
+	}
 	e->base = dec_u64(&body);
 	e->client = dec_u64(&body);
 	e->seq = dec_u64(&body);

@@ -16,14 +16,18 @@
 struct enc;
 
 #define MON_ENTRY_MAP_CHANGE	1
+#define MON_ENTRY_TRIM		2
 
 /* A map change: inc (epoch base + 1) made against epoch base, for the
- * command of request id {client, seq} ({0, 0}: none). */
+ * command of request id {client, seq} ({0, 0}: none).
+ * A trim: every member drops the incrementals of epochs below first
+ * from its store (mapchange.c); base, client, seq and inc are unused. */
 struct mon_entry {
 	uint8_t type;			/* MON_ENTRY_* */
 	uint64_t base;
 	uint64_t client, seq;
 	struct osdmap_inc inc;
+	uint64_t first;			/* MON_ENTRY_TRIM: the first epoch kept */
 };
 void mon_entry_encode(const struct mon_entry *e, struct enc *out);
 /* 0, or -EBADMSG (malformed, or an unknown type); e->inc is cleared by

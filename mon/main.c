@@ -170,6 +170,16 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 				   err, errlen)) < 0)
 		return r;
 	o->drift_ppm = (uint32_t)(nf * 1000000 + 0.5);
+	/* the history kept below the trim point's other bounds (doc/quorum.md,
+	 * "Trimming the map history") */
+	if ((r = config_get_int(cfg, WHO, "mon_min_map_history", 500, 1, 1 << 24, &v,
+				err, errlen)) < 0)
+		return r;
+	o->min_map_history = (uint32_t)v;
+	if ((r = config_get_int(cfg, WHO, "mon_trim_batch", 30, 1, 1 << 20, &v,
+				err, errlen)) < 0)
+		return r;
+	o->trim_batch = (uint32_t)v;
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)
@@ -477,6 +487,7 @@ static void quorum_events(struct mon *mon)
 		mon->serving = true;
 		mon->serving_term = mon->qv.term;
 		mon_osd_takeover(mon);
+		mon_mds_takeover(mon);
 		sync_ratios(mon);
 	} else if (!mon->qv.ready && mon->serving) {
 		mon->serving = false;
@@ -506,12 +517,14 @@ static void mon_run(struct mon *mon)
 	mon->next_tick_ms = start + mon->opts.tick_ms;
 	pthread_mutex_lock(&mon->lock);
 	while (!g_stop) {
+		/* read under mon->lock: the raft thread writes the view */
+		bool wait_leader = !settled(mon, start);
 		struct timespec ts;
 		uint64_t now;
 
 		pthread_mutex_unlock(&mon->lock);
 		pthread_mutex_lock(&mon->qlock);
-		if (!mon->qhead || !settled(mon, start)) {
+		if (!mon->qhead || wait_leader) {
 			/* wake at least every 50 ms to notice a signal */
 			ts = deadline_ms(CLOCK_REALTIME, 50);
 			pthread_cond_timedwait(&mon->qcond, &mon->qlock, &ts);
@@ -534,6 +547,7 @@ static void mon_run(struct mon *mon)
 			if (mon->serving) {
 				mon_osd_tick(mon);
 				mon_mds_tick(mon);
+				mon_trim_tick(mon);
 			}
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
@@ -699,8 +713,10 @@ static int do_mkfs(const char *data, const char *fsid_str, const char *name,
 		return die("%s", err);
 	mon_store_close(st);
 	r = mon_quorum_mkfs(data, &self, all, n, fsid, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	mon_uuid_format(fsid, fs);
 	printf("%s\n", fs);
 	return 0;
@@ -745,8 +761,10 @@ static int do_restore(const char *data, const char *file, const char *name,
 	 * came from, if any comes back, are never followed again */
 	if (r == 0)
 		r = mon_rebuild_mark(data, inc + 1, false, err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
+		mon_store_remove(data);
 		return die("%s", err);
+	}
 	printf("restored '%s' into '%s/store'; start the monitor with: atoll-mon "
 	       "--data %s --addr IP:PORT\n", file, data, data);
 	return 0;

@@ -13,6 +13,10 @@
  * the incremental) and skips an entry made against another epoch than the
  * current one, so a deposed leader's late proposal cannot fork the map.
  *
+ * A trim entry (trim.c) moves the first epoch every member's store keeps;
+ * what each store holds is not part of the replicated state (a member
+ * that installed a snapshot keeps less), so the digest leaves it out.
+ *
  * The replicated state is the map plus the request-id table; a snapshot
  * of it is mon_state_encode(), a digest of it mon_state_digest().
  */
@@ -36,7 +40,7 @@ static void send_maps(struct mon *mon, struct mon_sub *sub, const struct osdmap 
 	int r;
 
 	enc_init(&e);
-	mon_map_msg_encode(full, incs, ninc, &e);
+	mon_map_msg_encode(full, incs, ninc, mon_store_first_epoch(mon->store), &e);
 	m = msg_new(MT_MON_MAP, &e);
 	enc_free(&e);
 	if (!m) {
@@ -154,6 +158,19 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 		mon_entry_clear(&ent);
 		log_error("mon", "malformed entry in the log (%zu bytes): skipped", len);
 		return -EBADMSG;
+	}
+	if (ent.type == MON_ENTRY_TRIM) {
+		/* every member drops the same epochs from its store; one whose
+		 * history already starts later (a snapshot installed) or a
+		 * replay after a restart drops nothing */
+		r = mon_store_trim(mon->store, ent.first);
+		ATOLL_ASSERT(r == 0, "the monitor store cannot trim the map history below "
+			     "epoch %llu: %s", (unsigned long long)ent.first, strerror(-r));
+		log_info("mon", "map history kept: epochs %llu..%llu",
+			 (unsigned long long)mon_store_first_epoch(mon->store),
+			 (unsigned long long)mon->map->epoch);
+		mon_entry_clear(&ent);
+		return (int64_t)mon_store_first_epoch(mon->store);
 	}
 	if (ent.base != mon->map->epoch) {
 		log_info("mon", "map change made at epoch %llu skipped: the map is at %llu",
@@ -290,11 +307,16 @@ void mon_subscribe(struct mon *mon, struct msg_conn *c, uint64_t have)
 		return;
 	/* have > last: a subscriber ahead of us (a rolled-back monitor); it
 	 * gets our full map and refuses it if it knows that epoch otherwise */
+	/* an OSD far behind gets the incrementals it needs in batches (it
+	 * asks for the next one after a full batch): it must see every
+	 * interval; anyone else gets the full map */
 	if (have == 0 || have > last || have < mon_store_first_epoch(mon->store) ||
-	    last - have > PROTO_MAPS_MAX) {
+	    (last - have > PROTO_MAPS_MAX && msg_conn_peer(c).type != MSG_ENTITY_OSD)) {
 		send_maps(mon, sub, mon->map, NULL, 0, last);
 		return;
 	}
+	if (last - have > PROTO_MAPS_MAX)
+		last = have + PROTO_MAPS_MAX;
 	{
 		struct osdmap_inc *incs;
 		uint32_t n = (uint32_t)(last - have);

@@ -63,6 +63,15 @@ int mon_mds_init(struct mon *mon, char *err, size_t errlen)
 	return 0;
 }
 
+void mon_mds_takeover(struct mon *mon)
+{
+	(void)mon;
+	/* beacons go to the leader only: what this monitor heard in an
+	 * earlier term of its own is stale, and every instance counts as
+	 * heard from now, like on a monitor that never led */
+	g.nseen = 0;
+}
+
 /* The record of instance (made "heard now" when new to this monitor). */
 static struct mds_seen *seen_get(uint64_t instance, uint64_t now)
 {

@@ -50,6 +50,8 @@ struct mon_opts {
 	uint64_t election_ms;		/* mon_election_timeout */
 	uint32_t snapshot_threshold;	/* mon_snapshot_threshold (entries) */
 	uint32_t drift_ppm;		/* mon_clock_drift_bound, parts per million */
+	uint32_t min_map_history;	/* mon_min_map_history: epochs always kept */
+	uint32_t trim_batch;		/* mon_trim_batch: trim once this many can go */
 };
 
 /* "Not the leader (any more)": the request is answered with a MONMAP so
@@ -228,6 +230,8 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 /* Creates a new store in dir (dir/store must not exist). */
 int mon_store_create(const char *dir, struct mon_store **out, char *err, size_t errlen);
 int mon_store_open(const char *dir, struct mon_store **out, char *err, size_t errlen);
+/* Removes dir's store (a --mkfs that failed half way). */
+void mon_store_remove(const char *dir);
 void mon_store_close(struct mon_store *s);
 /* Writes inc and the full map m (of epoch inc->epoch) in one durable
  * transaction (fsync'd before it returns).  An epoch at or below the last
@@ -245,6 +249,9 @@ int mon_store_load_seed(struct mon_store *s, struct osdmap **out);
  * before it, the history starts again at m (older subscribers get a full
  * map). */
 int mon_store_reset(struct mon_store *s, const struct osdmap *m);
+/* Drops the incrementals of epochs below first (never past the last
+ * epoch) in one durable transaction; 0 when there is nothing to drop. */
+int mon_store_trim(struct mon_store *s, uint64_t first);
 /* Oldest epoch whose incremental is kept. */
 uint64_t mon_store_first_epoch(struct mon_store *s);
 /* The backup's head (store.c, "Backup file"): the full map of the last
@@ -396,6 +403,8 @@ void mon_handle_osd_pg_temp(struct mon *mon, struct msg *m);
 void mon_pg_temp_flush(struct mon *mon);
 /* Periodic: down after grace, out after the interval, expiring reports. */
 void mon_osd_tick(struct mon *mon);
+/* ---- trim.c: the leader trims the map history (a replicated entry) ---- */
+void mon_trim_tick(struct mon *mon);
 /* Called when this monitor starts to lead: every OSD up in the map gets a
  * fresh grace and is assumed to hold a lease from a predecessor. */
 void mon_osd_takeover(struct mon *mon);
@@ -407,6 +416,8 @@ int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id);
 /* Reads mds_beacon_grace; -EINVAL (said in err) for a bad value. */
 int mon_mds_init(struct mon *mon, char *err, size_t errlen);
 void mon_handle_mds_beacon(struct mon *mon, struct msg *m);
+/* This monitor became the leader: forgets the beacons of earlier terms. */
+void mon_mds_takeover(struct mon *mon);
 /* Periodic: an active silent past the grace is fenced and replaced. */
 void mon_mds_tick(struct mon *mon);
 

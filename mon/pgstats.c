@@ -120,8 +120,14 @@ void mon_pg_update(struct mon *mon, int32_t reporter, const struct pg_stat *st,
 		p = &pp->pgs[st[i].pg];
 		if (p->reported && p->reporter == reporter && st[i].recovered > p->st.recovered)
 			rate_add(now, st[i].recovered - p->st.recovered);
+		/* the PG was clean at that epoch whoever says so: a new
+		 * primary that never saw it clean reports less (or 0) */
+		uint64_t lec = p->reported && p->st.last_epoch_clean > st[i].last_epoch_clean ?
+			       p->st.last_epoch_clean : st[i].last_epoch_clean;
+
 		p->reported = true;
 		p->st = st[i];
+		p->st.last_epoch_clean = lec;
 		if (p->st.nacting > 10)
 			p->st.nacting = 10;
 		p->reporter = reporter;

@@ -19,6 +19,7 @@
  * this monitor is; the membership itself is libraft's configuration,
  * whose server addresses are "NAME@IP:PORT".
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -711,6 +712,25 @@ static void mkfs_closed(struct raft *r)
 	(void)r;
 }
 
+static void remove_raft_dir(const char *dir)
+{
+	char path[4200], f[4500];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/raft", dir);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			snprintf(f, sizeof(f), "%s/%s", path, de->d_name);
+			unlink(f);
+		}
+	closedir(d);
+	rmdir(path);
+}
+
 int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
 		    const struct mon_member *all, unsigned n, const uint8_t fsid[16],
 		    char *err, size_t errlen)
@@ -755,6 +775,8 @@ int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
 			snprintf(err, errlen, "cannot write '%s/member': %s", dir, strerror(-r));
 	}
 out:
+	if (r < 0)
+		remove_raft_dir(dir);	/* never half a member behind */
 	free(q);
 	return r;
 }

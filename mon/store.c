@@ -11,11 +11,17 @@
  *
  * Keys (one unnamed database):
  *   "fsid"            16 bytes
- *   "first", "last"   u64 little-endian epochs
+ *   "first", "last"   u64 little-endian epochs: the incrementals kept are
+ *                     first..last; first = last + 1 when none is (a
+ *                     snapshot installed, mon_store_reset)
  *   "full"            the encoded full map of epoch "last"
  *   "inc" + be64(E)   the encoded incremental producing epoch E
  *   "seed"            a restored backup's full map: the replicated
  *                     state's starting point (absent: an empty map)
+ *
+ * The history is trimmed from below by a replicated trim entry
+ * (mon_store_trim, trim.c says when): "first" moves up and the
+ * incrementals under it are deleted in one transaction.
  *
  * With a quorum the store is no longer the source of truth: the raft log
  * and its snapshots are (quorum.c).  The store is what every member
@@ -38,6 +44,8 @@
 
 #define STORE_MAP_SIZE		(4ull << 30)	/* sparse; the map is small */
 #define BACKUP_MAGIC		"ATMONBK2"
+
+static void remove_store(const char *dir);
 
 struct mon_store {
 	MDB_env *env;
@@ -177,7 +185,8 @@ static int env_open(const char *dir, bool create, struct mon_store **out,
 			r = get(t, s->dbi, "last", 4, &v);
 		if (r == 0 && v.mv_size == 8)
 			s->last = get_u64le(v.mv_data);
-		if (r < 0 || s->last == 0 || s->first > s->last) {
+		/* first == last + 1: no incremental kept (a snapshot installed) */
+		if (r < 0 || s->last == 0 || s->first == 0 || s->first > s->last + 1) {
 			mdb_txn_abort(t);
 			snprintf(err, errlen, "the monitor store '%s' is incomplete (was "
 				 "--mkfs interrupted?); recreate it or restore a backup "
@@ -339,10 +348,13 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
 	if (r < 0)
 		goto out_free;
+	/* the history kept starts after the snapshot: no incremental yet
+	 * (first = last + 1), the full map is the snapshot's */
 	put_u64le(u, m->epoch);
 	r = put(t, s->dbi, "full", 4, ef.buf, ef.len);
 	if (r == 0)
 		r = put(t, s->dbi, "last", 4, u, 8);
+	put_u64le(u, m->epoch + 1);
 	if (r == 0)
 		r = put(t, s->dbi, "first", 5, u, 8);
 	if (r == 0)
@@ -353,11 +365,48 @@ int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 	}
 	r = lmdb_err(mdb_txn_commit(t));
 	if (r == 0) {
-		s->first = s->last = m->epoch;
+		s->last = m->epoch;
+		s->first = m->epoch + 1;
 		memcpy(s->fsid, m->fsid, 16);
 	}
 out_free:
 	enc_free(&ef);
+	return r;
+}
+
+int mon_store_trim(struct mon_store *s, uint64_t first)
+{
+	uint8_t key[11], u[8];
+	uint64_t to, ep;
+	MDB_txn *t;
+	int r;
+
+	/* never past the last epoch: first = last + 1 keeps none, as after
+	 * a snapshot was installed */
+	to = first < s->last + 1 ? first : s->last + 1;
+	if (s->last == 0 || to <= s->first)
+		return 0;	/* already trimmed there (a replay, or a snapshot) */
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, 0, &t));
+	if (r < 0)
+		return r;
+	for (ep = s->first; ep < to && r == 0; ep++) {
+		MDB_val k = { sizeof(key), key };
+
+		inc_key(ep, key);
+		r = lmdb_err(mdb_del(t, s->dbi, &k, NULL));
+		if (r == -ENOENT)
+			r = 0;
+	}
+	put_u64le(u, to);
+	if (r == 0)
+		r = put(t, s->dbi, "first", 5, u, 8);
+	if (r < 0) {
+		mdb_txn_abort(t);
+		return r;
+	}
+	r = lmdb_err(mdb_txn_commit(t));
+	if (r == 0)
+		s->first = to;
 	return r;
 }
 
@@ -544,6 +593,11 @@ int mon_store_backup_incs(struct mon_store *s, uint64_t from, uint64_t to, size_
 	return r;
 }
 
+void mon_store_remove(const char *dir)
+{
+	remove_store(dir);
+}
+
 static void remove_store(const char *dir)
 {
 	static const char *const files[] = { "data.mdb", "lock.mdb" };
@@ -674,15 +728,20 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 	if (replay) {
 		/* the creation time is not in any incremental */
 		replay->created_ms = full->created_ms;
-		if (!osdmap_equal(full, replay))
+		if (full->epoch != last || memcmp(full->fsid, fsid, 16) != 0 ||
+		    (first == 1 && !osdmap_equal(full, replay)))
 			goto out_bad;
 	}
 	put_u64le(u, last);
 	r = put(t, s->dbi, "full", 4, fp, fl);
-	/* no incremental kept: the history starts at the full map, as after
-	 * a snapshot (mon_store_reset) */
-	if (r == 0 && first > last)
-		r = put(t, s->dbi, "first", 5, u, 8);
+	/* no incremental kept: first = last + 1, as after a snapshot
+	 * (mon_store_reset) */
+	if (r == 0 && first > last) {
+		uint8_t f1[8];
+
+		put_u64le(f1, first);
+		r = put(t, s->dbi, "first", 5, f1, 8);
+	}
 	if (r == 0)
 		r = put(t, s->dbi, "last", 4, u, 8);
 	/* the replicated state of the restored monitor starts from here */

@@ -109,6 +109,11 @@ struct osd {
 	struct monc *monc;	/* the monitors (lib/monc.h); any thread */
 	struct osdmap *map;	/* current map, NULL before the first */
 	struct osdmap *hist[OSD_MAP_HISTORY];	/* recent maps, by epoch % N */
+	/* While a full map that jumps over trimmed epochs is applied: the
+	 * epochs skipped, whose intervals this OSD cannot see (0, 0 otherwise;
+	 * osdmap_client.c sets them around map_changed, pg.c records them in
+	 * each PG as a hole: peering.c) */
+	uint64_t hole_first, hole_last;
 	bool booted;		/* the monitor marked us up */
 	uint64_t up_epoch;	/* the epoch it did so in */
 	bool boot_pending;

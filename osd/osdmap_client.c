@@ -4,7 +4,10 @@
  * The OSD subscribes to the monitor from the epoch it holds and applies
  * every incremental in order (never skipping one, so that every interval
  * change of every PG is seen: pg.c).  A full map newer than ours replaces
- * it (a jump: the intervals in between collapse into one change).  A map
+ * it only when the monitors no longer keep the epochs in between (they
+ * were trimmed): then each PG records them as a hole in its history that
+ * peering must resolve (pg.c, peering.c); otherwise the OSD asks for the
+ * incrementals it missed.  A map
  * or incremental for an epoch we already hold is checked against what we
  * have; different content for the same epoch means the monitor lost
  * history (a restored or rolled-back monitor) and is refused loudly.
@@ -198,7 +201,28 @@ static void map_changed(struct osd *osd, const struct osdmap *prev)
 	osd_pgs_map_changed(osd, prev, cur);
 }
 
-static int apply_full(struct osd *osd, struct osdmap *full)
+/* A full map newer than ours by more than one epoch.  When the monitor
+ * still keeps the incrementals in between (first: the oldest it keeps),
+ * ask for them: every interval they make must be seen (pg.c).  When it
+ * has trimmed them, jump, and let each PG record the epochs skipped as a
+ * hole that peering must resolve (doc/quorum.md, "Trimming the map
+ * history").  -EAGAIN: ask again; 0: jump. */
+static int full_jump(struct osd *osd, const struct osdmap *full, uint64_t first)
+{
+	uint64_t have = osd->map->epoch;
+
+	if (first && first <= have + 1)
+		return -EAGAIN;
+	osd->hole_first = have + 1;
+	osd->hole_last = full->epoch - 1;
+	log_warn("map", "the monitors no longer keep epochs %llu..%llu (oldest kept %llu); "
+		 "this OSD cannot see the intervals they made: its PGs wait for a peer that "
+		 "knows them", (unsigned long long)osd->hole_first,
+		 (unsigned long long)osd->hole_last, (unsigned long long)first);
+	return 0;
+}
+
+static int apply_full(struct osd *osd, struct osdmap *full, uint64_t first)
 {
 	const struct osdmap *known = osd_map_at(osd, full->epoch);
 
@@ -217,11 +241,14 @@ static int apply_full(struct osd *osd, struct osdmap *full)
 	}
 	if (osd->map && full->epoch < osd->map->epoch)
 		return 1;	/* older than ours, and forgotten */
+	if (osd->map && full->epoch > osd->map->epoch + 1 && full_jump(osd, full, first) < 0)
+		return -EAGAIN;
 	struct osdmap *prev = osd->map;
 
 	osd->map = full;
 	hist_put(osd, full);
 	map_changed(osd, prev);
+	osd->hole_first = osd->hole_last = 0;
 	return 0;
 }
 
@@ -283,9 +310,11 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		return;
 	}
 	if (mm.full) {
-		r = apply_full(osd, mm.full);
+		r = apply_full(osd, mm.full, mm.first);
 		if (r == 0)
 			mm.full = NULL;	/* now ours */
+		else if (r == -EAGAIN)
+			gap = true;
 	}
 	for (uint32_t i = 0; i < mm.ninc; i++) {
 		r = apply_inc(osd, &mm.incs[i]);
@@ -295,6 +324,9 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			log_warn("map", "cannot apply epoch %llu: %s",
 				 (unsigned long long)mm.incs[i].epoch, strerror(-r));
 	}
+	/* a full batch: the monitor has more for us (mapchange.c) */
+	if (mm.ninc == PROTO_MAPS_MAX)
+		gap = true;
 	mon_map_msg_clear(&mm);
 	if (gap && osd->monc) {
 		log_info("map", "missing epochs after %llu; asking the monitor again",

@@ -29,6 +29,9 @@
  *      members outside the acting set are backfilled (backfill.c); CLEAN
  *      once nothing is left and the acting set is the full up set; with
  *      fewer than min_size members the PG stays inactive.
+ *      A hole in the history (epochs an OSD skipped because the monitors
+ *      had trimmed them: pg.c) is resolved only by an OSD that went
+ *      active once and has no hole there itself; otherwise DOWN too.
  *   4. On activation the primary records last_epoch_started, forgets the
  *      past intervals (every acting member now has everything) and tells
  *      the members (PGQ_ACTIVATE) so that they forget them too.
@@ -561,6 +564,24 @@ static bool witness(int32_t id, const struct pg_info *in, const struct pg_interv
 	return !in->lacks_since || iv->last < in->lacks_since || iv->primary == id;
 }
 
+/* Whether OSD id, whose info is in, saw every interval of hole iv: it
+ * went active once (so it held the PG and knows every interval since,
+ * its past intervals tell them, or it went active after them) and its
+ * own map history has no hole over those epochs. */
+static bool knows_hole(int32_t id, const struct pg_info *in, const struct pg_interval *iv)
+{
+	if (id == iv->primary || !in->last_epoch_started)
+		return false;
+	for (uint32_t k = 0; k < in->npast; k++) {
+		const struct pg_interval *h = &in->past[k];
+
+		if (pg_interval_is_hole(h) && h->primary == id && h->first <= iv->last &&
+		    h->last >= iv->first)
+			return false;
+	}
+	return true;
+}
+
 /* An up member of the PG with the newest log: it would be in the acting
  * set we want, so the PG is handed to it rather than pulled (choose_acting). */
 static bool newest_up_member(const struct pg *pg, struct pg_version newest)
@@ -605,13 +626,35 @@ static void evaluate(struct pg *pg)
 			send_query(pg, i);
 		return;
 	}
-	/* every past interval that may have taken writes needs a witness */
-	for (uint32_t k = 0; k < pg->info.npast; k++) {
+	/* every past interval that may have taken writes needs a witness;
+	 * holes first (k < npast), the intervals after: a hole is the more
+	 * basic reason to be down, and the one health should say */
+	for (uint32_t kk = 0; kk < 2 * pg->info.npast; kk++) {
+		uint32_t k = kk % pg->info.npast;
 		const struct pg_interval *iv = &pg->info.past[k];
 		bool heard = false;
 
-		if (!iv->maybe_went_rw)
+		if (!iv->maybe_went_rw || (kk < pg->info.npast) != pg_interval_is_hole(iv))
 			continue;
+		if (pg_interval_is_hole(iv)) {
+			/* epochs an OSD skipped (trimmed by the monitors): an
+			 * OSD that saw them must tell what they held */
+			heard = knows_hole(pg->osd->whoami, &pg->info, iv);
+			for (uint32_t j = 0; j < pg->nprobes && !heard; j++)
+				heard = pg->probes[j].replied && pg->probes[j].has_pg &&
+					knows_hole(pg->probes[j].osd, &pg->probes[j].info, iv);
+			if (!heard) {
+				log_warn("peering", "pg %u.%x is down: osd.%d skipped epochs %llu-%llu "
+					 "(trimmed by the monitors) and no OSD that saw them "
+					 "answered; bring up the OSDs that held the PG since",
+					 pg->pool, pg->pgid, iv->primary,
+					 (unsigned long long)iv->first,
+					 (unsigned long long)iv->last);
+				pg_set_state(pg, PG_ST_DOWN | PG_ST_INACTIVE);
+				return;
+			}
+			continue;
+		}
 		for (uint8_t i = 0; i < iv->nacting && !heard; i++) {
 			if (iv->acting[i] == pg->osd->whoami && witness(iv->acting[i], &pg->info, iv))
 				heard = true;

@@ -13,7 +13,10 @@
  * map starts a new interval, the old one is appended to the info's past
  * intervals (with maybe_went_rw when it had min_size members, so could
  * have accepted writes), every op of the PG is answered -ESTALE, and the
- * new primary peers (peering.c).
+ * new primary peers (peering.c).  A map that jumps over epochs the
+ * monitors trimmed also starts a new interval, and leaves the epochs
+ * skipped in the past intervals as a hole (pglog.h): the PG then goes
+ * active only once a peer that knows that stretch answers.
  *
  * All of this runs on the loop thread.
  */
@@ -621,16 +624,32 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 	if (pg->sis_watch_from == UINT64_MAX)
 		pg->sis_watch_from = cur->epoch;
 
+	/* a jump over trimmed epochs (osdmap_client.c): the interval we knew
+	 * ended somewhere in them, and what came between is unknown here */
+	bool hole = osd->hole_last && prev && osd->hole_last < cur->epoch &&
+		    pool->created <= osd->hole_last;	/* a pool made later has no past there */
 	bool changed = pg->info.primary != primary || pg->info.nacting != n ||
 		       memcmp(pg->info.acting, acting, n * sizeof(int32_t)) ||
-		       incarnation_changed(prev, cur, acting, n);
+		       incarnation_changed(prev, cur, acting, n) || hole;
 
+	if (hole) {
+		struct pg_interval h = {
+			.first = osd->hole_first,
+			.last = osd->hole_last,
+			.nacting = 0,
+			.primary = osd->whoami,	/* whose history has the hole */
+			.maybe_went_rw = 1,
+		};
+
+		pg_info_add_past(&pg->info, &h);
+	}
 	if (changed) {
 		if (pg->info.primary != -2 && pg->info.nacting > 0 &&
-		    pg->info.same_interval_since < cur->epoch) {
+		    pg->info.same_interval_since < cur->epoch &&
+		    (!hole || pg->info.same_interval_since < osd->hole_first)) {
 			struct pg_interval iv = {
 				.first = pg->info.same_interval_since,
-				.last = cur->epoch - 1,
+				.last = hole ? osd->hole_first - 1 : cur->epoch - 1,
 				.nacting = pg->info.nacting,
 				.primary = pg->info.primary,
 				.maybe_went_rw = pg->info.nacting >= pool->min_size,
@@ -747,6 +766,10 @@ uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out)
 			st->nacting = pg->info.nacting;
 			memcpy(st->acting, pg->info.acting, sizeof(st->acting));
 			pg_stat_fill_extra(pg, st);
+			if ((pg->state & (PG_ST_ACTIVE | PG_ST_CLEAN)) ==
+			    (PG_ST_ACTIVE | PG_ST_CLEAN) && osd->map)
+				pg->last_epoch_clean = osd->map->epoch;
+			st->last_epoch_clean = pg->last_epoch_clean;
 		}
 	}
 	*out = s;

@@ -51,6 +51,10 @@ struct pg {
 	 * it did not serve as primary, or pulled objects into, is counted
 	 * again from the store when it goes active (peering.c) */
 	bool objects_stale;
+	/* the newest map epoch at which this primary saw the PG
+	 * active+clean (0: not since it started); in the beacon, the
+	 * monitors trim the map history below the oldest of them */
+	uint64_t last_epoch_clean;
 
 	/* peering (primary) */
 	uint64_t peer_gen;	/* bumped by every new interval */

@@ -235,7 +235,14 @@ int pg_info_add_past(struct pg_info *info, const struct pg_interval *iv)
 		if (info->past[i].first == iv->first && info->past[i].last == iv->last)
 			return 0;
 	if (info->npast == PG_PAST_INTERVALS_MAX) {
-		memmove(info->past, info->past + 1, (info->npast - 1) * sizeof(*iv));
+		/* the oldest goes, but a hole last: forgetting one would let
+		 * the PG go active on a history it cannot see (peering.c) */
+		uint32_t drop = 0;
+
+		while (drop + 1 < info->npast && pg_interval_is_hole(&info->past[drop]))
+			drop++;
+		memmove(info->past + drop, info->past + drop + 1,
+			(info->npast - drop - 1) * sizeof(*iv));
 		info->npast--;
 	}
 	struct pg_interval *p = realloc(info->past, (info->npast + 1) * sizeof(*p));

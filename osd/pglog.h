@@ -80,6 +80,9 @@ struct pglog_dup {
 	int32_t result;
 };
 
+/* nacting 0 (with maybe_went_rw): a hole, epochs that OSD primary
+ * skipped because the monitors had trimmed them (pg_interval_is_hole):
+ * what happened to the PG then is unknown to it (peering.c). */
 struct pg_interval {
 	uint64_t first;		/* epochs [first, last] */
 	uint64_t last;
@@ -122,6 +125,10 @@ int pg_info_copy(struct pg_info *dst, const struct pg_info *src);
 /* Adds an interval (kept oldest first, at most PG_PAST_INTERVALS_MAX: the
  * oldest is dropped).  Returns 0 or -ENOMEM. */
 int pg_info_add_past(struct pg_info *info, const struct pg_interval *iv);
+static inline int pg_interval_is_hole(const struct pg_interval *iv)
+{
+	return iv->nacting == 0;
+}
 /* Drops past intervals that ended before epoch. */
 void pg_info_prune_past(struct pg_info *info, uint64_t before);
 

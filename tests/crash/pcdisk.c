@@ -68,6 +68,7 @@ int pc_log_load(const char *path, struct pc_log *lg)
 			if (e.h.fid >= PC_MAX_FILES || lg->names[e.h.fid])
 				break;
 			lg->names[e.h.fid] = strndup((const char *)e.data, e.h.len);
+			lg->fid_flags[e.h.fid] = e.h.flags;
 			if (!lg->names[e.h.fid]) {
 				r = -ENOMEM;
 				goto out_close;
@@ -240,7 +241,9 @@ int pc_reconstruct(const struct pc_log *lg, size_t nrec, const char *ddir,
 		int w = 0;
 
 		st->records++;
-		if (h->type == PC_OPEN || h->type == PC_SYNC)
+		/* name changes: this model follows files that keep their names */
+		if (h->type == PC_OPEN || h->type == PC_SYNC || h->type == PC_CREATE ||
+		    h->type == PC_RENAME || h->type == PC_UNLINK)
 			continue;
 		if (fd < 0) {
 			st->ignored++;

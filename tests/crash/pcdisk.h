@@ -23,6 +23,7 @@ struct pc_log {
 	size_t n;
 	size_t tail_bytes;		/* bytes after the last whole record (a cut record) */
 	char *names[PC_MAX_FILES];	/* fid -> path relative to the watched dir */
+	uint32_t fid_flags[PC_MAX_FILES];	/* the PC_OPEN record's flags (PC_F_DIR) */
 };
 
 /* Reads the log at path; a record cut short or damaged ends it (its bytes
@@ -46,6 +47,8 @@ struct pc_stats {
 	uint64_t applied;	/* unsynced but applied whole */
 	uint64_t torn;		/* unsynced, some 4 KiB pieces applied */
 	uint64_t ignored;	/* records for files we do not rebuild */
+	uint64_t names_kept;	/* pc_rebuild_tree: name changes a power cut kept */
+	uint64_t names_lost;	/* ... and those it undid */
 };
 
 /* Applies the log's first nrec records to the durable copies ddir/<rel>
@@ -57,6 +60,21 @@ struct pc_stats {
 int pc_reconstruct(const struct pc_log *lg, size_t nrec, const char *ddir,
 		   const char *const files[], enum pc_fate fate, uint64_t *rng,
 		   struct pc_stats *st, char *err, size_t errlen);
+
+/* Rebuilds a whole folder: base is the folder as it was on disk when the
+ * logged program started (every file in it durable), out (made, must not
+ * exist) gets the folder a power cut right after record nrec-1 would leave.
+ * Files are followed by name as the program saw them (creates, renames,
+ * unlinks); their content as pc_reconstruct does.  A name change is kept
+ * if a sync of its folder began after it; of the others, a prefix in log
+ * order (a journalling file system's order; its length picked at random,
+ * all with PC_FATE_KEEP_ALL, none with PC_FATE_LOSE_ALL).  Paths listed in
+ * skip (NULL-terminated, relative) are left out of out, and the shim being
+ * blind to them is no error (LMDB's shared-mapped lock file).
+ * Returns 0, or -1 with a sentence in err. */
+int pc_rebuild_tree(const struct pc_log *lg, size_t nrec, const char *base, const char *out,
+		    const char *const skip[], enum pc_fate fate, uint64_t *rng,
+		    struct pc_stats *st, char *err, size_t errlen);
 
 /* Copies a file keeping holes; creates or replaces dst.  0 or -errno. */
 int pc_copy_file(const char *src, const char *dst);

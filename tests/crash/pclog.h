@@ -5,14 +5,17 @@
  * The shim appends one record per event that matters for durability, in
  * the order the events completed: a file being opened (its path, once per
  * file), a completed write (with its data), a completed sync, a truncate
- * or fallocate.  Every record carries a sequence number (its position in
+ * or fallocate, and the name changes of the folder: a file created, renamed
+ * or unlinked.  Every record carries a sequence number (its position in
  * the log) and a checksum over header and payload, so that a reader can
  * stop cleanly at a record that a kill -9 cut short.
  *
  * Durability rule the reader applies: a write is durable if it was made on
  * an O_DSYNC/O_SYNC fd (or with RWF_DSYNC), or if a sync of the same file
  * completed whose start_seq is greater than the write's seq (the sync was
- * called after the write had returned).
+ * called after the write had returned).  A name change (create, rename,
+ * unlink) is durable if a sync of its folder (an fsync of the directory's
+ * fd, logged as PC_SYNC of the folder's fid) began after it.
  *
  * Header only: the shim must not depend on anything but libc.
  */
@@ -25,7 +28,7 @@
 
 #define PC_MAGIC	0x474c4350u	/* "PCLG" */
 #define PC_FID_ALL	0xffffu		/* sync()/syncfs(): every file */
-#define PC_MAX_FILES	64u
+#define PC_MAX_FILES	4096u	/* paths named in one log */
 #define PC_PATH_MAX	1024u
 
 enum pc_type {
@@ -36,10 +39,14 @@ enum pc_type {
 	PC_ZERO = 5,	/* off, arg = length: punched or zeroed range */
 	PC_EXTEND = 6,	/* arg = size the file grows to (fallocate) */
 	PC_BLIND = 7,	/* something the shim cannot see (shared writable mmap, ...) */
+	PC_CREATE = 8,	/* the path fid now names a new, empty file */
+	PC_RENAME = 9,	/* the file at fid now lives at fid arg (replacing it) */
+	PC_UNLINK = 10,	/* the path fid names nothing any more */
 };
 
 #define PC_F_DURABLE	0x1u	/* written through O_DSYNC/O_SYNC or RWF_DSYNC */
 #define PC_F_AIO	0x2u	/* completed through io_getevents */
+#define PC_F_DIR	0x4u	/* on PC_OPEN: the path is a directory */
 
 struct pc_rec {
 	uint32_t magic;

@@ -7,7 +7,13 @@
  * write kept (must equal the files as left), with every unsynced write
  * lost (must equal the snapshots), at random, and with no unsynced write
  * kept whole; then it cuts the log short and checks that the reader stops
- * cleanly at the damaged record.
+ * cleanly at the damaged record.  Then the calls libraft and libuv make:
+ * aio through raw syscall(__NR_io_submit) with and without RWF_DSYNC,
+ * pwritev and fdatasync as raw syscalls, a file created, synced and renamed
+ * into place with a folder sync, one created with no folder sync, one
+ * unlinked; the whole folder rebuilt by pc_rebuild_tree, with every write
+ * and name change kept (equal to the folder as left) and with none that
+ * was not synced (the synced state).
  *
  * usage: pcshim-selftest SHIM.so            (parent)
  *        pcshim-selftest --child WDIR SDIR  (run by the parent, under the shim)
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +88,79 @@ static void *thr_main(void *arg)
 			abort();
 	}
 	return NULL;
+}
+
+/* One aio write through the raw syscalls, as libraft issues it. */
+static void raw_aio_write(unsigned long ctx, int fd, void *buf, size_t len, long long off,
+			  int rw_flags)
+{
+	struct iocb cb, *cbs[1] = { &cb };
+	struct io_event ev;
+
+	io_prep_pwrite(&cb, fd, buf, len, off);
+	cb.aio_rw_flags = rw_flags;
+	if (syscall(SYS_io_submit, ctx, 1L, cbs) != 1 ||
+	    syscall(SYS_io_getevents, ctx, 1L, 1L, &ev, NULL) != 1 || (long)ev.res != (long)len) {
+		fprintf(stderr, "pcshim-selftest child: raw aio write failed: %s\n", strerror(errno));
+		exit(2);
+	}
+}
+
+/* The names and raw syscalls of libraft and libuv: files e, n/f, n/g. */
+static void child_names(const char *wdir, const char *sdir, unsigned char *abuf)
+{
+	char path[4096], path2[4096];
+	unsigned long ctx = 0;
+	struct iovec v;
+	int e, f, dfd;
+
+	/* e: raw aio, dsync and not; raw pwritev and fdatasync */
+	snprintf(path, sizeof(path), "%s/e", wdir);
+	CHECK_SYS(e = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT, 0644));
+	CHECK_SYS(syscall(SYS_io_setup, 8L, &ctx));
+	fill(abuf, 4096, 20);
+	raw_aio_write(ctx, e, abuf, 4096, 4096, RWF_DSYNC);	/* durable */
+	fill(abuf, 4096, 21);
+	v = (struct iovec){ abuf, 4096 };
+	CHECK_SYS(syscall(SYS_pwritev, (long)e, &v, 1L, 8192L, 0L));
+	CHECK_SYS(syscall(SYS_fdatasync, (long)e));
+	snap(wdir, sdir, "e");
+	fill(abuf, 4096, 22);
+	raw_aio_write(ctx, e, abuf, 4096, 0, 0);		/* not durable */
+	raw_aio_write(ctx, e, abuf, 4096, 12288, 0);		/* not durable */
+	CHECK_SYS(syscall(SYS_io_destroy, ctx));
+	CHECK_SYS(syscall(SYS_close, (long)e));
+
+	/* n/f: written to n/tmp, synced, renamed into place, folder synced;
+	 * n/g: created after the folder's last sync; n/h: created, synced
+	 * with its folder, then unlinked with no folder sync */
+	snprintf(path, sizeof(path), "%s/n", wdir);
+	CHECK_SYS(mkdir(path, 0755));
+	CHECK_SYS(dfd = open(path, O_RDONLY | O_DIRECTORY));
+	snprintf(path, sizeof(path), "%s/n/h", wdir);
+	CHECK_SYS(f = open(path, O_WRONLY | O_CREAT, 0644));
+	CHECK_SYS(close(f));
+	snprintf(path, sizeof(path), "%s/n/tmp", wdir);
+	CHECK_SYS(f = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644));
+	fill(abuf, 5000, 23);
+	CHECK_SYS(pwrite(f, abuf, 5000, 0));
+	CHECK_SYS(fsync(f));
+	CHECK_SYS(close(f));
+	snprintf(path2, sizeof(path2), "%s/n/f", wdir);
+	CHECK_SYS(rename(path, path2));
+	CHECK_SYS(fsync(dfd));
+	snprintf(path, sizeof(path), "%s/n/h", wdir);
+	CHECK_SYS(unlink(path));
+	snprintf(path, sizeof(path), "%s/n/g", wdir);
+	CHECK_SYS(f = open(path, O_WRONLY | O_CREAT, 0644));
+	CHECK_SYS(write(f, abuf, 100));
+	CHECK_SYS(fsync(f));		/* its content, not its name */
+	CHECK_SYS(close(f));
+	CHECK_SYS(close(dfd));
+	/* the top folder synced: a, b, c, d, e, other are there for good */
+	CHECK_SYS(dfd = open(wdir, O_RDONLY | O_DIRECTORY));
+	CHECK_SYS(fsync(dfd));
+	CHECK_SYS(close(dfd));
 }
 
 static int child(const char *wdir, const char *sdir)
@@ -173,6 +253,7 @@ static int child(const char *wdir, const char *sdir)
 	close(b);
 	close(c);
 	close(d);
+	child_names(wdir, sdir, abuf);
 	free(buf);
 	free(abuf);
 	return 0;
@@ -315,6 +396,60 @@ int main(int argc, char **argv)
 		FAIL("not-whole rebuild applied %llu unsynced writes whole, %llu lost or torn",
 		     (unsigned long long)st.applied, (unsigned long long)(st.lost + st.torn));
 
+	/* the whole folder, names included (pc_rebuild_tree) from an empty base */
+	{
+		static const char *const all[] = { "a", "b", "c", "d", "other", "e", "n/f", "n/g",
+						   NULL };
+		static const char *const gone[] = { "n/tmp", "n/h", NULL };
+		char tb[4200], t1[4200], t2[4200], err[512];
+		uint64_t rng = 7;
+		struct stat sb;
+
+		snprintf(tb, sizeof(tb), "%s/tbase", root);
+		snprintf(t1, sizeof(t1), "%s/tkeep", root);
+		snprintf(t2, sizeof(t2), "%s/tlose", root);
+		if (pc_mkdir(tb) < 0)
+			FAIL("cannot make %s", tb);
+		if (pc_rebuild_tree(&lg, lg.n, tb, t1, NULL, PC_FATE_KEEP_ALL, &rng, &st, err,
+				    sizeof(err)) < 0)
+			FAIL("keep-all tree rebuild: %s", err);
+		for (i = 0; all[i]; i++) {
+			snprintf(x, sizeof(x), "%s/%s", wdir, all[i]);
+			snprintf(y, sizeof(y), "%s/%s", t1, all[i]);
+			if (!same_file(x, y))
+				FAIL("keep-all tree rebuild of '%s' differs from the real file", all[i]);
+		}
+		for (i = 0; gone[i]; i++) {
+			snprintf(y, sizeof(y), "%s/%s", t1, gone[i]);
+			if (stat(y, &sb) == 0)
+				FAIL("keep-all tree rebuild has '%s', renamed or unlinked", gone[i]);
+		}
+		if (pc_rebuild_tree(&lg, lg.n, tb, t2, NULL, PC_FATE_LOSE_ALL, &rng, &st, err,
+				    sizeof(err)) < 0)
+			FAIL("lose-all tree rebuild: %s", err);
+		/* e: the raw dsync aio write and the synced raw pwritev only */
+		snprintf(x, sizeof(x), "%s/e.snap", sdir);
+		snprintf(y, sizeof(y), "%s/e", t2);
+		if (!same_file(x, y))
+			FAIL("lose-all tree rebuild of 'e' differs from its synced state");
+		snprintf(x, sizeof(x), "%s/n/f", wdir);
+		snprintf(y, sizeof(y), "%s/n/f", t2);
+		if (!same_file(x, y))
+			FAIL("lose-all tree rebuild lost 'n/f', synced and renamed with a folder sync");
+		snprintf(y, sizeof(y), "%s/n/g", t2);
+		if (stat(y, &sb) == 0)
+			FAIL("lose-all tree rebuild kept 'n/g', made after its folder's last sync");
+		snprintf(y, sizeof(y), "%s/n/h", t2);
+		if (stat(y, &sb) < 0)
+			FAIL("lose-all tree rebuild lost 'n/h', whose unlink was never synced");
+		snprintf(y, sizeof(y), "%s/n/tmp", t2);
+		if (stat(y, &sb) == 0)
+			FAIL("lose-all tree rebuild has 'n/tmp', renamed with a folder sync");
+		if (st.names_lost == 0 || st.names_kept == 0)
+			FAIL("lose-all tree rebuild kept %llu and lost %llu name changes",
+			     (unsigned long long)st.names_kept, (unsigned long long)st.names_lost);
+	}
+
 	/* a log cut inside its last record: the reader drops just that record */
 	{
 		size_t n = lg.n, full = lg.size;
@@ -328,8 +463,8 @@ int main(int argc, char **argv)
 			FAIL("cut log: %zu records (want %zu) and %zu tail bytes",
 			     lg.n, n - 1, lg.tail_bytes);
 	}
-	printf("pcshim-selftest: %zu log records, keep-all, lose-all, random, not-whole and "
-	       "cut-log checks pass\n",
+	printf("pcshim-selftest: %zu log records, keep-all, lose-all, random, not-whole, "
+	       "folder (raw aio, names) and cut-log checks pass\n",
 	       lg.n + 1);
 	rc = 0;
 out:

@@ -10,9 +10,23 @@
  *
  * Environment: ATOLL_PC_DIR (the directory whose files are watched) and
  * ATOLL_PC_LOG (the log file, outside that directory).  Without both the
- * shim only passes calls through.  ATOLL_PC_NOSYNC=<path relative to the
- * dir> drops that file's syncs from the log: the harness's own test, a
- * stand-in for a program that never syncs the file.
+ * shim only passes calls through.  ATOLL_PC_NOSYNC=<list> drops the syncs
+ * of the files it names from the log and logs their O_DSYNC/RWF_DSYNC
+ * writes as plain ones: the harness's own test, a stand-in for a program
+ * that never syncs those files.  The list is comma-separated paths relative
+ * to the dir; one ending in a star is a prefix ("raft/" and a star: every
+ * file in raft/; a lone star: every file and folder; "." the dir itself).
+ *
+ * Names: creating a file (O_CREAT on a path that did not exist), rename()
+ * and unlink() of a path under the dir are logged, and so are syncs of a
+ * folder's fd (fsync of a directory), so that the rebuild can tell which
+ * name changes a power cut keeps (pc_rebuild_tree).
+ *
+ * Aio: through libaio (io_submit, io_getevents, io_pgetevents) and through
+ * syscall(__NR_io_submit, ...) and its siblings, as libraft and libuv issue
+ * them; every other syscall() number passes through untouched.  A write on
+ * an O_DSYNC fd or with RWF_DSYNC/RWF_SYNC is logged as durable when its
+ * completion is handed back (io_getevents).
  *
  * Blind spots: writes through stdio (glibc opens those files internally)
  * and through shared writable mappings.  The latter are flagged in the log
@@ -50,6 +64,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -82,10 +97,12 @@ static struct {
 	int (*fallocate)(int, int, off_t, off_t);
 	int (*posix_fallocate)(int, off_t, off_t);
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
-	int (*io_submit)(io_context_t, long, struct iocb **);
-	int (*io_getevents)(io_context_t, long, long, struct io_event *, struct timespec *);
-	int (*io_pgetevents)(io_context_t, long, long, struct io_event *,
-			     struct timespec *, sigset_t *);
+	long (*syscall)(long, ...);
+	int (*rename)(const char *, const char *);
+	int (*renameat)(int, const char *, int, const char *);
+	int (*renameat2)(int, const char *, int, const char *, unsigned int);
+	int (*unlink)(const char *);
+	int (*unlinkat)(int, const char *, int);
 } real;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -102,10 +119,11 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_seq;
 static char file_names[PC_MAX_FILES][PC_PATH_MAX];
 static unsigned nfiles;
-/* ATOLL_PC_NOSYNC names one file whose syncs are not recorded: the test of
- * the harness itself, a stand-in for a program that never syncs that file */
-static const char *nosync_name;
-static int nosync_fid = -1;
+static bool table_full;		/* PC_BLIND of PC_FID_ALL logged once */
+/* ATOLL_PC_NOSYNC: the files whose syncs are not recorded (see the top);
+ * nosync_fid[fid] is set when the fid's path matches the list */
+static char nosync_list[4096];
+static bool nosync_fid[PC_MAX_FILES];
 
 /* fd -> FD_TRACKED | FD_DSYNC | fid; 0 = not ours.  Atomics only. */
 static uint32_t fdtab[FD_MAX];
@@ -119,13 +137,6 @@ static struct {
 static void *sym(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
-}
-
-static void *aio_sym(const char *name, const char *version)
-{
-	void *p = dlvsym(RTLD_NEXT, name, version);
-
-	return p ? p : dlsym(RTLD_NEXT, name);
 }
 
 /* Resolves the real functions; safe to run from any first call. */
@@ -152,9 +163,12 @@ static void shim_init(void)
 	real.fallocate = sym("fallocate64");
 	real.posix_fallocate = sym("posix_fallocate64");
 	real.mmap = sym("mmap64");
-	real.io_submit = aio_sym("io_submit", "LIBAIO_0.1");
-	real.io_getevents = aio_sym("io_getevents", "LIBAIO_0.4");
-	real.io_pgetevents = aio_sym("io_pgetevents", "LIBAIO_0.5");
+	real.syscall = sym("syscall");
+	real.rename = sym("rename");
+	real.renameat = sym("renameat");
+	real.renameat2 = sym("renameat2");
+	real.unlink = sym("unlink");
+	real.unlinkat = sym("unlinkat");
 }
 
 /* Starts recording.  Runs from our constructor only, never from the first
@@ -162,11 +176,13 @@ static void shim_init(void)
  * initialises, before realpath() and friends may be used. */
 static void shim_activate(void)
 {
-	const char *dir, *logp;
+	const char *dir, *logp, *ns;
 
 	dir = getenv("ATOLL_PC_DIR");
 	logp = getenv("ATOLL_PC_LOG");
-	nosync_name = getenv("ATOLL_PC_NOSYNC");
+	ns = getenv("ATOLL_PC_NOSYNC");
+	if (ns)
+		snprintf(nosync_list, sizeof(nosync_list), "%s", ns);
 	if (!dir || !logp || !realpath(dir, watch_dir))
 		return;
 	watch_len = strlen(watch_dir);
@@ -291,18 +307,43 @@ static void emit(uint16_t type, uint16_t fid, uint32_t flags, uint64_t off,
 	errno = saved;
 }
 
-/* fid for a canonical path under the watched dir, emitting PC_OPEN the
- * first time; -1 if the path is not ours or the table is full. */
-static int fid_for_path(const char *canon)
+/* Does rel match an entry of ATOLL_PC_NOSYNC? */
+static bool nosync_match(const char *rel)
+{
+	const char *p = nosync_list;
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (n > 0 && p[n - 1] == '*' ? strncmp(rel, p, n - 1) == 0
+					      : strlen(rel) == n && strncmp(rel, p, n) == 0)
+			return true;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* fid for a canonical path under the watched dir (or the dir itself, ".")
+ * emitting PC_OPEN the first time; -1 if the path is not ours or the table
+ * is full.  dir: the path is a folder (recorded on PC_OPEN). */
+static int fid_for_path_kind(const char *canon, bool dir)
 {
 	const char *rel;
 	unsigned i;
 	int fid = -1;
 	struct iovec v;
+	bool full;
 
-	if (strncmp(canon, watch_dir, watch_len) != 0 || canon[watch_len] != '/')
+	if (strncmp(canon, watch_dir, watch_len) != 0)
 		return -1;
-	rel = canon + watch_len + 1;
+	if (canon[watch_len] == '\0')
+		rel = ".";
+	else if (canon[watch_len] == '/')
+		rel = canon + watch_len + 1;
+	else
+		return -1;
 	if (strlen(rel) >= PC_PATH_MAX)
 		return -1;
 	pthread_mutex_lock(&log_lock);
@@ -314,29 +355,62 @@ static int fid_for_path(const char *canon)
 	if (fid < 0 && nfiles < PC_MAX_FILES) {
 		fid = (int)nfiles++;
 		strcpy(file_names[fid], rel);
-		if (nosync_name && strcmp(nosync_name, rel) == 0)
-			__atomic_store_n(&nosync_fid, fid, __ATOMIC_RELEASE);
+		if (nosync_list[0] && nosync_match(rel))
+			__atomic_store_n(&nosync_fid[fid], true, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&log_lock);
 		v.iov_base = (void *)rel;
 		v.iov_len = strlen(rel);
-		emit(PC_OPEN, (uint16_t)fid, 0, 0, 0, &v, 1, v.iov_len);
+		emit(PC_OPEN, (uint16_t)fid, dir ? PC_F_DIR : 0, 0, 0, &v, 1, v.iov_len);
 		return fid;
 	}
+	full = fid < 0 && !table_full;
+	if (full)
+		table_full = true;
 	pthread_mutex_unlock(&log_lock);
+	/* a file we cannot follow: the rebuild must not trust this log */
+	if (full)
+		emit(PC_BLIND, PC_FID_ALL, 0, 0, 3, NULL, 0, 0);
 	return fid;
+}
+
+static int fid_for_path(const char *canon)
+{
+	return fid_for_path_kind(canon, false);
+}
+
+static bool is_nosync(uint16_t fid)
+{
+	return fid < PC_MAX_FILES && __atomic_load_n(&nosync_fid[fid], __ATOMIC_ACQUIRE);
 }
 
 static void emit_sync(uint16_t fid, uint64_t start)
 {
-	if ((int)fid == __atomic_load_n(&nosync_fid, __ATOMIC_ACQUIRE))
+	if (is_nosync(fid))
 		return;
 	emit(PC_SYNC, fid, 0, 0, start, NULL, 0, 0);
 }
 
+/* Before an open with O_CREAT: will it make a new file?  (A race with
+ * another thread making the same path is the program's own bug.) */
+static bool will_create(int dirfd, const char *path, int flags)
+{
+	int saved = errno;
+	bool r;
+
+	if (!active || !(flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		return false;
+	if (flags & O_EXCL)
+		return true;
+	r = faccessat(dirfd, path, F_OK, 0) < 0 && errno == ENOENT;
+	errno = saved;
+	return r;
+}
+
 /* After a successful open: track fd if its file lies under the dir. */
-static void track_open(int fd, int flags)
+static void track_open(int fd, int flags, bool created)
 {
 	char link[64], canon[PATH_MAX];
+	struct stat sb;
 	ssize_t n;
 	int fid;
 	int saved = errno;
@@ -349,11 +423,13 @@ static void track_open(int fd, int flags)
 	if (n <= 0)
 		goto out;
 	canon[n] = '\0';
-	fid = fid_for_path(canon);
+	fid = fid_for_path_kind(canon, fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode));
 	if (fid < 0)
 		goto out;
 	fdt_set(fd, FD_TRACKED | (flags & O_DSYNC ? FD_DSYNC : 0) | (uint32_t)fid);
-	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY)
+	if (created)
+		emit(PC_CREATE, (uint16_t)fid, 0, 0, 0, NULL, 0, 0);
+	else if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY)
 		emit(PC_TRUNC, (uint16_t)fid, 0, 0, 0, NULL, 0, 0);
 out:
 	errno = saved;
@@ -364,7 +440,9 @@ static void log_write(int fd, uint32_t t, bool durable, uint32_t extra,
 {
 	uint32_t flags = extra;
 
-	if ((t & FD_DSYNC) || durable)
+	if (off == UINT64_MAX)
+		return;
+	if (((t & FD_DSYNC) || durable) && !is_nosync((uint16_t)(t & 0xffff)))
 		flags |= PC_F_DURABLE;
 	emit(PC_WRITE, (uint16_t)(t & 0xffff), flags, off, 0, v, n, len);
 }
@@ -379,6 +457,7 @@ static int mode_arg_needed(int flags)
 int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
+	bool created;
 	int fd;
 
 	ensure_init();
@@ -389,8 +468,9 @@ int open(const char *path, int flags, ...)
 		mode = va_arg(ap, mode_t);
 		va_end(ap);
 	}
+	created = will_create(AT_FDCWD, path, flags);
 	fd = real.open(path, flags, mode);
-	track_open(fd, flags);
+	track_open(fd, flags, created);
 	return fd;
 }
 
@@ -399,6 +479,7 @@ int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 int openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
+	bool created;
 	int fd;
 
 	ensure_init();
@@ -409,8 +490,9 @@ int openat(int dirfd, const char *path, int flags, ...)
 		mode = va_arg(ap, mode_t);
 		va_end(ap);
 	}
+	created = will_create(dirfd, path, flags);
 	fd = real.openat(dirfd, path, flags, mode);
-	track_open(fd, flags);
+	track_open(fd, flags, created);
 	return fd;
 }
 
@@ -498,13 +580,19 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off) __attribute__((alias("pwrite")));
 
 /* write()/writev() at the file position: the position after the call less
- * what was written is where it went (also for O_APPEND). */
+ * what was written is where it went (also for O_APPEND).  UINT64_MAX: the
+ * fd has no position, so it is no file of ours (its number was reused
+ * behind our back): it is forgotten. */
 static uint64_t pos_before(int fd, ssize_t written)
 {
 	int saved = errno;
 	off_t pos = lseek(fd, 0, SEEK_CUR);
 
 	errno = saved;
+	if (pos < written) {
+		fdt_set(fd, 0);
+		return UINT64_MAX;
+	}
 	return (uint64_t)(pos - written);
 }
 
@@ -725,18 +813,198 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	__attribute__((alias("mmap")));
 
-/* ---- aio ------------------------------------------------------------- */
+/* ---- names: rename, unlink ----------------------------------------- */
 
-int io_submit(io_context_t ctx, long nr, struct iocb **ios)
+/* The canonical form of path (relative to dirfd) without resolving its
+ * last component, which may not exist (any more); false if the folder
+ * part cannot be resolved. */
+static bool canon_at(int dirfd, const char *path, char *out)
 {
-	uint64_t start;
-	int r, i;
+	char full[PATH_MAX], dirpart[PATH_MAX], dircanon[PATH_MAX];
+	const char *base;
+	char *slash;
+	int n;
+
+	if (path[0] == '/' || dirfd == AT_FDCWD) {
+		n = snprintf(full, sizeof(full), "%s", path);
+	} else {
+		char link[64], d[PATH_MAX];
+		ssize_t l;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+		l = readlink(link, d, sizeof(d) - 1);
+		if (l <= 0)
+			return false;
+		d[l] = '\0';
+		n = snprintf(full, sizeof(full), "%s/%s", d, path);
+	}
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return false;
+	slash = strrchr(full, '/');
+	if (!slash) {
+		snprintf(dirpart, sizeof(dirpart), ".");
+		base = full;
+	} else {
+		*slash = '\0';
+		snprintf(dirpart, sizeof(dirpart), "%s", slash == full ? "/" : full);
+		base = slash + 1;
+	}
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return false;
+	if (!realpath(dirpart, dircanon))
+		return false;
+	n = snprintf(out, PATH_MAX, "%s/%s", strcmp(dircanon, "/") ? dircanon : "", base);
+	return n > 0 && n < PATH_MAX;
+}
+
+/* Every fd on fid `from` now follows fid `to` (to < 0: not tracked any
+ * more); fds on `to` itself lose it (it was replaced). */
+static void fdt_retarget(int from, int to)
+{
+	int fd;
+
+	for (fd = 0; fd < FD_MAX; fd++) {
+		uint32_t v = __atomic_load_n(&fdtab[fd], __ATOMIC_ACQUIRE);
+
+		if (!v)
+			continue;
+		if ((int)(v & 0xffff) == from)
+			__atomic_store_n(&fdtab[fd],
+					 to < 0 ? 0 : (v & ~0xffffu) | (uint32_t)to,
+					 __ATOMIC_RELEASE);
+		else if (to >= 0 && (int)(v & 0xffff) == to)
+			__atomic_store_n(&fdtab[fd], 0, __ATOMIC_RELEASE);
+	}
+}
+
+/* Where old and new lie before the call; logged after it succeeded. */
+struct ren {
+	bool ok_old, ok_new;
+	char old[PATH_MAX], new[PATH_MAX];
+};
+
+static void ren_before(struct ren *rn, int od, const char *op, int nd, const char *np)
+{
+	int saved = errno;
+
+	rn->ok_old = active && canon_at(od, op, rn->old);
+	rn->ok_new = active && canon_at(nd, np, rn->new);
+	errno = saved;
+}
+
+static void ren_after(struct ren *rn)
+{
+	int saved = errno;
+	int from = rn->ok_old ? fid_for_path(rn->old) : -1;
+	int to = rn->ok_new ? fid_for_path(rn->new) : -1;
+
+	if (from >= 0 && to >= 0) {
+		fdt_retarget(from, to);
+		emit(PC_RENAME, (uint16_t)from, 0, 0, (uint64_t)to, NULL, 0, 0);
+	} else if (to >= 0) {
+		/* moved in from outside: a new file as far as the log goes
+		 * (its content is not followed) */
+		emit(PC_BLIND, (uint16_t)to, 0, 0, 0, NULL, 0, 0);
+	} else if (from >= 0) {
+		fdt_retarget(from, -1);
+		emit(PC_UNLINK, (uint16_t)from, 0, 0, 0, NULL, 0, 0);
+	}
+	errno = saved;
+}
+
+int renameat2(int od, const char *op, int nd, const char *np, unsigned int flags)
+{
+	struct ren rn;
+	int r;
 
 	ensure_init();
-	start = seq_now();
-	r = real.io_submit(ctx, nr, ios);
-	if (!active)
-		return r;
+	ren_before(&rn, od, op, nd, np);
+	r = real.renameat2(od, op, nd, np, flags);
+	if (r == 0 && active) {
+		if (flags & RENAME_EXCHANGE)
+			emit(PC_BLIND, 0, 0, 0, 2, NULL, 0, 0);
+		else
+			ren_after(&rn);
+	}
+	return r;
+}
+
+int renameat(int od, const char *op, int nd, const char *np)
+{
+	struct ren rn;
+	int r;
+
+	ensure_init();
+	ren_before(&rn, od, op, nd, np);
+	r = real.renameat(od, op, nd, np);
+	if (r == 0 && active)
+		ren_after(&rn);
+	return r;
+}
+
+int rename(const char *op, const char *np)
+{
+	struct ren rn;
+	int r;
+
+	ensure_init();
+	ren_before(&rn, AT_FDCWD, op, AT_FDCWD, np);
+	r = real.rename(op, np);
+	if (r == 0 && active)
+		ren_after(&rn);
+	return r;
+}
+
+static void unlinked(bool ok, const char *canon)
+{
+	int saved = errno;
+	int fid = ok ? fid_for_path(canon) : -1;
+
+	if (fid >= 0) {
+		fdt_retarget(fid, -1);
+		emit(PC_UNLINK, (uint16_t)fid, 0, 0, 0, NULL, 0, 0);
+	}
+	errno = saved;
+}
+
+int unlinkat(int dirfd, const char *path, int flags)
+{
+	char canon[PATH_MAX];
+	bool ok;
+	int r;
+
+	ensure_init();
+	ok = active && canon_at(dirfd, path, canon);
+	r = real.unlinkat(dirfd, path, flags);
+	if (r == 0 && active && !(flags & AT_REMOVEDIR))
+		unlinked(ok, canon);
+	return r;
+}
+
+int unlink(const char *path)
+{
+	char canon[PATH_MAX];
+	bool ok;
+	int r;
+
+	ensure_init();
+	ok = active && canon_at(AT_FDCWD, path, canon);
+	r = real.unlink(path);
+	if (r == 0 && active)
+		unlinked(ok, canon);
+	return r;
+}
+
+/* ---- aio ------------------------------------------------------------- */
+
+/* The kernel's struct iocb and struct io_event have libaio's layout, so
+ * both paths (libaio and raw syscalls) share these helpers.  libaio's own
+ * functions are not called: they may go through syscall() themselves. */
+
+static void aio_submitted(struct iocb **ios, int r, uint64_t start)
+{
+	int i;
+
 	for (i = 0; i < r; i++) {
 		struct iocb *cb = ios[i];
 		int op = cb->aio_lio_opcode;
@@ -756,7 +1024,6 @@ int io_submit(io_context_t ctx, long nr, struct iocb **ios)
 				emit(PC_BLIND, 0, 0, 0, 1, NULL, 0, 0);
 		}
 	}
-	return r;
 }
 
 static void aio_completed(struct io_event *evs, int n)
@@ -799,26 +1066,134 @@ static void aio_completed(struct io_event *evs, int n)
 	}
 }
 
+/* libaio's calls return -errno; the raw syscalls -1 with errno set */
+static long sys_io_submit(long ctx, long nr, struct iocb **ios)
+{
+	uint64_t start = seq_now();
+	long r = real.syscall(SYS_io_submit, ctx, nr, ios);
+
+	if (r > 0 && active)
+		aio_submitted(ios, (int)r, start);
+	return r;
+}
+
+static long sys_io_getevents(long ctx, long min_nr, long nr, struct io_event *evs,
+			     struct timespec *timeout)
+{
+	long r = real.syscall(SYS_io_getevents, ctx, min_nr, nr, evs, timeout);
+
+	if (r > 0 && active)
+		aio_completed(evs, (int)r);
+	return r;
+}
+
+static long sys_io_pgetevents(long ctx, long min_nr, long nr, struct io_event *evs,
+			      struct timespec *timeout, void *usig)
+{
+	long r = real.syscall(SYS_io_pgetevents, ctx, min_nr, nr, evs, timeout, usig);
+
+	if (r > 0 && active)
+		aio_completed(evs, (int)r);
+	return r;
+}
+
+int io_submit(io_context_t ctx, long nr, struct iocb **ios)
+{
+	long r;
+
+	ensure_init();
+	r = sys_io_submit((long)ctx, nr, ios);
+	return r < 0 ? -errno : (int)r;
+}
+
 int io_getevents(io_context_t ctx, long min_nr, long nr, struct io_event *evs,
 		 struct timespec *timeout)
 {
-	int r;
+	long r;
 
 	ensure_init();
-	r = real.io_getevents(ctx, min_nr, nr, evs, timeout);
-	if (r > 0 && active)
-		aio_completed(evs, r);
-	return r;
+	r = sys_io_getevents((long)ctx, min_nr, nr, evs, timeout);
+	return r < 0 ? -errno : (int)r;
 }
 
 int io_pgetevents(io_context_t ctx, long min_nr, long nr, struct io_event *evs,
 		  struct timespec *timeout, sigset_t *sigmask)
 {
-	int r;
+	struct {
+		const sigset_t *ss;
+		size_t len;
+	} usig = { sigmask, 8 };	/* the kernel's sigset is 64 bits */
+	long r;
 
 	ensure_init();
-	r = real.io_pgetevents(ctx, min_nr, nr, evs, timeout, sigmask);
-	if (r > 0 && active)
-		aio_completed(evs, r);
+	r = sys_io_pgetevents((long)ctx, min_nr, nr, evs, timeout, sigmask ? &usig : NULL);
+	return r < 0 ? -errno : (int)r;
+}
+
+/* A raw write syscall of fd: logged like the libc call of the same name. */
+static long sys_write_at(long nr, long fd, const struct iovec *iov, int n, long off, int flags,
+			 long r)
+{
+	uint32_t t = fdt_get((int)fd);
+
+	if (r > 0 && t)
+		log_write((int)fd, t, nr == SYS_pwritev2 && (flags & (RWF_DSYNC | RWF_SYNC)), 0,
+			  off == -1 ? pos_before((int)fd, r) : (uint64_t)off, iov, n, (size_t)r);
 	return r;
+}
+
+/* syscall(): the aio numbers and the raw writes and syncs (libuv issues
+ * pwritev as syscall(__NR_pwritev)) are followed; every other number is
+ * passed through untouched (six register-sized arguments, as the ABI
+ * passes them whatever the call). */
+long syscall(long nr, ...)
+{
+	struct iovec v;
+	uint64_t start;
+	long a[6], r;
+	va_list ap;
+	int i;
+
+	ensure_init();
+	va_start(ap, nr);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (nr) {
+	case SYS_io_submit:
+		return sys_io_submit(a[0], a[1], (struct iocb **)a[2]);
+	case SYS_io_getevents:
+		return sys_io_getevents(a[0], a[1], a[2], (struct io_event *)a[3],
+					(struct timespec *)a[4]);
+	case SYS_io_pgetevents:
+		return sys_io_pgetevents(a[0], a[1], a[2], (struct io_event *)a[3],
+					 (struct timespec *)a[4], (void *)a[5]);
+	case SYS_pwrite64:
+		r = real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		v.iov_base = (void *)a[1];
+		v.iov_len = (size_t)a[2];
+		return sys_write_at(nr, a[0], &v, 1, a[3], 0, r);
+	case SYS_pwritev:
+	case SYS_pwritev2:
+		/* x86-64 and the other 64-bit ABIs: the whole offset is a[3] */
+		r = real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		return sys_write_at(nr, a[0], (const struct iovec *)a[1], (int)a[2], a[3],
+				    (int)a[5], r);
+	case SYS_close:		/* libuv closes this way */
+		fdt_set((int)a[0], 0);
+		return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	case SYS_close_range:
+		for (i = (int)a[0]; i >= 0 && i < FD_MAX && (unsigned long)i <= (unsigned long)a[1]; i++)
+			fdt_set(i, 0);
+		return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	case SYS_fsync:
+	case SYS_fdatasync:
+		start = seq_now();
+		r = real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+		if (r == 0 && fdt_get((int)a[0]))
+			emit_sync((uint16_t)(fdt_get((int)a[0]) & 0xffff), start);
+		return r;
+	default:
+		return real.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	}
 }

@@ -39,6 +39,12 @@ int main(int argc, char **argv)
 	ent.inc.full_ratio = 9500;
 	mon_entry_encode(&ent, &e);
 	r |= corpus_put_enc(argv[1], "entry-map-change", 0, &e);
+	{
+		struct mon_entry trim = { .type = MON_ENTRY_TRIM, .first = 40 };
+
+		mon_entry_encode(&trim, &e);
+		r |= corpus_put_enc(argv[1], "entry-trim", 0, &e);
+	}
 
 	m = osdmap_new(fsid);
 	if (!m)

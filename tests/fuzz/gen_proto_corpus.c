@@ -34,7 +34,8 @@ int main(int argc, char **argv)
 			       .degraded = 3, .misplaced = 1, .recovered = 7,
 			       .last_epoch_started = 4, .last_scrub = 1796050089,
 			       .last_deep_scrub = 1796050085, .scrub_errors = 1, .nbad = 1,
-			       .bad = { { .osd = 2, .kind = 3, .oid = "obj" } } };
+			       .bad = { { .osd = 2, .kind = 3, .oid = "obj" } },
+			       .last_epoch_clean = 6 };
 	struct osd_beacon b = { .id = 0, .npg = 1, .pgs = &pgs };
 	struct osd_boot_req boot = { .id = 0, .weight = OSD_WEIGHT_ONE };
 	struct mon_command_reply cr = { .rc = 0, .status = "ok", .out = "{}", .out_len = 2 };
@@ -73,7 +74,7 @@ int main(int argc, char **argv)
 	osdmap_apply(m, &inc);
 	osdmap_encode(m, &e);
 	r |= corpus_put_enc(argv[1], "map", 0, &e);
-	mon_map_msg_encode(m, &inc, 0, &e);
+	mon_map_msg_encode(m, &inc, 0, 1, &e);
 	r |= corpus_put_enc(argv[1], "map-msg", 2, &e);
 	{
 		uint8_t sel = 3;

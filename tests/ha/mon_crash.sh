@@ -6,11 +6,13 @@
 # SIGKILL at a random moment and restarted.  Checks: every change that was
 # answered is in the map; every member ends at the same epoch with the
 # same digest; snapshots were taken, and some member caught up from one
-# (restored at start or installed from the leader).  KILLS defaults to 12.
+# (restored at start or installed from the leader).  KILLS defaults to 12,
+# 30 with ATOLL_TEST_FULL=1 (.ci/run --full).
 set -u
 mon_bin=$1
 cli=$2
 kills=${3:-12}
+[ "${ATOLL_TEST_FULL:-0}" = 1 ] && [ "$kills" -lt 30 ] && kills=30
 for b in "$mon_bin" "$cli"; do
 	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
 done

@@ -7,6 +7,11 @@
 #                              an EXIT trap removes everything again
 #   mh_conf [LINE...]          writes $conf ([global]: mon_host, the lines)
 #   mh_mon                     bootstraps and starts the monitor on host 0
+#   mh_mons N                  (instead of mh_mon, before mh_conf) makes
+#                              monitors a, b, ... on hosts 0..N-1 as
+#                              doc/admin.md says (one fsid, one --initial
+#                              list); $mon becomes the list of all of them
+#   mh_mons_start N            (after mh_conf) starts them
 #   mh_osd H SIZE              makes and starts an OSD on host H (osd_host
 #                              nodeH); prints nothing, its id is in $tmp
 #   mh_cli ARGS...             the atoll CLI, run on host 0
@@ -16,6 +21,7 @@
 #   mh_bg H CMD...             runs CMD on host H in the background; its PID
 #                              is stopped by the EXIT trap too
 #   in_ns H CMD...             runs CMD on host H
+# MH_KEEP=1 keeps the folder (logs, stores) after the test.
 # Daemons start through `ip netns exec` itself, not a shell function: a
 # function in the background runs in a subshell whose PID is not the
 # daemon's, and killing it would leave the daemon running.
@@ -37,7 +43,8 @@ mh_init() {
 	tmp=$(mktemp -d /tmp/atoll-netns.XXXXXX)
 	conf=$tmp/atoll.conf
 	mon="10.77.$net.1:6789"
-	pids=()		# the monitor first, then the OSDs
+	pids=()		# the OSDs
+	mon_pids=()	# the monitors
 	bg_pids=()	# clients and the like
 	trap mh_cleanup EXIT
 
@@ -59,11 +66,14 @@ mh_init() {
 mh_cleanup() {
 	local rc=$?
 	for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	# the OSDs first (each tells the monitor it stops), then the monitor
-	local order=("${pids[@]:1}" "${pids[@]:0:1}")
-	for p in "${order[@]:0:${#order[@]}-1}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${order[@]}" "${bg_pids[@]}"; do
-		[ "$p" = "${pids[0]:-}" ] && kill -TERM "$p" 2>/dev/null
+	# the OSDs first (each tells the monitors it stops), then the monitors
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}" "${bg_pids[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	for p in "${mon_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${mon_pids[@]}"; do
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
 	done
@@ -79,7 +89,7 @@ mh_cleanup() {
 	if [ $rc -ne 0 ]; then
 		for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "---- $f"; tail -n 30 "$f"; }; done
 	fi
-	rm -rf "$tmp"
+	if [ "${MH_KEEP:-0}" = 1 ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 	exit $rc
 }
 
@@ -97,12 +107,41 @@ mh_mon() {
 	in_ns 0 "$build/mon/atoll-mon" --mkfs --data "$tmp/mon" --conf "$conf" > "$tmp/fsid"
 	ip netns exec "${hosts[0]}" "$build/mon/atoll-mon" --data "$tmp/mon" --addr "$mon" \
 		--conf "$conf" > "$tmp/mon.log" 2>&1 &
-	pids+=($!)
+	mon_pids+=($!)
+}
+
+# doc/admin.md, "2. Bootstrap the monitors": one fsid, one member list,
+# `atoll-mon --mkfs --name X --fsid F --initial ...` on each host, then
+# `atoll-mon --data DIR` (name, address and id come from the store).
+mh_mons() {
+	local n=$1 i fsid initial="" names=(a b c d e f g)
+	fsid=$(cat /proc/sys/kernel/random/uuid)
+	mon=""
+	for ((i = 0; i < n; i++)); do
+		initial+="${initial:+,}${names[$i]}=10.77.$net.$((i + 1)):6789"
+		mon+="${mon:+,}10.77.$net.$((i + 1)):6789"
+	done
+	for ((i = 0; i < n; i++)); do
+		in_ns $i "$build/mon/atoll-mon" --mkfs --data "$tmp/mon.${names[$i]}" \
+			--name "${names[$i]}" --fsid "$fsid" --initial "$initial" \
+			> "$tmp/mkfs.${names[$i]}.out"
+	done
+	echo "$fsid" > "$tmp/fsid"
+}
+
+# Starts the monitors mh_mons made (after mh_conf wrote mon_host).
+mh_mons_start() {
+	local n=$1 i names=(a b c d e f g)
+	for ((i = 0; i < n; i++)); do
+		ip netns exec "${hosts[$i]}" "$build/mon/atoll-mon" --data "$tmp/mon.${names[$i]}" \
+			--conf "$conf" > "$tmp/mon.${names[$i]}.log" 2>&1 &
+		mon_pids+=($!)
+	done
 }
 
 mh_osd() {
 	local h=$1 size=$2 d
-	d=$tmp/osd-$h-${#pids[@]}
+	d=$tmp/osd-$h-$(( ${#pids[@]} + 1 ))	# osd-H-K: the K-th OSD made (from 1)
 	in_ns "$h" "$build/osd/atoll-osd" --mkfs --data "$d" --mon "$mon" \
 		--size "$size" --conf "$conf" > "$d.id"
 	ip netns exec "${hosts[$h]}" "$build/osd/atoll-osd" --data "$d" \

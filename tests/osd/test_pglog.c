@@ -539,3 +539,36 @@ Test(osd_proto, decoders_survive_garbage)
 		enc_free(&samples[i]);
 	pg_info_clear(&info);
 }
+
+Test(pginfo, a_hole_survives_a_full_list_and_round_trips)
+{
+	struct pg_info in, out;
+	struct pg_interval hole = { .first = 1, .last = 3, .nacting = 0, .primary = 2,
+				    .maybe_went_rw = 1 };
+	struct enc e;
+	struct dec d;
+
+	memset(&in, 0, sizeof(in));
+	cr_assert_eq(pg_info_add_past(&in, &hole), 0);
+	for (uint64_t k = 0; k < PG_PAST_INTERVALS_MAX + 5; k++) {
+		struct pg_interval iv = { .first = 10 + 2 * k, .last = 11 + 2 * k, .nacting = 1,
+					  .acting = { 1 }, .primary = 1, .maybe_went_rw = 1 };
+
+		cr_assert_eq(pg_info_add_past(&in, &iv), 0);
+	}
+	cr_assert_eq(in.npast, PG_PAST_INTERVALS_MAX);
+	cr_assert(pg_interval_is_hole(&in.past[0]), "the hole was dropped");
+	cr_assert_eq(in.past[1].first, 10 + 2 * 6, "the oldest others go first");
+	enc_init(&e);
+	pg_info_encode(&in, &e);
+	dec_init(&d, e.buf, e.len);
+	cr_assert_eq(pg_info_decode(&d, &out), 0);
+	cr_assert(pg_interval_is_hole(&out.past[0]));
+	cr_assert_eq(out.past[0].primary, 2);
+	cr_assert_eq(out.past[0].last, 3);
+	pg_info_prune_past(&out, 4);
+	cr_assert_eq(out.npast, PG_PAST_INTERVALS_MAX - 1, "pruned like any interval");
+	enc_free(&e);
+	pg_info_clear(&in);
+	pg_info_clear(&out);
+}

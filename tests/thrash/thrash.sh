@@ -9,12 +9,17 @@
 # the thrasher below, for THRASH_SECONDS (default 180) and at least
 # THRASH_EVENTS (default 40) events, kill -9's and restarts random OSDs,
 # kills two members of one PG at once (that PG falls below min_size) and
-# brings them back in the other order, marks OSDs out and in, and kills and
-# restarts the monitor.  Then every OSD is started and marked in, the
+# brings them back in the other order, marks OSDs out and in, and kill -9's
+# monitors: at least THRASH_MON_EVENTS (default 10) times one of the three,
+# the leader (`atoll-cluster mon kill`) or a random member, is killed and
+# stays down while the next OSD event and its pause run, then is started
+# again; the
+# monitor events take the place of OSD events, not extra time.  Then every OSD is started and marked in, the
 # cluster must reach HEALTH_OK, the client verifies every object, a deep
 # scrub of every PG finds all copies consistent, and with
 # the cluster stopped every OSD's store is read offline: each object that
-# exists has exactly `size` copies, on the OSDs placement names, all equal.
+# exists has exactly `size` copies, on the OSDs placement names, all equal,
+# and every monitor is at the same epoch with the same state digest.
 #
 # No op may fail or time out (client_op_timeout is 60 s; a PG is below
 # min_size for a few seconds at a time).
@@ -35,14 +40,15 @@ secs=${THRASH_SECONDS:-180}
 min_events=${THRASH_EVENTS:-40}
 with_out=${THRASH_OUT:-1}
 min_below=${THRASH_BELOW:-5}
+min_mon=${THRASH_MON_EVENTS:-10}
 nosd=5
-echo "thrash: seed $seed (THRASH_SEED=$seed replays this schedule), $secs s, >= $min_events events"
+echo "thrash: seed $seed (THRASH_SEED=$seed replays this schedule), $secs s, >= $min_events events, >= $min_mon monitor kills"
 RANDOM=$seed
 
-cluster_up --osds $nosd --hosts $nosd --pg 32 --no-mds --no-nbd \
+cluster_up --mons 3 --osds $nosd --hosts $nosd --pg 32 --no-mds --no-nbd \
 	--set mon_osd_down_out_interval=20s --set client_op_timeout=60s
 wait_health HEALTH_OK
-ok "$nosd OSDs on $nosd hosts, pool default size 3 min_size 2"
+ok "3 monitors, $nosd OSDs on $nosd hosts, pool default size 3 min_size 2"
 
 # the client, fed commands through a FIFO
 mkfifo "$tmp/cmd"
@@ -64,7 +70,8 @@ for i in $(seq 100); do
 done
 
 declare -A down=() out=()
-events=0 kills=0 starts=0 below=0 outs=0 ins=0 monrestarts=0
+events=0 kills=0 starts=0 below=0 outs=0 ins=0 monkills=0 leaderkills=0
+mon_down=""
 t0=$(date +%s)
 log() { echo "thrash: +$(( $(date +%s) - t0 ))s $*"; }
 cl() { "$cluster_bin" "$@" --dir "$cdir" >/dev/null 2>>"$tmp/thrasher.err"; }
@@ -74,15 +81,36 @@ pause() { sleep "$(( 1 + RANDOM % 3 )).$(( RANDOM % 10 ))"; }
 
 kill_osd() { cl osd kill "$1" || fail "osd kill $1"; down[$1]=1; kills=$((kills + 1)); log "kill -9 osd.$1"; }
 start_osd() { cl osd start "$1" || fail "osd start $1"; unset "down[$1]"; starts=$((starts + 1)); log "start osd.$1"; }
+# one monitor down at a time (two of three keep the majority): the leader
+# or a random member, kill -9; it is started again one OSD event later
+kill_mon() {
+	local who
+	# (bash's RANDOM is poor in its low bits)
+	if [ $(( (RANDOM >> 4) % 2 )) = 0 ]; then
+		who=$("$cluster_bin" mon kill --dir "$cdir" 2>>"$tmp/thrasher.err") || fail "mon kill (the leader)"
+		leaderkills=$((leaderkills + 1)); log "kill -9 $who (the leader)"
+	else
+		who=mon.$(pick a b c)
+		"$cluster_bin" mon kill "$who" --dir "$cdir" >/dev/null 2>>"$tmp/thrasher.err" ||
+			fail "mon kill $who"
+		log "kill -9 $who"
+	fi
+	mon_down=$who
+	monkills=$((monkills + 1))
+}
+start_mon() { cl mon start "$mon_down" || fail "mon start $mon_down"; log "start $mon_down"; mon_down=""; }
 
 while :; do
 	elapsed=$(( $(date +%s) - t0 ))
-	[ $elapsed -ge "$secs" ] && [ $events -ge "$min_events" ] && [ $below -ge "$min_below" ] && break
+	[ $elapsed -ge "$secs" ] && [ $events -ge "$min_events" ] && [ $below -ge "$min_below" ] &&
+		[ $monkills -ge "$min_mon" ] && break
 	[ $elapsed -ge $((secs * 3)) ] && fail "only $events events in $elapsed s"
 	kill -0 "$client_pid" 2>/dev/null || { cat "$tmp/client.err" >&2; fail "thrash-client died"; }
 	r=$((RANDOM % 100))
 	if [ ${#down[@]} -gt 0 ] && { [ $r -lt 45 ] || [ ${#down[@]} -ge 2 ]; }; then
 		kind=start
+	elif [ $monkills -lt "$min_mon" ] && [ $((events % 4)) = 1 ]; then
+		kind=mon
 	elif [ $below -lt "$min_below" ] && [ $((events % 6)) = 5 ]; then
 		kind=below
 	elif [ "$with_out" = 1 ] && [ $((outs + ins)) -lt 4 ] && [ $((events % 7)) = 3 ]; then
@@ -129,16 +157,20 @@ while :; do
 			out[$o]=1; outs=$((outs + 1)); log "mark osd.$o out"
 		fi ;;
 	mon)
-		cl mon kill || fail "mon kill"
-		sleep 1
-		cl mon start || fail "mon start"
-		monrestarts=$((monrestarts + 1)); log "monitor killed and restarted" ;;
+		# one monitor down at a time: a down one is started instead
+		if [ -n "$mon_down" ]; then start_mon; else kill_mon; fi ;;
 	esac
 	events=$((events + 1))
+	# a monitor just killed stays down while the next event and its
+	# pause run
+	[ "$kind" = mon ] && [ -n "$mon_down" ] && continue
 	pause
+	if [ -n "$mon_down" ]; then start_mon; fi
 done
-log "thrashing done: $events events: $kills kills, $starts starts, $below below min_size, $outs out, $ins in, $monrestarts monitor restarts"
+if [ -n "$mon_down" ]; then start_mon; fi
+log "thrashing done: $events events: $kills kills, $starts starts, $below below min_size, $outs out, $ins in, $monkills monitor kills ($leaderkills of the leader)"
 [ $below -ge "$min_below" ] || fail "only $below below-min_size events"
+[ $monkills -ge "$min_mon" ] || fail "only $monkills monitor kills"
 
 # heal: every OSD up and in
 for o in "${!down[@]}"; do start_osd "$o"; done
@@ -198,6 +230,20 @@ ok "zero acknowledged writes lost or wrong, zero stale reads"
 
 atoll pg deep-scrub default >"$tmp/scrub" || { cat "$tmp/scrub"; fail "deep scrub found inconsistent copies"; }
 ok "deep scrub of every PG: all consistent"
+
+# the monitors: every member at the leader's epoch with the same digest
+# (each reports its state about every 200 ms: allow a few seconds)
+for i in $(seq 50); do
+	q=$(atoll --format json quorum status 2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin); ms = j["members"]
+same = all(m["epoch"] == j["epoch"] for m in ms) and len({m["digest"] for m in ms}) == 1
+print("same" if same else "differ", j["epoch"], " ".join("%s:%d:%s" % (m["name"], m["epoch"], m["digest"]) for m in ms))' 2>/dev/null) || q=""
+	[ "${q%% *}" = same ] && break
+	sleep 0.2
+done
+[ "${q%% *}" = same ] || fail "the monitors disagree: ${q:-no quorum status}"
+ok "3 monitors at epoch $(echo "$q" | cut -d' ' -f2) with one digest"
 
 # Copies left on OSDs a PG moved away from are removed once the PG is clean,
 # by the OSDs themselves within a second or two (osd/stray.c): give them that.

@@ -19,9 +19,10 @@
  * while a PG is below min_size) may or may not have been applied: the
  * object then has two candidate states and its next read settles which.
  *
- * Commands on stdin: "mark LABEL" notes the moment (e.g. a daemon was just
- * killed): the first mutation acknowledged after it prints "mark LABEL:
- * first write acknowledged after N ms"; "stall" prints "stall: longest op
+ * Commands on stdin: "mark LABEL [OBJECT...]" notes the moment (e.g. a
+ * daemon was just killed): the first mutation issued after it and
+ * acknowledged (on one of the OBJECTs, e.g. those whose PG's primary was
+ * killed, when named) prints "mark LABEL: first write acknowledged after N ms"; "stall" prints "stall: longest op
  * N ms" over the ops finished since the previous "stall" (or the start)
  * and starts a new window; "stop" ends the workload (threads finish their
  * op) and prints the counts and "longest op N ms, longest gap between
@@ -48,6 +49,7 @@
 #define MARKS_MAX	64
 #define MAX_SIZE	(256u << 10)
 #define REPORT_MAX	20
+#define OBJS_MAX	(THREADS_MAX * PER_THREAD)
 
 struct state {
 	bool exists;
@@ -85,6 +87,8 @@ static struct timing {
 	uint64_t mark_at[MARKS_MAX];
 	char mark_label[MARKS_MAX][32];
 	bool mark_open[MARKS_MAX];
+	bool mark_some[MARKS_MAX];		/* only the objects in mark_obj count */
+	bool mark_obj[MARKS_MAX][OBJS_MAX];
 	int nmarks;
 } tm;
 
@@ -96,9 +100,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* An op that took from start to now (ack: an acknowledged mutation). */
-static void note_op(uint64_t start, bool ack)
+/* The index of object "tN", or -1. */
+static int obj_index(const char *oid)
 {
+	char *end;
+	long i;
+
+	if (oid[0] != 't' || oid[1] < '0' || oid[1] > '9')
+		return -1;
+	i = strtol(oid + 1, &end, 10);
+	return *end || i >= OBJS_MAX ? -1 : (int)i;
+}
+
+/* An op on oid that took from start to now (ack: an acknowledged
+ * mutation). */
+static void note_op(const char *oid, uint64_t start, bool ack)
+{
+	int obj = obj_index(oid);
 	uint64_t now, d;
 
 	pthread_mutex_lock(&lock);
@@ -113,7 +131,11 @@ static void note_op(uint64_t start, bool ack)
 			tm.gap_max = now - tm.last_ack;
 		tm.last_ack = now;
 		for (int i = 0; i < tm.nmarks; i++) {
-			if (!tm.mark_open[i] || now <= tm.mark_at[i])
+			/* an op issued before the mark may have been served
+			 * before the event it marks */
+			if (!tm.mark_open[i] || start < tm.mark_at[i])
+				continue;
+			if (tm.mark_some[i] && (obj < 0 || !tm.mark_obj[i][obj]))
 				continue;
 			tm.mark_open[i] = false;
 			printf("mark %s: first write acknowledged after %.0f ms\n",
@@ -235,7 +257,7 @@ static int64_t submit(enum mut m, const char *oid, const uint8_t *buf, size_t le
 		*ver = atoll_completion_version(c);
 	}
 	atoll_completion_release(c);
-	note_op(start, r >= 0 || (m == M_DELETE && r == -ENOENT));
+	note_op(oid, start, r >= 0 || (m == M_DELETE && r == -ENOENT));
 	return r;
 }
 
@@ -296,7 +318,7 @@ static void check_read(struct object *o)
 		ver = atoll_completion_version(c);
 	}
 	atoll_completion_release(c);
-	note_op(start, false);
+	note_op(o->oid, start, false);
 	__atomic_add_fetch(&cnt.reads, 1, __ATOMIC_RELAXED);
 	if (r < 0 && r != -ENOENT) {
 		if (r == -ETIMEDOUT)
@@ -460,18 +482,29 @@ static void print_counts(const char *when)
 	fflush(stdout);
 }
 
-/* "mark LABEL" and "stall" while the workload runs; false on "stop". */
-static bool command(const char *line)
+/* "mark LABEL [OBJECT...]" and "stall" while the workload runs; false on
+ * "stop". */
+static bool command(char *line)
 {
 	if (strncmp(line, "stop", 4) == 0)
 		return false;
 	pthread_mutex_lock(&lock);
 	if (strncmp(line, "mark", 4) == 0 && tm.nmarks < MARKS_MAX) {
 		int i = tm.nmarks++;
+		char *save = NULL, *w = strtok_r(line + 4, " \n", &save);
 
-		snprintf(tm.mark_label[i], sizeof(tm.mark_label[i]), "%.*s",
-			 (int)strcspn(line + 4 + strspn(line + 4, " "), "\n"),
-			 line + 4 + strspn(line + 4, " "));
+		snprintf(tm.mark_label[i], sizeof(tm.mark_label[i]), "%s", w ? w : "");
+		while ((w = strtok_r(NULL, " \n", &save))) {
+			int obj = obj_index(w);
+
+			if (obj < 0) {
+				fprintf(stderr, "mark %s: '%s' is not an object tN of this "
+					"workload; ignored\n", tm.mark_label[i], w);
+				continue;
+			}
+			tm.mark_some[i] = true;
+			tm.mark_obj[i][obj] = true;
+		}
 		tm.mark_at[i] = now_ns();
 		tm.mark_open[i] = true;
 	} else if (strncmp(line, "stall", 5) == 0) {
@@ -487,7 +520,7 @@ int main(int argc, char **argv)
 {
 	struct atoll_cluster *cl;
 	struct worker *w;
-	char line[64];
+	char line[8192];
 	uint64_t seed;
 	int r;
 

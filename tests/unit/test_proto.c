@@ -240,7 +240,8 @@ Test(proto, beacon_v2_recovery_and_scrub_figures)
 			      .last_epoch_started = 8, .last_scrub = 1796050089,
 			      .last_deep_scrub = 1796050085, .scrub_errors = 3, .nbad = 2,
 			      .bad = { { .osd = 1, .kind = 3, .oid = "obj-a" },
-				       { .osd = 2, .kind = 4, .oid = "obj-b" } } };
+				       { .osd = 2, .kind = 4, .oid = "obj-b" } },
+			      .last_epoch_clean = 9 };
 	struct osd_beacon b = { .id = 1, .npg = 1, .pgs = &pg }, o;
 	uint8_t *p;
 	size_t n;
@@ -257,6 +258,15 @@ Test(proto, beacon_v2_recovery_and_scrub_figures)
 	cr_assert_eq(o.pgs[0].nbad, 2);
 	cr_assert_str_eq(o.pgs[0].bad[1].oid, "obj-b");
 	cr_assert_eq(o.pgs[0].bad[1].kind, 4);
+	cr_assert_eq(o.pgs[0].last_epoch_clean, 9);
+	osd_beacon_clear(&o);
+
+	/* a version 2 section (an older OSD): no last_epoch_clean, zero */
+	p[0] = 2;
+	dec_init(&d, p, n);
+	cr_assert_eq(osd_beacon_decode(&d, &o), 0);
+	cr_assert_eq(o.pgs[0].nbad, 2);
+	cr_assert_eq(o.pgs[0].last_epoch_clean, 0);
 	osd_beacon_clear(&o);
 
 	/* a version 1 section: the figures are not read, and are zero */
@@ -574,13 +584,14 @@ Test(proto, map_message_round_trip)
 	osdmap_inc_init(&inc[1], 2);
 	cr_assert_eq(osdmap_inc_set_pool(&inc[1], &pool), 0);
 	enc_init(&e);
-	mon_map_msg_encode(m, inc, 2, &e);
+	mon_map_msg_encode(m, inc, 2, 7, &e);
 	p = cr_enc_take(&e, &n);
 	dec_init(&d, p, n);
 	cr_assert_eq(mon_map_msg_decode(&d, &out), 0);
 	cr_assert_not_null(out.full);
 	cr_assert(osdmap_equal(out.full, m));
 	cr_assert_eq(out.ninc, 2);
+	cr_assert_eq(out.first, 7);	/* the oldest epoch the monitor keeps */
 	cr_assert_eq(osdmap_apply(out.full, &out.incs[0]), 0);
 	cr_assert_eq(osdmap_apply(out.full, &out.incs[1]), 0);
 	cr_assert_not_null(osdmap_pool_by_name(out.full, "p"));
