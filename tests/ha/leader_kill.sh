@@ -12,78 +12,11 @@
 # with a MONMAP, which a client that does not follow it takes as an
 # error), so the test does not depend on the client's hunting.
 set -u
-mon_bin=$1
-cli=$2
-for b in "$mon_bin" "$cli"; do
-	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
-done
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-
-dir=$(mktemp -d /tmp/atoll-ha-leader.XXXXXX)
-names=(a b c)
-ips=(127.0.0.2 127.0.0.3 127.0.0.4)
-declare -A pid addr
-base=$((20000 + ($$ * 7) % 30000))
-fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
-
-cleanup() {
-	for n in "${names[@]}"; do
-		[ -n "${pid[$n]:-}" ] && kill -9 "${pid[$n]}" 2>/dev/null
-		[ -n "${pid[$n]:-}" ] && wait "${pid[$n]}" 2>/dev/null
-	done
-	[ -n "${KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for n in "${names[@]}"; do
-		echo "---- mon.$n (last lines)"
-		tail -n 15 "$dir/$n.log" 2>/dev/null
-	done
-	exit 1
-}
-now_ms() { date +%s%3N; }
-
-initial=
-for i in 0 1 2; do
-	n=${names[$i]}
-	addr[$n]=${ips[$i]}:$((base + i))
-	initial+="${initial:+,}$n=${addr[$n]}"
-done
-for n in "${names[@]}"; do
-	"$mon_bin" --mkfs --data "$dir/$n" --name "$n" --fsid "$fsid" --initial "$initial" \
-		>/dev/null 2>"$dir/mkfs.$n.err" || fail "mkfs of mon.$n: $(cat "$dir/mkfs.$n.err")"
-done
-
-start() {
-	"$mon_bin" --data "$dir/$1" --log "$dir/$1.log" \
-		--set mon_snapshot_threshold=32 --set mon_election_timeout=1s &
-	pid[$1]=$!
-}
+. "$(dirname "$0")/monlib.sh"
+monlib_init "$1" "$2" leader
+monlib_mkfs
+start() { monlib_start "$1" --set mon_snapshot_threshold=32; }
 for n in "${names[@]}"; do start "$n"; done
-
-# cmd ARGS...: runs `atoll ARGS` against each running member in turn until
-# one answers (for up to 15 s); prints its output
-cmd() {
-	local deadline=$(( $(now_ms) + 15000 )) out n
-	while [ "$(now_ms)" -lt "$deadline" ]; do
-		for n in "${names[@]}"; do
-			[ -n "${pid[$n]:-}" ] || continue
-			# a member that knows no leader serves nothing, not even
-			# the map a client waits for when it connects: 2 s each
-			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>/dev/null); then
-				printf '%s\n' "$out"
-				return 0
-			fi
-		done
-		sleep 0.1
-	done
-	return 1
-}
-leader() {
-	cmd --format json quorum status |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])'
-}
 
 leader >/dev/null || fail "no leader elected"
 answered=()

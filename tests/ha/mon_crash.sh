@@ -9,74 +9,14 @@
 # (restored at start or installed from the leader).  KILLS defaults to 12,
 # 30 with ATOLL_TEST_FULL=1 (.ci/run --full).
 set -u
-mon_bin=$1
-cli=$2
+. "$(dirname "$0")/monlib.sh"
+monlib_init "$1" "$2" crash
 kills=${3:-12}
 [ "${ATOLL_TEST_FULL:-0}" = 1 ] && [ "$kills" -lt 30 ] && kills=30
-for b in "$mon_bin" "$cli"; do
-	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
-done
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-
-dir=$(mktemp -d /tmp/atoll-ha-crash.XXXXXX)
-names=(a b c)
-ips=(127.0.0.2 127.0.0.3 127.0.0.4)
-declare -A pid addr
-base=$((20000 + ($$ * 11) % 30000))
-fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
-writer=
-
-cleanup() {
-	[ -n "$writer" ] && kill -9 "$writer" 2>/dev/null && wait "$writer" 2>/dev/null
-	for n in "${names[@]}"; do
-		[ -n "${pid[$n]:-}" ] && kill -9 "${pid[$n]}" 2>/dev/null
-		[ -n "${pid[$n]:-}" ] && wait "${pid[$n]}" 2>/dev/null
-	done
-	[ -n "${KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for n in "${names[@]}"; do
-		echo "---- mon.$n (last lines)"
-		tail -n 15 "$dir/$n.log" 2>/dev/null
-	done
-	exit 1
-}
-now_ms() { date +%s%3N; }
-
-initial=
-for i in 0 1 2; do
-	n=${names[$i]}
-	addr[$n]=${ips[$i]}:$((base + i))
-	initial+="${initial:+,}$n=${addr[$n]}"
-	echo "${addr[$n]}" >"$dir/addr.$n"
-done
-for n in "${names[@]}"; do
-	"$mon_bin" --mkfs --data "$dir/$n" --name "$n" --fsid "$fsid" --initial "$initial" \
-		>/dev/null 2>"$dir/mkfs.$n.err" || fail "mkfs of mon.$n: $(cat "$dir/mkfs.$n.err")"
-done
-start() {
-	"$mon_bin" --data "$dir/$1" --log "$dir/$1.log" \
-		--set mon_snapshot_threshold=16 --set mon_election_timeout=1s &
-	pid[$1]=$!
-}
+monlib_mkfs
+start() { monlib_start "$1" --set mon_snapshot_threshold=16; }
 for n in "${names[@]}"; do start "$n"; done
-
-# cmd ARGS...: `atoll ARGS` against each member in turn until one answers
-cmd() {
-	local deadline=$(( $(now_ms) + 20000 )) out n
-	while [ "$(now_ms)" -lt "$deadline" ]; do
-		for n in "${names[@]}"; do
-			if out=$(timeout 2 "$cli" -m "$(cat "$dir/addr.$n")" "$@" 2>/dev/null); then
-				printf '%s\n' "$out"
-				return 0
-			fi
-		done
-		sleep 0.1
-	done
-	return 1
-}
+cmd_timeout_ms=20000
 
 cmd osd ls >/dev/null || fail "no leader elected"
 
@@ -92,6 +32,7 @@ cmd osd ls >/dev/null || fail "no leader elected"
 	done
 ) &
 writer=$!
+monlib_extra_pids=$writer
 
 for k in $(seq 1 "$kills"); do
 	sleep "0.$((RANDOM % 9 + 1))"
@@ -107,6 +48,7 @@ done
 touch "$dir/stop"
 wait "$writer"
 writer=
+monlib_extra_pids=
 
 deadline=$(( $(now_ms) + 30000 ))
 while :; do

@@ -7,66 +7,11 @@
 # leader serves again, the change made meanwhile never happened, and the
 # digests match.
 set -u
-mon_bin=$1
-cli=$2
-for b in "$mon_bin" "$cli"; do
-	[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
-done
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-
-dir=$(mktemp -d /tmp/atoll-ha-minority.XXXXXX)
-names=(a b c)
-ips=(127.0.0.2 127.0.0.3 127.0.0.4)
-declare -A pid addr
-base=$((20000 + ($$ * 17) % 30000))
-fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
-
-cleanup() {
-	for n in "${names[@]}"; do
-		[ -n "${pid[$n]:-}" ] || continue
-		kill -CONT "${pid[$n]}" 2>/dev/null
-		kill -9 "${pid[$n]}" 2>/dev/null
-		wait "${pid[$n]}" 2>/dev/null
-	done
-	[ -n "${KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for n in "${names[@]}"; do
-		echo "---- mon.$n (last lines)"
-		tail -n 12 "$dir/$n.log" 2>/dev/null
-	done
-	exit 1
-}
+. "$(dirname "$0")/monlib.sh"
+monlib_init "$1" "$2" minority
 ok() { echo "ok - $*"; }
-now_ms() { date +%s%3N; }
-
-initial=
-for i in 0 1 2; do
-	n=${names[$i]}
-	addr[$n]=${ips[$i]}:$((base + i))
-	initial+="${initial:+,}$n=${addr[$n]}"
-done
-for n in "${names[@]}"; do
-	"$mon_bin" --mkfs --data "$dir/$n" --name "$n" --fsid "$fsid" --initial "$initial" \
-		>/dev/null 2>"$dir/mkfs.err" || fail "mkfs of mon.$n: $(cat "$dir/mkfs.err")"
-	"$mon_bin" --data "$dir/$n" --log "$dir/$n.log" --set mon_election_timeout=1s &
-	pid[$n]=$!
-done
-cmd() {
-	local deadline=$(( $(now_ms) + 15000 )) out n
-	while [ "$(now_ms)" -lt "$deadline" ]; do
-		for n in "${names[@]}"; do
-			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>/dev/null); then
-				printf '%s\n' "$out"
-				return 0
-			fi
-		done
-		sleep 0.1
-	done
-	return 1
-}
+monlib_mkfs
+for n in "${names[@]}"; do monlib_start "$n"; done
 
 l=$(cmd --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])') ||
 	fail "no leader elected"

@@ -1,0 +1,107 @@
+# tests/ha/monlib.sh - three monitors alone (no OSD), for the tests of the
+# quorum itself (sourced, not run): leader_kill.sh, mon_crash.sh,
+# mon_minority.sh.
+#
+#   monlib_init ATOLL-MON ATOLL TAG   checks the programs, makes the folder
+#                      $dir (/tmp/atoll-ha-TAG.XXXXXX), the names a b c, their
+#                      addresses ${addr[N]} on 127.0.0.2..4 and a port base
+#                      from the PID, a fsid; the EXIT trap kills every member
+#                      (also a stopped one) and $monlib_extra_pids, and removes
+#                      $dir unless KEEP is set
+#   monlib_mkfs        makes the three members' stores (one --initial list)
+#   monlib_start N [--set K=V]...   starts member N (log $dir/N.log), its PID
+#                      in ${pid[N]}; mon_election_timeout is 1 s
+#   cmd ARGS...        `atoll ARGS` against each running member in turn until
+#                      one answers (for up to $cmd_timeout_ms, 15 s); prints
+#                      its output
+#   leader             the leader's name, from quorum status
+#   fail MSG           prints MSG and each member's last log lines, exits 1
+#   now_ms             the wall clock in ms
+# A member that knows no leader serves nothing, not even the map a client
+# waits for when it connects, so each attempt of cmd gives up after 2 s.
+
+monlib_init() {
+	mon_bin=$1
+	cli=$2
+	local b
+	for b in "$mon_bin" "$cli"; do
+		[ -x "$b" ] || { echo "SKIP: $b not built"; exit 77; }
+	done
+	command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+	dir=$(mktemp -d "/tmp/atoll-ha-$3.XXXXXX")
+	names=(a b c)
+	local ips=(127.0.0.2 127.0.0.3 127.0.0.4) i
+	declare -gA pid addr
+	base=$((20000 + ($$ * 7 + ${#3} * 131) % 30000))
+	fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	for i in 0 1 2; do
+		addr[${names[$i]}]=${ips[$i]}:$((base + i))
+	done
+	monlib_extra_pids=
+	cmd_timeout_ms=15000
+	trap monlib_cleanup EXIT
+}
+
+monlib_cleanup() {
+	local n p
+	for p in $monlib_extra_pids; do
+		kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	for n in "${names[@]}"; do
+		[ -n "${pid[$n]:-}" ] || continue
+		kill -CONT "${pid[$n]}" 2>/dev/null
+		kill -9 "${pid[$n]}" 2>/dev/null
+		wait "${pid[$n]}" 2>/dev/null
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$dir"
+}
+
+fail() {
+	local n
+	echo "FAIL: $*"
+	for n in "${names[@]}"; do
+		echo "---- mon.$n (last lines)"
+		tail -n 15 "$dir/$n.log" 2>/dev/null
+	done
+	exit 1
+}
+
+now_ms() { date +%s%3N; }
+
+monlib_mkfs() {
+	local initial= n
+	for n in "${names[@]}"; do
+		initial+="${initial:+,}$n=${addr[$n]}"
+	done
+	for n in "${names[@]}"; do
+		"$mon_bin" --mkfs --data "$dir/$n" --name "$n" --fsid "$fsid" --initial "$initial" \
+			>/dev/null 2>"$dir/mkfs.$n.err" || fail "mkfs of mon.$n: $(cat "$dir/mkfs.$n.err")"
+	done
+}
+
+monlib_start() {
+	local n=$1
+	shift
+	"$mon_bin" --data "$dir/$n" --log "$dir/$n.log" --set mon_election_timeout=1s "$@" &
+	pid[$n]=$!
+}
+
+cmd() {
+	local deadline=$(( $(now_ms) + cmd_timeout_ms )) out n
+	while [ "$(now_ms)" -lt "$deadline" ]; do
+		for n in "${names[@]}"; do
+			[ -n "${pid[$n]:-}" ] || continue
+			if out=$(timeout 2 "$cli" -m "${addr[$n]}" "$@" 2>/dev/null); then
+				printf '%s\n' "$out"
+				return 0
+			fi
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
+leader() {
+	cmd --format json quorum status |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])'
+}
