@@ -890,18 +890,9 @@ int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
 	return call_submit(c, m, timeout_ms, fn, arg, NULL, NULL, NULL);
 }
 
-/* The answer msg_call_wait() waits for. */
-struct call_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int err;
-	struct msg *reply;
-};
-
-static void call_wait_done(void *arg, struct msg *reply, int err)
+void msg_waiter_done(void *arg, struct msg *reply, int err)
 {
-	struct call_wait *w = arg;
+	struct msg_waiter *w = arg;
 
 	pthread_mutex_lock(&w->lock);
 	w->reply = reply;
@@ -911,20 +902,23 @@ static void call_wait_done(void *arg, struct msg *reply, int err)
 	pthread_mutex_unlock(&w->lock);
 }
 
+int msg_waiter_wait(struct msg_waiter *w, struct msg **reply)
+{
+	pthread_mutex_lock(&w->lock);
+	while (!w->done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	*reply = w->reply;
+	return w->err;
+}
+
 int msg_call_wait(struct msg_conn *c, struct msg *m, uint32_t timeout_ms, struct msg **reply)
 {
-	struct call_wait w = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-	int r = msg_call(c, m, timeout_ms, call_wait_done, &w);
+	struct msg_waiter w = MSG_WAITER_INIT;
+	int r = msg_call(c, m, timeout_ms, msg_waiter_done, &w);
 
 	*reply = NULL;
-	if (r < 0)
-		return r;
-	pthread_mutex_lock(&w.lock);
-	while (!w.done)
-		pthread_cond_wait(&w.cond, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	*reply = w.reply;
-	return w.err;
+	return r < 0 ? r : msg_waiter_wait(&w, reply);
 }
 
 int msg_call_epoch(struct msg_conn *c, uint64_t epoch, struct msg *m, uint32_t timeout_ms,

@@ -831,46 +831,13 @@ out_free:
 	return err;
 }
 
-struct waiter {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-	int err;
-	struct msg *reply;
-};
-
-static void waiter_done(void *arg, struct msg *reply, int err)
-{
-	struct waiter *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	w->reply = reply;
-	w->err = err;
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
 int monc_call_wait(struct monc *mc, struct msg *m, uint32_t timeout_ms, struct msg **reply)
 {
-	struct waiter w = { .done = false };
-	int err;
+	struct msg_waiter w = MSG_WAITER_INIT;
+	int err = monc_call(mc, m, timeout_ms, 0, msg_waiter_done, &w);
 
 	*reply = NULL;
-	pthread_mutex_init(&w.lock, NULL);
-	pthread_cond_init(&w.cond, NULL);
-	err = monc_call(mc, m, timeout_ms, 0, waiter_done, &w);
-	if (err == 0) {
-		pthread_mutex_lock(&w.lock);
-		while (!w.done)
-			pthread_cond_wait(&w.cond, &w.lock);
-		pthread_mutex_unlock(&w.lock);
-		err = w.err;
-		*reply = w.reply;
-	}
-	pthread_cond_destroy(&w.cond);
-	pthread_mutex_destroy(&w.lock);
-	return err;
+	return err ? err : msg_waiter_wait(&w, reply);
 }
 
 int monc_send(struct monc *mc, struct msg *m)

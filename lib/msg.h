@@ -52,6 +52,7 @@
 #ifndef ATOLL_MSG_H
 #define ATOLL_MSG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -260,6 +261,20 @@ int msg_call(struct msg_conn *c, struct msg *m, uint32_t timeout_ms,
  * 0 with the reply in *reply (the caller frees it), or the error of
  * msg_call() or of the call, *reply then NULL. */
 int msg_call_wait(struct msg_conn *c, struct msg *m, uint32_t timeout_ms, struct msg **reply);
+/* One caller's wait for one reply, for the synchronous calls built on the
+ * asynchronous ones (msg_call_wait, monc_call_wait): pass msg_waiter_done
+ * and &w as the call's callback, then msg_waiter_wait(&w, &reply), which
+ * returns the call's error and hands over its reply (NULL on error). */
+struct msg_waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+	struct msg *reply;
+};
+#define MSG_WAITER_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, NULL }
+void msg_waiter_done(void *arg, struct msg *reply, int err);
+int msg_waiter_wait(struct msg_waiter *w, struct msg **reply);
 /*
  * Replies received straight into the caller's memory (a big read without
  * a copy).  msg_call_rx() is msg_call() plus rx: when the header of the
