@@ -361,6 +361,13 @@ int mon_quorum_recover(const char *dir, const struct mon_member *self, char *err
 /* quorum.c, raft thread: whether raft id may open a stream to us (a
  * member of our configuration, or anyone while we have none). */
 bool mon_quorum_knows(struct mon *mon, uint64_t id);
+/* The leader has heard from a majority of the voters (itself included)
+ * within the last election timeout, by their status reports: only then
+ * does it grant or extend an OSD lease, so a leader cut off from the
+ * majority stops granting within one election timeout, before libraft
+ * makes it step down (doc/quorum.md, "Leases across a leader change").
+ * Monitor thread, mon->lock held. */
+bool mon_quorum_in_contact(struct mon *mon, uint64_t now_ms);
 
 /* ---- mapchange.c: the replicated state machine ---- */
 /* Raft thread, mon->lock held: applies one committed entry; returns the

@@ -351,7 +351,8 @@ out_reply:
 /* ---- OSD_BEACON ----------------------------------------------------- */
 
 /* Answers a beacon with a lease while the OSD is up and not being fenced
- * (a one-way beacon, from an older OSD or a test, gets no answer). */
+ * and this leader hears from a majority (a one-way beacon, from an older
+ * OSD or a test, gets no answer). */
 static void grant_lease(struct mon *mon, const struct msg *m, const struct osdmap_osd *o,
 			struct mon_osd_info *info)
 {
@@ -363,6 +364,11 @@ static void grant_lease(struct mon *mon, const struct msg *m, const struct osdma
 		return;
 	if (!(o->state & OSD_ST_UP) || info->fencing) {
 		l.rc = -ESTALE;
+		l.lease_ms = 0;
+	} else if (!mon_quorum_in_contact(mon, mono_now_ms())) {
+		/* perhaps cut off from the majority: no lease, the OSD asks
+		 * again with its next beacon */
+		l.rc = -EAGAIN;
 		l.lease_ms = 0;
 	} else {
 		info->lease_until_ms = info->last_beacon_ms + mon->opts.lease_ms;

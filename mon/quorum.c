@@ -536,6 +536,24 @@ static void fill_members(struct mon_quorum *q, struct mon_qview *v)
 	}
 }
 
+bool mon_quorum_in_contact(struct mon *mon, uint64_t now_ms)
+{
+	const struct mon_qview *v = &mon->qv;
+	unsigned voters = 0, heard = 0;
+
+	for (uint32_t i = 0; i < v->nmembers; i++) {
+		const struct mon_qmember *m = &v->members[i];
+
+		if (!m->voter)
+			continue;
+		voters++;
+		if (m->id == mon->self.id ||
+		    (m->status_ms && now_ms - m->status_ms <= mon->opts.election_ms))
+			heard++;
+	}
+	return voters > 0 && heard > voters / 2;
+}
+
 void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
 			    uint64_t epoch, uint64_t digest)
 {

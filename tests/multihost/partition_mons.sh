@@ -18,11 +18,10 @@
 #     returned less than N;
 #   - the cut-off primary stopped serving when its lease ran out: within
 #     osd_lease of the cut when a follower is cut off (the leader, on the
-#     majority side, renews nothing), within osd_lease + 2 election
-#     timeouts when the leader is: the cut-off leader goes on answering
-#     beacons on its side until libraft makes it step down (it has not
-#     heard from a majority for an election timeout, checked once per
-#     election timeout), which doc/quorum.md's lease rule covers;
+#     majority side, renews nothing), within osd_lease + 1 election
+#     timeout when the leader is: the cut-off leader stops granting
+#     leases once it has not heard from a majority for an election
+#     timeout (doc/quorum.md, "Leases across a leader change");
 #   - the majority side acknowledged writes during the cut, the first one
 #     after the cut-off primary's last read;
 #   - the majority has a leader during the cut (not the cut-off monitor)
@@ -152,7 +151,7 @@ phase() {
 	bg_pids=()
 
 	local bound=$((lease_ms + 100))
-	[ "$role" = leader ] && bound=$((lease_ms + 2 * election_ms + 300))
+	[ "$role" = leader ] && bound=$((lease_ms + election_ms + 400))
 	python3 - "$tmp/$role.writer.out" "$tmp/$role.reader.out" "$tmp/$role.qwriter.out" \
 		"$tmp/$role.quiet.out" "$t_cut" "$t_heal" "$lease_ms" "$bound" <<'PY'
 import bisect, sys
