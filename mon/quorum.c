@@ -749,21 +749,44 @@ static void remove_raft_dir(const char *dir)
 	rmdir(path);
 }
 
-int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
-		    const struct mon_member *all, unsigned n, const uint8_t fsid[16],
-		    char *err, size_t errlen)
+/* A raft instance on dir with no monitor and no thread, for the offline
+ * steps (mkfs, recover); *q is calloc'd (free it), also on error. */
+static int offline_open(const char *dir, const struct mon_member *self,
+			struct mon_quorum **qp, char *err, size_t errlen)
 {
 	struct mon_quorum *q = calloc(1, sizeof(*q));
-	struct raft_configuration conf;
-	char a[160];
-	int r;
 
+	*qp = q;
 	if (!q) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	snprintf(q->dir, sizeof(q->dir), "%s", dir);
-	r = quorum_init(q, NULL, self, err, errlen);
+	return quorum_init(q, NULL, self, err, errlen);
+}
+
+/* Closes what offline_open made (running the loop until it is). */
+static void offline_close(struct mon_quorum *q)
+{
+	raft_close(&q->raft, mkfs_closed);
+	uv_run(&q->loop, UV_RUN_DEFAULT);
+	uv_walk(&q->loop, close_walk, NULL);
+	uv_run(&q->loop, UV_RUN_DEFAULT);
+	raft_uv_close(&q->io);
+	mon_rt_destroy(&q->tr);
+	uv_loop_close(&q->loop);
+}
+
+int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
+		    const struct mon_member *all, unsigned n, const uint8_t fsid[16],
+		    char *err, size_t errlen)
+{
+	struct mon_quorum *q;
+	struct raft_configuration conf;
+	char a[160];
+	int r;
+
+	r = offline_open(dir, self, &q, err, errlen);
 	if (r < 0)
 		goto out;
 	raft_configuration_init(&conf);
@@ -780,13 +803,7 @@ int mon_quorum_mkfs(const char *dir, const struct mon_member *self,
 		r = -EIO;
 	}
 	raft_configuration_close(&conf);
-	raft_close(&q->raft, mkfs_closed);
-	uv_run(&q->loop, UV_RUN_DEFAULT);
-	uv_walk(&q->loop, close_walk, NULL);
-	uv_run(&q->loop, UV_RUN_DEFAULT);
-	raft_uv_close(&q->io);
-	mon_rt_destroy(&q->tr);
-	uv_loop_close(&q->loop);
+	offline_close(q);
 	if (r == 0) {
 		r = write_member(dir, self, fsid);
 		if (r < 0)
@@ -802,17 +819,12 @@ out:
 int mon_quorum_recover(const char *dir, const struct mon_member *self, char *err,
 		       size_t errlen)
 {
-	struct mon_quorum *q = calloc(1, sizeof(*q));
+	struct mon_quorum *q;
 	struct raft_configuration conf;
 	char a[160];
 	int r;
 
-	if (!q) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	snprintf(q->dir, sizeof(q->dir), "%s", dir);
-	r = quorum_init(q, NULL, self, err, errlen);
+	r = offline_open(dir, self, &q, err, errlen);
 	if (r < 0)
 		goto out;
 	raft_configuration_init(&conf);
@@ -827,13 +839,7 @@ int mon_quorum_recover(const char *dir, const struct mon_member *self, char *err
 		r = -EIO;
 	}
 	raft_configuration_close(&conf);
-	raft_close(&q->raft, mkfs_closed);
-	uv_run(&q->loop, UV_RUN_DEFAULT);
-	uv_walk(&q->loop, close_walk, NULL);
-	uv_run(&q->loop, UV_RUN_DEFAULT);
-	raft_uv_close(&q->io);
-	mon_rt_destroy(&q->tr);
-	uv_loop_close(&q->loop);
+	offline_close(q);
 out:
 	free(q);
 	return r;
