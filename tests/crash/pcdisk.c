@@ -169,6 +169,12 @@ static int put_torn(int fd, const unsigned char *data, uint64_t off, uint64_t le
 	return 0;
 }
 
+int pc_put(int fd, const unsigned char *data, uint64_t off, uint64_t len, bool torn,
+	   uint64_t *rng)
+{
+	return torn ? put_torn(fd, data, off, len, rng) : put_range(fd, data, off, len);
+}
+
 static int grow_to(int fd, uint64_t size)
 {
 	struct stat sb;

@@ -77,6 +77,10 @@ int pc_rebuild_tree(const struct pc_log *lg, size_t nrec, const char *base, cons
 		    struct pc_stats *st, char *err, size_t errlen);
 
 /* Copies a file keeping holes; creates or replaces dst.  0 or -errno. */
+/* Writes [off, off+len) of fd from data (NULL: zeros); torn: only the
+ * 4 KiB pieces a coin from rng picks.  0 or -errno. */
+int pc_put(int fd, const unsigned char *data, uint64_t off, uint64_t len, bool torn,
+	   uint64_t *rng);
 int pc_copy_file(const char *src, const char *dst);
 /* rm -rf; 0 or -errno (a missing path is fine). */
 int pc_rmtree(const char *path);

@@ -24,8 +24,6 @@
 
 #include "pcdisk.h"
 
-#define PIECE 4096u
-
 struct name {
 	char *path;
 	int ino;
@@ -230,55 +228,6 @@ static bool skipped(const char *const skip[], const char *path)
 	return false;
 }
 
-static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = pwrite(fd, p, len, (off_t)off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-/* data NULL: zeros; torn: a random subset of the 4 KiB pieces */
-static int put(int fd, const unsigned char *data, uint64_t off, uint64_t len, bool torn,
-	       uint64_t *rng)
-{
-	static const unsigned char zeros[65536];
-	uint64_t p = off, end = off + len;
-
-	while (p < end) {
-		uint64_t next = (p / PIECE + 1) * PIECE;
-		int r = 0;
-
-		if (next > end)
-			next = end;
-		if (!torn || pc_below(rng, 2)) {
-			uint64_t q = p;
-
-			while (q < next && r == 0) {
-				size_t l = next - q < sizeof(zeros) ? (size_t)(next - q) : sizeof(zeros);
-
-				r = full_pwrite(fd, data ? data + (q - off) : zeros, l, q);
-				q += l;
-			}
-		}
-		if (r < 0)
-			return r;
-		p = next;
-	}
-	return 0;
-}
-
 /* The first pass: names as the program saw them.  rino[k] gets the inode
  * record k acts on (-1: none); ops gets the name changes. */
 static int follow_names(struct tree *t, size_t nrec, int *rino, struct nsop *ops, size_t *nops)
@@ -417,10 +366,10 @@ static int apply_content(struct tree *t, size_t nrec, const int *rino, enum pc_f
 		}
 		switch (h->type) {
 		case PC_WRITE:
-			w = put(fd, e->data, h->off, h->len, choice == 2, rng);
+			w = pc_put(fd, e->data, h->off, h->len, choice == 2, rng);
 			break;
 		case PC_ZERO:
-			w = put(fd, NULL, h->off, h->arg, choice == 2, rng);
+			w = pc_put(fd, NULL, h->off, h->arg, choice == 2, rng);
 			break;
 		case PC_TRUNC:
 			w = ftruncate(fd, (off_t)h->arg) < 0 ? -errno : 0;
