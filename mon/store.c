@@ -311,7 +311,8 @@ out_free:
 	return r;
 }
 
-int mon_store_load_seed(struct mon_store *s, struct osdmap **out)
+/* Decodes the full map kept under key (*out owned by the caller). */
+static int load_map(struct mon_store *s, const char *key, struct osdmap **out)
 {
 	MDB_txn *t;
 	MDB_val v;
@@ -322,13 +323,18 @@ int mon_store_load_seed(struct mon_store *s, struct osdmap **out)
 	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
 	if (r < 0)
 		return r;
-	r = get(t, s->dbi, "seed", 4, &v);
+	r = get(t, s->dbi, key, strlen(key), &v);
 	if (r == 0) {
 		dec_init(&d, v.mv_data, v.mv_size);
 		r = osdmap_decode(&d, out);
 	}
 	mdb_txn_abort(t);
 	return r;
+}
+
+int mon_store_load_seed(struct mon_store *s, struct osdmap **out)
+{
+	return load_map(s, "seed", out);
 }
 
 int mon_store_reset(struct mon_store *s, const struct osdmap *m)
@@ -412,21 +418,8 @@ int mon_store_trim(struct mon_store *s, uint64_t first)
 
 int mon_store_load_latest(struct mon_store *s, struct osdmap **out)
 {
-	MDB_txn *t;
-	MDB_val v;
-	struct dec d;
-	int r;
+	int r = load_map(s, "full", out);
 
-	*out = NULL;
-	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
-	if (r < 0)
-		return r;
-	r = get(t, s->dbi, "full", 4, &v);
-	if (r == 0) {
-		dec_init(&d, v.mv_data, v.mv_size);
-		r = osdmap_decode(&d, out);
-	}
-	mdb_txn_abort(t);
 	if (r == 0 && (*out)->epoch != s->last) {
 		osdmap_free(*out);
 		*out = NULL;
