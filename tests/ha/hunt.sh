@@ -16,6 +16,7 @@
 # finds the monitor in the monitor map it saved.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
+. "$(dirname "$0")/ledger.sh"
 
 client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL THRASH-CLIENT HA-REDIRECT ATOLL-NBD}
 redirect_bin=${2:?}
@@ -42,13 +43,9 @@ sed -i "s|^mon_host *=.*|mon_host = $list|" "$ATOLL_CONF"
 ok "a cluster; mon_host = $list"
 
 pids=()
-client_pid=
 stop_helpers() {
 	local p
-	if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then
-		kill -9 "$client_pid" 2>/dev/null || true
-		wait "$client_pid" 2>/dev/null || true
-	fi
+	ledger_kill
 	for p in "${pids[@]}"; do
 		kill -9 "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -92,17 +89,7 @@ pids=()
 ok "atoll-nbd serves an image (nbdinfo, nbdcopy in and out)"
 
 # ---- a library client across a monitor restart, 16 ops in flight
-mkfifo "$tmp/cmd"
-"$client_bin" "$ATOLL_CONF" default 33 "$tmp/ledger" 16 <"$tmp/cmd" >"$tmp/client.out" \
-	2>"$tmp/client.err" &
-client_pid=$!
-exec 9>"$tmp/cmd"
-for i in $(seq 150); do
-	grep -q running "$tmp/client.out" && break
-	kill -0 "$client_pid" 2>/dev/null || { cat "$tmp/client.err" >&2; fail "thrash-client died"; }
-	sleep 0.1
-done
-grep -q running "$tmp/client.out" || fail "thrash-client did not start"
+ledger_start "$client_bin" 33 16
 sleep 3
 echo stall >&9
 echo "mark mon-stop" >&9
@@ -117,19 +104,9 @@ sleep 3
 atoll osd in 2 >/dev/null 2>&1 || fail "osd in 2"
 sleep 3
 echo stall >&9
-echo stop >&9
-for i in $(seq 600); do grep -q '^stopped' "$tmp/client.out" && break; sleep 0.1; done
-grep -q '^stopped' "$tmp/client.out" || fail "the client did not stop"
+ledger_stop
 wait_health HEALTH_OK
-echo verify >&9
-exec 9>&-
-rc=0
-wait "$client_pid" || rc=$?
-client_pid=
-sed 's/^/  client: /' "$tmp/client.out"
-[ $rc -eq 0 ] || { cat "$tmp/client.err" >&2; fail "the ledger found lost, wrong or stale data"; }
-grep -q 'timeouts 0 errors 0 lost 0 wrong 0 stale 0 version_bad 0' "$tmp/client.out" ||
-	fail "ops failed: $(grep '^final' "$tmp/client.out")"
+ledger_verify
 grep -q '^mark mon-start: first write' "$tmp/client.out" || fail "no write after the restart"
 ok "16 ops in flight across a monitor restart and a map change: no op lost or failed"
 

@@ -15,6 +15,7 @@
 # end with one digest.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
+. "$(dirname "$0")/ledger.sh"
 
 client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL THRASH-CLIENT}
 [ -x "$client_bin" ] || skip "thrash-client is missing ($client_bin)"
@@ -30,26 +31,8 @@ print(d["leader"] or "")'
 }
 now_ms() { date +%s%3N; }
 
-client_pid=
-stop_client() {
-	if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then
-		kill -9 "$client_pid" 2>/dev/null || true
-		wait "$client_pid" 2>/dev/null || true
-	fi
-}
-cleanup_hook=stop_client
-
-mkfifo "$tmp/cmd"
-"$client_bin" "$ATOLL_CONF" default 41 "$tmp/ledger" 16 <"$tmp/cmd" >"$tmp/client.out" \
-	2>"$tmp/client.err" &
-client_pid=$!
-exec 9>"$tmp/cmd"
-for i in $(seq 150); do
-	grep -q running "$tmp/client.out" && break
-	kill -0 "$client_pid" 2>/dev/null || { cat "$tmp/client.err" >&2; fail "thrash-client died"; }
-	sleep 0.1
-done
-grep -q running "$tmp/client.out" || fail "thrash-client did not start"
+cleanup_hook=ledger_kill
+ledger_start "$client_bin" 41 16
 sleep 2
 
 killed=()
@@ -72,18 +55,8 @@ for k in $(seq "$kills"); do
 	"$cluster_bin" mon start "$l" --dir "$cdir" >/dev/null || fail "mon start $l"
 	sleep 2
 done
-echo stop >&9
-for i in $(seq 600); do grep -q '^stopped' "$tmp/client.out" && break; sleep 0.1; done
-grep -q '^stopped' "$tmp/client.out" || fail "the client did not stop"
-echo verify >&9
-exec 9>&-
-rc=0
-wait "$client_pid" || rc=$?
-client_pid=
-sed 's/^/  client: /' "$tmp/client.out"
-[ $rc -eq 0 ] || { cat "$tmp/client.err" >&2; fail "the ledger found lost, wrong or stale data"; }
-grep -q 'timeouts 0 errors 0 lost 0 wrong 0 stale 0 version_bad 0' "$tmp/client.out" ||
-	fail "ops failed: $(grep '^final' "$tmp/client.out")"
+ledger_stop
+ledger_verify
 for k in $(seq "$kills"); do
 	grep -q "^mark kill-$k: first write" "$tmp/client.out" || fail "no write after kill $k"
 done

@@ -83,21 +83,7 @@ sys.exit(0 if m["epoch"] == s["epoch"] and m["status_age_ms"] < 1000 else 1)' "$
 done
 
 # every member at the leader's epoch with the same digest
-deadline=$(( $(now_ms) + 20000 ))
-while :; do
-	st=$(cmd --format json quorum status) || fail "quorum status"
-	verdict=$(printf '%s' "$st" | python3 -c '
-import json, sys
-s = json.load(sys.stdin)
-ms = s["members"]
-ep = s["epoch"]
-ok = all(m["epoch"] == ep for m in ms) and len({m["digest"] for m in ms}) == 1
-print("same" if ok else "differ", ep, " ".join("%s:%d:%s" % (m["name"], m["epoch"], m["digest"]) for m in ms))')
-	case $verdict in same*) break ;; esac
-	[ "$(now_ms)" -lt "$deadline" ] || fail "members differ: $verdict"
-	sleep 0.2
-done
-echo "members agree: ${verdict#same }"
+monlib_wait_agree 20
 
 pools=$(cmd pool ls) || fail "pool ls"
 for p in "${answered[@]}"; do

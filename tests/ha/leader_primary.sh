@@ -24,6 +24,7 @@
 # failed or timed out.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
+. "$(dirname "$0")/ledger.sh"
 
 client_bin=${1:?usage: $0 ATOLL-CLUSTER ATOLL THRASH-CLIENT}
 [ -x "$client_bin" ] || skip "thrash-client is missing ($client_bin)"
@@ -38,19 +39,8 @@ cluster_up --mons 3 --osds $nosd --hosts $nosd --no-mds --no-nbd \
 wait_health HEALTH_OK
 ok "3 monitors, $nosd OSDs on $nosd hosts"
 
-client_pid=
-stop_client() {
-	if [ -n "$client_pid" ] && kill -0 "$client_pid" 2>/dev/null; then
-		kill -9 "$client_pid" 2>/dev/null || true
-		wait "$client_pid" 2>/dev/null || true
-	fi
-}
-cleanup_hook=stop_client
-mkfifo "$tmp/cmd"
-"$client_bin" "$ATOLL_CONF" default 33 "$tmp/ledger" $threads <"$tmp/cmd" >"$tmp/client.out" \
-	2>"$tmp/client.err" &
-client_pid=$!
-exec 9>"$tmp/cmd"
+cleanup_hook=ledger_kill
+ledger_start "$client_bin" 33 "$threads"
 
 # which PG each object is in (placement does not change with up/down)
 for i in $(seq 0 $((nobj - 1))); do
@@ -63,12 +53,6 @@ for line in sys.stdin:
         j = json.loads(line)
         print(j["object"], j["pgid"])' >"$tmp/obj_pg"
 [ "$(wc -l <"$tmp/obj_pg")" = $nobj ] || fail "osd map of $nobj objects"
-for i in $(seq 150); do
-	grep -q running "$tmp/client.out" && break
-	kill -0 "$client_pid" 2>/dev/null || { cat "$tmp/client.err" >&2; fail "thrash-client died"; }
-	sleep 0.1
-done
-grep -q running "$tmp/client.out" || fail "thrash-client did not start"
 sleep 2
 
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
@@ -155,17 +139,8 @@ PY
 	ok "round $r: mon.$leader and osd.$victim back, HEALTH_OK ($(ms_since "$t_kill") ms after the kill)"
 done
 
-echo stop >&9
-wait_line '^stopped' 60 || fail "the client did not stop"
-echo verify >&9
-exec 9>&-
-rc=0
-wait "$client_pid" || rc=$?
-client_pid=
-sed 's/^/  client: /' "$tmp/client.out"
-[ $rc -eq 0 ] || { cat "$tmp/client.err" >&2; fail "the ledger found lost, wrong or stale data"; }
-grep -q 'timeouts 0 errors 0 lost 0 wrong 0 stale 0 version_bad 0' "$tmp/client.out" ||
-	fail "ops failed: $(grep '^final' "$tmp/client.out")"
+ledger_stop
+ledger_verify
 ok "every acknowledged write reads back, no op failed ($threads in flight)"
 
 echo "leader + primary kill -9 (times in ms from the kill; out = latency of osd out issued 100 ms after):"

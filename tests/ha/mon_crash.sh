@@ -50,21 +50,7 @@ wait "$writer"
 writer=
 monlib_extra_pids=
 
-deadline=$(( $(now_ms) + 30000 ))
-while :; do
-	st=$(cmd --format json quorum status) || fail "quorum status"
-	verdict=$(printf '%s' "$st" | python3 -c '
-import json, sys
-s = json.load(sys.stdin)
-ms = s["members"]
-ep = s["epoch"]
-ok = all(m["epoch"] == ep for m in ms) and len({m["digest"] for m in ms}) == 1
-print("same" if ok else "differ", ep, " ".join("%s:%d:%s" % (m["name"], m["epoch"], m["digest"]) for m in ms))')
-	case $verdict in same*) break ;; esac
-	[ "$(now_ms)" -lt "$deadline" ] || fail "members differ: $verdict"
-	sleep 0.3
-done
-echo "members agree: ${verdict#same }"
+monlib_wait_agree 30
 
 pools=$(cmd pool ls) || fail "pool ls"
 n=0

@@ -15,6 +15,8 @@
 #                      one answers (for up to $cmd_timeout_ms, 15 s); prints
 #                      its output
 #   leader             the leader's name, from quorum status
+#   monlib_wait_agree SECONDS   until every member is at the leader's epoch
+#                      with one state digest; prints "members agree: ..."
 #   fail MSG           prints MSG and each member's last log lines, exits 1
 #   now_ms             the wall clock in ms
 # A member that knows no leader serves nothing, not even the map a client
@@ -104,4 +106,22 @@ cmd() {
 leader() {
 	cmd --format json quorum status |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])'
+}
+
+monlib_wait_agree() {
+	local deadline=$(( $(now_ms) + $1 * 1000 )) st
+	while :; do
+		st=$(cmd --format json quorum status) || fail "quorum status"
+		verdict=$(printf '%s' "$st" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+ms = s["members"]
+ep = s["epoch"]
+ok = all(m["epoch"] == ep for m in ms) and len({m["digest"] for m in ms}) == 1
+print("same" if ok else "differ", ep, " ".join("%s:%d:%s" % (m["name"], m["epoch"], m["digest"]) for m in ms))')
+		case $verdict in same*) break ;; esac
+		[ "$(now_ms)" -lt "$deadline" ] || fail "members differ: $verdict"
+		sleep 0.2
+	done
+	echo "members agree: ${verdict#same }"
 }
