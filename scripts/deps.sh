@@ -14,6 +14,8 @@ pkgs=(
 	# libraries (see doc/build.md for what each is for)
 	libaio-dev liblmdb-dev lmdb-utils libisal-dev liblz4-dev
 	libjemalloc-dev libxxhash-dev libinih-dev libcjson-dev
+	# authentication (lib/auth_crypto.c): OpenSSL 3
+	libssl-dev
 	# the monitors' replicated log (mon/quorum.c)
 	libraft-dev libuv1-dev
 	# tests: Criterion, libFuzzer (clang + its runtime), JSON checks
