@@ -212,6 +212,9 @@ struct auth_reply {
 	uint64_t client_id;
 	uint32_t n;
 	struct auth_grant g[AUTH_GRANTS_MAX];
+	/* A service daemon's service secrets (secrets.n == 0: none): only
+	 * osd.* receive the OSD ones, only mds.* the MDS ones. */
+	struct auth_secrets secrets;
 };
 /* Appends the sealed reply to e. */
 int auth_reply_seal(const uint8_t entity_key[AUTH_KEY_LEN], const struct auth_reply *r,
@@ -223,6 +226,29 @@ int auth_reply_open(const uint8_t entity_key[AUTH_KEY_LEN], const void *buf, siz
 /* The plaintext alone (the fuzz target reaches the decoder this way). */
 void auth_reply_encode(const struct auth_reply *r, struct enc *e);
 int auth_reply_decode(struct dec *d, struct auth_reply *r);
+
+/* ---- the MSG_T_AUTH frames of the handshake ---- */
+
+/* Dialler -> acceptor: the method's proof (KEY: the 32-byte client
+ * proof; TICKET: an authorizer). */
+struct auth_proof_msg {
+	uint32_t method;		/* AUTH_METHOD_KEY or AUTH_METHOD_TICKET */
+	const void *body;		/* points into the input */
+	size_t body_len;		/* at most AUTH_TICKET_MAX + 256 */
+};
+/* Acceptor -> dialler: its proof, and (KEY) the sealed reply. */
+struct auth_done_msg {
+	uint8_t proof[AUTH_MAC_LEN];
+	const void *reply;		/* points into the input; may be empty */
+	size_t reply_len;
+};
+#define AUTH_PROOF_BODY_MAX	(AUTH_TICKET_MAX + 256u)
+#define AUTH_REPLY_MAX		(AUTH_GRANTS_MAX * (AUTH_TICKET_MAX + 64u) + \
+				 AUTH_SECRETS_MAX * (AUTH_KEY_LEN + 8u) + 256u)
+void auth_proof_msg_encode(const struct auth_proof_msg *m, struct enc *e);
+int auth_proof_msg_decode(struct dec *d, struct auth_proof_msg *m);
+void auth_done_msg_encode(const struct auth_done_msg *m, struct enc *e);
+int auth_done_msg_decode(struct dec *d, struct auth_done_msg *m);
 
 /* ---- keyring files (keyring.c) ---- */
 

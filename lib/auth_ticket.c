@@ -371,6 +371,8 @@ void auth_reply_encode(const struct auth_reply *r, struct enc *e)
 	size_t h = enc_begin(e, AUTH_V, AUTH_COMPAT);
 	uint32_t n = r->n < AUTH_GRANTS_MAX ? r->n : AUTH_GRANTS_MAX;
 
+	uint32_t ns = r->secrets.n < AUTH_SECRETS_MAX ? r->secrets.n : AUTH_SECRETS_MAX;
+
 	enc_u64(e, r->client_id);
 	enc_u32(e, n);
 	for (uint32_t i = 0; i < n; i++) {
@@ -378,6 +380,12 @@ void auth_reply_encode(const struct auth_reply *r, struct enc *e)
 		enc_u64(e, r->g[i].expires);
 		enc_raw(e, r->g[i].session_key, AUTH_KEY_LEN);
 		enc_blob(e, r->g[i].ticket, r->g[i].ticket_len);
+	}
+	enc_u8(e, ns ? r->secrets.service : 0);
+	enc_u32(e, ns);
+	for (uint32_t i = 0; i < ns; i++) {
+		enc_u64(e, r->secrets.s[i].gen);
+		enc_raw(e, r->secrets.s[i].key, AUTH_KEY_LEN);
 	}
 	enc_end(e, h);
 }
@@ -404,10 +412,25 @@ int auth_reply_decode(struct dec *d, struct auth_reply *r)
 		if (!b.err && (!service_ok(g->service) || !g->ticket_len))
 			dec_fail(&b, -EBADMSG);
 	}
-	if (!b.err && !r->client_id)
+	r->secrets.service = dec_u8(&b);
+	r->secrets.n = dec_count(&b, AUTH_SECRETS_MAX, 8 + AUTH_KEY_LEN);
+	for (uint32_t i = 0; i < r->secrets.n && !b.err; i++) {
+		const void *p;
+
+		r->secrets.s[i].gen = dec_u64(&b);
+		p = dec_raw(&b, AUTH_KEY_LEN);
+		if (p)
+			memcpy(r->secrets.s[i].key, p, AUTH_KEY_LEN);
+		if (!b.err && !r->secrets.s[i].gen)
+			dec_fail(&b, -EBADMSG);
+	}
+	if (!b.err && (!r->client_id ||
+		       (r->secrets.n ? !service_ok(r->secrets.service) : r->secrets.service)))
 		dec_fail(&b, -EBADMSG);
-	if (b.err)
+	if (b.err) {
 		r->n = 0;
+		auth_wipe(&r->secrets, sizeof(r->secrets));
+	}
 	return dec_msg_end(d, &b);
 }
 
@@ -456,7 +479,7 @@ int auth_reply_open(const uint8_t entity_key[AUTH_KEY_LEN], const void *buf, siz
 	*plain_len = 0;
 	if (len < AUTH_AEAD_OVERHEAD)
 		return -EBADMSG;
-	if (len > AUTH_GRANTS_MAX * (AUTH_TICKET_MAX + 64) + 64)
+	if (len > AUTH_REPLY_MAX)
 		return -E2BIG;
 	ptlen = len - AUTH_AEAD_OVERHEAD;
 	pt = malloc(ptlen ? ptlen : 1);
@@ -479,4 +502,54 @@ int auth_reply_open(const uint8_t entity_key[AUTH_KEY_LEN], const void *buf, siz
 	*plain = pt;
 	*plain_len = ptlen;
 	return 0;
+}
+
+/* ---- the MSG_T_AUTH frames ---- */
+
+void auth_proof_msg_encode(const struct auth_proof_msg *m, struct enc *e)
+{
+	size_t h = enc_begin(e, AUTH_V, AUTH_COMPAT);
+
+	enc_u32(e, m->method);
+	enc_blob(e, m->body, m->body_len);
+	enc_end(e, h);
+}
+
+int auth_proof_msg_decode(struct dec *d, struct auth_proof_msg *m)
+{
+	struct dec b;
+
+	memset(m, 0, sizeof(*m));
+	if (dec_msg_begin(d, AUTH_COMPAT, &b))
+		return d->err;
+	m->method = dec_u32(&b);
+	m->body = dec_blob(&b, &m->body_len, AUTH_PROOF_BODY_MAX);
+	if (!b.err && ((m->method != AUTH_METHOD_KEY && m->method != AUTH_METHOD_TICKET) ||
+		       !m->body_len))
+		dec_fail(&b, -EBADMSG);
+	return dec_msg_end(d, &b);
+}
+
+void auth_done_msg_encode(const struct auth_done_msg *m, struct enc *e)
+{
+	size_t h = enc_begin(e, AUTH_V, AUTH_COMPAT);
+
+	enc_raw(e, m->proof, AUTH_MAC_LEN);
+	enc_blob(e, m->reply, m->reply_len);
+	enc_end(e, h);
+}
+
+int auth_done_msg_decode(struct dec *d, struct auth_done_msg *m)
+{
+	struct dec b;
+	const void *p;
+
+	memset(m, 0, sizeof(*m));
+	if (dec_msg_begin(d, AUTH_COMPAT, &b))
+		return d->err;
+	p = dec_raw(&b, AUTH_MAC_LEN);
+	if (p)
+		memcpy(m->proof, p, AUTH_MAC_LEN);
+	m->reply = dec_blob(&b, &m->reply_len, AUTH_REPLY_MAX);
+	return dec_msg_end(d, &b);
 }

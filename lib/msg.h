@@ -65,6 +65,7 @@
  * (proto.h starts above them); msg_send() refuses them. */
 #define MSG_T_HELLO		1u
 #define MSG_T_KEEPALIVE		2u		/* empty; consumed by the messenger */
+#define MSG_T_AUTH		3u		/* the handshake's proofs (msg_auth.c) */
 #define MSG_T_RESERVED_MAX	9u
 
 /* Default limits (doc/protocol.md, "Limits"): one op's payload is at
@@ -167,6 +168,11 @@ struct msgr_config {
 	uint32_t inject_reset_permille;
 	uint32_t keepalive_ms;		/* 0 = 1 s */
 	uint32_t keepalive_timeout_ms;	/* 0 = 10 s */
+	/* Authentication (msg_auth.h): NULL = auth none.  Otherwise a
+	 * connection opens only after both ends proved themselves, and
+	 * msg_conn_peer() is the proved identity.  The caller's; it must
+	 * outlive the messenger. */
+	struct msg_auth *auth;
 };
 
 struct msgr_ops {

@@ -89,6 +89,7 @@ static void conn_free(struct msg_conn *c)
 		     "connection '%s' freed while still in use", c->addr);
 	free(c->rbuf);
 	free(c->hs_buf);
+	msg_auth__conn_free(c);
 	pthread_mutex_destroy(&c->plock);
 	pthread_mutex_destroy(&c->wlock);
 	free(c);

@@ -3,7 +3,8 @@
  * thread: dialling (a non-blocking connect(2), armed with the handshake
  * deadline), accepting, and the hello exchange that opens it.  It is
  * apart from msg_conn.c because it is where a peer is admitted (the
- * fsid check now, authentication next), and that grows on its own.
+ * fsid check, and with msgr_config.auth the proofs of msg_auth.c), and
+ * that grows on its own.
  *
  * Each side sends a hello (our identity, features and cluster fsid) as
  * the first frame: the dialler as soon as TCP is up, the acceptor once
@@ -24,6 +25,7 @@
 #include "encode.h"
 #include "log.h"
 #include "mono.h"
+#include "msg_auth.h"
 #include "msgr_int.h"
 
 static bool fsid_zero(const uint8_t fsid[16])
@@ -46,22 +48,35 @@ static int conn_make_hello(struct msg_conn *c)
 {
 	struct msgr *mr = c->msgr;
 	struct msg_hello h = { .who = mr->cfg.me, .features = mr->cfg.features };
-	struct enc e;
+	struct enc e, blob;
 	size_t len;
+	int r = 0;
 
 	pthread_mutex_lock(&mr->lock);
 	memcpy(h.fsid, mr->fsid, sizeof(h.fsid));
 	pthread_mutex_unlock(&mr->lock);
 	enc_init(&e);
-	msg_hello_frame(&e, &h);
+	enc_init(&blob);
+	if (mr->cfg.auth) {
+		r = msg_auth__hello_blob(c, &blob);
+		h.auth = blob.buf;
+		h.auth_len = blob.len;
+	}
+	if (!r)
+		msg_hello_frame(&e, &h);
+	enc_free(&blob);
 	free(c->hs_buf);
-	c->hs_buf = enc_take(&e, &len);
+	c->hs_buf = r ? NULL : enc_take(&e, &len);
 	if (!c->hs_buf) {
 		enc_free(&e);
-		return -ENOMEM;
+		return r ? r : -ENOMEM;
 	}
 	c->hs_len = len;
 	c->hs_off = 0;
+	/* the transcript covers our hello's front as it goes on the wire */
+	if (mr->cfg.auth)
+		return msg_auth__hello_sent(c, c->hs_buf + MSG_HEADER_LEN,
+					    len - MSG_HEADER_LEN - MSG_TRAILER_LEN);
 	return 0;
 }
 
@@ -123,24 +138,51 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 		msg_conn__fail(c, -EACCES);
 		return false;
 	}
-	pthread_mutex_lock(&c->plock);
-	c->peer = h.who;
-	c->peer_features = h.features;
-	pthread_mutex_unlock(&c->plock);
-	msg_free(msg);	/* h.auth pointed into it; not used yet */
+	if (mr->cfg.auth) {
+		/* msg_auth.c: the acceptor answers with its challenge, the
+		 * dialler with its proof; the connection opens on the
+		 * MSG_T_AUTH frames (msg_conn__rx_auth) */
+		if (!c->dialled && msg_auth__hello_done(c)) {
+			log_warn("msgr", "closing connection '%s': a second hello", c->addr);
+			r = -EPROTO;
+		} else {
+			r = msg_auth__rx_hello(c, &h, msg->front, msg->front_len);
+		}
+		msg_free(msg);	/* h.auth pointed into it */
+		if (!r && !c->dialled)
+			r = conn_make_hello(c);
+		if (r < 0) {
+			msg_conn__fail(c, r == -ENOMEM || r == -EIO ? r : -EACCES);
+			return false;
+		}
+		msg_conn__flush(c);
+		return c->state == CS_HANDSHAKE && !atomic_load(&c->dead);
+	}
+	msg_free(msg);	/* h.auth pointed into it; ignored with auth = none */
 
 	if (!c->dialled && conn_make_hello(c) < 0) {
 		log_error("msgr", "closing connection '%s': out of memory", c->addr);
 		msg_conn__fail(c, -ENOMEM);
 		return false;
 	}
+	return msg_conn__open(c, h.who, h.features);
+}
+
+bool msg_conn__open(struct msg_conn *c, struct msg_identity who, uint64_t features)
+{
+	struct msgr *mr = c->msgr;
+
+	pthread_mutex_lock(&c->plock);
+	c->peer = who;
+	c->peer_features = features;
+	pthread_mutex_unlock(&c->plock);
 	msgr__disarm(mr, &c->hs_timer);
 	c->last_rx_ns = mono_now_ns();
 	c->state = CS_OPEN;
 	atomic_store(&c->open, true);
 	c->backoff_ms = mr->cfg.reconnect_min_ms;
 	log_debug("msgr", "connection '%s' open (peer type %u id %llu)", c->addr,
-		  h.who.type, (unsigned long long)h.who.id);
+		  who.type, (unsigned long long)who.id);
 	if (mr->ops.connected)
 		mr->ops.connected(mr->arg, c);
 	if (c->state != CS_OPEN)

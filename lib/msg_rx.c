@@ -188,14 +188,16 @@ static bool conn_rx_header(struct msg_conn *c)
 		msg_conn__fail(c, r);
 		return false;
 	}
-	if (c->state == CS_HANDSHAKE && h.type != MSG_T_HELLO) {
+	if (c->state == CS_HANDSHAKE && h.type != MSG_T_HELLO &&
+	    !(h.type == MSG_T_AUTH && c->msgr->cfg.auth)) {
 		log_warn("msgr", "closing connection '%s': a message of type %u before the hello",
 			 c->addr, h.type);
 		msg_conn__fail(c, -EPROTO);
 		return false;
 	}
-	if (c->state == CS_OPEN && h.type == MSG_T_HELLO) {
-		log_warn("msgr", "closing connection '%s': a second hello", c->addr);
+	if (c->state == CS_OPEN && (h.type == MSG_T_HELLO || h.type == MSG_T_AUTH)) {
+		log_warn("msgr", "closing connection '%s': a second %s", c->addr,
+			 h.type == MSG_T_HELLO ? "hello" : "handshake");
 		msg_conn__fail(c, -EPROTO);
 		return false;
 	}
@@ -249,7 +251,7 @@ static bool conn_rx_deliver(struct msg_conn *c)
 	c->rx_msg = NULL;
 	rx_lease_end(c);	/* the data is in: the buffer is the caller's again */
 	if (c->state == CS_HANDSHAKE)
-		return msg_conn__rx_hello(c, m);
+		return m->type == MSG_T_AUTH ? msg_conn__rx_auth(c, m) : msg_conn__rx_hello(c, m);
 	if (m->type == MSG_T_KEEPALIVE) {
 		msg_free(m);	/* its arrival was all it had to say */
 		return true;

@@ -175,7 +175,8 @@ struct msg_conn {
 	bool wr_blocked;		/* socket full: wait for EPOLLOUT */
 	struct msg *sq_head, *sq_tail;	/* accepted for sending, in order */
 	size_t wr_off;			/* bytes of sq_head's frame written */
-	uint8_t *hs_buf;		/* our hello frame while unsent */
+	uint8_t *hs_buf;		/* our hello (or auth) frame while unsent */
+	struct msg_auth_conn *auth;	/* [loop] the handshake's proofs (msg_auth.c) */
 	size_t hs_len, hs_off;
 	struct msgr_call *calls;	/* registered calls, queued or sent */
 	struct mtimer hs_timer;		/* connect + handshake deadline */
@@ -311,6 +312,26 @@ void msg_conn__hs_timeout(struct msgr *mr, struct mtimer *t);
 /* The peer's hello arrived (msg is ours to free): c opens.  False when
  * c failed or can take no more now. */
 bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg);
+/* Opens c with the peer's (proved or declared) identity: the end of a
+ * handshake.  False when c failed or closed meanwhile. */
+bool msg_conn__open(struct msg_conn *c, struct msg_identity who, uint64_t features);
+
+/* msg_auth.c: the proofs of an authenticated handshake (loop thread) */
+struct msg_hello;
+struct enc;
+/* Our hello's auth section. */
+int msg_auth__hello_blob(struct msg_conn *c, struct enc *blob);
+/* Our hello's front as written (the transcript). */
+int msg_auth__hello_sent(struct msg_conn *c, const void *front, size_t len);
+/* The peer's hello: the acceptor chooses, the dialler proves (its
+ * MSG_T_AUTH frame goes in hs_buf).  A negative errno fails c. */
+int msg_auth__rx_hello(struct msg_conn *c, const struct msg_hello *h,
+		       const void *front, size_t len);
+/* True once an acceptor has had the dialler's hello. */
+bool msg_auth__hello_done(const struct msg_conn *c);
+/* A MSG_T_AUTH frame (m is ours to free): opens c, or fails it. */
+bool msg_conn__rx_auth(struct msg_conn *c, struct msg *m);
+void msg_auth__conn_free(struct msg_conn *c);
 
 /* msg_rx.c */
 /* c's socket is readable: reads and delivers what it can. */

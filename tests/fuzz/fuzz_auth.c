@@ -2,7 +2,7 @@
  * fuzz_auth.c - libFuzzer target for authentication's decoders
  * (lib/auth_ticket.c, lib/keyring.c): the hello's auth sections (from
  * anyone who connects), a ticket's plaintext, an authorizer, the
- * monitor's reply, a keyring file, and the two checks a service runs on
+ * monitor's reply, the two MSG_T_AUTH frames, a keyring file, and the two checks a service runs on
  * a stranger's bytes: opening a sealed ticket and verifying an
  * authorizer (fuzz_auth.h's fixed secret opens the seeds' tickets).
  *
@@ -89,6 +89,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (auth_ticket_open(&secrets, p, n, &t) == 0 && t.service != AUTH_SVC_OSD)
 			abort();
+		break;
+	}
+	case FZA_PROOF_MSG: {
+		struct auth_proof_msg m;
+
+		if (auth_proof_msg_decode(&d, &m) == 0)
+			FUZZ_ROUND_TRIP(struct auth_proof_msg, &m, auth_proof_msg_encode,
+					auth_proof_msg_decode, FUZZ_NO_CLEAR);
+		break;
+	}
+	case FZA_DONE_MSG: {
+		struct auth_done_msg m;
+
+		if (auth_done_msg_decode(&d, &m) == 0)
+			FUZZ_ROUND_TRIP(struct auth_done_msg, &m, auth_done_msg_encode,
+					auth_done_msg_decode, FUZZ_NO_CLEAR);
 		break;
 	}
 	case FZA_VERIFY: {

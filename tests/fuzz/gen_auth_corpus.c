@@ -32,6 +32,8 @@ int main(int argc, char **argv)
 		"ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\n";
 	uint8_t tr[AUTH_HASH_LEN], sel = FZA_KEYRING;
 	struct auth_reply reply = { .client_id = 4242, .n = 1 };
+	struct auth_proof_msg pm = { .method = AUTH_METHOD_TICKET };
+	struct auth_done_msg dm = { .proof = { 5 } };
 	struct enc e, sealed;
 	int r = 0;
 
@@ -60,11 +62,20 @@ int main(int argc, char **argv)
 				  t.entity, tr, &e) < 0)
 		return 1;
 	r |= corpus_put_enc(argv[1], "authorizer", FZA_AUTHORIZER, &e);
+	reply.secrets = s;
 	reply.g[0] = (struct auth_grant){ .service = AUTH_SVC_OSD, .expires = t.expires,
 					  .ticket = sealed.buf, .ticket_len = sealed.len };
 	auth_reply_encode(&reply, &e);
 	r |= corpus_put_enc(argv[1], "reply", FZA_REPLY, &e);
 	r |= corpus_write(argv[1], "keyring", &sel, 1, keyring, strlen(keyring));
+	pm.body = sealed.buf;
+	pm.body_len = sealed.len;
+	auth_proof_msg_encode(&pm, &e);
+	r |= corpus_put_enc(argv[1], "proof-msg", FZA_PROOF_MSG, &e);
+	dm.reply = sealed.buf;
+	dm.reply_len = sealed.len;
+	auth_done_msg_encode(&dm, &e);
+	r |= corpus_put_enc(argv[1], "done-msg", FZA_DONE_MSG, &e);
 	enc_free(&e);
 	enc_free(&sealed);
 	return r ? 1 : 0;
