@@ -502,6 +502,19 @@ static int proved_identity(struct msg_conn *c, const char *entity, uint64_t clie
 
 	if (auth_entity_check(entity, &type) < 0)
 		return -EACCES;
+	/* the bootstrap key exists to make OSDs: an OSD without an id yet
+	 * (atoll-osd --mkfs) proves it and declares itself an OSD */
+	if (!strcmp(entity, "client.bootstrap-osd") && ac->declared.type == MSG_ENTITY_OSD) {
+		*who = ac->declared;
+		return 0;
+	}
+	/* any entity may act as a client (the MDS reads and writes objects
+	 * as one): it is then a client, with the id of its ticket */
+	if (ac->declared.type == MSG_ENTITY_CLIENT && type != MSG_ENTITY_CLIENT) {
+		who->type = MSG_ENTITY_CLIENT;
+		who->id = client_id ? client_id : ac->declared.id;
+		return 0;
+	}
 	if (ac->declared.type != type) {
 		refuse(c, "its hello declares another entity type than its key proves");
 		return -EACCES;

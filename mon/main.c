@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mon.h"
 #include "msg.h"
+#include "msg_auth.h"
 
 #define WHO "mon"
 
@@ -867,6 +868,12 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	mc.reconnect_min_ms = 50;
 	mc.reconnect_max_ms = 250;
 	memcpy(mc.fsid, mon->fsid, 16);
+	r = mon_auth_setup(mon, &mon->msg_auth, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_store;
+	}
+	mc.auth = mon->msg_auth;
 	r = msgr_create(&mc, &ops, mon, &mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));
@@ -919,6 +926,8 @@ out_msgr:
 	msgr_destroy(mon->msgr);
 	drain(mon, false);
 out_store:
+	msg_auth_free(mon->msg_auth);	/* after the messenger: it reads both */
+	mon_auth_free(mon);
 	osdmap_free(mon->map);
 	mon_store_close(mon->store);
 out_free:

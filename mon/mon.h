@@ -164,6 +164,9 @@ struct mon {
 	struct mon_opts opts;
 	struct mon_store *store;
 	struct msgr *msgr;
+	/* authentication (auth.c): NULL with auth = none; both outlive msgr */
+	struct msg_auth *msg_auth;
+	struct mon_auth *auth;
 	char addr[80];			/* bound address */
 	struct mon_member self;
 	uint8_t fsid[16];
@@ -222,6 +225,12 @@ struct mon {
 uint64_t mon_wall_ms(void);		/* CLOCK_REALTIME */
 void mon_uuid_format(const uint8_t u[16], char out[37]);
 int mon_uuid_parse(const char *s, uint8_t u[16]);
+
+/* auth.c: with auth = ticket, the monitor's keys, ids and tickets, and
+ * the messenger's msg_auth in *out (NULL with auth = none). */
+struct msg_auth;
+int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t errlen);
+void mon_auth_free(struct mon *mon);
 
 /* ---- options (main.c) ---- */
 int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_t errlen);

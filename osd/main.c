@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "atoll/atoll.h"
+#include "auth_config.h"
 #include "config.h"
 #include "encode.h"
 #include "log.h"
@@ -357,6 +358,8 @@ static void store_paths(const char *dir, struct store_options *so, char *block, 
 
 /* --mkfs speaks to the monitors alone: every event is monc's */
 static struct monc *mkfs_monc;
+static struct msg_auth *mkfs_auth;	/* --mkfs: the bootstrap key's */
+static struct msg_auth *osd_auth;	/* the messenger's; NULL with auth = none */
 
 static void mkfs_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
@@ -431,6 +434,16 @@ static int do_mkfs(struct config *conf)
 	/* an OSD with no id yet: the monitor takes OSD_NEW only from an OSD */
 	getrandom(&mc.me.id, sizeof(mc.me.id), 0);
 	mc.me.type = MSG_ENTITY_OSD;
+	/* with authentication, an OSD without an id proves the bootstrap
+	 * key (doc/security.md) */
+	{
+		char err[512];
+
+		if (auth_config_load(conf, "osd", "client.bootstrap-osd", NULL, &mkfs_auth, err,
+				     sizeof(err)) < 0)
+			die("%s", err);
+		mc.auth = mkfs_auth;
+	}
 	r = msgr_create(&mc, &ops, &mkfs_monc, &msgr);
 	if (!r)
 		r = msgr_start(msgr);
@@ -455,6 +468,7 @@ static int do_mkfs(struct config *conf)
 	msg_free(reply);
 	monc_stop(mkfs_monc);
 	msgr_destroy(msgr);
+	msg_auth_free(mkfs_auth);
 	monc_destroy(mkfs_monc);
 	mkfs_monc = NULL;
 	if (r)
@@ -867,6 +881,14 @@ static int do_run(struct config *conf)
 	mc.me.type = MSG_ENTITY_OSD;
 	mc.me.id = (uint64_t)osd->whoami;
 	memcpy(mc.fsid, osd->fsid, 16);
+	{
+		char entity[32];
+
+		snprintf(entity, sizeof(entity), "osd.%d", osd->whoami);
+		if (auth_config_load(conf, entity, entity, NULL, &osd_auth, err, sizeof(err)) < 0)
+			die("%s", err);
+		mc.auth = osd_auth;
+	}
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)
 		die("cannot create the messenger: %s", strerror(-r));
@@ -923,6 +945,8 @@ static int do_run(struct config *conf)
 	osd->store = NULL;
 	msgr_destroy(osd->msgr);
 	osd->msgr = NULL;
+	msg_auth_free(osd_auth);	/* after the messenger, which reads it */
+	osd_auth = NULL;
 	osd_free_state(osd);
 	log_info("osd", "osd.%d stopped", osd->whoami);
 	return 0;

@@ -40,6 +40,8 @@
 #include <atoll/atoll.h>
 #include <cjson/cJSON.h>
 
+#include "auth_config.h"
+#include "config.h"
 #include "deadline.h"
 #include "encode.h"
 #include "fuse_cache.h"
@@ -59,6 +61,7 @@ static struct mds_conn {
 	struct atoll_cluster *cl;
 	struct atoll_ioctx *data;
 	struct msgr *msgr;
+	struct msg_auth *auth;		/* NULL with auth = none; outlives msgr */
 	struct msg_conn *mds;
 	char mds_addr[64];		/* where mds dials (addr_lock) */
 	bool mds_fixed;			/* -o mds=: never moved */
@@ -630,6 +633,45 @@ static void *follow_active(void *arg)
 	return NULL;
 }
 
+/* `auth = ticket`: conn.auth from the keyring (NULL with auth = none). */
+static int fc_auth_load(const char *conf)
+{
+	struct config *cfg = NULL;
+	const char *name = NULL;
+	char err[512];
+	int ret;
+
+	ret = config_load(&cfg, conf, err, sizeof(err));
+	if (!ret)
+		ret = config_get_str(cfg, "client", "auth_name", "client.admin", &name, err,
+				     sizeof(err));
+	if (!ret)
+		ret = auth_config_load(cfg, "client", name, NULL, &conn.auth, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "atoll-fuse: %s\n", err);
+	config_free(cfg);
+	return ret;
+}
+
+/* Authenticates conn.msgr to a monitor: its MDS ticket. */
+static int fc_auth_login(const char *conf, const char *mon)
+{
+	struct config *cfg = NULL;
+	char err[512];
+	int ret;
+
+	ret = config_load(&cfg, conf, err, sizeof(err));
+	if (!ret && !mon)
+		ret = config_get_str(cfg, "client", "mon_host", "127.0.0.1:6789", &mon, err,
+				     sizeof(err));
+	if (!ret)
+		ret = auth_login(conn.msgr, mon, 10000, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "atoll-fuse: %s\n", err);
+	config_free(cfg);
+	return ret;
+}
+
 int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 	       const char *fallback, const char *meta_pool, const char *mountpoint,
 	       struct atoll_ioctx **data)
@@ -675,7 +717,13 @@ int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 	struct msgr_ops mops = { .dispatch = on_mds_msg, .closed = on_mds_closed };
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = conn.client_id;
+	if ((ret = fc_auth_load(conf)))
+		goto out;
+	mc.auth = conn.auth;
 	if ((ret = msgr_create(&mc, &mops, NULL, &conn.msgr)) || (ret = msgr_start(conn.msgr)))
+		goto out;
+	/* with authentication, the MDS takes only a ticket the monitors gave */
+	if (conn.auth && (ret = fc_auth_login(conf, mon)))
 		goto out;
 	conn.mds = msgr_connect(conn.msgr, mds_addr);
 	if (!conn.mds) {
@@ -719,6 +767,8 @@ void fc_disconnect(void)
 	}
 	msg_conn_put(conn.mds);
 	msgr_destroy(conn.msgr);
+	msg_auth_free(conn.auth);	/* after the messenger, which reads it */
+	conn.auth = NULL;
 	atoll_ioctx_destroy(conn.data);
 	atoll_cluster_shutdown(conn.cl);
 	conn.mds = NULL;

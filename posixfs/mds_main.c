@@ -32,6 +32,7 @@
 
 #include <atoll/atoll.h>
 
+#include "auth.h"
 #include "config.h"
 #include "encode.h"
 #include "fault.h"
@@ -987,6 +988,15 @@ int main(int argc, char **argv)
 	ret = atoll_cluster_create(&mds.cl, conf_path, 0);
 	if (!ret && mon)
 		ret = atoll_cluster_set(mds.cl, "mon_host", mon);
+	/* with authentication, the MDS's client proves mds.NAME's key: the
+	 * monitors' reply brings the MDS service secrets its own messenger
+	 * checks the file-system clients' tickets with */
+	if (!ret) {
+		char entity[AUTH_NAME_MAX + 1];
+
+		snprintf(entity, sizeof(entity), "mds.%s", name);
+		ret = atoll_cluster_set(mds.cl, "auth_name", entity);
+	}
 	if (!ret)
 		ret = atoll_cluster_connect(mds.cl);
 	if (ret) {
@@ -1042,6 +1052,7 @@ int main(int argc, char **argv)
 	struct msgr_ops ops = { .dispatch = on_dispatch, .closed = on_closed };
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;
+	mc.auth = mds.cl->auth;	/* the client's: freed after msgr_destroy */
 	mds_status_init(&mds);
 	if ((ret = msgr_create(&mc, &ops, &mds, &msgr)) ||
 	    (ret = msgr_listen(msgr, addr, bound, sizeof(bound))) ||

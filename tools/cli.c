@@ -10,6 +10,7 @@
  * `--help` works without a cluster.
  */
 #include "cli.h"
+#include "cli_call.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -286,6 +287,7 @@ int main(int argc, char **argv)
 		free(args);
 		return help ? 0 : CLI_EXIT_USAGE;
 	}
+	cli_call_set_conf(cl.conf, cl.mon);
 	cmd = find_cmd(nargs, args, &nwords);
 	if (!cmd) {
 		cli_err("unknown command '%s'; see: atoll --help", args[0]);

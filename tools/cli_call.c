@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
+#include "auth_config.h"
+#include "cli.h"
+#include "config.h"
+
 struct waiter {
 	struct waiter *next;	/* cli_msgr's list: freed after the loop is gone */
 	pthread_mutex_t mu;
@@ -26,6 +30,7 @@ struct waiter {
 
 struct cli_msgr {
 	struct msgr *m;
+	struct msg_auth *auth;		/* NULL with auth = none; outlives m */
 	struct waiter *waiters;
 };
 
@@ -55,6 +60,47 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* --conf and --mon of the command line (cli_call_set_conf) */
+static const char *call_conf, *call_mon;
+
+void cli_call_set_conf(const char *conf, const char *mon)
+{
+	call_conf = conf;
+	call_mon = mon;
+}
+
+/* With `auth = ticket`: the messenger's msg_auth (login false), then
+ * (login true) authenticated to the monitors so that it holds the
+ * tickets of the OSDs and MDSs. */
+static int cli_auth(struct cli_msgr *cm, struct msgr_config *mc, bool login)
+{
+	struct config *conf = NULL;
+	const char *name = NULL, *mon = NULL;
+	char err[512];
+	int ret;
+
+	ret = config_load(&conf, call_conf, err, sizeof(err));
+	if (!ret && !login)
+		ret = config_get_str(conf, "client", "auth_name", "client.admin", &name, err,
+				     sizeof(err));
+	if (!ret && !login)
+		ret = auth_config_load(conf, "client", name, NULL, &cm->auth, err, sizeof(err));
+	if (!ret && login) {
+		mon = call_mon;
+		if (!mon)
+			ret = config_get_str(conf, "client", "mon_host", "127.0.0.1:6789", &mon,
+					     err, sizeof(err));
+		if (!ret)
+			ret = auth_login(cm->m, mon, 10000, err, sizeof(err));
+	}
+	if (ret < 0)
+		cli_err("%s", err);
+	if (mc)
+		mc->auth = cm->auth;
+	config_free(conf);
+	return ret;
+}
+
 int cli_msgr_new(struct cli_msgr **out)
 {
 	struct msgr_config mc = { .size_of = sizeof(mc) };
@@ -68,9 +114,13 @@ int cli_msgr_new(struct cli_msgr **out)
 	mc.me.type = MSG_ENTITY_CLIENT;
 	if (getrandom(&mc.me.id, sizeof(mc.me.id), 0) != sizeof(mc.me.id))
 		mc.me.id = 1;
-	ret = msgr_create(&mc, &ops, cm, &cm->m);
+	ret = cli_auth(cm, &mc, false);
+	if (!ret)
+		ret = msgr_create(&mc, &ops, cm, &cm->m);
 	if (!ret)
 		ret = msgr_start(cm->m);
+	if (!ret && cm->auth)
+		ret = cli_auth(cm, NULL, true);
 	if (ret) {
 		cli_msgr_free(cm);
 		return ret;
@@ -85,6 +135,7 @@ void cli_msgr_free(struct cli_msgr *cm)
 		return;
 	if (cm->m)
 		msgr_destroy(cm->m);
+	msg_auth_free(cm->auth);	/* after the messenger, which reads it */
 	while (cm->waiters) {
 		struct waiter *w = cm->waiters;
 

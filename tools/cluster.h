@@ -27,6 +27,7 @@
 #define CL_MON_ADDRS	(CL_MONS_MAX * 24)	/* "IP:PORT,IP:PORT,..." */
 #define CL_STATE_FILE	"cluster.state"
 #define CL_CONF_FILE	"atoll.conf"
+#define CL_KEYRING_FILE	"keyring"	/* mode 0600 (cluster_keys.c) */
 
 enum cl_kind { CL_MON = 1, CL_OSD = 2, CL_NBD = 3, CL_MDS = 4 };
 #define CL_NBD_NAME	"nbd"		/* the one atoll-nbd `up` starts */
@@ -113,6 +114,13 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
 int cl_mkfs_mon(struct cl_state *st);
 /* want_id >= 0: a new disk for that id (after atoll osd destroy). */
 int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id);
+
+/* cluster_keys.c: D/keyring.  create: mon., client.admin and
+ * client.bootstrap-osd; add: one entity with a fresh key (nothing when
+ * it has one), with its caps per service (NULL: none). */
+int cl_keyring_create(const struct cl_state *st);
+int cl_keyring_add(const struct cl_state *st, const char *name, const char *caps_mon,
+		   const char *caps_osd, const char *caps_mds);
 /* Removes a folder and everything in it. */
 int cl_remove_tree(const char *path);
 /* Every monitor's IP:PORT, comma-separated (mon_host). */

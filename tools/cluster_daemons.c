@@ -116,6 +116,14 @@ int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id)
 		return -EPROTO;
 	}
 	*id = (int)v;
+	{
+		char name[32];
+
+		snprintf(name, sizeof(name), "osd.%d", *id);
+		ret = cl_keyring_add(st, name, "profile osd", "allow *", NULL);
+		if (ret)
+			return ret;
+	}
 	cl_path(final, sizeof(final), st, "osd.%d", *id);
 	cl_path(finallog, sizeof(finallog), st, "log/osd.%d.log", *id);
 	if (rename(data, final) != 0 || rename(log, finallog) != 0) {

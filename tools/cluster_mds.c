@@ -81,6 +81,8 @@ int cl_mds_add(struct cl_state *st, const struct cl_opts *o)
 			snprintf(d->name, sizeof(d->name), "mds.%c%d", 'a' + i % 26, i / 26);
 		d->kind = CL_MDS;
 		d->id = i;
+		if (cl_keyring_add(st, d->name, "profile mds", "allow *", "allow *"))
+			return -EIO;
 		d->host = st->hosts > 0 ? i % st->hosts : 0;
 		mds_host_ip(d->host, d->ip, sizeof(d->ip));
 		port = cl_free_port(d->ip);

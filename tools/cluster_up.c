@@ -103,6 +103,9 @@ static int write_conf(const struct cl_state *st, const struct cl_opts *o)
 		"# Use it with: export ATOLL_CONF=%s\n", st->dir, path);
 	fprintf(f, "[global]\nfsid = %s\nmon_host = %s\nosd_store_size = %s\n",
 		st->fsid, mon, st->size);
+	/* authentication on, with the keys of D/keyring (cluster_keys.c);
+	 * a --set auth=none below wins (the last value of a key counts) */
+	fprintf(f, "auth = ticket\nkeyring = %s/%s\n", st->dir, CL_KEYRING_FILE);
 	for (int i = 0; i < o->nsets; i++) {
 		const char *eq = strchr(o->sets[i], '=');
 
@@ -116,7 +119,7 @@ static int write_conf(const struct cl_state *st, const struct cl_opts *o)
 		cl_err("cannot write '%s': %s", path, strerror(errno));
 		return -EIO;
 	}
-	return 0;
+	return cl_keyring_create(st);
 }
 
 static int append_osd_conf(const struct cl_state *st, const struct cl_daemon *d)

@@ -65,8 +65,10 @@ struct atoll_cluster {
 	uint64_t throttle_ops;
 	uint64_t throttle_bytes;
 
-	uint64_t id;			/* random, the "client.N" */
+	uint64_t id;			/* random, or with authentication the
+					 * monitors' id for this client */
 	struct msgr *msgr;
+	struct msg_auth *auth;		/* NULL with auth = none; outlives msgr */
 	struct monc *monc;		/* the monitors (lib/monc.h) */
 	bool connected;			/* connect succeeded */
 	bool shutting_down;

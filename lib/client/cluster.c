@@ -19,6 +19,7 @@
  * on refuses peers of another cluster.
  */
 #include "client.h"
+#include "auth_config.h"
 #include "config.h"
 #include "deadline.h"
 #include "encode.h"
@@ -53,6 +54,9 @@ static const struct {
 	{ "client_inflight_bytes", KEY_SIZE },
 	{ "log_level", KEY_LEVEL },
 	{ "log_file", KEY_STR },
+	/* authentication (doc/security.md): the entity and its keyring */
+	{ "auth_name", KEY_STR },
+	{ "keyring", KEY_STR },
 	/* testing only: messenger fault injection (doc/daemons.md) */
 	{ "ms_inject_dup_permille", KEY_INT },
 	{ "ms_inject_reset_permille", KEY_INT },
@@ -385,6 +389,20 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = c->id;
 	{
+		const char *name = NULL;
+
+		msg_auth_free(c->auth);
+		c->auth = NULL;
+		r = config_get_str(c->cfg, CLIENT_WHO, "auth_name", "client.admin", &name,
+				   err, sizeof(err));
+		if (!r)
+			r = auth_config_load(c->cfg, CLIENT_WHO, name, NULL, &c->auth, err,
+					     sizeof(err));
+		if (r < 0)
+			return atoll__error(r, "atoll_cluster_connect: %s", err);
+		mc.auth = c->auth;
+	}
+	{
 		int64_t dup = 0, reset = 0;
 
 		if (config_get_int(c->cfg, CLIENT_WHO, "ms_inject_dup_permille", 0, 0, 1000,
@@ -431,6 +449,10 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 				     atoll_strerror(r));
 		goto out_stop_monc;
 	}
+	/* the monitors assigned this client its id in the handshake: its
+	 * request ids carry that one, which the OSDs check */
+	if (c->auth && msg_auth_client_id(c->auth))
+		c->id = msg_auth_client_id(c->auth);
 	c->connected = true;
 	return 0;
 
@@ -442,6 +464,8 @@ out_stop_monc:
 out_destroy:
 	msgr_destroy(c->msgr);
 	c->msgr = NULL;
+	msg_auth_free(c->auth);
+	c->auth = NULL;
 	monc_destroy(c->monc);
 	c->monc = NULL;
 	pthread_mutex_lock(&c->lock);
@@ -467,6 +491,8 @@ void atoll_cluster_shutdown(struct atoll_cluster *c)
 	monc_stop(c->monc);
 	msgr_destroy(c->msgr);
 	c->msgr = NULL;
+	msg_auth_free(c->auth);
+	c->auth = NULL;
 	monc_destroy(c->monc);
 	c->monc = NULL;
 	/* nothing can answer what is left now */
