@@ -499,6 +499,8 @@ static int purge(const struct cl_state *st)
 		ret = -EIO;
 	cl_path(path, sizeof(path), st, "%s", CL_CONF_FILE);
 	unlink(path);
+	cl_path(path, sizeof(path), st, "%s", CL_KEYRING_FILE);
+	unlink(path);
 	cl_path(path, sizeof(path), st, "%s", CL_STATE_FILE);
 	if (ret == 0)
 		unlink(path);
