@@ -27,6 +27,7 @@
 #include "auth.h"
 #include "encode.h"
 #include "log.h"
+#include "mono.h"
 #include "msg_auth.h"
 #include "msg_frame.h"
 #include "msgr_int.h"
@@ -265,6 +266,7 @@ void msg_auth__conn_free(struct msg_conn *c)
 static struct msg_auth_conn *conn_state(struct msg_conn *c)
 {
 	msg_auth__conn_free(c);
+	c->auth_renew_ns = 0;
 	c->auth = calloc(1, sizeof(*c->auth));
 	return c->auth;
 }
@@ -699,9 +701,17 @@ static bool rx_done(struct msg_conn *c, struct msg *m)
 			refuse(c, "the monitor's reply does not open");
 			goto out;
 		}
+		uint64_t now = msg_auth_now(a), first = UINT64_MAX;
+
 		pthread_mutex_lock(&a->lock);
-		for (uint32_t i = 0; i < rep.n && !r; i++)
+		for (uint32_t i = 0; i < rep.n && !r; i++) {
 			r = set_ticket_locked(a, &rep.g[i], rep.client_id);
+			if (rep.g[i].expires < first)
+				first = rep.g[i].expires;
+		}
+		/* renew at three quarters of the shortest life (doc/security.md) */
+		if (rep.n && first > now)
+			c->auth_renew_ns = mono_now_ns() + (first - now) * 750000000ull;
 		a->client_id = rep.client_id;
 		if (rep.secrets.n && rep.secrets.service == service_of(a->type))
 			a->secrets = rep.secrets;

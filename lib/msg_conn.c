@@ -849,6 +849,13 @@ void msg_conn__keepalive(struct msg_conn *c, uint64_t now)
 		msg_conn__fail(c, -ETIMEDOUT);
 		return;
 	}
+	if (c->auth_renew_ns && now >= c->auth_renew_ns) {
+		/* msg_auth.c: the handshake again renews tickets and secrets */
+		log_info("msgr", "connection '%s': renewing its tickets", c->addr);
+		c->auth_renew_ns = 0;
+		msg_conn__fail(c, -EKEYEXPIRED);
+		return;
+	}
 	m = msg_new(MSG_T_KEEPALIVE, NULL);
 	if (m && msg_conn__submit(c, m, NULL) < 0)
 		msg_free(m);

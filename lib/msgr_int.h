@@ -177,6 +177,9 @@ struct msg_conn {
 	size_t wr_off;			/* bytes of sq_head's frame written */
 	uint8_t *hs_buf;		/* our hello (or auth) frame while unsent */
 	struct msg_auth_conn *auth;	/* [loop] the handshake's proofs (msg_auth.c) */
+	uint64_t auth_renew_ns;		/* [loop] a monitor session that brought
+					 * tickets redials then, for fresh ones
+					 * (0: never) */
 	size_t hs_len, hs_off;
 	struct msgr_call *calls;	/* registered calls, queued or sent */
 	struct mtimer hs_timer;		/* connect + handshake deadline */

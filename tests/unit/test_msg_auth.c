@@ -114,6 +114,7 @@ static int echo(struct node *n, const char *addr)
 
 static uint8_t admin_key[AUTH_KEY_LEN], osd1_key[AUTH_KEY_LEN];
 static struct auth_secrets osd_secrets = { .service = AUTH_SVC_OSD, .n = 1 };
+static uint32_t ticket_ttl = 60;
 
 static int mon_lookup(void *arg, const char *entity, uint8_t key[AUTH_KEY_LEN])
 {
@@ -135,7 +136,7 @@ static int mon_issue(void *arg, const char *entity, uint64_t now, struct auth_re
 	if (!strncmp(entity, "osd.", 4))
 		r->secrets = osd_secrets;
 	return msg_auth_make_grant(&osd_secrets.s[0], AUTH_SVC_OSD, entity, r->client_id,
-				   "allow rw", now, 60, &r->g[0]);
+				   "allow rw", now, ticket_ttl, &r->g[0]);
 }
 
 static void keys_init(void)
@@ -341,6 +342,29 @@ Test(msg_auth, raw_socket_with_a_fake_hello_gets_nowhere)
 	cr_assert_eq(atomic_load(&mon.connected), 0);
 	node_start(&cl, MSG_ENTITY_CLIENT, 1, msg_auth_new("client.admin", admin_key), false);
 	cr_assert_eq(echo(&cl, mon.addr), 0);
+	node_stop(&cl);
+	node_stop(&mon);
+}
+
+Test(msg_auth, monitor_session_renews_its_tickets_before_they_expire)
+{
+	struct node mon = { 0 }, cl = { 0 };
+	struct msg_conn *c;
+
+	keys_init();
+	ticket_ttl = 4;		/* renewed after 3 s */
+	mon_start(&mon);
+	node_start(&cl, MSG_ENTITY_CLIENT, 1, msg_auth_new("client.admin", admin_key), false);
+	c = msgr_connect(cl.m, mon.addr);
+	cr_assert_not_null(c);
+	for (int i = 0; i < 2000 && atomic_load(&mon.connected) < 1; i++)
+		usleep(1000);
+	cr_assert_eq(atomic_load(&mon.connected), 1);
+	/* a second handshake on the same dialled connection, by itself */
+	for (int i = 0; i < 8000 && atomic_load(&mon.connected) < 2; i++)
+		usleep(1000);
+	cr_assert_geq(atomic_load(&mon.connected), 2);
+	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&mon);
 }
