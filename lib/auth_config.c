@@ -70,7 +70,7 @@ out_free:
 }
 
 int auth_login(struct msgr *m, const char *mon_host, uint32_t timeout_ms,
-	       char *err, size_t errlen)
+	       struct msg_conn **keep, char *err, size_t errlen)
 {
 	monc_addr_t addrs[MONC_HOSTS_MAX];
 	uint64_t end = mono_now_ms() + timeout_ms;
@@ -83,12 +83,20 @@ int auth_login(struct msgr *m, const char *mon_host, uint32_t timeout_ms,
 	/* every monitor at once: the first handshake to complete wins */
 	for (int i = 0; i < n; i++)
 		c[i] = msgr_connect(m, addrs[i]);
-	while (r && mono_now_ms() < end) {
-		for (int i = 0; i < n && r; i++)
+	int won = -1;
+
+	while (won < 0 && mono_now_ms() < end) {
+		for (int i = 0; i < n && won < 0; i++)
 			if (c[i] && msg_conn_is_open(c[i]))
-				r = 0;
-		if (r)
+				won = i;
+		if (won < 0)
 			usleep(2000);
+	}
+	r = won < 0 ? -ETIMEDOUT : 0;
+	if (keep) {
+		*keep = won < 0 ? NULL : c[won];
+		if (won >= 0)
+			c[won] = NULL;	/* the caller's reference now */
 	}
 	for (int i = 0; i < n; i++)
 		msg_conn_put(c[i]);

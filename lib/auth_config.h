@@ -22,10 +22,13 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 
 /* Authenticates messenger m (made with an msg_auth) to the first of the
  * monitors in mon_host that answers, so that m holds the client id and
- * tickets before it dials an OSD or MDS directly.  0, or -ETIMEDOUT /
- * -EINVAL with one sentence in err. */
+ * tickets before it dials an OSD or MDS directly.  With keep, that
+ * connection stays open (the caller's reference: msg_conn_put) and
+ * renews the tickets before they expire, for a long-lived program.
+ * 0, or -ETIMEDOUT / -EINVAL with one sentence in err. */
 struct msgr;
+struct msg_conn;
 int auth_login(struct msgr *m, const char *mon_host, uint32_t timeout_ms,
-	       char *err, size_t errlen);
+	       struct msg_conn **keep, char *err, size_t errlen);
 
 #endif

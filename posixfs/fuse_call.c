@@ -62,6 +62,7 @@ static struct mds_conn {
 	struct atoll_ioctx *data;
 	struct msgr *msgr;
 	struct msg_auth *auth;		/* NULL with auth = none; outlives msgr */
+	struct msg_conn *auth_mon;	/* the monitor session renewing its tickets */
 	struct msg_conn *mds;
 	char mds_addr[64];		/* where mds dials (addr_lock) */
 	bool mds_fixed;			/* -o mds=: never moved */
@@ -483,6 +484,10 @@ void fc_hurry(void)
 static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 {
 	(void)arg;
+	if (c != conn.mds) {
+		msg_free(m);	/* the monitor session of auth: its maps */
+		return;
+	}
 	if (m->type == MT_MDS_SAFE) {
 		struct mds_safe sf;
 		struct dec d;
@@ -532,8 +537,9 @@ static void on_mds_msg(void *arg, struct msg_conn *c, struct msg *m)
 static void on_mds_closed(void *arg, struct msg_conn *c, int err)
 {
 	(void)arg;
-	(void)c;
 	(void)err;
+	if (c != conn.mds)
+		return;		/* the monitor session of auth, renewing */
 	lc_revoke(NULL, 0, true);
 	/* what the MDS answered but did not journal: resent, first */
 	fr_broke();
@@ -665,7 +671,7 @@ static int fc_auth_login(const char *conf, const char *mon)
 		ret = config_get_str(cfg, "client", "mon_host", "127.0.0.1:6789", &mon, err,
 				     sizeof(err));
 	if (!ret)
-		ret = auth_login(conn.msgr, mon, 10000, err, sizeof(err));
+		ret = auth_login(conn.msgr, mon, 10000, &conn.auth_mon, err, sizeof(err));
 	if (ret)
 		fprintf(stderr, "atoll-fuse: %s\n", err);
 	config_free(cfg);
@@ -766,6 +772,8 @@ void fc_disconnect(void)
 		conn.following = false;
 	}
 	msg_conn_put(conn.mds);
+	msg_conn_put(conn.auth_mon);
+	conn.auth_mon = NULL;
 	msgr_destroy(conn.msgr);
 	msg_auth_free(conn.auth);	/* after the messenger, which reads it */
 	conn.auth = NULL;

@@ -91,7 +91,7 @@ static int cli_auth(struct cli_msgr *cm, struct msgr_config *mc, bool login)
 			ret = config_get_str(conf, "client", "mon_host", "127.0.0.1:6789", &mon,
 					     err, sizeof(err));
 		if (!ret)
-			ret = auth_login(cm->m, mon, 10000, err, sizeof(err));
+			ret = auth_login(cm->m, mon, 10000, NULL, err, sizeof(err));
 	}
 	if (ret < 0)
 		cli_err("%s", err);
