@@ -117,6 +117,11 @@ int cli_connect(struct cli *cl)
 				*atoll_last_error() ? atoll_last_error() : atoll_strerror(ret));
 		return CLI_EXIT_ERROR;
 	}
+	if (cl->keyring && atoll_cluster_set(c, "keyring", cl->keyring)) {
+		cli_err("--keyring '%s': %s", cl->keyring, atoll_last_error());
+		atoll_cluster_shutdown(c);
+		return CLI_EXIT_USAGE;
+	}
 	if (cl->mon) {
 		ret = atoll_cluster_set(c, "mon_host", cl->mon);
 		if (ret) {
@@ -180,6 +185,7 @@ static void print_all_usage(FILE *f)
 		"\nglobal options:\n"
 		"  --conf FILE          the configuration file\n"
 		"  -m, --mon IP:PORT    the monitor's address (instead of mon_host)\n"
+		"  --keyring FILE       the keyring (instead of keyring; doc/security.md)\n"
 		"  --format json|plain  output format (default plain)\n"
 		"  -h, --help           help;  --version  the version\n"
 		"\nexit status: 0 success, 1 error, 2 bad usage, 3 no such pool, object or\n"
@@ -244,6 +250,10 @@ int main(int argc, char **argv)
 			printf("atoll %s\n", v);
 			free(args);
 			return 0;
+		} else if (strcmp(a, "--keyring") == 0 && i + 1 < argc) {
+			cl.keyring = argv[++i];
+		} else if (strncmp(a, "--keyring=", 10) == 0) {
+			cl.keyring = a + 10;
 		} else if (strcmp(a, "--conf") == 0 || strcmp(a, "-c") == 0 ||
 			   strcmp(a, "-m") == 0 || strcmp(a, "--mon") == 0 ||
 			   strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
@@ -287,7 +297,7 @@ int main(int argc, char **argv)
 		free(args);
 		return help ? 0 : CLI_EXIT_USAGE;
 	}
-	cli_call_set_conf(cl.conf, cl.mon);
+	cli_call_set_conf(cl.conf, cl.mon, cl.keyring);
 	cmd = find_cmd(nargs, args, &nwords);
 	if (!cmd) {
 		cli_err("unknown command '%s'; see: atoll --help", args[0]);

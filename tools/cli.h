@@ -28,6 +28,7 @@ enum {
 struct cli {
 	const char *conf;	/* --conf, or NULL: $ATOLL_CONF, ./atoll.conf, ... */
 	const char *mon;	/* -m/--mon ADDR, or NULL */
+	const char *keyring;	/* --keyring FILE, or NULL: the configured one */
 	bool json;		/* --format json */
 	struct atoll_cluster *c;	/* after cli_connect() */
 };

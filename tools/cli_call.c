@@ -61,12 +61,13 @@ static void on_closed(void *arg, struct msg_conn *c, int err)
 }
 
 /* --conf and --mon of the command line (cli_call_set_conf) */
-static const char *call_conf, *call_mon;
+static const char *call_conf, *call_mon, *call_keyring;
 
-void cli_call_set_conf(const char *conf, const char *mon)
+void cli_call_set_conf(const char *conf, const char *mon, const char *keyring)
 {
 	call_conf = conf;
 	call_mon = mon;
+	call_keyring = keyring;
 }
 
 /* With `auth = ticket`: the messenger's msg_auth (login false), then
@@ -80,6 +81,8 @@ static int cli_auth(struct cli_msgr *cm, struct msgr_config *mc, bool login)
 	int ret;
 
 	ret = config_load(&conf, call_conf, err, sizeof(err));
+	if (!ret && call_keyring)
+		ret = config_set_override(conf, "keyring", call_keyring);
 	if (!ret && !login)
 		ret = config_get_str(conf, "client", "auth_name", "client.admin", &name, err,
 				     sizeof(err));

@@ -17,8 +17,9 @@ struct cli_msgr;
 /* A messenger for calls (a client identity with a random id): 0 or -errno. */
 int cli_msgr_new(struct cli_msgr **out);
 /* The --conf and --mon of the command line, for cli_msgr_new's
- * authentication (NULL: $ATOLL_CONF ... and the configured mon_host). */
-void cli_call_set_conf(const char *conf, const char *mon);
+ * authentication (NULL: $ATOLL_CONF ..., the configured mon_host and
+ * keyring). */
+void cli_call_set_conf(const char *conf, const char *mon, const char *keyring);
 void cli_msgr_free(struct cli_msgr *cm);
 /* Sends a message of type with front's bytes (front is left empty) to
  * addr and waits up to timeout_ms for the reply: 0 and *reply (msg_free

@@ -23,6 +23,12 @@ echo "with tickets" | atoll put default o1 -
 atoll pg query 1.0 >/dev/null || fail "pg query straight to an OSD"
 atoll fs status >/dev/null || fail "fs status straight to the MDS"
 ok "objects, pg query and fs status work with auth on"
+cp "$cdir/keyring" "$tmp/kr2" && chmod 600 "$tmp/kr2"
+sed -i 's#^keyring = .*#keyring = /nonexistent/keyring#' "$ATOLL_CONF"
+atoll --keyring "$tmp/kr2" pg query 1.0 >/dev/null || fail "atoll --keyring"
+[ "$(atoll --keyring "$tmp/kr2" get default o1 -)" = "with tickets" ] || fail "get --keyring"
+sed -i "s#^keyring = /nonexistent/keyring#keyring = $cdir/keyring#" "$ATOLL_CONF"
+ok "atoll --keyring names the keyring"
 
 mds=$(atoll --format json fs status | python3 -c 'import json, sys; print(json.load(sys.stdin)["active"]["addr"])')
 addrs="$(awk '$1 == "daemon" && ($3 == "mon" || $3 == "osd") { print $6 ":" $7 }' "$cdir/cluster.state") $mds"
