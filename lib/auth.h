@@ -101,6 +101,7 @@ struct auth_hello_req {
 	uint32_t modes;			/* AUTH_MODE_* offered */
 	char entity[AUTH_NAME_MAX + 1];
 	uint8_t nonce[AUTH_NONCE_LEN];
+	uint64_t want_id;		/* the client id it had (0: none yet) */
 };
 /* The acceptor's: its choice and its fresh challenge. */
 struct auth_hello_rep {

@@ -59,6 +59,7 @@ void auth_hello_req_encode(const struct auth_hello_req *r, struct enc *e)
 	enc_u32(e, r->modes);
 	enc_str(e, r->entity);
 	enc_raw(e, r->nonce, AUTH_NONCE_LEN);
+	enc_u64(e, r->want_id);
 	enc_end(e, h);
 }
 
@@ -76,6 +77,7 @@ int auth_hello_req_decode(struct dec *d, struct auth_hello_req *r)
 	p = dec_raw(&b, AUTH_NONCE_LEN);
 	if (p)
 		memcpy(r->nonce, p, AUTH_NONCE_LEN);
+	r->want_id = dec_u64(&b);
 	if (!b.err) {
 		if (!r->methods || !r->modes)
 			dec_fail(&b, -EBADMSG);

@@ -66,6 +66,7 @@ struct msg_auth_conn {
 	uint8_t transcript[AUTH_HASH_LEN];
 	uint32_t method;
 	char entity[AUTH_NAME_MAX + 1];	/* the dialler's, from its hello */
+	uint64_t want_id;		/* the client id the dialler had */
 	uint8_t key[AUTH_KEY_LEN];	/* the key both ends prove */
 	struct msg_identity declared;	/* the peer's hello */
 	uint64_t features;
@@ -312,6 +313,9 @@ int msg_auth__hello_blob(struct msg_conn *c, struct enc *blob)
 			return r;
 		memcpy(rq.nonce, ac->nc, AUTH_NONCE_LEN);
 		strcpy(rq.entity, a->entity);
+		pthread_mutex_lock(&a->lock);
+		rq.want_id = a->client_id;	/* the same id across renewals */
+		pthread_mutex_unlock(&a->lock);
 		auth_hello_req_encode(&rq, blob);
 	} else {
 		struct auth_hello_rep rp = { .method = ac->method, .mode = AUTH_MODE_CRC };
@@ -371,6 +375,7 @@ static int rx_hello_acceptor(struct msg_conn *c, const struct msg_hello *h,
 	}
 	strcpy(ac->entity, rq.entity);
 	memcpy(ac->nc, rq.nonce, AUTH_NONCE_LEN);
+	ac->want_id = rq.want_id;
 	pthread_mutex_lock(&a->lock);
 	key_ok = a->lookup && (rq.methods & AUTH_METHOD_KEY);
 	ticket_ok = a->secrets.n && (rq.methods & AUTH_METHOD_TICKET);
@@ -621,7 +626,7 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 		iarg = a->issue_arg;
 		pthread_mutex_unlock(&a->lock);
 		if (issue) {
-			r = issue(iarg, ac->entity, msg_auth_now(a), &rep);
+			r = issue(iarg, ac->entity, ac->want_id, msg_auth_now(a), &rep);
 			have_reply = true;
 			if (r < 0) {
 				refuse(c, "the monitor refused to issue tickets");

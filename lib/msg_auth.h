@@ -36,9 +36,11 @@ typedef int (*msg_auth_lookup_fn)(void *arg, const char *entity,
 				  uint8_t key[AUTH_KEY_LEN]);
 /* A monitor's issuer, after entity proved its key: fills r (client id,
  * grants with malloc'ed sealed tickets, which the messenger frees, and
- * a daemon's service secrets).  0 or a negative errno (refused). */
-typedef int (*msg_auth_issue_fn)(void *arg, const char *entity, uint64_t now,
-				 struct auth_reply *r);
+ * a daemon's service secrets).  want_id is the client id the entity
+ * had before (0: none), which the issuer keeps when it did assign it to
+ * that entity.  0 or a negative errno (refused). */
+typedef int (*msg_auth_issue_fn)(void *arg, const char *entity, uint64_t want_id,
+				 uint64_t now, struct auth_reply *r);
 
 /* NULL on ENOMEM or an invalid entity name. */
 struct msg_auth *msg_auth_new(const char *entity, const uint8_t key[AUTH_KEY_LEN]);

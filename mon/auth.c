@@ -6,8 +6,10 @@
  *
  * Interim, until keys live in the replicated state: the keys come from
  * the monitor's keyring file (every entity's, `atoll-cluster up` writes
- * it), client ids are 63 random bits (no monitor needs to agree with
- * another), and the service secret of generation g is derived from the
+ * it), a client id is 32 random bits and a 31-bit MAC of them and the
+ * entity under mon.'s key (any monitor recognises, and keeps, an id a
+ * monitor gave that entity, without agreeing on anything), and the
+ * service secret of generation g is derived from the
  * shared `mon.` key, HKDF(key of mon., "service secret", service ‖ g),
  * with g = 1 + now / auth_secret_period: every monitor derives the same
  * secrets without exchanging a byte, a service daemon that learns them
@@ -103,7 +105,45 @@ static const char *caps_of(const struct keyring_entry *en, const char *service)
 	return "";
 }
 
-static int issue(void *arg, const char *entity, uint64_t now, struct auth_reply *r)
+/* The tag of client id part r for entity: 31 bits of HMAC(mon.'s key),
+ * so that any monitor recognises an id some monitor gave that entity. */
+static int id_tag(const struct mon_auth *ma, const char *entity, uint32_t r, uint32_t *tag)
+{
+	uint8_t mac[AUTH_MAC_LEN], rb[4] = { (uint8_t)r, (uint8_t)(r >> 8),
+					     (uint8_t)(r >> 16), (uint8_t)(r >> 24) };
+	int err = auth_mac(ma->mon_key, "atoll auth v1 client id", rb, sizeof(rb), entity,
+			   strlen(entity), mac);
+
+	*tag = ((uint32_t)mac[0] | (uint32_t)mac[1] << 8 | (uint32_t)mac[2] << 16 |
+		(uint32_t)mac[3] << 24) & 0x7fffffffu;
+	return err;
+}
+
+/* A client id: 32 random bits then their 31-bit tag (never 0).  want_id
+ * is kept when its tag is right for entity: a client keeps its id across
+ * renewals and monitor failovers, and its request ids stay its own. */
+static int client_id(const struct mon_auth *ma, const char *entity, uint64_t want_id,
+		     uint64_t *id)
+{
+	uint32_t r = (uint32_t)(want_id >> 31), tag = 0;
+	int err;
+
+	if (want_id && want_id <= INT64_MAX && !id_tag(ma, entity, r, &tag) &&
+	    tag == (want_id & 0x7fffffffu)) {
+		*id = want_id;
+		return 0;
+	}
+	do {
+		err = auth_random(&r, sizeof(r));
+		if (!err)
+			err = id_tag(ma, entity, r, &tag);
+		*id = (uint64_t)r << 31 | tag;
+	} while (!err && !*id);
+	return err;
+}
+
+static int issue(void *arg, const char *entity, uint64_t want_id, uint64_t now,
+		 struct auth_reply *r)
 {
 	static const struct { uint8_t svc; const char *name; } svcs[] = {
 		{ AUTH_SVC_OSD, "osd" }, { AUTH_SVC_MDS, "mds" },
@@ -119,10 +159,7 @@ static int issue(void *arg, const char *entity, uint64_t now, struct auth_reply 
 		pthread_mutex_unlock(&ma->lock);
 		return -ENOENT;
 	}
-	do {
-		err = auth_random(&r->client_id, sizeof(r->client_id));
-		r->client_id &= INT64_MAX;
-	} while (!err && !r->client_id);
+	err = client_id(ma, entity, want_id, &r->client_id);
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]) && !err; i++) {
 		struct auth_secret s;
 

@@ -888,6 +888,7 @@ static int do_run(struct config *conf)
 		if (auth_config_load(conf, entity, entity, NULL, &osd_auth, err, sizeof(err)) < 0)
 			die("%s", err);
 		mc.auth = osd_auth;
+		osd->auth_on = osd_auth != NULL;
 	}
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)

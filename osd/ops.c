@@ -1281,6 +1281,15 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		reply_bare(osd, c, m, &req.reqid, -ESTALE);
 		goto out_free;
 	}
+	if (osd->auth_on && msg_conn_peer(c).type == MSG_ENTITY_CLIENT &&
+	    req.reqid.client != msg_conn_peer(c).id) {
+		log_warn("ops", "op from %s refused: its request id names client %llu, its "
+			 "ticket client %llu", msg_conn_addr(c),
+			 (unsigned long long)req.reqid.client,
+			 (unsigned long long)msg_conn_peer(c).id);
+		reply_bare(osd, c, m, &req.reqid, -EPERM);
+		goto out_free;
+	}
 	if (osdmap_blocklisted(osd->map, req.reqid.client, (uint64_t)time(NULL) * 1000)) {
 		reply_bare(osd, c, m, &req.reqid, -EPERM);
 		goto out_free;

@@ -87,6 +87,9 @@ struct osd {
 	const char *data_dir;
 	int32_t whoami;
 	char ident[32];		/* "osd.N" */
+	/* auth = ticket: a client's request ids must carry the client id of
+	 * its ticket (msg_conn_peer), so no client touches another's dups */
+	bool auth_on;
 	uint8_t fsid[16];
 	uint8_t uuid[16];
 	char addr[OSDMAP_ADDR_MAX + 1];	/* bound */

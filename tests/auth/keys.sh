@@ -1,12 +1,15 @@
 #!/bin/bash
-# keys.sh ATOLL-CLUSTER ATOLL - authentication end to end (doc/security.md):
+# keys.sh ATOLL-CLUSTER ATOLL AUTH-FORGE-REQID - authentication end to end
+# (doc/security.md):
 # `atoll-cluster up` makes the keyring (0600) and turns auth on with
 # nothing to type; objects, `pg query` (straight to an OSD) and `fs status`
 # (straight to the MDS) work with tickets; a raw socket with a fake hello
-# gets nowhere on the monitor, an OSD and the MDS, which keep serving; a
+# gets nowhere on the monitor, an OSD and the MDS, which keep serving; an
+# op whose request id names another client is refused (-EPERM); a
 # wrong key, an unknown entity and a client without auth are refused; a
 # keyring readable by others is refused with the chmod that fixes it.
 set -euo pipefail
+forge_bin=${3:?usage: $0 ATOLL-CLUSTER ATOLL AUTH-FORGE-REQID}
 . "$(dirname "$0")/../cluster/lib.sh"
 
 cluster_up --mons 1 --mds 1 --no-nbd
@@ -29,6 +32,8 @@ atoll --keyring "$tmp/kr2" pg query 1.0 >/dev/null || fail "atoll --keyring"
 [ "$(atoll --keyring "$tmp/kr2" get default o1 -)" = "with tickets" ] || fail "get --keyring"
 sed -i "s#^keyring = /nonexistent/keyring#keyring = $cdir/keyring#" "$ATOLL_CONF"
 ok "atoll --keyring names the keyring"
+"$forge_bin" "$ATOLL_CONF" || fail "an op with another client's request id"
+ok "an OSD refuses request ids that are not the ticket's client id"
 
 mds=$(atoll --format json fs status | python3 -c 'import json, sys; print(json.load(sys.stdin)["active"]["addr"])')
 addrs="$(awk '$1 == "daemon" && ($3 == "mon" || $3 == "osd") { print $6 ":" $7 }' "$cdir/cluster.state") $mds"

@@ -115,6 +115,7 @@ static int echo(struct node *n, const char *addr)
 static uint8_t admin_key[AUTH_KEY_LEN], osd1_key[AUTH_KEY_LEN];
 static struct auth_secrets osd_secrets = { .service = AUTH_SVC_OSD, .n = 1 };
 static uint32_t ticket_ttl = 60;
+static atomic_ullong seen_want_id;	/* what the last handshake asked for */
 
 static int mon_lookup(void *arg, const char *entity, uint8_t key[AUTH_KEY_LEN])
 {
@@ -128,9 +129,11 @@ static int mon_lookup(void *arg, const char *entity, uint8_t key[AUTH_KEY_LEN])
 	return 0;
 }
 
-static int mon_issue(void *arg, const char *entity, uint64_t now, struct auth_reply *r)
+static int mon_issue(void *arg, const char *entity, uint64_t want_id, uint64_t now,
+		     struct auth_reply *r)
 {
 	(void)arg;
+	atomic_store(&seen_want_id, want_id);
 	r->client_id = strncmp(entity, "client.", 7) ? 7 : 1234;
 	r->n = 1;
 	if (!strncmp(entity, "osd.", 4))
@@ -364,6 +367,8 @@ Test(msg_auth, monitor_session_renews_its_tickets_before_they_expire)
 	for (int i = 0; i < 8000 && atomic_load(&mon.connected) < 2; i++)
 		usleep(1000);
 	cr_assert_geq(atomic_load(&mon.connected), 2);
+	/* and it asked to keep the client id it had */
+	cr_assert_eq(atomic_load(&seen_want_id), 1234);
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&mon);
