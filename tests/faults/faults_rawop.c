@@ -9,6 +9,7 @@
  * Sends, each as its own request: a 1-byte write at 128 MiB, a 2-byte
  * write ending at 128 MiB + 1 and a truncate to 128 MiB + 1, each of which
  * must fail -EFBIG; then a 1-byte write at 128 MiB - 1, which must work.
+ * With auth on ($ATOLL_CONF), it first authenticates as client.admin.
  * Exit 0 when all held, 1 otherwise.
  */
 #include <errno.h>
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "auth_config.h"
+#include "config.h"
 #include "encode.h"
 #include "msg.h"
 #include "proto.h"
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
 	struct msgr_config mc = { .size_of = sizeof(mc) };
 	struct msgr_ops ops = { .dispatch = dispatch };
 	struct msgr *msgr = NULL;
+	struct msg_auth *auth = NULL;
 	struct msg_conn *conn;
 	uint64_t epoch, big = 128ull << 20;
 	uint32_t pool, pg;
@@ -95,9 +99,33 @@ int main(int argc, char **argv)
 	client_id |= 1;
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = client_id;
-	if (msgr_create(&mc, &ops, NULL, &msgr) < 0 || msgr_start(msgr) < 0) {
-		fprintf(stderr, "FAIL: cannot start a messenger\n");
-		return 1;
+	/* with auth on ($ATOLL_CONF), this messenger proves client.admin's
+	 * key and uses the client id the monitors give it */
+	{
+		struct config *cfg = NULL;
+		const char *mon = NULL;
+		char err[512];
+
+		if (config_load(&cfg, NULL, err, sizeof(err)) < 0 ||
+		    auth_config_load(cfg, "client", "client.admin", NULL, &auth, err,
+				     sizeof(err)) < 0 ||
+		    config_get_str(cfg, "client", "mon_host", "127.0.0.1:6789", &mon, err,
+				   sizeof(err)) < 0) {
+			fprintf(stderr, "FAIL: %s\n", err);
+			return 1;
+		}
+		mc.auth = auth;
+		if (msgr_create(&mc, &ops, NULL, &msgr) < 0 || msgr_start(msgr) < 0) {
+			fprintf(stderr, "FAIL: cannot start a messenger\n");
+			return 1;
+		}
+		if (auth && auth_login(msgr, mon, 10000, NULL, err, sizeof(err)) < 0) {
+			fprintf(stderr, "FAIL: %s\n", err);
+			return 1;
+		}
+		if (auth)
+			client_id = msg_auth_client_id(auth);
+		config_free(cfg);
 	}
 	conn = msgr_connect(msgr, argv[1]);
 	if (!conn) {
@@ -135,5 +163,6 @@ int main(int argc, char **argv)
 	}
 	msg_conn_put(conn);
 	msgr_destroy(msgr);
+	msg_auth_free(auth);
 	return failures ? 1 : 0;
 }
