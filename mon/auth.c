@@ -204,7 +204,7 @@ int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t err
 		if (stat(ma->path, &st) == 0)
 			ma->loaded_mtime = st.st_mtim;
 	}
-	if ((r = config_get_int(mon->cfg, WHO, "auth_ticket_ttl", 43200, 60, 30 * 86400,
+	if ((r = config_get_int(mon->cfg, WHO, "auth_ticket_ttl", 43200, 4, 30 * 86400,
 				&ttl, err, errlen)) < 0 ||
 	    (r = config_get_int(mon->cfg, WHO, "auth_secret_period", ttl, ttl, 60 * 86400,
 				&period, err, errlen)) < 0)
