@@ -53,6 +53,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "auth_config.h"
+#include "config.h"
 #include "encode.h"
 #include "mds_proto.h"
 #include "mono.h"
@@ -590,11 +592,34 @@ int main(int argc, char **argv)
 	if (getrandom(&mc.me.id, sizeof(mc.me.id), 0) != sizeof(mc.me.id))
 		mc.me.id = 12345;
 	client_id = mc.me.id;
-	int ret = msgr_create(&mc, &ops, NULL, &msgr);
+	/* with auth on ($ATOLL_CONF), the MDS takes only a ticket: this
+	 * messenger proves client.admin's key to a monitor first */
+	struct msg_auth *auth = NULL;
+	struct config *cfg = NULL;
+	const char *mon = NULL;
+	char err[512];
+	int ret = config_load(&cfg, NULL, err, sizeof(err));
+	if (!ret)
+		ret = auth_config_load(cfg, "client", "client.admin", NULL, &auth, err,
+				       sizeof(err));
+	if (!ret)
+		ret = config_get_str(cfg, "client", "mon_host", "127.0.0.1:6789", &mon, err,
+				     sizeof(err));
+	if (ret) {
+		fprintf(stderr, "mds_bigdir: %s\n", err);
+		die("configuration", ret);
+	}
+	mc.auth = auth;
+	ret = msgr_create(&mc, &ops, NULL, &msgr);
 	if (!ret)
 		ret = msgr_start(msgr);
 	if (ret)
 		die("messenger", ret);
+	if (auth && (ret = auth_login(msgr, mon, 10000, NULL, err, sizeof(err)))) {
+		fprintf(stderr, "mds_bigdir: %s\n", err);
+		die("authentication", ret);
+	}
+	config_free(cfg);
 	conn = msgr_connect(msgr, argv[1]);
 	if (!conn)
 		die("connect", -EINVAL);
@@ -615,6 +640,7 @@ int main(int argc, char **argv)
 	}
 	msg_conn_put(conn);
 	msgr_destroy(msgr);
+	msg_auth_free(auth);
 	free(seen);
 	return 0;
 }
