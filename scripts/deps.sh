@@ -23,6 +23,9 @@ pkgs=(
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
 	# nbdfuse, nbdsh + python module), qemu-img, ext4 over nbdfuse + loop
 	libnbd-bin nbdkit python3-libnbd qemu-utils fuse3 e2fsprogs
+	# NBD over TLS (blockdev/nbd/nbd_tls.c): GnuTLS; certtool and psktool
+	# make the tests' certificates and keys (tests/nbd/test_nbd_tls.py)
+	libgnutls28-dev gnutls-bin
 	# the file system (posixfs/atoll-fuse): libfuse3 low-level API; the
 	# tools tests/fs/fs-tools.sh runs on a mount; bench/fsbench.sh's bc, postmark
 	libfuse3-dev rsync tar git bc postmark

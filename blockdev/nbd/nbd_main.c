@@ -2,9 +2,14 @@
  * nbd_main.c - atoll-nbd: serves the images of a pool over NBD.
  *
  *   atoll-nbd [--conf FILE] [-m MON] [--addr IP:PORT] [--pool NAME]
+ *             [--tls=off|on|require] [--tls-certificates DIR] [--tls-psk FILE]
+ *             [--tls-verify-peer] [--tls-exports FILE] [--allow-insecure]
  *             [--log FILE] [--log-level LEVEL]
  *
- * The main thread binds exactly --addr, accepts connections and gives each
+ * The TLS settings come from the command line, else from [nbd] (then
+ * [global]) of atoll.conf.  An address other than loopback is bound only
+ * with --tls=require, or when --allow-insecure says plain clients may
+ * come from the network.  The main thread binds exactly --addr, accepts connections and gives each
  * its own thread (nbd_conn_main); it waits for SIGTERM/SIGINT through a
  * signalfd next to the listening socket.  On a signal it stops accepting,
  * ends every connection's reading side (requests in flight still complete
@@ -13,6 +18,7 @@
  */
 #include "nbd_server.h"
 
+#include "config.h"
 #include "log.h"
 
 #include <arpa/inet.h>
@@ -47,6 +53,17 @@ static void usage(FILE *f)
 "  --addr IP:PORT     address to listen on (default %s); only that\n"
 "                     address is bound\n"
 "  --pool NAME        the pool whose images are served (default '%s')\n"
+"  --tls MODE         off (default), on (offered), require (nothing without\n"
+"                     TLS); clients use nbds:// URIs\n"
+"  --tls-certificates DIR  X.509: DIR/ca-cert.pem, server-cert.pem,\n"
+"                     server-key.pem (as nbdkit and qemu-nbd)\n"
+"  --tls-psk FILE     pre-shared keys, lines USERNAME:HEXKEY (psktool)\n"
+"  --tls-verify-peer  X.509: clients must show a certificate signed by the CA\n"
+"  --tls-priority S   GnuTLS priority string (default NORMAL, with PSK added)\n"
+"  --tls-exports FILE which images each TLS identity may use: lines\n"
+"                     IDENTITY IMAGE|PATTERN...  ('*': every client)\n"
+"  --allow-insecure   serve clients without TLS on an address other than\n"
+"                     loopback (refused otherwise)\n"
 "  --lease SECONDS    the lease of the image locks this server holds (default\n"
 "                     the library's, 15 s): a restarted atoll-nbd takes over\n"
 "                     the images of one that was killed after at most this\n"
@@ -56,6 +73,8 @@ static void usage(FILE *f)
 "Example:\n"
 "  atoll image create disk1 10G && atoll-nbd --pool default &\n"
 "  nbdinfo nbd://127.0.0.1:10809/disk1\n"
+"  atoll-nbd --tls=require --tls-psk keys.psk --addr 0.0.0.0:10809 &\n"
+"  nbdinfo 'nbds://alice@HOST/disk1?tls-psk-file=keys.psk'\n"
 "  nbd-client 127.0.0.1 10809 /dev/nbd0 -N disk1    (see doc/nbd.md)\n",
 		NBD_DEFAULT_ADDR, NBD_DEFAULT_POOL);
 }
@@ -82,7 +101,7 @@ static int parse_addr(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
-static int listen_on(const char *addr)
+static int listen_on(const char *addr, bool plain_ok)
 {
 	struct sockaddr_in sa;
 	int fd, one = 1;
@@ -91,6 +110,15 @@ static int listen_on(const char *addr)
 		fprintf(stderr, "atoll-nbd: --addr '%s' is not IP:PORT (e.g. %s)\n", addr,
 			NBD_DEFAULT_ADDR);
 		return -EINVAL;
+	}
+	/* 127.0.0.0/8 only: anything else (the wildcard above all) reaches
+	 * other hosts, where a client without TLS reads and writes images. */
+	if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127 && !plain_ok) {
+		fprintf(stderr, "atoll-nbd: --addr '%s' is reachable from other hosts and "
+			"clients without TLS would be served there; use --tls=require with "
+			"--tls-psk or --tls-certificates, or say --allow-insecure "
+			"(doc/nbd.md, \"TLS\")\n", addr);
+		return -EPERM;
 	}
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -137,6 +165,14 @@ static void *conn_main(void *arg)
 	} else if (ret != -ENODATA && ret != -ECONNABORTED) {
 		log_info(NBD_SUBSYS, "%s: negotiation ended: %s", conn->peer,
 			 atoll_strerror(ret));
+	}
+	if (conn->tls) {
+		/* close_notify, bounded: the client may have stopped reading */
+		struct timeval two = { .tv_sec = 2 };
+
+		setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &two, sizeof(two));
+		nbd_tls_close(conn->tls);
+		conn->tls = NULL;
 	}
 	close(conn->fd);
 	nbd_export_put(conn->export);
@@ -236,7 +272,101 @@ static unsigned stop_connections(struct nbd_server *srv)
 	return busy;
 }
 
-enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_LEASE };
+enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_LEASE, O_TLS, O_TLS_CERTS,
+       O_TLS_PSK, O_TLS_VERIFY, O_TLS_PRIO, O_TLS_EXPORTS, O_INSECURE };
+
+/* The TLS settings as given: command line first, atoll.conf for the rest. */
+struct tls_opts {
+	const char *mode;
+	struct nbd_tls_config cfg;
+	int verify_peer;	/* -1: not given */
+	const char *exports;
+	int allow_insecure;	/* -1: not given */
+};
+
+/* A command-line value wins; else [nbd]/[global] of atoll.conf. */
+static int conf_str(const struct config *cf, const char *key, const char **v)
+{
+	if (!*v)
+		*v = config_get(cf, "nbd", key, NULL);
+	return 0;
+}
+
+static int conf_bool(const struct config *cf, const char *key, int *v)
+{
+	char err[256];
+	bool b;
+
+	if (*v >= 0)
+		return 0;
+	if (config_get_bool(cf, "nbd", key, false, &b, err, sizeof(err))) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		return -EINVAL;
+	}
+	*v = b;
+	return 0;
+}
+
+/* Reads what the command line left out from atoll.conf, checks that the
+ * settings agree, loads the credentials and the export rules into srv
+ * (GnuTLS keeps its own copy of the PSK file's path: it reads the file at
+ * each handshake). */
+static int setup_tls(struct nbd_server *srv, const char *conf, struct tls_opts *o)
+{
+	struct config *cf = NULL;
+	char err[768];
+	int ret;
+
+	ret = config_load(&cf, conf, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		return ret;
+	}
+	conf_str(cf, "nbd_tls", &o->mode);
+	conf_str(cf, "nbd_tls_certificates", &o->cfg.cert_dir);
+	conf_str(cf, "nbd_tls_psk", &o->cfg.psk_file);
+	conf_str(cf, "nbd_tls_priority", &o->cfg.priority);
+	conf_str(cf, "nbd_tls_exports", &o->exports);
+	ret = conf_bool(cf, "nbd_tls_verify_peer", &o->verify_peer);
+	if (!ret)
+		ret = conf_bool(cf, "nbd_allow_insecure", &o->allow_insecure);
+	if (ret)
+		goto out_free_conf;
+	o->cfg.verify_peer = o->verify_peer > 0;
+	if (o->mode && nbd_tls_mode_parse(o->mode, &srv->tls_mode)) {
+		fprintf(stderr, "atoll-nbd: --tls '%s': use off, on or require\n", o->mode);
+		ret = -EINVAL;
+		goto out_free_conf;
+	}
+	if (srv->tls_mode == NBD_TLS_OFF) {
+		if (o->cfg.cert_dir || o->cfg.psk_file || o->exports || o->cfg.verify_peer) {
+			fprintf(stderr, "atoll-nbd: TLS settings are given but TLS is off; "
+				"add --tls=require (or --tls=on to serve plain clients too)\n");
+			ret = -EINVAL;
+		}
+		goto out_free_conf;
+	}
+	ret = nbd_tls_server_create(&o->cfg, &srv->tls, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		goto out_free_conf;
+	}
+	if (o->exports) {
+		ret = nbd_acl_load(o->exports, &srv->acl, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "atoll-nbd: %s\n", err);
+			goto out_free_conf;
+		}
+	}
+	log_info(NBD_SUBSYS, "TLS %s with %s%s%s%s", nbd_tls_mode_name(srv->tls_mode),
+		 nbd_tls_server_kinds(srv->tls),
+		 o->cfg.verify_peer ? ", client certificates verified" : "",
+		 o->exports ? ", exports limited by " : "", o->exports ? o->exports : "");
+out_free_conf:
+	/* o's strings may point into cf: nothing reads them after this */
+	config_free(cf);
+	return ret;
+}
 
 int main(int argc, char **argv)
 {
@@ -247,6 +377,13 @@ int main(int argc, char **argv)
 		{ "pool", required_argument, NULL, O_POOL },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "lease", required_argument, NULL, O_LEASE },
+		{ "tls", required_argument, NULL, O_TLS },
+		{ "tls-certificates", required_argument, NULL, O_TLS_CERTS },
+		{ "tls-psk", required_argument, NULL, O_TLS_PSK },
+		{ "tls-verify-peer", no_argument, NULL, O_TLS_VERIFY },
+		{ "tls-priority", required_argument, NULL, O_TLS_PRIO },
+		{ "tls-exports", required_argument, NULL, O_TLS_EXPORTS },
+		{ "allow-insecure", no_argument, NULL, O_INSECURE },
 		{ "log-level", required_argument, NULL, O_LOG_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -254,6 +391,7 @@ int main(int argc, char **argv)
 	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
 	const char *logpath = NULL;
 	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS };
+	struct tls_opts tls = { .verify_peer = -1, .allow_insecure = -1 };
 	int level = LOG_LVL_INFO, opt, lfd, sfd, ret, rc = 1;
 	sigset_t mask;
 
@@ -264,6 +402,13 @@ int main(int argc, char **argv)
 		case O_ADDR: addr = optarg; break;
 		case O_POOL: srv.pool = optarg; break;
 		case O_LOG: logpath = optarg; break;
+		case O_TLS: tls.mode = optarg; break;
+		case O_TLS_CERTS: tls.cfg.cert_dir = optarg; break;
+		case O_TLS_PSK: tls.cfg.psk_file = optarg; break;
+		case O_TLS_VERIFY: tls.verify_peer = 1; break;
+		case O_TLS_PRIO: tls.cfg.priority = optarg; break;
+		case O_TLS_EXPORTS: tls.exports = optarg; break;
+		case O_INSECURE: tls.allow_insecure = 1; break;
 		case O_LEASE: {
 			char *end;
 			double s = strtod(optarg, &end);
@@ -307,7 +452,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-	lfd = listen_on(addr);
+	if (setup_tls(&srv, conf, &tls) != 0)
+		goto out;
+	lfd = listen_on(addr, srv.tls_mode == NBD_TLS_REQUIRE || tls.allow_insecure > 0);
 	if (lfd < 0)
 		goto out;
 	pthread_mutex_init(&srv.lock, NULL);
@@ -371,6 +518,8 @@ out_close_listen:
 	if (lfd >= 0)
 		close(lfd);
 out:
+	nbd_acl_free(srv.acl);
+	nbd_tls_server_free(srv.tls);
 	if (sfd >= 0)
 		close(sfd);
 	log_close();

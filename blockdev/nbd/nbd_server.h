@@ -12,7 +12,9 @@
  * socket did not take to the writer; otherwise they queue it and signal
  * the writer.  So a client that does not read its replies never blocks
  * the library (and through it other clients); it only stops its own
- * reader through the memory budget.
+ * reader through the memory budget.  Over TLS, completions never send:
+ * a TLS session cannot take a write without blocking, so every reply
+ * goes through the writer (which corks small replies together).
  */
 #ifndef ATOLL_NBD_SERVER_H
 #define ATOLL_NBD_SERVER_H
@@ -25,7 +27,9 @@
 #include <atoll/atoll.h>
 #include <atoll/image.h>
 
+#include "nbd_acl.h"
 #include "nbd_proto.h"
+#include "nbd_tls.h"
 
 #define NBD_SUBSYS "nbd"
 
@@ -86,6 +90,10 @@ struct nbd_server {
 	unsigned max_conns;
 	volatile int stopping;
 	uint64_t next_conn_id;
+	/* TLS (doc/nbd.md, "TLS"); read-only once serving */
+	enum nbd_tls_mode tls_mode;
+	struct nbd_tls_server *tls;	/* NULL when tls_mode is off */
+	struct nbd_acl *acl;		/* NULL: every client may use every image */
 };
 
 /* A request in flight (transmission phase). */
@@ -127,6 +135,8 @@ struct nbd_conn {
 
 	/* negotiation results (reader thread only) */
 	enum nbd_neg_state state;
+	struct nbd_tls *tls;		/* after STARTTLS; else NULL (plain) */
+	char identity[256];		/* TLS identity; "" without one */
 	bool fixed;			/* the client said fixed newstyle */
 	bool no_zeroes;
 	bool structured;		/* NBD_OPT_STRUCTURED_REPLY acked */
@@ -149,17 +159,15 @@ struct nbd_conn {
 	bool reader_done;		/* no more requests will come */
 	bool dead;			/* socket failed: drop replies */
 	bool writer_exited;
+	bool tls_corked;		/* TLS: replies gather in the session's cork */
+	size_t corked;			/* ... that many bytes (writer thread only) */
 };
 
-/* nbd_io.c: whole reads and writes on a blocking socket.  0, or -EPIPE /
- * -ECONNRESET / -ETIMEDOUT / ... ; a clean EOF before the first byte is
- * -ENODATA. */
-int nbd_read_full(int fd, void *buf, size_t len);
-int nbd_write_full(int fd, const void *buf, size_t len);
-/* Reads and throws away len bytes (bounded by the caller). */
-int nbd_skip(int fd, size_t len);
-/* Writes a then b (b may be empty) with as few system calls as it can. */
-int nbd_write2(int fd, const void *a, size_t alen, const void *b, size_t blen);
+/* nbd_io.c: whole reads and writes on the connection (its socket, or its
+ * TLS session).  0, or -EPIPE / -ECONNRESET / -ETIMEDOUT / ... ; a clean
+ * EOF before the first byte is -ENODATA. */
+int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len);
+int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len);
 
 /* nbd_negotiate.c: runs the negotiation state machine on conn; returns 0
  * when transmission starts (conn->export set), or a negative errno when
