@@ -484,7 +484,8 @@ int main(int argc, char **argv)
 			"%s\n", srv.pool, atoll_strerror(ret), srv.pool);
 		goto out_shutdown;
 	}
-	log_info(NBD_SUBSYS, "serving pool '%s' on nbd://%s/IMAGE", srv.pool, addr);
+	log_info(NBD_SUBSYS, "serving pool '%s' on %s://%s/IMAGE", srv.pool,
+		 srv.tls_mode == NBD_TLS_REQUIRE ? "nbds" : "nbd", addr);
 
 	for (;;) {
 		struct pollfd pfd[2] = {
