@@ -155,8 +155,8 @@ static int opt_starttls(struct nbd_conn *conn, uint32_t len)
 	conn->structured = false;
 	conn->meta_alloc = false;
 	conn->meta_export[0] = 0;
-	log_info(NBD_SUBSYS, "%s: TLS on%s%s%s", conn->peer,
-		 conn->identity[0] ? " for identity '" : " (no client identity)",
+	log_info(NBD_SUBSYS, "%s: TLS on (%s)%s%s%s", conn->peer, nbd_tls_cipher(conn->tls),
+		 conn->identity[0] ? " for identity '" : ", no client identity",
 		 conn->identity, conn->identity[0] ? "'" : "");
 	return 0;
 }

@@ -54,6 +54,8 @@ struct nbd_tls;
  * showed none).  A negative errno otherwise, with the reason in err. */
 int nbd_tls_handshake(struct nbd_tls_server *srv, int fd, struct nbd_tls **out,
 		      char *identity, size_t idlen, char *err, size_t errlen);
+/* The session's cipher ("AES-256-GCM"), for the log. */
+const char *nbd_tls_cipher(const struct nbd_tls *t);
 /* Receives up to len bytes: > 0, 0 at the end of the stream, -ETIMEDOUT
  * when the socket's receive timeout passed, another negative errno. */
 ssize_t nbd_tls_recv(struct nbd_tls *t, void *buf, size_t len);
