@@ -376,6 +376,26 @@ def test_tls_on_serves_plain_and_tls_clients(c):
     assert "with TLS" in out, out
 
 
+def test_atoll_conf_nbd_section_sets_tls(c):
+    conf = os.path.join(c.tmp, "atoll.conf")
+    with open(conf, "w") as f:
+        f.write("[nbd]\nnbd_tls = require\nnbd_tls_psk = %s\nnbd_tls_exports = %s\n"
+                % (c.psk, c.acl))
+    srv = start(c, ["--conf", conf], "conf.log")
+    p = sh(["nbdinfo", srv.uri("disk1")], ok=False)
+    assert p.returncode != 0 and "export-size" not in p.stdout
+    uri = "nbds://bob@127.0.0.1:%d/%%s?tls-psk-file=%s" % (srv.port, c.psk)
+    assert "with TLS" in sh(["nbdinfo", uri % "disk2"]).stdout
+    assert sh(["nbdinfo", uri % "disk1"], ok=False).returncode != 0
+    # the command line wins over the file: --tls=on answers a plain LIST,
+    # which the file's rules leave empty (no '*' line)
+    srv2 = start(c, ["--conf", conf, "--tls=on"], "conf-on.log")
+    r = nbdtest.Raw("127.0.0.1", srv2.port)
+    r.greet()
+    r.option(3)
+    assert r.reply()[1] == 1     # ACK at once: nothing listed, no TLS_REQD
+
+
 def test_tls_off_refuses_starttls_and_plain_works(c):
     srv = start(c, [], "off.log")
     p = sh(["nbdinfo", "nbds://alice@127.0.0.1:%d/disk1?tls-psk-file=%s"
