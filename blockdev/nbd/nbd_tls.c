@@ -377,7 +377,14 @@ int nbd_tls_handshake(struct nbd_tls_server *srv, int fd, struct nbd_tls **out,
 	if (gnutls_auth_get_type(t->s) == GNUTLS_CRD_PSK) {
 		const char *user = gnutls_psk_server_get_username(t->s);
 
-		snprintf(identity, idlen, "%s", user ? user : "");
+		/* never truncated: two long names must not become one identity */
+		if (!user || strlen(user) >= idlen) {
+			set_err(err, errlen, "PSK user name missing or longer than %zu bytes",
+				idlen - 1);
+			r = -EACCES;
+			goto out_free;
+		}
+		memcpy(identity, user, strlen(user) + 1);
 	} else if (srv->verify_peer) {
 		r = peer_cert_identity(t, identity, idlen, err, errlen);
 		if (r)
