@@ -211,6 +211,17 @@ def test_unknown_psk_user_is_refused(c):
     assert p.returncode != 0 and "export-size" not in p.stdout, p.stdout
 
 
+def test_psk_file_changes_apply_without_restart(c):
+    live = os.path.join(c.tmp, "live.psk")
+    nbdtest.make_psk_file(live, ["alice"])
+    srv = start(c, ["--tls=require", "--tls-psk", live], "live.log")
+    uri = "nbds://%%s@127.0.0.1:%d/disk1?tls-psk-file=%s" % (srv.port, live)
+    assert sh(["nbdinfo", uri % "dave"], ok=False).returncode != 0
+    nbdtest.make_psk_file(live, ["dave"])       # alice out, dave in
+    assert "with TLS" in sh(["nbdinfo", uri % "dave"]).stdout
+    assert sh(["nbdinfo", uri % "alice"], ok=False).returncode != 0
+
+
 # ---- X.509 ------------------------------------------------------------------
 
 def test_nbdinfo_with_certificates_sees_the_export(c):
