@@ -13,6 +13,8 @@ it checks; everything lives in one temporary folder, removed at the end."""
 import hashlib
 import os
 import shutil
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -252,6 +254,35 @@ def test_client_without_certificate_is_refused_under_verify_peer(c):
     shutil.copy(os.path.join(c.cli_pki, "ca-cert.pem"), nocert)
     p = sh(["nbdinfo", x509_uri(c, "disk1", pki=nocert)], ok=False)
     assert p.returncode != 0 and "export-size" not in p.stdout, p.stdout
+
+
+def tls_raw(c, port):
+    """A raw connection that negotiated structured replies in plain text,
+    then STARTTLS; returns it wrapped in TLS (python's ssl, certificates)."""
+    r = nbdtest.Raw("127.0.0.1", port)
+    r.greet()
+    r.option(8)                  # structured replies, before TLS
+    assert r.reply()[1] == 1
+    r.option(5)
+    assert r.reply()[1] == 1     # ACK: the handshake starts
+    ctx = ssl.create_default_context(cafile=os.path.join(c.cli_pki, "ca-cert.pem"))
+    r.s = ctx.wrap_socket(r.s, server_hostname="127.0.0.1")
+    return r
+
+
+def test_options_before_starttls_are_forgotten(c):
+    # nbdkit's CVE-2021-3716: structured replies chosen in plain text (by
+    # a man in the middle, say) must not carry over into TLS
+    srv = start(c, ["--tls=on", "--tls-certificates", c.srv_pki], "forget.log")
+    r = tls_raw(c, srv.port)
+    r.option(5)                  # STARTTLS again, inside TLS: invalid
+    assert r.reply()[1] == 0x80000003
+    r.go("forget1")
+    r.request(0, offset=0, length=512, cookie=7)      # READ
+    err, cookie, data = r.simple_reply(512)           # simple: forgotten
+    assert err == 0 and cookie == 7 and data == bytes(512)
+    r.request(2)                 # DISC
+    r.s.close()
 
 
 # ---- TLS required -------------------------------------------------------------
