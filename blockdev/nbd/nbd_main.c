@@ -9,12 +9,15 @@
  * The TLS settings come from the command line, else from [nbd] (then
  * [global]) of atoll.conf.  An address other than loopback is bound only
  * with --tls=require, or when --allow-insecure says plain clients may
- * come from the network.  The main thread binds exactly --addr, accepts connections and gives each
- * its own thread (nbd_conn_main); it waits for SIGTERM/SIGINT through a
- * signalfd next to the listening socket.  On a signal it stops accepting,
- * ends every connection's reading side (requests in flight still complete
- * and get their replies), waits for them, closes the images (releasing
- * their locks) and exits 0.
+ * come from the network.
+ *
+ * The main thread binds exactly --addr, accepts connections and gives
+ * each its own thread (nbd_conn_main); it waits for signals through a
+ * signalfd next to the listening socket.  SIGHUP reads the --tls-exports
+ * rules again.  On SIGTERM/SIGINT it stops accepting, ends every
+ * connection's reading side (requests in flight still complete and get
+ * their replies), waits for them, closes the images (releasing their
+ * locks) and exits 0.
  */
 #include "nbd_server.h"
 
@@ -249,6 +252,31 @@ static void accept_one(struct nbd_server *srv, int lfd)
 	pthread_attr_destroy(&attr);
 }
 
+/* SIGHUP: reads the export rules again.  A file that does not parse
+ * leaves the rules in force; connections already serving an export keep
+ * it (the rules decide what is opened, not what stays open). */
+static void reload_acl(struct nbd_server *srv)
+{
+	struct nbd_acl *acl, *old;
+	char err[768];
+
+	if (!srv->acl_path) {
+		log_info(NBD_SUBSYS, "SIGHUP: no --tls-exports file to read again");
+		return;
+	}
+	if (nbd_acl_load(srv->acl_path, &acl, err, sizeof(err)) != 0) {
+		log_error(NBD_SUBSYS, "SIGHUP: %s; the previous rules stay in force", err);
+		return;
+	}
+	pthread_rwlock_wrlock(&srv->acl_lock);
+	old = srv->acl;
+	srv->acl = acl;
+	pthread_rwlock_unlock(&srv->acl_lock);
+	nbd_acl_free(old);
+	log_info(NBD_SUBSYS, "SIGHUP: export rules read again from '%s' (%zu rules)",
+		 srv->acl_path, nbd_acl_count(acl));
+}
+
 /* Stops reading from every client and waits (bounded) for them to drain;
  * returns the connections still busy. */
 static unsigned stop_connections(struct nbd_server *srv)
@@ -357,6 +385,11 @@ static int setup_tls(struct nbd_server *srv, const char *conf, struct tls_opts *
 			fprintf(stderr, "atoll-nbd: %s\n", err);
 			goto out_free_conf;
 		}
+		srv->acl_path = strdup(o->exports);
+		if (!srv->acl_path) {
+			ret = -ENOMEM;
+			goto out_free_conf;
+		}
 	}
 	log_info(NBD_SUBSYS, "TLS %s with %s%s%s%s", nbd_tls_mode_name(srv->tls_mode),
 		 nbd_tls_server_kinds(srv->tls),
@@ -392,6 +425,8 @@ int main(int argc, char **argv)
 	const char *logpath = NULL;
 	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS };
 	struct tls_opts tls = { .verify_peer = -1, .allow_insecure = -1 };
+
+	pthread_rwlock_init(&srv.acl_lock, NULL);
 	int level = LOG_LVL_INFO, opt, lfd, sfd, ret, rc = 1;
 	sigset_t mask;
 
@@ -448,6 +483,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -498,8 +534,16 @@ int main(int argc, char **argv)
 				continue;
 			break;
 		}
-		if (pfd[1].revents)
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+			    si.ssi_signo == SIGHUP) {
+				reload_acl(&srv);
+				continue;
+			}
 			break;
+		}
 		if (pfd[0].revents)
 			accept_one(&srv, lfd);
 	}
@@ -520,6 +564,7 @@ out_close_listen:
 		close(lfd);
 out:
 	nbd_acl_free(srv.acl);
+	free(srv.acl_path);
 	nbd_tls_server_free(srv.tls);
 	if (sfd >= 0)
 		close(sfd);

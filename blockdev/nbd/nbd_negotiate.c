@@ -105,6 +105,17 @@ static int send_open_error(struct nbd_conn *conn, uint32_t opt, const char *name
 }
 
 /* Who the client is, for messages. */
+bool nbd_allowed(const struct nbd_conn *conn, const char *name)
+{
+	struct nbd_server *srv = conn->srv;
+	bool ok;
+
+	pthread_rwlock_rdlock(&srv->acl_lock);
+	ok = nbd_acl_allows(srv->acl, conn->identity, name);
+	pthread_rwlock_unlock(&srv->acl_lock);
+	return ok;
+}
+
 #define WHO_LEN 300
 static const char *who(const struct nbd_conn *conn, char buf[WHO_LEN])
 {
@@ -180,7 +191,7 @@ static int opt_list(struct nbd_conn *conn, uint32_t len)
 		uint8_t buf[4 + NBD_MAX_NAME_LEN];
 
 		if (n > 0 && n <= NBD_MAX_NAME_LEN &&
-		    nbd_acl_allows(conn->srv->acl, conn->identity, names + off)) {
+		    nbd_allowed(conn, names + off)) {
 			nbd_put32(buf, (uint32_t)n);
 			memcpy(buf + 4, names + off, n);
 			ret = send_reply(conn, NBD_OPT_LIST, NBD_REP_SERVER, buf,
@@ -243,7 +254,7 @@ static int opt_info_go(struct nbd_conn *conn, uint32_t opt, const uint8_t *data,
 		return send_error(conn, opt, NBD_REP_ERR_UNKNOWN,
 				  "atoll-nbd has no default export; give an image name "
 				  "(nbd://HOST:PORT/IMAGE) or IMAGE@SNAP");
-	if (!nbd_acl_allows(conn->srv->acl, conn->identity, name))
+	if (!nbd_allowed(conn, name))
 		return send_not_allowed(conn, opt, name);
 	ret = nbd_export_get(conn->srv, name, &ex);
 	if (ret)
@@ -286,7 +297,7 @@ static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t 
 		conn->state = NEG_CLOSE;
 		return 0;
 	}
-	if (!nbd_acl_allows(conn->srv->acl, conn->identity, name)) {
+	if (!nbd_allowed(conn, name)) {
 		char wb[WHO_LEN];
 
 		log_info(NBD_SUBSYS, "%s: export '%s' refused: not allowed to %s", conn->peer,

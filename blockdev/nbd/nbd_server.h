@@ -93,8 +93,15 @@ struct nbd_server {
 	/* TLS (doc/nbd.md, "TLS"); read-only once serving */
 	enum nbd_tls_mode tls_mode;
 	struct nbd_tls_server *tls;	/* NULL when tls_mode is off */
-	struct nbd_acl *acl;		/* NULL: every client may use every image */
+	struct nbd_acl *acl;		/* NULL: every client may use every image;
+					 * acl_lock (SIGHUP replaces it) */
+	char *acl_path;			/* --tls-exports, for the reloads */
+	pthread_rwlock_t acl_lock;
 };
+
+/* May conn's client (its TLS identity) use export name?  nbd_negotiate.c;
+ * takes srv->acl_lock for reading. */
+bool nbd_allowed(const struct nbd_conn *conn, const char *name);
 
 /* A request in flight (transmission phase). */
 struct nbd_req {

@@ -13,11 +13,13 @@ it checks; everything lives in one temporary folder, removed at the end."""
 import hashlib
 import os
 import shutil
+import signal
 import ssl
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nbdtest  # noqa: E402
@@ -355,6 +357,32 @@ def test_pattern_allows_matching_images_and_their_snapshots(c):
     sh(["nbdinfo", psk_uri(c, "alice", "vm-anything")])
     out = sh(["nbdinfo", psk_uri(c, "alice", "vm-anything@snap1")]).stdout
     assert "is_read_only: true" in out, out
+
+
+def test_sighup_reads_the_export_rules_again(c):
+    rules = os.path.join(c.tmp, "hup-exports")
+    with open(rules, "w") as f:
+        f.write("alice disk1\n")
+    srv = start(c, ["--tls=require", "--tls-psk", c.psk, "--tls-exports", rules],
+                "hup.log")
+    uri = "nbds://alice@127.0.0.1:%d/%%s?tls-psk-file=%s" % (srv.port, c.psk)
+    assert sh(["nbdinfo", uri % "disk2"], ok=False).returncode != 0
+    with open(rules, "w") as f:
+        f.write("alice disk2\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 10
+    while "read again" not in open(srv.log).read() and time.time() < deadline:
+        time.sleep(0.05)
+    assert "with TLS" in sh(["nbdinfo", uri % "disk2"]).stdout
+    assert sh(["nbdinfo", uri % "disk1"], ok=False).returncode != 0
+    with open(rules, "w") as f:
+        f.write("alice\n")          # malformed: the rules in force stay
+    srv.proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 10
+    while "previous rules stay" not in open(srv.log).read() and time.time() < deadline:
+        time.sleep(0.05)
+    assert "with TLS" in sh(["nbdinfo", uri % "disk2"]).stdout
+    assert srv.alive()
 
 
 # ---- start-up checks --------------------------------------------------------------
