@@ -234,7 +234,13 @@ void mds_follow_step(struct mds *m)
 		f->seg = seg;
 	}
 	ret = seg_read(m, false, &n);
-	if (ret == -ESTALE || f->broken) {
+	if (ret == -ESTALE && !f->broken && !mds_follow_head(m, &seg) && seg != f->seg) {
+		/* it rolled between the two reads: the next round starts there */
+		log_debug(SUB, "following the journal: segment %" PRIu64 " (was %" PRIu64 ")",
+			  seg, f->seg);
+		follow_drop(m);
+		f->seg = seg;
+	} else if (ret == -ESTALE || f->broken) {
 		log_info(SUB, "following the journal: segment %" PRIu64 " is not what it read "
 			 "(%s); dropping what it followed and starting over from the head",
 			 f->seg, f->broken ? "a load failed" : "gone, shorter or out of order");
