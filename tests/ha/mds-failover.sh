@@ -149,7 +149,24 @@ fd = os.open(sys.argv[2], os.O_RDONLY); os.fsync(fd)' "$A/sync.$k" "$A" || fail 
 	set -- $rl
 	followed_all=$(( ${followed_all:-0} + $8 ))
 	[ "${13}" -le 32 ] || fail "the new active read ${13} entries at its start (not a short tail): $rl"
-	echo "replay of mds.$other: $8 entries followed as a standby, ${13} read at the start"
+	# its start: from the grant to serving (replay, load), by its log's clock
+	st=$(python3 - "$cdir/log/mds.$other.log" <<'PY'
+import re, sys
+from datetime import datetime
+ts = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})Z")
+g = s = None
+for line in open(sys.argv[1], errors="replace"):
+    t = ts.search(line)
+    if not t:
+        continue
+    if "has the active role since" in line:
+        g, s = datetime.fromisoformat(t.group(1)), None
+    elif "serving the file system on" in line and g and not s:
+        s = datetime.fromisoformat(t.group(1))
+print(f"{(s - g).total_seconds():.2f}" if g and s else "?")
+PY
+)
+	echo "replay of mds.$other: $8 entries followed as a standby, ${13} read at the start; grant to serving $st s"
 	"$cluster_bin" mds start "$act" --dir "$cdir" >>"$tmp/mds-cmd.log" 2>&1 ||
 		{ cat "$tmp/mds-cmd.log"; fail "mds start $act"; }
 	wait_roles "$other $act"
