@@ -574,7 +574,7 @@ void mds_cache_trim(struct mds *m)
  * a failure leaves memory behind the journal: exit, a restart replays. */
 static struct mds_node *dir_for_update(struct mds *m, uint64_t dir)
 {
-	struct mds_node *d = mds_cache_get(m, dir);
+	struct mds_node *d;
 
 	if (m->follow.on) {
 		/* a standby following the journal (mds_follow.c): a directory
@@ -582,6 +582,8 @@ static struct mds_node *dir_for_update(struct mds *m, uint64_t dir)
 		 * an entry it reads later (numbers are not reused), which
 		 * leaves a tombstone: skip its entries.  A failed load: start
 		 * over from the head. */
+		m->cache.load_err = false;
+		d = mds_cache_get(m, dir);
 		if (!d && m->cache.load_err)
 			m->follow.broken = true;
 		if (d && mds_cache_dir_load(m, d)) {
@@ -590,6 +592,7 @@ static struct mds_node *dir_for_update(struct mds *m, uint64_t dir)
 		}
 		return d;
 	}
+	d = mds_cache_get(m, dir);
 	if (!d || mds_cache_dir_load(m, d)) {
 		log_error(SUB, "cannot load directory %" PRIu64 " to change it; exiting so "
 			  "that a restart replays the journal", dir);
