@@ -28,6 +28,7 @@
 #include "mds_proto.h"
 #include "mds_applier.h"
 #include "mds_cache.h"
+#include "mds_follow.h"
 #include "mds_journal.h"
 #include "mds_txn.h"
 #include "mds_store.h"
@@ -93,6 +94,7 @@ struct mds {
 	uint64_t aseq;		/* the last change applied in memory */
 	struct mds_journal journal;
 	struct mds_applier applier;
+	struct mds_follow follow;	/* the journal read as a standby (mds_follow.c) */
 	uint64_t next_ino, ino_hw;
 	uint64_t nreq;
 	struct mds_rings done;	/* struct mds_done, per client (m->lock) */
@@ -295,6 +297,8 @@ void mds_statfs_may_wait(void);
 int mds_role_start(struct mds *m, const char *name, const char *addr, uint32_t interval_ms,
 		   char **argv, volatile sig_atomic_t *stop);
 uint64_t mds_role_wait_grant(void);
+/* The same, for ms milliseconds at most (0: not granted yet). */
+uint64_t mds_role_wait_grant_ms(uint32_t ms);
 void mds_role_fenced(const char *why) __attribute__((noreturn));
 void mds_role_set_state(uint8_t state);
 void mds_role_set_addr(const char *addr);

@@ -761,7 +761,8 @@ static void usage(FILE *f)
 		"                     evicted: its session ends, the files it held open close\n"
 		"                     (mds_session_timeout_ms; default 60000; 0: never)\n"
 		"  --cache-mb MB      memory for cached metadata (mds_cache_mb; default 256)\n"
-		"  (in atoll.conf only: mds_journal_gather_ms, mds_apply_gather_ms; doc/daemons.md)\n"
+		"  (in atoll.conf only: mds_journal_gather_ms, mds_apply_gather_ms,\n"
+		"   mds_standby_follow_ms; doc/daemons.md)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -951,6 +952,9 @@ int main(int argc, char **argv)
 	uint64_t beacon_ms;
 	if (!conf_ms(conf, "mds_beacon_interval_ms", 500, 60000, &beacon_ms))
 		goto out;
+	uint64_t follow_ms;
+	if (!conf_ms(conf, "mds_standby_follow_ms", MDS_STANDBY_FOLLOW_MS, 60000, &follow_ms))
+		goto out;
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.applier.gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
@@ -1006,7 +1010,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* A standby until the monitors grant this instance the active role
-	 * (mds_role.c): it neither listens nor reads the journal before. */
+	 * (mds_role.c): it does not listen before, and it writes nothing; it
+	 * follows the journal every follow_ms (mds_follow.c), so that the
+	 * replay at its start reads only what it has not read yet. */
 	struct sigaction sa0 = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa0, NULL);
 	sigaction(SIGINT, &sa0, NULL);
@@ -1019,7 +1025,19 @@ int main(int argc, char **argv)
 		 (unsigned long long)atoll_cluster_id(mds.cl), mds.meta_pool, mds.data_pool);
 	printf("atoll-mds: standby mds.%s on %s\n", name, addr);
 	fflush(stdout);
-	uint64_t grant = mds_role_wait_grant();
+	uint64_t grant = mds_role_wait_grant_ms(0);
+	if (!grant && follow_ms && !g_stop) {
+		if ((ret = mds_follow_start(&mds))) {
+			log_error(SUB, "cannot set up the metadata cache: %s", atoll_strerror(ret));
+			goto out;
+		}
+		log_info(SUB, "following the journal every %llu ms while a standby",
+			 (unsigned long long)follow_ms);
+		while (!g_stop && !(grant = mds_role_wait_grant_ms((uint32_t)follow_ms)))
+			mds_follow_step(&mds);
+	}
+	if (!grant && !g_stop)
+		grant = mds_role_wait_grant();
 	if (!grant || g_stop) {	/* stopped as a standby (maybe granted just now) */
 		rc = 0;
 		goto out;
