@@ -436,8 +436,10 @@ int osd_pg_push_decode(struct dec *d, const void *data, size_t data_len,
 	if (!b.err && (p->kind < PGP_PUSH || p->kind > PGP_PULL_REPLY || n == 0 ||
 		       memchr(p->oid, 0, n)))
 		dec_fail(&b, -EBADMSG);
+	/* the chunk lies inside the object: off + len <= size, written so
+	 * that a peer's off near 2^64 cannot wrap the sum */
 	if (!b.err && p->kind != PGP_PULL &&
-	    (p->len != data_len || p->off + p->len > p->size))
+	    (p->len != data_len || p->off > p->size || p->len > p->size - p->off))
 		dec_fail(&b, -EBADMSG);
 	p->data = data;
 	r = dec_end(d, &b);
