@@ -830,6 +830,16 @@ static int resolve_write(struct osd_op *op, struct obj_state *os, bool full)
 	return 0;
 }
 
+int osd_op_resolve(struct osd_op *op, bool *exists, uint64_t *size)
+{
+	struct obj_state os = { .exists = *exists, .size = *size };
+	int r = resolve_write(op, &os, false);
+
+	*exists = os.exists;
+	*size = os.size;
+	return r;
+}
+
 /* The write profile: where the primary's writes spend their time, summed
  * over writes (ns), logged at close: received -> executed (waiting for the
  * PG or an earlier write), executed -> local commit in (the store and the
