@@ -292,6 +292,35 @@ static struct pg_version dec_pgv(struct dec *d)
 	return v;
 }
 
+void osd_oi_encode(const struct osd_oi *oi, struct enc *e)
+{
+	size_t h = enc_begin(e, 1, 1);
+
+	enc_u64(e, oi->version.epoch);
+	enc_u64(e, oi->version.seq);
+	enc_u64(e, oi->mtime_ns);
+	enc_end(e, h);
+}
+
+int osd_oi_decode(const void *buf, size_t len, struct osd_oi *oi)
+{
+	struct dec d, b;
+	int r;
+
+	memset(oi, 0, sizeof(*oi));
+	dec_init(&d, buf, len);
+	if (dec_msg_begin(&d, 1, &b))
+		return d.err;
+	oi->version.epoch = dec_u64(&b);
+	oi->version.seq = dec_u64(&b);
+	if (dec_left(&b))
+		oi->mtime_ns = dec_u64(&b);
+	r = dec_end(&d, &b);
+	if (r)
+		memset(oi, 0, sizeof(*oi));
+	return r;
+}
+
 void osd_pg_log_encode(const struct osd_pg_log *l, struct enc *e)
 {
 	size_t h = enc_begin(e, 1, 1);

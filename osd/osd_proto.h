@@ -66,6 +66,20 @@ int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn
 /* Whether some write of muts can go by reference (see above). */
 bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n);
 
+/* The object info attribute (OSD_OI_ATTR, pg.h) that every change of an
+ * object writes: its version and mtime.  It is read back from the store
+ * (ops.c, backfill.c), where any REP_OP may have put any bytes, so the
+ * decoder checks them: 0, or -EBADMSG and the like for a malformed one
+ * (*oi is then 0'0, mtime 0).  An info without the mtime (its only
+ * optional field) decodes with mtime 0. */
+#define OSD_OI_MAX	64u	/* its encoding's bytes, at most */
+struct osd_oi {
+	struct pg_version version;
+	uint64_t mtime_ns;
+};
+void osd_oi_encode(const struct osd_oi *oi, struct enc *e);
+int osd_oi_decode(const void *buf, size_t len, struct osd_oi *oi);
+
 /* REP_OP: primary -> replica. */
 struct osd_rep_op {
 	uint32_t pool;

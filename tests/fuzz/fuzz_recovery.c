@@ -2,7 +2,9 @@
  * fuzz_recovery.c - libFuzzer target for the recovery messages OSDs send
  * each other (osd/osd_proto.c): PG_LOG (a member's log entries, the
  * entries to apply) and PG_PUSH (one chunk of an object, its attributes
- * and omap).  Any OSD peer reaches both.
+ * and omap), which any OSD peer reaches, and the object info attribute
+ * that recovery, backfill and ops read back from the store (any REP_OP
+ * or PG_PUSH can have written it).
  *
  * The first input byte picks the decoder, the rest is the front.  For
  * PG_PUSH the second byte says how many bytes from the end form the data
@@ -71,6 +73,21 @@ static void check_push(const uint8_t *p, size_t n)
 	osd_pg_push_clear(&push);
 }
 
+static void check_oi(const uint8_t *p, size_t n)
+{
+	struct osd_oi oi, again;
+	struct enc e;
+
+	if (osd_oi_decode(p, n, &oi) < 0)
+		return;
+	enc_init(&e);
+	osd_oi_encode(&oi, &e);
+	if (e.err || e.len > OSD_OI_MAX || osd_oi_decode(e.buf, e.len, &again) < 0 ||
+	    memcmp(&oi, &again, sizeof(oi)))
+		abort();
+	enc_free(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dec d;
@@ -78,9 +95,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	dec_init(&d, data + 1, size - 1);
-	if (data[0] % 2 == 0)
+	switch (data[0] % 3) {
+	case 0:
 		check_log(&d);
-	else
+		break;
+	case 1:
 		check_push(data + 1, size - 1);
+		break;
+	case 2:
+		check_oi(data + 1, size - 1);
+		break;
+	}
 	return 0;
 }

@@ -201,6 +201,12 @@ static int recovery(const char *dir)
 	wrap.len = sizeof(chunk) - 1;
 	osd_pg_push_encode(&wrap, &e);
 	r |= put_with_data(dir, "push-off-wraps", 1, &e, chunk, wrap.len);
+	{
+		struct osd_oi oi = { .version = { 6, 42 }, .mtime_ns = 1700000000000000000ull };
+
+		osd_oi_encode(&oi, &e);
+		r |= put3(dir, "object-info", 2, &e);
+	}
 	enc_free(&e);
 	return r;
 }
