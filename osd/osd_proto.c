@@ -23,6 +23,26 @@ static int cstr(char *buf, size_t cap, const void *p, uint32_t n)
 	return 0;
 }
 
+int osd_muts_check(const struct osd_mut *muts, uint32_t n, uint64_t object_max)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct osd_mut *m = &muts[i];
+
+		switch (m->kind) {
+		case MUT_WRITE:
+		case MUT_ZERO:
+			if (m->off > object_max || m->len > object_max - m->off)
+				return -EFBIG;
+			break;
+		case MUT_TRUNCATE:
+			if (m->off > object_max)
+				return -EFBIG;
+			break;
+		}
+	}
+	return 0;
+}
+
 int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 		    uint64_t coll, const char *oid)
 {

@@ -63,6 +63,12 @@ int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *tx
 int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 			uint64_t coll, const char *oid, void (*hold)(void *arg),
 			void (*release)(void *arg), void *arg);
+/* Whether muts stay within an object of object_max bytes: -EFBIG for a
+ * write or zero that ends past it (or whose off + len passes 2^64) and
+ * for a truncate to more, else 0.  A replica checks a REP_OP with it
+ * before the store does, so that a peer's absurd change is refused
+ * rather than failing the store transaction (and with it the PG). */
+int osd_muts_check(const struct osd_mut *muts, uint32_t n, uint64_t object_max);
 /* Whether some write of muts can go by reference (see above). */
 bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n);
 

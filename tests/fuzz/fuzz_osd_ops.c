@@ -243,6 +243,7 @@ static void run_rep_op(const uint8_t *p, size_t n)
 	struct osd_rep_op rep;
 	struct dec d;
 	size_t dlen;
+	int r;
 
 	if (!fuzz_split_data(&p, &n, &dlen))
 		return;
@@ -252,7 +253,11 @@ static void run_rep_op(const uint8_t *p, size_t n)
 		return;
 	}
 	fz_oid(oid, rep.entry.oid, rep.entry.oid_len);
-	fz_apply(oid, rep.muts, rep.nmuts);
+	/* as osd_rep_op_dispatch: absurd changes are refused before the store */
+	r = osd_muts_check(rep.muts, rep.nmuts, FUZZ_OBJECT_MAX);
+	note("rep op check", r);
+	if (!r)
+		fz_apply(oid, rep.muts, rep.nmuts);
 	osd_rep_op_clear(&rep);
 }
 
