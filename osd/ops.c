@@ -186,16 +186,12 @@ struct obj_state {
 
 static void oi_encode(uint8_t *buf, uint32_t *len, struct pg_version v, uint64_t mtime)
 {
+	struct osd_oi oi = { v, mtime };
 	struct enc e;
 
 	enc_init(&e);
-	size_t h = enc_begin(&e, 1, 1);
-
-	enc_u64(&e, v.epoch);
-	enc_u64(&e, v.seq);
-	enc_u64(&e, mtime);
-	enc_end(&e, h);
-	ATOLL_ASSERT(!e.err && e.len <= 64, "object info does not encode");
+	osd_oi_encode(&oi, &e);
+	ATOLL_ASSERT(!e.err && e.len <= OSD_OI_MAX, "object info does not encode");
 	memcpy(buf, e.buf, e.len);
 	*len = (uint32_t)e.len;
 	enc_free(&e);
@@ -218,17 +214,13 @@ static int obj_load(struct osd *osd, uint64_t coll, const char *oid, struct obj_
 	os->size = size;
 	r = store_getattr(osd->store, coll, oid, OSD_OI_ATTR, &val, &vlen);
 	if (r == 0) {
-		struct dec d, b;
+		struct osd_oi oi;
 
-		dec_init(&d, val, vlen);
-		if (!dec_msg_begin(&d, 1, &b)) {
-			os->version.epoch = dec_u64(&b);
-			os->version.seq = dec_u64(&b);
-			os->mtime_ns = dec_u64(&b);
-			dec_end(&d, &b);
-		}
+		r = osd_oi_decode(val, vlen, &oi);
 		free(val);
-		if (d.err)
+		os->version = oi.version;
+		os->mtime_ns = oi.mtime_ns;
+		if (r)
 			log_warn("ops", "object '%s' in collection 0x%llx: its info attribute "
 				 "is malformed", oid, (unsigned long long)coll);
 	} else if (r != -ENODATA) {
@@ -828,6 +820,16 @@ static int resolve_write(struct osd_op *op, struct obj_state *os, bool full)
 		}
 	}
 	return 0;
+}
+
+int osd_op_resolve(struct osd_op *op, bool *exists, uint64_t *size)
+{
+	struct obj_state os = { .exists = *exists, .size = *size };
+	int r = resolve_write(op, &os, false);
+
+	*exists = os.exists;
+	*size = os.size;
+	return r;
 }
 
 /* The write profile: where the primary's writes spend their time, summed

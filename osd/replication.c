@@ -238,6 +238,11 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		r = -ERANGE;
 		goto refuse;
 	}
+	/* an absurd change is refused here, before the store would fail the
+	 * transaction and with it the PG */
+	r = osd_muts_check(rep.muts, rep.nmuts, osd->object_max);
+	if (r)
+		goto refuse;
 	memcpy(oid, rep.entry.oid, rep.entry.oid_len);
 	oid[rep.entry.oid_len] = 0;
 	for (uint32_t i = 0; i < rep.nmuts; i++) {

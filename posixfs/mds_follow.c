@@ -34,7 +34,6 @@
 
 #include <atoll/atoll.h>
 
-#include "crc32c.h"
 #include "encode.h"
 #include "log.h"
 
@@ -153,14 +152,11 @@ static int seg_read(struct mds *m, bool final, size_t *nread)
 		ret = got == -ENOENT ? -ESTALE : (int)got;
 		goto out_free;
 	}
-	while (pos + 16 <= (size_t)got) {
-		uint32_t len, crc;
+	while (pos < (size_t)got) {
+		const uint8_t *body;
+		size_t len;
 		uint64_t seq;
-		memcpy(&len, buf + pos, 4);
-		memcpy(&crc, buf + pos + 4, 4);
-		memcpy(&seq, buf + pos + 8, 8);
-		if (pos + 16 + (uint64_t)len > (uint64_t)got ||
-		    atoll__crc32c(0, buf + pos + 8, (size_t)len + 8) != crc) {
+		if (mds_journal_entry_decode(buf + pos, (size_t)got - pos, &body, &len, &seq)) {
 			if (final)
 				log_warn(SUB, "journal segment %" PRIu64 " ends with a torn entry "
 					 "at byte %" PRIu64 " (never acknowledged); ignoring it",
@@ -172,7 +168,7 @@ static int seg_read(struct mds *m, bool final, size_t *nread)
 			break;
 		}
 		struct dec d;
-		dec_init(&d, buf + pos + 16, len);
+		dec_init(&d, body, len);
 		if (mds_txn_decode(&d, t) == 0) {
 			if (f->on) {
 				pthread_mutex_lock(&m->lock);
@@ -180,13 +176,13 @@ static int seg_read(struct mds *m, bool final, size_t *nread)
 				mds_cache_apply(m, t);
 				pthread_mutex_unlock(&m->lock);
 			}
-			if ((ret = keep(f, buf + pos + 16, len, t)))
+			if ((ret = keep(f, body, len, t)))
 				break;
 			(*nread)++;
 		}
 		if (seq > f->seq)
 			f->seq = seq;
-		pos += 16 + (size_t)len;
+		pos += MDS_JOURNAL_FRAME_HDR + len;
 	}
 	f->pos += pos;
 out_free:

@@ -31,7 +31,6 @@
 
 #include <atoll/atoll.h>
 
-#include "crc32c.h"
 #include "encode.h"
 #include "log.h"
 #include "msg.h"
@@ -68,21 +67,6 @@ static int journal_roll(struct mds *m)
 	return 0;
 }
 
-/* Appends the frame of body (a txn_encode of journal entry seq) to e:
- * length, crc32c of seq and body, seq, the body. */
-static void journal_frame(struct enc *e, const uint8_t *body, size_t blen, uint64_t seq)
-{
-	uint8_t hdr[16];
-	uint32_t len = (uint32_t)blen;
-	memcpy(hdr, &len, 4);
-	memcpy(hdr + 8, &seq, 8);
-	uint32_t crc = atoll__crc32c(0, hdr + 8, 8);
-	crc = atoll__crc32c(crc, body, blen);
-	memcpy(hdr + 4, &crc, 4);
-	enc_raw(e, hdr, 16);
-	enc_raw(e, body, blen);
-}
-
 /* One atoll_append of the frames in e (the current segment). */
 static int journal_write(struct mds *m, struct enc *e)
 {
@@ -112,7 +96,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 	if (ret)
 		return ret;
 	enc_init(&e);
-	journal_frame(&e, p.body, p.len, ++m->journal.seq);
+	mds_journal_frame(&e, p.body, p.len, ++m->journal.seq);
 	free(p.body);
 	ret = journal_write(m, &e);
 	if (ret == 0) {
@@ -221,7 +205,7 @@ static void *journaler_main(void *arg)
 		int ret = 0;
 		enc_init(&e);
 		for (size_t i = 0; i < n; i++)
-			journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
+			mds_journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
 		ret = journal_write(m, &e);
 		if (ret == -EPERM)
 			mds_role_fenced("an OSD refused a journal write (blocklisted)");

@@ -379,7 +379,10 @@ static int op_setattr(struct mds *m, const struct mds_req *rq, struct mds_reply 
 	if (rq->setmask & MDS_SET_SIZE) {
 		if (S_ISDIR(in->mode))
 			return -EISDIR;
-		uint64_t old = in->size > rq->size_hint ? in->size : rq->size_hint;
+		if (rq->s_size > MDS_FILE_SIZE_MAX)
+			return -EFBIG;
+		uint64_t hint = rq->size_hint <= MDS_FILE_SIZE_MAX ? rq->size_hint : 0;
+		uint64_t old = in->size > hint ? in->size : hint;
 		if (rq->s_size < old)
 			mds_txn_trunc(t, rq->ino, rq->s_size, old);
 		in->size = rq->s_size;
@@ -414,7 +417,9 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		if (n->opens < 0)
 			n->opens = 0;
 	}
-	bool grow = rq->size_hint > n->a.size;
+	/* a size past MDS_FILE_SIZE_MAX is no size a file can have: the
+	 * close still counts, the size is not taken */
+	bool grow = rq->size_hint > n->a.size && rq->size_hint <= MDS_FILE_SIZE_MAX;
 	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
 	bool gone = n->a.nlink == 0 && n->opens == 0 && rq->ino != MDS_ROOT_INO &&
 		    !mds_linger_holds(rq->ino) && !mds_open_orphan_defer(m, rq->ino);

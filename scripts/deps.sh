@@ -16,8 +16,9 @@ pkgs=(
 	libjemalloc-dev libxxhash-dev libinih-dev libcjson-dev
 	# the monitors' replicated log (mon/quorum.c)
 	libraft-dev libuv1-dev
-	# tests: Criterion, libFuzzer (clang + its runtime), JSON checks
-	libcriterion-dev clang libclang-rt-14-dev python3
+	# tests: Criterion, JSON checks (libFuzzer's clang and its runtime,
+	# clang libclang-rt-14-dev, only for scripts/test.sh --full: it asks)
+	libcriterion-dev python3
 	# benchmarks: the disk reference (bench/disklimit.sh)
 	fio
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
