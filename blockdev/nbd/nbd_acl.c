@@ -13,12 +13,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "errbuf.h"
 
 struct nbd_acl_rule {
 	char *identity;		/* "*" for every client */
@@ -29,19 +30,6 @@ struct nbd_acl {
 	struct nbd_acl_rule *rules;
 	size_t n, cap;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static bool is_blank(char c)
 {
@@ -108,16 +96,16 @@ static int parse_line(struct nbd_acl *acl, const char *p, size_t len, unsigned l
 			p++;
 		ret = add_rule(acl, id, idlen, pat, (size_t)(p - pat));
 		if (ret == -EFBIG)
-			set_err(err, errlen, "line %u: more than %d rules", lineno,
+			errbuf_set(err, errlen, "line %u: more than %d rules", lineno,
 				NBD_ACL_RULES_MAX);
 		else if (ret)
-			set_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 		if (ret)
 			return ret;
 		npat++;
 	}
 	if (npat == 0) {
-		set_err(err, errlen, "line %u: identity '%.*s' names no image; write "
+		errbuf_set(err, errlen, "line %u: identity '%.*s' names no image; write "
 			"IDENTITY IMAGE [IMAGE...]", lineno, (int)(idlen > 64 ? 64 : idlen), id);
 		return -EINVAL;
 	}
@@ -134,16 +122,16 @@ int nbd_acl_parse(const char *text, size_t len, struct nbd_acl **out, char *err,
 
 	*out = NULL;
 	if (len > NBD_ACL_FILE_MAX) {
-		set_err(err, errlen, "larger than %u bytes", NBD_ACL_FILE_MAX);
+		errbuf_set(err, errlen, "larger than %u bytes", NBD_ACL_FILE_MAX);
 		return -EFBIG;
 	}
 	if (memchr(text, 0, len)) {
-		set_err(err, errlen, "holds a NUL byte: not a text file");
+		errbuf_set(err, errlen, "holds a NUL byte: not a text file");
 		return -EINVAL;
 	}
 	acl = calloc(1, sizeof(*acl));
 	if (!acl) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	while (off < len) {
@@ -152,7 +140,7 @@ int nbd_acl_parse(const char *text, size_t len, struct nbd_acl **out, char *err,
 
 		lineno++;
 		if (llen > NBD_ACL_LINE_MAX) {
-			set_err(err, errlen, "line %u: longer than %d bytes", lineno,
+			errbuf_set(err, errlen, "line %u: longer than %d bytes", lineno,
 				NBD_ACL_LINE_MAX);
 			ret = -EINVAL;
 			break;
@@ -182,11 +170,11 @@ int nbd_acl_load(const char *path, struct nbd_acl **out, char *err, size_t errle
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		ret = -errno;
-		set_err(err, errlen, "--tls-exports file '%s': %s", path, strerror(-ret));
+		errbuf_set(err, errlen, "--tls-exports file '%s': %s", path, strerror(-ret));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > NBD_ACL_FILE_MAX) {
-		set_err(err, errlen, "--tls-exports file '%s': not a regular file of at most "
+		errbuf_set(err, errlen, "--tls-exports file '%s': not a regular file of at most "
 			"%u bytes", path, NBD_ACL_FILE_MAX);
 		ret = -EINVAL;
 		goto out_close;
@@ -194,7 +182,7 @@ int nbd_acl_load(const char *path, struct nbd_acl **out, char *err, size_t errle
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		ret = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out_close;
 	}
 	while (got < (size_t)st.st_size) {
@@ -208,7 +196,7 @@ int nbd_acl_load(const char *path, struct nbd_acl **out, char *err, size_t errle
 	}
 	ret = nbd_acl_parse(buf, got, out, why, sizeof(why));
 	if (ret)
-		set_err(err, errlen, "--tls-exports file '%s': %s", path, why);
+		errbuf_set(err, errlen, "--tls-exports file '%s': %s", path, why);
 	free(buf);
 out_close:
 	if (fd >= 0)

@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,8 @@
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+
+#include "errbuf.h"
 
 /* GnuTLS's NORMAL, with AES-GCM before ChaCha20 and the server's order
  * winning: a TLS 1.3 PSK is bound to SHA-256, which rules out
@@ -52,19 +53,6 @@ struct nbd_tls_server {
 struct nbd_tls {
 	gnutls_session_t s;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 int nbd_tls_mode_parse(const char *s, enum nbd_tls_mode *out)
 {
@@ -93,15 +81,15 @@ static int check_secret_file(const char *path, const char *what, char *err, size
 	if (stat(path, &st) != 0) {
 		int e = errno;
 
-		set_err(err, errlen, "%s '%s': %s", what, path, strerror(e));
+		errbuf_set(err, errlen, "%s '%s': %s", what, path, strerror(e));
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		set_err(err, errlen, "%s '%s' is not a regular file", what, path);
+		errbuf_set(err, errlen, "%s '%s' is not a regular file", what, path);
 		return -EINVAL;
 	}
 	if (st.st_mode & 077) {
-		set_err(err, errlen, "%s '%s' is readable by other users (mode %03o); "
+		errbuf_set(err, errlen, "%s '%s' is readable by other users (mode %03o); "
 			"fix it with: chmod 600 %s", what, path, st.st_mode & 0777, path);
 		return -EPERM;
 	}
@@ -123,7 +111,7 @@ static int check_psk_file(const char *path, char *err, size_t errlen)
 	f = fopen(path, "re");
 	if (!f) {
 		ret = -errno;
-		set_err(err, errlen, "--tls-psk file '%s': %s", path, strerror(-ret));
+		errbuf_set(err, errlen, "--tls-psk file '%s': %s", path, strerror(-ret));
 		return ret;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -133,7 +121,7 @@ static int check_psk_file(const char *path, char *err, size_t errlen)
 
 		lineno++;
 		if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
-			set_err(err, errlen, "--tls-psk file '%s', line %u: longer than %zu "
+			errbuf_set(err, errlen, "--tls-psk file '%s', line %u: longer than %zu "
 				"bytes", path, lineno, sizeof(line) - 2);
 			ret = -EINVAL;
 			goto out_close;
@@ -147,7 +135,7 @@ static int check_psk_file(const char *path, char *err, size_t errlen)
 		hlen = hex ? strlen(hex) : 0;
 		if (!colon || colon == line || hlen < 2 || hlen % 2 ||
 		    strspn(hex, "0123456789abcdefABCDEF") != hlen) {
-			set_err(err, errlen, "--tls-psk file '%s', line %u: not "
+			errbuf_set(err, errlen, "--tls-psk file '%s', line %u: not "
 				"USERNAME:HEXKEY (make a key with: psktool -u USERNAME "
 				"-p %s)", path, lineno, path);
 			ret = -EINVAL;
@@ -156,7 +144,7 @@ static int check_psk_file(const char *path, char *err, size_t errlen)
 		keys++;
 	}
 	if (keys == 0) {
-		set_err(err, errlen, "--tls-psk file '%s' holds no key; add one with: "
+		errbuf_set(err, errlen, "--tls-psk file '%s' holds no key; add one with: "
 			"psktool -u USERNAME -p %s", path, path);
 		ret = -EINVAL;
 	}
@@ -174,19 +162,19 @@ static int load_x509(struct nbd_tls_server *srv, const char *dir, char *err, siz
 	    snprintf(cert, sizeof(cert), "%s/server-cert.pem", dir) >= (int)sizeof(cert) ||
 	    snprintf(key, sizeof(key), "%s/server-key.pem", dir) >= (int)sizeof(key) ||
 	    snprintf(crl, sizeof(crl), "%s/ca-crl.pem", dir) >= (int)sizeof(crl)) {
-		set_err(err, errlen, "--tls-certificates '%s': path too long", dir);
+		errbuf_set(err, errlen, "--tls-certificates '%s': path too long", dir);
 		return -ENAMETOOLONG;
 	}
 	r = check_secret_file(key, "server key", err, errlen);
 	if (r)
 		return r;
 	if (gnutls_certificate_allocate_credentials(&srv->x509) < 0) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	r = gnutls_certificate_set_x509_key_file(srv->x509, cert, key, GNUTLS_X509_FMT_PEM);
 	if (r < 0) {
-		set_err(err, errlen, "cannot load '%s' with '%s': %s; the folder of "
+		errbuf_set(err, errlen, "cannot load '%s' with '%s': %s; the folder of "
 			"--tls-certificates holds server-cert.pem and server-key.pem "
 			"(doc/nbd.md, \"TLS\")", cert, key, gnutls_strerror(r));
 		return -EINVAL;
@@ -194,19 +182,19 @@ static int load_x509(struct nbd_tls_server *srv, const char *dir, char *err, siz
 	if (access(ca, F_OK) == 0) {
 		r = gnutls_certificate_set_x509_trust_file(srv->x509, ca, GNUTLS_X509_FMT_PEM);
 		if (r < 0) {
-			set_err(err, errlen, "cannot load the CA '%s': %s", ca,
+			errbuf_set(err, errlen, "cannot load the CA '%s': %s", ca,
 				gnutls_strerror(r));
 			return -EINVAL;
 		}
 	} else if (srv->verify_peer) {
-		set_err(err, errlen, "--tls-verify-peer needs the CA that signs the "
+		errbuf_set(err, errlen, "--tls-verify-peer needs the CA that signs the "
 			"clients' certificates in '%s'", ca);
 		return -ENOENT;
 	}
 	if (access(crl, F_OK) == 0) {
 		r = gnutls_certificate_set_x509_crl_file(srv->x509, crl, GNUTLS_X509_FMT_PEM);
 		if (r < 0) {
-			set_err(err, errlen, "cannot load the revocation list '%s': %s", crl,
+			errbuf_set(err, errlen, "cannot load the revocation list '%s': %s", crl,
 				gnutls_strerror(r));
 			return -EINVAL;
 		}
@@ -224,18 +212,18 @@ int nbd_tls_server_create(const struct nbd_tls_config *cfg, struct nbd_tls_serve
 
 	*out = NULL;
 	if (!cfg->cert_dir && !cfg->psk_file) {
-		set_err(err, errlen, "TLS needs credentials: --tls-certificates DIR "
+		errbuf_set(err, errlen, "TLS needs credentials: --tls-certificates DIR "
 			"(ca-cert.pem, server-cert.pem, server-key.pem) or --tls-psk FILE");
 		return -EINVAL;
 	}
 	if (cfg->verify_peer && !cfg->cert_dir) {
-		set_err(err, errlen, "--tls-verify-peer checks client certificates: it needs "
+		errbuf_set(err, errlen, "--tls-verify-peer checks client certificates: it needs "
 			"--tls-certificates DIR");
 		return -EINVAL;
 	}
 	srv = calloc(1, sizeof(*srv));
 	if (!srv) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	srv->verify_peer = cfg->verify_peer;
@@ -249,13 +237,13 @@ int nbd_tls_server_create(const struct nbd_tls_config *cfg, struct nbd_tls_serve
 		if (r)
 			goto out_free;
 		if (gnutls_psk_allocate_server_credentials(&srv->psk) < 0) {
-			set_err(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 			r = -ENOMEM;
 			goto out_free;
 		}
 		r = gnutls_psk_set_server_credentials_file(srv->psk, cfg->psk_file);
 		if (r < 0) {
-			set_err(err, errlen, "--tls-psk file '%s': %s", cfg->psk_file,
+			errbuf_set(err, errlen, "--tls-psk file '%s': %s", cfg->psk_file,
 				gnutls_strerror(r));
 			r = -EINVAL;
 			goto out_free;
@@ -265,7 +253,7 @@ int nbd_tls_server_create(const struct nbd_tls_config *cfg, struct nbd_tls_serve
 	prio = cfg->priority ? cfg->priority : srv->psk ? TLS_PRIORITY_PSK : TLS_PRIORITY_X509;
 	r = gnutls_priority_init(&srv->prio, prio, &where);
 	if (r < 0) {
-		set_err(err, errlen, "--tls-priority '%s': %s%s%s", prio, gnutls_strerror(r),
+		errbuf_set(err, errlen, "--tls-priority '%s': %s%s%s", prio, gnutls_strerror(r),
 			where ? " at " : "", where ? where : "");
 		r = -EINVAL;
 		goto out_free;
@@ -314,17 +302,17 @@ static int peer_cert_identity(struct nbd_tls *t, char *identity, size_t idlen,
 
 		if (r >= 0 && gnutls_certificate_verification_status_print(
 				status, GNUTLS_CRT_X509, &why, 0) == 0) {
-			set_err(err, errlen, "client certificate refused: %s", why.data);
+			errbuf_set(err, errlen, "client certificate refused: %s", why.data);
 			gnutls_free(why.data);
 		} else {
-			set_err(err, errlen, "client certificate refused: %s",
+			errbuf_set(err, errlen, "client certificate refused: %s",
 				gnutls_strerror(r < 0 ? r : GNUTLS_E_CERTIFICATE_ERROR));
 		}
 		return -EACCES;
 	}
 	certs = gnutls_certificate_get_peers(t->s, &ncerts);
 	if (!certs || ncerts == 0) {
-		set_err(err, errlen, "the client showed no certificate");
+		errbuf_set(err, errlen, "the client showed no certificate");
 		return -EACCES;
 	}
 	if (gnutls_x509_crt_init(&crt) < 0)
@@ -335,7 +323,7 @@ static int peer_cert_identity(struct nbd_tls *t, char *identity, size_t idlen,
 						  identity, &n);
 	gnutls_x509_crt_deinit(crt);
 	if (r < 0) {
-		set_err(err, errlen, "the client certificate has no usable common name: %s",
+		errbuf_set(err, errlen, "the client certificate has no usable common name: %s",
 			gnutls_strerror(r));
 		return -EACCES;
 	}
@@ -353,7 +341,7 @@ int nbd_tls_handshake(struct nbd_tls_server *srv, int fd, struct nbd_tls **out,
 	t = calloc(1, sizeof(*t));
 	if (!t || gnutls_init(&t->s, GNUTLS_SERVER | GNUTLS_NO_SIGNAL) < 0) {
 		free(t);
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	gnutls_priority_set(t->s, srv->prio);
@@ -370,7 +358,7 @@ int nbd_tls_handshake(struct nbd_tls_server *srv, int fd, struct nbd_tls **out,
 		r = gnutls_handshake(t->s);
 	} while (r < 0 && !gnutls_error_is_fatal(r) && r != GNUTLS_E_AGAIN);
 	if (r < 0) {
-		set_err(err, errlen, "TLS handshake failed: %s", gnutls_strerror(r));
+		errbuf_set(err, errlen, "TLS handshake failed: %s", gnutls_strerror(r));
 		r = r == GNUTLS_E_AGAIN ? -ETIMEDOUT : -EACCES;
 		goto out_free;
 	}
@@ -379,7 +367,7 @@ int nbd_tls_handshake(struct nbd_tls_server *srv, int fd, struct nbd_tls **out,
 
 		/* never truncated: two long names must not become one identity */
 		if (!user || strlen(user) >= idlen) {
-			set_err(err, errlen, "PSK user name missing or longer than %zu bytes",
+			errbuf_set(err, errlen, "PSK user name missing or longer than %zu bytes",
 				idlen - 1);
 			r = -EACCES;
 			goto out_free;
