@@ -32,11 +32,16 @@
  * minutes to notice a peer behind a partition, and then more to
  * retransmit once the path is back; this bounds both (doc/messenger.md).
  *
- * Flow control: the bytes of received messages that the upper layer has
- * not yet freed (msg_free) are counted per connection; while they exceed
- * inflight_max the loop stops reading from that connection, so a fast
- * sender is slowed to what the receiver can take.  Sending never blocks:
- * callers that produce load (the client library) throttle themselves.
+ * Flow control: a received message is charged from its header until the
+ * upper layer frees it (msg_free): to its connection (inflight_max bytes,
+ * conn_frames_max messages) and, on an accepted connection, to the pool
+ * of its peer's class (clients, or cluster peers: mon, osd, mds).  A
+ * frame is read only when its whole cost fits; otherwise the loop stops
+ * reading that connection alone, so a fast sender is slowed to what the
+ * receiver can take and clients never stop peers.  Accepted connections
+ * also take slots (in all, per address, handshaking, reserved for peers;
+ * see struct msgr_config).  Sending never blocks: callers that produce
+ * load (the client library) throttle themselves.
  *
  * Threads: the callbacks of msgr_ops and msg_call replies run on the loop
  * thread and must not block.  msg_send, msg_call, msg_reply, msgr_connect,
