@@ -589,6 +589,21 @@ out_free_m:
 	return r;
 }
 
+/* The receive buffer a TCP socket starts with (tcp_rmem's default),
+ * which an accepted connection gets back at its hello. */
+static int tcp_rmem_default(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_rmem", "re");
+	int lo, def = 131072;
+
+	if (f) {
+		if (fscanf(f, "%d %d", &lo, &def) != 2 || def <= 0)
+			def = 131072;
+		fclose(f);
+	}
+	return def;
+}
+
 int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -600,6 +615,8 @@ int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen)
 	r = msgr__resolve(addr, &ss, &len);
 	if (r < 0)
 		return r;
+	if (!m->rcvbuf_default)
+		m->rcvbuf_default = tcp_rmem_default();
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;

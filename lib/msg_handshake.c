@@ -93,7 +93,7 @@ static int conn_arm_handshake(struct msg_conn *c)
  * receive buffer sizing again. */
 static int conn_admit_hello(struct msg_conn *c)
 {
-	int r = msg_admit__hello(c), zero = 0;
+	int r = msg_admit__hello(c), zero = 0, size = c->msgr->rcvbuf_default / 2;
 	uint8_t *rbuf;
 
 	if (r < 0)
@@ -105,10 +105,13 @@ static int conn_admit_hello(struct msg_conn *c)
 		c->rbuf = rbuf;
 		c->rbuf_size = MSG_RBUF_SIZE;
 	}
-	/* SO_BUF_LOCK 0: autotuning again (Linux 5.14); failing that, the
-	 * small buffer stays, which is slower but correct */
+	/* The size a new socket has (the kernel doubles what it is given),
+	 * then SO_BUF_LOCK 0: the kernel's autotuning again (Linux 5.14);
+	 * failing that, a fixed buffer of the default size stays, which is
+	 * slower for big transfers but correct. */
 	if (c->msgr->cfg.handshake_rcvbuf != UINT32_MAX &&
-	    setsockopt(c->fd, SOL_SOCKET, SO_BUF_LOCK, &zero, sizeof(zero)) < 0)
+	    (setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0 ||
+	     setsockopt(c->fd, SOL_SOCKET, SO_BUF_LOCK, &zero, sizeof(zero)) < 0))
 		log_debug("msgr", "connection '%s': cannot unlock its receive buffer: %s",
 			  c->addr, strerror(errno));
 	return 0;

@@ -319,6 +319,7 @@ struct msgr {
 	struct msgr_slots slots;
 	struct msgr_ratelog log_accept;
 	struct msg_budget *budget;
+	int rcvbuf_default;		/* a new TCP socket's SO_RCVBUF (tcp_rmem[1]) */
 };
 
 /* messenger.c */

@@ -494,6 +494,44 @@ Test(msg_limits, one_address_cannot_hold_more_handshakes_than_its_share)
 	node_stop(&s);
 }
 
+/* The socket of s's accepted connection (the only one), or -1. */
+static int accepted_fd(struct node *s)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&s->m->lock);
+	for (struct msg_conn *c = s->m->all; c; c = c->all_next)
+		if (!c->dialled)
+			fd = c->fd;
+	pthread_mutex_unlock(&s->m->lock);
+	return fd;
+}
+
+Test(msg_limits, handshaking_socket_has_a_small_receive_buffer_until_its_hello)
+{
+	struct msgr_config scfg = cfg_of(MSG_ENTITY_OSD, 1);
+	int fd, sfd, size = 0, lock = -1, fresh = 0, probe;
+	socklen_t len = sizeof(int);
+	struct node s;
+
+	node_start(&s, &scfg, true);
+	probe = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(getsockopt(probe, SOL_SOCKET, SO_RCVBUF, &fresh, &len), 0);
+	close(probe);
+	fd = raw_connect_from(NULL, s.addr);
+	cr_assert(WAIT_FOR((sfd = accepted_fd(&s)) >= 0, WAIT_MS));
+	cr_assert_eq(getsockopt(sfd, SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
+	cr_expect_leq(size, 2 * MSG_DEFAULT_HS_RCVBUF, "%d bytes before the hello", size);
+	raw_hello(fd, MSG_ENTITY_CLIENT);
+	cr_assert(WAIT_FOR(atomic_load(&s.connected) == 1, WAIT_MS));
+	cr_assert_eq(getsockopt(sfd, SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
+	cr_assert_eq(getsockopt(sfd, SOL_SOCKET, SO_BUF_LOCK, &lock, &len), 0);
+	cr_expect_eq(size, fresh, "%d bytes after the hello, a new socket has %d", size, fresh);
+	cr_expect_eq(lock, 0, "the kernel does not size the buffer again");
+	close(fd);
+	node_stop(&s);
+}
+
 /* ---- accept() failing ---- */
 
 static double cpu_s(void)
