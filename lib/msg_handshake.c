@@ -75,8 +75,8 @@ void msg_conn__hs_timeout(struct msgr *mr, struct mtimer *t)
 		log_info("msgr", "cannot connect to '%s': no handshake within %u ms",
 			 c->addr, mr->cfg.handshake_timeout_ms);
 	else
-		log_warn("msgr", "closing connection '%s': no hello within %u ms",
-			 c->addr, mr->cfg.handshake_timeout_ms);
+		msgr__peer_warn(c, "closing connection '%s': no hello within %u ms",
+				c->addr, mr->cfg.handshake_timeout_ms);
 	msg_conn__fail(c, -ETIMEDOUT);
 }
 

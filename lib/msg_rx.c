@@ -216,24 +216,24 @@ static bool conn_rx_header(struct msg_conn *c)
 	r = msg_hdr_decode(c->rbuf + c->rpos, limit, &h);
 	if (r < 0) {
 		if (r == -EMSGSIZE)
-			log_warn("msgr", "closing connection '%s': a frame of %llu bytes is over "
-				 "the limit of %u", c->addr,
-				 (unsigned long long)h.front_len + h.data_len, limit);
+			msgr__peer_warn(c, "closing connection '%s': a frame of %llu bytes is over "
+					"the limit of %u", c->addr,
+					(unsigned long long)h.front_len + h.data_len, limit);
 		else
-			log_warn("msgr", "closing connection '%s': %s", c->addr,
-				 r == -EPROTO ? "bad magic (not an atoll messenger peer)"
-					      : "bad header crc");
+			msgr__peer_warn(c, "closing connection '%s': %s", c->addr,
+					r == -EPROTO ? "bad magic (not an atoll messenger peer)"
+						     : "bad header crc");
 		msg_conn__fail(c, r);
 		return false;
 	}
 	if (c->state == CS_HANDSHAKE && h.type != MSG_T_HELLO) {
-		log_warn("msgr", "closing connection '%s': a message of type %u before the hello",
-			 c->addr, h.type);
+		msgr__peer_warn(c, "closing connection '%s': a message of type %u before the hello",
+				c->addr, h.type);
 		msg_conn__fail(c, -EPROTO);
 		return false;
 	}
 	if (c->state == CS_OPEN && h.type == MSG_T_HELLO) {
-		log_warn("msgr", "closing connection '%s': a second hello", c->addr);
+		msgr__peer_warn(c, "closing connection '%s': a second hello", c->addr);
 		msg_conn__fail(c, -EPROTO);
 		return false;
 	}
@@ -350,9 +350,9 @@ static bool conn_parse(struct msg_conn *c)
 							       c->rx_msg->data_len);
 			}
 			if (crc != c->rx_crc) {
-				log_warn("msgr", "closing connection '%s': bad payload crc "
-					 "(message type %u, %u + %u bytes)", c->addr,
-					 c->rx_hdr.type, c->rx_hdr.front_len, c->rx_hdr.data_len);
+				msgr__peer_warn(c, "closing connection '%s': bad payload crc "
+						"(message type %u, %u + %u bytes)", c->addr, c->rx_hdr.type,
+						c->rx_hdr.front_len, c->rx_hdr.data_len);
 				msg_conn__fail(c, -EBADMSG);
 				return false;
 			}
@@ -368,8 +368,8 @@ static bool conn_parse(struct msg_conn *c)
 static void conn_eof(struct msg_conn *c)
 {
 	if (c->rx_stage != RX_HDR || c->rlen > c->rpos)
-		log_warn("msgr", "closing connection '%s': truncated frame (the peer "
-			 "closed in the middle of it)", c->addr);
+		msgr__peer_warn(c, "closing connection '%s': truncated frame (the peer "
+				"closed in the middle of it)", c->addr);
 	else
 		log_debug("msgr", "connection '%s' closed by the peer", c->addr);
 	msg_conn__fail(c, -ECONNRESET);

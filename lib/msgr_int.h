@@ -318,6 +318,7 @@ struct msgr {
 	bool shutting_down;
 	struct msgr_slots slots;
 	struct msgr_ratelog log_accept;
+	struct msgr_ratelog log_peer;	/* msgr__peer_warn */
 	struct msg_budget *budget;
 	int rcvbuf_default;		/* a new TCP socket's SO_RCVBUF (tcp_rmem[1]) */
 };
@@ -429,6 +430,22 @@ void msg_admit__closed(struct msg_conn *c);
 void msg_admit__free(struct msgr *m);
 /* true when a line may be logged now; *dropped says how many were not */
 bool msgr__ratelog(struct msgr_ratelog *r, uint32_t interval_ms, uint32_t *dropped);
+
+/* A warning about what a peer did that it can repeat at will, once per
+ * connection it opens (a bad frame, no hello): for accepted connections
+ * at most one line per MSGR_PEER_LOG_MS per messenger, the next one
+ * saying how many were left out.  Loop thread. */
+#define MSGR_PEER_LOG_MS	1000
+#define msgr__peer_warn(c, ...) do {						\
+	uint32_t dropped_ = 0;							\
+	if ((c)->dialled ||							\
+	    msgr__ratelog(&(c)->msgr->log_peer, MSGR_PEER_LOG_MS, &dropped_)) {	\
+		log_warn("msgr", __VA_ARGS__);					\
+		if (dropped_)							\
+			log_warn("msgr", "(and %u more such lines about peers in "	\
+				 "the last %u ms, left out)", dropped_, MSGR_PEER_LOG_MS); \
+	}									\
+} while (0)
 
 /* msg_rx.c */
 /* c's socket is readable: reads and delivers what it can. */
