@@ -132,6 +132,8 @@ struct msg {
 	void *data_free_arg;
 	uint64_t charged;	/* bytes counted against conn's inflight */
 	uint8_t cls;		/* the receive pool charged (msg_budget.c) */
+	bool delivered;		/* handed to the upper layer */
+	uint64_t pcharged;	/* bytes counted against the pool */
 	struct msg *q_next, *q_prev;	/* the messenger's send queue */
 	struct msgr_call *call;		/* msg_call's record until sent */
 	bool call_direct;		/* a call written by its caller: its

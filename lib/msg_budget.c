@@ -1,29 +1,36 @@
 /*
  * msg_budget.c - how much received data the messenger holds on a peer's
- * say-so: every received message is charged, from its header until the
- * upper layer frees it, to its connection (bytes and messages) and, for
- * an accepted connection, to the pool of its peer's class (clients, or
- * cluster peers: mon, osd, mds).  A frame is read only once its whole
- * cost fits; otherwise reading stops for that connection alone until
- * enough is freed.
+ * say-so.  Every received message is charged, from its header until the
+ * upper layer frees it, to its connection and, for an accepted
+ * connection, to the pool of its peer's class (clients, or cluster peers:
+ * mon, osd, mds).  What does not fit pauses reading that connection alone
+ * until enough is freed.
  *
- * Why whole frames: a frame admitted in part could wait forever for a
- * budget that other half-received frames hold.  Charging the whole cost
- * at the header means that every admitted frame can complete, so the
- * pools always drain.  Memory itself follows the data (msg_rx.c grows
- * the buffers as bytes arrive), so a header announcing 64 MiB that never
- * sends them costs budget, not memory, and for frame_timeout_ms only.
+ * A connection is charged a frame's whole cost at its header (bytes and
+ * one message): that bounds what one peer can have in flight.  A pool is
+ * charged what is allocated for its frames: the header at once, then
+ * each step of the buffers as the bytes arrive (msg_rx.c grows them: at
+ * most the larger of 1 MiB and four times what arrived).  So a header
+ * announcing 64 MiB that never come holds a message slot, not 64 MiB of
+ * the pool, and legitimate frames keep flowing past it.  Charging only
+ * what arrived could deadlock: frames half received, each waiting for a
+ * step that the others hold, nothing delivered that could be freed.  So
+ * when the pool holds no delivered message (nothing a handler will free),
+ * one frame at a time may grow past the limit and finish (the pool's
+ * `over`); the memory held is then at most bytes_max plus one frame, and
+ * a frame bigger than the whole pool goes through the same way.
  *
- * A pool wakes the connections that wait for it in the order they came
- * (one at a time: the woken one takes what it needs and wakes the next
- * if room is left), so that a big frame is not starved by small ones.
- * A frame bigger than a whole budget is taken when nothing else is held.
+ * Waiting: connections paused in a frame (gwait) are woken before those
+ * paused at a header (hwait), since finishing a frame frees memory
+ * sooner; each list wakes one at a time in the order they came (the
+ * woken one takes what it needs and wakes the next if room is left), so
+ * that a big frame is not starved by small ones.
  *
- * Threads: admission runs on the loop; release on whatever thread frees
- * the message.  The pools are under budget->lock; a connection's own
- * counts are atomics with the store-then-load pairing of msg_rx.c's
- * flow control, so that a pause and a concurrent free never miss each
- * other.
+ * Threads: admission and growth run on the loop; release on whatever
+ * thread frees the message.  The pools are under budget->lock; a
+ * connection's own counts are atomics whose update and the loop's pause
+ * are each a store then a load (sequentially consistent), so that a
+ * pause and a concurrent free never miss each other.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,6 +39,8 @@
 #include "log.h"
 #include "mono.h"
 #include "msgr_int.h"
+
+#define FRAME_OVERHEAD	(MSG_HEADER_LEN + MSG_TRAILER_LEN)
 
 struct msg_budget *msg_budget__new(const struct msgr_config *cfg)
 {
@@ -58,51 +67,73 @@ void msg_budget__put(struct msg_budget *b)
 
 /* ---- pools (budget->lock held) ---- */
 
-static bool pool_fits(const struct msg_pool *p, uint64_t cost)
+/* A new frame's header: a message slot and room in the pool. */
+static bool pool_fits_header(const struct msg_pool *p)
 {
-	if (p->frames >= p->frames_max)
-		return false;
-	return p->bytes == 0 || p->bytes + cost <= p->bytes_max;
+	return p->frames < p->frames_max && (p->bytes == 0 || p->bytes < p->bytes_max);
 }
 
-static bool pool_has_room(const struct msg_pool *p)
+/* inc more bytes for c's frame. */
+static bool pool_fits_growth(struct msg_pool *p, const struct msg_conn *c, uint64_t inc)
 {
-	return p->frames < p->frames_max && p->bytes < p->bytes_max;
+	if (p->bytes + inc <= p->bytes_max || p->over == c)
+		return true;
+	return p->delivered == 0 && !p->over;
 }
 
-/* The first waiter, taken off the list to try again (its reference
- * goes with it), when the pool has room; NULL otherwise. */
+static void waitq_remove(struct msg_waitq *q, struct msg_conn *c)
+{
+	struct msg_conn **pp = &q->head, *prev = NULL;
+
+	while (*pp && *pp != c) {
+		prev = *pp;
+		pp = &(*pp)->pw_next;
+	}
+	ATOLL_ASSERT(*pp == c, "connection '%s' not on its pool's wait list", c->addr);
+	*pp = c->pw_next;
+	if (q->tail == c)
+		q->tail = prev;
+	c->pw_next = NULL;
+	c->pw_listed = false;
+}
+
+/* The connection whose turn it is, taken off its list (its reference
+ * goes with it), or NULL: a frame waiting to grow first, then a header. */
 static struct msg_conn *pool_pop(struct msg_pool *p)
 {
-	struct msg_conn *w = p->wait_head;
+	struct msg_conn *w = NULL;
 
-	if (!w || !pool_has_room(p))
+	if (p->gwait.head && pool_fits_growth(p, p->gwait.head, 1))
+		w = p->gwait.head;
+	else if (p->hwait.head && pool_fits_header(p))
+		w = p->hwait.head;
+	if (!w)
 		return NULL;
-	p->wait_head = w->pw_next;
-	if (!p->wait_head)
-		p->wait_tail = NULL;
-	w->pw_next = NULL;
-	w->pw_listed = false;
+	waitq_remove(w->pw_grow ? &p->gwait : &p->hwait, w);
 	w->pw_woken = true;
 	return w;
 }
 
-/* c waits: at the head when it had been woken (it keeps its turn). */
-static void pool_wait(struct msg_pool *p, struct msg_conn *c)
+/* c waits: at the head of its list when it had been woken (it keeps its
+ * turn), else at the tail. */
+static void pool_wait(struct msg_pool *p, struct msg_conn *c, bool grow)
 {
+	struct msg_waitq *q = grow ? &p->gwait : &p->hwait;
+
 	if (c->pw_listed)
 		return;
 	msg_conn__hold(c);
 	c->pw_listed = true;
-	if (c->pw_woken || !p->wait_head) {
-		c->pw_next = p->wait_head;
-		p->wait_head = c;
-		if (!p->wait_tail)
-			p->wait_tail = c;
+	c->pw_grow = grow;
+	if (c->pw_woken || !q->head) {
+		c->pw_next = q->head;
+		q->head = c;
+		if (!q->tail)
+			q->tail = c;
 	} else {
 		c->pw_next = NULL;
-		p->wait_tail->pw_next = c;
-		p->wait_tail = c;
+		q->tail->pw_next = c;
+		q->tail = c;
 	}
 	c->pw_woken = false;
 	p->pauses++;
@@ -115,6 +146,16 @@ static void wake(struct msg_conn *w)
 		return;
 	msgr__kick(w, KICK_POOL);
 	msg_conn__drop(w);	/* the wait list's reference */
+}
+
+/* c pauses for its pool (lock held; unlocks). */
+static void pause_for_pool(struct msg_budget *b, struct msg_pool *p, struct msg_conn *c,
+			   bool grow)
+{
+	pool_wait(p, c, grow);
+	atomic_store(&c->rx_paused, true);
+	pthread_mutex_unlock(&b->lock);
+	msg_conn__update_events(c);
 }
 
 /* ---- a connection's own limits ---- */
@@ -134,9 +175,8 @@ bool msg_budget__admit(struct msg_conn *c, struct msg *m, uint64_t cost)
 	struct msg_conn *next = NULL;
 
 	/* The store of rx_paused then load of the counts pairs with
-	 * msg_free's update of the counts then load of rx_paused (both
-	 * sequentially consistent): either msg_free sees the pause and
-	 * kicks, or we see its update here. */
+	 * msg_free's update of the counts then load of rx_paused: either
+	 * msg_free sees the pause and kicks, or we see its update here. */
 	if (!conn_fits(c, cost)) {
 		atomic_store(&c->rx_paused, true);
 		if (!conn_fits(c, cost)) {
@@ -151,25 +191,61 @@ bool msg_budget__admit(struct msg_conn *c, struct msg *m, uint64_t cost)
 
 		pthread_mutex_lock(&b->lock);
 		/* newcomers queue behind those already waiting */
-		if (!pool_fits(p, cost) || (p->wait_head && !c->pw_woken)) {
-			pool_wait(p, c);
-			atomic_store(&c->rx_paused, true);
-			pthread_mutex_unlock(&b->lock);
-			msg_conn__update_events(c);
+		if (!pool_fits_header(p) || (p->hwait.head && !c->pw_woken)) {
+			pause_for_pool(b, p, c, false);
 			return false;
 		}
 		c->pw_woken = false;
-		p->bytes += cost;
+		p->bytes += FRAME_OVERHEAD;
 		p->frames++;
 		next = pool_pop(p);	/* room left: the next one's turn */
 		pthread_mutex_unlock(&b->lock);
 		m->cls = c->cls;
+		m->pcharged = FRAME_OVERHEAD;
 	}
 	atomic_fetch_add(&c->inflight, cost);
 	atomic_fetch_add(&c->rx_frames, 1);
 	m->charged = cost;
 	wake(next);
 	return true;
+}
+
+bool msg_budget__grow(struct msg_conn *c, struct msg *m, uint64_t inc)
+{
+	struct msg_budget *b = c->budget;
+	struct msg_pool *p;
+
+	if (!b || m->cls == MSG_CLASS_NONE)
+		return true;
+	p = &b->pool[m->cls];
+	pthread_mutex_lock(&b->lock);
+	if (!pool_fits_growth(p, c, inc)) {
+		pause_for_pool(b, p, c, true);
+		return false;
+	}
+	if (p->bytes + inc > p->bytes_max)
+		p->over = c;	/* the one frame past the limit */
+	c->pw_woken = false;
+	p->bytes += inc;
+	m->pcharged += inc;
+	pthread_mutex_unlock(&b->lock);
+	return true;
+}
+
+void msg_budget__delivered(struct msg_conn *c, struct msg *m)
+{
+	struct msg_budget *b = c->budget;
+	struct msg_pool *p;
+
+	if (!b || m->cls == MSG_CLASS_NONE)
+		return;
+	p = &b->pool[m->cls];
+	pthread_mutex_lock(&b->lock);
+	if (p->over == c)
+		p->over = NULL;	/* it is whole: held until freed */
+	p->delivered++;
+	m->delivered = true;
+	pthread_mutex_unlock(&b->lock);
 }
 
 void msg_budget__release(struct msg_conn *c, struct msg *m)
@@ -183,15 +259,21 @@ void msg_budget__release(struct msg_conn *c, struct msg *m)
 		struct msg_pool *p = &b->pool[m->cls];
 
 		pthread_mutex_lock(&b->lock);
-		ATOLL_ASSERT(p->bytes >= m->charged && p->frames > 0,
+		ATOLL_ASSERT(p->bytes >= m->pcharged && p->frames > 0,
 			     "receive pool %u released below zero by '%s'", m->cls, c->addr);
-		p->bytes -= m->charged;
+		p->bytes -= m->pcharged;
 		p->frames--;
+		if (m->delivered)
+			p->delivered--;
+		else if (p->over == c)
+			p->over = NULL;	/* dropped before it was whole */
 		w = pool_pop(p);
 		pthread_mutex_unlock(&b->lock);
 	}
 	m->charged = 0;
+	m->pcharged = 0;
 	m->cls = MSG_CLASS_NONE;
+	m->delivered = false;
 	/* c's own limits: see msg_budget__admit on the pairing */
 	if ((left < c->inflight_max || frames < c->frames_max) && atomic_load(&c->rx_paused))
 		msgr__kick(c, KICK_RESUME);
@@ -203,34 +285,20 @@ void msg_budget__forget(struct msg_conn *c)
 	struct msg_budget *b = c->budget;
 	struct msg_conn *next = NULL;
 	bool listed = false;
+	struct msg_pool *p;
 
 	if (!b || c->cls == MSG_CLASS_NONE)
 		return;
+	p = &b->pool[c->cls];
 	pthread_mutex_lock(&b->lock);
-	{
-		struct msg_pool *p = &b->pool[c->cls];
-
-		if (c->pw_listed) {
-			struct msg_conn **pp = &p->wait_head, *prev = NULL;
-
-			while (*pp && *pp != c) {
-				prev = *pp;
-				pp = &(*pp)->pw_next;
-			}
-			ATOLL_ASSERT(*pp == c, "connection '%s' not on its pool's wait list",
-				     c->addr);
-			*pp = c->pw_next;
-			if (p->wait_tail == c)
-				p->wait_tail = prev;
-			c->pw_next = NULL;
-			c->pw_listed = false;
-			listed = true;
-		}
-		if (c->pw_woken) {
-			/* it will not use its turn: the next one's */
-			c->pw_woken = false;
-			next = pool_pop(p);
-		}
+	if (c->pw_listed) {
+		waitq_remove(c->pw_grow ? &p->gwait : &p->hwait, c);
+		listed = true;
+	}
+	if (c->pw_woken) {
+		/* it will not use its turn: the next one's */
+		c->pw_woken = false;
+		next = pool_pop(p);
 	}
 	pthread_mutex_unlock(&b->lock);
 	if (listed)

@@ -847,7 +847,7 @@ void msg_conn__keepalive(struct msg_conn *c, uint64_t now)
 	if (atomic_load(&c->rx_paused))
 		c->last_rx_ns = now;
 	/* a frame trickling in holds its budget no longer than this */
-	if (!c->dialled && c->rx_stage != RX_HDR &&
+	if (!c->dialled && c->rx_stage != RX_HDR && !atomic_load(&c->rx_paused) &&
 	    now - c->rx_start_ns > (uint64_t)mr->cfg.frame_timeout_ms * 1000000u) {
 		log_warn("msgr", "closing connection '%s': a frame of %llu bytes is not whole "
 			 "%u ms after its header (ms_frame_timeout)", c->addr,

@@ -134,11 +134,17 @@ static uint8_t *rx_target(struct msg_conn *c, size_t *len)
 	return (uint8_t *)m->data + (c->rx_got - m->front_len);
 }
 
+enum rx_room {
+	RX_ROOM,	/* the next byte has a place */
+	RX_WAIT,	/* the pool has no room for more: c paused */
+	RX_NOMEM,	/* c must fail */
+};
+
 /* Makes room in rx_msg's front or data for the next body byte: the
  * buffers grow as bytes arrive (RX_ALLOC_FIRST, then RX_ALLOC_GROWTH
- * times more, up to the length announced), keeping data of whole 4 KiB
- * blocks aligned.  False (c must fail) when memory runs out. */
-static bool rx_grow(struct msg_conn *c)
+ * times more, up to the length announced), each step charged to the
+ * pool (msg_budget__grow), keeping data of whole 4 KiB blocks aligned. */
+static enum rx_room rx_grow(struct msg_conn *c)
 {
 	struct msg *m = c->rx_msg;
 	bool front = c->rx_got < m->front_len;
@@ -149,10 +155,12 @@ static bool rx_grow(struct msg_conn *c)
 	void *nb;
 
 	if (pos < *cap)
-		return true;
+		return RX_ROOM;
 	want = *cap ? (uint64_t)*cap * RX_ALLOC_GROWTH : RX_ALLOC_FIRST;
 	if (want > len)
 		want = len;
+	if (!msg_budget__grow(c, m, want - *cap))
+		return RX_WAIT;
 	if (!front && len % MSG_DATA_ALIGN == 0) {
 		/* Data of whole 4 KiB blocks is page-aligned (malloc's large
 		 * allocations need not be: jemalloc offsets them by a random
@@ -170,23 +178,28 @@ static bool rx_grow(struct msg_conn *c)
 		log_error("msgr", "closing connection '%s': cannot allocate %llu bytes for a "
 			  "frame of %llu", c->addr, (unsigned long long)want,
 			  (unsigned long long)m->front_len + m->data_len);
-		return false;
+		return RX_NOMEM;	/* charged: msg_free gives it back */
 	}
 	*buf = nb;
 	*cap = (uint32_t)want;
-	return true;
+	return RX_ROOM;
 }
 
-/* k more body bytes: copied from src, or (src NULL) already read into
- * rx_target() by readv.  False when c must fail (out of memory). */
-static bool rx_fill(struct msg_conn *c, const uint8_t *src, size_t k)
+/* Up to k more body bytes: copied from src, or (src NULL) already read
+ * into rx_target() by readv (they have their place).  Returns how many
+ * were taken; *room says why it stopped short. */
+static size_t rx_fill(struct msg_conn *c, const uint8_t *src, size_t k, enum rx_room *room)
 {
+	size_t done = 0;
+
+	*room = RX_ROOM;
 	while (k) {
 		size_t len, n;
 		uint8_t *dst;
 
-		if (!rx_grow(c))
-			return false;
+		*room = rx_grow(c);
+		if (*room != RX_ROOM)
+			return done;
 		dst = rx_target(c, &len);
 
 		n = k < len ? k : len;
@@ -200,10 +213,11 @@ static bool rx_fill(struct msg_conn *c, const uint8_t *src, size_t k)
 			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
 		c->rx_got += n;
 		k -= n;
+		done += n;
 	}
 	if (c->rx_got == c->rx_msg->front_len + (size_t)c->rx_msg->data_len)
 		c->rx_stage = RX_TAIL;
-	return true;
+	return done;
 }
 
 static bool conn_rx_header(struct msg_conn *c)
@@ -298,6 +312,7 @@ static bool conn_rx_deliver(struct msg_conn *c)
 		msg_free(m);	/* its arrival was all it had to say */
 		return true;
 	}
+	msg_budget__delivered(c, m);
 	if (m->flags & MSG_F_REPLY)
 		msg_conn__got_reply(c, m);
 	else if (mr->ops.dispatch)
@@ -316,6 +331,7 @@ static bool conn_parse(struct msg_conn *c)
 	}
 	for (;;) {
 		size_t avail = c->rlen - c->rpos, need, len;
+		enum rx_room room;
 		const uint8_t *p;
 		uint32_t crc;
 
@@ -331,11 +347,13 @@ static bool conn_parse(struct msg_conn *c)
 				return true;
 			need = c->rx_msg->front_len + (size_t)c->rx_msg->data_len - c->rx_got;
 			len = avail < need ? avail : need;
-			if (!rx_fill(c, c->rbuf + c->rpos, len)) {
+			c->rpos += rx_fill(c, c->rbuf + c->rpos, len, &room);
+			if (room == RX_WAIT)
+				return false;	/* paused: the rest stays in rbuf */
+			if (room == RX_NOMEM) {
 				msg_conn__fail(c, -ENOMEM);
 				return false;
 			}
-			c->rpos += len;
 			break;
 		case RX_TAIL:
 			if (avail < MSG_TRAILER_LEN)
@@ -393,7 +411,11 @@ void msg_conn__readable(struct msg_conn *c)
 			c->rpos = 0;
 		}
 		if (c->rx_stage == RX_BODY && c->rlen == 0) {
-			if (!rx_grow(c)) {
+			enum rx_room room = rx_grow(c);
+
+			if (room == RX_WAIT)
+				return;		/* paused until the pool has room */
+			if (room == RX_NOMEM) {
 				msg_conn__fail(c, -ENOMEM);
 				return;
 			}
@@ -420,8 +442,9 @@ void msg_conn__readable(struct msg_conn *c)
 		c->last_rx_ns = mono_now_ns();
 		if (direct) {
 			size_t k = (size_t)r < direct ? (size_t)r : direct;
+			enum rx_room room;
 
-			rx_fill(c, NULL, k);	/* the bytes are in place: no growth */
+			rx_fill(c, NULL, k, &room);	/* in place already: no growth */
 			c->rlen += (size_t)r - k;
 		} else {
 			c->rlen += (size_t)r;

@@ -92,13 +92,21 @@ enum msg_class {
 	MSG_CLASS_NR = 3,
 };
 
+/* A list of connections paused for a pool, in the order they came; each
+ * holds a reference while listed. [budget lock] */
+struct msg_waitq {
+	struct msg_conn *head, *tail;
+};
+
 /* [budget lock] */
 struct msg_pool {
-	uint64_t bytes, bytes_max;
-	uint32_t frames, frames_max;
-	/* connections paused for this pool, in the order they came: each
-	 * holds a reference while listed */
-	struct msg_conn *wait_head, *wait_tail;
+	uint64_t bytes, bytes_max;	/* allocated for its messages */
+	uint32_t frames, frames_max;	/* messages, from header to msg_free */
+	uint32_t delivered;		/* of which handed to the upper layer */
+	struct msg_conn *over;		/* receiving the one frame allowed past
+					 * bytes_max (nothing delivered held) */
+	struct msg_waitq hwait;		/* paused at a header */
+	struct msg_waitq gwait;		/* paused in a frame, for its buffer to grow */
 	uint64_t pauses;		/* times a connection waited (stats, tests) */
 };
 
@@ -213,7 +221,8 @@ struct msg_conn {
 	atomic_uint rx_frames;		/* received, unfreed messages */
 	atomic_bool rx_paused;		/* reading stopped by flow control */
 	/* [budget lock] waiting for room in a pool of budget */
-	bool pw_listed;			/* on the pool's wait list */
+	bool pw_listed;			/* on a wait list of the pool */
+	bool pw_grow;			/* that list is gwait (else hwait) */
 	bool pw_woken;			/* taken off it to try again: goes first */
 	struct msg_conn *pw_next;
 	atomic_uint_least64_t queued;	/* bytes queued, not yet written */
@@ -404,9 +413,15 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg);
 struct msg_budget *msg_budget__new(const struct msgr_config *cfg);
 void msg_budget__put(struct msg_budget *b);
 /* Before a frame of cost bytes is read on c (loop): true when c's own
- * limits and its pool have room, and then both are charged (m->charged,
- * m->cls); false when c paused (reading stops until room is freed). */
+ * limits and its pool have room, and then both are charged (m->charged
+ * the whole cost to c, m->pcharged the header to the pool, m->cls);
+ * false when c paused (reading stops until room is freed). */
 bool msg_budget__admit(struct msg_conn *c, struct msg *m, uint64_t cost);
+/* m's buffers grow by inc bytes (loop): true when its pool gives them
+ * (charged to m->pcharged), false when c paused for them. */
+bool msg_budget__grow(struct msg_conn *c, struct msg *m, uint64_t inc);
+/* m is whole and goes to the upper layer (loop). */
+void msg_budget__delivered(struct msg_conn *c, struct msg *m);
 /* msg_free of a charged message (any thread): gives its bytes back and
  * wakes a connection that waits for them. */
 void msg_budget__release(struct msg_conn *c, struct msg *m);

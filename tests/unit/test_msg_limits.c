@@ -245,9 +245,10 @@ Test(msg_limits, cluster_peers_are_served_while_the_client_pool_is_full)
 	p = msgr_connect(peer.m, s.addr);
 	for (int i = 0; i < 20; i++)
 		cr_assert_eq(echo(p, 512 << 10), 0, "a cluster peer was paused by clients");
-	/* another client waits for the client pool... */
+	/* another client's frame that does not fit waits for the client
+	 * pool (held messages are not freed) */
 	c2 = msgr_connect(cl.m, s.addr);
-	cr_expect_eq(echo_within(c2, 4096, 500), -ETIMEDOUT);
+	cr_expect_eq(echo_within(c2, 512 << 10, 500), -ETIMEDOUT);
 	cr_expect_gt(pool_bytes(&s, MSG_CLASS_CLIENT, NULL), 0);
 	msg_conn_put(c2);
 	msg_conn_put(p);
@@ -379,17 +380,102 @@ Test(msg_limits, header_whose_payload_never_comes_costs_budget_not_memory)
 	raw_hello(fd, MSG_ENTITY_CLIENT);
 	msg_hdr_encode(hdr, &h);
 	cr_assert_eq(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
-	cr_assert(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == FRAME(64u << 20), WAIT_MS));
-	/* 2 MiB of it arrive: the buffer follows them, not the 64 MiB */
+	/* the header costs a message and its own bytes, not 64 MiB */
+	cr_assert(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == FRAME(0), WAIT_MS));
+	/* 2 MiB of it arrive: the buffer and the charge follow them */
 	for (int i = 0; i < 32; i++)
 		cr_assert_eq(send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL), (ssize_t)sizeof(chunk));
 	usleep(200 * 1000);
 	cr_expect_leq(rx_data_alloc(&s), 4u << 20, "%u bytes allocated for 2 MiB received",
 		      rx_data_alloc(&s));
+	cr_expect_leq(pool_bytes(&s, MSG_CLASS_CLIENT, NULL), FRAME(4u << 20));
 	/* then nothing: the frame's time runs out and its budget comes back */
 	cr_expect(raw_closed(fd, 4000), "the trickling connection was not closed");
 	cr_expect(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
 	close(fd);
+	node_stop(&s);
+}
+
+Test(msg_limits, stalled_big_headers_do_not_stop_other_clients)
+{
+	struct msgr_config scfg = cfg_of(MSG_ENTITY_OSD, 1), ccfg = cfg_of(MSG_ENTITY_CLIENT, 9);
+	struct msg_hdr h = { .type = T_HOLD, .data_len = 64u << 20 };
+	uint8_t hdr[MSG_HEADER_LEN];
+	struct node s, cl;
+	struct msg_conn *c;
+	int fds[16];
+
+	node_start(&s, &scfg, true);
+	node_start(&cl, &ccfg, false);
+	msg_hdr_encode(hdr, &h);
+	for (int i = 0; i < 16; i++) {
+		char from[32];
+
+		snprintf(from, sizeof(from), "127.0.0.%d", 2 + i % 8);
+		fds[i] = raw_connect_from(from, s.addr);
+		raw_hello(fds[i], MSG_ENTITY_CLIENT);
+		cr_assert_eq(send(fds[i], hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
+	}
+	cr_assert(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 16 * FRAME(0), WAIT_MS));
+	c = msgr_connect(cl.m, s.addr);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(echo_within(c, 64 << 10, 2000), 0, "call %d", i);
+	cr_expect_eq(echo(c, 8 << 20), 0);
+	for (int i = 0; i < 16; i++)
+		close(fds[i]);
+	msg_conn_put(c);
+	node_stop(&cl);
+	node_stop(&s);
+}
+
+Test(msg_limits, frames_half_received_cannot_deadlock_the_pool)
+{
+	struct msgr_config scfg = cfg_of(MSG_ENTITY_OSD, 1), ccfg = cfg_of(MSG_ENTITY_CLIENT, 9);
+	struct node s, cl[4];
+	struct msg_conn *c[4];
+	atomic_int ok = 0;
+
+	/* four clients' 4 MiB frames against a 2 MiB pool: each can only
+	 * finish past the limit, one at a time */
+	scfg.client_bytes_max = 2 << 20;
+	node_start(&s, &scfg, true);
+	for (int i = 0; i < 4; i++) {
+		node_start(&cl[i], &ccfg, false);
+		c[i] = msgr_connect(cl[i].m, s.addr);
+	}
+	for (int round = 0; round < 3; round++) {
+		struct msg_waiter w[4] = { MSG_WAITER_INIT, MSG_WAITER_INIT, MSG_WAITER_INIT,
+					   MSG_WAITER_INIT };
+		static uint8_t data[4 << 20];
+
+		for (int i = 0; i < 4; i++) {	/* all four at once */
+			struct msg *m = msg_new(T_ECHO, NULL);
+
+			cr_assert_not_null(m);
+			msg_set_data_ref(m, data, sizeof(data), NULL, NULL);
+			cr_assert_eq(msg_call(c[i], m, WAIT_MS, msg_waiter_done, &w[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			struct msg *r;
+
+			if (msg_waiter_wait(&w[i], &r) == 0 && r->data_len == sizeof(data))
+				ok++;
+			msg_free(r);
+		}
+	}
+	cr_expect_eq(ok, 12);
+	cr_expect(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
+	{
+		uint64_t bytes, pauses;
+		uint32_t frames;
+
+		msg_budget__usage(s.m->budget, MSG_CLASS_CLIENT, &bytes, &frames, &pauses);
+		cr_expect_gt(pauses, 0, "no frame ever waited: the test tests nothing");
+	}
+	for (int i = 0; i < 4; i++) {
+		msg_conn_put(c[i]);
+		node_stop(&cl[i]);
+	}
 	node_stop(&s);
 }
 
