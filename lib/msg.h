@@ -33,12 +33,12 @@
  * retransmit once the path is back; this bounds both (doc/messenger.md).
  *
  * Flow control: a received message is charged from its header until the
- * upper layer frees it (msg_free): to its connection (inflight_max bytes,
- * conn_frames_max messages) and, on an accepted connection, to the pool
- * of its peer's class (clients, or cluster peers: mon, osd, mds).  A
- * frame is read only when its whole cost fits; otherwise the loop stops
- * reading that connection alone, so a fast sender is slowed to what the
- * receiver can take and clients never stop peers.  Accepted connections
+ * upper layer frees it (msg_free): the whole frame to its connection
+ * (inflight_max bytes, conn_frames_max messages) and, on an accepted
+ * connection, its memory as it is allocated to the pool of its peer's
+ * class (clients, or cluster peers: mon, osd, mds).  What does not fit
+ * stops the loop reading that connection alone, so a fast sender is
+ * slowed to what the receiver can take and clients never stop peers.  Accepted connections
  * also take slots (in all, per address, handshaking, reserved for peers;
  * see struct msgr_config).  Sending never blocks: callers that produce
  * load (the client library) throttle themselves.
@@ -190,13 +190,14 @@ struct msgr_config {
 	 * Limits of what peers may make us hold (server side).  0 = the
 	 * MSG_DEFAULT_* above; msgr_config_read() (msg_config.h) fills them
 	 * from atoll.conf.  Received messages are charged from their
-	 * header until msg_free(): per connection (inflight_max bytes,
-	 * conn_frames_max messages, every connection) and, for accepted
-	 * connections, to the pool of the peer's class (cluster peers:
-	 * mon, osd, mds; clients: anything else), each pool with its own
-	 * bytes and messages.  A frame that does not fit pauses reading
-	 * that connection (not the others) until enough is freed; a frame
-	 * bigger than a whole budget is taken when nothing else is held.
+	 * header until msg_free(): per connection, the whole frame
+	 * (inflight_max bytes, conn_frames_max messages, every
+	 * connection) and, for accepted connections, to the pool of the
+	 * peer's class (cluster peers: mon, osd, mds; clients: anything
+	 * else) a message and the memory allocated as the bytes arrive.
+	 * What does not fit pauses reading that connection (not the
+	 * others) until enough is freed; one frame at a time may pass a
+	 * pool's bytes while the pool holds no delivered message.
 	 */
 	uint32_t conn_frames_max;
 	uint64_t client_bytes_max;

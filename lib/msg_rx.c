@@ -15,9 +15,10 @@
  * payload is read straight into them with readv() (the tail of the iovec
  * still catches whatever follows into rbuf).  The buffers grow as the
  * bytes arrive (rx_grow: 1 MiB, then four times more each time, up to
- * the frame's length), so that a header announcing 64 MiB that never
- * come costs its budget but little memory: at most the larger of 1 MiB
- * and four times what arrived.
+ * the frame's length, each step charged to the pool and waited for when
+ * it does not fit), so that a header announcing 64 MiB that never come
+ * costs a message of the budget and little memory: at most the larger
+ * of 1 MiB and four times what arrived.
  *
  * Replies of msg_call_rx are received into the caller's buffer, leased
  * at the header (rx_lease_begin) and given back when the frame ends, is
