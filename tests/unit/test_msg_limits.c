@@ -618,6 +618,39 @@ Test(msg_limits, handshaking_socket_has_a_small_receive_buffer_until_its_hello)
 	node_stop(&s);
 }
 
+Test(msg_limits, bad_frames_from_many_connections_log_a_few_lines)
+{
+	struct msgr_config scfg = cfg_of(MSG_ENTITY_OSD, 1);
+	char path[] = "/tmp/atoll-test-msglim-XXXXXX", buf[65536];
+	uint8_t junk[MSG_HEADER_LEN];
+	int lines = 0, fd;
+	struct node s;
+	ssize_t n;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(log_open("test", LOG_LVL_WARN, path), 0);
+	node_start(&s, &scfg, true);
+	memset(junk, 'x', sizeof(junk));
+	for (int i = 0; i < 50; i++) {
+		int c = raw_connect_from(NULL, s.addr);
+
+		cr_assert_eq(send(c, junk, sizeof(junk), MSG_NOSIGNAL), (ssize_t)sizeof(junk));
+		cr_expect(raw_closed(c, WAIT_MS));
+		close(c);
+	}
+	node_stop(&s);
+	log_close();
+	n = read(fd, buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	for (char *p = buf; (p = strstr(p, "bad magic")); p++)
+		lines++;
+	cr_expect(lines >= 1 && lines <= 5, "%d lines for 50 bad connections: %s", lines, buf);
+	close(fd);
+	unlink(path);
+}
+
 /* ---- accept() failing ---- */
 
 static double cpu_s(void)
