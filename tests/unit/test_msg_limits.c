@@ -25,9 +25,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "encode.h"
 #include "log.h"
 #include "msg.h"
+#include "msg_config.h"
 #include "msg_frame.h"
 #include "msgr_int.h"
 
@@ -708,4 +710,37 @@ Test(msg_limits, out_of_descriptors_pauses_the_listener_instead_of_spinning)
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
 	node_stop(&s);
+}
+
+/* ---- atoll.conf ---- */
+
+Test(msg_limits, config_keys_fill_the_limits_and_a_bad_value_is_named)
+{
+	struct msgr_config mc = { .size_of = sizeof(mc) };
+	struct config *conf;
+	char err[256];
+
+	cr_assert_eq(config_load_string(&conf, "[global]\nms_max_conns = 100\n"
+					"[osd]\nms_client_inflight_bytes = 8M\n"
+					"ms_handshake_rcvbuf = 0\nms_frame_timeout = 5s\n",
+					err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(msgr_config_read(conf, "osd.1", &mc, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(mc.conns_max, 100);
+	cr_expect_eq(mc.client_bytes_max, 8u << 20);
+	cr_expect_eq(mc.peer_bytes_max, MSG_DEFAULT_POOL_BYTES);
+	cr_expect_eq(mc.handshake_rcvbuf, UINT32_MAX, "0 leaves the kernel's buffer alone");
+	cr_expect_eq(mc.frame_timeout_ms, 5000);
+	cr_expect_eq(mc.frame_max, MSG_DEFAULT_FRAME_MAX);
+	config_free(conf);
+
+	cr_assert_eq(config_load_string(&conf, "[mon]\nms_max_handshakes = lots\n", err,
+					sizeof(err)), 0);
+	cr_expect_lt(msgr_config_read(conf, "mon", &mc, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "ms_max_handshakes"), "%s", err);
+	config_free(conf);
+	cr_assert_eq(config_load_string(&conf, "[mds]\nms_frame_max = 2G\n", err,
+					sizeof(err)), 0);
+	cr_expect_eq(msgr_config_read(conf, "mds", &mc, err, sizeof(err)), -ERANGE);
+	cr_expect(strstr(err, "ms_frame_max"), "%s", err);
+	config_free(conf);
 }
