@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mon.h"
 #include "msg.h"
+#include "msg_config.h"
 
 #define WHO "mon"
 
@@ -867,6 +868,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	mc.reconnect_min_ms = 50;
 	mc.reconnect_max_ms = 250;
 	memcpy(mc.fsid, mon->fsid, 16);
+	r = msgr_config_read(cfg, WHO, &mc, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_store;
+	}
 	r = msgr_create(&mc, &ops, mon, &mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));

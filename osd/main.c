@@ -34,6 +34,7 @@
 #include "encode.h"
 #include "log.h"
 #include "memtrim.h"
+#include "msg_config.h"
 #include "objcopy.h"
 #include "pg.h"
 #include "store.h"
@@ -867,6 +868,8 @@ static int do_run(struct config *conf)
 	mc.me.type = MSG_ENTITY_OSD;
 	mc.me.id = (uint64_t)osd->whoami;
 	memcpy(mc.fsid, osd->fsid, 16);
+	if (msgr_config_read(conf, who, &mc, err, sizeof(err)) < 0)
+		die("%s", err);
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)
 		die("cannot create the messenger: %s", strerror(-r));

@@ -39,6 +39,7 @@
 #include "mono.h"
 #include "mds.h"
 #include "msg.h"
+#include "msg_config.h"
 #include "client/client.h"
 
 #define SUB "mds"
@@ -1061,6 +1062,10 @@ int main(int argc, char **argv)
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;
 	mds_status_init(&mds);
+	if ((ret = msgr_config_read(conf, "mds", &mc, err, sizeof(err)))) {
+		log_error(SUB, "%s", err);
+		goto out;
+	}
 	if ((ret = msgr_create(&mc, &ops, &mds, &msgr)) ||
 	    (ret = msgr_listen(msgr, addr, bound, sizeof(bound))) ||
 	    (ret = msgr_start(msgr))) {
