@@ -15,7 +15,7 @@
  * The newest map is saved in DIR/osdmap (write, fsync, rename) so that a
  * restarted OSD compares the new maps against the one it last acted on.
  * Recent maps are kept (OSD_MAP_HISTORY) for interval computation and the
- * same-epoch check.  Ops that name a newer epoch than ours wait here.
+ * same-epoch check.  Ops that name a newer epoch than ours wait in mapwait.c.
  *
  * Loop thread only (osd_map_load runs before the loop starts).
  */
@@ -133,51 +133,6 @@ void osd_map_subscribe(struct osd *osd)
 		monc_send(osd->monc, m);
 	else
 		msg_free(m);
-}
-
-void osd_map_wait(struct osd *osd, uint64_t epoch, struct msg_conn *c, struct msg *m)
-{
-	struct map_waiter *w = malloc(sizeof(*w)), **pp;
-
-	if (!w) {
-		msg_free(m);
-		return;
-	}
-	w->next = NULL;
-	w->epoch = epoch;
-	w->conn = c;
-	msg_conn_get(c);
-	w->m = m;
-	for (pp = &osd->map_waiters; *pp; pp = &(*pp)->next)
-		;
-	*pp = w;
-}
-
-/* Re-dispatches, in arrival order, what waited for the map we now have. */
-static void wake_waiters(struct osd *osd)
-{
-	struct map_waiter *ready = NULL, **rt = &ready, **pp = &osd->map_waiters;
-
-	while (*pp) {
-		struct map_waiter *w = *pp;
-
-		if (w->epoch <= osd->map->epoch) {
-			*pp = w->next;
-			w->next = NULL;
-			*rt = w;
-			rt = &w->next;
-		} else {
-			pp = &w->next;
-		}
-	}
-	while (ready) {
-		struct map_waiter *w = ready;
-
-		ready = w->next;
-		osd_dispatch(osd, w->conn, w->m);
-		msg_conn_put(w->conn);
-		free(w);
-	}
 }
 
 /* We have a new current map (prev is the one before, or NULL). */
@@ -336,6 +291,6 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	if (osd->map && osd->map->epoch != before) {
 		map_save(osd);
 		osd_pgs_kick(osd);
-		wake_waiters(osd);
+		osd_mapwait_wake(osd);
 	}
 }
