@@ -1,0 +1,53 @@
+#!/bin/bash
+# osd_parked.sh ATOLL-CLUSTER ATOLL PARK-PROBE - ops naming a map epoch the
+# OSD does not have wait for it within bounds (doc/limits.md, "OSD"):
+# with osd_map_wait_max_per_conn 8, osd_map_wait_max_per_pg 12 and
+# osd_map_wait_timeout 2s, one connection sending 10 such ops has 2
+# refused at once (-EAGAIN) and 8 let go at the timeout (-EAGAIN); a
+# second connection to the same PG then has 6 refused (the PG holds 12)
+# and 4 let go.  Nothing is left unanswered, the OSD stays up and serves
+# an ordinary client, and its log says why it refused.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+probe=${3:?usage: $0 ATOLL-CLUSTER ATOLL PARK-PROBE}
+. "$here/../cluster/lib.sh"
+
+cluster_up --mons 1 --osds 1 --hosts 1 \
+	--set osd_map_wait_max_per_conn=8 --set osd_map_wait_max_per_pg=12 \
+	--set osd_map_wait_timeout=2s
+addr=$(state_addr osd.0)
+pid=$(state_pid osd.0)
+[ -n "$addr" ] && [ "$pid" != 0 ] || fail "no osd.0 in $cdir/cluster.state"
+ok "a cluster of one OSD with small osd_map_wait_* limits"
+
+# field NAME FILE: the probe's count for NAME
+field() { awk -v n="$1" '$1 == n { print $2 }' "$2"; }
+
+"$probe" "$addr" 10 1000000 10 >"$tmp/a.out" &
+apid=$!
+sleep 0.5
+"$probe" "$addr" 10 1000000 10 >"$tmp/b.out" || fail "the second probe failed"
+wait $apid || fail "the first probe failed"
+cat "$tmp/a.out" "$tmp/b.out"
+[ "$(field eagain_now "$tmp/a.out")" = 2 ] && [ "$(field eagain_late "$tmp/a.out")" = 8 ] ||
+	fail "first connection: not 2 refused and 8 timed out: $(tr '\n' ' ' <"$tmp/a.out")"
+ok "past osd_map_wait_max_per_conn: -EAGAIN at once; the parked ones -EAGAIN at the timeout"
+[ "$(field eagain_now "$tmp/b.out")" = 6 ] && [ "$(field eagain_late "$tmp/b.out")" = 4 ] ||
+	fail "second connection: not 6 refused and 4 timed out: $(tr '\n' ' ' <"$tmp/b.out")"
+ok "past osd_map_wait_max_per_pg: -EAGAIN at once for the other connection too"
+for f in a b; do
+	[ "$(field other "$tmp/$f.out")" = 0 ] && [ "$(field noreply "$tmp/$f.out")" = 0 ] ||
+		fail "probe $f: an op got another answer or none: $(tr '\n' ' ' <"$tmp/$f.out")"
+done
+ok "every parked op was answered"
+
+kill -0 "$pid" || fail "osd.0 died"
+head -c 65536 /dev/urandom >"$tmp/in"
+atoll put default obj1 "$tmp/in"
+atoll get default obj1 "$tmp/outfile"
+cmp "$tmp/in" "$tmp/outfile" || fail "the object read back differs"
+ok "the OSD still serves an ordinary client"
+
+grep -q "refusing messages with a future map epoch" "$cdir"/log/osd.0.log ||
+	fail "the OSD log does not say why it refused"
+ok "the OSD log says what it refused and which limit"
