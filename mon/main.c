@@ -180,6 +180,14 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 				err, errlen)) < 0)
 		return r;
 	o->trim_batch = (uint32_t)v;
+	/* anonymous memory (memcheck.c; doc/limits.md, "Monitor") */
+	if ((r = config_get_size(cfg, WHO, "mon_memory_target", 50ull * 1000 * 1000,
+				 &o->memory_target, err, errlen)) < 0)
+		return r;
+	if (o->memory_target < (8u << 20)) {
+		snprintf(err, errlen, "mon_memory_target must be at least 8M");
+		return -ERANGE;
+	}
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)
@@ -549,6 +557,7 @@ static void mon_run(struct mon *mon)
 				mon_mds_tick(mon);
 				mon_trim_tick(mon);
 			}
+			mon_memcheck_tick(mon);
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
 	}

@@ -52,6 +52,7 @@ struct mon_opts {
 	uint32_t drift_ppm;		/* mon_clock_drift_bound, parts per million */
 	uint32_t min_map_history;	/* mon_min_map_history: epochs always kept */
 	uint32_t trim_batch;		/* mon_trim_batch: trim once this many can go */
+	uint64_t memory_target;		/* mon_memory_target, bytes (memcheck.c) */
 };
 
 /* "Not the leader (any more)": the request is answered with a MONMAP so
@@ -162,6 +163,7 @@ struct mon_pg_pool {
 struct mon {
 	struct config *cfg;
 	struct mon_opts opts;
+	uint64_t memcheck_next_ms, memcheck_warned_ms;	/* memcheck.c */
 	struct mon_store *store;
 	struct msgr *msgr;
 	char addr[80];			/* bound address */
@@ -225,6 +227,9 @@ int mon_uuid_parse(const char *s, uint8_t u[16]);
 
 /* ---- options (main.c) ---- */
 int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_t errlen);
+/* memcheck.c: every tick of the loop (it acts every 2 s): gives jemalloc's
+ * freed pages back and warns past mon_memory_target (doc/limits.md). */
+void mon_memcheck_tick(struct mon *mon);
 
 /* ---- store.c: LMDB persistence ---- */
 /* Creates a new store in dir (dir/store must not exist). */

@@ -786,11 +786,15 @@ static int do_run(struct config *conf)
 	osd->rec_max = (uint32_t)conf_int(conf, who, "osd_recovery_max_active", 4, 1, 1024);
 	osd->rec_sleep_ms = (uint32_t)conf_int(conf, who, "osd_recovery_sleep_ms", 0, 0, 60000);
 	/* what waits for a newer map (mapwait.c) or in a PG (ops.c) */
+	osd->memory_target = conf_size(conf, who, "osd_memory_target", OSD_MEMORY_TARGET_DEFAULT);
+	if (osd->memory_target < (32u << 20))
+		die("osd_memory_target must be at least 32M");
 	osd_mapwait_init(&osd->mw);
 	osd->mw.max_ops = (uint32_t)conf_int(conf, who, "osd_map_wait_max_ops",
 					     OSD_MAPWAIT_DEFAULT_OPS, 0, 1 << 20);
 	osd->mw.max_bytes = conf_size(conf, who, "osd_map_wait_max_bytes",
-				      OSD_MAPWAIT_DEFAULT_BYTES);
+				      osd->memory_target / 8 < OSD_MAPWAIT_DEFAULT_BYTES ?
+				      osd->memory_target / 8 : OSD_MAPWAIT_DEFAULT_BYTES);
 	osd->mw.max_per_conn = (uint32_t)conf_int(conf, who, "osd_map_wait_max_per_conn",
 						  OSD_MAPWAIT_DEFAULT_PER_CONN, 0, 1 << 20);
 	osd->mw.max_per_pg = (uint32_t)conf_int(conf, who, "osd_map_wait_max_per_pg",

@@ -78,10 +78,11 @@ struct osd_peer {
 struct map_waiter;
 enum { MW_CLIENT = 0, MW_PEER = 1 };
 #define OSD_MAPWAIT_DEFAULT_OPS		1024u
-#define OSD_MAPWAIT_DEFAULT_BYTES	(32ull << 20)
+#define OSD_MAPWAIT_DEFAULT_BYTES	(32ull << 20)	/* at most; osd_memory_target / 8 */
 #define OSD_MAPWAIT_DEFAULT_PER_CONN	256u
 #define OSD_MAPWAIT_DEFAULT_PER_PG	256u
 #define OSD_MAPWAIT_DEFAULT_TIMEOUT_MS	30000u
+#define OSD_MEMORY_TARGET_DEFAULT	(150ull * 1000 * 1000)	/* 150 MB */
 struct osd_mapwait {
 	struct map_waiter *head, **tail;	/* arrival order */
 	uint32_t n[2];		/* parked, by class */
@@ -128,6 +129,8 @@ struct osd {
 	uint32_t failsafe_ratio;	/* osd_failsafe_full_ratio x 10000 */
 	uint32_t rec_max;	/* osd_recovery_max_active */
 	uint32_t rec_sleep_ms;	/* osd_recovery_sleep_ms: a slot rests after each object */
+	uint64_t memory_target;	/* osd_memory_target (memtrim.c) */
+	uint64_t memory_warned_ms;	/* memtrim.c's last warning (loop thread) */
 	struct store *store;
 	struct msgr *msgr;
 
