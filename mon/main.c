@@ -180,6 +180,10 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 				err, errlen)) < 0)
 		return r;
 	o->trim_batch = (uint32_t)v;
+	/* free space kept on the monitor's disk (diskcheck.c) */
+	if ((r = config_get_size(cfg, WHO, "mon_data_min_free", 64ull << 20,
+				 &o->data_min_free, err, errlen)) < 0)
+		return r;
 	/* anonymous memory (memcheck.c; doc/limits.md, "Monitor") */
 	if ((r = config_get_size(cfg, WHO, "mon_memory_target", 50ull * 1000 * 1000,
 				 &o->memory_target, err, errlen)) < 0)
@@ -827,6 +831,7 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("out of memory");
 		goto out_free;
 	}
+	mon->data_dir = data;
 	r = mon_store_open(data, &mon->store, err, sizeof(err));
 	if (r < 0) {
 		die("%s", err);
