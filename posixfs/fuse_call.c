@@ -245,7 +245,7 @@ void fc_req_init(struct mds_req *rq, fuse_req_t req, uint32_t op)
 static int call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_info *ci,
 		     int first)
 {
-	int ret = -EIO, busy_tries = 0;
+	int ret = -EIO;
 
 	memset(rp, 0, sizeof(*rp));
 	if (ci)
@@ -291,17 +291,6 @@ static int call_from(const struct mds_req *rq, struct mds_reply *rp, struct lc_i
 		}
 		if (w.cw.err)
 			return w.cw.err == -ETIMEDOUT || w.cw.err == -EBADMSG ? -EIO : w.cw.err;
-		if (rp->rc == MDS_RC_QUEUE_FULL && busy_tries < 40) {
-			/* the MDS did not look at it (too many requests wait
-			 * there): again after a pause, up to about 10 s */
-			busy_tries++;
-			attempt--;
-			ret = -EAGAIN;
-			usleep(50000u * (busy_tries < 5 ? busy_tries : 5));
-			continue;
-		}
-		if (rp->rc == MDS_RC_QUEUE_FULL)
-			return -EAGAIN;
 		if (ci)
 			*ci = w.ci;
 		return rp->rc == MDS_RC_EVICTED ? -EIO : rp->rc;
@@ -430,18 +419,6 @@ static void on_areply(void *arg, struct msg *reply, int err)
 		dec_init(&d, reply->front, reply->front_len);
 		if (mds_reply_decode(&d, &a->rp)) {
 			err = -EBADMSG;
-		} else if (a->rp.rc == MDS_RC_QUEUE_FULL) {
-			/* not looked at (too many requests wait in the MDS):
-			 * again from a thread that may pause (call_from) */
-			msg_free(reply);
-			free(a->rp.ents);
-			free(a->rp.plus);
-			free(a->rp.value);
-			memset(&a->rp, 0, sizeof(a->rp));
-			if (acall_retry_start(a))
-				return;
-			fc_acall_finish(a, -EAGAIN);
-			return;
 		} else {
 			__atomic_store_n(&conn.mds_version, a->rp.version, __ATOMIC_RELAXED);
 			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);

@@ -120,59 +120,6 @@ static bool serve_landed(struct mds *mds, struct msg_conn *c, struct msg *m)
 	return true;
 }
 
-/* Requests waiting for the worker: in all (mds_max_queued_requests) and
- * from one connection (mds_session_max_pending).  Past either, a request
- * is answered MDS_RC_QUEUE_FULL without being looked at: the client
- * sends it again after a pause (fuse_call.c).  Set at start. */
-static uint32_t queue_max = 4096, queue_max_per_conn = 256;
-static uint64_t queue_refused, queue_refused_ms;
-
-/* Whether one more request from c may wait (loop thread; a walk of the
- * queue, which these bounds keep short). */
-static bool queue_admit(struct msg_conn *c)
-{
-	uint32_t all = 0, mine = 0;
-	bool ok;
-
-	pthread_mutex_lock(&q.lock);
-	for (struct work *w = q.head; w; w = w->next) {
-		all++;
-		if (w->m && w->m->conn == c)
-			mine++;
-	}
-	ok = all < queue_max && mine < queue_max_per_conn;
-	pthread_mutex_unlock(&q.lock);
-	if (!ok) {
-		uint64_t now = mono_now_ms();
-
-		queue_refused++;
-		if (!queue_refused_ms || now - queue_refused_ms >= 10000) {
-			queue_refused_ms = now;
-			log_warn(SUB, "refusing requests: %u wait in all, %u from %s "
-				 "(mds_max_queued_requests %u, mds_session_max_pending %u); "
-				 "%llu refused so far", all, mine, msg_conn_addr(c), queue_max,
-				 queue_max_per_conn, (unsigned long long)queue_refused);
-		}
-	}
-	return ok;
-}
-
-/* Answers m with rc alone and frees it. */
-static void reply_rc(struct msg_conn *c, struct msg *m, int32_t rc)
-{
-	struct mds_reply rp = { .rc = rc };
-	struct msg *r;
-	struct enc e;
-
-	enc_init(&e);
-	mds_reply_encode(&e, &rp);
-	r = msg_new(MT_MDS_REQUEST, &e);
-	enc_free(&e);
-	if (r)
-		msg_reply(c, m, r);
-	msg_free(m);
-}
-
 static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 {
 	struct mds *mds = arg;
@@ -206,10 +153,6 @@ static void on_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	pthread_mutex_unlock(&q.lock);
 	if (mine && serve_inline(mds, m))
 		return;
-	if (!queue_admit(c)) {
-		reply_rc(c, m, MDS_RC_QUEUE_FULL);
-		return;
-	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		msg_free(m);
@@ -1005,29 +948,30 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds.cache.max = (uint64_t)cache_mb << 20;
-	uint64_t beacon_ms;
+	uint64_t beacon_ms, pending_max = 0;
 	if (!conf_ms(conf, "mds_beacon_interval_ms", 500, 60000, &beacon_ms))
 		goto out;
 	{
 		/* doc/limits.md, "MDS" */
-		int64_t v[4];
+		int64_t v[2];
 		char lerr[512];
 
 		if (config_get_int(conf, "mds", "mds_max_sessions", 1024, 1, 1 << 24, &v[0],
 				   lerr, sizeof(lerr)) < 0 ||
 		    config_get_int(conf, "mds", "mds_session_max_open_files", 16384, 1, 1 << 24,
 				   &v[1], lerr, sizeof(lerr)) < 0 ||
-		    config_get_int(conf, "mds", "mds_max_queued_requests", 4096, 1, 1 << 24,
-				   &v[2], lerr, sizeof(lerr)) < 0 ||
-		    config_get_int(conf, "mds", "mds_session_max_pending", 256, 1, 1 << 24,
-				   &v[3], lerr, sizeof(lerr)) < 0) {
+		    config_get_size(conf, "mds", "mds_session_max_pending_bytes", 8u << 20,
+				    &pending_max, lerr, sizeof(lerr)) < 0) {
 			fprintf(stderr, "atoll-mds: %s\n", lerr);
+			goto out;
+		}
+		if (pending_max < (1u << 20)) {
+			fprintf(stderr, "atoll-mds: mds_session_max_pending_bytes must be at least "
+				"1M\n");
 			goto out;
 		}
 		mds.max_sessions = (uint32_t)v[0];
 		mds.max_open_per_session = (uint32_t)v[1];
-		queue_max = (uint32_t)v[2];
-		queue_max_per_conn = (uint32_t)v[3];
 	}
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.applier.gather_ms) ||
@@ -1116,7 +1060,11 @@ int main(int argc, char **argv)
 	/* Listen first, so that `atoll fs status` answers "replaying" while
 	 * the namespace loads; client requests wait in the queue until the
 	 * worker loop below starts. */
-	struct msgr_config mc = { .size_of = sizeof(mc) };
+	/* a connection's requests not yet handled (their bytes): past
+	 * mds_session_max_pending_bytes the messenger stops reading from it
+	 * until the worker catches up (paused, never refused: a client's
+	 * requests are an ordered sequence) */
+	struct msgr_config mc = { .size_of = sizeof(mc), .inflight_max = pending_max };
 	struct msgr_ops ops = { .dispatch = on_dispatch, .closed = on_closed };
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;

@@ -263,10 +263,6 @@ struct mds_reply {
 /* The MDS holds mds_max_sessions sessions already: a SESSION (a mount) is
  * refused with this; the client says so and does not mount. */
 #define MDS_RC_TOO_MANY_SESSIONS	(-EUSERS)
-/* Too many requests wait in the MDS (mds_max_queued_requests), or from
- * this connection (mds_session_max_pending): the request was not looked
- * at; the client sends it again after a pause. */
-#define MDS_RC_QUEUE_FULL	(-ENOBUFS)
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */
 struct mds_safe {
