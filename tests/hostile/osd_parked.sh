@@ -1,12 +1,15 @@
 #!/bin/bash
 # osd_parked.sh ATOLL-CLUSTER ATOLL PARK-PROBE - ops naming a map epoch the
 # OSD does not have wait for it within bounds (doc/limits.md, "OSD"):
-# with osd_map_wait_max_per_conn 8, osd_map_wait_max_per_pg 12 and
-# osd_map_wait_timeout 2s, one connection sending 10 such ops has 2
-# refused at once (-EAGAIN) and 8 let go at the timeout (-EAGAIN); a
-# second connection to the same PG then has 6 refused (the PG holds 12)
-# and 4 let go.  Nothing is left unanswered, the OSD stays up and serves
-# an ordinary client, and its log says why it refused.
+# with osd_map_wait_max_per_conn 8, osd_map_wait_max_per_pg 12,
+# osd_map_wait_max_ops 16 and osd_map_wait_timeout 3s, one connection
+# sending 10 such ops has 2 refused at once (-EAGAIN) and 8 let go at the
+# timeout (-EAGAIN); a second connection to the same PG then has 6 refused
+# (the PG holds 12) and 4 let go; a third, to another PG, has 6 refused
+# (the OSD holds 16) and 4 let go.  Nothing is left unanswered, the OSD
+# stays up and serves an ordinary client, and its log says why it
+# refused.  A cluster peer (a hello naming an OSD) past the same bound has
+# its connection closed instead.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 probe=${3:?usage: $0 ATOLL-CLUSTER ATOLL PARK-PROBE}
@@ -14,7 +17,7 @@ probe=${3:?usage: $0 ATOLL-CLUSTER ATOLL PARK-PROBE}
 
 cluster_up --mons 1 --osds 1 --hosts 1 \
 	--set osd_map_wait_max_per_conn=8 --set osd_map_wait_max_per_pg=12 \
-	--set osd_map_wait_timeout=2s
+	--set osd_map_wait_max_ops=16 --set osd_map_wait_timeout=3s
 addr=$(state_addr osd.0)
 pid=$(state_pid osd.0)
 [ -n "$addr" ] && [ "$pid" != 0 ] || fail "no osd.0 in $cdir/cluster.state"
@@ -26,20 +29,38 @@ field() { awk -v n="$1" '$1 == n { print $2 }' "$2"; }
 "$probe" "$addr" 10 1000000 10 >"$tmp/a.out" &
 apid=$!
 sleep 0.5
-"$probe" "$addr" 10 1000000 10 >"$tmp/b.out" || fail "the second probe failed"
+"$probe" "$addr" 10 1000000 10 >"$tmp/b.out" &
+bpid=$!
+sleep 0.5
+"$probe" "$addr" 10 1000000 10 1 >"$tmp/c.out" || fail "the third probe failed"
 wait $apid || fail "the first probe failed"
-cat "$tmp/a.out" "$tmp/b.out"
+wait $bpid || fail "the second probe failed"
+cat "$tmp/a.out" "$tmp/b.out" "$tmp/c.out"
 [ "$(field eagain_now "$tmp/a.out")" = 2 ] && [ "$(field eagain_late "$tmp/a.out")" = 8 ] ||
 	fail "first connection: not 2 refused and 8 timed out: $(tr '\n' ' ' <"$tmp/a.out")"
 ok "past osd_map_wait_max_per_conn: -EAGAIN at once; the parked ones -EAGAIN at the timeout"
 [ "$(field eagain_now "$tmp/b.out")" = 6 ] && [ "$(field eagain_late "$tmp/b.out")" = 4 ] ||
 	fail "second connection: not 6 refused and 4 timed out: $(tr '\n' ' ' <"$tmp/b.out")"
 ok "past osd_map_wait_max_per_pg: -EAGAIN at once for the other connection too"
-for f in a b; do
+[ "$(field eagain_now "$tmp/c.out")" = 6 ] && [ "$(field eagain_late "$tmp/c.out")" = 4 ] ||
+	fail "third connection: not 6 refused and 4 timed out: $(tr '\n' ' ' <"$tmp/c.out")"
+ok "past osd_map_wait_max_ops: -EAGAIN at once for another PG too"
+for f in a b c; do
 	[ "$(field other "$tmp/$f.out")" = 0 ] && [ "$(field noreply "$tmp/$f.out")" = 0 ] ||
 		fail "probe $f: an op got another answer or none: $(tr '\n' ' ' <"$tmp/$f.out")"
 done
 ok "every parked op was answered"
+
+# a cluster peer past a bound: its connection is closed, its parked
+# messages dropped (every op fails on the probe's side), the OSD says so
+sleep 3.5	# the client probes' parked ops are gone (timeout 3s)
+PARK_PROBE_AS=osd "$probe" "$addr" 10 1000000 10 >"$tmp/p.out" || fail "the peer probe failed"
+cat "$tmp/p.out"
+[ "$(field noreply "$tmp/p.out")" = 10 ] ||
+	fail "a peer past osd_map_wait_max_per_conn kept its connection: $(tr '\n' ' ' <"$tmp/p.out")"
+grep -q "closing the connection of osd.99" "$cdir"/log/osd.0.log ||
+	fail "the OSD log does not say it closed the peer's connection"
+ok "a cluster peer past a bound has its connection closed, not its ops refused one by one"
 
 kill -0 "$pid" || fail "osd.0 died"
 head -c 65536 /dev/urandom >"$tmp/in"

@@ -2,9 +2,9 @@
  * park_probe.c - sends an OSD client ops that name a map epoch it does
  * not have, all at once on one connection, and reports what came back.
  *
- *   park_probe OSD-ADDR COUNT EPOCH-AHEAD [WAIT-SECONDS]
+ *   park_probe OSD-ADDR COUNT EPOCH-AHEAD [WAIT-SECONDS [PG]]
  *
- * The ops (reads of one object of pool 1, PG 0; the OSD parks them
+ * The ops (reads of one object of pool 1, PG 0 or PG; the OSD parks them
  * before it looks at the pool) carry the epoch EPOCH-AHEAD past the one
  * the OSD answers with, learnt from a first op with epoch 1 (-ESTALE
  * names the OSD's epoch).  Prints one line per outcome, e.g.
@@ -12,6 +12,9 @@
  *   eagain_late 8      -EAGAIN after 1 s (let go at the timeout)
  *   other 0            any other result
  *   noreply 0          no answer within WAIT-SECONDS (default 20)
+ * With PARK_PROBE_AS=osd in the environment the probe's hello says it is
+ * osd.99, a cluster peer: past a bound the OSD closes its connection
+ * instead, and the ops count as noreply.
  * Loopback only (the address must be 127.x); exit 0 when it ran, 2 on
  * bad arguments, 1 when the OSD could not be reached.  The hostile suite
  * (osd_parked.sh) checks the numbers against the limits it configured.
@@ -45,11 +48,13 @@ static void on_msg(void *arg, struct msg_conn *c, struct msg *m)
 	msg_free(m);
 }
 
+static uint32_t g_pg;
+
 static struct msg *op_msg(uint64_t client, uint64_t tid, uint64_t epoch)
 {
 	struct osd_subop so = { .code = OSD_OP_READ, .off = 0, .len = 4096 };
 	struct osd_op_req req = {
-		.reqid = { client, tid }, .epoch = epoch, .pool = 1, .pg = 0,
+		.reqid = { client, tid }, .epoch = epoch, .pool = 1, .pg = g_pg,
 		.oid = "park-probe", .oid_len = 10, .nops = 1, .ops = &so,
 	};
 	const void *data;
@@ -110,12 +115,13 @@ int main(int argc, char **argv)
 
 	if (argc < 4 || strncmp(argv[1], "127.", 4)) {
 		fprintf(stderr, "usage: park_probe 127.x.y.z:PORT COUNT EPOCH-AHEAD "
-			"[WAIT-SECONDS]\n");
+			"[WAIT-SECONDS [PG]]\n");
 		return 2;
 	}
 	count = (unsigned)strtoul(argv[2], NULL, 10);
 	ahead = (unsigned)strtoul(argv[3], NULL, 10);
 	wait_s = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 20;
+	g_pg = argc > 5 ? (uint32_t)strtoul(argv[5], NULL, 10) : 0;
 	if (count == 0 || count > 100000 || ahead == 0 || wait_s == 0 || wait_s > 600) {
 		fprintf(stderr, "park_probe: COUNT 1..100000, EPOCH-AHEAD and WAIT-SECONDS "
 			"(up to 600) more than 0\n");
@@ -126,6 +132,10 @@ int main(int argc, char **argv)
 	client |= 1;
 	mc.me.type = MSG_ENTITY_CLIENT;
 	mc.me.id = client;
+	if (getenv("PARK_PROBE_AS") && !strcmp(getenv("PARK_PROBE_AS"), "osd")) {
+		mc.me.type = MSG_ENTITY_OSD;
+		mc.me.id = 99;
+	}
 	if (msgr_create(&mc, &ops, NULL, &msgr) || msgr_start(msgr)) {
 		fprintf(stderr, "park_probe: cannot start the messenger\n");
 		return 1;
