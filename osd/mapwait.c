@@ -226,6 +226,9 @@ void osd_map_wait(struct osd *osd, const struct osd_mapwait_key *k, struct msg_c
 		refuse_client(osd, &w0, r ? r : -ENOMEM);
 		return;
 	}
+	log_debug("map", "message type %u from %s waits for epoch %llu (ours: %llu)", m->type,
+		  msg_conn_addr(c), (unsigned long long)k->epoch,
+		  osd->map ? (unsigned long long)osd->map->epoch : 0ull);
 	*w = w0;
 	w->bytes = bytes;
 	w->deadline_ms = mono_now_ms() + mw->timeout_ms;

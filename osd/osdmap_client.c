@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "encode.h"
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 
@@ -248,7 +249,44 @@ static int apply_inc(struct osd *osd, const struct osdmap_inc *inc)
 	return 0;
 }
 
+static void map_dispatch_now(struct osd *osd, struct msg *m);
+
+/* Fault injection (tests/hostile/osd_parked.sh): osd_map_delay_ms holds
+ * every map message this long before it is applied, so that clients see
+ * epochs this OSD does not have yet.  Same delay for all: order kept. */
+struct map_delay {
+	struct osd *osd;
+	struct msg *m;
+};
+
+static void map_delayed(void *arg)
+{
+	struct map_delay *d = arg;
+
+	map_dispatch_now(d->osd, d->m);
+	free(d);
+}
+
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	int64_t delay = fault_get_int("osd_map_delay_ms", 0);
+
+	(void)c;
+	if (delay > 0 && delay < 600000) {
+		struct map_delay *d = malloc(sizeof(*d));
+
+		if (d) {
+			d->osd = osd;
+			d->m = m;
+			if (msgr_timer(osd->msgr, (uint32_t)delay, map_delayed, d))
+				return;
+			free(d);
+		}
+	}
+	map_dispatch_now(osd, m);
+}
+
+static void map_dispatch_now(struct osd *osd, struct msg *m)
 {
 	struct mon_map_msg mm;
 	struct dec d;
@@ -256,7 +294,6 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	bool gap = false;
 	int r;
 
-	(void)c;
 	dec_init(&d, m->front, m->front_len);
 	r = mon_map_msg_decode(&d, &mm);
 	msg_free(m);
