@@ -723,6 +723,7 @@ static void osd_free_state(struct osd *osd)
 			msg_conn_put(osd->peers[i].conn);
 	free(osd->peers);
 	osd_mapwait_free(osd);
+	osd_map_delays_free();
 	monc_destroy(osd->monc);
 	osd->monc = NULL;
 	osd_pgs_free(osd);

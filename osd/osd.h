@@ -195,6 +195,9 @@ int osd_monmap_file_decode(const void *buf, size_t n, struct monmap_msg *mm);
 int osd_map_load(struct osd *osd);		/* DIR/osdmap at startup */
 void osd_map_subscribe(struct osd *osd);
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+/* Frees the map messages the osd_map_delay_ms fault still holds (exit,
+ * after the messenger is gone). */
+void osd_map_delays_free(void);
 /* The map of epoch e if still held, else NULL. */
 const struct osdmap *osd_map_at(const struct osd *osd, uint64_t e);
 

@@ -255,16 +255,32 @@ static void map_dispatch_now(struct osd *osd, struct msg *m);
  * every map message this long before it is applied, so that clients see
  * epochs this OSD does not have yet.  Same delay for all: order kept. */
 struct map_delay {
+	struct map_delay *next, **prev;	/* delays: freed at exit if still held */
 	struct osd *osd;
 	struct msg *m;
 };
+static struct map_delay *delays;	/* loop thread */
 
 static void map_delayed(void *arg)
 {
 	struct map_delay *d = arg;
 
+	*d->prev = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
 	map_dispatch_now(d->osd, d->m);
 	free(d);
+}
+
+void osd_map_delays_free(void)
+{
+	while (delays) {
+		struct map_delay *d = delays;
+
+		delays = d->next;
+		msg_free(d->m);
+		free(d);
+	}
 }
 
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
@@ -278,8 +294,14 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		if (d) {
 			d->osd = osd;
 			d->m = m;
-			if (msgr_timer(osd->msgr, (uint32_t)delay, map_delayed, d))
+			if (msgr_timer(osd->msgr, (uint32_t)delay, map_delayed, d)) {
+				d->next = delays;
+				d->prev = &delays;
+				if (delays)
+					delays->prev = &d->next;
+				delays = d;
 				return;
+			}
 			free(d);
 		}
 	}
