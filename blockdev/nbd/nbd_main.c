@@ -54,6 +54,8 @@ static void usage(FILE *f)
 "  --log FILE         log there instead of stderr\n"
 "  --log-level LEVEL  error, warn, info (default), debug\n"
 "  -h, --help         this text\n"
+"Limits, in [nbd] of atoll.conf (doc/limits.md): nbd_max_connections (256),\n"
+"nbd_max_bytes_in_flight (128M, all connections), nbd_conn_max_bytes (64M).\n"
 "Example:\n"
 "  atoll image create disk1 10G && atoll-nbd --pool default &\n"
 "  nbdinfo nbd://127.0.0.1:10809/disk1\n"
