@@ -715,7 +715,7 @@ void osd_pg_scan_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	r = osd_pg_scan_decode(&d, &q);
 	if (!r && q.kind != PGS_SCAN)
 		r = -EBADMSG;
-	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, "backfill", "PG scan", 0)) {
+	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, q.pool, q.pg, "backfill", "PG scan", 0)) {
 		osd_pg_scan_clear(&q);
 		return;
 	}

@@ -521,7 +521,7 @@ void objcopy_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	decoded = !r;
 	if (!r && p.kind == PGP_PULL_REPLY)
 		r = -EBADMSG;
-	if (!osd_peermsg_admit(osd, c, m, r, p.epoch, "recovery", "recovery push", MT_PG_PUSH)) {
+	if (!osd_peermsg_admit(osd, c, m, r, p.epoch, p.pool, p.pg, "recovery", "recovery push", MT_PG_PUSH)) {
 		if (decoded)
 			osd_pg_push_clear(&p);
 		return;

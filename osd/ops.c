@@ -155,7 +155,7 @@ static void op_reply(struct osd_op *op, int result, uint64_t epoch)
 }
 
 /* A reply that needs no op (decode errors, refusals before an op exists). */
-static void reply_bare(struct osd *osd, struct msg_conn *c, struct msg *req,
+void osd_op_reply_bare(struct osd *osd, struct msg_conn *c, struct msg *req,
 		       const struct osd_reqid *reqid, int result)
 {
 	struct osd_op_reply rep = {
@@ -1220,8 +1220,24 @@ void pg_kick_ops(struct pg *pg)
 	*btail = pg->waiting;
 	pg->waiting = blocked;
 	pg->waiting_tail = &pg->waiting;
-	while (*pg->waiting_tail)
+	pg->nwaiting = 0;
+	while (*pg->waiting_tail) {
 		pg->waiting_tail = &(*pg->waiting_tail)->next;
+		pg->nwaiting++;
+	}
+}
+
+void pg_note_waiting_full(struct pg *pg, const struct msg_conn *c)
+{
+	uint64_t now = mono_now_ms();
+
+	pg->waiting_refused++;
+	if (pg->waiting_refused_ms && now - pg->waiting_refused_ms < 10000)
+		return;
+	log_warn("ops", "pg %u.%x: %u ops wait already; refusing more with -EAGAIN (last from "
+		 "%s; %llu so far; the limit is osd_pg_max_waiting_ops)", pg->pool, pg->pgid,
+		 pg->nwaiting, msg_conn_addr(c), (unsigned long long)pg->waiting_refused);
+	pg->waiting_refused_ms = now;
 }
 
 void pg_abort_ops(struct pg *pg)
@@ -1248,6 +1264,7 @@ void pg_abort_ops(struct pg *pg)
 		osd_op_put(op);
 	}
 	pg->waiting_tail = &pg->waiting;
+	pg->nwaiting = 0;
 }
 
 /* ---- dispatch -------------------------------------------------------------- */
@@ -1271,58 +1288,70 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	r = osd_op_req_decode(&d, m->data, m->data_len, &req);
 	if (r) {
 		log_warn("ops", "malformed op from %s: %s", msg_conn_addr(c), strerror(-r));
-		reply_bare(osd, c, m, NULL, r == -E2BIG ? -E2BIG : -EINVAL);
+		osd_op_reply_bare(osd, c, m, NULL, r == -E2BIG ? -E2BIG : -EINVAL);
 		goto out_free;
 	}
 	if (!osd->map || req.epoch > osd->map->epoch) {
+		struct osd_reqid reqid = req.reqid;
+		struct osd_mapwait_key k = { .epoch = req.epoch, .pool = req.pool, .pg = req.pg,
+					     .is_op = true, .reqid = &reqid,
+					     .reply_type = MT_OSD_OP };
+
 		osd_op_req_clear(&req);
-		osd_map_wait(osd, req.epoch, c, m);
+		osd_map_wait(osd, &k, c, m);
 		return;
 	}
 	if (req.epoch < osd->map->epoch || !osd_is_up(osd)) {
-		reply_bare(osd, c, m, &req.reqid, -ESTALE);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ESTALE);
 		goto out_free;
 	}
 	if (osdmap_blocklisted(osd->map, req.reqid.client, (uint64_t)time(NULL) * 1000)) {
-		reply_bare(osd, c, m, &req.reqid, -EPERM);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EPERM);
 		goto out_free;
 	}
 	pool = osdmap_pool(osd->map, req.pool);
 	if (!pool) {
-		reply_bare(osd, c, m, &req.reqid, -ENOENT);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ENOENT);
 		goto out_free;
 	}
 	if (req.nops == 0 || req.nops > PROTO_OPS_MAX) {
-		reply_bare(osd, c, m, &req.reqid, -EINVAL);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 		goto out_free;
 	}
 	if (!op_is_pg_level(&req)) {
 		if (req.oid_len == 0 || memchr(req.oid, 0, req.oid_len) ||
 		    req.oid[0] == PG_RESERVED_PREFIX) {
-			reply_bare(osd, c, m, &req.reqid, -EINVAL);
+			osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 			goto out_free;
 		}
 		if (req.oid_len > STORE_NAME_MAX) {
-			reply_bare(osd, c, m, &req.reqid, -ENAMETOOLONG);
+			osd_op_reply_bare(osd, c, m, &req.reqid, -ENAMETOOLONG);
 			goto out_free;
 		}
 		if (placement_object_pg(pool, req.oid, req.oid_len) != req.pg) {
-			reply_bare(osd, c, m, &req.reqid, -EINVAL);
+			osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 			goto out_free;
 		}
 	} else if (req.pg >= pool->pg_num) {
-		reply_bare(osd, c, m, &req.reqid, -EINVAL);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 		goto out_free;
 	}
 	pg = osd_pg_find(osd, req.pool, req.pg);
 	if (!pg || !pg->is_primary) {
-		reply_bare(osd, c, m, &req.reqid, -ESTALE);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ESTALE);
+		goto out_free;
+	}
+	/* ops wait in the PG for peering, the lease, space or an earlier op
+	 * on the same object: bounded, the client retries -EAGAIN shortly */
+	if (pg->nwaiting >= osd->pg_waiting_max) {
+		pg_note_waiting_full(pg, c);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EAGAIN);
 		goto out_free;
 	}
 
 	op = calloc(1, sizeof(*op));
 	if (!op) {
-		reply_bare(osd, c, m, &req.reqid, -ENOMEM);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ENOMEM);
 		goto out_free;
 	}
 	op->osd = osd;
@@ -1351,6 +1380,7 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	*pg->waiting_tail = op;
 	pg->waiting_tail = &op->next;
+	pg->nwaiting++;
 	pg_kick_ops(pg);
 	return;
 

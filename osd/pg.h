@@ -79,6 +79,9 @@ struct pg {
 	struct osd_op *inflight;
 	struct osd_op *waiting;
 	struct osd_op **waiting_tail;
+	uint32_t nwaiting;		/* on waiting (osd->pg_waiting_max) */
+	uint64_t waiting_refused;	/* ops refused for it, and when last */
+	uint64_t waiting_refused_ms;	/* logged */
 
 	/* recovery (primary): NULL unless members are being brought up to
 	 * date (recovery.c) */
@@ -166,6 +169,8 @@ void pg_fail(struct pg *pg, int r);
 /* ops.c */
 /* Runs the ops of pg that can run (after activation or a completion). */
 void pg_kick_ops(struct pg *pg);
+/* An op was refused: pg->waiting is full (logs, rate-limited). */
+void pg_note_waiting_full(struct pg *pg, const struct msg_conn *c);
 /* The interval ended: every op in flight or waiting gets -ESTALE. */
 void pg_abort_ops(struct pg *pg);
 void osd_op_put(struct osd_op *op);

@@ -204,7 +204,7 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	dec_init(&d, m->front, m->front_len);
 	r = osd_rep_op_decode(&d, m->data, m->data_len, &rep);
-	if (!osd_peermsg_admit(osd, c, m, r, rep.epoch, "rep", "replicated write", MT_REP_OP)) {
+	if (!osd_peermsg_admit(osd, c, m, r, rep.epoch, rep.pool, rep.pg, "rep", "replicated write", MT_REP_OP)) {
 		if (!r)
 			osd_rep_op_clear(&rep);
 		return;

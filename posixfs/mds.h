@@ -110,6 +110,11 @@ struct mds {
 	 * loaded at start: those the reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
+	/* Limits (atoll.conf, doc/limits.md "MDS"): sessions (a new one past
+	 * it is refused MDS_RC_TOO_MANY_SESSIONS) and the files one client
+	 * holds open (an open past it is refused -EMFILE). */
+	uint32_t max_sessions;		/* mds_max_sessions */
+	uint32_t max_open_per_session;	/* mds_session_max_open_files */
 	/* Orphans (no names left) whose removal waits for the reconnect
 	 * window's end: the clients re-count their opens in it
 	 * (doc/fs-design.md, "Open files across a restart").  m->lock. */
@@ -246,6 +251,9 @@ void mds_sess_forget(uint64_t client);
  * re-counted since (mds_sess_reopen with a newer gen) is not counted
  * down.  Returns how many it counted (delta, or 0). */
 int mds_sess_open(uint64_t client, uint64_t ino, int delta, uint64_t gen);
+/* Whether client may open ino once more: 0, or -EMFILE when it holds max
+ * files open already and ino is not one of them (m->lock). */
+int mds_sess_open_check(uint64_t client, uint64_t ino, uint32_t max);
 /* A re-count after a reconnect (gen): client holds ino open count
  * times; the count is raised to that, never lowered.  Returns the change
  * (to add to the inode's opens). */

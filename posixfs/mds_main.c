@@ -950,12 +950,34 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds.cache.max = (uint64_t)cache_mb << 20;
-	uint64_t beacon_ms;
+	uint64_t beacon_ms, pending_max = 0;
 	if (!conf_ms(conf, "mds_beacon_interval_ms", 500, 60000, &beacon_ms))
 		goto out;
 	uint64_t follow_ms;
 	if (!conf_ms(conf, "mds_standby_follow_ms", MDS_STANDBY_FOLLOW_MS, 60000, &follow_ms))
 		goto out;
+	{
+		/* doc/limits.md, "MDS" */
+		int64_t v[2];
+		char lerr[512];
+
+		if (config_get_int(conf, "mds", "mds_max_sessions", 1024, 1, 1 << 24, &v[0],
+				   lerr, sizeof(lerr)) < 0 ||
+		    config_get_int(conf, "mds", "mds_session_max_open_files", 16384, 1, 1 << 24,
+				   &v[1], lerr, sizeof(lerr)) < 0 ||
+		    config_get_size(conf, "mds", "mds_session_max_pending_bytes", 8u << 20,
+				    &pending_max, lerr, sizeof(lerr)) < 0) {
+			fprintf(stderr, "atoll-mds: %s\n", lerr);
+			goto out;
+		}
+		if (pending_max < (1u << 20)) {
+			fprintf(stderr, "atoll-mds: mds_session_max_pending_bytes must be at least "
+				"1M\n");
+			goto out;
+		}
+		mds.max_sessions = (uint32_t)v[0];
+		mds.max_open_per_session = (uint32_t)v[1];
+	}
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.applier.gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
@@ -1057,7 +1079,11 @@ int main(int argc, char **argv)
 	/* Listen first, so that `atoll fs status` answers "replaying" while
 	 * the namespace loads; client requests wait in the queue until the
 	 * worker loop below starts. */
-	struct msgr_config mc = { .size_of = sizeof(mc) };
+	/* a connection's requests not yet handled (their bytes): past
+	 * mds_session_max_pending_bytes the messenger stops reading from it
+	 * until the worker catches up (paused, never refused: a client's
+	 * requests are an ordered sequence) */
+	struct msgr_config mc = { .size_of = sizeof(mc), .inflight_max = pending_max };
 	struct msgr_ops ops = { .dispatch = on_dispatch, .closed = on_closed };
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;

@@ -111,6 +111,11 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return ret;
 	if (mds_cache_dir_find(d, rq->name))
 		return -EEXIST;
+	/* a create that opens: the open-file bound, before anything changes
+	 * (a new inode is none of the client's open files) */
+	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u) &&
+	    (ret = mds_sess_open_check(rq->client, UINT64_MAX, m->max_open_per_session)))
+		return ret;
 	/* A create resent after an MDS restart keeps the number its first
 	 * (early) reply gave: the client names the file's data objects by
 	 * it.  Nobody else can hold it: numbers are handed out only below an
@@ -695,6 +700,9 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			int c = rq->max > INT32_MAX ? INT32_MAX : (int)rq->max;
 			n->opens += mds_sess_reopen(rq->client, rq->ino, c, rq->ogen);
 		} else if (rq->op == MDS_OP_OPEN) {
+			ret = mds_sess_open_check(rq->client, rq->ino, m->max_open_per_session);
+			if (ret)
+				break;	/* mds_session_max_open_files */
 			n->opens += mds_sess_open(rq->client, rq->ino, 1, rq->ogen);
 		}
 		reply_inode(rp, &n->a);

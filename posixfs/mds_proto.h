@@ -264,6 +264,9 @@ struct mds_reply {
  * says which MDS evicted it and why (doc/fs-design.md, "What an evicted
  * client is told"). */
 #define MDS_RC_EVICTED	(-ESHUTDOWN)
+/* The MDS holds mds_max_sessions sessions already: a SESSION (a mount) is
+ * refused with this; the client says so and does not mount. */
+#define MDS_RC_TOO_MANY_SESSIONS	(-EUSERS)
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */
 struct mds_safe {

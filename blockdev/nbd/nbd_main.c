@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "mono.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,7 +42,6 @@
 
 #define NBD_DEFAULT_ADDR "127.0.0.1:10809"
 #define NBD_DEFAULT_POOL "default"
-#define NBD_MAX_CONNS 1024
 #define NBD_STOP_WAIT_S 60
 
 static void usage(FILE *f)
@@ -73,6 +73,8 @@ static void usage(FILE *f)
 "  --log FILE         log there instead of stderr\n"
 "  --log-level LEVEL  error, warn, info (default), debug\n"
 "  -h, --help         this text\n"
+"Limits, in [nbd] of atoll.conf (doc/limits.md): nbd_max_connections (256),\n"
+"nbd_max_bytes_in_flight (128M, all connections), nbd_conn_max_bytes (64M).\n"
 "Example:\n"
 "  atoll image create disk1 10G && atoll-nbd --pool default &\n"
 "  nbdinfo nbd://127.0.0.1:10809/disk1\n"
@@ -146,6 +148,44 @@ static void conn_free(struct nbd_conn *conn)
 	free(conn);
 }
 
+/* The limits in atoll.conf ([nbd], then [global]; doc/limits.md): 0, or
+ * -1 after saying what is wrong. */
+static int read_limits(const char *path, struct nbd_server *srv)
+{
+	struct config *cfg = NULL;
+	uint64_t total, per_conn;
+	int64_t conns;
+	char err[512];
+	int ret;
+
+	ret = config_load(&cfg, path, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		return -1;
+	}
+	if (config_get_int(cfg, "nbd", "nbd_max_connections", NBD_MAX_CONNS, 1, 1 << 20, &conns,
+			   err, sizeof(err)) < 0 ||
+	    config_get_size(cfg, "nbd", "nbd_max_bytes_in_flight", NBD_TOTAL_BUDGET_BYTES, &total,
+			    err, sizeof(err)) < 0 ||
+	    config_get_size(cfg, "nbd", "nbd_conn_max_bytes", NBD_CONN_BUDGET_BYTES, &per_conn,
+			    err, sizeof(err)) < 0) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		config_free(cfg);
+		return -1;
+	}
+	config_free(cfg);
+	if (total < (1u << 20) || per_conn < (1u << 20) || total > SIZE_MAX / 2 ||
+	    per_conn > SIZE_MAX / 2) {
+		fprintf(stderr, "atoll-nbd: nbd_max_bytes_in_flight and nbd_conn_max_bytes must "
+			"be at least 1M\n");
+		return -1;
+	}
+	srv->max_conns = (unsigned)conns;
+	srv->budget_max = (size_t)total;
+	srv->conn_budget_max = (size_t)per_conn;
+	return 0;
+}
+
 static void *conn_main(void *arg)
 {
 	struct nbd_conn *conn = arg;
@@ -209,9 +249,18 @@ static void accept_one(struct nbd_server *srv, int lfd)
 		return;
 	pthread_mutex_lock(&srv->lock);
 	if (srv->nconns >= srv->max_conns) {
+		uint64_t now = mono_now_ms(), n = ++srv->refused_conns;
+		bool say = !srv->refused_logged_ms || now - srv->refused_logged_ms >= 10000;
+
+		if (say)
+			srv->refused_logged_ms = now;
 		pthread_mutex_unlock(&srv->lock);
-		log_warn(NBD_SUBSYS, "refusing a connection: %u connections already",
-			 srv->max_conns);
+		/* closed before the greeting: the client sees the connection
+		 * end (doc/limits.md); one line per 10 s at most */
+		if (say)
+			log_warn(NBD_SUBSYS, "refusing connections: %u connections already "
+				 "(nbd_max_connections); %llu refused so far", srv->max_conns,
+				 (unsigned long long)n);
 		close(fd);
 		return;
 	}
@@ -423,7 +472,9 @@ int main(int argc, char **argv)
 	};
 	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
 	const char *logpath = NULL;
-	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS };
+	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS,
+				  .budget_max = NBD_TOTAL_BUDGET_BYTES,
+				  .conn_budget_max = NBD_CONN_BUDGET_BYTES };
 	struct tls_opts tls = { .verify_peer = -1, .allow_insecure = -1 };
 
 	pthread_rwlock_init(&srv.acl_lock, NULL);
@@ -488,6 +539,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
+	if (read_limits(conf, &srv) < 0)
+		goto out;
 	if (setup_tls(&srv, conf, &tls) != 0)
 		goto out;
 	lfd = listen_on(addr, srv.tls_mode == NBD_TLS_REQUIRE || tls.allow_insecure > 0);
@@ -495,6 +548,8 @@ int main(int argc, char **argv)
 		goto out;
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.cond, NULL);
+	pthread_mutex_init(&srv.budget_lock, NULL);
+	pthread_cond_init(&srv.budget_cond, NULL);
 
 	ret = atoll_cluster_create(&srv.cluster, conf, 0);
 	if (ret) {

@@ -33,10 +33,16 @@
 
 #define NBD_SUBSYS "nbd"
 
-/* Limits (doc/nbd.md; those on what a client sends are in nbd_proto.h).
- * Bytes of request payload (write data and read buffers) one connection
- * may hold at a time, and requests in flight: the reader waits beyond. */
+/* Limits (doc/nbd.md, doc/limits.md; those on what a client sends are in
+ * nbd_proto.h).  Defaults of the atoll.conf keys: bytes of request
+ * payload (write data and read buffers) one connection may hold at a time
+ * (nbd_conn_max_bytes) and all connections together
+ * (nbd_max_bytes_in_flight), and connections (nbd_max_connections); a
+ * reader waits for room, a connection past the count is closed at once.
+ * Requests in flight per connection are fixed. */
 #define NBD_CONN_BUDGET_BYTES	(64u << 20)
+#define NBD_TOTAL_BUDGET_BYTES	(128u << 20)
+#define NBD_MAX_CONNS		256u
 #define NBD_CONN_MAX_INFLIGHT	256
 /* Extents in one block status reply. */
 #define NBD_MAX_EXTENTS		1024
@@ -88,6 +94,15 @@ struct nbd_server {
 	struct nbd_conn *conns;
 	unsigned nconns;
 	unsigned max_conns;
+	uint64_t refused_conns;		/* past max_conns, since start */
+	uint64_t refused_logged_ms;	/* the last log line about them */
+	/* the bytes of requests in flight, all connections together:
+	 * budget_lock, taken inside a connection's qlock, never around it */
+	pthread_mutex_t budget_lock;
+	pthread_cond_t budget_cond;	/* bytes given back */
+	size_t budget_used;
+	size_t budget_max;		/* nbd_max_bytes_in_flight */
+	size_t conn_budget_max;		/* nbd_conn_max_bytes */
 	volatile int stopping;
 	uint64_t next_conn_id;
 	/* TLS (doc/nbd.md, "TLS"); read-only once serving */
@@ -175,6 +190,9 @@ struct nbd_conn {
  * EOF before the first byte is -ENODATA. */
 int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len);
 int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len);
+
+/* nbd_transmit.c: gives bytes back to the server's budget (any thread). */
+void nbd_budget_put(struct nbd_server *srv, size_t bytes);
 
 /* nbd_negotiate.c: runs the negotiation state machine on conn; returns 0
  * when transmission starts (conn->export set), or a negative errno when

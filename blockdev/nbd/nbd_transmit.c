@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *cmd_name(uint16_t type)
@@ -256,6 +257,7 @@ static void reply_gone(struct nbd_conn *conn, struct nbd_req *req, int ret)
 		shutdown(conn->fd, SHUT_RDWR);
 	}
 	conn->budget_used -= req->budget;
+	nbd_budget_put(conn->srv, req->budget);
 	conn->inflight--;
 	if (conn->reader_waits)
 		pthread_cond_signal(&conn->qcond);
@@ -419,16 +421,54 @@ static void *writer_main(void *arg)
 
 /* ---- reading and issuing requests (reader thread) -------------------- */
 
-/* Waits until bytes more fit in the connection's budget, then charges
- * them and counts one more request in flight.  false if the writer gave
- * up on the client meanwhile. */
+void nbd_budget_put(struct nbd_server *srv, size_t bytes)
+{
+	if (!bytes)
+		return;
+	pthread_mutex_lock(&srv->budget_lock);
+	srv->budget_used -= bytes;
+	pthread_cond_broadcast(&srv->budget_cond);
+	pthread_mutex_unlock(&srv->budget_lock);
+}
+
+/* Waits until bytes more fit in the server's budget (all connections),
+ * then charges them.  Alone in flight a request always fits, so one
+ * larger than the budget still runs.  Rechecks conn->dead every second:
+ * false when the client went away meanwhile. */
+static bool server_budget_take(struct nbd_conn *conn, size_t bytes)
+{
+	struct nbd_server *srv = conn->srv;
+	bool ok = true;
+
+	pthread_mutex_lock(&srv->budget_lock);
+	while (srv->budget_used && srv->budget_used + bytes > srv->budget_max) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&srv->budget_cond, &srv->budget_lock, &ts);
+		if (__atomic_load_n(&conn->dead, __ATOMIC_RELAXED) || srv->stopping) {
+			ok = false;
+			break;
+		}
+	}
+	if (ok)
+		srv->budget_used += bytes;
+	pthread_mutex_unlock(&srv->budget_lock);
+	return ok;
+}
+
+/* Waits until bytes more fit in the connection's budget and then in the
+ * server's, charges them to both and counts one more request in flight.
+ * false if the writer gave up on the client meanwhile (nothing charged). */
 static bool budget_take(struct nbd_conn *conn, size_t bytes)
 {
 	bool ok;
 
 	pthread_mutex_lock(&conn->qlock);
 	while (!conn->dead && (conn->inflight >= NBD_CONN_MAX_INFLIGHT ||
-			       conn->budget_used + bytes > NBD_CONN_BUDGET_BYTES)) {
+			       (conn->budget_used &&
+				conn->budget_used + bytes > conn->srv->conn_budget_max))) {
 		conn->reader_waits = true;
 		pthread_cond_wait(&conn->qcond, &conn->qlock);
 		conn->reader_waits = false;
@@ -439,6 +479,15 @@ static bool budget_take(struct nbd_conn *conn, size_t bytes)
 		conn->inflight++;
 	}
 	pthread_mutex_unlock(&conn->qlock);
+	if (ok && bytes && !server_budget_take(conn, bytes)) {
+		pthread_mutex_lock(&conn->qlock);
+		conn->budget_used -= bytes;
+		conn->inflight--;
+		if (conn->reader_done && conn->inflight == 0)
+			pthread_cond_signal(&conn->wcond);
+		pthread_mutex_unlock(&conn->qlock);
+		ok = false;
+	}
 	return ok;
 }
 
@@ -589,6 +638,7 @@ static void reader_loop(struct nbd_conn *conn)
 				req_free(req);
 			pthread_mutex_lock(&conn->qlock);
 			conn->budget_used -= bytes + (bs ? BS_EXT_BYTES : 0);
+			nbd_budget_put(conn->srv, bytes + (bs ? BS_EXT_BYTES : 0));
 			conn->inflight--;
 			pthread_cond_broadcast(&conn->qcond);
 			pthread_mutex_unlock(&conn->qlock);
