@@ -194,9 +194,11 @@ static int mds_commit(struct mon *mon, const struct mds_work *w, uint64_t *epoch
 				.until_ms = wall + MDS_FENCE_SECONDS * 1000ull };
 		r = nbl > OSDMAP_BLOCKLIST_MAX ? -E2BIG : osdmap_inc_set_blocklist(&inc, bl, nbl);
 	}
-	if (r == 0)
+	if (r == 0) {
+		free(bl);	/* the increment holds its own copy */
 		/* the one path of every map change (mapchange.c) */
 		return mon_map_change(mon, &inc, epoch);
+	}
 out:
 	free(bl);
 	osdmap_inc_clear(&inc);
