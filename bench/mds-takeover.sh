@@ -6,8 +6,9 @@
 # Runs tests/ha/mds-failover.sh (a one-OSD cluster, mds.a and mds.b, two
 # mounts writing and renaming; see its header) with the daemons' default
 # mds_beacon_grace (3s) and KILLS kills, and prints each takeover time and
-# their median.  The fencing and hand-started-standby steps of the test
-# run too (they are not timed).
+# their median, and what each new active's replay read at its start (the
+# standby followed the rest of the journal).  The fencing and
+# hand-started-standby steps of the test run too (they are not timed).
 #
 # usage: bench/mds-takeover.sh [KILLS] [BUILD_DIR]
 #   KILLS       kills of the active MDS (default 5)
@@ -28,4 +29,4 @@ HA_MDS_KILLS=$kills HA_MDS_GRACE=${HA_MDS_GRACE:-3s} \
 	"$root/tests/ha/mds-failover.sh" "$build/tools/atoll-cluster" "$build/posixfs/atoll-mds" \
 	"$build/posixfs/atoll-fuse" "$build/tools/atoll" >"$out" 2>&1 ||
 	{ tail -n 40 "$out"; echo "mds-takeover.sh: the run failed" >&2; exit 1; }
-grep -E "^takeover" "$out"
+grep -E "^(takeover|replay of)" "$out"

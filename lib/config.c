@@ -16,6 +16,7 @@
  * by a getter stays valid until that key is set again or the config freed.
  */
 #include "config.h"
+#include "errbuf.h"
 #include "atoll/atoll.h"
 
 #include <ctype.h>
@@ -52,20 +53,6 @@ struct config {
 	size_t n, cap;
 	struct config_section overrides;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- the data ---- */
 
@@ -394,11 +381,11 @@ int config_get_int(const struct config *c, const char *who, const char *key,
 	errno = 0;
 	n = strtoll(v, &end, 10);
 	if (end == v || *end || isspace((unsigned char)*v)) {
-		set_err(err, errlen, "%s: '%s' is not a whole number", loc, v);
+		errbuf_set(err, errlen, "%s: '%s' is not a whole number", loc, v);
 		return -EINVAL;
 	}
 	if (errno == ERANGE || n < min || n > max) {
-		set_err(err, errlen, "%s: '%s' is not between %" PRId64 " and %" PRId64,
+		errbuf_set(err, errlen, "%s: '%s' is not between %" PRId64 " and %" PRId64,
 			loc, v, min, max);
 		return -ERANGE;
 	}
@@ -434,11 +421,11 @@ int config_get_size(const struct config *c, const char *who, const char *key,
 		return 0;
 	r = config_parse_size(v, &n);
 	if (r == -ERANGE) {
-		set_err(err, errlen, "%s: '%s' is too large", loc, v);
+		errbuf_set(err, errlen, "%s: '%s' is too large", loc, v);
 		return r;
 	}
 	if (r < 0) {
-		set_err(err, errlen,
+		errbuf_set(err, errlen,
 			"%s: '%s' is not a size (a whole number with an optional K, M, G or T suffix)",
 			loc, v);
 		return r;
@@ -470,7 +457,7 @@ int config_get_bool(const struct config *c, const char *who, const char *key,
 			return 0;
 		}
 	}
-	set_err(err, errlen,
+	errbuf_set(err, errlen,
 		"%s: '%s' is not a boolean (use true/false, yes/no, on/off or 1/0)", loc, v);
 	return -EINVAL;
 }
@@ -495,11 +482,11 @@ int config_get_duration_ms(const struct config *c, const char *who, const char *
 		return 0;
 	r = parse_with_units(v, duration_units, &n);
 	if (r == -ERANGE) {
-		set_err(err, errlen, "%s: '%s' is too large", loc, v);
+		errbuf_set(err, errlen, "%s: '%s' is too large", loc, v);
 		return r;
 	}
 	if (r < 0) {
-		set_err(err, errlen,
+		errbuf_set(err, errlen,
 			"%s: '%s' is not a duration (a whole number with an optional ms, s, m or h suffix)",
 			loc, v);
 		return r;
@@ -524,11 +511,11 @@ int config_get_double(const struct config *c, const char *who, const char *key,
 	errno = 0;
 	d = strtod(v, &end);
 	if (end == v || *end || isspace((unsigned char)*v) || isnan(d)) {
-		set_err(err, errlen, "%s: '%s' is not a number", loc, v);
+		errbuf_set(err, errlen, "%s: '%s' is not a number", loc, v);
 		return -EINVAL;
 	}
 	if (errno == ERANGE || !(d >= min && d <= max)) {
-		set_err(err, errlen, "%s: '%s' is not between %g and %g", loc, v, min, max);
+		errbuf_set(err, errlen, "%s: '%s' is not between %g and %g", loc, v, min, max);
 		return -ERANGE;
 	}
 	*out = d;
@@ -631,21 +618,21 @@ static int parse_text(struct config **out, const char *what, const char *text,
 	*out = NULL;
 	p.c = config_new();
 	if (!p.c) {
-		set_err(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		return -ENOMEM;
 	}
 	line = ini_parse_stream(read_line, &p, handle_kv, &p);
 	if (p.err == -ENOMEM || line == -2) {
-		set_err(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		goto out_free_config;
 	}
 	/* inih reports the first line it disliked; ours may come earlier. */
 	if (p.err && (line <= 0 || p.errline <= line)) {
-		set_err(err, errlen, "%s line %d: %s", what, p.errline, p.msg);
+		errbuf_set(err, errlen, "%s line %d: %s", what, p.errline, p.msg);
 		goto out_free_config;
 	}
 	if (line != 0) {
-		set_err(err, errlen,
+		errbuf_set(err, errlen,
 			"%s line %d: syntax error; expected '[section]' or 'key = value'",
 			what, line);
 		goto out_free_config;
@@ -674,14 +661,14 @@ static int read_file(const char *path, char **out, size_t *outlen, char *err, si
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		set_err(err, errlen, "cannot read config file '%s': %s", path,
+		errbuf_set(err, errlen, "cannot read config file '%s': %s", path,
 			atoll_strerror(r));
 		return r;
 	}
 	buf = malloc(CONFIG_FILE_MAX + 1);
 	if (!buf) {
 		r = -ENOMEM;
-		set_err(err, errlen, "cannot read config file '%s': %s", path,
+		errbuf_set(err, errlen, "cannot read config file '%s': %s", path,
 			atoll_strerror(r));
 		goto out_close_fd;
 	}
@@ -691,7 +678,7 @@ static int read_file(const char *path, char **out, size_t *outlen, char *err, si
 			continue;
 		if (n < 0) {
 			r = -errno;
-			set_err(err, errlen, "cannot read config file '%s': %s", path,
+			errbuf_set(err, errlen, "cannot read config file '%s': %s", path,
 				atoll_strerror(r));
 			goto out_free_buf;
 		}
@@ -700,7 +687,7 @@ static int read_file(const char *path, char **out, size_t *outlen, char *err, si
 		len += (size_t)n;
 		if (len > CONFIG_FILE_MAX) {
 			r = -EFBIG;
-			set_err(err, errlen,
+			errbuf_set(err, errlen,
 				"config file '%s' is larger than %d bytes; is it the right file?",
 				path, CONFIG_FILE_MAX);
 			goto out_free_buf;
@@ -739,7 +726,7 @@ int config_load(struct config **out, const char *path, char *err, size_t errlen)
 		if (!path) {
 			*out = config_new();
 			if (!*out) {
-				set_err(err, errlen, "config: out of memory");
+				errbuf_set(err, errlen, "config: out of memory");
 				return -ENOMEM;
 			}
 			return 0;
@@ -764,20 +751,20 @@ int config_write(const struct config *c, const char *path, char *err, size_t err
 	int r, fd;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= sizeof(tmp)) {
-		set_err(err, errlen, "cannot write config file '%s': path too long", path);
+		errbuf_set(err, errlen, "cannot write config file '%s': path too long", path);
 		return -ENAMETOOLONG;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		r = -errno;
-		set_err(err, errlen, "cannot write config file '%s': %s", tmp,
+		errbuf_set(err, errlen, "cannot write config file '%s': %s", tmp,
 			atoll_strerror(r));
 		return r;
 	}
 	f = fdopen(fd, "w");
 	if (!f) {
 		r = -errno;
-		set_err(err, errlen, "cannot write config file '%s': %s", tmp,
+		errbuf_set(err, errlen, "cannot write config file '%s': %s", tmp,
 			atoll_strerror(r));
 		close(fd);
 		goto out_unlink_tmp;
@@ -794,20 +781,20 @@ int config_write(const struct config *c, const char *path, char *err, size_t err
 		r = -errno;
 		if (r == 0)
 			r = -EIO;
-		set_err(err, errlen, "cannot write config file '%s': %s", tmp,
+		errbuf_set(err, errlen, "cannot write config file '%s': %s", tmp,
 			atoll_strerror(r));
 		fclose(f);
 		goto out_unlink_tmp;
 	}
 	if (fclose(f) != 0) {
 		r = -errno;
-		set_err(err, errlen, "cannot write config file '%s': %s", tmp,
+		errbuf_set(err, errlen, "cannot write config file '%s': %s", tmp,
 			atoll_strerror(r));
 		goto out_unlink_tmp;
 	}
 	if (rename(tmp, path) != 0) {
 		r = -errno;
-		set_err(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path,
+		errbuf_set(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path,
 			atoll_strerror(r));
 		goto out_unlink_tmp;
 	}

@@ -286,8 +286,59 @@ static int loop_timeout(struct msgr *m)
 	return (int)((when - now + 999999u) / 1000000u);
 }
 
+#define ACCEPT_BACKOFF_MIN_MS	10
+#define ACCEPT_BACKOFF_MAX_MS	1000
+#define ACCEPT_LOG_MS		10000
+
+/* The backoff of a paused listener ran out: it listens again (level
+ * triggered: a waiting connection wakes it at once). */
+static void listener_resume(struct msgr *m, struct mtimer *t)
+{
+	struct msgr_listener *l = container_of(t, struct msgr_listener, timer);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &l->ep };
+
+	if (!l->paused)
+		return;
+	if (epoll_ctl(m->epfd, EPOLL_CTL_MOD, l->fd, &ev) < 0) {
+		log_error("msgr", "cannot watch the listener '%s' again: %s", l->addr,
+			  strerror(errno));
+		return;
+	}
+	l->paused = false;
+}
+
+/* accept() failed for lack of a resource (descriptors, memory): the
+ * connection stays in the backlog, so the level-triggered listener
+ * would wake us at once, forever.  Stop watching it for a while
+ * (doubling up to a second while it keeps failing), and say so at most
+ * once per interval. */
+static void listener_pause(struct msgr *m, struct msgr_listener *l, int err)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &l->ep };
+	uint32_t dropped;
+
+	l->backoff_ms = l->backoff_ms ? l->backoff_ms * 2 : ACCEPT_BACKOFF_MIN_MS;
+	if (l->backoff_ms > ACCEPT_BACKOFF_MAX_MS)
+		l->backoff_ms = ACCEPT_BACKOFF_MAX_MS;
+	if (msgr__ratelog(&m->log_accept, ACCEPT_LOG_MS, &dropped))
+		log_warn("msgr", "cannot accept connections on '%s': %s; not accepting for "
+			 "%u ms (%u more failures since the last line); raise the limit of open "
+			 "files (ulimit -n) or lower ms_max_conns", l->addr, strerror(err),
+			 l->backoff_ms, dropped);
+	if (epoll_ctl(m->epfd, EPOLL_CTL_MOD, l->fd, &ev) < 0 ||
+	    msgr__arm(m, &l->timer, mono_now_ns() + (uint64_t)l->backoff_ms * 1000000u) < 0) {
+		log_error("msgr", "cannot pause the listener '%s'", l->addr);
+		ev.events = EPOLLIN;
+		epoll_ctl(m->epfd, EPOLL_CTL_MOD, l->fd, &ev);
+		return;
+	}
+	l->paused = true;
+}
+
 static void loop_accept(struct msgr *m, struct msgr_listener *l)
 {
+	if (l->paused)
+		return;
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
@@ -296,12 +347,21 @@ static void loop_accept(struct msgr *m, struct msgr_listener *l)
 		fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			int err = errno;
+
+			if (err == EINTR || err == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN)
-				log_warn("msgr", "cannot accept a connection: %s", strerror(errno));
+			if (err == EAGAIN)
+				return;
+			if (err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS) {
+				listener_pause(m, l, err);
+				return;
+			}
+			log_warn("msgr", "cannot accept a connection on '%s': %s", l->addr,
+				 strerror(err));
 			return;
 		}
+		l->backoff_ms = 0;
 		msg_conn__accepted(m, fd, (struct sockaddr *)&ss, len);
 	}
 }
@@ -455,6 +515,22 @@ int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
 		m->cfg.keepalive_timeout_ms = 10000;
 	if (m->cfg.keepalive_timeout_ms < 2 * m->cfg.keepalive_ms)
 		m->cfg.keepalive_timeout_ms = 2 * m->cfg.keepalive_ms;
+#define DEFAULT(field, value) do { if (!m->cfg.field) m->cfg.field = (value); } while (0)
+	DEFAULT(conn_frames_max, MSG_DEFAULT_CONN_FRAMES_MAX);
+	DEFAULT(client_bytes_max, MSG_DEFAULT_POOL_BYTES);
+	DEFAULT(client_frames_max, MSG_DEFAULT_POOL_FRAMES);
+	DEFAULT(peer_bytes_max, MSG_DEFAULT_POOL_BYTES);
+	DEFAULT(peer_frames_max, MSG_DEFAULT_POOL_FRAMES);
+	DEFAULT(conns_max, MSG_DEFAULT_CONNS_MAX);
+	DEFAULT(conns_per_addr, MSG_DEFAULT_CONNS_PER_ADDR);
+	DEFAULT(peer_reserved, MSG_DEFAULT_PEER_RESERVED);
+	DEFAULT(handshakes_max, MSG_DEFAULT_HANDSHAKES_MAX);
+	DEFAULT(handshakes_per_addr, MSG_DEFAULT_HANDSHAKES_PER_ADDR);
+	DEFAULT(handshake_rcvbuf, MSG_DEFAULT_HS_RCVBUF);
+	DEFAULT(frame_timeout_ms, MSG_DEFAULT_FRAME_TIMEOUT_MS);
+#undef DEFAULT
+	if (m->cfg.peer_reserved > m->cfg.conns_max)
+		m->cfg.peer_reserved = m->cfg.conns_max;
 	tnode_init(&m->ka_timer.n);
 	m->ka_timer.fire = keepalive_tick;
 	if (ops)
@@ -472,6 +548,11 @@ int msgr_create(const struct msgr_config *cfg, const struct msgr_ops *ops,
 		goto out_free_m;
 	if (idtab_init(&m->ptimers) < 0)
 		goto out_free_calls;
+	if (idtab_init(&m->slots.addrs) < 0)
+		goto out_free_ptimers;
+	m->budget = msg_budget__new(&m->cfg);
+	if (!m->budget)
+		goto out_free_ptimers;
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (m->epfd < 0) {
 		r = -errno;
@@ -496,6 +577,8 @@ out_close_wakefd:
 out_close_epfd:
 	close(m->epfd);
 out_free_ptimers:
+	msg_budget__put(m->budget);
+	idtab_free(&m->slots.addrs);
 	idtab_free(&m->ptimers);
 out_free_calls:
 	idtab_free(&m->calls);
@@ -504,6 +587,21 @@ out_free_m:
 	pthread_mutex_destroy(&m->tlock);
 	free(m);
 	return r;
+}
+
+/* The receive buffer a TCP socket starts with (tcp_rmem's default),
+ * which an accepted connection gets back at its hello. */
+static int tcp_rmem_default(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_rmem", "re");
+	int lo, def = 131072;
+
+	if (f) {
+		if (fscanf(f, "%d %d", &lo, &def) != 2 || def <= 0)
+			def = 131072;
+		fclose(f);
+	}
+	return def;
 }
 
 int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen)
@@ -517,10 +615,15 @@ int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen)
 	r = msgr__resolve(addr, &ss, &len);
 	if (r < 0)
 		return r;
+	if (!m->rcvbuf_default)
+		m->rcvbuf_default = tcp_rmem_default();
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
 	l->ep.kind = EP_LISTEN;
+	l->msgr = m;
+	tnode_init(&l->timer.n);
+	l->timer.fire = listener_resume;
 	l->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
 		r = -errno;
@@ -546,8 +649,9 @@ int msgr_listen(struct msgr *m, const char *addr, char *bound, size_t boundlen)
 		r = -errno;
 		goto out_close_fd;
 	}
+	msgr__format_addr((struct sockaddr *)&ss, l->addr, sizeof(l->addr));
 	if (bound)
-		msgr__format_addr((struct sockaddr *)&ss, bound, boundlen);
+		snprintf(bound, boundlen, "%s", l->addr);
 	pthread_mutex_lock(&m->lock);
 	l->next = m->listeners;
 	m->listeners = l;
@@ -597,9 +701,12 @@ void msgr_destroy(struct msgr *m)
 	}
 	while ((l = m->listeners)) {
 		m->listeners = l->next;
+		msgr__disarm(m, &l->timer);
 		close(l->fd);
 		free(l);
 	}
+	msg_admit__free(m);
+	msg_budget__put(m->budget);
 	/* Timers that never ran: only msgr_timer()s are left (connections
 	 * and calls disarmed theirs as they closed). */
 	theap_free(&m->timers);

@@ -97,13 +97,10 @@ void msg_free(struct msg *m)
 		return;
 	c = m->conn;
 	if (c) {
-		uint64_t left = atomic_fetch_sub(&c->inflight, m->charged) - m->charged;
-
-		/* Pairs with the loop's store of rx_paused then load of
-		 * inflight (msg_rx.c, conn_rx_budget): one of the two sides sees
-		 * the other, so a paused reader is always resumed. */
-		if (m->charged && left <= c->inflight_max && atomic_load(&c->rx_paused))
-			msgr__kick(c, KICK_RESUME);
+		/* its receive budget (msg_budget.c) goes back, and a reader
+		 * paused for it resumes */
+		if (m->charged)
+			msg_budget__release(c, m);
 		msg_conn__drop(c);
 	}
 	msg_release_data(m);

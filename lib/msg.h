@@ -32,11 +32,16 @@
  * minutes to notice a peer behind a partition, and then more to
  * retransmit once the path is back; this bounds both (doc/messenger.md).
  *
- * Flow control: the bytes of received messages that the upper layer has
- * not yet freed (msg_free) are counted per connection; while they exceed
- * inflight_max the loop stops reading from that connection, so a fast
- * sender is slowed to what the receiver can take.  Sending never blocks:
- * callers that produce load (the client library) throttle themselves.
+ * Flow control: a received message is charged from its header until the
+ * upper layer frees it (msg_free): the whole frame to its connection
+ * (inflight_max bytes, conn_frames_max messages) and, on an accepted
+ * connection, its memory as it is allocated to the pool of its peer's
+ * class (clients, or cluster peers: mon, osd, mds).  What does not fit
+ * stops the loop reading that connection alone, so a fast sender is
+ * slowed to what the receiver can take and clients never stop peers.  Accepted connections
+ * also take slots (in all, per address, handshaking, reserved for peers;
+ * see struct msgr_config).  Sending never blocks: callers that produce
+ * load (the client library) throttle themselves.
  *
  * Threads: the callbacks of msgr_ops and msg_call replies run on the loop
  * thread and must not block.  msg_send, msg_call, msg_reply, msgr_connect,
@@ -72,6 +77,17 @@
  * most 64 MiB; a frame may be a little bigger for its fields. */
 #define MSG_DEFAULT_FRAME_MAX	((64u << 20) + (1u << 20))
 #define MSG_DEFAULT_INFLIGHT_MAX (256ull << 20)
+/* Server-side limits of accepted connections (doc/limits.md, "Messenger") */
+#define MSG_DEFAULT_CONN_FRAMES_MAX	1024u
+#define MSG_DEFAULT_POOL_BYTES		(64ull << 20)
+#define MSG_DEFAULT_POOL_FRAMES		4096u
+#define MSG_DEFAULT_CONNS_MAX		4096u
+#define MSG_DEFAULT_CONNS_PER_ADDR	256u
+#define MSG_DEFAULT_PEER_RESERVED	256u
+#define MSG_DEFAULT_HANDSHAKES_MAX	1024u
+#define MSG_DEFAULT_HANDSHAKES_PER_ADDR	64u
+#define MSG_DEFAULT_HS_RCVBUF		(16u << 10)
+#define MSG_DEFAULT_FRAME_TIMEOUT_MS	60000u
 
 enum msg_entity {
 	MSG_ENTITY_NONE = 0,
@@ -116,6 +132,9 @@ struct msg {
 	void (*data_free)(void *arg);
 	void *data_free_arg;
 	uint64_t charged;	/* bytes counted against conn's inflight */
+	uint8_t cls;		/* the receive pool charged (msg_budget.c) */
+	bool delivered;		/* handed to the upper layer */
+	uint64_t pcharged;	/* bytes counted against the pool */
 	struct msg *q_next, *q_prev;	/* the messenger's send queue */
 	struct msgr_call *call;		/* msg_call's record until sent */
 	bool call_direct;		/* a call written by its caller: its
@@ -173,6 +192,41 @@ struct msgr_config {
 	 * msg_conn_peer() is the proved identity.  The caller's; it must
 	 * outlive the messenger. */
 	struct msg_auth *auth;
+	/*
+	 * Limits of what peers may make us hold (server side).  0 = the
+	 * MSG_DEFAULT_* above; msgr_config_read() (msg_config.h) fills them
+	 * from atoll.conf.  Received messages are charged from their
+	 * header until msg_free(): per connection, the whole frame
+	 * (inflight_max bytes, conn_frames_max messages, every
+	 * connection) and, for accepted connections, to the pool of the
+	 * peer's class (cluster peers: mon, osd, mds; clients: anything
+	 * else) a message and the memory allocated as the bytes arrive.
+	 * What does not fit pauses reading that connection (not the
+	 * others) until enough is freed; one frame at a time may pass a
+	 * pool's bytes while the pool holds no delivered message.
+	 */
+	uint32_t conn_frames_max;
+	uint64_t client_bytes_max;
+	uint32_t client_frames_max;
+	uint64_t peer_bytes_max;
+	uint32_t peer_frames_max;
+	/* Accepted connections: at most conns_max in all, of which
+	 * peer_reserved only cluster peers may take; at most
+	 * conns_per_addr clients from one address; at most handshakes_max
+	 * waiting for their hello (the oldest is closed for a new one) and
+	 * handshakes_per_addr from one address.  Refused connections are
+	 * closed at once. */
+	uint32_t conns_max;
+	uint32_t conns_per_addr;
+	uint32_t peer_reserved;
+	uint32_t handshakes_max;
+	uint32_t handshakes_per_addr;
+	/* SO_RCVBUF of an accepted socket until its hello (then the
+	 * kernel's own sizing again); UINT32_MAX = leave it alone */
+	uint32_t handshake_rcvbuf;
+	/* An accepted connection must receive a frame whole within this
+	 * of its header (a slow trickle holds its budget no longer) */
+	uint32_t frame_timeout_ms;
 };
 
 struct msgr_ops {

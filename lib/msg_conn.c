@@ -55,12 +55,14 @@ struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled)
 	atomic_init(&c->epoch, 0);
 	atomic_init(&c->ordered, false);
 	atomic_init(&c->inflight, 0);
+	atomic_init(&c->rx_frames, 0);
 	atomic_init(&c->rx_paused, false);
 	atomic_init(&c->queued, 0);
 	atomic_init(&c->calls_out, 0);
 	c->dialled = dialled;
 	c->frame_max = m->cfg.frame_max;
 	c->inflight_max = m->cfg.inflight_max;
+	c->frames_max = m->cfg.conn_frames_max;
 	pthread_mutex_init(&c->plock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
 	c->outq_tailp = &c->outq_head;
@@ -90,6 +92,7 @@ static void conn_free(struct msg_conn *c)
 	free(c->rbuf);
 	free(c->hs_buf);
 	msg_auth__conn_free(c);
+	msg_budget__put(c->budget);
 	pthread_mutex_destroy(&c->plock);
 	pthread_mutex_destroy(&c->wlock);
 	free(c);
@@ -453,6 +456,8 @@ void msg_conn__close(struct msg_conn *c, int err, int call_err)
 	conn_drop_socket(c);
 	msgr__disarm(mr, &c->redial_timer);
 	c->state = CS_CLOSED;
+	msg_budget__forget(c);		/* no longer waits for a pool */
+	msg_admit__closed(c);		/* its slot is free */
 	log_debug("msgr", "connection '%s' closed for good (%s)", c->addr, strerror(-err));
 
 	struct msgr_call *calls = conn_detach_calls(c, true);
@@ -842,6 +847,16 @@ void msg_conn__keepalive(struct msg_conn *c, uint64_t now)
 	/* while we do not read from it, its silence is ours */
 	if (atomic_load(&c->rx_paused))
 		c->last_rx_ns = now;
+	/* a frame trickling in holds its budget no longer than this */
+	if (!c->dialled && c->rx_stage != RX_HDR && !atomic_load(&c->rx_paused) &&
+	    now - c->rx_start_ns > (uint64_t)mr->cfg.frame_timeout_ms * 1000000u) {
+		log_warn("msgr", "closing connection '%s': a frame of %llu bytes is not whole "
+			 "%u ms after its header (ms_frame_timeout)", c->addr,
+			 (unsigned long long)c->rx_hdr.front_len + c->rx_hdr.data_len,
+			 mr->cfg.frame_timeout_ms);
+		msg_conn__fail(c, -ETIMEDOUT);
+		return;
+	}
 	if (now - c->last_rx_ns > timeout) {
 		log_warn("msgr", "connection '%s': nothing received for %llu ms; taking it as "
 			 "broken%s", c->addr, (unsigned long long)(now - c->last_rx_ns) / 1000000u,
@@ -932,7 +947,7 @@ void msg_conn__kicked(struct msg_conn *c, unsigned int flags)
 	}
 	if ((flags & KICK_DIAL) && c->state == CS_NEW)
 		msg_conn__dial(c);
-	if ((flags & KICK_RESUME) && c->fd >= 0 &&
+	if ((flags & (KICK_RESUME | KICK_POOL)) && c->fd >= 0 &&
 	    (c->state == CS_OPEN || c->state == CS_HANDSHAKE))
 		msg_conn__resume(c);
 }

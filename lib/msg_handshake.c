@@ -90,8 +90,8 @@ void msg_conn__hs_timeout(struct msgr *mr, struct mtimer *t)
 		log_info("msgr", "cannot connect to '%s': no handshake within %u ms",
 			 c->addr, mr->cfg.handshake_timeout_ms);
 	else
-		log_warn("msgr", "closing connection '%s': no hello within %u ms",
-			 c->addr, mr->cfg.handshake_timeout_ms);
+		msgr__peer_warn(c, "closing connection '%s': no hello within %u ms",
+				c->addr, mr->cfg.handshake_timeout_ms);
 	msg_conn__fail(c, -ETIMEDOUT);
 }
 
@@ -101,6 +101,35 @@ static int conn_arm_handshake(struct msg_conn *c)
 
 	return msgr__arm(mr, &c->hs_timer, mono_now_ns() +
 			 (uint64_t)mr->cfg.handshake_timeout_ms * 1000000u);
+}
+
+/* An accepted connection named its peer: a client or peer slot
+ * (msg_admit.c), a full-size receive buffer and the kernel's own
+ * receive buffer sizing again. */
+static int conn_admit_hello(struct msg_conn *c)
+{
+	int r = msg_admit__hello(c), zero = 0, size = c->msgr->rcvbuf_default / 2;
+	uint8_t *rbuf;
+
+	if (r < 0)
+		return r;
+	if (c->rbuf_size < MSG_RBUF_SIZE) {
+		rbuf = realloc(c->rbuf, MSG_RBUF_SIZE);
+		if (!rbuf)
+			return -ENOMEM;
+		c->rbuf = rbuf;
+		c->rbuf_size = MSG_RBUF_SIZE;
+	}
+	/* The size a new socket has (the kernel doubles what it is given),
+	 * then SO_BUF_LOCK 0: the kernel's autotuning again (Linux 5.14);
+	 * failing that, a fixed buffer of the default size stays, which is
+	 * slower for big transfers but correct. */
+	if (c->msgr->cfg.handshake_rcvbuf != UINT32_MAX &&
+	    (setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) < 0 ||
+	     setsockopt(c->fd, SOL_SOCKET, SO_BUF_LOCK, &zero, sizeof(zero)) < 0))
+		log_debug("msgr", "connection '%s': cannot unlock its receive buffer: %s",
+			  c->addr, strerror(errno));
+	return 0;
 }
 
 /* The peer's hello arrived (msg is ours to free).  False when c failed. */
@@ -141,7 +170,11 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 	if (mr->cfg.auth) {
 		/* msg_auth.c: the acceptor answers with its challenge, the
 		 * dialler with its proof; the connection opens on the
-		 * MSG_T_AUTH frames (msg_conn__rx_auth) */
+		 * MSG_T_AUTH frames (msg_conn__rx_auth), with the proved
+		 * identity.  Admission (msg_admit.c) goes by the declared
+		 * one meanwhile: msg_auth.c refuses a proof of another class
+		 * than the hello declared, so the class it was admitted in
+		 * is the one it proves, or it closes. */
 		if (!c->dialled && msg_auth__hello_done(c)) {
 			log_warn("msgr", "closing connection '%s': a second hello", c->addr);
 			r = -EPROTO;
@@ -149,8 +182,14 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 			r = msg_auth__rx_hello(c, &h, msg->front, msg->front_len);
 		}
 		msg_free(msg);	/* h.auth pointed into it */
-		if (!r && !c->dialled)
-			r = conn_make_hello(c);
+		if (!r && !c->dialled) {
+			pthread_mutex_lock(&c->plock);
+			c->peer = h.who;	/* declared, until msg_conn__open */
+			pthread_mutex_unlock(&c->plock);
+			r = conn_admit_hello(c);
+			if (!r)
+				r = conn_make_hello(c);
+		}
 		if (r < 0) {
 			msg_conn__fail(c, r == -ENOMEM || r == -EIO ? r : -EACCES);
 			return false;
@@ -158,7 +197,15 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 		msg_conn__flush(c);
 		return c->state == CS_HANDSHAKE && !atomic_load(&c->dead);
 	}
+	pthread_mutex_lock(&c->plock);
+	c->peer = h.who;
+	c->peer_features = h.features;
+	pthread_mutex_unlock(&c->plock);
 	msg_free(msg);	/* h.auth pointed into it; ignored with auth = none */
+	if (!c->dialled && (r = conn_admit_hello(c)) < 0) {
+		msg_conn__fail(c, r);
+		return false;
+	}
 
 	if (!c->dialled && conn_make_hello(c) < 0) {
 		log_error("msgr", "closing connection '%s': out of memory", c->addr);
@@ -209,6 +256,7 @@ void msg_conn__dial(struct msg_conn *c)
 	int fd, r, err;
 
 	if (!c->rbuf) {
+		c->rbuf_size = MSG_RBUF_SIZE;
 		c->rbuf = malloc(MSG_RBUF_SIZE);
 		if (!c->rbuf) {
 			c->state = CS_CONNECTING;
@@ -266,15 +314,29 @@ void msg_conn__accepted(struct msgr *mr, int fd, const struct sockaddr *sa,
 			socklen_t salen)
 {
 	struct msg_conn *c = msg_conn__alloc(mr, false);
-	int err = -ENOMEM;
+	int err = -ENOMEM, rcvbuf = (int)mr->cfg.handshake_rcvbuf;
 
-	if (!c || !(c->rbuf = malloc(MSG_RBUF_SIZE)))
+	if (!c)
 		goto out_drop_c;
 	if ((size_t)salen > sizeof(c->sa))
 		salen = sizeof(c->sa);
 	memcpy(&c->sa, sa, salen);
 	c->salen = salen;
 	msgr__format_addr(sa, c->addr, sizeof(c->addr));
+	/* a slot (msg_admit.c), or the connection goes at once */
+	err = msg_admit__accept(mr, c);
+	if (err)
+		goto out_refused;
+	/* until its hello, a stranger gets a small receive buffer, ours and
+	 * the kernel's */
+	err = -ENOMEM;
+	c->rbuf_size = MSG_RBUF_HS_SIZE;
+	if (!(c->rbuf = malloc(c->rbuf_size)))
+		goto out_drop_c;
+	if (mr->cfg.handshake_rcvbuf != UINT32_MAX)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	atomic_fetch_add(&mr->budget->ref, 1);
+	c->budget = mr->budget;
 	err = msg_conn__attach_fd(c, fd);
 	if (err)
 		goto out_drop_c;
@@ -292,8 +354,10 @@ void msg_conn__accepted(struct msgr *mr, int fd, const struct sockaddr *sa,
 
 out_drop_c:
 	log_error("msgr", "cannot accept a connection: %s", strerror(-err));
+out_refused:
 	close(fd);		/* also leaves the epoll set */
 	if (c) {
+		msg_admit__closed(c);
 		c->fd = -1;
 		msg_conn__drop(c);
 	}

@@ -8,13 +8,17 @@
  * its say-so, and it grows with every limit put on that.
  *
  * Receiving: small frames are read many at a time into rbuf and parsed
- * from there; once a frame's header is in, its front and data get their
- * own buffers (data is one malloc of data_len that the upper layer may
- * keep), and the rest of a big payload is read straight into them with
- * readv() (the tail of the iovec still catches whatever follows into
- * rbuf).  Before each new frame the connection's unfreed received bytes
- * are compared with inflight_max: above it, reading pauses (EPOLLIN off)
- * until msg_free() kicks us, so at most inflight_max + one frame is held.
+ * from there; once a frame's header is in and its budget admits it
+ * (msg_budget.c: otherwise reading pauses, EPOLLIN off, until msg_free()
+ * gives enough back), its front and data get their own buffers (data is
+ * one malloc that the upper layer may keep), and the rest of a big
+ * payload is read straight into them with readv() (the tail of the iovec
+ * still catches whatever follows into rbuf).  The buffers grow as the
+ * bytes arrive (rx_grow: 1 MiB, then four times more each time, up to
+ * the frame's length, each step charged to the pool and waited for when
+ * it does not fit), so that a header announcing 64 MiB that never come
+ * costs a message of the budget and little memory: at most the larger
+ * of 1 MiB and four times what arrived.
  *
  * Replies of msg_call_rx are received into the caller's buffer, leased
  * at the header (rx_lease_begin) and given back when the frame ends, is
@@ -40,6 +44,8 @@
 #define RX_READS_MAX	16	/* reads per readable event, for fairness */
 #define MSG_DATA_ALIGN	4096u	/* received data of whole 4 KiB blocks is aligned */
 #define MSG_CRC_SPLIT_MIN (64u * 1024)	/* data this big gets its own crc */
+#define RX_ALLOC_FIRST	(1u << 20)	/* a payload's first buffer, at most */
+#define RX_ALLOC_GROWTH	4		/* then it grows this many times */
 
 /* ---- reply data in the caller's buffer (msg_call_rx) ---- */
 
@@ -92,6 +98,7 @@ void msg_conn_rx_revoke(struct msg_conn *c)
 	if (copy) {
 		memcpy(copy, m->data, got);
 		m->data_free = NULL;
+		c->rx_dcap = m->data_len;
 	} else {
 		/* the frame cannot be finished: the next read fails c */
 		log_error("msgr", "connection '%s' fails: cannot allocate %u bytes", c->addr,
@@ -104,53 +111,97 @@ void msg_conn_rx_revoke(struct msg_conn *c)
 
 /* ---- reading ---- */
 
-/* Before each frame: pause reading above inflight_max.  The store of
- * rx_paused then load of inflight pairs with msg_free's update of
- * inflight then load of rx_paused (both sequentially consistent): either
- * msg_free sees the pause and kicks, or we see its update here. */
-static bool conn_rx_budget(struct msg_conn *c)
-{
-	if (atomic_load(&c->inflight) <= c->inflight_max)
-		return true;
-	atomic_store(&c->rx_paused, true);
-	if (atomic_load(&c->inflight) <= c->inflight_max) {
-		atomic_store(&c->rx_paused, false);
-		return true;
-	}
-	msg_conn__update_events(c);
-	return false;
-}
-
 void msg_conn__resume(struct msg_conn *c)
 {
-	if (!atomic_load(&c->rx_paused) || atomic_load(&c->inflight) > c->inflight_max)
+	if (!atomic_load(&c->rx_paused))
 		return;
+	/* the frame that paused c tries its budget again (conn_rx_header) */
 	atomic_store(&c->rx_paused, false);
 	msg_conn__update_events(c);
 	msg_conn__readable(c);
 }
 
-/* Where the body's next bytes go: the rest of the front or of the data. */
-
+/* Where the body's next bytes go: the rest of the front or of the data,
+ * as far as its buffer goes (rx_grow makes room first). */
 static uint8_t *rx_target(struct msg_conn *c, size_t *len)
 {
 	struct msg *m = c->rx_msg;
 
 	if (c->rx_got < m->front_len) {
-		*len = m->front_len - c->rx_got;
+		*len = c->rx_fcap - c->rx_got;
 		return (uint8_t *)m->front + c->rx_got;
 	}
-	*len = m->front_len + (size_t)m->data_len - c->rx_got;
+	*len = c->rx_dcap - (c->rx_got - m->front_len);
 	return (uint8_t *)m->data + (c->rx_got - m->front_len);
 }
 
-/* k more body bytes: copied from src, or (src NULL) already read into
- * rx_target() by readv. */
-static void rx_fill(struct msg_conn *c, const uint8_t *src, size_t k)
+enum rx_room {
+	RX_ROOM,	/* the next byte has a place */
+	RX_WAIT,	/* the pool has no room for more: c paused */
+	RX_NOMEM,	/* c must fail */
+};
+
+/* Makes room in rx_msg's front or data for the next body byte: the
+ * buffers grow as bytes arrive (RX_ALLOC_FIRST, then RX_ALLOC_GROWTH
+ * times more, up to the length announced), each step charged to the
+ * pool (msg_budget__grow), keeping data of whole 4 KiB blocks aligned. */
+static enum rx_room rx_grow(struct msg_conn *c)
 {
+	struct msg *m = c->rx_msg;
+	bool front = c->rx_got < m->front_len;
+	uint32_t len = front ? m->front_len : m->data_len, *cap = front ? &c->rx_fcap : &c->rx_dcap;
+	size_t pos = front ? c->rx_got : c->rx_got - m->front_len;
+	void **buf = front ? &m->front : &m->data;
+	uint64_t want;
+	void *nb;
+
+	if (pos < *cap)
+		return RX_ROOM;
+	want = *cap ? (uint64_t)*cap * RX_ALLOC_GROWTH : RX_ALLOC_FIRST;
+	if (want > len)
+		want = len;
+	if (!msg_budget__grow(c, m, want - *cap))
+		return RX_WAIT;
+	if (!front && len % MSG_DATA_ALIGN == 0) {
+		/* Data of whole 4 KiB blocks is page-aligned (malloc's large
+		 * allocations need not be: jemalloc offsets them by a random
+		 * cache line) so that the OSD's store can write it with
+		 * O_DIRECT as it is, without a bounce copy. */
+		nb = aligned_alloc(MSG_DATA_ALIGN, want);
+		if (nb && pos)
+			memcpy(nb, *buf, pos);
+		if (nb)
+			free(*buf);
+	} else {
+		nb = realloc(*buf, want);
+	}
+	if (!nb) {
+		log_error("msgr", "closing connection '%s': cannot allocate %llu bytes for a "
+			  "frame of %llu", c->addr, (unsigned long long)want,
+			  (unsigned long long)m->front_len + m->data_len);
+		return RX_NOMEM;	/* charged: msg_free gives it back */
+	}
+	*buf = nb;
+	*cap = (uint32_t)want;
+	return RX_ROOM;
+}
+
+/* Up to k more body bytes: copied from src, or (src NULL) already read
+ * into rx_target() by readv (they have their place).  Returns how many
+ * were taken; *room says why it stopped short. */
+static size_t rx_fill(struct msg_conn *c, const uint8_t *src, size_t k, enum rx_room *room)
+{
+	size_t done = 0;
+
+	*room = RX_ROOM;
 	while (k) {
 		size_t len, n;
-		uint8_t *dst = rx_target(c, &len);
+		uint8_t *dst;
+
+		*room = rx_grow(c);
+		if (*room != RX_ROOM)
+			return done;
+		dst = rx_target(c, &len);
 
 		n = k < len ? k : len;
 		if (src) {
@@ -163,9 +214,11 @@ static void rx_fill(struct msg_conn *c, const uint8_t *src, size_t k)
 			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
 		c->rx_got += n;
 		k -= n;
+		done += n;
 	}
 	if (c->rx_got == c->rx_msg->front_len + (size_t)c->rx_msg->data_len)
 		c->rx_stage = RX_TAIL;
+	return done;
 }
 
 static bool conn_rx_header(struct msg_conn *c)
@@ -178,51 +231,56 @@ static bool conn_rx_header(struct msg_conn *c)
 	r = msg_hdr_decode(c->rbuf + c->rpos, limit, &h);
 	if (r < 0) {
 		if (r == -EMSGSIZE)
-			log_warn("msgr", "closing connection '%s': a frame of %llu bytes is over "
-				 "the limit of %u", c->addr,
-				 (unsigned long long)h.front_len + h.data_len, limit);
+			msgr__peer_warn(c, "closing connection '%s': a frame of %llu bytes is over "
+					"the limit of %u", c->addr,
+					(unsigned long long)h.front_len + h.data_len, limit);
 		else
-			log_warn("msgr", "closing connection '%s': %s", c->addr,
-				 r == -EPROTO ? "bad magic (not an atoll messenger peer)"
-					      : "bad header crc");
+			msgr__peer_warn(c, "closing connection '%s': %s", c->addr,
+					r == -EPROTO ? "bad magic (not an atoll messenger peer)"
+						     : "bad header crc");
 		msg_conn__fail(c, r);
 		return false;
 	}
 	if (c->state == CS_HANDSHAKE && h.type != MSG_T_HELLO &&
 	    !(h.type == MSG_T_AUTH && c->msgr->cfg.auth)) {
-		log_warn("msgr", "closing connection '%s': a message of type %u before the hello",
-			 c->addr, h.type);
+		msgr__peer_warn(c, "closing connection '%s': a message of type %u before the hello",
+				c->addr, h.type);
 		msg_conn__fail(c, -EPROTO);
 		return false;
 	}
 	if (c->state == CS_OPEN && (h.type == MSG_T_HELLO || h.type == MSG_T_AUTH)) {
-		log_warn("msgr", "closing connection '%s': a second %s", c->addr,
-			 h.type == MSG_T_HELLO ? "hello" : "handshake");
+		msgr__peer_warn(c, "closing connection '%s': a second %s", c->addr,
+				h.type == MSG_T_HELLO ? "hello" : "handshake");
 		msg_conn__fail(c, -EPROTO);
 		return false;
 	}
 	m = calloc(1, sizeof(*m));
-	if (m && h.front_len)
-		m->front = malloc(h.front_len);
-	/* The reply to a msg_call_rx: into the caller's buffer if it lends it. */
-	if (m && h.data_len && (h.flags & MSG_F_REPLY) && c->state == CS_OPEN &&
-	    (m->data = rx_lease_begin(c, &h)))
-		m->data_free = rx_data_kept;
-	/* Data of whole 4 KiB blocks is page-aligned (malloc's large
-	 * allocations need not be: jemalloc offsets them by a random cache
-	 * line) so that the OSD's store can write it with O_DIRECT as it is,
-	 * without a bounce copy. */
-	else if (m && h.data_len && h.data_len % MSG_DATA_ALIGN == 0)
-		m->data = aligned_alloc(MSG_DATA_ALIGN, h.data_len);
-	else if (m && h.data_len)
-		m->data = malloc(h.data_len);
-	if (!m || (h.front_len && !m->front) || (h.data_len && !m->data)) {
-		rx_lease_end(c);
-		log_error("msgr", "closing connection '%s': cannot allocate a frame of %llu bytes",
-			  c->addr, (unsigned long long)h.front_len + h.data_len);
-		msg_free(m);
+	if (!m) {
+		log_error("msgr", "closing connection '%s': out of memory", c->addr);
 		msg_conn__fail(c, -ENOMEM);
 		return false;
+	}
+	/* An open connection's frame is charged from now until msg_free
+	 * (msg_budget.c), or c pauses with the header left in rbuf, to be
+	 * read again on resume.  An empty keepalive costs nothing: it is
+	 * freed as soon as it is whole. */
+	if (c->state == CS_OPEN &&
+	    !(h.type == MSG_T_KEEPALIVE && h.front_len == 0 && h.data_len == 0)) {
+		if (!msg_budget__admit(c, m, MSG_HEADER_LEN + (uint64_t)h.front_len + h.data_len +
+						     MSG_TRAILER_LEN)) {
+			free(m);
+			return false;
+		}
+		m->conn = c;
+		msg_conn__hold(c);
+	}
+	/* The reply to a msg_call_rx: into the caller's buffer if it lends
+	 * it; other buffers are allocated as the bytes come (rx_grow). */
+	c->rx_fcap = c->rx_dcap = 0;
+	if (h.data_len && (h.flags & MSG_F_REPLY) && c->state == CS_OPEN &&
+	    (m->data = rx_lease_begin(c, &h))) {
+		m->data_free = rx_data_kept;
+		c->rx_dcap = h.data_len;
 	}
 	m->type = h.type;
 	m->flags = h.flags;
@@ -237,6 +295,7 @@ static bool conn_rx_header(struct msg_conn *c)
 	/* Big data gets a crc of its own, combined with the front's for the
 	 * check, so that whoever forwards it need not compute it again. */
 	c->rx_split = h.data_len >= MSG_CRC_SPLIT_MIN;
+	c->rx_start_ns = mono_now_ns();
 	c->rpos += MSG_HEADER_LEN;
 	c->rx_stage = h.front_len || h.data_len ? RX_BODY : RX_TAIL;
 	return true;
@@ -256,10 +315,7 @@ static bool conn_rx_deliver(struct msg_conn *c)
 		msg_free(m);	/* its arrival was all it had to say */
 		return true;
 	}
-	m->conn = c;
-	msg_conn__hold(c);
-	m->charged = msg_conn__frame_len(m);
-	atomic_fetch_add(&c->inflight, m->charged);
+	msg_budget__delivered(c, m);
 	if (m->flags & MSG_F_REPLY)
 		msg_conn__got_reply(c, m);
 	else if (mr->ops.dispatch)
@@ -278,13 +334,12 @@ static bool conn_parse(struct msg_conn *c)
 	}
 	for (;;) {
 		size_t avail = c->rlen - c->rpos, need, len;
+		enum rx_room room;
 		const uint8_t *p;
 		uint32_t crc;
 
 		switch (c->rx_stage) {
 		case RX_HDR:
-			if (c->state == CS_OPEN && !conn_rx_budget(c))
-				return false;
 			if (avail < MSG_HEADER_LEN)
 				return true;
 			if (!conn_rx_header(c))
@@ -295,8 +350,13 @@ static bool conn_parse(struct msg_conn *c)
 				return true;
 			need = c->rx_msg->front_len + (size_t)c->rx_msg->data_len - c->rx_got;
 			len = avail < need ? avail : need;
-			rx_fill(c, c->rbuf + c->rpos, len);
-			c->rpos += len;
+			c->rpos += rx_fill(c, c->rbuf + c->rpos, len, &room);
+			if (room == RX_WAIT)
+				return false;	/* paused: the rest stays in rbuf */
+			if (room == RX_NOMEM) {
+				msg_conn__fail(c, -ENOMEM);
+				return false;
+			}
 			break;
 		case RX_TAIL:
 			if (avail < MSG_TRAILER_LEN)
@@ -311,9 +371,9 @@ static bool conn_parse(struct msg_conn *c)
 							       c->rx_msg->data_len);
 			}
 			if (crc != c->rx_crc) {
-				log_warn("msgr", "closing connection '%s': bad payload crc "
-					 "(message type %u, %u + %u bytes)", c->addr,
-					 c->rx_hdr.type, c->rx_hdr.front_len, c->rx_hdr.data_len);
+				msgr__peer_warn(c, "closing connection '%s': bad payload crc "
+						"(message type %u, %u + %u bytes)", c->addr, c->rx_hdr.type,
+						c->rx_hdr.front_len, c->rx_hdr.data_len);
 				msg_conn__fail(c, -EBADMSG);
 				return false;
 			}
@@ -329,8 +389,8 @@ static bool conn_parse(struct msg_conn *c)
 static void conn_eof(struct msg_conn *c)
 {
 	if (c->rx_stage != RX_HDR || c->rlen > c->rpos)
-		log_warn("msgr", "closing connection '%s': truncated frame (the peer "
-			 "closed in the middle of it)", c->addr);
+		msgr__peer_warn(c, "closing connection '%s': truncated frame (the peer "
+				"closed in the middle of it)", c->addr);
 	else
 		log_debug("msgr", "connection '%s' closed by the peer", c->addr);
 	msg_conn__fail(c, -ECONNRESET);
@@ -354,12 +414,20 @@ void msg_conn__readable(struct msg_conn *c)
 			c->rpos = 0;
 		}
 		if (c->rx_stage == RX_BODY && c->rlen == 0) {
+			enum rx_room room = rx_grow(c);
+
+			if (room == RX_WAIT)
+				return;		/* paused until the pool has room */
+			if (room == RX_NOMEM) {
+				msg_conn__fail(c, -ENOMEM);
+				return;
+			}
 			iov[n].iov_base = rx_target(c, &direct);
 			iov[n++].iov_len = direct;
 		}
 		iov[n].iov_base = c->rbuf + c->rlen;
-		iov[n++].iov_len = MSG_RBUF_SIZE - c->rlen;
-		want = direct + MSG_RBUF_SIZE - c->rlen;
+		iov[n++].iov_len = c->rbuf_size - c->rlen;
+		want = direct + c->rbuf_size - c->rlen;
 		r = readv(c->fd, iov, n);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -377,8 +445,9 @@ void msg_conn__readable(struct msg_conn *c)
 		c->last_rx_ns = mono_now_ns();
 		if (direct) {
 			size_t k = (size_t)r < direct ? (size_t)r : direct;
+			enum rx_room room;
 
-			rx_fill(c, NULL, k);
+			rx_fill(c, NULL, k, &room);	/* in place already: no growth */
 			c->rlen += (size_t)r - k;
 		} else {
 			c->rlen += (size_t)r;
@@ -395,7 +464,7 @@ void msg_conn__rx_reset(struct msg_conn *c)
 {
 	rx_lease_end(c);
 	c->rx_broken = false;
-	msg_free(c->rx_msg);	/* not charged: ->conn is not set yet */
+	msg_free(c->rx_msg);	/* its budget goes back */
 	c->rx_msg = NULL;
 	c->rx_stage = RX_HDR;
 	c->rpos = c->rlen = 0;

@@ -32,6 +32,7 @@
 
 #define MSG_ADDR_MAX	64	/* "[ipv6]:port" and a NUL */
 #define MSG_RBUF_SIZE	(64u * 1024)
+#define MSG_RBUF_HS_SIZE (2u * 1024)	/* an accepted connection's until its hello */
 
 #define container_of(p, type, member) \
 	((type *)(void *)((char *)(p) - offsetof(type, member)))
@@ -59,6 +60,80 @@ struct msgr_listener {
 	struct ep_src ep;
 	int fd;
 	struct msgr_listener *next;
+	struct msgr *msgr;
+	/* [loop] accept failing for lack of resources (EMFILE, ENFILE,
+	 * ENOMEM, ENOBUFS): the listener leaves epoll for backoff_ms */
+	bool paused;
+	uint32_t backoff_ms;
+	struct mtimer timer;
+	char addr[MSG_ADDR_MAX];
+};
+
+/* At most one log line per interval for an event a peer can repeat at
+ * will (refused connections, accept failures); the lines left out are
+ * counted in the next one. [loop] */
+struct msgr_ratelog {
+	uint64_t next_ns;
+	uint32_t dropped;
+};
+
+/*
+ * Receive budgets (msg_budget.c).  A connection's class comes from its
+ * peer's identity after the hello: mon, osd and mds are cluster peers,
+ * anything else is a client.  Each class of accepted connections draws
+ * on a pool of its own, so that clients pausing on theirs never stop a
+ * peer's.  Dialled connections (whose peers we chose) draw on none: they
+ * have the per-connection limit only.
+ */
+enum msg_class {
+	MSG_CLASS_NONE = 0,	/* dialled, or not open yet */
+	MSG_CLASS_CLIENT = 1,
+	MSG_CLASS_PEER = 2,
+	MSG_CLASS_NR = 3,
+};
+
+/* A list of connections paused for a pool, in the order they came; each
+ * holds a reference while listed. [budget lock] */
+struct msg_waitq {
+	struct msg_conn *head, *tail;
+};
+
+/* [budget lock] */
+struct msg_pool {
+	uint64_t bytes, bytes_max;	/* allocated for its messages */
+	uint32_t frames, frames_max;	/* messages, from header to msg_free */
+	uint32_t delivered;		/* of which handed to the upper layer */
+	struct msg_conn *over;		/* receiving the one frame allowed past
+					 * bytes_max (nothing delivered held) */
+	struct msg_waitq hwait;		/* paused at a header */
+	struct msg_waitq gwait;		/* paused in a frame, for its buffer to grow */
+	uint64_t pauses;		/* times a connection waited (stats, tests) */
+};
+
+/* The pools of a messenger.  Reference counted: the messenger and every
+ * accepted connection hold one, so that a message freed after
+ * msgr_destroy still returns its bytes to valid memory. */
+struct msg_budget {
+	atomic_int ref;
+	pthread_mutex_t lock;		/* protects pool[] and the conns' pw_* */
+	struct msg_pool pool[MSG_CLASS_NR];
+};
+
+/* Connection slots of accepted connections (msg_admit.c). [loop] */
+enum msg_slot {
+	SLOT_NONE = 0,		/* dialled, or not admitted */
+	SLOT_HANDSHAKE,
+	SLOT_CLIENT,
+	SLOT_PEER,
+};
+
+struct msgr_slots {
+	uint32_t accepted;		/* every state */
+	uint32_t handshaking, clients, peers;
+	struct idtab addrs;		/* struct msg_addr_count by address key */
+	struct msg_conn *hs_head, *hs_tail;	/* handshaking, oldest first */
+	struct msgr_ratelog log_refused, log_evicted;
+	uint64_t refused, evicted;	/* counters (stats, tests) */
 };
 
 /*
@@ -97,6 +172,7 @@ enum rx_stage {
 #define KICK_UNREF	0x08u	/* the last caller reference went */
 #define KICK_RESUME	0x10u	/* msg_free() brought inflight down */
 #define KICK_RETARGET	0x20u	/* msg_conn_retarget(): redial elsewhere now */
+#define KICK_POOL	0x40u	/* the receive pool has room for c's frame */
 
 /* A pending msg_call.  Created by the caller's thread, handed to the loop
  * with its request; from then on [loop]. */
@@ -126,6 +202,8 @@ struct msg_conn {
 	bool dialled;
 	uint32_t frame_max;		/* copies of the config, so that a late */
 	uint64_t inflight_max;		/* msg_free never reads the msgr */
+	uint32_t frames_max;
+	struct msg_budget *budget;	/* accepted: the msgr's pools (a reference) */
 	char addr[MSG_ADDR_MAX];
 	struct sockaddr_storage sa;
 	socklen_t salen;
@@ -140,7 +218,13 @@ struct msg_conn {
 	atomic_bool ordered;		/* msg_conn_set_ordered, before any call */
 	atomic_uint_least64_t epoch;	/* ordered: resets; moves under msgr->lock */
 	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
+	atomic_uint rx_frames;		/* received, unfreed messages */
 	atomic_bool rx_paused;		/* reading stopped by flow control */
+	/* [budget lock] waiting for room in a pool of budget */
+	bool pw_listed;			/* on a wait list of the pool */
+	bool pw_grow;			/* that list is gwait (else hwait) */
+	bool pw_woken;			/* taken off it to try again: goes first */
+	struct msg_conn *pw_next;
 	atomic_uint_least64_t queued;	/* bytes queued, not yet written */
 	atomic_uint calls_out;		/* calls made and not yet ended */
 
@@ -186,13 +270,21 @@ struct msg_conn {
 	uint64_t last_rx_ns;		/* [loop] when bytes last came in (keepalive) */
 	struct mtimer redial_timer;
 	uint32_t backoff_ms;		/* next redial delay */
+	/* slots (msg_admit.c) */
+	enum msg_slot slot;
+	uint8_t cls;			/* enum msg_class, set at the hello */
+	uint64_t addr_key;
+	struct msg_conn *hs_prev, *hs_next;	/* msgr->slots.hs_* */
 	/* receive side */
-	uint8_t *rbuf;			/* MSG_RBUF_SIZE bytes */
+	uint8_t *rbuf;			/* rbuf_size bytes */
+	size_t rbuf_size;
 	size_t rpos, rlen;		/* unparsed bytes are rbuf[rpos, rlen) */
 	enum rx_stage rx_stage;
 	struct msg_hdr rx_hdr;
 	struct msg *rx_msg;		/* the frame being received */
 	size_t rx_got;			/* front + data bytes filled */
+	uint32_t rx_fcap, rx_dcap;	/* bytes allocated for front, data so far */
+	uint64_t rx_start_ns;		/* when the frame's header came */
 	uint32_t rx_crc;		/* the payload's, or the front's when split */
 	bool rx_split;			/* big data: its own crc (msg.data_crc) */
 	uint32_t rx_dcrc;		/* crc32c of the data so far, when split */
@@ -237,6 +329,11 @@ struct msgr {
 	struct msg_conn *grave;		/* closed this pass; reference dropped later */
 	struct mtimer ka_timer;		/* keepalive.c-like tick (messenger.c) */
 	bool shutting_down;
+	struct msgr_slots slots;
+	struct msgr_ratelog log_accept;
+	struct msgr_ratelog log_peer;	/* msgr__peer_warn */
+	struct msg_budget *budget;
+	int rcvbuf_default;		/* a new TCP socket's SO_RCVBUF (tcp_rmem[1]) */
 };
 
 /* messenger.c */
@@ -335,6 +432,59 @@ bool msg_auth__hello_done(const struct msg_conn *c);
 /* A MSG_T_AUTH frame (m is ours to free): opens c, or fails it. */
 bool msg_conn__rx_auth(struct msg_conn *c, struct msg *m);
 void msg_auth__conn_free(struct msg_conn *c);
+
+/* msg_budget.c */
+struct msg_budget *msg_budget__new(const struct msgr_config *cfg);
+void msg_budget__put(struct msg_budget *b);
+/* Before a frame of cost bytes is read on c (loop): true when c's own
+ * limits and its pool have room, and then both are charged (m->charged
+ * the whole cost to c, m->pcharged the header to the pool, m->cls);
+ * false when c paused (reading stops until room is freed). */
+bool msg_budget__admit(struct msg_conn *c, struct msg *m, uint64_t cost);
+/* m's buffers grow by inc bytes (loop): true when its pool gives them
+ * (charged to m->pcharged), false when c paused for them. */
+bool msg_budget__grow(struct msg_conn *c, struct msg *m, uint64_t inc);
+/* m is whole and goes to the upper layer (loop). */
+void msg_budget__delivered(struct msg_conn *c, struct msg *m);
+/* msg_free of a charged message (any thread): gives its bytes back and
+ * wakes a connection that waits for them. */
+void msg_budget__release(struct msg_conn *c, struct msg *m);
+/* c closes (loop): off its pool's wait list, passing on a wake-up it
+ * had not used. */
+void msg_budget__forget(struct msg_conn *c);
+/* Counts of a class's pool (tests, stats). */
+void msg_budget__usage(struct msg_budget *b, enum msg_class cls, uint64_t *bytes,
+		       uint32_t *frames, uint64_t *pauses);
+
+/* msg_admit.c: connection slots of accepted connections (loop thread) */
+/* c (accepted, address known) asks for a handshaking slot: 0, or a
+ * negative errno when refused (the caller closes it).  May close the
+ * oldest handshaking connection to make room. */
+int msg_admit__accept(struct msgr *m, struct msg_conn *c);
+/* c's hello named its peer: it moves to the client or peer slots; a
+ * negative errno when refused (the caller fails it). */
+int msg_admit__hello(struct msg_conn *c);
+/* c closes: its slot is free again. */
+void msg_admit__closed(struct msg_conn *c);
+void msg_admit__free(struct msgr *m);
+/* true when a line may be logged now; *dropped says how many were not */
+bool msgr__ratelog(struct msgr_ratelog *r, uint32_t interval_ms, uint32_t *dropped);
+
+/* A warning about what a peer did that it can repeat at will, once per
+ * connection it opens (a bad frame, no hello): for accepted connections
+ * at most one line per MSGR_PEER_LOG_MS per messenger, the next one
+ * saying how many were left out.  Loop thread. */
+#define MSGR_PEER_LOG_MS	1000
+#define msgr__peer_warn(c, ...) do {						\
+	uint32_t dropped_ = 0;							\
+	if ((c)->dialled ||							\
+	    msgr__ratelog(&(c)->msgr->log_peer, MSGR_PEER_LOG_MS, &dropped_)) {	\
+		log_warn("msgr", __VA_ARGS__);					\
+		if (dropped_)							\
+			log_warn("msgr", "(and %u more such lines about peers in "	\
+				 "the last %u ms, left out)", dropped_, MSGR_PEER_LOG_MS); \
+	}									\
+} while (0)
 
 /* msg_rx.c */
 /* c's socket is readable: reads and delivers what it can. */

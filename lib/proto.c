@@ -709,6 +709,8 @@ void mds_beacon_encode(const struct mds_beacon *b, struct enc *e)
 	enc_u32(e, b->flags);
 	enc_u8(e, b->state);
 	enc_u64(e, b->epoch);
+	enc_u64(e, b->jseg);
+	enc_u64(e, b->jseq);
 	enc_end(e, h);
 }
 
@@ -728,6 +730,10 @@ int mds_beacon_decode(struct dec *d, struct mds_beacon *b)
 	b->flags = dec_u32(&body);
 	b->state = dec_u8(&body);
 	b->epoch = dec_u64(&body);
+	if (dec_left(&body)) {	/* absent from an older MDS's beacon */
+		b->jseg = dec_u64(&body);
+		b->jseq = dec_u64(&body);
+	}
 	n = strlen(b->name);
 	if (!body.err) {
 		bool ok = b->instance && n && *b->addr && b->state >= MDS_BEACON_STANDBY &&

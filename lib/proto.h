@@ -190,6 +190,10 @@ struct mds_beacon {
 	uint32_t flags;			/* MDS_BEACON_F_* */
 	uint8_t state;			/* enum mds_beacon_state */
 	uint64_t epoch;			/* the sender's map epoch */
+	/* its place in the journal (segment, sequence number): an active's
+	 * last journaled entry, a standby's last one followed (optional:
+	 * 0 from an older MDS) */
+	uint64_t jseg, jseq;
 };
 void mds_beacon_encode(const struct mds_beacon *b, struct enc *e);
 /* Refuses a bad name, an empty address, instance 0, an unknown state. */

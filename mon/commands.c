@@ -200,41 +200,49 @@ void cmd_no_change(struct mon *mon, struct cmd_out *o)
 
 /* ---- dispatch ------------------------------------------------------- */
 
+/* What a command does to the monitor's store: nothing (a read), adds to
+ * it (a write, refused while the monitor's disk is low on space), or
+ * removes from the cluster or fences a client (a delete or a blocklist:
+ * still taken until the last quarter of that space, so that room can be
+ * made and an evicted client stays fenced; diskcheck.c). */
+enum cmd_kind { CMD_READ, CMD_WRITE, CMD_FREES };
+
 static const struct {
 	const char *prefix;
 	int (*fn)(struct mon *mon, cJSON *args, struct cmd_out *o);
+	enum cmd_kind kind;
 } commands[] = {
-	{ "status", cmd_status },
-	{ "health", cmd_health },
-	{ "osd tree", cmd_osd_tree },
-	{ "osd ls", cmd_osd_ls },
-	{ "osd dump", cmd_osd_dump },
-	{ "osd out", cmd_osd_out },
-	{ "osd in", cmd_osd_in },
-	{ "osd reweight", cmd_osd_reweight },
-	{ "osd set", cmd_osd_set },
-	{ "osd unset", cmd_osd_unset },
-	{ "osd rm", cmd_osd_rm },
-	{ "osd drain", cmd_osd_drain },
-	{ "osd destroy", cmd_osd_destroy },
-	{ "osd map", cmd_osd_map },	/* cmd_osdmap.c */
-	{ "osd blocklist add", cmd_osd_blocklist_add },	/* cmd_blocklist.c */
-	{ "osd blocklist rm", cmd_osd_blocklist_rm },
-	{ "osd blocklist ls", cmd_osd_blocklist_ls },
-	{ "mds stat", cmd_mds_stat },	/* mdsmon.c */
-	{ "pool create", cmd_pool_create },
-	{ "pool ls", cmd_pool_ls },
-	{ "pool rm", cmd_pool_rm },
-	{ "pool get", cmd_pool_get },
-	{ "pool set", cmd_pool_set },
-	{ "df", cmd_df },
-	{ "pg ls", cmd_pg_ls },
-	{ "pg stat", cmd_pg_stat },
-	{ "mon backup", cmd_mon_backup },	/* cmd_backup.c */
-	{ "quorum status", cmd_quorum_status },	/* cmd_quorum.c */
-	{ "mon stat", cmd_quorum_status },
-	{ "mon add", cmd_mon_add },	/* cmd_mon.c */
-	{ "mon rm", cmd_mon_rm },
+	{ "status", cmd_status, CMD_READ },
+	{ "health", cmd_health, CMD_READ },
+	{ "osd tree", cmd_osd_tree, CMD_READ },
+	{ "osd ls", cmd_osd_ls, CMD_READ },
+	{ "osd dump", cmd_osd_dump, CMD_READ },
+	{ "osd out", cmd_osd_out, CMD_WRITE },
+	{ "osd in", cmd_osd_in, CMD_WRITE },
+	{ "osd reweight", cmd_osd_reweight, CMD_WRITE },
+	{ "osd set", cmd_osd_set, CMD_WRITE },
+	{ "osd unset", cmd_osd_unset, CMD_WRITE },
+	{ "osd rm", cmd_osd_rm, CMD_FREES },
+	{ "osd drain", cmd_osd_drain, CMD_WRITE },
+	{ "osd destroy", cmd_osd_destroy, CMD_FREES },
+	{ "osd map", cmd_osd_map, CMD_READ },	/* cmd_osdmap.c */
+	{ "osd blocklist add", cmd_osd_blocklist_add, CMD_FREES },	/* cmd_blocklist.c */
+	{ "osd blocklist rm", cmd_osd_blocklist_rm, CMD_FREES },
+	{ "osd blocklist ls", cmd_osd_blocklist_ls, CMD_READ },
+	{ "mds stat", cmd_mds_stat, CMD_READ },	/* mdsmon.c */
+	{ "pool create", cmd_pool_create, CMD_WRITE },
+	{ "pool ls", cmd_pool_ls, CMD_READ },
+	{ "pool rm", cmd_pool_rm, CMD_FREES },
+	{ "pool get", cmd_pool_get, CMD_READ },
+	{ "pool set", cmd_pool_set, CMD_WRITE },
+	{ "df", cmd_df, CMD_READ },
+	{ "pg ls", cmd_pg_ls, CMD_READ },
+	{ "pg stat", cmd_pg_stat, CMD_READ },
+	{ "mon backup", cmd_mon_backup, CMD_READ },	/* cmd_backup.c */
+	{ "quorum status", cmd_quorum_status, CMD_READ },	/* cmd_quorum.c */
+	{ "mon stat", cmd_quorum_status, CMD_READ },
+	{ "mon add", cmd_mon_add, CMD_WRITE },	/* cmd_mon.c */
+	{ "mon rm", cmd_mon_rm, CMD_FREES },
 };
 
 static void run_command(struct mon *mon, const char *json, struct cmd_out *o)
@@ -261,6 +269,9 @@ static void run_command(struct mon *mon, const char *json, struct cmd_out *o)
 		cmd_fail(o, -EINVAL, "unknown command '%s'; see doc/cli.md for the list", prefix);
 		goto out;
 	}
+	if (commands[i].kind != CMD_READ &&
+	    mon_disk_refuses(mon, commands[i].kind == CMD_FREES, o) < 0)
+		goto out;
 	o->rc = commands[i].fn(mon, a, o);
 	log_debug("mon", "command '%s': %d", prefix, o->rc);
 out:

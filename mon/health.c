@@ -841,6 +841,28 @@ static void check_epoch_behind(struct mon *mon, struct hctx *h)
 	}
 }
 
+/* This monitor's disk (diskcheck.c): writes are refused below
+ * mon_data_min_free. */
+static void check_disk(struct mon *mon, struct hctx *h)
+{
+	uint64_t avail, min = mon->opts.data_min_free;
+	char sum[256], fix[300];
+	uint32_t n = 0;
+	cJSON *d;
+
+	if (!min || mon_disk_free(mon, &avail) < 0 || avail >= min)
+		return;
+	snprintf(sum, sizeof(sum), "mon.%s has %llu MB free in its data folder, under "
+		 "mon_data_min_free (%llu MB): commands that add to the cluster are refused",
+		 mon->self.name, (unsigned long long)(avail / 1000000),
+		 (unsigned long long)(min / 1000000));
+	snprintf(fix, sizeof(fix), "free space on the disk of '%s' (deletes such as "
+		 "'atoll pool rm' still work)", mon->data_dir);
+	d = add_check(h, "MON_DISK_LOW", SEV_ERR, 1, sum, fix);
+	add_detail(h, d, &n, "mon.%s: %llu bytes free in '%s'", mon->self.name,
+		   (unsigned long long)avail, mon->data_dir);
+}
+
 cJSON *mon_health(struct mon *mon, bool detail)
 {
 	struct hctx h = { .worst = SEV_OK, .detail = detail };
@@ -850,6 +872,7 @@ cJSON *mon_health(struct mon *mon, bool detail)
 		return NULL;
 	h.checks = cJSON_CreateArray();
 	check_mons(mon, &h);
+	check_disk(mon, &h);
 	check_epoch_behind(mon, &h);
 	check_osds(mon, &h);
 	check_lifecycle(mon, &h);

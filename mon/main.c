@@ -29,6 +29,7 @@
 #include "mon.h"
 #include "msg.h"
 #include "msg_auth.h"
+#include "msg_config.h"
 
 #define WHO "mon"
 
@@ -181,6 +182,18 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 				err, errlen)) < 0)
 		return r;
 	o->trim_batch = (uint32_t)v;
+	/* free space kept on the monitor's disk (diskcheck.c) */
+	if ((r = config_get_size(cfg, WHO, "mon_data_min_free", 64ull << 20,
+				 &o->data_min_free, err, errlen)) < 0)
+		return r;
+	/* anonymous memory (memcheck.c; doc/limits.md, "Monitor") */
+	if ((r = config_get_size(cfg, WHO, "mon_memory_target", 50ull * 1000 * 1000,
+				 &o->memory_target, err, errlen)) < 0)
+		return r;
+	if (o->memory_target < (8u << 20)) {
+		snprintf(err, errlen, "mon_memory_target must be at least 8M");
+		return -ERANGE;
+	}
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)
@@ -550,6 +563,7 @@ static void mon_run(struct mon *mon)
 				mon_mds_tick(mon);
 				mon_trim_tick(mon);
 			}
+			mon_memcheck_tick(mon);
 			mon->next_tick_ms = now + mon->opts.tick_ms;
 		}
 	}
@@ -819,6 +833,7 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("out of memory");
 		goto out_free;
 	}
+	mon->data_dir = data;
 	r = mon_store_open(data, &mon->store, err, sizeof(err));
 	if (r < 0) {
 		die("%s", err);
@@ -868,6 +883,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 	mc.reconnect_min_ms = 50;
 	mc.reconnect_max_ms = 250;
 	memcpy(mc.fsid, mon->fsid, 16);
+	r = msgr_config_read(cfg, WHO, &mc, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_store;
+	}
 	r = mon_auth_setup(mon, &mon->msg_auth, err, sizeof(err));
 	if (r < 0) {
 		die("%s", err);

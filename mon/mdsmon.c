@@ -40,6 +40,7 @@ struct mds_seen {
 	uint64_t instance;
 	uint64_t last_ms;		/* monotonic */
 	uint8_t state;			/* enum mds_beacon_state; 0 = not heard */
+	uint64_t jseg, jseq;		/* its place in the journal (the beacon's) */
 };
 
 static struct {
@@ -193,9 +194,11 @@ static int mds_commit(struct mon *mon, const struct mds_work *w, uint64_t *epoch
 				.until_ms = wall + MDS_FENCE_SECONDS * 1000ull };
 		r = nbl > OSDMAP_BLOCKLIST_MAX ? -E2BIG : osdmap_inc_set_blocklist(&inc, bl, nbl);
 	}
-	if (r == 0)
+	if (r == 0) {
+		free(bl);	/* the increment holds its own copy */
 		/* the one path of every map change (mapchange.c) */
 		return mon_map_change(mon, &inc, epoch);
+	}
 out:
 	free(bl);
 	osdmap_inc_clear(&inc);
@@ -222,6 +225,8 @@ static int mds_update(struct mon *mon, const struct mds_beacon *b, uint64_t *epo
 
 		s->last_ms = now;
 		s->state = b->state;
+		s->jseg = b->jseg;
+		s->jseq = b->jseq;
 		for (i = 0; i < w->n && w->l[i].instance != b->instance; i++)
 			;
 		if (i < w->n) {
@@ -341,6 +346,9 @@ static cJSON *daemon_json(const struct osdmap_mds *d, uint64_t now)
 	cJSON_AddStringToObject(o, "instance", id);
 	cJSON_AddStringToObject(o, "state", seen_state_name(s ? s->state : 0));
 	cJSON_AddNumberToObject(o, "last_beacon_ms", s ? (double)(now - s->last_ms) : -1);
+	/* an active's last journaled entry, a standby's last one followed */
+	cJSON_AddNumberToObject(o, "journal_segment", s ? (double)s->jseg : 0);
+	cJSON_AddNumberToObject(o, "journal_seq", s ? (double)s->jseq : 0);
 	return o;
 }
 
@@ -400,9 +408,11 @@ int cmd_mds_stat(struct mon *mon, cJSON *a, struct cmd_out *o)
 			if (act) {
 				cJSON *j = daemon_json(act, now);
 				fprintf(o->txt, "active mds.%s at %s (client.%" PRIu64 ", granted in "
-					"epoch %" PRIu64 ", %s)\n", act->name, act->addr, act->instance,
-					act->grant_epoch,
-					cJSON_GetObjectItem(j, "state")->valuestring);
+					"epoch %" PRIu64 ", %s, journal %.0f:%.0f)\n", act->name,
+					act->addr, act->instance, act->grant_epoch,
+					cJSON_GetObjectItem(j, "state")->valuestring,
+					cJSON_GetNumberValue(cJSON_GetObjectItem(j, "journal_segment")),
+					cJSON_GetNumberValue(cJSON_GetObjectItem(j, "journal_seq")));
 				cJSON_Delete(j);
 			} else {
 				fprintf(o->txt, "no active MDS\n");
@@ -418,9 +428,15 @@ int cmd_mds_stat(struct mon *mon, cJSON *a, struct cmd_out *o)
 				continue;
 			if (sb)
 				cJSON_AddItemToArray(sb, daemon_json(d, now));
-			else
-				fprintf(o->txt, "  standby mds.%s at %s (client.%" PRIu64 ")\n",
-					d->name, d->addr, d->instance);
+			else {
+				cJSON *j = daemon_json(d, now);
+				fprintf(o->txt, "  standby mds.%s at %s (client.%" PRIu64 ", "
+					"journal followed to %.0f:%.0f)\n", d->name, d->addr,
+					d->instance,
+					cJSON_GetNumberValue(cJSON_GetObjectItem(j, "journal_segment")),
+					cJSON_GetNumberValue(cJSON_GetObjectItem(j, "journal_seq")));
+				cJSON_Delete(j);
+			}
 		}
 	}
 	free(done);

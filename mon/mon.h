@@ -52,6 +52,8 @@ struct mon_opts {
 	uint32_t drift_ppm;		/* mon_clock_drift_bound, parts per million */
 	uint32_t min_map_history;	/* mon_min_map_history: epochs always kept */
 	uint32_t trim_batch;		/* mon_trim_batch: trim once this many can go */
+	uint64_t memory_target;		/* mon_memory_target, bytes (memcheck.c) */
+	uint64_t data_min_free;		/* mon_data_min_free, bytes (diskcheck.c) */
 };
 
 /* "Not the leader (any more)": the request is answered with a MONMAP so
@@ -162,6 +164,8 @@ struct mon_pg_pool {
 struct mon {
 	struct config *cfg;
 	struct mon_opts opts;
+	uint64_t memcheck_next_ms, memcheck_warned_ms;	/* memcheck.c */
+	const char *data_dir;		/* DIR (diskcheck.c) */
 	struct mon_store *store;
 	struct msgr *msgr;
 	/* authentication (auth.c): NULL with auth = none; both outlive msgr */
@@ -234,6 +238,16 @@ void mon_auth_free(struct mon *mon);
 
 /* ---- options (main.c) ---- */
 int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_t errlen);
+/* memcheck.c: every tick of the loop (it acts every 2 s): gives jemalloc's
+ * freed pages back and warns past mon_memory_target (doc/limits.md). */
+void mon_memcheck_tick(struct mon *mon);
+/* diskcheck.c: the bytes free for the monitor in its data folder
+ * (UINT64_MAX and a negative errno when it cannot tell), and whether a
+ * command that writes (frees: a delete or a blocklist) is refused for
+ * lack of space: 0, or -ENOSPC with o's status saying so. */
+struct cmd_out;
+int mon_disk_free(const struct mon *mon, uint64_t *avail);
+int mon_disk_refuses(struct mon *mon, bool frees, struct cmd_out *o);
 
 /* ---- store.c: LMDB persistence ---- */
 /* Creates a new store in dir (dir/store must not exist). */

@@ -210,16 +210,10 @@ static struct pg_version obj_version(struct pg *pg, const char *oid)
 	size_t vlen = 0;
 
 	if (store_getattr(pg->osd->store, pg->coll, oid, OSD_OI_ATTR, &val, &vlen) == 0) {
-		struct dec d, b;
+		struct osd_oi oi;
 
-		dec_init(&d, val, vlen);
-		if (!dec_msg_begin(&d, 1, &b)) {
-			v.epoch = dec_u64(&b);
-			v.seq = dec_u64(&b);
-			dec_end(&d, &b);
-		}
-		if (d.err)
-			v = (struct pg_version){ 0, 0 };
+		(void)osd_oi_decode(val, vlen, &oi);	/* malformed: 0'0 */
+		v = oi.version;
 	}
 	free(val);
 	return v;
@@ -721,7 +715,7 @@ void osd_pg_scan_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	r = osd_pg_scan_decode(&d, &q);
 	if (!r && q.kind != PGS_SCAN)
 		r = -EBADMSG;
-	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, "backfill", "PG scan", 0)) {
+	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, q.pool, q.pg, "backfill", "PG scan", 0)) {
 		osd_pg_scan_clear(&q);
 		return;
 	}

@@ -35,6 +35,7 @@
 #include "encode.h"
 #include "log.h"
 #include "memtrim.h"
+#include "msg_config.h"
 #include "objcopy.h"
 #include "pg.h"
 #include "store.h"
@@ -736,14 +737,8 @@ static void osd_free_state(struct osd *osd)
 		if (osd->peers[i].conn)
 			msg_conn_put(osd->peers[i].conn);
 	free(osd->peers);
-	while (osd->map_waiters) {
-		struct map_waiter *w = osd->map_waiters;
-
-		osd->map_waiters = w->next;
-		msg_free(w->m);
-		msg_conn_put(w->conn);
-		free(w);
-	}
+	osd_mapwait_free(osd);
+	osd_map_delays_free();
 	monc_destroy(osd->monc);
 	osd->monc = NULL;
 	osd_pgs_free(osd);
@@ -806,6 +801,26 @@ static int do_run(struct config *conf)
 					   0, 1000000);
 	osd->rec_max = (uint32_t)conf_int(conf, who, "osd_recovery_max_active", 4, 1, 1024);
 	osd->rec_sleep_ms = (uint32_t)conf_int(conf, who, "osd_recovery_sleep_ms", 0, 0, 60000);
+	/* what waits for a newer map (mapwait.c) or in a PG (ops.c) */
+	osd->memory_target = conf_size(conf, who, "osd_memory_target", OSD_MEMORY_TARGET_DEFAULT);
+	if (osd->memory_target < (32u << 20))
+		die("osd_memory_target must be at least 32M");
+	osd_mapwait_init(&osd->mw);
+	osd->mw.max_ops = (uint32_t)conf_int(conf, who, "osd_map_wait_max_ops",
+					     OSD_MAPWAIT_DEFAULT_OPS, 0, 1 << 20);
+	osd->mw.max_bytes = conf_size(conf, who, "osd_map_wait_max_bytes",
+				      osd->memory_target / 8 < OSD_MAPWAIT_DEFAULT_BYTES ?
+				      osd->memory_target / 8 : OSD_MAPWAIT_DEFAULT_BYTES);
+	osd->mw.max_per_conn = (uint32_t)conf_int(conf, who, "osd_map_wait_max_per_conn",
+						  OSD_MAPWAIT_DEFAULT_PER_CONN, 0, 1 << 20);
+	osd->mw.max_per_pg = (uint32_t)conf_int(conf, who, "osd_map_wait_max_per_pg",
+						OSD_MAPWAIT_DEFAULT_PER_PG, 0, 1 << 20);
+	osd->mw.timeout_ms = conf_ms(conf, who, "osd_map_wait_timeout",
+				     OSD_MAPWAIT_DEFAULT_TIMEOUT_MS);
+	if (osd->mw.timeout_ms == 0)
+		die("osd_map_wait_timeout must be more than 0");
+	osd->pg_waiting_max = (uint32_t)conf_int(conf, who, "osd_pg_max_waiting_ops", 1024, 1,
+						 1 << 20);
 	{
 		char ferr[512];
 		double fs;
@@ -881,6 +896,8 @@ static int do_run(struct config *conf)
 	mc.me.type = MSG_ENTITY_OSD;
 	mc.me.id = (uint64_t)osd->whoami;
 	memcpy(mc.fsid, osd->fsid, 16);
+	if (msgr_config_read(conf, who, &mc, err, sizeof(err)) < 0)
+		die("%s", err);
 	{
 		char entity[32];
 

@@ -204,6 +204,11 @@ static int chunk_to_txn(struct pg *pg, const struct osd_pg_push *p, const char *
 	char name[STORE_ATTR_NAME_MAX + 1];
 	int r = 0;
 
+	/* an object past the maximum size is refused here, before the store
+	 * would fail the transaction and with it the PG (the decoder already
+	 * keeps the chunk inside size) */
+	if (p->size > pg->osd->object_max)
+		return -EFBIG;
 	if (p->flags & PGP_FIRST) {
 		/* whatever is there goes, decided when the transaction
 		 * applies: a store_stat() here raced with transactions queued
@@ -516,7 +521,7 @@ void objcopy_push_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	decoded = !r;
 	if (!r && p.kind == PGP_PULL_REPLY)
 		r = -EBADMSG;
-	if (!osd_peermsg_admit(osd, c, m, r, p.epoch, "recovery", "recovery push", MT_PG_PUSH)) {
+	if (!osd_peermsg_admit(osd, c, m, r, p.epoch, p.pool, p.pg, "recovery", "recovery push", MT_PG_PUSH)) {
 		if (decoded)
 			osd_pg_push_clear(&p);
 		return;

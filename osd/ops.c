@@ -155,7 +155,7 @@ static void op_reply(struct osd_op *op, int result, uint64_t epoch)
 }
 
 /* A reply that needs no op (decode errors, refusals before an op exists). */
-static void reply_bare(struct osd *osd, struct msg_conn *c, struct msg *req,
+void osd_op_reply_bare(struct osd *osd, struct msg_conn *c, struct msg *req,
 		       const struct osd_reqid *reqid, int result)
 {
 	struct osd_op_reply rep = {
@@ -186,16 +186,12 @@ struct obj_state {
 
 static void oi_encode(uint8_t *buf, uint32_t *len, struct pg_version v, uint64_t mtime)
 {
+	struct osd_oi oi = { v, mtime };
 	struct enc e;
 
 	enc_init(&e);
-	size_t h = enc_begin(&e, 1, 1);
-
-	enc_u64(&e, v.epoch);
-	enc_u64(&e, v.seq);
-	enc_u64(&e, mtime);
-	enc_end(&e, h);
-	ATOLL_ASSERT(!e.err && e.len <= 64, "object info does not encode");
+	osd_oi_encode(&oi, &e);
+	ATOLL_ASSERT(!e.err && e.len <= OSD_OI_MAX, "object info does not encode");
 	memcpy(buf, e.buf, e.len);
 	*len = (uint32_t)e.len;
 	enc_free(&e);
@@ -218,17 +214,13 @@ static int obj_load(struct osd *osd, uint64_t coll, const char *oid, struct obj_
 	os->size = size;
 	r = store_getattr(osd->store, coll, oid, OSD_OI_ATTR, &val, &vlen);
 	if (r == 0) {
-		struct dec d, b;
+		struct osd_oi oi;
 
-		dec_init(&d, val, vlen);
-		if (!dec_msg_begin(&d, 1, &b)) {
-			os->version.epoch = dec_u64(&b);
-			os->version.seq = dec_u64(&b);
-			os->mtime_ns = dec_u64(&b);
-			dec_end(&d, &b);
-		}
+		r = osd_oi_decode(val, vlen, &oi);
 		free(val);
-		if (d.err)
+		os->version = oi.version;
+		os->mtime_ns = oi.mtime_ns;
+		if (r)
 			log_warn("ops", "object '%s' in collection 0x%llx: its info attribute "
 				 "is malformed", oid, (unsigned long long)coll);
 	} else if (r != -ENODATA) {
@@ -830,6 +822,16 @@ static int resolve_write(struct osd_op *op, struct obj_state *os, bool full)
 	return 0;
 }
 
+int osd_op_resolve(struct osd_op *op, bool *exists, uint64_t *size)
+{
+	struct obj_state os = { .exists = *exists, .size = *size };
+	int r = resolve_write(op, &os, false);
+
+	*exists = os.exists;
+	*size = os.size;
+	return r;
+}
+
 /* The write profile: where the primary's writes spend their time, summed
  * over writes (ns), logged at close: received -> executed (waiting for the
  * PG or an earlier write), executed -> local commit in (the store and the
@@ -1218,8 +1220,24 @@ void pg_kick_ops(struct pg *pg)
 	*btail = pg->waiting;
 	pg->waiting = blocked;
 	pg->waiting_tail = &pg->waiting;
-	while (*pg->waiting_tail)
+	pg->nwaiting = 0;
+	while (*pg->waiting_tail) {
 		pg->waiting_tail = &(*pg->waiting_tail)->next;
+		pg->nwaiting++;
+	}
+}
+
+void pg_note_waiting_full(struct pg *pg, const struct msg_conn *c)
+{
+	uint64_t now = mono_now_ms();
+
+	pg->waiting_refused++;
+	if (pg->waiting_refused_ms && now - pg->waiting_refused_ms < 10000)
+		return;
+	log_warn("ops", "pg %u.%x: %u ops wait already; refusing more with -EAGAIN (last from "
+		 "%s; %llu so far; the limit is osd_pg_max_waiting_ops)", pg->pool, pg->pgid,
+		 pg->nwaiting, msg_conn_addr(c), (unsigned long long)pg->waiting_refused);
+	pg->waiting_refused_ms = now;
 }
 
 void pg_abort_ops(struct pg *pg)
@@ -1246,6 +1264,7 @@ void pg_abort_ops(struct pg *pg)
 		osd_op_put(op);
 	}
 	pg->waiting_tail = &pg->waiting;
+	pg->nwaiting = 0;
 }
 
 /* ---- dispatch -------------------------------------------------------------- */
@@ -1269,16 +1288,21 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	r = osd_op_req_decode(&d, m->data, m->data_len, &req);
 	if (r) {
 		log_warn("ops", "malformed op from %s: %s", msg_conn_addr(c), strerror(-r));
-		reply_bare(osd, c, m, NULL, r == -E2BIG ? -E2BIG : -EINVAL);
+		osd_op_reply_bare(osd, c, m, NULL, r == -E2BIG ? -E2BIG : -EINVAL);
 		goto out_free;
 	}
 	if (!osd->map || req.epoch > osd->map->epoch) {
+		struct osd_reqid reqid = req.reqid;
+		struct osd_mapwait_key k = { .epoch = req.epoch, .pool = req.pool, .pg = req.pg,
+					     .is_op = true, .reqid = &reqid,
+					     .reply_type = MT_OSD_OP };
+
 		osd_op_req_clear(&req);
-		osd_map_wait(osd, req.epoch, c, m);
+		osd_map_wait(osd, &k, c, m);
 		return;
 	}
 	if (req.epoch < osd->map->epoch || !osd_is_up(osd)) {
-		reply_bare(osd, c, m, &req.reqid, -ESTALE);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ESTALE);
 		goto out_free;
 	}
 	if (osd->auth_on && msg_conn_peer(c).type == MSG_ENTITY_CLIENT &&
@@ -1291,45 +1315,52 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		goto out_free;
 	}
 	if (osdmap_blocklisted(osd->map, req.reqid.client, (uint64_t)time(NULL) * 1000)) {
-		reply_bare(osd, c, m, &req.reqid, -EPERM);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EPERM);
 		goto out_free;
 	}
 	pool = osdmap_pool(osd->map, req.pool);
 	if (!pool) {
-		reply_bare(osd, c, m, &req.reqid, -ENOENT);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ENOENT);
 		goto out_free;
 	}
 	if (req.nops == 0 || req.nops > PROTO_OPS_MAX) {
-		reply_bare(osd, c, m, &req.reqid, -EINVAL);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 		goto out_free;
 	}
 	if (!op_is_pg_level(&req)) {
 		if (req.oid_len == 0 || memchr(req.oid, 0, req.oid_len) ||
 		    req.oid[0] == PG_RESERVED_PREFIX) {
-			reply_bare(osd, c, m, &req.reqid, -EINVAL);
+			osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 			goto out_free;
 		}
 		if (req.oid_len > STORE_NAME_MAX) {
-			reply_bare(osd, c, m, &req.reqid, -ENAMETOOLONG);
+			osd_op_reply_bare(osd, c, m, &req.reqid, -ENAMETOOLONG);
 			goto out_free;
 		}
 		if (placement_object_pg(pool, req.oid, req.oid_len) != req.pg) {
-			reply_bare(osd, c, m, &req.reqid, -EINVAL);
+			osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 			goto out_free;
 		}
 	} else if (req.pg >= pool->pg_num) {
-		reply_bare(osd, c, m, &req.reqid, -EINVAL);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 		goto out_free;
 	}
 	pg = osd_pg_find(osd, req.pool, req.pg);
 	if (!pg || !pg->is_primary) {
-		reply_bare(osd, c, m, &req.reqid, -ESTALE);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ESTALE);
+		goto out_free;
+	}
+	/* ops wait in the PG for peering, the lease, space or an earlier op
+	 * on the same object: bounded, the client retries -EAGAIN shortly */
+	if (pg->nwaiting >= osd->pg_waiting_max) {
+		pg_note_waiting_full(pg, c);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EAGAIN);
 		goto out_free;
 	}
 
 	op = calloc(1, sizeof(*op));
 	if (!op) {
-		reply_bare(osd, c, m, &req.reqid, -ENOMEM);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -ENOMEM);
 		goto out_free;
 	}
 	op->osd = osd;
@@ -1358,6 +1389,7 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	*pg->waiting_tail = op;
 	pg->waiting_tail = &op->next;
+	pg->nwaiting++;
 	pg_kick_ops(pg);
 	return;
 

@@ -73,12 +73,39 @@ struct osd_peer {
 	struct osd_given given;
 };
 
-/* An op waiting for a newer map. */
-struct map_waiter {
-	struct map_waiter *next;
+/* Messages that wait for a newer map (mapwait.c): the list and its
+ * limits, per class of sender (clients; cluster peers). */
+struct map_waiter;
+enum { MW_CLIENT = 0, MW_PEER = 1 };
+#define OSD_MAPWAIT_DEFAULT_OPS		1024u
+#define OSD_MAPWAIT_DEFAULT_BYTES	(32ull << 20)	/* at most; osd_memory_target / 8 */
+#define OSD_MAPWAIT_DEFAULT_PER_CONN	256u
+#define OSD_MAPWAIT_DEFAULT_PER_PG	256u
+#define OSD_MAPWAIT_DEFAULT_TIMEOUT_MS	30000u
+#define OSD_MEMORY_TARGET_DEFAULT	(150ull * 1000 * 1000)	/* 150 MB */
+struct osd_mapwait {
+	struct map_waiter *head, **tail;	/* arrival order */
+	uint32_t n[2];		/* parked, by class */
+	uint64_t bytes[2];	/* their bytes (messages and records) */
+	uint64_t timer;		/* the timeout sweep, 0 when not armed */
+	uint64_t refused, expired;	/* since start */
+	uint64_t refused_logged_ms;
+	/* limits (atoll.conf osd_map_wait_*), each class on its own */
+	uint32_t max_ops;
+	uint64_t max_bytes;
+	uint32_t max_per_conn;
+	uint32_t max_per_pg;
+	uint64_t timeout_ms;
+};
+/* What a parked message is: its epoch, the PG it is for, and how a
+ * client's is answered when it is let go (an op: reqid; else reply_type,
+ * 0 for none). */
+struct osd_mapwait_key {
 	uint64_t epoch;
-	struct msg_conn *conn;
-	struct msg *m;
+	uint32_t pool, pg;
+	bool is_op;
+	const struct osd_reqid *reqid;	/* is_op; copied */
+	uint16_t reply_type;
 };
 
 struct osd {
@@ -105,6 +132,8 @@ struct osd {
 	uint32_t failsafe_ratio;	/* osd_failsafe_full_ratio x 10000 */
 	uint32_t rec_max;	/* osd_recovery_max_active */
 	uint32_t rec_sleep_ms;	/* osd_recovery_sleep_ms: a slot rests after each object */
+	uint64_t memory_target;	/* osd_memory_target (memtrim.c) */
+	uint64_t memory_warned_ms;	/* memtrim.c's last warning (loop thread) */
 	struct store *store;
 	struct msgr *msgr;
 
@@ -126,7 +155,8 @@ struct osd {
 	 * (heartbeat.c; doc/osd.md, "Leases"). */
 	uint64_t lease_until_ms;
 	bool lease_lost_logged;
-	struct map_waiter *map_waiters;
+	struct osd_mapwait mw;	/* mapwait.c */
+	uint32_t pg_waiting_max;	/* osd_pg_max_waiting_ops (ops.c) */
 	struct pg **pgs;	/* hash by pg_coll() */
 	uint32_t pg_buckets;
 	uint32_t npgs;
@@ -168,10 +198,27 @@ int osd_monmap_file_decode(const void *buf, size_t n, struct monmap_msg *mm);
 int osd_map_load(struct osd *osd);		/* DIR/osdmap at startup */
 void osd_map_subscribe(struct osd *osd);
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+/* Frees the map messages the osd_map_delay_ms fault still holds (exit,
+ * after the messenger is gone). */
+void osd_map_delays_free(void);
 /* The map of epoch e if still held, else NULL. */
 const struct osdmap *osd_map_at(const struct osd *osd, uint64_t e);
-/* Holds an op until the map reaches epoch (takes m). */
-void osd_map_wait(struct osd *osd, uint64_t epoch, struct msg_conn *c, struct msg *m);
+
+/* mapwait.c */
+void osd_mapwait_init(struct osd_mapwait *mw);
+/* Holds m until the map reaches k->epoch, or lets it go at once when a
+ * limit is reached: a client's is answered -EAGAIN, a cluster peer's
+ * connection is closed (takes m in every case). */
+void osd_map_wait(struct osd *osd, const struct osd_mapwait_key *k, struct msg_conn *c,
+		  struct msg *m);
+/* Whether one more message of cls from c for pool.pg (bytes) fits: 0, or
+ * -EAGAIN (pure: the unit tests call it). */
+int osd_mapwait_check(const struct osd_mapwait *mw, uint8_t cls, const struct msg_conn *c,
+		      uint32_t pool, uint32_t pg, uint64_t bytes);
+/* The map moved on: dispatches again, in arrival order, what waited. */
+void osd_mapwait_wake(struct osd *osd);
+/* Frees what still waits (shutdown, after the messenger is gone). */
+void osd_mapwait_free(struct osd *osd);
 
 /* main.c: messages that arrive while waiting, redispatched. */
 void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m);
@@ -195,6 +242,9 @@ void osd_post(struct osd *osd, void (*fn)(void *), void *arg);
 
 /* ops.c */
 void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
+/* Answers the op req with result alone (reqid may be NULL). */
+void osd_op_reply_bare(struct osd *osd, struct msg_conn *c, struct msg *req,
+		       const struct osd_reqid *reqid, int result);
 uint32_t osd_slow_ops(struct osd *osd, struct slow_op **out);
 /* Logs where the primary's replicated writes spent their time (close). */
 void osd_write_profile_log(void);
@@ -286,8 +336,8 @@ struct osd_peer *osd_peer_slot(struct osd *osd, int32_t id);
  * unless that is 0, and freed; one from a newer map waits for it and is
  * dispatched again then); the handler frees what it decoded and returns. */
 bool osd_peermsg_admit(struct osd *osd, struct msg_conn *c, struct msg *m, int bad,
-		       uint64_t epoch, const char *subsys, const char *what,
-		       uint16_t reply_type);
+		       uint64_t epoch, uint32_t pool, uint32_t pg, const char *subsys,
+		       const char *what, uint16_t reply_type);
 /* The PG a peer's message is for, or NULL with *r = -ESTALE (none, or not
  * in the sender's interval sis) or -EIO (it is being reloaded). */
 struct pg *osd_peermsg_pg(struct osd *osd, uint32_t pool, uint32_t pgid, uint64_t sis, int *r);

@@ -23,6 +23,26 @@ static int cstr(char *buf, size_t cap, const void *p, uint32_t n)
 	return 0;
 }
 
+int osd_muts_check(const struct osd_mut *muts, uint32_t n, uint64_t object_max)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct osd_mut *m = &muts[i];
+
+		switch (m->kind) {
+		case MUT_WRITE:
+		case MUT_ZERO:
+			if (m->off > object_max || m->len > object_max - m->off)
+				return -EFBIG;
+			break;
+		case MUT_TRUNCATE:
+			if (m->off > object_max)
+				return -EFBIG;
+			break;
+		}
+	}
+	return 0;
+}
+
 int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 		    uint64_t coll, const char *oid)
 {
@@ -292,6 +312,35 @@ static struct pg_version dec_pgv(struct dec *d)
 	return v;
 }
 
+void osd_oi_encode(const struct osd_oi *oi, struct enc *e)
+{
+	size_t h = enc_begin(e, 1, 1);
+
+	enc_u64(e, oi->version.epoch);
+	enc_u64(e, oi->version.seq);
+	enc_u64(e, oi->mtime_ns);
+	enc_end(e, h);
+}
+
+int osd_oi_decode(const void *buf, size_t len, struct osd_oi *oi)
+{
+	struct dec d, b;
+	int r;
+
+	memset(oi, 0, sizeof(*oi));
+	dec_init(&d, buf, len);
+	if (dec_msg_begin(&d, 1, &b))
+		return d.err;
+	oi->version.epoch = dec_u64(&b);
+	oi->version.seq = dec_u64(&b);
+	if (dec_left(&b))
+		oi->mtime_ns = dec_u64(&b);
+	r = dec_end(&d, &b);
+	if (r)
+		memset(oi, 0, sizeof(*oi));
+	return r;
+}
+
 void osd_pg_log_encode(const struct osd_pg_log *l, struct enc *e)
 {
 	size_t h = enc_begin(e, 1, 1);
@@ -436,8 +485,10 @@ int osd_pg_push_decode(struct dec *d, const void *data, size_t data_len,
 	if (!b.err && (p->kind < PGP_PUSH || p->kind > PGP_PULL_REPLY || n == 0 ||
 		       memchr(p->oid, 0, n)))
 		dec_fail(&b, -EBADMSG);
+	/* the chunk lies inside the object: off + len <= size, written so
+	 * that a peer's off near 2^64 cannot wrap the sum */
 	if (!b.err && p->kind != PGP_PULL &&
-	    (p->len != data_len || p->off + p->len > p->size))
+	    (p->len != data_len || p->off > p->size || p->len > p->size - p->off))
 		dec_fail(&b, -EBADMSG);
 	p->data = data;
 	r = dec_end(d, &b);

@@ -63,8 +63,28 @@ int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *tx
 int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 			uint64_t coll, const char *oid, void (*hold)(void *arg),
 			void (*release)(void *arg), void *arg);
+/* Whether muts stay within an object of object_max bytes: -EFBIG for a
+ * write or zero that ends past it (or whose off + len passes 2^64) and
+ * for a truncate to more, else 0.  A replica checks a REP_OP with it
+ * before the store does, so that a peer's absurd change is refused
+ * rather than failing the store transaction (and with it the PG). */
+int osd_muts_check(const struct osd_mut *muts, uint32_t n, uint64_t object_max);
 /* Whether some write of muts can go by reference (see above). */
 bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n);
+
+/* The object info attribute (OSD_OI_ATTR, pg.h) that every change of an
+ * object writes: its version and mtime.  It is read back from the store
+ * (ops.c, backfill.c), where any REP_OP may have put any bytes, so the
+ * decoder checks them: 0, or -EBADMSG and the like for a malformed one
+ * (*oi is then 0'0, mtime 0).  An info without the mtime (its only
+ * optional field) decodes with mtime 0. */
+#define OSD_OI_MAX	64u	/* its encoding's bytes, at most */
+struct osd_oi {
+	struct pg_version version;
+	uint64_t mtime_ns;
+};
+void osd_oi_encode(const struct osd_oi *oi, struct enc *e);
+int osd_oi_decode(const void *buf, size_t len, struct osd_oi *oi);
 
 /* REP_OP: primary -> replica. */
 struct osd_rep_op {

@@ -15,7 +15,7 @@
  * The newest map is saved in DIR/osdmap (write, fsync, rename) so that a
  * restarted OSD compares the new maps against the one it last acted on.
  * Recent maps are kept (OSD_MAP_HISTORY) for interval computation and the
- * same-epoch check.  Ops that name a newer epoch than ours wait here.
+ * same-epoch check.  Ops that name a newer epoch than ours wait in mapwait.c.
  *
  * Loop thread only (osd_map_load runs before the loop starts).
  */
@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "encode.h"
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 
@@ -133,51 +134,6 @@ void osd_map_subscribe(struct osd *osd)
 		monc_send(osd->monc, m);
 	else
 		msg_free(m);
-}
-
-void osd_map_wait(struct osd *osd, uint64_t epoch, struct msg_conn *c, struct msg *m)
-{
-	struct map_waiter *w = malloc(sizeof(*w)), **pp;
-
-	if (!w) {
-		msg_free(m);
-		return;
-	}
-	w->next = NULL;
-	w->epoch = epoch;
-	w->conn = c;
-	msg_conn_get(c);
-	w->m = m;
-	for (pp = &osd->map_waiters; *pp; pp = &(*pp)->next)
-		;
-	*pp = w;
-}
-
-/* Re-dispatches, in arrival order, what waited for the map we now have. */
-static void wake_waiters(struct osd *osd)
-{
-	struct map_waiter *ready = NULL, **rt = &ready, **pp = &osd->map_waiters;
-
-	while (*pp) {
-		struct map_waiter *w = *pp;
-
-		if (w->epoch <= osd->map->epoch) {
-			*pp = w->next;
-			w->next = NULL;
-			*rt = w;
-			rt = &w->next;
-		} else {
-			pp = &w->next;
-		}
-	}
-	while (ready) {
-		struct map_waiter *w = ready;
-
-		ready = w->next;
-		osd_dispatch(osd, w->conn, w->m);
-		msg_conn_put(w->conn);
-		free(w);
-	}
 }
 
 /* We have a new current map (prev is the one before, or NULL). */
@@ -293,7 +249,66 @@ static int apply_inc(struct osd *osd, const struct osdmap_inc *inc)
 	return 0;
 }
 
+static void map_dispatch_now(struct osd *osd, struct msg *m);
+
+/* Fault injection (tests/hostile/osd_parked.sh): osd_map_delay_ms holds
+ * every map message this long before it is applied, so that clients see
+ * epochs this OSD does not have yet.  Same delay for all: order kept. */
+struct map_delay {
+	struct map_delay *next, **prev;	/* delays: freed at exit if still held */
+	struct osd *osd;
+	struct msg *m;
+};
+static struct map_delay *delays;	/* loop thread */
+
+static void map_delayed(void *arg)
+{
+	struct map_delay *d = arg;
+
+	*d->prev = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	map_dispatch_now(d->osd, d->m);
+	free(d);
+}
+
+void osd_map_delays_free(void)
+{
+	while (delays) {
+		struct map_delay *d = delays;
+
+		delays = d->next;
+		msg_free(d->m);
+		free(d);
+	}
+}
+
 void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
+{
+	int64_t delay = fault_get_int("osd_map_delay_ms", 0);
+
+	(void)c;
+	if (delay > 0 && delay < 600000) {
+		struct map_delay *d = malloc(sizeof(*d));
+
+		if (d) {
+			d->osd = osd;
+			d->m = m;
+			if (msgr_timer(osd->msgr, (uint32_t)delay, map_delayed, d)) {
+				d->next = delays;
+				d->prev = &delays;
+				if (delays)
+					delays->prev = &d->next;
+				delays = d;
+				return;
+			}
+			free(d);
+		}
+	}
+	map_dispatch_now(osd, m);
+}
+
+static void map_dispatch_now(struct osd *osd, struct msg *m)
 {
 	struct mon_map_msg mm;
 	struct dec d;
@@ -301,7 +316,6 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	bool gap = false;
 	int r;
 
-	(void)c;
 	dec_init(&d, m->front, m->front_len);
 	r = mon_map_msg_decode(&d, &mm);
 	msg_free(m);
@@ -336,6 +350,6 @@ void osd_map_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	if (osd->map && osd->map->epoch != before) {
 		map_save(osd);
 		osd_pgs_kick(osd);
-		wake_waiters(osd);
+		osd_mapwait_wake(osd);
 	}
 }

@@ -806,7 +806,7 @@ void osd_pg_query_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	dec_init(&d, m->front, m->front_len);
 	r = osd_pg_query_decode(&d, &q);
-	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, "peering", "PG query", 0))
+	if (!osd_peermsg_admit(osd, c, m, r, q.epoch, q.pool, q.pg, "peering", "PG query", 0))
 		return;
 	pg = osd_pg_find(osd, q.pool, q.pg);
 	if (q.kind == PGQ_REMOVE) {

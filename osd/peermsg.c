@@ -19,8 +19,8 @@
 #include "pg.h"
 
 bool osd_peermsg_admit(struct osd *osd, struct msg_conn *c, struct msg *m, int bad,
-		       uint64_t epoch, const char *subsys, const char *what,
-		       uint16_t reply_type)
+		       uint64_t epoch, uint32_t pool, uint32_t pg, const char *subsys,
+		       const char *what, uint16_t reply_type)
 {
 	if (bad) {
 		log_warn(subsys, "malformed %s from %s: %s", what, msg_conn_addr(c),
@@ -31,7 +31,10 @@ bool osd_peermsg_admit(struct osd *osd, struct msg_conn *c, struct msg *m, int b
 		return false;
 	}
 	if (!osd->map || epoch > osd->map->epoch) {
-		osd_map_wait(osd, epoch, c, m);
+		struct osd_mapwait_key k = { .epoch = epoch, .pool = pool, .pg = pg,
+					     .reply_type = reply_type };
+
+		osd_map_wait(osd, &k, c, m);
 		return false;
 	}
 	return true;

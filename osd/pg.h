@@ -79,6 +79,9 @@ struct pg {
 	struct osd_op *inflight;
 	struct osd_op *waiting;
 	struct osd_op **waiting_tail;
+	uint32_t nwaiting;		/* on waiting (osd->pg_waiting_max) */
+	uint64_t waiting_refused;	/* ops refused for it, and when last */
+	uint64_t waiting_refused_ms;	/* logged */
 
 	/* recovery (primary): NULL unless members are being brought up to
 	 * date (recovery.c) */
@@ -166,9 +169,19 @@ void pg_fail(struct pg *pg, int r);
 /* ops.c */
 /* Runs the ops of pg that can run (after activation or a completion). */
 void pg_kick_ops(struct pg *pg);
+/* An op was refused: pg->waiting is full (logs, rate-limited). */
+void pg_note_waiting_full(struct pg *pg, const struct msg_conn *c);
 /* The interval ended: every op in flight or waiting gets -ESTALE. */
 void pg_abort_ops(struct pg *pg);
 void osd_op_put(struct osd_op *op);
+/* The checks and translation of a write op (op->req) against an object
+ * that *exists with *size bytes: op->muts (calloc'd; the caller frees it
+ * and op->outs[]) gets the changes, *exists and *size what they make.
+ * 0, or the first failing sub-op's error (-EFBIG past osd->object_max,
+ * -EINVAL, -ENOENT, ...) with its rval set.  Reads op->osd->object_max
+ * and op->osd->store, op->pg->coll and op->oid only: exec_write's path,
+ * and tests/fuzz's (fuzz_osd_ops.c) without a PG or a connection. */
+int osd_op_resolve(struct osd_op *op, bool *exists, uint64_t *size);
 void osd_op_write_done(struct osd_op *op, int r);
 /* Whether a write to oid is in flight in pg (recovery.c and backfill.c
  * copy no object while one is). */

@@ -1033,7 +1033,7 @@ void osd_pg_log_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	decoded = !r;
 	if (!r && l.kind == PGL_GET_REPLY)
 		r = -EBADMSG;
-	if (!osd_peermsg_admit(osd, c, m, r, l.epoch, "recovery", "PG log message", MT_PG_LOG)) {
+	if (!osd_peermsg_admit(osd, c, m, r, l.epoch, l.pool, l.pg, "recovery", "PG log message", MT_PG_LOG)) {
 		if (decoded)
 			osd_pg_log_clear(&l);
 		return;

@@ -204,7 +204,7 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 
 	dec_init(&d, m->front, m->front_len);
 	r = osd_rep_op_decode(&d, m->data, m->data_len, &rep);
-	if (!osd_peermsg_admit(osd, c, m, r, rep.epoch, "rep", "replicated write", MT_REP_OP)) {
+	if (!osd_peermsg_admit(osd, c, m, r, rep.epoch, rep.pool, rep.pg, "rep", "replicated write", MT_REP_OP)) {
 		if (!r)
 			osd_rep_op_clear(&rep);
 		return;
@@ -238,6 +238,11 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		r = -ERANGE;
 		goto refuse;
 	}
+	/* an absurd change is refused here, before the store would fail the
+	 * transaction and with it the PG */
+	r = osd_muts_check(rep.muts, rep.nmuts, osd->object_max);
+	if (r)
+		goto refuse;
 	memcpy(oid, rep.entry.oid, rep.entry.oid_len);
 	oid[rep.entry.oid_len] = 0;
 	for (uint32_t i = 0; i < rep.nmuts; i++) {

@@ -742,6 +742,12 @@ int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 	msg_conn_set_ordered(conn.mds);
 	fc_req_init(&rq, NULL, MDS_OP_SESSION);
 	ret = fc_call(&rq, rp);
+	if (ret == MDS_RC_TOO_MANY_SESSIONS) {
+		fprintf(stderr, "atoll-fuse: the MDS at %s refuses a new session: it serves "
+			"mds_max_sessions clients already; unmount another client or raise "
+			"mds_max_sessions in [mds] of atoll.conf\n", mds_addr);
+		goto out;
+	}
 	if (ret) {
 		fprintf(stderr, "atoll-fuse: the MDS at %s does not answer: %s\n", mds_addr,
 			atoll_strerror(ret));

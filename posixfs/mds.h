@@ -28,6 +28,7 @@
 #include "mds_proto.h"
 #include "mds_applier.h"
 #include "mds_cache.h"
+#include "mds_follow.h"
 #include "mds_journal.h"
 #include "mds_txn.h"
 #include "mds_store.h"
@@ -93,6 +94,7 @@ struct mds {
 	uint64_t aseq;		/* the last change applied in memory */
 	struct mds_journal journal;
 	struct mds_applier applier;
+	struct mds_follow follow;	/* the journal read as a standby (mds_follow.c) */
 	uint64_t next_ino, ino_hw;
 	uint64_t nreq;
 	struct mds_rings done;	/* struct mds_done, per client (m->lock) */
@@ -108,6 +110,11 @@ struct mds {
 	 * loaded at start: those the reconnect window waits for. */
 	uint64_t *sess;
 	size_t nsess, sess_cap;
+	/* Limits (atoll.conf, doc/limits.md "MDS"): sessions (a new one past
+	 * it is refused MDS_RC_TOO_MANY_SESSIONS) and the files one client
+	 * holds open (an open past it is refused -EMFILE). */
+	uint32_t max_sessions;		/* mds_max_sessions */
+	uint32_t max_open_per_session;	/* mds_session_max_open_files */
 	/* Orphans (no names left) whose removal waits for the reconnect
 	 * window's end: the clients re-count their opens in it
 	 * (doc/fs-design.md, "Open files across a restart").  m->lock. */
@@ -244,6 +251,9 @@ void mds_sess_forget(uint64_t client);
  * re-counted since (mds_sess_reopen with a newer gen) is not counted
  * down.  Returns how many it counted (delta, or 0). */
 int mds_sess_open(uint64_t client, uint64_t ino, int delta, uint64_t gen);
+/* Whether client may open ino once more: 0, or -EMFILE when it holds max
+ * files open already and ino is not one of them (m->lock). */
+int mds_sess_open_check(uint64_t client, uint64_t ino, uint32_t max);
 /* A re-count after a reconnect (gen): client holds ino open count
  * times; the count is raised to that, never lowered.  Returns the change
  * (to add to the inode's opens). */
@@ -295,6 +305,8 @@ void mds_statfs_may_wait(void);
 int mds_role_start(struct mds *m, const char *name, const char *addr, uint32_t interval_ms,
 		   char **argv, volatile sig_atomic_t *stop);
 uint64_t mds_role_wait_grant(void);
+/* The same, for ms milliseconds at most (0: not granted yet). */
+uint64_t mds_role_wait_grant_ms(uint32_t ms);
 void mds_role_fenced(const char *why) __attribute__((noreturn));
 void mds_role_set_state(uint8_t state);
 void mds_role_set_addr(const char *addr);

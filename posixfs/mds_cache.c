@@ -574,8 +574,25 @@ void mds_cache_trim(struct mds *m)
  * a failure leaves memory behind the journal: exit, a restart replays. */
 static struct mds_node *dir_for_update(struct mds *m, uint64_t dir)
 {
-	struct mds_node *d = mds_cache_get(m, dir);
+	struct mds_node *d;
 
+	if (m->follow.on) {
+		/* a standby following the journal (mds_follow.c): a directory
+		 * whose record is not in the objects any more was removed by
+		 * an entry it reads later (numbers are not reused), which
+		 * leaves a tombstone: skip its entries.  A failed load: start
+		 * over from the head. */
+		m->cache.load_err = false;
+		d = mds_cache_get(m, dir);
+		if (!d && m->cache.load_err)
+			m->follow.broken = true;
+		if (d && mds_cache_dir_load(m, d)) {
+			m->follow.broken = true;
+			d = NULL;
+		}
+		return d;
+	}
+	d = mds_cache_get(m, dir);
 	if (!d || mds_cache_dir_load(m, d)) {
 		log_error(SUB, "cannot load directory %" PRIu64 " to change it; exiting so "
 			  "that a restart replays the journal", dir);
@@ -589,6 +606,8 @@ static void mem_dent_set(struct mds *m, uint64_t aseq, uint64_t dir, const char 
 {
 	struct mds_node *d = dir_for_update(m, dir);
 
+	if (!d)
+		return;	/* following: see dir_for_update */
 	dent_put(m, d, name, ino, mode);
 	d->aseq = aseq;
 	node_account(m, d);
@@ -603,6 +622,8 @@ static void mem_dent_rm(struct mds *m, uint64_t aseq, uint64_t dir, const char *
 {
 	struct mds_node *d = dir_for_update(m, dir);
 
+	if (!d)
+		return;	/* following: see dir_for_update */
 	dent_del(d, name);
 	d->aseq = aseq;
 	node_account(m, d);
@@ -841,13 +862,17 @@ void mds_cache_apply(struct mds *m, const struct mds_txn *t)
 			break;
 		case MDS_U_INODE_PUT:
 			/* every inode of a txn was loaded by it (mds_txn_inode)
-			 * or is new: one not cached (or a tombstone) is new */
+			 * or is new: one not cached (or a tombstone) is new.  Not
+			 * for a standby following the journal, which caches only
+			 * what the entries touch: a directory not cached may have
+			 * entries, loaded on first use (a new one has no object,
+			 * so that costs nothing) */
 			n = ht_find(m, u->in.ino);
 			if (!n || n->gone) {
 				if (!n)
 					n = node_new(m, u->in.ino);
 				n->gone = false;
-				n->dir_loaded = S_ISDIR(u->in.mode);	/* empty */
+				n->dir_loaded = S_ISDIR(u->in.mode) && !m->follow.on;
 				m->ninodes++;
 			}
 			n->a = u->in;

@@ -31,7 +31,6 @@
 
 #include <atoll/atoll.h>
 
-#include "crc32c.h"
 #include "encode.h"
 #include "log.h"
 #include "msg.h"
@@ -62,24 +61,10 @@ static int journal_roll(struct mds *m)
 	mds_store_oid_seg(oid, sizeof(oid), m->journal.seg);
 	atoll_remove(m->meta, oid, 0);	/* every entry in it is applied */
 	m->journal.seg++;
+	__atomic_store_n(&m->journal.pub_seg, m->journal.seg, __ATOMIC_RELEASE);
 	m->journal.seg_entries = 0;
 	m->journal.seg_bytes = 0;
 	return 0;
-}
-
-/* Appends the frame of body (a txn_encode of journal entry seq) to e:
- * length, crc32c of seq and body, seq, the body. */
-static void journal_frame(struct enc *e, const uint8_t *body, size_t blen, uint64_t seq)
-{
-	uint8_t hdr[16];
-	uint32_t len = (uint32_t)blen;
-	memcpy(hdr, &len, 4);
-	memcpy(hdr + 8, &seq, 8);
-	uint32_t crc = atoll__crc32c(0, hdr + 8, 8);
-	crc = atoll__crc32c(crc, body, blen);
-	memcpy(hdr + 4, &crc, 4);
-	enc_raw(e, hdr, 16);
-	enc_raw(e, body, blen);
 }
 
 /* One atoll_append of the frames in e (the current segment). */
@@ -111,7 +96,7 @@ static int journal_append(struct mds *m, const struct mds_txn *t)
 	if (ret)
 		return ret;
 	enc_init(&e);
-	journal_frame(&e, p.body, p.len, ++m->journal.seq);
+	mds_journal_frame(&e, p.body, p.len, ++m->journal.seq);
 	free(p.body);
 	ret = journal_write(m, &e);
 	if (ret == 0) {
@@ -220,7 +205,7 @@ static void *journaler_main(void *arg)
 		int ret = 0;
 		enc_init(&e);
 		for (size_t i = 0; i < n; i++)
-			journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
+			mds_journal_frame(&e, batch[i]->p.body, batch[i]->p.len, batch[i]->seq);
 		ret = journal_write(m, &e);
 		if (ret == -EPERM)
 			mds_role_fenced("an OSD refused a journal write (blocklisted)");
@@ -428,76 +413,82 @@ void mds_journal_written(struct mds *m)
 	}
 }
 
-/* Replays the segment named by fs.journal.head over the objects. */
+/* Writes every entry of m->follow (the current segment, in journal
+ * order) to the objects, REPLAY_BATCH at a time: each (object, key) once
+ * with its last value, all in flight at once, as the applier writes a
+ * round (a full segment is a few round trips, not one per entry). */
+#define REPLAY_BATCH 64u
+
+static int replay_apply(struct mds *m)
+{
+	struct mds_follow *f = &m->follow;
+	struct mds_txn **ts = calloc(REPLAY_BATCH, sizeof(*ts));
+	const struct mds_txn *cts[REPLAY_BATCH];
+	struct mds_store_buf kb = { .u = NULL };
+	int ret = ts ? 0 : -ENOMEM;
+
+	for (size_t i = 0; i < f->n && !ret; i += REPLAY_BATCH) {
+		size_t nt = 0;
+		for (size_t k = i; k < f->n && k < i + REPLAY_BATCH && !ret; k++) {
+			if (!ts[nt] && !(ts[nt] = malloc(sizeof(*ts[nt]))))
+				ret = -ENOMEM;
+			else if (mds_txn_unpack(&f->ents[k].p, ts[nt]))
+				ret = -EBADMSG;	/* it decoded when it was read */
+			else
+				cts[nt] = ts[nt], nt++;
+		}
+		if (!ret)
+			ret = mds_store_apply_omap(m, cts, nt, &kb);
+		struct mds_rm_batch rb = { .n = 0 };
+		for (size_t k = 0; k < nt && !ret; k++)
+			ret = mds_store_apply_rest(m, cts[k], &rb);
+		int rret = mds_rm_batch_wait(&rb);
+		ret = ret ? ret : rret;
+	}
+	for (size_t k = 0; ts && k < REPLAY_BATCH; k++)
+		free(ts[k]);
+	free(ts);
+	mds_store_buf_free(&kb);
+	return ret;
+}
+
+/* Replays the segment named by fs.journal.head over the objects: what a
+ * standby followed of it is in memory already (m->follow), the rest is
+ * read now; then every entry is written to the objects and the segment
+ * rolls (a torn entry at its end is never appended to). */
 int mds_journal_replay(struct mds *m)
 {
-	struct atoll_kv_iter *it = NULL;
-	struct atoll_kv key = { "seg", 3, NULL, 0 };
-	const void *k, *v;
-	size_t kl, vl;
-	char oid[64], num[17];
-	int ret, n = 0;
+	struct mds_follow *f = &m->follow;
+	size_t tail = 0;
+	int ret;
 
-	m->journal.seg = 1;
-	ret = atoll_omap_get(m->meta, "fs.journal.head", &key, 1, &it, 0);
-	if (ret == 0 && atoll_kv_iter_next(it, &k, &kl, &v, &vl) == 0 && vl == 16) {
-		memcpy(num, v, 16);
-		num[16] = 0;
-		m->journal.seg = strtoull(num, NULL, 16);
-	}
-	atoll_kv_iter_free(it);
-	if (ret && ret != -ENOENT)
-		return ret;
-	mds_store_oid_seg(oid, sizeof(oid), m->journal.seg);
-	uint8_t *buf = NULL;
-	size_t got = 0;
-
-	ret = mds_store_read(m, oid, &buf, &got);
-	if (ret == -ENOENT)
-		goto roll;
+	ret = mds_follow_head(m, &m->journal.seg);
 	if (ret)
 		return ret;
-	size_t pos = 0;
-	struct mds_txn *t = malloc(sizeof(*t));
-	while (t && pos + 16 <= got) {
-		uint32_t len, crc;
-		uint64_t seq;
-		memcpy(&len, buf + pos, 4);
-		memcpy(&crc, buf + pos + 4, 4);
-		memcpy(&seq, buf + pos + 8, 8);
-		if (pos + 16 + len > got ||
-		    atoll__crc32c(0, buf + pos + 8, (size_t)len + 8) != crc) {
-			log_warn(SUB, "journal segment %" PRIu64 " ends with a torn entry "
-				 "at byte %zu (never acknowledged); ignoring it", m->journal.seg,
-				 pos);
-			break;
-		}
-		struct dec d;
-		dec_init(&d, buf + pos + 16, len);
-		if (mds_txn_decode(&d, t) == 0) {
-			ret = mds_store_apply(m, t);
-			if (t->reqid)
-				mds_done_add(m, t->client, t->reqid, 0, t->res_ino, 0);
-			mds_ans_add(m, t->client, t->reqid, t->res_ino);
-			if (ret) {
-				free(t);
-				free(buf);
-				return ret;
-			}
-			n++;
-		}
-		if (seq > m->journal.seq)
-			m->journal.seq = seq;
-		pos += 16 + len;
+	ret = mds_follow_finish(m, m->journal.seg, &tail);
+	if (ret)
+		return ret;
+	size_t followed = f->n - tail;	/* read before the start (as a standby) */
+	ret = replay_apply(m);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < f->n; i++) {
+		const struct mds_fent *e = &f->ents[i];
+		if (e->reqid)
+			mds_done_add(m, e->client, e->reqid, 0, e->res_ino, 0);
+		mds_ans_add(m, e->client, e->reqid, e->res_ino);
 	}
-	free(t);
-	free(buf);
-	log_info(SUB, "replayed %d journal entr%s of segment %" PRIu64, n,
-		 n == 1 ? "y" : "ies", m->journal.seg);
-roll:
+	if (f->seq > m->journal.seq)
+		m->journal.seq = f->seq;
+	/* the cache built while following (pinned so far) is in the objects */
+	__atomic_store_n(&m->applier.applied_aseq, m->aseq, __ATOMIC_RELEASE);
+	log_info(SUB, "replayed %zu journal entr%s of segment %" PRIu64 ": %zu followed as a "
+		 "standby, %zu read at the start", f->n, f->n == 1 ? "y" : "ies",
+		 m->journal.seg, followed, tail);
+	mds_follow_free(m);
+	f->on = false;
 	ret = mds_journal_set_head(m, m->journal.seg);
 	if (ret)
 		return ret;
 	return journal_roll(m);
 }
-

@@ -64,6 +64,7 @@ struct mds_journal {
 	/* the last sequence number queued and the last journaled, for the
 	 * status (read on the loop thread: atomic stores and loads) */
 	uint64_t pub_seq, pub_durable;
+	uint64_t pub_seg;	/* seg, for the beacons (atomic) */
 	uint64_t batches;	/* appends made by the journaler */
 	/* fault injection (tests, lib/fault.h names) */
 	bool drop_safe;		/* mds_drop_safe: never send MT_MDS_SAFE */

@@ -40,6 +40,7 @@
 #include "mono.h"
 #include "mds.h"
 #include "msg.h"
+#include "msg_config.h"
 #include "client/client.h"
 
 #define SUB "mds"
@@ -762,7 +763,8 @@ static void usage(FILE *f)
 		"                     evicted: its session ends, the files it held open close\n"
 		"                     (mds_session_timeout_ms; default 60000; 0: never)\n"
 		"  --cache-mb MB      memory for cached metadata (mds_cache_mb; default 256)\n"
-		"  (in atoll.conf only: mds_journal_gather_ms, mds_apply_gather_ms; doc/daemons.md)\n"
+		"  (in atoll.conf only: mds_journal_gather_ms, mds_apply_gather_ms,\n"
+		"   mds_standby_follow_ms; doc/daemons.md)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
 		"  -h, --help         this text\n"
@@ -949,9 +951,34 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mds.cache.max = (uint64_t)cache_mb << 20;
-	uint64_t beacon_ms;
+	uint64_t beacon_ms, pending_max = 0;
 	if (!conf_ms(conf, "mds_beacon_interval_ms", 500, 60000, &beacon_ms))
 		goto out;
+	uint64_t follow_ms;
+	if (!conf_ms(conf, "mds_standby_follow_ms", MDS_STANDBY_FOLLOW_MS, 60000, &follow_ms))
+		goto out;
+	{
+		/* doc/limits.md, "MDS" */
+		int64_t v[2];
+		char lerr[512];
+
+		if (config_get_int(conf, "mds", "mds_max_sessions", 1024, 1, 1 << 24, &v[0],
+				   lerr, sizeof(lerr)) < 0 ||
+		    config_get_int(conf, "mds", "mds_session_max_open_files", 16384, 1, 1 << 24,
+				   &v[1], lerr, sizeof(lerr)) < 0 ||
+		    config_get_size(conf, "mds", "mds_session_max_pending_bytes", 8u << 20,
+				    &pending_max, lerr, sizeof(lerr)) < 0) {
+			fprintf(stderr, "atoll-mds: %s\n", lerr);
+			goto out;
+		}
+		if (pending_max < (1u << 20)) {
+			fprintf(stderr, "atoll-mds: mds_session_max_pending_bytes must be at least "
+				"1M\n");
+			goto out;
+		}
+		mds.max_sessions = (uint32_t)v[0];
+		mds.max_open_per_session = (uint32_t)v[1];
+	}
 	if (!conf_ms(conf, "mds_apply_gather_ms", MDS_APPLY_GATHER_MS, 10000,
 		     &mds.applier.gather_ms) ||
 	    !conf_ms(conf, "mds_journal_gather_ms", MDS_JOURNAL_GATHER_MS, 10000,
@@ -1016,7 +1043,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* A standby until the monitors grant this instance the active role
-	 * (mds_role.c): it neither listens nor reads the journal before. */
+	 * (mds_role.c): it does not listen before, and it writes nothing; it
+	 * follows the journal every follow_ms (mds_follow.c), so that the
+	 * replay at its start reads only what it has not read yet. */
 	struct sigaction sa0 = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa0, NULL);
 	sigaction(SIGINT, &sa0, NULL);
@@ -1029,7 +1058,19 @@ int main(int argc, char **argv)
 		 (unsigned long long)atoll_cluster_id(mds.cl), mds.meta_pool, mds.data_pool);
 	printf("atoll-mds: standby mds.%s on %s\n", name, addr);
 	fflush(stdout);
-	uint64_t grant = mds_role_wait_grant();
+	uint64_t grant = mds_role_wait_grant_ms(0);
+	if (!grant && follow_ms && !g_stop) {
+		if ((ret = mds_follow_start(&mds))) {
+			log_error(SUB, "cannot set up the metadata cache: %s", atoll_strerror(ret));
+			goto out;
+		}
+		log_info(SUB, "following the journal every %llu ms while a standby",
+			 (unsigned long long)follow_ms);
+		while (!g_stop && !(grant = mds_role_wait_grant_ms((uint32_t)follow_ms)))
+			mds_follow_step(&mds);
+	}
+	if (!grant && !g_stop)
+		grant = mds_role_wait_grant();
 	if (!grant || g_stop) {	/* stopped as a standby (maybe granted just now) */
 		rc = 0;
 		goto out;
@@ -1048,12 +1089,20 @@ int main(int argc, char **argv)
 	/* Listen first, so that `atoll fs status` answers "replaying" while
 	 * the namespace loads; client requests wait in the queue until the
 	 * worker loop below starts. */
-	struct msgr_config mc = { .size_of = sizeof(mc) };
+	/* a connection's requests not yet handled (their bytes): past
+	 * mds_session_max_pending_bytes the messenger stops reading from it
+	 * until the worker catches up (paused, never refused: a client's
+	 * requests are an ordered sequence) */
+	struct msgr_config mc = { .size_of = sizeof(mc), .inflight_max = pending_max };
 	struct msgr_ops ops = { .dispatch = on_dispatch, .closed = on_closed };
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;
 	mc.auth = mds.cl->auth;	/* the client's: freed after msgr_destroy */
 	mds_status_init(&mds);
+	if ((ret = msgr_config_read(conf, "mds", &mc, err, sizeof(err)))) {
+		log_error(SUB, "%s", err);
+		goto out;
+	}
 	if ((ret = msgr_create(&mc, &ops, &mds, &msgr)) ||
 	    (ret = msgr_listen(msgr, addr, bound, sizeof(bound))) ||
 	    (ret = msgr_start(msgr))) {

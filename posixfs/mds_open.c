@@ -1,7 +1,8 @@
 /*
  * mds_open.c - opening and closing the file system: on the first start
  * on an empty metadata pool, mkfs (the root, the journal head, fs.super);
- * then the superblock, the answered index, the journal's replay, the
+ * then the superblock, the answered index, the journal's replay (what
+ * a standby followed of it is in memory already: mds_follow.c), the
  * session lists, one pass over the inode records (their number, the
  * orphans, the first records into the cache), and the applier and
  * journaler threads.  Also the orphans found (nlink 0, open when the MDS
@@ -131,10 +132,14 @@ int mds_open(struct mds *m)
 	char oid[64];
 	int ret;
 
-	pthread_mutex_init(&m->lock, NULL);
-	ret = mds_cache_init(m);
-	if (ret)
-		return ret;
+	/* a standby that followed the journal has both (mds_follow_start),
+	 * and in the cache what the segment's entries touched */
+	if (!m->follow.on) {
+		pthread_mutex_init(&m->lock, NULL);
+		ret = mds_cache_init(m);
+		if (ret)
+			return ret;
+	}
 	ret = load_super(m, &exists);
 	if (ret)
 		return ret;
@@ -161,6 +166,7 @@ int mds_open(struct mds *m)
 	 * and the first records into the cache (up to half of its bound);
 	 * everything else loads on first use */
 	struct scan sc = { 0 };
+	m->ninodes = 0;	/* counted by the pass (following counted changes) */
 	for (unsigned s = 0; s < MDS_INODE_SHARDS; s++) {
 		snprintf(oid, sizeof(oid), "fs.inodes.%02x", s);
 		ret = mds_store_omap_each(m, oid, scan_inode, &sc);
@@ -207,6 +213,7 @@ void mds_close(struct mds *m)
 {
 	mds_journal_stop(m);	/* journals what is queued first */
 	mds_applier_stop(m);	/* applies what is queued first */
+	mds_follow_free(m);	/* a standby's entries */
 	if (!m->cache.ht)
 		return;
 	mds_cache_fini(m);

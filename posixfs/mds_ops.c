@@ -111,6 +111,11 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		return ret;
 	if (mds_cache_dir_find(d, rq->name))
 		return -EEXIST;
+	/* a create that opens: the open-file bound, before anything changes
+	 * (a new inode is none of the client's open files) */
+	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u) &&
+	    (ret = mds_sess_open_check(rq->client, UINT64_MAX, m->max_open_per_session)))
+		return ret;
 	/* A create resent after an MDS restart keeps the number its first
 	 * (early) reply gave: the client names the file's data objects by
 	 * it.  Nobody else can hold it: numbers are handed out only below an
@@ -379,7 +384,10 @@ static int op_setattr(struct mds *m, const struct mds_req *rq, struct mds_reply 
 	if (rq->setmask & MDS_SET_SIZE) {
 		if (S_ISDIR(in->mode))
 			return -EISDIR;
-		uint64_t old = in->size > rq->size_hint ? in->size : rq->size_hint;
+		if (rq->s_size > MDS_FILE_SIZE_MAX)
+			return -EFBIG;
+		uint64_t hint = rq->size_hint <= MDS_FILE_SIZE_MAX ? rq->size_hint : 0;
+		uint64_t old = in->size > hint ? in->size : hint;
 		if (rq->s_size < old)
 			mds_txn_trunc(t, rq->ino, rq->s_size, old);
 		in->size = rq->s_size;
@@ -414,7 +422,9 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		if (n->opens < 0)
 			n->opens = 0;
 	}
-	bool grow = rq->size_hint > n->a.size;
+	/* a size past MDS_FILE_SIZE_MAX is no size a file can have: the
+	 * close still counts, the size is not taken */
+	bool grow = rq->size_hint > n->a.size && rq->size_hint <= MDS_FILE_SIZE_MAX;
 	bool mt = (rq->setmask & MDS_SET_MTIME) && rq->s_mtime != n->a.mtime;
 	bool gone = n->a.nlink == 0 && n->opens == 0 && rq->ino != MDS_ROOT_INO &&
 		    !mds_linger_holds(rq->ino) && !mds_open_orphan_defer(m, rq->ino);
@@ -690,6 +700,9 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			int c = rq->max > INT32_MAX ? INT32_MAX : (int)rq->max;
 			n->opens += mds_sess_reopen(rq->client, rq->ino, c, rq->ogen);
 		} else if (rq->op == MDS_OP_OPEN) {
+			ret = mds_sess_open_check(rq->client, rq->ino, m->max_open_per_session);
+			if (ret)
+				break;	/* mds_session_max_open_files */
 			n->opens += mds_sess_open(rq->client, rq->ino, 1, rq->ogen);
 		}
 		reply_inode(rp, &n->a);

@@ -37,6 +37,10 @@ enum {
 #define MDS_BLOCK_SIZE	(4u << 20)
 #define MDS_ROOT_INO	1u
 #define MDS_XATTR_MAX	65536u	/* one value; also a LISTXATTR reply */
+/* A file's largest size: what an off_t holds.  A SETATTR to more gets
+ * -EFBIG; a CLOSE/FSYNC reporting more keeps the file's size
+ * (doc/limits.md, "MDS"). */
+#define MDS_FILE_SIZE_MAX	((uint64_t)INT64_MAX)
 
 enum mds_op {
 	MDS_OP_SESSION = 1,	/* reply: data pool name in target; with
@@ -260,6 +264,9 @@ struct mds_reply {
  * says which MDS evicted it and why (doc/fs-design.md, "What an evicted
  * client is told"). */
 #define MDS_RC_EVICTED	(-ESHUTDOWN)
+/* The MDS holds mds_max_sessions sessions already: a SESSION (a mount) is
+ * refused with this; the client says so and does not mount. */
+#define MDS_RC_TOO_MANY_SESSIONS	(-EUSERS)
 
 /* MT_MDS_SAFE: every journal entry up to seq is durable. */
 struct mds_safe {

@@ -50,6 +50,7 @@ static struct {
 	pthread_mutex_t lock;		/* everything below */
 	pthread_cond_t cond;		/* grant, stop */
 	struct atoll_cluster *cl;
+	struct mds *m;			/* the journal position in the beacons */
 	char **argv;			/* for the start over */
 	volatile sig_atomic_t *stop;	/* main's SIGTERM flag */
 	struct mds_beacon b;		/* the next beacon's content */
@@ -118,6 +119,16 @@ static void send_beacon(void)
 		return;
 	}
 	r.b.epoch = atoll_cluster_epoch(r.cl);
+	/* where it is in the journal: a standby (and an active replaying)
+	 * what it followed, an active what it journaled (atomic loads: the
+	 * follower and the journaler store them) */
+	if (r.b.state == MDS_BEACON_STANDBY || r.b.state == MDS_BEACON_REPLAYING) {
+		r.b.jseg = __atomic_load_n(&r.m->follow.pub_seg, __ATOMIC_ACQUIRE);
+		r.b.jseq = __atomic_load_n(&r.m->follow.pub_seq, __ATOMIC_ACQUIRE);
+	} else {
+		r.b.jseg = __atomic_load_n(&r.m->journal.pub_seg, __ATOMIC_ACQUIRE);
+		r.b.jseq = __atomic_load_n(&r.m->journal.pub_durable, __ATOMIC_ACQUIRE);
+	}
 	enc_init(&e);
 	mds_beacon_encode(&r.b, &e);
 	r.in_flight = true;
@@ -193,6 +204,7 @@ int mds_role_start(struct mds *m, const char *name, const char *addr, uint32_t i
 	int ret;
 
 	r.cl = m->cl;
+	r.m = m;
 	r.argv = argv;
 	r.stop = stop;
 	r.interval_ms = interval_ms ? interval_ms : 500;
@@ -222,6 +234,20 @@ uint64_t mds_role_wait_grant(void)
 		struct timespec ts = deadline_ms(CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&r.cond, &r.lock, &ts);
 	}
+	g = r.grant_epoch;
+	pthread_mutex_unlock(&r.lock);
+	return g;
+}
+
+uint64_t mds_role_wait_grant_ms(uint32_t ms)
+{
+	struct timespec ts = deadline_ms(CLOCK_REALTIME, ms);
+	uint64_t g;
+
+	pthread_mutex_lock(&r.lock);
+	while (!r.grant_epoch && !*r.stop)
+		if (pthread_cond_timedwait(&r.cond, &r.lock, &ts) == ETIMEDOUT)
+			break;
 	g = r.grant_epoch;
 	pthread_mutex_unlock(&r.lock);
 	return g;

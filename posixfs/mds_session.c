@@ -56,6 +56,15 @@ struct sopen {
 	struct sopen *next;
 };
 
+/* How many (client, inode) open records a client has (m->lock):
+ * mds_sess_open_check's bound, without a walk of the table. */
+struct scount {
+	uint64_t client;
+	uint32_t n;
+	struct scount *next;
+};
+#define SESS_COUNT_BUCKETS 256u
+
 struct sreason {
 	uint64_t client;
 	char why[200];
@@ -69,6 +78,7 @@ static struct {
 	struct sreason *reasons;
 	unsigned nreasons;
 	struct sopen *opens[SESS_OPEN_BUCKETS];	/* m->lock */
+	struct scount *counts[SESS_COUNT_BUCKETS];	/* m->lock */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct sconn *conn_find(uint64_t client)
@@ -175,6 +185,39 @@ static unsigned open_bucket(uint64_t client, uint64_t ino)
 	return (unsigned)((ino * 0x9e3779b97f4a7c15ull ^ client) % SESS_OPEN_BUCKETS);
 }
 
+/* The count of client's open records, made when add is set (NULL: none,
+ * or out of memory). */
+static struct scount *scount_find(uint64_t client, bool add)
+{
+	struct scount **pp = &S.counts[client % SESS_COUNT_BUCKETS], *c;
+
+	for (c = *pp; c; c = c->next)
+		if (c->client == client)
+			return c;
+	if (add && (c = calloc(1, sizeof(*c)))) {
+		c->client = client;
+		c->next = *pp;
+		*pp = c;
+	}
+	return c;
+}
+
+/* One open record of client fewer (freed with the last). */
+static void scount_drop(uint64_t client)
+{
+	for (struct scount **pp = &S.counts[client % SESS_COUNT_BUCKETS]; *pp; pp = &(*pp)->next) {
+		struct scount *c = *pp;
+
+		if (c->client != client)
+			continue;
+		if (--c->n == 0) {
+			*pp = c->next;
+			free(c);
+		}
+		return;
+	}
+}
+
 /* The record of (client, ino), made when add is set (NULL: none, or out
  * of memory); *prev: where it hangs. */
 static struct sopen *sopen_find(uint64_t client, uint64_t ino, bool add, struct sopen ***prev)
@@ -185,10 +228,18 @@ static struct sopen *sopen_find(uint64_t client, uint64_t ino, bool add, struct 
 		if (o->client == client && o->ino == ino)
 			break;
 	if (!o && add && (o = calloc(1, sizeof(*o)))) {
-		o->client = client;
-		o->ino = ino;
-		o->next = *pp;
-		*pp = o;
+		struct scount *c = scount_find(client, true);
+
+		if (!c) {
+			free(o);
+			o = NULL;
+		} else {
+			c->n++;
+			o->client = client;
+			o->ino = ino;
+			o->next = *pp;
+			*pp = o;
+		}
 	}
 	*prev = pp;
 	return o;
@@ -198,6 +249,7 @@ static void sopen_drop_if_none(struct sopen *o, struct sopen **pp)
 {
 	if (o->count <= 0 && !o->gen) {
 		*pp = o->next;	/* pp holds o */
+		scount_drop(o->client);
 		free(o);
 	}
 }
@@ -217,6 +269,17 @@ int mds_sess_open(uint64_t client, uint64_t ino, int delta, uint64_t gen)
 	o->count += delta;
 	sopen_drop_if_none(o, pp);
 	return delta;
+}
+
+int mds_sess_open_check(uint64_t client, uint64_t ino, uint32_t max)
+{
+	struct sopen **pp;
+	struct scount *c;
+
+	if (!max || sopen_find(client, ino, false, &pp))
+		return 0;	/* no limit, or one more of a file it holds */
+	c = scount_find(client, false);
+	return c && c->n >= max ? -EMFILE : 0;
 }
 
 int mds_sess_reopen(uint64_t client, uint64_t ino, int count, uint64_t gen)
@@ -254,6 +317,7 @@ size_t mds_sess_take_opens(uint64_t client, void (*fn)(void *arg, uint64_t ino, 
 			}
 			*pp = o->next;
 			fn(arg, o->ino, o->count);
+			scount_drop(o->client);
 			free(o);
 			n++;
 		}
@@ -309,6 +373,12 @@ void mds_sess_fini(void)
 			S.opens[b] = o->next;
 			free(o);
 		}
+	for (unsigned b = 0; b < SESS_COUNT_BUCKETS; b++)
+		while (S.counts[b]) {
+			struct scount *c = S.counts[b];
+			S.counts[b] = c->next;
+			free(c);
+		}
 }
 
 /* ---- the persisted list of sessions (fs.sessions) ----------------------------- */
@@ -343,6 +413,11 @@ int mds_session_add(struct mds *m, uint64_t client)
 
 	if (!client || mds_session_known(m, client))
 		return 0;
+	if (m->max_sessions && m->nsess >= m->max_sessions) {
+		log_warn(SUB, "refusing a session to client %llu: %zu sessions already "
+			 "(mds_max_sessions)", (unsigned long long)client, m->nsess);
+		return MDS_RC_TOO_MANY_SESSIONS;
+	}
 	snprintf(key, sizeof(key), "%016" PRIx64, client);
 	struct atoll_kv kv = { key, 16, "", 0 };
 	ret = atoll_omap_set(m->meta, "fs.sessions", &kv, 1, 0);

@@ -50,32 +50,6 @@ static void oid_data(char *b, size_t n, uint64_t ino, uint64_t blk)
 	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
 }
 
-/* An inode record: the inode (its wire form), the symlink target, then
- * the parent of a directory.  A record written before the parent was
- * stored there has none: its directory kept it in the `..` key of its
- * object, which then may exist even if the directory never had entries
- * (the flag MDS_INO_DIROBJ says so; mds_cache_dir_parent reads the key). */
-void mds_store_record_encode(struct enc *e, const struct mds_inode *in, const char *link)
-{
-	mds_inode_encode(e, in);
-	enc_str(e, link ? link : "");
-	enc_u64(e, in->parent);
-}
-
-int mds_store_record_decode(const void *v, size_t vl, struct mds_inode *in, char *link)
-{
-	struct dec d;
-
-	dec_init(&d, v, vl);
-	mds_inode_decode(&d, in);
-	dec_str(&d, link, MDS_PATH_MAX);
-	if (dec_left(&d))
-		in->parent = dec_u64(&d);
-	else if (S_ISDIR(in->mode))
-		in->flags |= MDS_INO_DIROBJ;
-	return d.err;
-}
-
 /* Calls fn for every omap entry of oid; a missing object has none. */
 int mds_store_omap_each(struct mds *m, const char *oid,
 		     int (*fn)(struct mds *m, void *arg, const void *k, size_t kl,

@@ -1,6 +1,6 @@
 /*
  * mds_txn.h - transactions (mds_txn.c): one change of the namespace, its
- * working inodes and updates, and its journal encoding.
+ * working inodes and updates, and its journal encoding (mds_codec.c).
  */
 #ifndef ATOLL_MDS_TXN_H
 #define ATOLL_MDS_TXN_H
@@ -12,6 +12,7 @@
 #include "mds_proto.h"
 
 struct dec;
+struct enc;
 struct mds;
 
 /* One change: working copies of the inodes it touches and the dentry
@@ -104,7 +105,19 @@ int mds_txn_alloc_ino(struct mds *m, struct mds_txn *t, uint64_t *ino);
 /* A txn's journal body: encoded (0 or -ENOMEM), decoded (from d, or from
  * p: 0 or -errno of a malformed body). */
 int mds_txn_pack(const struct mds_txn *t, struct mds_packed *p);
+void mds_txn_encode(struct enc *e, const struct mds_txn *t);
 int mds_txn_decode(struct dec *d, struct mds_txn *t);
 int mds_txn_unpack(const struct mds_packed *p, struct mds_txn *t);
+
+/* A journal entry in a segment object: u32 body length, u32 crc32c of
+ * the sequence number and the body, u64 sequence number (all host order),
+ * then the body (mds_txn_encode's bytes).  mds_journal_frame appends one
+ * to e; mds_journal_entry_decode reads the one at buf (n bytes left in
+ * the segment): 0 with *body, *len and *seq, or -EBADMSG for a short,
+ * overlong or corrupt one (a torn entry: replay stops there). */
+#define MDS_JOURNAL_FRAME_HDR	16u
+void mds_journal_frame(struct enc *e, const uint8_t *body, size_t blen, uint64_t seq);
+int mds_journal_entry_decode(const uint8_t *buf, size_t n, const uint8_t **body,
+			     size_t *len, uint64_t *seq);
 
 #endif

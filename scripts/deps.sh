@@ -18,13 +18,17 @@ pkgs=(
 	libssl-dev
 	# the monitors' replicated log (mon/quorum.c)
 	libraft-dev libuv1-dev
-	# tests: Criterion, libFuzzer (clang + its runtime), JSON checks
-	libcriterion-dev clang libclang-rt-14-dev python3
+	# tests: Criterion, JSON checks (libFuzzer's clang and its runtime,
+	# clang libclang-rt-14-dev, only for scripts/test.sh --full: it asks)
+	libcriterion-dev python3
 	# benchmarks: the disk reference (bench/disklimit.sh)
 	fio
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,
 	# nbdfuse, nbdsh + python module), qemu-img, ext4 over nbdfuse + loop
 	libnbd-bin nbdkit python3-libnbd qemu-utils fuse3 e2fsprogs
+	# NBD over TLS (blockdev/nbd/nbd_tls.c): GnuTLS; certtool and psktool
+	# make the tests' certificates and keys (tests/nbd/test_nbd_tls.py)
+	libgnutls28-dev gnutls-bin
 	# the file system (posixfs/atoll-fuse): libfuse3 low-level API; the
 	# tools tests/fs/fs-tools.sh runs on a mount; bench/fsbench.sh's bc, postmark
 	libfuse3-dev rsync tar git bc postmark

@@ -7,9 +7,9 @@
 #                            sanitizer build (address, undefined): the
 #                            suites 'unit', 'fuzz' and 'smoke'
 #   scripts/test.sh --full   the same, but every suite under the sanitizers
-#                            too, plus a short libFuzzer run of each fuzz
-#                            target (clang); run it before calling an issue
-#                            resolved
+#                            too, plus a libFuzzer run of each fuzz target
+#                            (clang, installed when missing), two at a
+#                            time; run it before calling an issue resolved
 #
 # Build folders (inside the repo, ignored by git): build-release, build-asan,
 # build-fuzz.  The suites are described in doc/testing.md.  Suites that
@@ -131,10 +131,35 @@ fi
 
 # ---- libFuzzer (--full) ---------------------------------------------------
 # Each target under tests/fuzz/corpus/NAME/ is built as fuzz-NAME with clang
-# and fuzzed for a short while from its seeds, in a scratch folder so that
-# new inputs do not land in the committed corpus.  A crash leaves its input
-# in build-fuzz/artifacts/ (add it to the corpus once fixed).
+# (installed here when missing: only --full needs it) and fuzzed for
+# ATOLL_FUZZ_SECONDS from its seeds, two targets at a time (two cores), each
+# in a scratch folder with the seeds as read-only input, so that new inputs
+# never land in the committed corpus.  Any crash, leak (LeakSanitizer),
+# undefined behaviour (UBSAN_OPTIONS above halts on it), timeout or
+# out-of-memory fails the target; its input is left in build-fuzz/artifacts/
+# (add it to the corpus once fixed).
+
+# fuzz_one NAME SECS: fuzzes one built target; its verdict is the exit code
+# and build-fuzz/fuzz-NAME.log.
+fuzz_one() {
+	local name=$1 secs=$2 work r
+	work=$(mktemp -d "${TMPDIR:-/tmp}/atoll-fuzz-$name.XXXXXX") || return 1
+	# TMPDIR: a target that makes files (osd_ops: its store) makes them
+	# in the scratch folder, removed with it
+	TMPDIR=$work build-fuzz/tests/fuzz/fuzz-$name -max_total_time="$secs" \
+		-malloc_limit_mb=256 -rss_limit_mb=2048 -timeout=30 \
+		-print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$name-" \
+		"$work" "tests/fuzz/corpus/$name" </dev/null >"build-fuzz/fuzz-$name.log" 2>&1
+	r=$?
+	rm -rf "$work"
+	return $r
+}
+
 if [ $full -eq 1 ]; then
+	if ! command -v clang >/dev/null || ! dpkg-query -W libclang-rt-14-dev >/dev/null 2>&1; then
+		"$root/scripts/deps.sh" clang libclang-rt-14-dev ||
+			echo "test.sh: cannot install clang: skipping the libFuzzer run" >&2
+	fi
 	if ! command -v clang >/dev/null; then
 		echo "test.sh: clang is missing: skipping the libFuzzer run" >&2
 	elif step "configure build-fuzz (clang, -Dfuzz=true)" &&
@@ -142,31 +167,45 @@ if [ $full -eq 1 ]; then
 			-Db_sanitize=address,undefined -Db_lundef=false; then
 		secs=${ATOLL_FUZZ_SECONDS:-60}
 		mkdir -p build-fuzz/artifacts
+		names=()
 		for corpus in tests/fuzz/corpus/*/; do
-			[ -d "$corpus" ] || continue
-			name=$(basename "$corpus")
-			exe=build-fuzz/tests/fuzz/fuzz-$name
-			step "libFuzzer: fuzz-$name for $secs s"
-			# Only the fuzz targets: the rest of the tree is not meant to
-			# link with coverage hooks and no fuzzer runtime.
-			if ! ninja -C build-fuzz "tests/fuzz/fuzz-$name" || [ ! -x "$exe" ]; then
-				echo "FAIL: fuzz-$name does not build (is '$name' in tests/fuzz/meson.build?)"
-				fuzz_fail=$((fuzz_fail + 1))
-				continue
-			fi
-			work=$(mktemp -d "${TMPDIR:-/tmp}/atoll-fuzz-$name.XXXXXX")
-			if "$exe" -max_total_time="$secs" -malloc_limit_mb=256 -rss_limit_mb=2048 \
-				-print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$name-" \
-				"$work" "$corpus" </dev/null >"build-fuzz/fuzz-$name.log" 2>&1; then
-				tail -n 3 "build-fuzz/fuzz-$name.log"
-				echo "OK: fuzz-$name"
+			[ -d "$corpus" ] && names+=("$(basename "$corpus")")
+		done
+		step "libFuzzer: building ${#names[@]} targets"
+		# Only the fuzz targets: the rest of the tree is not meant to
+		# link with coverage hooks and no fuzzer runtime.
+		ninja -C build-fuzz "${names[@]/#/tests/fuzz/fuzz-}" >build-fuzz/fuzz-build.log 2>&1 ||
+			tail -n 40 build-fuzz/fuzz-build.log
+		step "libFuzzer: each target for $secs s, two at a time"
+		declare -A fuzz_pid=()
+		fuzz_reap() {	# waits for one running target and reports it
+			local pid name r
+			wait -n -p pid "${!fuzz_pid[@]}"
+			r=$?
+			name=${fuzz_pid[$pid]}
+			unset "fuzz_pid[$pid]"
+			if [ $r -eq 0 ]; then
+				echo "OK: fuzz-$name ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' \
+					"build-fuzz/fuzz-$name.log" | grep -o '[0-9]*$') runs)"
 				fuzz_pass=$((fuzz_pass + 1))
 			else
 				tail -n 40 "build-fuzz/fuzz-$name.log"
 				echo "FAIL: fuzz-$name (log: build-fuzz/fuzz-$name.log, input in build-fuzz/artifacts/)"
 				fuzz_fail=$((fuzz_fail + 1))
 			fi
-			rm -rf "$work"
+		}
+		for name in "${names[@]}"; do
+			if [ ! -x "build-fuzz/tests/fuzz/fuzz-$name" ]; then
+				echo "FAIL: fuzz-$name does not build (is '$name' in tests/fuzz/meson.build?)"
+				fuzz_fail=$((fuzz_fail + 1))
+				continue
+			fi
+			[ ${#fuzz_pid[@]} -ge 2 ] && fuzz_reap
+			fuzz_one "$name" "$secs" &
+			fuzz_pid[$!]=$name
+		done
+		while [ ${#fuzz_pid[@]} -gt 0 ]; do
+			fuzz_reap
 		done
 	else
 		failed_steps+=("configure build-fuzz")

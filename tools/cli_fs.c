@@ -100,19 +100,24 @@ static void print_roles_plain(cJSON *roles)
 
 		printf("file system %s+%s:\n", mp ? mp : "?", dp ? dp : "?");
 		if (cJSON_IsObject(act))
-			printf("  active:   mds.%s at %s (client.%s), granted in epoch %.0f, %s\n",
+			printf("  active:   mds.%s at %s (client.%s), granted in epoch %.0f, %s, "
+			       "journal %.0f:%.0f\n",
 			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "name")),
 			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "addr")),
 			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "instance")),
 			       cJSON_GetNumberValue(cJSON_GetObjectItem(fs, "grant_epoch")),
-			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "state")));
+			       cJSON_GetStringValue(cJSON_GetObjectItem(act, "state")),
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(act, "journal_segment")),
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(act, "journal_seq")));
 		else
 			printf("  active:   none (a standby takes over within mds_beacon_grace)\n");
 		cJSON_ArrayForEach(sb, cJSON_GetObjectItem(fs, "standbys"))
-			printf("  standby:  mds.%s at %s (client.%s)\n",
+			printf("  standby:  mds.%s at %s (client.%s), journal followed to %.0f:%.0f\n",
 			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "name")),
 			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "addr")),
-			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "instance")));
+			       cJSON_GetStringValue(cJSON_GetObjectItem(sb, "instance")),
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(sb, "journal_segment")),
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(sb, "journal_seq")));
 	}
 }
 

@@ -1,26 +1,34 @@
 /*
- * nbd_io.c - whole reads and writes on a connection's blocking socket.
+ * nbd_io.c - whole reads and writes on a connection: on its blocking
+ * socket, or through its TLS session once NBD_OPT_STARTTLS succeeded.
  *
  * Sockets stay blocking: each connection has its own reader and writer
  * thread, so blocking is how a slow client slows only itself.  MSG_NOSIGNAL
- * keeps a client that hangs up from killing the server with SIGPIPE.
+ * keeps a client that hangs up from killing the server with SIGPIPE.  The
+ * plain path is the system call alone; TLS costs one test of conn->tls.
  */
 #include "nbd_server.h"
 
 #include <errno.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-int nbd_read_full(int fd, void *buf, size_t len)
+int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = recv(fd, p + done, len - done, 0);
+		ssize_t n;
 
+		if (conn->tls) {
+			n = nbd_tls_recv(conn->tls, p + done, len - done);
+			if (n < 0)
+				return (int)n;
+		} else {
+			n = recv(conn->fd, p + done, len - done, 0);
+		}
 		if (n > 0) {
 			done += (size_t)n;
 			continue;
@@ -36,13 +44,15 @@ int nbd_read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
-int nbd_write_full(int fd, const void *buf, size_t len)
+int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	size_t done = 0;
 
+	if (conn->tls)
+		return nbd_tls_send(conn->tls, buf, len);
 	while (done < len) {
-		ssize_t n = send(fd, p + done, len - done, MSG_NOSIGNAL);
+		ssize_t n = send(conn->fd, p + done, len - done, MSG_NOSIGNAL);
 
 		if (n >= 0) {
 			done += (size_t)n;
@@ -53,50 +63,6 @@ int nbd_write_full(int fd, const void *buf, size_t len)
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return -ETIMEDOUT;
 		return -errno;
-	}
-	return 0;
-}
-
-int nbd_skip(int fd, size_t len)
-{
-	uint8_t scratch[4096];
-
-	while (len > 0) {
-		size_t n = len < sizeof(scratch) ? len : sizeof(scratch);
-		int ret = nbd_read_full(fd, scratch, n);
-
-		if (ret)
-			return ret == -ENODATA ? -ECONNRESET : ret;
-		len -= n;
-	}
-	return 0;
-}
-
-int nbd_write2(int fd, const void *a, size_t alen, const void *b, size_t blen)
-{
-	struct iovec iov[2] = {
-		{ .iov_base = (void *)a, .iov_len = alen },
-		{ .iov_base = (void *)b, .iov_len = blen },
-	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = blen ? 2 : 1 };
-
-	while (mh.msg_iovlen > 0) {
-		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (mh.msg_iovlen > 0 && (size_t)n >= mh.msg_iov[0].iov_len) {
-			n -= (ssize_t)mh.msg_iov[0].iov_len;
-			mh.msg_iov++;
-			mh.msg_iovlen--;
-		}
-		if (mh.msg_iovlen > 0) {
-			mh.msg_iov[0].iov_base = (uint8_t *)mh.msg_iov[0].iov_base + n;
-			mh.msg_iov[0].iov_len -= (size_t)n;
-		}
 	}
 	return 0;
 }

@@ -2,18 +2,28 @@
  * nbd_main.c - atoll-nbd: serves the images of a pool over NBD.
  *
  *   atoll-nbd [--conf FILE] [-m MON] [--addr IP:PORT] [--pool NAME]
+ *             [--tls=off|on|require] [--tls-certificates DIR] [--tls-psk FILE]
+ *             [--tls-verify-peer] [--tls-exports FILE] [--allow-insecure]
  *             [--log FILE] [--log-level LEVEL]
  *
- * The main thread binds exactly --addr, accepts connections and gives each
- * its own thread (nbd_conn_main); it waits for SIGTERM/SIGINT through a
- * signalfd next to the listening socket.  On a signal it stops accepting,
- * ends every connection's reading side (requests in flight still complete
- * and get their replies), waits for them, closes the images (releasing
- * their locks) and exits 0.
+ * The TLS settings come from the command line, else from [nbd] (then
+ * [global]) of atoll.conf.  An address other than loopback is bound only
+ * with --tls=require, or when --allow-insecure says plain clients may
+ * come from the network.
+ *
+ * The main thread binds exactly --addr, accepts connections and gives
+ * each its own thread (nbd_conn_main); it waits for signals through a
+ * signalfd next to the listening socket.  SIGHUP reads the --tls-exports
+ * rules again.  On SIGTERM/SIGINT it stops accepting, ends every
+ * connection's reading side (requests in flight still complete and get
+ * their replies), waits for them, closes the images (releasing their
+ * locks) and exits 0.
  */
 #include "nbd_server.h"
 
+#include "config.h"
 #include "log.h"
+#include "mono.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,7 +42,6 @@
 
 #define NBD_DEFAULT_ADDR "127.0.0.1:10809"
 #define NBD_DEFAULT_POOL "default"
-#define NBD_MAX_CONNS 1024
 #define NBD_STOP_WAIT_S 60
 
 static void usage(FILE *f)
@@ -47,15 +56,30 @@ static void usage(FILE *f)
 "  --addr IP:PORT     address to listen on (default %s); only that\n"
 "                     address is bound\n"
 "  --pool NAME        the pool whose images are served (default '%s')\n"
+"  --tls MODE         off (default), on (offered), require (nothing without\n"
+"                     TLS); clients use nbds:// URIs\n"
+"  --tls-certificates DIR  X.509: DIR/ca-cert.pem, server-cert.pem,\n"
+"                     server-key.pem (as nbdkit and qemu-nbd)\n"
+"  --tls-psk FILE     pre-shared keys, lines USERNAME:HEXKEY (psktool)\n"
+"  --tls-verify-peer  X.509: clients must show a certificate signed by the CA\n"
+"  --tls-priority S   GnuTLS priority string (default NORMAL, with PSK added)\n"
+"  --tls-exports FILE which images each TLS identity may use: lines\n"
+"                     IDENTITY IMAGE|PATTERN...  ('*': every client)\n"
+"  --allow-insecure   serve clients without TLS on an address other than\n"
+"                     loopback (refused otherwise)\n"
 "  --lease SECONDS    the lease of the image locks this server holds (default\n"
 "                     the library's, 15 s): a restarted atoll-nbd takes over\n"
 "                     the images of one that was killed after at most this\n"
 "  --log FILE         log there instead of stderr\n"
 "  --log-level LEVEL  error, warn, info (default), debug\n"
 "  -h, --help         this text\n"
+"Limits, in [nbd] of atoll.conf (doc/limits.md): nbd_max_connections (256),\n"
+"nbd_max_bytes_in_flight (128M, all connections), nbd_conn_max_bytes (64M).\n"
 "Example:\n"
 "  atoll image create disk1 10G && atoll-nbd --pool default &\n"
 "  nbdinfo nbd://127.0.0.1:10809/disk1\n"
+"  atoll-nbd --tls=require --tls-psk keys.psk --addr 0.0.0.0:10809 &\n"
+"  nbdinfo 'nbds://alice@HOST/disk1?tls-psk-file=keys.psk'\n"
 "  nbd-client 127.0.0.1 10809 /dev/nbd0 -N disk1    (see doc/nbd.md)\n",
 		NBD_DEFAULT_ADDR, NBD_DEFAULT_POOL);
 }
@@ -82,7 +106,7 @@ static int parse_addr(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
-static int listen_on(const char *addr)
+static int listen_on(const char *addr, bool plain_ok)
 {
 	struct sockaddr_in sa;
 	int fd, one = 1;
@@ -91,6 +115,15 @@ static int listen_on(const char *addr)
 		fprintf(stderr, "atoll-nbd: --addr '%s' is not IP:PORT (e.g. %s)\n", addr,
 			NBD_DEFAULT_ADDR);
 		return -EINVAL;
+	}
+	/* 127.0.0.0/8 only: anything else (the wildcard above all) reaches
+	 * other hosts, where a client without TLS reads and writes images. */
+	if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127 && !plain_ok) {
+		fprintf(stderr, "atoll-nbd: --addr '%s' is reachable from other hosts and "
+			"clients without TLS would be served there; use --tls=require with "
+			"--tls-psk or --tls-certificates, or say --allow-insecure "
+			"(doc/nbd.md, \"TLS\")\n", addr);
+		return -EPERM;
 	}
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -115,6 +148,44 @@ static void conn_free(struct nbd_conn *conn)
 	free(conn);
 }
 
+/* The limits in atoll.conf ([nbd], then [global]; doc/limits.md): 0, or
+ * -1 after saying what is wrong. */
+static int read_limits(const char *path, struct nbd_server *srv)
+{
+	struct config *cfg = NULL;
+	uint64_t total, per_conn;
+	int64_t conns;
+	char err[512];
+	int ret;
+
+	ret = config_load(&cfg, path, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		return -1;
+	}
+	if (config_get_int(cfg, "nbd", "nbd_max_connections", NBD_MAX_CONNS, 1, 1 << 20, &conns,
+			   err, sizeof(err)) < 0 ||
+	    config_get_size(cfg, "nbd", "nbd_max_bytes_in_flight", NBD_TOTAL_BUDGET_BYTES, &total,
+			    err, sizeof(err)) < 0 ||
+	    config_get_size(cfg, "nbd", "nbd_conn_max_bytes", NBD_CONN_BUDGET_BYTES, &per_conn,
+			    err, sizeof(err)) < 0) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		config_free(cfg);
+		return -1;
+	}
+	config_free(cfg);
+	if (total < (1u << 20) || per_conn < (1u << 20) || total > SIZE_MAX / 2 ||
+	    per_conn > SIZE_MAX / 2) {
+		fprintf(stderr, "atoll-nbd: nbd_max_bytes_in_flight and nbd_conn_max_bytes must "
+			"be at least 1M\n");
+		return -1;
+	}
+	srv->max_conns = (unsigned)conns;
+	srv->budget_max = (size_t)total;
+	srv->conn_budget_max = (size_t)per_conn;
+	return 0;
+}
+
 static void *conn_main(void *arg)
 {
 	struct nbd_conn *conn = arg;
@@ -137,6 +208,14 @@ static void *conn_main(void *arg)
 	} else if (ret != -ENODATA && ret != -ECONNABORTED) {
 		log_info(NBD_SUBSYS, "%s: negotiation ended: %s", conn->peer,
 			 atoll_strerror(ret));
+	}
+	if (conn->tls) {
+		/* close_notify, bounded: the client may have stopped reading */
+		struct timeval two = { .tv_sec = 2 };
+
+		setsockopt(conn->fd, SOL_SOCKET, SO_SNDTIMEO, &two, sizeof(two));
+		nbd_tls_close(conn->tls);
+		conn->tls = NULL;
 	}
 	close(conn->fd);
 	nbd_export_put(conn->export);
@@ -170,9 +249,18 @@ static void accept_one(struct nbd_server *srv, int lfd)
 		return;
 	pthread_mutex_lock(&srv->lock);
 	if (srv->nconns >= srv->max_conns) {
+		uint64_t now = mono_now_ms(), n = ++srv->refused_conns;
+		bool say = !srv->refused_logged_ms || now - srv->refused_logged_ms >= 10000;
+
+		if (say)
+			srv->refused_logged_ms = now;
 		pthread_mutex_unlock(&srv->lock);
-		log_warn(NBD_SUBSYS, "refusing a connection: %u connections already",
-			 srv->max_conns);
+		/* closed before the greeting: the client sees the connection
+		 * end (doc/limits.md); one line per 10 s at most */
+		if (say)
+			log_warn(NBD_SUBSYS, "refusing connections: %u connections already "
+				 "(nbd_max_connections); %llu refused so far", srv->max_conns,
+				 (unsigned long long)n);
 		close(fd);
 		return;
 	}
@@ -213,6 +301,31 @@ static void accept_one(struct nbd_server *srv, int lfd)
 	pthread_attr_destroy(&attr);
 }
 
+/* SIGHUP: reads the export rules again.  A file that does not parse
+ * leaves the rules in force; connections already serving an export keep
+ * it (the rules decide what is opened, not what stays open). */
+static void reload_acl(struct nbd_server *srv)
+{
+	struct nbd_acl *acl, *old;
+	char err[768];
+
+	if (!srv->acl_path) {
+		log_info(NBD_SUBSYS, "SIGHUP: no --tls-exports file to read again");
+		return;
+	}
+	if (nbd_acl_load(srv->acl_path, &acl, err, sizeof(err)) != 0) {
+		log_error(NBD_SUBSYS, "SIGHUP: %s; the previous rules stay in force", err);
+		return;
+	}
+	pthread_rwlock_wrlock(&srv->acl_lock);
+	old = srv->acl;
+	srv->acl = acl;
+	pthread_rwlock_unlock(&srv->acl_lock);
+	nbd_acl_free(old);
+	log_info(NBD_SUBSYS, "SIGHUP: export rules read again from '%s' (%zu rules)",
+		 srv->acl_path, nbd_acl_count(acl));
+}
+
 /* Stops reading from every client and waits (bounded) for them to drain;
  * returns the connections still busy. */
 static unsigned stop_connections(struct nbd_server *srv)
@@ -236,7 +349,106 @@ static unsigned stop_connections(struct nbd_server *srv)
 	return busy;
 }
 
-enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_LEASE };
+enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_LEASE, O_TLS, O_TLS_CERTS,
+       O_TLS_PSK, O_TLS_VERIFY, O_TLS_PRIO, O_TLS_EXPORTS, O_INSECURE };
+
+/* The TLS settings as given: command line first, atoll.conf for the rest. */
+struct tls_opts {
+	const char *mode;
+	struct nbd_tls_config cfg;
+	int verify_peer;	/* -1: not given */
+	const char *exports;
+	int allow_insecure;	/* -1: not given */
+};
+
+/* A command-line value wins; else [nbd]/[global] of atoll.conf. */
+static int conf_str(const struct config *cf, const char *key, const char **v)
+{
+	if (!*v)
+		*v = config_get(cf, "nbd", key, NULL);
+	return 0;
+}
+
+static int conf_bool(const struct config *cf, const char *key, int *v)
+{
+	char err[256];
+	bool b;
+
+	if (*v >= 0)
+		return 0;
+	if (config_get_bool(cf, "nbd", key, false, &b, err, sizeof(err))) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		return -EINVAL;
+	}
+	*v = b;
+	return 0;
+}
+
+/* Reads what the command line left out from atoll.conf, checks that the
+ * settings agree, loads the credentials and the export rules into srv
+ * (GnuTLS keeps its own copy of the PSK file's path: it reads the file at
+ * each handshake). */
+static int setup_tls(struct nbd_server *srv, const char *conf, struct tls_opts *o)
+{
+	struct config *cf = NULL;
+	char err[768];
+	int ret;
+
+	ret = config_load(&cf, conf, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		return ret;
+	}
+	conf_str(cf, "nbd_tls", &o->mode);
+	conf_str(cf, "nbd_tls_certificates", &o->cfg.cert_dir);
+	conf_str(cf, "nbd_tls_psk", &o->cfg.psk_file);
+	conf_str(cf, "nbd_tls_priority", &o->cfg.priority);
+	conf_str(cf, "nbd_tls_exports", &o->exports);
+	ret = conf_bool(cf, "nbd_tls_verify_peer", &o->verify_peer);
+	if (!ret)
+		ret = conf_bool(cf, "nbd_allow_insecure", &o->allow_insecure);
+	if (ret)
+		goto out_free_conf;
+	o->cfg.verify_peer = o->verify_peer > 0;
+	if (o->mode && nbd_tls_mode_parse(o->mode, &srv->tls_mode)) {
+		fprintf(stderr, "atoll-nbd: --tls '%s': use off, on or require\n", o->mode);
+		ret = -EINVAL;
+		goto out_free_conf;
+	}
+	if (srv->tls_mode == NBD_TLS_OFF) {
+		if (o->cfg.cert_dir || o->cfg.psk_file || o->exports || o->cfg.verify_peer) {
+			fprintf(stderr, "atoll-nbd: TLS settings are given but TLS is off; "
+				"add --tls=require (or --tls=on to serve plain clients too)\n");
+			ret = -EINVAL;
+		}
+		goto out_free_conf;
+	}
+	ret = nbd_tls_server_create(&o->cfg, &srv->tls, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+		goto out_free_conf;
+	}
+	if (o->exports) {
+		ret = nbd_acl_load(o->exports, &srv->acl, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "atoll-nbd: %s\n", err);
+			goto out_free_conf;
+		}
+		srv->acl_path = strdup(o->exports);
+		if (!srv->acl_path) {
+			ret = -ENOMEM;
+			goto out_free_conf;
+		}
+	}
+	log_info(NBD_SUBSYS, "TLS %s with %s%s%s%s", nbd_tls_mode_name(srv->tls_mode),
+		 nbd_tls_server_kinds(srv->tls),
+		 o->cfg.verify_peer ? ", client certificates verified" : "",
+		 o->exports ? ", exports limited by " : "", o->exports ? o->exports : "");
+out_free_conf:
+	/* o's strings may point into cf: nothing reads them after this */
+	config_free(cf);
+	return ret;
+}
 
 int main(int argc, char **argv)
 {
@@ -247,13 +459,25 @@ int main(int argc, char **argv)
 		{ "pool", required_argument, NULL, O_POOL },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "lease", required_argument, NULL, O_LEASE },
+		{ "tls", required_argument, NULL, O_TLS },
+		{ "tls-certificates", required_argument, NULL, O_TLS_CERTS },
+		{ "tls-psk", required_argument, NULL, O_TLS_PSK },
+		{ "tls-verify-peer", no_argument, NULL, O_TLS_VERIFY },
+		{ "tls-priority", required_argument, NULL, O_TLS_PRIO },
+		{ "tls-exports", required_argument, NULL, O_TLS_EXPORTS },
+		{ "allow-insecure", no_argument, NULL, O_INSECURE },
 		{ "log-level", required_argument, NULL, O_LOG_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
 	const char *logpath = NULL;
-	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS };
+	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS,
+				  .budget_max = NBD_TOTAL_BUDGET_BYTES,
+				  .conn_budget_max = NBD_CONN_BUDGET_BYTES };
+	struct tls_opts tls = { .verify_peer = -1, .allow_insecure = -1 };
+
+	pthread_rwlock_init(&srv.acl_lock, NULL);
 	int level = LOG_LVL_INFO, opt, lfd, sfd, ret, rc = 1;
 	sigset_t mask;
 
@@ -264,6 +488,13 @@ int main(int argc, char **argv)
 		case O_ADDR: addr = optarg; break;
 		case O_POOL: srv.pool = optarg; break;
 		case O_LOG: logpath = optarg; break;
+		case O_TLS: tls.mode = optarg; break;
+		case O_TLS_CERTS: tls.cfg.cert_dir = optarg; break;
+		case O_TLS_PSK: tls.cfg.psk_file = optarg; break;
+		case O_TLS_VERIFY: tls.verify_peer = 1; break;
+		case O_TLS_PRIO: tls.cfg.priority = optarg; break;
+		case O_TLS_EXPORTS: tls.exports = optarg; break;
+		case O_INSECURE: tls.allow_insecure = 1; break;
 		case O_LEASE: {
 			char *end;
 			double s = strtod(optarg, &end);
@@ -303,15 +534,22 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
-	lfd = listen_on(addr);
+	if (read_limits(conf, &srv) < 0)
+		goto out;
+	if (setup_tls(&srv, conf, &tls) != 0)
+		goto out;
+	lfd = listen_on(addr, srv.tls_mode == NBD_TLS_REQUIRE || tls.allow_insecure > 0);
 	if (lfd < 0)
 		goto out;
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.cond, NULL);
+	pthread_mutex_init(&srv.budget_lock, NULL);
+	pthread_cond_init(&srv.budget_cond, NULL);
 
 	ret = atoll_cluster_create(&srv.cluster, conf, 0);
 	if (ret) {
@@ -337,7 +575,8 @@ int main(int argc, char **argv)
 			"%s\n", srv.pool, atoll_strerror(ret), srv.pool);
 		goto out_shutdown;
 	}
-	log_info(NBD_SUBSYS, "serving pool '%s' on nbd://%s/IMAGE", srv.pool, addr);
+	log_info(NBD_SUBSYS, "serving pool '%s' on %s://%s/IMAGE", srv.pool,
+		 srv.tls_mode == NBD_TLS_REQUIRE ? "nbds" : "nbd", addr);
 
 	for (;;) {
 		struct pollfd pfd[2] = {
@@ -350,8 +589,16 @@ int main(int argc, char **argv)
 				continue;
 			break;
 		}
-		if (pfd[1].revents)
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+			    si.ssi_signo == SIGHUP) {
+				reload_acl(&srv);
+				continue;
+			}
 			break;
+		}
 		if (pfd[0].revents)
 			accept_one(&srv, lfd);
 	}
@@ -371,6 +618,9 @@ out_close_listen:
 	if (lfd >= 0)
 		close(lfd);
 out:
+	nbd_acl_free(srv.acl);
+	free(srv.acl_path);
+	nbd_tls_server_free(srv.tls);
 	if (sfd >= 0)
 		close(sfd);
 	log_close();

@@ -1,11 +1,24 @@
 /*
  * nbd_negotiate.c - the NBD handshake and option haggling, as an explicit
- * state machine per connection (fixed newstyle only; no TLS, no oldstyle).
+ * state machine per connection (fixed newstyle only, no oldstyle).
  *
  *   GREETING ──send──▶ CLIENT_FLAGS ──read──▶ OPTION ⟲ (LIST, INFO,
- *   STRUCTURED_REPLY, LIST/SET_META_CONTEXT, unknown → error reply)
+ *   STRUCTURED_REPLY, LIST/SET_META_CONTEXT, STARTTLS, unknown → error reply)
  *   OPTION ── GO / EXPORT_NAME ──▶ DONE (transmission)
  *   any state ── ABORT, EOF, bad magic, absurd length ──▶ CLOSE
+ *
+ * TLS (--tls): NBD_OPT_STARTTLS is acknowledged in plain text, then the
+ * TLS handshake runs on the socket and the options go on inside TLS, with
+ * everything negotiated before forgotten (structured replies, meta
+ * contexts: a man in the middle could have chosen them; nbdkit's
+ * CVE-2021-3716).  Nothing is read ahead of the STARTTLS option, so no
+ * plain byte a client sent after it can be taken as coming from inside
+ * TLS.  Under --tls=require every option but STARTTLS and ABORT gets
+ * NBD_REP_ERR_TLS_REQD before TLS (EXPORT_NAME, which has no error reply,
+ * closes), so nothing is listed or opened.  The export rules
+ * (--tls-exports, nbd_acl.c) filter LIST and refuse INFO, GO and
+ * EXPORT_NAME of an image the client's TLS identity may not use, before
+ * the image is opened.
  *
  * Each state accepts only its own input; anything else moves to CLOSE.
  * Option data is bounded (NBD_MAX_OPTION_LEN): a longer option closes the
@@ -35,9 +48,9 @@ static int send_reply(struct nbd_conn *conn, uint32_t opt, uint32_t type,
 	nbd_put32(hdr + 8, opt);
 	nbd_put32(hdr + 12, type);
 	nbd_put32(hdr + 16, len);
-	ret = nbd_write_full(conn->fd, hdr, sizeof(hdr));
+	ret = nbd_conn_write(conn, hdr, sizeof(hdr));
 	if (!ret && len)
-		ret = nbd_write_full(conn->fd, data, len);
+		ret = nbd_conn_write(conn, data, len);
 	return ret;
 }
 
@@ -91,6 +104,74 @@ static int send_open_error(struct nbd_conn *conn, uint32_t opt, const char *name
 			  name, atoll_strerror(err));
 }
 
+/* Who the client is, for messages. */
+bool nbd_allowed(const struct nbd_conn *conn, const char *name)
+{
+	struct nbd_server *srv = conn->srv;
+	bool ok;
+
+	pthread_rwlock_rdlock(&srv->acl_lock);
+	ok = nbd_acl_allows(srv->acl, conn->identity, name);
+	pthread_rwlock_unlock(&srv->acl_lock);
+	return ok;
+}
+
+#define WHO_LEN 300
+static const char *who(const struct nbd_conn *conn, char buf[WHO_LEN])
+{
+	if (!conn->identity[0])
+		return conn->tls ? "TLS clients without an identity" : "clients without TLS";
+	snprintf(buf, WHO_LEN, "TLS identity '%s'", conn->identity);
+	return buf;
+}
+
+static int send_not_allowed(struct nbd_conn *conn, uint32_t opt, const char *name)
+{
+	char wb[WHO_LEN];
+
+	log_info(NBD_SUBSYS, "%s: export '%s' refused: not allowed to %s", conn->peer, name,
+		 who(conn, wb));
+	return send_error(conn, opt, NBD_REP_ERR_POLICY,
+			  "image '%s' is not among the exports allowed to %s; see "
+			  "--tls-exports (doc/nbd.md, \"TLS\")", name, who(conn, wb));
+}
+
+/* NBD_OPT_STARTTLS: acknowledge, then the TLS handshake; the options
+ * negotiated so far are forgotten.  A failed handshake closes. */
+static int opt_starttls(struct nbd_conn *conn, uint32_t len)
+{
+	struct nbd_server *srv = conn->srv;
+	char err[512];
+	int ret;
+
+	if (srv->tls_mode == NBD_TLS_OFF)
+		return send_error(conn, NBD_OPT_STARTTLS, NBD_REP_ERR_POLICY,
+				  "this atoll-nbd does not offer TLS; start it with "
+				  "--tls=on or --tls=require (doc/nbd.md, \"TLS\")");
+	if (len != 0)
+		return send_error(conn, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID,
+				  "NBD_OPT_STARTTLS takes no data");
+	if (conn->tls)
+		return send_error(conn, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID,
+				  "TLS is already on");
+	ret = send_reply(conn, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0);
+	if (ret)
+		return ret;
+	ret = nbd_tls_handshake(srv->tls, conn->fd, &conn->tls, conn->identity,
+				sizeof(conn->identity), err, sizeof(err));
+	if (ret) {
+		log_info(NBD_SUBSYS, "%s: %s; closing", conn->peer, err);
+		return ret;
+	}
+	conn->structured = false;
+	conn->meta_alloc = false;
+	conn->meta_export[0] = 0;
+	log_info(NBD_SUBSYS, "%s: TLS on (%s)%s%s%s", conn->peer, nbd_tls_cipher(conn->tls),
+		 conn->identity[0] ? " for identity '" : ", no client identity",
+		 conn->identity, conn->identity[0] ? "'" : "");
+	return 0;
+}
+
 static int opt_list(struct nbd_conn *conn, uint32_t len)
 {
 	char *names = NULL;
@@ -109,7 +190,8 @@ static int opt_list(struct nbd_conn *conn, uint32_t len)
 		size_t n = strlen(names + off);
 		uint8_t buf[4 + NBD_MAX_NAME_LEN];
 
-		if (n > 0 && n <= NBD_MAX_NAME_LEN) {
+		if (n > 0 && n <= NBD_MAX_NAME_LEN &&
+		    nbd_allowed(conn, names + off)) {
 			nbd_put32(buf, (uint32_t)n);
 			memcpy(buf + 4, names + off, n);
 			ret = send_reply(conn, NBD_OPT_LIST, NBD_REP_SERVER, buf,
@@ -172,6 +254,8 @@ static int opt_info_go(struct nbd_conn *conn, uint32_t opt, const uint8_t *data,
 		return send_error(conn, opt, NBD_REP_ERR_UNKNOWN,
 				  "atoll-nbd has no default export; give an image name "
 				  "(nbd://HOST:PORT/IMAGE) or IMAGE@SNAP");
+	if (!nbd_allowed(conn, name))
+		return send_not_allowed(conn, opt, name);
 	ret = nbd_export_get(conn->srv, name, &ex);
 	if (ret)
 		return send_open_error(conn, opt, name, ret);
@@ -213,6 +297,14 @@ static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t 
 		conn->state = NEG_CLOSE;
 		return 0;
 	}
+	if (!nbd_allowed(conn, name)) {
+		char wb[WHO_LEN];
+
+		log_info(NBD_SUBSYS, "%s: export '%s' refused: not allowed to %s", conn->peer,
+			 name, who(conn, wb));
+		conn->state = NEG_CLOSE;
+		return 0;
+	}
 	ret = nbd_export_get(conn->srv, name, &ex);
 	if (ret) {
 		log_info(NBD_SUBSYS, "%s: export '%s' refused: %s", conn->peer, name,
@@ -223,7 +315,7 @@ static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t 
 	memset(buf, 0, sizeof(buf));
 	nbd_put64(buf, ex->size);
 	nbd_put16(buf + 8, nbd_export_flags(ex));
-	ret = nbd_write_full(conn->fd, buf, conn->no_zeroes ? 10 : sizeof(buf));
+	ret = nbd_conn_write(conn, buf, conn->no_zeroes ? 10 : sizeof(buf));
 	if (ret) {
 		nbd_export_put(ex);
 		return ret;
@@ -280,7 +372,7 @@ static int handle_option(struct nbd_conn *conn)
 	uint32_t opt, len;
 	int ret;
 
-	ret = nbd_read_full(conn->fd, hdr, sizeof(hdr));
+	ret = nbd_conn_read(conn, hdr, sizeof(hdr));
 	if (ret)
 		return ret;
 	ret = nbd_option_decode(hdr, &o);
@@ -299,13 +391,26 @@ static int handle_option(struct nbd_conn *conn)
 		data = malloc(len);
 		if (!data)
 			return -ENOMEM;
-		ret = nbd_read_full(conn->fd, data, len);
+		ret = nbd_conn_read(conn, data, len);
 		if (ret)
 			goto out_free_data;
 	}
 	if (!conn->fixed && opt != NBD_OPT_EXPORT_NAME) {
 		/* Plain newstyle: an option we do not take ends the session. */
 		conn->state = NEG_CLOSE;
+		goto out_free_data;
+	}
+	if (conn->srv->tls_mode == NBD_TLS_REQUIRE && !conn->tls &&
+	    opt != NBD_OPT_STARTTLS && opt != NBD_OPT_ABORT) {
+		if (opt == NBD_OPT_EXPORT_NAME) {	/* no error reply exists */
+			log_info(NBD_SUBSYS, "%s: NBD_OPT_EXPORT_NAME without TLS; closing",
+				 conn->peer);
+			conn->state = NEG_CLOSE;
+			goto out_free_data;
+		}
+		ret = send_error(conn, opt, NBD_REP_ERR_TLS_REQD,
+				 "this atoll-nbd requires TLS: connect with nbds:// and a "
+				 "PSK or certificate (doc/nbd.md, \"TLS\")");
 		goto out_free_data;
 	}
 	switch (opt) {
@@ -337,9 +442,7 @@ static int handle_option(struct nbd_conn *conn)
 		ret = opt_meta_context(conn, opt, data, len);
 		break;
 	case NBD_OPT_STARTTLS:
-		ret = send_error(conn, opt, NBD_REP_ERR_POLICY,
-				 "atoll-nbd does not offer TLS; reach it over a trusted "
-				 "network or an ssh tunnel");
+		ret = opt_starttls(conn, len);
 		break;
 	default:
 		ret = send_error(conn, opt, NBD_REP_ERR_UNSUP, "option %u is not supported",
@@ -363,11 +466,11 @@ int nbd_negotiate(struct nbd_conn *conn)
 			nbd_put64(buf, NBD_MAGIC);
 			nbd_put64(buf + 8, NBD_IHAVEOPT);
 			nbd_put16(buf + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
-			ret = nbd_write_full(conn->fd, buf, 18);
+			ret = nbd_conn_write(conn, buf, 18);
 			conn->state = NEG_CLIENT_FLAGS;
 			break;
 		case NEG_CLIENT_FLAGS:
-			ret = nbd_read_full(conn->fd, buf, 4);
+			ret = nbd_conn_read(conn, buf, 4);
 			if (ret)
 				break;
 			ret = nbd_client_flags_decode(buf, &conn->fixed, &conn->no_zeroes);

@@ -12,7 +12,9 @@
  * socket did not take to the writer; otherwise they queue it and signal
  * the writer.  So a client that does not read its replies never blocks
  * the library (and through it other clients); it only stops its own
- * reader through the memory budget.
+ * reader through the memory budget.  Over TLS, completions never send:
+ * a TLS session cannot take a write without blocking, so every reply
+ * goes through the writer (which corks small replies together).
  */
 #ifndef ATOLL_NBD_SERVER_H
 #define ATOLL_NBD_SERVER_H
@@ -25,14 +27,22 @@
 #include <atoll/atoll.h>
 #include <atoll/image.h>
 
+#include "nbd_acl.h"
 #include "nbd_proto.h"
+#include "nbd_tls.h"
 
 #define NBD_SUBSYS "nbd"
 
-/* Limits (doc/nbd.md; those on what a client sends are in nbd_proto.h).
- * Bytes of request payload (write data and read buffers) one connection
- * may hold at a time, and requests in flight: the reader waits beyond. */
+/* Limits (doc/nbd.md, doc/limits.md; those on what a client sends are in
+ * nbd_proto.h).  Defaults of the atoll.conf keys: bytes of request
+ * payload (write data and read buffers) one connection may hold at a time
+ * (nbd_conn_max_bytes) and all connections together
+ * (nbd_max_bytes_in_flight), and connections (nbd_max_connections); a
+ * reader waits for room, a connection past the count is closed at once.
+ * Requests in flight per connection are fixed. */
 #define NBD_CONN_BUDGET_BYTES	(64u << 20)
+#define NBD_TOTAL_BUDGET_BYTES	(128u << 20)
+#define NBD_MAX_CONNS		256u
 #define NBD_CONN_MAX_INFLIGHT	256
 /* Extents in one block status reply. */
 #define NBD_MAX_EXTENTS		1024
@@ -84,9 +94,29 @@ struct nbd_server {
 	struct nbd_conn *conns;
 	unsigned nconns;
 	unsigned max_conns;
+	uint64_t refused_conns;		/* past max_conns, since start */
+	uint64_t refused_logged_ms;	/* the last log line about them */
+	/* the bytes of requests in flight, all connections together:
+	 * budget_lock, taken inside a connection's qlock, never around it */
+	pthread_mutex_t budget_lock;
+	pthread_cond_t budget_cond;	/* bytes given back */
+	size_t budget_used;
+	size_t budget_max;		/* nbd_max_bytes_in_flight */
+	size_t conn_budget_max;		/* nbd_conn_max_bytes */
 	volatile int stopping;
 	uint64_t next_conn_id;
+	/* TLS (doc/nbd.md, "TLS"); read-only once serving */
+	enum nbd_tls_mode tls_mode;
+	struct nbd_tls_server *tls;	/* NULL when tls_mode is off */
+	struct nbd_acl *acl;		/* NULL: every client may use every image;
+					 * acl_lock (SIGHUP replaces it) */
+	char *acl_path;			/* --tls-exports, for the reloads */
+	pthread_rwlock_t acl_lock;
 };
+
+/* May conn's client (its TLS identity) use export name?  nbd_negotiate.c;
+ * takes srv->acl_lock for reading. */
+bool nbd_allowed(const struct nbd_conn *conn, const char *name);
 
 /* A request in flight (transmission phase). */
 struct nbd_req {
@@ -127,6 +157,8 @@ struct nbd_conn {
 
 	/* negotiation results (reader thread only) */
 	enum nbd_neg_state state;
+	struct nbd_tls *tls;		/* after STARTTLS; else NULL (plain) */
+	char identity[256];		/* TLS identity; "" without one */
 	bool fixed;			/* the client said fixed newstyle */
 	bool no_zeroes;
 	bool structured;		/* NBD_OPT_STRUCTURED_REPLY acked */
@@ -149,17 +181,18 @@ struct nbd_conn {
 	bool reader_done;		/* no more requests will come */
 	bool dead;			/* socket failed: drop replies */
 	bool writer_exited;
+	bool tls_corked;		/* TLS: replies gather in the session's cork */
+	size_t corked;			/* ... that many bytes (writer thread only) */
 };
 
-/* nbd_io.c: whole reads and writes on a blocking socket.  0, or -EPIPE /
- * -ECONNRESET / -ETIMEDOUT / ... ; a clean EOF before the first byte is
- * -ENODATA. */
-int nbd_read_full(int fd, void *buf, size_t len);
-int nbd_write_full(int fd, const void *buf, size_t len);
-/* Reads and throws away len bytes (bounded by the caller). */
-int nbd_skip(int fd, size_t len);
-/* Writes a then b (b may be empty) with as few system calls as it can. */
-int nbd_write2(int fd, const void *a, size_t alen, const void *b, size_t blen);
+/* nbd_io.c: whole reads and writes on the connection (its socket, or its
+ * TLS session).  0, or -EPIPE / -ECONNRESET / -ETIMEDOUT / ... ; a clean
+ * EOF before the first byte is -ENODATA. */
+int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len);
+int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len);
+
+/* nbd_transmit.c: gives bytes back to the server's budget (any thread). */
+void nbd_budget_put(struct nbd_server *srv, size_t bytes);
 
 /* nbd_negotiate.c: runs the negotiation state machine on conn; returns 0
  * when transmission starts (conn->export set), or a negative errno when

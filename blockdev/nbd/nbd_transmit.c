@@ -15,7 +15,9 @@
  * Completions (libatoll threads) send the reply themselves when the
  * socket is free and takes it at once (MSG_DONTWAIT: they never block);
  * otherwise the reply goes onto the queue, and the writer thread sends
- * it.  Whoever sends it frees it and gives its bytes back to the budget.  No write is cached: an image write completes when it is
+ * it.  Whoever sends it frees it and gives its bytes back to the budget.
+ * Over TLS only the writer sends (a session cannot take a write without
+ * blocking); it corks replies while more are queued.  No write is cached: an image write completes when it is
  * durable on every replica, so a write's reply means durable, FUA costs
  * nothing, and FLUSH only has to wait for the writes issued before it
  * (the image library's flush does exactly that, for every connection).
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *cmd_name(uint16_t type)
@@ -191,6 +194,52 @@ static int send_rest(int fd, struct nbd_req *req, int flags)
 	return 0;
 }
 
+/* TLS: the bytes of replies gathered before they go out as records (while
+ * more replies are queued), and the largest record's payload. */
+#define TLS_CORK_MAX	(64u << 10)
+#define TLS_RECORD_MAX	16384u
+
+static int tls_flush(struct nbd_conn *conn)
+{
+	if (!conn->tls_corked)
+		return 0;
+	conn->tls_corked = false;
+	conn->corked = 0;
+	return nbd_tls_uncork(conn->tls);
+}
+
+/* Sends req's whole reply through the TLS session (writer thread): the
+ * header and a small payload join the cork; a large payload fills the
+ * current record, then goes out uncorked.  The cork is flushed when no
+ * other reply waits (more false) or it holds TLS_CORK_MAX. */
+static int send_tls(struct nbd_conn *conn, struct nbd_req *req, bool more)
+{
+	struct nbd_tls *t = conn->tls;
+	size_t first = req->dlen;
+	int ret;
+
+	if (!conn->tls_corked) {
+		nbd_tls_cork(t);
+		conn->tls_corked = true;
+	}
+	ret = nbd_tls_send(t, req->hdr, req->hlen);
+	conn->corked += req->hlen;
+	if (!ret && req->dlen) {
+		if (conn->corked + first > TLS_CORK_MAX && first > TLS_RECORD_MAX - req->hlen)
+			first = TLS_RECORD_MAX - req->hlen;
+		ret = nbd_tls_send(t, req->data, first);
+		conn->corked += first;
+		if (!ret && first < req->dlen) {
+			ret = tls_flush(conn);
+			if (!ret)
+				ret = nbd_tls_send(t, req->data + first, req->dlen - first);
+		}
+	}
+	if (!ret && (!more || conn->corked >= TLS_CORK_MAX))
+		ret = tls_flush(conn);
+	return ret;
+}
+
 static void req_free(struct nbd_req *req)
 {
 	free(req->buf);
@@ -208,6 +257,7 @@ static void reply_gone(struct nbd_conn *conn, struct nbd_req *req, int ret)
 		shutdown(conn->fd, SHUT_RDWR);
 	}
 	conn->budget_used -= req->budget;
+	nbd_budget_put(conn->srv, req->budget);
 	conn->inflight--;
 	if (conn->reader_waits)
 		pthread_cond_signal(&conn->qcond);
@@ -239,7 +289,7 @@ static void queue_reply(struct nbd_req *req)
 
 	log_failure(conn, req);
 	pthread_mutex_lock(&conn->qlock);
-	direct = !conn->qhead && !conn->sending && !conn->dead;
+	direct = !conn->tls && !conn->qhead && !conn->sending && !conn->dead;
 	if (direct) {
 		conn->sending = true;
 	} else {
@@ -326,6 +376,7 @@ static int piece_issued(int ret, struct atoll_completion *comp)
 static void *writer_main(void *arg)
 {
 	struct nbd_conn *conn = arg;
+	bool flush;
 
 	pthread_mutex_lock(&conn->qlock);
 	for (;;) {
@@ -348,7 +399,10 @@ static void *writer_main(void *arg)
 
 		if (!conn->dead) {
 			build_reply(conn, req);
-			ret = send_rest(conn->fd, req, more ? MSG_MORE : 0);
+			if (conn->tls)
+				ret = send_tls(conn, req, more);
+			else
+				ret = send_rest(conn->fd, req, more ? MSG_MORE : 0);
 		}
 		pthread_mutex_lock(&conn->qlock);
 		conn->sending = false;
@@ -358,22 +412,63 @@ static void *writer_main(void *arg)
 		pthread_mutex_lock(&conn->qlock);
 	}
 	conn->writer_exited = true;
+	flush = conn->tls && !conn->dead;
 	pthread_mutex_unlock(&conn->qlock);
+	if (flush)
+		tls_flush(conn);	/* defensive: the last reply flushed already */
 	return NULL;
 }
 
 /* ---- reading and issuing requests (reader thread) -------------------- */
 
-/* Waits until bytes more fit in the connection's budget, then charges
- * them and counts one more request in flight.  false if the writer gave
- * up on the client meanwhile. */
+void nbd_budget_put(struct nbd_server *srv, size_t bytes)
+{
+	if (!bytes)
+		return;
+	pthread_mutex_lock(&srv->budget_lock);
+	srv->budget_used -= bytes;
+	pthread_cond_broadcast(&srv->budget_cond);
+	pthread_mutex_unlock(&srv->budget_lock);
+}
+
+/* Waits until bytes more fit in the server's budget (all connections),
+ * then charges them.  Alone in flight a request always fits, so one
+ * larger than the budget still runs.  Rechecks conn->dead every second:
+ * false when the client went away meanwhile. */
+static bool server_budget_take(struct nbd_conn *conn, size_t bytes)
+{
+	struct nbd_server *srv = conn->srv;
+	bool ok = true;
+
+	pthread_mutex_lock(&srv->budget_lock);
+	while (srv->budget_used && srv->budget_used + bytes > srv->budget_max) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&srv->budget_cond, &srv->budget_lock, &ts);
+		if (__atomic_load_n(&conn->dead, __ATOMIC_RELAXED) || srv->stopping) {
+			ok = false;
+			break;
+		}
+	}
+	if (ok)
+		srv->budget_used += bytes;
+	pthread_mutex_unlock(&srv->budget_lock);
+	return ok;
+}
+
+/* Waits until bytes more fit in the connection's budget and then in the
+ * server's, charges them to both and counts one more request in flight.
+ * false if the writer gave up on the client meanwhile (nothing charged). */
 static bool budget_take(struct nbd_conn *conn, size_t bytes)
 {
 	bool ok;
 
 	pthread_mutex_lock(&conn->qlock);
 	while (!conn->dead && (conn->inflight >= NBD_CONN_MAX_INFLIGHT ||
-			       conn->budget_used + bytes > NBD_CONN_BUDGET_BYTES)) {
+			       (conn->budget_used &&
+				conn->budget_used + bytes > conn->srv->conn_budget_max))) {
 		conn->reader_waits = true;
 		pthread_cond_wait(&conn->qcond, &conn->qlock);
 		conn->reader_waits = false;
@@ -384,6 +479,15 @@ static bool budget_take(struct nbd_conn *conn, size_t bytes)
 		conn->inflight++;
 	}
 	pthread_mutex_unlock(&conn->qlock);
+	if (ok && bytes && !server_budget_take(conn, bytes)) {
+		pthread_mutex_lock(&conn->qlock);
+		conn->budget_used -= bytes;
+		conn->inflight--;
+		if (conn->reader_done && conn->inflight == 0)
+			pthread_cond_signal(&conn->wcond);
+		pthread_mutex_unlock(&conn->qlock);
+		ok = false;
+	}
 	return ok;
 }
 
@@ -489,7 +593,7 @@ static void reader_loop(struct nbd_conn *conn)
 		bool bs;
 		int err, ret;
 
-		ret = nbd_read_full(conn->fd, hdr, sizeof(hdr));
+		ret = nbd_conn_read(conn, hdr, sizeof(hdr));
 		if (ret) {
 			if (ret != -ENODATA && !conn->dead)
 				log_info(NBD_SUBSYS, "%s: connection lost: %s", conn->peer,
@@ -534,6 +638,7 @@ static void reader_loop(struct nbd_conn *conn)
 				req_free(req);
 			pthread_mutex_lock(&conn->qlock);
 			conn->budget_used -= bytes + (bs ? BS_EXT_BYTES : 0);
+			nbd_budget_put(conn->srv, bytes + (bs ? BS_EXT_BYTES : 0));
 			conn->inflight--;
 			pthread_cond_broadcast(&conn->qcond);
 			pthread_mutex_unlock(&conn->qlock);
@@ -543,7 +648,7 @@ static void reader_loop(struct nbd_conn *conn)
 		req->rq = rq;
 		req->budget = bytes + (bs ? BS_EXT_BYTES : 0);
 		if (rq.type == NBD_CMD_WRITE) {
-			ret = nbd_read_full(conn->fd, req->buf, rq.length);
+			ret = nbd_conn_read(conn, req->buf, rq.length);
 			if (ret) {
 				log_info(NBD_SUBSYS, "%s: connection lost in a write's data: %s",
 					 conn->peer, atoll_strerror(ret));

@@ -2,8 +2,9 @@
  * fuzz_mds.c - the file system's protocol (posixfs/mds_proto.c): what
  * atoll-mds decodes from clients (requests, revoke acks) and what
  * atoll-fuse decodes from the MDS (replies with entries, attributes and
- * changes, revokes, status).  The first byte picks the decoder; whatever
- * decodes is encoded again and must decode again.
+ * changes, revokes, status), and the dispatcher's peek at a request's op.
+ * The first byte picks the decoder; whatever decodes is encoded again and
+ * must decode again.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,8 +34,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	switch (data[0] % 5) {
 	case 0: {
 		struct mds_req r, r2;
+		uint32_t op;
+		/* the dispatcher's look at the op comes first, on any bytes */
+		int peek = mds_req_peek_op(data + 1, size - 1, &op);
 
 		if (mds_req_decode(&d, &r) == 0) {
+			if (peek != 0 || op != r.op)
+				abort();
 			mds_req_encode(&e, &r);
 			dec_init(&d, e.buf, e.len);
 			if (mds_req_decode(&d, &r2) != 0)

@@ -2,6 +2,8 @@
 # tests/ha/mds-failover.sh - a standby MDS takes over (doc/fs-design.md,
 # "Standby MDS daemons"), on a one-OSD cluster with two MDS daemons
 # (mds.a active, mds.b standby) and two mounts writing and renaming:
+#  - the standby follows the journal: the place in the journal it shows
+#    (`atoll fs status`) reaches the one the active showed a moment before;
 #  - kill -9 of the active MDS, 3 times (5 with ATOLL_TEST_FULL=1, which
 #    .ci/run --full sets): the standby takes over; the killed one, started
 #    again, is a standby; every file fsync'd before the kill is there; the
@@ -9,7 +11,9 @@
 #    not) show exactly on both mounts at the end; no operation fails and
 #    no mount is remounted.  Prints each takeover time: from the kill to
 #    the first metadata operation answered on an existing mount (a
-#    rename, which the client cannot answer itself).
+#    rename, which the client cannot answer itself), and what the new
+#    active's replay read at its start: a short tail (it followed the
+#    rest as a standby).
 #  - fencing: the active MDS, its journal writes held back (fault
 #    mds_journal_delay_ms) and blind to the map (fault mds_fence_blind:
 #    only the OSDs can stop it), is SIGSTOPped right after it answered a
@@ -65,6 +69,16 @@ a = (j.get("active") or {}).get("name", "-")
 print(a, *sorted(s["name"] for s in j.get("standbys", [])))' 2>/dev/null || echo "- "
 }
 active() { set -- $(roles); echo "$1"; }
+# journal: "ACTIVE_SEG ACTIVE_SEQ STANDBY_SEG STANDBY_SEQ" (the first standby)
+journal() {
+	"$atoll_cli" --format json fs status 2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+a = j.get("active") or {}
+s = (j.get("standbys") or [{}])[0]
+print(int(a.get("journal_segment", 0)), int(a.get("journal_seq", 0)),
+      int(s.get("journal_segment", 0)), int(s.get("journal_seq", 0)))' 2>/dev/null || echo "0 0 0 0"
+}
 pid_of() { awk -v n="mds.$1" '$1 == "daemon" && $2 == n { print $8 }' "$cdir/cluster.state"; }
 wait_roles() {	# wait_roles WANT: until roles prints WANT (20 s at most)
 	local _ r
@@ -93,6 +107,19 @@ ledger_writer "$B" b w &
 wb=$!
 sleep 1
 
+step "the standby follows the journal"
+set -- $(journal)
+want_seg=$1 want_seq=$2
+[ "$want_seg" -gt 0 ] || fail "fs status shows no journal place of the active: $(journal)"
+for _ in $(seq 1 100); do
+	set -- $(journal)
+	{ [ "$3" -gt "$want_seg" ] || { [ "$3" -eq "$want_seg" ] && [ "$4" -ge "$want_seq" ]; }; } && break
+	sleep 0.1
+done
+{ [ "$3" -gt "$want_seg" ] || { [ "$3" -eq "$want_seg" ] && [ "$4" -ge "$want_seq" ]; }; } ||
+	fail "the standby did not follow the journal to $want_seg:$want_seq (fs status: $(journal))"
+echo "the active was at $want_seg:$want_seq; the standby followed to $3:$4 (active now $1:$2)"
+
 times=()
 for k in $(seq 1 "$kills"); do
 	act=$(active)
@@ -114,6 +141,32 @@ fd = os.open(sys.argv[2], os.O_RDONLY); os.fsync(fd)' "$A/sync.$k" "$A" || fail 
 	times+=("$t")
 	echo "takeover $k: ${t} s (kill -9 of mds.$act -> first metadata operation answered on an existing mount)"
 	wait_roles "$other"
+	# "replayed N journal entries of segment S: F followed as a standby,
+	# T read at the start": the replay read a short tail only
+	rl=$(grep -o "replayed [0-9]* journal entr[a-z]* of segment [0-9]*: [0-9]* followed as a standby, [0-9]* read at the start" \
+		"$cdir/log/mds.$other.log" | tail -n 1)
+	[ -n "$rl" ] || fail "no replay line in mds.$other's log"
+	set -- $rl
+	followed_all=$(( ${followed_all:-0} + $8 ))
+	[ "${13}" -le 32 ] || fail "the new active read ${13} entries at its start (not a short tail): $rl"
+	# its start: from the grant to serving (replay, load), by its log's clock
+	st=$(python3 - "$cdir/log/mds.$other.log" <<'PY'
+import re, sys
+from datetime import datetime
+ts = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6})Z")
+g = s = None
+for line in open(sys.argv[1], errors="replace"):
+    t = ts.search(line)
+    if not t:
+        continue
+    if "has the active role since" in line:
+        g, s = datetime.fromisoformat(t.group(1)), None
+    elif "serving the file system on" in line and g and not s:
+        s = datetime.fromisoformat(t.group(1))
+print(f"{(s - g).total_seconds():.2f}" if g and s else "?")
+PY
+)
+	echo "replay of mds.$other: $8 entries followed as a standby, ${13} read at the start; grant to serving $st s"
 	"$cluster_bin" mds start "$act" --dir "$cdir" >>"$tmp/mds-cmd.log" 2>&1 ||
 		{ cat "$tmp/mds-cmd.log"; fail "mds start $act"; }
 	wait_roles "$other $act"
@@ -121,6 +174,7 @@ fd = os.open(sys.argv[2], os.O_RDONLY); os.fsync(fd)' "$A/sync.$k" "$A" || fail 
 	[ "$(cat "$A/sync.$k")" = "sync $k" ] || fail "sync.$k (fsync'd before kill $k) is lost"
 	kill -0 "$wa" "$wb" 2>/dev/null || fail "a writer failed across kill $k"
 done
+[ "${followed_all:-0}" -gt 0 ] || fail "no takeover found entries followed as a standby"
 sorted=$(printf '%s\n' "${times[@]}" | sort -n)
 median=$(echo "$sorted" | sed -n "$(( (kills + 1) / 2 ))p")
 echo "takeover times: ${times[*]} s; median $median s (mds_beacon_grace $grace)"

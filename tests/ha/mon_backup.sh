@@ -15,7 +15,8 @@ done
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 
 dir=$(mktemp -d /tmp/atoll-ha-backup.XXXXXX)
-base=$((20000 + ($$ * 17) % 30000))
+. "$(dirname "$0")/ports.sh"
+base=$(ha_port_base 2) || { echo "FAIL: no free ports"; exit 1; }
 a1=127.0.0.2:$base
 a2=127.0.0.3:$((base + 1))
 pids=()

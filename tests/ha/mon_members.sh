@@ -18,7 +18,8 @@ command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 dir=$(mktemp -d /tmp/atoll-ha-members.XXXXXX)
 names=(a b c d e)
 declare -A pid addr
-base=$((20000 + ($$ * 13) % 30000))
+. "$(dirname "$0")/ports.sh"
+base=$(ha_port_base 5) || { echo "FAIL: no free ports"; exit 1; }
 fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 for i in 0 1 2 3 4; do
 	addr[${names[$i]}]=127.0.0.$((i + 2)):$((base + i))

@@ -45,7 +45,8 @@ dir=$(mktemp -d /var/tmp/atoll-ha-powercut.XXXXXX)
 names=(a b c)
 ips=(127.0.0.2 127.0.0.3 127.0.0.4)
 declare -A pid addr
-base=$((20000 + ($$ * 13) % 30000))
+. "$(dirname "$0")/ports.sh"
+base=$(ha_port_base 3) || { echo "FAIL: no free ports"; exit 1; }
 fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 writer=
 round=0

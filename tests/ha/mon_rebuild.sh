@@ -74,7 +74,8 @@ ok "writes and reads go on; the OSDs saved incarnation 2"
 
 # ---- two new members on wiped folders
 fsid=$(awk '$1 == "fsid" { print $3 }' "$cdir/atoll.conf")
-base=$((20000 + ($$ * 11) % 30000))
+. "$(dirname "$0")/ports.sh"
+base=$(ha_port_base 2) || fail "no free ports"
 declare -A naddr
 for m in d e; do
 	case $m in d) a=127.0.0.2:$base ;; e) a=127.0.0.3:$((base + 1)) ;; esac

@@ -4,13 +4,15 @@
 #
 #   monlib_init ATOLL-MON ATOLL TAG   checks the programs, makes the folder
 #                      $dir (/tmp/atoll-ha-TAG.XXXXXX), the names a b c, their
-#                      addresses ${addr[N]} on 127.0.0.2..4 and a port base
-#                      from the PID, a fsid; the EXIT trap kills every member
+#                      addresses ${addr[N]} on 127.0.0.2..4 on free ports
+#                      (ports.sh), a fsid; the EXIT trap kills every member
 #                      (also a stopped one) and $monlib_extra_pids, and removes
 #                      $dir unless KEEP is set
 #   monlib_mkfs        makes the three members' stores (one --initial list)
-#   monlib_start N [--set K=V]...   starts member N (log $dir/N.log), its PID
-#                      in ${pid[N]}; mon_election_timeout is 1 s
+#   monlib_start N [--set K=V]...   starts member N (log $dir/N.log, stderr
+#                      $dir/N.err), its PID in ${pid[N]}, and waits until it
+#                      listens (fails when it exits first); mon_election_timeout
+#                      is 1 s
 #   cmd ARGS...        `atoll ARGS` against each running member in turn until
 #                      one answers (for up to $cmd_timeout_ms, 15 s); prints
 #                      its output
@@ -21,6 +23,8 @@
 #   now_ms             the wall clock in ms
 # A member that knows no leader serves nothing, not even the map a client
 # waits for when it connects, so each attempt of cmd gives up after 2 s.
+
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 monlib_init() {
 	mon_bin=$1
@@ -34,7 +38,7 @@ monlib_init() {
 	names=(a b c)
 	local ips=(127.0.0.2 127.0.0.3 127.0.0.4) i
 	declare -gA pid addr
-	base=$((20000 + ($$ * 7 + ${#3} * 131) % 30000))
+	base=$(ha_port_base 3) || { echo "FAIL: no free ports"; exit 1; }
 	fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 	for i in 0 1 2; do
 		addr[${names[$i]}]=${ips[$i]}:$((base + i))
@@ -64,6 +68,7 @@ fail() {
 	for n in "${names[@]}"; do
 		echo "---- mon.$n (last lines)"
 		tail -n 15 "$dir/$n.log" 2>/dev/null
+		[ -s "$dir/$n.err" ] && tail -n 5 "$dir/$n.err"
 	done
 	exit 1
 }
@@ -81,11 +86,31 @@ monlib_mkfs() {
 	done
 }
 
+# how many times member $1's log says it listens
+monlib_listens() {
+	local c
+	c=$(grep -c "listening on" "$dir/$1.log" 2>/dev/null)
+	echo "${c:-0}"
+}
+
 monlib_start() {
 	local n=$1
 	shift
-	"$mon_bin" --data "$dir/$n" --log "$dir/$n.log" --set mon_election_timeout=1s "$@" &
+	local before deadline
+	before=$(monlib_listens "$n")
+	"$mon_bin" --data "$dir/$n" --log "$dir/$n.log" --set mon_election_timeout=1s "$@" \
+		2>>"$dir/$n.err" &
 	pid[$n]=$!
+	deadline=$(( $(now_ms) + 20000 ))
+	until [ "$(monlib_listens "$n")" -gt "$before" ]; do
+		if ! kill -0 "${pid[$n]}" 2>/dev/null; then
+			wait "${pid[$n]}" 2>/dev/null
+			pid[$n]=
+			fail "mon.$n exited at its start"
+		fi
+		[ "$(now_ms)" -lt "$deadline" ] || fail "mon.$n does not listen after 20 s"
+		sleep 0.05
+	done
 }
 
 cmd() {

@@ -21,6 +21,17 @@ SIMPLE_MAGIC = 0x67446698
 STRUCT_MAGIC = 0x668e33ef
 
 
+def make_psk_file(path, users):
+    """Writes a PSK file (psktool's USERNAME:HEXKEY lines, mode 0600) with a
+    fresh random key per user; returns {user: hexkey}."""
+    keys = {u: os.urandom(32).hex() for u in users}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        for u, k in keys.items():
+            f.write("%s:%s\n" % (u, k))
+    return keys
+
+
 def free_port(ip="127.0.0.1"):
     s = socket.socket()
     s.bind((ip, 0))
@@ -53,6 +64,7 @@ class Server:
         self.env = dict(os.environ, **(env or {}))
         self.log = log or "/tmp/atoll-nbd-test.%d.log" % os.getpid()
         self.proc = None
+        self.uri_tls = None     # (user, psk file): uri() gives nbds:// URIs
 
     def start(self):
         logf = open(self.log, "ab")
@@ -64,6 +76,10 @@ class Server:
         return self
 
     def uri(self, name):
+        if self.uri_tls:
+            user, psk = self.uri_tls
+            return "nbds://%s@%s:%d/%s?tls-psk-file=%s" % (user, self.ip, self.port,
+                                                         name, psk)
         return "nbd://%s:%d/%s" % (self.ip, self.port, name)
 
     def kill9(self):

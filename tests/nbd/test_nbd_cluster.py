@@ -193,6 +193,29 @@ def test_nbdcopy_256_mib_in_and_out_is_identical(c):
     os.unlink(back)
 
 
+def test_nbds_with_psk_round_trips_through_the_real_server(c):
+    # the real atoll-nbd (GnuTLS linked in) over a real image; the TLS
+    # cases themselves are tests/nbd/test_nbd_tls.py, on the fake
+    psk = os.path.join(c.tmp, "keys.psk")
+    nbdtest.make_psk_file(psk, ["alice"])
+    s = c.own_server("--tls=require", "--tls-psk", psk)
+    try:
+        name = c.image(16 * MiB)
+        uri = "nbds://alice@%s:%d/%s?tls-psk-file=%s" % (s.ip, s.port, name, psk)
+        src, back = os.path.join(c.tmp, "tls-src.raw"), os.path.join(c.tmp, "tls-back.raw")
+        with open(src, "wb") as f:
+            f.write(os.urandom(16 * MiB))
+        sh("nbdcopy", src, uri)
+        sh("nbdcopy", uri, back)
+        assert sha256(src) == sha256(back)
+        plain = sh("nbdinfo", s.uri(name), check=False)
+        assert plain.returncode != 0 and "export-size" not in plain.stdout
+        os.unlink(back)
+    finally:
+        assert s.stop() == 0
+        c.own.remove(s)
+
+
 def test_qemu_img_info_and_convert(c):
     name = c.image(32 * MiB)
     h = c.connect(name)
@@ -585,6 +608,7 @@ TESTS = [
     "test_client_that_never_reads_replies_does_not_stall_others",
 )] + [
     test_nbdcopy_256_mib_in_and_out_is_identical,
+    test_nbds_with_psk_round_trips_through_the_real_server,
     test_qemu_img_info_and_convert,
     test_snapshot_export_has_the_old_content,
     test_snapshot_then_more_writes_export_has_the_old_content_and_rollback_restores_it,

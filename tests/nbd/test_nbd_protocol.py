@@ -4,14 +4,19 @@
 
   test_nbd_protocol.py --fake BUILD/tests/nbd/atoll-nbd-fake
         the real server code over an in-memory image: no cluster
+  test_nbd_protocol.py --fake-tls BUILD/tests/nbd/atoll-nbd-fake
+        the same with --tls=on: libnbd connects with nbds:// and a PSK (the
+        raw-socket tests stay plain, which --tls=on serves too)
   test_nbd_protocol.py --cluster HARNESS_ARGS...   (see test_nbd_cluster.py)
 
 Each test is named for the one behaviour it checks.  Image names are
 fresh per test (the fake makes a zeroed image for any name)."""
 import os
 import random
+import shutil
 import struct
 import sys
+import tempfile
 import threading
 import time
 
@@ -38,6 +43,7 @@ class Ctx:
 
     def connect(self, name, structured=True, meta=True):
         h = nbd.NBD()
+        h.set_uri_allow_local_file(True)   # nbds:// with tls-psk-file
         if not structured:
             h.set_request_structured_replies(False)
         if meta:
@@ -200,6 +206,7 @@ def test_two_connections_see_each_others_flushed_writes(c):
 
 def test_list_shows_images(c):
     h = nbd.NBD()
+    h.set_uri_allow_local_file(True)   # nbds:// with tls-psk-file
     h.set_opt_mode(True)
     h.connect_uri(c.srv.uri(""))
     names = []
@@ -210,6 +217,7 @@ def test_list_shows_images(c):
 
 def test_missing_image_is_refused_with_a_message(c):
     h = nbd.NBD()
+    h.set_uri_allow_local_file(True)   # nbds:// with tls-psk-file
     try:
         h.connect_uri(c.srv.uri("missing-image-xyz"))
         raise AssertionError("connected to a missing image")
@@ -391,12 +399,20 @@ def test_sigterm_stops_the_server_cleanly(c):
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 
 
-def fake_main(binary):
+def fake_main(binary, tls=False):
     size = 64 * MiB
+    tmp = tempfile.mkdtemp(prefix="atoll-nbd-proto.")
 
     def setup():
-        srv = nbdtest.Server(binary, ["--log-level", "debug"],
-                             env={"ATOLL_NBD_FAKE_SIZE": str(size)}).start()
+        args = ["--log-level", "debug"]
+        if tls:
+            psk = os.path.join(tmp, "keys.psk")
+            nbdtest.make_psk_file(psk, ["conformance"])
+            args += ["--tls=on", "--tls-psk", psk]
+        srv = nbdtest.Server(binary, args, env={"ATOLL_NBD_FAKE_SIZE": str(size)})
+        if tls:
+            srv.uri_tls = ("conformance", psk)
+        srv.start()
 
         def new_image():
             counter[0] += 1
@@ -409,12 +425,15 @@ def fake_main(binary):
             print(c.srv.tail())
             raise SystemExit("atoll-nbd exited %s on SIGTERM (log: %s)" % (rc, c.srv.log))
         c.srv.remove_log()
+        shutil.rmtree(tmp, ignore_errors=True)
     nbdtest.run(TESTS, setup, teardown)
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--fake":
         fake_main(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--fake-tls":
+        fake_main(sys.argv[2], tls=True)
     else:
         print(__doc__)
         sys.exit(2)

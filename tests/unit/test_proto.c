@@ -611,7 +611,8 @@ Test(proto, mds_beacon_round_trip_and_checks)
 {
 	struct mds_beacon b = { .instance = 0x1234, .name = "a", .addr = "127.0.0.2:6800",
 				.meta_pool = 3, .data_pool = 4, .flags = MDS_BEACON_F_STOPPING,
-				.state = MDS_BEACON_REPLAYING, .epoch = 17 }, o;
+				.state = MDS_BEACON_REPLAYING, .epoch = 17, .jseg = 5,
+				.jseq = 1234 }, o;
 	struct enc e;
 	struct dec d;
 	size_t n;
@@ -627,6 +628,7 @@ Test(proto, mds_beacon_round_trip_and_checks)
 	cr_expect_str_eq(o.addr, "127.0.0.2:6800");
 	cr_expect(o.meta_pool == 3 && o.data_pool == 4 && o.flags == MDS_BEACON_F_STOPPING);
 	cr_expect(o.state == MDS_BEACON_REPLAYING && o.epoch == 17);
+	cr_expect(o.jseg == 5 && o.jseq == 1234);
 	for (size_t cut = 0; cut < n; cut++) {
 		dec_init(&d, p, cut);
 		cr_expect_eq(mds_beacon_decode(&d, &o), -EBADMSG, "cut at %zu", cut);
