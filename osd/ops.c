@@ -1311,7 +1311,7 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 			 "ticket client %llu", msg_conn_addr(c),
 			 (unsigned long long)req.reqid.client,
 			 (unsigned long long)msg_conn_peer(c).id);
-		reply_bare(osd, c, m, &req.reqid, -EPERM);
+		osd_op_reply_bare(osd, c, m, &req.reqid, -EPERM);
 		goto out_free;
 	}
 	if (osdmap_blocklisted(osd->map, req.reqid.client, (uint64_t)time(NULL) * 1000)) {

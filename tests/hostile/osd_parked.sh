@@ -19,7 +19,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 probe=${3:?usage: $0 ATOLL-CLUSTER ATOLL PARK-PROBE}
 . "$here/../cluster/lib.sh"
 
-cluster_up --mons 1 --osds 1 --hosts 1 \
+# auth=none: park_probe declares itself a client or osd.99 without a key
+# (doc/security.md); the budgets are the same with auth
+cluster_up --mons 1 --osds 1 --hosts 1 --set auth=none \
 	--set osd_map_wait_max_per_conn=8 --set osd_map_wait_max_per_pg=12 \
 	--set osd_map_wait_max_ops=16 --set osd_map_wait_timeout=3s
 addr=$(state_addr osd.0)
