@@ -349,9 +349,10 @@ static void refuse(struct msg_conn *c, const char *what)
 {
 	struct msg_auth_conn *ac = c->auth;
 
-	log_warn("msgr", "authentication of '%s'%s%s%s failed: %s", c->addr,
-		 ac && ac->entity[0] ? " as '" : "", ac && ac->entity[0] ? ac->entity : "",
-		 ac && ac->entity[0] ? "'" : "", what);
+	/* a stranger can fail as often as it connects: rate-limited */
+	msgr__peer_warn(c, "authentication of '%s'%s%s%s failed: %s", c->addr,
+			ac && ac->entity[0] ? " as '" : "", ac && ac->entity[0] ? ac->entity : "",
+			ac && ac->entity[0] ? "'" : "", what);
 }
 
 /* The acceptor got the dialler's hello: choose a method, draw Ns. */
