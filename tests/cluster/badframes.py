@@ -126,7 +126,6 @@ def closes(addr, payload, half_close, timeout=8.0):
 MT_MON_COMMAND = 12
 MT_OSD_OP = 30
 MT_MDS_STATUS = 63
-MT_MDS_BEACON = 66
 MT_KEEPALIVE = 2
 F_REPLY = 1
 # Every type of lib/proto.h, osd/osd_proto.h and posixfs/mds_proto.h (each
@@ -328,14 +327,9 @@ def in_session(kind, addr, pid, rng):
     sent = closed = 0
     for mtype in TYPES:
         for name, front, data in bad_fronts(kind, rng):
-            if mtype in (MT_MON_COMMAND, MT_MDS_BEACON) and name.startswith("seed"):
+            if mtype == MT_MON_COMMAND and name.startswith("seed"):
                 # the corpus holds real commands ("osd out"): a client
-                # may send those; the command decoder has its fuzz target.
-                # An MDS beacon is taken from any connection today (the
-                # monitor does not tie a beacon's instance to the
-                # sender's identity): the corpus's valid beacon of mds
-                # 'a' fences the active MDS.  Until authentication ties
-                # them, beacons are fuzzed only with the generic fronts.
+                # may send those; the command decoder has its fuzz target
                 continue
             what = "%s %s: type %d, %s" % (kind, addr, mtype, name)
             for attempt in range(2):
