@@ -35,7 +35,7 @@ atoll image create default hostile --size 32M >/dev/null || fail "image create"
 one_daemon() {
 	local name=$1 kind=$2 budget=$3
 	shift 3
-	local addr pid r0 r1 r2 lead=$HOSTILE_LEAD_S w=$HOSTILE_WORK_S secs rss anon sock fo
+	local addr pid r0 r1 r2 lead=$HOSTILE_LEAD_S w=$HOSTILE_WORK_S secs rss anon vdata sock fo
 	addr="$(daemon_field "$name" ip):$(daemon_field "$name" port)"
 	pid=$(daemon_field "$name" pid)
 	[ -n "$pid" ] || { problem "$name: not in cluster.state"; return; }
@@ -64,8 +64,8 @@ one_daemon() {
 	echo "   $name: $(tail -n 1 "$fo")"
 	kill "${watch_pids[-1]}" 2>/dev/null
 	wait "${watch_pids[-1]}" 2>/dev/null
-	read -r rss anon <"$tmp/rss.$name"
-	echo "   $name: largest resident memory ${rss} kB (anonymous ${anon} kB)"
+	read -r rss anon vdata <"$tmp/rss.$name"
+	echo "   $name: largest resident memory ${rss} kB (anonymous ${anon} kB; allocated ${vdata} kB)"
 	if [ "$kind" = osd ] && [ "$rss" -ge "$budget" ]; then
 		problem "$name: resident memory $rss kB over the OSD budget $budget kB"
 	elif [ "$kind" = mon ] && [ "$anon" -ge "$budget" ]; then

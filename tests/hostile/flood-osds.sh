@@ -58,8 +58,8 @@ for i in 0 1 2; do
 	echo "   osd.$i: $(tail -n 1 "$tmp/flood.osd.$i")"
 	kill "${watch_pids[$i]}" 2>/dev/null
 	wait "${watch_pids[$i]}" 2>/dev/null
-	read -r rss anon <"$tmp/rss.osd.$i"
-	echo "   osd.$i: largest resident memory $rss kB (anonymous $anon kB)"
+	read -r rss anon vdata <"$tmp/rss.osd.$i"
+	echo "   osd.$i: largest resident memory $rss kB (anonymous $anon kB; allocated $vdata kB)"
 	[ "$rss" -lt "$HOSTILE_OSD_RSS_KB" ] ||
 		problem "osd.$i: resident memory $rss kB over the OSD budget $HOSTILE_OSD_RSS_KB kB"
 	kill -0 "${pids[$i]}" 2>/dev/null || problem "osd.$i: the daemon died under the flood"

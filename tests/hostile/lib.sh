@@ -84,16 +84,20 @@ daemon_field() {
 		print (f == "ip" ? $6 : f == "port" ? $7 : $8) }' "$cdir/cluster.state"
 }
 
-# rss_watch PID OUT: the largest VmRSS and RssAnon (kB) of PID, sampled
-# twice a second, in OUT as "rss anon" until killed
+# rss_watch PID OUT: the largest VmRSS, RssAnon and VmData (kB) of PID,
+# sampled twice a second, in OUT as "rss anon data" until killed.  VmData
+# shows what the daemon allocated and has not touched yet (a 64 MiB frame
+# buffer waiting for bytes that never come) which RSS does not.
 rss_watch() {
-	local pid=$1 out=$2 max=0 amax=0 r a
+	local pid=$1 out=$2 max=0 amax=0 dmax=0 r a d
+	echo "0 0 0" >"$out"
 	while [ -r "/proc/$pid/status" ]; do
-		r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-		a=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-		[ -n "$r" ] && [ "$r" -gt "$max" ] && max=$r
-		[ -n "$a" ] && [ "$a" -gt "$amax" ] && amax=$a
-		echo "$max $amax" >"$out.new" && mv "$out.new" "$out"
+		read -r r a d < <(awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 }
+			/^VmData:/ { d = $2 } END { print r + 0, a + 0, d + 0 }' "/proc/$pid/status" 2>/dev/null)
+		[ "${r:-0}" -gt "$max" ] && max=$r
+		[ "${a:-0}" -gt "$amax" ] && amax=$a
+		[ "${d:-0}" -gt "$dmax" ] && dmax=$d
+		echo "$max $amax $dmax" >"$out.new" && mv "$out.new" "$out"
 		sleep 0.5
 	done
 }
