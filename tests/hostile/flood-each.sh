@@ -35,7 +35,7 @@ atoll image create default hostile --size 32M >/dev/null || fail "image create"
 one_daemon() {
 	local name=$1 kind=$2 budget=$3
 	shift 3
-	local addr pid r0 r1 r2 lead=$HOSTILE_LEAD_S w=$HOSTILE_WORK_S secs rss anon vdata sock fo
+	local addr pid r0 r1 r2 lead=$HOSTILE_LEAD_S w=$HOSTILE_WORK_S secs rss anon vdata vdata0 sock fo
 	addr="$(daemon_field "$name" ip):$(daemon_field "$name" port)"
 	pid=$(daemon_field "$name" pid)
 	[ -n "$pid" ] || { problem "$name: not in cluster.state"; return; }
@@ -43,6 +43,7 @@ one_daemon() {
 	r0=$(work_"$kind" "$w") || { problem "$name: the workload fails with no flood at all"; return; }
 	echo "   $name ($addr, pid $pid): unloaded $kind workload: $r0/s"
 
+	vdata0=$(awk '/^VmData:/ { print $2 }' "/proc/$pid/status")
 	secs=$((lead + 3 * w + 20))
 	fo="$tmp/flood.$name"
 	flood_start "$fo" "$secs" "$addr" "$@"
@@ -65,15 +66,20 @@ one_daemon() {
 	kill "${watch_pids[-1]}" 2>/dev/null
 	wait "${watch_pids[-1]}" 2>/dev/null
 	read -r rss anon vdata <"$tmp/rss.$name"
-	echo "   $name: largest resident memory ${rss} kB (anonymous ${anon} kB; allocated ${vdata} kB)"
+	echo "   $name: largest resident memory ${rss} kB (anonymous ${anon} kB); allocated" \
+		"(VmData) $((vdata - vdata0)) kB more than before the flood"
 	if [ "$kind" = osd ] && [ "$rss" -ge "$budget" ]; then
 		problem "$name: resident memory $rss kB over the OSD budget $budget kB"
 	elif [ "$kind" = mon ] && [ "$anon" -ge "$budget" ]; then
 		problem "$name: anonymous resident memory $anon kB over the monitor budget $budget kB"
 	fi
+	[ $((vdata - vdata0)) -lt "$HOSTILE_VMDATA_KB" ] ||
+		problem "$name: allocated $((vdata - vdata0)) kB during the flood (VmData; limit" \
+			"$HOSTILE_VMDATA_KB kB): buffers for payloads that never came?"
 	grep -q "established=0 " "$fo" && problem "$name: atoll-flood could not connect at all"
 	kill -0 "$pid" 2>/dev/null || { problem "$name: the daemon died"; return; }
 
+	sleep 3	# the daemon closes the flood's connections
 	if r2=$(work_"$kind" "$w"); then
 		echo "   $name: after the flood: $r2/s"
 		[ "$(echo "$r2 * 2 >= $r0" | bc)" = 1 ] ||

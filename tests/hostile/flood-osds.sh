@@ -35,21 +35,27 @@ sed 's/^/   before: /' "$tmp/before"
 
 w=$((HOSTILE_LEAD_S + 2 * HOSTILE_WORK_S + 10))
 pids=()
+vdata0=()
 for i in 0 1 2; do
 	addr="$(daemon_field osd.$i ip):$(daemon_field osd.$i port)"
 	pids+=("$(daemon_field osd.$i pid)")
+	vdata0[$i]=$(awk '/^VmData:/ { print $2 }' "/proc/${pids[$i]}/status")
 	flood_start "$tmp/flood.osd.$i" $((w + 10)) "$addr" --future "$HOSTILE_FUTURE"
 	rss_watch "${pids[$i]}" "$tmp/rss.osd.$i" &
 	watch_pids+=($!)
 done
-# the client writes from before the flood is up until after it is done
-if ! out=$(timeout $((w * 4 + 60)) "$atoll_bin" --format json bench default "$w" write \
-	-b 64K -t 8 2>"$tmp/bench.err"); then
+# the client writes from the start of the flood until after it is done
+timeout $((w * 4 + 60)) "$atoll_bin" --format json bench default "$w" write \
+	-b 64K -t 8 >"$tmp/bench.out" 2>"$tmp/bench.err" &
+bench_pid=$!
+watch_pids+=("$bench_pid")
+sleep $((HOSTILE_LEAD_S + HOSTILE_WORK_S))
+echo "   during the flood: $(sockstat) (mem in pages)"
+if ! wait "$bench_pid"; then
 	problem "the client's writes failed under the flood: $(tail -c 300 "$tmp/bench.err")"
 else
-	echo "   client under the flood: $(echo "$out" | python3 -c 'import json, sys; j = json.load(sys.stdin); print("%s IOPS, p99 %s ms, max %s ms" % (j["iops"], j["lat_p99_ms"], j["lat_max_ms"]))')"
+	echo "   client under the flood: $(python3 -c 'import json, sys; j = json.load(sys.stdin); print("%s IOPS, p99 %s ms, max %s ms" % (j["iops"], j["lat_p99_ms"], j["lat_max_ms"]))' <"$tmp/bench.out")"
 fi
-echo "   during the flood: $(sockstat) (mem in pages)"
 for p in "${flood_pids[@]}"; do
 	kill "$p" 2>/dev/null
 	wait "$p"
@@ -59,7 +65,11 @@ for i in 0 1 2; do
 	kill "${watch_pids[$i]}" 2>/dev/null
 	wait "${watch_pids[$i]}" 2>/dev/null
 	read -r rss anon vdata <"$tmp/rss.osd.$i"
-	echo "   osd.$i: largest resident memory $rss kB (anonymous $anon kB; allocated $vdata kB)"
+	echo "   osd.$i: largest resident memory $rss kB (anonymous $anon kB); allocated" \
+		"(VmData) $((vdata - vdata0[i])) kB more than before the flood"
+	[ $((vdata - vdata0[i])) -lt "$HOSTILE_VMDATA_KB" ] ||
+		problem "osd.$i: allocated $((vdata - vdata0[i])) kB during the flood (VmData;" \
+			"limit $HOSTILE_VMDATA_KB kB): buffers for payloads that never came?"
 	[ "$rss" -lt "$HOSTILE_OSD_RSS_KB" ] ||
 		problem "osd.$i: resident memory $rss kB over the OSD budget $HOSTILE_OSD_RSS_KB kB"
 	kill -0 "${pids[$i]}" 2>/dev/null || problem "osd.$i: the daemon died under the flood"

@@ -20,7 +20,8 @@
 #   HOSTILE_LEAD_S (5)     seconds of flood before the client starts
 # Memory budgets (resident, kB): HOSTILE_OSD_RSS_KB (150 MB),
 # HOSTILE_MON_RSS_KB (50 MB, anonymous); the MDS and atoll-nbd have no
-# budget of their own in the issue: their RSS is recorded only.
+# budget of their own in the issue: their RSS is recorded only.  Every
+# daemon: HOSTILE_VMDATA_KB (1 GiB) of allocations more during a flood.
 
 . "$(dirname "$0")/../cluster/lib.sh"
 
@@ -36,6 +37,10 @@ HOSTILE_WORK_S=${HOSTILE_WORK_S:-5}
 HOSTILE_LEAD_S=${HOSTILE_LEAD_S:-5}
 HOSTILE_OSD_RSS_KB=${HOSTILE_OSD_RSS_KB:-153600}
 HOSTILE_MON_RSS_KB=${HOSTILE_MON_RSS_KB:-51200}
+# What a daemon may allocate during a flood beyond what it had (VmData,
+# kB): 200 headers announcing 64 MiB must not become 12.5 GiB of buffers
+# waiting for payloads (pages not touched yet, so RSS does not show them)
+HOSTILE_VMDATA_KB=${HOSTILE_VMDATA_KB:-1048576}
 
 flood_pids=()
 watch_pids=()
