@@ -16,7 +16,11 @@ every step).
    request (a probe: a monitor command, a stale-epoch OSD op, an MDS
    status) must be answered on a fresh or the same connection; the
    daemon may close the connection that sent the bad frame.
-3. A client connection that completed its hello before all this, and
+3. The same malformed fronts (without the corpus seeds) from connections
+   whose hello claims a monitor, an OSD or an MDS, which reach the
+   handlers kept for cluster peers; a client's probe on its own
+   connection must be answered after each frame.
+4. A client connection that completed its hello before all this, and
    sends keepalives, must still be open and answer a probe at the end:
    the daemon kept serving its other clients.
 
@@ -157,10 +161,11 @@ def blob(b):
     return struct.pack("<I", len(b)) + b
 
 
-def hello(ident):
+def hello(ident, etype=1):
     # lib/msg_frame.c msg_hello_encode: fsid (zero: adopt the daemon's),
-    # entity type 1 (client), id, features, auth blob (empty)
-    body = b"\0" * 16 + struct.pack("<BQQ", 1, ident, 0) + blob(b"")
+    # entity type (1 client, 2 mon, 3 osd, 4 mds), id, features, auth
+    # blob (empty)
+    body = b"\0" * 16 + struct.pack("<BQQ", etype, ident, 0) + blob(b"")
     return frame(1, section(body))
 
 
@@ -183,13 +188,13 @@ class Session:
     """A client connection after a completed hello: frames out, and a
     reader that notices replies (by tid) and the end of the connection."""
 
-    def __init__(self, addr):
+    def __init__(self, addr, etype=1, ident=None):
         ip, port = addr.rsplit(":", 1)
         self.s = socket.create_connection((ip, int(port)), timeout=10)
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.closed = False
-        self.s.sendall(hello(random.getrandbits(63)))
+        self.s.sendall(hello(random.getrandbits(63) if ident is None else ident, etype))
         # the daemon's hello answers ours
         if not self.wait_frame(lambda t, f, tid: t == 1, 10):
             raise OSError("no hello from %s" % addr)
@@ -401,6 +406,71 @@ def in_session(kind, addr, pid, rng):
     return bad
 
 
+ETYPE_NAME = {2: "mon", 3: "osd", 4: "mds"}
+
+
+def as_peer(kind, addr, pid, rng, etype):
+    """The generic bad fronts of every type from a connection whose hello
+    claims a cluster peer (a monitor, an OSD, an MDS: declared, not
+    proven, until authentication), which reaches the handlers kept for
+    them; after each frame a client's probe on a connection of its own
+    must be answered.  Returns the number of failures."""
+    bad = sent = closed = 0
+    sess = None
+    probe = Session(addr)
+    tid = 1 << 20
+    for mtype in TYPES:
+        if etype == 3 and mtype == 13:
+            # OSD_NEW is taken from any OSD identity (atoll-osd --mkfs has
+            # no id yet): a front of zeros is a valid request for a new id
+            continue
+        for name, front, data in bad_fronts(kind, rng):
+            if name.startswith("seed"):
+                # valid seeds from a claimed peer would be obeyed (a raft
+                # entry, a boot): the malformed ones are the point here
+                continue
+            what = "%s %s: as a %s, type %d, %s" % (kind, addr, ETYPE_NAME[etype], mtype, name)
+            for attempt in range(2):
+                if sess is None or sess.closed:
+                    if sess is not None:
+                        sess.close()
+                        closed += 1
+                    try:
+                        # an id no real daemon has: osd ids are small
+                        sess = Session(addr, etype, ident=1000 + rng.randrange(1 << 20))
+                    except OSError as e:
+                        print("FAIL %s: cannot open a session: %s" % (what, e))
+                        return bad + 1
+                tid += 1
+                if sess.send(full_frame(mtype, front, data, tid=tid)):
+                    break
+            sent += 1
+            sess.wait_frame(lambda t, f, x: False, 0)
+            tid += 1
+            probe_tid = tid
+            ok = probe.send(probe_frame(kind, probe_tid)) and \
+                probe.wait_frame(lambda t, f, x: x == probe_tid and f & F_REPLY, PROBE_TIMEOUT)
+            if not alive(pid):
+                print("FAIL %s: the daemon (pid %d) died" % (what, pid))
+                return bad + 1
+            if not ok:
+                print("FAIL %s: no answer to a client's probe within %.0f s" %
+                      (what, PROBE_TIMEOUT))
+                bad += 1
+                if probe.closed:
+                    probe.close()
+                    probe = Session(addr)
+                if bad > 5:
+                    return bad
+    if sess is not None:
+        sess.close()
+    probe.close()
+    print("%s %s %s: %d bad frames in %d types from a claimed %s, %d connections closed by "
+          "the daemon, every probe answered" % ("ok  " if not bad else "FAIL", kind, addr,
+                                               sent, len(TYPES), ETYPE_NAME[etype], closed))
+    return bad
+
+
 def main():
     bad = 0
     rng = random.Random(int(os.environ.get("BADFRAMES_SEED", "35")))
@@ -432,6 +502,9 @@ def main():
         if not keeper:
             continue
         bad += in_session(kind, addr, pid, rng)
+        for etype in (2, 3, 4):
+            if alive(pid):
+                bad += as_peer(kind, addr, pid, rng, etype)
         why = keeper.finish(kind)
         print("%s %s %s: the client connected before kept being served%s" %
               ("ok  " if why is None else "FAIL", kind, addr, "" if why is None else ": " + why))
