@@ -7,8 +7,9 @@
  *
  * It never parses what the daemon says: every connection's bytes are
  * written up front (or dripped) and whatever comes back is read and
- * discarded.  A connection the daemon closes is reopened after a short
- * pause, so the pressure holds for the whole run.  Roles, per connection:
+ * discarded.  A connection the daemon closes is reopened after a pause
+ * (200 ms, doubling up to 5 s while the daemon keeps closing it within
+ * 5 s), so the pressure holds for the whole run without a connect storm.  Roles, per connection:
  *
  *   hold     atoll: a client hello, then a keepalive every second (so the
  *            daemon's keepalive timeout does not close it); nbd: client
@@ -58,7 +59,11 @@
 #define DRIP_MS			1000u
 #define KEEPALIVE_MS		1000u
 #define REOPEN_MIN_MS		200u
-#define REOPEN_MAX_MS		3000u
+#define REOPEN_MAX_MS		5000u
+/* A connection the daemon closes sooner than this after it opened is
+ * reopened with a growing backoff: a daemon that refuses what is over its
+ * limits gets a bounded rate of attempts, not a connect storm. */
+#define HELD_MS			5000u
 
 enum role { R_HOLD, R_SLOW_NONE, R_SLOW_DRIP, R_BIG, R_FUTURE, R_COUNT };
 static const char *const role_name[R_COUNT] = {
@@ -77,6 +82,7 @@ struct fconn {
 	uint32_t idx;
 	uint32_t backoff_ms;
 	uint64_t next_ms;	/* C_IDLE: reopen; C_OPEN: next drip/keepalive */
+	uint64_t opened_ms;	/* when the connection was established */
 	uint8_t *out;
 	size_t out_len, out_pos;
 };
@@ -323,6 +329,8 @@ static void conn_close(struct flood *fl, struct fconn *fc, uint64_t now, bool by
 		fl->st.peer_closed++;
 	close(fc->fd);
 	fc->fd = -1;
+	if (fc->state == C_OPEN && now >= fc->opened_ms + HELD_MS)
+		fc->backoff_ms = 0;	/* it was held: start over */
 	fc->state = C_IDLE;
 	out_drop(fc);
 	fc->ops_pending = 0;
@@ -421,7 +429,7 @@ static void conn_established(struct flood *fl, struct fconn *fc, uint64_t now)
 		return;
 	}
 	fc->state = C_OPEN;
-	fc->backoff_ms = 0;
+	fc->opened_ms = now;
 	fl->st.established++;
 	if (++fl->st.open_now[fc->role] > fl->st.open_max[fc->role])
 		fl->st.open_max[fc->role] = fl->st.open_now[fc->role];

@@ -132,7 +132,7 @@ work_mon() {
 	while :; do
 		t=$(date +%s.%N)
 		[ "$(echo "$t - $t0 >= $s" | bc)" = 1 ] && break
-		timeout 60 "$atoll_bin" status >/dev/null 2>"$tmp/work.err" || {
+		timeout 30 "$atoll_bin" status >/dev/null 2>"$tmp/work.err" || {
 			echo "atoll status failed: $(head -c 300 "$tmp/work.err")" >&2
 			return 1
 		}
@@ -144,9 +144,9 @@ work_mon() {
 # work_osd S: atoll bench, 64 KiB writes, 8 in flight; IOPS
 work_osd() {
 	local out
-	out=$(timeout $(($1 * 6 + 60)) "$atoll_bin" --format json bench default "$1" write \
+	out=$(timeout $(($1 * 2 + 20)) "$atoll_bin" --format json bench default "$1" write \
 		-b 64K -t 8 2>"$tmp/work.err") || {
-		echo "atoll bench failed: $(tail -c 300 "$tmp/work.err")" >&2
+		echo "atoll bench failed (exit $?): $(grep -iv '^ *[0-9]' "$tmp/work.err" | tail -n 3)" >&2
 		return 1
 	}
 	echo "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["iops"])'
@@ -188,14 +188,14 @@ work_nbd() {
 	while :; do
 		t=$(date +%s.%N)
 		[ "$(echo "$t - $t0 >= $s" | bc)" = 1 ] && break
-		timeout 120 nbdcopy "$tmp/src.raw" "$uri" 2>"$tmp/work.err" || {
+		timeout 40 nbdcopy "$tmp/src.raw" "$uri" 2>"$tmp/work.err" || {
 			echo "nbdcopy failed: $(head -c 300 "$tmp/work.err")" >&2
 			return 1
 		}
 		n=$((n + 1))
 	done
 	t=$(date +%s.%N)
-	timeout 120 nbdcopy "$uri" "$tmp/back.raw" 2>"$tmp/work.err" &&
+	timeout 40 nbdcopy "$uri" "$tmp/back.raw" 2>"$tmp/work.err" &&
 		cmp -s "$tmp/src.raw" "$tmp/back.raw" ||
 		{ echo "the image does not read back what was written" >&2; return 1; }
 	echo "$n * 32 / ($t - $t0)" | bc -l | xargs printf '%.2f\n'
