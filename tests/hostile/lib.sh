@@ -67,6 +67,21 @@ hostile_cleanup() {
 }
 cleanup_hook=hostile_cleanup
 
+# A test that runs past HOSTILE_DEADLINE_S stops itself (TERM: the EXIT
+# trap stops the cluster, the floods and the mounts) before meson's
+# timeout would kill it outright and leave everything running.
+if [ -n "${HOSTILE_DEADLINE_S:-}" ]; then
+	(
+		trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+		sleep "$HOSTILE_DEADLINE_S" &
+		sp=$!
+		wait "$sp" || exit 0
+		echo "FAIL: past the test's deadline of ${HOSTILE_DEADLINE_S} s" >&2
+		kill -TERM $$
+	) &
+	watch_pids+=($!)
+fi
+
 # problem TEXT: a threshold that did not hold (reported, the test goes on)
 problem() {
 	echo "PROBLEM: $*"
