@@ -298,6 +298,18 @@ void mon_handle_mds_beacon(struct mon *mon, struct msg *m)
 		rep.rc = -EINVAL;
 		goto out_reply;
 	}
+	/* An instance speaks only for itself: its beacons come over the
+	 * connection of its cluster handle, whose handshake carried the
+	 * instance id, so a client cannot fence the active MDS by beaconing
+	 * its name as a new instance.  The identity is declared, not proven,
+	 * until authentication: this stops confused peers, not attackers. */
+	if (msg_conn_peer(m->conn).id != b.instance) {
+		log_warn(SUB, "beacon of mds.%s (client.%" PRIu64 ") from %s refused: the "
+			 "connection identified itself with id %" PRIu64, b.name, b.instance,
+			 msg_conn_addr(m->conn), msg_conn_peer(m->conn).id);
+		rep.rc = -EPERM;
+		goto out_reply;
+	}
 	if (osdmap_blocklisted(mon->map, b.instance, mon_wall_ms())) {
 		/* fenced: it must never act again; it starts over */
 		rep.rc = -ESTALE;

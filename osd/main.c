@@ -509,6 +509,14 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	}
 	switch (m->type) {
 	case MT_MON_MAP:
+		/* maps come only from the monitors we dialled: a client (or
+		 * anyone) that sends one must not move this OSD's epoch */
+		if (!monc_owns(osd->monc, c)) {
+			log_warn("map", "map message from %s, not a monitor of ours: dropped",
+				 msg_conn_addr(c));
+			msg_free(m);
+			break;
+		}
 		osd_map_dispatch(osd, c, m);
 		break;
 	case MT_OSD_OP:

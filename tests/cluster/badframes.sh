@@ -1,8 +1,11 @@
 #!/bin/bash
 # badframes.sh ATOLL-CLUSTER ATOLL - malformed and truncated frames written
-# to the monitor's and every OSD's port from a raw socket (badframes.py):
-# each such connection is closed, and the daemons keep serving: every
-# daemon still runs, health is still HEALTH_OK, objects still round-trip.
+# to the monitor's, every OSD's and the active MDS's port from a raw socket
+# (badframes.py), before the handshake and inside a client session (every
+# message type): each bad connection before the handshake is closed, every
+# probe after a bad frame is answered, a client connected beforehand keeps
+# being served; then every daemon still runs, health is still HEALTH_OK and
+# objects still round-trip.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -10,10 +13,12 @@ cluster_up
 ok "cluster up"
 # every daemon that listens: a standby MDS does not (it listens once it
 # is the active one), so of the MDS daemons only the active one
-addrs=$(awk '$1 == "daemon" && $3 != "mds" { print $6 ":" $7 }' "$cdir/cluster.state")
-addrs="$addrs $(atoll --format json fs status | python3 -c 'import json, sys; print(json.load(sys.stdin)["active"]["addr"])')"
-python3 "$(dirname "$0")/badframes.py" $addrs || fail "a daemon did not close a bad connection"
-ok "each bad connection is closed by monitor and OSDs"
+addrs=$(awk '$1 == "daemon" && $3 != "mds" { print $3 "@" $6 ":" $7 "@" $8 }' "$cdir/cluster.state")
+mdsaddr=$(atoll --format json fs status | python3 -c 'import json, sys; print(json.load(sys.stdin)["active"]["addr"])')
+mdspid=$(awk -v a="$mdsaddr" '$1 == "daemon" && $3 == "mds" && $6 ":" $7 == a { print $8 }' "$cdir/cluster.state")
+addrs="$addrs mds@$mdsaddr${mdspid:+@$mdspid}"
+python3 "$(dirname "$0")/badframes.py" $addrs || fail "a daemon mishandled bad frames (FAIL lines above)"
+ok "monitor, OSDs and MDS refuse bad frames before and after the hello and keep serving"
 
 for p in $(awk '$1 == "daemon" { print $8 }' "$cdir/cluster.state"); do
 	[ -d /proc/$p ] || fail "daemon pid $p died"

@@ -58,25 +58,54 @@ static void teardown(void)
 
 TestSuite(mon_mds, .init = setup, .fini = teardown, .timeout = 60);
 
+static void drop_msg(void *arg, struct msg_conn *c, struct msg *m)
+{
+	(void)arg;
+	(void)c;
+	msg_free(m);	/* the monitor's one-way MONMAP */
+}
+
+/* Sends a beacon of inst over a connection whose handshake says it is
+ * the client inst (the monitor takes an instance's beacons only from
+ * its own connection: mon/mdsmon.c); decodes the reply into r. */
+static void beacon_call(uint64_t inst, struct enc *e, struct rc_reply *r)
+{
+	struct msgr_config mc = { .size_of = sizeof(mc) };
+	struct msgr_ops ops = { .dispatch = drop_msg };
+	struct msgr *msgr;
+	struct msg_conn *c;
+	struct msg *rep;
+	struct dec d;
+
+	mc.me.type = MSG_ENTITY_CLIENT;
+	mc.me.id = inst;
+	cr_assert_eq(msgr_create(&mc, &ops, NULL, &msgr), 0);
+	cr_assert_eq(msgr_start(msgr), 0);
+	c = msgr_connect(msgr, h.addr);
+	cr_assert(c);
+	rep = mh_call_on(&h, c, MT_MDS_BEACON, e);
+	cr_assert(rep, "no answer to a beacon");
+	dec_init(&d, rep->front, rep->front_len);
+	cr_assert_eq(rc_reply_decode(&d, r), 0);
+	msg_free(rep);
+	msg_conn_close(c);
+	msg_conn_put(c);
+	msgr_destroy(msgr);
+}
+
 /* A beacon of instance inst named name; the reply's rc (and epoch). */
 static int beacon(uint64_t inst, const char *name, uint32_t flags, uint64_t *epoch)
 {
 	struct mds_beacon b = { .instance = inst, .meta_pool = meta, .data_pool = data,
 				.flags = flags, .state = MDS_BEACON_STANDBY };
 	struct rc_reply r;
-	struct msg *rep;
 	struct enc e;
-	struct dec d;
 
 	snprintf(b.name, sizeof(b.name), "%s", name);
 	snprintf(b.addr, sizeof(b.addr), "127.0.0.2:%u", (unsigned)(7000 + inst % 1000));
 	enc_init(&e);
 	mds_beacon_encode(&b, &e);
-	rep = mh_call(&h, MT_MDS_BEACON, &e);
-	cr_assert(rep, "no answer to a beacon");
-	dec_init(&d, rep->front, rep->front_len);
-	cr_assert_eq(rc_reply_decode(&d, &r), 0);
-	msg_free(rep);
+	beacon_call(inst, &e, &r);
 	if (epoch)
 		*epoch = r.epoch;
 	return r.rc;
@@ -227,6 +256,28 @@ Test(mon_mds, bad_beacons_are_refused)
 	dec_init(&d, rep->front, rep->front_len);
 	cr_assert_eq(rc_reply_decode(&d, &r), 0);
 	cr_expect_eq(r.rc, -EINVAL);
+	msg_free(rep);
+	cr_expect_eq(map_epoch(), 3, "nothing changed");
+}
+
+Test(mon_mds, a_beacon_for_another_instance_than_the_connections_is_refused)
+{
+	struct mds_beacon b = { .instance = 71, .meta_pool = meta, .data_pool = data,
+				.state = MDS_BEACON_STANDBY };
+	struct rc_reply r;
+	struct msg *rep;
+	struct enc e;
+	struct dec d;
+
+	snprintf(b.name, sizeof(b.name), "a");
+	snprintf(b.addr, sizeof(b.addr), "127.0.0.2:7071");
+	enc_init(&e);
+	mds_beacon_encode(&b, &e);
+	rep = mh_call(&h, MT_MDS_BEACON, &e);	/* h's connection is another client */
+	cr_assert(rep);
+	dec_init(&d, rep->front, rep->front_len);
+	cr_assert_eq(rc_reply_decode(&d, &r), 0);
+	cr_expect_eq(r.rc, -EPERM);
 	msg_free(rep);
 	cr_expect_eq(map_epoch(), 3, "nothing changed");
 }
