@@ -8,13 +8,14 @@
  * plain path is the system call alone; TLS costs one test of conn->tls.
  */
 #include "nbd_server.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len)
+int nbd_conn_read_by(struct nbd_conn *conn, void *buf, size_t len, uint64_t deadline_ms)
 {
 	uint8_t *p = buf;
 	size_t done = 0;
@@ -24,6 +25,8 @@ int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len)
 
 		if (conn->tls) {
 			n = nbd_tls_recv(conn->tls, p + done, len - done);
+			if (n == -ETIMEDOUT)
+				goto timed_out;
 			if (n < 0)
 				return (int)n;
 		} else {
@@ -37,11 +40,20 @@ int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len)
 			return done == 0 ? -ENODATA : -ECONNRESET;
 		if (errno == EINTR)
 			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return -ETIMEDOUT;	/* SO_RCVTIMEO during negotiation */
-		return -errno;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+timed_out:	/* the socket's SO_RCVTIMEO passed with nothing read */
+		if (deadline_ms == NBD_NO_DEADLINE ||
+		    (deadline_ms && mono_now_ms() < deadline_ms))
+			continue;
+		return -ETIMEDOUT;
 	}
 	return 0;
+}
+
+int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len)
+{
+	return nbd_conn_read_by(conn, buf, len, 0);
 }
 
 int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len)

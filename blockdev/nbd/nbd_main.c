@@ -28,6 +28,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -154,7 +155,7 @@ static int read_limits(const char *path, struct nbd_server *srv)
 {
 	struct config *cfg = NULL;
 	uint64_t total, per_conn;
-	int64_t conns;
+	int64_t conns, per_addr;
 	char err[512];
 	int ret;
 
@@ -165,6 +166,10 @@ static int read_limits(const char *path, struct nbd_server *srv)
 	}
 	if (config_get_int(cfg, "nbd", "nbd_max_connections", NBD_MAX_CONNS, 1, 1 << 20, &conns,
 			   err, sizeof(err)) < 0 ||
+	    config_get_int(cfg, "nbd", "nbd_max_connections_per_addr", NBD_MAX_CONNS_PER_ADDR, 1,
+			   1 << 20, &per_addr, err, sizeof(err)) < 0 ||
+	    config_get_duration_ms(cfg, "nbd", "nbd_write_data_timeout", NBD_WRITE_DATA_TIMEOUT_MS,
+				   &srv->write_data_timeout_ms, err, sizeof(err)) < 0 ||
 	    config_get_size(cfg, "nbd", "nbd_max_bytes_in_flight", NBD_TOTAL_BUDGET_BYTES, &total,
 			    err, sizeof(err)) < 0 ||
 	    config_get_size(cfg, "nbd", "nbd_conn_max_bytes", NBD_CONN_BUDGET_BYTES, &per_conn,
@@ -174,6 +179,10 @@ static int read_limits(const char *path, struct nbd_server *srv)
 		return -1;
 	}
 	config_free(cfg);
+	if (srv->write_data_timeout_ms < 1000) {
+		fprintf(stderr, "atoll-nbd: nbd_write_data_timeout must be at least 1s\n");
+		return -1;
+	}
 	if (total < (1u << 20) || per_conn < (1u << 20) || total > SIZE_MAX / 2 ||
 	    per_conn > SIZE_MAX / 2) {
 		fprintf(stderr, "atoll-nbd: nbd_max_bytes_in_flight and nbd_conn_max_bytes must "
@@ -181,9 +190,22 @@ static int read_limits(const char *path, struct nbd_server *srv)
 		return -1;
 	}
 	srv->max_conns = (unsigned)conns;
+	srv->max_conns_per_addr = (unsigned)per_addr;
 	srv->budget_max = (size_t)total;
 	srv->conn_budget_max = (size_t)per_conn;
 	return 0;
+}
+
+bool nbd_conn_claim_serving(struct nbd_conn *conn)
+{
+	struct nbd_server *srv = conn->srv;
+	bool ok;
+
+	pthread_mutex_lock(&srv->lock);
+	ok = !conn->evicted;
+	conn->serving = ok;
+	pthread_mutex_unlock(&srv->lock);
+	return ok;
 }
 
 static void *conn_main(void *arg)
@@ -197,9 +219,10 @@ static void *conn_main(void *arg)
 	setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	ret = nbd_negotiate(conn);
 	if (ret == 0) {
-		struct timeval none = { 0 };
+		struct timeval serve = { .tv_sec = NBD_SERVE_RCVTIMEO_MS / 1000,
+					 .tv_usec = NBD_SERVE_RCVTIMEO_MS % 1000 * 1000 };
 
-		setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+		setsockopt(conn->fd, SOL_SOCKET, SO_RCVTIMEO, &serve, sizeof(serve));
 		log_info(NBD_SUBSYS, "%s: serving '%s'%s", conn->peer, conn->export->name,
 			 conn->structured ? " (structured replies)" : "");
 		nbd_transmit(conn);
@@ -228,9 +251,43 @@ static void *conn_main(void *arg)
 		}
 	}
 	srv->nconns--;
+	if (conn->evicted)
+		srv->nevicting--;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
 	conn_free(conn);
+	return NULL;
+}
+
+/* Room for a connection from addr; srv->lock held.  NULL when there is
+ * room, else why not (for the log).  A client address at its
+ * nbd_max_connections_per_addr is refused.  When all
+ * nbd_max_connections are taken, the oldest connection still negotiating
+ * is closed to make room (a flood of connections that never negotiate,
+ * or negotiate slowly, cannot lock real clients out; one that serves an
+ * export is never closed for it); when none is, the new one is refused. */
+static const char *conn_room(struct nbd_server *srv, uint32_t addr)
+{
+	struct nbd_conn *oldest = NULL;
+	unsigned from_addr = 0;
+
+	for (struct nbd_conn *c = srv->conns; c; c = c->next) {
+		if (c->evicted)
+			continue;
+		from_addr += c->addr == addr;
+		if (!c->serving)
+			oldest = c;	/* the list is newest first */
+	}
+	if (from_addr >= srv->max_conns_per_addr)
+		return "nbd_max_connections_per_addr";
+	if (srv->nconns - srv->nevicting < srv->max_conns)
+		return NULL;
+	if (!oldest || srv->nevicting >= NBD_MAX_EVICTING)
+		return "nbd_max_connections";
+	oldest->evicted = true;
+	srv->nevicting++;
+	/* its thread sees the end of the stream, in negotiation, and leaves */
+	shutdown(oldest->fd, SHUT_RDWR);
 	return NULL;
 }
 
@@ -242,13 +299,15 @@ static void accept_one(struct nbd_server *srv, int lfd)
 	pthread_attr_t attr;
 	pthread_t th;
 	char ip[INET_ADDRSTRLEN];
+	const char *why;
 	int fd;
 
 	fd = accept4(lfd, (struct sockaddr *)&sa, &salen, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
 	pthread_mutex_lock(&srv->lock);
-	if (srv->nconns >= srv->max_conns) {
+	why = conn_room(srv, sa.sin_addr.s_addr);
+	if (why) {
 		uint64_t now = mono_now_ms(), n = ++srv->refused_conns;
 		bool say = !srv->refused_logged_ms || now - srv->refused_logged_ms >= 10000;
 
@@ -257,10 +316,11 @@ static void accept_one(struct nbd_server *srv, int lfd)
 		pthread_mutex_unlock(&srv->lock);
 		/* closed before the greeting: the client sees the connection
 		 * end (doc/limits.md); one line per 10 s at most */
-		if (say)
-			log_warn(NBD_SUBSYS, "refusing connections: %u connections already "
-				 "(nbd_max_connections); %llu refused so far", srv->max_conns,
-				 (unsigned long long)n);
+		if (say) {
+			inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+			log_warn(NBD_SUBSYS, "refusing connections (the last from %s): %s reached; "
+				 "%llu refused so far", ip, why, (unsigned long long)n);
+		}
 		close(fd);
 		return;
 	}
@@ -272,6 +332,7 @@ static void accept_one(struct nbd_server *srv, int lfd)
 	}
 	conn->srv = srv;
 	conn->fd = fd;
+	conn->addr = sa.sin_addr.s_addr;
 	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
 	pthread_mutex_init(&conn->qlock, NULL);
 	pthread_cond_init(&conn->qcond, NULL);
@@ -288,7 +349,7 @@ static void accept_one(struct nbd_server *srv, int lfd)
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
+	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
 	if (pthread_create(&th, &attr, conn_main, conn) != 0) {
 		log_error(NBD_SUBSYS, "cannot start a thread for %s", conn->peer);
 		pthread_mutex_lock(&srv->lock);
@@ -473,6 +534,8 @@ int main(int argc, char **argv)
 	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
 	const char *logpath = NULL;
 	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS,
+				  .max_conns_per_addr = NBD_MAX_CONNS_PER_ADDR,
+				  .write_data_timeout_ms = NBD_WRITE_DATA_TIMEOUT_MS,
 				  .budget_max = NBD_TOTAL_BUDGET_BYTES,
 				  .conn_budget_max = NBD_CONN_BUDGET_BYTES };
 	struct tls_opts tls = { .verify_peer = -1, .allow_insecure = -1 };
@@ -480,6 +543,12 @@ int main(int argc, char **argv)
 	pthread_rwlock_init(&srv.acl_lock, NULL);
 	int level = LOG_LVL_INFO, opt, lfd, sfd, ret, rc = 1;
 	sigset_t mask;
+
+	/* A thread per connection: glibc would give each of the first 8 per
+	 * core an arena of its own (64 MiB of address space each), a
+	 * gigabyte reserved for nothing under many connections.  The
+	 * requests' buffers are few and large; four arenas serve them. */
+	mallopt(M_ARENA_MAX, NBD_MALLOC_ARENAS);
 
 	while ((opt = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
 		switch (opt) {

@@ -271,6 +271,9 @@ static int opt_info_go(struct nbd_conn *conn, uint32_t opt, const uint8_t *data,
 			 conn->srv->pool, ex->read_only ? " (read-only snapshot)" : "");
 		ret = send_info_name(conn, opt, NBD_INFO_DESCRIPTION, desc);
 	}
+	/* from here on the connection serves: not closed to make room */
+	if (!ret && opt == NBD_OPT_GO && !nbd_conn_claim_serving(conn))
+		ret = -ECONNABORTED;
 	if (!ret)
 		ret = send_reply(conn, opt, NBD_REP_ACK, NULL, 0);
 	if (ret || opt == NBD_OPT_INFO) {
@@ -311,6 +314,10 @@ static int opt_export_name(struct nbd_conn *conn, const uint8_t *data, uint32_t 
 			 atoll_strerror(ret));
 		conn->state = NEG_CLOSE;
 		return 0;
+	}
+	if (!nbd_conn_claim_serving(conn)) {
+		nbd_export_put(ex);
+		return -ECONNABORTED;
 	}
 	memset(buf, 0, sizeof(buf));
 	nbd_put64(buf, ex->size);

@@ -43,6 +43,22 @@
 #define NBD_CONN_BUDGET_BYTES	(64u << 20)
 #define NBD_TOTAL_BUDGET_BYTES	(128u << 20)
 #define NBD_MAX_CONNS		256u
+/* Connections from one IP address (nbd_max_connections_per_addr). */
+#define NBD_MAX_CONNS_PER_ADDR	16u
+/* Connections closed to make room (below) and not yet gone: past this
+ * many, a new connection is refused instead. */
+#define NBD_MAX_EVICTING	64u
+/* A write's data must all arrive within this long of its request header
+ * (nbd_write_data_timeout; the connection is closed otherwise): a header
+ * whose data never comes would hold its bytes of nbd_max_bytes_in_flight
+ * for ever.  While serving, a connection's socket wakes its reader every
+ * NBD_SERVE_RCVTIMEO_MS to look at the clock. */
+#define NBD_WRITE_DATA_TIMEOUT_MS	30000u
+#define NBD_SERVE_RCVTIMEO_MS		1000u
+/* the stack of a connection's reader and writer threads */
+#define NBD_THREAD_STACK	(256u << 10)
+/* malloc arenas (M_ARENA_MAX) of atoll-nbd's threads */
+#define NBD_MALLOC_ARENAS	4
 #define NBD_CONN_MAX_INFLIGHT	256
 /* Extents in one block status reply. */
 #define NBD_MAX_EXTENTS		1024
@@ -92,8 +108,11 @@ struct nbd_server {
 	pthread_cond_t cond;		/* an export finished opening; a conn left */
 	struct nbd_export *exports;
 	struct nbd_conn *conns;
-	unsigned nconns;
-	unsigned max_conns;
+	unsigned nconns;		/* evicted ones too, until their thread ends */
+	unsigned max_conns;		/* nbd_max_connections */
+	unsigned max_conns_per_addr;	/* nbd_max_connections_per_addr */
+	unsigned nevicting;		/* closed for room, thread not ended yet */
+	uint64_t write_data_timeout_ms;	/* nbd_write_data_timeout */
 	uint64_t refused_conns;		/* past max_conns, since start */
 	uint64_t refused_logged_ms;	/* the last log line about them */
 	/* the bytes of requests in flight, all connections together:
@@ -154,6 +173,9 @@ struct nbd_conn {
 	uint64_t id;
 	int fd;
 	char peer[64];
+	uint32_t addr;			/* the client's IPv4 address (network order) */
+	bool serving;			/* negotiation done; srv->lock */
+	bool evicted;			/* closed to make room; srv->lock */
 
 	/* negotiation results (reader thread only) */
 	enum nbd_neg_state state;
@@ -187,9 +209,19 @@ struct nbd_conn {
 
 /* nbd_io.c: whole reads and writes on the connection (its socket, or its
  * TLS session).  0, or -EPIPE / -ECONNRESET / -ETIMEDOUT / ... ; a clean
- * EOF before the first byte is -ENODATA. */
+ * EOF before the first byte is -ENODATA.  nbd_conn_read fails -ETIMEDOUT
+ * when the socket's receive timeout (SO_RCVTIMEO) passes with nothing
+ * read; nbd_conn_read_by goes on reading until deadline_ms (mono_now_ms),
+ * or for ever with NBD_NO_DEADLINE. */
+#define NBD_NO_DEADLINE	UINT64_MAX
 int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len);
+int nbd_conn_read_by(struct nbd_conn *conn, void *buf, size_t len, uint64_t deadline_ms);
 int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len);
+
+/* nbd_main.c: the negotiation is about to end in transmission (before the
+ * final reply): from then on conn is not closed to make room for others
+ * (nbd_max_connections).  false when it was already closed for that. */
+bool nbd_conn_claim_serving(struct nbd_conn *conn);
 
 /* nbd_transmit.c: gives bytes back to the server's budget (any thread). */
 void nbd_budget_put(struct nbd_server *srv, size_t bytes);

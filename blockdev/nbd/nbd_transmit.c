@@ -23,6 +23,7 @@
  * (the image library's flush does exactly that, for every connection).
  */
 #include "nbd_server.h"
+#include "mono.h"
 
 #include "log.h"
 
@@ -593,7 +594,7 @@ static void reader_loop(struct nbd_conn *conn)
 		bool bs;
 		int err, ret;
 
-		ret = nbd_conn_read(conn, hdr, sizeof(hdr));
+		ret = nbd_conn_read_by(conn, hdr, sizeof(hdr), NBD_NO_DEADLINE);
 		if (ret) {
 			if (ret != -ENODATA && !conn->dead)
 				log_info(NBD_SUBSYS, "%s: connection lost: %s", conn->peer,
@@ -648,7 +649,8 @@ static void reader_loop(struct nbd_conn *conn)
 		req->rq = rq;
 		req->budget = bytes + (bs ? BS_EXT_BYTES : 0);
 		if (rq.type == NBD_CMD_WRITE) {
-			ret = nbd_conn_read(conn, req->buf, rq.length);
+			ret = nbd_conn_read_by(conn, req->buf, rq.length,
+					       mono_now_ms() + conn->srv->write_data_timeout_ms);
 			if (ret) {
 				log_info(NBD_SUBSYS, "%s: connection lost in a write's data: %s",
 					 conn->peer, atoll_strerror(ret));
@@ -674,9 +676,15 @@ static void reader_loop(struct nbd_conn *conn)
 
 void nbd_transmit(struct nbd_conn *conn)
 {
+	pthread_attr_t attr;
 	int ret;
 
-	ret = pthread_create(&conn->writer, NULL, writer_main, conn);
+	/* the reader's stack size (nbd_main.c): the default 8 MiB, once per
+	 * connection, is a gigabyte of address space under many clients */
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, NBD_THREAD_STACK);
+	ret = pthread_create(&conn->writer, &attr, writer_main, conn);
+	pthread_attr_destroy(&attr);
 	if (ret) {
 		log_error(NBD_SUBSYS, "%s: cannot start a writer thread: %s", conn->peer,
 			  atoll_strerror(-ret));

@@ -10,7 +10,13 @@ in-memory image (no cluster), configured through atoll.conf:
     each with four 512 KiB reads in flight, every completion delayed
     200 ms, have at most two in flight in the server together: the eight
     take four rounds (>= 0.7 s; without the shared bound two per
-    connection would run, two rounds), and every one is answered."""
+    connection would run, two rounds), and every one is answered;
+  - all nbd_max_connections taken by connections still negotiating: a new
+    one is served, and the oldest negotiating one is closed for it;
+  - nbd_max_connections_per_addr 2: a third connection from one address is
+    closed before the greeting;
+  - nbd_write_data_timeout 1s: a write whose data stops coming closes its
+    connection after about a second, and the server serves on."""
 import os
 import sys
 import tempfile
@@ -112,6 +118,72 @@ def bytes_in_flight(ctx):
         srv.remove_log()
 
 
+def evict_negotiating(ctx):
+    srv = serve(ctx["bin"], ctx["conf"])
+    try:
+        time.sleep(0.3)
+        idle = []
+        for _ in range(3):
+            r = nbdtest.Raw(srv.ip, srv.port)
+            r.greet()
+            idle.append(r)
+            time.sleep(0.05)
+        r = nbdtest.Raw(srv.ip, srv.port)
+        r.greet()
+        r.go("fresh")
+        r.request(0, 0, 4096, cookie=3)
+        check(r.simple_reply(4096)[0] == 0, "a new client is not served while "
+              "negotiating connections hold every slot")
+        check(idle[0].closed(timeout=5), "the oldest negotiating connection was not closed")
+        check(not idle[1].closed(timeout=0.3), "a newer negotiating connection was closed")
+        for c in idle + [r]:
+            c.close()
+    finally:
+        check(srv.stop() == 0, "atoll-nbd did not stop cleanly")
+        srv.remove_log()
+
+
+def per_addr_and_write_data(ctx):
+    srv = serve(ctx["bin"], ctx["conf_b"])
+    try:
+        time.sleep(0.3)
+        two = [nbdtest.Raw(srv.ip, srv.port) for _ in range(2)]
+        for r in two:
+            r.greet()
+        third = nbdtest.Raw(srv.ip, srv.port)
+        check(third.closed(timeout=5), "a third connection from one address was not closed")
+        third.close()
+        check("nbd_max_connections_per_addr" in srv.tail(200),
+              "the log does not name nbd_max_connections_per_addr")
+        two[0].go("w")
+        t0 = time.time()
+        two[0].request(1, 0, 1 << 20, cookie=9, payload=b"x" * 1000)
+        check(two[0].closed(timeout=10), "a write whose data stopped did not close")
+        took = time.time() - t0
+        check(0.9 <= took <= 5, "the write's data timeout took %.2f s, not about 1 s" % took)
+        print("     a write with 1000 of 1 MiB sent: closed after %.2f s" % took)
+        for r in two:
+            r.close()
+        time.sleep(0.3)
+        r = nbdtest.Raw(srv.ip, srv.port)
+        r.greet()
+        r.go("after")
+        r.request(0, 0, 4096, cookie=4)
+        check(r.simple_reply(4096)[0] == 0, "the server does not serve after the timeout")
+        r.close()
+    finally:
+        check(srv.stop() == 0, "atoll-nbd did not stop cleanly")
+        srv.remove_log()
+
+
+def test_negotiating_connections_make_room(ctx):
+    evict_negotiating(ctx)
+
+
+def test_per_addr_and_write_data_timeout(ctx):
+    per_addr_and_write_data(ctx)
+
+
 def test_nbd_max_connections_closes_extra_ones(ctx):
     connections(ctx)
 
@@ -129,12 +201,18 @@ def main():
     with open(conf, "w") as f:
         f.write("[nbd]\nnbd_max_connections = 3\nnbd_max_bytes_in_flight = 1M\n"
                 "nbd_conn_max_bytes = 1M\n")
-    ctx = {"bin": sys.argv[1], "conf": conf}
+    conf_b = os.path.join(d, "atoll-b.conf")
+    with open(conf_b, "w") as f:
+        f.write("[nbd]\nnbd_max_connections_per_addr = 2\nnbd_write_data_timeout = 1s\n")
+    ctx = {"bin": sys.argv[1], "conf": conf, "conf_b": conf_b}
     try:
         nbdtest.run([test_nbd_max_connections_closes_extra_ones,
-                     test_nbd_max_bytes_in_flight_spans_connections], lambda: ctx)
+                     test_nbd_max_bytes_in_flight_spans_connections,
+                     test_negotiating_connections_make_room,
+                     test_per_addr_and_write_data_timeout], lambda: ctx)
     finally:
         os.remove(conf)
+        os.remove(conf_b)
         os.rmdir(d)
 
 
