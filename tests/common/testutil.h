@@ -48,6 +48,20 @@ double tu_now_ms_f(void);	/* with the fraction, for timings */
 double tu_now_s(void);
 void tu_sleep_ms(unsigned ms);
 
+/* Polls cond (an expression) every millisecond for up to ms; true once
+ * it holds.  Header-only: the Criterion tests use it too. */
+#define TU_WAIT_FOR(cond, ms) ({					\
+	bool ok_ = false;						\
+	for (int i_ = 0; i_ < (ms); i_++) {				\
+		if (cond) {						\
+			ok_ = true;					\
+			break;						\
+		}							\
+		usleep(1000);						\
+	}								\
+	ok_ || (cond);							\
+})
+
 /* Calls pred(arg) until it returns true, every every_ms, for at most
  * timeout_ms: whether it did (pred is called at least once). */
 bool tu_wait_for(bool (*pred)(void *arg), void *arg, unsigned timeout_ms, unsigned every_ms);

@@ -28,6 +28,7 @@
 #include "encode.h"
 #include "log.h"
 #include "msg.h"
+#include "testutil.h"
 #include "msg_frame.h"
 
 #define T_ECHO		100	/* reply with the same front and data */
@@ -45,18 +46,6 @@ static const uint8_t FSID_A[16] = { 0xa1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 static const uint8_t FSID_B[16] = { 0xb1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 static const uint8_t FSID_ZERO[16];
 
-/* Polls cond every millisecond for up to ms; true once it holds. */
-#define WAIT_FOR(cond, ms) ({						\
-	bool ok_ = false;						\
-	for (int i_ = 0; i_ < (ms); i_++) {				\
-		if (cond) {						\
-			ok_ = true;					\
-			break;						\
-		}							\
-		usleep(1000);						\
-	}								\
-	ok_ || (cond);							\
-})
 
 /* ---- a messenger with a scripted dispatcher ---- */
 
@@ -273,7 +262,7 @@ static int echo_call(struct msg_conn *c, uint32_t v, uint32_t timeout_ms)
 	int err;
 
 	cr_assert_eq(msg_call(c, make_u32(T_ECHO, v), timeout_ms, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS + (int)timeout_ms),
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS + (int)timeout_ms),
 		  "call never completed");
 	err = w.err;
 	if (!err) {
@@ -599,7 +588,7 @@ Test(messenger, call_gets_its_reply_and_the_peer_is_known)
 	msgr_fsid(cl.m, fsid);
 	cr_expect_eq(memcmp(fsid, FSID_A, 16), 0, "the client learnt the fsid");
 	cr_expect_eq(atomic_load(&cl.connected), 1);
-	cr_expect(WAIT_FOR(atomic_load(&s->connected) == 1, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s->connected) == 1, WAIT_MS));
 	cr_expect_eq(atomic_load(&s->replies_seen), 0);
 
 	/* Data travels too, both ways. */
@@ -611,7 +600,7 @@ Test(messenger, call_gets_its_reply_and_the_peer_is_known)
 			data[i] = (uint8_t)(i * 7);
 		cr_assert_eq(msg_call(c, make_msg(T_ECHO, "x", 1, data, sizeof(data)), 0,
 				      on_reply, &w), 0);
-		cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+		cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 		cr_assert_eq(w.err, 0);
 		cr_assert_eq(w.reply->data_len, sizeof(data));
 		cr_expect_eq(memcmp(w.reply->data, data, sizeof(data)), 0);
@@ -619,7 +608,7 @@ Test(messenger, call_gets_its_reply_and_the_peer_is_known)
 		msg_free(w.reply);
 	}
 	msg_conn_put(c);
-	cr_expect(WAIT_FOR(atomic_load(&s->closed) == 1, WAIT_MS),
+	cr_expect(TU_WAIT_FOR(atomic_load(&s->closed) == 1, WAIT_MS),
 		  "putting the last reference closes a dialled connection");
 	node_stop(&cl);
 	node_stop(s);
@@ -637,9 +626,9 @@ Test(messenger, one_way_messages_arrive_in_order)
 	cr_assert_not_null(c);
 	for (uint32_t i = 0; i < 5000; i++)
 		cr_assert_eq(msg_send(c, make_u32(T_ONEWAY, i)), 0);
-	cr_assert(WAIT_FOR(atomic_load(&s->oneway) == 5000, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->oneway) == 5000, WAIT_MS));
 	cr_expect(atomic_load(&s->order_ok));
-	cr_expect(WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(s);
@@ -682,7 +671,7 @@ Test(messenger, thousand_calls_in_flight)
 		cr_assert_eq(msg_call(c, make_u32(T_ECHO, calls[i].v), 10000, on_many,
 				      &calls[i]), 0);
 	}
-	cr_assert(WAIT_FOR(atomic_load(&all.done) == 1000, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&all.done) == 1000, WAIT_MS));
 	cr_expect_eq(atomic_load(&all.bad), 0);
 	msg_conn_put(c);
 	node_stop(&cl);
@@ -758,7 +747,7 @@ Test(messenger, calls_from_many_threads_each_waiting_get_their_replies)
 		pthread_join(t[i], NULL);
 		cr_expect_eq(atomic_load(&k[i].bad), 0, "caller %d: wrong or missing replies", i);
 	}
-	cr_expect(WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(s);
@@ -802,7 +791,7 @@ Test(messenger, payload_of_exactly_frame_max_round_trips_one_more_is_refused)
 	m = make_u32(T_SUM, 0);
 	msg_set_data_ref(m, data, len, NULL, NULL);
 	cr_assert_eq(msg_call(c, m, 0, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, 4 * WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, 4 * WAIT_MS));
 	cr_assert_eq(w.err, 0);
 	dec_init(&d, w.reply->front, w.reply->front_len);
 	cr_expect_eq(dec_u32(&d), len);
@@ -841,7 +830,7 @@ Test(messenger, referenced_data_is_released_once_sent_or_dropped)
 	m = make_u32(T_DROP, 0);
 	msg_set_data_ref(m, data, sizeof(data), count_free, NULL);
 	cr_assert_eq(msg_send(c, m), 0);
-	cr_assert(WAIT_FOR(__atomic_load_n(&data_freed, __ATOMIC_SEQ_CST) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(__atomic_load_n(&data_freed, __ATOMIC_SEQ_CST) == 1, WAIT_MS));
 	m = make_u32(MSG_T_HELLO, 0);
 	msg_set_data_ref(m, data, sizeof(data), count_free, NULL);
 	cr_expect_eq(msg_send(c, m), -EINVAL);
@@ -1085,7 +1074,7 @@ Test(messenger, keepalives_hold_an_idle_connection_and_a_silent_peer_is_dropped)
 	raw_hello(fd, FSID_A);
 	cr_expect(raw_closed(fd, WAIT_MS));
 	close(fd);
-	cr_expect(WAIT_FOR(atomic_load(&s.closed) == 1, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.closed) == 1, WAIT_MS));
 	cr_expect_eq(atomic_load(&s.last_closed_err), -ETIMEDOUT);
 	msg_conn_put(c);
 	node_stop(&cl);
@@ -1131,7 +1120,7 @@ Test(messenger, raw_client_gets_a_reply_and_unknown_tids_are_dropped)
 	/* A reply nobody asked for is dropped, the connection lives on. */
 	raw_frame(fd, T_ECHO, MSG_F_REPLY, 123456, "r", 1);
 	raw_frame(fd, T_DROP, 0, 1, NULL, 0);
-	cr_assert(WAIT_FOR(atomic_load(&s->dispatched) == 2, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->dispatched) == 2, WAIT_MS));
 	cr_expect_eq(atomic_load(&s->replies_seen), 0);
 	close(fd);
 	node_stop(s);
@@ -1149,7 +1138,7 @@ Test(messenger, duplicate_and_wrong_tid_replies_are_dropped)
 	c = msgr_connect(cl.m, s->addr);
 	cr_assert_eq(msg_call(c, make_u32(T_TWICE, 0), 0, on_reply, &w1), 0);
 	cr_assert_eq(msg_call(c, make_u32(T_BOGUS, 0), 0, on_reply, &w2), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
 	cr_assert_eq(echo_call(c, 9, 0), 0);	/* everything before it arrived */
 	cr_expect_eq(atomic_load(&w1.fired), 1);
 	cr_expect_eq(front_u32(w1.reply), 1);
@@ -1173,7 +1162,7 @@ Test(messenger, call_times_out)
 	node_start(&cl, &cfg, NULL);
 	c = msgr_connect(cl.m, s->addr);
 	cr_assert_eq(msg_call(c, make_u32(T_DROP, 0), 100, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_expect_eq(w.err, -ETIMEDOUT);
 	cr_expect_null(w.reply);
 	cr_expect_eq(echo_call(c, 3, 1000), 0, "the connection is still fine");
@@ -1185,7 +1174,7 @@ Test(messenger, call_times_out)
 		struct waiter w2 = { 0 };
 
 		cr_assert_eq(msg_call(nowhere, make_u32(T_ECHO, 0), 100, on_reply, &w2), 0);
-		cr_assert(WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
+		cr_assert(TU_WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
 		cr_expect_eq(w2.err, -ETIMEDOUT);
 		msg_conn_put(nowhere);
 	}
@@ -1208,11 +1197,11 @@ Test(messenger, peer_death_resets_calls_and_the_connection_redials)
 	node_start(&cl, &ccfg, NULL);
 	c = msgr_connect(cl.m, addr);
 	cr_assert_eq(msg_call(c, make_u32(T_HOLD, 0), 0, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.dispatched) == 1, WAIT_MS));
 	node_stop(&s);		/* frees the held request after the messenger */
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_expect_eq(w.err, -ECONNRESET);
-	cr_expect(WAIT_FOR(atomic_load(&cl.closed) >= 1, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&cl.closed) >= 1, WAIT_MS));
 	cr_expect(!msg_conn_is_open(c));
 
 	/* Messages sent while the peer is away wait for it. */
@@ -1264,11 +1253,11 @@ Test(messenger, ordered_connection_keeps_nothing_of_an_epoch_that_broke)
 	cr_assert_eq(echo_call(c, 1, 0), 0);
 	uint64_t e0 = msg_conn_epoch(c);
 	cr_assert_eq(msg_call_epoch(c, e0, make_u32(T_HOLD, 0), 0, on_oreply, &held), 0);
-	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) == 2, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.dispatched) == 2, WAIT_MS));
 	node_stop(&s);
 
 	/* the break is told before the call fails */
-	cr_assert(WAIT_FOR(atomic_load(&held.w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&held.w.fired) == 1, WAIT_MS));
 	cr_expect_eq(held.w.err, -ECONNRESET);
 	cr_expect_geq(atomic_load(&held.closed_seen), 1, "the call failed before closed ran");
 	uint64_t e1 = msg_conn_epoch(c);
@@ -1282,7 +1271,7 @@ Test(messenger, ordered_connection_keeps_nothing_of_an_epoch_that_broke)
 	for (uint32_t i = 0; i < 5; i++)
 		cr_assert_eq(msg_send(c, make_u32(T_ONEWAY, i)), 0);
 	cr_assert_eq(msg_call(c, make_u32(T_ECHO, 3), 0, on_oreply, &away), 0);
-	cr_assert(WAIT_FOR(atomic_load(&away.w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&away.w.fired) == 1, WAIT_MS));
 	cr_expect_eq(away.w.err, -ECONNRESET);
 	cr_expect_gt(msg_conn_epoch(c), e1);
 
@@ -1294,7 +1283,7 @@ Test(messenger, ordered_connection_keeps_nothing_of_an_epoch_that_broke)
 		memset(&back, 0, sizeof(back));
 		cr_assert_eq(msg_call_epoch(c, msg_conn_epoch(c), make_u32(T_ECHO, 4), 0,
 					    on_reply, &back), 0);
-		cr_assert(WAIT_FOR(atomic_load(&back.fired) == 1, WAIT_MS));
+		cr_assert(TU_WAIT_FOR(atomic_load(&back.fired) == 1, WAIT_MS));
 		if (back.err == -ECONNRESET)
 			atomic_store(&back.fired, 0);
 	}
@@ -1330,7 +1319,7 @@ Test(messenger, messages_queued_before_the_peer_listens_are_delivered)
 	usleep(50 * 1000);
 	cr_expect_gt(msg_conn_queued(c), 0);
 	node_start(&s, &scfg, addr);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_expect_eq(w.err, 0);
 	cr_expect_eq(atomic_load(&s.oneway), 100);
 	cr_expect(atomic_load(&s.order_ok));
@@ -1393,7 +1382,7 @@ Test(messenger, slow_receiver_stops_the_reader_until_messages_are_freed)
 		cr_assert_eq(msg_send(c, m), 0);
 	}
 	/* The receiver takes what fits in its budget, then stops reading. */
-	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) > 0, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.dispatched) > 0, WAIT_MS));
 	do {
 		seen = atomic_load(&s.dispatched);
 		usleep(200 * 1000);
@@ -1407,13 +1396,13 @@ Test(messenger, slow_receiver_stops_the_reader_until_messages_are_freed)
 	/* Freeing on another thread resumes the reader. */
 	rel.n = &s;
 	cr_assert_eq(pthread_create(&th, NULL, release_thread, &rel), 0);
-	cr_expect(WAIT_FOR(atomic_load(&s.dispatched) == COUNT, 4 * WAIT_MS));
-	cr_expect(WAIT_FOR(atomic_load(&rel.freed) == COUNT, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.dispatched) == COUNT, 4 * WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&rel.freed) == COUNT, WAIT_MS));
 	atomic_store(&rel.stop, true);
 	pthread_join(th, NULL);
 	cr_expect_leq(atomic_load(&s.max_inflight),
 		      INFLIGHT + SIZE + MSG_HEADER_LEN + 4 + 4 + 64);
-	cr_expect(WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(msg_conn_queued(c) == 0, WAIT_MS));
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&s);
@@ -1434,7 +1423,7 @@ Test(messenger, destroy_fails_pending_calls_with_eshutdown)
 	for (int i = 0; i < 10; i++)
 		cr_assert_eq(msg_call(c, make_u32(T_HOLD, 0), 0, on_reply, &w[i]), 0);
 	cr_assert_eq(msg_call(nowhere, make_u32(T_ECHO, 0), 0, on_reply, &w[10]), 0);
-	cr_assert(WAIT_FOR(atomic_load(&s->dispatched) == 10, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->dispatched) == 10, WAIT_MS));
 	msgr_destroy(cl.m);
 	for (int i = 0; i < 11; i++) {
 		cr_expect_eq(atomic_load(&w[i].fired), 1);
@@ -1461,14 +1450,14 @@ Test(messenger, close_fails_calls_and_later_sends)
 	node_start(&cl, &cfg, NULL);
 	c = msgr_connect(cl.m, s->addr);
 	cr_assert_eq(msg_call(c, make_u32(T_HOLD, 0), 0, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&s->dispatched) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->dispatched) == 1, WAIT_MS));
 	msg_conn_close(c);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_expect_eq(w.err, -ECONNRESET);
 	cr_expect_eq(msg_send(c, make_u32(T_ONEWAY, 0)), -ENOTCONN);
 	cr_expect_eq(msg_call(c, make_u32(T_ECHO, 0), 0, on_reply, &w2), -ENOTCONN);
-	cr_expect(WAIT_FOR(atomic_load(&cl.closed) == 1, WAIT_MS));
-	cr_expect(WAIT_FOR(atomic_load(&s->closed) == 1, WAIT_MS), "the server saw it go");
+	cr_expect(TU_WAIT_FOR(atomic_load(&cl.closed) == 1, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s->closed) == 1, WAIT_MS), "the server saw it go");
 	usleep(50 * 1000);
 	cr_expect_eq(atomic_load(&cl.connected), 1, "no redial after close");
 	cr_expect_eq(atomic_load(&w2.fired), 0);
@@ -1497,7 +1486,7 @@ Test(messenger, timers_fire_in_order_and_cancel)
 	t2 = msgr_timer(m, 30, on_timer, &hundred);
 	t3 = msgr_timer(m, 60000, on_timer, &thousand);
 	cr_assert(t1 && t2 && t3 && t1 != t2 && t2 != t3);
-	cr_expect(WAIT_FOR(atomic_load(&timer_hits) == 101, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&timer_hits) == 101, WAIT_MS));
 	cr_expect(!msgr_timer_cancel(m, t1), "already ran");
 	cr_expect(msgr_timer_cancel(m, t3));
 	cr_expect(!msgr_timer_cancel(m, t3));
@@ -1537,7 +1526,7 @@ Test(messenger, accepted_connection_outlives_its_references_and_messages)
 	node_start(&cl, &cfg, NULL);
 	c = msgr_connect(cl.m, s->addr);
 	cr_assert_eq(msg_send(c, make_u32(T_HOLD, 0)), 0);
-	cr_assert(WAIT_FOR(atomic_load(&s->dispatched) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s->dispatched) == 1, WAIT_MS));
 	pthread_mutex_lock(&s->lock);
 	held = s->held[0];
 	s->nheld = 0;
@@ -1550,7 +1539,7 @@ Test(messenger, accepted_connection_outlives_its_references_and_messages)
 	cr_expect_eq(echo_call(c, 8, 0), 0);
 	/* The client goes away: the server's message keeps its conn valid. */
 	msg_conn_put(c);
-	cr_expect(WAIT_FOR(atomic_load(&s->closed) == 1, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s->closed) == 1, WAIT_MS));
 	cr_expect(!msg_conn_is_open(sc));
 	cr_expect_eq(msg_send(sc, make_u32(T_ONEWAY, 0)), -ENOTCONN);
 	msg_free(held);
@@ -1567,7 +1556,7 @@ Test(messenger, refused_dial_is_reported_and_retried)
 	node_start(&cl, &cfg, NULL);
 	c = msgr_connect(cl.m, "127.0.0.1:1");
 	cr_assert_not_null(c);
-	cr_assert(WAIT_FOR(atomic_load(&cl.closed) >= 3, WAIT_MS), "no redial");
+	cr_assert(TU_WAIT_FOR(atomic_load(&cl.closed) >= 3, WAIT_MS), "no redial");
 	cr_expect_eq(atomic_load(&cl.last_closed_err), -ECONNREFUSED);
 	cr_expect_eq(atomic_load(&cl.connected), 0);
 	msg_conn_put(c);
@@ -1621,7 +1610,7 @@ Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)
 	node_start(&cl, &cfg, NULL);
 	c = msgr_connect(cl.m, s->addr);
 	cr_assert_eq(msg_call(c, make_msg(T_ECHO, "f", 1, data, len), 0, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_assert_eq(w.err, 0);
 	cr_expect(w.reply->data_crc_known);
 	cr_expect_eq(w.reply->data_crc, atoll__crc32c(0, data, len));
@@ -1630,7 +1619,7 @@ Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)
 	msg_set_data_ref(m, w.reply->data, w.reply->data_len, NULL, NULL);
 	msg_set_data_crc(m, w.reply->data_crc);
 	cr_assert_eq(msg_call(c, m, 0, on_reply, &w2), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w2.fired) == 1, WAIT_MS));
 	cr_assert_eq(w2.err, 0, "the frame with the given crc was refused");
 	cr_expect_eq(front_u32(w2.reply), (uint32_t)len);
 	msg_free(w2.reply);
@@ -1691,7 +1680,7 @@ Test(messenger, reply_data_goes_into_the_callers_buffer)
 	c = msgr_connect(cl.m, s->addr);
 	cr_assert_eq(msg_call_rx(c, make_msg(T_ECHO, "f", 1, data, len), 0, lease_reply, &l,
 				 &lease_ops, &l), 0);
-	cr_assert(WAIT_FOR(atomic_load(&l.w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&l.w.fired) == 1, WAIT_MS));
 	cr_assert_eq(l.w.err, 0);
 	cr_expect_eq(l.w.reply->data, buf, "the reply was not received into the buffer");
 	cr_expect_eq(l.w.reply->data_len, len);
@@ -1762,7 +1751,7 @@ Test(messenger, a_call_timing_out_mid_reply_no_longer_writes_the_buffer)
 	msg_hdr_encode(hdr, &rh);
 	raw_write(fd, hdr, sizeof(hdr));
 	raw_write(fd, data, 1000);
-	cr_assert(WAIT_FOR(atomic_load(&l.w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&l.w.fired) == 1, WAIT_MS));
 	cr_expect_eq(l.w.err, -ETIMEDOUT);
 	cr_expect_eq(atomic_load(&l.gets), 1, "the reply's data was not leased");
 	cr_expect_eq(atomic_load(&l.put_before_fn), 1, "the lease outlived the call");
@@ -1803,11 +1792,11 @@ Test(messenger, retarget_moves_a_dialled_connection_to_another_server)
 	cr_expect_eq(msg_conn_peer(c).id, 1);
 	/* a call held by a: reset by the move, as by a broken connection */
 	cr_assert_eq(msg_call(c, make_u32(T_HOLD, 0), 0, on_reply, &w), 0);
-	cr_assert(WAIT_FOR(atomic_load(&a.dispatched) == 2, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&a.dispatched) == 2, WAIT_MS));
 	cr_assert_eq(msg_conn_retarget(c, b.addr), 0);
-	cr_assert(WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_expect_eq(w.err, -ECONNRESET);
-	cr_expect(WAIT_FOR(atomic_load(&cl.closed) >= 1, WAIT_MS), "closed() was not told");
+	cr_expect(TU_WAIT_FOR(atomic_load(&cl.closed) >= 1, WAIT_MS), "closed() was not told");
 	cr_expect_eq(echo_call(c, 2, 0), 0, "no answer from the new server");
 	cr_expect_eq(msg_conn_peer(c).id, 2);
 	cr_expect_str_eq(msg_conn_addr(c), b.addr);
@@ -1820,7 +1809,7 @@ Test(messenger, retarget_moves_a_dialled_connection_to_another_server)
 	cr_expect_eq(msg_conn_retarget(c, "nonsense"), -EINVAL);
 	/* a connection waiting to redial (its server gone) dials the new one at once */
 	node_stop(&b);
-	cr_assert(WAIT_FOR(!msg_conn_is_open(c), WAIT_MS));
+	cr_assert(TU_WAIT_FOR(!msg_conn_is_open(c), WAIT_MS));
 	cr_assert_eq(msg_conn_retarget(c, a.addr), 0);
 	cr_expect_eq(echo_call(c, 4, 0), 0);
 	cr_expect_eq(msg_conn_peer(c).id, 1);

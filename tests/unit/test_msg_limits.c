@@ -29,6 +29,7 @@
 #include "encode.h"
 #include "log.h"
 #include "msg.h"
+#include "testutil.h"
 #include "msg_config.h"
 #include "msg_frame.h"
 #include "msgr_int.h"
@@ -40,17 +41,6 @@
 
 static const uint8_t FSID[16] = { 0xc1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 
-#define WAIT_FOR(cond, ms) ({						\
-	bool ok_ = false;						\
-	for (int i_ = 0; i_ < (ms); i_++) {				\
-		if (cond) {						\
-			ok_ = true;					\
-			break;						\
-		}							\
-		usleep(1000);						\
-	}								\
-	ok_ || (cond);							\
-})
 
 struct node {
 	struct msgr *m;
@@ -210,7 +200,7 @@ Test(msg_limits, full_client_pool_pauses_the_connection_until_messages_are_freed
 	node_start(&cl, &ccfg, false);
 	c = msgr_connect(cl.m, s.addr);
 	send_hold(c, 20, 256 << 10);
-	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) > 0, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.dispatched) > 0, WAIT_MS));
 	/* three fit in 1 MiB; the fourth waits with its header read */
 	cr_expect_eq(settled(&s), 3);
 	cr_expect_leq(pool_bytes(&s, MSG_CLASS_CLIENT, NULL), 1 << 20);
@@ -219,10 +209,10 @@ Test(msg_limits, full_client_pool_pauses_the_connection_until_messages_are_freed
 		node_free_held(&s);
 		usleep(10 * 1000);
 	}
-	cr_expect(WAIT_FOR(atomic_load(&s.dispatched) == 20, WAIT_MS), "only %d arrived",
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.dispatched) == 20, WAIT_MS), "only %d arrived",
 		  atomic_load(&s.dispatched));
 	node_free_held(&s);
-	cr_expect(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&s);
@@ -241,7 +231,7 @@ Test(msg_limits, cluster_peers_are_served_while_the_client_pool_is_full)
 	node_start(&peer, &pcfg, false);
 	c = msgr_connect(cl.m, s.addr);
 	send_hold(c, 40, 256 << 10);
-	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) >= 3, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.dispatched) >= 3, WAIT_MS));
 	settled(&s);
 	/* a peer's requests use the peer pool: answered at once */
 	p = msgr_connect(peer.m, s.addr);
@@ -289,12 +279,12 @@ Test(msg_limits, messages_per_connection_are_capped)
 	node_start(&cl, &ccfg, false);
 	c = msgr_connect(cl.m, s.addr);
 	send_hold(c, 10, 100);
-	cr_assert(WAIT_FOR(atomic_load(&s.dispatched) > 0, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.dispatched) > 0, WAIT_MS));
 	cr_expect_eq(settled(&s), 4);
 	node_free_held(&s);
-	cr_expect(WAIT_FOR(atomic_load(&s.dispatched) == 8, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.dispatched) == 8, WAIT_MS));
 	node_free_held(&s);
-	cr_expect(WAIT_FOR(atomic_load(&s.dispatched) == 10, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.dispatched) == 10, WAIT_MS));
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&s);
@@ -383,7 +373,7 @@ Test(msg_limits, header_whose_payload_never_comes_costs_budget_not_memory)
 	msg_hdr_encode(hdr, &h);
 	cr_assert_eq(send(fd, hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
 	/* the header costs a message and its own bytes, not 64 MiB */
-	cr_assert(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == FRAME(0), WAIT_MS));
+	cr_assert(TU_WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == FRAME(0), WAIT_MS));
 	/* 2 MiB of it arrive: the buffer and the charge follow them */
 	for (int i = 0; i < 32; i++)
 		cr_assert_eq(send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL), (ssize_t)sizeof(chunk));
@@ -393,7 +383,7 @@ Test(msg_limits, header_whose_payload_never_comes_costs_budget_not_memory)
 	cr_expect_leq(pool_bytes(&s, MSG_CLASS_CLIENT, NULL), FRAME(4u << 20));
 	/* then nothing: the frame's time runs out and its budget comes back */
 	cr_expect(raw_closed(fd, 4000), "the trickling connection was not closed");
-	cr_expect(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
 	close(fd);
 	node_stop(&s);
 }
@@ -418,7 +408,7 @@ Test(msg_limits, stalled_big_headers_do_not_stop_other_clients)
 		raw_hello(fds[i], MSG_ENTITY_CLIENT);
 		cr_assert_eq(send(fds[i], hdr, sizeof(hdr), MSG_NOSIGNAL), (ssize_t)sizeof(hdr));
 	}
-	cr_assert(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 16 * FRAME(0), WAIT_MS));
+	cr_assert(TU_WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 16 * FRAME(0), WAIT_MS));
 	c = msgr_connect(cl.m, s.addr);
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(echo_within(c, 64 << 10, 2000), 0, "call %d", i);
@@ -466,7 +456,7 @@ Test(msg_limits, frames_half_received_cannot_deadlock_the_pool)
 		}
 	}
 	cr_expect_eq(ok, 12);
-	cr_expect(WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(pool_bytes(&s, MSG_CLASS_CLIENT, NULL) == 0, WAIT_MS));
 	{
 		uint64_t bytes, pauses;
 		uint32_t frames;
@@ -495,18 +485,18 @@ Test(msg_limits, clients_over_the_per_address_limit_are_refused_peers_are_not)
 		fds[i] = raw_connect_from(NULL, s.addr);
 		raw_hello(fds[i], MSG_ENTITY_CLIENT);
 		if (i < 3)
-			cr_assert(WAIT_FOR(atomic_load(&s.connected) == i + 1, WAIT_MS));
+			cr_assert(TU_WAIT_FOR(atomic_load(&s.connected) == i + 1, WAIT_MS));
 	}
 	cr_expect(raw_closed(fds[3], 2000));
 	cr_expect(raw_closed(fds[4], 2000));
 	cr_expect(!raw_closed(fds[0], 100));
 	peer = raw_connect_from(NULL, s.addr);
 	raw_hello(peer, MSG_ENTITY_OSD);
-	cr_expect(WAIT_FOR(atomic_load(&s.connected) == 4, WAIT_MS), "a peer was refused");
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.connected) == 4, WAIT_MS), "a peer was refused");
 	/* another address has slots of its own */
 	fds[3] = raw_connect_from("127.0.0.2", s.addr);
 	raw_hello(fds[3], MSG_ENTITY_CLIENT);
-	cr_expect(WAIT_FOR(atomic_load(&s.connected) == 5, WAIT_MS));
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.connected) == 5, WAIT_MS));
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
 	close(peer);
@@ -526,11 +516,11 @@ Test(msg_limits, reserved_slots_take_a_peer_when_clients_hold_the_rest)
 		fds[i] = raw_connect_from(NULL, s.addr);
 		raw_hello(fds[i], MSG_ENTITY_CLIENT);
 	}
-	cr_assert(WAIT_FOR(atomic_load(&s.connected) == 2, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.connected) == 2, WAIT_MS));
 	cr_expect(raw_closed(fds[2], 2000), "a third client took a reserved slot");
 	peer = raw_connect_from(NULL, s.addr);
 	raw_hello(peer, MSG_ENTITY_MON);
-	cr_expect(WAIT_FOR(atomic_load(&s.connected) == 3, WAIT_MS), "the peer was refused");
+	cr_expect(TU_WAIT_FOR(atomic_load(&s.connected) == 3, WAIT_MS), "the peer was refused");
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
 	close(peer);
@@ -607,11 +597,11 @@ Test(msg_limits, handshaking_socket_has_a_small_receive_buffer_until_its_hello)
 	cr_assert_eq(getsockopt(probe, SOL_SOCKET, SO_RCVBUF, &fresh, &len), 0);
 	close(probe);
 	fd = raw_connect_from(NULL, s.addr);
-	cr_assert(WAIT_FOR((sfd = accepted_fd(&s)) >= 0, WAIT_MS));
+	cr_assert(TU_WAIT_FOR((sfd = accepted_fd(&s)) >= 0, WAIT_MS));
 	cr_assert_eq(getsockopt(sfd, SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
 	cr_expect_leq(size, 2 * MSG_DEFAULT_HS_RCVBUF, "%d bytes before the hello", size);
 	raw_hello(fd, MSG_ENTITY_CLIENT);
-	cr_assert(WAIT_FOR(atomic_load(&s.connected) == 1, WAIT_MS));
+	cr_assert(TU_WAIT_FOR(atomic_load(&s.connected) == 1, WAIT_MS));
 	cr_assert_eq(getsockopt(sfd, SOL_SOCKET, SO_RCVBUF, &size, &len), 0);
 	cr_assert_eq(getsockopt(sfd, SOL_SOCKET, SO_BUF_LOCK, &lock, &len), 0);
 	cr_expect_eq(size, fresh, "%d bytes after the hello, a new socket has %d", size, fresh);
@@ -705,7 +695,7 @@ Test(msg_limits, out_of_descriptors_pauses_the_listener_instead_of_spinning)
 	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
 	for (int i = 0; i < nspare; i++)
 		close(spare[i]);
-	cr_expect(WAIT_FOR(s.m->slots.handshaking == 4, WAIT_MS),
+	cr_expect(TU_WAIT_FOR(s.m->slots.handshaking == 4, WAIT_MS),
 		  "accepted %u after the limit was raised", s.m->slots.handshaking);
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
