@@ -21,6 +21,8 @@
 #                 process: the daemons from /proc/PID/stat before/after, the
 #                 bench client from its rusage)
 #   4 KiB reads   >= 30% of randread_4K_QD32_IOPS
+#   roles         the monitors' term and leader and the active MDS, the same
+#                 before and after (no election, no MDS failover)
 #   memory        RssAnon of each OSD < 150 MB, monitor < 50 MB (the most
 #                 seen while the benchmarks ran, sampled every 0.5 s);
 #                 RssFile beside it
@@ -122,6 +124,22 @@ trap cleanup EXIT
 } | tee "$out/info.txt" >&2
 
 "$acl" up --dir "$cdir" --size "$size" --mons "$mons" --timeout 300 >&2
+
+# roles: the monitors' term and leader and the active MDS, one line; the
+# same line before and after the benchmarks means no election and no MDS
+# failover happened while they ran (a healthy cluster must have none)
+roles() {
+	local q m
+	q=$("$atoll" --format json quorum status 2>/dev/null) || q='{}'
+	m=$("$atoll" --format json mds stat 2>/dev/null) || m='{}'
+	python3 -c '
+import json, sys
+q, m = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+a = ((m.get("filesystems") or [{}])[0].get("active") or {})
+print("term %s leader %s, active MDS %s (instance %s)" % (q.get("term"), q.get("leader"),
+      a.get("name"), a.get("instance")))' "$q" "$m"
+}
+roles > "$out/roles.before"
 
 # measure NAME CMD...: runs CMD (an atoll bench with --format json) and
 # writes out/NAME.json: the bench's JSON plus cpu_s (user+system of every
@@ -236,6 +254,8 @@ for i in $(seq 1 "$runs"); do
 	measure "r4k.$i" "$atoll" bench default "$seconds" rand -b 4K -t 16 --run-name bench_reads --format json
 done
 
+roles > "$out/roles.after"
+
 python3 - "$out" "$runs" <<'EOF' | tee "$out/summary.txt"
 import json, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
@@ -305,6 +325,14 @@ print()
 print("disk (median):")
 for k in sorted(ref):
     print("  %-36s %10.0f   %s" % (k, med(ref[k]), " ".join("%.0f" % v for v in ref[k])))
+print()
+before = open(out + "/roles.before").read().strip()
+after = open(out + "/roles.after").read().strip()
+if before == after:
+    print("roles: %s, the same after: no election, no MDS failover" % before)
+else:
+    ok = False
+    print("roles CHANGED: before: %s; after: %s (an election or an MDS failover)" % (before, after))
 print()
 print("targets: %s" % ("all met" if ok else "not all met"))
 EOF
