@@ -20,23 +20,29 @@ static int get_u32(const struct config *conf, const char *who, const char *key, 
 	return r;
 }
 
+/* 0 when v is within [min, max], else -ERANGE with a sentence naming
+ * the key and the unit. */
+static int in_range(const char *who, const char *key, uint64_t v, uint64_t min, uint64_t max,
+		    const char *unit, char *err, size_t errlen)
+{
+	if (v >= min && v <= max)
+		return 0;
+	if (err)
+		snprintf(err, errlen, "option '%s' for %s: %llu %s is out of range "
+			 "(%llu to %llu %s)", key, who, (unsigned long long)v, unit,
+			 (unsigned long long)min, (unsigned long long)max, unit);
+	return -ERANGE;
+}
+
 static int get_size(const struct config *conf, const char *who, const char *key, uint64_t def,
 		    uint64_t min, uint64_t max, uint64_t *out, char *err, size_t errlen)
 {
 	uint64_t v;
 	int r = config_get_size(conf, who, key, def, &v, err, errlen);
 
-	if (r < 0)
-		return r;
-	if (v < min || v > max) {
-		if (err)
-			snprintf(err, errlen, "option '%s' for %s: %llu bytes is out of range "
-				 "(%llu to %llu)", key, who, (unsigned long long)v,
-				 (unsigned long long)min, (unsigned long long)max);
-		return -ERANGE;
-	}
-	*out = v;
-	return 0;
+	if (r == 0 && (r = in_range(who, key, v, min, max, "bytes", err, errlen)) == 0)
+		*out = v;
+	return r;
 }
 
 static int get_ms(const struct config *conf, const char *who, const char *key, uint32_t def,
@@ -45,17 +51,9 @@ static int get_ms(const struct config *conf, const char *who, const char *key, u
 	uint64_t v;
 	int r = config_get_duration_ms(conf, who, key, def, &v, err, errlen);
 
-	if (r < 0)
-		return r;
-	if (v < min || v > max) {
-		if (err)
-			snprintf(err, errlen, "option '%s' for %s: %llu ms is out of range "
-				 "(%llu to %llu ms)", key, who, (unsigned long long)v,
-				 (unsigned long long)min, (unsigned long long)max);
-		return -ERANGE;
-	}
-	*out = (uint32_t)v;
-	return 0;
+	if (r == 0 && (r = in_range(who, key, v, min, max, "ms", err, errlen)) == 0)
+		*out = (uint32_t)v;
+	return r;
 }
 
 int msgr_config_read(const struct config *conf, const char *who, struct msgr_config *mc,
