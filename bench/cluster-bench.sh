@@ -38,6 +38,9 @@
 #   --size SZ         each OSD's store (default 10G)
 #   --mons N          monitors (default 3; 1 to compare: issue 33 asks 3
 #                     to be within 5% of 1)
+#   --set K=V         an atoll.conf option for the cluster (atoll-cluster up
+#                     --set; repeatable), e.g. --set auth=none to compare
+#                     with authentication off (issue 34: within 3%)
 #   --disklimit PATH  the reference script (default bench/disklimit.sh,
 #                     or $DISKLIMIT)
 #   --out DIR         raw outputs (default scratch/cluster-bench-DATE/)
@@ -53,6 +56,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}/
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3 seconds=15 prefill=2 size=10G mons=3 quick=0 keep=0 dir= out=
+sets=()
 disklimit=${DISKLIMIT:-$root/bench/disklimit.sh}
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -62,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--prefill-gib) prefill=${2:?--prefill-gib needs a number}; shift 2 ;;
 	--size) size=${2:?--size needs a size}; shift 2 ;;
 	--mons) mons=${2:?--mons needs a number}; shift 2 ;;
+	--set) sets+=(--set "${2:?--set needs K=V}"); shift 2 ;;
 	--disklimit) disklimit=${2:?--disklimit needs a path}; shift 2 ;;
 	--out) out=${2:?--out needs a folder}; shift 2 ;;
 	--quick) quick=1; shift ;;
@@ -119,11 +124,11 @@ trap cleanup EXIT
 	echo "folder: $dir ($(df -hT "$dir" | awk 'NR==2 {print $1, $2}'))"
 	echo "kernel: $(uname -r); cpus: $(nproc)"
 	echo "runs: $runs; seconds: $seconds; prefill: $prefill_objs x 4 MiB; OSD stores: $size"
-	echo "cluster: atoll-cluster up --dir $cdir --size $size --mons $mons (3 OSDs, 3 hosts, size 3)"
+	echo "cluster: atoll-cluster up --dir $cdir --size $size --mons $mons ${sets[*]} (3 OSDs, 3 hosts, size 3)"
 	echo "reference: $disklimit $dir $seconds; bench/durable-ceiling.sh $dir $seconds"
 } | tee "$out/info.txt" >&2
 
-"$acl" up --dir "$cdir" --size "$size" --mons "$mons" --timeout 300 >&2
+"$acl" up --dir "$cdir" --size "$size" --mons "$mons" "${sets[@]}" --timeout 300 >&2
 
 # roles: the monitors' term and leader and the active MDS, one line; the
 # same line before and after the benchmarks means no election and no MDS
