@@ -174,6 +174,14 @@ uint64_t msg_auth_client_id(const struct msg_auth *a)
 	return id;
 }
 
+void msg_auth_want_client_id(struct msg_auth *a, uint64_t id)
+{
+	pthread_mutex_lock(&a->lock);
+	if (!a->client_id)
+		a->client_id = id;
+	pthread_mutex_unlock(&a->lock);
+}
+
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew)
 {
 	pthread_mutex_lock(&a->lock);

@@ -54,6 +54,11 @@ void msg_auth_set_secrets(struct msg_auth *a, const struct auth_secrets *s);
 int msg_auth_set_ticket(struct msg_auth *a, const struct auth_grant *g, uint64_t client_id);
 /* The client id the monitors assigned (0 before the first reply). */
 uint64_t msg_auth_client_id(const struct msg_auth *a);
+/* Before the first login: ask the monitors for client id id (one they
+ * gave this entity on another session), so that two sessions of one
+ * process (atoll-fuse's cluster handle and its MDS messenger) are one
+ * client.  Nothing when a is logged in already. */
+void msg_auth_want_client_id(struct msg_auth *a, uint64_t id);
 /* Seconds of clock skew tolerated (default 30), and an offset added to
  * this process's wall clock (tests of skew). */
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew);

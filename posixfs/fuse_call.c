@@ -728,7 +728,11 @@ int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 	mc.auth = conn.auth;
 	if ((ret = msgr_create(&mc, &mops, NULL, &conn.msgr)) || (ret = msgr_start(conn.msgr)))
 		goto out;
-	/* with authentication, the MDS takes only a ticket the monitors gave */
+	/* with authentication, the MDS takes only a ticket the monitors gave;
+	 * it names the cluster handle's client id, so that the MDS's session
+	 * and its connection (and the fencing of the OSD writes) are one id */
+	if (conn.auth)
+		msg_auth_want_client_id(conn.auth, conn.client_id);
 	if (conn.auth && (ret = fc_auth_login(conf, mon)))
 		goto out;
 	conn.mds = msgr_connect(conn.msgr, mds_addr);

@@ -82,7 +82,9 @@ used1=$(df_field "$A" used)
 [ -n "$(objs_of "$ino")" ] || fail "the data of a file still open on mount 2 was purged"
 kill "$holder"; wait "$holder" 2>/dev/null
 wait_for '[ -z "$(objs_of "$ino")" ]' 20 || fail "the unlinked file's data was not purged after the last close"
-wait_for '[ $(( used1 - $(df_field "$A" used) )) -ge $((40 * MiB)) ]' 30 ||
+# at least 32 of the 48 MiB, as below: under load the OSDs' reports had
+# counted only 38 MiB of the file when it was unlinked
+wait_for '[ $(( used1 - $(df_field "$A" used) )) -ge $((32 * MiB)) ]' 30 ||
 	fail "df does not show the unlinked file's space back after the last close ($used1 -> $(df_field "$A" used))"
 
 step "files beyond 4 GiB: sparse writes, holes, truncate, object names"
