@@ -237,6 +237,9 @@ int cmd_health(struct mon *mon, cJSON *a, struct cmd_out *o)
 			cJSON_GetStringValue(cJSON_GetObjectItem(c, "fix")));
 		cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "detail"))
 			fprintf(o->txt, "    %s\n", cJSON_GetStringValue(d));
+		if (detail)
+			fprintf(o->txt, "    see: %s\n",
+				cJSON_GetStringValue(cJSON_GetObjectItem(c, "doc")));
 	}
 	cJSON_Delete(h);
 	return 0;

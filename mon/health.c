@@ -39,11 +39,20 @@ static cJSON *add_check(struct hctx *h, const char *code, enum sev sev, uint32_t
 			const char *summary, const char *fix)
 {
 	cJSON *c = cJSON_CreateObject();
+	char doc[64];
+	size_t i;
 
+	/* doc/health-checks.md has a section per code; its anchor is the
+	 * code in lower case */
+	i = (size_t)snprintf(doc, sizeof(doc), "doc/health-checks.md#");
+	for (const char *p = code; *p && i + 1 < sizeof(doc); p++)
+		doc[i++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	doc[i] = '\0';
 	cJSON_AddStringToObject(c, "code", code);
 	cJSON_AddStringToObject(c, "severity", sev_name[sev]);
 	cJSON_AddStringToObject(c, "summary", summary);
 	cJSON_AddStringToObject(c, "fix", fix);
+	cJSON_AddStringToObject(c, "doc", doc);
 	cJSON_AddNumberToObject(c, "count", count);
 	cJSON_AddItemToArray(h->checks, c);
 	if (sev > h->worst)

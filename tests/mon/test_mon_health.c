@@ -187,6 +187,8 @@ Test(mon_health, clean_pgs_then_down_osd_and_noout)
 	cr_assert(c);
 	cr_assert(strstr(cJSON_GetStringValue(cJSON_GetArrayItem(
 		cJSON_GetObjectItem(c, "detail"), 0)), "osd.0 on host 'host0' is down"));
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "doc")),
+			 "doc/health-checks.md#osd_down");
 	cr_assert(check(j, "OSDMAP_FLAGS"));
 	c = check(j, "PG_NOT_CLEAN");
 	cr_assert(c);
@@ -212,6 +214,7 @@ Test(mon_health, plain_detail_names_each_pg_and_its_reporter)
 	cr_assert_eq(mh_cmd(&h, "{\"prefix\":\"health\",\"detail\":true}", NULL, &out), 0);
 	cr_assert(strstr(out, "\n    pg 1.0 is unknown\n"), "%s", out);
 	cr_assert(strstr(out, "\n    pg 1.3 is unknown\n"), "%s", out);
+	cr_assert(strstr(out, "\n    see: doc/health-checks.md#pg_not_clean\n"), "%s", out);
 	cr_assert_null(strstr(out, "unknown0"), "%s", out);
 	free(out);
 
