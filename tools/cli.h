@@ -57,6 +57,8 @@ int cli_mon_backup(struct cli *cl, const struct cli_cmd *c, int argc, char **arg
 extern const struct cli_cmd cli_object_cmds[];
 /* cli_bench.c */
 extern const struct cli_cmd cli_bench_cmds[];
+/* cli_verify.c: verify (the ledger workload) */
+extern const struct cli_cmd cli_verify_cmds[];
 /* cli_image.c: image ... and osd blocklist ... */
 extern const struct cli_cmd cli_image_cmds[];
 

@@ -3,7 +3,8 @@
 # the JSON of status, health, osd tree, osd ls, pool ls/get, df, stat, ls
 # (checked with python3), pool create/set/rm, objects larger than one
 # transfer piece, standard input and output, osd out/in and noout, mon
-# backup, a 2-second bench (write, seq, rand, cleanup), and the errors a
+# backup, a 2-second bench (write, seq, rand, cleanup), `atoll verify` (and
+# its negative control: objects deleted behind its back), and the errors a
 # user gets: unknown pool or object (exit 3, one clear sentence), bad
 # usage (exit 2), an unreachable monitor (exit 4), --help everywhere.
 set -euo pipefail
@@ -118,3 +119,27 @@ expect 3 "write some first" atoll bench default 1 seq
 atoll bench default 1 write -b 4K -t 2 --format json 2>/dev/null | pyjson "j['ops'] > 0 and j['iops'] > 0"
 atoll ls default --format json | pyjson "j == []"
 ok "bench write/seq/rand/cleanup; write without --no-cleanup leaves nothing"
+
+# ---- verify: the ledger workload, healthy and with a lost write injected ----
+atoll verify default 3 -t 2 --format json 2>"$tmp/verify.err" |
+	pyjson "j['ok'] and j['verified'] == 12 and j['creates'] > 0 and j['lost'] == 0 and j['wrong'] == 0"
+atoll ls default --format json | pyjson "j == []"
+ok "verify on a healthy cluster: nothing lost, wrong or stale; its objects removed"
+# negative control: another client deletes verify's objects behind its back
+atoll verify default 6 -t 2 --prefix vneg. >"$tmp/vneg.out" 2>&1 &
+vpid=$!
+sleep 2
+for round in 1 2 3 4 5 6; do
+	for i in $(seq 0 11); do atoll rm default "vneg.t$i" 2>/dev/null || true; done
+	sleep 0.3
+done
+if wait "$vpid"; then
+	fail "verify missed objects deleted behind its back: $(cat "$tmp/vneg.out")"
+fi
+grep -Eq "atoll verify: (lost|wrong|stale) vneg\.t" "$tmp/vneg.out" ||
+	fail "verify's report names no lost object: $(cat "$tmp/vneg.out")"
+grep -q "disagrees with what it acknowledged" "$tmp/vneg.out" || fail "no closing sentence"
+ok "verify reports objects deleted behind its back (negative control) and exits 1"
+expect 2 "seconds" atoll verify default
+expect 3 "does not exist" atoll verify nosuchpool 1
+ok "verify: usage and unknown pool errors"
