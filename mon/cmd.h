@@ -69,6 +69,8 @@ cmd_fn cmd_osd_tree, cmd_osd_ls, cmd_osd_dump, cmd_osd_out, cmd_osd_in,
 	cmd_osd_destroy;
 /* ---- cmd_osdmap.c: osd map POOL OBJECT ---- */
 cmd_fn cmd_osd_map;
+/* ---- cmd_whatif.c: osd what-if CHANGE... ---- */
+cmd_fn cmd_osd_whatif;
 /* ---- cmd_blocklist.c: osd blocklist add|rm|ls ---- */
 cmd_fn cmd_osd_blocklist_add, cmd_osd_blocklist_rm, cmd_osd_blocklist_ls;
 

@@ -226,6 +226,7 @@ static const struct {
 	{ "osd drain", cmd_osd_drain, CMD_WRITE },
 	{ "osd destroy", cmd_osd_destroy, CMD_FREES },
 	{ "osd map", cmd_osd_map, CMD_READ },	/* cmd_osdmap.c */
+	{ "osd what-if", cmd_osd_whatif, CMD_READ },	/* cmd_whatif.c */
 	{ "osd blocklist add", cmd_osd_blocklist_add, CMD_FREES },	/* cmd_blocklist.c */
 	{ "osd blocklist rm", cmd_osd_blocklist_rm, CMD_FREES },
 	{ "osd blocklist ls", cmd_osd_blocklist_ls, CMD_READ },

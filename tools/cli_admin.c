@@ -208,11 +208,24 @@ static int run_osd_flag(struct cli *cl, const struct cli_cmd *c, int argc, char 
 	return send_cmd(cl, cmd, NULL);
 }
 
-/* osd map POOL OBJECT */
+/* osd map POOL OBJECT, or osd map --what-if CHANGE [--what-if CHANGE]... */
 static int run_osd_map(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {
-	cJSON *cmd;
+	cJSON *cmd, *changes;
 
+	if (argc >= 1 && strcmp(argv[0], "--what-if") == 0) {
+		cmd = new_cmd("osd what-if");
+		changes = cJSON_AddArrayToObject(cmd, "changes");
+		for (int i = 0; i < argc; i += 2) {
+			if (strcmp(argv[i], "--what-if") != 0 || i + 1 >= argc) {
+				cJSON_Delete(cmd);
+				return cli_usage(c, "--what-if needs a change, e.g. 'out 3' or "
+						 "'add host=h4 weight=1'");
+			}
+			cJSON_AddItemToArray(changes, cJSON_CreateString(argv[i + 1]));
+		}
+		return send_cmd(cl, cmd, NULL);
+	}
 	if (argc != 2)
 		return cli_usage(c, "give a pool name and an object name");
 	cmd = new_cmd(c->words);
@@ -420,9 +433,14 @@ const struct cli_cmd cli_admin_cmds[] = {
 	  "The disk of a down OSD is gone: its id keeps its place for a new disk\n"
 	  "(atoll-osd --mkfs --id ID), which is then backfilled.\n",
 	  run_osd_destroy },
-	{ "osd map", "POOL OBJECT",
+	{ "osd map", "POOL OBJECT | --what-if CHANGE [--what-if CHANGE]...",
 	  "Where the current map places an object: its PG, up and acting OSDs\n"
-	  "and primary (the object need not exist).\n",
+	  "and primary (the object need not exist).\n"
+	  "With --what-if: what a change of the OSDs would move, computed on a copy\n"
+	  "of the map (nothing changes): the PGs remapped, from which OSDs to which,\n"
+	  "the PG copies and bytes to copy, per OSD.  Changes, applied in order:\n"
+	  "'add host=NAME [weight=TIB]' (a new OSD, the next free id), 'out ID',\n"
+	  "'in ID', 'reweight ID R', 'weight ID TIB', 'down ID', 'up ID', 'rm ID'.\n",
 	  run_osd_map },
 	{ "pool create", "NAME [--size N] [--min-size N] [--pg N] [--failure-domain host|osd] [--compress]",
 	  "Creates a replicated pool.  Defaults: size 3 (osd_pool_default_size),\n"
