@@ -68,6 +68,26 @@ extern const struct cli_cmd cli_scrub_cmds[];
 /* cli_pg.c: pg stat, pg query */
 extern const struct cli_cmd cli_pg_cmds[];
 
+/* cli_progress.c: the progress bar of commands that run over a second,
+ * on stderr, only when stdout and stderr are terminals and not with
+ * --format json. */
+enum cli_progress_unit { CLI_PROGRESS_BYTES, CLI_PROGRESS_SECONDS };
+struct cli_progress {
+	bool enabled, shown;
+	const char *what;
+	enum cli_progress_unit unit;
+	double t0, drawn_at;
+	double done, total;	/* total 0: unknown */
+};
+void cli_progress_init(struct cli_progress *p, const struct cli *cl, const char *what,
+		       enum cli_progress_unit unit);
+void cli_progress_update(struct cli_progress *p, double done, double total);
+/* Erases the bar before the command prints a line (it comes back at the
+ * next update). */
+void cli_progress_clear(struct cli_progress *p);
+/* Draws the final state and ends the line (nothing if it never showed). */
+void cli_progress_done(struct cli_progress *p);
+
 /* Opens an I/O context on pool with the CLI's standard message for a
  * missing pool; returns an exit code. */
 int cli_open_pool(struct cli *cl, const char *pool, struct atoll_ioctx **io);

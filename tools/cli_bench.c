@@ -170,7 +170,7 @@ static void print_header(FILE *f)
 }
 
 /* Runs the engine for at most seconds (0 = until the objects run out). */
-static int run_engine(struct bench *b, double seconds, FILE *table)
+static int run_engine(struct bench *b, double seconds, FILE *table, struct cli_progress *bar)
 {
 	double t0 = mono_now_s(), end = t0 + (seconds > 0 ? seconds : 1e12), next_tick = t0 + 1;
 	uint64_t prev_fin = 0, prev_bytes = 0;
@@ -208,6 +208,7 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 			if (table) {
 				double cur = (b->bytes - prev_bytes) / 1048576.0;
 
+				cli_progress_clear(bar);
 				fprintf(table, "%5d %7d %9" PRIu64 " %9" PRIu64 " %9.2f %9.2f %9" PRIu64
 					" %11.3f %11.3f\n", sec, b->conc - b->nfree, b->started,
 					b->finished, b->bytes / 1048576.0 / (t - t0), cur,
@@ -221,6 +222,8 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 			next_tick += 1;
 			if ((sec % 20) == 0 && table)
 				print_header(table);
+			if (seconds > 0)
+				cli_progress_update(bar, t - t0, seconds);
 		}
 		{
 			double wake = next_tick < end ? next_tick : end;
@@ -238,6 +241,7 @@ static int run_engine(struct bench *b, double seconds, FILE *table)
 	if (b->t_last_done < t0)
 		b->t_last_done = mono_now_s();
 	pthread_mutex_unlock(&b->lock);
+	cli_progress_clear(bar);
 	return b->err;
 }
 
@@ -367,7 +371,7 @@ static int remove_objects(struct atoll_ioctx *io, const char *prefix, uint64_t n
 		b->nobjects = n;
 		if (verbose)
 			fprintf(stderr, "removing %" PRIu64 " benchmark objects...\n", n);
-		ret = run_engine(b, 0, NULL);
+		ret = run_engine(b, 0, NULL, NULL);
 	}
 	bench_fini(b);
 	free(b);
@@ -523,8 +527,10 @@ static int run_bench(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 
 	{
 		double t0 = mono_now_s();
+		struct cli_progress bar;
 
-		err = run_engine(b, (double)secs, table);
+		cli_progress_init(&bar, cl, mode_s, CLI_PROGRESS_SECONDS);
+		err = run_engine(b, (double)secs, table, &bar);
 		elapsed = b->t_last_done - t0;
 	}
 	if (err) {

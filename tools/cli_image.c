@@ -93,25 +93,6 @@ static int opt_val(int argc, char **argv, int *i, const char *name, const char *
 	return 1;
 }
 
-static void progress(const char *what, uint64_t done, uint64_t total, bool final)
-{
-	char a[32], b[32];
-
-	if (!isatty(2))
-		return;
-	cli_human_bytes((double)done, a, sizeof(a));
-	if (total) {
-		cli_human_bytes((double)total, b, sizeof(b));
-		fprintf(stderr, "\r%s: %3d%% (%s of %s)   ", what,
-			(int)(done * 100 / (total ? total : 1)), a, b);
-	} else {
-		fprintf(stderr, "\r%s: %s   ", what, a);
-	}
-	if (final)
-		fputc('\n', stderr);
-	fflush(stderr);
-}
-
 /* image create POOL IMAGE --size SZ [--object-size SZ] */
 static int run_create(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {
@@ -526,6 +507,7 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	struct atoll_completion *comp;
 	struct window w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0}}, 0 };
 	struct slot_arg args[WINDOW];
+	struct cli_progress bar;
 	const char *pos[3], *v;
 	uint64_t total = 0, off = 0, cap, piece;
 	struct stat st;
@@ -557,6 +539,7 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	/* a regular file's size is known (rounded up to 512); a pipe grows
 	 * the image as it goes */
 	cap = total ? (total + 511) / 512 * 512 : (64ull << 20);
+	cli_progress_init(&bar, cl, "importing", CLI_PROGRESS_BYTES);
 	r = atoll_image_create(io, pos[1], cap, &co);
 	if (r) {
 		r = image_error(pos[0], pos[1], "create image", r);
@@ -625,7 +608,7 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 		s->len = (size_t)n;
 		s->off = off;
 		off += (uint64_t)n;
-		progress("importing", off, total, false);
+		cli_progress_update(&bar, (double)off, (double)total);
 		if (all_zero(s->buf, s->len))
 			continue;	/* holes stay holes */
 		if ((size_t)n % 512)
@@ -652,7 +635,7 @@ static int run_import(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	pthread_mutex_unlock(&w.m);
 	if (!w.err && cap != (off + 511) / 512 * 512)
 		w.err = atoll_image_resize(img, (off + 511) / 512 * 512, 0);
-	progress("importing", off, total, true);
+	cli_progress_done(&bar);
 	r = 0;
 	if (w.err)
 		r = image_error(pos[0], pos[1], "import into image", w.err);
@@ -676,6 +659,7 @@ static int run_export(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	struct atoll_completion *comp;
 	struct window w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {{0}}, 0 };
 	struct slot_arg args[WINDOW];
+	struct cli_progress bar;
 	uint64_t size, piece, next = 0, written = 0;
 	int fd, r, i, head = 0;
 
@@ -692,6 +676,7 @@ static int run_export(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	}
 	size = atoll_image_size(img);
 	piece = atoll_image_object_size(img);
+	cli_progress_init(&bar, cl, "exporting", CLI_PROGRESS_BYTES);
 	for (i = 0; i < WINDOW; i++) {
 		w.s[i].buf = malloc(piece);
 		args[i] = (struct slot_arg){ &w, &w.s[i] };
@@ -747,7 +732,7 @@ static int run_export(struct cli *cl, const struct cli_cmd *c, int argc, char **
 				done += (size_t)n;
 			}
 			written += s->len;
-			progress("exporting", written, size, false);
+			cli_progress_update(&bar, (double)written, (double)size);
 		}
 	}
 	(void)head;
@@ -756,7 +741,7 @@ static int run_export(struct cli *cl, const struct cli_cmd *c, int argc, char **
 		while (w.s[i].busy)
 			pthread_cond_wait(&w.c, &w.m);
 	pthread_mutex_unlock(&w.m);
-	progress("exporting", written, size, true);
+	cli_progress_done(&bar);
 	r = 0;
 	if (w.err == -EIO)
 		r = CLI_EXIT_ERROR;

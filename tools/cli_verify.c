@@ -66,6 +66,7 @@ static int run_verify(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	char prefix[128], host[64] = "host";
 	struct sigaction sa, old;
 	struct ledger_counts cnt;
+	struct cli_progress bar;
 	struct atoll_ioctx *io;
 	struct ledger *l;
 	uint64_t secs, threads = 8, verified;
@@ -143,6 +144,7 @@ static int run_verify(struct cli *cl, const struct cli_cmd *c, int argc, char **
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigint;
 	sigaction(SIGINT, &sa, &old);
+	cli_progress_init(&bar, cl, "verifying", CLI_PROGRESS_SECONDS);
 	t0 = mono_now_s();
 	next = t0 + 10;
 	while (!interrupted && mono_now_s() - t0 < (double)secs) {
@@ -152,10 +154,13 @@ static int run_verify(struct cli *cl, const struct cli_cmd *c, int argc, char **
 
 			snprintf(when, sizeof(when), "%.0f s", mono_now_s() - t0);
 			ledger_counts(l, &cnt);
+			cli_progress_clear(&bar);
 			print_line(out, when, &cnt);
 			next += 10;
 		}
+		cli_progress_update(&bar, mono_now_s() - t0, (double)secs);
 	}
+	cli_progress_done(&bar);
 	sigaction(SIGINT, &old, NULL);
 	ledger_stop(l);
 	verified = ledger_verify(l);

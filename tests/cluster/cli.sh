@@ -143,3 +143,25 @@ ok "verify reports objects deleted behind its back (negative control) and exits 
 expect 2 "seconds" atoll verify default
 expect 3 "does not exist" atoll verify nosuchpool 1
 ok "verify: usage and unknown pool errors"
+
+# ---- progress bars: on a terminal only, after a second ----------------------
+ptyrun=$(dirname "$0")/ptyrun.py
+python3 "$ptyrun" "$atoll_bin" bench default 2 write -b 4K -t 2 >"$tmp/pty.out" ||
+	fail "bench on a terminal: $(cat "$tmp/pty.out")"
+grep -q 'write \[=*>* *\] *[0-9]*%  [0-9] s of 2 s' "$tmp/pty.out" ||
+	fail "no progress bar from bench on a terminal: $(tr '\r' '\n' <"$tmp/pty.out" | tail -5)"
+grep -q "Bandwidth (MB/s)" "$tmp/pty.out" || fail "bench's summary lost under the bar"
+atoll bench default 2 write -b 4K -t 2 >"$tmp/pipe.out" 2>&1
+! grep -q '\[=' "$tmp/pipe.out" || fail "a progress bar in a pipe: $(cat "$tmp/pipe.out")"
+mkfifo "$tmp/fifo"
+(head -c 4M /dev/urandom; sleep 1.5; head -c 4M /dev/urandom) >"$tmp/fifo" &
+python3 "$ptyrun" "$atoll_bin" image import default barimg "$tmp/fifo" >"$tmp/pty.out" ||
+	fail "image import on a terminal: $(cat "$tmp/pty.out")"
+wait
+grep -q 'importing [0-9.]* MiB  [0-9.]* [KM]iB/s' "$tmp/pty.out" ||
+	fail "no progress from image import on a terminal: $(tr '\r' '\n' <"$tmp/pty.out" | tail -5)"
+atoll image info default barimg --format json | pyjson "j['size'] == 8 << 20"
+atoll image rm default barimg
+python3 "$ptyrun" "$atoll_bin" verify default 2 -t 1 >"$tmp/pty.out" || fail "verify on a terminal"
+grep -q 'verifying \[' "$tmp/pty.out" || fail "no progress bar from verify on a terminal"
+ok "progress bars on a terminal (bench, image import from a slow pipe, verify), none in a pipe"
