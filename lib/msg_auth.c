@@ -271,6 +271,13 @@ void msg_auth__conn_free(struct msg_conn *c)
 	c->auth = NULL;
 }
 
+const char *msg_conn_entity(const struct msg_conn *c)
+{
+	/* written during the handshake, before the connection opened and
+	 * any message of it was delivered */
+	return c->peer_entity;
+}
+
 /* A fresh handshake state for c (a redial starts over). */
 static struct msg_auth_conn *conn_state(struct msg_conn *c)
 {
@@ -673,6 +680,7 @@ out:
 		return false;
 	}
 	log_debug("msgr", "'%s' authenticated as '%s'", c->addr, ac->entity);
+	snprintf(c->peer_entity, sizeof(c->peer_entity), "%s", ac->entity);
 	{
 		uint64_t features = ac->features;
 

