@@ -64,9 +64,8 @@ ok "unknown names, bad names, bad services and mon. are refused with a sentence"
 # client.u logs in with its own keyring; an unprivileged key manages nothing
 chmod 600 "$tmp/u.kr"
 echo hello | atoll put default u1 - || fail "put as admin"
-sed "s#^keyring = .*#keyring = $tmp/u.kr#" "$ATOLL_CONF" >"$tmp/u.conf"
-echo "auth_name = client.u" >>"$tmp/u.conf"
-echo "client_mount_timeout = 5s" >>"$tmp/u.conf"
+sed -e "s#^keyring = .*#keyring = $tmp/u.kr\nauth_name = client.u\nclient_mount_timeout = 5s#" \
+	"$ATOLL_CONF" >"$tmp/u.conf"
 [ "$(ATOLL_CONF=$tmp/u.conf atoll get default u1 -)" = hello ] || fail "client.u get"
 if ATOLL_CONF=$tmp/u.conf atoll auth ls 2>"$tmp/err"; then fail "client.u ran auth ls"; fi
 grep -q "allow \*" "$tmp/err" || fail "client.u auth ls: $(cat "$tmp/err")"
