@@ -62,6 +62,7 @@ struct mon_auth {
 	struct keyring kr;		/* this monitor's keyring file */
 	uint8_t mon_key[AUTH_KEY_LEN];
 	uint32_t ttl, period;
+	uint32_t grace;			/* auth_rotate_grace, seconds */
 	uint64_t self_id;		/* this monitor's raft id */
 	struct mon_auth_state st;
 	uint64_t cur, end;		/* this monitor's next seq, its range's end */
@@ -189,6 +190,39 @@ static int lookup(void *arg, const char *entity, uint8_t key[AUTH_KEY_LEN])
 	return r;
 }
 
+/* A key replaced by a rotation, while it is accepted. */
+static int prev_lookup(void *arg, const char *entity, uint8_t key[AUTH_KEY_LEN])
+{
+	struct mon_auth *ma = arg;
+	uint64_t now = (uint64_t)time(NULL);
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&ma->lock);
+	for (uint32_t i = 0; i < ma->st.nprev; i++)
+		if (!strcmp(ma->st.prev[i].name, entity) && now <= ma->st.prev[i].until) {
+			memcpy(key, ma->st.prev[i].key, AUTH_KEY_LEN);
+			r = 0;
+		}
+	pthread_mutex_unlock(&ma->lock);
+	return r;
+}
+
+static void prev_drop(struct mon_auth_state *st, uint32_t i)
+{
+	auth_wipe(&st->prev[i], sizeof(st->prev[i]));
+	memmove(st->prev + i, st->prev + i + 1, (st->nprev - i - 1) * sizeof(st->prev[0]));
+	st->nprev--;
+}
+
+/* Forgets name's replaced keys (auth rm), or those expired at now. */
+static void prev_forget(struct mon_auth_state *st, const char *name, uint64_t now)
+{
+	for (uint32_t i = st->nprev; i-- > 0;)
+		if ((name && !strcmp(st->prev[i].name, name)) ||
+		    (!name && st->prev[i].until < now))
+			prev_drop(st, i);
+}
+
 static const char *caps_of(const struct keyring_entry *en, const char *service)
 {
 	for (uint32_t i = 0; en && i < en->ncaps; i++)
@@ -277,20 +311,34 @@ out_unlock:
 
 /* ---- the replicated state (raft thread, mon->lock held) ---- */
 
-static int apply_put(struct mon_auth *ma, const struct keyring *ents)
+static int apply_put(struct mon_auth *ma, const struct keyring *ents, uint64_t now,
+		     uint64_t prev_until)
 {
+	struct mon_auth_state *st = &ma->st;
 	uint32_t fresh = 0;
 
 	for (uint32_t i = 0; i < ents->n; i++)
 		fresh += !keyring_find(&ma->st.ents, ents->e[i].name);
 	if (ma->st.ents.n + fresh > KEYRING_ENTRIES_MAX)
 		return -ENOSPC;
+	if (now)
+		prev_forget(st, NULL, now);
 	for (uint32_t i = 0; i < ents->n; i++) {
-		const struct keyring_entry *src = &ents->e[i];
+		const struct keyring_entry *src = &ents->e[i], *old;
 		int r;
 
 		if (!strcmp(src->name, "mon."))
 			continue;	/* each monitor's own file holds it */
+		old = keyring_find(&st->ents, src->name);
+		if (prev_until && old && memcmp(old->key, src->key, AUTH_KEY_LEN)) {
+			prev_forget(st, src->name, 0);
+			if (st->nprev == MON_AUTH_PREV_MAX)
+				prev_drop(st, 0);
+			snprintf(st->prev[st->nprev].name, sizeof(st->prev[0].name), "%s",
+				 src->name);
+			memcpy(st->prev[st->nprev].key, old->key, AUTH_KEY_LEN);
+			st->prev[st->nprev++].until = prev_until;
+		}
 		r = keyring_set(&ma->st.ents, src->name, src->key);
 		if (r < 0)
 			return r;	/* ENOMEM: checked names cannot fail */
@@ -370,17 +418,18 @@ bool mon_auth_apply(struct mon *mon, const void *buf, size_t len, int64_t *res)
 	pthread_mutex_lock(&ma->lock);
 	switch (e.op) {
 	case MON_AUTH_PUT:
-		r = apply_put(ma, &e.ents);
+		r = apply_put(ma, &e.ents, e.now, e.prev_until);
 		break;
 	case MON_AUTH_RM:
 		r = keyring_remove(&ma->st.ents, e.name);
+		prev_forget(&ma->st, e.name, 0);
 		break;
 	case MON_AUTH_BOOT:
 		if (ma->st.booted) {
 			r = -EEXIST;
 			break;
 		}
-		r = apply_put(ma, &e.ents);
+		r = apply_put(ma, &e.ents, 0, 0);
 		if (r >= 0) {
 			memcpy(ma->st.idkey, e.idkey, AUTH_KEY_LEN);
 			ma->st.booted = true;
@@ -530,6 +579,11 @@ const struct keyring *mon_auth_entities(struct mon *mon)
 	return &mon->auth->st.ents;
 }
 
+uint32_t mon_auth_rotate_grace(struct mon *mon)
+{
+	return mon->auth ? mon->auth->grace : 0;
+}
+
 bool mon_auth_ready(struct mon *mon)
 {
 	return mon->auth && mon->auth->on && mon->auth->st.booted;
@@ -560,7 +614,7 @@ int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t err
 {
 	struct mon_auth *ma = calloc(1, sizeof(*ma));
 	const struct keyring_entry *en;
-	int64_t ttl, period;
+	int64_t ttl, period, grace;
 	int r;
 
 	*out = NULL;
@@ -579,14 +633,18 @@ int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t err
 	if ((r = config_get_int(mon->cfg, WHO, "auth_ticket_ttl", 43200, 4, 30 * 86400,
 				&ttl, err, errlen)) < 0 ||
 	    (r = config_get_int(mon->cfg, WHO, "auth_secret_period", ttl, ttl, 60 * 86400,
-				&period, err, errlen)) < 0)
+				&period, err, errlen)) < 0 ||
+	    (r = config_get_int(mon->cfg, WHO, "auth_rotate_grace", 60, 0, 86400,
+				&grace, err, errlen)) < 0)
 		goto out_free_auth;
 	ma->ttl = (uint32_t)ttl;
 	ma->period = (uint32_t)period;
+	ma->grace = (uint32_t)grace;
 	en = keyring_find(&ma->kr, "mon.");
 	memcpy(ma->mon_key, en->key, AUTH_KEY_LEN);
 	ma->on = true;
 	msg_auth_set_key_lookup(*out, lookup, ma);
+	msg_auth_set_prev_lookup(*out, prev_lookup);
 	msg_auth_set_issuer(*out, issue, ma);
 	log_info("mon", "authentication on: %u entities in the keyring file", ma->kr.n);
 	return 0;

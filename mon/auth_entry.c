@@ -109,6 +109,10 @@ void mon_auth_entry_encode(const struct mon_auth_entry *e, struct enc *out)
 		/* fall through */
 	case MON_AUTH_PUT:
 		ents_encode(&e->ents, out);
+		if (e->op == MON_AUTH_PUT) {
+			enc_u64(out, e->now);
+			enc_u64(out, e->prev_until);
+		}
 		break;
 	case MON_AUTH_RM:
 		enc_str(out, e->name);
@@ -149,8 +153,13 @@ int mon_auth_entry_decode(const void *buf, size_t len, struct mon_auth_entry *e)
 		/* fall through */
 	case MON_AUTH_PUT:
 		r = ents_decode(&body, &e->ents);
-		if (!r && e->op == MON_AUTH_PUT && e->ents.n == 0)
-			r = -EBADMSG;
+		if (!r && e->op == MON_AUTH_PUT) {
+			e->now = dec_u64(&body);
+			e->prev_until = dec_u64(&body);
+			if (body.err || e->ents.n == 0 ||
+			    (e->prev_until && e->prev_until < e->now))
+				r = -EBADMSG;
+		}
 		break;
 	case MON_AUTH_RM:
 		if (dec_str(&body, e->name, AUTH_NAME_MAX) < 0 ||
@@ -205,6 +214,12 @@ void mon_auth_state_encode(const struct mon_auth_state *s, struct enc *out)
 			gen_encode(&s->svc[v].g[i], out);
 	}
 	ents_encode(&s->ents, out);
+	enc_u32(out, s->nprev);
+	for (uint32_t i = 0; i < s->nprev; i++) {
+		enc_str(out, s->prev[i].name);
+		enc_raw(out, s->prev[i].key, AUTH_KEY_LEN);
+		enc_u64(out, s->prev[i].until);
+	}
 	enc_end(out, h);
 }
 
@@ -244,7 +259,22 @@ int mon_auth_state_decode(const void *buf, size_t len, struct mon_auth_state *s)
 			    (i && s->svc[v].g[i].gen <= s->svc[v].g[i - 1].gen))
 				return -EBADMSG;
 	}
-	if (body.err || ents_decode(&body, &s->ents) < 0 || dec_end(&d, &body) < 0)
+	if (body.err || ents_decode(&body, &s->ents) < 0)
+		return -EBADMSG;
+	s->nprev = dec_count(&body, MON_AUTH_PREV_MAX, 4 + 1 + AUTH_KEY_LEN + 8);
+	for (uint32_t i = 0; i < s->nprev; i++) {
+		const void *pk;
+
+		if (dec_str(&body, s->prev[i].name, AUTH_NAME_MAX) < 0 ||
+		    auth_entity_check(s->prev[i].name, NULL) < 0)
+			return -EBADMSG;
+		pk = dec_raw(&body, AUTH_KEY_LEN);
+		s->prev[i].until = dec_u64(&body);
+		if (!pk || body.err)
+			return -EBADMSG;
+		memcpy(s->prev[i].key, pk, AUTH_KEY_LEN);
+	}
+	if (body.err || dec_end(&d, &body) < 0)
 		return -EBADMSG;
 	return 1;
 }

@@ -29,6 +29,7 @@ enum {
 #define MON_AUTH_RANGES_MAX	16u	/* monitors holding a range (MONMAP_MONS_MAX) */
 #define MON_AUTH_GENS		3u	/* previous, current, next */
 #define MON_AUTH_SVCS		2u	/* [0] osd, [1] mds */
+#define MON_AUTH_PREV_MAX	64u	/* rotated keys still accepted */
 /* Client ids are seq << 31 | 31-bit tag, at most INT64_MAX: seq has 32 bits. */
 #define MON_AUTH_SEQ_MAX	((1ull << 32) - 1)
 
@@ -48,9 +49,21 @@ struct mon_auth_svc {
 	struct mon_auth_gen g[MON_AUTH_GENS];
 };
 
+/* A key replaced by a rotation, accepted until `until` (wall-clock
+ * seconds) so that a program that read the old keyring just before the
+ * new one was written still logs in. */
+struct mon_auth_prev {
+	char name[AUTH_NAME_MAX + 1];
+	uint8_t key[AUTH_KEY_LEN];
+	uint64_t until;
+};
+
 struct mon_auth_entry {
 	uint8_t op;			/* MON_AUTH_* */
 	struct keyring ents;		/* PUT, BOOT (owned: mon_auth_entry_clear) */
+	/* PUT: the leader's time, and until when the replaced keys of ents
+	 * stay accepted (0: they do not: caps or a new entity) */
+	uint64_t now, prev_until;
 	char name[AUTH_NAME_MAX + 1];	/* RM */
 	uint8_t idkey[AUTH_KEY_LEN];	/* BOOT: the key of client id tags */
 	struct mon_auth_range range;	/* IDRANGE */
@@ -67,6 +80,8 @@ struct mon_auth_state {
 	struct mon_auth_range ranges[MON_AUTH_RANGES_MAX];
 	struct mon_auth_svc svc[MON_AUTH_SVCS];
 	struct keyring ents;		/* every entity but mon. */
+	uint32_t nprev;			/* oldest first */
+	struct mon_auth_prev prev[MON_AUTH_PREV_MAX];
 };
 
 void mon_auth_entry_encode(const struct mon_auth_entry *e, struct enc *out);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "auth_entry.h"
 #include "cmd.h"
@@ -121,8 +122,10 @@ static void show(const struct keyring_entry *en, bool with_key, struct cmd_out *
 	}
 }
 
-/* One PUT entry with en (key and caps as given). */
-static int put(struct mon *mon, const struct keyring_entry *en, struct cmd_out *o)
+/* One PUT entry with en (key and caps as given); rotated: en's old key
+ * stays accepted for auth_rotate_grace. */
+static int put(struct mon *mon, const struct keyring_entry *en, bool rotated,
+	       struct cmd_out *o)
 {
 	struct mon_auth_entry e;
 	int64_t res = 0;
@@ -130,6 +133,9 @@ static int put(struct mon *mon, const struct keyring_entry *en, struct cmd_out *
 
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_PUT;
+	e.now = (uint64_t)time(NULL);
+	if (rotated && mon_auth_rotate_grace(mon))
+		e.prev_until = e.now + mon_auth_rotate_grace(mon);
 	r = keyring_set(&e.ents, en->name, en->key);
 	if (!r) {
 		e.ents.e[0].ncaps = en->ncaps;
@@ -207,7 +213,7 @@ static int create(struct mon *mon, cJSON *a, struct cmd_out *o, bool or_get)
 		cmd_fail(o, r, "cannot draw a key: %s", strerror(-r));
 		goto out_free;
 	}
-	r = put(mon, en, o);
+	r = put(mon, en, false, o);
 	if (r == 0) {
 		show(en, true, o, NULL);
 		cmd_say(o, "added '%s'", name);
@@ -313,7 +319,7 @@ static int change(struct mon *mon, cJSON *a, struct cmd_out *o, bool rotate)
 			cmd_fail(o, r, "cannot draw a key: %s", strerror(-r));
 		goto out_free;
 	}
-	r = put(mon, nw, o);
+	r = put(mon, nw, rotate, o);
 	if (r == 0) {
 		if (rotate)
 			show(nw, true, o, NULL);

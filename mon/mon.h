@@ -253,6 +253,8 @@ int mon_auth_propose(struct mon *mon, const struct mon_auth_entry *e, int64_t *r
  * held, read only. */
 struct keyring;
 const struct keyring *mon_auth_entities(struct mon *mon);
+/* auth_rotate_grace: seconds a rotated key is still accepted. */
+uint32_t mon_auth_rotate_grace(struct mon *mon);
 /* auth = ticket and the state exists (the `atoll auth` commands work). */
 bool mon_auth_ready(struct mon *mon);
 /* entity's caps for service ("mon", "osd", "mds"; "" when it has none):

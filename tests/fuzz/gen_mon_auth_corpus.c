@@ -56,6 +56,8 @@ int main(int argc, char **argv)
 		snprintf(e.name, sizeof(e.name), "client.u");
 		memset(e.idkey, 7, sizeof(e.idkey));
 		e.range = (struct mon_auth_range){ 2, 1, 65537 };
+		e.now = 1700000000;
+		e.prev_until = op == MON_AUTH_PUT ? 1700000060 : 0;
 		e.service = AUTH_SVC_OSD;
 		e.secret = (struct mon_auth_gen){ .gen = 1, .start = 1700000000 };
 		enc_init(&out);
@@ -73,6 +75,9 @@ int main(int argc, char **argv)
 	s.svc[0].g[0].gen = 1;
 	s.svc[0].g[1].gen = 2;
 	ents(&s.ents);
+	s.nprev = 1;
+	snprintf(s.prev[0].name, sizeof(s.prev[0].name), "client.admin");
+	s.prev[0].until = 1700000060;
 	enc_init(&out);
 	mon_auth_state_encode(&s, &out);
 	bad |= put(argv[1], "state", 0, &out);

@@ -34,12 +34,14 @@ static int roundtrip(const struct mon_auth_entry *e, struct mon_auth_entry *out,
 
 Test(mon_auth_entry, put_roundtrips)
 {
-	struct mon_auth_entry e = { .op = MON_AUTH_PUT }, d;
+	struct mon_auth_entry e = { .op = MON_AUTH_PUT, .now = 100, .prev_until = 160 }, d;
 	struct enc b;
 
 	two_entities(&e.ents);
 	cr_assert_eq(roundtrip(&e, &d, &b), 1);
 	cr_assert_eq(d.op, MON_AUTH_PUT);
+	cr_assert_eq(d.now, 100);
+	cr_assert_eq(d.prev_until, 160);
 	cr_assert_eq(d.ents.n, 2);
 	cr_assert_str_eq(d.ents.e[0].name, "client.admin");
 	cr_assert_eq(d.ents.e[0].ncaps, 2);
@@ -122,6 +124,16 @@ Test(mon_auth_entry, refuses_bad_entries)
 	enc_free(&b);
 
 	memset(&e, 0, sizeof(e));
+	e.op = MON_AUTH_PUT;
+	two_entities(&e.ents);
+	e.now = 100;
+	e.prev_until = 99;	/* a grace that ended before it began */
+	cr_assert_eq(roundtrip(&e, &d, &b), -EBADMSG);
+	mon_auth_entry_clear(&d);
+	mon_auth_entry_clear(&e);
+	enc_free(&b);
+
+	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_RM;
 	strcpy(e.name, "nobody");	/* not TYPE.ID */
 	cr_assert_eq(roundtrip(&e, &d, &b), -EBADMSG);
@@ -187,9 +199,17 @@ Test(mon_auth_entry, state_roundtrips_and_checks)
 	for (uint32_t i = 0; i < 3; i++)
 		s.svc[1].g[i] = (struct mon_auth_gen){ .gen = i + 1, .start = 100 * i };
 	two_entities(&s.ents);
+	s.nprev = 1;
+	strcpy(s.prev[0].name, "client.admin");
+	s.prev[0].key[0] = 0x77;
+	s.prev[0].until = 99;
 	enc_init(&b);
 	mon_auth_state_encode(&s, &b);
 	cr_assert_eq(mon_auth_state_decode(b.buf, b.len, &d), 1);
+	cr_assert_eq(d.nprev, 1);
+	cr_assert_str_eq(d.prev[0].name, "client.admin");
+	cr_assert_eq(d.prev[0].key[0], 0x77);
+	cr_assert_eq(d.prev[0].until, 99);
 	cr_assert(d.booted);
 	cr_assert_eq(d.idkey[0], 3);
 	cr_assert_eq(d.nranges, 2);
