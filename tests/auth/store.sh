@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
-cluster_up --mons 3 --no-nbd
+cluster_up --mons 3 --no-nbd --set auth_rotate_grace=5 --set client_mount_timeout=10s
 kr=$cdir/keyring
 
 # ---- the commands
@@ -74,3 +74,87 @@ if ATOLL_CONF=$tmp/u.conf timeout 30 atoll get default u1 - >/dev/null 2>&1; the
 	fail "a removed entity logged in"
 fi
 ok "a new entity logs in with its key; auth needs admin caps; a removed one cannot"
+
+# ---- every monitor holds the state: client.v logs in at each one alone
+atoll auth get-or-create client.w osd "allow rw" >"$tmp/w.kr" || fail "get-or-create client.w"
+chmod 600 "$tmp/w.kr"
+sed -e "s#^keyring = .*#keyring = $tmp/w.kr\nauth_name = client.w\nclient_mount_timeout = 10s#" \
+	"$ATOLL_CONF" >"$tmp/w.conf"
+mons=$(awk '$1 == "daemon" && $3 == "mon" { print $6 ":" $7 }' "$cdir/cluster.state")
+[ "$(wc -w <<<"$mons")" = 3 ] || fail "3 monitors in cluster.state: $mons"
+for m in $mons; do
+	ATOLL_CONF=$tmp/w.conf atoll -m "$m" get default u1 - >/dev/null ||
+		fail "client.w cannot log in at monitor $m"
+done
+ok "a new key reaches all 3 monitors (client.w logs in at each)"
+
+leader=$("$cluster_bin" mon kill --dir "$cdir") || fail "mon kill"
+[ "$(ATOLL_CONF=$tmp/w.conf atoll get default u1 -)" = hello ] ||
+	fail "client.w after the leader ($leader) died"
+atoll auth caps client.w osd "allow r" || fail "auth caps with the leader dead"
+"$cluster_bin" mon start --dir "$cdir" >/dev/null || fail "mon start"
+"$cluster_bin" mon stop --dir "$cdir" >/dev/null || fail "mon stop (the new leader)"
+"$cluster_bin" mon start --dir "$cdir" >/dev/null || fail "mon start again"
+atoll --format json auth ls | python3 -c '
+import json, sys
+e = {x["entity"]: x for x in json.load(sys.stdin)["entities"]}
+assert e["client.w"]["caps"] == {"osd": "allow r"}, e["client.w"]
+assert "client.u" not in e, e
+' || fail "state after restarts: $(atoll auth ls)"
+for m in $mons; do
+	ATOLL_CONF=$tmp/w.conf atoll -m "$m" get default u1 - >/dev/null ||
+		fail "client.w at monitor $m after the restarts"
+done
+ok "the state survives the leader's death and monitor restarts, on every monitor"
+
+# ---- rotate the admin's key under load: no op fails
+load() {
+	local i=0
+	while [ ! -e "$tmp/stop" ]; do
+		i=$((i + 1))
+		echo "v$i" | atoll put default load - || { echo "put $i" >>"$tmp/load.err"; }
+		[ "$(atoll get default load -)" = "v$i" ] || { echo "get $i" >>"$tmp/load.err"; }
+		echo "$i" >"$tmp/load.n"
+	done
+}
+load 2>>"$tmp/load.log" &
+load_pid=$!
+stop_load() { touch "$tmp/stop"; wait "$load_pid" 2>/dev/null || true; }
+cleanup_hook=stop_load
+sleep 2
+old=$(grep -A1 '^\[client.admin\]' "$kr" | awk '/key =/ { print $3 }')
+for r in 1 2 3; do
+	atoll auth rotate client.admin --keyring-out "$kr" 2>"$tmp/err" ||
+		fail "rotate $r: $(cat "$tmp/err")"
+	sleep 1
+done
+sleep 2
+stop_load
+cleanup_hook=
+[ ! -s "$tmp/load.err" ] || fail "ops failed during the rotations: $(cat "$tmp/load.err") $(tail -5 "$tmp/load.log")"
+[ "$(cat "$tmp/load.n")" -gt 3 ] || fail "the load loop hardly ran: $(cat "$tmp/load.n")"
+new=$(grep -A1 '^\[client.admin\]' "$kr" | awk '/key =/ { print $3 }')
+[ -n "$new" ] && [ "$new" != "$old" ] || fail "the admin's key did not change"
+[ "$(stat -c %a "$kr")" = 600 ] || fail "keyring mode after rotate: $(stat -c %a "$kr")"
+grep -q '^\[osd.0\]' "$kr" || fail "rotate dropped the other entries of the keyring"
+ok "auth rotate client.admin --keyring-out under a put/get loop: $(cat "$tmp/load.n") rounds, none failed"
+
+# a replaced key is accepted for auth_rotate_grace (5 s here), then no more
+printf '[client.admin]\n\tkey = %s\n' "$old" >"$tmp/old.kr"
+chmod 600 "$tmp/old.kr"
+sleep 6
+if timeout 30 atoll --keyring "$tmp/old.kr" status >/dev/null 2>&1; then
+	fail "the admin's old key still logs in after the grace"
+fi
+atoll status >/dev/null || fail "the new admin key"
+ok "a rotated key is refused once auth_rotate_grace has passed"
+
+# ---- the monitors' stores hold every key: only their owner reads them
+for d in "$cdir"/mon.*; do
+	[ "$(stat -c %a "$d")" = 700 ] || fail "$d is mode $(stat -c %a "$d")"
+	bad=$(find "$d" -type f -perm /077 | head -3)
+	[ -z "$bad" ] || fail "readable by group or others: $bad"
+done
+atoll mon backup "$tmp/bk" >/dev/null 2>&1 || fail "mon backup"
+[ "$(stat -c %a "$tmp/bk")" = 600 ] || fail "backup mode $(stat -c %a "$tmp/bk")"
+ok "monitor data folders 0700 with no file readable by others; backups 0600"
