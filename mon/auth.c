@@ -17,7 +17,10 @@
  *     next), a new one every auth_secret_period; tickets are sealed with
  *     the current one, daemons receive all three;
  *   - IDRANGE: a range of client id numbers for each monitor that has
- *     none, or whose range this monitor (the leader) used up.
+ *     none, whose range this monitor (the leader) used up, or whose
+ *     range is auth_secret_period old (a follower's use is not seen
+ *     here; one that used its range up refuses new ids until then, and
+ *     its clients go to another monitor).
  * mon.'s key is not in the state: monitors authenticate each other with
  * it before there is a quorum, so each reads it from its keyring file.
  *
@@ -492,12 +495,13 @@ int mon_auth_propose(struct mon *mon, const struct mon_auth_entry *e, int64_t *r
 	return r;
 }
 
-static bool has_range(const struct mon_auth_state *st, uint64_t member)
+static const struct mon_auth_range *range_of(const struct mon_auth_state *st,
+					     uint64_t member)
 {
 	for (uint32_t i = 0; i < st->nranges; i++)
 		if (st->ranges[i].member == member)
-			return true;
-	return false;
+			return &st->ranges[i];
+	return NULL;
 }
 
 /* What the state lacks, one entry per call; 0 when nothing. */
@@ -533,12 +537,16 @@ static int next_entry(struct mon *mon, struct mon_auth_entry *e)
 	}
 	for (uint32_t i = 0; i < mon->qv.nmembers; i++) {
 		uint64_t id = mon->qv.members[i].id;
+
+		const struct mon_auth_range *rg = range_of(&ma->st, id);
 		bool used_up;
 
 		pthread_mutex_lock(&ma->lock);
 		used_up = id == ma->self_id && ma->cur >= ma->end;
 		pthread_mutex_unlock(&ma->lock);
-		if (has_range(&ma->st, id) && !used_up)
+		/* the leader cannot see how much of a follower's range is used:
+		 * each gets a fresh one every auth_secret_period */
+		if (rg && !used_up && rg->at + ma->period > now)
 			continue;
 		if (ma->st.id_next + RANGE_SIZE > MON_AUTH_SEQ_MAX + 1)
 			return 0;	/* 2^32 ids given: none left */
@@ -546,6 +554,7 @@ static int next_entry(struct mon *mon, struct mon_auth_entry *e)
 		e->range.member = id;
 		e->range.first = ma->st.id_next;
 		e->range.end = ma->st.id_next + RANGE_SIZE;
+		e->range.at = now;
 		return 1;
 	}
 	return 0;

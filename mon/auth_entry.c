@@ -121,6 +121,7 @@ void mon_auth_entry_encode(const struct mon_auth_entry *e, struct enc *out)
 		enc_u64(out, e->range.member);
 		enc_u64(out, e->range.first);
 		enc_u64(out, e->range.end);
+		enc_u64(out, e->range.at);
 		break;
 	case MON_AUTH_SECRET:
 		enc_u8(out, e->service);
@@ -170,6 +171,7 @@ int mon_auth_entry_decode(const void *buf, size_t len, struct mon_auth_entry *e)
 		e->range.member = dec_u64(&body);
 		e->range.first = dec_u64(&body);
 		e->range.end = dec_u64(&body);
+		e->range.at = dec_u64(&body);
 		if (body.err || !range_ok(&e->range))
 			r = -EBADMSG;
 		break;
@@ -207,6 +209,7 @@ void mon_auth_state_encode(const struct mon_auth_state *s, struct enc *out)
 		enc_u64(out, s->ranges[i].member);
 		enc_u64(out, s->ranges[i].first);
 		enc_u64(out, s->ranges[i].end);
+		enc_u64(out, s->ranges[i].at);
 	}
 	for (uint32_t v = 0; v < MON_AUTH_SVCS; v++) {
 		enc_u32(out, s->svc[v].n);
@@ -239,7 +242,7 @@ int mon_auth_state_decode(const void *buf, size_t len, struct mon_auth_state *s)
 	booted = dec_u8(&body);
 	k = dec_raw(&body, AUTH_KEY_LEN);
 	s->id_next = dec_u64(&body);
-	s->nranges = dec_count(&body, MON_AUTH_RANGES_MAX, 24);
+	s->nranges = dec_count(&body, MON_AUTH_RANGES_MAX, 32);
 	if (!k || body.err || booted > 1 || s->id_next == 0 ||
 	    s->id_next > MON_AUTH_SEQ_MAX + 1)
 		return -EBADMSG;
@@ -249,6 +252,7 @@ int mon_auth_state_decode(const void *buf, size_t len, struct mon_auth_state *s)
 		s->ranges[i].member = dec_u64(&body);
 		s->ranges[i].first = dec_u64(&body);
 		s->ranges[i].end = dec_u64(&body);
+		s->ranges[i].at = dec_u64(&body);
 		if (body.err || !range_ok(&s->ranges[i]) || s->ranges[i].end > s->id_next)
 			return -EBADMSG;
 	}

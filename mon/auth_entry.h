@@ -36,6 +36,7 @@ enum {
 struct mon_auth_range {
 	uint64_t member;		/* the monitor's raft id (> 0) */
 	uint64_t first, end;		/* its ids' seqs: first..end-1 */
+	uint64_t at;			/* wall-clock seconds (the leader's) it was made */
 };
 
 struct mon_auth_gen {

@@ -84,10 +84,11 @@ Test(mon_auth_entry, other_ops_roundtrip)
 
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_IDRANGE;
-	e.range = (struct mon_auth_range){ 7, 1, 65537 };
+	e.range = (struct mon_auth_range){ 7, 1, 65537, 99 };
 	cr_assert_eq(roundtrip(&e, &d, &b), 1);
 	cr_assert_eq(d.range.member, 7);
 	cr_assert_eq(d.range.end, 65537);
+	cr_assert_eq(d.range.at, 99);
 	mon_auth_entry_clear(&d);
 	enc_free(&b);
 
