@@ -72,6 +72,7 @@ struct mon_auth {
 	uint64_t mark;			/* DIR/auth_ids: seqs below may have been given */
 	char markpath[4096];
 	uint64_t retry_ms;		/* mon_auth_tick: no proposal before */
+	bool importable, warned;	/* kr holds more than mon. */
 };
 
 static int svc_index(uint8_t service)
@@ -513,6 +514,16 @@ static int next_entry(struct mon *mon, struct mon_auth_entry *e)
 
 	memset(e, 0, sizeof(*e));
 	if (!ma->st.booted) {
+		/* a file with mon. alone would make a state nobody can manage:
+		 * wait for a leader whose file has the admin's key */
+		if (!ma->importable) {
+			if (!ma->warned)
+				log_warn("mon", "the keyring file holds no entity but mon.: "
+					 "nothing to start the monitors' keys with; give this "
+					 "monitor a keyring with client.admin (doc/admin.md)");
+			ma->warned = true;
+			return 0;
+		}
 		e->op = MON_AUTH_BOOT;
 		for (uint32_t i = 0; i < ma->kr.n; i++) {
 			r = keyring_set(&e->ents, ma->kr.e[i].name, ma->kr.e[i].key);
@@ -651,6 +662,7 @@ int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t err
 	ma->grace = (uint32_t)grace;
 	en = keyring_find(&ma->kr, "mon.");
 	memcpy(ma->mon_key, en->key, AUTH_KEY_LEN);
+	ma->importable = ma->kr.n > 1;
 	ma->on = true;
 	msg_auth_set_key_lookup(*out, lookup, ma);
 	msg_auth_set_prev_lookup(*out, prev_lookup);
