@@ -276,7 +276,7 @@ static int issue(void *arg, const char *entity, uint64_t want_id, uint64_t now,
 	} else {
 		err = client_id(ma, entity, want_id, &r->client_id);
 		if (err < 0) {
-			log_warn("mon", "no client id for '%s' yet: %s", entity, strerror(-err));
+			log_info("mon", "no client id for '%s' yet: %s", entity, strerror(-err));
 			goto out_unlock;
 		}
 	}
