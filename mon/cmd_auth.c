@@ -385,7 +385,7 @@ int cmd_auth_import(struct mon *mon, cJSON *a, struct cmd_out *o)
 			 strerror(-r));
 		goto out_clear;
 	}
-	cmd_say(o, "imported %u entities", n);
+	cmd_say(o, "imported %u %s", n, n == 1 ? "entity" : "entities");
 out_clear:
 	mon_auth_entry_clear(&e);
 	return r;
