@@ -448,6 +448,9 @@ bool mon_auth_apply(struct mon *mon, const void *buf, size_t len, int64_t *res)
 		break;
 	}
 	pthread_mutex_unlock(&ma->lock);
+	/* a resent command is answered, not redone (commands.c) */
+	if (r >= 0 && (e.op == MON_AUTH_PUT || e.op == MON_AUTH_RM))
+		mon_reqid_record(mon, e.client, e.seq, mon->map ? mon->map->epoch : 0);
 	mon->digest = 0;
 	mon_auth_entry_clear(&e);
 	*res = r;

@@ -112,10 +112,14 @@ void mon_auth_entry_encode(const struct mon_auth_entry *e, struct enc *out)
 		if (e->op == MON_AUTH_PUT) {
 			enc_u64(out, e->now);
 			enc_u64(out, e->prev_until);
+			enc_u64(out, e->client);
+			enc_u64(out, e->seq);
 		}
 		break;
 	case MON_AUTH_RM:
 		enc_str(out, e->name);
+		enc_u64(out, e->client);
+		enc_u64(out, e->seq);
 		break;
 	case MON_AUTH_IDRANGE:
 		enc_u64(out, e->range.member);
@@ -157,6 +161,8 @@ int mon_auth_entry_decode(const void *buf, size_t len, struct mon_auth_entry *e)
 		if (!r && e->op == MON_AUTH_PUT) {
 			e->now = dec_u64(&body);
 			e->prev_until = dec_u64(&body);
+			e->client = dec_u64(&body);
+			e->seq = dec_u64(&body);
 			if (body.err || e->ents.n == 0 ||
 			    (e->prev_until && e->prev_until < e->now))
 				r = -EBADMSG;
@@ -166,6 +172,8 @@ int mon_auth_entry_decode(const void *buf, size_t len, struct mon_auth_entry *e)
 		if (dec_str(&body, e->name, AUTH_NAME_MAX) < 0 ||
 		    auth_entity_check(e->name, NULL) < 0)
 			r = -EBADMSG;
+		e->client = dec_u64(&body);
+		e->seq = dec_u64(&body);
 		break;
 	case MON_AUTH_IDRANGE:
 		e->range.member = dec_u64(&body);

@@ -65,6 +65,8 @@ struct mon_auth_entry {
 	/* PUT: the leader's time, and until when the replaced keys of ents
 	 * stay accepted (0: they do not: caps or a new entity) */
 	uint64_t now, prev_until;
+	/* PUT, RM: the request id of the command ({0, 0}: none) */
+	uint64_t client, seq;
 	char name[AUTH_NAME_MAX + 1];	/* RM */
 	uint8_t idkey[AUTH_KEY_LEN];	/* BOOT: the key of client id tags */
 	struct mon_auth_range range;	/* IDRANGE */

@@ -133,6 +133,8 @@ static int put(struct mon *mon, const struct keyring_entry *en, bool rotated,
 
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_PUT;
+	e.client = mon->cur_reqid.client;
+	e.seq = mon->cur_reqid.seq;
 	e.now = (uint64_t)time(NULL);
 	if (rotated && mon_auth_rotate_grace(mon))
 		e.prev_until = e.now + mon_auth_rotate_grace(mon);
@@ -288,6 +290,8 @@ int cmd_auth_rm(struct mon *mon, cJSON *a, struct cmd_out *o)
 		return o->rc;
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_RM;
+	e.client = mon->cur_reqid.client;
+	e.seq = mon->cur_reqid.seq;
 	snprintf(e.name, sizeof(e.name), "%s", en->name);
 	r = mon_auth_propose(mon, &e, &res);
 	if (r == 0 && res < 0)
@@ -357,6 +361,9 @@ int cmd_auth_import(struct mon *mon, cJSON *a, struct cmd_out *o)
 		return r;
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_PUT;
+	e.client = mon->cur_reqid.client;
+	e.seq = mon->cur_reqid.seq;
+	e.now = (uint64_t)time(NULL);
 	r = keyring_parse(text, strlen(text), &e.ents, err, sizeof(err));
 	if (r < 0) {
 		cmd_fail(o, r, "%s", err);

@@ -59,7 +59,7 @@ static void send_maps(struct mon *mon, struct mon_sub *sub, const struct osdmap 
 }
 
 
-static void reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch)
+void mon_reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch)
 {
 	uint32_t i;
 
@@ -203,7 +203,7 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 		     (unsigned long long)ent.inc.epoch, strerror(-r));
 	osdmap_free(mon->map);
 	mon->map = next;
-	reqid_record(mon, ent.client, ent.seq, ent.inc.epoch);
+	mon_reqid_record(mon, ent.client, ent.seq, ent.inc.epoch);
 	mon->digest = 0;
 	log_info("mon", "epoch %llu committed", (unsigned long long)mon->map->epoch);
 
@@ -275,7 +275,7 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 	mon->nreqids = 0;
 	mon->reqid_head = 0;
 	for (uint32_t k = 0; k < n; k++)
-		reqid_record(mon, ents[k].client, ents[k].seq, ents[k].epoch);
+		mon_reqid_record(mon, ents[k].client, ents[k].seq, ents[k].epoch);
 	osdmap_free(mon->map);
 	mon->map = map;
 	mon->digest = 0;

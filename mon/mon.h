@@ -430,6 +430,9 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len);
 /* A digest of the whole replicated state (equal on every member at the
  * same applied index). */
 uint64_t mon_state_digest(struct mon *mon);
+/* Raft thread, mon->lock held: records an applied command's request id
+ * ({0, 0}: none) with the epoch it made or saw (auth entries). */
+void mon_reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch);
 /* The entry of the request-id table for id, or NULL. */
 const struct mon_reqent *mon_reqid_find(struct mon *mon, const struct mon_reqid *id);
 

@@ -34,7 +34,8 @@ static int roundtrip(const struct mon_auth_entry *e, struct mon_auth_entry *out,
 
 Test(mon_auth_entry, put_roundtrips)
 {
-	struct mon_auth_entry e = { .op = MON_AUTH_PUT, .now = 100, .prev_until = 160 }, d;
+	struct mon_auth_entry e = { .op = MON_AUTH_PUT, .now = 100, .prev_until = 160,
+				    .client = 77, .seq = 5 }, d;
 	struct enc b;
 
 	two_entities(&e.ents);
@@ -42,6 +43,8 @@ Test(mon_auth_entry, put_roundtrips)
 	cr_assert_eq(d.op, MON_AUTH_PUT);
 	cr_assert_eq(d.now, 100);
 	cr_assert_eq(d.prev_until, 160);
+	cr_assert_eq(d.client, 77);
+	cr_assert_eq(d.seq, 5);
 	cr_assert_eq(d.ents.n, 2);
 	cr_assert_str_eq(d.ents.e[0].name, "client.admin");
 	cr_assert_eq(d.ents.e[0].ncaps, 2);
@@ -69,8 +72,12 @@ Test(mon_auth_entry, other_ops_roundtrip)
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_RM;
 	strcpy(e.name, "client.u");
+	e.client = 9;
+	e.seq = 3;
 	cr_assert_eq(roundtrip(&e, &d, &b), 1);
 	cr_assert_str_eq(d.name, "client.u");
+	cr_assert_eq(d.client, 9);
+	cr_assert_eq(d.seq, 3);
 	mon_auth_entry_clear(&d);
 	enc_free(&b);
 
