@@ -43,8 +43,7 @@ static void ents_encode(const struct keyring *kr, struct enc *out)
 
 static int ents_decode(struct dec *d, struct keyring *kr)
 {
-	static char caps[AUTH_CAPS_MAX + 1];	/* big: not on the stack */
-	char name[AUTH_NAME_MAX + 1], svc[16];
+	char name[AUTH_NAME_MAX + 1], svc[16], caps[AUTH_CAPS_MAX + 1];
 	uint32_t n = dec_count(d, KEYRING_ENTRIES_MAX, 4 + 1 + AUTH_KEY_LEN + 4);
 
 	for (uint32_t i = 0; i < n && !d->err; i++) {
