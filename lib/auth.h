@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct enc;
 struct dec;
@@ -288,6 +289,11 @@ int keyring_set(struct keyring *kr, const char *name, const uint8_t key[AUTH_KEY
 /* Sets one service's caps of an existing entry (-ENOENT, -E2BIG). */
 int keyring_set_caps(struct keyring *kr, const char *name, const char *service,
 		     const char *caps);
+/* Drops name's entry (-ENOENT: none), keeping the order of the others. */
+int keyring_remove(struct keyring *kr, const char *name);
+/* Writes one entry as keyring text ("[NAME]", its key unless !with_key,
+ * its caps) to f. */
+void keyring_entry_write(FILE *f, const struct keyring_entry *en, bool with_key);
 /* Wipes the keys and frees; kr is empty after (NULL-safe). */
 void keyring_free(struct keyring *kr);
 

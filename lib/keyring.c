@@ -280,10 +280,23 @@ out_close:
 	return r;
 }
 
+void keyring_entry_write(FILE *f, const struct keyring_entry *en, bool with_key)
+{
+	char hex[2 * AUTH_KEY_LEN + 1];
+
+	fprintf(f, "[%s]\n", en->name);
+	if (with_key) {
+		auth_key_to_hex(en->key, hex);
+		fprintf(f, "\tkey = %s\n", hex);
+		auth_wipe(hex, sizeof(hex));
+	}
+	for (uint32_t j = 0; j < en->ncaps && j < KEYRING_CAPS_MAX; j++)
+		fprintf(f, "\tcaps %s = %s\n", en->caps[j].service, en->caps[j].caps);
+}
+
 int keyring_save(const char *path, const struct keyring *kr)
 {
 	char tmp[4096];
-	char hex[2 * AUTH_KEY_LEN + 1];
 	FILE *f;
 	int fd, r = 0;
 
@@ -304,15 +317,8 @@ int keyring_save(const char *path, const struct keyring *kr)
 		close(fd);
 		goto out_unlink;
 	}
-	for (uint32_t i = 0; i < kr->n; i++) {
-		const struct keyring_entry *en = &kr->e[i];
-
-		auth_key_to_hex(en->key, hex);
-		fprintf(f, "[%s]\n\tkey = %s\n", en->name, hex);
-		for (uint32_t j = 0; j < en->ncaps && j < KEYRING_CAPS_MAX; j++)
-			fprintf(f, "\tcaps %s = %s\n", en->caps[j].service, en->caps[j].caps);
-	}
-	auth_wipe(hex, sizeof(hex));
+	for (uint32_t i = 0; i < kr->n; i++)
+		keyring_entry_write(f, &kr->e[i], true);
 	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
 		r = -errno;
 	if (fclose(f) != 0 && !r)
@@ -356,6 +362,18 @@ int keyring_set_caps(struct keyring *kr, const char *name, const char *service,
 	if (!en)
 		return -ENOENT;
 	return set_caps(en, service, strlen(service), caps, strlen(caps));
+}
+
+int keyring_remove(struct keyring *kr, const char *name)
+{
+	struct keyring_entry *en = find_mut(kr, name);
+
+	if (!en)
+		return -ENOENT;
+	memmove(en, en + 1, (size_t)(kr->e + kr->n - (en + 1)) * sizeof(*en));
+	kr->n--;
+	auth_wipe(&kr->e[kr->n], sizeof(*en));
+	return 0;
 }
 
 void keyring_free(struct keyring *kr)

@@ -288,6 +288,12 @@ void msg_conn_put(struct msg_conn *c);
 void msg_conn_close(struct msg_conn *c);
 /* The peer's identity once connected; MSG_ENTITY_NONE before. */
 struct msg_identity msg_conn_peer(const struct msg_conn *c);
+/* The entity name the peer proved ("client.admin", "osd.3") on an
+ * accepted connection with auth = ticket; "" otherwise. */
+const char *msg_conn_entity(const struct msg_conn *c);
+/* The wire mode of c: AUTH_MODE_CRC or AUTH_MODE_SECURE (auth.h).  A
+ * secret (an entity's key) leaves a monitor only over a secure one. */
+uint32_t msg_conn_mode(const struct msg_conn *c);
 /* "ip:port" of the peer. */
 const char *msg_conn_addr(const struct msg_conn *c);
 bool msg_conn_is_open(const struct msg_conn *c);

@@ -47,6 +47,10 @@ struct msg_auth *msg_auth_new(const char *entity, const uint8_t key[AUTH_KEY_LEN
 void msg_auth_free(struct msg_auth *a);
 const char *msg_auth_entity(const struct msg_auth *a);
 void msg_auth_set_key_lookup(struct msg_auth *a, msg_auth_lookup_fn fn, void *arg);
+/* A monitor's second lookup (same arg as the first): the key an entity
+ * had before a rotation, while it is still accepted; tried when a proof
+ * does not verify with the current key. */
+void msg_auth_set_prev_lookup(struct msg_auth *a, msg_auth_lookup_fn fn);
 void msg_auth_set_issuer(struct msg_auth *a, msg_auth_issue_fn fn, void *arg);
 /* Replaces the service secrets this daemon accepts tickets with. */
 void msg_auth_set_secrets(struct msg_auth *a, const struct auth_secrets *s);

@@ -211,6 +211,9 @@ struct msg_conn {
 
 	pthread_mutex_t plock;		/* protects peer, peer_features */
 	struct msg_identity peer;
+	/* the entity name the peer proved (accepted, auth = ticket; "" else):
+	 * written before the connection opens (msg_conn_entity) */
+	char peer_entity[65];		/* AUTH_NAME_MAX + 1 */
 	uint64_t peer_features;
 
 	atomic_bool open;		/* state == CS_OPEN, for other threads */

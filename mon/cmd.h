@@ -31,6 +31,7 @@ struct cmd_out {
 	size_t txtlen;
 	void *bin;		/* binary result (mon backup), malloc'd */
 	size_t binlen;
+	struct msg_conn *conn;	/* the caller's session (its entity, its mode) */
 };
 
 /* A handler: reads its arguments from args, fills o, returns o->rc. */
@@ -80,6 +81,9 @@ cmd_fn cmd_mds_stat;
 cmd_fn cmd_quorum_status;
 /* ---- cmd_mon.c: mon add, mon rm ---- */
 cmd_fn cmd_mon_add, cmd_mon_rm;
+/* ---- cmd_auth.c: auth add|get-or-create|get|ls|rm|caps|rotate ---- */
+cmd_fn cmd_auth_add, cmd_auth_get_or_create, cmd_auth_get, cmd_auth_ls, cmd_auth_rm,
+	cmd_auth_caps, cmd_auth_rotate, cmd_auth_import;
 /* ---- cmd_backup.c: mon backup (streamed) ---- */
 cmd_fn cmd_mon_backup;
 

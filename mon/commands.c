@@ -244,6 +244,14 @@ static const struct {
 	{ "mon stat", cmd_quorum_status, CMD_READ },
 	{ "mon add", cmd_mon_add, CMD_WRITE },	/* cmd_mon.c */
 	{ "mon rm", cmd_mon_rm, CMD_FREES },
+	{ "auth add", cmd_auth_add, CMD_WRITE },	/* cmd_auth.c */
+	{ "auth get-or-create", cmd_auth_get_or_create, CMD_WRITE },
+	{ "auth get", cmd_auth_get, CMD_READ },
+	{ "auth ls", cmd_auth_ls, CMD_READ },
+	{ "auth rm", cmd_auth_rm, CMD_FREES },
+	{ "auth caps", cmd_auth_caps, CMD_WRITE },
+	{ "auth rotate", cmd_auth_rotate, CMD_WRITE },
+	{ "auth import", cmd_auth_import, CMD_WRITE },
 };
 
 static void run_command(struct mon *mon, const char *json, struct cmd_out *o)
@@ -292,6 +300,7 @@ void mon_handle_command(struct mon *mon, struct msg *m)
 	int rc;
 
 	memset(&o, 0, sizeof(o));
+	o.conn = m->conn;
 	o.txt = open_memstream(&o.txtbuf, &o.txtlen);
 	if (!o.txt) {
 		msg_free(m);

@@ -553,6 +553,7 @@ static void mon_run(struct mon *mon)
 			continue;
 		mon_pg_temp_flush(mon);
 		mon_rebuild_tick(mon);
+		mon_auth_tick(mon);
 		now = mono_now_ms();
 		if (now >= mon->next_tick_ms) {
 			/* beacons that queued up while the batch above ran (a map

@@ -17,8 +17,10 @@
  * what each store holds is not part of the replicated state (a member
  * that installed a snapshot keeps less), so the digest leaves it out.
  *
- * The replicated state is the map plus the request-id table; a snapshot
- * of it is mon_state_encode(), a digest of it mon_state_digest().
+ * The replicated state is the map plus the request-id table, the
+ * incarnation (rebuild.c) and the auth state (auth.c: its entries are
+ * applied there); a snapshot of it is mon_state_encode(), a digest of it
+ * mon_state_digest().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,7 +59,7 @@ static void send_maps(struct mon *mon, struct mon_sub *sub, const struct osdmap 
 }
 
 
-static void reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch)
+void mon_reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch)
 {
 	uint32_t i;
 
@@ -153,6 +155,8 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 
 	if (mon_rebuild_apply(mon, buf, len, &res))
 		return res;	/* an incarnation entry (rebuild.c) */
+	if (mon_auth_apply(mon, buf, len, &res))
+		return res;	/* an auth entry (auth.c) */
 	r = mon_entry_decode(buf, len, &ent);
 	if (r < 0) {
 		mon_entry_clear(&ent);
@@ -199,7 +203,7 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 		     (unsigned long long)ent.inc.epoch, strerror(-r));
 	osdmap_free(mon->map);
 	mon->map = next;
-	reqid_record(mon, ent.client, ent.seq, ent.inc.epoch);
+	mon_reqid_record(mon, ent.client, ent.seq, ent.inc.epoch);
 	mon->digest = 0;
 	log_info("mon", "epoch %llu committed", (unsigned long long)mon->map->epoch);
 
@@ -225,19 +229,38 @@ void mon_state_encode(struct mon *mon, struct enc *e)
 		ents[k] = mon->reqids[(mon->reqid_head + k) % MON_REQIDS_MAX];
 	mon_state_blob_encode(mon->map, ents, mon->nreqids, e);
 	mon_rebuild_state_encode(mon, e);	/* the incarnation (rebuild.c) */
+	if (mon->auth)
+		mon_auth_state_append(mon, e);	/* keys, secrets, id ranges (auth.c) */
 }
 
 int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 {
 	static struct mon_reqent ents[MON_REQIDS_MAX];	/* raft thread only */
+	const uint8_t *p = buf;
 	struct osdmap *map;
 	uint32_t n;
 	int r;
+
+	size_t blob_end;
 
 	r = mon_state_blob_decode(buf, mon_rebuild_state_restore(mon, buf, len), &map,
 				  ents, &n);
 	if (r < 0)
 		return r;
+	/* the auth section follows the blob and the incarnation trailer
+	 * (which is there when the incarnation is above 1) */
+	blob_end = 6 + ((size_t)p[2] | (size_t)p[3] << 8 | (size_t)p[4] << 16 |
+			(size_t)p[5] << 24);
+	if (mon->incarnation > 1)
+		blob_end += 12;
+	if (mon->auth) {
+		r = mon_auth_state_restore(mon, p + (blob_end < len ? blob_end : len),
+					   blob_end < len ? len - blob_end : 0);
+		if (r < 0) {
+			osdmap_free(map);
+			return r;
+		}
+	}
 	if (mon->incarnation > 1)
 		mon_store_set_incarnation(mon->store, mon->incarnation);
 	if (memcmp(map->fsid, mon->fsid, 16) != 0) {
@@ -252,7 +275,7 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 	mon->nreqids = 0;
 	mon->reqid_head = 0;
 	for (uint32_t k = 0; k < n; k++)
-		reqid_record(mon, ents[k].client, ents[k].seq, ents[k].epoch);
+		mon_reqid_record(mon, ents[k].client, ents[k].seq, ents[k].epoch);
 	osdmap_free(mon->map);
 	mon->map = map;
 	mon->digest = 0;

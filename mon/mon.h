@@ -235,6 +235,33 @@ int mon_uuid_parse(const char *s, uint8_t u[16]);
 struct msg_auth;
 int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t errlen);
 void mon_auth_free(struct mon *mon);
+/* Raft thread, mon->lock held: applies buf when it is an auth entry
+ * (true, *res: >= 0 or a negative errno); false: not one. */
+bool mon_auth_apply(struct mon *mon, const void *buf, size_t len, int64_t *res);
+/* The auth section of a snapshot: appended after the rest; restore takes
+ * the bytes after the rest (none: an empty state). */
+void mon_auth_state_append(struct mon *mon, struct enc *e);
+int mon_auth_state_restore(struct mon *mon, const void *buf, size_t len);
+/* Monitor thread, mon->lock held: the leader proposes what the auth
+ * state lacks (its first state, service secrets, client id ranges). */
+void mon_auth_tick(struct mon *mon);
+/* Monitor thread, mon->lock held: appends e to the log (released while
+ * waiting); *res is what applying it returned. */
+struct mon_auth_entry;
+int mon_auth_propose(struct mon *mon, const struct mon_auth_entry *e, int64_t *res);
+/* Every entity of the state (mon. is not one); monitor thread, mon->lock
+ * held, read only. */
+struct keyring;
+const struct keyring *mon_auth_entities(struct mon *mon);
+/* auth_rotate_grace: seconds a rotated key is still accepted. */
+uint32_t mon_auth_rotate_grace(struct mon *mon);
+/* auth = ticket and the state exists (the `atoll auth` commands work). */
+bool mon_auth_ready(struct mon *mon);
+/* entity's caps for service ("mon", "osd", "mds"; "" when it has none):
+ * 0, -ENOENT for an unknown entity, -ENAMETOOLONG when out is short.
+ * Any thread. */
+int mon_auth_caps(struct mon *mon, const char *entity, const char *service, char *out,
+		  size_t outlen);
 
 /* ---- options (main.c) ---- */
 int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_t errlen);
@@ -403,6 +430,9 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len);
 /* A digest of the whole replicated state (equal on every member at the
  * same applied index). */
 uint64_t mon_state_digest(struct mon *mon);
+/* Raft thread, mon->lock held: records an applied command's request id
+ * ({0, 0}: none) with the epoch it made or saw (auth entries). */
+void mon_reqid_record(struct mon *mon, uint64_t client, uint64_t seq, uint64_t epoch);
 /* The entry of the request-id table for id, or NULL. */
 const struct mon_reqent *mon_reqid_find(struct mon *mon, const struct mon_reqid *id);
 

@@ -128,6 +128,13 @@ static int write_member(const char *dir, const struct mon_member *self,
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
+	/* like everything in the data folder: the owner's alone */
+	if (fchmod(fileno(f), 0600) < 0) {
+		int e = -errno;
+
+		fclose(f);
+		return e;
+	}
 	fprintf(f, "%s %llu %s %s\n", self->name, (unsigned long long)self->id,
 		self->addr, fs);
 	if (fflush(f) != 0 || fsync(fileno(f)) < 0) {

@@ -130,7 +130,9 @@ static int env_open(const char *dir, bool create, struct mon_store **out,
 				 "remove it first or use another --data folder", path);
 			return -EEXIST;
 		}
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		/* the folder holds the raft log and its snapshots, and they
+		 * hold every key: its owner alone may read it */
+		if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || chmod(dir, 0700) < 0) {
 			r = -errno;
 			snprintf(err, errlen, "cannot create data folder '%s': %s",
 				 dir, strerror(errno));

@@ -20,7 +20,7 @@
 
 static const struct cli_cmd *const tables[] = {
 	cli_admin_cmds, cli_object_cmds, cli_bench_cmds, cli_image_cmds, cli_fs_cmds,
-	cli_scrub_cmds, cli_pg_cmds, cli_verify_cmds,
+	cli_scrub_cmds, cli_pg_cmds, cli_verify_cmds, cli_auth_cmds,
 };
 
 void cli_err(const char *fmt, ...)

@@ -65,6 +65,8 @@ extern const struct cli_cmd cli_image_cmds[];
 /* cli_fs.c: fs status (speaks the MDS protocol: see the file's comment) */
 extern const struct cli_cmd cli_fs_cmds[];
 extern const struct cli_cmd cli_scrub_cmds[];
+/* cli_auth.c: auth add|get-or-create|get|ls|rm|caps|rotate|import */
+extern const struct cli_cmd cli_auth_cmds[];
 /* cli_pg.c: pg stat, pg query */
 extern const struct cli_cmd cli_pg_cmds[];
 

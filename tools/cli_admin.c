@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Sends cmd (consumed) and prints the reply; writes the output to
@@ -47,6 +48,10 @@ static int send_cmd(struct cli *cl, cJSON *cmd, const char *out_file)
 		int fd = open(out_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		size_t done = 0;
 
+		if (fd >= 0 && fchmod(fd, 0600) < 0) {	/* an older file's mode */
+			close(fd);
+			fd = -1;
+		}
 		if (fd < 0) {
 			cli_err("cannot create '%s': %s", out_file, strerror(errno));
 			ret = CLI_EXIT_ERROR;

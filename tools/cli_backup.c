@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -139,7 +140,12 @@ int cli_mon_backup(struct cli *cl, const struct cli_cmd *c, int argc, char **arg
 	}
 	first = le64((const uint8_t *)out + 24);
 	last = le64((const uint8_t *)out + 32);
+	/* 0600 whatever the umask, and whatever a leftover FILE.part had */
 	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0 && fchmod(fd, 0600) < 0) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
 		cli_err("cannot create '%s': %s", part, strerror(errno));
 		atoll_free(out);

@@ -252,10 +252,11 @@ step "a second atoll-mds started by hand is a standby"
 before=$(roles)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0)); print(s.getsockname()[1])')
 # with authentication (atoll-cluster's default) mds.hand needs a key of
-# its own in the keyring, which the monitors read again for a new name
+# its own: the monitors make it, atoll writes it into the keyring
 if [ -f "$cdir/keyring" ]; then
-	printf '[mds.hand]\n\tkey = %s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
-		>>"$cdir/keyring"
+	ATOLL_CONF=$conf "$atoll_cli" auth get-or-create mds.hand mon "profile mds" \
+		osd "allow *" mds "allow *" --keyring-out "$cdir/keyring" >/dev/null ||
+		fail "auth get-or-create mds.hand"
 fi
 "$mds_bin" --conf "$conf" --addr "127.0.0.2:$port" --name hand --log "$tmp/hand.log" \
 	>>"$tmp/hand.log" 2>&1 &

@@ -411,6 +411,44 @@ Test(auth, keyring_save_load_round_trip)
 	rm_tmp("keyring");
 }
 
+Test(auth, keyring_remove_and_entry_write)
+{
+	struct keyring kr = { 0 }, back;
+	uint8_t key[AUTH_KEY_LEN];
+	char *text = NULL, err[256];
+	size_t len = 0;
+	FILE *f;
+
+	memset(key, 0x11, sizeof(key));
+	cr_assert_eq(keyring_set(&kr, "client.a", key), 0);
+	cr_assert_eq(keyring_set(&kr, "client.b", key), 0);
+	cr_assert_eq(keyring_set_caps(&kr, "client.b", "osd", "allow r"), 0);
+	cr_assert_eq(keyring_set(&kr, "client.c", key), 0);
+	cr_assert_eq(keyring_remove(&kr, "client.a"), 0);
+	cr_assert_eq(keyring_remove(&kr, "client.a"), -ENOENT);
+	cr_assert_eq(kr.n, 2);
+	cr_assert_str_eq(kr.e[0].name, "client.b");	/* the order is kept */
+	cr_assert_str_eq(kr.e[1].name, "client.c");
+
+	/* without the key: no key line, the caps */
+	f = open_memstream(&text, &len);
+	keyring_entry_write(f, &kr.e[0], false);
+	fclose(f);
+	cr_assert_str_eq(text, "[client.b]\n\tcaps osd = allow r\n");
+	free(text);
+	/* with it: parses back to the same entry */
+	f = open_memstream(&text, &len);
+	keyring_entry_write(f, &kr.e[0], true);
+	fclose(f);
+	cr_assert_eq(keyring_parse(text, len, &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(back.n, 1);
+	cr_assert_eq(memcmp(back.e[0].key, key, AUTH_KEY_LEN), 0);
+	cr_assert_str_eq(back.e[0].caps[0].caps, "allow r");
+	free(text);
+	keyring_free(&back);
+	keyring_free(&kr);
+}
+
 Test(auth, keyring_readable_by_others_refused)
 {
 	struct keyring kr = { 0 }, back;
