@@ -142,6 +142,12 @@ struct msg {
 					 * reset it is dropped, not resent */
 	uint8_t wire_hdr[MSG_HEADER_LEN];
 	uint8_t wire_tail[4];		/* payload crc32c, little-endian */
+	bool tail_set;			/* wire_tail computed (crc mode only) */
+	/* secure mode: the whole frame sealed for the connection it is
+	 * being written on (msg_secure.h), from its first write until it
+	 * is written or that connection's socket goes */
+	uint8_t *sealed;
+	size_t sealed_len;
 };
 
 /* A new message of type; front takes the bytes of an encoder (the
@@ -297,6 +303,10 @@ void *msg_conn_priv(const struct msg_conn *c);
 struct msgr *msg_conn_msgr(const struct msg_conn *c);
 /* The peer's feature bits from its hello (0 before the handshake). */
 uint64_t msg_conn_features(const struct msg_conn *c);
+/* The wire mode the handshake chose: AUTH_MODE_SECURE (auth.h: every
+ * frame sealed, doc/messenger.md "Secure mode") or AUTH_MODE_CRC (also
+ * with auth = none, and before the connection opens). */
+uint32_t msg_conn_mode(const struct msg_conn *c);
 /* Bytes of received messages not yet freed (flow control), and bytes
  * queued for sending but not yet written to the socket. */
 uint64_t msg_conn_inflight(const struct msg_conn *c);

@@ -195,6 +195,10 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 			return false;
 		}
 		msg_conn__flush(c);
+		if (c->state == CS_HANDSHAKE && msg_auth__refused(c)) {
+			msg_conn__fail(c, -EACCES);	/* after our hello said why */
+			return false;
+		}
 		return c->state == CS_HANDSHAKE && !atomic_load(&c->dead);
 	}
 	pthread_mutex_lock(&c->plock);
