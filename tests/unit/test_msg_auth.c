@@ -6,7 +6,10 @@
  * with that ticket; peers see the proved identity.  Refused: a wrong key,
  * a peer without authentication, a hello that declares another identity
  * than the key proves, a ticket sealed with a secret the OSD does not
- * hold; the refusing side keeps serving.
+ * hold; the refusing side keeps serving.  Wire modes: monitor
+ * connections are secure by default, others follow ms_client_mode;
+ * secure connections carry big data both ways; a daemon that requires
+ * secure refuses a dialler that offers only crc.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -36,6 +39,7 @@ struct node {
 	atomic_int connected;
 	atomic_int peer_type;
 	atomic_ullong peer_id;
+	atomic_uint mode;	/* msg_conn_mode of the last connection */
 };
 
 static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
@@ -48,6 +52,10 @@ static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	enc_raw(&e, m->front, m->front_len);
 	r = msg_new(T_ECHO, &e);
 	enc_free(&e);
+	if (r && m->data_len && msg_set_data(r, m->data, m->data_len) < 0) {
+		msg_free(r);
+		r = NULL;
+	}
 	if (r)
 		msg_reply(c, m, r);
 	msg_free(m);
@@ -60,6 +68,7 @@ static void node_connected(void *arg, struct msg_conn *c)
 
 	atomic_store(&n->peer_type, who.type);
 	atomic_store(&n->peer_id, who.id);
+	atomic_store(&n->mode, msg_conn_mode(c));
 	atomic_fetch_add(&n->connected, 1);
 }
 
@@ -372,4 +381,150 @@ Test(msg_auth, monitor_session_renews_its_tickets_before_they_expire)
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&mon);
+}
+
+/* ---- wire modes ---- */
+
+/* An echo of data_len bytes on a connection of n to addr; 0 or the
+ * call's error, the connection's mode in *mode. */
+static int echo_data(struct node *n, const char *addr, uint32_t data_len, uint32_t *mode)
+{
+	struct msg_conn *c = msgr_connect(n->m, addr);
+	uint8_t *data = malloc(data_len);
+	struct msg *req, *rep = NULL;
+	struct enc e;
+	int r;
+
+	cr_assert_not_null(c);
+	cr_assert_not_null(data);
+	for (uint32_t i = 0; i < data_len; i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	enc_init(&e);
+	enc_u32(&e, 42);
+	req = msg_new(T_ECHO, &e);
+	enc_free(&e);
+	cr_assert_eq(msg_set_data(req, data, data_len), 0);
+	r = msg_call_wait(c, req, 10000, &rep);
+	if (!r) {
+		cr_expect_eq(rep->data_len, data_len);
+		cr_expect(rep->data_len == data_len && !memcmp(rep->data, data, data_len),
+			  "echoed data differ");
+	}
+	*mode = msg_conn_mode(c);
+	msg_free(rep);
+	msg_conn_put(c);
+	free(data);
+	return r;
+}
+
+Test(msg_auth, monitor_connections_are_secure_by_default)
+{
+	struct node mon = { 0 }, cl = { 0 };
+	uint32_t mode = 0;
+
+	keys_init();
+	mon_start(&mon);
+	node_start(&cl, MSG_ENTITY_CLIENT, 1, msg_auth_new("client.admin", admin_key), false);
+	cr_assert_eq(echo_data(&cl, mon.addr, 100000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+	cr_expect_eq(atomic_load(&mon.mode), AUTH_MODE_SECURE);
+	node_stop(&cl);
+	node_stop(&mon);
+}
+
+/* A monitor, an OSD with ms_client_mode osd_modes, and a client with
+ * cl_modes that has its ticket: the mode of an echo of data_len. */
+static int osd_echo(uint32_t osd_modes, uint32_t cl_modes, uint32_t data_len, uint32_t *mode)
+{
+	struct node mon = { 0 }, osd = { 0 }, cl = { 0 };
+	struct msg_auth *oa, *ca;
+	uint32_t mm;
+	int r;
+
+	keys_init();
+	mon_start(&mon);
+	oa = msg_auth_new("osd.1", osd1_key);
+	cr_assert_eq(msg_auth_set_modes(oa, MSG_MODE_CLIENT, osd_modes), 0);
+	node_start(&osd, MSG_ENTITY_OSD, 1, oa, true);
+	cr_assert_eq(echo(&osd, mon.addr), 0);		/* its secrets */
+	ca = msg_auth_new("client.admin", admin_key);
+	cr_assert_eq(msg_auth_set_modes(ca, MSG_MODE_CLIENT, cl_modes), 0);
+	node_start(&cl, MSG_ENTITY_CLIENT, 1, ca, false);
+	cr_assert_eq(echo_data(&cl, mon.addr, 10, &mm), 0);	/* its ticket */
+	*mode = 0;
+	r = echo_data(&cl, osd.addr, data_len, mode);
+	if (!r)
+		cr_expect_eq(atomic_load(&osd.mode), *mode);
+	node_stop(&cl);
+	node_stop(&osd);
+	node_stop(&mon);
+	return r;
+}
+
+Test(msg_auth, osd_connections_follow_ms_client_mode)
+{
+	uint32_t mode;
+
+	cr_assert_eq(osd_echo(AUTH_MODE_CRC, AUTH_MODE_CRC, 1000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_CRC);
+	/* a client that prefers secure and an OSD that allows only crc */
+	cr_assert_eq(osd_echo(AUTH_MODE_CRC, AUTH_MODE_CRC | AUTH_MODE_SECURE, 1000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_CRC);
+	/* an OSD that prefers secure: the client offers it (for monitors) */
+	cr_assert_eq(osd_echo(AUTH_MODE_CRC | AUTH_MODE_SECURE, AUTH_MODE_CRC, 1000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+}
+
+Test(msg_auth, secure_connection_carries_4mib_both_ways)
+{
+	uint32_t mode;
+
+	cr_assert_eq(osd_echo(AUTH_MODE_SECURE, AUTH_MODE_SECURE, 4u << 20, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+}
+
+Test(msg_auth, secure_requiring_osd_gets_secure_and_crc_only_osd_refuses_secure_client)
+{
+	uint32_t mode;
+
+	/* the client offers secure too (for monitors) and takes it */
+	cr_assert_eq(osd_echo(AUTH_MODE_SECURE, AUTH_MODE_CRC, 10, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+	/* a crc-only OSD and a client that requires secure share nothing */
+	cr_assert_neq(osd_echo(AUTH_MODE_CRC, AUTH_MODE_SECURE, 10, &mode), 0);
+}
+
+Test(msg_auth, secure_monitor_refuses_a_crc_only_dialler_and_keeps_serving)
+{
+	struct node mon = { 0 }, crc = { 0 }, good = { 0 };
+	struct msg_auth *a = msg_auth_new("client.admin", admin_key);
+	uint32_t mode;
+
+	keys_init();
+	mon_start(&mon);
+	cr_assert_eq(msg_auth_set_modes(a, MSG_MODE_MON, AUTH_MODE_CRC), 0);
+	node_start(&crc, MSG_ENTITY_CLIENT, 1, a, false);
+	cr_assert_neq(echo(&crc, mon.addr), 0);
+	cr_assert_eq(atomic_load(&mon.connected), 0);
+	node_start(&good, MSG_ENTITY_CLIENT, 1, msg_auth_new("client.admin", admin_key), false);
+	cr_assert_eq(echo_data(&good, mon.addr, 10, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+	node_stop(&crc);
+	node_stop(&good);
+	node_stop(&mon);
+}
+
+Test(msg_auth, mode_names_parse)
+{
+	uint32_t m;
+
+	cr_expect_eq(msg_mode_parse("crc", &m), 0);
+	cr_expect_eq(m, AUTH_MODE_CRC);
+	cr_expect_eq(msg_mode_parse("secure", &m), 0);
+	cr_expect_eq(m, AUTH_MODE_SECURE);
+	cr_expect_eq(msg_mode_parse("prefer-secure", &m), 0);
+	cr_expect_eq(m, AUTH_MODE_CRC | AUTH_MODE_SECURE);
+	cr_expect_str_eq(msg_mode_name(m), "prefer-secure");
+	cr_expect_eq(msg_mode_parse("tls", &m), -EINVAL);
+	cr_expect_eq(msg_mode_parse("", &m), -EINVAL);
 }
