@@ -17,6 +17,11 @@
  *   front (front_len bytes), data (data_len bytes)
  *   u32 crc32c over front then data
  *
+ * In the secure wire mode (chosen in an authenticated handshake) every
+ * frame after the handshake is sealed instead: the header and the
+ * payload each encrypted with AES-256-GCM and followed by a 16-byte tag,
+ * no crc (msg_secure.h, doc/messenger.md "Secure mode").
+ *
  * A connection starts with a handshake in both directions: a MT_HELLO
  * frame carrying the cluster fsid, the sender's identity (entity type and
  * id), its feature bits and an authentication blob (empty until the
