@@ -528,3 +528,88 @@ Test(msg_auth, mode_names_parse)
 	cr_expect_eq(msg_mode_parse("tls", &m), -EINVAL);
 	cr_expect_eq(msg_mode_parse("", &m), -EINVAL);
 }
+
+/* Many calls in flight on a secure connection whose client resets it
+ * right after some writes and writes some requests twice (the fault
+ * injections of msgr_config): frames queued when the socket goes are
+ * sealed again under the next connection's keys, duplicates get their
+ * own sequence numbers; every call ends, and every reply that comes
+ * carries its own request's data. */
+struct inflight {
+	atomic_int done, ok, reset;
+	atomic_int bad;
+};
+
+struct one_call {
+	struct inflight *f;
+	uint32_t seed;
+};
+
+static void one_call_done(void *arg, struct msg *reply, int err)
+{
+	struct one_call *oc = arg;
+
+	if (!err) {
+		bool good = reply->data_len == 20000;
+
+		for (uint32_t i = 0; good && i < reply->data_len; i++)
+			good = ((uint8_t *)reply->data)[i] == (uint8_t)(oc->seed + i);
+		if (!good)
+			atomic_fetch_add(&oc->f->bad, 1);
+		atomic_fetch_add(&oc->f->ok, 1);
+	} else if (err == -ECONNRESET) {
+		atomic_fetch_add(&oc->f->reset, 1);
+	} else {
+		atomic_fetch_add(&oc->f->bad, 1);
+	}
+	msg_free(reply);
+	atomic_fetch_add(&oc->f->done, 1);
+}
+
+Test(msg_auth, secure_connection_survives_resets_and_duplicate_writes)
+{
+	struct node mon = { 0 }, cl = { 0 };
+	struct msgr_config cfg = {
+		.size_of = sizeof(cfg), .me = { .type = MSG_ENTITY_CLIENT, .id = 1 },
+		.handshake_timeout_ms = 2000, .reconnect_min_ms = 5, .reconnect_max_ms = 20,
+		.inject_reset_permille = 10, .inject_dup_permille = 30,
+	};
+	enum { N = 300 };
+	static struct one_call calls[N];
+	struct inflight f = { 0 };
+	struct msg_conn *c;
+	uint8_t *data = malloc(20000);
+
+	keys_init();
+	mon_start(&mon);
+	cfg.auth = msg_auth_new("client.admin", admin_key);
+	memcpy(cfg.fsid, FSID, sizeof(FSID));
+	cl.auth = cfg.auth;
+	cr_assert_eq(msgr_create(&cfg, &node_ops, &cl, &cl.m), 0);
+	cr_assert_eq(msgr_start(cl.m), 0);
+	c = msgr_connect(cl.m, mon.addr);
+	cr_assert_not_null(c);
+	/* in waves of 30, so that replies come between the resets */
+	for (int i = 0; i < N; i++) {
+		struct msg *m = msg_new(T_ECHO, NULL);
+
+		calls[i].f = &f;
+		calls[i].seed = (uint32_t)i * 13;
+		for (uint32_t k = 0; k < 20000; k++)
+			data[k] = (uint8_t)(calls[i].seed + k);
+		cr_assert_eq(msg_set_data(m, data, 20000), 0);
+		cr_assert_eq(msg_call(c, m, 20000, one_call_done, &calls[i]), 0);
+		for (int w = 0; (i + 1) % 30 == 0 && w < 3000 && atomic_load(&f.done) <= i; w++)
+			usleep(10000);
+	}
+	cr_assert_eq(atomic_load(&f.done), N, "%d of %d calls ended", atomic_load(&f.done), N);
+	cr_expect_eq(atomic_load(&f.bad), 0, "%d calls ended wrong", atomic_load(&f.bad));
+	cr_expect_gt(atomic_load(&f.ok), N / 4, "%d calls answered, %d reset",
+		     atomic_load(&f.ok), atomic_load(&f.reset));
+	cr_expect_gt(atomic_load(&f.reset), 0, "no reset injected");
+	cr_expect_eq(msg_conn_mode(c), msg_conn_is_open(c) ? AUTH_MODE_SECURE : AUTH_MODE_CRC);
+	msg_conn_put(c);
+	free(data);
+	node_stop(&cl);
+	node_stop(&mon);
+}
