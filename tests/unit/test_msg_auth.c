@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth_config.h"
+#include "config.h"
 #include "encode.h"
 #include "msg.h"
 #include "msg_auth.h"
@@ -612,4 +614,53 @@ Test(msg_auth, secure_connection_survives_resets_and_duplicate_writes)
 	free(data);
 	node_stop(&cl);
 	node_stop(&mon);
+}
+
+/* The modes come from atoll.conf (auth_config_load): defaults, a value
+ * per key, and a clear refusal of an unknown one. */
+Test(msg_auth, wire_modes_read_from_atoll_conf)
+{
+	char dir[] = "/tmp/atoll-msgauth-XXXXXX", path[128], text[512], err[256] = "";
+	struct keyring kr = { 0 };
+	struct config *cfg = NULL;
+	struct msg_auth *a = NULL;
+
+	keys_init();
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/keyring", dir);
+	cr_assert_eq(keyring_set(&kr, "client.admin", admin_key), 0);
+	cr_assert_eq(keyring_save(path, &kr), 0);
+	keyring_free(&kr);
+
+	snprintf(text, sizeof(text), "[global]\nauth = ticket\nkeyring = %s\n", path);
+	cr_assert_eq(config_load_string(&cfg, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(auth_config_load(cfg, "client", "client.admin", NULL, &a, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_MON), AUTH_MODE_SECURE);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLIENT), AUTH_MODE_CRC);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLUSTER), AUTH_MODE_CRC);
+	msg_auth_free(a);
+	config_free(cfg);
+
+	snprintf(text, sizeof(text), "[global]\nauth = ticket\nkeyring = %s\nms_mon_mode = "
+		 "prefer-secure\nms_client_mode = secure\nms_cluster_mode = secure\n", path);
+	cr_assert_eq(config_load_string(&cfg, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(auth_config_load(cfg, "client", "client.admin", NULL, &a, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_MON), AUTH_MODE_CRC | AUTH_MODE_SECURE);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLIENT), AUTH_MODE_SECURE);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLUSTER), AUTH_MODE_SECURE);
+	msg_auth_free(a);
+	config_free(cfg);
+
+	snprintf(text, sizeof(text), "[global]\nauth = ticket\nkeyring = %s\nms_client_mode = "
+		 "tls\n", path);
+	cr_assert_eq(config_load_string(&cfg, text, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(auth_config_load(cfg, "client", "client.admin", NULL, &a, err, sizeof(err)),
+		     -EINVAL);
+	cr_expect_null(a);
+	cr_expect(strstr(err, "ms_client_mode") && strstr(err, "'tls'"), "%s", err);
+	config_free(cfg);
+	unlink(path);
+	rmdir(dir);
 }
