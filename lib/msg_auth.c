@@ -557,7 +557,7 @@ static int rx_hello_dialler(struct msg_conn *c, const struct msg_hello *h,
 			log_warn("msgr", "cannot connect to '%s': it refuses wire mode %s (%s = %s "
 				 "here); its configuration and ours must share a mode", c->addr,
 				 mode_str(ac->offered), mode_key[cls], msg_mode_name(allow));
-			return -EACCES;
+			return -ENOPROTOOPT;
 		}
 		/* secure, once offered, is always fine: crc only when this
 		 * class allows it */
@@ -566,7 +566,7 @@ static int rx_hello_dialler(struct msg_conn *c, const struct msg_hello *h,
 			log_warn("msgr", "cannot connect to '%s': it chose wire mode %s, which "
 				 "%s = %s here does not allow", c->addr, mode_str(rp.mode),
 				 mode_key[cls], msg_mode_name(allow));
-			return -EACCES;
+			return -ENOPROTOOPT;
 		}
 		ac->mode = rp.mode;
 	}

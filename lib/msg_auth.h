@@ -71,7 +71,8 @@ uint64_t msg_auth_now(const struct msg_auth *a);
  * whenever the other end allows it).  A connection with a monitor at
  * either end is of class MON; else one with a client at either end is
  * of class CLIENT; else (daemon to daemon) CLUSTER.  Defaults: MON
- * secure, CLIENT and CLUSTER crc. */
+ * secure, CLIENT and CLUSTER crc.  A dialler that shares no mode with
+ * its peer fails its attempt with -ENOPROTOOPT (ops.closed). */
 enum msg_mode_class {
 	MSG_MODE_MON = 0,
 	MSG_MODE_CLIENT = 1,

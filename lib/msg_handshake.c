@@ -191,7 +191,9 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 				r = conn_make_hello(c);
 		}
 		if (r < 0) {
-			msg_conn__fail(c, r == -ENOMEM || r == -EIO ? r : -EACCES);
+			/* -ENOPROTOOPT: no wire mode in common (msg_auth.c) */
+			msg_conn__fail(c, r == -ENOMEM || r == -EIO || r == -ENOPROTOOPT ? r
+											  : -EACCES);
 			return false;
 		}
 		msg_conn__flush(c);

@@ -72,6 +72,26 @@ else
 	echo "skipped: the file round trip (no atoll-fuse or /dev/fuse)"
 fi
 
+# ---- a client that allows only crc: refused, and told why ----
+sed -e '/^ms_client_mode/d' -e '/^ms_mon_mode/d' -e '/^client_mount_timeout/d' \
+	"$ATOLL_CONF" >"$tmp/crc.conf"
+sed -i '0,/^\[global\]/s//[global]\nms_client_mode = crc\nms_mon_mode = crc\nclient_mount_timeout = 3s/' \
+	"$tmp/crc.conf"
+grep -q "^ms_mon_mode = crc" "$tmp/crc.conf" || fail "no [global] section in atoll.conf to add to"
+# a daemon logs at most one line a second about what peers send (the
+# next says how many it left out): one refusal or tampering a second
+pause_log() { sleep 1.2; }
+pause_log
+rc=0
+ATOLL_CONF=$tmp/crc.conf timeout 30 "$atoll_bin" get default sec1 "$tmp/crc.out" \
+	>"$tmp/crc.log" 2>&1 || rc=$?
+[ $rc -ne 0 ] || fail "a crc-only client was served by secure-requiring daemons"
+grep -q "no wire mode in common" "$tmp/crc.log" ||
+	{ cat "$tmp/crc.log" >&2; fail "the crc-only client was not told why"; }
+grep -q "offers wire mode crc and ms_mon_mode = secure here" "$cdir"/log/mon.*.log ||
+	fail "the monitor did not say why it refused the crc-only client"
+ok "a client that allows only crc is refused, and both ends say why"
+
 # ---- a tampering proxy between the client and the OSDs ----
 ctl=$tmp/proxy.ctl
 : >"$ctl"
@@ -93,9 +113,6 @@ viaproxy put default marked "$tmp/marked" || fail "a put through the proxy"
 ok "a client through the proxy: nothing of its data in plaintext"
 
 tagfails() { cat "$cdir"/log/osd.*.log | grep -c "fails its authentication tag" || true; }
-# a daemon logs at most one line a second about what peers send (the
-# next says how many it left out): one tampering a second
-pause_log() { sleep 1.2; }
 
 # tamper ACTION: sets ACTION, writes B over A through the proxy; the
 # action was done, an OSD closed the connection with one warn line, and
