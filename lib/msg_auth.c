@@ -424,6 +424,7 @@ int msg_auth__hello_blob(struct msg_conn *c, struct enc *blob)
 		if (r < 0)
 			return r;
 		memcpy(rq.nonce, ac->nc, AUTH_NONCE_LEN);
+		ac->offered = rq.modes;	/* checked against the acceptor's choice */
 		strcpy(rq.entity, a->entity);
 		pthread_mutex_lock(&a->lock);
 		rq.want_id = a->client_id;	/* the same id across renewals */
@@ -450,7 +451,6 @@ int msg_auth__hello_sent(struct msg_conn *c, const void *front, size_t len)
 			return -ENOMEM;
 		memcpy(ac->dfront, front, len);
 		ac->dlen = len;
-		ac->offered = dialler_offer(c->msgr->cfg.auth, c->msgr->cfg.me.type);
 		ac->st = MA_HELLO_SENT;
 		return 0;
 	}
@@ -562,7 +562,8 @@ static int rx_hello_dialler(struct msg_conn *c, const struct msg_hello *h,
 		/* secure, once offered, is always fine: crc only when this
 		 * class allows it */
 		if ((rp.mode != AUTH_MODE_CRC && rp.mode != AUTH_MODE_SECURE) ||
-		    !(rp.mode & ac->offered) || (rp.mode == AUTH_MODE_CRC && !(allow & AUTH_MODE_CRC))) {
+		    !(rp.mode & ac->offered) ||
+		    (rp.mode == AUTH_MODE_CRC && !(allow & AUTH_MODE_CRC))) {
 			log_warn("msgr", "cannot connect to '%s': it chose wire mode %s, which "
 				 "%s = %s here does not allow", c->addr, mode_str(rp.mode),
 				 mode_key[cls], msg_mode_name(allow));
