@@ -7,7 +7,9 @@
 # (tamperproxy.py; connect_shim.so points its connections there): no
 # plaintext crosses it; a flipped byte, a replayed chunk and a dropped
 # frame each close the connection with a warn line, and what lands is
-# the old or the new value of the object, never a mixture; rewriting the
+# the old or the new value of the object, never a mixture; a flipped byte
+# in a read's reply makes the client read again and return the object
+# intact; a client that allows only crc is refused and told why; rewriting the
 # offered modes in the hello cannot downgrade the secure-requiring OSDs
 # (crc offered only: refused; any other rewrite: the proofs fail).
 set -euo pipefail
@@ -139,6 +141,16 @@ tamper flip
 ok "a flipped byte closes the connection; the object is old or new, whole"
 tamper replay
 ok "a replayed chunk closes the connection; the object is old or new, whole"
+
+# a flipped byte in a read's reply: the client drops the connection and
+# reads again; what it returns is the object, not a flipped byte
+atoll get default ledger "$tmp/ref"
+pause_log
+echo flipreply >"$ctl"
+viaproxy get default ledger "$tmp/got" || fail "flipreply: the read failed"
+grep -qx flipreply "$ctl.log" || fail "flipreply: the proxy had nothing to act on"
+cmp -s "$tmp/got" "$tmp/ref" || fail "flipreply: the read returned other bytes than the object's"
+ok "a flipped byte in a reply: the client reads again and gets the object intact"
 
 # a dropped frame: a sealed keepalive (64 bytes) of a client that stays
 # connected, then its next frame fails the OSD's check

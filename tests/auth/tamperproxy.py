@@ -10,6 +10,8 @@ once, then the file is emptied:
   flip           flip one byte in the middle of the next chunk of at least
                  32 KiB from a dialler (a payload in flight)
   replay         forward that chunk, then send it a second time
+  flipreply      flip one byte in the middle of the next chunk of at least
+                 32 KiB from a daemon (a read's reply in flight)
   drop           do not forward the next chunk of exactly 64 bytes (a
                  sealed keepalive: a whole frame) from a dialler; the
                  stream goes on after it
@@ -92,6 +94,10 @@ def pump(src, dst, ctl, from_dialler):
                     dst.sendall(data)
             if from_dialler and len(data) == 64 and take(ctl, "drop"):
                 continue
+            if not from_dialler and len(data) >= BIG and take(ctl, "flipreply"):
+                b = bytearray(data)
+                b[len(b) // 2] ^= 0x10
+                data = bytes(b)
             dst.sendall(data)
     except OSError:
         pass
