@@ -43,7 +43,9 @@
 #                     to be within 5% of 1)
 #   --set K=V         an atoll.conf option for the cluster (atoll-cluster up
 #                     --set; repeatable), e.g. --set auth=none to compare
-#                     with authentication off (issue 34: within 3%)
+#                     with authentication off (issue 34: within 3%), or
+#                     --set ms_client_mode=secure (and ms_cluster_mode) for
+#                     the secure wire mode against crc
 #   --disklimit PATH  the reference script (default bench/disklimit.sh,
 #                     or $DISKLIMIT)
 #   --out DIR         raw outputs (default scratch/cluster-bench-DATE/)

@@ -107,7 +107,7 @@ struct auth_hello_req {
 /* The acceptor's: its choice and its fresh challenge. */
 struct auth_hello_rep {
 	uint32_t method;		/* one AUTH_METHOD_* */
-	uint32_t mode;			/* one AUTH_MODE_* */
+	uint32_t mode;			/* one AUTH_MODE_*; 0: none shared (refused) */
 	uint8_t challenge[AUTH_NONCE_LEN];
 };
 void auth_hello_req_encode(const struct auth_hello_req *r, struct enc *e);

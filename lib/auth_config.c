@@ -1,7 +1,10 @@
 /*
  * auth_config.c - a program's authentication from atoll.conf: `auth`
- * (none | ticket), `keyring` (the keyring file), `auth_clock_skew`, and
- * the struct msg_auth its messenger gets (doc/security.md).  One place,
+ * (none | ticket), `keyring` (the keyring file), `auth_clock_skew`, the
+ * wire modes (`ms_mon_mode`, `ms_client_mode`, `ms_cluster_mode`: crc |
+ * secure | prefer-secure, negotiated in the authenticated handshake, so
+ * meaningless with auth = none), and the struct msg_auth its messenger
+ * gets (doc/security.md).  One place,
  * so that every daemon, tool and the client library read the same keys
  * the same way and refuse a world-readable keyring with the same words.
  */
@@ -22,6 +25,17 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	const char *mode = NULL, *path = NULL;
 	const struct keyring_entry *en;
 	struct keyring local;
+	static const char *const mode_keys[MSG_MODE_CLASSES] = {
+		[MSG_MODE_MON] = "ms_mon_mode",
+		[MSG_MODE_CLIENT] = "ms_client_mode",
+		[MSG_MODE_CLUSTER] = "ms_cluster_mode",
+	};
+	static const char *const mode_defaults[MSG_MODE_CLASSES] = {
+		[MSG_MODE_MON] = "secure",
+		[MSG_MODE_CLIENT] = "crc",
+		[MSG_MODE_CLUSTER] = "crc",
+	};
+	uint32_t modes[MSG_MODE_CLASSES];
 	int64_t skew = 30;
 	int r;
 
@@ -43,6 +57,18 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	r = config_get_int(cfg, who, "auth_clock_skew", 30, 0, 3600, &skew, err, errlen);
 	if (r < 0)
 		return r;
+	for (int i = 0; i < MSG_MODE_CLASSES; i++) {
+		const char *v = NULL;
+
+		r = config_get_str(cfg, who, mode_keys[i], mode_defaults[i], &v, err, errlen);
+		if (r < 0)
+			return r;
+		if (msg_mode_parse(v, &modes[i]) < 0) {
+			snprintf(err, errlen, "option '%s': '%s' is not one of crc, secure, "
+				 "prefer-secure", mode_keys[i], v);
+			return -EINVAL;
+		}
+	}
 	if (!kr)
 		kr = &local;
 	r = keyring_load(path, kr, err, errlen);
@@ -62,6 +88,8 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 		goto out_free;
 	}
 	msg_auth_set_skew(*out, (uint32_t)skew);
+	for (int i = 0; i < MSG_MODE_CLASSES; i++)
+		msg_auth_set_modes(*out, (enum msg_mode_class)i, modes[i]);
 	if (kr != &local)
 		return 0;
 out_free:

@@ -109,7 +109,8 @@ int auth_hello_rep_decode(struct dec *d, struct auth_hello_rep *r)
 	p = dec_raw(&b, AUTH_NONCE_LEN);
 	if (p)
 		memcpy(r->challenge, p, AUTH_NONCE_LEN);
-	if (!b.err && (!one_bit(r->method) || !one_bit(r->mode)))
+	/* mode 0: the acceptor shares no mode with the offer and closes */
+	if (!b.err && (!one_bit(r->method) || (r->mode && !one_bit(r->mode))))
 		dec_fail(&b, -EBADMSG);
 	return dec_msg_end(d, &b);
 }

@@ -828,13 +828,6 @@ void msg_conn_close(struct msg_conn *c)
 		msgr__wake(m);
 }
 
-/* Until the secure wire mode is built every connection is crc. */
-uint32_t msg_conn_mode(const struct msg_conn *c)
-{
-	(void)c;
-	return AUTH_MODE_CRC;
-}
-
 struct msg_identity msg_conn_peer(const struct msg_conn *c)
 {
 	struct msg_conn *cc = (struct msg_conn *)c;
@@ -855,6 +848,11 @@ uint64_t msg_conn_features(const struct msg_conn *c)
 	f = c->peer_features;
 	pthread_mutex_unlock(&cc->plock);
 	return f;
+}
+
+uint32_t msg_conn_mode(const struct msg_conn *c)
+{
+	return atomic_load(&((struct msg_conn *)c)->mode);
 }
 
 const char *msg_conn_addr(const struct msg_conn *c)
@@ -894,11 +892,26 @@ uint64_t msg_conn_queued(const struct msg_conn *c)
 
 /* ---- sending ---- */
 
+void msg_conn__set_tail(struct msg *m)
+{
+	uint32_t crc;
+
+	if (m->tail_set)
+		return;
+	if (m->data_crc_known && m->data_len)
+		crc = atoll__crc32c_combine(msg_payload_crc(m->front, m->front_len, NULL, 0),
+					 m->data_crc, m->data_len);
+	else
+		crc = msg_payload_crc(m->front, m->front_len, m->data, m->data_len);
+	for (unsigned int i = 0; i < 4; i++)
+		m->wire_tail[i] = (uint8_t)(crc >> (8 * i));
+	m->tail_set = true;
+}
+
 int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 {
 	struct msgr *mr = c->msgr;
 	struct msg_hdr h;
-	uint32_t crc;
 	bool wake;
 
 	if ((uint64_t)m->front_len + m->data_len > c->frame_max)
@@ -913,13 +926,13 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	h.front_len = m->front_len;
 	h.data_len = m->data_len;
 	msg_hdr_encode(m->wire_hdr, &h);
-	if (m->data_crc_known && m->data_len)
-		crc = atoll__crc32c_combine(msg_payload_crc(m->front, m->front_len, NULL, 0),
-					 m->data_crc, m->data_len);
-	else
-		crc = msg_payload_crc(m->front, m->front_len, m->data, m->data_len);
-	for (unsigned int i = 0; i < 4; i++)
-		m->wire_tail[i] = (uint8_t)(crc >> (8 * i));
+	/* In secure mode the frame is sealed as it is written (its
+	 * sequence number is its place on the wire) and has no crc; should
+	 * the connection come up again in crc mode, the loop computes it
+	 * then (msg_conn__set_tail). */
+	m->tail_set = false;
+	if (atomic_load(&c->mode) != AUTH_MODE_SECURE)
+		msg_conn__set_tail(m);
 	m->call = call;
 	m->q_next = NULL;
 	m->q_prev = NULL;

@@ -336,6 +336,7 @@ static const char *err_name(int e)
 	case -EHOSTUNREACH: return "host unreachable";
 	case -ENETUNREACH: return "network unreachable";
 	case -EAGAIN: return "no leader";
+	case -ENOPROTOOPT: return "no wire mode in common: see ms_mon_mode";
 	default: return strerror(-e);
 	}
 }

@@ -105,5 +105,6 @@ void msg_free(struct msg *m)
 	}
 	msg_release_data(m);
 	free(m->front);
+	free(m->sealed);
 	free(m);
 }

@@ -17,6 +17,11 @@
  *   front (front_len bytes), data (data_len bytes)
  *   u32 crc32c over front then data
  *
+ * In the secure wire mode (chosen in an authenticated handshake) every
+ * frame after the handshake is sealed instead: the header and the
+ * payload each encrypted with AES-256-GCM and followed by a 16-byte tag,
+ * no crc (msg_secure.h, doc/messenger.md "Secure mode").
+ *
  * A connection starts with a handshake in both directions: a MT_HELLO
  * frame carrying the cluster fsid, the sender's identity (entity type and
  * id), its feature bits and an authentication blob (empty until the
@@ -142,6 +147,12 @@ struct msg {
 					 * reset it is dropped, not resent */
 	uint8_t wire_hdr[MSG_HEADER_LEN];
 	uint8_t wire_tail[4];		/* payload crc32c, little-endian */
+	bool tail_set;			/* wire_tail computed (crc mode only) */
+	/* secure mode: the whole frame sealed for the connection it is
+	 * being written on (msg_secure.h), from its first write until it
+	 * is written or that connection's socket goes */
+	uint8_t *sealed;
+	size_t sealed_len;
 };
 
 /* A new message of type; front takes the bytes of an encoder (the
@@ -291,9 +302,6 @@ struct msg_identity msg_conn_peer(const struct msg_conn *c);
 /* The entity name the peer proved ("client.admin", "osd.3") on an
  * accepted connection with auth = ticket; "" otherwise. */
 const char *msg_conn_entity(const struct msg_conn *c);
-/* The wire mode of c: AUTH_MODE_CRC or AUTH_MODE_SECURE (auth.h).  A
- * secret (an entity's key) leaves a monitor only over a secure one. */
-uint32_t msg_conn_mode(const struct msg_conn *c);
 /* "ip:port" of the peer. */
 const char *msg_conn_addr(const struct msg_conn *c);
 bool msg_conn_is_open(const struct msg_conn *c);
@@ -303,6 +311,11 @@ void *msg_conn_priv(const struct msg_conn *c);
 struct msgr *msg_conn_msgr(const struct msg_conn *c);
 /* The peer's feature bits from its hello (0 before the handshake). */
 uint64_t msg_conn_features(const struct msg_conn *c);
+/* The wire mode the handshake chose: AUTH_MODE_SECURE (auth.h: every
+ * frame sealed, doc/messenger.md "Secure mode") or AUTH_MODE_CRC (also
+ * with auth = none, and before the connection opens).  A secret (an
+ * entity's key) leaves a monitor only over a secure one. */
+uint32_t msg_conn_mode(const struct msg_conn *c);
 /* Bytes of received messages not yet freed (flow control), and bytes
  * queued for sending but not yet written to the socket. */
 uint64_t msg_conn_inflight(const struct msg_conn *c);

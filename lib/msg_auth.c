@@ -55,6 +55,7 @@ struct msg_auth {
 	msg_auth_lookup_fn prev_lookup;
 	msg_auth_issue_fn issue;
 	void *issue_arg;
+	uint32_t modes[MSG_MODE_CLASSES];	/* AUTH_MODE_* allowed, by class */
 };
 
 /* One connection's handshake (loop thread). */
@@ -71,6 +72,8 @@ struct msg_auth_conn {
 	uint8_t key[AUTH_KEY_LEN];	/* the key both ends prove */
 	struct msg_identity declared;	/* the peer's hello */
 	uint64_t features;
+	uint32_t offered;		/* the dialler's offered modes */
+	uint32_t mode;			/* chosen; 0: none (refused) */
 };
 
 /* ---- the upper layer's object ---- */
@@ -90,7 +93,56 @@ struct msg_auth *msg_auth_new(const char *entity, const uint8_t key[AUTH_KEY_LEN
 	a->type = type;
 	memcpy(a->key, key, AUTH_KEY_LEN);
 	a->skew = 30;
+	a->modes[MSG_MODE_MON] = AUTH_MODE_SECURE;
+	a->modes[MSG_MODE_CLIENT] = AUTH_MODE_CRC;
+	a->modes[MSG_MODE_CLUSTER] = AUTH_MODE_CRC;
 	return a;
+}
+
+int msg_auth_set_modes(struct msg_auth *a, enum msg_mode_class cls, uint32_t modes)
+{
+	if ((unsigned int)cls >= MSG_MODE_CLASSES || !modes ||
+	    (modes & ~(AUTH_MODE_CRC | AUTH_MODE_SECURE)))
+		return -EINVAL;
+	pthread_mutex_lock(&a->lock);
+	a->modes[cls] = modes;
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+uint32_t msg_auth_modes(const struct msg_auth *a, enum msg_mode_class cls)
+{
+	uint32_t m;
+
+	if ((unsigned int)cls >= MSG_MODE_CLASSES)
+		return 0;
+	pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+	m = a->modes[cls];
+	pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+	return m;
+}
+
+int msg_mode_parse(const char *s, uint32_t *modes)
+{
+	if (!strcmp(s, "crc"))
+		*modes = AUTH_MODE_CRC;
+	else if (!strcmp(s, "secure"))
+		*modes = AUTH_MODE_SECURE;
+	else if (!strcmp(s, "prefer-secure"))
+		*modes = AUTH_MODE_CRC | AUTH_MODE_SECURE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *msg_mode_name(uint32_t modes)
+{
+	switch (modes) {
+	case AUTH_MODE_CRC: return "crc";
+	case AUTH_MODE_SECURE: return "secure";
+	case AUTH_MODE_CRC | AUTH_MODE_SECURE: return "prefer-secure";
+	default: return "?";
+	}
 }
 
 void msg_auth_free(struct msg_auth *a)
@@ -246,6 +298,58 @@ int msg_auth_make_grant(const struct auth_secret *secret, uint8_t service,
 
 /* ---- the handshake (loop thread) ---- */
 
+/* The class of a connection between entity types a and b. */
+static enum msg_mode_class mode_class(uint8_t a, uint8_t b)
+{
+	if (a == MSG_ENTITY_MON || b == MSG_ENTITY_MON)
+		return MSG_MODE_MON;
+	if (a == MSG_ENTITY_CLIENT || b == MSG_ENTITY_CLIENT)
+		return MSG_MODE_CLIENT;
+	return MSG_MODE_CLUSTER;
+}
+
+static const char *const mode_key[MSG_MODE_CLASSES] = {
+	"ms_mon_mode", "ms_client_mode", "ms_cluster_mode",
+};
+
+/* What a dialler of type me offers: it does not know yet what it
+ * dials, so the modes of a monitor connection and of its other class
+ * (client, or cluster for a daemon); it checks the acceptor's choice
+ * against the class it turns out to be (rx_hello_dialler). */
+static uint32_t dialler_offer(struct msg_auth *a, uint8_t me)
+{
+	uint32_t m;
+
+	pthread_mutex_lock(&a->lock);
+	m = a->modes[MSG_MODE_MON];
+	if (me != MSG_ENTITY_MON)
+		m |= a->modes[me == MSG_ENTITY_CLIENT ? MSG_MODE_CLIENT : MSG_MODE_CLUSTER];
+	pthread_mutex_unlock(&a->lock);
+	return m;
+}
+
+static const char *mode_str(uint32_t m)
+{
+	return m == AUTH_MODE_SECURE ? "secure" : m == AUTH_MODE_CRC ? "crc" : "crc or secure";
+}
+
+/* Secure mode from here on when the handshake chose it: the connection
+ * keys of both directions (doc/security.md, "The handshake"). */
+static int start_secure(struct msg_conn *c, struct msg_auth_conn *ac)
+{
+	uint8_t keys[2 * AUTH_KEY_LEN];
+	int r;
+
+	if (ac->mode != AUTH_MODE_SECURE)
+		return 0;
+	r = auth_conn_keys(ac->key, ac->nc, ac->ns, ac->transcript, keys);
+	if (!r)
+		r = c->dialled ? msg_conn__secure(c, keys, keys + AUTH_KEY_LEN)
+			       : msg_conn__secure(c, keys + AUTH_KEY_LEN, keys);
+	auth_wipe(keys, sizeof(keys));
+	return r;
+}
+
 static uint8_t service_of(uint8_t entity_type)
 {
 	switch (entity_type) {
@@ -329,19 +433,20 @@ int msg_auth__hello_blob(struct msg_conn *c, struct enc *blob)
 		return -ENOMEM;
 	if (c->dialled) {
 		struct auth_hello_req rq = { .methods = AUTH_METHOD_KEY | AUTH_METHOD_TICKET,
-					     .modes = AUTH_MODE_CRC };
+					     .modes = dialler_offer(a, c->msgr->cfg.me.type) };
 
 		r = auth_random(ac->nc, AUTH_NONCE_LEN);
 		if (r < 0)
 			return r;
 		memcpy(rq.nonce, ac->nc, AUTH_NONCE_LEN);
+		ac->offered = rq.modes;	/* checked against the acceptor's choice */
 		strcpy(rq.entity, a->entity);
 		pthread_mutex_lock(&a->lock);
 		rq.want_id = a->client_id;	/* the same id across renewals */
 		pthread_mutex_unlock(&a->lock);
 		auth_hello_req_encode(&rq, blob);
 	} else {
-		struct auth_hello_rep rp = { .method = ac->method, .mode = AUTH_MODE_CRC };
+		struct auth_hello_rep rp = { .method = ac->method, .mode = ac->mode };
 
 		memcpy(rp.challenge, ac->ns, AUTH_NONCE_LEN);
 		auth_hello_rep_encode(&rp, blob);
@@ -408,9 +513,21 @@ static int rx_hello_acceptor(struct msg_conn *c, const struct msg_hello *h,
 		refuse(c, "it offers no method this daemon accepts");
 		return -EACCES;
 	}
-	if (!(rq.modes & AUTH_MODE_CRC)) {
-		refuse(c, "it requires a wire mode this daemon does not offer");
-		return -EACCES;
+	{
+		/* the mode: from what it offers and what we allow, secure
+		 * when both can; none, and our hello says so before we
+		 * close (msg_auth__refused), so that the dialler can tell
+		 * its user why */
+		enum msg_mode_class cls = mode_class(c->msgr->cfg.me.type, h->who.type);
+		uint32_t allow = msg_auth_modes(a, cls), both = allow & rq.modes;
+
+		ac->offered = rq.modes;
+		ac->mode = both & AUTH_MODE_SECURE ? AUTH_MODE_SECURE : both & AUTH_MODE_CRC;
+		if (!ac->mode)
+			msgr__peer_warn(c, "refusing connection '%s' as '%s': it offers wire mode "
+					"%s and %s = %s here", c->addr, rq.entity,
+					mode_str(rq.modes & (AUTH_MODE_CRC | AUTH_MODE_SECURE)),
+					mode_key[cls], msg_mode_name(allow));
 	}
 	ac->method = key_ok ? AUTH_METHOD_KEY : AUTH_METHOD_TICKET;
 	r = auth_random(ac->ns, AUTH_NONCE_LEN);
@@ -446,6 +563,28 @@ static int rx_hello_dialler(struct msg_conn *c, const struct msg_hello *h,
 		refuse(c, h->auth_len ? "a malformed auth section in its hello"
 				      : "the peer does not authenticate (auth = none on its side?)");
 		return -EACCES;
+	}
+	{
+		enum msg_mode_class cls = mode_class(c->msgr->cfg.me.type, h->who.type);
+		uint32_t allow = msg_auth_modes(a, cls);
+
+		if (!rp.mode) {
+			log_warn("msgr", "cannot connect to '%s': it refuses wire mode %s (%s = %s "
+				 "here); its configuration and ours must share a mode", c->addr,
+				 mode_str(ac->offered), mode_key[cls], msg_mode_name(allow));
+			return -ENOPROTOOPT;
+		}
+		/* secure, once offered, is always fine: crc only when this
+		 * class allows it */
+		if ((rp.mode != AUTH_MODE_CRC && rp.mode != AUTH_MODE_SECURE) ||
+		    !(rp.mode & ac->offered) ||
+		    (rp.mode == AUTH_MODE_CRC && !(allow & AUTH_MODE_CRC))) {
+			log_warn("msgr", "cannot connect to '%s': it chose wire mode %s, which "
+				 "%s = %s here does not allow", c->addr, mode_str(rp.mode),
+				 mode_key[cls], msg_mode_name(allow));
+			return -ENOPROTOOPT;
+		}
+		ac->mode = rp.mode;
 	}
 	memcpy(ac->ns, rp.challenge, AUTH_NONCE_LEN);
 	ac->method = rp.method;
@@ -522,6 +661,11 @@ int msg_auth__rx_hello(struct msg_conn *c, const struct msg_hello *h,
 bool msg_auth__hello_done(const struct msg_conn *c)
 {
 	return c->auth && c->auth->st != MA_START;
+}
+
+bool msg_auth__refused(const struct msg_conn *c)
+{
+	return !c->dialled && c->auth && !c->auth->mode;
 }
 
 /* The identity the dialler proved (acceptor side). */
@@ -693,8 +837,14 @@ out:
 		msg_conn__fail(c, r);
 		return false;
 	}
-	log_debug("msgr", "'%s' authenticated as '%s'", c->addr, ac->entity);
+	log_debug("msgr", "'%s' authenticated as '%s' (wire mode %s)", c->addr, ac->entity,
+		  mode_str(ac->mode));
 	snprintf(c->peer_entity, sizeof(c->peer_entity), "%s", ac->entity);
+	r = start_secure(c, ac);
+	if (r < 0) {
+		msg_conn__fail(c, r);
+		return false;
+	}
 	{
 		uint64_t features = ac->features;
 
@@ -757,6 +907,8 @@ static bool rx_done(struct msg_conn *c, struct msg *m)
 			goto out;
 	}
 out:
+	if (!r)
+		r = start_secure(c, ac);
 	auth_wipe(plain, plen);
 	free(plain);
 	msg_free(m);

@@ -69,6 +69,28 @@ void msg_auth_set_skew(struct msg_auth *a, uint32_t skew);
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset);
 uint64_t msg_auth_now(const struct msg_auth *a);
 
+/* Wire modes (doc/messenger.md, "Secure mode").  Each class of
+ * connection has a policy: the AUTH_MODE_* it allows, AUTH_MODE_CRC
+ * ("crc"), AUTH_MODE_SECURE ("secure") or both ("prefer-secure": secure
+ * whenever the other end allows it).  A connection with a monitor at
+ * either end is of class MON; else one with a client at either end is
+ * of class CLIENT; else (daemon to daemon) CLUSTER.  Defaults: MON
+ * secure, CLIENT and CLUSTER crc.  A dialler that shares no mode with
+ * its peer fails its attempt with -ENOPROTOOPT (ops.closed). */
+enum msg_mode_class {
+	MSG_MODE_MON = 0,
+	MSG_MODE_CLIENT = 1,
+	MSG_MODE_CLUSTER = 2,
+	MSG_MODE_CLASSES = 3,
+};
+/* -EINVAL unless modes is AUTH_MODE_CRC, AUTH_MODE_SECURE or both. */
+int msg_auth_set_modes(struct msg_auth *a, enum msg_mode_class cls, uint32_t modes);
+uint32_t msg_auth_modes(const struct msg_auth *a, enum msg_mode_class cls);
+/* "crc", "secure", "prefer-secure" -> a policy; -EINVAL for anything else. */
+int msg_mode_parse(const char *s, uint32_t *modes);
+/* The policy's name ("crc", "secure", "prefer-secure"; "?" otherwise). */
+const char *msg_mode_name(uint32_t modes);
+
 /* For issuers: a fresh session key and a ticket for entity sealed with
  * secret, as grant g (g->ticket malloc'ed). */
 int msg_auth_make_grant(const struct auth_secret *secret, uint8_t service,

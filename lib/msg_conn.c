@@ -31,6 +31,7 @@
 #include "atoll_assert.h"
 #include "log.h"
 #include "mono.h"
+#include "msg_secure.h"
 #include "msgr_int.h"
 
 #define IOV_BATCH	128	/* iovecs per sendmsg: 32 small frames */
@@ -59,6 +60,7 @@ struct msg_conn *msg_conn__alloc(struct msgr *m, bool dialled)
 	atomic_init(&c->rx_paused, false);
 	atomic_init(&c->queued, 0);
 	atomic_init(&c->calls_out, 0);
+	atomic_init(&c->mode, AUTH_MODE_CRC);
 	c->dialled = dialled;
 	c->frame_max = m->cfg.frame_max;
 	c->inflight_max = m->cfg.inflight_max;
@@ -91,6 +93,8 @@ static void conn_free(struct msg_conn *c)
 		     "connection '%s' freed while still in use", c->addr);
 	free(c->rbuf);
 	free(c->hs_buf);
+	msg_secure_free(c->tx_sec);
+	msg_secure_free(c->rx_sec);
 	msg_auth__conn_free(c);
 	msg_budget__put(c->budget);
 	pthread_mutex_destroy(&c->plock);
@@ -258,7 +262,10 @@ static void call_abort(struct msgr_call *call, int err)
 	if (m) {
 		m->call = NULL;
 		call->msg = NULL;
-		if (m != c->sq_head || c->wr_off == 0)
+		/* a sealed frame has its sequence number: it goes out (as a
+		 * request whose reply nobody waits for), or the next frames
+		 * would fail the peer's check */
+		if ((m != c->sq_head || c->wr_off == 0) && !m->sealed)
 			sq_drop(c, m);
 	}
 	atomic_fetch_sub(&c->calls_out, 1);
@@ -428,6 +435,16 @@ static void conn_drop_socket(struct msg_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);	/* also leaves the epoll set */
 	c->fd = -1;
+	/* the keys were this socket's: what is left goes again, sealed
+	 * anew (or with a crc) on the next connection */
+	for (struct msg *m = c->sq_head; m; m = m->q_next) {
+		free(m->sealed);
+		m->sealed = NULL;
+		m->sealed_len = 0;
+	}
+	msg_secure_free(c->tx_sec);
+	c->tx_sec = NULL;
+	atomic_store(&c->mode, AUTH_MODE_CRC);
 	pthread_mutex_unlock(&c->wlock);
 	c->ev_mask = 0;
 	c->wr_blocked = false;
@@ -583,6 +600,7 @@ static void conn_inject_dup(struct msg_conn *c, const struct msg *m)
 		goto fail;
 	memcpy(d->wire_hdr, m->wire_hdr, sizeof(d->wire_hdr));
 	memcpy(d->wire_tail, m->wire_tail, sizeof(d->wire_tail));
+	d->tail_set = m->tail_set;	/* sealed afresh when written (secure mode) */
 	sq_append(c, d);
 	atomic_fetch_add(&c->queued, msg_conn__frame_len(d));
 	return;
@@ -621,7 +639,7 @@ static void conn_consume(struct msg_conn *c, size_t w)
 	}
 	while (w) {
 		struct msg *m = c->sq_head;
-		size_t left = msg_conn__frame_len(m) - c->wr_off;
+		size_t left = msg_conn__wire_len(m) - c->wr_off;
 
 		if (w < left) {
 			c->wr_off += w;
@@ -632,6 +650,61 @@ static void conn_consume(struct msg_conn *c, size_t w)
 		sq_unlink(c, m);
 		conn_sent(c, m);
 	}
+}
+
+/* Seals m for c's socket (secure mode, wlock held), once: it takes the
+ * next sequence number, so m must be written before any frame sealed
+ * after it, and whole. */
+static int conn_seal(struct msg_conn *c, struct msg *m)
+{
+	struct msg_hdr h = { .type = m->type, .flags = m->flags, .tid = m->tid,
+			     .front_len = m->front_len, .data_len = m->data_len };
+	size_t len = msg_secure_frame_len(m->front_len, m->data_len);
+	uint8_t *buf;
+	int r;
+
+	if (m->sealed)
+		return 0;
+	buf = malloc(len);
+	if (!buf) {
+		log_error("msgr", "connection '%s' fails: cannot allocate %zu bytes to seal a "
+			  "frame", c->addr, len);
+		return -ENOMEM;
+	}
+	r = msg_secure_seal(c->tx_sec, &h, m->front, m->data, buf);
+	if (r < 0) {
+		free(buf);
+		log_error("msgr", "connection '%s' fails: cannot seal a frame", c->addr);
+		return r;
+	}
+	m->sealed = buf;
+	m->sealed_len = len;
+	return 0;
+}
+
+/* The iovecs of m's frame as c writes it (wlock held): one sealed
+ * buffer in secure mode; else its header, front, data and crc, pointing
+ * at the message's own buffers. */
+static int frame_iov(struct msg_conn *c, struct msg *m, struct iovec *iov, int *n,
+		     size_t *skip, size_t *total)
+{
+	int r;
+
+	if (c->tx_sec) {
+		r = conn_seal(c, m);
+		if (r < 0)
+			return r;
+		*n = add_iov(iov, *n, m->sealed, m->sealed_len, skip, total);
+		return 0;
+	}
+	msg_conn__set_tail(m);
+	*n = add_iov(iov, *n, m->wire_hdr, MSG_HEADER_LEN, skip, total);
+	if (m->front_len)
+		*n = add_iov(iov, *n, m->front, m->front_len, skip, total);
+	if (m->data_len)
+		*n = add_iov(iov, *n, m->data, m->data_len, skip, total);
+	*n = add_iov(iov, *n, m->wire_tail, MSG_TRAILER_LEN, skip, total);
+	return 0;
 }
 
 /* Writes what sq holds (wlock held); a negative errno when c failed. */
@@ -655,12 +728,10 @@ static int conn_flush_locked(struct msg_conn *c)
 		if (c->state == CS_OPEN) {
 			skip = c->wr_off;
 			for (m = c->sq_head; m && n + 4 <= IOV_BATCH; m = m->q_next) {
-				n = add_iov(iov, n, m->wire_hdr, MSG_HEADER_LEN, &skip, &total);
-				if (m->front_len)
-					n = add_iov(iov, n, m->front, m->front_len, &skip, &total);
-				if (m->data_len)
-					n = add_iov(iov, n, m->data, m->data_len, &skip, &total);
-				n = add_iov(iov, n, m->wire_tail, MSG_TRAILER_LEN, &skip, &total);
+				int r = frame_iov(c, m, iov, &n, &skip, &total);
+
+				if (r < 0)
+					return r;
 			}
 		}
 		if (!n)
@@ -719,20 +790,18 @@ static void direct_write(struct msg_conn *c, struct msg *m)
 	struct iovec iov[4];
 	struct msghdr mh = { .msg_iov = iov };
 	size_t total = 0, skip = 0, len = msg_conn__frame_len(m);
-	ssize_t w;
+	ssize_t w = -1;
 	int n = 0;
 
-	n = add_iov(iov, n, m->wire_hdr, MSG_HEADER_LEN, &skip, &total);
-	if (m->front_len)
-		n = add_iov(iov, n, m->front, m->front_len, &skip, &total);
-	if (m->data_len)
-		n = add_iov(iov, n, m->data, m->data_len, &skip, &total);
-	n = add_iov(iov, n, m->wire_tail, MSG_TRAILER_LEN, &skip, &total);
-	mh.msg_iovlen = (size_t)n;
-	do
-		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (w < 0 && errno == EINTR);
-	if ((size_t)w == len) {
+	/* a frame that cannot be sealed is left to the loop, which meets
+	 * the same failure and fails c */
+	if (frame_iov(c, m, iov, &n, &skip, &total) == 0) {
+		mh.msg_iovlen = (size_t)n;
+		do
+			w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (w < 0 && errno == EINTR);
+	}
+	if (w >= 0 && (size_t)w == total) {
 		pthread_mutex_unlock(&c->wlock);
 		msg_free(m);
 		return;
@@ -832,6 +901,29 @@ void msg_conn__take_direct(struct msgr *mr)
 		call->dnext = NULL;
 		call_register(call->conn, call);
 	}
+}
+
+/* ---- secure mode ---- */
+
+int msg_conn__secure(struct msg_conn *c, const uint8_t tx[AUTH_KEY_LEN],
+		     const uint8_t rx[AUTH_KEY_LEN])
+{
+	struct msg_secure *t = msg_secure_new(tx, true), *r = msg_secure_new(rx, false);
+
+	if (!t || !r) {
+		msg_secure_free(t);
+		msg_secure_free(r);
+		return -ENOMEM;
+	}
+	/* not open yet: nothing of sq has been written or sealed */
+	pthread_mutex_lock(&c->wlock);
+	msg_secure_free(c->tx_sec);
+	c->tx_sec = t;
+	pthread_mutex_unlock(&c->wlock);
+	msg_secure_free(c->rx_sec);
+	c->rx_sec = r;
+	atomic_store(&c->mode, AUTH_MODE_SECURE);
+	return 0;
 }
 
 /* ---- keepalive ---- */

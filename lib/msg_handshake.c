@@ -191,10 +191,16 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 				r = conn_make_hello(c);
 		}
 		if (r < 0) {
-			msg_conn__fail(c, r == -ENOMEM || r == -EIO ? r : -EACCES);
+			/* -ENOPROTOOPT: no wire mode in common (msg_auth.c) */
+			msg_conn__fail(c, r == -ENOMEM || r == -EIO || r == -ENOPROTOOPT ? r
+											  : -EACCES);
 			return false;
 		}
 		msg_conn__flush(c);
+		if (c->state == CS_HANDSHAKE && msg_auth__refused(c)) {
+			msg_conn__fail(c, -EACCES);	/* after our hello said why */
+			return false;
+		}
 		return c->state == CS_HANDSHAKE && !atomic_load(&c->dead);
 	}
 	pthread_mutex_lock(&c->plock);

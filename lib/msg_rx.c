@@ -39,6 +39,7 @@
 #include "crc32c.h"
 #include "log.h"
 #include "mono.h"
+#include "msg_secure.h"
 #include "msgr_int.h"
 
 #define RX_READS_MAX	16	/* reads per readable event, for fairness */
@@ -208,7 +209,9 @@ static size_t rx_fill(struct msg_conn *c, const uint8_t *src, size_t k, enum rx_
 			memcpy(dst, src, n);
 			src += n;
 		}
-		if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
+		if (c->rx_sec)	/* opened in place; a failure here fails the tag */
+			(void)msg_secure_body_update(c->rx_sec, dst, n);
+		else if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
 			c->rx_dcrc = atoll__crc32c(c->rx_dcrc, dst, n);
 		else
 			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
@@ -228,9 +231,15 @@ static bool conn_rx_header(struct msg_conn *c)
 	struct msg *m;
 	int r;
 
-	r = msg_hdr_decode(c->rbuf + c->rpos, limit, &h);
+	/* secure mode: opened again, from rbuf, if c pauses at this header */
+	r = c->rx_sec ? msg_secure_open_hdr(c->rx_sec, c->rbuf + c->rpos, limit, &h)
+		      : msg_hdr_decode(c->rbuf + c->rpos, limit, &h);
 	if (r < 0) {
-		if (r == -EMSGSIZE)
+		if (r == -EACCES || r == -EIO)
+			msgr__peer_warn(c, "closing connection '%s': a frame header fails its "
+					"authentication tag (secure mode: tampered, replayed, "
+					"reordered or dropped frames)", c->addr);
+		else if (r == -EMSGSIZE)
 			msgr__peer_warn(c, "closing connection '%s': a frame of %llu bytes is over "
 					"the limit of %u", c->addr,
 					(unsigned long long)h.front_len + h.data_len, limit);
@@ -294,9 +303,14 @@ static bool conn_rx_header(struct msg_conn *c)
 	c->rx_dcrc = 0;
 	/* Big data gets a crc of its own, combined with the front's for the
 	 * check, so that whoever forwards it need not compute it again. */
-	c->rx_split = h.data_len >= MSG_CRC_SPLIT_MIN;
+	c->rx_split = !c->rx_sec && h.data_len >= MSG_CRC_SPLIT_MIN;
 	c->rx_start_ns = mono_now_ns();
-	c->rpos += MSG_HEADER_LEN;
+	c->rpos += c->rx_sec ? MSG_SECURE_HDR_LEN : MSG_HEADER_LEN;
+	if (c->rx_sec && msg_secure_body_begin(c->rx_sec) < 0) {
+		log_error("msgr", "closing connection '%s': the crypto library failed", c->addr);
+		msg_conn__fail(c, -EIO);
+		return false;
+	}
 	c->rx_stage = h.front_len || h.data_len ? RX_BODY : RX_TAIL;
 	return true;
 }
@@ -340,7 +354,7 @@ static bool conn_parse(struct msg_conn *c)
 
 		switch (c->rx_stage) {
 		case RX_HDR:
-			if (avail < MSG_HEADER_LEN)
+			if (avail < (c->rx_sec ? MSG_SECURE_HDR_LEN : MSG_HEADER_LEN))
 				return true;
 			if (!conn_rx_header(c))
 				return false;
@@ -359,6 +373,25 @@ static bool conn_parse(struct msg_conn *c)
 			}
 			break;
 		case RX_TAIL:
+			if (c->rx_sec) {
+				if (avail < MSG_SECURE_TAG_LEN)
+					return true;
+				if (msg_secure_body_end(c->rx_sec, c->rbuf + c->rpos) < 0) {
+					msgr__peer_warn(c, "closing connection '%s': a frame fails its "
+							"authentication tag (secure mode: tampered, "
+							"replayed, reordered or dropped frames; message "
+							"type %u, %u + %u bytes)", c->addr,
+							c->rx_hdr.type, c->rx_hdr.front_len,
+							c->rx_hdr.data_len);
+					msg_conn__fail(c, -EBADMSG);
+					return false;
+				}
+				c->rpos += MSG_SECURE_TAG_LEN;
+				c->rx_stage = RX_HDR;
+				if (!conn_rx_deliver(c))
+					return false;
+				break;
+			}
 			if (avail < MSG_TRAILER_LEN)
 				return true;
 			p = c->rbuf + c->rpos;
@@ -466,6 +499,8 @@ void msg_conn__rx_reset(struct msg_conn *c)
 	c->rx_broken = false;
 	msg_free(c->rx_msg);	/* its budget goes back */
 	c->rx_msg = NULL;
+	msg_secure_free(c->rx_sec);	/* the keys were that socket's */
+	c->rx_sec = NULL;
 	c->rx_stage = RX_HDR;
 	c->rpos = c->rlen = 0;
 	atomic_store(&c->rx_paused, false);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "auth.h"
 #include "msg.h"
 #include "msg_frame.h"
 #include "msg_idtab.h"
@@ -237,6 +238,9 @@ struct msg_conn {
 	 * the loop).  Taken before msgr->lock, never while calling out. */
 	pthread_mutex_t wlock;
 	bool tx_idle;			/* [wlock] open, nothing waits to be written */
+	/* [wlock] secure mode: seals every frame written (msg_secure.h);
+	 * NULL in crc mode and while the connection is not open */
+	struct msg_secure *tx_sec;
 	struct msg *tx_part;		/* [wlock] written in part by a direct sender */
 	size_t tx_part_off;
 
@@ -296,6 +300,9 @@ struct msg_conn {
 	const struct msg_rxbuf_ops *rx_lease;
 	void *rx_lease_arg;
 	bool rx_broken;			/* a revoke ran out of memory: fail c */
+	/* secure mode: opens every frame received (NULL: crc mode) */
+	struct msg_secure *rx_sec;
+	atomic_uint mode;		/* AUTH_MODE_* of the open connection */
 };
 
 struct msgr {
@@ -396,11 +403,23 @@ int msg_conn__attach_fd(struct msg_conn *c, int fd);
 struct msgr_call *msg_conn__call_find(struct msgr *mr, uint64_t tid);
 /* A reply m arrived on c: it ends its call (or is dropped). */
 void msg_conn__got_reply(struct msg_conn *c, struct msg *m);
-/* The bytes of m on the wire: header, front, data, trailer. */
+/* The bytes of m in crc mode: header, front, data, trailer. */
 static inline size_t msg_conn__frame_len(const struct msg *m)
 {
 	return MSG_HEADER_LEN + (size_t)m->front_len + m->data_len + MSG_TRAILER_LEN;
 }
+/* The bytes of m as it is written: sealed, or in crc mode. */
+static inline size_t msg_conn__wire_len(const struct msg *m)
+{
+	return m->sealed ? m->sealed_len : msg_conn__frame_len(m);
+}
+/* The payload crc of m into wire_tail, once (crc mode). */
+void msg_conn__set_tail(struct msg *m);
+/* Secure mode is on for c's next handshake-free frames: tx and rx are
+ * the two directions' connection keys (loop thread, before
+ * msg_conn__open).  -ENOMEM/-EIO. */
+int msg_conn__secure(struct msg_conn *c, const uint8_t tx[AUTH_KEY_LEN],
+		     const uint8_t rx[AUTH_KEY_LEN]);
 
 /* msg_handshake.c */
 /* A listener accepted fd: a new connection waits for the peer's hello. */
@@ -432,6 +451,9 @@ int msg_auth__rx_hello(struct msg_conn *c, const struct msg_hello *h,
 		       const void *front, size_t len);
 /* True once an acceptor has had the dialler's hello. */
 bool msg_auth__hello_done(const struct msg_conn *c);
+/* An acceptor that found no wire mode to share: its hello says so (mode
+ * 0), then it closes. */
+bool msg_auth__refused(const struct msg_conn *c);
 /* A MSG_T_AUTH frame (m is ours to free): opens c, or fails it. */
 bool msg_conn__rx_auth(struct msg_conn *c, struct msg *m);
 void msg_auth__conn_free(struct msg_conn *c);

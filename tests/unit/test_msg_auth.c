@@ -6,7 +6,10 @@
  * with that ticket; peers see the proved identity.  Refused: a wrong key,
  * a peer without authentication, a hello that declares another identity
  * than the key proves, a ticket sealed with a secret the OSD does not
- * hold; the refusing side keeps serving.
+ * hold; the refusing side keeps serving.  Wire modes: monitor
+ * connections are secure by default, others follow ms_client_mode;
+ * secure connections carry big data both ways; a daemon that requires
+ * secure refuses a dialler that offers only crc.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -19,6 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth_config.h"
+#include "config.h"
 #include "encode.h"
 #include "msg.h"
 #include "msg_auth.h"
@@ -36,6 +41,7 @@ struct node {
 	atomic_int connected;
 	atomic_int peer_type;
 	atomic_ullong peer_id;
+	atomic_uint mode;	/* msg_conn_mode of the last connection */
 };
 
 static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
@@ -48,6 +54,10 @@ static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 	enc_raw(&e, m->front, m->front_len);
 	r = msg_new(T_ECHO, &e);
 	enc_free(&e);
+	if (r && m->data_len && msg_set_data(r, m->data, m->data_len) < 0) {
+		msg_free(r);
+		r = NULL;
+	}
 	if (r)
 		msg_reply(c, m, r);
 	msg_free(m);
@@ -60,6 +70,7 @@ static void node_connected(void *arg, struct msg_conn *c)
 
 	atomic_store(&n->peer_type, who.type);
 	atomic_store(&n->peer_id, who.id);
+	atomic_store(&n->mode, msg_conn_mode(c));
 	atomic_fetch_add(&n->connected, 1);
 }
 
@@ -372,4 +383,284 @@ Test(msg_auth, monitor_session_renews_its_tickets_before_they_expire)
 	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&mon);
+}
+
+/* ---- wire modes ---- */
+
+/* An echo of data_len bytes on a connection of n to addr; 0 or the
+ * call's error, the connection's mode in *mode. */
+static int echo_data(struct node *n, const char *addr, uint32_t data_len, uint32_t *mode)
+{
+	struct msg_conn *c = msgr_connect(n->m, addr);
+	uint8_t *data = malloc(data_len);
+	struct msg *req, *rep = NULL;
+	struct enc e;
+	int r;
+
+	cr_assert_not_null(c);
+	cr_assert_not_null(data);
+	for (uint32_t i = 0; i < data_len; i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	enc_init(&e);
+	enc_u32(&e, 42);
+	req = msg_new(T_ECHO, &e);
+	enc_free(&e);
+	cr_assert_eq(msg_set_data(req, data, data_len), 0);
+	r = msg_call_wait(c, req, 10000, &rep);
+	if (!r) {
+		cr_expect_eq(rep->data_len, data_len);
+		cr_expect(rep->data_len == data_len && !memcmp(rep->data, data, data_len),
+			  "echoed data differ");
+	}
+	*mode = msg_conn_mode(c);
+	msg_free(rep);
+	msg_conn_put(c);
+	free(data);
+	return r;
+}
+
+Test(msg_auth, monitor_connections_are_secure_by_default)
+{
+	struct node mon = { 0 }, cl = { 0 };
+	uint32_t mode = 0;
+
+	keys_init();
+	mon_start(&mon);
+	node_start(&cl, MSG_ENTITY_CLIENT, 1, msg_auth_new("client.admin", admin_key), false);
+	cr_assert_eq(echo_data(&cl, mon.addr, 100000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+	cr_expect_eq(atomic_load(&mon.mode), AUTH_MODE_SECURE);
+	node_stop(&cl);
+	node_stop(&mon);
+}
+
+/* A monitor, an OSD with ms_client_mode osd_modes, and a client with
+ * cl_modes that has its ticket: the mode of an echo of data_len. */
+static int osd_echo(uint32_t osd_modes, uint32_t cl_modes, uint32_t data_len, uint32_t *mode)
+{
+	struct node mon = { 0 }, osd = { 0 }, cl = { 0 };
+	struct msg_auth *oa, *ca;
+	uint32_t mm;
+	int r;
+
+	keys_init();
+	mon_start(&mon);
+	oa = msg_auth_new("osd.1", osd1_key);
+	cr_assert_eq(msg_auth_set_modes(oa, MSG_MODE_CLIENT, osd_modes), 0);
+	node_start(&osd, MSG_ENTITY_OSD, 1, oa, true);
+	cr_assert_eq(echo(&osd, mon.addr), 0);		/* its secrets */
+	ca = msg_auth_new("client.admin", admin_key);
+	cr_assert_eq(msg_auth_set_modes(ca, MSG_MODE_CLIENT, cl_modes), 0);
+	node_start(&cl, MSG_ENTITY_CLIENT, 1, ca, false);
+	cr_assert_eq(echo_data(&cl, mon.addr, 10, &mm), 0);	/* its ticket */
+	*mode = 0;
+	r = echo_data(&cl, osd.addr, data_len, mode);
+	if (!r)
+		cr_expect_eq(atomic_load(&osd.mode), *mode);
+	node_stop(&cl);
+	node_stop(&osd);
+	node_stop(&mon);
+	return r;
+}
+
+Test(msg_auth, osd_connections_follow_ms_client_mode)
+{
+	uint32_t mode;
+
+	cr_assert_eq(osd_echo(AUTH_MODE_CRC, AUTH_MODE_CRC, 1000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_CRC);
+	/* a client that prefers secure and an OSD that allows only crc */
+	cr_assert_eq(osd_echo(AUTH_MODE_CRC, AUTH_MODE_CRC | AUTH_MODE_SECURE, 1000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_CRC);
+	/* an OSD that prefers secure: the client offers it (for monitors) */
+	cr_assert_eq(osd_echo(AUTH_MODE_CRC | AUTH_MODE_SECURE, AUTH_MODE_CRC, 1000, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+}
+
+Test(msg_auth, secure_connection_carries_4mib_both_ways)
+{
+	uint32_t mode;
+
+	cr_assert_eq(osd_echo(AUTH_MODE_SECURE, AUTH_MODE_SECURE, 4u << 20, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+}
+
+Test(msg_auth, secure_requiring_osd_gets_secure_and_crc_only_osd_refuses_secure_client)
+{
+	uint32_t mode;
+
+	/* the client offers secure too (for monitors) and takes it */
+	cr_assert_eq(osd_echo(AUTH_MODE_SECURE, AUTH_MODE_CRC, 10, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+	/* a crc-only OSD and a client that requires secure share nothing */
+	cr_assert_neq(osd_echo(AUTH_MODE_CRC, AUTH_MODE_SECURE, 10, &mode), 0);
+}
+
+Test(msg_auth, secure_monitor_refuses_a_crc_only_dialler_and_keeps_serving)
+{
+	struct node mon = { 0 }, crc = { 0 }, good = { 0 };
+	struct msg_auth *a = msg_auth_new("client.admin", admin_key);
+	uint32_t mode;
+
+	keys_init();
+	mon_start(&mon);
+	cr_assert_eq(msg_auth_set_modes(a, MSG_MODE_MON, AUTH_MODE_CRC), 0);
+	node_start(&crc, MSG_ENTITY_CLIENT, 1, a, false);
+	cr_assert_neq(echo(&crc, mon.addr), 0);
+	cr_assert_eq(atomic_load(&mon.connected), 0);
+	node_start(&good, MSG_ENTITY_CLIENT, 1, msg_auth_new("client.admin", admin_key), false);
+	cr_assert_eq(echo_data(&good, mon.addr, 10, &mode), 0);
+	cr_expect_eq(mode, AUTH_MODE_SECURE);
+	node_stop(&crc);
+	node_stop(&good);
+	node_stop(&mon);
+}
+
+Test(msg_auth, mode_names_parse)
+{
+	uint32_t m;
+
+	cr_expect_eq(msg_mode_parse("crc", &m), 0);
+	cr_expect_eq(m, AUTH_MODE_CRC);
+	cr_expect_eq(msg_mode_parse("secure", &m), 0);
+	cr_expect_eq(m, AUTH_MODE_SECURE);
+	cr_expect_eq(msg_mode_parse("prefer-secure", &m), 0);
+	cr_expect_eq(m, AUTH_MODE_CRC | AUTH_MODE_SECURE);
+	cr_expect_str_eq(msg_mode_name(m), "prefer-secure");
+	cr_expect_eq(msg_mode_parse("tls", &m), -EINVAL);
+	cr_expect_eq(msg_mode_parse("", &m), -EINVAL);
+}
+
+/* Many calls in flight on a secure connection whose client resets it
+ * right after some writes and writes some requests twice (the fault
+ * injections of msgr_config): frames queued when the socket goes are
+ * sealed again under the next connection's keys, duplicates get their
+ * own sequence numbers; every call ends, and every reply that comes
+ * carries its own request's data. */
+struct inflight {
+	atomic_int done, ok, reset;
+	atomic_int bad;
+};
+
+struct one_call {
+	struct inflight *f;
+	uint32_t seed;
+};
+
+static void one_call_done(void *arg, struct msg *reply, int err)
+{
+	struct one_call *oc = arg;
+
+	if (!err) {
+		bool good = reply->data_len == 20000;
+
+		for (uint32_t i = 0; good && i < reply->data_len; i++)
+			good = ((uint8_t *)reply->data)[i] == (uint8_t)(oc->seed + i);
+		if (!good)
+			atomic_fetch_add(&oc->f->bad, 1);
+		atomic_fetch_add(&oc->f->ok, 1);
+	} else if (err == -ECONNRESET) {
+		atomic_fetch_add(&oc->f->reset, 1);
+	} else {
+		atomic_fetch_add(&oc->f->bad, 1);
+	}
+	msg_free(reply);
+	atomic_fetch_add(&oc->f->done, 1);
+}
+
+Test(msg_auth, secure_connection_survives_resets_and_duplicate_writes)
+{
+	struct node mon = { 0 }, cl = { 0 };
+	struct msgr_config cfg = {
+		.size_of = sizeof(cfg), .me = { .type = MSG_ENTITY_CLIENT, .id = 1 },
+		.handshake_timeout_ms = 2000, .reconnect_min_ms = 5, .reconnect_max_ms = 20,
+		.inject_reset_permille = 10, .inject_dup_permille = 30,
+	};
+	enum { N = 300 };
+	static struct one_call calls[N];
+	struct inflight f = { 0 };
+	struct msg_conn *c;
+	uint8_t *data = malloc(20000);
+
+	keys_init();
+	mon_start(&mon);
+	cfg.auth = msg_auth_new("client.admin", admin_key);
+	memcpy(cfg.fsid, FSID, sizeof(FSID));
+	cl.auth = cfg.auth;
+	cr_assert_eq(msgr_create(&cfg, &node_ops, &cl, &cl.m), 0);
+	cr_assert_eq(msgr_start(cl.m), 0);
+	c = msgr_connect(cl.m, mon.addr);
+	cr_assert_not_null(c);
+	/* in waves of 30, so that replies come between the resets */
+	for (int i = 0; i < N; i++) {
+		struct msg *m = msg_new(T_ECHO, NULL);
+
+		calls[i].f = &f;
+		calls[i].seed = (uint32_t)i * 13;
+		for (uint32_t k = 0; k < 20000; k++)
+			data[k] = (uint8_t)(calls[i].seed + k);
+		cr_assert_eq(msg_set_data(m, data, 20000), 0);
+		cr_assert_eq(msg_call(c, m, 20000, one_call_done, &calls[i]), 0);
+		for (int w = 0; (i + 1) % 30 == 0 && w < 3000 && atomic_load(&f.done) <= i; w++)
+			usleep(10000);
+	}
+	cr_assert_eq(atomic_load(&f.done), N, "%d of %d calls ended", atomic_load(&f.done), N);
+	cr_expect_eq(atomic_load(&f.bad), 0, "%d calls ended wrong", atomic_load(&f.bad));
+	cr_expect_gt(atomic_load(&f.ok), N / 4, "%d calls answered, %d reset",
+		     atomic_load(&f.ok), atomic_load(&f.reset));
+	cr_expect_gt(atomic_load(&f.reset), 0, "no reset injected");
+	cr_expect_eq(msg_conn_mode(c), msg_conn_is_open(c) ? AUTH_MODE_SECURE : AUTH_MODE_CRC);
+	msg_conn_put(c);
+	free(data);
+	node_stop(&cl);
+	node_stop(&mon);
+}
+
+/* The modes come from atoll.conf (auth_config_load): defaults, a value
+ * per key, and a clear refusal of an unknown one. */
+Test(msg_auth, wire_modes_read_from_atoll_conf)
+{
+	char dir[] = "/tmp/atoll-msgauth-XXXXXX", path[128], text[512], err[256] = "";
+	struct keyring kr = { 0 };
+	struct config *cfg = NULL;
+	struct msg_auth *a = NULL;
+
+	keys_init();
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/keyring", dir);
+	cr_assert_eq(keyring_set(&kr, "client.admin", admin_key), 0);
+	cr_assert_eq(keyring_save(path, &kr), 0);
+	keyring_free(&kr);
+
+	snprintf(text, sizeof(text), "[global]\nauth = ticket\nkeyring = %s\n", path);
+	cr_assert_eq(config_load_string(&cfg, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(auth_config_load(cfg, "client", "client.admin", NULL, &a, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_MON), AUTH_MODE_SECURE);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLIENT), AUTH_MODE_CRC);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLUSTER), AUTH_MODE_CRC);
+	msg_auth_free(a);
+	config_free(cfg);
+
+	snprintf(text, sizeof(text), "[global]\nauth = ticket\nkeyring = %s\nms_mon_mode = "
+		 "prefer-secure\nms_client_mode = secure\nms_cluster_mode = secure\n", path);
+	cr_assert_eq(config_load_string(&cfg, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(auth_config_load(cfg, "client", "client.admin", NULL, &a, err, sizeof(err)),
+		     0, "%s", err);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_MON), AUTH_MODE_CRC | AUTH_MODE_SECURE);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLIENT), AUTH_MODE_SECURE);
+	cr_expect_eq(msg_auth_modes(a, MSG_MODE_CLUSTER), AUTH_MODE_SECURE);
+	msg_auth_free(a);
+	config_free(cfg);
+
+	snprintf(text, sizeof(text), "[global]\nauth = ticket\nkeyring = %s\nms_client_mode = "
+		 "tls\n", path);
+	cr_assert_eq(config_load_string(&cfg, text, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(auth_config_load(cfg, "client", "client.admin", NULL, &a, err, sizeof(err)),
+		     -EINVAL);
+	cr_expect_null(a);
+	cr_expect(strstr(err, "ms_client_mode") && strstr(err, "'tls'"), "%s", err);
+	config_free(cfg);
+	unlink(path);
+	rmdir(dir);
 }
