@@ -1,6 +1,7 @@
 /*
  * auth_config.c - a program's authentication from atoll.conf: `auth`
- * (none | ticket), `keyring` (the keyring file), `auth_clock_skew`, and
+ * (none | ticket), `keyring` (the keyring file), `auth_clock_skew`, the
+ * test-only `debug_clock_offset` (seconds added to this program's clock), and
  * the struct msg_auth its messenger gets (doc/security.md).  One place,
  * so that every daemon, tool and the client library read the same keys
  * the same way and refuse a world-readable keyring with the same words.
@@ -22,7 +23,7 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	const char *mode = NULL, *path = NULL;
 	const struct keyring_entry *en;
 	struct keyring local;
-	int64_t skew = 30;
+	int64_t skew = 30, offset = 0;
 	int r;
 
 	*out = NULL;
@@ -41,6 +42,12 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	if (r < 0)
 		return r;
 	r = config_get_int(cfg, who, "auth_clock_skew", 30, 0, 3600, &skew, err, errlen);
+	if (r < 0)
+		return r;
+	/* test-only: moves this program's clock for its tickets and beacons
+	 * (tests/auth/clockskew.sh); never set in production */
+	r = config_get_int(cfg, who, "debug_clock_offset", 0, -86400, 86400, &offset, err,
+			   errlen);
 	if (r < 0)
 		return r;
 	if (!kr)
@@ -62,6 +69,7 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 		goto out_free;
 	}
 	msg_auth_set_skew(*out, (uint32_t)skew);
+	msg_auth_set_clock_offset(*out, offset);
 	if (kr != &local)
 		return 0;
 out_free:

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -201,6 +202,18 @@ uint64_t msg_auth_now(const struct msg_auth *a)
 	return (uint64_t)((int64_t)time(NULL) + a->clock_offset);
 }
 
+uint64_t msg_auth_wall_ms(const struct msg_auth *a)
+{
+	struct timespec ts;
+	int64_t ms;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (a)
+		ms += a->clock_offset * 1000;
+	return ms > 0 ? (uint64_t)ms : 0;
+}
+
 int msg_auth_make_grant(const struct auth_secret *secret, uint8_t service,
 			const char *entity, uint64_t client_id, const char *caps,
 			uint64_t now, uint32_t ttl, struct auth_grant *g)
@@ -269,6 +282,19 @@ void msg_auth__conn_free(struct msg_conn *c)
 	auth_wipe(ac, sizeof(*ac));
 	free(ac);
 	c->auth = NULL;
+}
+
+void msg_auth__conn_broke(struct msg_conn *c, int err)
+{
+	struct msg_auth_conn *ac = c->auth;
+
+	if (!c->dialled || !ac || ac->st != MA_WAIT_DONE || ac->method != AUTH_METHOD_TICKET ||
+	    err == -EACCES)
+		return;		/* -EACCES: rx_done said why already */
+	atomic_store(&c->ticket_refused, true);
+	msgr__peer_warn(c, "'%s' closed the connection after our ticket for '%s': it refuses "
+			"the ticket (is a clock off? see CLOCK_SKEW in 'atoll health detail'), "
+			"or it does not know the service secret yet", c->addr, msg_auth_entity(c->msgr->cfg.auth));
 }
 
 /* A fresh handshake state for c (a redial starts over). */
@@ -609,10 +635,23 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 		r = auth_authorizer_verify(&sec, pm.body, pm.body_len, ac->transcript, now,
 					   skew, &t);
 		auth_wipe(&sec, sizeof(sec));
+		if (r == -EKEYEXPIRED) {
+			char why[200];
+			time_t tnow = (time_t)now;
+			struct tm tm;
+
+			gmtime_r(&tnow, &tm);
+			snprintf(why, sizeof(why), "its ticket is expired or not yet valid by "
+				 "this host's clock (%04d-%02d-%02d %02d:%02d:%02d UTC, %u s of "
+				 "skew allowed); is this host's clock off? see CLOCK_SKEW in "
+				 "'atoll health detail'", tm.tm_year + 1900, tm.tm_mon + 1,
+				 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, skew);
+			refuse(c, why);
+			r = -EACCES;
+			goto out;
+		}
 		if (r < 0) {
-			refuse(c, r == -EKEYEXPIRED ? "its ticket is expired or not yet valid "
-				  "(is a clock off?)" :
-				  r == -EKEYREJECTED ? "its ticket is for another service or entity" :
+			refuse(c, r == -EKEYREJECTED ? "its ticket is for another service or entity" :
 				  r == -ENOKEY ? "its ticket's service secret is unknown here" :
 				  "bad authorizer");
 			r = -EACCES;

@@ -64,6 +64,10 @@ void msg_auth_want_client_id(struct msg_auth *a, uint64_t id);
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew);
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset);
 uint64_t msg_auth_now(const struct msg_auth *a);
+/* This process's wall clock in milliseconds with the offset above: what
+ * a daemon reports in its beacons (CLOCK_SKEW).  a may be NULL (auth =
+ * none: no offset). */
+uint64_t msg_auth_wall_ms(const struct msg_auth *a);
 
 /* For issuers: a fresh session key and a ticket for entity sealed with
  * secret, as grant g (g->ticket malloc'ed). */

@@ -227,6 +227,7 @@ bool msg_conn__open(struct msg_conn *c, struct msg_identity who, uint64_t featur
 	c->last_rx_ns = mono_now_ns();
 	c->state = CS_OPEN;
 	atomic_store(&c->open, true);
+	atomic_store(&c->ticket_refused, false);
 	c->backoff_ms = mr->cfg.reconnect_min_ms;
 	log_debug("msgr", "connection '%s' open (peer type %u id %llu)", c->addr,
 		  who.type, (unsigned long long)who.id);

@@ -215,6 +215,8 @@ struct msg_conn {
 
 	atomic_bool open;		/* state == CS_OPEN, for other threads */
 	atomic_bool dead;		/* closed for good; set under msgr->lock */
+	atomic_bool ticket_refused;	/* the acceptor closed our last handshake
+					 * after our ticket (msg_conn_ticket_refused) */
 	atomic_bool ordered;		/* msg_conn_set_ordered, before any call */
 	atomic_uint_least64_t epoch;	/* ordered: resets; moves under msgr->lock */
 	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
@@ -432,6 +434,9 @@ bool msg_auth__hello_done(const struct msg_conn *c);
 /* A MSG_T_AUTH frame (m is ours to free): opens c, or fails it. */
 bool msg_conn__rx_auth(struct msg_conn *c, struct msg *m);
 void msg_auth__conn_free(struct msg_conn *c);
+/* c fails with err: a dialler whose ticket the acceptor answered by
+ * closing says so (the acceptor gives no reason on the wire). */
+void msg_auth__conn_broke(struct msg_conn *c, int err);
 
 /* msg_budget.c */
 struct msg_budget *msg_budget__new(const struct msgr_config *cfg);

@@ -186,6 +186,11 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 	if ((r = config_get_size(cfg, WHO, "mon_data_min_free", 64ull << 20,
 				 &o->data_min_free, err, errlen)) < 0)
 		return r;
+	/* the clock difference tickets tolerate: CLOCK_SKEW beyond it */
+	if ((r = config_get_int(cfg, WHO, "auth_clock_skew", 30, 0, 3600, &v,
+				err, errlen)) < 0)
+		return r;
+	o->clock_skew_ms = (uint64_t)v * 1000;
 	/* anonymous memory (memcheck.c; doc/limits.md, "Monitor") */
 	if ((r = config_get_size(cfg, WHO, "mon_memory_target", 50ull * 1000 * 1000,
 				 &o->memory_target, err, errlen)) < 0)

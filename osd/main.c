@@ -914,6 +914,7 @@ static int do_run(struct config *conf)
 			die("%s", err);
 		mc.auth = osd_auth;
 		osd->auth_on = osd_auth != NULL;
+		osd->auth = osd_auth;
 	}
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)
