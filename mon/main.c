@@ -30,6 +30,7 @@
 #include "msg.h"
 #include "msg_auth.h"
 #include "msg_config.h"
+#include "privdrop.h"
 
 #define WHO "mon"
 
@@ -613,6 +614,8 @@ static void usage(FILE *f)
 "                  doc/admin.md, \"Disaster recovery from one survivor\")\n"
 "  --conf FILE     the configuration file\n"
 "  --set K=V       a configuration option (wins over the file; repeatable)\n"
+"  --user NAME     started as root: become NAME once the port and the store are\n"
+"                  open, after giving it DIR (as --set user=NAME)\n"
 "  --log FILE      log to FILE instead of stderr\n"
 "  --help, --version\n");
 }
@@ -909,6 +912,16 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("cannot listen on '%s': %s", addr, strerror(-r));
 		goto out_msgr;
 	}
+	{
+		/* the port and the store are open: root is no longer needed */
+		const char *dirs[] = { data };
+
+		r = priv_drop_config(cfg, WHO, dirs, 1, err, sizeof(err));
+		if (r < 0) {
+			die("%s", err);
+			goto out_msgr;
+		}
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
@@ -984,6 +997,7 @@ int main(int argc, char **argv)
 		{ "yes-i-lost-the-majority", no_argument, NULL, 'Y' },
 		{ "conf", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -991,7 +1005,7 @@ int main(int argc, char **argv)
 	};
 	const char *data = NULL, *addr = NULL, *fsid = NULL, *restore = NULL;
 	const char *name = NULL, *initial = NULL;
-	const char *conf = NULL, *logfile = NULL, *level_s;
+	const char *conf = NULL, *logfile = NULL, *level_s, *user = NULL;
 	const char *sets[128];
 	int nsets = 0, c, r, level;
 	bool mkfs = false, join = false, rebuild = false, lost = false;
@@ -1018,6 +1032,7 @@ int main(int argc, char **argv)
 				return die("too many --set options (at most 128)");
 			sets[nsets++] = optarg;
 			break;
+		case 'u': user = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': {
 			const char *v;
@@ -1052,6 +1067,10 @@ int main(int argc, char **argv)
 			config_free(cfg);
 			return die("--set '%s' is not a valid option", sets[i]);
 		}
+	}
+	if (user && config_set_override(cfg, "user", user) < 0) {
+		config_free(cfg);
+		return die("--user '%s' is not a valid user name", user);
 	}
 	r = 1;
 	if (!data && config_get_str(cfg, WHO, "mon_data", NULL, &data, NULL, 0) < 0)
