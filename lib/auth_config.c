@@ -24,6 +24,7 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	const struct keyring_entry *en;
 	struct keyring local;
 	int64_t skew = 30, offset = 0;
+	bool allow_none = false;
 	int r;
 
 	*out = NULL;
@@ -42,6 +43,10 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	if (r < 0)
 		return r;
 	r = config_get_int(cfg, who, "auth_clock_skew", 30, 0, 3600, &skew, err, errlen);
+	if (r < 0)
+		return r;
+	/* while turning authentication on: peers without it still admitted */
+	r = config_get_bool(cfg, who, "auth_allow_none", false, &allow_none, err, errlen);
 	if (r < 0)
 		return r;
 	/* test-only: moves this program's clock for its tickets and beacons
@@ -70,6 +75,7 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	}
 	msg_auth_set_skew(*out, (uint32_t)skew);
 	msg_auth_set_clock_offset(*out, offset);
+	msg_auth_set_allow_none(*out, allow_none);
 	if (kr != &local)
 		return 0;
 out_free:

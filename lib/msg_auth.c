@@ -48,6 +48,7 @@ struct msg_auth {
 	uint8_t key[AUTH_KEY_LEN];
 	uint32_t skew;
 	int64_t clock_offset;
+	bool allow_none;		/* auth_allow_none */
 	uint64_t client_id;
 	struct msg_auth_ticket tk[AUTH_SVC_MDS + 1];	/* by service */
 	struct auth_secrets secrets;			/* .n == 0: none */
@@ -181,6 +182,23 @@ void msg_auth_want_client_id(struct msg_auth *a, uint64_t id)
 	if (!a->client_id)
 		a->client_id = id;
 	pthread_mutex_unlock(&a->lock);
+}
+
+void msg_auth_set_allow_none(struct msg_auth *a, bool allow)
+{
+	pthread_mutex_lock(&a->lock);
+	a->allow_none = allow;
+	pthread_mutex_unlock(&a->lock);
+}
+
+bool msg_auth_allows_none(const struct msg_auth *a)
+{
+	bool r;
+
+	pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+	r = a->allow_none;
+	pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+	return r;
 }
 
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew)

@@ -263,6 +263,9 @@ struct msg_conn {
 	size_t wr_off;			/* bytes of sq_head's frame written */
 	uint8_t *hs_buf;		/* our hello (or auth) frame while unsent */
 	struct msg_auth_conn *auth;	/* [loop] the handshake's proofs (msg_auth.c) */
+	bool auth_none;			/* [loop] the peer does not authenticate and
+					 * auth_allow_none let it in: this
+					 * connection runs as with auth = none */
 	uint64_t auth_renew_ns;		/* [loop] a monitor session that brought
 					 * tickets redials then, for fresh ones
 					 * (0: never) */
