@@ -588,8 +588,10 @@ static int proved_identity(struct msg_conn *c, const char *entity, uint64_t clie
 			refuse(c, "its hello declares another osd id than its key proves");
 			return -EACCES;
 		}
-	} else if (type == MSG_ENTITY_CLIENT && client_id) {
-		who->id = client_id;	/* the monitors' id, not the one it picked */
+	} else if ((type == MSG_ENTITY_CLIENT || type == MSG_ENTITY_MDS) && client_id) {
+		/* the monitors' id, not the one it picked: an MDS's cluster
+		 * handle is a client of the OSDs and its id its instance */
+		who->id = client_id;
 	}
 	return 0;
 }

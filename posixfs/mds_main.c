@@ -1031,6 +1031,9 @@ int main(int argc, char **argv)
 
 		snprintf(entity, sizeof(entity), "mds.%s", name);
 		ret = atoll_cluster_set(mds.cl, "auth_name", entity);
+		/* its hellos say MDS: its beacons travel in the monitors' peer
+		 * pool, where a flood of clients cannot delay them */
+		mds.cl->entity_type = MSG_ENTITY_MDS;
 	}
 	if (!ret)
 		ret = atoll_cluster_connect(mds.cl);
