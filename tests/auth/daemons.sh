@@ -14,7 +14,8 @@
 # Least privilege (doc/admin.md, "Least privilege"): osd.1 started as root
 # with `user = nobody` runs as nobody (/proc/PID/status), its data folder
 # is nobody's, and it serves; atoll-nbd with --user nobody runs as nobody
-# and serves; an unknown user stops the daemon with a clear error.
+# and serves; an unknown user stops the daemon with a clear error; the
+# monitor restarted with `user = nobody` runs as nobody and serves.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
@@ -132,3 +133,16 @@ PY
 	cleanup_hook=
 	ok "atoll-nbd --user nobody runs as nobody and answers; an unknown user is a clear error"
 fi
+
+"$cluster_bin" mon stop a --dir "$cdir" >/dev/null
+printf '[mon]\nuser = nobody\n' >>"$ATOLL_CONF"
+"$cluster_bin" mon start a --dir "$cdir" >/dev/null
+pid=$(awk '$1 == "daemon" && $2 == "mon.a" { print $8 }' "$cdir/cluster.state")
+[ -n "$pid" ] && [ -d "/proc/$pid" ] || fail "mon.a does not run"
+awk '$1 == "Uid:" { if ($2 != u || $5 != u) exit 1 }' u="$nobody_uid" "/proc/$pid/status" ||
+	fail "mon.a runs as $(grep Uid: "/proc/$pid/status")"
+[ "$(stat -c %U "$cdir/mon.a")" = nobody ] || fail "mon.a's folder is not nobody's"
+wait_health HEALTH_OK 60
+echo "mon as nobody" | atoll put default m1 -
+[ "$(atoll get default m1 -)" = "mon as nobody" ] || fail "round trip with the monitor as nobody"
+ok "the monitor restarted as root with user = nobody runs as nobody and serves"
