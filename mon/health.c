@@ -866,13 +866,19 @@ static void skew_detail(void *arg, const struct mon_clock *c)
 	struct skew_ctx *s = arg;
 	uint64_t off = (uint64_t)(c->skew_ms < 0 ? -c->skew_ms : c->skew_ms);
 
+	/* a monitor issues tickets (their times are its clock's), a service
+	 * daemon checks them */
+	bool mon = !strncmp(c->name, "mon.", 4);
+
 	add_detail(s->h, s->d, &s->n, "%s: its clock is %llu.%01llu s %s mon.%s's (bound "
-		   "auth_clock_skew = %llu s): it refuses tickets that are valid; set its "
-		   "host's clock right (timedatectl; chrony or systemd-timesyncd against "
-		   "the monitors' NTP servers), then restart it", c->name,
+		   "auth_clock_skew = %llu s): %s; set its host's clock right "
+		   "(timedatectl; chrony or systemd-timesyncd against the monitors' NTP "
+		   "servers), then restart it", c->name,
 		   (unsigned long long)(off / 1000), (unsigned long long)(off % 1000 / 100),
 		   c->skew_ms < 0 ? "behind" : "ahead of", s->mon->self.name,
-		   (unsigned long long)(s->mon->opts.clock_skew_ms / 1000));
+		   (unsigned long long)(s->mon->opts.clock_skew_ms / 1000),
+		   mon ? "the tickets it issues carry its clock, and daemons refuse them" :
+		   "it refuses tickets that are valid");
 }
 
 static void check_clock_skew(struct mon *mon, struct hctx *h)
@@ -889,7 +895,7 @@ static void check_clock_skew(struct mon *mon, struct hctx *h)
 		 (unsigned long long)(mon->opts.clock_skew_ms / 1000), mon->self.name, s.names);
 	s.d = add_check(h, "CLOCK_SKEW", SEV_WARN, count, sum,
 			"synchronise the hosts' clocks (chrony or systemd-timesyncd against "
-			"the same NTP servers); until then those daemons refuse valid tickets");
+			"the same NTP servers); until then tickets are refused");
 	mon_clock_skewed(mon, skew_detail, &s);
 }
 
