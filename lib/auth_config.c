@@ -3,8 +3,9 @@
  * (none | ticket), `keyring` (the keyring file), `auth_clock_skew`, the
  * wire modes (`ms_mon_mode`, `ms_client_mode`, `ms_cluster_mode`: crc |
  * secure | prefer-secure, negotiated in the authenticated handshake, so
- * meaningless with auth = none), and the struct msg_auth its messenger
- * gets (doc/security.md).  One place,
+ * meaningless with auth = none), the test-only `debug_clock_offset`
+ * (seconds added to this program's clock), and the struct msg_auth its
+ * messenger gets (doc/security.md).  One place,
  * so that every daemon, tool and the client library read the same keys
  * the same way and refuse a world-readable keyring with the same words.
  */
@@ -36,7 +37,8 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 		[MSG_MODE_CLUSTER] = "crc",
 	};
 	uint32_t modes[MSG_MODE_CLASSES];
-	int64_t skew = 30;
+	int64_t skew = 30, offset = 0;
+	bool allow_none = false;
 	int r;
 
 	*out = NULL;
@@ -69,6 +71,16 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 			return -EINVAL;
 		}
 	}
+	/* while turning authentication on: peers without it still admitted */
+	r = config_get_bool(cfg, who, "auth_allow_none", false, &allow_none, err, errlen);
+	if (r < 0)
+		return r;
+	/* test-only: moves this program's clock for its tickets and beacons
+	 * (tests/auth/clockskew.sh); never set in production */
+	r = config_get_int(cfg, who, "debug_clock_offset", 0, -86400, 86400, &offset, err,
+			   errlen);
+	if (r < 0)
+		return r;
 	if (!kr)
 		kr = &local;
 	r = keyring_load(path, kr, err, errlen);
@@ -90,6 +102,8 @@ int auth_config_load(const struct config *cfg, const char *who, const char *enti
 	msg_auth_set_skew(*out, (uint32_t)skew);
 	for (int i = 0; i < MSG_MODE_CLASSES; i++)
 		msg_auth_set_modes(*out, (enum msg_mode_class)i, modes[i]);
+	msg_auth_set_clock_offset(*out, offset);
+	msg_auth_set_allow_none(*out, allow_none);
 	if (kr != &local)
 		return 0;
 out_free:

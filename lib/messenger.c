@@ -865,6 +865,16 @@ bool msg_conn_is_open(const struct msg_conn *c)
 	return atomic_load(&c->open);
 }
 
+bool msg_conn_authenticated(const struct msg_conn *c)
+{
+	return c->msgr->cfg.auth && !c->auth_none;
+}
+
+bool msg_conn_ticket_refused(const struct msg_conn *c)
+{
+	return atomic_load(&c->ticket_refused);
+}
+
 void msg_conn_set_priv(struct msg_conn *c, void *priv)
 {
 	c->priv = priv;

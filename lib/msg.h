@@ -305,6 +305,16 @@ const char *msg_conn_entity(const struct msg_conn *c);
 /* "ip:port" of the peer. */
 const char *msg_conn_addr(const struct msg_conn *c);
 bool msg_conn_is_open(const struct msg_conn *c);
+/* True when the acceptor closed this dialled connection's last handshake
+ * right after our ticket: it refuses the ticket (a clock beyond
+ * auth_clock_skew, or a service secret it does not know); an op that
+ * times out waiting on it fails with -EKEYREJECTED, not -ETIMEDOUT. */
+bool msg_conn_ticket_refused(const struct msg_conn *c);
+/* True when the peer proved its identity (auth = ticket); false with
+ * auth = none, and for a peer admitted without authentication under
+ * auth_allow_none (its identity is what its hello declared: treat it as
+ * with auth = none).  Stable once the connection is open. */
+bool msg_conn_authenticated(const struct msg_conn *c);
 /* One pointer for the upper layer (e.g. the session of a client). */
 void msg_conn_set_priv(struct msg_conn *c, void *priv);
 void *msg_conn_priv(const struct msg_conn *c);

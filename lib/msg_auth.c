@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -47,6 +48,7 @@ struct msg_auth {
 	uint8_t key[AUTH_KEY_LEN];
 	uint32_t skew;
 	int64_t clock_offset;
+	bool allow_none;		/* auth_allow_none */
 	uint64_t client_id;
 	struct msg_auth_ticket tk[AUTH_SVC_MDS + 1];	/* by service */
 	struct auth_secrets secrets;			/* .n == 0: none */
@@ -242,6 +244,23 @@ void msg_auth_want_client_id(struct msg_auth *a, uint64_t id)
 	pthread_mutex_unlock(&a->lock);
 }
 
+void msg_auth_set_allow_none(struct msg_auth *a, bool allow)
+{
+	pthread_mutex_lock(&a->lock);
+	a->allow_none = allow;
+	pthread_mutex_unlock(&a->lock);
+}
+
+bool msg_auth_allows_none(const struct msg_auth *a)
+{
+	bool r;
+
+	pthread_mutex_lock((pthread_mutex_t *)&a->lock);
+	r = a->allow_none;
+	pthread_mutex_unlock((pthread_mutex_t *)&a->lock);
+	return r;
+}
+
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew)
 {
 	pthread_mutex_lock(&a->lock);
@@ -259,6 +278,18 @@ void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset)
 uint64_t msg_auth_now(const struct msg_auth *a)
 {
 	return (uint64_t)((int64_t)time(NULL) + a->clock_offset);
+}
+
+uint64_t msg_auth_wall_ms(const struct msg_auth *a)
+{
+	struct timespec ts;
+	int64_t ms;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (a)
+		ms += a->clock_offset * 1000;
+	return ms > 0 ? (uint64_t)ms : 0;
 }
 
 int msg_auth_make_grant(const struct auth_secret *secret, uint8_t service,
@@ -388,6 +419,19 @@ const char *msg_conn_entity(const struct msg_conn *c)
 	/* written during the handshake, before the connection opened and
 	 * any message of it was delivered */
 	return c->peer_entity;
+}
+
+void msg_auth__conn_broke(struct msg_conn *c, int err)
+{
+	struct msg_auth_conn *ac = c->auth;
+
+	if (!c->dialled || !ac || ac->st != MA_WAIT_DONE || ac->method != AUTH_METHOD_TICKET ||
+	    err == -EACCES)
+		return;		/* -EACCES: rx_done said why already */
+	atomic_store(&c->ticket_refused, true);
+	msgr__peer_warn(c, "'%s' closed the connection after our ticket for '%s': it refuses "
+			"the ticket (is a clock off? see CLOCK_SKEW in 'atoll health detail'), "
+			"or it does not know the service secret yet", c->addr, msg_auth_entity(c->msgr->cfg.auth));
 }
 
 /* A fresh handshake state for c (a redial starts over). */
@@ -703,8 +747,10 @@ static int proved_identity(struct msg_conn *c, const char *entity, uint64_t clie
 			refuse(c, "its hello declares another osd id than its key proves");
 			return -EACCES;
 		}
-	} else if (type == MSG_ENTITY_CLIENT && client_id) {
-		who->id = client_id;	/* the monitors' id, not the one it picked */
+	} else if ((type == MSG_ENTITY_CLIENT || type == MSG_ENTITY_MDS) && client_id) {
+		/* the monitors' id, not the one it picked: an MDS's cluster
+		 * handle is a client of the OSDs and its id its instance */
+		who->id = client_id;
 	}
 	return 0;
 }
@@ -774,10 +820,23 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 		r = auth_authorizer_verify(&sec, pm.body, pm.body_len, ac->transcript, now,
 					   skew, &t);
 		auth_wipe(&sec, sizeof(sec));
+		if (r == -EKEYEXPIRED) {
+			char why[200];
+			time_t tnow = (time_t)now;
+			struct tm tm;
+
+			gmtime_r(&tnow, &tm);
+			snprintf(why, sizeof(why), "its ticket is expired or not yet valid by "
+				 "this host's clock (%04d-%02d-%02d %02d:%02d:%02d UTC, %u s of "
+				 "skew allowed); is this host's clock off? see CLOCK_SKEW in "
+				 "'atoll health detail'", tm.tm_year + 1900, tm.tm_mon + 1,
+				 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, skew);
+			refuse(c, why);
+			r = -EACCES;
+			goto out;
+		}
 		if (r < 0) {
-			refuse(c, r == -EKEYEXPIRED ? "its ticket is expired or not yet valid "
-				  "(is a clock off?)" :
-				  r == -EKEYREJECTED ? "its ticket is for another service or entity" :
+			refuse(c, r == -EKEYREJECTED ? "its ticket is for another service or entity" :
 				  r == -ENOKEY ? "its ticket's service secret is unknown here" :
 				  "bad authorizer");
 			r = -EACCES;

@@ -25,6 +25,7 @@
 #ifndef ATOLL_MSG_AUTH_H
 #define ATOLL_MSG_AUTH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "auth.h"
@@ -63,11 +64,21 @@ uint64_t msg_auth_client_id(const struct msg_auth *a);
  * process (atoll-fuse's cluster handle and its MDS messenger) are one
  * client.  Nothing when a is logged in already. */
 void msg_auth_want_client_id(struct msg_auth *a, uint64_t id);
+/* Turning authentication on (auth_allow_none): a peer whose hello
+ * carries no auth section is taken as with auth = none (its declared
+ * identity, no caps checked by the messenger), dialled or accepted;
+ * a peer that authenticates still must succeed. */
+void msg_auth_set_allow_none(struct msg_auth *a, bool allow);
+bool msg_auth_allows_none(const struct msg_auth *a);
 /* Seconds of clock skew tolerated (default 30), and an offset added to
  * this process's wall clock (tests of skew). */
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew);
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset);
 uint64_t msg_auth_now(const struct msg_auth *a);
+/* This process's wall clock in milliseconds with the offset above: what
+ * a daemon reports in its beacons (CLOCK_SKEW).  a may be NULL (auth =
+ * none: no offset). */
+uint64_t msg_auth_wall_ms(const struct msg_auth *a);
 
 /* Wire modes (doc/messenger.md, "Secure mode").  Each class of
  * connection has a policy: the AUTH_MODE_* it allows, AUTH_MODE_CRC

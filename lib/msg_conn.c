@@ -525,6 +525,7 @@ void msg_conn__fail(struct msg_conn *c, int err)
 {
 	if (c->state == CS_CLOSED)
 		return;
+	msg_auth__conn_broke(c, err);
 	if (c->dialled && atomic_load(&c->uref) > 0 && !atomic_load(&c->dead) &&
 	    !c->msgr->shutting_down)
 		conn_reset(c, err);

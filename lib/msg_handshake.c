@@ -57,7 +57,9 @@ static int conn_make_hello(struct msg_conn *c)
 	pthread_mutex_unlock(&mr->lock);
 	enc_init(&e);
 	enc_init(&blob);
-	if (mr->cfg.auth) {
+	if (c->dialled)
+		c->auth_none = false;	/* a (re)dial offers authentication again */
+	if (mr->cfg.auth && !c->auth_none) {
 		r = msg_auth__hello_blob(c, &blob);
 		h.auth = blob.buf;
 		h.auth_len = blob.len;
@@ -74,7 +76,7 @@ static int conn_make_hello(struct msg_conn *c)
 	c->hs_len = len;
 	c->hs_off = 0;
 	/* the transcript covers our hello's front as it goes on the wire */
-	if (mr->cfg.auth)
+	if (mr->cfg.auth && !c->auth_none)
 		return msg_auth__hello_sent(c, c->hs_buf + MSG_HEADER_LEN,
 					    len - MSG_HEADER_LEN - MSG_TRAILER_LEN);
 	return 0;
@@ -167,7 +169,17 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 		msg_conn__fail(c, -EACCES);
 		return false;
 	}
-	if (mr->cfg.auth) {
+	if (mr->cfg.auth && !h.auth_len && msg_auth_allows_none(mr->cfg.auth) &&
+	    (c->dialled || !msg_auth__hello_done(c))) {
+		/* auth_allow_none (turning authentication on, doc/security.md):
+		 * a peer that does not authenticate (its hello has no auth
+		 * section) is taken as with auth = none, both ways */
+		c->auth_none = true;
+		msg_auth__conn_free(c);
+		log_debug("msgr", "'%s' does not authenticate: taken as with auth = none "
+			  "(auth_allow_none)", c->addr);
+	}
+	if (mr->cfg.auth && !c->auth_none) {
 		/* msg_auth.c: the acceptor answers with its challenge, the
 		 * dialler with its proof; the connection opens on the
 		 * MSG_T_AUTH frames (msg_conn__rx_auth), with the proved
@@ -233,6 +245,7 @@ bool msg_conn__open(struct msg_conn *c, struct msg_identity who, uint64_t featur
 	c->last_rx_ns = mono_now_ns();
 	c->state = CS_OPEN;
 	atomic_store(&c->open, true);
+	atomic_store(&c->ticket_refused, false);
 	c->backoff_ms = mr->cfg.reconnect_min_ms;
 	log_debug("msgr", "connection '%s' open (peer type %u id %llu)", c->addr,
 		  who.type, (unsigned long long)who.id);

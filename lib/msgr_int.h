@@ -219,6 +219,8 @@ struct msg_conn {
 
 	atomic_bool open;		/* state == CS_OPEN, for other threads */
 	atomic_bool dead;		/* closed for good; set under msgr->lock */
+	atomic_bool ticket_refused;	/* the acceptor closed our last handshake
+					 * after our ticket (msg_conn_ticket_refused) */
 	atomic_bool ordered;		/* msg_conn_set_ordered, before any call */
 	atomic_uint_least64_t epoch;	/* ordered: resets; moves under msgr->lock */
 	atomic_uint_least64_t inflight;	/* bytes of received, unfreed messages */
@@ -268,6 +270,9 @@ struct msg_conn {
 	size_t wr_off;			/* bytes of sq_head's frame written */
 	uint8_t *hs_buf;		/* our hello (or auth) frame while unsent */
 	struct msg_auth_conn *auth;	/* [loop] the handshake's proofs (msg_auth.c) */
+	bool auth_none;			/* [loop] the peer does not authenticate and
+					 * auth_allow_none let it in: this
+					 * connection runs as with auth = none */
 	uint64_t auth_renew_ns;		/* [loop] a monitor session that brought
 					 * tickets redials then, for fresh ones
 					 * (0: never) */
@@ -457,6 +462,9 @@ bool msg_auth__refused(const struct msg_conn *c);
 /* A MSG_T_AUTH frame (m is ours to free): opens c, or fails it. */
 bool msg_conn__rx_auth(struct msg_conn *c, struct msg *m);
 void msg_auth__conn_free(struct msg_conn *c);
+/* c fails with err: a dialler whose ticket the acceptor answered by
+ * closing says so (the acceptor gives no reason on the wire). */
+void msg_auth__conn_broke(struct msg_conn *c, int err);
 
 /* msg_budget.c */
 struct msg_budget *msg_budget__new(const struct msgr_config *cfg);

@@ -22,7 +22,8 @@
 #define PROTO_COMPAT 1
 #define BEACON_PGS_MAX (1u << 20)
 #define BEACON_SLOW_MAX 1024u
-#define BEACON_V 3	/* 2: the PGs' recovery and scrub figures; 3: last_epoch_clean */
+#define BEACON_V 4	/* 2: the PGs' recovery and scrub figures; 3: last_epoch_clean;
+			 * 4: the sender's wall clock */
 
 /* A fixed-size string field: a blob of at most cap-1 bytes, no NUL. */
 static void get_fixed_str(struct dec *d, char *buf, size_t cap)
@@ -485,6 +486,8 @@ void osd_beacon_encode(const struct osd_beacon *bc, struct enc *e)
 	enc_u32(e, bc->npg);
 	for (uint32_t i = 0; i < bc->npg; i++)
 		enc_u64(e, bc->pgs[i].last_epoch_clean);
+	/* v4 */
+	enc_u64(e, bc->wall_ms);
 	enc_end(e, h);
 }
 
@@ -586,6 +589,8 @@ int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
 		for (uint32_t i = 0; i < bc->npg && !b.err; i++)
 			bc->pgs[i].last_epoch_clean = dec_u64(&b);
 	}
+	if (v >= 4 && !b.err)
+		bc->wall_ms = dec_u64(&b);
 	r = dec_msg_end(d, &b);
 	if (r < 0)
 		osd_beacon_clear(bc);
@@ -711,6 +716,7 @@ void mds_beacon_encode(const struct mds_beacon *b, struct enc *e)
 	enc_u64(e, b->epoch);
 	enc_u64(e, b->jseg);
 	enc_u64(e, b->jseq);
+	enc_u64(e, b->wall_ms);
 	enc_end(e, h);
 }
 
@@ -734,6 +740,8 @@ int mds_beacon_decode(struct dec *d, struct mds_beacon *b)
 		b->jseg = dec_u64(&body);
 		b->jseq = dec_u64(&body);
 	}
+	if (dec_left(&body))	/* absent from an older MDS's beacon */
+		b->wall_ms = dec_u64(&body);
 	n = strlen(b->name);
 	if (!body.err) {
 		bool ok = b->instance && n && *b->addr && b->state >= MDS_BEACON_STANDBY &&

@@ -194,6 +194,9 @@ struct mds_beacon {
 	 * last journaled entry, a standby's last one followed (optional:
 	 * 0 from an older MDS) */
 	uint64_t jseg, jseq;
+	/* the sender's wall clock, ms since the epoch, when it sent this
+	 * (0 from an older MDS): the monitors' CLOCK_SKEW */
+	uint64_t wall_ms;
 };
 void mds_beacon_encode(const struct mds_beacon *b, struct enc *e);
 /* Refuses a bad name, an empty address, instance 0, an unknown state. */
@@ -314,6 +317,9 @@ struct osd_beacon {
 	struct pg_stat *pgs;		/* decoded: malloc'd, caller frees */
 	uint32_t nslow;
 	struct slow_op *slow;		/* decoded: malloc'd, caller frees */
+	/* v4 (0 from an older sender): its wall clock, ms since the epoch,
+	 * when it sent the beacon: the monitors' CLOCK_SKEW */
+	uint64_t wall_ms;
 };
 void osd_beacon_encode(const struct osd_beacon *b, struct enc *e);
 int osd_beacon_decode(struct dec *d, struct osd_beacon *b);

@@ -126,6 +126,7 @@ void mon_rt_frame_encode(const struct mon_rt_frame *f, struct enc *out)
 		enc_u64(out, f->applied);
 		enc_u64(out, f->epoch);
 		enc_u64(out, f->digest);
+		enc_u64(out, f->wall_ms);
 	}
 }
 
@@ -154,6 +155,8 @@ int mon_rt_frame_decode(const void *buf, size_t len, struct mon_rt_frame *f)
 		f->applied = dec_u64(&d);
 		f->epoch = dec_u64(&d);
 		f->digest = dec_u64(&d);
+		if (dec_left(&d))	/* absent from an older monitor */
+			f->wall_ms = dec_u64(&d);
 		if (f->id == 0)
 			return -EBADMSG;
 		break;

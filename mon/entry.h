@@ -71,6 +71,8 @@ struct mon_rt_frame {
 	uint64_t id;			/* OPEN, STATUS: the sender's raft id (> 0) */
 	char addr[MON_RT_ADDR_MAX + 1];	/* OPEN: its raft address */
 	uint64_t applied, epoch, digest; /* STATUS */
+	uint64_t wall_ms;		/* STATUS: the sender's wall clock (0 from
+					 * an older monitor: absent) */
 };
 void mon_rt_frame_encode(const struct mon_rt_frame *f, struct enc *out);
 int mon_rt_frame_decode(const void *buf, size_t len, struct mon_rt_frame *f);

@@ -850,6 +850,64 @@ static void check_epoch_behind(struct mon *mon, struct hctx *h)
 	}
 }
 
+/* CLOCK_SKEW: daemons whose beacons show a clock further from this
+ * monitor's than auth_clock_skew (clockskew.c). */
+struct skew_ctx {
+	struct mon *mon;
+	struct hctx *h;
+	cJSON *d;
+	uint32_t n;
+	char names[160];
+	size_t len;
+};
+
+static void skew_name(void *arg, const struct mon_clock *c)
+{
+	struct skew_ctx *s = arg;
+
+	if (s->len < sizeof(s->names))
+		s->len += (size_t)snprintf(s->names + s->len, sizeof(s->names) - s->len, "%s%s",
+					   s->len ? ", " : "", c->name);
+}
+
+static void skew_detail(void *arg, const struct mon_clock *c)
+{
+	struct skew_ctx *s = arg;
+	uint64_t off = (uint64_t)(c->skew_ms < 0 ? -c->skew_ms : c->skew_ms);
+
+	/* a monitor issues tickets (their times are its clock's), a service
+	 * daemon checks them */
+	bool mon = !strncmp(c->name, "mon.", 4);
+
+	add_detail(s->h, s->d, &s->n, "%s: its clock is %llu.%01llu s %s mon.%s's (bound "
+		   "auth_clock_skew = %llu s): %s; set its host's clock right "
+		   "(timedatectl; chrony or systemd-timesyncd against the monitors' NTP "
+		   "servers), then restart it", c->name,
+		   (unsigned long long)(off / 1000), (unsigned long long)(off % 1000 / 100),
+		   c->skew_ms < 0 ? "behind" : "ahead of", s->mon->self.name,
+		   (unsigned long long)(s->mon->opts.clock_skew_ms / 1000),
+		   mon ? "the tickets it issues carry its clock, and daemons refuse them" :
+		   "it refuses tickets that are valid");
+}
+
+static void check_clock_skew(struct mon *mon, struct hctx *h)
+{
+	struct skew_ctx s = { .mon = mon, .h = h };
+	char sum[320];
+	uint32_t count = mon_clock_skewed(mon, skew_name, &s);
+
+	if (!count)
+		return;
+	snprintf(sum, sizeof(sum), "the clock%s of %u daemon%s %s off by more than "
+		 "auth_clock_skew (%llu s) from mon.%s's: %s", count == 1 ? "" : "s", count,
+		 count == 1 ? "" : "s", count == 1 ? "is" : "are",
+		 (unsigned long long)(mon->opts.clock_skew_ms / 1000), mon->self.name, s.names);
+	s.d = add_check(h, "CLOCK_SKEW", SEV_WARN, count, sum,
+			"synchronise the hosts' clocks (chrony or systemd-timesyncd against "
+			"the same NTP servers); until then tickets are refused");
+	mon_clock_skewed(mon, skew_detail, &s);
+}
+
 /* This monitor's disk (diskcheck.c): writes are refused below
  * mon_data_min_free. */
 static void check_disk(struct mon *mon, struct hctx *h)
@@ -888,6 +946,7 @@ cJSON *mon_health(struct mon *mon, bool detail)
 	check_pools(mon, &h);
 	check_pgs(mon, &h);
 	check_slow(mon, &h);
+	check_clock_skew(mon, &h);
 	if (!detail) {
 		cJSON *c;
 

@@ -30,6 +30,7 @@
 #include "msg.h"
 #include "msg_auth.h"
 #include "msg_config.h"
+#include "privdrop.h"
 
 #define WHO "mon"
 
@@ -186,6 +187,11 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 	if ((r = config_get_size(cfg, WHO, "mon_data_min_free", 64ull << 20,
 				 &o->data_min_free, err, errlen)) < 0)
 		return r;
+	/* the clock difference tickets tolerate: CLOCK_SKEW beyond it */
+	if ((r = config_get_int(cfg, WHO, "auth_clock_skew", 30, 0, 3600, &v,
+				err, errlen)) < 0)
+		return r;
+	o->clock_skew_ms = (uint64_t)v * 1000;
 	/* anonymous memory (memcheck.c; doc/limits.md, "Monitor") */
 	if ((r = config_get_size(cfg, WHO, "mon_memory_target", 50ull * 1000 * 1000,
 				 &o->memory_target, err, errlen)) < 0)
@@ -609,6 +615,8 @@ static void usage(FILE *f)
 "                  doc/admin.md, \"Disaster recovery from one survivor\")\n"
 "  --conf FILE     the configuration file\n"
 "  --set K=V       a configuration option (wins over the file; repeatable)\n"
+"  --user NAME     started as root: become NAME once the port and the store are\n"
+"                  open, after giving it DIR (as --set user=NAME)\n"
 "  --log FILE      log to FILE instead of stderr\n"
 "  --help, --version\n");
 }
@@ -905,6 +913,16 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("cannot listen on '%s': %s", addr, strerror(-r));
 		goto out_msgr;
 	}
+	{
+		/* the port and the store are open: root is no longer needed */
+		const char *dirs[] = { data };
+
+		r = priv_drop_config(cfg, WHO, dirs, 1, err, sizeof(err));
+		if (r < 0) {
+			die("%s", err);
+			goto out_msgr;
+		}
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
@@ -980,6 +998,7 @@ int main(int argc, char **argv)
 		{ "yes-i-lost-the-majority", no_argument, NULL, 'Y' },
 		{ "conf", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "log", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -987,7 +1006,7 @@ int main(int argc, char **argv)
 	};
 	const char *data = NULL, *addr = NULL, *fsid = NULL, *restore = NULL;
 	const char *name = NULL, *initial = NULL;
-	const char *conf = NULL, *logfile = NULL, *level_s;
+	const char *conf = NULL, *logfile = NULL, *level_s, *user = NULL;
 	const char *sets[128];
 	int nsets = 0, c, r, level;
 	bool mkfs = false, join = false, rebuild = false, lost = false;
@@ -1014,6 +1033,7 @@ int main(int argc, char **argv)
 				return die("too many --set options (at most 128)");
 			sets[nsets++] = optarg;
 			break;
+		case 'u': user = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': {
 			const char *v;
@@ -1048,6 +1068,10 @@ int main(int argc, char **argv)
 			config_free(cfg);
 			return die("--set '%s' is not a valid option", sets[i]);
 		}
+	}
+	if (user && config_set_override(cfg, "user", user) < 0) {
+		config_free(cfg);
+		return die("--user '%s' is not a valid user name", user);
 	}
 	r = 1;
 	if (!data && config_get_str(cfg, WHO, "mon_data", NULL, &data, NULL, 0) < 0)

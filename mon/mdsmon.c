@@ -310,6 +310,12 @@ void mon_handle_mds_beacon(struct mon *mon, struct msg *m)
 		rep.rc = -EPERM;
 		goto out_reply;
 	}
+	{
+		char who[OSDMAP_MDS_NAME_MAX + 8];
+
+		snprintf(who, sizeof(who), "mds.%s", b.name);
+		mon_clock_note(mon, who, b.wall_ms);
+	}
 	if (osdmap_blocklisted(mon->map, b.instance, mon_wall_ms())) {
 		/* fenced: it must never act again; it starts over */
 		rep.rc = -ESTALE;

@@ -54,6 +54,7 @@ struct mon_opts {
 	uint32_t trim_batch;		/* mon_trim_batch: trim once this many can go */
 	uint64_t memory_target;		/* mon_memory_target, bytes (memcheck.c) */
 	uint64_t data_min_free;		/* mon_data_min_free, bytes (diskcheck.c) */
+	uint64_t clock_skew_ms;		/* auth_clock_skew (CLOCK_SKEW, clockskew.c) */
 };
 
 /* "Not the leader (any more)": the request is answered with a MONMAP so
@@ -155,6 +156,14 @@ struct mon_pg {
 	int32_t last_active[10];
 };
 
+/* A daemon's clock as its last beacon showed it (clockskew.c). */
+#define MON_CLOCKS_MAX	256
+struct mon_clock {
+	char name[48];			/* "osd.3", "mds.a"; "" = a free slot */
+	int64_t skew_ms;		/* its wall clock minus ours, at receipt */
+	uint64_t seen_ms;		/* monotonic, when */
+};
+
 struct mon_pg_pool {
 	uint32_t pool;
 	uint32_t pg_num;
@@ -212,6 +221,9 @@ struct mon {
 	/* pg_temp requests not yet in a map (pgtemp.c) */
 	struct osd_pg_temp_req *pgt;
 	uint32_t npgt, pgt_cap;
+
+	/* the daemons' clocks (clockskew.c) */
+	struct mon_clock clocks[MON_CLOCKS_MAX];
 
 	/* PG statistics (pgstats.c) */
 	struct mon_pg_pool *pgpools;
@@ -366,12 +378,14 @@ int mon_rt_create(struct raft_uv_transport *tr, struct uv_loop_s *loop, struct m
  * address (raft addresses, "NAME@IP:PORT"), and opens the streams that
  * waited for one. */
 void mon_rt_tick(struct raft_uv_transport *tr, const char *const *addrs, unsigned n);
-/* Sends this member's applied index, epoch and digest to address. */
+/* Sends this member's applied index, epoch, digest and wall clock to
+ * address. */
 int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id,
-		  uint64_t applied, uint64_t epoch, uint64_t digest);
-/* Raft thread: a member's status arrived (the leader keeps it). */
+		  uint64_t applied, uint64_t epoch, uint64_t digest, uint64_t wall_ms);
+/* Raft thread: a member's status arrived (the leader keeps it, and notes
+ * its clock: wall_ms 0 = an older member, no clock). */
 void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
-			    uint64_t epoch, uint64_t digest);
+			    uint64_t epoch, uint64_t digest, uint64_t wall_ms);
 void mon_rt_destroy(struct raft_uv_transport *tr);
 /* Messenger thread: an MT_MON_RAFT frame (m owned), or c closed (m NULL). */
 void mon_rt_post(struct msg_conn *c, struct msg *m);
@@ -471,6 +485,16 @@ void mon_osd_takeover(struct mon *mon);
 void mon_osd_fini(struct mon *mon);
 /* Marks id down in inc (copying its record from the map). */
 int mon_osd_mark_down(struct mon *mon, struct osdmap_inc *inc, int32_t id);
+
+/* ---- clockskew.c: the daemons' clocks against ours (CLOCK_SKEW) ---- */
+/* who's beacon said its wall clock read wall_ms (0: an older sender,
+ * nothing noted). */
+void mon_clock_note(struct mon *mon, const char *who, uint64_t wall_ms);
+/* Calls fn for each daemon heard from in the last MON_CLOCK_KEEP_MS
+ * whose clock is off by more than auth_clock_skew; returns how many. */
+#define MON_CLOCK_KEEP_MS	30000
+uint32_t mon_clock_skewed(struct mon *mon, void (*fn)(void *arg, const struct mon_clock *c),
+			  void *arg);
 
 /* ---- mdsmon.c: the MDS daemons' roles (doc/fs-design.md) ---- */
 /* Reads mds_beacon_grace; -EINVAL (said in err) for a bad value. */

@@ -411,6 +411,12 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 	}
 	if (!from_osd(m, b.id, false, "beacon"))
 		goto out_clear;
+	if (b.id >= 0 && b.id < OSDMAP_OSD_MAX) {
+		char who[24];
+
+		snprintf(who, sizeof(who), "osd.%d", b.id);
+		mon_clock_note(mon, who, b.wall_ms);
+	}
 	if (b.id >= 0 && b.id < OSDMAP_OSD_MAX && b.epoch > mon->map->epoch) {
 		/* an OSD ahead of our map (our history was rolled back): no lease,
 		 * so it stops serving when the one it holds runs out, rather than

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "mon.h"
 #include "msg.h"
+#include "msg_auth.h"
 
 _Static_assert(RAFT_LEADER == RAFT_LEADER_STATE, "RAFT_LEADER_STATE is RAFT_LEADER");
 
@@ -562,7 +563,7 @@ bool mon_quorum_in_contact(struct mon *mon, uint64_t now_ms)
 }
 
 void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
-			    uint64_t epoch, uint64_t digest)
+			    uint64_t epoch, uint64_t digest, uint64_t wall_ms)
 {
 	unsigned k, free_k = MONMAP_MONS_MAX;
 
@@ -581,6 +582,14 @@ void mon_quorum_peer_status(struct mon *mon, uint64_t id, uint64_t applied,
 		mon->mstat[k].epoch = epoch;
 		mon->mstat[k].digest = digest;
 		mon->mstat[k].ms = mono_now_ms();
+	}
+	for (uint32_t i = 0; id != mon->self.id && i < mon->qv.nmembers; i++) {
+		if (mon->qv.members[i].id == id) {
+			char who[MONMAP_NAME_MAX + 8];
+
+			snprintf(who, sizeof(who), "mon.%s", mon->qv.members[i].name);
+			mon_clock_note(mon, who, wall_ms);
+		}
 	}
 	pthread_mutex_unlock(&mon->lock);
 }
@@ -602,9 +611,10 @@ static void send_status(struct mon_quorum *q, raft_id lid, const char *laddr)
 	digest = mon->digest;
 	pthread_mutex_unlock(&mon->lock);
 	if (lid == q->raft.id)
-		mon_quorum_peer_status(mon, lid, applied, epoch, digest);
+		mon_quorum_peer_status(mon, lid, applied, epoch, digest, 0);
 	else if (lid && laddr)
-		mon_rt_status(&q->tr, laddr, q->raft.id, applied, epoch, digest);
+		mon_rt_status(&q->tr, laddr, q->raft.id, applied, epoch, digest,
+			      msg_auth_wall_ms(mon->msg_auth));
 }
 
 static void on_poll(uv_timer_t *t)

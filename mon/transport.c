@@ -278,7 +278,7 @@ static void handle_frame(struct rt *t, struct msg *m)
 	s = stream_find(t, m->conn, f.sid, !f.from_dialer);
 	switch (f.kind) {
 	case MON_RT_STATUS:
-		mon_quorum_peer_status(t->mon, f.id, f.applied, f.epoch, f.digest);
+		mon_quorum_peer_status(t->mon, f.id, f.applied, f.epoch, f.digest, f.wall_ms);
 		return;
 	case RT_OPEN: {
 		uv_stream_t *end;
@@ -582,7 +582,7 @@ static void rt_close(struct raft_uv_transport *tr, raft_uv_transport_close_cb cb
 }
 
 int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id,
-		  uint64_t applied, uint64_t epoch, uint64_t digest)
+		  uint64_t applied, uint64_t epoch, uint64_t digest, uint64_t wall_ms)
 {
 	struct rt *t = tr->impl;
 	struct msg_conn *c = peer_conn(t, addr_of(address));
@@ -599,6 +599,7 @@ int mon_rt_status(struct raft_uv_transport *tr, const char *address, uint64_t id
 	f.applied = applied;
 	f.epoch = epoch;
 	f.digest = digest;
+	f.wall_ms = wall_ms;
 	enc_init(&e);
 	mon_rt_frame_encode(&f, &e);
 	m = msg_new(MT_MON_RAFT, &e);

@@ -27,6 +27,7 @@
 
 #include "encode.h"
 #include "log.h"
+#include "msg_auth.h"
 #include "pg.h"
 #include "store.h"
 
@@ -368,6 +369,7 @@ void osd_hb_beacon(struct osd *osd)
 	b.store_errors = atomic_load(&osd->store_errors);
 	b.npg = osd_pgs_stats(osd, &b.pgs);
 	b.nslow = osd_slow_ops(osd, &b.slow);
+	b.wall_ms = msg_auth_wall_ms(osd->auth);
 	/* Only on an open session: a beacon queued meanwhile would go late,
 	 * with a burst of others.  The lease counts from here, the first
 	 * send (heartbeat.c's header): never later than the monitor saw it. */

@@ -38,6 +38,7 @@
 #include "msg_config.h"
 #include "objcopy.h"
 #include "pg.h"
+#include "privdrop.h"
 #include "store.h"
 
 /* jemalloc reads this at start-up (MALLOC_CONF in the environment still
@@ -178,6 +179,7 @@ static struct {
 	const char *host;
 	const char *conf;
 	const char *log;
+	const char *user;
 	const char *size;
 	int want_id;
 } opt = { .want_id = -1 };
@@ -201,6 +203,8 @@ static void usage(FILE *f)
 "  --host NAME     the host name registered (failure domain; osd_host)\n"
 "  --conf FILE     atoll.conf\n"
 "  --set K=V       set a configuration option (repeatable)\n"
+"  --user NAME     started as root: become NAME once the port and the store are\n"
+"                  open, after giving it the data folder (as --set user=NAME)\n"
 "  --log FILE      log to FILE instead of stderr (log_file)\n"
 "  --help, --version\n");
 }
@@ -218,6 +222,7 @@ static struct config *load_config(int argc, char **argv)
 		{ "conf", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 'S' },
 		{ "log", required_argument, NULL, 'l' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -251,6 +256,7 @@ static struct config *load_config(int argc, char **argv)
 			sets[nsets++] = optarg;
 			break;
 		case 'l': opt.log = optarg; break;
+		case 'u': opt.user = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': {
 			const char *v;
@@ -276,6 +282,8 @@ static struct config *load_config(int argc, char **argv)
 			die("--set '%s=%s' is not a valid option", sets[i], eq + 1);
 		*eq = '=';
 	}
+	if (opt.user && config_set_override(conf, "user", opt.user) < 0)
+		die("--user '%s' is not a valid user name", opt.user);
 	if (opt.data)
 		config_set_override(conf, "osd_data", opt.data);
 	if (opt.mon)
@@ -914,6 +922,7 @@ static int do_run(struct config *conf)
 			die("%s", err);
 		mc.auth = osd_auth;
 		osd->auth_on = osd_auth != NULL;
+		osd->auth = osd_auth;
 	}
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)
@@ -926,6 +935,13 @@ static int do_run(struct config *conf)
 	if (r < 0)
 		die("cannot bind %s: %s", addr, strerror(-r));
 	snprintf(osd->addr, sizeof(osd->addr), "%s", bound);
+	{
+		/* the port and the store are open: root is no longer needed */
+		const char *dirs[] = { opt.data };
+
+		if (priv_drop_config(conf, who, dirs, 1, err, sizeof(err)) < 0)
+			die("%s", err);
+	}
 	{
 		struct monc_config mcc = { .size_of = sizeof(mcc), .mon_host = osd->mon_host,
 					   .who = "osd" };

@@ -1305,7 +1305,9 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		osd_op_reply_bare(osd, c, m, &req.reqid, -ESTALE);
 		goto out_free;
 	}
-	if (osd->auth_on && msg_conn_peer(c).type == MSG_ENTITY_CLIENT &&
+	/* an MDS's data I/O carries its client id too (its cluster handle) */
+	if (osd->auth_on && (msg_conn_peer(c).type == MSG_ENTITY_CLIENT ||
+			     msg_conn_peer(c).type == MSG_ENTITY_MDS) &&
 	    req.reqid.client != msg_conn_peer(c).id) {
 		log_warn("ops", "op from %s refused: its request id names client %llu, its "
 			 "ticket client %llu", msg_conn_addr(c),

@@ -26,6 +26,7 @@
 
 struct config;
 struct store;
+struct msg_auth;
 struct pg;
 struct osd_op;
 
@@ -117,6 +118,8 @@ struct osd {
 	/* auth = ticket: a client's request ids must carry the client id of
 	 * its ticket (msg_conn_peer), so no client touches another's dups */
 	bool auth_on;
+	/* its msg_auth (NULL with auth = none): the clock its beacons report */
+	struct msg_auth *auth;
 	uint8_t fsid[16];
 	uint8_t uuid[16];
 	char addr[OSDMAP_ADDR_MAX + 1];	/* bound */

@@ -41,6 +41,7 @@
 #include "mds.h"
 #include "msg.h"
 #include "msg_config.h"
+#include "privdrop.h"
 #include "client/client.h"
 
 #define SUB "mds"
@@ -767,6 +768,7 @@ static void usage(FILE *f)
 		"   mds_standby_follow_ms; doc/daemons.md)\n"
 		"  --log FILE         log file (default: stderr)\n"
 		"  --log-level LVL    error, warn, info, debug, trace (default info)\n"
+		"  --user NAME        started as root: become NAME once the port is open\n"
 		"  -h, --help         this text\n"
 		"  --version          the version, and whether this build has the test-only\n"
 		"                     fault injection (ATOLL_FAULTS, doc/testing.md)\n"
@@ -812,7 +814,7 @@ int main(int argc, char **argv)
 	const char *conf_path = NULL, *mon = NULL, *addr = NULL, *meta = NULL,
 		   *data = NULL, *logf = NULL, *lvl = NULL, *lease = NULL, *lmax = NULL,
 		   *early = NULL, *recon = NULL, *stimeout = NULL, *cache = NULL,
-		   *name = NULL;
+		   *name = NULL, *user = NULL;
 	static const struct option lo[] = {
 		{ "conf", required_argument, NULL, 'c' },
 		{ "mon", required_argument, NULL, 'm' },
@@ -828,6 +830,7 @@ int main(int argc, char **argv)
 		{ "session-timeout-ms", required_argument, NULL, 'S' },
 		{ "cache-mb", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'L' },
+		{ "user", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -854,6 +857,7 @@ int main(int argc, char **argv)
 		case 'R': recon = optarg; break;
 		case 'S': stimeout = optarg; break;
 		case 'C': cache = optarg; break;
+		case 'U': user = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': {
 			const char *v;
@@ -872,6 +876,10 @@ int main(int argc, char **argv)
 	if (config_load(&conf, conf_path, err, sizeof(err)) < 0) {
 		fprintf(stderr, "atoll-mds: %s\n", err);
 		return 1;
+	}
+	if (user && config_set_override(conf, "user", user) < 0) {
+		fprintf(stderr, "atoll-mds: --user '%s' is not a valid user name\n", user);
+		goto out;
 	}
 	if (!addr)
 		addr = config_get(conf, "mds", "mds_addr", NULL);
@@ -1023,6 +1031,9 @@ int main(int argc, char **argv)
 
 		snprintf(entity, sizeof(entity), "mds.%s", name);
 		ret = atoll_cluster_set(mds.cl, "auth_name", entity);
+		/* its hellos say MDS: its beacons travel in the monitors' peer
+		 * pool, where a flood of clients cannot delay them */
+		mds.cl->entity_type = MSG_ENTITY_MDS;
 	}
 	if (!ret)
 		ret = atoll_cluster_connect(mds.cl);
@@ -1108,6 +1119,11 @@ int main(int argc, char **argv)
 	    (ret = msgr_start(msgr))) {
 		log_error(SUB, "cannot listen on %s: %s; pick another --addr", addr,
 			  atoll_strerror(ret));
+		goto out;
+	}
+	/* the port is open: root is no longer needed (no local data folder) */
+	if ((ret = priv_drop_config(conf, "mds", NULL, 0, err, sizeof(err))) < 0) {
+		log_error(SUB, "%s", err);
 		goto out;
 	}
 	mds_status_set_addr(bound);

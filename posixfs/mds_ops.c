@@ -43,6 +43,16 @@ static int dir_of(struct mds *m, uint64_t ino, struct mds_node **out)
 	return 0;
 }
 
+/* A node's count of open handles, over all clients: each client's count
+ * is bounded, their sum is not (a re-count may claim INT32_MAX): kept
+ * within [0, INT32_MAX], never an overflow. */
+static void opens_add(struct mds_node *n, int delta)
+{
+	int64_t v = (int64_t)n->opens + delta;
+
+	n->opens = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
+}
+
 static int check_name(const char *name)
 {
 	if (!name[0] || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
@@ -165,7 +175,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 	if (rq->op == MDS_OP_MKNOD && (rq->flags & 0x2u)) {
 		struct mds_node *n = mds_cache_get(m, ino);
 		if (n)
-			n->opens += mds_sess_open(rq->client, ino, 1, rq->ogen);
+			opens_add(n, mds_sess_open(rq->client, ino, 1, rq->ogen));
 	}
 	reply_inode(rp, &out_in);
 	reply_inode(rp, &out_p);
@@ -418,9 +428,7 @@ static int op_close(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 	if (!n)
 		return -ENOENT;
 	if (rq->op == MDS_OP_CLOSE) {
-		n->opens += mds_sess_open(rq->client, rq->ino, -1, rq->ogen);
-		if (n->opens < 0)
-			n->opens = 0;
+		opens_add(n, mds_sess_open(rq->client, rq->ino, -1, rq->ogen));
 	}
 	/* a size past MDS_FILE_SIZE_MAX is no size a file can have: the
 	 * close still counts, the size is not taken */
@@ -698,12 +706,12 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			/* a re-count after a reconnect (doc/fs-design.md,
 			 * "Open files across a restart") */
 			int c = rq->max > INT32_MAX ? INT32_MAX : (int)rq->max;
-			n->opens += mds_sess_reopen(rq->client, rq->ino, c, rq->ogen);
+			opens_add(n, mds_sess_reopen(rq->client, rq->ino, c, rq->ogen));
 		} else if (rq->op == MDS_OP_OPEN) {
 			ret = mds_sess_open_check(rq->client, rq->ino, m->max_open_per_session);
 			if (ret)
 				break;	/* mds_session_max_open_files */
-			n->opens += mds_sess_open(rq->client, rq->ino, 1, rq->ogen);
+			opens_add(n, mds_sess_open(rq->client, rq->ino, 1, rq->ogen));
 		}
 		reply_inode(rp, &n->a);
 		break;

@@ -41,6 +41,7 @@
 #include "mds.h"
 #include "mono.h"
 #include "msg.h"
+#include "msg_auth.h"
 #include "osdmap.h"
 #include "proto.h"
 
@@ -129,6 +130,7 @@ static void send_beacon(void)
 		r.b.jseg = __atomic_load_n(&r.m->journal.pub_seg, __ATOMIC_ACQUIRE);
 		r.b.jseq = __atomic_load_n(&r.m->journal.pub_durable, __ATOMIC_ACQUIRE);
 	}
+	r.b.wall_ms = msg_auth_wall_ms(r.cl->auth);
 	enc_init(&e);
 	mds_beacon_encode(&r.b, &e);
 	r.in_flight = true;

@@ -138,7 +138,8 @@ void mds_txn_xattr(struct mds_txn *t, uint64_t ino, const char *name,
 	u->ino = ino;
 	snprintf(u->name, sizeof(u->name), "%s", name);
 	if (!remove) {
-		memcpy(t->xval, val, len);
+		if (len)	/* an empty value may come without a buffer */
+			memcpy(t->xval, val, len);
 		t->xlen = len;
 	}
 }

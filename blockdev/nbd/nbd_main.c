@@ -24,6 +24,7 @@
 #include "config.h"
 #include "log.h"
 #include "mono.h"
+#include "privdrop.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -73,6 +74,8 @@ static void usage(FILE *f)
 "                     the images of one that was killed after at most this\n"
 "  --log FILE         log there instead of stderr\n"
 "  --log-level LEVEL  error, warn, info (default), debug\n"
+"  --user NAME        started as root: become NAME once the port is open and\n"
+"                     the cluster reached (as user = NAME in [nbd])\n"
 "  -h, --help         this text\n"
 "Limits, in [nbd] of atoll.conf (doc/limits.md): nbd_max_connections (256),\n"
 "nbd_max_bytes_in_flight (128M, all connections), nbd_conn_max_bytes (64M).\n"
@@ -151,6 +154,26 @@ static void conn_free(struct nbd_conn *conn)
 
 /* The limits in atoll.conf ([nbd], then [global]; doc/limits.md): 0, or
  * -1 after saying what is wrong. */
+/* `user` of [nbd] (or --user): become it (lib/privdrop.c). */
+static int drop_user(const char *path, const char *user)
+{
+	struct config *cfg = NULL;
+	char err[512];
+	int ret;
+
+	ret = config_load(&cfg, path, err, sizeof(err));
+	if (ret == 0 && user && config_set_override(cfg, "user", user) < 0) {
+		snprintf(err, sizeof(err), "--user '%s' is not a valid user name", user);
+		ret = -EINVAL;
+	}
+	if (ret == 0)
+		ret = priv_drop_config(cfg, "nbd", NULL, 0, err, sizeof(err));
+	if (ret < 0)
+		fprintf(stderr, "atoll-nbd: %s\n", err);
+	config_free(cfg);
+	return ret;
+}
+
 static int read_limits(const char *path, struct nbd_server *srv)
 {
 	struct config *cfg = NULL;
@@ -410,7 +433,7 @@ static unsigned stop_connections(struct nbd_server *srv)
 	return busy;
 }
 
-enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_LEASE, O_TLS, O_TLS_CERTS,
+enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_USER, O_LEASE, O_TLS, O_TLS_CERTS,
        O_TLS_PSK, O_TLS_VERIFY, O_TLS_PRIO, O_TLS_EXPORTS, O_INSECURE };
 
 /* The TLS settings as given: command line first, atoll.conf for the rest. */
@@ -528,11 +551,12 @@ int main(int argc, char **argv)
 		{ "tls-exports", required_argument, NULL, O_TLS_EXPORTS },
 		{ "allow-insecure", no_argument, NULL, O_INSECURE },
 		{ "log-level", required_argument, NULL, O_LOG_LEVEL },
+		{ "user", required_argument, NULL, O_USER },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
-	const char *logpath = NULL;
+	const char *logpath = NULL, *user = NULL;
 	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS,
 				  .max_conns_per_addr = NBD_MAX_CONNS_PER_ADDR,
 				  .write_data_timeout_ms = NBD_WRITE_DATA_TIMEOUT_MS,
@@ -557,6 +581,7 @@ int main(int argc, char **argv)
 		case O_ADDR: addr = optarg; break;
 		case O_POOL: srv.pool = optarg; break;
 		case O_LOG: logpath = optarg; break;
+		case O_USER: user = optarg; break;
 		case O_TLS: tls.mode = optarg; break;
 		case O_TLS_CERTS: tls.cfg.cert_dir = optarg; break;
 		case O_TLS_PSK: tls.cfg.psk_file = optarg; break;
@@ -644,6 +669,10 @@ int main(int argc, char **argv)
 			"%s\n", srv.pool, atoll_strerror(ret), srv.pool);
 		goto out_shutdown;
 	}
+	/* the port is open, the keys read, the cluster reached: root is no
+	 * longer needed (the TLS files SIGHUP reads must be the user's) */
+	if (drop_user(conf, user) < 0)
+		goto out_ioctx;
 	log_info(NBD_SUBSYS, "serving pool '%s' on %s://%s/IMAGE", srv.pool,
 		 srv.tls_mode == NBD_TLS_REQUIRE ? "nbds" : "nbd", addr);
 
@@ -680,6 +709,7 @@ int main(int argc, char **argv)
 	if (stop_connections(&srv) == 0)
 		nbd_export_close_all(&srv);
 	rc = 0;
+out_ioctx:
 	atoll_ioctx_destroy(srv.io);
 out_shutdown:
 	atoll_cluster_shutdown(srv.cluster);

@@ -50,7 +50,9 @@
  *
  * Errors every object call may return: -ENOENT (no such object or pool),
  * -EFBIG (over the object size limit), -ENOSPC (the cluster is full;
- * deletes still work), -ETIMEDOUT (client_op_timeout passed), -EINVAL (a
+ * deletes still work), -ETIMEDOUT (client_op_timeout passed),
+ * -EKEYREJECTED (client_op_timeout passed while the OSD refused this
+ * client's ticket, e.g. its clock is off: CLOCK_SKEW), -EINVAL (a
  * bad argument, e.g. an empty name), -ENAMETOOLONG (name over 400 bytes),
  * -E2BIG (an op over the 64 MiB payload limit or 10,000 key/value
  * entries), -EPERM (this client was fenced by the cluster).

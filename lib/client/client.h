@@ -69,6 +69,11 @@ struct atoll_cluster {
 					 * monitors' id for this client */
 	struct msgr *msgr;
 	struct msg_auth *auth;		/* NULL with auth = none; outlives msgr */
+	/* The entity type its hellos declare: MSG_ENTITY_CLIENT (0 means
+	 * that); atoll-mds sets MSG_ENTITY_MDS before connecting, so that
+	 * its beacons and its data I/O are admitted as a cluster peer's,
+	 * not in the clients' pools (doc/limits.md, "Messenger"). */
+	uint32_t entity_type;
 	struct monc *monc;		/* the monitors (lib/monc.h) */
 	bool connected;			/* connect succeeded */
 	bool shutting_down;

@@ -386,7 +386,7 @@ int atoll_cluster_connect(struct atoll_cluster *c)
 
 	memset(&mc, 0, sizeof(mc));
 	mc.size_of = sizeof(mc);
-	mc.me.type = MSG_ENTITY_CLIENT;
+	mc.me.type = c->entity_type ? c->entity_type : MSG_ENTITY_CLIENT;
 	mc.me.id = c->id;
 	{
 		const char *name = NULL;

@@ -281,9 +281,16 @@ static void req_timeout_cb(void *arg)
 {
 	struct client_req *r = arg;
 	struct msg_conn *stuck = NULL;
+	int err = -ETIMEDOUT;
 
 	pthread_mutex_lock(&r->c->lock);
 	r->timer = 0;
+	/* an OSD that keeps refusing our ticket (its clock is off: CLOCK_SKEW)
+	 * is a refusal, not a slow cluster: say so */
+	for (size_t i = 0; !r->done && r->target >= 0 && i < r->c->nsessions; i++)
+		if (r->c->sessions[i].osd == r->target && r->c->sessions[i].conn &&
+		    msg_conn_ticket_refused(r->c->sessions[i].conn))
+			err = -EKEYREJECTED;
 	/* A message of this op still queued on its connection holds the
 	 * caller's buffer; close that connection so that the message is
 	 * dropped and the completion can fire (others on it resend).  A
@@ -295,7 +302,7 @@ static void req_timeout_cb(void *arg)
 		msg_conn_close(stuck);
 		msg_conn_put(stuck);
 	}
-	req_fail(r, -ETIMEDOUT);
+	req_fail(r, err);
 	req_put(r);
 }
 

@@ -42,6 +42,7 @@ struct node {
 	atomic_int peer_type;
 	atomic_ullong peer_id;
 	atomic_uint mode;	/* msg_conn_mode of the last connection */
+	atomic_int authenticated;	/* msg_conn_authenticated of the last one */
 };
 
 static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
@@ -71,6 +72,7 @@ static void node_connected(void *arg, struct msg_conn *c)
 	atomic_store(&n->peer_type, who.type);
 	atomic_store(&n->peer_id, who.id);
 	atomic_store(&n->mode, msg_conn_mode(c));
+	atomic_store(&n->authenticated, msg_conn_authenticated(c));
 	atomic_fetch_add(&n->connected, 1);
 }
 
@@ -319,8 +321,65 @@ Test(msg_auth, expired_ticket_refused)
 	cr_assert_eq(echo(&cl, osd.addr), 0);
 	msg_auth_set_clock_offset(oa, 60 + 40);	/* beyond it */
 	cr_assert_neq(echo(&cl, osd.addr), 0);
+	/* the dialler knows it was its ticket that was refused */
+	struct msg_conn *c = msgr_connect(cl.m, osd.addr);
+	bool refused = false;
+
+	cr_assert_not_null(c);
+	for (int i = 0; i < 200 && !refused; i++) {
+		refused = msg_conn_ticket_refused(c);
+		if (!refused)
+			usleep(10000);
+	}
+	cr_assert(refused, "msg_conn_ticket_refused stays false");
+	msg_conn_put(c);
 	node_stop(&cl);
 	node_stop(&osd);
+	node_stop(&mon);
+}
+
+/* auth_allow_none (turning authentication on): peers without
+ * authentication are taken, both ways, as unauthenticated; a peer that
+ * authenticates still proves itself. */
+Test(msg_auth, allow_none_takes_peers_without_authentication_both_ways)
+{
+	struct node mon = { 0 }, plain = { 0 }, plain_srv = { 0 }, cl = { 0 };
+	struct msg_auth *ca;
+
+	keys_init();
+	mon_start(&mon);
+	msg_auth_set_allow_none(mon.auth, true);
+	node_start(&plain, MSG_ENTITY_CLIENT, 7, NULL, false);
+	cr_assert_eq(echo(&plain, mon.addr), 0);
+	cr_assert_eq(atomic_load(&mon.peer_id), 7);	/* declared */
+	cr_assert_eq(atomic_load(&mon.authenticated), 0);
+	/* one with a key still authenticates (the monitors' id) */
+	ca = msg_auth_new("client.admin", admin_key);
+	msg_auth_set_allow_none(ca, true);
+	node_start(&cl, MSG_ENTITY_CLIENT, 8, ca, false);
+	cr_assert_eq(echo(&cl, mon.addr), 0);
+	cr_assert_eq(atomic_load(&mon.peer_id), 1234);
+	cr_assert_eq(atomic_load(&mon.authenticated), 1);
+	/* and it talks to a daemon without authentication */
+	node_start(&plain_srv, MSG_ENTITY_OSD, 1, NULL, true);
+	cr_assert_eq(echo(&cl, plain_srv.addr), 0);
+	cr_assert_eq(atomic_load(&plain_srv.peer_id), 8);
+	/* a wrong key is still refused */
+	{
+		struct node bad = { 0 };
+		uint8_t wrong[AUTH_KEY_LEN];
+		struct msg_auth *ba;
+
+		cr_assert_eq(auth_random(wrong, sizeof(wrong)), 0);
+		ba = msg_auth_new("client.admin", wrong);
+		msg_auth_set_allow_none(ba, true);
+		node_start(&bad, MSG_ENTITY_CLIENT, 9, ba, false);
+		cr_assert_neq(echo(&bad, mon.addr), 0);
+		node_stop(&bad);
+	}
+	node_stop(&cl);
+	node_stop(&plain_srv);
+	node_stop(&plain);
 	node_stop(&mon);
 }
 

@@ -242,7 +242,7 @@ Test(proto, beacon_v2_recovery_and_scrub_figures)
 			      .bad = { { .osd = 1, .kind = 3, .oid = "obj-a" },
 				       { .osd = 2, .kind = 4, .oid = "obj-b" } },
 			      .last_epoch_clean = 9 };
-	struct osd_beacon b = { .id = 1, .npg = 1, .pgs = &pg }, o;
+	struct osd_beacon b = { .id = 1, .npg = 1, .pgs = &pg, .wall_ms = 1796050089123ull }, o;
 	uint8_t *p;
 	size_t n;
 
@@ -259,6 +259,15 @@ Test(proto, beacon_v2_recovery_and_scrub_figures)
 	cr_assert_str_eq(o.pgs[0].bad[1].oid, "obj-b");
 	cr_assert_eq(o.pgs[0].bad[1].kind, 4);
 	cr_assert_eq(o.pgs[0].last_epoch_clean, 9);
+	cr_assert_eq(o.wall_ms, 1796050089123ull);
+	osd_beacon_clear(&o);
+
+	/* a version 3 section (an older OSD): no wall clock, zero */
+	p[0] = 3;
+	dec_init(&d, p, n);
+	cr_assert_eq(osd_beacon_decode(&d, &o), 0);
+	cr_assert_eq(o.pgs[0].last_epoch_clean, 9);
+	cr_assert_eq(o.wall_ms, 0);
 	osd_beacon_clear(&o);
 
 	/* a version 2 section (an older OSD): no last_epoch_clean, zero */
@@ -612,7 +621,7 @@ Test(proto, mds_beacon_round_trip_and_checks)
 	struct mds_beacon b = { .instance = 0x1234, .name = "a", .addr = "127.0.0.2:6800",
 				.meta_pool = 3, .data_pool = 4, .flags = MDS_BEACON_F_STOPPING,
 				.state = MDS_BEACON_REPLAYING, .epoch = 17, .jseg = 5,
-				.jseq = 1234 }, o;
+				.jseq = 1234, .wall_ms = 1796050089123ull }, o;
 	struct enc e;
 	struct dec d;
 	size_t n;
@@ -629,6 +638,7 @@ Test(proto, mds_beacon_round_trip_and_checks)
 	cr_expect(o.meta_pool == 3 && o.data_pool == 4 && o.flags == MDS_BEACON_F_STOPPING);
 	cr_expect(o.state == MDS_BEACON_REPLAYING && o.epoch == 17);
 	cr_expect(o.jseg == 5 && o.jseq == 1234);
+	cr_expect_eq(o.wall_ms, 1796050089123ull);
 	for (size_t cut = 0; cut < n; cut++) {
 		dec_init(&d, p, cut);
 		cr_expect_eq(mds_beacon_decode(&d, &o), -EBADMSG, "cut at %zu", cut);
