@@ -9,7 +9,11 @@
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
-cluster_up --mons 3 --no-nbd --set auth_rotate_grace=5 --set client_mount_timeout=10s
+# ms_mon_mode = prefer-secure: the monitors also take crc sessions (the
+# default, secure, refuses them at the handshake), so that the command's
+# own refusal over crc is what is tested
+cluster_up --mons 3 --no-nbd --set auth_rotate_grace=5 --set client_mount_timeout=10s \
+	--set ms_mon_mode=prefer-secure
 kr=$cdir/keyring
 
 # ---- the commands
@@ -30,7 +34,7 @@ atoll auth ls | grep -A2 '^\[client.u\]' | grep -q 'caps osd = allow rw pool=def
 	fail "ls: $(atoll auth ls)"
 ok "auth add prints the new keyring section, refuses an existing name; ls shows caps"
 
-sed "s#^auth = ticket#auth = ticket\nms_mon_mode = crc#" "$ATOLL_CONF" >"$tmp/crc.conf"
+sed -e "/^ms_mon_mode/d" -e "s#^auth = ticket#auth = ticket\nms_mon_mode = crc#" "$ATOLL_CONF" >"$tmp/crc.conf"
 atoll auth get-or-create client.v osd "allow r" >"$tmp/v.kr" || fail "get-or-create new"
 grep -q '^\[client.v\]' "$tmp/v.kr" || fail "get-or-create printed: $(cat "$tmp/v.kr")"
 if ATOLL_CONF=$tmp/crc.conf atoll auth get-or-create client.v osd "allow r" >/dev/null 2>"$tmp/err"; then
@@ -42,18 +46,12 @@ if ATOLL_CONF=$tmp/crc.conf atoll auth get client.v >/dev/null 2>"$tmp/err"; the
 fi
 grep -q "only over a secure session" "$tmp/err" || fail "get over crc: $(cat "$tmp/err")"
 ok "auth get (and get-or-create of an existing entity) refused over a crc session"
-# the secure wire mode (ms_mon_mode) is another branch of issue 34: until
-# the programs know it, only the refusal is checked
-if grep -q ms_cluster_mode "$bindir/mon/atoll-mon" 2>/dev/null; then
-	sed "s#^auth = ticket#auth = ticket\nms_mon_mode = secure#" "$ATOLL_CONF" >"$tmp/sec.conf"
-	ATOLL_CONF=$tmp/sec.conf atoll auth get client.v >"$tmp/v2.kr" 2>"$tmp/err" ||
-		fail "auth get over a secure session: $(cat "$tmp/err")"
-	cmp -s <(grep 'key =' "$tmp/v.kr") <(grep 'key =' "$tmp/v2.kr") ||
-		fail "auth get printed another key: $(cat "$tmp/v2.kr")"
-	ok "auth get prints the key over a secure session"
-else
-	echo "skipped: auth get over a secure session (no secure wire mode in this build)"
-fi
+sed -e "/^ms_mon_mode/d" -e "s#^auth = ticket#auth = ticket\nms_mon_mode = secure#" "$ATOLL_CONF" >"$tmp/sec.conf"
+ATOLL_CONF=$tmp/sec.conf atoll auth get client.v >"$tmp/v2.kr" 2>"$tmp/err" ||
+	fail "auth get over a secure session: $(cat "$tmp/err")"
+cmp -s <(grep 'key =' "$tmp/v.kr") <(grep 'key =' "$tmp/v2.kr") ||
+	fail "auth get printed another key: $(cat "$tmp/v2.kr")"
+ok "auth get prints the key over a secure session"
 
 atoll auth caps client.v osd "allow rw" mds "allow r" || fail "auth caps"
 atoll --format json auth ls | python3 -c '
