@@ -625,6 +625,13 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 		}
 		memcpy(ac->key, t.session_key, AUTH_KEY_LEN);
 		client_id = t.client_id;
+		/* what msg_conn_caps gives the upper layer */
+		c->auth_caps = strdup(t.caps);
+		if (!c->auth_caps) {
+			r = -ENOMEM;
+			goto out;
+		}
+		c->auth_expires = t.expires;
 	}
 	if (pm.method == AUTH_METHOD_KEY) {
 		msg_auth_issue_fn issue;
@@ -651,6 +658,7 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 	r = proved_identity(c, ac->entity, client_id, &who);
 	if (r < 0)
 		goto out;
+	snprintf(c->auth_entity, sizeof(c->auth_entity), "%s", ac->entity);
 	r = auth_server_proof(ac->key, ac->transcript, m->front, m->front_len, dm.proof);
 	if (r < 0)
 		goto out;
