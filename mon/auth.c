@@ -154,6 +154,7 @@ static int issue(void *arg, const char *entity, uint64_t want_id, uint64_t now,
 	int err = 0;
 
 	pthread_mutex_lock(&ma->lock);
+	reload_if_changed(ma);	/* tickets carry the caps of now */
 	en = keyring_find(&ma->kr, entity);
 	if (!en) {
 		pthread_mutex_unlock(&ma->lock);
@@ -180,6 +181,27 @@ static int issue(void *arg, const char *entity, uint64_t want_id, uint64_t now,
 			err = secret_of(ma, r->secrets.service, g, &r->secrets.s[r->secrets.n++]);
 	}
 	return err;
+}
+
+int mon_auth_caps(struct mon *mon, const char *entity, const char *service, char *out,
+		  size_t outlen)
+{
+	struct mon_auth *ma = mon->auth;
+	const struct keyring_entry *en;
+	int r = -ENOENT;
+
+	if (!ma)
+		return -ENOENT;
+	/* a stat per call: caps changed in the file apply to the next
+	 * message (doc/caps.md, "Changing caps") */
+	pthread_mutex_lock(&ma->lock);
+	reload_if_changed(ma);
+	en = keyring_find(&ma->kr, entity);
+	if (en)
+		r = snprintf(out, outlen, "%s", caps_of(en, service)) < (int)outlen ? 0 :
+		    -ENAMETOOLONG;
+	pthread_mutex_unlock(&ma->lock);
+	return r;
 }
 
 int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t errlen)

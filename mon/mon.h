@@ -235,6 +235,20 @@ int mon_uuid_parse(const char *s, uint8_t u[16]);
 struct msg_auth;
 int mon_auth_setup(struct mon *mon, struct msg_auth **out, char *err, size_t errlen);
 void mon_auth_free(struct mon *mon);
+/* The caps string of entity for service ("mon", "osd", "mds") into out:
+ * 0, -ENOENT for an unknown entity, -ENAMETOOLONG when it does not fit
+ * (authstore re-implements it on the replicated state). */
+int mon_auth_caps(struct mon *mon, const char *entity, const char *service, char *out,
+		  size_t outlen);
+
+/* access.c: what a peer may send (doc/caps.md).  mon_access_msg checks
+ * m's type against the table; false: m was refused (answered when a
+ * request) and freed.  mon_access_check: 0, or -EACCES with why. */
+enum mon_need;
+struct msg_conn;
+bool mon_access_msg(struct mon *mon, struct msg *m);
+int mon_access_check(struct mon *mon, struct msg_conn *c, enum mon_need need, char *why,
+		     size_t whylen);
 
 /* ---- options (main.c) ---- */
 int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_t errlen);
