@@ -189,6 +189,17 @@ void msg_auth_set_skew(struct msg_auth *a, uint32_t skew)
 	pthread_mutex_unlock(&a->lock);
 }
 
+uint32_t msg_auth_skew(const struct msg_auth *a)
+{
+	struct msg_auth *m = (struct msg_auth *)a;
+	uint32_t skew;
+
+	pthread_mutex_lock(&m->lock);
+	skew = m->skew;
+	pthread_mutex_unlock(&m->lock);
+	return skew;
+}
+
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset)
 {
 	pthread_mutex_lock(&a->lock);

@@ -63,6 +63,7 @@ void msg_auth_want_client_id(struct msg_auth *a, uint64_t id);
  * this process's wall clock (tests of skew). */
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew);
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset);
+uint32_t msg_auth_skew(const struct msg_auth *a);
 uint64_t msg_auth_now(const struct msg_auth *a);
 
 /* For issuers: a fresh session key and a ticket for entity sealed with

@@ -507,6 +507,8 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
+	if (!osd_access_msg(osd, c, m))
+		return;
 	switch (m->type) {
 	case MT_MON_MAP:
 		/* maps come only from the monitors we dialled: a client (or
@@ -914,6 +916,7 @@ static int do_run(struct config *conf)
 			die("%s", err);
 		mc.auth = osd_auth;
 		osd->auth_on = osd_auth != NULL;
+		osd->auth = osd_auth;
 	}
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)
@@ -973,6 +976,7 @@ static int do_run(struct config *conf)
 	osd->msgr = NULL;
 	msg_auth_free(osd_auth);	/* after the messenger, which reads it */
 	osd_auth = NULL;
+	osd->auth = NULL;
 	osd_free_state(osd);
 	log_info("osd", "osd.%d stopped", osd->whoami);
 	return 0;

@@ -117,6 +117,7 @@ struct osd {
 	/* auth = ticket: a client's request ids must carry the client id of
 	 * its ticket (msg_conn_peer), so no client touches another's dups */
 	bool auth_on;
+	struct msg_auth *auth;	/* the messenger's (NULL: auth = none) */
 	uint8_t fsid[16];
 	uint8_t uuid[16];
 	char addr[OSDMAP_ADDR_MAX + 1];	/* bound */
@@ -239,6 +240,17 @@ void osd_pgs_kick_ops(struct osd *osd);
 uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out);
 /* Posts fn(arg) to the loop thread (from any thread). */
 void osd_post(struct osd *osd, void (*fn)(void *), void *arg);
+
+/* access.c: who may send what, and what the caps of a client's ticket
+ * allow (doc/caps.md).  osd_access_msg: false when m was refused (and
+ * freed).  osd_access_op / osd_access_admin: 0, -EPERM (caps), or
+ * -ECONNRESET when c's ticket expired (c is closed: drop the request). */
+struct osd_op_req;
+bool osd_access_msg(struct osd *osd, struct msg_conn *c, struct msg *m);
+uint32_t osd_subop_access(uint16_t code);
+int osd_access_op(struct osd *osd, struct msg_conn *c, const struct osd_op_req *req,
+		  const char *pool_name);
+int osd_access_admin(struct osd *osd, struct msg_conn *c, uint32_t pool);
 
 /* ops.c */
 void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);

@@ -870,8 +870,15 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
-	pg = osd_pg_find(osd, req.pool, req.pg);
-	if (!pg || !pg->is_primary)
+	rc = osd_access_admin(osd, c, req.pool);
+	if (rc == -ECONNRESET) {
+		msg_free(m);
+		return;
+	}
+	pg = rc ? NULL : osd_pg_find(osd, req.pool, req.pg);
+	if (rc)
+		;	/* refused: answered below */
+	else if (!pg || !pg->is_primary)
 		rc = -ESTALE;		/* the caller looks the primary up again */
 	else if (!(pg->state & PG_ST_ACTIVE))
 		rc = -EAGAIN;
