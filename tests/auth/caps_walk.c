@@ -15,8 +15,9 @@
  * monitors send are dropped and logged by the OSD; monitor messages not
  * needing `r` are refused and logged; commands not needing `r` get
  * -EACCES.  Also: the same key declaring itself osd.1 in its hello is
- * refused, and an OSD_BOOT for osd.1 with osd.1's uuid (the "stolen
- * uuid") is refused and moves nothing.
+ * refused, an OSD_BOOT for osd.1 with osd.1's uuid (the "stolen uuid")
+ * is refused and moves nothing, and client.bootstrap-osd, whose hello
+ * may declare an OSD, cannot boot osd.1 either.
  *
  * Reaches into the client library (lib/client/client.h) for its
  * messenger, its authenticated connections and its map.  Exit 0 when
@@ -30,6 +31,7 @@
 
 #include <atoll/atoll.h>
 
+#include "auth_config.h"
 #include "client.h"
 #include "encode.h"
 #include "msg.h"
@@ -498,6 +500,69 @@ static void stolen_uuid(struct msg_conn *mon)
 		       "unchanged\n", rep.status);
 }
 
+/* client.bootstrap-osd's connection declares an OSD identity (to make
+ * new OSDs): declaring osd.1, its OSD_BOOT for osd.1 is refused. */
+static void bootstrap_boot(const char *mon_addr)
+{
+	struct msgr_config mc;
+	struct msgr_ops ops = { 0 };
+	struct msg_auth *a = NULL;
+	struct msgr *m = NULL;
+	struct msg_conn *c;
+	struct osd_boot_req q;
+	struct osd_boot_reply rep;
+	struct msg *b, *reply = NULL;
+	struct enc e;
+	struct dec d;
+	char err[512];
+	int r;
+
+	if (auth_config_load(cl->cfg, "client", "client.bootstrap-osd", NULL, &a, err,
+			     sizeof(err)) < 0 || !a) {
+		FAIL("no bootstrap key: %s", err);
+		return;
+	}
+	memset(&mc, 0, sizeof(mc));
+	mc.size_of = sizeof(mc);
+	mc.me.type = MSG_ENTITY_OSD;
+	mc.me.id = 1;
+	mc.auth = a;
+	msgr_fsid(cl->msgr, mc.fsid);
+	if (msgr_create(&mc, &ops, NULL, &m) < 0 || msgr_start(m) < 0) {
+		FAIL("cannot make a messenger");
+		goto out;
+	}
+	memset(&q, 0, sizeof(q));
+	q.id = 1;
+	pthread_mutex_lock(&cl->lock);
+	if (osdmap_osd(cl->map, 1))
+		memcpy(q.uuid, osdmap_osd(cl->map, 1)->uuid, 16);
+	pthread_mutex_unlock(&cl->lock);
+	snprintf(q.addr, sizeof(q.addr), "127.0.0.1:9");
+	c = msgr_connect(m, mon_addr);
+	enc_init(&e);
+	osd_boot_req_encode(&q, &e);
+	b = msg_new(MT_OSD_BOOT, &e);
+	enc_free(&e);
+	r = msg_call_wait(c, b, 10000, &reply);
+	memset(&rep, 0, sizeof(rep));
+	if (!r) {
+		dec_init(&d, reply->front, reply->front_len);
+		r = osd_boot_reply_decode(&d, &rep);
+		if (!r)
+			r = rep.rc;
+		msg_free(reply);
+	}
+	if (r != -EACCES)
+		FAIL("client.bootstrap-osd as osd.1 booting osd.1: %d, not -EACCES", r);
+	else
+		printf("ok: client.bootstrap-osd declaring osd.1 cannot boot it: -EACCES\n");
+	msg_conn_put(c);
+out:
+	msgr_destroy(m);
+	msg_auth_free(a);
+}
+
 int main(int argc, char **argv)
 {
 	struct atoll_ioctx *io = NULL;
@@ -535,6 +600,7 @@ int main(int argc, char **argv)
 	walk_commands();
 	forged_hello(argv[6], argv[7]);
 	stolen_uuid(mon);
+	bootstrap_boot(argv[6]);
 	msg_conn_put(osd);
 	msg_conn_put(mon);
 	atoll_ioctx_destroy(io);
