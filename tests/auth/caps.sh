@@ -4,7 +4,8 @@
 # a, gets -EPERM on b and cannot run `pool rm`; an `allow r` client cannot
 # write; then auth-caps-walk walks every row of doc/caps.md's tables from
 # an `allow r pool=a` key (message types to an OSD and to the monitor,
-# sub-ops, commands, a forged osd.1 hello, a boot with a stolen uuid).
+# sub-ops, commands, a forged osd.1 hello, a boot with a stolen uuid);
+# atoll-nbd runs as client.nbd with `allow rw pool=default`.
 # Test keys are appended to the cluster's keyring, which the monitor
 # reads again when an unknown entity authenticates.
 set -euo pipefail
@@ -12,7 +13,7 @@ walk_bin=${3:?usage: $0 ATOLL-CLUSTER ATOLL AUTH-CAPS-WALK DOC}
 doc=${4:?usage: $0 ATOLL-CLUSTER ATOLL AUTH-CAPS-WALK DOC}
 . "$(dirname "$0")/../cluster/lib.sh"
 
-cluster_up --mons 1 --no-mds --no-nbd
+cluster_up --mons 1 --no-mds
 atoll pool create a --pg 8 >/dev/null
 atoll pool create b --pg 8 >/dev/null
 echo "b's" | atoll put b ob -
@@ -51,3 +52,14 @@ ok "every row of doc/caps.md's tables holds ($(grep -c '^ok' "$tmp/walk.out") ch
 [ "$(atoll get b ob -)" = "b's" ] || fail "b's object after the walk"
 [ "$(atoll health)" = HEALTH_OK ] || fail "health: $(atoll health detail)"
 ok "the cluster still serves, health OK"
+
+# atoll-nbd runs as client.nbd, limited to its pool
+grep -A3 '^\[client.nbd\]' "$cdir/keyring" | grep -q "caps osd = allow rw pool=default" ||
+	fail "no client.nbd key limited to pool default: $(cat "$cdir/keyring")"
+grep -q -- "--name client.nbd" "$cdir/log/nbd.log" || fail "atoll-nbd does not run as client.nbd"
+if command -v nbdinfo >/dev/null; then
+	atoll image create default disk1 --size 1M >/dev/null
+	nbdinfo "nbd://$(state_addr nbd)/disk1" >"$tmp/nbdinfo" 2>&1 ||
+		fail "nbdinfo through atoll-nbd as client.nbd: $(cat "$tmp/nbdinfo")"
+fi
+ok "atoll-nbd serves its pool as client.nbd (allow rw pool=default)"
