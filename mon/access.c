@@ -46,7 +46,7 @@ int mon_access_check(struct mon *mon, struct msg_conn *c, enum mon_need need, ch
 		     size_t whylen)
 {
 	const char *entity = msg_conn_entity(c);
-	char caps[1025], err[256];
+	char caps[CAPS_STR_MAX + 1], err[256];
 	struct mon_caps mc;
 	int r;
 

@@ -875,16 +875,14 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
-	pg = rc ? NULL : osd_pg_find(osd, req.pool, req.pg);
-	if (rc)
-		;	/* refused: answered below */
-	else if (!pg || !pg->is_primary)
+	pg = osd_pg_find(osd, req.pool, req.pg);
+	if (!rc && (!pg || !pg->is_primary))
 		rc = -ESTALE;		/* the caller looks the primary up again */
-	else if (!(pg->state & PG_ST_ACTIVE))
+	else if (!rc && !(pg->state & PG_ST_ACTIVE))
 		rc = -EAGAIN;
-	else if (pg->scrub || (pg->state & (PG_ST_RECOVERING | PG_ST_BACKFILLING)))
+	else if (!rc && (pg->scrub || (pg->state & (PG_ST_RECOVERING | PG_ST_BACKFILLING))))
 		rc = -EBUSY;
-	if (rc) {
+	if (rc) {	/* -EPERM (caps) included */
 		reply_rc(osd, m, rc);
 		msg_free(m);
 		return;
