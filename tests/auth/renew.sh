@@ -6,7 +6,9 @@
 # say they renewed (doc/security.md, "Renewal").  With a skew of 2 s the
 # OSDs close the client's connections as their tickets expire, and the
 # client redials with its renewed ticket and resends (doc/caps.md,
-# "Changing caps"): still no write fails.
+# "Changing caps"): still no write fails.  A client whose osd caps lose
+# `w` while it writes gets -EPERM within one ticket lifetime plus the
+# skew, on the connections it had open.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
@@ -24,3 +26,21 @@ ok "every OSD renewed its tickets and secrets, health OK"
 grep -q "its ticket expired; it redials" "$cdir"/log/osd.*.log ||
 	fail "no OSD closed a connection whose ticket expired"
 ok "OSDs closed expired clients' connections; the writes went on"
+
+# a cap change reaches a client's open connections: client.chg writes
+# for 14 s; 2 s in, its osd caps become `allow r`.  Its tickets renew
+# every 4.5 s and the OSDs close connections 2 s after their ticket's
+# expiry, so the writes are refused within 8 s of the change.
+printf '[client.chg]\n\tkey = %s\n\tcaps mon = allow r\n\tcaps osd = allow rw pool=default\n' \
+	"$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >>"$cdir/keyring"
+sed -e "/^\[global\]/a auth_name = client.chg" "$ATOLL_CONF" >"$tmp/chg.conf"
+ATOLL_CONF=$tmp/chg.conf "$atoll_bin" bench default 14 write -t 4 -b 4096 >"$tmp/chg.out" 2>&1 &
+chg=$!
+sleep 2
+sed -i '/^\[client.chg\]/,/^\[/ s/caps osd = allow rw pool=default/caps osd = allow r pool=default/' \
+	"$cdir/keyring"
+if wait $chg; then
+	fail "client.chg kept writing after its caps lost w: $(tail -3 "$tmp/chg.out")"
+fi
+grep -q "not permitted" "$tmp/chg.out" || fail "client.chg: $(tail -3 "$tmp/chg.out")"
+ok "a cap change reaches a client's open connections within a ticket lifetime"
