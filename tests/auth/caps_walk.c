@@ -17,7 +17,7 @@
  * -EACCES.  Also: the same key declaring itself osd.1 in its hello is
  * refused, an OSD_BOOT for osd.1 with osd.1's uuid (the "stolen uuid")
  * is refused and moves nothing, and client.bootstrap-osd, whose hello
- * may declare an OSD, cannot boot osd.1 either.
+ * may declare an OSD, can neither boot osd.1 nor send an OSD a REP_OP.
  *
  * Reaches into the client library (lib/client/client.h) for its
  * messenger, its authenticated connections and its map.  Exit 0 when
@@ -502,7 +502,7 @@ static void stolen_uuid(struct msg_conn *mon)
 
 /* client.bootstrap-osd's connection declares an OSD identity (to make
  * new OSDs): declaring osd.1, its OSD_BOOT for osd.1 is refused. */
-static void bootstrap_boot(const char *mon_addr)
+static void bootstrap_boot(const char *mon_addr, const char *osd_addr, const char *osd_log)
 {
 	struct msgr_config mc;
 	struct msgr_ops ops = { 0 };
@@ -558,6 +558,18 @@ static void bootstrap_boot(const char *mon_addr)
 	else
 		printf("ok: client.bootstrap-osd declaring osd.1 cannot boot it: -EACCES\n");
 	msg_conn_put(c);
+	/* nor, with the OSD ticket the monitor gave it, push to an OSD */
+	c = msgr_connect(m, osd_addr);
+	if (send_raw(c, MT_REP_OP) < 0)
+		FAIL("cannot send REP_OP as client.bootstrap-osd");
+	for (int t = 0; t < 50 && !log_has(osd_log, "message of type 31 from ",
+					   "('client.bootstrap-osd') refused"); t++)
+		usleep(100000);
+	if (!log_has(osd_log, "message of type 31 from ", "('client.bootstrap-osd') refused"))
+		FAIL("REP_OP from client.bootstrap-osd declaring osd.1: not refused");
+	else
+		printf("ok: client.bootstrap-osd declaring osd.1 cannot send REP_OP\n");
+	msg_conn_put(c);
 out:
 	msgr_destroy(m);
 	msg_auth_free(a);
@@ -600,7 +612,7 @@ int main(int argc, char **argv)
 	walk_commands();
 	forged_hello(argv[6], argv[7]);
 	stolen_uuid(mon);
-	bootstrap_boot(argv[6]);
+	bootstrap_boot(argv[6], argv[8], argv[9]);
 	msg_conn_put(osd);
 	msg_conn_put(mon);
 	atoll_ioctx_destroy(io);
