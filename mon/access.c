@@ -19,6 +19,7 @@
 #include "encode.h"
 #include "log.h"
 #include "mon.h"
+#include "mono.h"
 #include "msg.h"
 #include "proto.h"
 
@@ -41,6 +42,30 @@ static const struct {
 	{ MT_OSD_PG_TEMP, "OSD_PG_TEMP", MON_NEED_OSD, RF_NONE },
 	{ MT_MDS_BEACON, "MDS_BEACON", MON_NEED_MDS, RF_RC },
 };
+
+/* Refusals are logged at most once a second for each message type (a
+ * peer can repeat them at will); the next line says how many were left
+ * out.  The monitor thread only. */
+#define REFUSAL_KINDS	128u
+
+bool mon_access_refusal_log(uint16_t type)
+{
+	static uint64_t next_ms[REFUSAL_KINDS];
+	static uint32_t dropped[REFUSAL_KINDS];
+	unsigned int k = type % REFUSAL_KINDS;
+	uint64_t now = mono_now_ms();
+
+	if (now < next_ms[k]) {
+		dropped[k]++;
+		return false;
+	}
+	next_ms[k] = now + 1000;
+	if (dropped[k])
+		log_warn("mon", "(and %u more refusals of message type %u in the last "
+			 "second, left out)", dropped[k], type);
+	dropped[k] = 0;
+	return true;
+}
 
 int mon_access_check(struct mon *mon, struct msg_conn *c, enum mon_need need, char *why,
 		     size_t whylen)
@@ -114,15 +139,17 @@ bool mon_access_msg(struct mon *mon, struct msg *m)
 	if (i == sizeof(msg_table) / sizeof(msg_table[0])) {
 		if (!mon->auth)
 			return true;	/* handle_msg logs the unknown type */
-		log_warn("mon", "message of type %u from %s refused: no monitor takes it",
-			 m->type, msg_conn_addr(m->conn));
+		if (mon_access_refusal_log(m->type))
+			log_warn("mon", "message of type %u from %s refused: no monitor takes "
+				 "it", m->type, msg_conn_addr(m->conn));
 		msg_free(m);
 		return false;
 	}
 	if (mon_access_check(mon, m->conn, msg_table[i].need, why, sizeof(why)) == 0)
 		return true;
-	log_warn("mon", "%s from %s refused: %s", msg_table[i].name, msg_conn_addr(m->conn),
-		 why);
+	if (mon_access_refusal_log(m->type))
+		log_warn("mon", "%s from %s refused: %s", msg_table[i].name,
+			 msg_conn_addr(m->conn), why);
 	refuse(m, msg_table[i].refusal, -EACCES, why);
 	msg_free(m);
 	return false;

@@ -277,8 +277,9 @@ static void run_command(struct mon *mon, struct msg_conn *conn, const char *json
 
 		if (mon_access_check(mon, conn, commands[i].need, why, sizeof(why)) < 0) {
 			cmd_fail(o, -EACCES, "command '%s' refused: %s", prefix, why);
-			log_warn("mon", "command '%s' from %s refused: %s", prefix,
-				 msg_conn_addr(conn), why);
+			if (mon_access_refusal_log(MT_MON_COMMAND))
+				log_warn("mon", "command '%s' from %s refused: %s", prefix,
+					 msg_conn_addr(conn), why);
 			goto out;
 		}
 	}

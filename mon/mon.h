@@ -247,6 +247,9 @@ int mon_auth_caps(struct mon *mon, const char *entity, const char *service, char
 enum mon_need;
 struct msg_conn;
 bool mon_access_msg(struct mon *mon, struct msg *m);
+/* Whether a refusal of message type may be logged now (once a second per
+ * type; a peer can repeat refusals at will). */
+bool mon_access_refusal_log(uint16_t type);
 int mon_access_check(struct mon *mon, struct msg_conn *c, enum mon_need need, char *why,
 		     size_t whylen);
 

@@ -15,15 +15,41 @@
  * allowed, as before.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "caps.h"
 #include "log.h"
+#include "mono.h"
 #include "msg.h"
 #include "msg_auth.h"
 #include "osd.h"
 #include "proto.h"
+
+/* Refusals are logged at most once a second for each message type (a
+ * peer can repeat them at will); the next line says how many were left
+ * out.  Any thread. */
+#define REFUSAL_KINDS	64u
+static atomic_uint_least64_t refusal_next_ms[REFUSAL_KINDS];
+static atomic_uint refusal_dropped[REFUSAL_KINDS];
+
+static bool refusal_log(uint16_t type)
+{
+	unsigned int k = type % REFUSAL_KINDS, d;
+	uint64_t now = mono_now_ms(), next = atomic_load(&refusal_next_ms[k]);
+
+	if (now < next ||
+	    !atomic_compare_exchange_strong(&refusal_next_ms[k], &next, now + 1000)) {
+		atomic_fetch_add(&refusal_dropped[k], 1);
+		return false;
+	}
+	d = atomic_exchange(&refusal_dropped[k], 0);
+	if (d)
+		log_warn("osd", "(and %u more refusals of message type %u in the last second, "
+			 "left out)", d, type);
+	return true;
+}
 
 /* Who may send a message type to an OSD. */
 enum from {
@@ -114,15 +140,16 @@ bool osd_access_msg(struct osd *osd, struct msg_conn *c, struct msg *m)
 		ok = monc_owns(osd->monc, c);
 		break;
 	}
-	if (!ok) {
+	if (!ok && refusal_log(m->type)) {
 		const char *entity = msg_conn_entity(c);
 
 		log_warn("osd", "message of type %u from %s ('%s') refused: only %s send it",
 			 m->type, msg_conn_addr(c), *entity ? entity : "unauthenticated",
 			 msg_table[i].from == FROM_OSD ? "OSDs of this cluster" :
 			 "the monitors this OSD dialled");
-		msg_free(m);
 	}
+	if (!ok)
+		msg_free(m);
 	return ok;
 }
 
@@ -182,15 +209,16 @@ int osd_access_op(struct osd *osd, struct msg_conn *c, const struct osd_op_req *
 	if (caps_osd_allows(caps, pool_name, req->nops == 1 && req->ops[0].code == OSD_OP_LIST ?
 			    NULL : req->oid, req->oid_len, need))
 		return 0;
-	log_warn("ops", "op on '%.*s' in pool '%s' from '%s' (%s) refused: its osd caps '%s' "
-		 "do not allow %s%s%s", (int)(req->oid_len > 64 ? 64 : req->oid_len),
-		 req->oid ? req->oid : "", pool_name, msg_conn_entity(c), msg_conn_addr(c),
-		 msg_conn_caps(c), need & CAPS_R ? "r" : "", need & CAPS_W ? "w" : "",
-		 need & CAPS_X ? "x" : "");
+	if (refusal_log(MT_OSD_OP))
+		log_warn("ops", "op on '%.*s' in pool '%s' from '%s' (%s) refused: its osd caps "
+			 "'%s' do not allow %s%s%s", (int)(req->oid_len > 64 ? 64 : req->oid_len),
+			 req->oid ? req->oid : "", pool_name, msg_conn_entity(c),
+			 msg_conn_addr(c), msg_conn_caps(c), need & CAPS_R ? "r" : "",
+			 need & CAPS_W ? "w" : "", need & CAPS_X ? "x" : "");
 	return -EPERM;
 }
 
-int osd_access_admin(struct osd *osd, struct msg_conn *c, uint32_t pool)
+int osd_access_admin(struct osd *osd, struct msg_conn *c, uint16_t type, uint32_t pool)
 {
 	const struct osdmap_pool *p = osd->map ? osdmap_pool(osd->map, pool) : NULL;
 	const struct osd_caps *caps;
@@ -204,8 +232,9 @@ int osd_access_admin(struct osd *osd, struct msg_conn *c, uint32_t pool)
 		return -ENOMEM;
 	if (caps_osd_allows(caps, p ? p->name : NULL, NULL, 0, CAPS_X))
 		return 0;
-	log_warn("osd", "admin request from '%s' (%s) refused: its osd caps '%s' lack 'x' "
-		 "(allow rwx or allow *)", msg_conn_entity(c), msg_conn_addr(c),
-		 msg_conn_caps(c));
+	if (refusal_log(type))
+		log_warn("osd", "admin request from '%s' (%s) refused: its osd caps '%s' lack "
+			 "'x' (allow rwx or allow *)", msg_conn_entity(c), msg_conn_addr(c),
+			 msg_conn_caps(c));
 	return -EPERM;
 }

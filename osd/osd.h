@@ -250,7 +250,7 @@ bool osd_access_msg(struct osd *osd, struct msg_conn *c, struct msg *m);
 uint32_t osd_subop_access(uint16_t code);
 int osd_access_op(struct osd *osd, struct msg_conn *c, const struct osd_op_req *req,
 		  const char *pool_name);
-int osd_access_admin(struct osd *osd, struct msg_conn *c, uint32_t pool);
+int osd_access_admin(struct osd *osd, struct msg_conn *c, uint16_t type, uint32_t pool);
 
 /* ops.c */
 void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);

@@ -109,7 +109,7 @@ void osd_pg_query_admin_dispatch(struct osd *osd, struct msg_conn *c, struct msg
 	} else {
 		r->pool = req.pool;
 		r->pg = req.pg;
-		r->rc = osd_access_admin(osd, c, req.pool);
+		r->rc = osd_access_admin(osd, c, m->type, req.pool);
 		if (r->rc == -ECONNRESET) {
 			free(r);
 			goto out_free_msg;

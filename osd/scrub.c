@@ -870,7 +870,7 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
-	rc = osd_access_admin(osd, c, req.pool);
+	rc = osd_access_admin(osd, c, m->type, req.pool);
 	if (rc == -ECONNRESET) {
 		msg_free(m);
 		return;
