@@ -8,7 +8,8 @@
 # client redials with its renewed ticket and resends (doc/caps.md,
 # "Changing caps"): still no write fails.  A client whose osd caps lose
 # `w` while it writes gets -EPERM within one ticket lifetime plus the
-# skew, on the connections it had open.
+# skew, on the connections it had open; one whose key is removed stops
+# being served.
 set -euo pipefail
 . "$(dirname "$0")/../cluster/lib.sh"
 
@@ -27,20 +28,33 @@ grep -q "its ticket expired; it redials" "$cdir"/log/osd.*.log ||
 	fail "no OSD closed a connection whose ticket expired"
 ok "OSDs closed expired clients' connections; the writes went on"
 
-# a cap change reaches a client's open connections: client.chg writes
-# for 14 s; 2 s in, its osd caps become `allow r`.  Its tickets renew
-# every 4.5 s and the OSDs close connections 2 s after their ticket's
-# expiry, so the writes are refused within 8 s of the change.
-printf '[client.chg]\n\tkey = %s\n\tcaps mon = allow r\n\tcaps osd = allow rw pool=default\n' \
-	"$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >>"$cdir/keyring"
-sed -e "/^\[global\]/a auth_name = client.chg" "$ATOLL_CONF" >"$tmp/chg.conf"
+# a cap change and `auth rm` reach a client's open connections:
+# client.chg and client.gone write for 14 s; 2 s in, client.chg's osd
+# caps become `allow r` and client.gone leaves the keyring.  Tickets
+# renew every 4.5 s and the OSDs close connections 2 s after their
+# ticket's expiry, so within 8 s of the change client.chg's writes get
+# -EPERM and client.gone's cannot go on (no new ticket: they time out).
+for who in chg gone; do
+	printf '[client.%s]\n\tkey = %s\n\tcaps mon = allow r\n\tcaps osd = allow rw pool=default\n' \
+		"$who" "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >>"$cdir/keyring"
+	sed -e "/^\[global\]/a auth_name = client.$who\nclient_op_timeout = 4s" "$ATOLL_CONF" \
+		>"$tmp/$who.conf"
+done
 ATOLL_CONF=$tmp/chg.conf "$atoll_bin" bench default 14 write -t 4 -b 4096 >"$tmp/chg.out" 2>&1 &
 chg=$!
+ATOLL_CONF=$tmp/gone.conf "$atoll_bin" bench default 14 write -t 4 -b 4096 >"$tmp/gone.out" 2>&1 &
+gone=$!
 sleep 2
-sed -i '/^\[client.chg\]/,/^\[/ s/caps osd = allow rw pool=default/caps osd = allow r pool=default/' \
-	"$cdir/keyring"
+sed -i -e '/^\[client.chg\]/,/^\[/ s/caps osd = allow rw pool=default/caps osd = allow r pool=default/' \
+	-e '/^\[client.gone\]/,+3d' "$cdir/keyring"
+grep -q "client.gone" "$cdir/keyring" && fail "client.gone is still in the keyring"
 if wait $chg; then
 	fail "client.chg kept writing after its caps lost w: $(tail -3 "$tmp/chg.out")"
 fi
 grep -q "not permitted" "$tmp/chg.out" || fail "client.chg: $(tail -3 "$tmp/chg.out")"
 ok "a cap change reaches a client's open connections within a ticket lifetime"
+if wait $gone; then
+	fail "client.gone kept writing after its key was removed: $(tail -3 "$tmp/gone.out")"
+fi
+grep -q "write of .* failed" "$tmp/gone.out" || fail "client.gone: $(tail -3 "$tmp/gone.out")"
+ok "a removed key's client stops being served within a ticket lifetime"
