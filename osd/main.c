@@ -511,14 +511,8 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		return;
 	switch (m->type) {
 	case MT_MON_MAP:
-		/* maps come only from the monitors we dialled: a client (or
+		/* only from the monitors we dialled (access.c): a client (or
 		 * anyone) that sends one must not move this OSD's epoch */
-		if (!monc_owns(osd->monc, c)) {
-			log_warn("map", "map message from %s, not a monitor of ours: dropped",
-				 msg_conn_addr(c));
-			msg_free(m);
-			break;
-		}
 		osd_map_dispatch(osd, c, m);
 		break;
 	case MT_OSD_OP:
