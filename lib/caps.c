@@ -330,6 +330,7 @@ bool caps_mon_allows(const struct mon_caps *caps, enum mon_need need)
 	case MON_NEED_BLOCKLIST:
 		return g & (MON_CAP_BLOCKLIST | MON_CAP_W);
 	case MON_NEED_ALL:
+	case MON_NEED_UNSET:
 	default:
 		return false;
 	}
@@ -351,6 +352,7 @@ const char *caps_mon_need_name(enum mon_need need)
 	case MON_NEED_BLOCKLIST:
 		return "profile blocklist";
 	case MON_NEED_ALL:
+	case MON_NEED_UNSET:
 	default:
 		return "allow *";
 	}

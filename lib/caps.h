@@ -78,8 +78,11 @@ struct mon_caps {
 	uint32_t grants;		/* MON_CAP_* the clauses give, expanded */
 };
 
-/* What a monitor command or message needs (one of these). */
+/* What a monitor command or message needs (one of these).  0 is no
+ * declared need: only `allow *` passes it, so a table entry that forgot
+ * its need is safe. */
 enum mon_need {
+	MON_NEED_UNSET = 0,
 	MON_NEED_R,		/* reads: status, maps, subscribe */
 	MON_NEED_W,		/* changes */
 	MON_NEED_ALL,		/* auth and destructive commands */

@@ -48,9 +48,12 @@ need = {"r": "R", "rw": "W", "*": "ALL", "profile osd": "OSD", "profile mds": "M
         "profile bootstrap-osd": "BOOTSTRAP_OSD", "profile blocklist": "BLOCKLIST",
         "the command's (below)": "R"}
 
-# monitor commands
-code = dict(re.findall(r'\{ "([a-z ]+)", cmd_\w+, CMD_\w+, MON_NEED_(\w+) \}',
-                       read("mon/commands.c")))
+# monitor commands (an entry without its MON_NEED_* is an error)
+commands_c = read("mon/commands.c")
+code = dict(re.findall(r'\{ "([a-z ]+)", cmd_\w+, CMD_\w+, MON_NEED_(\w+) \}', commands_c))
+for name in re.findall(r'\{ "([a-z ]+)", cmd_\w+', commands_c):
+    if name not in code:
+        failed.append(f"monitor command '{name}' in mon/commands.c declares no MON_NEED_*")
 doc = {r[0]: need.get(r[1], r[1]) for r in doc_rows("Monitor commands")}
 same("monitor command", code, doc)
 

@@ -168,8 +168,10 @@ Test(caps, mon_levels)
 	cr_assert(caps_mon_allows(&c, MON_NEED_BLOCKLIST));
 	cr_assert(!caps_mon_allows(&c, MON_NEED_ALL));
 	cr_assert(!caps_mon_allows(&c, MON_NEED_OSD));
+	/* a table entry that forgot its need: only allow * passes */
+	cr_assert(!caps_mon_allows(&c, MON_NEED_UNSET));
 	c = mon("allow *");
-	for (int n = MON_NEED_R; n <= MON_NEED_BLOCKLIST; n++)
+	for (int n = MON_NEED_UNSET; n <= MON_NEED_BLOCKLIST; n++)
 		cr_assert(caps_mon_allows(&c, (enum mon_need)n));
 }
 
