@@ -126,8 +126,17 @@ bool osd_access_msg(struct osd *osd, struct msg_conn *c, struct msg *m)
 	for (i = 0; i < sizeof(msg_table) / sizeof(msg_table[0]); i++)
 		if (msg_table[i].type == m->type)
 			break;
-	if (i == sizeof(msg_table) / sizeof(msg_table[0]))
-		return true;	/* osd_dispatch ignores unknown types */
+	if (i == sizeof(msg_table) / sizeof(msg_table[0])) {
+		/* a type without a row: nobody may send it (with auth; without,
+		 * osd_dispatch ignores it) */
+		if (!osd->auth_on)
+			return true;
+		if (refusal_log(m->type))
+			log_warn("osd", "message of type %u from %s refused: no OSD takes it",
+				 m->type, msg_conn_addr(c));
+		msg_free(m);
+		return false;
+	}
 	switch (msg_table[i].from) {
 	case FROM_ANY:
 		ok = true;
