@@ -30,7 +30,7 @@
 /* Refusals are logged at most once a second for each message type (a
  * peer can repeat them at will); the next line says how many were left
  * out.  Any thread. */
-#define REFUSAL_KINDS	64u
+#define REFUSAL_KINDS	128u
 static atomic_uint_least64_t refusal_next_ms[REFUSAL_KINDS];
 static atomic_uint refusal_dropped[REFUSAL_KINDS];
 
@@ -132,8 +132,8 @@ bool osd_access_msg(struct osd *osd, struct msg_conn *c, struct msg *m)
 		if (!osd->auth_on)
 			return true;
 		if (refusal_log(m->type))
-			log_warn("osd", "message of type %u from %s refused: no OSD takes it",
-				 m->type, msg_conn_addr(c));
+			log_warn("osd", "message of type %u from %s ('%s') refused: no OSD "
+				 "takes it", m->type, msg_conn_addr(c), msg_conn_entity(c));
 		msg_free(m);
 		return false;
 	}

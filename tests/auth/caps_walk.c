@@ -348,6 +348,14 @@ static void walk_osd_msgs(struct msg_conn *osd, const char *osd_log, int pa)
 		else
 			printf("ok: %s only from %s: refused\n", r->c[0], r->c[2]);
 	}
+	/* a type without a row: refused */
+	send_raw(osd, 99);
+	for (int t = 0; t < 50 && !log_has(osd_log, "message of type 99 from ", "refused"); t++)
+		usleep(100000);
+	if (!log_has(osd_log, "message of type 99 from ", "refused"))
+		FAIL("message type 99 (no row) to an OSD: not refused");
+	else
+		printf("ok: a message type without a row (99) is refused by the OSD\n");
 	if (!msg_conn_is_open(osd))
 		FAIL("the OSD closed the client's connection");
 }
@@ -380,6 +388,13 @@ static void walk_mon_msgs(struct msg_conn *mon, const char *mon_log)
 			printf("ok: %s needs %s: %s\n", r->c[0], r->c[2],
 			       refused ? "refused" : "allowed");
 	}
+	send_raw(mon, 99);
+	for (int t = 0; t < 30 && !log_has(mon_log, "message of type 99 from ", "refused"); t++)
+		usleep(100000);
+	if (!log_has(mon_log, "message of type 99 from ", "refused"))
+		FAIL("message type 99 (no row) to the monitor: not refused");
+	else
+		printf("ok: a message type without a row (99) is refused by the monitor\n");
 }
 
 static void walk_commands(void)
