@@ -839,6 +839,40 @@ struct msg_identity msg_conn_peer(const struct msg_conn *c)
 	return id;
 }
 
+/* auth_entity, auth_caps and auth_expires are written before the
+ * connection opens (msg_auth.c) and never after: reading them needs no
+ * lock once a message arrived on c. */
+const char *msg_conn_entity(const struct msg_conn *c)
+{
+	return c->auth_entity;
+}
+
+const char *msg_conn_caps(const struct msg_conn *c)
+{
+	return c->auth_caps ? c->auth_caps : "";
+}
+
+uint64_t msg_conn_auth_expires(const struct msg_conn *c)
+{
+	return c->auth_expires;
+}
+
+void *msg_conn_cache(const struct msg_conn *c)
+{
+	return atomic_load(&((struct msg_conn *)c)->ucache);
+}
+
+void *msg_conn_cache_set(struct msg_conn *c, void *p, void (*free_fn)(void *))
+{
+	void *expect = NULL;
+
+	pthread_mutex_lock(&c->plock);
+	if (atomic_compare_exchange_strong(&c->ucache, &expect, p))
+		c->ucache_free = free_fn;
+	pthread_mutex_unlock(&c->plock);
+	return expect ? expect : p;
+}
+
 uint64_t msg_conn_features(const struct msg_conn *c)
 {
 	struct msg_conn *cc = (struct msg_conn *)c;

@@ -299,9 +299,22 @@ void msg_conn_put(struct msg_conn *c);
 void msg_conn_close(struct msg_conn *c);
 /* The peer's identity once connected; MSG_ENTITY_NONE before. */
 struct msg_identity msg_conn_peer(const struct msg_conn *c);
-/* The entity name the peer proved ("client.admin", "osd.3") on an
- * accepted connection with auth = ticket; "" otherwise. */
+/* With auth = ticket, on an accepted connection: the entity name the
+ * peer proved ("osd.3", "client.admin"; "" when none, auth none or a
+ * dialled connection), the caps string of the ticket it presented (""
+ * when none: a key proof to a monitor, auth none) and that ticket's
+ * expiry in wall-clock seconds (0: no ticket).  Stable once open; the
+ * strings live as long as c. */
 const char *msg_conn_entity(const struct msg_conn *c);
+const char *msg_conn_caps(const struct msg_conn *c);
+uint64_t msg_conn_auth_expires(const struct msg_conn *c);
+/* One pointer the upper layer caches on a connection (e.g. the caps it
+ * parsed from msg_conn_caps, once per connection), freed with free_fn
+ * when c is.  Set once: msg_conn_cache_set returns the pointer that is
+ * now cached, p or one another thread set first (then p is not kept:
+ * the caller frees it).  msg_conn_cache NULL before. */
+void *msg_conn_cache(const struct msg_conn *c);
+void *msg_conn_cache_set(struct msg_conn *c, void *p, void (*free_fn)(void *));
 /* "ip:port" of the peer. */
 const char *msg_conn_addr(const struct msg_conn *c);
 bool msg_conn_is_open(const struct msg_conn *c);

@@ -268,6 +268,17 @@ void msg_auth_set_skew(struct msg_auth *a, uint32_t skew)
 	pthread_mutex_unlock(&a->lock);
 }
 
+uint32_t msg_auth_skew(const struct msg_auth *a)
+{
+	struct msg_auth *m = (struct msg_auth *)a;
+	uint32_t skew;
+
+	pthread_mutex_lock(&m->lock);
+	skew = m->skew;
+	pthread_mutex_unlock(&m->lock);
+	return skew;
+}
+
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset)
 {
 	pthread_mutex_lock(&a->lock);
@@ -412,13 +423,6 @@ void msg_auth__conn_free(struct msg_conn *c)
 	auth_wipe(ac, sizeof(*ac));
 	free(ac);
 	c->auth = NULL;
-}
-
-const char *msg_conn_entity(const struct msg_conn *c)
-{
-	/* written during the handshake, before the connection opened and
-	 * any message of it was delivered */
-	return c->peer_entity;
 }
 
 void msg_auth__conn_broke(struct msg_conn *c, int err)
@@ -849,6 +853,13 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 		}
 		memcpy(ac->key, t.session_key, AUTH_KEY_LEN);
 		client_id = t.client_id;
+		/* what msg_conn_caps gives the upper layer */
+		c->auth_caps = strdup(t.caps);
+		if (!c->auth_caps) {
+			r = -ENOMEM;
+			goto out;
+		}
+		c->auth_expires = t.expires;
 	}
 	if (pm.method == AUTH_METHOD_KEY) {
 		msg_auth_issue_fn issue;
@@ -875,6 +886,7 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 	r = proved_identity(c, ac->entity, client_id, &who);
 	if (r < 0)
 		goto out;
+	snprintf(c->auth_entity, sizeof(c->auth_entity), "%s", ac->entity);
 	r = auth_server_proof(ac->key, ac->transcript, m->front, m->front_len, dm.proof);
 	if (r < 0)
 		goto out;
@@ -898,7 +910,6 @@ out:
 	}
 	log_debug("msgr", "'%s' authenticated as '%s' (wire mode %s)", c->addr, ac->entity,
 		  mode_str(ac->mode));
-	snprintf(c->peer_entity, sizeof(c->peer_entity), "%s", ac->entity);
 	r = start_secure(c, ac);
 	if (r < 0) {
 		msg_conn__fail(c, r);

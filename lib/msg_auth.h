@@ -74,6 +74,7 @@ bool msg_auth_allows_none(const struct msg_auth *a);
  * this process's wall clock (tests of skew). */
 void msg_auth_set_skew(struct msg_auth *a, uint32_t skew);
 void msg_auth_set_clock_offset(struct msg_auth *a, int64_t offset);
+uint32_t msg_auth_skew(const struct msg_auth *a);
 uint64_t msg_auth_now(const struct msg_auth *a);
 /* This process's wall clock in milliseconds with the offset above: what
  * a daemon reports in its beacons (CLOCK_SKEW).  a may be NULL (auth =

@@ -97,6 +97,9 @@ static void conn_free(struct msg_conn *c)
 	msg_secure_free(c->rx_sec);
 	msg_auth__conn_free(c);
 	msg_budget__put(c->budget);
+	free(c->auth_caps);
+	if (c->ucache_free && atomic_load(&c->ucache))
+		c->ucache_free(atomic_load(&c->ucache));
 	pthread_mutex_destroy(&c->plock);
 	pthread_mutex_destroy(&c->wlock);
 	free(c);

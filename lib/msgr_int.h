@@ -210,12 +210,18 @@ struct msg_conn {
 	socklen_t salen;
 	void *priv;
 
-	pthread_mutex_t plock;		/* protects peer, peer_features */
+	pthread_mutex_t plock;		/* protects peer, peer_features, auth_* */
 	struct msg_identity peer;
-	/* the entity name the peer proved (accepted, auth = ticket; "" else):
-	 * written before the connection opens (msg_conn_entity) */
-	char peer_entity[65];		/* AUTH_NAME_MAX + 1 */
 	uint64_t peer_features;
+	/* Accepted with auth = ticket: who the peer proved it is, the caps
+	 * of its ticket ("" for a key proof) and the ticket's expiry (0:
+	 * none).  Set once before the connection opens. */
+	char auth_entity[AUTH_NAME_MAX + 1];
+	char *auth_caps;
+	uint64_t auth_expires;
+	/* msg_conn_cache_set: the upper layer's (e.g. parsed caps) */
+	_Atomic(void *) ucache;
+	void (*ucache_free)(void *);
 
 	atomic_bool open;		/* state == CS_OPEN, for other threads */
 	atomic_bool dead;		/* closed for good; set under msgr->lock */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caps.h"
 #include "cmd.h"
 #include "encode.h"
 #include "log.h"
@@ -211,50 +212,52 @@ static const struct {
 	const char *prefix;
 	int (*fn)(struct mon *mon, cJSON *args, struct cmd_out *o);
 	enum cmd_kind kind;
+	enum mon_need need;	/* the mon cap it needs (access.c, doc/caps.md) */
 } commands[] = {
-	{ "status", cmd_status, CMD_READ },
-	{ "health", cmd_health, CMD_READ },
-	{ "osd tree", cmd_osd_tree, CMD_READ },
-	{ "osd ls", cmd_osd_ls, CMD_READ },
-	{ "osd dump", cmd_osd_dump, CMD_READ },
-	{ "osd out", cmd_osd_out, CMD_WRITE },
-	{ "osd in", cmd_osd_in, CMD_WRITE },
-	{ "osd reweight", cmd_osd_reweight, CMD_WRITE },
-	{ "osd set", cmd_osd_set, CMD_WRITE },
-	{ "osd unset", cmd_osd_unset, CMD_WRITE },
-	{ "osd rm", cmd_osd_rm, CMD_FREES },
-	{ "osd drain", cmd_osd_drain, CMD_WRITE },
-	{ "osd destroy", cmd_osd_destroy, CMD_FREES },
-	{ "osd map", cmd_osd_map, CMD_READ },	/* cmd_osdmap.c */
-	{ "osd what-if", cmd_osd_whatif, CMD_READ },	/* cmd_whatif.c */
-	{ "osd blocklist add", cmd_osd_blocklist_add, CMD_FREES },	/* cmd_blocklist.c */
-	{ "osd blocklist rm", cmd_osd_blocklist_rm, CMD_FREES },
-	{ "osd blocklist ls", cmd_osd_blocklist_ls, CMD_READ },
-	{ "mds stat", cmd_mds_stat, CMD_READ },	/* mdsmon.c */
-	{ "pool create", cmd_pool_create, CMD_WRITE },
-	{ "pool ls", cmd_pool_ls, CMD_READ },
-	{ "pool rm", cmd_pool_rm, CMD_FREES },
-	{ "pool get", cmd_pool_get, CMD_READ },
-	{ "pool set", cmd_pool_set, CMD_WRITE },
-	{ "df", cmd_df, CMD_READ },
-	{ "pg ls", cmd_pg_ls, CMD_READ },
-	{ "pg stat", cmd_pg_stat, CMD_READ },
-	{ "mon backup", cmd_mon_backup, CMD_READ },	/* cmd_backup.c */
-	{ "quorum status", cmd_quorum_status, CMD_READ },	/* cmd_quorum.c */
-	{ "mon stat", cmd_quorum_status, CMD_READ },
-	{ "mon add", cmd_mon_add, CMD_WRITE },	/* cmd_mon.c */
-	{ "mon rm", cmd_mon_rm, CMD_FREES },
-	{ "auth add", cmd_auth_add, CMD_WRITE },	/* cmd_auth.c */
-	{ "auth get-or-create", cmd_auth_get_or_create, CMD_WRITE },
-	{ "auth get", cmd_auth_get, CMD_READ },
-	{ "auth ls", cmd_auth_ls, CMD_READ },
-	{ "auth rm", cmd_auth_rm, CMD_FREES },
-	{ "auth caps", cmd_auth_caps, CMD_WRITE },
-	{ "auth rotate", cmd_auth_rotate, CMD_WRITE },
-	{ "auth import", cmd_auth_import, CMD_WRITE },
+	{ "status", cmd_status, CMD_READ, MON_NEED_R },
+	{ "health", cmd_health, CMD_READ, MON_NEED_R },
+	{ "osd tree", cmd_osd_tree, CMD_READ, MON_NEED_R },
+	{ "osd ls", cmd_osd_ls, CMD_READ, MON_NEED_R },
+	{ "osd dump", cmd_osd_dump, CMD_READ, MON_NEED_R },
+	{ "osd out", cmd_osd_out, CMD_WRITE, MON_NEED_W },
+	{ "osd in", cmd_osd_in, CMD_WRITE, MON_NEED_W },
+	{ "osd reweight", cmd_osd_reweight, CMD_WRITE, MON_NEED_W },
+	{ "osd set", cmd_osd_set, CMD_WRITE, MON_NEED_W },
+	{ "osd unset", cmd_osd_unset, CMD_WRITE, MON_NEED_W },
+	{ "osd rm", cmd_osd_rm, CMD_FREES, MON_NEED_ALL },
+	{ "osd drain", cmd_osd_drain, CMD_WRITE, MON_NEED_W },
+	{ "osd destroy", cmd_osd_destroy, CMD_FREES, MON_NEED_ALL },
+	{ "osd map", cmd_osd_map, CMD_READ, MON_NEED_R },	/* cmd_osdmap.c */
+	{ "osd what-if", cmd_osd_whatif, CMD_READ, MON_NEED_R },	/* cmd_whatif.c */
+	{ "osd blocklist add", cmd_osd_blocklist_add, CMD_FREES, MON_NEED_BLOCKLIST },	/* cmd_blocklist.c */
+	{ "osd blocklist rm", cmd_osd_blocklist_rm, CMD_FREES, MON_NEED_BLOCKLIST },
+	{ "osd blocklist ls", cmd_osd_blocklist_ls, CMD_READ, MON_NEED_R },
+	{ "mds stat", cmd_mds_stat, CMD_READ, MON_NEED_R },	/* mdsmon.c */
+	{ "pool create", cmd_pool_create, CMD_WRITE, MON_NEED_W },
+	{ "pool ls", cmd_pool_ls, CMD_READ, MON_NEED_R },
+	{ "pool rm", cmd_pool_rm, CMD_FREES, MON_NEED_ALL },
+	{ "pool get", cmd_pool_get, CMD_READ, MON_NEED_R },
+	{ "pool set", cmd_pool_set, CMD_WRITE, MON_NEED_W },
+	{ "df", cmd_df, CMD_READ, MON_NEED_R },
+	{ "pg ls", cmd_pg_ls, CMD_READ, MON_NEED_R },
+	{ "pg stat", cmd_pg_stat, CMD_READ, MON_NEED_R },
+	{ "mon backup", cmd_mon_backup, CMD_READ, MON_NEED_ALL },	/* cmd_backup.c */
+	{ "quorum status", cmd_quorum_status, CMD_READ, MON_NEED_R },	/* cmd_quorum.c */
+	{ "mon stat", cmd_quorum_status, CMD_READ, MON_NEED_R },
+	{ "mon add", cmd_mon_add, CMD_WRITE, MON_NEED_ALL },	/* cmd_mon.c */
+	{ "mon rm", cmd_mon_rm, CMD_FREES, MON_NEED_ALL },
+	{ "auth add", cmd_auth_add, CMD_WRITE, MON_NEED_ALL },	/* cmd_auth.c */
+	{ "auth get-or-create", cmd_auth_get_or_create, CMD_WRITE, MON_NEED_ALL },
+	{ "auth get", cmd_auth_get, CMD_READ, MON_NEED_ALL },
+	{ "auth ls", cmd_auth_ls, CMD_READ, MON_NEED_ALL },
+	{ "auth rm", cmd_auth_rm, CMD_FREES, MON_NEED_ALL },
+	{ "auth caps", cmd_auth_caps, CMD_WRITE, MON_NEED_ALL },
+	{ "auth rotate", cmd_auth_rotate, CMD_WRITE, MON_NEED_ALL },
+	{ "auth import", cmd_auth_import, CMD_WRITE, MON_NEED_ALL },
 };
 
-static void run_command(struct mon *mon, const char *json, struct cmd_out *o)
+static void run_command(struct mon *mon, struct msg_conn *conn, const char *json,
+			struct cmd_out *o)
 {
 	cJSON *a = cJSON_Parse(json);
 	const char *prefix, *fmt;
@@ -277,6 +280,17 @@ static void run_command(struct mon *mon, const char *json, struct cmd_out *o)
 	if (i == sizeof(commands) / sizeof(commands[0])) {
 		cmd_fail(o, -EINVAL, "unknown command '%s'; see doc/cli.md for the list", prefix);
 		goto out;
+	}
+	{
+		char why[512];
+
+		if (mon_access_check(mon, conn, commands[i].need, why, sizeof(why)) < 0) {
+			cmd_fail(o, -EACCES, "command '%s' refused: %s", prefix, why);
+			if (mon_access_refusal_log(MT_MON_COMMAND))
+				log_warn("mon", "command '%s' from %s refused: %s", prefix,
+					 msg_conn_addr(conn), why);
+			goto out;
+		}
 	}
 	if (commands[i].kind != CMD_READ &&
 	    mon_disk_refuses(mon, commands[i].kind == CMD_FREES, o) < 0)
@@ -330,7 +344,7 @@ void mon_handle_command(struct mon *mon, struct msg *m)
 		return;
 	} else {
 		mon->cur_reqid = id;
-		run_command(mon, json, &o);
+		run_command(mon, m->conn, json, &o);
 		mon->cur_reqid.client = mon->cur_reqid.seq = 0;
 		if (o.rc < 0 && (o.rc == MON_ENOTLEADER || !mon->qv.ready)) {
 			fclose(o.txt);

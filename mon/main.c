@@ -429,6 +429,8 @@ static void handle_msg(struct mon *mon, struct msg *m)
 		mon_redirect(mon, m);
 		return;
 	}
+	if (!mon_access_msg(mon, m))
+		return;
 	switch (m->type) {
 	case MT_MON_SUBSCRIBE:
 		handle_subscribe(mon, m);

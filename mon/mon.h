@@ -275,6 +275,18 @@ bool mon_auth_ready(struct mon *mon);
 int mon_auth_caps(struct mon *mon, const char *entity, const char *service, char *out,
 		  size_t outlen);
 
+/* access.c: what a peer may send (doc/caps.md).  mon_access_msg checks
+ * m's type against the table; false: m was refused (answered when a
+ * request) and freed.  mon_access_check: 0, or -EACCES with why. */
+enum mon_need;
+struct msg_conn;
+bool mon_access_msg(struct mon *mon, struct msg *m);
+/* Whether a refusal of message type may be logged now (once a second per
+ * type; a peer can repeat refusals at will). */
+bool mon_access_refusal_log(uint16_t type);
+int mon_access_check(struct mon *mon, struct msg_conn *c, enum mon_need need, char *why,
+		     size_t whylen);
+
 /* ---- options (main.c) ---- */
 int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_t errlen);
 /* memcheck.c: every tick of the loop (it acts every 2 s): gives jemalloc's

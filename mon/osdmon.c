@@ -22,9 +22,10 @@
  * client, or another OSD, cannot mark an OSD up or down by claiming its
  * id.  NEW comes before the OSD has an id (atoll-osd --mkfs): it is taken
  * from any OSD identity, whatever its id.  Requests are refused with
- * -EPERM, one-way messages ignored; both are logged.  The handshake's
- * identity is declared, not proven (no authentication yet): this stops
- * mistakes and confused peers, not an attacker.
+ * -EPERM, one-way messages ignored; both are logged.  With auth =
+ * ticket the identity is the proved one and the entity name must be
+ * that OSD's (access.c checks the caps before); with auth = none it is
+ * declared, which stops mistakes and confused peers, not an attacker.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -143,6 +144,18 @@ static bool from_osd(const struct msg *m, int32_t id, bool any_id, const char *w
 	const char *type = p.type < sizeof(types) / sizeof(types[0]) ? types[p.type] :
 			   "unknown";
 
+	const char *entity = msg_conn_entity(m->conn);
+	char want[32];
+
+	/* with auth, the proved entity name too: client.bootstrap-osd's
+	 * connection has an OSD identity (for OSD_NEW) but speaks for none */
+	snprintf(want, sizeof(want), "osd.%d", id);
+	if (*entity && !any_id && strcmp(entity, want)) {
+		log_warn("mon", "%s for osd.%d from %s refused: the connection authenticated "
+			 "as '%s'; only osd.%d's own key may send it", what, id,
+			 msg_conn_addr(m->conn), entity, id);
+		return false;
+	}
 	if (p.type == MSG_ENTITY_OSD && (any_id || (id >= 0 && p.id == (uint64_t)id)))
 		return true;
 	if (any_id)

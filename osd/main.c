@@ -515,16 +515,12 @@ void osd_dispatch(void *arg, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
+	if (!osd_access_msg(osd, c, m))
+		return;
 	switch (m->type) {
 	case MT_MON_MAP:
-		/* maps come only from the monitors we dialled: a client (or
+		/* only from the monitors we dialled (access.c): a client (or
 		 * anyone) that sends one must not move this OSD's epoch */
-		if (!monc_owns(osd->monc, c)) {
-			log_warn("map", "map message from %s, not a monitor of ours: dropped",
-				 msg_conn_addr(c));
-			msg_free(m);
-			break;
-		}
 		osd_map_dispatch(osd, c, m);
 		break;
 	case MT_OSD_OP:
@@ -989,6 +985,7 @@ static int do_run(struct config *conf)
 	osd->msgr = NULL;
 	msg_auth_free(osd_auth);	/* after the messenger, which reads it */
 	osd_auth = NULL;
+	osd->auth = NULL;
 	osd_free_state(osd);
 	log_info("osd", "osd.%d stopped", osd->whoami);
 	return 0;

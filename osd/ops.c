@@ -1329,6 +1329,13 @@ void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		osd_op_reply_bare(osd, c, m, &req.reqid, -EINVAL);
 		goto out_free;
 	}
+	r = osd_access_op(osd, c, &req, pool->name);
+	if (r == -ECONNRESET)
+		goto out_free;	/* the client redials with its fresh ticket */
+	if (r < 0) {
+		osd_op_reply_bare(osd, c, m, &req.reqid, r);
+		goto out_free;
+	}
 	if (!op_is_pg_level(&req)) {
 		if (req.oid_len == 0 || memchr(req.oid, 0, req.oid_len) ||
 		    req.oid[0] == PG_RESERVED_PREFIX) {

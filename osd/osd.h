@@ -243,6 +243,17 @@ uint32_t osd_pgs_stats(struct osd *osd, struct pg_stat **out);
 /* Posts fn(arg) to the loop thread (from any thread). */
 void osd_post(struct osd *osd, void (*fn)(void *), void *arg);
 
+/* access.c: who may send what, and what the caps of a client's ticket
+ * allow (doc/caps.md).  osd_access_msg: false when m was refused (and
+ * freed).  osd_access_op / osd_access_admin: 0, -EPERM (caps), or
+ * -ECONNRESET when c's ticket expired (c is closed: drop the request). */
+struct osd_op_req;
+bool osd_access_msg(struct osd *osd, struct msg_conn *c, struct msg *m);
+uint32_t osd_subop_access(uint16_t code);
+int osd_access_op(struct osd *osd, struct msg_conn *c, const struct osd_op_req *req,
+		  const char *pool_name);
+int osd_access_admin(struct osd *osd, struct msg_conn *c, uint16_t type, uint32_t pool);
+
 /* ops.c */
 void osd_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m);
 /* Answers the op req with result alone (reqid may be NULL). */

@@ -109,10 +109,15 @@ void osd_pg_query_admin_dispatch(struct osd *osd, struct msg_conn *c, struct msg
 	} else {
 		r->pool = req.pool;
 		r->pg = req.pg;
-		pg = osd_pg_find(osd, req.pool, req.pg);
-		if (!pg || !pg->is_primary)
+		r->rc = osd_access_admin(osd, c, m->type, req.pool);
+		if (r->rc == -ECONNRESET) {
+			free(r);
+			goto out_free_msg;
+		}
+		pg = r->rc ? NULL : osd_pg_find(osd, req.pool, req.pg);
+		if (!r->rc && (!pg || !pg->is_primary))
 			r->rc = -ESTALE;	/* the caller looks the primary up again */
-		else
+		else if (!r->rc)
 			fill_reply(pg, r);
 	}
 	r->epoch = osd->map ? osd->map->epoch : 0;

@@ -870,14 +870,19 @@ void osd_scrub_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_free(m);
 		return;
 	}
+	rc = osd_access_admin(osd, c, m->type, req.pool);
+	if (rc == -ECONNRESET) {
+		msg_free(m);
+		return;
+	}
 	pg = osd_pg_find(osd, req.pool, req.pg);
-	if (!pg || !pg->is_primary)
+	if (!rc && (!pg || !pg->is_primary))
 		rc = -ESTALE;		/* the caller looks the primary up again */
-	else if (!(pg->state & PG_ST_ACTIVE))
+	else if (!rc && !(pg->state & PG_ST_ACTIVE))
 		rc = -EAGAIN;
-	else if (pg->scrub || (pg->state & (PG_ST_RECOVERING | PG_ST_BACKFILLING)))
+	else if (!rc && (pg->scrub || (pg->state & (PG_ST_RECOVERING | PG_ST_BACKFILLING))))
 		rc = -EBUSY;
-	if (rc) {
+	if (rc) {	/* -EPERM (caps) included */
 		reply_rc(osd, m, rc);
 		msg_free(m);
 		return;

@@ -800,7 +800,13 @@ static bool conf_ms(const struct config *conf, const char *key, uint64_t def,
 static int ensure_pool(struct atoll_cluster *cl, const char *name)
 {
 	struct atoll_pool_options o = { .size_of = sizeof(o) };
-	int ret = atoll_pool_create(cl, name, &o);
+	int ret;
+
+	/* an existing pool needs no create (which needs `allow rw` on the
+	 * monitors: an MDS with `profile mds` uses the pools it is given) */
+	if (atoll_pool_lookup(cl, name) >= 0)
+		return 0;
+	ret = atoll_pool_create(cl, name, &o);
 
 	if (ret == -EEXIST)
 		return 0;

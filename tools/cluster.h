@@ -119,6 +119,9 @@ int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id);
  * client.bootstrap-osd; add: one entity with a fresh key (nothing when
  * it has one), with its caps per service (NULL: none). */
 int cl_keyring_create(const struct cl_state *st);
+/* The entity atoll-nbd runs as (mon: profile client, profile blocklist;
+ * osd: allow rw pool=POOL). */
+#define CL_NBD_ENTITY	"client.nbd"
 int cl_keyring_add(const struct cl_state *st, const char *name, const char *caps_mon,
 		   const char *caps_osd, const char *caps_mds);
 /* Removes a folder and everything in it. */

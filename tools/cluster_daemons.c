@@ -166,9 +166,19 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 				       "--conf", conf, NULL };
 		ret = cl_spawn(argv, log, &pid);
 	} else if (d->kind == CL_NBD) {
-		/* atoll-nbd --conf D/atoll.conf --addr IP:PORT --pool POOL */
+		/* atoll-nbd --conf D/atoll.conf --addr IP:PORT --pool POOL
+		 * --name client.nbd: its own key, limited to its pool
+		 * (doc/caps.md); the key is made here for a cluster made
+		 * before atoll-nbd had one */
+		char osdcaps[128];
 		const char *argv[] = { bin, "--conf", conf, "--addr", addr,
-				       "--pool", st->pool, NULL };
+				       "--pool", st->pool, "--name", CL_NBD_ENTITY, NULL };
+
+		snprintf(osdcaps, sizeof(osdcaps), "allow rw pool=%s", st->pool);
+		ret = cl_keyring_add(st, CL_NBD_ENTITY, "profile client, profile blocklist",
+				     osdcaps, NULL);
+		if (ret)
+			return ret;
 		ret = cl_spawn(argv, log, &pid);
 	} else if (d->kind == CL_MDS) {
 		/* atoll-mds --conf D/atoll.conf --addr IP:PORT --name X

@@ -106,8 +106,10 @@ int cl_keyring_add(const struct cl_state *st, const char *name, const char *caps
 		ret = keyring_save(path, &kr);
 	if (ret < 0)
 		cl_err("cannot add '%s' to '%s': %s", name, path, strerror(-ret));
-	/* the three of `up` are in the file the first leader imports */
-	if (!ret && (!strncmp(name, "osd.", 4) || !strncmp(name, "mds.", 4)))
+	/* the three of `up` are in the file the first leader imports; the
+	 * others (OSDs, MDSs, client.nbd) come later */
+	if (!ret && strcmp(name, "mon.") && strcmp(name, "client.admin") &&
+	    strcmp(name, "client.bootstrap-osd"))
 		ret = register_key(st, keyring_find(&kr, name));
 	keyring_free(&kr);
 	return ret;

@@ -1,7 +1,7 @@
 /*
  * nbd_main.c - atoll-nbd: serves the images of a pool over NBD.
  *
- *   atoll-nbd [--conf FILE] [-m MON] [--addr IP:PORT] [--pool NAME]
+ *   atoll-nbd [--conf FILE] [-m MON] [--name ENTITY] [--addr IP:PORT] [--pool NAME]
  *             [--tls=off|on|require] [--tls-certificates DIR] [--tls-psk FILE]
  *             [--tls-verify-peer] [--tls-exports FILE] [--allow-insecure]
  *             [--log FILE] [--log-level LEVEL]
@@ -57,6 +57,9 @@ static void usage(FILE *f)
 "  -m, --mon-host LIST      the monitors, IP:PORT[,IP:PORT...] (overrides mon_host)\n"
 "  --addr IP:PORT     address to listen on (default %s); only that\n"
 "                     address is bound\n"
+"  --name ENTITY      the entity whose key atoll-nbd uses (auth_name; default\n"
+"                     client.admin; atoll-cluster runs it as client.nbd, whose\n"
+"                     caps limit it to its pool: doc/caps.md)\n"
 "  --pool NAME        the pool whose images are served (default '%s')\n"
 "  --tls MODE         off (default), on (offered), require (nothing without\n"
 "                     TLS); clients use nbds:// URIs\n"
@@ -433,7 +436,7 @@ static unsigned stop_connections(struct nbd_server *srv)
 	return busy;
 }
 
-enum { O_CONF = 256, O_ADDR, O_POOL, O_LOG, O_LOG_LEVEL, O_USER, O_LEASE, O_TLS, O_TLS_CERTS,
+enum { O_CONF = 256, O_ADDR, O_POOL, O_NAME, O_LOG, O_LOG_LEVEL, O_USER, O_LEASE, O_TLS, O_TLS_CERTS,
        O_TLS_PSK, O_TLS_VERIFY, O_TLS_PRIO, O_TLS_EXPORTS, O_INSECURE };
 
 /* The TLS settings as given: command line first, atoll.conf for the rest. */
@@ -541,6 +544,7 @@ int main(int argc, char **argv)
 		{ "mon-host", required_argument, NULL, 'm' },
 		{ "addr", required_argument, NULL, O_ADDR },
 		{ "pool", required_argument, NULL, O_POOL },
+		{ "name", required_argument, NULL, O_NAME },
 		{ "log", required_argument, NULL, O_LOG },
 		{ "lease", required_argument, NULL, O_LEASE },
 		{ "tls", required_argument, NULL, O_TLS },
@@ -556,7 +560,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *conf = NULL, *mon = NULL, *addr = NBD_DEFAULT_ADDR;
-	const char *logpath = NULL, *user = NULL;
+	const char *logpath = NULL, *user = NULL, *name = NULL;
 	struct nbd_server srv = { .pool = NBD_DEFAULT_POOL, .max_conns = NBD_MAX_CONNS,
 				  .max_conns_per_addr = NBD_MAX_CONNS_PER_ADDR,
 				  .write_data_timeout_ms = NBD_WRITE_DATA_TIMEOUT_MS,
@@ -580,6 +584,7 @@ int main(int argc, char **argv)
 		case 'm': mon = optarg; break;
 		case O_ADDR: addr = optarg; break;
 		case O_POOL: srv.pool = optarg; break;
+		case O_NAME: name = optarg; break;
 		case O_LOG: logpath = optarg; break;
 		case O_USER: user = optarg; break;
 		case O_TLS: tls.mode = optarg; break;
@@ -655,6 +660,10 @@ int main(int argc, char **argv)
 	}
 	if (mon && (ret = atoll_cluster_set(srv.cluster, "mon_host", mon)) != 0) {
 		fprintf(stderr, "atoll-nbd: -m '%s': %s\n", mon, atoll_strerror(ret));
+		goto out_shutdown;
+	}
+	if (name && (ret = atoll_cluster_set(srv.cluster, "auth_name", name)) != 0) {
+		fprintf(stderr, "atoll-nbd: --name '%s': %s\n", name, atoll_strerror(ret));
 		goto out_shutdown;
 	}
 	ret = atoll_cluster_connect(srv.cluster);

@@ -89,7 +89,7 @@ fi
 ok "a new entity logs in with its key; auth needs admin caps; a removed one cannot"
 
 # ---- every monitor holds the state: client.v logs in at each one alone
-atoll auth get-or-create client.w osd "allow rw" >"$tmp/w.kr" || fail "get-or-create client.w"
+atoll auth get-or-create client.w mon "allow r" osd "allow rw" >"$tmp/w.kr" || fail "get-or-create client.w"
 chmod 600 "$tmp/w.kr"
 sed -e "s#^keyring = .*#keyring = $tmp/w.kr\nauth_name = client.w\nclient_mount_timeout = 10s#" \
 	"$ATOLL_CONF" >"$tmp/w.conf"
@@ -104,14 +104,14 @@ ok "a new key reaches all 3 monitors (client.w logs in at each)"
 leader=$("$cluster_bin" mon kill --dir "$cdir") || fail "mon kill"
 [ "$(ATOLL_CONF=$tmp/w.conf atoll get default u1 -)" = hello ] ||
 	fail "client.w after the leader ($leader) died"
-atoll auth caps client.w osd "allow r" || fail "auth caps with the leader dead"
+atoll auth caps client.w mon "allow r" osd "allow r" || fail "auth caps with the leader dead"
 "$cluster_bin" mon start --dir "$cdir" >/dev/null || fail "mon start"
 "$cluster_bin" mon stop --dir "$cdir" >/dev/null || fail "mon stop (the new leader)"
 "$cluster_bin" mon start --dir "$cdir" >/dev/null || fail "mon start again"
 atoll --format json auth ls | python3 -c '
 import json, sys
 e = {x["entity"]: x for x in json.load(sys.stdin)["entities"]}
-assert e["client.w"]["caps"] == {"osd": "allow r"}, e["client.w"]
+assert e["client.w"]["caps"] == {"mon": "allow r", "osd": "allow r"}, e["client.w"]
 assert "client.u" not in e, e
 ' || fail "state after restarts: $(atoll auth ls)"
 for m in $mons; do

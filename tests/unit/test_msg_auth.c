@@ -43,6 +43,12 @@ struct node {
 	atomic_ullong peer_id;
 	atomic_uint mode;	/* msg_conn_mode of the last connection */
 	atomic_int authenticated;	/* msg_conn_authenticated of the last one */
+	/* the last accepted peer's msg_conn_entity/caps/auth_expires
+	 * (written by the loop thread before connected is counted) */
+	char peer_entity[80];
+	char peer_caps[80];
+	uint64_t peer_expires;
+	atomic_int cache_kept;		/* msg_conn_cache_set kept ours */
 };
 
 static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
@@ -73,6 +79,18 @@ static void node_connected(void *arg, struct msg_conn *c)
 	atomic_store(&n->peer_id, who.id);
 	atomic_store(&n->mode, msg_conn_mode(c));
 	atomic_store(&n->authenticated, msg_conn_authenticated(c));
+	snprintf(n->peer_entity, sizeof(n->peer_entity), "%s", msg_conn_entity(c));
+	snprintf(n->peer_caps, sizeof(n->peer_caps), "%s", msg_conn_caps(c));
+	n->peer_expires = msg_conn_auth_expires(c);
+	{
+		/* the upper layer's cache: the first pointer set stays */
+		char *p = strdup("parsed"), *q = strdup("late");
+
+		if (msg_conn_cache_set(c, p, free) == p && msg_conn_cache(c) == p &&
+		    msg_conn_cache_set(c, q, free) == p)
+			atomic_fetch_add(&n->cache_kept, 1);
+		free(q);
+	}
 	atomic_fetch_add(&n->connected, 1);
 }
 
@@ -278,6 +296,15 @@ Test(msg_auth, ticket_from_the_monitor_opens_the_osd)
 	cr_assert_eq(echo(&cl, osd.addr), 0);
 	cr_assert_eq(atomic_load(&osd.peer_type), MSG_ENTITY_CLIENT);
 	cr_assert_eq(atomic_load(&osd.peer_id), 1234);
+	/* what the OSD knows of the peer: its entity, its ticket's caps and
+	 * expiry; the monitor knows the entity, and no ticket caps */
+	cr_assert_str_eq(osd.peer_entity, "client.admin");
+	cr_assert_str_eq(osd.peer_caps, "allow rw");
+	cr_assert_gt(osd.peer_expires, msg_auth_now(oa));
+	cr_assert_str_eq(mon.peer_entity, "client.admin");
+	cr_assert_str_eq(mon.peer_caps, "");
+	cr_assert_eq(mon.peer_expires, 0);
+	cr_assert_gt(atomic_load(&osd.cache_kept), 0);
 	node_stop(&cl);
 	node_stop(&osd);
 	node_stop(&mon);
