@@ -838,6 +838,13 @@ struct msg_identity msg_conn_peer(const struct msg_conn *c)
 	return id;
 }
 
+const char *msg_conn_caps(const struct msg_conn *c)
+{
+	/* Written once by the handshake, before the connection opens and
+	 * before the upper layer sees it: no lock needed to read it. */
+	return c->peer_caps ? c->peer_caps : "";
+}
+
 uint64_t msg_conn_features(const struct msg_conn *c)
 {
 	struct msg_conn *cc = (struct msg_conn *)c;

@@ -288,6 +288,11 @@ void msg_conn_put(struct msg_conn *c);
 void msg_conn_close(struct msg_conn *c);
 /* The peer's identity once connected; MSG_ENTITY_NONE before. */
 struct msg_identity msg_conn_peer(const struct msg_conn *c);
+/* The caps string of the ticket the peer presented on this (accepted)
+ * connection, for the service this daemon is; "" when none (auth = none,
+ * a dialled connection, a peer that proved a key to a monitor).  Valid
+ * as long as the caller holds the connection. */
+const char *msg_conn_caps(const struct msg_conn *c);
 /* "ip:port" of the peer. */
 const char *msg_conn_addr(const struct msg_conn *c);
 bool msg_conn_is_open(const struct msg_conn *c);

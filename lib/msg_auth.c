@@ -625,6 +625,12 @@ static bool rx_proof(struct msg_conn *c, struct msg *m)
 		}
 		memcpy(ac->key, t.session_key, AUTH_KEY_LEN);
 		client_id = t.client_id;
+		free(c->peer_caps);
+		c->peer_caps = strdup(t.caps);
+		if (!c->peer_caps) {
+			r = -ENOMEM;
+			goto out;
+		}
 	}
 	if (pm.method == AUTH_METHOD_KEY) {
 		msg_auth_issue_fn issue;

@@ -93,6 +93,7 @@ static void conn_free(struct msg_conn *c)
 	free(c->hs_buf);
 	msg_auth__conn_free(c);
 	msg_budget__put(c->budget);
+	free(c->peer_caps);
 	pthread_mutex_destroy(&c->plock);
 	pthread_mutex_destroy(&c->wlock);
 	free(c);

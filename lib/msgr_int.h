@@ -212,6 +212,10 @@ struct msg_conn {
 	pthread_mutex_t plock;		/* protects peer, peer_features */
 	struct msg_identity peer;
 	uint64_t peer_features;
+	/* The caps string of the ticket the peer presented (accepted
+	 * connections under auth = ticket); NULL otherwise.  Set once by the
+	 * handshake before the connection opens, freed with the connection. */
+	char *peer_caps;
 
 	atomic_bool open;		/* state == CS_OPEN, for other threads */
 	atomic_bool dead;		/* closed for good; set under msgr->lock */

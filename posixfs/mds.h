@@ -97,6 +97,7 @@ struct mds {
 	struct mds_follow follow;	/* the journal read as a standby (mds_follow.c) */
 	uint64_t next_ino, ino_hw;
 	uint64_t nreq;
+	bool auth_on;	/* auth = ticket: each client's MDS caps are checked (mds_access.c) */
 	struct mds_rings done;	/* struct mds_done, per client (m->lock) */
 	struct mds_rings ans;	/* struct mds_ans: the journaled ones (ans_lock) */
 	pthread_mutex_t ans_lock;

@@ -9,6 +9,7 @@
  * follow what Linux's local file systems return.
  */
 #include "mds.h"
+#include "mds_access.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -681,10 +682,12 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			break;
 		de = mds_cache_dir_find(d, rq->name);
 		n = de ? mds_cache_get(m, de->ino) : NULL;
-		if (!n)
+		if (!n) {
 			ret = -ENOENT;
-		else
+		} else {
+			mds_access_hint(n, d->a.ino);
 			reply_inode(rp, &n->a);
+		}
 		break;
 	case MDS_OP_GETATTR:
 	case MDS_OP_OPEN:

@@ -165,8 +165,17 @@ static void txn_dent_inodes(struct mds_txn *t)
 		}
 		t->w[k].in.flags |= MDS_INO_DIROBJ;
 		t->w[k].dirty = true;
-		if (!S_ISDIR(d->mode))
+		if (!S_ISDIR(d->mode)) {
+			/* a file's parent: the directory of its last name
+			 * set, its place for the path checks of MDS caps
+			 * (mds_access.c); not in the txn: it keeps its own */
+			k = txn_find(t, d->ino);
+			if (k >= 0 && !t->w[k].removed) {
+				t->w[k].in.parent = d->dir;
+				t->w[k].dirty = true;
+			}
 			continue;
+		}
 		k = txn_find(t, d->ino);
 		if (k >= 0 && !t->w[k].removed) {
 			t->w[k].in.parent = d->dir;
