@@ -361,4 +361,8 @@ int mds_notify_decode(struct dec *d, struct mds_notify *n);
 void mds_safe_encode(struct enc *e, const struct mds_safe *s);
 int mds_safe_decode(struct dec *d, struct mds_safe *s);
 
+/* atoll-fuse mounting directory ino as its root: swaps ino and 1 in what
+ * it encodes and decodes from then on (mds_proto.c); 1 or 0: none. */
+void mds_proto_set_root(uint64_t ino);
+
 #endif
