@@ -206,7 +206,9 @@ int mds_caps_parse(const char *s, size_t len, struct mds_caps *out, char *err, s
 		skip_spaces(&c);
 		if (c.i >= c.len)
 			return 0;
-		c.i++;	/* the comma */
+		if (c.s[c.i] != ',')
+			return fail(&c, "expected ',' between clauses");
+		c.i++;
 	}
 }
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@ struct node {
 	atomic_int connected;
 	atomic_int peer_type;
 	atomic_ullong peer_id;
+	pthread_mutex_t caps_lock;
+	char caps[64];		/* msg_conn_caps of the last peer */
 };
 
 static void node_dispatch(void *arg, struct msg_conn *c, struct msg *m)
@@ -60,6 +63,9 @@ static void node_connected(void *arg, struct msg_conn *c)
 
 	atomic_store(&n->peer_type, who.type);
 	atomic_store(&n->peer_id, who.id);
+	pthread_mutex_lock(&n->caps_lock);
+	snprintf(n->caps, sizeof(n->caps), "%s", msg_conn_caps(c));
+	pthread_mutex_unlock(&n->caps_lock);
 	atomic_fetch_add(&n->connected, 1);
 }
 
@@ -265,6 +271,14 @@ Test(msg_auth, ticket_from_the_monitor_opens_the_osd)
 	cr_assert_eq(echo(&cl, osd.addr), 0);
 	cr_assert_eq(atomic_load(&osd.peer_type), MSG_ENTITY_CLIENT);
 	cr_assert_eq(atomic_load(&osd.peer_id), 1234);
+	/* the ticket's caps reach the service's upper layer */
+	pthread_mutex_lock(&osd.caps_lock);
+	cr_assert_str_eq(osd.caps, "allow rw");
+	pthread_mutex_unlock(&osd.caps_lock);
+	/* the monitor's peer proved a key: no ticket, no caps */
+	pthread_mutex_lock(&mon.caps_lock);
+	cr_assert_str_eq(mon.caps, "");
+	pthread_mutex_unlock(&mon.caps_lock);
 	node_stop(&cl);
 	node_stop(&osd);
 	node_stop(&mon);
