@@ -108,6 +108,54 @@ static bool within(struct mds *m, uint64_t top, uint64_t ino)
 	return false;
 }
 
+/* A lookup of name in dir, a directory above top, that leads towards
+ * top: allowed, so that a client finds the root of its sub-tree from
+ * the file system's root (it learns the attributes of the directories on
+ * the way, nothing else). */
+static bool towards(struct mds *m, uint64_t top, uint64_t dir, const char *name)
+{
+	uint64_t ino = top;
+
+	for (int depth = 0; depth < 4096 && ino != MDS_ROOT_INO; depth++) {
+		struct mds_node *n = mds_cache_get(m, ino);
+		if (!n)
+			return false;
+		uint64_t p = mds_cache_dir_parent(m, n);
+		if (!p)
+			return false;
+		if (p == dir) {
+			struct mds_node *d = mds_cache_get(m, dir);
+			if (!d || mds_cache_dir_load(m, d))
+				return false;
+			struct mds_dent *e = mds_cache_dir_find(d, name);
+			return e && e->ino == ino;
+		}
+		ino = p;
+	}
+	return false;
+}
+
+/* Does rq act as its uid/gid?  Not those that read attributes only, nor
+ * the session and the pushes of a closed file (sent with no caller: its
+ * open was checked). */
+static bool acts(const struct mds_req *rq)
+{
+	switch (rq->op) {
+	case MDS_OP_SESSION:
+	case MDS_OP_SESSION_END:
+	case MDS_OP_STATFS:
+	case MDS_OP_INOS:
+	case MDS_OP_LANDED:
+	case MDS_OP_GETATTR:
+	case MDS_OP_READLINK:
+	case MDS_OP_CLOSE:
+	case MDS_OP_FSYNC:
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* The inodes a request names (0: none). */
 static void named(const struct mds_req *rq, uint64_t *a, uint64_t *b)
 {
@@ -252,24 +300,37 @@ int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
 
 	if (r)
 		return r > 0 ? 0 : r;
+	/* no exclusive directory leases: the client would answer creates
+	 * and removals itself, and learn of a refusal only after it told
+	 * its caller they were done */
+	rq->lflags &= ~MDS_L_EXCL_OK;
 	named(rq, &a, &b);
 	for (uint32_t i = 0; i < caps.n; i++) {
 		const struct mds_cap_clause *c = &caps.c[i];
 		uint64_t top = path_ino(m, c->path);
 		uint32_t uid, gid;
 
-		if (!top || (a && !within(m, top, a)) || (b && !within(m, top, b)))
+
+		if (!top)
+			continue;
+		if (rq->op == MDS_OP_LOOKUP && !within(m, top, a) && towards(m, top, a, rq->name))
+			return 0;
+		if ((a && !within(m, top, a)) || (b && !within(m, top, b)))
 			continue;
 		saw_path = true;
 		if (wr && !c->write)
 			continue;
-		if (!mds_caps_cred(c, rq->uid, rq->gid, &uid, &gid))
+		if (!acts(rq)) {
+			uid = rq->uid;
+			gid = rq->gid;
+		} else if (!mds_caps_cred(c, rq->uid, rq->gid, &uid, &gid)) {
 			continue;
+		}
 		if (!c->write && (rq->op == MDS_OP_CLOSE || rq->op == MDS_OP_FSYNC)) {
 			rq->size_hint = 0;	/* its size is not the file's */
 			rq->setmask = 0;
 		}
-		if (c->has_uid || c->root_squash) {
+		if (acts(rq) && (c->has_uid || c->root_squash)) {
 			rq->uid = uid;
 			rq->gid = gid;
 			if ((r = check_mode(m, rq, uid, gid)))
