@@ -220,6 +220,10 @@ static void on_reply(void *arg, struct msg *reply, int err)
 			__atomic_store_n(&conn.mds_version, w->rp->version, __ATOMIC_RELAXED);
 			if (w->rp->rc == MDS_RC_EVICTED)
 				fc_evicted(w->rp->target);
+			for (uint32_t i = 0; !w->rp->rc && i < w->rp->ninodes && i < 2; i++)
+				fd_dns_note(w->rp->in[i].ino, w->rp->in[i].dns);
+			for (uint32_t i = 0; w->rp->plus && i < w->rp->nplus; i++)
+				fd_dns_note(w->rp->plus[i].ino, w->rp->plus[i].dns);
 			lc_reply(w->rq, w->rp, w->t_send, &w->ci);
 			if (w->rp->jseq)
 				fr_unsafe_add(w->rq, w->rp);
@@ -428,6 +432,8 @@ static void on_areply(void *arg, struct msg *reply, int err)
 			err = -EBADMSG;
 		} else {
 			__atomic_store_n(&conn.mds_version, a->rp.version, __ATOMIC_RELAXED);
+			for (uint32_t i = 0; !a->rp.rc && i < a->rp.ninodes && i < 2; i++)
+				fd_dns_note(a->rp.in[i].ino, a->rp.in[i].dns);
 			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);
 			if (a->rp.jseq)
 				fr_unsafe_add(&a->rq, &a->rp);
@@ -741,6 +747,7 @@ static int set_root(const char *path, struct mds_reply *rp)
 		return ret;
 	}
 	mds_proto_set_root(ino);
+	fd_dns_note(MDS_ROOT_INO, rp->in[0].dns);	/* the root's, under its new number */
 	if (ino != MDS_ROOT_INO)
 		log_info("fuse", "mounting '%s' (inode %" PRIu64 ") as the root", path, ino);
 	return 0;

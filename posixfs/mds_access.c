@@ -304,6 +304,10 @@ int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
 	 * and removals itself, and learn of a refusal only after it told
 	 * its caller they were done */
 	rq->lflags &= ~MDS_L_EXCL_OK;
+	/* data namespaces are the admin's (their prefix goes in OSD caps) */
+	if ((rq->op == MDS_OP_SETXATTR || rq->op == MDS_OP_REMOVEXATTR) &&
+	    !strncmp(rq->name, "trusted.atoll.", 14))
+		return -EPERM;
 	named(rq, &a, &b);
 	for (uint32_t i = 0; i < caps.n; i++) {
 		const struct mds_cap_clause *c = &caps.c[i];

@@ -6,6 +6,8 @@
 #include "mds_proto.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +99,28 @@ void mds_notify_encode(struct enc *e, const struct mds_notify *n)
 	enc_end(e, h);
 }
 
+/* ---- data object names ---- */
+
+void mds_data_oid(char *b, size_t n, uint64_t dns, uint64_t ino, uint64_t blk)
+{
+	if (dns)
+		snprintf(b, n, "n%016" PRIx64 ".%016" PRIx64 ".%016" PRIx64, dns, ino, blk);
+	else
+		snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
+}
+
+size_t mds_data_prefix(char *b, size_t n, uint64_t dns, uint64_t ino)
+{
+	int r = dns ? snprintf(b, n, "n%016" PRIx64 ".%016" PRIx64 ".", dns, ino)
+		    : snprintf(b, n, "%016" PRIx64 ".", ino);
+	return r < 0 ? 0 : (size_t)r;
+}
+
+void mds_dns_prefix(char *b, size_t n, uint64_t dns)
+{
+	snprintf(b, n, "n%016" PRIx64 ".", dns);
+}
+
 /* ---- a client mounting a sub-tree ----
  *
  * atoll-fuse mounted on directory R shows R as FUSE's root (inode 1):
@@ -175,6 +199,7 @@ void mds_inode_encode(struct enc *e, const struct mds_inode *in)
 	enc_u64(e, (uint64_t)in->ctime);
 	enc_u64(e, in->gen);
 	enc_u32(e, in->flags);
+	enc_u64(e, in->dns);
 	enc_end(e, h);
 }
 
@@ -197,6 +222,8 @@ int mds_inode_decode(struct dec *d, struct mds_inode *in)
 	in->ctime = (int64_t)dec_u64(&b);
 	in->gen = dec_u64(&b);
 	in->flags = dec_u32(&b);
+	if (dec_left(&b))
+		in->dns = dec_u64(&b);
 	return dec_end(d, &b);
 }
 

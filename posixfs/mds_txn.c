@@ -203,6 +203,7 @@ static void txn_finish(struct mds_txn *t)
 				u = txn_upd(t, MDS_U_PURGE);
 				u->ino = t->w[i].in.ino;
 				u->size = t->w[i].purge_size;
+				u->in = t->w[i].in;	/* its data namespace names the objects */
 			}
 			continue;
 		}
@@ -213,6 +214,7 @@ static void txn_finish(struct mds_txn *t)
 		if (t->w[i].trunc) {
 			u = txn_upd(t, MDS_U_TRUNC);
 			u->ino = t->w[i].in.ino;
+			u->in = t->w[i].in;
 			u->size = t->w[i].trunc_from;
 			u->old_size = t->w[i].trunc_to;
 		}

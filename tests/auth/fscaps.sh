@@ -27,13 +27,29 @@ atoll() { "$atoll_cli" "$@"; }
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 
+xattr() {	# xattr get|set PATH NAME [VALUE]
+	python3 -c 'import os, sys
+if sys.argv[1] == "get":
+    print(os.getxattr(sys.argv[2], sys.argv[3]).decode())
+else:
+    os.setxattr(sys.argv[2], sys.argv[3], sys.argv[4].encode())' "$@"
+}
+dnsx=trusted.atoll.data_namespace
+
 A=$tmp/admin
 mount_fs "$A" "$tmp/fuse-admin.log"
-mkdir -p "$A/home/u/sub" "$A/home/v" "$A/outside"
+mkdir -p "$A/home/u" "$A/home/v" "$A/outside"
+# /home/u gets a data namespace of its own while it has no subfolder
+xattr set "$A/home/u" $dnsx 1 || fail "setting /home/u's data namespace"
+prefix=$(xattr get "$A/home/u" $dnsx) || fail "reading /home/u's data namespace"
+[ "$prefix" = "$(printf 'n%016x.' "$(stat -c %i "$A/home/u")")" ] || fail "prefix '$prefix'"
+if xattr set "$A/home" $dnsx 1 2>/dev/null; then fail "a namespace set on a folder with subfolders"; fi
+mkdir "$A/home/u/sub"
 echo secret >"$A/secret"
 echo mine >"$A/home/u/mine"
 echo kept >"$A/home/u/sub/kept"
 chmod 777 "$A/home/u"
+ok "an admin gives /home/u a data namespace (prefix $prefix), not /home with its subfolders"
 pool=$(atoll --format json fs status | python3 -c \
 	'import json, sys; print(json.load(sys.stdin)["data_pool"])' 2>/dev/null || echo fs_data)
 
@@ -77,7 +93,7 @@ mount_refused() {
 }
 
 step "a client limited to /home/u"
-add_client u "allow rw path=/home/u"
+add_client u "allow rw path=/home/u" "allow rw pool=$pool object_prefix=$prefix"
 U=$tmp/u
 mount_as u "$U"
 [ "$(cat "$U/mine")" = mine ] || fail "client.u does not read its own file"
@@ -85,6 +101,12 @@ mount_as u "$U"
 	fail "client.u's mount is not /home/u: $(ls "$U")"
 echo new >"$U/new" || fail "client.u cannot write in its folder"
 [ "$(cat "$A/home/u/new")" = new ] || fail "client.u's file is not /home/u/new"
+sync "$U/new" 2>/dev/null || true
+obj=$prefix$(printf '%016x.%016x' "$(stat -c %i "$A/home/u/new")" 0)
+[ "$(atoll get "$pool" "$obj" -)" = new ] || fail "/home/u/new's data is not in object $obj"
+[ "$(atoll get "$pool" "$prefix$(printf '%016x.%016x' "$(stat -c %i "$A/home/u/sub/kept")" 0)" -)" = kept ] ||
+	fail "/home/u/sub/kept's data is not under the namespace"
+if xattr set "$U/sub" $dnsx 1 2>/dev/null; then fail "client.u set a data namespace"; fi
 mkdir "$U/d" && mv "$U/new" "$U/d/new" && ln "$U/d/new" "$U/d/link" && rm "$U/d/link" ||
 	fail "client.u cannot mkdir, rename, link, unlink in its folder"
 ok "client.u mounts /home/u by default and works in it"
@@ -123,7 +145,7 @@ R=$tmp/ro
 mount_as ro "$R"
 [ "$(cat "$R/d/new")" = new ] || fail "client.ro cannot read"
 for what in "touch $R/x" "mkdir $R/y" "rm $R/d/new" "chmod 600 $R/d/new" \
-	    "sh -c 'echo more >>$R/d/new'" "mv $R/d/new $R/renamed" "setfattr -n user.a -v 1 $R/d/new"; do
+	    "sh -c 'echo more >>$R/d/new'" "mv $R/d/new $R/renamed" "xattr set $R/d/new user.a 1"; do
 	if eval "$what" 2>/dev/null; then fail "client.ro: '$what' succeeded"; fi
 done
 [ "$(cat "$A/home/u/d/new")" = new ] && [ ! -e "$A/home/u/x" ] || fail "client.ro changed something"
@@ -160,7 +182,7 @@ step "data objects outside the tree"
 # OSD caps are limited to its namespace's prefix once it has one
 ino=$(stat -c %i "$A/secret")
 oid=$(printf '%016x.%016x' "$ino" 0)
-add_client obj "allow rw path=/home/u" "allow rw pool=$pool object_prefix=n$(printf %016x "$(stat -c %i "$A/home/u")")."
+add_client obj "allow rw path=/home/u" "allow rw pool=$pool object_prefix=$prefix"
 # does the OSD check caps at all?  A read-only key's put says
 add_client rdonly "allow r path=/home/u" "allow r pool=$pool"
 if ATOLL_CONF=$tmp/rdonly.conf "$atoll_cli" put "$pool" capsprobe - <<<"x" >/dev/null 2>&1 &&
@@ -174,8 +196,21 @@ else
 		fail "client.obj's key writes the data object of /secret"
 	fi
 	[ "$(cat "$A/secret")" = secret ] || fail "/secret changed"
-	ok "client.obj's key can neither get nor put the data object of /secret"
+	[ "$(ATOLL_CONF=$tmp/obj.conf "$atoll_cli" get "$pool" "$obj" -)" = new ] ||
+		fail "client.obj's key cannot read a data object of its namespace"
+	ok "client.obj's key can neither get nor put the data object of /secret, and reads its own"
 fi
+
+step "a removed file's data objects go"
+robj=$prefix$(printf '%016x.%016x' "$(stat -c %i "$A/home/u/d/new")" 0)
+atoll get "$pool" "$robj" - >/dev/null || fail "no object $robj before the removal"
+rm "$A/home/u/d/new"
+for _ in $(seq 100); do
+	atoll get "$pool" "$robj" - >/dev/null 2>&1 || break
+	sleep 0.1
+done
+if atoll get "$pool" "$robj" - >/dev/null 2>&1; then fail "object $robj outlived its file"; fi
+ok "the MDS purges a namespaced file's data objects"
 
 for m in "$U" "$R" "$S" "$P"; do fusermount3 -u "$m" || fail "unmount $m"; done
 ok "every mount unmounts"
