@@ -45,11 +45,21 @@ prefix=$(xattr get "$A/home/u" $dnsx) || fail "reading /home/u's data namespace"
 [ "$prefix" = "$(printf 'n%016x.' "$(stat -c %i "$A/home/u")")" ] || fail "prefix '$prefix'"
 if xattr set "$A/home" $dnsx 1 2>/dev/null; then fail "a namespace set on a folder with subfolders"; fi
 mkdir "$A/home/u/sub"
+# the same through the command, which prints the caps to give the key
+atoll fs authorize client.v /home/v rw >"$tmp/v.caps" || fail "fs authorize"
+vprefix=$(printf 'n%016x.' "$(stat -c %i "$A/home/v")")
+grep -qx "	caps osd = allow rw pool=.* object_prefix=$vprefix" "$tmp/v.caps" &&
+	grep -qx "	caps mds = allow rw path=/home/v" "$tmp/v.caps" ||
+	fail "fs authorize printed: $(cat "$tmp/v.caps")"
+if atoll fs authorize client.x /home r >/dev/null 2>"$tmp/x.err"; then
+	fail "fs authorize gave /home (with subfolders) a namespace"
+fi
+grep -q "subfolders" "$tmp/x.err" || fail "fs authorize /home said: $(cat "$tmp/x.err")"
 echo secret >"$A/secret"
 echo mine >"$A/home/u/mine"
 echo kept >"$A/home/u/sub/kept"
 chmod 777 "$A/home/u"
-ok "an admin gives /home/u a data namespace (prefix $prefix), not /home with its subfolders"
+ok "an admin gives /home/u and /home/v a data namespace (setxattr, fs authorize), not /home"
 pool=$(atoll --format json fs status | python3 -c \
 	'import json, sys; print(json.load(sys.stdin)["data_pool"])' 2>/dev/null || echo fs_data)
 
