@@ -315,8 +315,8 @@ int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
 		uint32_t uid, gid;
 
 
-		if (!top)
-			continue;
+		if (!top && (a || b))
+			continue;	/* its path does not exist: it covers no inode */
 		if (rq->op == MDS_OP_LOOKUP && !within(m, top, a) && towards(m, top, a, rq->name))
 			return 0;
 		if ((a && !within(m, top, a)) || (b && !within(m, top, b)))
