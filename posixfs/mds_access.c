@@ -291,29 +291,20 @@ bool mds_access_limited(struct mds *m, struct msg_conn *conn)
 	return caps_of(m, conn, &caps) != 1;
 }
 
-int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
+/* The first clause of caps that allows rq (needing a write clause when
+ * wr): 0 or an error of its mode check; 1 when none does (*saw_path: one
+ * covered its inodes). */
+static int try_clauses(struct mds *m, const struct mds_caps *caps, struct mds_req *rq, bool wr,
+		       bool *saw_path)
 {
-	struct mds_caps caps;
 	uint64_t a, b;
-	int r = caps_of(m, conn, &caps);
-	bool wr = writes(rq), saw_path = false;
+	int r;
 
-	if (r)
-		return r > 0 ? 0 : r;
-	/* no exclusive directory leases: the client would answer creates
-	 * and removals itself, and learn of a refusal only after it told
-	 * its caller they were done */
-	rq->lflags &= ~MDS_L_EXCL_OK;
-	/* data namespaces are the admin's (their prefix goes in OSD caps) */
-	if ((rq->op == MDS_OP_SETXATTR || rq->op == MDS_OP_REMOVEXATTR) &&
-	    !strncmp(rq->name, "trusted.atoll.", 14))
-		return -EPERM;
 	named(rq, &a, &b);
-	for (uint32_t i = 0; i < caps.n; i++) {
-		const struct mds_cap_clause *c = &caps.c[i];
+	for (uint32_t i = 0; i < caps->n; i++) {
+		const struct mds_cap_clause *c = &caps->c[i];
 		uint64_t top = path_ino(m, c->path);
 		uint32_t uid, gid;
-
 
 		if (!top && (a || b))
 			continue;	/* its path does not exist: it covers no inode */
@@ -321,7 +312,7 @@ int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
 			return 0;
 		if ((a && !within(m, top, a)) || (b && !within(m, top, b)))
 			continue;
-		saw_path = true;
+		*saw_path = true;
 		if (wr && !c->write)
 			continue;
 		if (!acts(rq)) {
@@ -342,8 +333,36 @@ int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
 		}
 		return 0;
 	}
+	return 1;
+}
+
+int mds_access_check(struct mds *m, struct msg_conn *conn, struct mds_req *rq)
+{
+	struct mds_caps caps;
+	int r = caps_of(m, conn, &caps);
+	bool wr = writes(rq), saw_path = false;
+
+	if (r)
+		return r > 0 ? 0 : r;
+	/* no exclusive directory leases: the client would answer creates
+	 * and removals itself, and learn of a refusal only after it told
+	 * its caller they were done */
+	rq->lflags &= ~MDS_L_EXCL_OK;
+	/* data namespaces are the admin's (their prefix goes in OSD caps) */
+	if ((rq->op == MDS_OP_SETXATTR || rq->op == MDS_OP_REMOVEXATTR) &&
+	    !strncmp(rq->name, "trusted.atoll.", 14))
+		return -EPERM;
+	/* a close or fsync that pushes a size: a write clause first, else
+	 * one that reads (which drops the size) */
+	bool push = (rq->op == MDS_OP_CLOSE || rq->op == MDS_OP_FSYNC) &&
+		    (rq->size_hint || rq->setmask);
+	r = try_clauses(m, &caps, rq, wr || push, &saw_path);
+	if (r == 1 && push)
+		r = try_clauses(m, &caps, rq, wr, &saw_path);
+	if (r != 1)
+		return r;
 	log_debug(SUB, "caps of %s refuse %s of inode %llu", msg_conn_addr(conn),
-		  mds_op_name(rq->op), (unsigned long long)a);
+		  mds_op_name(rq->op), (unsigned long long)rq->ino);
 	return saw_path && wr ? -EPERM : -EACCES;
 }
 
