@@ -117,7 +117,8 @@ static void refuse(struct msg *m, enum refusal rf, int rc, const char *why)
 	} else if (rf == RF_OSD_BOOT) {
 		struct osd_boot_reply rep = { .rc = rc };
 
-		snprintf(rep.status, sizeof(rep.status), "%s", why);
+		/* the status sentence, cut to what a boot reply carries */
+		snprintf(rep.status, sizeof(rep.status), "%.*s", (int)sizeof(rep.status) - 1, why);
 		osd_boot_reply_encode(&rep, &e);
 	} else {
 		struct rc_reply rep = { .rc = rc };

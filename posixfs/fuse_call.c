@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atoll/atoll.h>
@@ -49,6 +50,7 @@
 #include "fuse_here.h"
 #include "fuse_replay.h"
 #include "log.h"
+#include "mds_caps.h"
 #include "mono.h"
 #include "msg.h"
 
@@ -68,6 +70,7 @@ static struct mds_conn {
 	bool mds_fixed;			/* -o mds=: never moved */
 	const char *meta_pool;		/* the file system's, or NULL: the first */
 	char data_pool[128];		/* the session's (set once, before follow) */
+	char caps_root[MDS_CAPS_PATH_MAX + 1];	/* the path of the key's mds caps, else "/" */
 	pthread_t follower;
 	bool following;
 	const char *mountpoint;		/* named in messages */
@@ -217,6 +220,10 @@ static void on_reply(void *arg, struct msg *reply, int err)
 			__atomic_store_n(&conn.mds_version, w->rp->version, __ATOMIC_RELAXED);
 			if (w->rp->rc == MDS_RC_EVICTED)
 				fc_evicted(w->rp->target);
+			for (uint32_t i = 0; !w->rp->rc && i < w->rp->ninodes && i < 2; i++)
+				fd_dns_note(w->rp->in[i].ino, w->rp->in[i].dns);
+			for (uint32_t i = 0; w->rp->plus && i < w->rp->nplus; i++)
+				fd_dns_note(w->rp->plus[i].ino, w->rp->plus[i].dns);
 			lc_reply(w->rq, w->rp, w->t_send, &w->ci);
 			if (w->rp->jseq)
 				fr_unsafe_add(w->rq, w->rp);
@@ -425,6 +432,8 @@ static void on_areply(void *arg, struct msg *reply, int err)
 			err = -EBADMSG;
 		} else {
 			__atomic_store_n(&conn.mds_version, a->rp.version, __ATOMIC_RELAXED);
+			for (uint32_t i = 0; !a->rp.rc && i < a->rp.ninodes && i < 2; i++)
+				fd_dns_note(a->rp.in[i].ino, a->rp.in[i].dns);
 			lc_reply(&a->rq, &a->rp, a->t_send, &a->ci);
 			if (a->rp.jseq)
 				fr_unsafe_add(&a->rq, &a->rp);
@@ -651,12 +660,97 @@ static int fc_auth_load(const char *conf)
 	if (!ret)
 		ret = config_get_str(cfg, "client", "auth_name", "client.admin", &name, err,
 				     sizeof(err));
+	struct keyring kr = { 0 };
 	if (!ret)
-		ret = auth_config_load(cfg, "client", name, NULL, &conn.auth, err, sizeof(err));
+		ret = auth_config_load(cfg, "client", name, &kr, &conn.auth, err, sizeof(err));
 	if (ret)
 		fprintf(stderr, "atoll-fuse: %s\n", err);
+	/* the key's mds caps as its keyring says (informational there: the
+	 * MDS checks the ticket's): their path is the default root */
+	snprintf(conn.caps_root, sizeof(conn.caps_root), "/");
+	const struct keyring_entry *ke = !ret && conn.auth ? keyring_find(&kr, name) : NULL;
+	for (uint32_t i = 0; ke && i < ke->ncaps; i++) {
+		struct mds_caps *mc = malloc(sizeof(*mc));
+		if (mc && !strcmp(ke->caps[i].service, "mds") &&
+		    !mds_caps_parse(ke->caps[i].caps, strlen(ke->caps[i].caps), mc, err,
+				    sizeof(err)))
+			snprintf(conn.caps_root, sizeof(conn.caps_root), "%s", mds_caps_root(mc));
+		free(mc);
+	}
+	keyring_free(&kr);
 	config_free(cfg);
 	return ret;
+}
+
+/* Makes directory path (absolute) the mount's root: each name looked up
+ * from the top; a clear message when it is missing or refused. */
+static int set_root(const char *path, struct mds_reply *rp)
+{
+	uint64_t ino = MDS_ROOT_INO;
+	const char *p = path;
+	struct mds_req rq;
+	int ret;
+
+	if (path[0] != '/') {
+		fprintf(stderr, "atoll-fuse: the root '%s' is not an absolute path\n", path);
+		return -EINVAL;
+	}
+	while (*p) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (!n)
+			break;
+		if (n > MDS_NAME_MAX) {
+			fprintf(stderr, "atoll-fuse: a name of the root '%s' is too long\n", path);
+			return -ENAMETOOLONG;
+		}
+		fc_req_init(&rq, NULL, MDS_OP_LOOKUP);
+		rq.lflags = 0;	/* no lease: nothing cached under the numbers before the swap */
+		rq.ino = ino;
+		memcpy(rq.name, p, n);
+		rq.name[n] = '\0';
+		p += n;
+		ret = fc_call(&rq, rp);
+		if (ret == -EACCES || ret == -EPERM) {
+			fprintf(stderr, "atoll-fuse: the root '%s' is outside what this key's mds "
+				"caps allow (they allow '%s'); mount with --root inside it\n",
+				path, conn.caps_root);
+			return ret;
+		}
+		if (ret == -ENOENT) {
+			fprintf(stderr, "atoll-fuse: the root '%s' does not exist; create it "
+				"first (from a mount of its parent)\n", path);
+			return ret;
+		}
+		if (ret) {
+			fprintf(stderr, "atoll-fuse: cannot look up the root '%s': %s\n", path,
+				atoll_strerror(ret));
+			return ret;
+		}
+		if (!S_ISDIR(rp->in[0].mode)) {
+			fprintf(stderr, "atoll-fuse: the root '%s' is not a directory\n", path);
+			return -ENOTDIR;
+		}
+		ino = rp->in[0].ino;
+		free(rp->ents);
+		free(rp->plus);
+		free(rp->value);
+	}
+	/* a path-limited key cannot see "/": ask for the root itself */
+	fc_req_init(&rq, NULL, MDS_OP_GETATTR);
+	rq.lflags = 0;
+	rq.ino = ino;
+	if ((ret = fc_call(&rq, rp))) {
+		fprintf(stderr, "atoll-fuse: the root '%s' is outside what this key's mds caps "
+			"allow (they allow '%s'): %s\n", path, conn.caps_root, atoll_strerror(ret));
+		return ret;
+	}
+	mds_proto_set_root(ino);
+	fd_dns_note(MDS_ROOT_INO, rp->in[0].dns);	/* the root's, under its new number */
+	if (ino != MDS_ROOT_INO)
+		log_info("fuse", "mounting '%s' (inode %" PRIu64 ") as the root", path, ino);
+	return 0;
 }
 
 /* Authenticates conn.msgr to a monitor: its MDS ticket. */
@@ -680,7 +774,7 @@ static int fc_auth_login(const char *conf, const char *mon)
 
 int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 	       const char *fallback, const char *meta_pool, const char *mountpoint,
-	       struct atoll_ioctx **data)
+	       const char *root, struct atoll_ioctx **data)
 {
 	struct mds_req rq;
 	struct mds_reply *rp = malloc(sizeof(*rp));
@@ -757,6 +851,11 @@ int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 			atoll_strerror(ret));
 		goto out;
 	}
+	char pool[sizeof(rp->target)];
+	snprintf(pool, sizeof(pool), "%s", rp->target);
+	if ((ret = set_root(root ? root : conn.caps_root, rp)))
+		goto out;
+	snprintf(rp->target, sizeof(rp->target), "%s", pool);
 	ret = atoll_ioctx_create(conn.cl, rp->target, &conn.data, 0);
 	if (ret)
 		fprintf(stderr, "atoll-fuse: cannot open the data pool '%s': %s\n",

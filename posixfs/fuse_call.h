@@ -34,10 +34,11 @@ struct msg;
  * followed when the role moves (a thread asks them again at every new map
  * epoch); else fallback.  0, or
  * -errno after saying why on stderr.  mountpoint is named in the
- * messages. */
+ * messages.  root: the directory the mount shows (--root, -o subdir=);
+ * NULL: the path of the key's mds caps (its keyring entry), else "/". */
 int fc_connect(const char *conf, const char *mon, const char *mds_addr,
 	       const char *fallback, const char *meta_pool, const char *mountpoint,
-	       struct atoll_ioctx **data);
+	       const char *root, struct atoll_ioctx **data);
 /* At the very end: closes the MDS connection, the messenger, the data
  * pool and the cluster (each only if it was opened). */
 void fc_disconnect(void);

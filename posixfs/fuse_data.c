@@ -192,9 +192,75 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ---- data namespaces ----
+ *
+ * The data namespace of each inode whose record said it has one (every
+ * reply's records pass through fd_dns_note), so that its data objects
+ * get their names (mds_data_oid).  An inode is always named by a reply
+ * before its data is touched (open, create), or made here by an
+ * asynchronous create that takes its parent's, as the MDS does.
+ * Open addressing, never shrinks (16 bytes per inode of a namespace
+ * this client met).  dns.lock is innermost: held for a look-up only. */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t (*kv)[2];	/* [ino, dns]; ino 0: empty */
+	size_t cap, n;
+} dns = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t dns_slot(uint64_t (*kv)[2], size_t cap, uint64_t ino)
+{
+	size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+
+	while (kv[i][0] && kv[i][0] != ino)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+void fd_dns_note(uint64_t ino, uint64_t ns)
+{
+	if (!ino)
+		return;
+	pthread_mutex_lock(&dns.lock);
+	if (!ns && (!dns.cap || !dns.kv[dns_slot(dns.kv, dns.cap, ino)][0]))
+		goto out;	/* none, and none known: nothing to keep */
+	if ((dns.n + 1) * 2 > dns.cap) {
+		size_t cap = dns.cap ? dns.cap * 2 : 1024;
+		uint64_t (*kv)[2] = calloc(cap, sizeof(*kv));
+		if (!kv) {
+			log_error("fuse", "out of memory for the data namespace of inode %" PRIu64
+				  "; its data objects would be misnamed: exiting", ino);
+			abort();
+		}
+		for (size_t i = 0; i < dns.cap; i++)
+			if (dns.kv[i][0])
+				memcpy(kv[dns_slot(kv, cap, dns.kv[i][0])], dns.kv[i], sizeof(*kv));
+		free(dns.kv);
+		dns.kv = kv;
+		dns.cap = cap;
+	}
+	size_t i = dns_slot(dns.kv, dns.cap, ino);
+	if (!dns.kv[i][0])
+		dns.n++;
+	dns.kv[i][0] = ino;
+	dns.kv[i][1] = ns;
+out:
+	pthread_mutex_unlock(&dns.lock);
+}
+
+uint64_t fd_dns(uint64_t ino)
+{
+	uint64_t ns = 0;
+
+	pthread_mutex_lock(&dns.lock);
+	if (dns.cap)
+		ns = dns.kv[dns_slot(dns.kv, dns.cap, ino)][1];
+	pthread_mutex_unlock(&dns.lock);
+	return ns;
+}
+
 static void data_oid(char *b, size_t n, uint64_t ino, uint64_t blk)
 {
-	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
+	mds_data_oid(b, n, fd_dns(ino), ino, blk);
 }
 
 static int map_err(int err)

@@ -31,6 +31,11 @@ struct atoll_ioctx;
  * the file's writes without waiting for them, when the MDS can mark them
  * (protocol 6; doc/fs-design-client.md, "Closing without waiting"). */
 int fd_init(struct atoll_ioctx *data, uint64_t wb_max, uint64_t ra_max, bool async_close);
+/* The data namespace of inode ino (its record's dns): every record the
+ * client receives is noted, so that its data objects are named right
+ * (doc/fs-design.md, "Data namespaces").  fd_dns: 0 when none. */
+void fd_dns_note(uint64_t ino, uint64_t dns);
+uint64_t fd_dns(uint64_t ino);
 /* After the mount, before the FUSE loop: sets the kernel's read-ahead of
  * the mount to kb KiB (root only; else logged). */
 void fd_kernel_readahead(const char *mountpoint, unsigned kb);

@@ -46,6 +46,7 @@
 #include "fuse_cache.h"
 #include "fuse_call.h"
 #include "fuse_close.h"
+#include "fuse_data.h"
 #include "fuse_grants.h"
 #include "fuse_ops.h"
 #include "fuse_perm.h"
@@ -327,6 +328,7 @@ bool fh_create(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
 	in.mode = op == MDS_OP_MKDIR ? S_IFDIR | (rq->mode & 07777) : rq->mode;
 	in.uid = rq->uid;
 	in.gid = rq->gid;
+	in.dns = fd_dns(parent);	/* as op_create: the parent's data namespace */
 	in.atime = in.mtime = in.ctime = (uint64_t)ts.tv_sec * 1000000000ull +
 					 (uint64_t)ts.tv_nsec;
 	rq->s_mtime = in.mtime;
@@ -337,6 +339,7 @@ bool fh_create(fuse_req_t req, uint32_t op, fuse_ino_t parent, const char *name,
 		r = lc_create_here(parent, name, &in, &ci);
 	if (r == 1) {
 		rq->replay_ino = in.ino;
+		fd_dns_note(in.ino, in.dns);
 		here_send(a);	/* no wait: not replaying (checked above) */
 	} else if (in.ino) {
 		fg_untake(in.ino);

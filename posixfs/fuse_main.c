@@ -61,6 +61,7 @@
 
 struct opts {
 	char *conf, *mon, *mds;
+	char *root;		/* --root PATH, -o subdir=PATH */
 	char *log, *log_level;	/* -o log=FILE, log_level=LVL */
 	int nolease, kernel_perms, fuse_perms, sync_close, noasync_rm, noasync_create;
 	int writeback_mb, readahead_mb, kernel_ra_kb;
@@ -72,6 +73,9 @@ static const struct fuse_opt opt_spec[] = {
 	{ "conf=%s", offsetof(struct opts, conf), 0 },
 	{ "mon=%s", offsetof(struct opts, mon), 0 },
 	{ "mds=%s", offsetof(struct opts, mds), 0 },
+	{ "subdir=%s", offsetof(struct opts, root), 0 },
+	{ "--root=%s", offsetof(struct opts, root), 0 },
+	{ "--root %s", offsetof(struct opts, root), 0 },
 	{ "nolease", offsetof(struct opts, nolease), 1 },
 	{ "kernel_perms", offsetof(struct opts, kernel_perms), 1 },
 	{ "fuse_perms", offsetof(struct opts, fuse_perms), 1 },
@@ -111,6 +115,8 @@ int main(int argc, char **argv)
 		       "  -o mds=IP:PORT  the MDS, always this one (default: the active MDS the\n"
 		       "                  monitors name, following it when the role moves; when\n"
 		       "                  they name none, mds_addr of atoll.conf or 127.0.0.1:6800)\n"
+		       "  --root PATH, -o subdir=PATH  mount the directory PATH of the file\n"
+		       "                  system (default: the path of the key's mds caps, else /)\n"
 		       "  -o nolease      no leases: the kernel caches metadata for 1 s (and\n"
 		       "                  checks permissions: default_permissions)\n"
 		       "  -o kernel_perms the kernel checks permissions (default_permissions;\n"
@@ -243,7 +249,8 @@ int main(int argc, char **argv)
 		(unsigned)gather_us);
 	lc_init(!o.nolease, perm);
 	fp_init();
-	if (fc_connect(o.conf, o.mon, o.mds, mds_fallback, meta_pool, co.mountpoint, &data) ||
+	if (fc_connect(o.conf, o.mon, o.mds, mds_fallback, meta_pool, co.mountpoint, o.root,
+		       &data) ||
 	    fd_init(data, (uint64_t)o.writeback_mb << 20, (uint64_t)o.readahead_mb << 20,
 		    !o.sync_close))
 		goto out;

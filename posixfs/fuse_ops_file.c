@@ -47,6 +47,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fc_req_init(&rq, req, MDS_OP_OPEN);
 	rq.ino = ino;
+	rq.flags = (uint32_t)fi->flags & (O_ACCMODE | O_TRUNC);	/* MDS caps: r refuses writing */
 	uint64_t gen0 = fr_gen();
 	ret = lc_ino_err(ino, fc_call(&rq, &rp));
 	if (ret) {

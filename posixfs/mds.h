@@ -97,6 +97,7 @@ struct mds {
 	struct mds_follow follow;	/* the journal read as a standby (mds_follow.c) */
 	uint64_t next_ino, ino_hw;
 	uint64_t nreq;
+	bool auth_on;	/* auth = ticket: each client's MDS caps are checked (mds_access.c) */
 	struct mds_rings done;	/* struct mds_done, per client (m->lock) */
 	struct mds_rings ans;	/* struct mds_ans: the journaled ones (ans_lock) */
 	pthread_mutex_t ans_lock;
@@ -278,10 +279,10 @@ struct mds_rm_batch {
 /* Waits for the removes in flight: the first error (a missing object is
  * none). */
 int mds_rm_batch_wait(struct mds_rm_batch *b);
-/* Removes the objects of blocks first..last of ino, into b (NULL: its own
- * batch, waited for before it returns). */
-int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last,
-			  struct mds_rm_batch *b);
+/* Removes the objects of blocks first..last of ino (of data namespace
+ * dns), into b (NULL: its own batch, waited for before it returns). */
+int mds_data_remove_range(struct mds *m, uint64_t dns, uint64_t ino, uint64_t first,
+			  uint64_t last, struct mds_rm_batch *b);
 
 /* mds_statfs.c: statfs from the monitor's df, cached for a second */
 int mds_statfs_start(struct mds *m);

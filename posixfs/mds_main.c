@@ -33,6 +33,7 @@
 #include <atoll/atoll.h>
 
 #include "auth.h"
+#include "mds_access.h"
 #include "config.h"
 #include "encode.h"
 #include "fault.h"
@@ -246,6 +247,12 @@ static void serve_one(struct mds *mds, struct msg *m)
 			 g_addr, (unsigned long long)rq->client, why);
 		goto answer;
 	}
+	/* the client's MDS caps (mds_access.c): before anything else */
+	pthread_mutex_lock(&mds->lock);
+	rp->rc = mds_access_check(mds, m->conn, rq);
+	pthread_mutex_unlock(&mds->lock);
+	if (rp->rc)
+		goto answer;
 	if (excl_wait(mds, m, rq)) {
 		free(rp);
 		free(rq);
@@ -387,7 +394,8 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 	if (mds_req_decode(&d, rq))
 		goto no;	/* the worker says why */
 	mds_sess_seen(rq->client, m->conn);
-	if (!inline_ok(mds, m->conn, rq) || is_evicted(mds, rq->client))
+	if (!inline_ok(mds, m->conn, rq) || is_evicted(mds, rq->client) ||
+	    mds_access_limited(mds, m->conn))
 		goto no;
 	mds->nchg = 0;
 	mds->cur_conn = m->conn;
@@ -1115,6 +1123,7 @@ int main(int argc, char **argv)
 	mc.me.type = MSG_ENTITY_MDS;
 	mc.me.id = 0;
 	mc.auth = mds.cl->auth;	/* the client's: freed after msgr_destroy */
+	mds.auth_on = mc.auth != NULL;
 	mds_status_init(&mds);
 	if ((ret = msgr_config_read(conf, "mds", &mc, err, sizeof(err)))) {
 		log_error(SUB, "%s", err);

@@ -9,6 +9,7 @@
  * follow what Linux's local file systems return.
  */
 #include "mds.h"
+#include "mds_access.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -156,6 +157,7 @@ static int op_create(struct mds *m, const struct mds_req *rq, struct mds_reply *
 		in->mode |= S_ISGID;
 	in->nlink = S_ISDIR(mode) ? 2 : 1;
 	in->rdev = rq->rdev;
+	in->dns = p->dns;	/* the parent's data namespace (fuse_here.c does the same) */
 	/* the client answered with its own clock's time: the record it
 	 * gave its kernel and this one agree */
 	in->atime = in->mtime = in->ctime = async && rq->s_mtime ? rq->s_mtime : (int64_t)now;
@@ -544,6 +546,60 @@ static int op_readdir(struct mds *m, const struct mds_req *rq, struct mds_reply 
 #define XATTR_CREATE_ 1
 #define XATTR_REPLACE_ 2
 
+/* The data namespace of a directory (doc/fs-design.md, "Data
+ * namespaces"), through MDS_XATTR_DNS: get gives its object-name prefix,
+ * set makes the directory carry one of its own (the files and folders
+ * created below it from then on inherit it), remove is refused.  Only a
+ * client with unlimited caps gets here for a set (mds_access.c).  A
+ * directory with subdirectories is refused: those keep theirs, and files
+ * created in them would fall outside the namespace. */
+static int dns_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
+		     struct mds_txn *t, struct mds_node *n)
+{
+	char prefix[32];
+
+	switch (rq->op) {
+	case MDS_OP_GETXATTR:
+		reply_inode(rp, &n->a);
+		if (!n->a.dns)
+			return -ENODATA;
+		mds_dns_prefix(prefix, sizeof(prefix), n->a.dns);
+		rp->value = strdup(prefix);
+		if (!rp->value)
+			return -ENOMEM;
+		rp->vlen = (uint32_t)strlen(prefix);
+		return 0;
+	case MDS_OP_SETXATTR: {
+		if (!S_ISDIR(n->a.mode))
+			return -ENOTDIR;
+		if (n->a.dns == n->a.ino) {
+			reply_inode(rp, &n->a);
+			return 0;	/* it has one already */
+		}
+		if (mds_cache_dir_load(m, n))
+			return -EIO;
+		for (struct mds_dent *e = mds_cache_dir_next(n, ""); e;
+		     e = mds_cache_dir_next(n, e->name))
+			if (S_ISDIR(e->mode))
+				return -ENOTEMPTY;
+		struct mds_inode *in = mds_txn_inode(m, t, rq->ino);
+		in->dns = in->ino;
+		in->ctime = mds_now();
+		struct mds_inode out = *in;
+		t->res_ino = rq->ino;
+		mds_txn_commit(m, t);
+		reply_inode(rp, &out);
+		log_info("mds", "directory %llu carries data namespace %llu from now on",
+			 (unsigned long long)out.ino, (unsigned long long)out.dns);
+		return 0;
+	}
+	case MDS_OP_REMOVEXATTR:
+		return -EPERM;
+	default:	/* listed by no LISTXATTR: not an attribute of its own */
+		return -EOPNOTSUPP;
+	}
+}
+
 static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *rp,
 		    struct mds_txn *t)
 {
@@ -555,6 +611,8 @@ static int op_xattr(struct mds *m, const struct mds_req *rq, struct mds_reply *r
 		return -ENOENT;
 	if ((ret = mds_cache_xattr_load(m, n)))
 		return ret;
+	if (!strcmp(rq->name, MDS_XATTR_DNS))
+		return dns_xattr(m, rq, rp, t, n);
 	switch (rq->op) {
 	case MDS_OP_GETXATTR:
 		/* with the inode's record: the client caches the answer
@@ -689,10 +747,12 @@ void mds_handle(struct mds *m, const struct mds_req *rq, struct mds_reply *rp)
 			break;
 		de = mds_cache_dir_find(d, rq->name);
 		n = de ? mds_cache_get(m, de->ino) : NULL;
-		if (!n)
+		if (!n) {
 			ret = -ENOENT;
-		else
+		} else {
+			mds_access_hint(n, d->a.ino);
 			reply_inode(rp, &n->a);
+		}
 		break;
 	case MDS_OP_GETATTR:
 	case MDS_OP_OPEN:

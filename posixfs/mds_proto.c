@@ -6,6 +6,8 @@
 #include "mds_proto.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +99,56 @@ void mds_notify_encode(struct enc *e, const struct mds_notify *n)
 	enc_end(e, h);
 }
 
+/* ---- data object names ---- */
+
+void mds_data_oid(char *b, size_t n, uint64_t dns, uint64_t ino, uint64_t blk)
+{
+	if (dns)
+		snprintf(b, n, "n%016" PRIx64 ".%016" PRIx64 ".%016" PRIx64, dns, ino, blk);
+	else
+		snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
+}
+
+size_t mds_data_prefix(char *b, size_t n, uint64_t dns, uint64_t ino)
+{
+	int r = dns ? snprintf(b, n, "n%016" PRIx64 ".%016" PRIx64 ".", dns, ino)
+		    : snprintf(b, n, "%016" PRIx64 ".", ino);
+	return r < 0 ? 0 : (size_t)r;
+}
+
+void mds_dns_prefix(char *b, size_t n, uint64_t dns)
+{
+	snprintf(b, n, "n%016" PRIx64 ".", dns);
+}
+
+/* ---- a client mounting a sub-tree ----
+ *
+ * atoll-fuse mounted on directory R shows R as FUSE's root (inode 1):
+ * the numbers 1 and R are swapped in every request it encodes and every
+ * reply and revoke it decodes, so nothing else of the client knows.
+ * 0 (the MDS, and a client mounting the whole tree): no swap. */
+static _Atomic uint64_t root_swap;
+
+void mds_proto_set_root(uint64_t ino)
+{
+	root_swap = ino == MDS_ROOT_INO ? 0 : ino;
+}
+
+static uint64_t swap_ino(uint64_t ino)
+{
+	uint64_t r = root_swap;
+
+	if (!r)
+		return ino;
+	return ino == r ? MDS_ROOT_INO : ino == MDS_ROOT_INO ? r : ino;
+}
+
+static void swap_chg(struct mds_chg *c, uint32_t n)
+{
+	for (uint32_t i = 0; i < n && i < MDS_CHG_MAX; i++)
+		c[i].ino = swap_ino(c[i].ino);
+}
+
 int mds_notify_decode(struct dec *d, struct mds_notify *n)
 {
 	struct dec b;
@@ -105,6 +157,7 @@ int mds_notify_decode(struct dec *d, struct mds_notify *n)
 	if (dec_msg_begin(d, MDS_PROTO_COMPAT, &b))
 		return d->err;
 	n->n = chg_decode(&b, n->c);
+	swap_chg(n->c, n->n);
 	int ret = dec_end(d, &b);
 	if (ret)
 		n->n = 0;
@@ -146,6 +199,7 @@ void mds_inode_encode(struct enc *e, const struct mds_inode *in)
 	enc_u64(e, (uint64_t)in->ctime);
 	enc_u64(e, in->gen);
 	enc_u32(e, in->flags);
+	enc_u64(e, in->dns);
 	enc_end(e, h);
 }
 
@@ -168,6 +222,8 @@ int mds_inode_decode(struct dec *d, struct mds_inode *in)
 	in->ctime = (int64_t)dec_u64(&b);
 	in->gen = dec_u64(&b);
 	in->flags = dec_u32(&b);
+	if (dec_left(&b))
+		in->dns = dec_u64(&b);
 	return dec_end(d, &b);
 }
 
@@ -179,8 +235,8 @@ void mds_req_encode(struct enc *e, const struct mds_req *r)
 	enc_u32(e, r->uid);
 	enc_u32(e, r->gid);
 	enc_u64(e, r->client);
-	enc_u64(e, r->ino);
-	enc_u64(e, r->ino2);
+	enc_u64(e, swap_ino(r->ino));
+	enc_u64(e, swap_ino(r->ino2));
 	enc_str(e, r->name);
 	enc_str(e, r->name2);
 	enc_u32(e, r->mode);
@@ -376,6 +432,17 @@ int mds_reply_decode(struct dec *d, struct mds_reply *r)
 		if (!b.err && (r->ino_count > MDS_INOS_MAX ||
 			       r->ino_first > UINT64_MAX - r->ino_count))
 			dec_fail(&b, -EBADMSG);
+	}
+	if (root_swap) {
+		for (uint32_t i = 0; i < r->ninodes && i < 2; i++)
+			r->in[i].ino = swap_ino(r->in[i].ino);
+		for (uint32_t i = 0; r->ents && i < r->nents; i++)
+			r->ents[i].ino = swap_ino(r->ents[i].ino);
+		for (uint32_t i = 0; r->plus && i < r->nplus; i++)
+			r->plus[i].ino = swap_ino(r->plus[i].ino);
+		r->dir_lease = swap_ino(r->dir_lease);
+		r->dir_lease2 = swap_ino(r->dir_lease2);
+		swap_chg(r->chg, r->nchg);
 	}
 	int ret = dec_end(d, &b);
 	if (ret) {

@@ -162,6 +162,11 @@ struct mds_inode {
 	int64_t atime, mtime, ctime;
 	uint64_t gen;
 	uint32_t flags;
+	/* The data namespace (doc/fs-design.md, "Data namespaces"): 0, or
+	 * the number of the directory that carries it.  A file's data
+	 * objects are named under it (mds_data_oid); a new inode takes its
+	 * parent's.  Appended to the wire form (an older peer reads 0). */
+	uint64_t dns;
 	/* directories: the one that names it (0: unknown).  In the MDS's
 	 * inode records and journal only, not in the client protocol. */
 	uint64_t parent;
@@ -360,5 +365,24 @@ void mds_notify_encode(struct enc *e, const struct mds_notify *n);
 int mds_notify_decode(struct dec *d, struct mds_notify *n);
 void mds_safe_encode(struct enc *e, const struct mds_safe *s);
 int mds_safe_decode(struct dec *d, struct mds_safe *s);
+
+/* The name of data object blk of file ino of data namespace dns:
+ * `INO.BLK` without a namespace, `nDNS.INO.BLK` with one (each 16 hex
+ * digits).  MDS_DATA_OID_MAX bytes suffice. */
+#define MDS_DATA_OID_MAX	64u
+void mds_data_oid(char *b, size_t n, uint64_t dns, uint64_t ino, uint64_t blk);
+/* The start every data object name of file ino has (mds_data_oid
+ * without the block); its length. */
+size_t mds_data_prefix(char *b, size_t n, uint64_t dns, uint64_t ino);
+/* The object-name prefix of data namespace dns ("nDNS."), for OSD caps. */
+void mds_dns_prefix(char *b, size_t n, uint64_t dns);
+/* The extended attribute that sets a directory's data namespace (any
+ * value; an admin's, on a directory without subdirectories) and reads
+ * its prefix back. */
+#define MDS_XATTR_DNS		"trusted.atoll.data_namespace"
+
+/* atoll-fuse mounting directory ino as its root: swaps ino and 1 in what
+ * it encodes and decodes from then on (mds_proto.c); 1 or 0: none. */
+void mds_proto_set_root(uint64_t ino);
 
 #endif

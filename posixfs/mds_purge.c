@@ -62,33 +62,33 @@ static void batch_remove(struct mds *m, struct mds_rm_batch *b, const char *oid)
 		batch_wait(b);
 }
 
-int mds_data_remove_range(struct mds *m, uint64_t ino, uint64_t first, uint64_t last,
-			  struct mds_rm_batch *shared)
+int mds_data_remove_range(struct mds *m, uint64_t dns, uint64_t ino, uint64_t first,
+			  uint64_t last, struct mds_rm_batch *shared)
 {
 	struct mds_rm_batch own = { .n = 0 }, *b = shared ? shared : &own;
-	char oid[64];
+	char oid[MDS_DATA_OID_MAX];
 
 	if (last < first)
 		return 0;
 	if (last - first < PURGE_SCAN_MAX) {
 		for (uint64_t blk = first; blk <= last; blk++) {
-			snprintf(oid, sizeof(oid), "%016" PRIx64 ".%016" PRIx64, ino, blk);
+			mds_data_oid(oid, sizeof(oid), dns, ino, blk);
 			batch_remove(m, b, oid);
 		}
 		return shared ? 0 : mds_rm_batch_wait(b);
 	}
 	struct atoll_list *l = NULL;
 	const char *name;
-	char prefix[18];
+	char prefix[MDS_DATA_OID_MAX];
+	size_t pl = mds_data_prefix(prefix, sizeof(prefix), dns, ino);
 	int ret = atoll_list_open(m->data, &l, 0);
 
 	if (ret)
 		return ret;
-	snprintf(prefix, sizeof(prefix), "%016" PRIx64 ".", ino);
 	while ((ret = atoll_list_next(l, &name)) == 0) {
-		if (strncmp(name, prefix, 17) || strlen(name) != 33)
+		if (strncmp(name, prefix, pl) || strlen(name) != pl + 16)
 			continue;
-		uint64_t blk = strtoull(name + 17, NULL, 16);
+		uint64_t blk = strtoull(name + pl, NULL, 16);
 		if (blk >= first && blk <= last)
 			batch_remove(m, b, name);	/* copied by the library when issued */
 	}

@@ -45,10 +45,6 @@ void mds_store_oid_seg(char *b, size_t n, uint64_t seg)
 	snprintf(b, n, "fs.journal.%016" PRIx64, seg);
 }
 
-static void oid_data(char *b, size_t n, uint64_t ino, uint64_t blk)
-{
-	snprintf(b, n, "%016" PRIx64 ".%016" PRIx64, ino, blk);
-}
 
 /* Calls fn for every omap entry of oid; a missing object has none. */
 int mds_store_omap_each(struct mds *m, const char *oid,
@@ -135,10 +131,10 @@ int mds_store_inode_put(struct mds *m, const struct mds_inode *in, const char *l
 	return ret;
 }
 
-static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t to,
-			    struct mds_rm_batch *b)
+static int store_data_trunc(struct mds *m, uint64_t dns, uint64_t ino, uint64_t from,
+			    uint64_t to, struct mds_rm_batch *b)
 {
-	char oid[64];
+	char oid[MDS_DATA_OID_MAX];
 	uint64_t bs = MDS_BLOCK_SIZE;
 	uint64_t first = from / bs;
 	uint64_t last = to ? (to - 1) / bs : 0;
@@ -147,14 +143,14 @@ static int store_data_trunc(struct mds *m, uint64_t ino, uint64_t from, uint64_t
 	if (to <= from && from % bs == 0)
 		return 0;
 	if (from % bs) {
-		oid_data(oid, sizeof(oid), ino, first);
+		mds_data_oid(oid, sizeof(oid), dns, ino, first);
 		ret = ignore_enoent(atoll_truncate(m->data, oid, from % bs, 0));
 		if (ret)
 			return ret;
 		first++;
 	}
 	/* many in flight; a pool listing for a huge sparse range (mds_purge.c) */
-	return to > from ? mds_data_remove_range(m, ino, first, last, b) : 0;
+	return to > from ? mds_data_remove_range(m, dns, ino, first, last, b) : 0;
 }
 
 /* The omap updates of a batch of txns (in journal order), and the
@@ -435,10 +431,10 @@ int mds_store_apply_rest(struct mds *m, const struct mds_txn *t, struct mds_rm_b
 		const struct mds_upd *u = &t->u[i];
 		switch (u->type) {
 		case MDS_U_PURGE:
-			ret = store_data_trunc(m, u->ino, 0, u->size, b);
+			ret = store_data_trunc(m, u->in.dns, u->ino, 0, u->size, b);
 			break;
 		case MDS_U_TRUNC:
-			ret = store_data_trunc(m, u->ino, u->size, u->old_size, b);
+			ret = store_data_trunc(m, u->in.dns, u->ino, u->size, u->old_size, b);
 			break;
 		case MDS_U_HW: {
 			char v[17];

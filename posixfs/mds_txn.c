@@ -166,8 +166,17 @@ static void txn_dent_inodes(struct mds_txn *t)
 		}
 		t->w[k].in.flags |= MDS_INO_DIROBJ;
 		t->w[k].dirty = true;
-		if (!S_ISDIR(d->mode))
+		if (!S_ISDIR(d->mode)) {
+			/* a file's parent: the directory of its last name
+			 * set, its place for the path checks of MDS caps
+			 * (mds_access.c); not in the txn: it keeps its own */
+			k = txn_find(t, d->ino);
+			if (k >= 0 && !t->w[k].removed) {
+				t->w[k].in.parent = d->dir;
+				t->w[k].dirty = true;
+			}
 			continue;
+		}
 		k = txn_find(t, d->ino);
 		if (k >= 0 && !t->w[k].removed) {
 			t->w[k].in.parent = d->dir;
@@ -195,6 +204,7 @@ static void txn_finish(struct mds_txn *t)
 				u = txn_upd(t, MDS_U_PURGE);
 				u->ino = t->w[i].in.ino;
 				u->size = t->w[i].purge_size;
+				u->in = t->w[i].in;	/* its data namespace names the objects */
 			}
 			continue;
 		}
@@ -205,6 +215,7 @@ static void txn_finish(struct mds_txn *t)
 		if (t->w[i].trunc) {
 			u = txn_upd(t, MDS_U_TRUNC);
 			u->ino = t->w[i].in.ino;
+			u->in = t->w[i].in;
 			u->size = t->w[i].trunc_from;
 			u->old_size = t->w[i].trunc_to;
 		}

@@ -14,7 +14,9 @@
  * grant's epoch and what each said it does, which is printed first),
  * else mds_addr of the configuration ([mds] or [global]).  Only the
  * status message is sent, never a client request, so the MDS does not
- * count this command as a client.
+ * count this command as a client.  `atoll fs authorize` sends requests
+ * (lookups, the data namespace's attribute) as client 0, with no session
+ * and no request id.
  */
 #include "cli.h"
 
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_call.h"
 #include "config.h"
@@ -353,6 +356,167 @@ static int run_status(struct cli *cl, const struct cli_cmd *cmd, int argc, char 
 	return CLI_EXIT_OK;
 }
 
+/* ---- fs authorize ---------------------------------------------------------- */
+
+/* One MDS request from the CLI: client 0 and request id 0 (no session,
+ * no lease, not kept in the index of answered requests).  The answer's
+ * rc, or -errno when the MDS did not answer; rp is the caller's to
+ * free (ents, plus, value). */
+static int mds_req1(struct cli_msgr *cm, const char *addr, struct mds_req *rq,
+		    struct mds_reply *rp)
+{
+	struct msg *reply = NULL;
+	struct enc e;
+	struct dec d;
+	int ret;
+
+	enc_init(&e);
+	mds_req_encode(&e, rq);
+	ret = cli_msgr_call(cm, addr, MT_MDS_REQUEST, &e, FS_STATUS_TIMEOUT_MS, &reply);
+	enc_free(&e);
+	if (ret)
+		return ret;
+	dec_init(&d, reply->front, reply->front_len);
+	ret = mds_reply_decode(&d, rp);
+	msg_free(reply);
+	return ret ? ret : rp->rc;
+}
+
+static void reply_free(struct mds_reply *rp)
+{
+	free(rp->ents);
+	free(rp->plus);
+	free(rp->value);
+	memset(rp, 0, sizeof(*rp));
+}
+
+/* The data namespace of directory path (made when it has none): its
+ * prefix in out. */
+static int dir_namespace(struct cli_msgr *cm, const char *addr, const char *path, char *out,
+			 size_t outlen)
+{
+	struct mds_req *rq = calloc(1, sizeof(*rq));
+	struct mds_reply *rp = calloc(1, sizeof(*rp));
+	uint64_t ino = MDS_ROOT_INO;
+	const char *p = path;
+	int ret = -ENOMEM;
+
+	if (!rq || !rp)
+		goto out;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		size_t n = strcspn(p, "/");
+		if (!n)
+			break;
+		memset(rq, 0, sizeof(*rq));
+		rq->op = MDS_OP_LOOKUP;
+		rq->ino = ino;
+		snprintf(rq->name, sizeof(rq->name), "%.*s", (int)n, p);
+		p += n;
+		ret = mds_req1(cm, addr, rq, rp);
+		if (!ret && (!rp->ninodes || !S_ISDIR(rp->in[0].mode)))
+			ret = -ENOTDIR;
+		if (ret) {
+			cli_err("'%s' is not a directory of the file system: %s", path,
+				atoll_strerror(ret));
+			goto out;
+		}
+		ino = rp->in[0].ino;
+		reply_free(rp);
+	}
+	memset(rq, 0, sizeof(*rq));
+	rq->op = MDS_OP_GETXATTR;
+	rq->ino = ino;
+	snprintf(rq->name, sizeof(rq->name), "%s", MDS_XATTR_DNS);
+	ret = mds_req1(cm, addr, rq, rp);
+	if (ret == -ENODATA) {
+		reply_free(rp);
+		rq->op = MDS_OP_SETXATTR;
+		rq->value = "1";
+		rq->vlen = 1;
+		ret = mds_req1(cm, addr, rq, rp);
+		if (ret == -ENOTEMPTY) {
+			cli_err("'%s' has subfolders made before it had a data namespace; give the "
+				"namespace to a new folder (mkdir, then fs authorize) and move the "
+				"files in", path);
+			goto out;
+		}
+		if (!ret) {
+			reply_free(rp);
+			rq->op = MDS_OP_GETXATTR;
+			rq->value = NULL;
+			rq->vlen = 0;
+			ret = mds_req1(cm, addr, rq, rp);
+		}
+	}
+	if (ret) {
+		cli_err("cannot give '%s' a data namespace: %s (the key needs mds caps "
+			"'allow *')", path, atoll_strerror(ret));
+		goto out;
+	}
+	snprintf(out, outlen, "%.*s", (int)rp->vlen, rp->value ? (const char *)rp->value : "");
+out:
+	if (rp)
+		reply_free(rp);
+	free(rp);
+	free(rq);
+	return ret;
+}
+
+static int run_authorize(struct cli *cl, const struct cli_cmd *cmd, int argc, char **argv)
+{
+	const char *opt = NULL, *pos[3] = { NULL, NULL, NULL };
+	int npos = 0;
+	char addr[128], prefix[64], pool[128] = "fs_data";
+	struct mds_status st;
+	struct cli_msgr *cm = NULL;
+	int ret;
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--mds") == 0 && i + 1 < argc)
+			opt = argv[++i];
+		else if (strncmp(argv[i], "--mds=", 6) == 0)
+			opt = argv[i] + 6;
+		else if (npos < 3)
+			pos[npos++] = argv[i];
+		else
+			return cli_usage(cmd, "unexpected argument '%s'", argv[i]);
+	}
+	if (npos != 3)
+		return cli_usage(cmd, "give the client, the path and r or rw");
+	if (strncmp(pos[0], "client.", 7) || !pos[0][7])
+		return cli_usage(cmd, "'%s' is not a client entity (client.NAME)", pos[0]);
+	if (pos[1][0] != '/' || strstr(pos[1], "/../") || strstr(pos[1], "/./"))
+		return cli_usage(cmd, "'%s' is not an absolute path", pos[1]);
+	if (strcmp(pos[2], "r") && strcmp(pos[2], "rw"))
+		return cli_usage(cmd, "access '%s' is neither r nor rw", pos[2]);
+	cJSON *roles = mds_roles(cl), *fs = NULL;
+	const char *act = roles ? roles_active_addr(roles, &fs) : NULL;
+	if (!opt && act)
+		snprintf(addr, sizeof(addr), "%s", act);
+	else if ((ret = find_mds(cl, opt, addr, sizeof(addr)))) {
+		cJSON_Delete(roles);
+		return ret;
+	}
+	cJSON_Delete(roles);
+	if ((ret = ask_status(addr, &st))) {
+		cli_err("the MDS at %s does not answer: %s", addr, atoll_strerror(ret));
+		return CLI_EXIT_CONNECT;
+	}
+	snprintf(pool, sizeof(pool), "%s", st.data_pool);
+	free(st.clients);
+	if ((ret = cli_msgr_new(&cm)))
+		return CLI_EXIT_CONNECT;
+	ret = dir_namespace(cm, addr, pos[1], prefix, sizeof(prefix));
+	cli_msgr_free(cm);
+	if (ret)
+		return CLI_EXIT_ERROR;
+	printf("[%s]\n\tcaps mon = allow r\n\tcaps osd = allow %s pool=%s object_prefix=%s\n"
+	       "\tcaps mds = allow %s path=%s\n", pos[0], pos[2], pool, prefix, pos[2], pos[1]);
+	return CLI_EXIT_OK;
+}
+
 const struct cli_cmd cli_fs_cmds[] = {
 	{ "fs status", "[--mds IP:PORT]",
 	  "The file system's metadata server: its state (replaying while it loads the\n"
@@ -367,5 +531,14 @@ const struct cli_cmd cli_fs_cmds[] = {
 	  "configuration.  Exit status 4 when the MDS does not answer (or none is\n"
 	  "active).\n",
 	  run_status },
+	{ "fs authorize", "CLIENT PATH r|rw [--mds IP:PORT]",
+	  "Gives folder PATH of the file system a data namespace (unless it has one;\n"
+	  "a folder with subfolders made before is refused) and prints the caps that\n"
+	  "limit CLIENT (client.NAME) to it: mds caps for PATH and osd caps for the\n"
+	  "data objects of the files created below it (object_prefix=).  Files made\n"
+	  "in PATH before it had a namespace keep their objects where they are.  Put\n"
+	  "the caps on the client's key (doc/security.md, \"File-system caps\").  Needs\n"
+	  "mds caps 'allow *'.\n",
+	  run_authorize },
 	{ NULL, NULL, NULL, NULL },
 };

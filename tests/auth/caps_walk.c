@@ -53,10 +53,10 @@ struct section {
 	int n;
 };
 
-static struct section osd_msgs = { "Messages to an OSD" };
-static struct section subops = { "Sub-ops of OSD_OP" };
-static struct section mon_msgs = { "Messages to a monitor" };
-static struct section commands = { "Monitor commands" };
+static struct section osd_msgs = { .title = "Messages to an OSD" };
+static struct section subops = { .title = "Sub-ops of OSD_OP" };
+static struct section mon_msgs = { .title = "Messages to a monitor" };
+static struct section commands = { .title = "Monitor commands" };
 static struct section *sections[] = { &osd_msgs, &subops, &mon_msgs, &commands };
 
 static int failures;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
