@@ -223,6 +223,7 @@ struct mon {
 	struct mon_ev *qhead, *qtail;
 	volatile sig_atomic_t stop;
 	uint64_t next_tick_ms;
+	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
 };
 
 /* ---- time ---- */
