@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
@@ -19,10 +20,43 @@
 #include "log.h"
 #include "metrics.h"
 #include "metrics_http.h"
-#include "msgr_int.h"
 
 #define METRICS_CONN_LIMIT 16
 #define METRICS_TIMEOUT_S 10
+
+/* "IP:PORT" or "[IPv6]:PORT", numeric only (no name lookups in a
+ * daemon's start-up, and no surprise about what is bound). */
+static int parse_addr(const char *addr, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM }, *res;
+	char host[128];
+	const char *colon = strrchr(addr, ':'), *h = addr;
+	size_t hlen;
+	char *end;
+	long port;
+
+	if (!colon)
+		return -EINVAL;
+	hlen = (size_t)(colon - addr);
+	if (hlen >= 2 && addr[0] == '[' && colon[-1] == ']') {
+		h = addr + 1;
+		hlen -= 2;
+	}
+	if (!hlen || hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 1 || port > 65535)
+		return -EINVAL;
+	if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
 
 struct metrics_server {
 	struct MHD_Daemon *d;
@@ -83,13 +117,12 @@ int metrics_server_start(struct metrics *r, const char *addr, struct metrics_ser
 			 char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
-	socklen_t sslen;
 	struct metrics_server *s;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
 	int rc;
 
 	*out = NULL;
-	rc = msgr__resolve(addr, &ss, &sslen);
+	rc = parse_addr(addr, &ss);
 	if (rc < 0) {
 		snprintf(err, errlen, "metrics_addr '%s' is not IP:PORT (e.g. 127.0.0.1:9283)", addr);
 		return -EINVAL;
@@ -100,8 +133,8 @@ int metrics_server_start(struct metrics *r, const char *addr, struct metrics_ser
 	s->r = r;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	/* port 0 in the config would make MHD pick one; the port is what an
-	 * operator's scraper is told, so it is given */
+	/* port 0 is refused (parse_addr): the port is what an operator's
+	 * scraper is told, so it is given */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONN_LIMIT,
