@@ -1,0 +1,134 @@
+#!/bin/bash
+# tests/ops/metrics.sh ATOLL-CLUSTER ATOLL - every daemon's /metrics
+# (doc/metrics.md) on one local cluster: `atoll-cluster up` gives each a
+# URL and prints them; each page passes `promtool check metrics` (when
+# Debian's prometheus is installed) and the strict reader prom.py; the
+# values follow what the test does (objects written counted by the OSDs,
+# an OSD killed seen in the leader's up gauge and OSD_DOWN); only the
+# leader shows the cluster-wide series; bad requests get 404 and 405;
+# no metrics port is left open once the cluster is down.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../cluster/lib.sh
+. "$here/../cluster/lib.sh"
+prom() { python3 "$here/prom.py" "$@"; }
+
+python3 "$here/prom.py" selftest >/dev/null || fail "prom.py refuses too little"
+ok "the strict reader refuses malformed pages (negative control)"
+
+cluster_up --osds 3 --mds 2
+urls() { awk '$1 == "metrics" { print $3 }' "$cdir/cluster.state"; }
+url_of() { awk -v n="$1" '$1 == "metrics" && $2 == n { print $3 }' "$cdir/cluster.state"; }
+ndaemons=$(awk '$1 == "daemon"' "$cdir/cluster.state" | wc -l)
+[ "$(urls | wc -l)" -eq "$ndaemons" ] || fail "not every daemon has a metrics URL: $(cat "$cdir/cluster.state")"
+for d in $(awk '$1 == "daemon" { print $2 }' "$cdir/cluster.state"); do
+	grep -q "^  $d *$(url_of "$d")\$" "$tmp/up.out" || fail "up did not print $d's URL: $(cat "$tmp/up.out")"
+done
+for u in $(urls); do
+	case $u in http://127.0.0.*) ;; *) fail "$u is not on a loopback address" ;; esac
+done
+ok "up gives every daemon ($ndaemons) a loopback metrics URL, prints them and records them"
+
+# every page, strictly
+prom check $(urls) || fail "a /metrics page is malformed"
+if command -v promtool >/dev/null; then
+	for u in $(urls); do
+		python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$u" >"$tmp/page"
+		promtool check metrics <"$tmp/page" >"$tmp/lint" 2>&1 || fail "promtool on $u: $(cat "$tmp/lint")"
+	done
+	ok "promtool check metrics and prom.py accept every page"
+else
+	ok "prom.py accepts every page (promtool not installed: scripts/deps.sh)"
+fi
+
+# HTTP: only GET /metrics
+u=$(url_of osd.0)
+[ "$(prom status "$u" /nope GET)" = 404 ] || fail "GET /nope is not 404"
+[ "$(prom status "$u" /metrics POST)" = 405 ] || fail "POST /metrics is not 405"
+ok "GET elsewhere gets 404, POST gets 405"
+
+# the leader alone shows the cluster-wide series
+leader= nleaders=0
+for m in $(awk '$1 == "daemon" && $3 == "mon" { print $2 }' "$cdir/cluster.state"); do
+	for _ in $(seq 50); do
+		[ "$(prom value "$(url_of "$m")" atoll_mon_term)" ] && break
+		sleep 0.2
+	done
+	if [ "$(prom value "$(url_of "$m")" atoll_mon_leader)" = 1 ]; then
+		leader=$m
+		nleaders=$((nleaders + 1))
+		[ "$(prom value "$(url_of "$m")" atoll_cluster_osds_up)" = 3 ] || fail "leader $m: osds_up is not 3"
+	else
+		[ -z "$(prom value "$(url_of "$m")" atoll_health_status)" ] || fail "$m is no leader but shows health"
+	fi
+done
+[ "$nleaders" = 1 ] || fail "$nleaders monitors say they lead"
+lu=$(url_of "$leader")
+[ "$(prom value "$lu" atoll_health_check code=OSD_DOWN)" = 0 ] || fail "OSD_DOWN before any OSD is down"
+ok "one monitor ($leader) leads and alone shows the cluster-wide view: 3 OSDs up, no OSD_DOWN"
+
+# writes counted: N objects of B bytes raise the OSDs' write counters by
+# at least N and their written bytes by at least N*B
+osd_sum() {
+	local s=0 v o
+	for o in osd.0 osd.1 osd.2; do
+		v=$(prom value "$(url_of "$o")" "$@")
+		s=$((s + ${v:-0}))
+	done
+	echo $s
+}
+w0=$(osd_sum atoll_osd_ops_total type=write)
+b0=$(osd_sum atoll_osd_written_bytes_total)
+head -c 4096 /dev/urandom >"$tmp/obj"
+N=20
+for i in $(seq $N); do
+	atoll put default "m$i" "$tmp/obj" || fail "put m$i"
+done
+w1=$(osd_sum atoll_osd_ops_total type=write)
+b1=$(osd_sum atoll_osd_written_bytes_total)
+[ $((w1 - w0)) -ge $N ] || fail "write ops went from $w0 to $w1 for $N objects"
+[ $((b1 - b0)) -ge $((N * 4096)) ] || fail "written bytes went from $b0 to $b1 for $N x 4096"
+c=$(prom value "$(url_of osd.0)" atoll_osd_op_latency_seconds_count type=write)
+[ "${c:-0}" -gt 0 ] || fail "osd.0's write latency histogram is empty"
+ok "$N objects written: write ops +$((w1 - w0)), bytes +$((b1 - b0)) across the OSDs"
+
+# the leader's pool usage follows (from the beacons, within seconds)
+for _ in $(seq 50); do
+	o=$(prom value "$lu" atoll_pool_objects pool=default)
+	[ "${o:-0}" -ge $N ] && break
+	sleep 0.2
+done
+[ "${o:-0}" -ge $N ] || fail "the leader's pool objects stay at ${o:-none}"
+ok "the leader counts the pool's objects ($o)"
+
+# an OSD killed: its page goes, the leader's up gauge and OSD_DOWN follow
+ku=$(url_of osd.2)
+"$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
+python3 -c 'import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=5)
+except Exception:
+    sys.exit(0)
+sys.exit(1)' "$ku" || fail "the killed OSD's metrics still answer"
+for _ in $(seq 150); do
+	up=$(prom value "$lu" atoll_cluster_osds_up)
+	down=$(prom value "$lu" atoll_health_check code=OSD_DOWN)
+	[ "$up" = 2 ] && [ "$down" = 1 ] && break
+	sleep 0.2
+done
+[ "$up" = 2 ] || fail "the leader's osds_up is $up, not 2, after osd.2 was killed"
+[ "$down" = 1 ] || fail "OSD_DOWN is $down on the leader after osd.2 was killed"
+[ "$(prom value "$lu" atoll_health_status)" -ge 1 ] || fail "health status is OK with an OSD down"
+ok "osd.2 killed: the leader shows 2 OSDs up, OSD_DOWN 1 and a warning"
+
+# down: every metrics port closed
+"$cluster_bin" down --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster down"
+for u in $(urls); do
+	python3 -c 'import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=5)
+except Exception:
+    sys.exit(0)
+sys.exit(1)' "$u" || fail "$u still answers after down"
+done
+ok "after down no metrics port answers"
