@@ -101,6 +101,22 @@ done
 [ "${o:-0}" -ge $N ] || fail "the leader's pool objects stay at ${o:-none}"
 ok "the leader counts the pool's objects ($o)"
 
+# atoll-nbd: 1 MiB copied in counts a connection and the bytes
+if command -v nbdcopy >/dev/null; then
+	nu=$(url_of nbd)
+	atoll image create default mimg --size 4M >/dev/null || fail "image create"
+	head -c 1048576 /dev/urandom >"$tmp/img"
+	a0=$(prom value "$nu" atoll_nbd_connections_accepted_total)
+	nbdcopy "$tmp/img" "nbd://$(state_addr nbd)/mimg" || fail "nbdcopy into the image"
+	a1=$(prom value "$nu" atoll_nbd_connections_accepted_total)
+	nb=$(prom value "$nu" atoll_nbd_written_bytes_total)
+	nw=$(prom value "$nu" atoll_nbd_requests_total op=write)
+	[ $((a1 - a0)) -ge 1 ] || fail "atoll-nbd accepted $a0 then $a1 connections"
+	[ "${nb:-0}" -ge 1048576 ] || fail "atoll-nbd counts ${nb:-0} bytes written for 1 MiB"
+	[ "${nw:-0}" -ge 1 ] || fail "atoll-nbd counts no write request"
+	ok "atoll-nbd counts the connection, $nw writes and $nb bytes of a 1 MiB nbdcopy"
+fi
+
 # an OSD killed: its page goes, the leader's up gauge and OSD_DOWN follow
 ku=$(url_of osd.2)
 "$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
