@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netdb.h>
+#include <arpa/inet.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
@@ -24,14 +25,16 @@
 #define METRICS_CONN_LIMIT 16
 #define METRICS_TIMEOUT_S 10
 
-/* "IP:PORT" or "[IPv6]:PORT", numeric only (no name lookups in a
- * daemon's start-up, and no surprise about what is bound). */
+/* "IP:PORT" or "[IPv6]:PORT", numeric and strict (inet_pton: no name
+ * lookups in a daemon's start-up, no "1.2.3" shorthand, so what is
+ * bound is what is written). */
 static int parse_addr(const char *addr, struct sockaddr_storage *ss)
 {
-	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
-				  .ai_socktype = SOCK_STREAM }, *res;
-	char host[128];
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
 	const char *colon = strrchr(addr, ':'), *h = addr;
+	char host[INET6_ADDRSTRLEN];
+	bool v6 = false;
 	size_t hlen;
 	char *end;
 	long port;
@@ -42,20 +45,28 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss)
 	if (hlen >= 2 && addr[0] == '[' && colon[-1] == ']') {
 		h = addr + 1;
 		hlen -= 2;
+		v6 = true;
 	}
 	if (!hlen || hlen >= sizeof(host))
 		return -EINVAL;
 	memcpy(host, h, hlen);
 	host[hlen] = 0;
+	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port < 1 || port > 65535)
-		return -EINVAL;
-	if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
+	if (*end || end == colon + 1 || errno || port < 1 || port > 65535)
 		return -EINVAL;
 	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
+	if (!v6 && inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		return 0;
+	}
+	if (v6 && inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		return 0;
+	}
+	return -EINVAL;
 }
 
 struct metrics_server {
@@ -139,9 +150,10 @@ int metrics_server_start(struct metrics *r, const char *addr, struct metrics_ser
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONN_LIMIT,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_TIMEOUT_S,
-				MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
 				MHD_OPTION_END);
 	if (!s->d) {
+		/* libmicrohttpd sets SO_REUSEADDR (a restarted daemon binds
+		 * at once), never SO_REUSEPORT: a port in use is an error */
 		snprintf(err, errlen, "cannot serve metrics on '%s' (address in use or not local?); "
 			 "change metrics_addr in atoll.conf", addr);
 		free(s);

@@ -260,3 +260,56 @@ Test(metrics_http, config_off_without_address_and_bad_address_refused)
 	config_free(c);
 	metrics_free(r);
 }
+
+Test(metrics_http, second_server_on_a_port_refused)
+{
+	struct metrics *r = metrics_new();
+	struct metrics_server *s1, *s2;
+	char addr[64], err[256];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+	cr_assert_eq(metrics_server_start(r, addr, &s1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(metrics_server_start(r, addr, &s2, err, sizeof(err)), -EADDRINUSE);
+	cr_assert(strstr(err, "change metrics_addr"), "%s", err);
+	cr_assert_null(s2);
+	metrics_server_stop(s1);
+	metrics_free(r);
+}
+
+Test(metrics_http, addresses_numeric_with_a_port)
+{
+	static const char *const bad[] = {
+		"127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:80x",
+		"localhost:9283", ":9283", "[::1]", "[]:9283", "1.2.3:9283",
+	};
+	struct metrics *r = metrics_new();
+	struct metrics_server *s;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(metrics_server_start(r, bad[i], &s, err, sizeof(err)), -EINVAL,
+			     "'%s' accepted", bad[i]);
+		cr_assert_null(s);
+	}
+	metrics_free(r);
+}
+
+/* A daemon restarted at once binds its port again, connections of the
+ * last scrape in TIME_WAIT or not (SO_REUSEADDR). */
+Test(metrics_http, restart_binds_the_port_again_after_a_scrape)
+{
+	struct metrics *r = metrics_new();
+	struct metrics_server *s;
+	char addr[64], err[256], buf[4096];
+	int port = free_port();
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cr_assert_eq(metrics_server_start(r, addr, &s, err, sizeof(err)), 0, "%s", err);
+	http_get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	metrics_server_stop(s);
+	cr_assert_eq(metrics_server_start(r, addr, &s, err, sizeof(err)), 0, "%s", err);
+	http_get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	cr_assert(strstr(buf, "200 OK"), "%s", buf);
+	metrics_server_stop(s);
+	metrics_free(r);
+}
