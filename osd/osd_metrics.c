@@ -60,7 +60,8 @@ struct osd_metrics {
 	struct metric *copied_objects, *copied_bytes;
 	struct metric *space_total, *space_used, *stored, *objects;
 	struct metric *kv_max, *kv_used, *compressed_saved;
-	struct metric *map_epoch, *mapwait;
+	struct metric *map_epoch, *mapwait[2], *mapwait_refused, *mapwait_expired;
+	struct metric *pg_waiting, *rec_active;
 };
 
 /* At the scrape (metrics thread): what atomics and the op list say. */
@@ -164,6 +165,20 @@ int osd_metrics_start(struct osd *osd, const char *who, char *err, size_t errlen
 	om->compressed_saved = metrics_gauge(r, "atoll_osd_store_compression_saved_bytes",
 		"Bytes compression saved", NULL);
 	om->map_epoch = metrics_gauge(r, "atoll_osd_map_epoch", "The OSD's map epoch", NULL);
+	om->pg_waiting = metrics_gauge(r, "atoll_osd_pg_waiting_ops",
+		"Client ops queued in PGs (for peering, the lease, space or an earlier op "
+		"on the same object)", NULL);
+	om->rec_active = metrics_gauge(r, "atoll_osd_recovery_active_objects",
+		"Objects being copied to or from peers now (osd_recovery_max_active slots in use)",
+		NULL);
+	om->mapwait[MW_CLIENT] = metrics_gauge(r, "atoll_osd_map_wait_messages",
+		"Messages parked until the OSD has the newer map they name", "class", "client", NULL);
+	om->mapwait[MW_PEER] = metrics_gauge(r, "atoll_osd_map_wait_messages",
+		"Messages parked until the OSD has the newer map they name", "class", "cluster", NULL);
+	om->mapwait_refused = metrics_counter(r, "atoll_osd_map_wait_refused_total",
+		"Messages refused past the map-wait bounds", NULL);
+	om->mapwait_expired = metrics_counter(r, "atoll_osd_map_wait_expired_total",
+		"Parked messages let go at osd_map_wait_timeout", NULL);
 	metric_set(metrics_gauge(r, "atoll_osd_info", "This OSD's id (always 1)",
 				 "osd", id, NULL), 1);
 	rc = metrics_add_process(r, "osd");
@@ -247,6 +262,19 @@ void osd_metrics_beacon(struct osd *osd, const struct osd_beacon *b,
 	metric_set(om->unfound, unfound);
 	metric_set(om->scrub_errors, scrub);
 	metric_set(om->map_epoch, (int64_t)b->epoch);
+	{
+		int64_t waiting = 0;
+
+		for (uint32_t i = 0; i < osd->pg_buckets; i++)
+			for (const struct pg *pg = osd->pgs[i]; pg; pg = pg->hnext)
+				waiting += pg->nwaiting;
+		metric_set(om->pg_waiting, waiting);
+	}
+	metric_set(om->rec_active, osd->rec_active);
+	metric_set(om->mapwait[MW_CLIENT], osd->mw.n[MW_CLIENT]);
+	metric_set(om->mapwait[MW_PEER], osd->mw.n[MW_PEER]);
+	metric_set(om->mapwait_refused, (int64_t)osd->mw.refused);
+	metric_set(om->mapwait_expired, (int64_t)osd->mw.expired);
 	if (sf) {
 		metric_set(om->space_total, (int64_t)b->total);
 		metric_set(om->space_used, (int64_t)b->used);
