@@ -117,6 +117,45 @@ if command -v nbdcopy >/dev/null; then
 	ok "atoll-nbd counts the connection, $nw writes and $nb bytes of a 1 MiB nbdcopy"
 fi
 
+# atoll-mds: a mount's mkdir counted by the active MDS, its session seen
+fuse_bin=$bindir/posixfs/atoll-fuse
+fuse_pid=
+stop_mount() {
+	if mountpoint -q "$tmp/mnt" 2>/dev/null; then
+		fusermount3 -u "$tmp/mnt" 2>/dev/null || fusermount3 -uz "$tmp/mnt" 2>/dev/null || true
+	fi
+	if [ -n "$fuse_pid" ]; then
+		for _ in $(seq 50); do kill -0 "$fuse_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$fuse_pid" 2>/dev/null || true
+		fuse_pid=
+	fi
+}
+if [ -x "$fuse_bin" ] && command -v fusermount3 >/dev/null && [ -e /dev/fuse ]; then
+	cleanup_hook=stop_mount
+	active=
+	for m in $(awk '$1 == "daemon" && $3 == "mds" { print $2 }' "$cdir/cluster.state"); do
+		[ "$(prom value "$(url_of "$m")" atoll_mds_state)" = 2 ] && active=$m
+	done
+	[ -n "$active" ] || fail "no MDS says atoll_mds_state 2 (active)"
+	au=$(url_of "$active")
+	k0=$(prom value "$au" atoll_mds_requests_total op=mkdir)
+	mkdir -p "$tmp/mnt"
+	"$fuse_bin" "$tmp/mnt" -f -o "conf=$ATOLL_CONF" >"$tmp/fuse.log" 2>&1 &
+	fuse_pid=$!
+	for _ in $(seq 100); do mountpoint -q "$tmp/mnt" && break; sleep 0.1; done
+	mountpoint -q "$tmp/mnt" || fail "atoll-fuse did not mount: $(cat "$tmp/fuse.log")"
+	mkdir "$tmp/mnt/d1" "$tmp/mnt/d2" || fail "mkdir on the mount"
+	k1=$(prom value "$au" atoll_mds_requests_total op=mkdir)
+	ns=$(prom value "$au" atoll_mds_sessions)
+	lc=$(prom value "$au" atoll_mds_request_latency_seconds_count op=mkdir)
+	[ $((k1 - k0)) -ge 2 ] || fail "$active counted mkdir $k0 then $k1 for 2 directories"
+	[ "${lc:-0}" -ge 2 ] || fail "$active's mkdir latency histogram has ${lc:-0} entries"
+	[ "${ns:-0}" -ge 1 ] || fail "$active shows ${ns:-0} sessions with a mount"
+	stop_mount
+	cleanup_hook=
+	ok "the active MDS ($active) counts 2 mkdirs with their times and the mount's session"
+fi
+
 # an OSD killed: its page goes, the leader's up gauge and OSD_DOWN follow
 ku=$(url_of osd.2)
 "$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
