@@ -176,6 +176,32 @@ done
 [ "$(prom value "$lu" atoll_health_status)" -ge 1 ] || fail "health status is OK with an OSD down"
 ok "osd.2 killed: the leader shows 2 OSDs up, OSD_DOWN 1 and a warning"
 
+# the leader killed: the cluster-wide view moves to the new leader
+t0=$(prom value "$lu" atoll_mon_term)
+"$cluster_bin" mon kill "${leader#mon.}" --dir "$cdir" >/dev/null 2>&1 || fail "mon kill $leader"
+new=
+for _ in $(seq 100); do
+	for m in $(awk '$1 == "daemon" && $3 == "mon" { print $2 }' "$cdir/cluster.state"); do
+		[ "$m" = "$leader" ] && continue
+		mu=$(url_of "$m")
+		if [ "$(prom value "$mu" atoll_mon_leader 2>/dev/null)" = 1 ] &&
+		   [ "$(prom value "$mu" atoll_health_check code=MON_DOWN 2>/dev/null)" = 1 ]; then
+			new=$m
+		fi
+	done
+	[ -n "$new" ] && break
+	sleep 0.2
+done
+[ -n "$new" ] || fail "no monitor took over the cluster-wide view with MON_DOWN after $leader was killed"
+nu=$(url_of "$new")
+[ "$(prom value "$nu" atoll_mon_term)" -gt "$t0" ] || fail "the term did not rise with the election"
+[ "$(prom value "$nu" atoll_cluster_osds_up)" = 2 ] || fail "the new leader does not show 2 OSDs up"
+for m in $(awk '$1 == "daemon" && $3 == "mon" { print $2 }' "$cdir/cluster.state"); do
+	[ "$m" = "$leader" ] || [ "$m" = "$new" ] || [ -z "$(prom value "$(url_of "$m")" atoll_health_status)" ] ||
+		fail "$m shows the cluster view beside the new leader $new"
+done
+ok "$leader killed: $new leads, shows the cluster view with MON_DOWN in a higher term"
+
 # down: every metrics port closed
 "$cluster_bin" down --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster down"
 for u in $(urls); do
