@@ -51,6 +51,7 @@ struct collect_hook {
 	struct collect_hook *next;
 	void (*fn)(void *arg);
 	void *arg;
+	void (*release)(void *arg);
 };
 
 struct metrics {
@@ -105,6 +106,8 @@ void metrics_free(struct metrics *r)
 	}
 	for (h = r->hooks; h; h = hn) {
 		hn = h->next;
+		if (h->release)
+			h->release(h->arg);
 		free(h);
 	}
 	pthread_mutex_destroy(&r->lock);
@@ -435,14 +438,19 @@ void metrics_show(struct metrics *r, const char *name, bool shown)
 	pthread_mutex_unlock(&r->lock);
 }
 
-int metrics_on_collect(struct metrics *r, void (*fn)(void *arg), void *arg)
+int metrics_on_collect(struct metrics *r, void (*fn)(void *arg), void *arg,
+		       void (*release)(void *arg))
 {
 	struct collect_hook *h = calloc(1, sizeof(*h));
 
-	if (!h)
+	if (!h) {
+		if (release)
+			release(arg);
 		return -ENOMEM;
+	}
 	h->fn = fn;
 	h->arg = arg;
+	h->release = release;
 	pthread_mutex_lock(&r->lock);
 	h->next = r->hooks;
 	r->hooks = h;

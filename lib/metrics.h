@@ -82,8 +82,11 @@ int64_t metric_value(const struct metric *m);
  * only while it leads).  Families start shown. */
 void metrics_show(struct metrics *r, const char *name, bool shown);
 
-/* fn(arg) runs before each encoding (see the threading note above). */
-int metrics_on_collect(struct metrics *r, void (*fn)(void *arg), void *arg);
+/* fn(arg) runs before each encoding (see the threading note above).
+ * release (may be NULL) is called on arg by metrics_free(), and at once
+ * when this fails (-ENOMEM): the registry then owns arg. */
+int metrics_on_collect(struct metrics *r, void (*fn)(void *arg), void *arg,
+		       void (*release)(void *arg));
 
 /* The text exposition format (version 0.0.4) of every shown family, in
  * the order families were created; *out is malloc'ed, NUL-terminated,

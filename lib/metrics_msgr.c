@@ -60,7 +60,7 @@ int metrics_add_msgr(struct metrics *r, struct msgr *m)
 
 	if (!r || !m)
 		return 0;
-	mm = calloc(1, sizeof(*mm));	/* lives as long as the process */
+	mm = calloc(1, sizeof(*mm));	/* the registry's (metrics_on_collect) */
 	if (!mm)
 		return -ENOMEM;
 	mm->m = m;
@@ -82,5 +82,5 @@ int metrics_add_msgr(struct metrics *r, struct msgr *m)
 					      "room in its receive pool (since start)",
 					      "class", class_label[i], NULL);
 	}
-	return metrics_on_collect(r, msgr_collect, mm);
+	return metrics_on_collect(r, msgr_collect, mm, free);
 }

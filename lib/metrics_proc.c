@@ -73,7 +73,7 @@ int metrics_add_process(struct metrics *r, const char *daemon)
 
 	if (!r)
 		return 0;
-	p = calloc(1, sizeof(*p));	/* lives as long as the process */
+	p = calloc(1, sizeof(*p));	/* the registry's (metrics_on_collect) */
 	if (!p)
 		return -ENOMEM;
 	metric_set(metrics_gauge(r, "atoll_build_info",
@@ -97,5 +97,5 @@ int metrics_add_process(struct metrics *r, const char *daemon)
 					    "Bytes the allocator holds resident (jemalloc stats.resident)",
 					    "allocator", alloc, NULL);
 	}
-	return metrics_on_collect(r, proc_collect, p);
+	return metrics_on_collect(r, proc_collect, p, free);
 }

@@ -185,7 +185,7 @@ int osd_metrics_start(struct osd *osd, const char *who, char *err, size_t errlen
 	if (rc == 0)
 		rc = metrics_add_msgr(r, osd->msgr);
 	if (rc == 0)
-		rc = metrics_on_collect(r, collect, om);
+		rc = metrics_on_collect(r, collect, om, NULL);
 	if (rc == 0)
 		rc = metrics_server_start(r, addr, &om->srv, err, errlen);
 	if (rc < 0) {

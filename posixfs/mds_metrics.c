@@ -132,7 +132,7 @@ int mds_metrics_start(const struct config *conf, const char *name, struct mds *m
 	M.evictions = metrics_counter(r, "atoll_mds_cache_evictions_total", "Inodes evicted", NULL);
 	rc = metrics_add_process(r, "mds");
 	if (rc == 0)
-		rc = metrics_on_collect(r, collect, NULL);
+		rc = metrics_on_collect(r, collect, NULL, NULL);
 	if (rc == 0)
 		rc = metrics_server_start(r, addr, &M.srv, err, errlen);
 	if (rc < 0) {

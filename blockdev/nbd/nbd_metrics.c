@@ -98,7 +98,7 @@ int nbd_metrics_start(struct nbd_server *nbd, const char *conf)
 		"nbd_max_bytes_in_flight", NULL);
 	ret = metrics_add_process(r, "nbd");
 	if (ret == 0)
-		ret = metrics_on_collect(r, collect, NULL);
+		ret = metrics_on_collect(r, collect, NULL, NULL);
 	if (ret == 0)
 		ret = metrics_server_start(r, addr, &M.srv, err, sizeof(err));
 	if (ret < 0)

@@ -163,11 +163,35 @@ Test(metrics, collect_hook_runs_before_encoding)
 	struct metric *g = metrics_gauge(r, "atoll_hooked", "h", NULL);
 	char *t;
 
-	cr_assert_eq(metrics_on_collect(r, hook, g), 0);
+	cr_assert_eq(metrics_on_collect(r, hook, g, NULL), 0);
 	t = encode(r);
 	cr_assert(strstr(t, "atoll_hooked 99\n"));
 	free(t);
 	metrics_free(r);
+}
+
+static int released;
+
+static void nop(void *arg)
+{
+	(void)arg;
+}
+
+static void release(void *arg)
+{
+	released++;
+	free(arg);
+}
+
+Test(metrics, hook_argument_released_with_the_registry)
+{
+	struct metrics *r = metrics_new();
+
+	released = 0;
+	cr_assert_eq(metrics_on_collect(r, nop, malloc(8), release), 0);
+	cr_assert_eq(metrics_add_process(r, "test"), 0);
+	metrics_free(r);
+	cr_assert_eq(released, 1);
 }
 
 static void *adder(void *arg)
