@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,6 +336,40 @@ Test(metrics_http, restart_binds_the_port_again_after_a_scrape)
 	cr_assert_eq(metrics_server_start(r, addr, &s, err, sizeof(err)), 0, "%s", err);
 	http_get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
 	cr_assert(strstr(buf, "200 OK"), "%s", buf);
+	metrics_server_stop(s);
+	metrics_free(r);
+}
+
+/* Garbage, a 20 KB URL and a client that connects and says nothing
+ * get an error or a close; the server keeps serving. */
+Test(metrics_http, bad_requests_then_still_serving)
+{
+	struct metrics *r = metrics_new();
+	struct metrics_server *s;
+	char addr[64], err[256], buf[8192];
+	static char longreq[20000];
+	int port = free_port();
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int idle;
+
+	signal(SIGPIPE, SIG_IGN);	/* the server may close first */
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	cr_assert_eq(metrics_server_start(r, addr, &s, err, sizeof(err)), 0, "%s", err);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	idle = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(connect(idle, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	http_get(port, "\x01\x02garbage\r\n\r\n", buf, sizeof(buf));
+	cr_assert(!strstr(buf, "200 OK"), "%s", buf);
+	memset(longreq, 'a', sizeof(longreq) - 1);
+	memcpy(longreq, "GET /", 5);
+	memcpy(longreq + sizeof(longreq) - 30, " HTTP/1.0\r\n\r\n", 13);
+	longreq[sizeof(longreq) - 17] = 0;
+	http_get(port, longreq, buf, sizeof(buf));
+	cr_assert(!strstr(buf, "200 OK"), "%.200s", buf);
+	http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", buf,
+		 sizeof(buf));
+	cr_assert(strstr(buf, "200 OK"), "%s", buf);
+	close(idle);
 	metrics_server_stop(s);
 	metrics_free(r);
 }
