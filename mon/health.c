@@ -26,6 +26,16 @@
 
 enum sev { SEV_OK = 0, SEV_WARN = 1, SEV_ERR = 2 };
 
+/* Every code a check below may raise, in the order they are checked
+ * (doc/health-checks.md has a section for each: tests
+ * health-codes-documented and ops-health-codes keep them in step). */
+const char *const mon_health_codes[] = {
+	"MON_DOWN", "MON_DISK_LOW", "MON_EPOCH_BEHIND", "OSD_DOWN", "OSD_FULL",
+	"OSD_NEARFULL", "STORE_ERRORS", "OSDMAP_FLAGS", "OSD_DESTROYED", "OSD_DRAINING",
+	"OSD_DRAINED", "POOL_NO_REDUNDANCY", "POOL_UNDERSIZED", "POOL_NEARFULL",
+	"PG_DAMAGED", "PG_DEGRADED", "PG_NOT_CLEAN", "SLOW_OPS", "CLOCK_SKEW", NULL,
+};
+
 static const char *sev_name[] = { "HEALTH_OK", "HEALTH_WARN", "HEALTH_ERR" };
 
 struct hctx {

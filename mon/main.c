@@ -27,6 +27,7 @@
 #include "encode.h"
 #include "log.h"
 #include "mon.h"
+#include "mon_metrics.h"
 #include "msg.h"
 #include "msg_auth.h"
 #include "msg_config.h"
@@ -554,6 +555,7 @@ static void mon_run(struct mon *mon)
 		pthread_mutex_unlock(&mon->qlock);
 		pthread_mutex_lock(&mon->lock);
 		quorum_events(mon);
+		mon_metrics_tick(mon);
 		if (!settled(mon, start))
 			continue;
 		drain(mon, true);
@@ -936,6 +938,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("%s", err);
 		goto out_msgr;
 	}
+	r = mon_metrics_start(mon, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_msgr;
+	}
 	r = msgr_start(mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));
@@ -957,6 +964,7 @@ out_quorum:
 	mon->stop = 1;
 	mon_quorum_stop(mon);
 out_msgr:
+	mon_metrics_stop(mon);	/* its scrapes read the messenger */
 	/* drop our references before the messenger goes away */
 	mon->stop = 1;
 	drain(mon, false);

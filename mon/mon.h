@@ -235,6 +235,7 @@ struct mon {
 	struct mon_ev *qhead, *qtail;
 	volatile sig_atomic_t stop;
 	uint64_t next_tick_ms;
+	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
 };
 
 /* ---- time ---- */
@@ -536,6 +537,8 @@ struct cJSON;
 struct cJSON *mon_health(struct mon *mon, bool detail);
 /* "HEALTH_OK" etc. */
 const char *mon_health_status(struct mon *mon);
+/* Every health code, NULL-terminated (metrics export a series for each). */
+extern const char *const mon_health_codes[];
 
 /* ---- commands.c ---- */
 void mon_handle_command(struct mon *mon, struct msg *m);

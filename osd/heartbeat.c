@@ -28,6 +28,7 @@
 #include "encode.h"
 #include "log.h"
 #include "msg_auth.h"
+#include "osd_metrics.h"
 #include "pg.h"
 #include "store.h"
 
@@ -350,10 +351,12 @@ void osd_hb_beacon(struct osd *osd)
 {
 	struct osd_beacon b = { .id = osd->whoami, .epoch = osd->map ? osd->map->epoch : 0 };
 	struct store_statfs sf;
+	bool have_sf = false;
 	struct msg *m;
 	struct enc e;
 
 	if (store_statfs(osd->store, &sf) == 0) {
+		have_sf = true;
 		uint64_t used = osd_used_bytes(&sf);
 
 		osd_space_note_statfs(osd, &sf);
@@ -370,6 +373,7 @@ void osd_hb_beacon(struct osd *osd)
 	b.npg = osd_pgs_stats(osd, &b.pgs);
 	b.nslow = osd_slow_ops(osd, &b.slow);
 	b.wall_ms = msg_auth_wall_ms(osd->auth);
+	osd_metrics_beacon(osd, &b, have_sf ? &sf : NULL);
 	/* Only on an open session: a beacon queued meanwhile would go late,
 	 * with a burst of others.  The lease counts from here, the first
 	 * send (heartbeat.c's header): never later than the monitor saw it. */

@@ -34,6 +34,7 @@
 #include "config.h"
 #include "encode.h"
 #include "log.h"
+#include "osd_metrics.h"
 #include "memtrim.h"
 #include "msg_config.h"
 #include "objcopy.h"
@@ -955,17 +956,23 @@ static int do_run(struct config *conf)
 			log_warn("osd", "ignoring the saved monitor map in '%s': %s", opt.data,
 				 strerror(-r));
 	}
+	/* before the messenger starts: ops count from the first */
+	r = osd_metrics_start(osd, who, err, sizeof(err));
+	if (r < 0)
+		die("%s", err);
 	r = msgr_start(osd->msgr);
 	if (r < 0)
 		die("cannot start the messenger: %s", strerror(-r));
 	log_info("osd", "osd.%d listening on %s (host %s), monitor %s", osd->whoami, osd->addr,
 		 osd->host, osd->mon_host);
+
 	osd_post(osd, start_loop, osd);
 
 	do {
 		r = sigwait(&sigs, &sig);
 	} while (r != 0);
 	log_info("osd", "signal %d: stopping", sig);
+	osd_metrics_stop(osd);
 
 	struct stop_ctx sc;
 

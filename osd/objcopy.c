@@ -22,6 +22,7 @@
 
 #include "encode.h"
 #include "log.h"
+#include "osd_metrics.h"
 #include "objcopy.h"
 #include "pg.h"
 #include "store.h"
@@ -261,6 +262,7 @@ struct objcopy {
 	bool last;		/* the chunk in flight is the object's last */
 	char *oid;
 	uint64_t off;
+	uint64_t bytes;		/* data copied so far (metrics) */
 	void (*done)(void *arg, int r);
 	void *arg;
 };
@@ -291,6 +293,8 @@ static void copy_end(struct objcopy *op, int r)
 		log_warn("recovery", "pg %u.%x: %s '%s' %s osd.%d failed: %s; retrying",
 			 op->pg->pool, op->pg->pgid, op->pull ? "pulling" : "pushing", op->oid,
 			 op->pull ? "from" : "to", op->peer, strerror(-r));
+	if (!r)
+		osd_metrics_copied(osd, op->bytes);
 	op->done(op->arg, r);
 	/* osd_recovery_sleep_ms: the slot rests before the next object */
 	if (osd->rec_sleep_ms && !atomic_load(&osd->closing) &&
@@ -362,6 +366,7 @@ static int pull_apply_chunk(struct objcopy *op, struct msg *reply)
 	pa->op = op;
 	pa->last = (p.flags & PGP_LAST) != 0;
 	op->off = p.off + p.len;
+	op->bytes += p.len;
 	pg_queue_txn(pg, txn, pull_applied, pa);
 	return 0;
 }
@@ -431,6 +436,8 @@ static void copy_step(struct objcopy *op)
 		m = chunk_msg(pg, PGP_PUSH, op->oid, op->off, &flags, &r);
 		op->last = (flags & PGP_LAST) != 0;
 		op->off += OBJCOPY_CHUNK;
+		if (m)
+			op->bytes += m->data_len;
 	}
 	if (!m) {
 		copy_end(op, r);

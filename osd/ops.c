@@ -33,6 +33,7 @@
 #include "atoll_assert.h"
 #include "encode.h"
 #include "log.h"
+#include "osd_metrics.h"
 #include "pg.h"
 #include "placement.h"
 #include "store.h"
@@ -120,6 +121,7 @@ static void op_reply(struct osd_op *op, int result, uint64_t epoch)
 			last = i;
 		}
 	}
+	osd_metrics_op_done(op, result, total);
 	enc_init(&e);
 	osd_op_reply_encode(&rep, &e);
 	m = msg_new(MT_OSD_OP, &e);

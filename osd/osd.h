@@ -139,6 +139,7 @@ struct osd {
 	uint64_t memory_warned_ms;	/* memtrim.c's last warning (loop thread) */
 	struct store *store;
 	struct msgr *msgr;
+	struct osd_metrics *metrics;	/* NULL: no metrics_addr (osd_metrics.c) */
 
 	/* loop thread */
 	struct monc *monc;	/* the monitors (lib/monc.h); any thread */

@@ -188,6 +188,10 @@ void mds_status_served(const struct mds *m, uint32_t op, bool malformed);
 void mds_status_client_request(struct msg_conn *c);
 void mds_status_client_closed(struct msg_conn *c);
 void mds_status_reply(struct msg_conn *c, const struct msg *req);
+/* A copy of what the status says (any thread; no clients list:
+ * nclients counts them, clients is NULL).  state 0 before the MDS
+ * became active. */
+void mds_status_snapshot(struct mds_status *out);
 
 /* mds_lease.c: leases and their revocation (doc/fs-design-client.md,
  * "Leases").  lease_ms 0 turns leases off; max bounds the records held. */

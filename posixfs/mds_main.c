@@ -40,6 +40,7 @@
 #include "log.h"
 #include "mono.h"
 #include "mds.h"
+#include "mds_metrics.h"
 #include "msg.h"
 #include "msg_config.h"
 #include "privdrop.h"
@@ -267,7 +268,9 @@ static void serve_one(struct mds *mds, struct msg *m)
 	mds->cur_conn = m->conn;
 	mds->cur_op = rq->op;
 	mds->cur_seq = 0;
+	uint64_t t0 = mono_now_ns();
 	mds_handle(mds, rq, rp);
+	mds_metrics_request(rq->op, mono_now_ns() - t0);
 	rp->jseq = mds->cur_seq;	/* unsafe until MT_MDS_SAFE says so */
 	mds->cur_conn = NULL;
 	mds->cur_op = 0;
@@ -401,7 +404,9 @@ static bool serve_inline(struct mds *mds, struct msg *m)
 	mds->cur_conn = m->conn;
 	mds->cur_op = rq->op;
 	mds->cur_seq = 0;
+	uint64_t t0 = mono_now_ns();
 	mds_handle(mds, rq, rp);
+	mds_metrics_request(rq->op, mono_now_ns() - t0);
 	rp->jseq = mds->cur_seq;
 	mds->cur_conn = NULL;
 	mds->cur_op = 0;
@@ -1074,6 +1079,10 @@ int main(int argc, char **argv)
 	struct sigaction sa0 = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa0, NULL);
 	sigaction(SIGINT, &sa0, NULL);
+	if ((ret = mds_metrics_start(conf, name, &mds, err, sizeof(err)))) {
+		log_error(SUB, "%s", err);
+		goto out;
+	}
 	if ((ret = mds_role_start(&mds, name, addr, (uint32_t)beacon_ms, argv, &g_stop))) {
 		log_error(SUB, "cannot start the beacon thread: %s", atoll_strerror(ret));
 		goto out;
@@ -1136,6 +1145,7 @@ int main(int argc, char **argv)
 			  atoll_strerror(ret));
 		goto out;
 	}
+	mds_metrics_add_msgr(msgr);
 	/* the port is open: root is no longer needed (no local data folder) */
 	if ((ret = priv_drop_config(conf, "mds", NULL, 0, err, sizeof(err))) < 0) {
 		log_error(SUB, "%s", err);
@@ -1253,6 +1263,7 @@ int main(int argc, char **argv)
 	log_info(SUB, "stopping");
 	rc = 0;
 out:
+	mds_metrics_stop();	/* its scrapes read the messenger and the journal */
 	mds_journal_stop(&mds);	/* journals what is queued, tells the clients */
 	msgr_destroy(msgr);
 	mds_statfs_stop();

@@ -182,6 +182,20 @@ void mds_status_client_closed(struct msg_conn *c)
 	free(s);
 }
 
+void mds_status_snapshot(struct mds_status *out)
+{
+	pthread_mutex_lock(&g.lock);
+	*out = g.snap;
+	out->uptime_ms = mono_now_ms() - g.start_ms;
+	if (g.m) {
+		out->j_seq = __atomic_load_n(&g.m->journal.pub_seq, __ATOMIC_ACQUIRE);
+		out->j_durable = __atomic_load_n(&g.m->journal.pub_durable, __ATOMIC_ACQUIRE);
+	}
+	out->nclients = g.nsessions;
+	out->clients = NULL;
+	pthread_mutex_unlock(&g.lock);
+}
+
 void mds_status_reply(struct msg_conn *c, const struct msg *req)
 {
 	struct mds_status *st = malloc(sizeof(*st));

@@ -21,6 +21,9 @@ pkgs=(
 	# tests: Criterion, JSON checks (libFuzzer's clang and its runtime,
 	# clang libclang-rt-14-dev, only for scripts/test.sh --full: it asks)
 	libcriterion-dev python3
+	# metrics (lib/metrics_http.c): libmicrohttpd; promtool (prometheus)
+	# checks every daemon's /metrics in tests/ops
+	libmicrohttpd-dev prometheus
 	# benchmarks: the disk reference (bench/disklimit.sh)
 	fio
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,

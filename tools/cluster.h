@@ -6,6 +6,9 @@
  *   D/cluster.state    which daemons exist, where they listen, their PIDs
  *   D/mon.a/ ...       each monitor's data     D/osd.N/  each OSD's data
  *   D/log/NAME.log     each daemon's output (stdout and stderr)
+ * Every daemon serves Prometheus metrics on its own IP and a free port
+ * (metrics_addr in its section of atoll.conf; the state file's `metrics`
+ * lines name the URLs).
  * The state file is what `down`, `status` and `osd ...` read; a PID is
  * trusted only together with the process start time recorded beside it,
  * so a PID reused by an unrelated process is never signalled.
@@ -42,6 +45,7 @@ struct cl_daemon {
 	int host;			/* host index: name "hostH", ip 127.0.0.(H+2) */
 	char ip[16];
 	int port;
+	int mport;			/* its /metrics port on ip; 0 = none yet */
 	pid_t pid;			/* 0 when not running */
 	unsigned long long start;	/* /proc/PID/stat starttime, with pid */
 };
@@ -109,6 +113,8 @@ int cl_stop_all(struct cl_state *st, int timeout_s);
 void cl_log_tail(const char *path, int lines);
 
 /* cluster_daemons.c: command lines of doc/daemons.md */
+/* "http://IP:PORT/metrics" of d, "" when it has none. */
+void cl_metrics_url(const struct cl_daemon *d, char *buf, size_t len);
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
 /* atoll-mon --mkfs of every monitor in st (one --initial list). */
 int cl_mkfs_mon(struct cl_state *st);

@@ -139,6 +139,44 @@ static void conf_path(const struct cl_state *st, char *buf, size_t len)
 	cl_path(buf, len, st, "%s", CL_CONF_FILE);
 }
 
+void cl_metrics_url(const struct cl_daemon *d, char *buf, size_t len)
+{
+	if (d->mport)
+		snprintf(buf, len, "http://%s:%d/metrics", d->ip, d->mport);
+	else if (len)
+		buf[0] = 0;
+}
+
+/* The first start of d: a free port on its address for its metrics,
+ * written to atoll.conf in the section the daemon reads (its name; the
+ * one atoll-nbd reads [nbd]). */
+static int assign_metrics(const struct cl_state *st, struct cl_daemon *d)
+{
+	char path[PATH_MAX + 16];
+	int port;
+	FILE *f;
+
+	if (d->mport)
+		return 0;
+	port = cl_free_port(d->ip);
+	if (port < 0) {
+		cl_err("no free port on %s for %s's metrics: %s", d->ip, d->name, strerror(-port));
+		return port;
+	}
+	conf_path(st, path, sizeof(path));
+	f = fopen(path, "a");
+	if (!f) {
+		cl_err("cannot write '%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	fprintf(f, "\n[%s]\nmetrics_addr = %s:%d\n", d->kind == CL_NBD ? "nbd" : d->name,
+		d->ip, port);
+	if (fclose(f) != 0)
+		return -EIO;
+	d->mport = port;
+	return 0;
+}
+
 /* Starts one daemon (no mkfs) and waits until it listens. */
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 {
@@ -153,6 +191,9 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 			   d->kind == CL_NBD ? "atoll-nbd" :
 			   d->kind == CL_MDS ? "atoll-mds" : "atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
+	ret = assign_metrics(st, d);
+	if (ret)
+		return ret;
 	cl_path(data, sizeof(data), st, "%s", d->name);
 	cl_path(log, sizeof(log), st, "log/%s.log", d->name);
 	conf_path(st, conf, sizeof(conf));

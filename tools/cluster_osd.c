@@ -40,29 +40,33 @@ int cl_cmd_status(struct cl_opts *o)
 		for (int i = 0; i < st->n; i++) {
 			const struct cl_daemon *d = &st->d[i];
 			bool up = cl_alive(d);
+			char url[96];
 
+			cl_metrics_url(d, url, sizeof(url));
 			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"id\":%d,\"host\":\"host%d\","
 			       "\"addr\":\"%s:%d\",\"running\":%s,\"pid\":%ld,"
-			       "\"log\":\"%s/log/%s.log\"}", i ? "," : "", d->name,
+			       "\"log\":\"%s/log/%s.log\",\"metrics\":\"%s\"}", i ? "," : "", d->name,
 			       cl_kind_name(d->kind), d->id, d->host, d->ip,
 			       d->port, up ? "true" : "false", up ? (long)d->pid : 0L,
-			       st->dir, d->name);
+			       st->dir, d->name, url);
 		}
 		printf("]}\n");
 		goto out;
 	}
 	printf("cluster in %s (fsid %s)\nconf: %s/%s\n\n", st->dir, st->fsid, st->dir,
 	       CL_CONF_FILE);
-	printf("%-8s %-7s %-22s %-8s %s\n", "NAME", "HOST", "ADDRESS", "PID", "STATE");
+	printf("%-8s %-7s %-22s %-8s %-8s %s\n", "NAME", "HOST", "ADDRESS", "PID", "STATE",
+	       "METRICS");
 	for (int i = 0; i < st->n; i++) {
 		const struct cl_daemon *d = &st->d[i];
-		char addr[40], pid[16];
+		char addr[40], pid[16], url[96];
 		bool up = cl_alive(d);
 
 		snprintf(addr, sizeof(addr), "%s:%d", d->ip, d->port);
 		snprintf(pid, sizeof(pid), "%ld", up ? (long)d->pid : 0L);
-		printf("%-8s host%-3d %-22s %-8s %s\n", d->name, d->host, addr,
-		       up ? pid : "-", up ? "running" : "stopped");
+		cl_metrics_url(d, url, sizeof(url));
+		printf("%-8s host%-3d %-22s %-8s %-8s %s\n", d->name, d->host, addr,
+		       up ? pid : "-", up ? "running" : "stopped", url[0] ? url : "-");
 	}
 	printf("\n");
 	if (running && st->n && cl_alive(&st->d[0])) {

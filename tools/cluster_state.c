@@ -8,6 +8,7 @@
  *   size 2G
  *   pool default
  *   daemon NAME KIND ID HOST IP PORT PID STARTTIME   (KIND mon, osd, nbd, mds)
+ *   metrics NAME http://IP:PORT/metrics               (after its daemon line)
  * It is replaced atomically (temporary file, fsync, rename) so that a
  * crash of atoll-cluster never leaves half a list of PIDs behind.
  */
@@ -98,6 +99,17 @@ int cl_state_load(struct cl_state *st, const char *dir)
 				st->pool[0] = 0;
 			continue;
 		}
+		if (strncmp(line, "metrics ", 8) == 0) {
+			char url[96];
+
+			if (sscanf(line, "metrics %31s %95s", name, url) == 2 &&
+			    (d = cl_state_find(st, name)) != NULL) {
+				const char *colon = strrchr(url, ':');
+
+				d->mport = colon ? atoi(colon + 1) : 0;
+				continue;
+			}
+		}
 		if (sscanf(line, "daemon %31s %7s %d %31s %15s %d %ld %llu",
 			   name, kind, &id, host, ip, &port, &pid, &start) == 8 &&
 		    st->n < CL_MAX_DAEMONS) {
@@ -149,6 +161,8 @@ int cl_state_save(const struct cl_state *st)
 		fprintf(f, "daemon %s %s %d host%d %s %d %ld %llu\n", d->name,
 			cl_kind_name(d->kind), d->id, d->host, d->ip,
 			d->port, (long)d->pid, d->start);
+		if (d->mport)
+			fprintf(f, "metrics %s http://%s:%d/metrics\n", d->name, d->ip, d->mport);
 	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		ret = -errno;

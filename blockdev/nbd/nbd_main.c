@@ -19,6 +19,7 @@
  * their replies), waits for them, closes the images (releasing their
  * locks) and exits 0.
  */
+#include "nbd_metrics.h"
 #include "nbd_server.h"
 
 #include "config.h"
@@ -640,6 +641,8 @@ int main(int argc, char **argv)
 
 	if (read_limits(conf, &srv) < 0)
 		goto out;
+	if (nbd_metrics_start(&srv, conf) < 0)
+		goto out;
 	if (setup_tls(&srv, conf, &tls) != 0)
 		goto out;
 	lfd = listen_on(addr, srv.tls_mode == NBD_TLS_REQUIRE || tls.allow_insecure > 0);
@@ -726,6 +729,7 @@ out_close_listen:
 	if (lfd >= 0)
 		close(lfd);
 out:
+	nbd_metrics_stop();	/* its scrapes read srv */
 	nbd_acl_free(srv.acl);
 	free(srv.acl_path);
 	nbd_tls_server_free(srv.tls);

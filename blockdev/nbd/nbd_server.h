@@ -142,6 +142,7 @@ struct nbd_req {
 	struct nbd_conn *conn;
 	struct nbd_req *next;		/* in conn's reply queue; conn->qlock */
 	struct nbd_request rq;
+	uint64_t t_start;		/* mono_now_ns() at its header (metrics) */
 	uint8_t *buf;			/* write data or read buffer */
 	size_t budget;			/* bytes charged to conn's budget */
 	int err;			/* the reply's error (negative errno) or 0 */

@@ -22,6 +22,7 @@
  * nothing, and FLUSH only has to wait for the writes issued before it
  * (the image library's flush does exactly that, for every connection).
  */
+#include "nbd_metrics.h"
 #include "nbd_server.h"
 #include "mono.h"
 
@@ -289,6 +290,7 @@ static void queue_reply(struct nbd_req *req)
 	int ret;
 
 	log_failure(conn, req);
+	nbd_metrics_done(req);
 	pthread_mutex_lock(&conn->qlock);
 	direct = !conn->tls && !conn->qhead && !conn->sending && !conn->dead;
 	if (direct) {
@@ -629,6 +631,8 @@ static void reader_loop(struct nbd_conn *conn)
 		if (!budget_take(conn, bytes + (bs ? BS_EXT_BYTES : 0)))
 			return;
 		req = calloc(1, sizeof(*req));
+		if (req)
+			req->t_start = mono_now_ns();
 		if (req && bytes)
 			req->buf = malloc(bytes);
 		if (req && bs)
