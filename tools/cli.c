@@ -12,6 +12,8 @@
 #include "cli.h"
 #include "cli_call.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -328,4 +330,38 @@ int main(int argc, char **argv)
 	atoll_cluster_shutdown(cl.c);
 	free(args);
 	return ret;
+}
+
+int cli_mon_call(struct cli *cl, struct cJSON *cmd, bool json_out, char **status, char **out,
+		 size_t *outlen)
+{
+	char *json;
+	int r;
+
+	*status = *out = NULL;
+	*outlen = 0;
+	if (json_out)
+		cJSON_AddStringToObject(cmd, "format", "json");
+	json = cJSON_PrintUnformatted(cmd);
+	cJSON_Delete(cmd);
+	if (!json) {
+		cli_err("out of memory");
+		return CLI_EXIT_ERROR;
+	}
+	r = cli_connect(cl);
+	if (!r) {
+		r = atoll_mon_command(cl->c, json, status, out, outlen);
+		if (r < 0) {
+			cli_err("%s", *status && **status ? *status : atoll_strerror(r));
+			r = cli_exit_code(r);
+			atoll_free(*status);
+			atoll_free(*out);
+			*status = *out = NULL;
+			*outlen = 0;
+		}
+	}
+	/* a command may carry a secret (auth import) */
+	memset(json, 0, strlen(json));
+	free(json);
+	return r;
 }

@@ -42,6 +42,12 @@ struct cli_cmd {
 
 /* cli.c */
 int cli_connect(struct cli *cl);
+/* Sends the monitor command cmd (consumed; with "format": "json" added
+ * when json_out): 0 with the reply's status and output (atoll_free
+ * them), or an exit code after printing why on stderr. */
+struct cJSON;
+int cli_mon_call(struct cli *cl, struct cJSON *cmd, bool json_out, char **status, char **out,
+		 size_t *outlen);
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -23,27 +23,13 @@
  * out_file instead of stdout when given (mon backup). */
 static int send_cmd(struct cli *cl, cJSON *cmd, const char *out_file)
 {
-	char *json = NULL, *status = NULL, *out = NULL;
-	size_t outlen = 0;
+	char *status, *out;
+	size_t outlen;
 	int ret;
 
-	if (cl->json && !out_file)
-		cJSON_AddStringToObject(cmd, "format", "json");
-	json = cJSON_PrintUnformatted(cmd);
-	cJSON_Delete(cmd);
-	if (!json) {
-		cli_err("out of memory");
-		return CLI_EXIT_ERROR;
-	}
-	ret = cli_connect(cl);
+	ret = cli_mon_call(cl, cmd, cl->json && !out_file, &status, &out, &outlen);
 	if (ret)
-		goto out_free_json;
-	ret = atoll_mon_command(cl->c, json, &status, &out, &outlen);
-	if (ret < 0) {
-		cli_err("%s", status && *status ? status : atoll_strerror(ret));
-		ret = cli_exit_code(ret);
-		goto out_free_reply;
-	}
+		return ret;
 	if (out_file) {
 		int fd = open(out_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		size_t done = 0;
@@ -88,8 +74,6 @@ static int send_cmd(struct cli *cl, cJSON *cmd, const char *out_file)
 out_free_reply:
 	atoll_free(status);
 	atoll_free(out);
-out_free_json:
-	free(json);
 	return ret;
 }
 

@@ -62,29 +62,14 @@ out:
 /* Sends cmd (consumed); prints the reply, or merges it into out_path. */
 static int auth_cmd(struct cli *cl, cJSON *cmd, const char *out_path)
 {
-	char *json, *status = NULL, *out = NULL;
-	size_t outlen = 0;
+	char *status, *out;
+	size_t outlen;
 	int r;
 
-	r = cli_connect(cl);
-	if (r) {
-		cJSON_Delete(cmd);
+	r = cli_mon_call(cl, cmd, cl->json && !out_path, &status, &out, &outlen);
+	if (r)
 		return r;
-	}
-	if (cl->json && !out_path)
-		cJSON_AddStringToObject(cmd, "format", "json");
-	json = cJSON_PrintUnformatted(cmd);
-	cJSON_Delete(cmd);
-	if (!json) {
-		cli_err("out of memory");
-		return CLI_EXIT_ERROR;
-	}
-	r = atoll_mon_command(cl->c, json, &status, &out, &outlen);
-	free(json);
-	if (r < 0) {
-		cli_err("%s", status && *status ? status : atoll_strerror(r));
-		r = cli_exit_code(r);
-	} else if (out_path) {
+	if (out_path) {
 		r = write_out(out_path, out ? out : "", outlen);
 	} else {
 		if (out && outlen)
