@@ -4,9 +4,10 @@
  * a flood of connections costs a bounded amount and cannot take the
  * places of the cluster's own daemons.  All on the loop thread.
  *
- * An accepted connection takes a handshaking slot until its hello, then
- * a client or a peer slot (its class: mon, osd and mds are cluster
- * peers).  Limits (struct msgr_config):
+ * An accepted connection takes a handshaking slot until its hello (auth =
+ * none) or until its proof is checked (auth = ticket: msg_conn__open),
+ * then a client or a peer slot (its class: mon, osd and mds are cluster
+ * peers), so that without a key nobody holds a peer's slot.  Limits (struct msgr_config):
  *   - conns_max connections in all, of which peer_reserved only peers
  *     may hold: clients are refused at their hello once they hold
  *     conns_max - peer_reserved;

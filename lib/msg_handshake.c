@@ -183,10 +183,11 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 		/* msg_auth.c: the acceptor answers with its challenge, the
 		 * dialler with its proof; the connection opens on the
 		 * MSG_T_AUTH frames (msg_conn__rx_auth), with the proved
-		 * identity.  Admission (msg_admit.c) goes by the declared
-		 * one meanwhile: msg_auth.c refuses a proof of another class
-		 * than the hello declared, so the class it was admitted in
-		 * is the one it proves, or it closes. */
+		 * identity.  Until then it stays in a handshaking slot (small
+		 * buffers, the oldest evicted for a new one): it takes a
+		 * client or cluster-peer slot only at msg_conn__open, by the
+		 * class it proved, so that a peer without a key cannot hold
+		 * the slots kept for the cluster's daemons. */
 		if (!c->dialled && msg_auth__hello_done(c)) {
 			log_warn("msgr", "closing connection '%s': a second hello", c->addr);
 			r = -EPROTO;
@@ -198,9 +199,7 @@ bool msg_conn__rx_hello(struct msg_conn *c, struct msg *msg)
 			pthread_mutex_lock(&c->plock);
 			c->peer = h.who;	/* declared, until msg_conn__open */
 			pthread_mutex_unlock(&c->plock);
-			r = conn_admit_hello(c);
-			if (!r)
-				r = conn_make_hello(c);
+			r = conn_make_hello(c);
 		}
 		if (r < 0) {
 			/* -ENOPROTOOPT: no wire mode in common (msg_auth.c) */
@@ -241,6 +240,15 @@ bool msg_conn__open(struct msg_conn *c, struct msg_identity who, uint64_t featur
 	c->peer = who;
 	c->peer_features = features;
 	pthread_mutex_unlock(&c->plock);
+	if (!c->dialled && c->slot == SLOT_HANDSHAKE) {
+		/* authenticated: a slot of the class it proved */
+		int r = conn_admit_hello(c);
+
+		if (r < 0) {
+			msg_conn__fail(c, r);
+			return false;
+		}
+	}
 	msgr__disarm(mr, &c->hs_timer);
 	c->last_rx_ns = mono_now_ns();
 	c->state = CS_OPEN;

@@ -22,6 +22,12 @@
  *            MT_OSD_OP requests, each a STAT carrying map epoch --epoch
  *            (sent once; a reopened connection only says hello again)
  *
+ * With --as osd, every hello declares an OSD (osd.0) and carries a
+ * well-formed authentication section asking to prove osd.0's key, but the
+ * proof never comes: what a peer without a key can do to take the slots
+ * kept for the cluster's daemons (they must stay handshaking slots, the
+ * oldest evicted for a new one, until a proof: lib/msg_admit.c).
+ *
  * Source addresses rotate over 127.0.0.<src-first>..<src-last> (bound
  * before connect); the target must be a 127.x address.  At the end (the
  * duration, SIGINT or SIGTERM) every socket is closed and one line of
@@ -45,6 +51,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "encode.h"
 #include "mono.h"
 #include "msg.h"
@@ -103,6 +110,7 @@ struct flood {
 	uint32_t pool;
 	uint32_t src_first, src_last;
 	uint32_t duration_s;
+	bool as_osd;		/* --as osd */
 	bool verbose;
 	int ep;
 	struct fconn *c;
@@ -174,14 +182,29 @@ static int put_hello(struct flood *fl, struct fconn *fc)
 		.who = { .type = MSG_ENTITY_CLIENT,
 			 .id = ((uint64_t)getpid() << 32) | fc->idx },
 	};
-	struct enc e;
+	struct enc e, blob;
 	void *buf;
 	size_t len;
 	int r;
 
-	(void)fl;
 	enc_init(&e);
+	enc_init(&blob);
+	if (fl->as_osd) {
+		/* osd.0 asking to prove its key: a valid auth section, no proof */
+		struct auth_hello_req rq = { .methods = AUTH_METHOD_KEY | AUTH_METHOD_TICKET,
+					     .modes = AUTH_MODE_CRC | AUTH_MODE_SECURE };
+
+		h.who.type = MSG_ENTITY_OSD;
+		h.who.id = 0;
+		strcpy(rq.entity, "osd.0");
+		for (size_t i = 0; i < sizeof(rq.nonce); i++)
+			rq.nonce[i] = (uint8_t)(fc->idx * 131 + i);
+		auth_hello_req_encode(&rq, &blob);
+		h.auth = blob.buf;
+		h.auth_len = blob.len;
+	}
 	msg_hello_frame(&e, &h);
+	enc_free(&blob);
 	buf = enc_take(&e, &len);
 	if (!buf) {
 		enc_free(&e);
@@ -520,6 +543,8 @@ static void usage(FILE *f)
 		"  --pool ID             their pool (default 1)\n"
 		"  --duration S          seconds, at most %u (default 30)\n"
 		"  --src-first A --src-last B   sources 127.0.0.A..B (default 2..9)\n"
+		"  --as client|osd       what the hellos declare (default client); osd:\n"
+		"                        osd.0 with an auth section, never a proof\n"
 		"  --verbose             statistics every 5 s on stderr\n",
 		FLOOD_MAX_DURATION_S);
 }
@@ -587,6 +612,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "src-first", required_argument, NULL, '1' },
 		{ "src-last", required_argument, NULL, '2' },
+		{ "as", required_argument, NULL, 'a' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, '?' },
 		{ 0 },
@@ -627,6 +653,13 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			fl.epoch = strtoull(optarg, NULL, 10);
+			break;
+		case 'a':
+			if (strcmp(optarg, "osd") && strcmp(optarg, "client")) {
+				fprintf(stderr, "atoll-flood: --as '%s' unknown: client or osd\n", optarg);
+				return 2;
+			}
+			fl.as_osd = !strcmp(optarg, "osd");
 			break;
 		case 'v':
 			fl.verbose = true;
