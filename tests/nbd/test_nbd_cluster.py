@@ -112,8 +112,23 @@ class ClusterCtx(proto.Ctx):
         sh(self.bin["tool"], self.conf, "default", "snap", name, "s1")
         return name + "@s1"
 
+    def own_conf(self):
+        """The cluster's atoll.conf without the [nbd] section's metrics_addr:
+        the cluster's atoll-nbd serves its metrics there already."""
+        path = os.path.join(self.tmp, "own-nbd.conf")
+        out, section = [], ""
+        for line in open(self.conf):
+            if line.strip().startswith("["):
+                section = line.strip()
+            elif section == "[nbd]" and line.strip().startswith("metrics_addr"):
+                continue
+            out.append(line)
+        with open(path, "w") as f:
+            f.writelines(out)
+        return path
+
     def own_server(self, *extra):
-        s = nbdtest.Server(self.bin["nbd"], ["--conf", self.conf, "--pool", "default",
+        s = nbdtest.Server(self.bin["nbd"], ["--conf", self.own_conf(), "--pool", "default",
                                              "--log-level", "info"] + list(extra),
                            ip="127.0.0.2", log=os.path.join(self.tmp, "own-nbd.log"))
         self.own.append(s)
