@@ -66,11 +66,11 @@ start_mds() {
 	cat "$tmp/mds-start.log" >&2
 	fail "atoll-cluster mds start"
 }
-# restart_mds MB: the MDS again with mds_cache_mb = MB ([mds] is the
-# configuration's last section)
+# restart_mds MB: the MDS again with mds_cache_mb = MB (in an [mds]
+# section of its own at the end of the configuration)
 restart_mds() {
 	sed -i '/^mds_cache_mb/d' "$conf"
-	echo "mds_cache_mb = $1" >>"$conf"
+	printf '\n[mds]\nmds_cache_mb = %s\n' "$1" >>"$conf"
 	"$cluster_bin" mds stop --dir "$cdir" >/dev/null || fail "mds stop"
 	start_mds
 	[ "$(cache_field max)" = $(($1 << 20)) ] || fail "the MDS does not show a bound of $1 MiB"

@@ -110,13 +110,13 @@ faults_compiled() {
 }
 
 # with_mds_conf KEY=VALUE CMD...: runs CMD (an MDS start) with KEY set in
-# [mds] of $conf, then removes it again: later starts get the default.
-# atoll-cluster up writes [mds] last, so an appended line lands there.
+# [mds] of $conf (a section of its own at the end), then removes it again:
+# later starts get the default.
 with_mds_conf() {
 	local key=${1%%=*} val=${1#*=} rc
 	shift
 	sed -i "/^$key *=/d" "$conf"
-	echo "$key = $val" >>"$conf"
+	printf '\n[mds]\n%s = %s\n' "$key" "$val" >>"$conf"
 	"$@"
 	rc=$?
 	sed -i "/^$key *=/d" "$conf"
