@@ -87,10 +87,11 @@ static void node_connected(void *arg, struct msg_conn *c)
 		/* the upper layer's cache: the first pointer set stays */
 		char *p = strdup("parsed"), *q = strdup("late");
 
-		if (msg_conn_cache_set(c, p, free) == p && msg_conn_cache(c) == p &&
-		    msg_conn_cache_set(c, q, free) == p)
+		if (msg_conn_cache_set(c, p, free) != p)
+			free(p);	/* one was cached before (not kept) */
+		else if (msg_conn_cache(c) == p && msg_conn_cache_set(c, q, free) == p)
 			atomic_fetch_add(&n->cache_kept, 1);
-		free(q);
+		free(q);	/* never kept: p was cached first */
 	}
 	atomic_fetch_add(&n->connected, 1);
 }
