@@ -459,14 +459,36 @@ static void forged_hello(const char *mon_addr, const char *mon_log)
 }
 
 /* An OSD_BOOT for osd.1 with its uuid (known from any map) from this key. */
+/* Sends q as an OSD_BOOT on c and waits for the reply: its rc (or the
+ * call's error), *rep the decoded reply (zeroed when none). */
+static int boot_call(struct msg_conn *c, const struct osd_boot_req *q, struct osd_boot_reply *rep)
+{
+	struct msg *m, *reply = NULL;
+	struct enc e;
+	struct dec d;
+	int r;
+
+	enc_init(&e);
+	osd_boot_req_encode(q, &e);
+	m = msg_new(MT_OSD_BOOT, &e);
+	enc_free(&e);
+	r = msg_call_wait(c, m, 10000, &reply);
+	memset(rep, 0, sizeof(*rep));
+	if (!r) {
+		dec_init(&d, reply->front, reply->front_len);
+		r = osd_boot_reply_decode(&d, rep);
+		if (!r)
+			r = rep->rc;
+		msg_free(reply);
+	}
+	return r;
+}
+
 static void stolen_uuid(struct msg_conn *mon)
 {
 	struct osd_boot_req q;
 	struct osd_boot_reply rep;
 	char before[OSDMAP_ADDR_MAX + 1] = "", after[OSDMAP_ADDR_MAX + 1] = "";
-	struct msg *m, *reply = NULL;
-	struct enc e;
-	struct dec d;
 	int r;
 
 	memset(&q, 0, sizeof(q));
@@ -484,19 +506,7 @@ static void stolen_uuid(struct msg_conn *mon)
 	pthread_mutex_unlock(&cl->lock);
 	snprintf(q.addr, sizeof(q.addr), "127.0.0.1:9");
 	snprintf(q.host, sizeof(q.host), "evil");
-	enc_init(&e);
-	osd_boot_req_encode(&q, &e);
-	m = msg_new(MT_OSD_BOOT, &e);
-	enc_free(&e);
-	r = msg_call_wait(mon, m, 10000, &reply);
-	memset(&rep, 0, sizeof(rep));
-	if (!r) {
-		dec_init(&d, reply->front, reply->front_len);
-		r = osd_boot_reply_decode(&d, &rep);
-		if (!r)
-			r = rep.rc;
-		msg_free(reply);
-	}
+	r = boot_call(mon, &q, &rep);
 	sleep(1);
 	epoch_now();
 	pthread_mutex_lock(&cl->lock);
@@ -526,9 +536,6 @@ static void bootstrap_boot(const char *mon_addr, const char *osd_addr, const cha
 	struct msg_conn *c;
 	struct osd_boot_req q;
 	struct osd_boot_reply rep;
-	struct msg *b, *reply = NULL;
-	struct enc e;
-	struct dec d;
 	char err[512];
 	int r;
 
@@ -555,19 +562,7 @@ static void bootstrap_boot(const char *mon_addr, const char *osd_addr, const cha
 	pthread_mutex_unlock(&cl->lock);
 	snprintf(q.addr, sizeof(q.addr), "127.0.0.1:9");
 	c = msgr_connect(m, mon_addr);
-	enc_init(&e);
-	osd_boot_req_encode(&q, &e);
-	b = msg_new(MT_OSD_BOOT, &e);
-	enc_free(&e);
-	r = msg_call_wait(c, b, 10000, &reply);
-	memset(&rep, 0, sizeof(rep));
-	if (!r) {
-		dec_init(&d, reply->front, reply->front_len);
-		r = osd_boot_reply_decode(&d, &rep);
-		if (!r)
-			r = rep.rc;
-		msg_free(reply);
-	}
+	r = boot_call(c, &q, &rep);
 	if (r != -EACCES)
 		FAIL("client.bootstrap-osd as osd.1 booting osd.1: %d, not -EACCES", r);
 	else
