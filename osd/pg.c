@@ -598,6 +598,28 @@ fail:
 	return NULL;
 }
 
+/* Whether an OSD of a past interval that may have taken writes is up in
+ * cur and was not asked when the PG last peered (it was down then). */
+static bool pg_waits_for_up(const struct pg *pg, const struct osdmap *cur)
+{
+	for (uint32_t k = 0; k < pg->info.npast; k++) {
+		const struct pg_interval *iv = &pg->info.past[k];
+
+		if (!iv->maybe_went_rw)
+			continue;
+		for (uint8_t i = 0; i < iv->nacting; i++) {
+			int32_t id = iv->acting[i];
+			bool asked = id == pg->osd->whoami;
+
+			for (uint32_t j = 0; j < pg->nprobes && !asked; j++)
+				asked = pg->probes[j].osd == id;
+			if (!asked && id >= 0 && osdmap_osd_up(cur, id))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct osdmap *cur,
 		       const struct osdmap_pool *pool, uint32_t pgid)
 {
@@ -699,6 +721,10 @@ static void pg_map_one(struct osd *osd, const struct osdmap *prev, const struct 
 			if (!pg->probes[i].replied && !osdmap_osd_up(cur, pg->probes[i].osd))
 				pg->peered_sis = 0;
 	}
+	/* a down PG waits for an OSD of its past intervals that was not up
+	 * when it peered: once one is up, it peers again to hear it */
+	if (pg->is_primary && !changed && (pg->state & PG_ST_DOWN) && pg_waits_for_up(pg, cur))
+		pg->peered_sis = 0;
 	if (pg->is_primary && osd_is_up(osd) && pg->peered_sis != pg->info.same_interval_since)
 		pg_start_peering(pg);
 	if (!in && !pg->is_primary)

@@ -78,7 +78,12 @@ done
 [ "$f" -gt $((down_at + 1)) ] || fail "the history was not trimmed past osd.$a's map (kept from $f)"
 ok "history trimmed past osd.$a's map: kept from epoch $f (osd.$a holds at most $down_at)"
 
+# osd.$b first, so that osd.$c serves alone for an interval osd.$b never saw
 "$cluster_bin" osd kill $b --dir "$cdir" >/dev/null || fail "kill osd.$b"
+for i in $(seq 150); do
+	[ "$(osd_field $b up)" = False ] && break
+	sleep 0.2
+done
 "$cluster_bin" osd kill $c --dir "$cdir" >/dev/null || fail "kill osd.$c"
 for i in $(seq 150); do
 	[ "$(osd_field $b up)$(osd_field $c up)" = FalseFalse ] && break
@@ -127,7 +132,16 @@ ok "every PG of th on osd.$a is '$s', never active; a read of $obj waits (no sta
 
 # B and C back: they saw the skipped epochs, so the hole is accounted for;
 # the PGs go active with the rewritten objects, never osd.$a's old ones
+# one at a time: a PG that peers with osd.$b alone and stays down for an
+# interval only osd.$c saw must peer again when osd.$c comes up
 "$cluster_bin" osd start $b --dir "$cdir" >/dev/null || fail "start osd.$b"
+for i in $(seq 100); do
+	[ "$(osd_field $b up)" = True ] && break
+	sleep 0.2
+done
+for i in $(seq 50); do
+	case " $(pgs_state) " in *peering*) sleep 0.2 ;; *) break ;; esac
+done
 "$cluster_bin" osd start $c --dir "$cdir" >/dev/null || fail "start osd.$c"
 wait_clean -1
 for i in 1 2 3 4 5 6 7 8; do
