@@ -23,16 +23,18 @@
  * The failure domain is never relaxed: a slot no attempt can fill is -1.
  *
  * Everything is integer arithmetic so every machine gets the same bits:
- * the log is a table of 2^44 * log2(x) built once by exact repeated
- * squaring in 64-bit fixed point (no floating point anywhere), and the
+ * the log is a table of 2^44 * log2(x) computed at build time by exact
+ * repeated squaring in 64-bit fixed point (placement_log.h; no floating
+ * point anywhere, and no start-up cost: a client's first placement once
+ * spent ~15 ms filling it), and the
  * candidate hash is a small xxh32-style mix written out here so that it
  * cannot change with a library version.
  */
 #include "placement.h"
+#include "placement_log.h"
 #include "osdmap.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +47,6 @@
 #define PLACEMENT_SALT_HOST	0x686f7374u	/* "host" */
 #define PLACEMENT_SALT_OSD	0x6f736421u	/* "osd!" */
 #define PLACEMENT_SALT_REWEIGHT	0x72776774u	/* "rwgt" */
-
-#define PLACEMENT_LOG_FRAC	44		/* fraction bits of the log */
 
 /* ---- object -> PG ---- */
 
@@ -90,51 +90,8 @@ uint32_t placement_object_pg(const struct osdmap_pool *p, const char *name, size
 
 /* ---- fixed-point log ---- */
 
-/* (a * b) >> 62 for a, b < 2^63, from 32-bit halves (no __int128, so it
- * is the same code on 32-bit hosts). */
-static uint64_t placement_mul_shr62(uint64_t a, uint64_t b)
-{
-	uint64_t al = a & 0xffffffffu, ah = a >> 32;
-	uint64_t bl = b & 0xffffffffu, bh = b >> 32;
-	uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
-	uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
-	uint64_t lo = (mid << 32) | (ll & 0xffffffffu);
-	uint64_t hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
-
-	return (hi << 2) | (lo >> 62);
-}
-
-/* 2^44 * log2(x), x >= 1: the integer part is the top bit's index; each
- * fraction bit comes from squaring the mantissa (in [1, 2) as Q2.62):
- * a square of 2 or more means the bit is 1, and the mantissa is halved. */
-static uint64_t placement_log2_compute(uint32_t x)
-{
-	unsigned int k = 31 - (unsigned int)__builtin_clz(x);
-	uint64_t m = (uint64_t)x << (62 - k);
-	uint64_t frac = 0;
-	int i;
-
-	for (i = PLACEMENT_LOG_FRAC - 1; i >= 0; i--) {
-		m = placement_mul_shr62(m, m);
-		if (m >> 63) {		/* m >= 2.0 */
-			m >>= 1;
-			frac |= 1ull << i;
-		}
-	}
-	return ((uint64_t)k << PLACEMENT_LOG_FRAC) | frac;
-}
-
-/* placement_log_tab[u] = 2^44 * log2(u + 1), u = 0..65535. */
-static uint64_t placement_log_tab[65536];
-static pthread_once_t placement_log_once = PTHREAD_ONCE_INIT;
-
-static void placement_log_init(void)
-{
-	uint32_t u;
-
-	for (u = 0; u < 65536; u++)
-		placement_log_tab[u] = placement_log2_compute(u + 1);
-}
+/* placement_log_tab (placement_log.h) is made at build time by
+ * placement_log_gen.c. */
 
 uint64_t placement_log2_fixed(uint32_t x)
 {
@@ -142,7 +99,6 @@ uint64_t placement_log2_fixed(uint32_t x)
 		return 0;
 	if (x == 65536)
 		return 16ull << PLACEMENT_LOG_FRAC;
-	pthread_once(&placement_log_once, placement_log_init);
 	return placement_log_tab[x - 1];
 }
 
@@ -299,7 +255,6 @@ struct placement_ctx *placement_ctx_new(const struct osdmap *m)
 	uint32_t *osd_host = NULL;
 	uint32_t i, n = 0;
 
-	pthread_once(&placement_log_once, placement_log_init);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;

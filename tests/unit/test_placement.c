@@ -16,6 +16,7 @@
 
 #include "osdmap.h"
 #include "placement.h"
+#include "placement_log.h"
 
 /* ---- helpers ---- */
 
@@ -182,6 +183,12 @@ Test(placement, stable_mod_growth_only_splits)
 
 		cr_assert(pa == pb || (pb == 12 && pa == 4), "hash %08x: %u -> %u", h, pa, pb);
 	}
+}
+
+Test(placement, log_table_built_at_build_time_matches_the_computation)
+{
+	for (uint32_t u = 0; u < 65536; u++)
+		cr_assert_eq(placement_log_tab[u], placement_log2_compute(u + 1), "entry %u", u);
 }
 
 Test(placement, log2_fixed_is_exact_at_pinned_points)
