@@ -445,6 +445,10 @@ bool mon_auth_apply(struct mon *mon, const void *buf, size_t len, int64_t *res)
 		break;
 	case MON_AUTH_SECRET:
 		r = apply_secret(ma, e.service, &e.secret);
+		if (r >= 0)
+			log_info("mon", "service secret %llu of the %s service made (rotation)",
+				 (unsigned long long)e.secret.gen,
+				 e.service == AUTH_SVC_OSD ? "osd" : "mds");
 		break;
 	}
 	pthread_mutex_unlock(&ma->lock);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # renew.sh ATOLL-CLUSTER ATOLL - tickets that live 6 s (auth_ticket_ttl):
-# 16 writes in flight for three lifetimes while every monitor session
+# 16 writes in flight for three lifetimes while the OSD service secret
+# rotates (auth_secret_period = the TTL) and every monitor session
 # (the client's, each OSD's) renews its tickets and secrets at three
 # quarters of their life: no write fails, health stays OK, and the OSDs
 # say they renewed (doc/security.md, "Renewal").  With a skew of 2 s the
@@ -15,13 +16,20 @@ set -euo pipefail
 
 cluster_up --mons 1 --no-mds --no-nbd --set auth_ticket_ttl=6 --set auth_clock_skew=2
 ok "cluster up with 6 s tickets"
+rotations() { grep -c "service secret [0-9]* of the osd service made" "$cdir/log/mon.a.log" || true; }
+made=$(rotations)
 atoll bench default 18 write -t 16 -b 4096 >"$tmp/bench.out" 2>&1 ||
 	{ cat "$tmp/bench.out" >&2; fail "a write failed while tickets renewed"; }
 ok "16 writes in flight for 18 s: none failed"
+# auth_secret_period defaults to the ticket TTL: the OSD service secret
+# rotated under the writes, and no valid ticket was refused
+rot=$(($(rotations) - made))
+[ "$rot" -ge 2 ] || fail "$rot rotations of the osd service secret in 18 s"
+ok "the osd service secret rotated $rot times under the writes"
 [ "$(atoll health)" = HEALTH_OK ] || fail "health: $(atoll health detail)"
 for f in "$cdir"/log/osd.*.log; do
-	n=$(grep -c "renewing its tickets" "$f" || true)
-	[ "$n" -ge 2 ] || fail "$(basename "$f"): $n renewals in 18 s"
+	renewals=$(grep -c "renewing its tickets" "$f" || true)
+	[ "$renewals" -ge 2 ] || fail "$(basename "$f"): $renewals renewals in 18 s"
 done
 ok "every OSD renewed its tickets and secrets, health OK"
 grep -q "its ticket expired; it redials" "$cdir"/log/osd.*.log ||
