@@ -73,6 +73,11 @@ extern const struct cli_cmd cli_fs_cmds[];
 extern const struct cli_cmd cli_scrub_cmds[];
 /* cli_auth.c: auth add|get-or-create|get|ls|rm|caps|rotate|import */
 extern const struct cli_cmd cli_auth_cmds[];
+/* `auth get-or-create ENTITY SERVICE CAPS...` (caps: ncaps strings, in
+ * pairs): prints the keyring section, or merges it into out_path (NULL:
+ * print).  A CLI exit status. */
+int cli_auth_get_or_create(struct cli *cl, const char *entity, const char *const *caps,
+			   int ncaps, const char *out_path);
 /* cli_pg.c: pg stat, pg query */
 extern const struct cli_cmd cli_pg_cmds[];
 

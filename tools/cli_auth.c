@@ -87,6 +87,19 @@ static int auth_cmd(struct cli *cl, cJSON *cmd, const char *out_path)
 	return r;
 }
 
+int cli_auth_get_or_create(struct cli *cl, const char *entity, const char *const *caps,
+			   int ncaps, const char *out_path)
+{
+	cJSON *cmd = cJSON_CreateObject(), *arr;
+
+	cJSON_AddStringToObject(cmd, "prefix", "auth get-or-create");
+	cJSON_AddStringToObject(cmd, "entity", entity);
+	arr = cJSON_AddArrayToObject(cmd, "caps");
+	for (int i = 0; i < ncaps; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(caps[i]));
+	return auth_cmd(cl, cmd, out_path);
+}
+
 /* NAME [SERVICE CAPS]... [--keyring-out PATH] */
 static int run_named(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
 {

@@ -466,9 +466,9 @@ out:
 
 static int run_authorize(struct cli *cl, const struct cli_cmd *cmd, int argc, char **argv)
 {
-	const char *opt = NULL, *pos[3] = { NULL, NULL, NULL };
+	const char *opt = NULL, *out_path = NULL, *pos[3] = { NULL, NULL, NULL };
 	int npos = 0;
-	char addr[128], prefix[64], pool[128] = "fs_data";
+	char addr[128], prefix[64], pool[128] = "fs_data", osd_caps[256], mds_caps[256];
 	struct mds_status st;
 	struct cli_msgr *cm = NULL;
 	int ret;
@@ -478,6 +478,8 @@ static int run_authorize(struct cli *cl, const struct cli_cmd *cmd, int argc, ch
 			opt = argv[++i];
 		else if (strncmp(argv[i], "--mds=", 6) == 0)
 			opt = argv[i] + 6;
+		else if (strcmp(argv[i], "--keyring-out") == 0 && i + 1 < argc)
+			out_path = argv[++i];
 		else if (npos < 3)
 			pos[npos++] = argv[i];
 		else
@@ -512,9 +514,12 @@ static int run_authorize(struct cli *cl, const struct cli_cmd *cmd, int argc, ch
 	cli_msgr_free(cm);
 	if (ret)
 		return CLI_EXIT_ERROR;
-	printf("[%s]\n\tcaps mon = allow r\n\tcaps osd = allow %s pool=%s object_prefix=%s\n"
-	       "\tcaps mds = allow %s path=%s\n", pos[0], pos[2], pool, prefix, pos[2], pos[1]);
-	return CLI_EXIT_OK;
+	snprintf(osd_caps, sizeof(osd_caps), "allow %s pool=%s object_prefix=%s", pos[2], pool,
+		 prefix);
+	snprintf(mds_caps, sizeof(mds_caps), "allow %s path=%s", pos[2], pos[1]);
+	const char *caps[] = { "mon", "allow r", "osd", osd_caps, "mds", mds_caps };
+
+	return cli_auth_get_or_create(cl, pos[0], caps, 6, out_path);
 }
 
 const struct cli_cmd cli_fs_cmds[] = {
@@ -531,14 +536,17 @@ const struct cli_cmd cli_fs_cmds[] = {
 	  "configuration.  Exit status 4 when the MDS does not answer (or none is\n"
 	  "active).\n",
 	  run_status },
-	{ "fs authorize", "CLIENT PATH r|rw [--mds IP:PORT]",
+	{ "fs authorize", "CLIENT PATH r|rw [--mds IP:PORT] [--keyring-out FILE]",
 	  "Gives folder PATH of the file system a data namespace (unless it has one;\n"
-	  "a folder with subfolders made before is refused) and prints the caps that\n"
-	  "limit CLIENT (client.NAME) to it: mds caps for PATH and osd caps for the\n"
-	  "data objects of the files created below it (object_prefix=).  Files made\n"
-	  "in PATH before it had a namespace keep their objects where they are.  Put\n"
-	  "the caps on the client's key (doc/security.md, \"File-system caps\").  Needs\n"
-	  "mds caps 'allow *'.\n",
+	  "a folder with subfolders made before is refused) and makes the key of\n"
+	  "CLIENT (client.NAME) with the caps that limit it to PATH: mds caps for\n"
+	  "PATH and osd caps for the data objects of the files created below it\n"
+	  "(object_prefix=), as `atoll auth get-or-create`: it prints the keyring\n"
+	  "section (or merges it into FILE, mode 0600); a CLIENT that exists with\n"
+	  "other caps is refused (change them with atoll auth caps).  Files made in\n"
+	  "PATH before it had a namespace keep their objects where they are\n"
+	  "(doc/security.md, \"File-system caps\").  Needs mds caps 'allow *' and\n"
+	  "monitor caps 'allow *'.\n",
 	  run_authorize },
 	{ NULL, NULL, NULL, NULL },
 };

@@ -8,6 +8,7 @@
 # - `root_squash` makes root's files nobody's and refuses what nobody may
 #   not do;
 # - `uid=` refuses requests made as another user;
+# - `fs authorize` makes a key limited to its folder (client.v mounts it);
 # - data objects: client.u's key, with the OSD caps `fs authorize` gives,
 #   cannot get or put the data object of a file outside its folder
 #   (the OSD's object_prefix check).
@@ -120,6 +121,22 @@ mount_refused u "$tmp/u-root" "outside what this key" "subdir=/"
 mount_refused u "$tmp/u-v" "outside what this key" "subdir=/home/v"
 mount_refused u "$tmp/u-none" "does not exist" "subdir=/home/u/none"
 ok "client.u cannot mount / or /home/v, and a missing root is named"
+
+step "client.v, whose key fs authorize made"
+grep -q "^	key = [0-9a-f]\{64\}$" "$tmp/v.caps" || fail "fs authorize printed no key: $(cat "$tmp/v.caps")"
+atoll fs authorize client.v /home/v rw --keyring-out "$tmp/v.keyring" 2>/dev/null ||
+	fail "fs authorize again, same caps"
+[ "$(grep key "$tmp/v.keyring")" = "$(grep key "$tmp/v.caps")" ] || fail "fs authorize again made another key"
+sed -e "s#^keyring = .*#keyring = $tmp/v.keyring#" \
+    -e "s#^\[global\]#[global]\nauth_name = client.v#" "$conf" >"$tmp/v.conf"
+mount_as v "$tmp/v"
+echo vee >"$tmp/v/f" || fail "client.v cannot write in /home/v"
+[ "$(cat "$A/home/v/f")" = vee ] && [ ! -e "$tmp/v/home" ] || fail "client.v's mount is not /home/v"
+if atoll fs authorize client.v /home/v r >/dev/null 2>"$tmp/v.err"; then
+	fail "fs authorize changed client.v's caps"
+fi
+grep -q "other caps" "$tmp/v.err" || fail "fs authorize with other caps said: $(cat "$tmp/v.err")"
+ok "fs authorize makes the key with the caps (again: the same key; other caps: refused)"
 
 # what client.u holds open while an admin moves it out of its tree
 python3 - "$U" "$A" <<'EOF' || fail "client.u reached a file or folder moved out of its tree"
