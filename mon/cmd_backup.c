@@ -14,6 +14,10 @@
  * pieces make one consistent file while the map moves on.  Without
  * "part" the whole file comes in one reply when it fits (tests, small
  * clusters).
+ *
+ * With authentication on, the head holds the monitors' auth state (every
+ * key and service secret): it is sent only over a secure session, as
+ * `auth get` (doc/security.md, "Backups").
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -23,7 +27,9 @@
 #include "cmd.h"
 #include "crc32c.h"
 #include "encode.h"
+#include "auth.h"
 #include "mon.h"
+#include "msg.h"
 
 #define BACKUP_CHUNK_MAX	(8u << 20)
 #define BACKUP_ONESHOT_MAX	(48u << 20)
@@ -38,6 +44,39 @@ static int fail_store(struct cmd_out *o, int r)
 	return cmd_fail(o, r, "cannot read the monitor store: %s", strerror(-r));
 }
 
+/* The auth section of the head (*alen 0: authentication is off); < 0
+ * with o failed when it may not leave over this session. */
+static int auth_section(struct mon *mon, struct cmd_out *o, struct enc *a)
+{
+	enc_init(a);
+	if (!mon_auth_ready(mon))
+		return 0;
+	if (!o->conn || msg_conn_mode(o->conn) != AUTH_MODE_SECURE)
+		return cmd_fail(o, -EPERM, "a backup holds every key of the cluster and leaves a "
+				"monitor only over a secure session; set ms_mon_mode = secure "
+				"in atoll.conf");
+	mon_auth_state_append(mon, a);
+	return a->err;
+}
+
+static void auth_section_free(struct enc *a)
+{
+	auth_wipe(a->buf, a->len);
+	enc_free(a);
+}
+
+static int head_of(struct mon *mon, struct cmd_out *o, void **buf, size_t *len,
+		   uint64_t *first, uint64_t *last)
+{
+	struct enc a;
+	int r = auth_section(mon, o, &a);
+
+	if (r == 0)
+		r = mon_store_backup_head(mon->store, a.buf, a.len, buf, len, first, last);
+	auth_section_free(&a);
+	return r;
+}
+
 static int whole(struct mon *mon, struct cmd_out *o)
 {
 	uint64_t first, last, next;
@@ -46,7 +85,7 @@ static int whole(struct mon *mon, struct cmd_out *o)
 	struct enc e;
 	int r;
 
-	r = mon_store_backup_head(mon->store, &head, &hlen, &first, &last);
+	r = head_of(mon, o, &head, &hlen, &first, &last);
 	if (r == 0 && first <= last)
 		r = mon_store_backup_incs(mon->store, first, last, BACKUP_ONESHOT_MAX,
 					  &incs, &ilen, &next);
@@ -71,6 +110,8 @@ static int whole(struct mon *mon, struct cmd_out *o)
 		cmd_say(o, "backup of epochs %llu..%llu (%zu bytes)",
 			(unsigned long long)first, (unsigned long long)last, o->binlen);
 out:
+	if (head)
+		auth_wipe(head, hlen);
 	free(head);
 	free(incs);
 	return r < 0 && !o->rc ? fail_store(o, r) : r;
@@ -89,9 +130,9 @@ int cmd_mon_backup(struct mon *mon, cJSON *a, struct cmd_out *o)
 	if (!part)
 		return whole(mon, o);
 	if (!strcmp(part, "head")) {
-		r = mon_store_backup_head(mon->store, &o->bin, &o->binlen, &first, &last);
+		r = head_of(mon, o, &o->bin, &o->binlen, &first, &last);
 		if (r < 0)
-			return fail_store(o, r);
+			return o->rc ? r : fail_store(o, r);
 		cmd_say(o, "backup of epochs %llu..%llu", (unsigned long long)first,
 			(unsigned long long)last);
 		return 0;

@@ -906,6 +906,24 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("%s", err);
 		goto out_store;
 	}
+	{
+		/* a restored backup's auth state is where the auth state starts,
+		 * as its map is where the map starts */
+		void *seed_auth = NULL;
+		size_t sl = 0;
+
+		r = mon_store_load_seed_auth(mon->store, &seed_auth, &sl);
+		if (r == 0) {
+			r = mon_auth_state_restore(mon, seed_auth, sl);
+			auth_wipe(seed_auth, sl);
+		}
+		free(seed_auth);
+		if (r < 0 && r != -ENOENT) {
+			die("cannot read the restored auth state in '%s': %s", data,
+			    strerror(-r));
+			goto out_store;
+		}
+	}
 	mc.auth = mon->msg_auth;
 	r = msgr_create(&mc, &ops, mon, &mon->msgr);
 	if (r < 0) {

@@ -320,6 +320,9 @@ int mon_store_load_incs(struct mon_store *s, uint64_t first, uint64_t last,
 			struct osdmap_inc **incs);
 /* A restored backup's map (-ENOENT: none): the state's starting point. */
 int mon_store_load_seed(struct mon_store *s, struct osdmap **out);
+/* A restored backup's auth state (-ENOENT: none; *buf malloc'd, the
+ * caller wipes it): the auth state's starting point. */
+int mon_store_load_seed_auth(struct mon_store *s, void **buf, size_t *len);
 /* A snapshot at m's epoch was installed: when the history kept here ends
  * before it, the history starts again at m (older subscribers get a full
  * map). */
@@ -330,10 +333,11 @@ int mon_store_trim(struct mon_store *s, uint64_t first);
 /* Oldest epoch whose incremental is kept. */
 uint64_t mon_store_first_epoch(struct mon_store *s);
 /* The backup's head (store.c, "Backup file"): the full map of the last
- * epoch; *first..*last is the history to fetch next (*first = *last + 1:
- * none).  -ENODATA: no epoch yet.  *buf malloc'd. */
-int mon_store_backup_head(struct mon_store *s, void **buf, size_t *len,
-			  uint64_t *first, uint64_t *last);
+ * epoch and the auth state auth (alen 0: none); *first..*last is the
+ * history to fetch next (*first = *last + 1: none).  -ENODATA: no epoch
+ * yet.  *buf malloc'd. */
+int mon_store_backup_head(struct mon_store *s, const void *auth, size_t alen, void **buf,
+			  size_t *len, uint64_t *first, uint64_t *last);
 /* The history records from..to (at least one, then as many as fit in max
  * bytes); *next is the first epoch not included.  -ERANGE: not kept. */
 int mon_store_backup_incs(struct mon_store *s, uint64_t from, uint64_t to, size_t max,

@@ -18,6 +18,9 @@
  *   "inc" + be64(E)   the encoded incremental producing epoch E
  *   "seed"            a restored backup's full map: the replicated
  *                     state's starting point (absent: an empty map)
+ *   "seed_auth"       a restored backup's auth state (keys, caps, service
+ *                     secrets: auth_entry.h), the auth state's starting
+ *                     point (absent: none, the keyring is imported)
  *
  * The history is trimmed from below by a replicated trim entry
  * (mon_store_trim, trim.c says when): "first" moves up and the
@@ -40,10 +43,15 @@
 #include "crc32c.h"
 #include "encode.h"
 #include "log.h"
+#include "auth_entry.h"
 #include "mon.h"
 
 #define STORE_MAP_SIZE		(4ull << 30)	/* sparse; the map is small */
-#define BACKUP_MAGIC		"ATMONBK2"
+#define BACKUP_MAGIC		"ATMONBK3"	/* with the auth section */
+#define BACKUP_MAGIC_V2		"ATMONBK2"	/* before it: still restored */
+/* Client ids that may have been handed out after a backup was taken: a
+ * restored state skips this many (doc/security.md, "Backups"). */
+#define RESTORE_ID_SKIP		(1ull << 24)
 
 static void remove_store(const char *dir);
 
@@ -339,6 +347,30 @@ int mon_store_load_seed(struct mon_store *s, struct osdmap **out)
 	return load_map(s, "seed", out);
 }
 
+int mon_store_load_seed_auth(struct mon_store *s, void **buf, size_t *len)
+{
+	MDB_txn *t;
+	MDB_val v;
+	int r;
+
+	*buf = NULL;
+	r = lmdb_err(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t));
+	if (r < 0)
+		return r;
+	r = get(t, s->dbi, "seed_auth", 9, &v);
+	if (r == 0) {
+		*buf = malloc(v.mv_size ? v.mv_size : 1);
+		if (*buf) {
+			memcpy(*buf, v.mv_data, v.mv_size);
+			*len = v.mv_size;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	mdb_txn_abort(t);
+	return r;
+}
+
 int mon_store_reset(struct mon_store *s, const struct osdmap *m)
 {
 	struct enc ef;
@@ -483,8 +515,9 @@ int mon_store_load_incs(struct mon_store *s, uint64_t first, uint64_t last,
  * Backup file (doc/admin.md, "Backing up the monitors"), written in
  * pieces so that a history of any length fits through bounded replies:
  *
- *   head:    "ATMONBK2" fsid[16] u64 first u64 last u64 incarnation
+ *   head:    "ATMONBK3" fsid[16] u64 first u64 last u64 incarnation
  *            u32 len + full map (the full map of epoch last)
+ *            u32 len + auth state (len 0: authentication is off)
  *   history: for each epoch first..last: u32 len + its incremental
  *   trailer: u32 crc32c of every byte before it
  *
@@ -505,8 +538,8 @@ static int has_inc(struct mon_store *s, MDB_txn *t, uint64_t epoch)
 	return get(t, s->dbi, key, sizeof(key), &v);
 }
 
-int mon_store_backup_head(struct mon_store *s, void **buf, size_t *len,
-			  uint64_t *first, uint64_t *last)
+int mon_store_backup_head(struct mon_store *s, const void *auth, size_t alen, void **buf,
+			  size_t *len, uint64_t *first, uint64_t *last)
 {
 	struct enc e;
 	MDB_txn *t;
@@ -533,8 +566,11 @@ int mon_store_backup_head(struct mon_store *s, void **buf, size_t *len,
 	r = get(t, s->dbi, "incarnation", 11, &v);
 	enc_u64(&e, r == 0 && v.mv_size == 8 ? get_u64le(v.mv_data) : 1);
 	r = get(t, s->dbi, "full", 4, &v);
-	if (r == 0)
+	if (r == 0) {
 		enc_blob(&e, v.mv_data, v.mv_size);
+		enc_u32(&e, (uint32_t)alen);
+		enc_raw(&e, auth, alen);
+	}
 	mdb_txn_abort(t);
 	if (r == 0)
 		r = e.err;
@@ -615,8 +651,9 @@ static int bk_read(FILE *f, void *p, size_t n, uint32_t *crc)
 	return 0;
 }
 
-/* Reads one length-prefixed record (malloc'd into *p). */
-static int bk_record(FILE *f, void **p, size_t *n, uint32_t *crc)
+/* Reads one length-prefixed record (malloc'd into *p; an empty one only
+ * when allowed: *p NULL). */
+static int bk_record_opt(FILE *f, void **p, size_t *n, uint32_t *crc, bool empty_ok)
 {
 	uint8_t l[4];
 
@@ -624,12 +661,56 @@ static int bk_record(FILE *f, void **p, size_t *n, uint32_t *crc)
 	if (bk_read(f, l, 4, crc) < 0)
 		return -EBADMSG;
 	*n = get_u32le(l);
+	if (*n == 0 && empty_ok)
+		return 0;
 	if (*n == 0 || *n > BACKUP_REC_MAX)
 		return -EBADMSG;
 	*p = malloc(*n);
 	if (!*p)
 		return -ENOMEM;
 	return bk_read(f, *p, *n, crc);
+}
+
+static int bk_record(FILE *f, void **p, size_t *n, uint32_t *crc)
+{
+	return bk_record_opt(f, p, n, crc, false);
+}
+
+/* The backup's auth state, checked and made safe to start from: the
+ * client ids given out after the backup are unknown, so the restored
+ * state skips RESTORE_ID_SKIP of them and every monitor's range is
+ * dropped (each gets a fresh one).  *out malloc'd; -EBADMSG: malformed. */
+static int restored_auth(const void *p, size_t n, void **out, size_t *outlen)
+{
+	struct mon_auth_state *st = calloc(1, sizeof(*st));
+	struct enc e;
+	int r;
+
+	*out = NULL;
+	if (!st)
+		return -ENOMEM;
+	r = mon_auth_state_decode(p, n, st);
+	if (r != 1 || !st->booted) {
+		r = -EBADMSG;
+		goto out;
+	}
+	st->id_next = st->id_next + RESTORE_ID_SKIP > MON_AUTH_SEQ_MAX ? MON_AUTH_SEQ_MAX :
+		      st->id_next + RESTORE_ID_SKIP;
+	st->nranges = 0;
+	enc_init(&e);
+	mon_auth_state_encode(st, &e);
+	r = e.err;
+	if (!r) {
+		*out = enc_take(&e, outlen);
+		r = *out ? 0 : -ENOMEM;
+	}
+	auth_wipe(e.buf, e.len);
+	enc_free(&e);
+out:
+	keyring_free(&st->ents);
+	auth_wipe(st, sizeof(*st));
+	free(st);
+	return r;
 }
 
 int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
@@ -640,19 +721,21 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 	uint64_t first, last, ep, incarnation;
 	uint32_t crc = 0;
 	const uint8_t *fsid = hdr + 8;
-	void *fp = NULL, *p = NULL;
-	size_t fl, n;
+	void *fp = NULL, *p = NULL, *ap = NULL;
+	size_t fl, n, al = 0;
+	bool v3;
 	MDB_txn *t = NULL;
 	uint8_t u[8];
 	int r;
 
 	err[0] = '\0';
 	if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) ||
-	    memcmp(hdr, BACKUP_MAGIC, 8) != 0) {
+	    (memcmp(hdr, BACKUP_MAGIC, 8) != 0 && memcmp(hdr, BACKUP_MAGIC_V2, 8) != 0)) {
 		snprintf(err, errlen, "the file is not a monitor backup (bad magic); take "
 			 "one with: atoll mon backup FILE");
 		return -EBADMSG;
 	}
+	v3 = memcmp(hdr, BACKUP_MAGIC, 8) == 0;
 	crc = atoll__crc32c(0, hdr, sizeof(hdr));
 	first = get_u64le(hdr + 24);
 	last = get_u64le(hdr + 32);
@@ -670,6 +753,19 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 		dec_init(&fd, fp, fl);
 		if (osdmap_decode(&fd, &full) < 0 || full->epoch != last ||
 		    memcmp(full->fsid, fsid, 16) != 0)
+			goto out_bad;
+	}
+	if (v3) {
+		r = bk_record_opt(f, &p, &n, &crc, true);
+		if (r == 0 && p)
+			r = restored_auth(p, n, &ap, &al);
+		if (p)
+			auth_wipe(p, n);
+		free(p);
+		p = NULL;
+		if (r == -ENOMEM)
+			goto out;
+		if (r < 0)
 			goto out_bad;
 	}
 	/* a history from epoch 1 is replayed and must give the full map; a
@@ -742,6 +838,8 @@ int mon_store_restore(const char *dir, FILE *f, char *err, size_t errlen)
 	/* the replicated state of the restored monitor starts from here */
 	if (r == 0)
 		r = put(t, s->dbi, "seed", 4, fp, fl);
+	if (r == 0 && ap)
+		r = put(t, s->dbi, "seed_auth", 9, ap, al);
 	if (r == 0)
 		r = put(t, s->dbi, "fsid", 4, fsid, 16);
 	/* the incarnation the backup was taken in (atoll-mon --restore
@@ -761,6 +859,9 @@ out_bad:
 out:
 	free(p);
 	free(fp);
+	if (ap)
+		auth_wipe(ap, al);
+	free(ap);
 	if (t)
 		mdb_txn_abort(t);
 	if (r < 0 && s) {

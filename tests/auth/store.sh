@@ -171,3 +171,32 @@ done
 atoll mon backup "$tmp/bk" >/dev/null 2>&1 || fail "mon backup"
 [ "$(stat -c %a "$tmp/bk")" = 600 ] || fail "backup mode $(stat -c %a "$tmp/bk")"
 ok "monitor data folders 0700 with no file readable by others; backups 0600"
+
+# ---- a backup holds the auth state: it leaves only over a secure session,
+# and a monitor restored from it knows every key
+if ATOLL_CONF=$tmp/crc.conf atoll mon backup "$tmp/bk-crc" >/dev/null 2>"$tmp/err"; then
+	fail "mon backup over a crc session"
+fi
+grep -q "secure" "$tmp/err" || fail "mon backup over crc said: $(cat "$tmp/err")"
+[ ! -e "$tmp/bk-crc" ] || fail "mon backup over crc left a file"
+raddr=127.0.0.9:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.9", 0)); print(s.getsockname()[1])')
+"$bindir/mon/atoll-mon" --restore "$tmp/bk" --data "$tmp/rmon" --name a --addr "$raddr" \
+	>/dev/null 2>"$tmp/err" || fail "restore: $(cat "$tmp/err")"
+sed '/^metrics_addr/d' "$ATOLL_CONF" >"$tmp/rmon.conf"	# mon.a's port is taken
+"$bindir/mon/atoll-mon" --data "$tmp/rmon" --addr "$raddr" --conf "$tmp/rmon.conf" \
+	--log "$tmp/rmon.log" 2>"$tmp/rmon.err" &
+rmon=$!
+stop_rmon() { kill "$rmon" 2>/dev/null; wait "$rmon" 2>/dev/null || true; }
+cleanup_hook=stop_rmon
+for _ in $(seq 100); do
+	kill -0 "$rmon" 2>/dev/null || fail "the restored monitor exited: $(cat "$tmp/rmon.err")"
+	ATOLL_CONF=$tmp/w.conf timeout 10 "$atoll_bin" -m "$raddr" status >/dev/null 2>&1 && break
+	sleep 0.2
+done
+ATOLL_CONF=$tmp/w.conf atoll -m "$raddr" status >/dev/null 2>"$tmp/err" ||
+	fail "client.w (made with auth add) at the restored monitor: $(cat "$tmp/err")"
+atoll -m "$raddr" auth ls | grep -q '^\[client.w\]' || fail "restored auth ls: $(atoll -m "$raddr" auth ls)"
+grep -q "auth state created" "$tmp/rmon.log" && fail "the restored monitor made its auth state afresh from its keyring file"
+stop_rmon
+cleanup_hook=
+ok "mon backup refuses a crc session; a monitor restored from a backup knows the keys made with auth add"

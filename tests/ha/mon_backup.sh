@@ -123,7 +123,8 @@ skip = int(sys.argv[3])
 assert crc32c(b[:-4]) == struct.unpack('<I', b[-4:])[0], "checksum"
 first, last = struct.unpack('<QQ', b[24:40])
 off = 48
-(fl,) = struct.unpack('<I', b[off:off + 4]); off += 4 + fl
+(fl,) = struct.unpack('<I', b[off:off + 4]); off += 4 + fl   # the full map
+(al,) = struct.unpack('<I', b[off:off + 4]); off += 4 + al   # the auth state
 head = b[:off]
 for _ in range(skip):
     (l,) = struct.unpack('<I', b[off:off + 4]); off += 4 + l
