@@ -48,6 +48,9 @@
 #                     the secure wire mode against crc
 #   --disklimit PATH  the reference script (default bench/disklimit.sh,
 #                     or $DISKLIMIT)
+#   --no-reference    skip the disk references (bench/ab-bench.sh, which
+#                     compares cluster configurations with each other):
+#                     no ratio, no verdict on the throughput targets
 #   --out DIR         raw outputs (default scratch/cluster-bench-DATE/)
 #   --quick           the whole pipeline fast: 1 run, 3 s, 256 MiB prefill,
 #                     4G stores; its figures are not the benchmark's
@@ -64,7 +67,7 @@ set -euo pipefail
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-runs=3 seconds=15 prefill=2 size=10G mons=3 quick=0 keep=0 dir= out= perf=0 noisy=0
+runs=3 seconds=15 prefill=2 size=10G mons=3 quick=0 keep=0 dir= out= perf=0 noisy=0 noref=0
 sets=()
 disklimit=${DISKLIMIT:-$root/bench/disklimit.sh}
 while [ $# -gt 0 ]; do
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1; shift ;;
 	--perf) perf=1; shift ;;
 	--allow-noisy) noisy=1; shift ;;
+	--no-reference) noref=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "cluster-bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -211,10 +215,14 @@ echo "== prefill: $prefill_objs objects of 4 MiB for the reads" >&2
 	--run-name bench_reads --format json >"$out/prefill.json"
 
 for i in $(seq 1 "$runs"); do
-	echo "== run $i/$runs: reference (disklimit.sh)" >&2
-	bash "$disklimit" "$dir" "$seconds" >"$out/ref.$i.tsv"
-	bash "$root/bench/durable-ceiling.sh" "$dir" "$seconds" >>"$out/ref.$i.tsv"
-	cat "$out/ref.$i.tsv" >&2
+	if [ $noref -eq 1 ]; then
+		: >"$out/ref.$i.tsv"
+	else
+		echo "== run $i/$runs: reference (disklimit.sh)" >&2
+		bash "$disklimit" "$dir" "$seconds" >"$out/ref.$i.tsv"
+		bash "$root/bench/durable-ceiling.sh" "$dir" "$seconds" >>"$out/ref.$i.tsv"
+		cat "$out/ref.$i.tsv" >&2
+	fi
 	echo "== run $i/$runs: cluster writes" >&2
 	# --no-cleanup, then cleanup outside the measurement: removing the
 	# objects must not count in the CPU time per write
@@ -259,7 +267,10 @@ for name, key, label, r, target in (
         ("w4k", "iops", "4K write IOPS", "replicated3_durable_4K_limit_IOPS", 0.70),
         ("r4k", "iops", "4K read IOPS", "randread_4K_QD32_IOPS", 0.30)):
     v = med([x[key] for x in b[name]])
-    d = med(ref[r]) if r in ref else 0
+    if r not in ref:    # --no-reference
+        print("%-22s %10.1f  %-34s %10s" % (label, v, "(no reference)", "-"))
+        continue
+    d = med(ref[r])
     ratio = v / d if d else 0
     good = ratio >= target
     ok &= good
