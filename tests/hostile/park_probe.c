@@ -39,7 +39,7 @@ struct probe {
 	unsigned done, eagain_now, eagain_late, other, transport;
 };
 
-static struct probe P = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+static struct probe P = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 static void on_msg(void *arg, struct msg_conn *c, struct msg *m)
 {

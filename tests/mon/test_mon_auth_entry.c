@@ -150,11 +150,11 @@ Test(mon_auth_entry, refuses_bad_entries)
 
 	memset(&e, 0, sizeof(e));
 	e.op = MON_AUTH_IDRANGE;
-	e.range = (struct mon_auth_range){ 1, 10, 10 };	/* empty */
+	e.range = (struct mon_auth_range){ .member = 1, .first = 10, .end = 10 };	/* empty */
 	cr_assert_eq(roundtrip(&e, &d, &b), -EBADMSG);
 	mon_auth_entry_clear(&d);
 	enc_free(&b);
-	e.range = (struct mon_auth_range){ 1, 1, MON_AUTH_SEQ_MAX + 2 };	/* past the ids */
+	e.range = (struct mon_auth_range){ .member = 1, .first = 1, .end = MON_AUTH_SEQ_MAX + 2 };	/* past the ids */
 	cr_assert_eq(roundtrip(&e, &d, &b), -EBADMSG);
 	mon_auth_entry_clear(&d);
 	enc_free(&b);
@@ -201,8 +201,8 @@ Test(mon_auth_entry, state_roundtrips_and_checks)
 	s.idkey[0] = 3;
 	s.id_next = 131073;
 	s.nranges = 2;
-	s.ranges[0] = (struct mon_auth_range){ 1, 1, 65537 };
-	s.ranges[1] = (struct mon_auth_range){ 2, 65537, 131073 };
+	s.ranges[0] = (struct mon_auth_range){ .member = 1, .first = 1, .end = 65537 };
+	s.ranges[1] = (struct mon_auth_range){ .member = 2, .first = 65537, .end = 131073 };
 	s.svc[1].n = 3;
 	for (uint32_t i = 0; i < 3; i++)
 		s.svc[1].g[i] = (struct mon_auth_gen){ .gen = i + 1, .start = 100 * i };
