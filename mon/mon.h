@@ -31,6 +31,7 @@ struct msg_conn;
 struct msgr;
 struct config;
 struct mon_store;
+struct dash;
 struct enc;
 
 /* Options the monitor reads (doc/daemons.md), durations in ms. */
@@ -236,6 +237,7 @@ struct mon {
 	volatile sig_atomic_t stop;
 	uint64_t next_tick_ms;
 	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
+	struct dash *dashboard;		/* NULL: no dashboard_addr (dashboard.c) */
 };
 
 /* ---- time ---- */
