@@ -150,7 +150,8 @@ static enum MHD_Result send_file(struct dash *d, struct MHD_Connection *conn,
 	return send_owned(conn, MHD_HTTP_OK, type, buf, got, NULL, NULL);
 }
 
-/* {"status": SNAPSHOT, "images": LIST|null[, "history": [...]]} from
+/* {"status": SNAPSHOT, "images": LIST|null, "fs": MDS|null[, "history":
+ * [...]]} from
  * what the other threads published (under d->mu); history holds the
  * samples taken after since (wall clock ms) when history is true. */
 static char *api_status(struct dash *d, bool history, uint64_t since, size_t *len)
@@ -163,14 +164,15 @@ static char *api_status(struct dash *d, bool history, uint64_t since, size_t *le
 		pthread_mutex_unlock(&d->mu);
 		return NULL;
 	}
-	need += strlen(d->status) + (d->images ? strlen(d->images) : 4);
+	need += strlen(d->status) + (d->images ? strlen(d->images) : 4) +
+		(d->fs ? strlen(d->fs) : 4);
 	for (uint32_t i = 0; history && i < d->hist_n; i++)
 		if (d->hist_t[(d->hist_head + i) % DASH_HIST] > since)
 			need += strlen(d->hist[(d->hist_head + i) % DASH_HIST]) + 1;
 	b = malloc(need);
 	if (b) {
-		p = b + sprintf(b, "{\"status\":%s,\"images\":%s", d->status,
-				d->images ? d->images : "null");
+		p = b + sprintf(b, "{\"status\":%s,\"images\":%s,\"fs\":%s", d->status,
+				d->images ? d->images : "null", d->fs ? d->fs : "null");
 		if (history) {
 			bool first = true;
 
@@ -547,6 +549,7 @@ void mon_dashboard_stop(struct mon *mon)
 	dash_worker_stop(d);
 	forget(d);
 	free(d->images);
+	free(d->fs);
 	free(d->cert);
 	free(d->key);
 	pthread_cond_destroy(&d->wcond);

@@ -1,6 +1,7 @@
 /*
  * dashboard_images.c - the dashboard's worker thread: the block images
- * of every pool and who holds each one's lock (doc/dashboard.md).
+ * of every pool and who holds each one's lock (doc/dashboard.md), and
+ * (dashboard_fs.c) the file system's clients.
  *
  * This is the one part of the dashboard that reads from OSDs (image
  * directories and headers are objects), so it runs apart from the
@@ -196,6 +197,7 @@ static void *worker(void *arg)
 {
 	struct dash *d = arg;
 	struct atoll_cluster *c = NULL;
+	struct dash_fs *fs = NULL;
 	uint64_t next = 0;
 
 	pthread_mutex_lock(&d->wmu);
@@ -212,19 +214,28 @@ static void *worker(void *arg)
 		leader = d->leader;
 		pthread_mutex_unlock(&d->mu);
 		now = mono_now_ms();
-		if (!leader && c) {
-			/* a follower lists nothing: its handle goes */
+		if (!leader && (c || fs)) {
+			/* a follower lists nothing: its handles go */
 			atoll_cluster_shutdown(c);
 			c = NULL;
+			dash_fs_free(fs);
+			fs = NULL;
 			publish(d, NULL);
+			pthread_mutex_lock(&d->mu);
+			free(d->fs);
+			d->fs = NULL;
+			pthread_mutex_unlock(&d->mu);
 		} else if (leader && now >= next && dash_watched(d)) {
 			refresh(d, &c);
+			if (!stopping(d))
+				dash_fs_refresh(d, &fs);
 			next = mono_now_ms() + d->images_every_ms;
 		}
 		pthread_mutex_lock(&d->wmu);
 	}
 	pthread_mutex_unlock(&d->wmu);
 	atoll_cluster_shutdown(c);
+	dash_fs_free(fs);
 	return NULL;
 }
 

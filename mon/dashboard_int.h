@@ -38,6 +38,7 @@ struct dash {
 	uint64_t hist_t[DASH_HIST];	/* each one's time (wall clock, ms) */
 	uint32_t hist_n, hist_head;	/* count; index of the oldest */
 	char *images;			/* the worker's last list (JSON) */
+	char *fs;			/* its last MDS statuses (JSON) */
 	uint64_t last_poll_ms;		/* monotonic: last /api request */
 
 	/* the worker (dashboard_images.c); wmu/wcond wake it */
@@ -65,6 +66,13 @@ void dash_url_of(struct mon *mon, const char *name, const char *maddr, char *out
 /* dashboard_images.c */
 int dash_worker_start(struct dash *d, char *err, size_t errlen);
 void dash_worker_stop(struct dash *d);
+
+/* dashboard_fs.c, the worker: asks each active MDS its clients and
+ * publishes them (d->fs); *fsp is the worker's messenger, made on
+ * demand, dropped after an error. */
+struct dash_fs;
+void dash_fs_refresh(struct dash *d, struct dash_fs **fsp);
+void dash_fs_free(struct dash_fs *fs);
 
 /* Whether someone looked within DASH_IDLE_MS (any thread). */
 bool dash_watched(struct dash *d);

@@ -33,7 +33,7 @@ function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (k === "class") e.className = v;
-    else if (k === "style") e.setAttribute("style", v);
+    else if (k === "style") Object.assign(e.style, v);  /* CSSOM: allowed by the CSP */
     else e.setAttribute(k, v);
   }
   for (const c of children) {
@@ -72,8 +72,8 @@ function duration(s) {
 
 function bar(frac, label, big) {
   const f = Math.max(0, Math.min(1, frac || 0));
-  const fill = el("div", { style: "width:" + (f * 100).toFixed(1) + "%" });
-  if (f > 0.85) fill.setAttribute("style", fill.getAttribute("style") + ";background:#c62828");
+  const fill = el("div", { style: { width: (f * 100).toFixed(1) + "%" } });
+  if (f > 0.85) fill.style.background = "#c62828";
   return el("div", { class: big ? "bar big" : "bar" }, fill, el("span", {}, label));
 }
 
@@ -190,7 +190,7 @@ function mdsLine(d, role) {
     el("td", {}, d.journal_segment + ":" + d.journal_seq));
 }
 
-function renderFs(m) {
+function renderFs(m, fsinfo) {
   const fss = (m && m.filesystems) || [];
   if (!fss.length) {
     replace("fs-body", el("p", { class: "muted" }, "No MDS daemon: no file system."));
@@ -200,9 +200,24 @@ function renderFs(m) {
     const rows = [];
     if (fs.active) rows.push(mdsLine(fs.active, "active"));
     for (const s of fs.standbys || []) rows.push(mdsLine(s, "standby"));
-    const clients = fs.clients ?
-      el("p", {}, `${fs.clients.length} clients: ` + fs.clients.map((c) => "client." + c.id).join(", ")) :
-      el("p", { class: "muted" }, "Connected clients: atoll fs status lists them (the MDS keeps them).");
+    const info = fs.active && fsinfo && (fsinfo.filesystems || []).find((x) => x.mds === fs.active.name);
+    let clients;
+    if (info && info.error) {
+      clients = el("p", { class: "down" }, "Clients unknown: " + info.error);
+    } else if (info && info.clients) {
+      clients = el("div", {},
+        el("p", {}, `${info.clients.length} clients connected, ${info.sessions} sessions, ` +
+          `${num(info.inodes)} inodes, ${num(info.requests)} requests served`),
+        info.clients.length ? el("table", { class: "fs-clients" },
+          el("thead", {}, el("tr", {}, ...["client", "address", "requests", "connected for"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, ...info.clients.map((c) => el("tr", {},
+            el("td", {}, "client." + c.id), el("td", {}, c.addr), el("td", {}, num(c.requests)),
+            el("td", {}, duration(c.connected_ms / 1000)))))) : null);
+    } else if (fsinfo && fsinfo.error) {
+      clients = el("p", { class: "down" }, "Clients unknown: " + fsinfo.error);
+    } else {
+      clients = el("p", { class: "muted" }, "Asking the active MDS for its clients…");
+    }
     return el("div", { class: "fs" },
       el("p", {}, `pools ${fs.meta_pool} (metadata) + ${fs.data_pool} (data), granted in epoch ${fs.grant_epoch}` +
         (fs.active ? "" : " — NO ACTIVE MDS")),
@@ -274,6 +289,10 @@ function level(get) {
   return state.samples.filter((s) => get(s) !== undefined).map((s) => [s.t, get(s)]);
 }
 
+function latest() {
+  return state.samples.length ? state.samples[state.samples.length - 1].t : Date.now();
+}
+
 function niceMax(v) {
   if (v <= 0) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
@@ -291,7 +310,8 @@ function drawChart(id, series, fmt) {
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, w, h);
   const L = 58, R = 8, T = 8, B = 20;
-  const now = Date.now(), t0 = now - WINDOW_MS;
+  /* the leader's clock, not the browser's: its samples are stamped by it */
+  const now = latest(), t0 = now - WINDOW_MS;
   let max = 0, points = 0;
   for (const s of series) for (const [t, v] of s.points) if (t >= t0) { max = Math.max(max, v); points++; }
   max = niceMax(max);
@@ -326,7 +346,7 @@ function drawChart(id, series, fmt) {
   const legend = document.getElementById(id.replace("chart-", "legend-"));
   legend.replaceChildren(...series.map((s, k) => {
     const last = s.points.length ? s.points[s.points.length - 1][1] : undefined;
-    return el("span", {}, el("i", { style: "background:" + (s.color || COLORS[k % COLORS.length]) }),
+    return el("span", {}, el("i", { style: { background: s.color || COLORS[k % COLORS.length] } }),
       s.name + ": " + (last === undefined ? "-" : fmt(last)));
   }));
 }
@@ -364,7 +384,7 @@ function addSamples(list) {
     if (!s || typeof s.t !== "number" || (last && s.t <= last.t)) continue;
     state.samples.push(s);
   }
-  const t0 = Date.now() - WINDOW_MS - 60000;
+  const t0 = latest() - WINDOW_MS - 60000;
   while (state.samples.length && state.samples[0].t < t0) state.samples.shift();
 }
 
@@ -422,7 +442,7 @@ async function poll() {
       renderPools(s.pools);
       renderPgs(s.pg);
       renderRecovery(s.pg);
-      renderFs(s.mds);
+      renderFs(s.mds, j.fs);
       renderMons(s.quorum);
       renderImages(j.images);
       renderCharts();

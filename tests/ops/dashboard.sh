@@ -1,0 +1,178 @@
+#!/bin/bash
+# tests/ops/dashboard.sh ATOLL-CLUSTER ATOLL [ARTIFACT-DIR] - the monitors'
+# web dashboard (doc/dashboard.md) in Debian's headless Chromium, on one
+# local cluster: `atoll-cluster up` prints every monitor's dashboard URL;
+# a monitor that does not lead redirects to the one that does (307) and
+# tells a page where it is (/api/leader); the dashboard is read only
+# (POST gets 405); the leader's page loads with no console message, shows
+# HEALTH_OK, the OSD tree, the pool and the images, and draws its charts;
+# an OSD killed shows as down with OSD_DOWN's text within seconds of the
+# monitors marking it down, and no election happens meanwhile (the
+# dashboard's OSD reads stay off the monitors' threads).  Screenshots of
+# the healthy page and of the page during the recovery are kept in
+# ARTIFACT-DIR (meson's log folder).  Skipped (77) without chromium.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../cluster/lib.sh
+. "$here/../cluster/lib.sh"
+artifacts=${1:-}
+
+chromium_bin=$(command -v chromium || command -v chromium-browser || true)
+[ -n "$chromium_bin" ] || skip "chromium is not installed (scripts/deps.sh)"
+
+# browse URL OUT [SCREENSHOT]: the page's DOM after its scripts ran a few
+# polls (in OUT), its console messages (OUT.console), and a screenshot
+browse() {
+	local url=$1 out=$2 shot=${3:-} rc=0
+	local args=(--headless --no-sandbox --disable-gpu --no-first-run
+		--no-default-browser-check --disable-extensions --disable-sync
+		--disable-background-networking --disable-component-update
+		--disable-breakpad --mute-audio --hide-scrollbars
+		--user-data-dir="$tmp/chromium" --enable-logging=stderr --v=0
+		--window-size=1400,2400 --virtual-time-budget=7000)
+	if [ -n "$shot" ]; then
+		timeout 60 "$chromium_bin" "${args[@]}" --screenshot="$shot" "$url" \
+			>/dev/null 2>"$out.stderr" || rc=$?
+	else
+		timeout 60 "$chromium_bin" "${args[@]}" --dump-dom "$url" \
+			>"$out" 2>"$out.stderr" || rc=$?
+	fi
+	[ $rc -eq 0 ] || { tail -n 20 "$out.stderr" >&2; fail "chromium on $url exited $rc"; }
+	# the page's own messages and failed loads come out as CONSOLE lines
+	grep -a 'CONSOLE' "$out.stderr" >"$out.console" || true
+}
+
+cluster_up --osds 3 --mds 1
+dash_of() { awk -v n="$1" '$1 == "dashboard" && $2 == n { print $3 }' "$cdir/cluster.state"; }
+mons=$(awk '$1 == "daemon" && $3 == "mon" { print $2 }' "$cdir/cluster.state")
+for m in $mons; do
+	u=$(dash_of "$m")
+	case $u in http://127.0.0.*/) ;; *) fail "$m has no loopback dashboard URL: '$u'" ;; esac
+	grep -q "^  $m *$u\$" "$tmp/up.out" || fail "up did not print $m's dashboard URL: $(cat "$tmp/up.out")"
+done
+ok "up gives every monitor a loopback dashboard URL and prints it"
+
+wait_health HEALTH_OK
+leader=mon.$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
+lurl=$(dash_of "$leader")
+lurl=${lurl%/}
+term0=$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["term"])')
+
+# HTTP: read only; a follower redirects, and says where the leader is
+http() {
+	python3 - "$@" <<'EOF'
+import sys, urllib.request, urllib.error
+method, url = sys.argv[1], sys.argv[2]
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a, **k):
+        return None
+opener = urllib.request.build_opener(NoRedirect)
+try:
+    r = opener.open(urllib.request.Request(url, method=method), timeout=10)
+    code, loc, body = r.status, r.headers.get("Location", ""), r.read()
+except urllib.error.HTTPError as e:
+    code, loc, body = e.code, e.headers.get("Location", ""), e.read()
+print(code, loc)
+sys.stdout.flush()
+if len(sys.argv) > 3:
+    open(sys.argv[3], "wb").write(body)
+EOF
+}
+for m in $mons; do
+	[ "$m" = "$leader" ] && continue
+	fu=$(dash_of "$m")
+	set -- $(http GET "${fu}api/status")
+	[ "$1" = 307 ] && [ "${2:-}" = "$lurl/api/status" ] ||
+		fail "$m answers /api/status with '$*', not 307 to $lurl/api/status"
+	set -- $(http GET "$fu")
+	[ "$1" = 307 ] && [ "${2:-}" = "$lurl/" ] || fail "$m answers / with '$*', not 307 to $lurl/"
+	http GET "${fu}api/leader" "$tmp/leader.json" >/dev/null
+	pyjson "j['leader'] is False and j['leader_url'] == '$lurl'" <"$tmp/leader.json" ||
+		fail "$m's /api/leader does not name $lurl"
+done
+set -- $(http POST "$lurl/api/status")
+[ "$1" = 405 ] || fail "POST to the dashboard got $1, not 405"
+set -- $(http GET "$lurl/../../etc/passwd")
+[ "$1" = 404 ] || fail "a path outside the page's files got $1, not 404"
+ok "the followers redirect to the leader's dashboard ($leader) and name it; POST gets 405"
+
+# something to show: objects and an image
+head -c 65536 /dev/urandom >"$tmp/obj"
+for i in $(seq 40); do atoll put default "d$i" "$tmp/obj" || fail "put d$i"; done
+atoll image create default disk1 --size 64M >/dev/null || fail "image create"
+http GET "$lurl/api/status?since=0" "$tmp/status.json" >/dev/null
+pyjson "j['status']['health']['status'] == 'HEALTH_OK' and len(j['history']) >= 2" <"$tmp/status.json" ||
+	fail "/api/status is not a healthy snapshot with history"
+for _ in $(seq 100); do
+	http GET "$lurl/api/status" "$tmp/status.json" >/dev/null
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))
+im=j["images"] or {}
+sys.exit(0 if any(i["name"] == "disk1" for p in im.get("pools", []) for i in p.get("images", [])) else 1)' \
+		"$tmp/status.json" && break
+	sleep 0.3
+done
+pyjson "any(i['name'] == 'disk1' for p in (j['images'] or {}).get('pools', []) for i in p['images'])" \
+	<"$tmp/status.json" || fail "the dashboard does not list image disk1 (as client.dashboard)"
+ok "/api/status: the snapshot, the samples of the last minutes and the images (read as client.dashboard)"
+
+# the page in a browser
+browse "$lurl/" "$tmp/healthy.html"
+[ -s "$tmp/healthy.html" ] || fail "chromium dumped no DOM"
+[ ! -s "$tmp/healthy.html.console" ] || fail "console messages: $(cat "$tmp/healthy.html.console")"
+grep -q 'id="health-status" class="badge HEALTH_OK">HEALTH_OK<' "$tmp/healthy.html" ||
+	fail "the page does not show HEALTH_OK: $(grep -o 'id="health-status"[^<]*' "$tmp/healthy.html")"
+for i in 0 1 2; do
+	grep -q "id=\"osd-$i\" data-status=\"up\" data-in=\"true\"" "$tmp/healthy.html" ||
+		fail "the OSD tree does not show osd.$i up and in"
+done
+grep -q 'id="pool-default"' "$tmp/healthy.html" || fail "the pools do not show 'default'"
+grep -q 'id="image-default-disk1"' "$tmp/healthy.html" || fail "the images do not show disk1"
+grep -q 'mds\.a' "$tmp/healthy.html" || fail "the file system does not show mds.a"
+for c in chart-client chart-recovery chart-degraded; do
+	grep -Eq "id=\"$c\"[^>]*data-points=\"[1-9]" "$tmp/healthy.html" || fail "chart $c drew no point"
+done
+ok "the page loads with no console message: HEALTH_OK, 3 OSDs up and in, the pool, disk1, mds.a, 3 charts"
+
+if [ -n "$artifacts" ]; then
+	mkdir -p "$artifacts"
+	browse "$lurl/" "$tmp/shot" "$artifacts/dashboard-healthy.png"
+	[ -s "$artifacts/dashboard-healthy.png" ] || fail "no screenshot written"
+	ok "screenshot: $artifacts/dashboard-healthy.png"
+fi
+
+# an OSD killed: down with its health text within seconds of being marked
+"$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
+for _ in $(seq 150); do
+	atoll --format json osd tree 2>/dev/null | grep -q '"status":"down"' && break
+	sleep 0.2
+done
+atoll --format json osd tree | grep -q '"status":"down"' || fail "the monitors did not mark osd.2 down"
+t0=$(date +%s)
+seen=
+for _ in $(seq 5); do
+	browse "$lurl/" "$tmp/down.html"
+	if grep -q 'id="osd-2" data-status="down"' "$tmp/down.html" &&
+	   grep -q 'id="check-OSD_DOWN"' "$tmp/down.html"; then
+		seen=$(( $(date +%s) - t0 ))
+		break
+	fi
+done
+[ -n "$seen" ] || fail "the page does not show osd.2 down with OSD_DOWN"
+[ ! -s "$tmp/down.html.console" ] || fail "console messages: $(cat "$tmp/down.html.console")"
+grep -q 'class="badge HEALTH_WARN"' "$tmp/down.html" || fail "the badge is not HEALTH_WARN"
+grep -A3 'id="check-OSD_DOWN"' "$tmp/down.html" | grep -q 'What to do' || fail "OSD_DOWN has no fix"
+ok "osd.2 killed: the page shows it down, HEALTH_WARN and OSD_DOWN with what to do (${seen}s after the mark)"
+
+# recovery: osd.2 out, the data moves; the page shows progress
+atoll osd out 2 >/dev/null || fail "osd out 2"
+if [ -n "$artifacts" ]; then
+	browse "$lurl/" "$tmp/shot" "$artifacts/dashboard-recovery.png"
+	ok "screenshot during the recovery: $artifacts/dashboard-recovery.png"
+fi
+browse "$lurl/" "$tmp/recovery.html"
+grep -q 'id="recovery-state"' "$tmp/recovery.html" || fail "the page has no recovery section"
+ok "the recovery section shows"
+
+term1=$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["term"])')
+[ "$term0" = "$term1" ] || fail "an election happened (term $term0 -> $term1) with the dashboard open"
+ok "no election while the dashboard was read through an OSD kill (term $term1)"
