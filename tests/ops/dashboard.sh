@@ -96,9 +96,10 @@ set -- $(http GET "$lurl/../../etc/passwd")
 [ "$1" = 404 ] || fail "a path outside the page's files got $1, not 404"
 ok "the followers redirect to the leader's dashboard ($leader) and name it; POST gets 405"
 
-# something to show: objects and an image
-head -c 65536 /dev/urandom >"$tmp/obj"
-for i in $(seq 40); do atoll put default "d$i" "$tmp/obj" || fail "put d$i"; done
+# something to show: 48 MiB of objects (a recovery that lasts a moment)
+# and an image
+atoll bench default 20 write -b 1M -t 8 --max-ops 48 --no-cleanup >/dev/null 2>&1 ||
+	fail "atoll bench write"
 atoll image create default disk1 --size 64M >/dev/null || fail "image create"
 http GET "$lurl/api/status?since=0" "$tmp/status.json" >/dev/null
 pyjson "j['status']['health']['status'] == 'HEALTH_OK' and len(j['history']) >= 2" <"$tmp/status.json" ||
@@ -143,10 +144,10 @@ fi
 # an OSD killed: down with its health text within seconds of being marked
 "$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
 for _ in $(seq 150); do
-	atoll --format json osd tree 2>/dev/null | grep -q '"status":"down"' && break
+	atoll --format json osd tree 2>/dev/null | grep -Eq '"status": ?"down"' && break
 	sleep 0.2
 done
-atoll --format json osd tree | grep -q '"status":"down"' || fail "the monitors did not mark osd.2 down"
+atoll --format json osd tree | grep -Eq '"status": ?"down"' || fail "the monitors did not mark osd.2 down"
 t0=$(date +%s)
 seen=
 for _ in $(seq 5); do
@@ -176,3 +177,62 @@ ok "the recovery section shows"
 term1=$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["term"])')
 [ "$term0" = "$term1" ] || fail "an election happened (term $term0 -> $term1) with the dashboard open"
 ok "no election while the dashboard was read through an OSD kill (term $term1)"
+
+# HTTPS: a lone monitor of its own refuses a dashboard beyond loopback
+# without a certificate, and serves it over TLS with one
+mon_bin=$bindir/mon/atoll-mon
+lone_pid=
+stop_lone() {
+	if [ -n "$lone_pid" ]; then
+		kill "$lone_pid" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$lone_pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$lone_pid" 2>/dev/null || true
+		lone_pid=
+	fi
+}
+cleanup_hook=stop_lone
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+mport=$(free_port)
+dport=$(free_port)
+printf '[global]\nmon_host = 127.0.0.1:%s\n' "$mport" >"$tmp/lone.conf"
+"$mon_bin" --mkfs --data "$tmp/lone" --name z --initial "z=127.0.0.1:$mport" \
+	--conf "$tmp/lone.conf" >"$tmp/lone.mkfs" 2>&1 || fail "atoll-mon --mkfs: $(cat "$tmp/lone.mkfs")"
+rc=0
+timeout 30 "$mon_bin" --data "$tmp/lone" --conf "$tmp/lone.conf" \
+	--set "dashboard_addr=192.0.2.1:$dport" >"$tmp/lone.out" 2>&1 || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a dashboard on 192.0.2.1 without HTTPS was not refused (exit $rc)"
+grep -q "not a loopback address" "$tmp/lone.out" || fail "the refusal does not say why: $(cat "$tmp/lone.out")"
+ok "a dashboard beyond loopback without a certificate is refused at start"
+
+if command -v openssl >/dev/null; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$tmp/dash.key" -out "$tmp/dash.crt" >/dev/null 2>&1 || fail "openssl req"
+	"$mon_bin" --data "$tmp/lone" --conf "$tmp/lone.conf" \
+		--set "dashboard_addr=127.0.0.1:$dport" --set "dashboard_cert=$tmp/dash.crt" \
+		--set "dashboard_key=$tmp/dash.key" >"$tmp/lone.out" 2>&1 &
+	lone_pid=$!
+	got=
+	for _ in $(seq 100); do
+		got=$(python3 - "https://127.0.0.1:$dport/" "$tmp/dash.crt" <<'PYEOF' 2>/dev/null || true
+import ssl, sys, urllib.request
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+r = urllib.request.urlopen(sys.argv[1], context=ctx, timeout=5)
+body = r.read().decode()
+print(r.status, "atoll dashboard" in body)
+PYEOF
+)
+		[ "$got" = "200 True" ] && break
+		sleep 0.2
+	done
+	[ "$got" = "200 True" ] || fail "no page over HTTPS (got '$got'): $(tail -5 "$tmp/lone.out")"
+	python3 -c 'import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=5)
+except Exception:
+    sys.exit(0)
+sys.exit(1)' "http://127.0.0.1:$dport/" || fail "the HTTPS dashboard answers plain HTTP"
+	stop_lone
+	ok "with dashboard_cert and dashboard_key the page is served over HTTPS (verified), not over HTTP"
+fi
+cleanup_hook=
