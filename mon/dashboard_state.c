@@ -161,12 +161,16 @@ char *dash_sample(struct mon *mon, uint64_t *t_ms)
 	cJSON_AddNumberToObject(j, "misplaced", (double)ps->misplaced);
 	cJSON_AddNumberToObject(j, "unfound", (double)ps->unfound);
 	cJSON_AddNumberToObject(j, "recovery_objects_per_s", ps->rate);
-	/* the client I/O rates `atoll status` reports, when it does: the
-	 * page charts whatever numbers this object holds */
+	/* the client I/O rates `atoll status` reports ("io": read and
+	 * write bytes and ops per second), when it does, and its recovery
+	 * bytes per second: the page charts them as they are */
 	st = run(mon, cmd_status, NULL);
-	io = st ? cJSON_DetachItemFromObject(st, "client_io") : NULL;
+	io = st ? cJSON_DetachItemFromObject(st, "io") : NULL;
 	if (io)
 		cJSON_AddItemToObject(j, "client_io", io);
+	io = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "recovery"), "bytes_per_s");
+	if (cJSON_IsNumber(io))
+		cJSON_AddNumberToObject(j, "recovery_bytes_per_s", io->valuedouble);
 	cJSON_Delete(st);
 	s = cJSON_PrintUnformatted(j);
 out:

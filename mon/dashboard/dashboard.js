@@ -160,8 +160,9 @@ function renderPgs(pg) {
       el("tbody", {}, ...rows)));
 }
 
-function renderRecovery(pg) {
-  const r = (pg && pg.recovery) || {};
+function renderRecovery(pg, status) {
+  /* pg stat's recovery, with what `atoll status` adds (bytes left, bytes/s, ETA) */
+  const r = Object.assign({}, (pg && pg.recovery) || {}, (status && status.recovery) || {});
   const left = (r.degraded || 0) + (r.misplaced || 0);
   if (!left && !r.unfound && !r.recovering_pgs) {
     state.peak = 0;
@@ -178,7 +179,8 @@ function renderRecovery(pg) {
     el("div", { id: "recovery-state" }, bar(frac, (frac * 100).toFixed(0) + "% of this recovery done", true)),
     el("p", {}, `${num(r.degraded)} of ${num(r.object_copies)} object copies degraded, ` +
       `${num(r.misplaced)} misplaced, ${num(r.unfound)} unfound; ` +
-      `${r.recovering_pgs || 0} PGs recovering at ${num(r.objects_per_s, 1)} objects/s`),
+      `${r.recovering_pgs || 0} PGs recovering at ${num(r.objects_per_s, 1)} objects/s` +
+      (r.bytes_per_s !== undefined ? ` (${bytes(r.bytes_per_s)}/s, ${bytes(r.bytes_left)} left)` : "")),
     el("p", { id: "recovery-eta" }, "ETA: " + eta));
 }
 
@@ -354,13 +356,17 @@ function drawChart(id, series, fmt) {
 function renderCharts() {
   const last = state.samples[state.samples.length - 1] || {};
   let client;
-  if (last.client_io && typeof last.client_io === "object") {
-    /* what `atoll status` reports as client I/O: rates as they are,
-       counters (no "per_s" in the name) as their rate of change */
-    client = Object.keys(last.client_io).filter((k) => typeof last.client_io[k] === "number").map((k) =>
-      ({ name: k.replace(/_/g, " "), points: /per_s|_ps$|_rate/.test(k) ?
-        level((s) => s.client_io && s.client_io[k]) : rate((s) => s.client_io && s.client_io[k]) }));
-    document.getElementById("client-caption").textContent = "Client I/O (as atoll status reports it)";
+  const io = last.client_io;
+  if (io && typeof io === "object" && Object.keys(io).some((k) => /bytes_per_s$/.test(k))) {
+    /* what `atoll status` reports as client I/O ("io"): bytes per
+       second charted, operations per second in the caption */
+    client = Object.keys(io).filter((k) => /bytes_per_s$/.test(k)).map((k) =>
+      ({ name: k.replace(/_bytes_per_s$/, "").replace(/_/g, " "),
+        points: level((s) => s.client_io ? s.client_io[k] : undefined) }));
+    const ops = Object.keys(io).filter((k) => /ops_per_s$/.test(k))
+      .map((k) => num(io[k], io[k] < 10 ? 1 : 0) + " " + k.replace(/_ops_per_s$/, "").replace(/_/g, " ") + " op/s");
+    document.getElementById("client-caption").textContent = "Client I/O" +
+      (ops.length ? " — now " + ops.join(", ") : "") + (io.window_s ? ` (${io.window_s} s averages)` : "");
   } else {
     client = [{ name: "stored bytes/s", points: rate((s) => s.bytes) },
       { name: "objects/s", points: rate((s) => s.objects), color: COLORS[3] }];
@@ -441,7 +447,7 @@ async function poll() {
       renderOsds(s.osd_tree);
       renderPools(s.pools);
       renderPgs(s.pg);
-      renderRecovery(s.pg);
+      renderRecovery(s.pg, s.status);
       renderFs(s.mds, j.fs);
       renderMons(s.quorum);
       renderImages(j.images);
