@@ -18,28 +18,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 artifacts=${1:-}
 
 chromium_bin=$(command -v chromium || command -v chromium-browser || true)
+artifacts=${artifacts%/}
 [ -n "$chromium_bin" ] || skip "chromium is not installed (scripts/deps.sh)"
 
-# browse URL OUT [SCREENSHOT]: the page's DOM after its scripts ran a few
-# polls (in OUT), its console messages (OUT.console), and a screenshot
-browse() {
-	local url=$1 out=$2 shot=${3:-} rc=0
-	local args=(--headless --no-sandbox --disable-gpu --no-first-run
-		--no-default-browser-check --disable-extensions --disable-sync
-		--disable-background-networking --disable-component-update
-		--disable-breakpad --mute-audio --hide-scrollbars
-		--user-data-dir="$tmp/chromium" --enable-logging=stderr --v=0
-		--window-size=1400,2400 --virtual-time-budget=7000)
-	if [ -n "$shot" ]; then
-		timeout 60 "$chromium_bin" "${args[@]}" --screenshot="$shot" "$url" \
-			>/dev/null 2>"$out.stderr" || rc=$?
-	else
-		timeout 60 "$chromium_bin" "${args[@]}" --dump-dom "$url" \
-			>"$out" 2>"$out.stderr" || rc=$?
-	fi
-	[ $rc -eq 0 ] || { tail -n 20 "$out.stderr" >&2; fail "chromium on $url exited $rc"; }
-	# the page's own messages and failed loads come out as CONSOLE lines
-	grep -a 'CONSOLE' "$out.stderr" >"$out.console" || true
+# cdp URL STEP...: one page in headless Chromium driven through the
+# DevTools protocol (cdp.py: wait for a condition, dump the DOM, take a
+# screenshot, run a command); the page's console messages, exceptions and
+# browser log entries (failed loads, refused content) in $tmp/console
+cdp() {
+	python3 "$here/cdp.py" --browser "$chromium_bin" --profile "$tmp/chromium" \
+		--console "$tmp/console" "$@"
 }
 
 cluster_up --osds 3 --mds 1
@@ -116,63 +104,43 @@ pyjson "any(i['name'] == 'disk1' for p in (j['images'] or {}).get('pools', []) f
 	<"$tmp/status.json" || fail "the dashboard does not list image disk1 (as client.dashboard)"
 ok "/api/status: the snapshot, the samples of the last minutes and the images (read as client.dashboard)"
 
-# the page in a browser
-browse "$lurl/" "$tmp/healthy.html"
-[ -s "$tmp/healthy.html" ] || fail "chromium dumped no DOM"
-[ ! -s "$tmp/healthy.html.console" ] || fail "console messages: $(cat "$tmp/healthy.html.console")"
-grep -q 'id="health-status" class="badge HEALTH_OK">HEALTH_OK<' "$tmp/healthy.html" ||
-	fail "the page does not show HEALTH_OK: $(grep -o 'id="health-status"[^<]*' "$tmp/healthy.html")"
-for i in 0 1 2; do
-	grep -q "id=\"osd-$i\" data-status=\"up\" data-in=\"true\"" "$tmp/healthy.html" ||
-		fail "the OSD tree does not show osd.$i up and in"
-done
-grep -q 'id="pool-default"' "$tmp/healthy.html" || fail "the pools do not show 'default'"
-grep -q 'id="image-default-disk1"' "$tmp/healthy.html" || fail "the images do not show disk1"
-grep -q 'mds\.a' "$tmp/healthy.html" || fail "the file system does not show mds.a"
-for c in chart-client chart-recovery chart-degraded; do
-	grep -Eq "id=\"$c\"[^>]*data-points=\"[1-9]" "$tmp/healthy.html" || fail "chart $c drew no point"
-done
-ok "the page loads with no console message: HEALTH_OK, 3 OSDs up and in, the pool, disk1, mds.a, 3 charts"
-
-if [ -n "$artifacts" ]; then
-	mkdir -p "$artifacts"
-	browse "$lurl/" "$tmp/shot" "$artifacts/dashboard-healthy.png"
-	[ -s "$artifacts/dashboard-healthy.png" ] || fail "no screenshot written"
-	ok "screenshot: $artifacts/dashboard-healthy.png"
-fi
-
-# an OSD killed: down with its health text within seconds of being marked
-"$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
-for _ in $(seq 150); do
-	atoll --format json osd tree 2>/dev/null | grep -Eq '"status": ?"down"' && break
+# the page in a browser: healthy, then an OSD killed, then its recovery
+shots=${artifacts:-$tmp}
+[ -z "$artifacts" ] || mkdir -p "$artifacts"
+healthy='document.body.dataset.health === "HEALTH_OK"
+	&& document.querySelectorAll("#osd-tree tr[data-status=up][data-in=true]").length === 3
+	&& document.getElementById("pool-default") && document.getElementById("image-default-disk1")
+	&& document.getElementById("fs-body").textContent.includes("mds.a")
+	&& ["chart-client", "chart-recovery", "chart-degraded"].every(
+		(id) => Number(document.getElementById(id).dataset.points) > 0)'
+down='document.querySelector("#osd-2[data-status=down]") && document.getElementById("check-OSD_DOWN")
+	&& document.getElementById("check-OSD_DOWN").textContent.includes("What to do")
+	&& document.body.dataset.health !== "HEALTH_OK"'
+recovering='/left/.test((document.getElementById("recovery-eta") || {}).textContent || "")'
+# kills osd.2 and returns once the monitors marked it down
+cat >"$tmp/kill.sh" <<KILL
+"$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || exit 1
+for i in \$(seq 150); do
+	"$atoll_bin" --format json osd tree 2>/dev/null | grep -Eq '"status": ?"down"' && exit 0
 	sleep 0.2
 done
-atoll --format json osd tree | grep -Eq '"status": ?"down"' || fail "the monitors did not mark osd.2 down"
-t0=$(date +%s)
-seen=
-for _ in $(seq 5); do
-	browse "$lurl/" "$tmp/down.html"
-	if grep -q 'id="osd-2" data-status="down"' "$tmp/down.html" &&
-	   grep -q 'id="check-OSD_DOWN"' "$tmp/down.html"; then
-		seen=$(( $(date +%s) - t0 ))
-		break
-	fi
-done
-[ -n "$seen" ] || fail "the page does not show osd.2 down with OSD_DOWN"
-[ ! -s "$tmp/down.html.console" ] || fail "console messages: $(cat "$tmp/down.html.console")"
-grep -q 'class="badge HEALTH_WARN"' "$tmp/down.html" || fail "the badge is not HEALTH_WARN"
-grep -A3 'id="check-OSD_DOWN"' "$tmp/down.html" | grep -q 'What to do' || fail "OSD_DOWN has no fix"
-ok "osd.2 killed: the page shows it down, HEALTH_WARN and OSD_DOWN with what to do (${seen}s after the mark)"
-
-# recovery: osd.2 out, the data moves; the page shows progress
-atoll osd out 2 >/dev/null || fail "osd out 2"
-if [ -n "$artifacts" ]; then
-	browse "$lurl/" "$tmp/shot" "$artifacts/dashboard-recovery.png"
-	ok "screenshot during the recovery: $artifacts/dashboard-recovery.png"
-fi
-browse "$lurl/" "$tmp/recovery.html"
-grep -q 'id="recovery-state"' "$tmp/recovery.html" || fail "the page has no recovery section"
-ok "the recovery section shows"
+echo "the monitors did not mark osd.2 down" >&2
+exit 1
+KILL
+cdp "$lurl/" "wait:30:$healthy" "dom:$tmp/healthy.html" "shot:$shots/dashboard-healthy.png" \
+	"run:sh $tmp/kill.sh" "wait:20:$down" "dom:$tmp/down.html" \
+	"run:\"$atoll_bin\" osd out 2 >/dev/null" "try:20:$recovering" \
+	"shot:$shots/dashboard-recovery.png" "dom:$tmp/recovery.html" >"$tmp/cdp.out" ||
+	fail "the page in chromium: $(cat "$tmp/cdp.out")"
+[ ! -s "$tmp/console" ] || fail "the page logged: $(cat "$tmp/console")"
+grep -q 'class="badge HEALTH_OK">HEALTH_OK<' "$tmp/healthy.html" || fail "the DOM does not say HEALTH_OK"
+ok "the page loads with no console message: HEALTH_OK, 3 OSDs up and in, the pool, disk1, mds.a, 3 charts with points"
+seen=$(awk '/^waited/ { n++; if (n == 2) print $2 }' "$tmp/cdp.out")
+grep -q 'id="check-OSD_DOWN"' "$tmp/down.html" || fail "the DOM has no OSD_DOWN"
+ok "osd.2 killed: the page shows it down and OSD_DOWN with what to do, ${seen}s after the monitors marked it"
+grep -q 'id="recovery-state"' "$tmp/recovery.html" || fail "the page has no recovery state"
+[ -s "$shots/dashboard-healthy.png" ] && [ -s "$shots/dashboard-recovery.png" ] || fail "no screenshot"
+ok "osd.2 out: the recovery shows ($(tail -n 1 "$tmp/cdp.out")); screenshots in $shots"
 
 term1=$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["term"])')
 [ "$term0" = "$term1" ] || fail "an election happened (term $term0 -> $term1) with the dashboard open"
