@@ -427,7 +427,24 @@ async function findLeader() {
   return false;
 }
 
+function render(j) {
+  const s = j.status;
+  addSamples(j.history);
+  state.dashboards = s.dashboards || state.dashboards;
+  renderHeader(s);
+  renderHealth(s.health);
+  renderOsds(s.osd_tree);
+  renderPools(s.pools);
+  renderPgs(s.pg);
+  renderRecovery(s.pg, s.status);
+  renderFs(s.mds, j.fs);
+  renderMons(s.quorum);
+  renderImages(j.images);
+  renderCharts();
+}
+
 async function poll() {
+  let j = null;
   try {
     const last = state.samples[state.samples.length - 1];
     const r = await fetch("/api/status?since=" + (last ? last.t : 0), { cache: "no-store" });
@@ -436,29 +453,27 @@ async function poll() {
     } else if (!r.ok) {
       throw new Error("HTTP " + r.status);
     } else {
-      const j = await r.json();
-      const s = j.status;
-      addSamples(j.history);
-      state.failures = 0;
-      state.dashboards = s.dashboards || state.dashboards;
-      banner("");
-      renderHeader(s);
-      renderHealth(s.health);
-      renderOsds(s.osd_tree);
-      renderPools(s.pools);
-      renderPgs(s.pg);
-      renderRecovery(s.pg, s.status);
-      renderFs(s.mds, j.fs);
-      renderMons(s.quorum);
-      renderImages(j.images);
-      renderCharts();
+      j = await r.json();
     }
   } catch (e) {
+    /* no answer, or a redirect to the leader the browser would not
+       follow: find the leader (not a page error, nothing logged) */
     state.failures++;
     banner("The monitor at " + window.location.origin + " does not answer as the leader; " +
       "looking for the one that leads…");
     if (!(await findLeader()) && state.failures > 1)
       banner("No monitor answers as the leader (election under way, or the quorum is lost); retrying every 2 s.");
+  }
+  if (j) {
+    state.failures = 0;
+    banner("");
+    try {
+      render(j);
+    } catch (e) {
+      /* a bug of this page: said on the console, where tests look */
+      console.error("dashboard: cannot show the data:", e);
+      banner("This page cannot show the monitor's data (see the browser console).");
+    }
   }
   setTimeout(poll, POLL_MS);
 }
