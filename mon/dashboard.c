@@ -34,6 +34,7 @@
 #include "dashboard_int.h"
 
 #define DASH_CONN_LIMIT	32
+#define DASH_CONN_PER_IP	8	/* one browser opens a few at most */
 #define DASH_TIMEOUT_S	15
 #define DASH_FILE_MAX	(1u << 20)
 
@@ -490,6 +491,8 @@ int mon_dashboard_start(struct mon *mon, const char *conf_path, char *err, size_
 		d->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, d,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned int)DASH_CONN_LIMIT,
+					MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					(unsigned int)DASH_CONN_PER_IP,
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DASH_TIMEOUT_S,
 					MHD_OPTION_HTTPS_MEM_CERT, d->cert,
 					MHD_OPTION_HTTPS_MEM_KEY, d->key,
@@ -498,6 +501,8 @@ int mon_dashboard_start(struct mon *mon, const char *conf_path, char *err, size_
 		d->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, d,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned int)DASH_CONN_LIMIT,
+					MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					(unsigned int)DASH_CONN_PER_IP,
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DASH_TIMEOUT_S,
 					MHD_OPTION_END);
 	if (!d->d) {

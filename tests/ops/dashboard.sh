@@ -30,7 +30,7 @@ cdp() {
 		--console "$tmp/console" "$@"
 }
 
-cluster_up --osds 3 --mds 1
+cluster_up --osds 3 --mds 1 --set dashboard_images_interval=2s
 dash_of() { awk -v n="$1" '$1 == "dashboard" && $2 == n { print $3 }' "$cdir/cluster.state"; }
 mons=$(awk '$1 == "daemon" && $3 == "mon" { print $2 }' "$cdir/cluster.state")
 for m in $mons; do
@@ -96,13 +96,17 @@ for _ in $(seq 100); do
 	http GET "$lurl/api/status" "$tmp/status.json" >/dev/null
 	python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))
 im=j["images"] or {}
-sys.exit(0 if any(i["name"] == "disk1" for p in im.get("pools", []) for i in p.get("images", [])) else 1)' \
+fs=j["fs"] or {}
+sys.exit(0 if any(i["name"] == "disk1" for p in im.get("pools", []) for i in p.get("images", []))
+         and any("clients" in f for f in fs.get("filesystems", [])) else 1)' \
 		"$tmp/status.json" && break
 	sleep 0.3
 done
 pyjson "any(i['name'] == 'disk1' for p in (j['images'] or {}).get('pools', []) for i in p['images'])" \
 	<"$tmp/status.json" || fail "the dashboard does not list image disk1 (as client.dashboard)"
-ok "/api/status: the snapshot, the samples of the last minutes and the images (read as client.dashboard)"
+pyjson "[f for f in (j['fs'] or {}).get('filesystems', []) if f['mds'] == 'a' and 'clients' in f]" \
+	<"$tmp/status.json" || fail "the dashboard has not asked mds.a for its clients"
+ok "/api/status: the snapshot, the samples of the last minutes, the images and the MDS's clients (as client.dashboard)"
 
 # the page in a browser: healthy, then an OSD killed, then its recovery
 shots=${artifacts:-$tmp}
