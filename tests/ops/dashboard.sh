@@ -81,7 +81,7 @@ done
 set -- $(http POST "$lurl/api/status")
 [ "$1" = 405 ] || fail "POST to the dashboard got $1, not 405"
 set -- $(http GET "$lurl/../../etc/passwd")
-[ "$1" = 404 ] || fail "a path outside the page's files got $1, not 404"
+case $1 in 400|404) ;; *) fail "a path outside the page's files got $1, not 404" ;; esac
 ok "the followers redirect to the leader's dashboard ($leader) and name it; POST gets 405"
 
 # something to show: 48 MiB of objects (a recovery that lasts a moment)
@@ -167,7 +167,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 mport=$(free_port)
 dport=$(free_port)
 printf '[global]\nmon_host = 127.0.0.1:%s\n' "$mport" >"$tmp/lone.conf"
-"$mon_bin" --mkfs --data "$tmp/lone" --name z --initial "z=127.0.0.1:$mport" \
+"$mon_bin" --mkfs --data "$tmp/lone" --name z --addr "127.0.0.1:$mport" \
 	--conf "$tmp/lone.conf" >"$tmp/lone.mkfs" 2>&1 || fail "atoll-mon --mkfs: $(cat "$tmp/lone.mkfs")"
 rc=0
 timeout 30 "$mon_bin" --data "$tmp/lone" --conf "$tmp/lone.conf" \
