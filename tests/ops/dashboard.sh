@@ -120,7 +120,9 @@ healthy='document.body.dataset.health === "HEALTH_OK"
 down='document.querySelector("#osd-2[data-status=down]") && document.getElementById("check-OSD_DOWN")
 	&& document.getElementById("check-OSD_DOWN").textContent.includes("What to do")
 	&& document.body.dataset.health !== "HEALTH_OK"'
-recovering='/left/.test((document.getElementById("recovery-eta") || {}).textContent || "")'
+# an ETA on the page, or the recovery already over
+recovering='/left/.test((document.getElementById("recovery-eta") || {}).textContent || "")
+	|| /Nothing to recover/.test(document.getElementById("recovery-body").textContent)'
 # kills osd.2 and returns once the monitors marked it down
 cat >"$tmp/kill.sh" <<KILL
 "$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || exit 1
