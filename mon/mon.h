@@ -236,8 +236,8 @@ struct mon {
 	struct mon_ev *qhead, *qtail;
 	volatile sig_atomic_t stop;
 	uint64_t next_tick_ms;
-	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
 	struct dash *dashboard;		/* NULL: no dashboard_addr (dashboard.c) */
+	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
 };
 
 /* ---- time ---- */
