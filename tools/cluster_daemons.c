@@ -212,6 +212,12 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 			   d->kind == CL_MDS ? "atoll-mds" : "atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
 	ret = assign_metrics(st, d);
+	/* every monitor's dashboard address is in atoll.conf before the
+	 * first monitor starts: a follower redirects to whichever leads */
+	for (int i = 0; !ret && d->kind == CL_MON && i < st->n; i++)
+		if (st->d[i].kind == CL_MON && !st->d[i].dport)
+			ret = assign_port(st, &st->d[i], "dashboard_addr", "dashboard",
+					  &st->d[i].dport);
 	if (ret)
 		return ret;
 	cl_path(data, sizeof(data), st, "%s", d->name);

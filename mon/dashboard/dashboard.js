@@ -70,10 +70,11 @@ function duration(s) {
   return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
 }
 
-function bar(frac, label, big) {
+/* A bar filled to frac; full is red when fullIsBad (space used). */
+function bar(frac, label, big, fullIsBad) {
   const f = Math.max(0, Math.min(1, frac || 0));
   const fill = el("div", { style: { width: (f * 100).toFixed(1) + "%" } });
-  if (f > 0.85) fill.style.background = "#c62828";
+  if (fullIsBad && f > 0.85) fill.style.background = "#c62828";
   return el("div", { class: big ? "bar big" : "bar" }, fill, el("span", {}, label));
 }
 
@@ -103,7 +104,12 @@ function renderHealth(h) {
     return;
   }
   replace("health-checks", ...checks.map((c) => {
-    const details = (c.detail || []).map((d) => el("li", {}, d));
+    /* the first lines, the others folded (a check can name every PG) */
+    const lines = c.detail || [];
+    const details = lines.slice(0, 5).map((d) => el("li", {}, d));
+    if (lines.length > 5)
+      details.push(el("li", {}, el("details", {}, el("summary", {}, (lines.length - 5) + " more"),
+        el("ul", {}, ...lines.slice(5).map((d) => el("li", {}, d))))));
     return el("div", { class: "check " + c.severity, id: "check-" + c.code, "data-code": c.code },
       el("div", {}, el("span", { class: "code" }, c.code), " ", c.summary),
       el("div", { class: "fix" }, "What to do: ", el("code", {}, c.fix)),
@@ -127,7 +133,7 @@ function renderOsds(t) {
         el("td", { class: o.in ? "" : "out" }, o.in ? "in" : "out"),
         el("td", {}, num(o.weight, 2)),
         el("td", {}, num(o.reweight, 2)),
-        el("td", {}, total ? bar(used / total, bytes(used) + " / " + bytes(total)) :
+        el("td", {}, total ? bar(used / total, bytes(used) + " / " + bytes(total), false, true) :
           el("span", { class: "muted" }, "no beacon")),
         el("td", { class: "muted" }, o.addr || "")));
     }
@@ -381,7 +387,7 @@ function renderCharts() {
   drawChart("chart-degraded", [
     { name: "degraded", points: level((s) => s.degraded), color: COLORS[1] },
     { name: "misplaced", points: level((s) => s.misplaced), color: COLORS[4] }],
-    (v) => num(v));
+    (v) => (v < 10 && v % 1 ? v.toFixed(1) : num(v)));
 }
 
 function addSamples(list) {

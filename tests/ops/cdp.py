@@ -41,7 +41,7 @@ class Browser:
                 "--disable-background-networking", "--disable-component-update",
                 "--disable-breakpad", "--mute-audio", "--hide-scrollbars",
                 "--remote-debugging-pipe", "--user-data-dir=" + profile,
-                "--window-size=1400,2000", "about:blank"]
+                "--window-size=1400,1000", "about:blank"]
 
         def fds():
             # via fds above 9 first: r3 or w4 may be 3 or 4 themselves

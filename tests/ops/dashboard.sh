@@ -30,7 +30,7 @@ cdp() {
 		--console "$tmp/console" "$@"
 }
 
-cluster_up --osds 3 --mds 1 --set dashboard_images_interval=2s
+cluster_up --osds 4 --hosts 4 --mds 1 --set dashboard_images_interval=2s
 dash_of() { awk -v n="$1" '$1 == "dashboard" && $2 == n { print $3 }' "$cdir/cluster.state"; }
 mons=$(awk '$1 == "daemon" && $3 == "mon" { print $2 }' "$cdir/cluster.state")
 for m in $mons; do
@@ -112,7 +112,7 @@ ok "/api/status: the snapshot, the samples of the last minutes, the images and t
 shots=${artifacts:-$tmp}
 [ -z "$artifacts" ] || mkdir -p "$artifacts"
 healthy='document.body.dataset.health === "HEALTH_OK"
-	&& document.querySelectorAll("#osd-tree tr[data-status=up][data-in=true]").length === 3
+	&& document.querySelectorAll("#osd-tree tr[data-status=up][data-in=true]").length === 4
 	&& document.getElementById("pool-default") && document.getElementById("image-default-disk1")
 	&& document.getElementById("fs-body").textContent.includes("mds.a")
 	&& ["chart-client", "chart-recovery", "chart-degraded"].every(
@@ -134,18 +134,19 @@ echo "the monitors did not mark osd.2 down" >&2
 exit 1
 KILL
 cdp "$lurl/" "wait:30:$healthy" "dom:$tmp/healthy.html" "shot:$shots/dashboard-healthy.png" \
-	"run:sh $tmp/kill.sh" "wait:20:$down" "dom:$tmp/down.html" \
-	"run:\"$atoll_bin\" osd out 2 >/dev/null" "try:20:$recovering" \
+	"run:sh $tmp/kill.sh" "wait:20:$down" "dom:$tmp/down.html" "shot:$shots/dashboard-degraded.png" \
+	"run:\"$atoll_bin\" osd out 2 >/dev/null 2>&1" "try:20:$recovering" \
 	"shot:$shots/dashboard-recovery.png" "dom:$tmp/recovery.html" >"$tmp/cdp.out" ||
 	fail "the page in chromium: $(cat "$tmp/cdp.out")"
 [ ! -s "$tmp/console" ] || fail "the page logged: $(cat "$tmp/console")"
 grep -q 'class="badge HEALTH_OK">HEALTH_OK<' "$tmp/healthy.html" || fail "the DOM does not say HEALTH_OK"
-ok "the page loads with no console message: HEALTH_OK, 3 OSDs up and in, the pool, disk1, mds.a, 3 charts with points"
+ok "the page loads with no console message: HEALTH_OK, 4 OSDs up and in, the pool, disk1, mds.a, 3 charts with points"
 seen=$(awk '/^waited/ { n++; if (n == 2) print $2 }' "$tmp/cdp.out")
 grep -q 'id="check-OSD_DOWN"' "$tmp/down.html" || fail "the DOM has no OSD_DOWN"
 ok "osd.2 killed: the page shows it down and OSD_DOWN with what to do, ${seen}s after the monitors marked it"
 grep -q 'id="recovery-state"' "$tmp/recovery.html" || fail "the page has no recovery state"
-[ -s "$shots/dashboard-healthy.png" ] && [ -s "$shots/dashboard-recovery.png" ] || fail "no screenshot"
+[ -s "$shots/dashboard-healthy.png" ] && [ -s "$shots/dashboard-degraded.png" ] &&
+	[ -s "$shots/dashboard-recovery.png" ] || fail "no screenshot"
 ok "osd.2 out: the recovery shows ($(tail -n 1 "$tmp/cdp.out")); screenshots in $shots"
 
 term1=$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["term"])')
