@@ -86,7 +86,9 @@ ok "the followers redirect to the leader's dashboard ($leader) and name it; POST
 
 # something to show: 48 MiB of objects (a recovery that lasts a moment)
 # and an image
-atoll bench default 20 write -b 1M -t 8 --max-ops 48 --no-cleanup >/dev/null 2>&1 ||
+# (ATOLL_TEST_DASH_MIB: more, for a screenshot of a longer recovery)
+atoll bench default 60 write -b 1M -t 8 --max-ops "${ATOLL_TEST_DASH_MIB:-48}" --no-cleanup \
+	>/dev/null 2>&1 ||
 	fail "atoll bench write"
 atoll image create default disk1 --size 64M >/dev/null || fail "image create"
 http GET "$lurl/api/status?since=0" "$tmp/status.json" >/dev/null
