@@ -229,12 +229,27 @@ static enum MHD_Result api_leader(struct dash *d, struct MHD_Connection *conn)
 static enum MHD_Result not_leader(struct dash *d, struct MHD_Connection *conn,
 				  const char *url)
 {
-	char loc[DASH_URL_MAX + 64], *body;
+	char loc[DASH_URL_MAX + 64], name[64], *body;
 	size_t blen;
 
 	pthread_mutex_lock(&d->mu);
 	snprintf(loc, sizeof(loc), "%s", d->leader_url);
+	snprintf(name, sizeof(name), "%s", d->leader_name);
 	pthread_mutex_unlock(&d->mu);
+	if (!loc[0] && name[0]) {
+		/* a monitor added after this one started: its address is
+		 * not in the configuration this one read */
+		blen = sizeof(name) + 256;
+		body = malloc(blen);
+		if (!body)
+			return MHD_NO;
+		blen = (size_t)snprintf(body, blen, "mon.%s leads, but this monitor's atoll.conf "
+					"gives no dashboard_addr for it; open its dashboard, or add "
+					"[mon.%s] dashboard_addr here and restart this monitor\n",
+					name, name);
+		return send_owned(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8",
+				  body, blen, NULL, NULL);
+	}
 	if (!loc[0]) {
 		return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/html; charset=utf-8",
 				 "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
@@ -567,7 +582,7 @@ void mon_dashboard_stop(struct mon *mon)
 void mon_dashboard_tick(struct mon *mon)
 {
 	struct dash *d = mon->dashboard;
-	char url[DASH_URL_MAX];
+	char url[DASH_URL_MAX], lname[64];
 	char *snap = NULL, *sample = NULL;
 	uint64_t sample_t = 0;
 	uint64_t now = mono_now_ms();
@@ -578,14 +593,17 @@ void mon_dashboard_tick(struct mon *mon)
 	d->next_ms = now + DASH_TICK_MS;
 	leader = mon->serving && mon->qv.ready;
 	url[0] = 0;
+	lname[0] = 0;
 	if (leader) {
 		snprintf(url, sizeof(url), "%s", d->self_url);
 	} else {
 		for (uint32_t i = 0; i < mon->qv.nmembers; i++)
 			if (mon->qv.leader_id && mon->qv.members[i].id == mon->qv.leader_id &&
-			    mon->qv.leader_id != mon->self.id)
+			    mon->qv.leader_id != mon->self.id) {
 				url_of(mon, mon->qv.members[i].name, mon->qv.members[i].addr,
 				       d->https, url, sizeof(url));
+				snprintf(lname, sizeof(lname), "%s", mon->qv.members[i].name);
+			}
 	}
 	pthread_mutex_lock(&d->mu);
 	want = leader && (!d->status || (d->last_poll_ms &&
@@ -603,6 +621,7 @@ void mon_dashboard_tick(struct mon *mon)
 		forget(d);
 	d->leader = leader;
 	snprintf(d->leader_url, sizeof(d->leader_url), "%s", url);
+	snprintf(d->leader_name, sizeof(d->leader_name), "%s", lname);
 	if (snap) {
 		free(d->status);
 		d->status = snap;

@@ -33,6 +33,7 @@ struct dash {
 	pthread_mutex_t mu;
 	bool leader;			/* this monitor serves as the leader */
 	char leader_url[DASH_URL_MAX];	/* the leader's dashboard; "" unknown */
+	char leader_name[64];		/* the leader's name; "" none known */
 	char *status;			/* the last snapshot (JSON), malloc'd */
 	char *hist[DASH_HIST];		/* samples (JSON objects), a ring */
 	uint64_t hist_t[DASH_HIST];	/* each one's time (wall clock, ms) */
