@@ -27,8 +27,9 @@
 
 /* "IP:PORT" or "[IPv6]:PORT", numeric and strict (inet_pton: no name
  * lookups in a daemon's start-up, no "1.2.3" shorthand, so what is
- * bound is what is written). */
-static int parse_addr(const char *addr, struct sockaddr_storage *ss)
+ * bound is what is written).  The monitor's dashboard binds the same
+ * way (mon/dashboard.c). */
+int metrics_http_parse_addr(const char *addr, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
@@ -133,7 +134,7 @@ int metrics_server_start(struct metrics *r, const char *addr, struct metrics_ser
 	int rc;
 
 	*out = NULL;
-	rc = parse_addr(addr, &ss);
+	rc = metrics_http_parse_addr(addr, &ss);
 	if (rc < 0) {
 		snprintf(err, errlen, "metrics_addr '%s' is not IP:PORT (e.g. 127.0.0.1:9283)", addr);
 		return -EINVAL;
@@ -144,7 +145,7 @@ int metrics_server_start(struct metrics *r, const char *addr, struct metrics_ser
 	s->r = r;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	/* port 0 is refused (parse_addr): the port is what an operator's
+	/* port 0 is refused (metrics_http_parse_addr): the port is what an operator's
 	 * scraper is told, so it is given */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,

@@ -16,6 +16,11 @@
 struct metrics;
 struct metrics_server;
 struct config;
+struct sockaddr_storage;
+
+/* Parses "IP:PORT" or "[IPv6]:PORT" (numeric, port 1-65535) into ss:
+ * 0 or -EINVAL.  Shared with the monitor's dashboard. */
+int metrics_http_parse_addr(const char *addr, struct sockaddr_storage *ss);
 
 /* Starts serving r on addr.  0, or a negative errno with a sentence in
  * err (-EINVAL for a malformed address, -EADDRINUSE and the like from

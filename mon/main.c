@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mon.h"
 #include "mon_metrics.h"
+#include "dashboard.h"
 #include "msg.h"
 #include "msg_auth.h"
 #include "msg_config.h"
@@ -556,6 +557,7 @@ static void mon_run(struct mon *mon)
 		pthread_mutex_lock(&mon->lock);
 		quorum_events(mon);
 		mon_metrics_tick(mon);
+		mon_dashboard_tick(mon);
 		if (!settled(mon, start))
 			continue;
 		drain(mon, true);
@@ -818,7 +820,7 @@ static void sync_ratios(struct mon *mon)
 		log_info("mon", "capacity ratios set from the configuration");
 }
 
-static int do_run(struct config *cfg, const char *data, const char *addr,
+static int do_run(struct config *cfg, const char *conf, const char *data, const char *addr,
 		  const struct mon_opts *opts)
 {
 	struct msgr_config mc;
@@ -961,6 +963,11 @@ static int do_run(struct config *cfg, const char *data, const char *addr,
 		die("%s", err);
 		goto out_msgr;
 	}
+	r = mon_dashboard_start(mon, conf, err, sizeof(err));
+	if (r < 0) {
+		die("%s", err);
+		goto out_msgr;
+	}
 	r = msgr_start(mon->msgr);
 	if (r < 0) {
 		die("cannot start the messenger: %s", strerror(-r));
@@ -982,6 +989,7 @@ out_quorum:
 	mon->stop = 1;
 	mon_quorum_stop(mon);
 out_msgr:
+	mon_dashboard_stop(mon);	/* its worker's handle talks to the cluster */
 	mon_metrics_stop(mon);	/* its scrapes read the messenger */
 	/* drop our references before the messenger goes away */
 	mon->stop = 1;
@@ -1150,7 +1158,7 @@ int main(int argc, char **argv)
 		    strerror(errno));
 		goto out;
 	}
-	r = do_run(cfg, data, addr, &opts);
+	r = do_run(cfg, conf, data, addr, &opts);
 	log_close();
 out:
 	config_free(cfg);

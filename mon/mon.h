@@ -31,6 +31,7 @@ struct msg_conn;
 struct msgr;
 struct config;
 struct mon_store;
+struct dash;
 struct enc;
 
 /* Options the monitor reads (doc/daemons.md), durations in ms. */
@@ -235,6 +236,7 @@ struct mon {
 	struct mon_ev *qhead, *qtail;
 	volatile sig_atomic_t stop;
 	uint64_t next_tick_ms;
+	struct dash *dashboard;		/* NULL: no dashboard_addr (dashboard.c) */
 	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
 };
 

@@ -24,6 +24,9 @@ pkgs=(
 	# metrics (lib/metrics_http.c): libmicrohttpd; promtool (prometheus)
 	# checks every daemon's /metrics in tests/ops
 	libmicrohttpd-dev prometheus
+	# the monitors' web dashboard (mon/dashboard/) in a headless
+	# browser: tests/ops/dashboard.sh
+	chromium
 	# benchmarks: the disk reference (bench/disklimit.sh)
 	fio
 	# the block device tests (tests/nbd): NBD clients (nbdinfo, nbdcopy,

@@ -46,6 +46,7 @@ struct cl_daemon {
 	char ip[16];
 	int port;
 	int mport;			/* its /metrics port on ip; 0 = none yet */
+	int dport;			/* a monitor's dashboard port on ip; 0 = none */
 	pid_t pid;			/* 0 when not running */
 	unsigned long long start;	/* /proc/PID/stat starttime, with pid */
 };
@@ -115,6 +116,8 @@ void cl_log_tail(const char *path, int lines);
 /* cluster_daemons.c: command lines of doc/daemons.md */
 /* "http://IP:PORT/metrics" of d, "" when it has none. */
 void cl_metrics_url(const struct cl_daemon *d, char *buf, size_t len);
+/* A monitor's dashboard URL ("" for other daemons or before its start). */
+void cl_dashboard_url(const struct cl_daemon *d, char *buf, size_t len);
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
 /* atoll-mon --mkfs of every monitor in st (one --initial list). */
 int cl_mkfs_mon(struct cl_state *st);

@@ -147,20 +147,27 @@ void cl_metrics_url(const struct cl_daemon *d, char *buf, size_t len)
 		buf[0] = 0;
 }
 
-/* The first start of d: a free port on its address for its metrics,
- * written to atoll.conf in the section the daemon reads (its name; the
- * one atoll-nbd reads [nbd]). */
-static int assign_metrics(const struct cl_state *st, struct cl_daemon *d)
+void cl_dashboard_url(const struct cl_daemon *d, char *buf, size_t len)
+{
+	if (d->kind == CL_MON && d->dport)
+		snprintf(buf, len, "http://%s:%d/", d->ip, d->dport);
+	else if (len)
+		buf[0] = 0;
+}
+
+/* A free port on d's address for key, appended to atoll.conf in the
+ * section the daemon reads (its name; the one atoll-nbd reads [nbd]). */
+static int assign_port(const struct cl_state *st, struct cl_daemon *d, const char *key,
+		       const char *what, int *out)
 {
 	char path[PATH_MAX + 16];
 	int port;
 	FILE *f;
 
-	if (d->mport)
-		return 0;
 	port = cl_free_port(d->ip);
 	if (port < 0) {
-		cl_err("no free port on %s for %s's metrics: %s", d->ip, d->name, strerror(-port));
+		cl_err("no free port on %s for %s's %s: %s", d->ip, d->name, what,
+		       strerror(-port));
 		return port;
 	}
 	conf_path(st, path, sizeof(path));
@@ -169,12 +176,25 @@ static int assign_metrics(const struct cl_state *st, struct cl_daemon *d)
 		cl_err("cannot write '%s': %s", path, strerror(errno));
 		return -errno;
 	}
-	fprintf(f, "\n[%s]\nmetrics_addr = %s:%d\n", d->kind == CL_NBD ? "nbd" : d->name,
+	fprintf(f, "\n[%s]\n%s = %s:%d\n", d->kind == CL_NBD ? "nbd" : d->name, key,
 		d->ip, port);
 	if (fclose(f) != 0)
 		return -EIO;
-	d->mport = port;
+	*out = port;
 	return 0;
+}
+
+/* The first start of d: its metrics port, and a monitor's dashboard
+ * port (loopback: doc/dashboard.md). */
+static int assign_metrics(const struct cl_state *st, struct cl_daemon *d)
+{
+	int ret = 0;
+
+	if (!d->mport)
+		ret = assign_port(st, d, "metrics_addr", "metrics", &d->mport);
+	if (!ret && d->kind == CL_MON && !d->dport)
+		ret = assign_port(st, d, "dashboard_addr", "dashboard", &d->dport);
+	return ret;
 }
 
 /* Starts one daemon (no mkfs) and waits until it listens. */
@@ -192,6 +212,12 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 			   d->kind == CL_MDS ? "atoll-mds" : "atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
 	ret = assign_metrics(st, d);
+	/* every monitor's dashboard address is in atoll.conf before the
+	 * first monitor starts: a follower redirects to whichever leads */
+	for (int i = 0; !ret && d->kind == CL_MON && i < st->n; i++)
+		if (st->d[i].kind == CL_MON && !st->d[i].dport)
+			ret = assign_port(st, &st->d[i], "dashboard_addr", "dashboard",
+					  &st->d[i].dport);
 	if (ret)
 		return ret;
 	cl_path(data, sizeof(data), st, "%s", d->name);

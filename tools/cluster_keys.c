@@ -1,7 +1,8 @@
 /*
  * cluster_keys.c - the keys of a local cluster (doc/security.md): `up`
- * writes D/keyring (mode 0600) with a fresh key for mon., client.admin
- * and client.bootstrap-osd before the monitors start; the first monitor
+ * writes D/keyring (mode 0600) with a fresh key for mon., client.admin,
+ * client.bootstrap-osd and client.dashboard (read only: the monitors'
+ * dashboard) before the monitors start; the first monitor
  * leader imports that file into the monitors' replicated state, so a new
  * cluster needs nothing typed.  Each OSD or MDS made later gets its own
  * entry in D/keyring (its daemon reads its key there) and is registered
@@ -106,10 +107,10 @@ int cl_keyring_add(const struct cl_state *st, const char *name, const char *caps
 		ret = keyring_save(path, &kr);
 	if (ret < 0)
 		cl_err("cannot add '%s' to '%s': %s", name, path, strerror(-ret));
-	/* the three of `up` are in the file the first leader imports; the
+	/* the four of `up` are in the file the first leader imports; the
 	 * others (OSDs, MDSs, client.nbd) come later */
 	if (!ret && strcmp(name, "mon.") && strcmp(name, "client.admin") &&
-	    strcmp(name, "client.bootstrap-osd"))
+	    strcmp(name, "client.bootstrap-osd") && strcmp(name, "client.dashboard"))
 		ret = register_key(st, keyring_find(&kr, name));
 	keyring_free(&kr);
 	return ret;
@@ -124,5 +125,9 @@ int cl_keyring_create(const struct cl_state *st)
 	if (!ret)
 		ret = cl_keyring_add(st, "client.bootstrap-osd", "profile bootstrap-osd", NULL,
 				     NULL);
+	/* the monitors' dashboard lists images and their locks as this
+	 * read-only entity (doc/dashboard.md) */
+	if (!ret)
+		ret = cl_keyring_add(st, "client.dashboard", "allow r", "allow r", NULL);
 	return ret;
 }

@@ -40,15 +40,20 @@ int cl_cmd_status(struct cl_opts *o)
 		for (int i = 0; i < st->n; i++) {
 			const struct cl_daemon *d = &st->d[i];
 			bool up = cl_alive(d);
-			char url[96];
+			char url[96], durl[96];
 
 			cl_metrics_url(d, url, sizeof(url));
+			cl_dashboard_url(d, durl, sizeof(durl));
 			printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"id\":%d,\"host\":\"host%d\","
 			       "\"addr\":\"%s:%d\",\"running\":%s,\"pid\":%ld,"
-			       "\"log\":\"%s/log/%s.log\",\"metrics\":\"%s\"}", i ? "," : "", d->name,
+			       "\"log\":\"%s/log/%s.log\",\"metrics\":\"%s\"", i ? "," : "", d->name,
 			       cl_kind_name(d->kind), d->id, d->host, d->ip,
 			       d->port, up ? "true" : "false", up ? (long)d->pid : 0L,
 			       st->dir, d->name, url);
+			/* a monitor's dashboard (doc/dashboard.md) */
+			if (durl[0])
+				printf(",\"dashboard\":\"%s\"", durl);
+			printf("}");
 		}
 		printf("]}\n");
 		goto out;

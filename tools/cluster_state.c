@@ -9,6 +9,7 @@
  *   pool default
  *   daemon NAME KIND ID HOST IP PORT PID STARTTIME   (KIND mon, osd, nbd, mds)
  *   metrics NAME http://IP:PORT/metrics               (after its daemon line)
+ *   dashboard NAME http://IP:PORT/                    (a monitor's, likewise)
  * It is replaced atomically (temporary file, fsync, rename) so that a
  * crash of atoll-cluster never leaves half a list of PIDs behind.
  */
@@ -110,6 +111,17 @@ int cl_state_load(struct cl_state *st, const char *dir)
 				continue;
 			}
 		}
+		if (strncmp(line, "dashboard ", 10) == 0) {
+			char url[96];
+
+			if (sscanf(line, "dashboard %31s %95s", name, url) == 2 &&
+			    (d = cl_state_find(st, name)) != NULL) {
+				const char *colon = strrchr(url, ':');
+
+				d->dport = colon ? atoi(colon + 1) : 0;
+				continue;
+			}
+		}
 		if (sscanf(line, "daemon %31s %7s %d %31s %15s %d %ld %llu",
 			   name, kind, &id, host, ip, &port, &pid, &start) == 8 &&
 		    st->n < CL_MAX_DAEMONS) {
@@ -163,6 +175,8 @@ int cl_state_save(const struct cl_state *st)
 			d->port, (long)d->pid, d->start);
 		if (d->mport)
 			fprintf(f, "metrics %s http://%s:%d/metrics\n", d->name, d->ip, d->mport);
+		if (d->dport)
+			fprintf(f, "dashboard %s http://%s:%d/\n", d->name, d->ip, d->dport);
 	}
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		ret = -errno;

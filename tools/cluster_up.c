@@ -273,6 +273,15 @@ static void print_usage_hint(struct cl_state *st, int osds)
 		       "  fusermount3 -u MNT          (unmount it)\n",
 		       nmds, mds->name, mds->ip, mds->port,
 		       nmds > 1 ? " active, the others standbys" : "", st->dir, CL_CONF_FILE);
+	printf("Dashboard (the leading monitor serves it, the others redirect; "
+	       "doc/dashboard.md):\n");
+	for (int i = 0; i < st->n; i++) {
+		char url[96];
+
+		cl_dashboard_url(&st->d[i], url, sizeof(url));
+		if (url[0])
+			printf("  %-8s %s\n", st->d[i].name, url);
+	}
 	printf("Metrics (Prometheus text format; doc/metrics.md):\n");
 	for (int i = 0; i < st->n; i++) {
 		char url[96];
