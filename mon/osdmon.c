@@ -35,6 +35,7 @@
 #include "encode.h"
 #include "log.h"
 #include "mon.h"
+#include "pgstats.h"
 #include "msg.h"
 
 /* The record of id as inc would leave it (inc's copy, else the map's). */
@@ -463,6 +464,7 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 	b.slow = NULL;
 	b.nslow = 0;
 	mon_pg_update(mon, b.id, b.pgs, b.npg);
+	mon_io_note(mon, b.id, &b.io);
 
 	flags = full_flags(mon->map, b.used, b.total);
 	if ((o.state & mask) != flags) {

@@ -75,6 +75,8 @@ extern const struct cli_cmd cli_scrub_cmds[];
 extern const struct cli_cmd cli_auth_cmds[];
 /* cli_pg.c: pg stat, pg query */
 extern const struct cli_cmd cli_pg_cmds[];
+/* cli_watch.c: watch (atoll -w), the cluster log */
+extern const struct cli_cmd cli_watch_cmds[];
 
 /* cli_progress.c: the progress bar of commands that run over a second,
  * on stderr, only when stdout and stderr are terminals and not with
