@@ -42,12 +42,14 @@
 #define SETTLE_MAX_MS		15000	/* and then for no unknown PG, at most this */
 
 /* The log as apply finds it: created on first use, so a program that only
- * replays the log needs no set-up. */
+ * replays the log needs no set-up.  Its first bound is the default on
+ * every member, not the member's own setting: the lines a member keeps
+ * are replicated state, the same everywhere; the leader's first entry
+ * brings the configured bound. */
 static struct mon_clog *clog_of(struct mon *mon)
 {
 	if (!mon->clog.lines) {
-		int r = mon_clog_init(&mon->clog, mon->opts.clog_keep ? mon->opts.clog_keep :
-				      MON_CLOG_KEEP_DEFAULT);
+		int r = mon_clog_init(&mon->clog, MON_CLOG_KEEP_DEFAULT);
 
 		ATOLL_ASSERT(r == 0, "out of memory for the cluster log");
 	}
@@ -142,7 +144,7 @@ int mon_clog_state_restore(struct mon *mon, const void *buf, size_t len)
 		return -EBADMSG;
 	if (r == 0) {
 		/* a snapshot from before the cluster log: it starts empty */
-		r = mon_clog_init(&c, clog_of(mon)->keep);
+		r = mon_clog_init(&c, MON_CLOG_KEEP_DEFAULT);
 		if (r < 0)
 			return r;
 	}

@@ -63,6 +63,7 @@ static int ask(struct watch *w, cJSON *cmd, bool first, bool *more)
 {
 	char *status = NULL, *out = NULL, *json;
 	cJSON *rep = NULL, *l;
+	bool printed = false;
 	double last_seq;
 	int r;
 
@@ -103,11 +104,14 @@ static int ask(struct watch *w, cJSON *cmd, bool first, bool *more)
 			continue;
 		print_line(w, l);
 		w->seq = (uint64_t)seq;
+		printed = true;
 	}
-	if (first || last_seq < (double)w->seq) {
-		if (!first)
-			cli_err("watch: the cluster log starts again at seq %.0f (the monitors "
-				"were rebuilt or restored)", last_seq);
+	if (first && !printed) {
+		/* nothing to show first: new lines are those after the last */
+		w->seq = (uint64_t)last_seq;
+	} else if (!first && last_seq < (double)w->seq) {
+		cli_err("watch: the cluster log starts again at seq %.0f (the monitors were "
+			"rebuilt or restored)", last_seq);
 		w->seq = (uint64_t)last_seq;
 	}
 	*more = cJSON_IsTrue(cJSON_GetObjectItem(rep, "more"));
