@@ -260,8 +260,10 @@ static void summarize_pgs(struct mon *mon, const struct mon_pg_summary *s,
 	snprintf(memo->pgs, sizeof(memo->pgs), "%s; %llu degraded, %llu misplaced, "
 		 "%llu unfound", states, (unsigned long long)s->degraded,
 		 (unsigned long long)s->misplaced, (unsigned long long)s->unfound);
-	memo->left = left;
-	if (!old->left && left)
+	/* the copies left to a recovery or backfill that runs: a PG short of
+	 * a member counts its objects degraded while nothing can copy them */
+	memo->left = s->recovering_pgs ? left : 0;
+	if (!old->left && memo->left)
 		say(mon, MON_CLOG_WRN, "recovery started: %llu object copies degraded, %llu "
 		    "misplaced (about %s to copy)", (unsigned long long)s->degraded,
 		    (unsigned long long)s->misplaced,

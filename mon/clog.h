@@ -43,7 +43,7 @@ struct mon_clog_line {
  * on from it instead of repeating it: the health ("HEALTH_WARN OSD_DOWN
  * PG_DEGRADED"), the PG states ("64 pgs: 10 active+..., 54
  * active+clean; 120 degraded, 0 misplaced, 0 unfound") and the object
- * copies left to recover or backfill. */
+ * copies left to a recovery or backfill that runs (0: none runs). */
 struct mon_clog_memo {
 	char health[MON_CLOG_MEMO_MAX + 1];
 	char pgs[MON_CLOG_MEMO_MAX + 1];
