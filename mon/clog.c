@@ -387,7 +387,7 @@ void mon_clog_tick(struct mon *mon)
 	}
 	if (now < mon->clog_next_ms)
 		return;
-	mon->clog_next_ms = now + mon->opts.clog_interval_ms;
+	mon->clog_next_ms = now + (mon->opts.clog_interval_ms ? mon->opts.clog_interval_ms : 2000);
 	memo = clog_of(mon)->memo;
 	s = malloc(sizeof(*s));
 	if (!s)
@@ -410,7 +410,7 @@ void mon_clog_tick(struct mon *mon)
 		if (!e)
 			return;
 	}
-	e->keep = mon->opts.clog_keep;
+	e->keep = mon->opts.clog_keep ? mon->opts.clog_keep : MON_CLOG_KEEP_DEFAULT;
 	e->has_memo = true;
 	e->memo = memo;
 	enc_init(&enc);
