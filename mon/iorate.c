@@ -20,7 +20,7 @@
 #include "pgstats.h"
 
 #define SLOTS		PG_RATE_WINDOW_S	/* the longest window */
-#define BASE_MAX_MS	5000
+#define BASE_MAX_MS	15000	/* longer than any sane osd_heartbeat_interval */
 
 enum { V_RD_OPS, V_WR_OPS, V_RD_BYTES, V_WR_BYTES, V_REC_BYTES, V_NR };
 
