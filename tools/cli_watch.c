@@ -13,7 +13,8 @@
  * the CLI renders each line itself, in the monitor's own plain form
  * (TIME [SEV] message) or, with --format json, as one JSON object per
  * line.  Output is flushed after each answer, so a pipe sees lines as
- * they come.
+ * they come.  `atoll log last [N]` prints the last lines once, as the
+ * monitor renders them.
  */
 #include "cli.h"
 
@@ -183,6 +184,35 @@ static int run_watch(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 	return CLI_EXIT_OK;
 }
 
+/* log last [N]: the monitor renders the lines (plain or JSON) */
+static int run_log_last(struct cli *cl, const struct cli_cmd *c, int argc, char **argv)
+{
+	uint64_t n = 20;
+	char *status, *out;
+	size_t outlen;
+	cJSON *cmd;
+	int ret;
+
+	if (argc > 1)
+		return cli_usage(c, "unexpected argument '%s'", argv[1]);
+	if (argc == 1 && cli_parse_uint(argv[0], 10000, &n))
+		return cli_usage(c, "'%s' is not a number of lines (0..10000)", argv[0]);
+	cmd = cJSON_CreateObject();
+	cJSON_AddStringToObject(cmd, "prefix", "log");
+	cJSON_AddNumberToObject(cmd, "last", (double)n);
+	ret = cli_mon_call(cl, cmd, cl->json, &status, &out, &outlen);
+	if (ret)
+		return ret;
+	if (out && outlen) {
+		fwrite(out, 1, outlen, stdout);
+		if (out[outlen - 1] != '\n')
+			putchar('\n');
+	}
+	atoll_free(status);
+	atoll_free(out);
+	return CLI_EXIT_OK;
+}
+
 const struct cli_cmd cli_watch_cmds[] = {
 	{ "watch", "[--last N] [--since SEQ] [--interval SECONDS]",
 	  "Streams the cluster log, as `ceph -w` does (also: atoll -w): prints the\n"
@@ -202,5 +232,10 @@ const struct cli_cmd cli_watch_cmds[] = {
 	  "\n"
 	  "The plain form is `TIME [SEV] message`, times in UTC.\n",
 	  run_watch },
+	{ "log last", "[N]",
+	  "The last N lines of the cluster log (default 20), as `atoll watch` prints\n"
+	  "them; with --format json the monitor's answer: first_seq, last_seq and\n"
+	  "the lines with their seq, stamp_ms, time, severity and message.\n",
+	  run_log_last },
 	{ NULL, NULL, NULL, NULL },
 };

@@ -71,6 +71,12 @@ grep -q '"message":"osd.0 up (boot)' "$tmp/w.json" || fail "the OSDs' boots are 
 seqs_ok "$tmp/w.json" || fail "the first lines' seqs"
 wait_line "$tmp/w.txt" '^20[0-9-]*T[0-9:.]*Z \[INF\] ' 10
 ok "atoll watch shows the cluster's history from its creation; atoll -w prints TIME [SEV] message"
+atoll log last 5 >"$tmp/last" || fail "atoll log last 5"
+[ "$(grep -Ec '^20[0-9-]*T[0-9:.]*Z \[(INF|WRN|ERR)\] ' "$tmp/last")" = 5 ] ||
+	fail "atoll log last 5 printed: $(cat "$tmp/last")"
+atoll --format json log last 3 | pyjson "len(j['lines']) == 3 and j['lines'][-1]['seq'] == j['last_seq'] \
+	and j['first_seq'] == 1 and [l['seq'] for l in j['lines']] == list(range(j['last_seq'] - 2, j['last_seq'] + 1))"
+ok "atoll log last N prints the last N lines (plain and JSON)"
 
 # client I/O: writes in the background, rates in atoll status
 "$atoll_bin" bench default 8 write -b 64K -t 4 --no-cleanup --run-name w1 >"$tmp/bench1.out" 2>&1 &
