@@ -76,6 +76,11 @@ static int ask(struct watch *w, cJSON *cmd, bool first, bool *more)
 		return -ENOMEM;
 	r = atoll_mon_command(w->cl->c, json, &status, &out, NULL);
 	free(json);
+	if (r == -EINVAL || r == -EACCES || r == -EPERM) {
+		/* refused, not unanswered: asking again changes nothing */
+		cli_err("watch: %s", status && *status ? status : atoll_strerror(r));
+		goto out_free;
+	}
 	if (r < 0) {
 		if (w->errors++ == 0 || w->errors % 30 == 0)
 			cli_err("watch: the monitors did not answer (%s); asking again",
@@ -166,7 +171,9 @@ static int run_watch(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 		cJSON_AddStringToObject(cmd, "prefix", "log");
 		cJSON_AddNumberToObject(cmd, "last", (double)last);
 		/* the first answer must come: without it there is no seq */
-		while (ask(&w, cmd, true, &more) < 0) {
+		while ((ret = ask(&w, cmd, true, &more)) < 0) {
+			if (ret == -EINVAL || ret == -EACCES || ret == -EPERM)
+				return cli_exit_code(ret);
 			sleep_ms(interval_ms);
 			cmd = cJSON_CreateObject();
 			cJSON_AddStringToObject(cmd, "prefix", "log");
@@ -178,10 +185,12 @@ static int run_watch(struct cli *cl, const struct cli_cmd *c, int argc, char **a
 
 		cJSON_AddStringToObject(cmd, "prefix", "log");
 		cJSON_AddNumberToObject(cmd, "since", (double)w.seq);
-		if (ask(&w, cmd, false, &more) < 0 || !more)
+		ret = ask(&w, cmd, false, &more);
+		if (ret == -EINVAL || ret == -EACCES || ret == -EPERM)
+			return cli_exit_code(ret);
+		if (ret < 0 || !more)
 			sleep_ms(interval_ms);
 	}
-	return CLI_EXIT_OK;
 }
 
 /* log last [N]: the monitor renders the lines (plain or JSON) */
