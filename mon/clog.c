@@ -240,7 +240,7 @@ static void states_str(const struct mon_pg_summary *s, char *buf, size_t len)
 		names[k] = s->states[k].name;
 	qsort(names, s->nstates, sizeof(names[0]), cmp_state);
 	buf[0] = '\0';
-	cat(buf, len, &off, "%u pgs:", s->total);
+	cat(buf, len, &off, "%u pgs%s", s->total, s->nstates ? ":" : "");
 	for (uint32_t k = 0; k < s->nstates; k++)
 		for (uint32_t j = 0; j < s->nstates; j++)
 			if (s->states[j].name == names[k])

@@ -58,8 +58,11 @@ static bool describe_osd(const struct osdmap_osd *a, const struct osdmap_osd *b,
 	char w1[16], w2[16];
 
 	if (!existed && exists) {
-		say(add, arg, MON_CLOG_INF, "osd.%u created on host %s (weight %.2f)", id,
-		    b->host[0] ? b->host : "?", (double)b->weight / OSD_WEIGHT_ONE);
+		/* an id made by `osd new` has no host or weight until it boots */
+		if (b->host[0])
+			say(add, arg, MON_CLOG_INF, "osd.%u created on host %s", id, b->host);
+		else
+			say(add, arg, MON_CLOG_INF, "osd.%u created", id);
 		counts = true;
 	}
 	if (existed && !exists) {
@@ -91,7 +94,8 @@ static bool describe_osd(const struct osdmap_osd *a, const struct osdmap_osd *b,
 		weight_str(a->reweight, w2, sizeof(w2));
 		say(add, arg, MON_CLOG_INF, "osd.%u reweighted to %s (was %s)", id, w1, w2);
 	}
-	if (existed && a->weight != b->weight) {
+	/* the first weight comes with the first boot (its disk's size) */
+	if (existed && a->weight && a->weight != b->weight) {
 		weight_str(b->weight, w1, sizeof(w1));
 		weight_str(a->weight, w2, sizeof(w2));
 		say(add, arg, MON_CLOG_INF, "osd.%u weight %s (was %s)", id, w1, w2);

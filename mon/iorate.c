@@ -6,7 +6,8 @@
  *
  * The growth of an OSD's totals between two of its beacons is summed
  * into one-second slots; a rate is the sum over the last slots divided
- * by the time they cover (less right after the first growth seen).  A
+ * by the time they cover (less right after the first growth of that
+ * value: a first recovery is not averaged over the seconds before it).  A
  * total that shrinks (the OSD restarted) or a previous beacon older than
  * BASE_MAX_MS (this monitor was not leading meanwhile) only sets a new
  * base, so a restart or a leader change never shows a burst.  The bytes
@@ -27,7 +28,7 @@ enum { V_RD_OPS, V_WR_OPS, V_RD_BYTES, V_WR_BYTES, V_REC_BYTES, V_NR };
 static struct {
 	uint64_t sec[SLOTS];
 	uint64_t v[SLOTS][V_NR];
-	uint64_t first_ms;		/* the first growth seen; 0 = none */
+	uint64_t first_ms[V_NR];	/* the first growth of each; 0 = none */
 } io;
 
 void mon_io_note(struct mon *mon, int32_t osd, const struct osd_io_counters *c)
@@ -56,10 +57,11 @@ void mon_io_note(struct mon *mon, int32_t osd, const struct osd_io_counters *c)
 		io.sec[slot] = sec;
 		memset(io.v[slot], 0, sizeof(io.v[slot]));
 	}
-	for (int k = 0; k < V_NR; k++)
+	for (int k = 0; k < V_NR; k++) {
 		io.v[slot][k] += d[k];
-	if (!io.first_ms)
-		io.first_ms = now;
+		if (d[k] && !io.first_ms[k])
+			io.first_ms[k] = now;
+	}
 out_base:
 	info->io = *c;
 	info->io_ms = now;
@@ -70,12 +72,12 @@ static double rate(uint64_t now, int k, uint32_t window)
 {
 	uint64_t sec = now / 1000, sum = 0, span;
 
-	if (!io.first_ms)
+	if (!io.first_ms[k])
 		return 0;
 	for (uint32_t i = 0; i < SLOTS; i++)
 		if (io.sec[i] + window > sec)
 			sum += io.v[i][k];
-	span = (now - io.first_ms) / 1000;
+	span = (now - io.first_ms[k]) / 1000;
 	if (span > window)
 		span = window;
 	if (span < 1)
