@@ -79,7 +79,7 @@ atoll --format json log last 3 | pyjson "len(j['lines']) == 3 and j['lines'][-1]
 ok "atoll log last N prints the last N lines (plain and JSON)"
 
 # client I/O: writes in the background, rates in atoll status
-"$atoll_bin" bench default 6 write -b 64K -t 2 --no-cleanup --run-name w1 >"$tmp/bench1.out" 2>&1 &
+"$atoll_bin" bench default 20 write -b 64K -t 2 --max-ops 800 --no-cleanup --run-name w1 >"$tmp/bench1.out" 2>&1 &
 bench=$!
 wpids="$wpids $bench"
 got=
@@ -103,7 +103,7 @@ ok "atoll status shows the client writes ($(grep '^io:' "$tmp/status"))"
 "$cluster_bin" osd kill 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd kill 2"
 wait_line "$tmp/w.json" '"message":"osd.2 down"' 30
 wait_line "$tmp/w.json" 'health check failed: .*(OSD_DOWN)' 15
-atoll bench default 2 write -b 64K -t 2 --no-cleanup --run-name w2 >"$tmp/bench2.out" 2>&1 ||
+atoll bench default 20 write -b 64K -t 2 --max-ops 150 --no-cleanup --run-name w2 >"$tmp/bench2.out" 2>&1 ||
 	fail "bench write with osd.2 down: $(cat "$tmp/bench2.out")"
 "$cluster_bin" osd start 2 --dir "$cdir" >/dev/null 2>&1 || fail "atoll-cluster osd start 2"
 eta=
