@@ -22,8 +22,8 @@
 #define PROTO_COMPAT 1
 #define BEACON_PGS_MAX (1u << 20)
 #define BEACON_SLOW_MAX 1024u
-#define BEACON_V 4	/* 2: the PGs' recovery and scrub figures; 3: last_epoch_clean;
-			 * 4: the sender's wall clock */
+#define BEACON_V 5	/* 2: the PGs' recovery and scrub figures; 3: last_epoch_clean;
+			 * 4: the sender's wall clock; 5: its I/O counters */
 
 /* A fixed-size string field: a blob of at most cap-1 bytes, no NUL. */
 static void get_fixed_str(struct dec *d, char *buf, size_t cap)
@@ -488,6 +488,13 @@ void osd_beacon_encode(const struct osd_beacon *bc, struct enc *e)
 		enc_u64(e, bc->pgs[i].last_epoch_clean);
 	/* v4 */
 	enc_u64(e, bc->wall_ms);
+	/* v5 */
+	enc_u64(e, bc->io.read_ops);
+	enc_u64(e, bc->io.write_ops);
+	enc_u64(e, bc->io.read_bytes);
+	enc_u64(e, bc->io.write_bytes);
+	enc_u64(e, bc->io.recovery_objects);
+	enc_u64(e, bc->io.recovery_bytes);
 	enc_end(e, h);
 }
 
@@ -591,6 +598,14 @@ int osd_beacon_decode(struct dec *d, struct osd_beacon *bc)
 	}
 	if (v >= 4 && !b.err)
 		bc->wall_ms = dec_u64(&b);
+	if (v >= 5 && !b.err) {
+		bc->io.read_ops = dec_u64(&b);
+		bc->io.write_ops = dec_u64(&b);
+		bc->io.read_bytes = dec_u64(&b);
+		bc->io.write_bytes = dec_u64(&b);
+		bc->io.recovery_objects = dec_u64(&b);
+		bc->io.recovery_bytes = dec_u64(&b);
+	}
 	r = dec_msg_end(d, &b);
 	if (r < 0)
 		osd_beacon_clear(bc);

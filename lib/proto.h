@@ -301,6 +301,17 @@ struct slow_op {
 	char desc[128];			/* "write 'obj' from client.N" */
 };
 
+/* An OSD's totals since it started, in its beacon (v5; zero from an
+ * older sender): client ops it answered as primary and the bytes they
+ * read and wrote, and the whole-object copies it ran for recovery,
+ * backfill and repair.  The monitor derives the cluster's client I/O
+ * and recovery rates from their growth between beacons. */
+struct osd_io_counters {
+	uint64_t read_ops, write_ops;
+	uint64_t read_bytes, write_bytes;
+	uint64_t recovery_objects, recovery_bytes;
+};
+
 /* OSD_BEACON (a call, every osd_heartbeat_interval): the OSD is alive,
  * how full it is, its PGs' states, its slow ops and store errors.  The
  * monitor takes it as the OSD's heartbeat, and answers with the OSD's
@@ -320,6 +331,7 @@ struct osd_beacon {
 	/* v4 (0 from an older sender): its wall clock, ms since the epoch,
 	 * when it sent the beacon: the monitors' CLOCK_SKEW */
 	uint64_t wall_ms;
+	struct osd_io_counters io;	/* v5 */
 };
 void osd_beacon_encode(const struct osd_beacon *b, struct enc *e);
 int osd_beacon_decode(struct dec *d, struct osd_beacon *b);

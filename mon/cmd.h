@@ -64,6 +64,9 @@ void cmd_no_change(struct mon *mon, struct cmd_out *o);
 /* ---- cmd_status.c ---- */
 cmd_fn cmd_status, cmd_health, cmd_df, cmd_pg_ls, cmd_pg_stat;
 
+/* ---- clog.c: log [since SEQ | last N] ---- */
+cmd_fn cmd_log;
+
 /* ---- cmd_osd.c ---- */
 cmd_fn cmd_osd_tree, cmd_osd_ls, cmd_osd_dump, cmd_osd_out, cmd_osd_in,
 	cmd_osd_reweight, cmd_osd_set, cmd_osd_unset, cmd_osd_rm, cmd_osd_drain,

@@ -3,7 +3,8 @@
  * health, df, pg stat and pg ls.
  *
  * They only read: the map, the OSDs' beacons and the PG statistics
- * (pgstats.c).  A PG never reported is shown as "unknown" with the acting
+ * (pgstats.c), and the client I/O and recovery rates derived from the
+ * beacons (iorate.c).  A PG never reported is shown as "unknown" with the acting
  * set placement computes for it, so a new pool is visible at once.
  */
 #include <cjson/cJSON.h>
@@ -21,6 +22,8 @@
 
 static void add_recovery_json(cJSON *j, const struct mon_pg_summary *ps);
 static void recovery_sentence(const struct mon_pg_summary *ps, char *buf, size_t len);
+static void add_io_json(struct mon *mon, cJSON *j, const struct mon_pg_summary *ps);
+static void io_lines(struct mon *mon, const struct mon_pg_summary *ps, FILE *f);
 
 struct usage {
 	uint64_t total, used, avail, objects, bytes;
@@ -93,6 +96,7 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		for (uint32_t k = 0; k < ps->nstates; k++)
 			cJSON_AddNumberToObject(s, ps->states[k].name, ps->states[k].n);
 		add_recovery_json(o->j, ps);
+		add_io_json(mon, o->j, ps);
 		x = cJSON_AddObjectToObject(o->j, "usage");
 		cJSON_AddNumberToObject(x, "total", (double)u.total);
 		cJSON_AddNumberToObject(x, "used", (double)u.used);
@@ -118,6 +122,7 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 		recovery_sentence(ps, line, sizeof(line));
 		fprintf(o->txt, "recovery: %s\n", line);
 	}
+	io_lines(mon, ps, o->txt);
 	free(ps);
 	cmd_human_bytes(u.used, b1, sizeof(b1));
 	cmd_human_bytes(u.avail, b2, sizeof(b2));
@@ -125,6 +130,76 @@ int cmd_status(struct mon *mon, cJSON *a, struct cmd_out *o)
 	fprintf(o->txt, "usage:   %llu objects, %s used, %s / %s avail\n",
 		(unsigned long long)u.objects, b1, b2, b3);
 	return 0;
+}
+
+/* ---- client I/O and recovery progress ---------------------------------- */
+
+/* The ETA in seconds of what is left (object copies), from the object
+ * rate or else the byte rate; 0: not known. */
+static uint64_t eta_s(const struct mon_pg_summary *ps, const struct mon_io_rates *io)
+{
+	uint64_t left = ps->degraded + ps->misplaced;
+
+	if (!left)
+		return 0;
+	if (ps->rate > 0)
+		return (uint64_t)((double)left / ps->rate + 0.5);
+	if (io->recovery_bytes_per_s > 0 && io->recovery_left_bytes)
+		return (uint64_t)((double)io->recovery_left_bytes / io->recovery_bytes_per_s +
+				  0.5);
+	return 0;
+}
+
+static void add_io_json(struct mon *mon, cJSON *j, const struct mon_pg_summary *ps)
+{
+	cJSON *x = cJSON_AddObjectToObject(j, "io"), *r = cJSON_GetObjectItem(j, "recovery");
+	struct mon_io_rates io;
+	uint64_t eta;
+
+	mon_io_rates(mon, &io);
+	cJSON_AddNumberToObject(x, "window_s", io.window_s);
+	cJSON_AddNumberToObject(x, "read_ops_per_s", io.read_ops_per_s);
+	cJSON_AddNumberToObject(x, "write_ops_per_s", io.write_ops_per_s);
+	cJSON_AddNumberToObject(x, "read_bytes_per_s", io.read_bytes_per_s);
+	cJSON_AddNumberToObject(x, "write_bytes_per_s", io.write_bytes_per_s);
+	if (!r)
+		return;
+	cJSON_AddNumberToObject(r, "objects_left", (double)(ps->degraded + ps->misplaced));
+	cJSON_AddNumberToObject(r, "bytes_left", (double)io.recovery_left_bytes);
+	cJSON_AddNumberToObject(r, "bytes_per_s", io.recovery_bytes_per_s);
+	eta = eta_s(ps, &io);
+	if (eta && !cJSON_GetObjectItem(r, "eta_s"))
+		cJSON_AddNumberToObject(r, "eta_s", (double)eta);
+}
+
+/* io:       client 1.2 MiB/s rd, 3.4 MiB/s wr, 10 op/s rd, 20 op/s wr (last 10 s)
+ * progress: 120 object copies left (about 2.3 MiB), 12.0 objects/s, 4.5 MiB/s,
+ *           about 10 s left */
+static void io_lines(struct mon *mon, const struct mon_pg_summary *ps, FILE *f)
+{
+	uint64_t left = ps->degraded + ps->misplaced, eta;
+	char b1[32], b2[32], b3[32];
+	struct mon_io_rates io;
+
+	mon_io_rates(mon, &io);
+	cmd_human_bytes((uint64_t)io.read_bytes_per_s, b1, sizeof(b1));
+	cmd_human_bytes((uint64_t)io.write_bytes_per_s, b2, sizeof(b2));
+	fprintf(f, "io:       client %s/s rd, %s/s wr, %.0f op/s rd, %.0f op/s wr (last %u s)\n",
+		b1, b2, io.read_ops_per_s, io.write_ops_per_s, io.window_s);
+	if (!left)
+		return;
+	cmd_human_bytes(io.recovery_left_bytes, b1, sizeof(b1));
+	cmd_human_bytes((uint64_t)io.recovery_bytes_per_s, b2, sizeof(b2));
+	fprintf(f, "progress: recovery/backfill: %llu object copies left (about %s), "
+		"%.1f objects/s, %s/s", (unsigned long long)left, b1, ps->rate, b2);
+	eta = eta_s(ps, &io);
+	if (eta) {
+		mon_pg_duration_str(eta, b3, sizeof(b3));
+		fprintf(f, ", about %s left (ETA)\n", b3);
+	} else {
+		fprintf(f, ", ETA unknown (%s)\n", ps->recovering_pgs ?
+			"no copy finished lately" : "no recovery running");
+	}
 }
 
 /* ---- pg stat ----------------------------------------------------------- */

@@ -216,6 +216,7 @@ static const struct {
 } commands[] = {
 	{ "status", cmd_status, CMD_READ, MON_NEED_R },
 	{ "health", cmd_health, CMD_READ, MON_NEED_R },
+	{ "log", cmd_log, CMD_READ, MON_NEED_R },	/* clog.c: the cluster log */
 	{ "osd tree", cmd_osd_tree, CMD_READ, MON_NEED_R },
 	{ "osd ls", cmd_osd_ls, CMD_READ, MON_NEED_R },
 	{ "osd dump", cmd_osd_dump, CMD_READ, MON_NEED_R },

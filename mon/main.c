@@ -202,6 +202,19 @@ int mon_opts_load(const struct config *cfg, struct mon_opts *o, char *err, size_
 		snprintf(err, errlen, "mon_memory_target must be at least 8M");
 		return -ERANGE;
 	}
+	/* the cluster log (clog.c; doc/quorum.md, "The cluster log") */
+	if ((r = config_get_int(cfg, WHO, "mon_cluster_log_lines", MON_CLOG_KEEP_DEFAULT,
+				MON_CLOG_KEEP_MIN, MON_CLOG_KEEP_MAX, &v, err, errlen)) < 0)
+		return r;
+	o->clog_keep = (uint32_t)v;
+	if ((r = config_get_duration_ms(cfg, WHO, "mon_cluster_log_interval", 2000,
+					&o->clog_interval_ms, err, errlen)) < 0)
+		return r;
+	if (o->clog_interval_ms < 100 || o->clog_interval_ms > 60000) {
+		snprintf(err, errlen, "mon_cluster_log_interval (%llu ms) must be from 100 ms "
+			 "to 60 s", (unsigned long long)o->clog_interval_ms);
+		return -EINVAL;
+	}
 	/* check often enough that "down after grace" is late by a fifth at most */
 	o->tick_ms = o->heartbeat_grace_ms / 5;
 	if (o->tick_ms < 50)
@@ -566,6 +579,8 @@ static void mon_run(struct mon *mon)
 		mon_pg_temp_flush(mon);
 		mon_rebuild_tick(mon);
 		mon_auth_tick(mon);
+		if (mon->serving)
+			mon_clog_tick(mon);
 		now = mono_now_ms();
 		if (now >= mon->next_tick_ms) {
 			/* beacons that queued up while the batch above ran (a map
@@ -1008,6 +1023,7 @@ out_store:
 out_free:
 	mon_osd_fini(mon);
 	mon_pg_fini(mon);
+	mon_clog_fini(mon);
 	free(mon->subs);
 	free(mon->peers);
 	free(mon->pgt);

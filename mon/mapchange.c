@@ -18,9 +18,10 @@
  * that installed a snapshot keeps less), so the digest leaves it out.
  *
  * The replicated state is the map plus the request-id table, the
- * incarnation (rebuild.c) and the auth state (auth.c: its entries are
- * applied there); a snapshot of it is mon_state_encode(), a digest of it
- * mon_state_digest().
+ * incarnation (rebuild.c), the auth state (auth.c: its entries are
+ * applied there) and the cluster log (clog.c: its entries are applied
+ * there; a map change's own lines are added here); a snapshot of it is
+ * mon_state_encode(), a digest of it mon_state_digest().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -157,6 +158,8 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 		return res;	/* an incarnation entry (rebuild.c) */
 	if (mon_auth_apply(mon, buf, len, &res))
 		return res;	/* an auth entry (auth.c) */
+	if (mon_clog_apply(mon, buf, len, &res))
+		return res;	/* cluster log lines (clog.c) */
 	r = mon_entry_decode(buf, len, &ent);
 	if (r < 0) {
 		mon_entry_clear(&ent);
@@ -201,8 +204,14 @@ int64_t mon_state_apply(struct mon *mon, const void *buf, size_t len)
 	r = mon_store_commit(mon->store, &ent.inc, next);
 	ATOLL_ASSERT(r == 0, "the monitor store cannot record committed epoch %llu: %s",
 		     (unsigned long long)ent.inc.epoch, strerror(-r));
-	osdmap_free(mon->map);
-	mon->map = next;
+	{
+		struct osdmap *old = mon->map;
+
+		mon->map = next;
+		/* every member says the same lines about it (clog.c) */
+		mon_clog_map_applied(mon, old, &ent.inc);
+		osdmap_free(old);
+	}
 	mon_reqid_record(mon, ent.client, ent.seq, ent.inc.epoch);
 	mon->digest = 0;
 	log_info("mon", "epoch %llu committed", (unsigned long long)mon->map->epoch);
@@ -231,6 +240,7 @@ void mon_state_encode(struct mon *mon, struct enc *e)
 	mon_rebuild_state_encode(mon, e);	/* the incarnation (rebuild.c) */
 	if (mon->auth)
 		mon_auth_state_append(mon, e);	/* keys, secrets, id ranges (auth.c) */
+	mon_clog_state_append(mon, e);		/* the cluster log (clog.c) */
 }
 
 int mon_state_restore(struct mon *mon, const void *buf, size_t len)
@@ -260,6 +270,13 @@ int mon_state_restore(struct mon *mon, const void *buf, size_t len)
 			osdmap_free(map);
 			return r;
 		}
+	}
+	/* the tagged sections after the blob: auth (above), the cluster log */
+	r = mon_clog_state_restore(mon, p + (blob_end < len ? blob_end : len),
+				   blob_end < len ? len - blob_end : 0);
+	if (r < 0) {
+		osdmap_free(map);
+		return r;
 	}
 	if (mon->incarnation > 1)
 		mon_store_set_incarnation(mon->store, mon->incarnation);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "clog.h"
 #include "entry.h"
 #include "mono.h"
 #include "osdmap.h"
@@ -56,6 +57,8 @@ struct mon_opts {
 	uint64_t memory_target;		/* mon_memory_target, bytes (memcheck.c) */
 	uint64_t data_min_free;		/* mon_data_min_free, bytes (diskcheck.c) */
 	uint64_t clock_skew_ms;		/* auth_clock_skew (CLOCK_SKEW, clockskew.c) */
+	uint32_t clog_keep;		/* mon_cluster_log_lines (clog.c) */
+	uint64_t clog_interval_ms;	/* mon_cluster_log_interval */
 };
 
 /* "Not the leader (any more)": the request is answered with a MONMAP so
@@ -143,6 +146,9 @@ struct mon_osd_info {
 	 * than ours (a restore of an older backup): that epoch, and when
 	 * (monotonic); MON_EPOCH_BEHIND names it.  0: not refused. */
 	uint64_t ahead_epoch, ahead_ms;
+	/* its I/O totals at its last beacon, and when (iorate.c) */
+	struct osd_io_counters io;
+	uint64_t io_ms;
 };
 
 /* One PG's last report. */
@@ -238,6 +244,12 @@ struct mon {
 	uint64_t next_tick_ms;
 	struct dash *dashboard;		/* NULL: no dashboard_addr (dashboard.c) */
 	struct mon_metrics *metrics;	/* NULL: no metrics_addr (mon_metrics.c) */
+
+	/* the cluster log (clog.c): the replicated lines, and the leader's
+	 * lines not proposed yet, its next summary and the term it announced */
+	struct mon_clog clog;
+	struct mon_clog_entry *clog_pending;
+	uint64_t clog_next_ms, clog_term;
 };
 
 /* ---- time ---- */
@@ -545,6 +557,27 @@ struct cJSON *mon_health(struct mon *mon, bool detail);
 const char *mon_health_status(struct mon *mon);
 /* Every health code, NULL-terminated (metrics export a series for each). */
 extern const char *const mon_health_codes[];
+
+/* ---- clog.c: the cluster log (doc/quorum.md, "The cluster log") ---- */
+/* Raft thread, mon->lock held: applies buf when it is a cluster log entry
+ * (true, *res the last seq); false: not one. */
+bool mon_clog_apply(struct mon *mon, const void *buf, size_t len, int64_t *res);
+/* Raft thread: the map change inc took old to mon->map; its lines. */
+void mon_clog_map_applied(struct mon *mon, const struct osdmap *old,
+			  const struct osdmap_inc *inc);
+/* The snapshot's cluster log section, and back (buf: the tagged
+ * sections after the blob and the incarnation trailer; an older snapshot
+ * without one restores an empty log). */
+void mon_clog_state_append(struct mon *mon, struct enc *e);
+int mon_clog_state_restore(struct mon *mon, const void *buf, size_t len);
+/* Monitor thread, serving: queues a line for the next entry (nothing when
+ * not the leader). */
+void mon_clog_say(struct mon *mon, uint8_t sev, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Monitor thread, serving: the summaries and queued lines, proposed once
+ * per mon_cluster_log_interval when there is news. */
+void mon_clog_tick(struct mon *mon);
+void mon_clog_fini(struct mon *mon);
 
 /* ---- commands.c ---- */
 void mon_handle_command(struct mon *mon, struct msg *m);

@@ -37,6 +37,11 @@ static const char *const cluster_families[] = {
 	"atoll_cluster_misplaced_objects", "atoll_cluster_unfound_objects",
 	"atoll_cluster_recovered_objects_per_second", "atoll_pool_objects",
 	"atoll_pool_stored_bytes", "atoll_pool_pgs",
+	"atoll_cluster_client_read_ops_per_second", "atoll_cluster_client_write_ops_per_second",
+	"atoll_cluster_client_read_bytes_per_second",
+	"atoll_cluster_client_write_bytes_per_second",
+	"atoll_cluster_recovered_bytes_per_second", "atoll_cluster_recovery_left_bytes",
+	"atoll_mon_member_lag_entries",
 };
 #define NCLUSTER (sizeof(cluster_families) / sizeof(cluster_families[0]))
 
@@ -57,6 +62,8 @@ struct mon_metrics {
 	struct metric *term, *commit, *applied, *lag, *leader, *members, *epoch;
 	struct metric *status, *osds, *up, *in, *total, *used, *cepoch;
 	struct metric *pgs, *degraded, *misplaced, *unfound, *rate;
+	struct metric *rd_ops, *wr_ops, *rd_bytes, *wr_bytes, *rec_bytes, *rec_left;
+	struct metric *clog_seq;
 	struct dyn *dyn;
 };
 
@@ -96,6 +103,8 @@ static void dyn_set(struct mon_metrics *mm, const char *family, const char *help
 #define HELP_POOL_OBJ "Objects in the pool, from the PGs' last reports (leader only)"
 #define HELP_POOL_BYTES "Logical bytes stored in the pool, from the PGs' last reports (leader only)"
 #define HELP_POOL_PGS "PGs of the pool (leader only)"
+#define HELP_MEMBER_LAG "Log entries committed on the leader that the member has not " \
+	"applied, by its last status report (leader only)"
 #define HELP_PG_STATE "PGs in each combination of states, as `atoll status` shows them " \
 	"(leader only)"
 
@@ -135,6 +144,8 @@ int mon_metrics_start(struct mon *mon, char *err, size_t errlen)
 		"Members of the monitor cluster (raft configuration)", NULL);
 	mm->epoch = metrics_gauge(r, "atoll_mon_osdmap_epoch",
 		"The OSD map epoch this monitor holds", NULL);
+	mm->clog_seq = metrics_gauge(r, "atoll_mon_cluster_log_last_seq",
+		"The seq of the last cluster log line this monitor applied", NULL);
 	mm->status = metrics_gauge(r, "atoll_health_status",
 		"The cluster's health: 0 HEALTH_OK, 1 HEALTH_WARN, 2 HEALTH_ERR (leader only)", NULL);
 	/* every health code (mon_health_codes, health.c) is exported as 0
@@ -159,6 +170,20 @@ int mon_metrics_start(struct mon *mon, char *err, size_t errlen)
 		"Objects no member has a good copy of (leader only)", NULL);
 	mm->rate = metrics_gauge(r, "atoll_cluster_recovered_objects_per_second",
 		"Objects recovered per second over the last 30 s (leader only)", NULL);
+	mm->rd_ops = metrics_gauge(r, "atoll_cluster_client_read_ops_per_second",
+		"Client read ops per second over the last 10 s, from the OSDs' beacons "
+		"(leader only)", NULL);
+	mm->wr_ops = metrics_gauge(r, "atoll_cluster_client_write_ops_per_second",
+		"Client write ops per second over the last 10 s (leader only)", NULL);
+	mm->rd_bytes = metrics_gauge(r, "atoll_cluster_client_read_bytes_per_second",
+		"Bytes read by clients per second over the last 10 s (leader only)", NULL);
+	mm->wr_bytes = metrics_gauge(r, "atoll_cluster_client_write_bytes_per_second",
+		"Bytes written by clients per second over the last 10 s (leader only)", NULL);
+	mm->rec_bytes = metrics_gauge(r, "atoll_cluster_recovered_bytes_per_second",
+		"Bytes recovered or backfilled per second over the last 30 s (leader only)", NULL);
+	mm->rec_left = metrics_gauge(r, "atoll_cluster_recovery_left_bytes",
+		"Bytes left to recover or backfill, estimated from each PG's mean object size "
+		"(leader only)", NULL);
 	rc = metrics_add_process(r, "mon");
 	if (rc == 0)
 		rc = metrics_add_msgr(r, mon->msgr);
@@ -267,10 +292,31 @@ static void cluster_tick(struct mon *mon, struct mon_metrics *mm)
 		metric_set(mm->misplaced, (int64_t)s->misplaced);
 		metric_set(mm->unfound, (int64_t)s->unfound);
 		metric_set(mm->rate, (int64_t)s->rate);
+		{
+			struct mon_io_rates io;
+
+			mon_io_rates(mon, &io);
+			metric_set(mm->rd_ops, (int64_t)(io.read_ops_per_s + 0.5));
+			metric_set(mm->wr_ops, (int64_t)(io.write_ops_per_s + 0.5));
+			metric_set(mm->rd_bytes, (int64_t)io.read_bytes_per_s);
+			metric_set(mm->wr_bytes, (int64_t)io.write_bytes_per_s);
+			metric_set(mm->rec_bytes, (int64_t)io.recovery_bytes_per_s);
+			metric_set(mm->rec_left, (int64_t)io.recovery_left_bytes);
+		}
 		for (uint32_t i = 0; i < s->nstates && i < PG_SUMMARY_STATES; i++)
 			dyn_set(mm, "atoll_cluster_pgs_by_state", HELP_PG_STATE, "state",
 				s->states[i].name, s->states[i].n);
 		free(s);
+	}
+	/* each member's distance behind the leader, by the status it sends
+	 * five times a second (quorum.c) */
+	for (uint32_t i = 0; i < mon->qv.nmembers; i++) {
+		const struct mon_qmember *m = &mon->qv.members[i];
+		uint64_t applied = m->id == mon->self.id ? mon->qv.applied_index : m->applied;
+
+		dyn_set(mm, "atoll_mon_member_lag_entries", HELP_MEMBER_LAG, "mon",
+			m->name[0] ? m->name : "?", mon->qv.commit_index > applied ?
+			(int64_t)(mon->qv.commit_index - applied) : 0);
 	}
 	for (struct dyn *d = mm->dyn; d; d = d->next)
 		if (!d->seen)
@@ -295,6 +341,7 @@ void mon_metrics_tick(struct mon *mon)
 	metric_set(mm->leader, leader);
 	metric_set(mm->members, mon->qv.nmembers);
 	metric_set(mm->epoch, mon->map ? (int64_t)mon->map->epoch : 0);
+	metric_set(mm->clog_seq, (int64_t)(mon->clog.next_seq ? mon->clog.next_seq - 1 : 0));
 	if (leader)
 		cluster_tick(mon, mm);
 	if (leader != mm->shown) {

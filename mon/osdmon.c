@@ -35,6 +35,7 @@
 #include "encode.h"
 #include "log.h"
 #include "mon.h"
+#include "pgstats.h"
 #include "msg.h"
 
 /* The record of id as inc would leave it (inc's copy, else the map's). */
@@ -463,6 +464,7 @@ void mon_handle_osd_beacon(struct mon *mon, struct msg *m)
 	b.slow = NULL;
 	b.nslow = 0;
 	mon_pg_update(mon, b.id, b.pgs, b.npg);
+	mon_io_note(mon, b.id, &b.io);
 
 	flags = full_flags(mon->map, b.used, b.total);
 	if ((o.state & mask) != flags) {
@@ -621,10 +623,13 @@ void mon_handle_osd_failure(struct mon *mon, struct msg *m)
 		}
 		osdmap_inc_init(&inc, 0);
 		if (mon_osd_mark_down(mon, &inc, f.target) == 0 &&
-		    mon_map_change(mon, &inc, &epoch) == 0)
+		    mon_map_change(mon, &inc, &epoch) == 0) {
 			log_info("mon", "osd.%d marked down by peer reports in epoch %llu",
 				 f.target, (unsigned long long)epoch);
-		else
+			mon_clog_say(mon, MON_CLOG_WRN, "osd.%d marked down: its peers report it "
+				     "failed (%s)", f.target, f.immediate ? "connection refused" :
+				     "no heartbeat");
+		} else
 			osdmap_inc_clear(&inc);
 	}
 out_free:
@@ -664,9 +669,12 @@ void mon_handle_osd_stopping(struct mon *mon, struct msg *m)
 			rep.rc = mon_map_change(mon, &inc, &rep.epoch);
 		else
 			osdmap_inc_clear(&inc);
-		if (rep.rc == 0)
+		if (rep.rc == 0) {
 			log_info("mon", "osd.%d stopping: down in epoch %llu", s.id,
 				 (unsigned long long)rep.epoch);
+			mon_clog_say(mon, MON_CLOG_INF, "osd.%d marked itself down: it stops",
+				     s.id);
+		}
 	}
 out_reply:
 	enc_init(&e);
@@ -706,10 +714,15 @@ void mon_osd_tick(struct mon *mon)
 		if ((o->state & OSD_ST_UP) && now - info->last_beacon_ms > grace) {
 			log_info("mon", "osd.%u sent no beacon for %llu ms: marking it down",
 				 i, (unsigned long long)(now - info->last_beacon_ms));
+			mon_clog_say(mon, MON_CLOG_WRN, "osd.%u marked down: no beacon for %.1f s "
+				     "(osd_heartbeat_grace)", i,
+				     (double)(now - info->last_beacon_ms) / 1000);
 			mon_osd_mark_down(mon, &inc, (int32_t)i);
 		} else if ((o->state & OSD_ST_UP) && info->fencing && now >= info->lease_until_ms) {
 			log_info("mon", "osd.%u reported failed, and its lease has run out: "
 				 "marking it down", i);
+			mon_clog_say(mon, MON_CLOG_WRN, "osd.%u marked down: its peers report it "
+				     "failed and its lease ran out", i);
 			mon_osd_mark_down(mon, &inc, (int32_t)i);
 		} else if (!(o->state & OSD_ST_UP) && o->reweight > 0 &&
 			   o->down_stamp_ms && !(map->flags & OSDMAP_F_NOOUT) &&
@@ -719,6 +732,9 @@ void mon_osd_tick(struct mon *mon)
 
 			log_info("mon", "osd.%u down for %llu s: marking it out", i,
 				 (unsigned long long)(wall - o->down_stamp_ms) / 1000);
+			mon_clog_say(mon, MON_CLOG_WRN, "osd.%u marked out: down for %llu s "
+				     "(mon_osd_down_out_interval)", i,
+				     (unsigned long long)(wall - o->down_stamp_ms) / 1000);
 			r.reweight = 0;
 			info->auto_out = true;
 			osdmap_inc_set_osd(&inc, &r);

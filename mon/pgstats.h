@@ -30,6 +30,20 @@ struct mon_pg_summary {
 };
 
 void mon_pg_summarize(struct mon *mon, struct mon_pg_summary *s);
+
+/* iorate.c: the client I/O and recovery rates, from the OSDs' beacons. */
+#define IO_RATE_WINDOW_S	10	/* client rates are over this many seconds */
+struct osd_io_counters;
+struct mon_io_rates {
+	uint32_t window_s;		/* what the client rates cover */
+	double read_ops_per_s, write_ops_per_s;
+	double read_bytes_per_s, write_bytes_per_s;
+	double recovery_bytes_per_s;	/* over PG_RATE_WINDOW_S, as the object rate */
+	uint64_t recovery_left_bytes;	/* estimated: copies left x mean object size */
+};
+/* An OSD's beacon carried its totals c. */
+void mon_io_note(struct mon *mon, int32_t osd, const struct osd_io_counters *c);
+void mon_io_rates(struct mon *mon, struct mon_io_rates *r);
 /* "in 2 min 5 s", from seconds */
 void mon_pg_duration_str(uint64_t s, char *buf, size_t len);
 

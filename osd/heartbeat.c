@@ -373,6 +373,12 @@ void osd_hb_beacon(struct osd *osd)
 	b.npg = osd_pgs_stats(osd, &b.pgs);
 	b.nslow = osd_slow_ops(osd, &b.slow);
 	b.wall_ms = msg_auth_wall_ms(osd->auth);
+	b.io.read_ops = atomic_load(&osd->io_ops[0]);
+	b.io.write_ops = atomic_load(&osd->io_ops[1]);
+	b.io.read_bytes = atomic_load(&osd->io_bytes[0]);
+	b.io.write_bytes = atomic_load(&osd->io_bytes[1]);
+	b.io.recovery_objects = atomic_load(&osd->io_rec_objects);
+	b.io.recovery_bytes = atomic_load(&osd->io_rec_bytes);
 	osd_metrics_beacon(osd, &b, have_sf ? &sf : NULL);
 	/* Only on an open session: a beacon queued meanwhile would go late,
 	 * with a burst of others.  The lease counts from here, the first

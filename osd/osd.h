@@ -187,6 +187,11 @@ struct osd {
 	atomic_int ops_in_flight;
 	atomic_uint_fast64_t inflight_bytes;	/* write bytes queued, not committed
 						 * (ours and our replicas') */
+	/* totals since start for the beacon (osd_io_counters, lib/proto.h):
+	 * client ops answered as primary and their bytes (any thread that
+	 * answers an op), recovery copies run (loop thread) */
+	atomic_uint_fast64_t io_ops[2], io_bytes[2];	/* [0] read, [1] write */
+	atomic_uint_fast64_t io_rec_objects, io_rec_bytes;
 	pthread_mutex_t ops_lock;	/* protects the list of ops below */
 	struct osd_op *ops_head;	/* every op in flight (slow op report) */
 };

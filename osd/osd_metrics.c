@@ -214,6 +214,18 @@ void osd_metrics_op_done(const struct osd_op *op, int result, uint64_t read_byte
 	int t = op->is_write ? OT_WRITE : OT_READ;
 	uint64_t written = 0;
 
+	/* the beacon's counters are kept with metrics off too */
+	for (uint32_t i = 0; i < op->req.nops && i < PROTO_OPS_MAX; i++) {
+		uint16_t code = op->req.ops[i].code;
+
+		if (code == OSD_OP_WRITE || code == OSD_OP_WRITE_FULL || code == OSD_OP_APPEND)
+			written += op->req.ops[i].data_len;
+	}
+	atomic_fetch_add(&op->osd->io_ops[t], 1);
+	if (result >= 0) {
+		atomic_fetch_add(&op->osd->io_bytes[OT_READ], read_bytes);
+		atomic_fetch_add(&op->osd->io_bytes[OT_WRITE], written);
+	}
 	if (!om)
 		return;
 	metric_inc(om->ops[t]);
@@ -225,8 +237,6 @@ void osd_metrics_op_done(const struct osd_op *op, int result, uint64_t read_byte
 
 		if (code < SUBOP_NR)
 			metric_inc(om->subops[code]);
-		if (code == OSD_OP_WRITE || code == OSD_OP_WRITE_FULL || code == OSD_OP_APPEND)
-			written += op->req.ops[i].data_len;
 	}
 	if (result >= 0) {
 		metric_add(om->bytes_read, read_bytes);
@@ -290,6 +300,8 @@ void osd_metrics_copied(struct osd *osd, uint64_t bytes)
 {
 	struct osd_metrics *om = osd->metrics;
 
+	atomic_fetch_add(&osd->io_rec_objects, 1);
+	atomic_fetch_add(&osd->io_rec_bytes, bytes);
 	if (!om)
 		return;
 	metric_inc(om->copied_objects);

@@ -22,7 +22,7 @@
 
 static const struct cli_cmd *const tables[] = {
 	cli_admin_cmds, cli_object_cmds, cli_bench_cmds, cli_image_cmds, cli_fs_cmds,
-	cli_scrub_cmds, cli_pg_cmds, cli_verify_cmds, cli_auth_cmds,
+	cli_scrub_cmds, cli_pg_cmds, cli_verify_cmds, cli_auth_cmds, cli_watch_cmds,
 };
 
 void cli_err(const char *fmt, ...)
@@ -189,6 +189,7 @@ static void print_all_usage(FILE *f)
 		"  -m, --mon IP:PORT    the monitor's address (instead of mon_host)\n"
 		"  --keyring FILE       the keyring (instead of keyring; doc/security.md)\n"
 		"  --format json|plain  output format (default plain)\n"
+		"  -w, --watch          the same as the command watch (the cluster log)\n"
 		"  -h, --help           help;  --version  the version\n"
 		"\nexit status: 0 success, 1 error, 2 bad usage, 3 no such pool, object or\n"
 		"OSD, 4 the monitor cannot be reached (doc/cli.md)\n");
@@ -243,6 +244,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--") == 0) {
 			dashdash = true;
 			args[nargs++] = argv[i];
+		} else if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
+			/* `atoll -w` is `atoll watch`, as `ceph -w` */
+			args[nargs++] = "watch";
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			help = 1;
 		} else if (strcmp(a, "--version") == 0) {

@@ -80,6 +80,8 @@ int cli_auth_get_or_create(struct cli *cl, const char *entity, const char *const
 			   int ncaps, const char *out_path);
 /* cli_pg.c: pg stat, pg query */
 extern const struct cli_cmd cli_pg_cmds[];
+/* cli_watch.c: watch (atoll -w), the cluster log */
+extern const struct cli_cmd cli_watch_cmds[];
 
 /* cli_progress.c: the progress bar of commands that run over a second,
  * on stderr, only when stdout and stderr are terminals and not with
