@@ -182,7 +182,7 @@ grep -q "secure" "$tmp/err" || fail "mon backup over crc said: $(cat "$tmp/err")
 raddr=127.0.0.9:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.9", 0)); print(s.getsockname()[1])')
 "$bindir/mon/atoll-mon" --restore "$tmp/bk" --data "$tmp/rmon" --name a --addr "$raddr" \
 	>/dev/null 2>"$tmp/err" || fail "restore: $(cat "$tmp/err")"
-sed '/^metrics_addr/d' "$ATOLL_CONF" >"$tmp/rmon.conf"	# mon.a's port is taken
+sed -e '/^metrics_addr/d' -e '/^dashboard_addr/d' "$ATOLL_CONF" >"$tmp/rmon.conf"	# mon.a's ports are taken
 "$bindir/mon/atoll-mon" --data "$tmp/rmon" --addr "$raddr" --conf "$tmp/rmon.conf" \
 	--log "$tmp/rmon.log" 2>"$tmp/rmon.err" &
 rmon=$!
