@@ -63,26 +63,35 @@ declare -A pid=()	# daemon name -> PID (the unit's ExecStart, exec'd)
 installed=0
 failed=0
 
-# Stops every daemon this test started (SIGTERM, then SIGKILL after 60 s),
-# by PID.
+# stop_one NAME: SIGTERM to the daemon, SIGKILL (and a failure) if it is
+# still there after 60 s; by PID.
+stop_one() {
+	local n=$1 i
+	[ -n "${pid[$n]:-}" ] || return 0
+	kill -TERM "${pid[$n]}" 2>/dev/null
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "${pid[$n]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "${pid[$n]}" 2>/dev/null; then
+		echo "FAIL $n (pid ${pid[$n]}) ignored SIGTERM for 60 s: killed" >&2
+		kill -KILL "${pid[$n]}" 2>/dev/null
+		failed=1
+	fi
+	wait "${pid[$n]}" 2>/dev/null
+	unset "pid[$n]"
+}
+
+# Stops every daemon this test started, in the order atoll-cluster down
+# uses: the cluster's clients (atoll-nbd, the MDS) while the OSDs are
+# there to take their last writes, then the OSDs, then the monitor.
 stop_daemons() {
-	local n i
+	local n
+	for n in nbd.data mds.a; do stop_one $n; done
 	for n in "${!pid[@]}"; do
-		kill -TERM "${pid[$n]}" 2>/dev/null
+		case $n in osd.*) stop_one "$n" ;; esac
 	done
-	for n in "${!pid[@]}"; do
-		for ((i = 0; i < 600; i++)); do
-			kill -0 "${pid[$n]}" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "${pid[$n]}" 2>/dev/null; then
-			echo "FAIL $n (pid ${pid[$n]}) ignored SIGTERM for 60 s: killed" >&2
-			kill -KILL "${pid[$n]}" 2>/dev/null
-			failed=1
-		fi
-		wait "${pid[$n]}" 2>/dev/null
-		unset "pid[$n]"
-	done
+	for n in "${!pid[@]}"; do stop_one "$n"; done
 }
 
 cleanup() {
@@ -113,12 +122,6 @@ trap 'exit 130' INT TERM
 
 fail() { echo "FAIL $*" >&2; exit 1; }
 ok() { echo "ok   $*"; }
-check() {	# check DESCRIPTION COMMAND...: the command must succeed
-	local what=$1
-	shift
-	"$@" >/dev/null 2>&1 && ok "$what" || { echo "FAIL $what" >&2; failed=1; }
-}
-
 free_port() {
 	python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$1"
 }
