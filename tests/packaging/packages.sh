@@ -249,6 +249,9 @@ auth = ticket
 keyring = /etc/atoll/keyring
 [mon]
 mon_addr = $mon_ip:$mon_port
+[osd]
+# the test's stores are not written whole once at mkfs (1 GiB each)
+osd_mkfs_prefill = false
 EOF
 atoll-mon --mkfs --data /var/lib/atoll/mon/a >"$work/mon-mkfs.out" 2>&1 ||
 	fail "atoll-mon --mkfs: $(cat "$work/mon-mkfs.out")"
