@@ -30,7 +30,9 @@
 # or /var/log/atoll; otherwise it is skipped (77).  Whatever happens, it
 # stops what it started, purges the packages and removes those folders
 # and the user (all of which it made), and leaves no process behind.
-# ATOLL_PKG_KEEP=1 keeps the scratch folder (the build log, the .debs).
+# ATOLL_PKG_KEEP=1 keeps the scratch folder (the build log, the .debs);
+# ATOLL_PKG_DEBS=DIR takes the .debs of DIR (such a kept folder) instead
+# of building them, to run the rest again quickly.
 set -u
 src=${1:?usage: packages.sh SOURCE_DIR}
 src=$(cd "$src" && pwd)
@@ -169,11 +171,17 @@ atoll_procs() {
 
 # ---- 1. build ---------------------------------------------------------------
 t0=$(date +%s)
-rsync -a --exclude='/build*/' --exclude=/.git --exclude=/scratch --exclude=__pycache__ \
-	"$src/" "$work/atoll/" || fail "cannot copy the source tree"
-(cd "$work/atoll" && DEB_BUILD_OPTIONS="parallel=2 noautodbgsym" nice -n 19 dpkg-buildpackage -us -uc -b) \
-	>"$work/build.log" 2>&1 || { tail -n 60 "$work/build.log" >&2; fail "dpkg-buildpackage"; }
-ok "dpkg-buildpackage -us -uc -b ($(( $(date +%s) - t0 )) s)"
+if [ -n "${ATOLL_PKG_DEBS:-}" ]; then
+	cp "$ATOLL_PKG_DEBS"/*.deb "$work/" || fail "no .deb in '$ATOLL_PKG_DEBS'"
+	ok "the packages of $ATOLL_PKG_DEBS (ATOLL_PKG_DEBS: not built)"
+else
+	rsync -a --exclude='/build*/' --exclude=/.git --exclude=/scratch --exclude=__pycache__ \
+		"$src/" "$work/atoll/" || fail "cannot copy the source tree"
+	(cd "$work/atoll" &&
+		DEB_BUILD_OPTIONS="parallel=2 noautodbgsym" nice -n 19 dpkg-buildpackage -us -uc -b) \
+		>"$work/build.log" 2>&1 || { tail -n 60 "$work/build.log" >&2; fail "dpkg-buildpackage"; }
+	ok "dpkg-buildpackage -us -uc -b ($(( $(date +%s) - t0 )) s)"
+fi
 for p in "${pkgs[@]}"; do
 	f=$(ls "$work/${p}_"*.deb 2>/dev/null | head -n 1)
 	[ -n "$f" ] || fail "no $p package built"
