@@ -96,17 +96,25 @@ stop_daemons() {
 	for n in "${!pid[@]}"; do stop_one "$n"; done
 }
 
+# The packages dpkg knows, installed or removed with their configuration
+# left (a package with no maintainer script nor conffile is forgotten by
+# remove: apt-get purge refuses it then).
+present() {
+	local p st
+	for p in "${pkgs[@]}"; do
+		st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+		case $st in ''|un*|pn*) ;; *) echo "$p" ;; esac
+	done
+}
+
 cleanup() {
 	local rc=$?
 	mountpoint -q "$work/mnt" && { umount "$work/mnt" || umount -l "$work/mnt"; }
 	stop_daemons
 	if [ $installed = 1 ]; then
-		local here=()
-		for p in "${pkgs[@]}"; do
-			st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
-			case $st in ''|un*|pn*) ;; *) here+=("$p") ;; esac
-		done
-		[ ${#here[@]} -eq 0 ] || apt-get purge -y -qq "${here[@]}" >/dev/null 2>&1
+		local here
+		here=$(present)
+		[ -z "$here" ] || apt-get purge -y -qq $here >/dev/null 2>&1
 	fi
 	# all three were absent at the start (checked above): this test made them
 	rm -rf /etc/atoll /var/lib/atoll /var/log/atoll
@@ -148,9 +156,9 @@ runs_as() {
 
 # wait_for SECONDS DESCRIPTION COMMAND...: until the command succeeds
 wait_for() {
-	local t=$1 what=$2 i
+	local t=$1 what=$2 end=$((SECONDS + $1))
 	shift 2
-	for ((i = 0; i < t * 5; i++)); do
+	while [ $SECONDS -lt $end ]; do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.2
 	done
@@ -281,7 +289,7 @@ for h in 0 1 2; do
 	cat "$work/osd$h.keyring" >>/etc/atoll/keyring
 	start osd.$h atoll-osd@.service $h
 done
-atoll pool create data --size 3 --pg 8 >/dev/null || fail "atoll pool create data"
+atoll pool create data --size 3 --pg 8 >"$work/pool.out" 2>&1 || fail "atoll pool create data: $(cat "$work/pool.out")"
 wait_for "$timeout_s" "HEALTH_OK with 3 OSDs" health_is_ok
 for h in 0 1 2; do runs_as osd.$h atoll; done
 ok "atoll-osd@0..2 run as atoll from their unit; HEALTH_OK"
@@ -298,8 +306,9 @@ atoll auth get-or-create mds.a mon 'profile mds' osd 'allow *' mds 'allow *' \
 	--keyring-out "$work/mds.keyring" >/dev/null 2>"$work/auth.err" ||
 	fail "auth get-or-create mds.a: $(cat "$work/auth.err")"
 cat "$work/mds.keyring" >>/etc/atoll/keyring
-atoll pool create fs_meta --size 3 --pg 8 >/dev/null &&
-	atoll pool create fs_data --size 3 --pg 8 >/dev/null || fail "the file system's pools"
+atoll pool create fs_meta --size 3 --pg 8 >"$work/pool.out" 2>&1 &&
+	atoll pool create fs_data --size 3 --pg 8 >>"$work/pool.out" 2>&1 ||
+	fail "the file system's pools: $(cat "$work/pool.out")"
 start mds.a atoll-mds@.service a
 wait_for "$timeout_s" "mds.a active" sh -c 'atoll fs status 2>/dev/null | grep -q "active: *mds\.a "'
 runs_as mds.a atoll
@@ -359,7 +368,7 @@ ok "apt-get remove keeps the stores, atoll.conf, the keyring, the logs and the u
 
 mkdir -p /etc/systemd/system/atoll-osd.target.wants
 ln -s /lib/systemd/system/atoll-osd@.service /etc/systemd/system/atoll-osd.target.wants/atoll-osd@0.service
-apt-get purge -y -qq "${pkgs[@]}" >"$work/purge.log" 2>&1 ||
+apt-get purge -y -qq $(present) >"$work/purge.log" 2>&1 ||
 	{ tail -n 20 "$work/purge.log" >&2; fail "apt-get purge"; }
 for f in /var/lib/atoll/mon/a/store /var/lib/atoll/osd/1/block /etc/atoll/atoll.conf /etc/atoll/keyring; do
 	[ -e "$f" ] || fail "apt-get purge deleted $f (a store or the admin's file)"

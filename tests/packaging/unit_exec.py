@@ -140,7 +140,13 @@ def main():
         os.umask(int(svc["UMask"][-1], 8))
     if "LimitNOFILE" in svc:
         n = int(svc["LimitNOFILE"][-1])
-        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        except (ValueError, OSError):
+            # a container may not let even root raise the hard limit
+            # (no CAP_SYS_RESOURCE): go as far as it allows
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
     os.initgroups(user, gid)
     os.setgid(gid)
     os.setuid(pw.pw_uid)
