@@ -117,19 +117,22 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	return 0;
 }
 
-/* The SOURCE of `mount SOURCE MOUNTPOINT` (fstab's first field): "atoll",
- * "none" or "" (mount.fuse3 with `atoll-fuse#`) mount the default root;
- * "atoll:PATH" mounts PATH, as -o subdir=PATH (which must then agree).
+/* The SOURCE of `mount SOURCE MOUNTPOINT` (fstab's first field): "atoll:",
+ * "atoll", "none" or "" (mount.fuse3 with `atoll-fuse#`) mount the default
+ * root; "atoll:/PATH" mounts PATH, as -o subdir=PATH (which must then
+ * agree).  "atoll:" is the form to write: mount(8) turns a source that
+ * names a file of its current folder ("atoll") into that file's path.
  * 0, or -1 after saying why. */
 static int parse_source(const char *src, struct opts *o)
 {
 	const char *path;
 
-	if (!*src || strcmp(src, "none") == 0 || strcmp(src, "atoll") == 0)
+	if (!*src || strcmp(src, "none") == 0 || strcmp(src, "atoll") == 0 ||
+	    strcmp(src, "atoll:") == 0)
 		return 0;
 	if (strncmp(src, "atoll:", 6) != 0 || src[6] != '/') {
-		fprintf(stderr, "atoll-fuse: source '%s' is not atoll, atoll:/PATH or none "
-			"(fstab: atoll /mnt/atoll fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev "
+		fprintf(stderr, "atoll-fuse: source '%s' is not atoll:, atoll:/PATH or none "
+			"(fstab: atoll: /mnt/atoll fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev "
 			"0 0)\n", src);
 		return -1;
 	}
@@ -171,9 +174,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (co.show_help) {
 		printf("usage: atoll-fuse [SOURCE] MOUNTPOINT [-f] [-o options]\n"
-		       "  SOURCE          atoll (the default), atoll:/PATH (as -o subdir=PATH)\n"
+		       "  SOURCE          atoll: (the default root), atoll:/PATH (as -o subdir=PATH)\n"
 		       "                  or none: as mount(8) and /etc/fstab give it, e.g.\n"
-		       "                  atoll /mnt/atoll fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev 0 0\n"
+		       "                  atoll: /mnt/atoll fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev 0 0\n"
 		       "  -o conf=FILE    atoll.conf\n"
 		       "  -o mon=ADDR     the monitor\n"
 		       "  -o mds=IP:PORT  the MDS, always this one (default: the active MDS the\n"

@@ -313,9 +313,11 @@ start mds.a atoll-mds@.service a
 wait_for "$timeout_s" "mds.a active" sh -c 'atoll fs status 2>/dev/null | grep -q "active: *mds\.a "'
 runs_as mds.a atoll
 mkdir -p "$work/mnt"
-echo "atoll $work/mnt fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev 0 0" >"$work/fstab"
+# (run here, where the folder "atoll" of the source copy would turn a
+# source "atoll" into its path: "atoll:" is what doc/fs.md writes)
+echo "atoll: $work/mnt fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev 0 0" >"$work/fstab"
 mount -T "$work/fstab" "$work/mnt" 2>"$work/mount.err" ||
-	fail "mount -T FSTAB (atoll MNT fuse.atoll-fuse conf=...,_netdev): $(cat "$work/mount.err")"
+	fail "mount -T FSTAB (atoll: MNT fuse.atoll-fuse conf=...,_netdev): $(cat "$work/mount.err")"
 mountpoint -q "$work/mnt" || fail "mount returned but $work/mnt is not mounted"
 cp "$work/obj" "$work/mnt/file" && cmp -s "$work/obj" "$work/mnt/file" ||
 	fail "a file written through the mount reads back different"
