@@ -27,6 +27,13 @@
  * with them off) the kernel caches entries and attributes for 1 s.  At
  * unmount the MDS and the OSDs get a bounded time to take what this
  * client still holds (fuse_unmount.c).
+ *
+ * The command line is the one mount.fuse3 gives a helper, so that
+ * /etc/fstab and `mount -t fuse.atoll-fuse` work (doc/fs.md, "fstab"):
+ * an optional SOURCE before the mount point (`atoll`, `atoll:PATH` for
+ * a directory of the file system, `none` or empty) and mount(8)'s
+ * options (rw, dev, suid, noatime, ...) among ours in -o, which libfuse
+ * takes for the kernel.
  */
 #define FUSE_USE_VERSION 35
 
@@ -67,6 +74,8 @@ struct opts {
 	int writeback_mb, readahead_mb, kernel_ra_kb;
 	int blksize;
 	int gather_us;		/* -1: atoll.conf's fuse_gather_us */
+	char *nonopt[2];	/* [SOURCE] MOUNTPOINT, as given */
+	int nnonopt;		/* how many were given (more than 2: an error) */
 };
 
 static const struct fuse_opt opt_spec[] = {
@@ -92,10 +101,56 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_END
 };
 
+/* fuse_opt_parse's callback: keeps every option for libfuse, and takes
+ * the words that are not options ([SOURCE] MOUNTPOINT) out of the
+ * arguments; main() puts the mount point back. */
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct opts *o = data;
+
+	(void)outargs;
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1;
+	if (o->nnonopt < 2 && !(o->nonopt[o->nnonopt] = strdup(arg)))
+		return -1;
+	o->nnonopt++;
+	return 0;
+}
+
+/* The SOURCE of `mount SOURCE MOUNTPOINT` (fstab's first field): "atoll:",
+ * "atoll", "none" or "" (mount.fuse3 with `atoll-fuse#`) mount the default
+ * root; "atoll:/PATH" mounts PATH, as -o subdir=PATH (which must then
+ * agree).  "atoll:" is the form to write: mount(8) turns a source that
+ * names a file of its current folder ("atoll") into that file's path.
+ * 0, or -1 after saying why. */
+static int parse_source(const char *src, struct opts *o)
+{
+	const char *path;
+
+	if (!*src || strcmp(src, "none") == 0 || strcmp(src, "atoll") == 0 ||
+	    strcmp(src, "atoll:") == 0)
+		return 0;
+	if (strncmp(src, "atoll:", 6) != 0 || src[6] != '/') {
+		fprintf(stderr, "atoll-fuse: source '%s' is not atoll:, atoll:/PATH or none "
+			"(fstab: atoll: /mnt/atoll fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev "
+			"0 0)\n", src);
+		return -1;
+	}
+	path = src + 6;
+	if (o->root && strcmp(o->root, path) != 0) {
+		fprintf(stderr, "atoll-fuse: source '%s' and subdir=%s name two directories; "
+			"give one\n", src, o->root);
+		return -1;
+	}
+	if (!o->root && !(o->root = strdup(path)))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fuse_cmdline_opts co;
+	struct fuse_cmdline_opts co = { 0 };
 	struct fuse_session *se = NULL;
 	struct atoll_ioctx *data = NULL;
 	struct opts o = { .writeback_mb = (int)(FD_WB_MAX_DEFAULT >> 20),
@@ -104,12 +159,24 @@ int main(int argc, char **argv)
 			  .blksize = FO_BLKSIZE_DEFAULT, .gather_us = -1 };
 	int ret = 1;
 
-	if (fuse_opt_parse(&args, &o, opt_spec, NULL) == -1)
+	if (fuse_opt_parse(&args, &o, opt_spec, opt_proc) == -1)
 		return 1;
+	if (o.nnonopt > 2) {
+		fprintf(stderr, "atoll-fuse: too many arguments: give [SOURCE] MOUNTPOINT; "
+			"see --help\n");
+		goto out;
+	}
+	if (o.nnonopt == 2 && parse_source(o.nonopt[0], &o) != 0)
+		goto out;
+	if (o.nnonopt > 0 && fuse_opt_add_arg(&args, o.nonopt[o.nnonopt - 1]) != 0)
+		goto out;
 	if (fuse_parse_cmdline(&args, &co) != 0)
-		return 1;
+		goto out;
 	if (co.show_help) {
-		printf("usage: atoll-fuse MOUNTPOINT [-f] [-o options]\n"
+		printf("usage: atoll-fuse [SOURCE] MOUNTPOINT [-f] [-o options]\n"
+		       "  SOURCE          atoll: (the default root), atoll:/PATH (as -o subdir=PATH)\n"
+		       "                  or none: as mount(8) and /etc/fstab give it, e.g.\n"
+		       "                  atoll: /mnt/atoll fuse.atoll-fuse conf=/etc/atoll/atoll.conf,_netdev 0 0\n"
 		       "  -o conf=FILE    atoll.conf\n"
 		       "  -o mon=ADDR     the monitor\n"
 		       "  -o mds=IP:PORT  the MDS, always this one (default: the active MDS the\n"
@@ -308,6 +375,9 @@ out:
 	free(o.mds);
 	free(o.log);
 	free(o.log_level);
+	free(o.root);
+	free(o.nonopt[0]);
+	free(o.nonopt[1]);
 	fuse_opt_free_args(&args);
 	log_close();
 	return ret;

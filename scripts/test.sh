@@ -9,7 +9,12 @@
 #   scripts/test.sh --full   the same, but every suite under the sanitizers
 #                            too, plus a libFuzzer run of each fuzz target
 #                            (clang, installed when missing), two at a
-#                            time; run it before calling an issue resolved
+#                            time, plus the suite 'packages' (the Debian
+#                            packages built, installed on this machine,
+#                            a cluster started from their units, removed
+#                            and purged; it installs debhelper when
+#                            missing); run it before calling an issue
+#                            resolved
 #
 # Build folders (inside the repo, ignored by git): build-release, build-asan,
 # build-fuzz.  The suites are described in doc/testing.md.  Suites that
@@ -114,15 +119,21 @@ suites() {
 }
 
 # ---- release build: every suite -------------------------------------------
+# 'packages' installs packages on this machine: --full only, alone, and
+# only here (tests/packaging/packages.sh builds its own tree).
 if build build-release --buildtype=release; then
-	suites build-release testlog-release --num-processes 2 --no-suite crash
+	suites build-release testlog-release --num-processes 2 --no-suite crash --no-suite packages
 	suites build-release testlog-release-crash --num-processes 1 --suite crash
+	if [ $full -eq 1 ]; then
+		ATOLL_TEST_PACKAGES=1 suites build-release testlog-release-packages --num-processes 1 \
+			--suite packages
+	fi
 fi
 
 # ---- sanitizer build ------------------------------------------------------
 if build build-asan --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false; then
 	if [ $full -eq 1 ]; then
-		suites build-asan testlog-asan --num-processes 2 --no-suite crash
+		suites build-asan testlog-asan --num-processes 2 --no-suite crash --no-suite packages
 		suites build-asan testlog-asan-crash --num-processes 1 --suite crash
 	else
 		suites build-asan testlog-asan --num-processes 2 --suite unit --suite fuzz --suite smoke
