@@ -165,7 +165,8 @@ int mon_member_load(const char *dir, struct mon_member *self, uint8_t fsid[16],
 	}
 	n = fscanf(f, "%63s %llu %127s %63s", name, &id, addr, fs);
 	fclose(f);
-	if (n != 4 || !mon_name_ok(name) || id == 0 || strlen(addr) > OSDMAP_ADDR_MAX ||
+	if (n != 4 || !mon_name_ok(name) || strlen(name) > MONMAP_NAME_MAX || id == 0 ||
+	    strlen(addr) > OSDMAP_ADDR_MAX ||
 	    mon_uuid_parse(fs, fsid) < 0) {
 		snprintf(err, errlen, "'%s' is malformed (want: NAME ID IP:PORT FSID)", path);
 		return -EINVAL;

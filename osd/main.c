@@ -442,7 +442,8 @@ static int do_mkfs(struct config *conf)
 		die("the store's uuid '%s' is malformed", uuid_s);
 
 	/* an OSD with no id yet: the monitor takes OSD_NEW only from an OSD */
-	getrandom(&mc.me.id, sizeof(mc.me.id), 0);
+	if (getrandom(&mc.me.id, sizeof(mc.me.id), 0) != (ssize_t)sizeof(mc.me.id))
+		die("cannot draw a random id: %s", strerror(errno));
 	mc.me.type = MSG_ENTITY_OSD;
 	/* with authentication, an OSD without an id proves the bootstrap
 	 * key (doc/security.md) */

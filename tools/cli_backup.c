@@ -50,7 +50,7 @@ static int write_all(int fd, const void *p, size_t n, uint32_t *crc)
 	return 0;
 }
 
-/* Sends cmd (consumed); *out/*outlen get the reply's bytes (atoll_free). */
+/* Sends cmd (consumed); *out and *outlen get the reply's bytes (atoll_free). */
 static int call(struct cli *cl, cJSON *cmd, char **out, size_t *outlen)
 {
 	char *json = cJSON_PrintUnformatted(cmd), *status = NULL;
