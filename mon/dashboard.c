@@ -502,24 +502,25 @@ int mon_dashboard_start(struct mon *mon, const char *conf_path, char *err, size_
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	url_of(mon, mon->self.name, mon->addr, d->https, d->self_url, sizeof(d->self_url));
-	if (*cert)
+	{
+		/* the certificate and key when HTTPS is on; else the list is empty */
+		struct MHD_OptionItem tls[] = {
+			{ MHD_OPTION_HTTPS_MEM_CERT, 0, d->cert },
+			{ MHD_OPTION_HTTPS_MEM_KEY, 0, d->key },
+			{ MHD_OPTION_END, 0, NULL },
+		};
+
+		if (!*cert)
+			tls[0].option = MHD_OPTION_END;
 		d->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, d,
 					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 					MHD_OPTION_CONNECTION_LIMIT, (unsigned int)DASH_CONN_LIMIT,
 					MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 					(unsigned int)DASH_CONN_PER_IP,
 					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DASH_TIMEOUT_S,
-					MHD_OPTION_HTTPS_MEM_CERT, d->cert,
-					MHD_OPTION_HTTPS_MEM_KEY, d->key,
+					MHD_OPTION_ARRAY, tls,
 					MHD_OPTION_END);
-	else
-		d->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, d,
-					MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-					MHD_OPTION_CONNECTION_LIMIT, (unsigned int)DASH_CONN_LIMIT,
-					MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-					(unsigned int)DASH_CONN_PER_IP,
-					MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)DASH_TIMEOUT_S,
-					MHD_OPTION_END);
+	}
 	if (!d->d) {
 		snprintf(err, errlen, "cannot serve the dashboard on '%s' (address in use, not "
 			 "local, or a bad certificate/key?); change dashboard_addr in atoll.conf",
