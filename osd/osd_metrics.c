@@ -73,6 +73,13 @@ static void collect(void *arg)
 	int64_t slow = 0;
 
 	metric_set(om->in_flight, atomic_load(&osd->ops_in_flight));
+	/* counted once, in the beacon's totals (osd_metrics_op_done) */
+	for (int t = 0; t < OT_NR; t++)
+		metric_set(om->ops[t], (int64_t)atomic_load(&osd->io_ops[t]));
+	metric_set(om->bytes_read, (int64_t)atomic_load(&osd->io_bytes[OT_READ]));
+	metric_set(om->bytes_written, (int64_t)atomic_load(&osd->io_bytes[OT_WRITE]));
+	metric_set(om->copied_objects, (int64_t)atomic_load(&osd->io_rec_objects));
+	metric_set(om->copied_bytes, (int64_t)atomic_load(&osd->io_rec_bytes));
 	metric_set(om->inflight_bytes, (int64_t)atomic_load(&osd->inflight_bytes));
 	metric_set(om->store_errors, (int64_t)atomic_load(&osd->store_errors));
 	pthread_mutex_lock(&osd->ops_lock);
@@ -228,7 +235,6 @@ void osd_metrics_op_done(const struct osd_op *op, int result, uint64_t read_byte
 	}
 	if (!om)
 		return;
-	metric_inc(om->ops[t]);
 	metric_observe(om->op_latency[t], mono_now_ns() - op->t_recv);
 	if (result < 0)
 		metric_inc(om->op_errors[t]);
@@ -237,10 +243,6 @@ void osd_metrics_op_done(const struct osd_op *op, int result, uint64_t read_byte
 
 		if (code < SUBOP_NR)
 			metric_inc(om->subops[code]);
-	}
-	if (result >= 0) {
-		metric_add(om->bytes_read, read_bytes);
-		metric_add(om->bytes_written, written);
 	}
 }
 
@@ -298,12 +300,6 @@ void osd_metrics_beacon(struct osd *osd, const struct osd_beacon *b,
 
 void osd_metrics_copied(struct osd *osd, uint64_t bytes)
 {
-	struct osd_metrics *om = osd->metrics;
-
 	atomic_fetch_add(&osd->io_rec_objects, 1);
 	atomic_fetch_add(&osd->io_rec_bytes, bytes);
-	if (!om)
-		return;
-	metric_inc(om->copied_objects);
-	metric_add(om->copied_bytes, bytes);
 }
