@@ -206,7 +206,7 @@ void cmd_no_change(struct mon *mon, struct cmd_out *o)
  * removes from the cluster or fences a client (a delete or a blocklist:
  * still taken until the last quarter of that space, so that room can be
  * made and an evicted client stays fenced; diskcheck.c). */
-enum cmd_kind { CMD_READ, CMD_WRITE, CMD_FREES };
+enum cmd_kind { CMD_READ, CMD_WRITE, CMD_FREES, CMD_READ_APPLIED };
 
 static const struct {
 	const char *prefix;
@@ -216,7 +216,10 @@ static const struct {
 } commands[] = {
 	{ "status", cmd_status, CMD_READ, MON_NEED_R },
 	{ "health", cmd_health, CMD_READ, MON_NEED_R },
-	{ "log", cmd_log, CMD_READ, MON_NEED_R },	/* clog.c: the cluster log */
+	/* clog.c: the cluster log; committed lines never change, so a leader
+	 * answers from what it applied, with no barrier (a raft entry) per
+	 * poll of every watcher */
+	{ "log", cmd_log, CMD_READ_APPLIED, MON_NEED_R },
 	{ "osd tree", cmd_osd_tree, CMD_READ, MON_NEED_R },
 	{ "osd ls", cmd_osd_ls, CMD_READ, MON_NEED_R },
 	{ "osd dump", cmd_osd_dump, CMD_READ, MON_NEED_R },
@@ -293,13 +296,34 @@ static void run_command(struct mon *mon, struct msg_conn *conn, const char *json
 			goto out;
 		}
 	}
-	if (commands[i].kind != CMD_READ &&
+	if (commands[i].kind != CMD_READ && commands[i].kind != CMD_READ_APPLIED &&
 	    mon_disk_refuses(mon, commands[i].kind == CMD_FREES, o) < 0)
 		goto out;
 	o->rc = commands[i].fn(mon, a, o);
 	log_debug("mon", "command '%s': %d", prefix, o->rc);
 out:
 	cJSON_Delete(a);
+}
+
+/* Whether json is a command answered from the applied state without a
+ * barrier (CMD_READ_APPLIED).  A leader whose first barrier passed has
+ * applied every entry committed before it won, and what it applies after
+ * only grows, so such a read never goes back: a deposed leader that does
+ * not know it yet answers older lines, never other ones. */
+static bool reads_applied(const char *json)
+{
+	cJSON *a = cJSON_Parse(json);
+	const cJSON *p = a ? cJSON_GetObjectItemCaseSensitive(a, "prefix") : NULL;
+	bool yes = false;
+
+	if (cJSON_IsString(p))
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(commands[i].prefix, p->valuestring)) {
+				yes = commands[i].kind == CMD_READ_APPLIED;
+				break;
+			}
+	cJSON_Delete(a);
+	return yes;
 }
 
 void mon_handle_command(struct mon *mon, struct msg *m)
@@ -336,7 +360,8 @@ void mon_handle_command(struct mon *mon, struct msg *m)
 		} else {
 			fprintf(o.txt, "epoch %llu\n", (unsigned long long)done->epoch);
 		}
-	} else if ((rc = mon_quorum_barrier(mon)) < 0 || !mon->qv.ready) {
+	} else if (!(mon->serving && mon->qv.ready && reads_applied(json)) &&
+		   ((rc = mon_quorum_barrier(mon)) < 0 || !mon->qv.ready)) {
 		/* reads are linearizable: answered after a barrier, by a leader */
 		fclose(o.txt);
 		free(o.txtbuf);

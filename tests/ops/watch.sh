@@ -4,6 +4,7 @@
 # status`'s client I/O and recovery progress, on one local cluster of 3
 # monitors and 3 OSDs:
 #   - `atoll status` shows client write rates while `atoll bench` writes;
+#   - a watcher's polls add no entry to the raft log;
 #   - an OSD killed, written around, and started again: `atoll -w` prints
 #     its down, the failed health check, its boot, the recovery starting
 #     and done and the health check cleared, in that order, and `atoll
@@ -77,6 +78,25 @@ atoll log last 5 >"$tmp/last" || fail "atoll log last 5"
 atoll --format json log last 3 | pyjson "len(j['lines']) == 3 and j['lines'][-1]['seq'] == j['last_seq'] \
 	and j['first_seq'] == 1 and [l['seq'] for l in j['lines']] == list(range(j['last_seq'] - 2, j['last_seq'] + 1))"
 ok "atoll log last N prints the last N lines (plain and JSON)"
+
+# polls are answered from the applied state: a watcher asking 10 times a
+# second adds no raft entry (a barrier per poll would add about 30 here)
+commit_index() {
+	atoll --format json quorum status | python3 -c 'import json, sys; print(json.load(sys.stdin)["commit_index"])'
+}
+"$atoll_bin" -w --interval 0.1 >/dev/null 2>&1 &
+fast=$!
+wpids="$wpids $fast"
+sleep 0.5
+ci0=$(commit_index)
+sleep 3
+ci1=$(commit_index)
+kill "$fast" 2>/dev/null || true
+wait "$fast" 2>/dev/null || true
+wpids=${wpids% $fast}
+[ $((ci1 - ci0)) -lt 12 ] ||
+	fail "the raft log grew by $((ci1 - ci0)) entries in 3 s of a watcher polling 10 times a second"
+ok "3 s of a watcher polling every 0.1 s: the raft log grew by $((ci1 - ci0)) entries"
 
 # client I/O: writes in the background, rates in atoll status
 "$atoll_bin" bench default 20 write -b 64K -t 2 --max-ops 800 --no-cleanup --run-name w1 >"$tmp/bench1.out" 2>&1 &
