@@ -8,9 +8,10 @@
 # HEALTH_OK, the OSD tree, the pool and the images, and draws its charts;
 # an OSD killed shows as down with OSD_DOWN's text within seconds of the
 # monitors marking it down, and no election happens meanwhile (the
-# dashboard's OSD reads stay off the monitors' threads).  Screenshots of
-# the healthy page and of the page during the recovery are kept in
-# ARTIFACT-DIR (meson's log folder).  Skipped (77) without chromium.
+# dashboard's OSD reads stay off the monitors' threads); the leader
+# killed under an open page, the page moves to the new leader's
+# dashboard.  Screenshots of the healthy page and of the page during the
+# recovery are kept in ARTIFACT-DIR (meson's log folder).  Skipped (77) without chromium.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../cluster/lib.sh
@@ -154,6 +155,21 @@ ok "osd.2 out: the recovery shows ($(tail -n 1 "$tmp/cdp.out")); screenshots in 
 term1=$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["term"])')
 [ "$term0" = "$term1" ] || fail "an election happened (term $term0 -> $term1) with the dashboard open"
 ok "no election while the dashboard was read through an OSD kill (term $term1)"
+
+# the leader killed under an open page: the page finds the new leader's
+# dashboard through the others' /api/leader and goes on there
+moved="window.location.origin !== \"$lurl\" && document.body.dataset.health
+	&& document.getElementById(\"mon-body\").textContent.includes(\"leader mon.\")"
+cdp "$lurl/" "wait:30:document.body.dataset.health" \
+	"run:\"$cluster_bin\" mon kill --dir \"$cdir\" >\"$tmp/killed\" 2>&1" \
+	"wait:60:$moved" "dom:$tmp/moved.html" >"$tmp/cdp2.out" ||
+	fail "the page after the leader was killed: $(cat "$tmp/cdp2.out")"
+killed=$(cat "$tmp/killed")
+[ "$killed" = "$leader" ] || fail "atoll-cluster mon kill stopped '$killed', not the leader $leader"
+nleader=mon.$(atoll --format json quorum status | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
+grep -q "leader $nleader, term" "$tmp/moved.html" || fail "the page does not name the new leader $nleader"
+secs=$(awk '/^waited/ { n++; if (n == 2) print $2 }' "$tmp/cdp2.out")
+ok "$leader killed under an open page: it moved to $nleader's dashboard in ${secs}s"
 
 # HTTPS: a lone monitor of its own refuses a dashboard beyond loopback
 # without a certificate, and serves it over TLS with one
