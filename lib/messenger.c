@@ -25,6 +25,7 @@
 #include "msgr_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -463,6 +464,7 @@ static void *loop_main(void *arg)
 {
 	struct msgr *m = arg;
 
+	pthread_setname_np(pthread_self(), "atoll-msgr");
 	tls_loop = m;
 	if (msgr__arm(m, &m->ka_timer, mono_now_ns() + (uint64_t)m->cfg.keepalive_ms * 1000000u) < 0)
 		log_error("msgr", "cannot arm the keepalive timer: out of memory");

@@ -11,6 +11,7 @@
  * before the checkpoint is reused (doc/store.md, "Writing").
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -531,6 +532,7 @@ static void *ckpt_main(void *arg)
 {
 	struct store *st = arg;
 
+	pthread_setname_np(pthread_self(), "store-ckpt");
 	pthread_mutex_lock(&st->cklock);
 	for (;;) {
 		while (!st->ckjob && !st->ckstop)

@@ -31,6 +31,7 @@
  * taking writes (-EIO) and the operator runs fsck.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -278,6 +279,7 @@ static void *flusher_main(void *arg)
 {
 	struct store *st = arg;
 
+	pthread_setname_np(pthread_self(), "store-flush");
 	pthread_mutex_lock(&st->flock);
 	for (;;) {
 		if (st->fnext && st->fnext->written) {
@@ -922,6 +924,7 @@ static void *commit_main(void *arg)
 	struct done prev;
 	bool apply_stuck = false;	/* readers hold the journal back */
 
+	pthread_setname_np(pthread_self(), "store-commit");
 	memset(&prev, 0, sizeof(prev));
 	for (;;) {
 		struct store_txn *list, *last;

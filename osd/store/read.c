@@ -467,6 +467,7 @@ static void *read_main(void *arg)
 	struct store *st = arg;
 	struct io_event ev[128];
 
+	pthread_setname_np(pthread_self(), "store-read");
 	for (;;) {
 		/* Sleep on the condition variable while nothing is in flight
 		 * (a close then wakes us at once); wait in io_getevents only
