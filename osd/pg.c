@@ -321,12 +321,24 @@ static void reload_done(void *arg, int r)
 
 void pg_fail(struct pg *pg, int r)
 {
+	char why[96];
+
+	if (pg->reloading)
+		return;
+	snprintf(why, sizeof(why), "a write failed in the store (%s)", strerror(-r));
+	pg_repeer(pg, why, true);
+}
+
+void pg_repeer(struct pg *pg, const char *why, bool error)
+{
 	struct store_txn *t;
 
 	if (pg->reloading)
 		return;
-	log_error("pg", "pg %u.%x: a write failed in the store (%s); re-reading its log",
-		  pg->pool, pg->pgid, strerror(-r));
+	if (error)
+		log_error("pg", "pg %u.%x: %s; re-reading its log", pg->pool, pg->pgid, why);
+	else
+		log_warn("pg", "pg %u.%x: %s; peering again", pg->pool, pg->pgid, why);
 	pg->reloading = true;
 	pg->peer_gen++;
 	pg_abort_ops(pg);

@@ -95,6 +95,8 @@ struct pg {
 	uint32_t scrub_errors;
 	struct pg_scrub_sched sched;	/* stamps, findings (scrub.c, scrub.h) */
 	bool no_pull;		/* this round: our log diverges, no pull */
+	bool rep_lost;		/* a REP_OP's connection broke: checking
+				 * whether to peer again (replication.c) */
 };
 
 /* A client op from decode to reply. */
@@ -165,6 +167,9 @@ bool osd_is_up(const struct osd *osd);
  * longer matches the store.  Answers its ops -ESTALE, re-reads info and
  * log once everything queued is done, and peers again. */
 void pg_fail(struct pg *pg, int r);
+/* The same for another reason (why: a sentence for the log, an error or
+ * a warning): the PG peers again in the same interval. */
+void pg_repeer(struct pg *pg, const char *why, bool error);
 
 /* ops.c */
 /* Runs the ops of pg that can run (after activation or a completion). */

@@ -20,14 +20,20 @@
  * primary does not fail a write whose replica connection broke or which a
  * replica refused: the map change that follows ends the interval, and the
  * op is answered -ESTALE then (pg_abort_ops) so that the client resends
- * and the dup index answers it once the PG is active again.
+ * and the dup index answers it once the PG is active again.  When no map
+ * change comes because the replica is alive (its connection was reset,
+ * e.g. over a damaged frame), the PG peers again in the same interval
+ * (rep_lost_arm).
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "encode.h"
+#include "fault.h"
 #include "log.h"
 #include "pg.h"
 #include "store.h"
@@ -37,6 +43,89 @@ static void data_ref_put(void *arg)
 	osd_op_put(arg);
 }
 
+/* ---- a REP_OP lost with its connection ---------------------------------- */
+
+#define REP_LOST_CHECK_MS	250	/* how often it looks, */
+#define REP_LOST_CHECKS		80	/* and for how long (20 s) */
+
+struct rep_lost {
+	struct pg *pg;
+	uint64_t sis, gen;	/* the interval and peering round it was lost in */
+	uint64_t since_ms;	/* when */
+	uint32_t checks;
+};
+
+/* Every other member of the acting set is up in our map and answered a
+ * heartbeat after since_ms. */
+static bool members_heard(struct pg *pg, uint64_t since_ms)
+{
+	struct osd *osd = pg->osd;
+
+	for (uint8_t i = 0; i < pg->info.nacting; i++) {
+		int32_t id = pg->info.acting[i];
+		const struct osdmap_osd *o;
+
+		if (id == osd->whoami)
+			continue;
+		o = osd->map ? osdmap_osd(osd->map, id) : NULL;
+		if (!o || !(o->state & OSD_ST_UP) || id < 0 || (uint32_t)id >= osd->npeers ||
+		    osd->peers[id].last_rx_ms <= since_ms)
+			return false;
+	}
+	return true;
+}
+
+static void rep_lost_check(void *arg)
+{
+	struct rep_lost *rl = arg;
+	struct pg *pg = rl->pg;
+
+	if (rl->gen == pg->peer_gen && rl->sis == pg->info.same_interval_since &&
+	    !pg->reloading) {
+		if (members_heard(pg, rl->since_ms)) {
+			pg->rep_lost = false;
+			pg_repeer(pg, "a replicated write was lost with its connection to a "
+				  "replica that is up", false);
+			free(rl);
+			return;
+		}
+		if (++rl->checks < REP_LOST_CHECKS &&
+		    msgr_timer(pg->osd->msgr, REP_LOST_CHECK_MS, rep_lost_check, rl))
+			return;
+	}
+	pg->rep_lost = false;
+	free(rl);
+}
+
+/* A REP_OP of pg (this interval) got no answer: its connection broke.  A
+ * replica that died is marked down and the map change ends the interval.
+ * But a replica that is alive (its connection was reset, e.g. because a
+ * frame arrived damaged: the messenger refuses it before anything is
+ * applied) would never see that write, and every later one would wait
+ * for it.  So once every member has answered a heartbeat since, and the
+ * interval has not ended, the PG peers again: the ops in flight are
+ * answered -ESTALE (clients resend; the dup index answers those that were
+ * applied) and recovery brings the replica the writes it missed. */
+static void rep_lost_arm(struct pg *pg)
+{
+	struct rep_lost *rl;
+
+	if (pg->rep_lost || pg->reloading)
+		return;
+	rl = calloc(1, sizeof(*rl));
+	if (!rl)
+		return;	/* the map change, if any, ends it */
+	rl->pg = pg;
+	rl->sis = pg->info.same_interval_since;
+	rl->gen = pg->peer_gen;
+	rl->since_ms = mono_now_ms();
+	if (!msgr_timer(pg->osd->msgr, REP_LOST_CHECK_MS, rep_lost_check, rl)) {
+		free(rl);
+		return;
+	}
+	pg->rep_lost = true;
+}
+
 static void rep_reply(void *arg, struct msg *reply, int err)
 {
 	struct osd_op *op = arg;
@@ -44,17 +133,38 @@ static void rep_reply(void *arg, struct msg *reply, int err)
 
 	if (rr.rc == -ECONNRESET || rr.rc == -ESHUTDOWN || rr.rc == -ETIMEDOUT ||
 	    rr.rc == -ESTALE || rr.rc == -ENOTCONN) {
-		/* wait for the map change that ends this interval */
+		/* wait for the map change that ends this interval, or peer
+		 * again if the replica is alive */
 		log_debug("rep", "pg %u.%x: replica did not take '%s': %s; waiting for "
 			  "the next map", op->pg->pool, op->pg->pgid, op->oid,
 			  strerror(-rr.rc));
+		if (rr.rc != -ESHUTDOWN && rr.rc != -ESTALE && !op->aborted &&
+		    op->sis == op->pg->info.same_interval_since)
+			rep_lost_arm(op->pg);
 		osd_op_put(op);
 		return;
 	}
-	if (rr.rc < 0 && !op->aborted)
-		pg_fail(op->pg, rr.rc);
+	if (rr.rc < 0 && !op->aborted) {
+		char why[STORE_NAME_MAX + 96];
+
+		snprintf(why, sizeof(why), "a replica did not apply the write to '%s' (%s)",
+			 op->oid, strerror(-rr.rc));
+		/* -ERANGE: it missed an earlier one (rep_lost_arm) */
+		pg_repeer(op->pg, why, rr.rc != -ERANGE);
+	}
 	op->t_reps = mono_now_ns();
 	osd_op_write_done(op, rr.rc);
+}
+
+/* Fault injection (tests/cluster/rep_flip.sh): osd_rep_flip=N flips a
+ * byte of the N-th REP_OP's data after its crc was taken, as a bad NIC or
+ * cable would: the replica must refuse it before applying it. */
+static bool rep_flip_due(void)
+{
+	static int64_t sent;
+	int64_t n = fault_get_int("osd_rep_flip", 0);
+
+	return n > 0 && ++sent == n;
 }
 
 void pg_replicate(struct pg *pg, struct osd_op *op)
@@ -97,6 +207,7 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 		if (!c) {
 			log_warn("rep", "pg %u.%x: replica osd.%d is not reachable; the write "
 				 "to '%s' waits for the next map", pg->pool, pg->pgid, id, op->oid);
+			rep_lost_arm(pg);
 			continue;
 		}
 		enc_init(&e);
@@ -108,7 +219,21 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 				  pg->pool, pg->pgid, id);
 			continue;
 		}
-		if (nwrites == 1) {
+		if (nwrites == 1 && data_len && rep_flip_due()) {
+			/* a byte flipped on the wire: the crc is the right data's */
+			uint8_t *bad = malloc(data_len);
+
+			if (!bad) {
+				msg_free(m);
+				continue;
+			}
+			memcpy(bad, data, data_len);
+			bad[data_len / 2] ^= 0x10;
+			msg_set_data_ref(m, bad, data_len, free, bad);
+			msg_set_data_crc(m, atoll__crc32c(0, data, data_len));
+			log_warn("rep", "pg %u.%x: fault osd_rep_flip: a byte of the write to '%s' "
+				 "flipped on its way to osd.%d", pg->pool, pg->pgid, op->oid, id);
+		} else if (nwrites == 1) {
 			atomic_fetch_add(&op->refs, 1);
 			msg_set_data_ref(m, (void *)data, data_len, data_ref_put, op);
 			/* the client's data as it came: its crc is known */
@@ -136,6 +261,7 @@ void pg_replicate(struct pg *pg, struct osd_op *op)
 			/* rep_reply is not called: wait for the map change */
 			op->pending--;
 			osd_op_put(op);
+			rep_lost_arm(pg);
 		}
 	}
 }
