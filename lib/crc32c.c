@@ -13,6 +13,8 @@
  */
 #include "crc32c.h"
 
+#include <pthread.h>
+
 #include <isa-l/crc.h>
 
 /* A multiple of 64 keeps every piece but the last on isa-l's fast path. */
@@ -82,4 +84,18 @@ void atoll__crc32c_shift_init(struct crc32c_shift *s, uint64_t len)
 	for (unsigned k = 0; k < 4; k++)
 		for (unsigned b = 0; b < 256; b++)
 			s->t[k][b] = crc_multmodp(p, (uint32_t)b << (8 * k));
+}
+
+static struct crc32c_shift shift_4k;
+static pthread_once_t shift_4k_once = PTHREAD_ONCE_INIT;
+
+static void shift_4k_init(void)
+{
+	atoll__crc32c_shift_init(&shift_4k, 4096);
+}
+
+const struct crc32c_shift *atoll__crc32c_shift_4k(void)
+{
+	pthread_once(&shift_4k_once, shift_4k_init);
+	return &shift_4k;
 }

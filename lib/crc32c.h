@@ -28,6 +28,10 @@ struct crc32c_shift {
 
 void atoll__crc32c_shift_init(struct crc32c_shift *s, uint64_t len);
 
+/* The table for 4 KiB blocks (the store's and the messenger's), made on
+ * first use. */
+const struct crc32c_shift *atoll__crc32c_shift_4k(void);
+
 static inline uint32_t atoll__crc32c_shift_combine(const struct crc32c_shift *s,
 						   uint32_t crc1, uint32_t crc2)
 {

@@ -44,6 +44,8 @@ static void msg_release_data(struct msg *m)
 	m->data = NULL;
 	m->data_len = 0;
 	m->data_crc_known = false;
+	free(m->data_bcrc);
+	m->data_bcrc = NULL;
 	m->data_free = NULL;
 	m->data_free_arg = NULL;
 }

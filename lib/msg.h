@@ -133,6 +133,12 @@ struct msg {
 	 * by msg_set_data_crc() */
 	bool data_crc_known;
 	uint32_t data_crc;
+	/* With data_crc on a received message in crc mode: crc32c(0, block)
+	 * of every whole 4 KiB block of data, in order (data_len / 4096 of
+	 * them), from the same receive pass, so that a store can take its
+	 * block checksums from it instead of reading the bytes again.  NULL
+	 * otherwise.  Owned by the message; attaching other data drops it. */
+	uint32_t *data_bcrc;
 	/* private */
 	void (*data_free)(void *arg);
 	void *data_free_arg;

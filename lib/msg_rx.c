@@ -24,7 +24,9 @@
  * at the header (rx_lease_begin) and given back when the frame ends, is
  * dropped, or the lease is revoked (msg_conn_rx_revoke).  Big data gets
  * a crc of its own (rx_dcrc, then msg.data_crc) combined with the
- * front's for the check.
+ * front's for the check: computed block by block, each 4 KiB block's crc
+ * kept (msg.data_bcrc, for the store's checksums) and joined into the
+ * data's through a table, so the bytes are read once.
  *
  * Failures go through msg_conn__fail() (msg_conn.c), which resets or
  * closes the connection: each step that can fail returns whether c can
@@ -187,6 +189,48 @@ static enum rx_room rx_grow(struct msg_conn *c)
 	return RX_ROOM;
 }
 
+/* The data's crc over n more bytes at p (split frames): block by block,
+ * each whole block's crc kept in data_bcrc and joined into rx_dcrc. */
+static void rx_data_crc(struct msg_conn *c, const uint8_t *p, size_t n)
+{
+	struct msg *m = c->rx_msg;
+	size_t pos = c->rx_got - m->front_len;	/* p's offset in the data */
+
+	while (n) {
+		size_t k = MSG_DATA_ALIGN - pos % MSG_DATA_ALIGN;
+
+		if (k > n)
+			k = n;
+		c->rx_bpart = atoll__crc32c(c->rx_bpart, p, k);
+		pos += k;
+		p += k;
+		n -= k;
+		if (pos % MSG_DATA_ALIGN == 0) {
+			size_t b = pos / MSG_DATA_ALIGN - 1;
+
+			if (m->data_bcrc)
+				m->data_bcrc[b] = c->rx_bpart;
+			c->rx_dcrc = b ? atoll__crc32c_shift_combine(atoll__crc32c_shift_4k(),
+								     c->rx_dcrc, c->rx_bpart)
+				       : c->rx_bpart;
+			c->rx_bpart = 0;
+		}
+	}
+}
+
+/* The data's crc once every byte is in (split frames): the last partial
+ * block joined in. */
+static uint32_t rx_data_crc_end(const struct msg_conn *c)
+{
+	uint32_t tail = c->rx_msg->data_len % MSG_DATA_ALIGN;
+
+	if (!tail)
+		return c->rx_dcrc;
+	if (c->rx_msg->data_len < MSG_DATA_ALIGN)
+		return c->rx_bpart;
+	return atoll__crc32c_combine(c->rx_dcrc, c->rx_bpart, tail);
+}
+
 /* Up to k more body bytes: copied from src, or (src NULL) already read
  * into rx_target() by readv (they have their place).  Returns how many
  * were taken; *room says why it stopped short. */
@@ -212,7 +256,7 @@ static size_t rx_fill(struct msg_conn *c, const uint8_t *src, size_t k, enum rx_
 		if (c->rx_sec)	/* opened in place; a failure here fails the tag */
 			(void)msg_secure_body_update(c->rx_sec, dst, n);
 		else if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
-			c->rx_dcrc = atoll__crc32c(c->rx_dcrc, dst, n);
+			rx_data_crc(c, dst, n);
 		else
 			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
 		c->rx_got += n;
@@ -304,6 +348,10 @@ static bool conn_rx_header(struct msg_conn *c)
 	/* Big data gets a crc of its own, combined with the front's for the
 	 * check, so that whoever forwards it need not compute it again. */
 	c->rx_split = !c->rx_sec && h.data_len >= MSG_CRC_SPLIT_MIN;
+	c->rx_bpart = 0;
+	/* without room for the blocks' crcs the data's crc is still right */
+	if (c->rx_split)
+		m->data_bcrc = malloc(h.data_len / MSG_DATA_ALIGN * sizeof(uint32_t));
 	c->rx_start_ns = mono_now_ns();
 	c->rpos += c->rx_sec ? MSG_SECURE_HDR_LEN : MSG_HEADER_LEN;
 	if (c->rx_sec && msg_secure_body_begin(c->rx_sec) < 0) {
@@ -398,9 +446,9 @@ static bool conn_parse(struct msg_conn *c)
 			crc = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 			      (uint32_t)p[3] << 24;
 			if (c->rx_split) {
-				c->rx_msg->data_crc = c->rx_dcrc;
+				c->rx_msg->data_crc = rx_data_crc_end(c);
 				c->rx_msg->data_crc_known = true;
-				c->rx_crc = atoll__crc32c_combine(c->rx_crc, c->rx_dcrc,
+				c->rx_crc = atoll__crc32c_combine(c->rx_crc, c->rx_msg->data_crc,
 							       c->rx_msg->data_len);
 			}
 			if (crc != c->rx_crc) {

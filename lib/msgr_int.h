@@ -305,7 +305,9 @@ struct msg_conn {
 	uint64_t rx_start_ns;		/* when the frame's header came */
 	uint32_t rx_crc;		/* the payload's, or the front's when split */
 	bool rx_split;			/* big data: its own crc (msg.data_crc) */
-	uint32_t rx_dcrc;		/* crc32c of the data so far, when split */
+	uint32_t rx_dcrc;		/* crc32c of the data's whole 4 KiB
+					 * blocks so far, when split */
+	uint32_t rx_bpart;		/* ... and of the block being filled */
 	/* rx_msg's data is a buffer leased from the caller (msg_call_rx)
 	 * while rx_lease is set: put(rx_lease_arg) gives it back */
 	const struct msg_rxbuf_ops *rx_lease;

@@ -1017,8 +1017,13 @@ static void exec_write(struct osd_op *op)
 	}
 	/* the write bytes stay in the client's message (no copy) while the
 	 * store needs them: each such write holds a reference on op */
-	r = osd_muts_to_txn_ref(op->muts, op->nmuts, txn, pg->coll, op->oid, op_data_hold,
-				op_data_release, op);
+	{
+		const struct osd_data_crcs dc = { op->m->data, op->m->data_len,
+						  op->m->data_bcrc };
+
+		r = osd_muts_to_txn_ref(op->muts, op->nmuts, txn, pg->coll, op->oid, &dc,
+					op_data_hold, op_data_release, op);
+	}
 	if (!r)
 		r = pglog_append(&pg->log, &pg->info, &op->entry, txn, pg->coll);
 	if (r) {

@@ -46,7 +46,7 @@ int osd_muts_check(const struct osd_mut *muts, uint32_t n, uint64_t object_max)
 int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 		    uint64_t coll, const char *oid)
 {
-	return osd_muts_to_txn_ref(muts, n, txn, coll, oid, NULL, NULL, NULL);
+	return osd_muts_to_txn_ref(muts, n, txn, coll, oid, NULL, NULL, NULL, NULL);
 }
 
 bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n)
@@ -58,9 +58,24 @@ bool osd_muts_any_ref(const struct osd_mut *muts, uint32_t n)
 	return false;
 }
 
+/* The crcs dc has for the len bytes at data, or NULL. */
+static const uint32_t *data_crcs(const struct osd_data_crcs *dc, const void *data, uint64_t len)
+{
+	const uint8_t *p = data;
+	size_t at;
+
+	if (!dc || !dc->bcrc || p < dc->base || p >= dc->base + dc->len)
+		return NULL;
+	at = (size_t)(p - dc->base);
+	if (at % STORE_BLOCK_SIZE || len % STORE_BLOCK_SIZE ||
+	    len > dc->len / STORE_BLOCK_SIZE * STORE_BLOCK_SIZE - at)
+		return NULL;
+	return dc->bcrc + at / STORE_BLOCK_SIZE;
+}
+
 int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
-			uint64_t coll, const char *oid, void (*hold)(void *arg),
-			void (*release)(void *arg), void *arg)
+			uint64_t coll, const char *oid, const struct osd_data_crcs *dc,
+			void (*hold)(void *arg), void (*release)(void *arg), void *arg)
 {
 	char name[STORE_ATTR_NAME_MAX + 1];
 	int r = 0;
@@ -75,8 +90,9 @@ int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn
 		case MUT_WRITE:
 			if (hold && store_write_ref_ok(m->data, m->off, m->len)) {
 				hold(arg);
-				r = store_txn_write_ref(txn, coll, oid, m->off, m->data, m->len,
-							0, release, arg);
+				r = store_txn_write_ref(txn, coll, oid, m->off, m->data, m->len, 0,
+							data_crcs(dc, m->data, m->len), release,
+							arg);
 			} else {
 				r = store_txn_write(txn, coll, oid, m->off, m->data, m->len, 0);
 			}

@@ -56,13 +56,23 @@ struct osd_mut {
  * error (-EINVAL, -ENAMETOOLONG, -ENOMEM). */
 int osd_muts_to_txn(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
 		    uint64_t coll, const char *oid);
+/* Where the write bytes of muts came from: a received message's data (len
+ * bytes at base) and the crcs of its whole 4 KiB blocks (msg.data_bcrc;
+ * NULL when unknown). */
+struct osd_data_crcs {
+	const uint8_t *base;
+	size_t len;
+	const uint32_t *bcrc;
+};
 /* The same, but the data of writes the store can take by reference
  * (store_write_ref_ok) goes in without a copy: hold(arg) is called for
  * each such write and release(arg) by the store once it is done with the
- * bytes (any thread).  hold NULL: every write is copied. */
+ * bytes (any thread).  hold NULL: every write is copied.  A write whose
+ * bytes are whole blocks of dc (may be NULL) hands the store their crcs,
+ * so the bytes are checksummed once on this node. */
 int osd_muts_to_txn_ref(const struct osd_mut *muts, uint32_t n, struct store_txn *txn,
-			uint64_t coll, const char *oid, void (*hold)(void *arg),
-			void (*release)(void *arg), void *arg);
+			uint64_t coll, const char *oid, const struct osd_data_crcs *dc,
+			void (*hold)(void *arg), void (*release)(void *arg), void *arg);
 /* Whether muts stay within an object of object_max bytes: -EFBIG for a
  * write or zero that ends past it (or whose off + len passes 2^64) and
  * for a truncate to more, else 0.  A replica checks a REP_OP with it

@@ -392,11 +392,13 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 	if (osd_muts_any_ref(rep.muts, rep.nmuts) && (hold = malloc(sizeof(*hold)))) {
 		/* the store writes straight from the message's data buffer,
 		 * which now lives until the store and this function are done */
+		const struct osd_data_crcs dc = { m->data, m->data_len, m->data_bcrc };
+
 		atomic_init(&hold->refs, 1);
 		hold->buf = m->data;
 		m->data = NULL;
-		r = osd_muts_to_txn_ref(rep.muts, rep.nmuts, txn, pg->coll, oid, rep_buf_hold,
-					rep_buf_put, hold);
+		r = osd_muts_to_txn_ref(rep.muts, rep.nmuts, txn, pg->coll, oid, &dc,
+					rep_buf_hold, rep_buf_put, hold);
 		rep_buf_put(hold);
 	} else {
 		r = osd_muts_to_txn(rep.muts, rep.nmuts, txn, pg->coll, oid);

@@ -4,7 +4,8 @@
  * The commit thread applies batches one after the other; with only that,
  * the device would idle while a batch's metadata is applied and its kv
  * commit flushed.  So the whole blocks of a large, block-aligned write are
- * checksummed, allocated and submitted (libaio, O_DIRECT) by the thread
+ * checksummed (or take the caller's crcs: store_txn_write_ref), allocated
+ * and submitted (libaio, O_DIRECT) by the thread
  * that queues the transaction.  The commit thread waits for them when it
  * takes the transaction into a batch, points the chunk records at them,
  * and flushes the block before the kv commit as for any data write.
@@ -57,14 +58,20 @@ static int prewrite_op(struct store *st, struct op *op)
 	if (!pw)
 		return -ENOMEM;
 	pw->nblk = op->len / STORE_BLOCK_SIZE;
-	pw->crc = malloc(pw->nblk * sizeof(uint32_t));
-	if (!pw->crc) {
-		r = -ENOMEM;
-		goto out_free;
+	if (op->crcs) {
+		/* the caller's, from its receive pass over these bytes */
+		pw->crc = op->crcs;
+		op->crcs = NULL;
+	} else {
+		pw->crc = malloc(pw->nblk * sizeof(uint32_t));
+		if (!pw->crc) {
+			r = -ENOMEM;
+			goto out_free;
+		}
+		for (uint64_t i = 0; i < pw->nblk; i++)
+			pw->crc[i] = atoll__crc32c(0, (uint8_t *)op->data + i * STORE_BLOCK_SIZE,
+						  STORE_BLOCK_SIZE);
 	}
-	for (uint64_t i = 0; i < pw->nblk; i++)
-		pw->crc[i] = atoll__crc32c(0, (uint8_t *)op->data + i * STORE_BLOCK_SIZE,
-					  STORE_BLOCK_SIZE);
 	pthread_mutex_lock(&st->amutex);
 	r = alloc_get(&st->alloc, pw->nblk, false, &pw->runs);
 	if (!r) {

@@ -406,14 +406,6 @@ static int piece_finish(struct rreq *q, struct rpiece *p)
 	return 0;
 }
 
-static struct crc32c_shift block_shift;
-static pthread_once_t block_shift_once = PTHREAD_ONCE_INIT;
-
-static void block_shift_init(void)
-{
-	atoll__crc32c_shift_init(&block_shift, BS);
-}
-
 /* The crc32c of the bytes a finished request returns.  Blocks read from
  * the device straight into the caller's buffer had their stored crcs
  * verified (piece_finish), so those are joined in through a table; only
@@ -423,10 +415,10 @@ static void block_shift_init(void)
  * the reply's data crc. */
 static uint32_t rreq_crc(const struct rreq *q)
 {
+	const struct crc32c_shift *block_shift = atoll__crc32c_shift_4k();
 	uint64_t pos = q->off, end = q->off + q->len;
 	uint32_t crc = 0;
 
-	pthread_once(&block_shift_once, block_shift_init);
 	for (size_t i = 0; i < q->n; i++) {
 		const struct rpiece *p = q->pieces[i];
 
@@ -434,7 +426,7 @@ static uint32_t rreq_crc(const struct rreq *q)
 			continue;
 		crc = atoll__crc32c(crc, q->out + (pos - q->off), p->lstart - pos);
 		for (uint32_t j = 0; j < p->nblk; j++)
-			crc = atoll__crc32c_shift_combine(&block_shift, crc, p->crc[j]);
+			crc = atoll__crc32c_shift_combine(block_shift, crc, p->crc[j]);
 		pos = p->lstart + (uint64_t)p->nblk * BS;
 	}
 	return atoll__crc32c(crc, q->out + (pos - q->off), end - pos);

@@ -204,6 +204,9 @@ struct op {
 	void (*release)(void *arg);
 	void *release_arg;
 	bool data_ref;
+	/* crc32c of each whole block of a by-reference write, as the
+	 * caller had them (store_txn_write_ref), or NULL: computed here */
+	uint32_t *crcs;
 	void *key;		/* attr name (NUL-terminated) or omap key */
 	size_t klen;
 	/* Prewrite (commit.c): the whole blocks of a large aligned write are

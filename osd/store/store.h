@@ -156,10 +156,14 @@ int store_txn_write(struct store_txn *t, uint64_t coll, const char *oid,
  * calls once, from any thread, when the op is freed (after the completion,
  * or when the txn is freed unqueued).  Otherwise it copies as
  * store_txn_write() does and calls release(arg) before returning.  Also on
- * error release(arg) has been called when it returns. */
+ * error release(arg) has been called when it returns.  crcs (may be NULL)
+ * holds crc32c(0, block) of each of the len / STORE_BLOCK_SIZE blocks of
+ * data, as the caller computed them from these bytes (the messenger's
+ * receive pass: msg.data_bcrc); the store takes them as the blocks'
+ * checksums instead of reading the bytes again.  They are copied. */
 int store_txn_write_ref(struct store_txn *t, uint64_t coll, const char *oid,
 			uint64_t off, const void *data, size_t len, uint32_t flags,
-			void (*release)(void *arg), void *arg);
+			const uint32_t *crcs, void (*release)(void *arg), void *arg);
 bool store_write_ref_ok(const void *data, uint64_t off, size_t len);
 /* Makes [off, off+len) read as zeros (freeing whole blocks); may grow the object. */
 int store_txn_zero(struct store_txn *t, uint64_t coll, const char *oid,

@@ -39,6 +39,8 @@ void txn_op_free(struct op *op)
 	if (!op->data_ref)
 		free(op->data);
 	free(op->key);
+	free(op->crcs);
+	op->crcs = NULL;
 	if (op->release)
 		op->release(op->release_arg);
 	op->release = NULL;
@@ -188,7 +190,7 @@ bool store_write_ref_ok(const void *data, uint64_t off, size_t len)
 
 int store_txn_write_ref(struct store_txn *t, uint64_t coll, const char *oid,
 			uint64_t off, const void *data, size_t len, uint32_t flags,
-			void (*release)(void *arg), void *arg)
+			const uint32_t *crcs, void (*release)(void *arg), void *arg)
 {
 	struct op *op;
 	int r;
@@ -219,6 +221,9 @@ int store_txn_write_ref(struct store_txn *t, uint64_t coll, const char *oid,
 	op->flags = flags;
 	op->release = release;
 	op->release_arg = arg;
+	/* without room for them the blocks' crcs are computed */
+	if (crcs && (op->crcs = malloc(len / STORE_BLOCK_SIZE * sizeof(uint32_t))))
+		memcpy(op->crcs, crcs, len / STORE_BLOCK_SIZE * sizeof(uint32_t));
 	return 0;
 
 out_release:

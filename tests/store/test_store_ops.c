@@ -3270,9 +3270,9 @@ Test(txn, write_ref_aligned_and_not)
 	/* big: prewritten from the caller's buffer; small: journaled from it;
 	 * unaligned: copied, released at once */
 	t = store_txn_new();
-	OK(store_txn_write_ref(t, C1, "big", 0, a, big, 0, count_release, &released));
-	OK(store_txn_write_ref(t, C1, "small", 4096, b, small, 0, count_release, &released));
-	OK(store_txn_write_ref(t, C1, "copy", 0, u + 1, small, 0, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "big", 0, a, big, 0, NULL, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "small", 4096, b, small, 0, NULL, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "copy", 0, u + 1, small, 0, NULL, count_release, &released));
 	cr_assert_eq(released, 1, "the copied write is released at once");
 	OK(store_apply(ts.st, t));
 	cr_assert_eq(released, 3, "each write is released once, by the time it completes");
@@ -3289,12 +3289,12 @@ Test(txn, write_ref_aligned_and_not)
 
 	/* a txn freed without being queued releases too */
 	t = store_txn_new();
-	OK(store_txn_write_ref(t, C1, "never", 0, a, big, 0, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "never", 0, a, big, 0, NULL, count_release, &released));
 	store_txn_free(t);
 	cr_assert_eq(released, 4);
 	/* a failing txn releases and changes nothing */
 	t = store_txn_new();
-	OK(store_txn_write_ref(t, C1, "big", 0, b, small, 0, count_release, &released));
+	OK(store_txn_write_ref(t, C1, "big", 0, b, small, 0, NULL, count_release, &released));
 	OK(store_txn_remove(t, C1, "missing"));
 	FAILS(store_apply(ts.st, t), -ENOENT);
 	cr_assert_eq(released, 5);
@@ -3303,4 +3303,41 @@ Test(txn, write_ref_aligned_and_not)
 	free(b);
 	free(u);
 	expect_fsck_clean(true);
+}
+
+/* A big by-reference write with the caller's block crcs: the store takes
+ * them as the blocks' checksums (prewrite) instead of computing them, so
+ * right ones read back, and a wrong one makes the read of that block fail
+ * its check (and fsck report it): the crcs are used, not recomputed. */
+Test(txn, write_ref_takes_the_callers_block_crcs)
+{
+	const size_t big = 1u << 20, nblk = big / STORE_BLOCK_SIZE;
+	uint32_t *crcs = malloc(nblk * sizeof(uint32_t));
+	uint8_t *a = NULL, *back = malloc(big);
+	int released = 0;
+	struct store_txn *t;
+
+	cr_assert(crcs && back);
+	cr_assert_eq(posix_memalign((void **)&a, STORE_BLOCK_SIZE, big), 0);
+	pattern_fill(a, big, 0, 7);
+	for (size_t i = 0; i < nblk; i++)
+		crcs[i] = atoll__crc32c(0, a + i * STORE_BLOCK_SIZE, STORE_BLOCK_SIZE);
+	coll1();
+	t = store_txn_new();
+	OK(store_txn_write_ref(t, C1, "given", 0, a, big, 0, crcs, count_release, &released));
+	OK(store_apply(ts.st, t));
+	expect_content(ts.st, C1, "given", a, big);
+
+	crcs[5] ^= 1;	/* as if block 5's bytes had changed after the pass */
+	t = store_txn_new();
+	OK(store_txn_write_ref(t, C1, "wrong", 0, a, big, 0, crcs, count_release, &released));
+	OK(store_apply(ts.st, t));
+	cr_assert_eq(released, 2);
+	cr_expect_eq(store_read(ts.st, C1, "wrong", 0, STORE_BLOCK_SIZE, back),
+		     (int64_t)STORE_BLOCK_SIZE, "block 0's crc is right");
+	cr_expect_eq(store_read(ts.st, C1, "wrong", 5 * STORE_BLOCK_SIZE, STORE_BLOCK_SIZE, back),
+		     -EIO, "block 5 was stored with the caller's wrong crc");
+	free(crcs);
+	free(back);
+	free(a);
 }
