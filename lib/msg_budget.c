@@ -10,7 +10,7 @@
  * one message): that bounds what one peer can have in flight.  A pool is
  * charged what is allocated for its frames: the header at once, then
  * each step of the buffers as the bytes arrive (msg_rx.c grows them: at
- * most the larger of 1 MiB and four times what arrived).  So a header
+ * most the larger of 4 MiB and four times what arrived).  So a header
  * announcing 64 MiB that never come holds a message slot, not 64 MiB of
  * the pool, and legitimate frames keep flowing past it.  Charging only
  * what arrived could deadlock: frames half received, each waiting for a

@@ -14,11 +14,11 @@
  * one malloc that the upper layer may keep), and the rest of a big
  * payload is read straight into them with readv() (the tail of the iovec
  * still catches whatever follows into rbuf).  The buffers grow as the
- * bytes arrive (rx_grow: 1 MiB, then four times more each time, up to
+ * bytes arrive (rx_grow: 4 MiB, then four times more each time, up to
  * the frame's length, each step charged to the pool and waited for when
  * it does not fit), so that a header announcing 64 MiB that never come
  * costs a message of the budget and little memory: at most the larger
- * of 1 MiB and four times what arrived.
+ * of 4 MiB (untouched: not resident) and four times what arrived.
  *
  * Replies of msg_call_rx are received into the caller's buffer, leased
  * at the header (rx_lease_begin) and given back when the frame ends, is
@@ -47,7 +47,9 @@
 #define RX_READS_MAX	16	/* reads per readable event, for fairness */
 #define MSG_DATA_ALIGN	4096u	/* received data of whole 4 KiB blocks is aligned */
 #define MSG_CRC_SPLIT_MIN (64u * 1024)	/* data this big gets its own crc */
-#define RX_ALLOC_FIRST	(1u << 20)	/* a payload's first buffer, at most */
+/* A payload's first buffer, at most: an object write's largest (4 MiB)
+ * fits whole, so its bytes are never copied to a bigger buffer */
+#define RX_ALLOC_FIRST	(4u << 20)
 #define RX_ALLOC_GROWTH	4		/* then it grows this many times */
 
 /* ---- reply data in the caller's buffer (msg_call_rx) ---- */
