@@ -1591,10 +1591,24 @@ Test(messenger, ipv6_loopback_works_when_the_host_has_it)
 
 /* ---- crcs passed through, replies into the caller's buffer ---- */
 
-/* A big echo: the data crc of the received reply is known, and a message
- * sent with a crc given by msg_set_data_crc() arrives intact. */
+/* The crc of big received data, and of each of its whole 4 KiB blocks,
+ * are known and right (the last, partial block joined in). */
+static void expect_data_crcs(const struct msg *m, const uint8_t *data, size_t len)
+{
+	cr_assert(m->data_crc_known);
+	cr_expect_eq(m->data_crc, atoll__crc32c(0, data, len));
+	cr_assert_not_null(m->data_bcrc);
+	for (size_t b = 0; b < len / 4096; b++)
+		cr_expect_eq(m->data_bcrc[b], atoll__crc32c(0, data + b * 4096, 4096),
+			     "block %zu of %zu bytes", b, len);
+}
+
+/* Big echoes, of whole blocks and not: the data crc of the received
+ * reply and its blocks' crcs are known, and a message sent with a crc
+ * given by msg_set_data_crc() arrives intact. */
 Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)
 {
+	static const size_t lens[] = { 256 * 1024, 64 * 1024 + 1000 };
 	struct node *s = server_a();
 	struct msgr_config cfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
 	size_t len = 256 * 1024;
@@ -1609,15 +1623,20 @@ Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)
 		data[i] = (uint8_t)(i * 7 + 3);
 	node_start(&cl, &cfg, NULL);
 	c = msgr_connect(cl.m, s->addr);
+	for (size_t k = 1; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		struct waiter wk = { 0 };
+
+		cr_assert_eq(msg_call(c, make_msg(T_ECHO, "f", 1, data, lens[k]), 0, on_reply,
+				      &wk), 0);
+		cr_assert(TU_WAIT_FOR(atomic_load(&wk.fired) == 1, WAIT_MS));
+		cr_assert_eq(wk.err, 0);
+		expect_data_crcs(wk.reply, data, lens[k]);
+		msg_free(wk.reply);
+	}
 	cr_assert_eq(msg_call(c, make_msg(T_ECHO, "f", 1, data, len), 0, on_reply, &w), 0);
 	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
 	cr_assert_eq(w.err, 0);
-	cr_expect(w.reply->data_crc_known);
-	cr_expect_eq(w.reply->data_crc, atoll__crc32c(0, data, len));
-	cr_assert_not_null(w.reply->data_bcrc);
-	for (size_t b = 0; b < len / 4096; b++)
-		cr_expect_eq(w.reply->data_bcrc[b], atoll__crc32c(0, data + b * 4096, 4096),
-			     "block %zu", b);
+	expect_data_crcs(w.reply, data, len);
 	/* forward the received data with its crc: the server checks it */
 	m = make_msg(T_SUM, "g", 1, NULL, 0);
 	msg_set_data_ref(m, w.reply->data, w.reply->data_len, NULL, NULL);
@@ -1627,39 +1646,6 @@ Test(messenger, big_data_carries_its_crc_and_a_given_crc_is_used)
 	cr_assert_eq(w2.err, 0, "the frame with the given crc was refused");
 	cr_expect_eq(front_u32(w2.reply), (uint32_t)len);
 	msg_free(w2.reply);
-	msg_free(w.reply);
-	free(data);
-	msg_conn_put(c);
-	node_stop(&cl);
-	node_stop(s);
-}
-
-/* Big data of no whole number of blocks: the crc of the data and of each
- * whole block are right (the last, partial block is joined in). */
-Test(messenger, big_data_of_a_partial_last_block_has_right_crcs)
-{
-	struct node *s = server_a();
-	struct msgr_config cfg = node_cfg(MSG_ENTITY_CLIENT, 1, FSID_A);
-	size_t len = 64 * 1024 + 1000;
-	uint8_t *data = malloc(len);
-	struct waiter w = { 0 };
-	struct msg_conn *c;
-	struct node cl;
-
-	cr_assert_not_null(data);
-	for (size_t i = 0; i < len; i++)
-		data[i] = (uint8_t)(i * 13 + 5);
-	node_start(&cl, &cfg, NULL);
-	c = msgr_connect(cl.m, s->addr);
-	cr_assert_eq(msg_call(c, make_msg(T_ECHO, "f", 1, data, len), 0, on_reply, &w), 0);
-	cr_assert(TU_WAIT_FOR(atomic_load(&w.fired) == 1, WAIT_MS));
-	cr_assert_eq(w.err, 0);
-	cr_assert(w.reply->data_crc_known);
-	cr_expect_eq(w.reply->data_crc, atoll__crc32c(0, data, len));
-	cr_assert_not_null(w.reply->data_bcrc);
-	for (size_t b = 0; b < len / 4096; b++)
-		cr_expect_eq(w.reply->data_bcrc[b], atoll__crc32c(0, data + b * 4096, 4096),
-			     "block %zu", b);
 	msg_free(w.reply);
 	free(data);
 	msg_conn_put(c);
