@@ -54,7 +54,7 @@ void fl_buf_put(struct node *n, void *b)
 }
 
 struct hdr fl_hdr(uint16_t type, uint64_t tid, uint64_t off, uint32_t len,
-			   uint32_t dcrc, uint32_t rlen)
+		  uint32_t dcrc, uint32_t rlen)
 {
 	struct hdr h = { .magic = MAGIC, .type = type, .tid = tid, .off = off, .len = len,
 			 .dcrc = dcrc, .rlen = rlen };
@@ -66,7 +66,7 @@ struct hdr fl_hdr(uint16_t type, uint64_t tid, uint64_t off, uint32_t len,
 /* ---- sending ---- */
 
 void fl_tx_push(struct node *n, struct conn *c, const struct hdr *h, const char *data,
-		    void *release)
+		void *release)
 {
 	struct txe *e;
 
@@ -165,7 +165,7 @@ static void check_hdr(struct node *n, struct conn *c, const struct hdr *h)
 		fl_die("header crc mismatch from %s", c->peer);
 	if (h->len > n->o->size || (!h->len && h->dcrc))
 		fl_die("frame of %" PRIu32 " bytes from %s (at most %" PRIu32 ")", h->len, c->peer,
-		    n->o->size);
+		       n->o->size);
 }
 
 static void payload_done(struct node *n, struct conn *c, const struct hdr *h, char *buf,

@@ -60,7 +60,7 @@ static void aio_run(io_context_t ctx, struct iocb **cbs, int n, struct io_event 
 
 		if ((long)ev[i].res != (long)x->len)
 			fl_die("write of %" PRIu32 " bytes at %" PRIu64 ": %s", x->len, x->off,
-			    (long)ev[i].res < 0 ? strerror(-(int)(long)ev[i].res) : "short write");
+			       (long)ev[i].res < 0 ? strerror(-(int)(long)ev[i].res) : "short write");
 	}
 }
 
@@ -142,7 +142,7 @@ static struct op *op_get(struct node *n)
 
 static void op_put(struct node *n, struct op *op)
 {
-	op->d.next = &n->freeops->d;
+	op->d.next = (struct dio *)n->freeops;	/* d is op's first member */
 	n->freeops = op;
 }
 
@@ -202,9 +202,10 @@ void fl_dispatch(struct node *n, struct conn *c, const struct hdr *h, char *payl
 		return;
 	case R_PRIMARY * 16 + T_WRITE:
 	case R_REPLICA * 16 + T_REP:
-		if (c != &n->conn[0] || h->len != o->size || h->off % ALIGN || h->off + h->len > o->file_size)
+		if (c != &n->conn[0] || h->len != o->size || h->off % ALIGN ||
+		    h->off + h->len > o->file_size)
 			fl_die("write of %" PRIu32 " bytes at %" PRIu64 " from %s", h->len, h->off,
-			    c->peer);
+			       c->peer);
 		op = op_get(n);
 		op->tid = h->tid;
 		op->d.buf = payload;
@@ -228,7 +229,7 @@ void fl_dispatch(struct node *n, struct conn *c, const struct hdr *h, char *payl
 		if (o->write || h->rlen != o->size || h->off % ALIGN ||
 		    h->off + h->rlen > o->file_size)
 			fl_die("read of %" PRIu32 " bytes at %" PRIu64 " from %s", h->rlen, h->off,
-			    c->peer);
+			       c->peer);
 		op = op_get(n);
 		op->tid = h->tid;
 		op->d.buf = fl_buf_get(n);
@@ -297,10 +298,10 @@ void fl_aio_reap(struct node *n)
 
 			if ((long)ev[i].res != (long)op->d.len)
 				fl_die("read of %" PRIu32 " bytes at %" PRIu64 ": %s", op->d.len,
-				    op->d.off, (long)ev[i].res < 0 ?
-				    strerror(-(int)(long)ev[i].res) : "short read");
+				       op->d.off, (long)ev[i].res < 0 ?
+				       strerror(-(int)(long)ev[i].res) : "short read");
 			h = fl_hdr(T_READ_REPLY, op->tid, op->d.off, op->d.len,
-				     atoll__crc32c(0, op->d.buf, op->d.len), 0);
+				   atoll__crc32c(0, op->d.buf, op->d.len), 0);
 			fl_tx_push(n, &n->conn[0], &h, op->d.buf, op->d.buf);
 			op_put(n, op);
 		}
@@ -350,7 +351,7 @@ static int open_read_file(const struct opts *o, const char *path)
 		fl_die("cannot create a file in '%s' with O_DIRECT: %s", o->dir, strerror(errno));
 	if (fallocate(fd, 0, 0, (off_t)o->file_size))
 		fl_die("cannot preallocate %" PRIu64 " bytes in '%s': %s", o->file_size, o->dir,
-		    strerror(errno));
+		       strerror(errno));
 	buf = fl_alloc(4 << 20);
 	for (size_t i = 0; i < (4 << 20) / sizeof(uint64_t); i++)
 		((uint64_t *)buf)[i] = i * 0x9e3779b97f4a7c15ull;
@@ -358,6 +359,7 @@ static int open_read_file(const struct opts *o, const char *path)
 		size_t len = o->file_size - off < (4 << 20) ? o->file_size - off : 4 << 20;
 
 		memcpy(buf, &off, sizeof(off));
+		errno = 0;
 		if (pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
 			fl_die("prefilling the file: %s", errno ? strerror(errno) : "short write");
 	}
@@ -373,7 +375,7 @@ static int open_read_file(const struct opts *o, const char *path)
 /* A forked server: its file, its peers, ready, then the loop until its
  * upstream peer leaves. */
 void fl_server(const struct opts *o, enum role role, const char *path, int lfd,
-		   int readyfd, const struct sockaddr_in *reps)
+	       int readyfd, const struct sockaddr_in *reps)
 {
 	struct node n = { .role = role, .o = o, .fd = -1 };
 	int fd;
@@ -399,7 +401,7 @@ void fl_server(const struct opts *o, enum role role, const char *path, int lfd,
 		unlink(path);
 		if (fallocate(n.fd, 0, 0, (off_t)o->file_size))
 			fl_die("cannot preallocate %" PRIu64 " bytes for '%s': %s", o->file_size,
-			    path, strerror(errno));
+			       path, strerror(errno));
 		n.disk = (struct disk){ .fd = n.fd, .cap = o->inflight };
 		n.disk.qtail = &n.disk.q;
 		n.disk.dtail = &n.disk.done;
