@@ -318,8 +318,15 @@ int main(int argc, char **argv)
 		got += r > 0 ? (int)r : 0;
 	}
 	close(ready[0]);
-	if (got < nkids)
+	if (got < nkids) {
+		usleep(100000);		/* its end of the pipe closes just before it exits */
+		for (int i = 0; i < nkids; i++)
+			if (waitpid(kids[i], NULL, WNOHANG) == kids[i]) {
+				kids[i] = 0;
+				fl_die("the %s failed to start (its message is above)", kid_names[i]);
+			}
 		fl_die("a server failed to start (its message is above)");
+	}
 	client(&o, &n, &ap);
 	for (int i = 0; i < nkids; i++) {
 		int st;
