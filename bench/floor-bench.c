@@ -126,7 +126,8 @@ static void usage(FILE *f)
 		"                    writes (default 2G; the writes wrap around), the primary's\n"
 		"                    prefilled file for reads (default 4G)\n"
 		"  --keep            reads: keep the prefilled file (DIR/floor-bench-read.SIZE)\n"
-		"                    and use it again next time instead of writing it anew\n",
+		"                    and use it again next time instead of writing it anew;\n"
+		"                    a run without --keep removes it\n",
 		FLOOR_SCRATCH, INFLIGHT_MAX);
 }
 
