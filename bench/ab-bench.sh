@@ -7,7 +7,10 @@
 #
 # usage: bench/ab-bench.sh [OPTIONS] VARIANT...
 #   VARIANT           NAME or NAME:K=V[,K=V...]: a label and the atoll.conf
-#                     options of its cluster; the first is the baseline
+#                     options of its cluster; the first is the baseline.
+#                     NAME@DIR[:K=V...] runs the binaries of the build
+#                     folder DIR (cluster-bench.sh's ATOLL_BUILD): builds
+#                     compared with each other
 #   --rounds N        rounds (default 2)
 #   --seconds N       seconds per workload (default 10)
 #   --prefill-gib N   GiB of 4 MiB objects for the reads (default 1)
@@ -18,6 +21,8 @@
 # Examples (issue 34):
 #   bench/ab-bench.sh auth auth-none:auth=none
 #   bench/ab-bench.sh crc secure:ms_client_mode=secure,ms_cluster_mode=secure
+# A change against the commit before it (issue 36):
+#   bench/ab-bench.sh before@../old/build-release after@build-release
 # Prints, for each workload, every variant's median over the rounds
 # (throughput and machine CPU per op) and its ratio to the baseline;
 # summary.txt in DIR keeps it.
@@ -46,6 +51,7 @@ case $rounds in ''|*[!0-9]*|0) echo "ab-bench.sh: --rounds '$rounds' is not a po
 names=()
 for v in "${variants[@]}"; do
 	n=${v%%:*}
+	n=${n%%@*}
 	case $n in ''|*[!A-Za-z0-9_-]*) echo "ab-bench.sh: variant name '$n' must be letters, digits, - or _" >&2; exit 2 ;; esac
 	for m in "${names[@]}"; do
 		[ "$m" != "$n" ] || { echo "ab-bench.sh: variant '$n' given twice" >&2; exit 2; }
@@ -59,15 +65,19 @@ echo "commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none); 
 
 for r in $(seq 1 "$rounds"); do
 	for v in "${variants[@]}"; do
-		n=${v%%:*} sets=()
+		n=${v%%:*} sets=() build=
 		if [ "$v" != "$n" ]; then
 			IFS=, read -r -a kv <<<"${v#*:}"
 			for x in "${kv[@]}"; do sets+=(--set "$x"); done
 		fi
-		echo "== round $r/$rounds: $n ${sets[*]}" >&2
-		bash "$root/bench/cluster-bench.sh" --runs 1 --no-reference --seconds "$seconds" \
-			--prefill-gib "$prefill" --size "$size" --out "$out/$n.$r" "${sets[@]}" \
-			"${extra[@]}" >/dev/null
+		if [ "$n" != "${n%%@*}" ]; then
+			build=$(cd "${n#*@}" && pwd)
+			n=${n%%@*}
+		fi
+		echo "== round $r/$rounds: $n ${build:+(build $build) }${sets[*]}" >&2
+		ATOLL_BUILD=$build bash "$root/bench/cluster-bench.sh" --runs 1 --no-reference \
+			--seconds "$seconds" --prefill-gib "$prefill" --size "$size" \
+			--out "$out/$n.$r" "${sets[@]}" "${extra[@]}" >/dev/null
 	done
 done
 
