@@ -135,6 +135,7 @@ static void pg_free(struct pg *pg)
 	pg_info_clear(&pg->info);
 	for (uint32_t i = 0; i < pg->nprobes; i++)
 		pg_info_clear(&pg->probes[i].info);
+	free(pg->rep_lost);	/* its timer no longer runs: the messenger stopped */
 	free(pg);
 }
 

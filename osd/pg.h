@@ -95,8 +95,9 @@ struct pg {
 	uint32_t scrub_errors;
 	struct pg_scrub_sched sched;	/* stamps, findings (scrub.c, scrub.h) */
 	bool no_pull;		/* this round: our log diverges, no pull */
-	bool rep_lost;		/* a REP_OP's connection broke: checking
-				 * whether to peer again (replication.c) */
+	struct rep_lost *rep_lost;	/* a REP_OP's connection broke: the
+					 * check whether to peer again
+					 * (replication.c), freed with pg */
 };
 
 /* A client op from decode to reply. */

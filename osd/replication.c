@@ -83,17 +83,17 @@ static void rep_lost_check(void *arg)
 	if (rl->gen == pg->peer_gen && rl->sis == pg->info.same_interval_since &&
 	    !pg->reloading) {
 		if (members_heard(pg, rl->since_ms)) {
-			pg->rep_lost = false;
+			pg->rep_lost = NULL;
+			free(rl);
 			pg_repeer(pg, "a replicated write was lost with its connection to a "
 				  "replica that is up", false);
-			free(rl);
 			return;
 		}
 		if (++rl->checks < REP_LOST_CHECKS &&
 		    msgr_timer(pg->osd->msgr, REP_LOST_CHECK_MS, rep_lost_check, rl))
 			return;
 	}
-	pg->rep_lost = false;
+	pg->rep_lost = NULL;
 	free(rl);
 }
 
@@ -123,7 +123,7 @@ static void rep_lost_arm(struct pg *pg)
 		free(rl);
 		return;
 	}
-	pg->rep_lost = true;
+	pg->rep_lost = rl;
 }
 
 static void rep_reply(void *arg, struct msg *reply, int err)
