@@ -263,7 +263,10 @@ static void flusher_reap(struct store *st)
 	if (failed && !st->ferr)
 		st->ferr = -EIO;
 	st->freaping = false;
-	pthread_cond_broadcast(&st->fcond);
+	/* This flusher flushes what it reaped; another reaps the writes
+	 * still in flight meanwhile (one wake-up, not every flusher's). */
+	if (st->fwrites)
+		pthread_cond_signal(&st->fcond);
 	if (failed) {
 		pthread_mutex_unlock(&st->flock);
 		set_failed(st);
@@ -369,7 +372,10 @@ static bool flusher_write(struct store *st, struct store_txn *list, uint64_t seq
 	st->ftail = it;
 	if (!st->fnext)
 		st->fnext = it;
-	pthread_cond_broadcast(&st->fcond);
+	/* A flusher reaping already takes this write's completion with the
+	 * others (and then signals for the rest): wake one only when none is */
+	if (!st->freaping)
+		pthread_cond_signal(&st->fcond);
 	pthread_mutex_unlock(&st->flock);
 	return true;
 }
