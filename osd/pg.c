@@ -196,6 +196,7 @@ void pg_set_state(struct pg *pg, uint32_t state)
 
 struct txn_cb {
 	struct osd *osd;
+	void (*done)(void *arg);	/* success, on the store's thread */
 	void (*fn)(void *arg, int r);
 	void *arg;
 	int r;
@@ -221,10 +222,21 @@ static void txn_cb_store(void *arg, int r)
 	c->r = r;
 	if (r == -EIO)
 		atomic_fetch_add(&c->osd->store_errors, 1);
+	if (!r && c->done) {
+		c->done(c->arg);
+		free(c);
+		return;
+	}
 	osd_post(c->osd, txn_cb_loop, c);
 }
 
 int pg_queue_txn(struct pg *pg, struct store_txn *txn, void (*fn)(void *arg, int r), void *arg)
+{
+	return pg_queue_txn_direct(pg, txn, NULL, fn, arg);
+}
+
+int pg_queue_txn_direct(struct pg *pg, struct store_txn *txn, void (*done)(void *arg),
+			void (*fn)(void *arg, int r), void *arg)
 {
 	struct osd *osd = pg->osd;
 	struct txn_cb *c;
@@ -240,6 +252,7 @@ int pg_queue_txn(struct pg *pg, struct store_txn *txn, void (*fn)(void *arg, int
 		return -ENOMEM;
 	}
 	c->osd = osd;
+	c->done = done;
 	c->fn = fn;
 	c->arg = arg;
 	c->r = 0;

@@ -163,6 +163,12 @@ void pg_count_objects(struct pg *pg);
 /* Queues txn for pg; fn(arg, r) runs on the loop thread once durable. */
 int pg_queue_txn(struct pg *pg, struct store_txn *txn,
 		 void (*fn)(void *arg, int r), void *arg);
+/* The same, but once durable done(arg) runs on the store's completion
+ * thread instead (no wake-up of the loop): it may only use what is safe
+ * from any thread (msg_reply, msg_free, refcounts, atomics).  A failure
+ * still goes to fn(arg, r) on the loop thread. */
+int pg_queue_txn_direct(struct pg *pg, struct store_txn *txn, void (*done)(void *arg),
+			void (*fn)(void *arg, int r), void *arg);
 bool osd_is_up(const struct osd *osd);
 /* A transaction of pg failed (or a replica's did): its log in memory no
  * longer matches the store.  Answers its ops -ESTALE, re-reads info and

@@ -274,22 +274,44 @@ struct rep_apply {
 	struct msg_conn *conn;
 	struct msg *m;
 	uint64_t bytes;		/* its write bytes, in osd->inflight_bytes */
+	uint64_t epoch;		/* our map's when it came: the answer's */
 };
 
-static void rep_applied(void *arg, int r)
+/* The answer to a REP_OP, and ra's end.  Any thread. */
+static void rep_answer(struct rep_apply *ra, int rc)
 {
-	struct rep_apply *ra = arg;
+	struct rc_reply rr = { .rc = rc, .epoch = ra->epoch };
+	struct msg *m;
+	struct enc e;
 
 	atomic_fetch_sub(&ra->osd->inflight_bytes, ra->bytes);
-	if (r < 0) {
-		log_error("rep", "pg %u.%x: applying a replicated write failed: %s",
-			  ra->pg->pool, ra->pg->pgid, strerror(-r));
-		pg_fail(ra->pg, r);
-	}
-	osd_peermsg_reply_rc(ra->osd, ra->conn, ra->m, MT_REP_OP, r < 0 ? -EIO : 0);
+	enc_init(&e);
+	rc_reply_encode(&rr, &e);
+	m = msg_new(MT_REP_OP, &e);
+	enc_free(&e);
+	if (m)
+		msg_reply(ra->conn, ra->m, m);
 	msg_free(ra->m);
 	msg_conn_put(ra->conn);
 	free(ra);
+}
+
+/* Durable: answered from the store's completion thread, which saves
+ * waking the loop for it (the primary waits for this answer). */
+static void rep_durable(void *arg)
+{
+	rep_answer(arg, 0);
+}
+
+/* Failed (loop thread): the PG reads its log again. */
+static void rep_failed(void *arg, int r)
+{
+	struct rep_apply *ra = arg;
+
+	log_error("rep", "pg %u.%x: applying a replicated write failed: %s",
+		  ra->pg->pool, ra->pg->pgid, strerror(-r));
+	pg_fail(ra->pg, r);
+	rep_answer(ra, -EIO);
 }
 
 /* A REP_OP's data buffer, shared by the store's by-reference writes. */
@@ -421,10 +443,14 @@ void osd_rep_op_dispatch(struct osd *osd, struct msg_conn *c, struct msg *m)
 		msg_conn_get(c);
 		ra->m = m;
 		ra->bytes = bytes;
+		ra->epoch = osd->map ? osd->map->epoch : 0;
 		atomic_fetch_add(&osd->inflight_bytes, bytes);
 	}
 	osd_rep_op_clear(&rep);
-	pg_queue_txn(pg, txn, ra ? rep_applied : NULL, ra);
+	if (ra)
+		pg_queue_txn_direct(pg, txn, rep_durable, rep_failed, ra);
+	else
+		pg_queue_txn(pg, txn, NULL, NULL);
 	if (!ra)
 		msg_free(m);
 	return;
