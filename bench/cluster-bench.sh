@@ -302,6 +302,15 @@ for name in b:
     if disk:
         print("       the disk served %s of the bytes read (>= 90%%: no page cache)" %
               " ".join("%.0f%%" % (100 * d) for d in disk if d is not None))
+    th = {k for x in b[name] for k in x["cpu"].get("threads", {})}
+    th = [(k, med([x["cpu"]["threads"].get(k, {}).get("cpu_us_per_op", 0) for x in b[name]]),
+           med([x["cpu"]["threads"].get(k, {}).get("wakeups_per_op", 0) for x in b[name]]),
+           med([x["cpu"]["threads"].get(k, {}).get("preempted_per_op", 0) for x in b[name]]))
+          for k in sorted(th)]
+    th = [t for t in th if t[1] >= 0.5 or t[2] >= 0.05]
+    if th:
+        print("       by thread (us, wake-ups, preemptions per op): %s" % ", ".join(
+              "%s %.0f/%.2f/%.2f" % t for t in th))
     layers = [x["cpu"].get("layers_pct") for x in b[name] if x["cpu"].get("layers_pct")]
     if layers:
         print("       by layer (perf, %% of samples): %s" % ", ".join(

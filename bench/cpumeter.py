@@ -28,6 +28,12 @@ json`, `fio --output-format=json`) and reports:
   disk      with --read-bytes-expr: the bytes the workload read and the
             bytes the device under --dir served (/proc/diskstats), and
             their ratio (>= 0.9: the disk, not the page cache, served it)
+  threads   with --state or --pid: for each role and thread name (the
+            daemons name theirs: atoll-msgr, store-commit, store-flush, ...),
+            summed over the role's daemons, CPU time and context switches
+            (voluntary: the thread slept and was woken; involuntary:
+            preempted) per op, from /proc/PID/task/TID; each wake-up costs
+            the scheduler's and, on a VM, the hypervisor's time
   layers    with --perf: perf record -a -e cpu-clock during the run, the
             samples classified by symbol into messenger, OSD op path,
             replication, store, checksums, copies, allocator, client
@@ -131,6 +137,49 @@ def split(before, after, me, ours):
 
 
 NAMES = {}      # pid -> daemon name ("osd.0") from cluster.state
+
+
+def threads(ours):
+    """(role, thread name) -> [CPU ticks, voluntary, involuntary switches],
+    summed over the threads of the processes in ours."""
+    out = {}
+    for pid, role in (ours or {}).items():
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tids:
+            base = "/proc/%d/task/%s/" % (pid, tid)
+            try:
+                with open(base + "stat") as f:
+                    st = f.read()
+                with open(base + "status") as f:
+                    status = f.read()
+            except OSError:
+                continue
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            fields = st[st.rindex(")") + 2:].split()
+            ticks = int(fields[11]) + int(fields[12])
+            sw = {}
+            for line in status.splitlines():
+                k, _, v = line.partition(":")
+                if k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                    sw[k] = int(v)
+            t = out.setdefault((role, comm), [0, 0, 0])
+            t[0] += ticks
+            t[1] += sw.get("voluntary_ctxt_switches", 0)
+            t[2] += sw.get("nonvoluntary_ctxt_switches", 0)
+    return out
+
+
+def threads_per_op(before, after, ops):
+    r = {}
+    for k, v in sorted(after.items()):
+        b = before.get(k, [0, 0, 0])
+        r["%s %s" % k] = {"cpu_us_per_op": round((v[0] - b[0]) / HZ / ops * 1e6, 2),
+                          "wakeups_per_op": round((v[1] - b[1]) / ops, 3),
+                          "preempted_per_op": round((v[2] - b[2]) / ops, 3)}
+    return r
 
 
 def cluster_daemons(state):
@@ -296,6 +345,7 @@ def main():
         sampler.start()
     sec0 = sectors_read(dev) if dev else None
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    th0 = threads(ours)
     p2, (b2, t2) = procs(), machine_busy()
     w0 = time.monotonic()
     run = subprocess.Popen(a.cmd, stdout=subprocess.PIPE)
@@ -303,6 +353,7 @@ def main():
     run.stdout_bytes = run.communicate()[0]
     wall = time.monotonic() - w0
     p3, (b3, t3) = procs(), machine_busy()
+    th1 = threads(ours)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     sec1 = sectors_read(dev) if dev else None
     if a.rss:
@@ -352,6 +403,8 @@ def main():
         got = (sec1 - sec0) * 512
         r["disk"] = {"device": dev, "bytes_read": got, "workload_bytes": want,
                      "served_ratio": round(got / want, 3) if want else None}
+    if ours:
+        r["threads"] = threads_per_op(th0, th1, ops)
     if a.rss:
         r["rss_kB"] = peak
     if perf:
