@@ -163,11 +163,16 @@ struct atoll_op {
 	uint32_t nops;
 	uint32_t nkv;			/* entries across every sub-op */
 	uint64_t payload;		/* bytes across every sub-op */
+	/* slots [0, nops) of these are set; the rest are not initialized
+	 * (atoll_op_create zeroes the fields above only) */
 	struct osd_subop ops[PROTO_OPS_MAX];
 	struct client_out outs[PROTO_OPS_MAX];
 	char *strs[PROTO_OPS_MAX];	/* owned copies (names) */
 };
 
+/* A new sub-op of code in op's next slot (its slots set to zero), or
+ * NULL (and op->err set) when op is full. */
+struct osd_subop *client_op_add(struct atoll_op *op, uint16_t code);
 /* Checks that op can be sent (sizes, mixing); 0 or a negative errno. */
 int client_op_check(const struct atoll_op *op);
 /* Fills the caller's outputs of op from a reply (called once). */

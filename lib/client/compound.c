@@ -15,6 +15,7 @@
 #include "encode.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,11 @@ struct atoll_op *atoll_op_create(unsigned flags)
 		errno = EINVAL;
 		return NULL;
 	}
-	op = calloc(1, sizeof(struct atoll_op));
+	/* Only the header is zeroed: the sub-op slots (~12 KiB) are set as
+	 * client_op_add() takes them, so a one-write op touches one of 64. */
+	op = malloc(sizeof(struct atoll_op));
+	if (op)
+		memset(op, 0, offsetof(struct atoll_op, ops));
 	if (!op)
 		atoll__error(-ENOMEM, "atoll_op_create: out of memory");
 	return op;
@@ -76,8 +81,7 @@ static void op_fail(struct atoll_op *op, int err)
 		op->err = err;
 }
 
-/* A new sub-op of code, or NULL (and op->err set) when op is full. */
-static struct osd_subop *op_add(struct atoll_op *op, uint16_t code)
+struct osd_subop *client_op_add(struct atoll_op *op, uint16_t code)
 {
 	struct osd_subop *s;
 
@@ -90,6 +94,7 @@ static struct osd_subop *op_add(struct atoll_op *op, uint16_t code)
 	s = &op->ops[op->nops];
 	memset(s, 0, sizeof(*s));
 	memset(&op->outs[op->nops], 0, sizeof(op->outs[0]));
+	op->strs[op->nops] = NULL;
 	s->code = code;
 	op->nops++;
 	if (osd_op_is_write(code))
@@ -196,14 +201,14 @@ static void op_kv(struct atoll_op *op, struct osd_subop *s,
 void atoll_op_assert_exists(struct atoll_op *op)
 {
 	if (op)
-		op_add(op, OSD_OP_ASSERT_EXISTS);
+		client_op_add(op, OSD_OP_ASSERT_EXISTS);
 }
 
 void atoll_op_assert_version(struct atoll_op *op, uint64_t ver)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_ASSERT_VERSION)))
+	if (!op || !(s = client_op_add(op, OSD_OP_ASSERT_VERSION)))
 		return;
 	s->off = ver;
 }
@@ -212,7 +217,7 @@ void atoll_op_create_object(struct atoll_op *op, int exclusive)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_CREATE)))
+	if (!op || !(s = client_op_add(op, OSD_OP_CREATE)))
 		return;
 	if (exclusive)
 		s->flags = OSD_OPF_EXCL;
@@ -223,7 +228,7 @@ void atoll_op_cmpxattr(struct atoll_op *op, const char *name, enum atoll_cmp cmp
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_CMPXATTR)))
+	if (!op || !(s = client_op_add(op, OSD_OP_CMPXATTR)))
 		return;
 	if (cmp < ATOLL_CMP_EQ || cmp > ATOLL_CMP_LE || (len && !val)) {
 		op_fail(op, -EINVAL);
@@ -253,7 +258,7 @@ void atoll_op_write(struct atoll_op *op, const void *buf, size_t len, uint64_t o
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_WRITE)))
+	if (!op || !(s = client_op_add(op, OSD_OP_WRITE)))
 		return;
 	op_data(op, s, buf, len);
 	check_extent(op, off, len);
@@ -264,7 +269,7 @@ void atoll_op_write_full(struct atoll_op *op, const void *buf, size_t len)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_WRITE_FULL)))
+	if (!op || !(s = client_op_add(op, OSD_OP_WRITE_FULL)))
 		return;
 	op_data(op, s, buf, len);
 	check_extent(op, 0, len);
@@ -274,7 +279,7 @@ void atoll_op_append(struct atoll_op *op, const void *buf, size_t len)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_APPEND)))
+	if (!op || !(s = client_op_add(op, OSD_OP_APPEND)))
 		return;
 	op_data(op, s, buf, len);
 	check_extent(op, 0, len);
@@ -284,7 +289,7 @@ void atoll_op_truncate(struct atoll_op *op, uint64_t size)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_TRUNCATE)))
+	if (!op || !(s = client_op_add(op, OSD_OP_TRUNCATE)))
 		return;
 	check_extent(op, size, 0);
 	s->off = size;
@@ -294,7 +299,7 @@ void atoll_op_zero(struct atoll_op *op, uint64_t off, uint64_t len)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_ZERO)))
+	if (!op || !(s = client_op_add(op, OSD_OP_ZERO)))
 		return;
 	check_extent(op, off, len);
 	s->off = off;
@@ -304,14 +309,14 @@ void atoll_op_zero(struct atoll_op *op, uint64_t off, uint64_t len)
 void atoll_op_remove(struct atoll_op *op)
 {
 	if (op)
-		op_add(op, OSD_OP_REMOVE);
+		client_op_add(op, OSD_OP_REMOVE);
 }
 
 void atoll_op_setxattr(struct atoll_op *op, const char *name, const void *val, size_t len)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_SETXATTR)))
+	if (!op || !(s = client_op_add(op, OSD_OP_SETXATTR)))
 		return;
 	op_name(op, s, name);
 	if (len && !val) {
@@ -331,7 +336,7 @@ void atoll_op_rmxattr(struct atoll_op *op, const char *name)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_RMXATTR)))
+	if (!op || !(s = client_op_add(op, OSD_OP_RMXATTR)))
 		return;
 	op_name(op, s, name);
 }
@@ -340,7 +345,7 @@ void atoll_op_omap_set(struct atoll_op *op, const struct atoll_kv *kv, size_t n)
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_OMAP_SET)))
+	if (!op || !(s = client_op_add(op, OSD_OP_OMAP_SET)))
 		return;
 	op_kv(op, s, kv, n, true);
 }
@@ -349,7 +354,7 @@ void atoll_op_omap_rm(struct atoll_op *op, const struct atoll_kv *keys, size_t n
 {
 	struct osd_subop *s;
 
-	if (!op || !(s = op_add(op, OSD_OP_OMAP_RM)))
+	if (!op || !(s = client_op_add(op, OSD_OP_OMAP_RM)))
 		return;
 	op_kv(op, s, keys, n, false);
 }
@@ -357,7 +362,7 @@ void atoll_op_omap_rm(struct atoll_op *op, const struct atoll_kv *keys, size_t n
 void atoll_op_omap_clear(struct atoll_op *op)
 {
 	if (op)
-		op_add(op, OSD_OP_OMAP_CLEAR);
+		client_op_add(op, OSD_OP_OMAP_CLEAR);
 }
 
 /* ---- reads ---- */
@@ -368,7 +373,7 @@ void atoll_op_read(struct atoll_op *op, uint64_t off, size_t len, void *buf,
 	struct osd_subop *s;
 	struct client_out *o;
 
-	if (!op || !(s = op_add(op, OSD_OP_READ)))
+	if (!op || !(s = client_op_add(op, OSD_OP_READ)))
 		return;
 	o = op_out(op, s);
 	if (len && !buf) {
@@ -392,7 +397,7 @@ void atoll_op_stat(struct atoll_op *op, uint64_t *size, uint64_t *mtime_ns, int 
 	struct osd_subop *s;
 	struct client_out *o;
 
-	if (!op || !(s = op_add(op, OSD_OP_STAT)))
+	if (!op || !(s = client_op_add(op, OSD_OP_STAT)))
 		return;
 	o = op_out(op, s);
 	*o = (struct client_out){ .kind = OUT_STAT, .rval = rval, .size = size,
@@ -405,7 +410,7 @@ void atoll_op_getxattr(struct atoll_op *op, const char *name,
 	struct osd_subop *s;
 	struct client_out *o;
 
-	if (!op || !(s = op_add(op, OSD_OP_GETXATTR)))
+	if (!op || !(s = client_op_add(op, OSD_OP_GETXATTR)))
 		return;
 	o = op_out(op, s);
 	op_name(op, s, name);
@@ -421,7 +426,7 @@ void atoll_op_omap_list(struct atoll_op *op, const void *after, size_t afterlen,
 	struct osd_subop *s;
 	struct client_out *o;
 
-	if (!op || !(s = op_add(op, OSD_OP_OMAP_GET)))
+	if (!op || !(s = client_op_add(op, OSD_OP_OMAP_GET)))
 		return;
 	o = op_out(op, s);
 	if ((afterlen && !after) || afterlen > PROTO_OMAP_KEY_MAX) {
@@ -449,7 +454,7 @@ void atoll_op_omap_get(struct atoll_op *op, const struct atoll_kv *keys, size_t 
 	struct osd_subop *s;
 	struct client_out *o;
 
-	if (!op || !(s = op_add(op, OSD_OP_OMAP_GET_KEYS)))
+	if (!op || !(s = client_op_add(op, OSD_OP_OMAP_GET_KEYS)))
 		return;
 	o = op_out(op, s);
 	op_kv(op, s, keys, n, false);

@@ -232,14 +232,12 @@ static int list_fetch(struct atoll_list *l)
 	op = atoll_op_create(0);
 	if (!op)
 		return -ENOMEM;
-	s = &op->ops[0];
-	s->code = OSD_OP_LIST;
+	s = client_op_add(op, OSD_OP_LIST);
 	s->name = l->last_len ? l->last : NULL;
 	s->name_len = (uint32_t)l->last_len;
 	s->len = LIST_BATCH;
 	op->outs[0] = (struct client_out){ .kind = OUT_NAMES, .iter = &l->batch,
 					   .more = &l->more };
-	op->nops = 1;
 	op->has_read = true;
 	r = atoll_completion_create(NULL, NULL, NULL, &comp);
 	if (r < 0) {

@@ -328,12 +328,9 @@ int atoll_getxattrs(struct atoll_ioctx *io, const char *oid, struct atoll_kv_ite
 		return -EINVAL;
 	*out = NULL;
 	op = atoll_op_create(0);
-	if (op) {
-		/* no public builder: a read step of its own */
-		s = &op->ops[op->nops];
-		s->code = OSD_OP_GETXATTRS;
-		op->outs[op->nops] = (struct client_out){ .kind = OUT_KV_ITER, .iter = out };
-		op->nops++;
+	/* no public builder: a read step of its own */
+	if (op && (s = client_op_add(op, OSD_OP_GETXATTRS))) {
+		op->outs[op->nops - 1] = (struct client_out){ .kind = OUT_KV_ITER, .iter = out };
 		op->has_read = true;
 	}
 	return (int)SYNC(aio_one_op("atoll_getxattrs", io, oid, comp_, op, flags));
