@@ -133,8 +133,9 @@ struct msg {
 	 * by msg_set_data_crc() */
 	bool data_crc_known;
 	uint32_t data_crc;
-	/* With data_crc on a received message in crc mode: crc32c(0, block)
-	 * of every whole 4 KiB block of data, in order (data_len / 4096 of
+	/* With data_crc on a received message in crc mode, when the
+	 * messenger keeps them (msgr_config.block_crcs): crc32c(0, block) of
+	 * every whole 4 KiB block of data, in order (data_len / 4096 of
 	 * them), from the same receive pass, so that a store can take its
 	 * block checksums from it instead of reading the bytes again.  NULL
 	 * otherwise.  Owned by the message; attaching other data drops it. */
@@ -244,6 +245,11 @@ struct msgr_config {
 	/* An accepted connection must receive a frame whole within this
 	 * of its header (a slow trickle holds its budget no longer) */
 	uint32_t frame_timeout_ms;
+	/* Received data of 64 KiB or more (crc mode) keeps each whole
+	 * 4 KiB block's crc (msg.data_bcrc), from the receive pass, at the
+	 * cost of a crc32c call per block: for a daemon whose store takes
+	 * them (the OSD) */
+	bool block_crcs;
 };
 
 struct msgr_ops {

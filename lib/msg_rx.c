@@ -24,9 +24,10 @@
  * at the header (rx_lease_begin) and given back when the frame ends, is
  * dropped, or the lease is revoked (msg_conn_rx_revoke).  Big data gets
  * a crc of its own (rx_dcrc, then msg.data_crc) combined with the
- * front's for the check: computed block by block, each 4 KiB block's crc
- * kept (msg.data_bcrc, for the store's checksums) and joined into the
- * data's through a table, so the bytes are read once.
+ * front's for the check; for a daemon that asks (msgr_config.block_crcs:
+ * the OSD), computed block by block, each 4 KiB block's crc kept
+ * (msg.data_bcrc, for the store's checksums) and joined into the data's
+ * through a table, so the bytes are read once.
  *
  * Failures go through msg_conn__fail() (msg_conn.c), which resets or
  * closes the connection: each step that can fail returns whether c can
@@ -257,8 +258,10 @@ static size_t rx_fill(struct msg_conn *c, const uint8_t *src, size_t k, enum rx_
 		}
 		if (c->rx_sec)	/* opened in place; a failure here fails the tag */
 			(void)msg_secure_body_update(c->rx_sec, dst, n);
-		else if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
+		else if (c->rx_split && c->rx_got >= c->rx_msg->front_len && c->rx_msg->data_bcrc)
 			rx_data_crc(c, dst, n);
+		else if (c->rx_split && c->rx_got >= c->rx_msg->front_len)
+			c->rx_dcrc = atoll__crc32c(c->rx_dcrc, dst, n);
 		else
 			c->rx_crc = atoll__crc32c(c->rx_crc, dst, n);
 		c->rx_got += n;
@@ -352,7 +355,7 @@ static bool conn_rx_header(struct msg_conn *c)
 	c->rx_split = !c->rx_sec && h.data_len >= MSG_CRC_SPLIT_MIN;
 	c->rx_bpart = 0;
 	/* without room for the blocks' crcs the data's crc is still right */
-	if (c->rx_split)
+	if (c->rx_split && c->msgr->cfg.block_crcs)
 		m->data_bcrc = malloc(h.data_len / MSG_DATA_ALIGN * sizeof(uint32_t));
 	c->rx_start_ns = mono_now_ns();
 	c->rpos += c->rx_sec ? MSG_SECURE_HDR_LEN : MSG_HEADER_LEN;
@@ -448,7 +451,8 @@ static bool conn_parse(struct msg_conn *c)
 			crc = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 			      (uint32_t)p[3] << 24;
 			if (c->rx_split) {
-				c->rx_msg->data_crc = rx_data_crc_end(c);
+				c->rx_msg->data_crc = c->rx_msg->data_bcrc ? rx_data_crc_end(c)
+									    : c->rx_dcrc;
 				c->rx_msg->data_crc_known = true;
 				c->rx_crc = atoll__crc32c_combine(c->rx_crc, c->rx_msg->data_crc,
 							       c->rx_msg->data_len);

@@ -772,7 +772,7 @@ static int do_run(struct config *conf)
 	char block[4096], kv[4096], buf[128], who[32], bound[OSDMAP_ADDR_MAX + 1], err[512];
 	const char *s, *addr;
 	struct store_options so;
-	struct msgr_config mc = { .size_of = sizeof(mc) };
+	struct msgr_config mc = { .size_of = sizeof(mc), .block_crcs = true };
 	struct msgr_ops ops = { .dispatch = osd_dispatch, .connected = on_connected,
 				.closed = on_closed };
 	sigset_t sigs;
