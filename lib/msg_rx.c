@@ -196,6 +196,7 @@ static enum rx_room rx_grow(struct msg_conn *c)
  * each whole block's crc kept in data_bcrc and joined into rx_dcrc. */
 static void rx_data_crc(struct msg_conn *c, const uint8_t *p, size_t n)
 {
+	const struct crc32c_shift *shift = atoll__crc32c_shift_4k();
 	struct msg *m = c->rx_msg;
 	size_t pos = c->rx_got - m->front_len;	/* p's offset in the data */
 
@@ -213,8 +214,7 @@ static void rx_data_crc(struct msg_conn *c, const uint8_t *p, size_t n)
 
 			if (m->data_bcrc)
 				m->data_bcrc[b] = c->rx_bpart;
-			c->rx_dcrc = b ? atoll__crc32c_shift_combine(atoll__crc32c_shift_4k(),
-								     c->rx_dcrc, c->rx_bpart)
+			c->rx_dcrc = b ? atoll__crc32c_shift_combine(shift, c->rx_dcrc, c->rx_bpart)
 				       : c->rx_bpart;
 			c->rx_bpart = 0;
 		}

@@ -361,9 +361,13 @@ bool osd_peermsg_admit(struct osd *osd, struct msg_conn *c, struct msg *m, int b
 /* The PG a peer's message is for, or NULL with *r = -ESTALE (none, or not
  * in the sender's interval sis) or -EIO (it is being reloaded). */
 struct pg *osd_peermsg_pg(struct osd *osd, uint32_t pool, uint32_t pgid, uint64_t sis, int *r);
-/* Answers req with a plain {rc, epoch} message of type. */
+/* Answers req with a plain {rc, epoch} message of type (our map's epoch:
+ * loop thread). */
 void osd_peermsg_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
 			  uint16_t type, int rc);
+/* The same with the epoch given: from any thread. */
+void osd_peermsg_reply_rc_at(struct msg_conn *c, const struct msg *req, uint16_t type, int rc,
+			     uint64_t epoch);
 /* The rc of a {rc, epoch} reply to a msg_call (err when there is none,
  * -EBADMSG when it is malformed); frees reply. */
 int osd_peermsg_rc_take(struct msg *reply, int err);

@@ -55,7 +55,13 @@ struct pg *osd_peermsg_pg(struct osd *osd, uint32_t pool, uint32_t pgid, uint64_
 void osd_peermsg_reply_rc(struct osd *osd, struct msg_conn *c, const struct msg *req,
 			  uint16_t type, int rc)
 {
-	struct rc_reply rr = { .rc = rc, .epoch = osd->map ? osd->map->epoch : 0 };
+	osd_peermsg_reply_rc_at(c, req, type, rc, osd->map ? osd->map->epoch : 0);
+}
+
+void osd_peermsg_reply_rc_at(struct msg_conn *c, const struct msg *req, uint16_t type, int rc,
+			     uint64_t epoch)
+{
+	struct rc_reply rr = { .rc = rc, .epoch = epoch };
 	struct msg *m;
 	struct enc e;
 

@@ -280,17 +280,8 @@ struct rep_apply {
 /* The answer to a REP_OP, and ra's end.  Any thread. */
 static void rep_answer(struct rep_apply *ra, int rc)
 {
-	struct rc_reply rr = { .rc = rc, .epoch = ra->epoch };
-	struct msg *m;
-	struct enc e;
-
 	atomic_fetch_sub(&ra->osd->inflight_bytes, ra->bytes);
-	enc_init(&e);
-	rc_reply_encode(&rr, &e);
-	m = msg_new(MT_REP_OP, &e);
-	enc_free(&e);
-	if (m)
-		msg_reply(ra->conn, ra->m, m);
+	osd_peermsg_reply_rc_at(ra->conn, ra->m, MT_REP_OP, rc, ra->epoch);
 	msg_free(ra->m);
 	msg_conn_put(ra->conn);
 	free(ra);

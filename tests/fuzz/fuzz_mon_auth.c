@@ -11,14 +11,9 @@
 
 #include "auth_entry.h"
 #include "encode.h"
+#include "roundtrip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void same(const struct enc *a, const struct enc *b)
-{
-	if (a->err || b->err || a->len != b->len || memcmp(a->buf, b->buf, a->len))
-		abort();
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (mon_auth_entry_decode(e1.buf, e1.len, &b) != 1)
 				abort();
 			mon_auth_entry_encode(&b, &e2);
-			same(&e1, &e2);
+			fuzz_same_enc(&e1, &e2);
 			mon_auth_entry_clear(&b);
 		}
 		mon_auth_entry_clear(&a);
@@ -48,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (mon_auth_state_decode(e1.buf, e1.len, &b) != 1)
 				abort();
 			mon_auth_state_encode(&b, &e2);
-			same(&e1, &e2);
+			fuzz_same_enc(&e1, &e2);
 			keyring_free(&b.ents);
 		}
 		keyring_free(&a.ents);

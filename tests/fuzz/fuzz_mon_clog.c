@@ -15,14 +15,9 @@
 
 #include "clog.h"
 #include "encode.h"
+#include "roundtrip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void same_or_die(const struct enc *a, const struct enc *b)
-{
-	if (a->err || b->err || a->len != b->len || memcmp(a->buf, b->buf, a->len) != 0)
-		abort();
-}
 
 static void check_log(const struct mon_clog *c)
 {
@@ -51,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (e1.err || mon_clog_entry_decode(e1.buf, e1.len, &b) != 1)
 				abort();
 			mon_clog_entry_encode(&b, &e2);
-			same_or_die(&e1, &e2);
+			fuzz_same_enc(&e1, &e2);
 		}
 		break;
 	case 1: {
@@ -64,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			check_log(&d);
 			mon_clog_state_encode(&d, &e2);
-			same_or_die(&e1, &e2);
+			fuzz_same_enc(&e1, &e2);
 			/* a line more past the bound drops the oldest */
 			mon_clog_add(&d, 1, MON_CLOG_WRN, "osd.0 down");
 			check_log(&d);
