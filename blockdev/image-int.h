@@ -108,6 +108,8 @@ struct atoll_image {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* in-flight counts, quiesce, pause */
+	pthread_cond_t tick_cond;	/* the ticker's sleep: stopping only (every
+					 * completion broadcasts cond) */
 	struct img_header hdr;		/* (L) the header as last written/read */
 	uint64_t size;			/* (L) */
 	uint64_t latest_snap;		/* (L) id of the newest snapshot, 0 none */

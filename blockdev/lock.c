@@ -265,7 +265,10 @@ static void *ticker_main(void *arg)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000l;
 		}
-		pthread_cond_timedwait(&img->cond, &img->lock, &ts);
+		/* Its own condition: img->cond is broadcast at every request's
+		 * completion, which would run a tick (an omap listing, a round
+		 * trip to the header's OSD) per request under load. */
+		pthread_cond_timedwait(&img->tick_cond, &img->lock, &ts);
 		if (img->stopping || img->fenced)
 			continue;
 		pthread_mutex_unlock(&img->lock);
@@ -299,7 +302,7 @@ void img_ticker_stop(struct atoll_image *img)
 		return;
 	pthread_mutex_lock(&img->lock);
 	img->stopping = true;
-	pthread_cond_broadcast(&img->cond);
+	pthread_cond_broadcast(&img->tick_cond);
 	pthread_mutex_unlock(&img->lock);
 	pthread_join(img->ticker, NULL);
 	img->ticker_running = false;

@@ -50,6 +50,7 @@ int atoll_image_open(struct atoll_ioctx *io, const char *spec,
 	pthread_mutex_init(&img->lock, NULL);
 	pthread_mutex_init(&img->hdr_mutex, NULL);
 	pthread_cond_init(&img->cond, NULL);
+	pthread_cond_init(&img->tick_cond, NULL);
 	img->io = io;
 	img->c = atoll_ioctx_get_cluster(io);
 	if (opt && opt->size_of >= sizeof(struct atoll_image_open_options))
@@ -91,6 +92,7 @@ int atoll_image_open(struct atoll_ioctx *io, const char *spec,
 	return 0;
 out_free:
 	pthread_cond_destroy(&img->cond);
+	pthread_cond_destroy(&img->tick_cond);
 	pthread_mutex_destroy(&img->hdr_mutex);
 	pthread_mutex_destroy(&img->lock);
 	free(img);
@@ -115,6 +117,7 @@ int atoll_image_close(struct atoll_image *img)
 	r = img->async_err;
 	img_cow_free(img);
 	pthread_cond_destroy(&img->cond);
+	pthread_cond_destroy(&img->tick_cond);
 	pthread_mutex_destroy(&img->hdr_mutex);
 	pthread_mutex_destroy(&img->lock);
 	free(img);
