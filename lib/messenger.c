@@ -191,6 +191,36 @@ bool msgr_on_loop(const struct msgr *m)
 	return tls_loop == m;
 }
 
+bool msgr_defer(void (*fn)(void *arg), void *arg)
+{
+	struct msgr *m = tls_loop;
+
+	if (!m)
+		return false;
+	if (m->ndefers == m->defers_cap) {
+		size_t cap = m->defers_cap ? m->defers_cap * 2 : 64;
+		struct msgr_deferred *v = realloc(m->defers, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		m->defers = v;
+		m->defers_cap = cap;
+	}
+	m->defers[m->ndefers++] = (struct msgr_deferred){ fn, arg };
+	return true;
+}
+
+/* Runs the deferred calls (in the order they came), and those they defer. */
+static void loop_defers(struct msgr *m)
+{
+	for (size_t i = 0; i < m->ndefers; i++) {
+		struct msgr_deferred d = m->defers[i];
+
+		d.fn(d.arg);	/* may append: m->defers may move */
+	}
+	m->ndefers = 0;
+}
+
 /* ---- the loop ---- */
 
 static void loop_kicks(struct msgr *m)
@@ -458,6 +488,7 @@ static void loop_shutdown(struct msgr *m)
 	/* Kicks of closed connections: nothing left to do but let go. */
 	loop_kicks(m);
 	loop_reap(m);
+	loop_defers(m);
 }
 
 static void *loop_main(void *arg)
@@ -472,6 +503,7 @@ static void *loop_main(void *arg)
 		loop_kicks(m);
 		loop_timers(m);
 		loop_reap(m);
+		loop_defers(m);
 		loop_events(m, loop_timeout(m));
 	}
 	loop_shutdown(m);
@@ -708,6 +740,7 @@ void msgr_destroy(struct msgr *m)
 		close(l->fd);
 		free(l);
 	}
+	free(m->defers);
 	msg_admit__free(m);
 	msg_budget__put(m->budget);
 	/* Timers that never ran: only msgr_timer()s are left (connections

@@ -446,6 +446,12 @@ uint64_t msgr_timer(struct msgr *m, uint32_t ms, msgr_timer_fn fn, void *arg);
 bool msgr_timer_cancel(struct msgr *m, uint64_t id);
 /* True on the loop thread. */
 bool msgr_on_loop(const struct msgr *m);
+/* On a messenger's loop thread: fn(arg) runs on that thread once the
+ * events at hand are handled, before the loop waits for more (calls made
+ * while they are handled -- replies, completions -- can gather there into
+ * one system call); true.  fn may defer again: it runs in the same pass.
+ * false on any other thread, or out of memory: the caller does it now. */
+bool msgr_defer(void (*fn)(void *arg), void *arg);
 
 /* "ip:port" or "[ipv6]:port" -> its parts (ip without brackets);
  * -EINVAL for a malformed address or a port over 65535, -ENAMETOOLONG

@@ -332,6 +332,8 @@ struct msgr {
 	pthread_mutex_t lock;		/* [lock] fields of msgr and msg_conn */
 	uint8_t fsid[16];
 	struct msg_conn *kick_head, *kick_tail;
+	struct msgr_deferred *defers;	/* msgr_defer: loop thread only */
+	size_t ndefers, defers_cap;
 	bool wake_pending;		/* wakefd written, loop not yet drained */
 	struct msg_conn *all;		/* every registered connection */
 	/* calls written by their caller's thread (msg_conn__call_direct),
@@ -363,6 +365,10 @@ struct msgr {
 void msgr__kick(struct msg_conn *c, unsigned int flags);
 bool msgr__kick_locked(struct msg_conn *c, unsigned int flags);
 void msgr__wake(struct msgr *m);
+struct msgr_deferred {
+	void (*fn)(void *arg);
+	void *arg;
+};
 int msgr__arm(struct msgr *m, struct mtimer *t, uint64_t when);
 void msgr__disarm(struct msgr *m, struct mtimer *t);
 /* Unlinks c from msgr->all and drops the messenger's reference after

@@ -218,6 +218,18 @@ int atoll_completion_begin(struct atoll_completion *comp);
 void atoll_completion_finish(struct atoll_completion *comp, int64_t result,
 			     uint64_t version);
 
+/* Gathering what callbacks do.  Called from a completion callback (a
+ * library thread), atoll_defer runs fn(arg) later on that thread: after
+ * the completions that arrived together have all run, before the thread
+ * waits for more.  Callbacks that each queue a reply can so send every
+ * reply of a burst in one system call.  fn must not block either; it may
+ * call atoll_defer again (it then runs in the same pass).  Returns 1 when
+ * deferred, 0 when the calling thread is not a library thread (or memory
+ * is short): then nothing was deferred and the caller does the work
+ * itself; -EINVAL when fn is NULL. */
+typedef void (*atoll_defer_t)(void *arg);
+int atoll_defer(atoll_defer_t fn, void *arg);
+
 /* ---- object operations --------------------------------------------- */
 
 /* Each aio call returns 0 when the op was issued (the completion then

@@ -10,6 +10,7 @@
  * the broadcast and a callback see the same result.
  */
 #include "client.h"
+#include "msg.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -171,4 +172,11 @@ void atoll_completion_release(struct atoll_completion *comp)
 	if (!comp)
 		return;
 	completion_put(comp);
+}
+
+int atoll_defer(atoll_defer_t fn, void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	return msgr_defer(fn, arg) ? 1 : 0;
 }

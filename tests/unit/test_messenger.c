@@ -1473,6 +1473,45 @@ static void on_timer(void *arg)
 	atomic_fetch_add(&timer_hits, *(int *)arg);
 }
 
+/* msgr_defer: what a callback on the loop defers runs on the loop after
+ * it, in order, what a deferred call defers in the same pass; off the
+ * loop nothing is deferred. */
+static char defer_log[8];
+static atomic_int defer_n;
+static struct msgr *defer_m;
+
+static void defer_note(void *arg)
+{
+	int n = atomic_fetch_add(&defer_n, 1);
+
+	cr_expect(msgr_on_loop(defer_m));
+	if (n < (int)sizeof(defer_log))
+		defer_log[n] = *(const char *)arg;
+	if (*(const char *)arg == 'a')
+		cr_expect(msgr_defer(defer_note, "c"));	/* runs in this pass */
+}
+
+static void defer_from_timer(void *arg)
+{
+	(void)arg;
+	cr_expect(msgr_defer(defer_note, "a"));
+	cr_expect(msgr_defer(defer_note, "b"));
+	cr_expect_eq(atomic_load(&defer_n), 0, "deferred, not run at once");
+}
+
+Test(messenger, deferred_calls_run_on_the_loop_after_the_callback)
+{
+	struct msgr_config cfg = node_cfg(MSG_ENTITY_OSD, 1, FSID_A);
+
+	cr_assert_eq(msgr_create(&cfg, &node_ops, NULL, &defer_m), 0);
+	cr_assert_eq(msgr_start(defer_m), 0);
+	cr_expect(!msgr_defer(defer_note, "x"), "not a loop thread");
+	cr_assert(msgr_timer(defer_m, 0, defer_from_timer, NULL));
+	cr_expect(TU_WAIT_FOR(atomic_load(&defer_n) == 3, WAIT_MS));
+	cr_expect_str_eq(defer_log, "abc");
+	msgr_destroy(defer_m);
+}
+
 Test(messenger, timers_fire_in_order_and_cancel)
 {
 	struct msgr_config cfg = node_cfg(MSG_ENTITY_OSD, 1, FSID_A);
