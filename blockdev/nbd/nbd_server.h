@@ -201,11 +201,21 @@ struct nbd_conn {
 	size_t budget_used;		/* bytes held by requests in flight */
 	unsigned inflight;		/* requests issued, reply not yet sent */
 	bool sending;			/* a reply is being written (one at a time) */
+	bool flush_pending;		/* flush_replies is deferred on a library
+					 * thread: the replies queued wait for it */
 	bool reader_done;		/* no more requests will come */
 	bool dead;			/* socket failed: drop replies */
 	bool writer_exited;
 	bool tls_corked;		/* TLS: replies gather in the session's cork */
 	size_t corked;			/* ... that many bytes (writer thread only) */
+	struct nbd_rbuf *rbuf;		/* transmission: received ahead (reader only) */
+};
+
+/* Bytes received ahead of the requests read so far (nbd_io.c). */
+#define NBD_RBUF_SIZE	(64u << 10)
+struct nbd_rbuf {
+	size_t pos, len;		/* data[pos, len) not read yet */
+	uint8_t data[NBD_RBUF_SIZE];
 };
 
 /* nbd_io.c: whole reads and writes on the connection (its socket, or its
@@ -213,7 +223,8 @@ struct nbd_conn {
  * EOF before the first byte is -ENODATA.  nbd_conn_read fails -ETIMEDOUT
  * when the socket's receive timeout (SO_RCVTIMEO) passes with nothing
  * read; nbd_conn_read_by goes on reading until deadline_ms (mono_now_ms),
- * or for ever with NBD_NO_DEADLINE. */
+ * or for ever with NBD_NO_DEADLINE.  With conn->rbuf set, reads are served
+ * from it first, and small ones refill it with whatever has arrived. */
 #define NBD_NO_DEADLINE	UINT64_MAX
 int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len);
 int nbd_conn_read_by(struct nbd_conn *conn, void *buf, size_t len, uint64_t deadline_ms);

@@ -279,8 +279,102 @@ static void log_failure(struct nbd_conn *conn, const struct nbd_req *req)
 
 /* ---- the reply queue ------------------------------------------------ */
 
-/* A request is complete (any thread).  If nothing is being sent and no
- * reply waits, its reply goes out from here, without blocking: that saves
+/* Replies sent by one sendmsg at most (a header and a payload each). */
+#define REPLY_BATCH 32
+
+/* Sends the queued replies (a library thread, deferred by queue_reply
+ * until the completions that came together have run): up to REPLY_BATCH
+ * of them in one sendmsg that does not block.  What the socket does not
+ * take at once goes back to the head of the queue, for the writer. */
+static void flush_replies(void *arg)
+{
+	struct nbd_conn *conn = arg;
+	struct nbd_req *batch[REPLY_BATCH];
+	struct iovec iov[2 * REPLY_BATCH];
+	size_t n = 0, niov = 0, done = 0;
+	ssize_t sent = 0;
+
+	pthread_mutex_lock(&conn->qlock);
+	conn->flush_pending = false;
+	if (conn->sending || conn->dead || !conn->qhead) {
+		/* the writer sends (or drops) them, and may be waiting for
+		 * this flush to be over before it ends */
+		pthread_cond_signal(&conn->wcond);
+		pthread_mutex_unlock(&conn->qlock);
+		return;
+	}
+	while (conn->qhead && n < REPLY_BATCH) {
+		batch[n++] = conn->qhead;
+		conn->qhead = conn->qhead->next;
+	}
+	if (!conn->qhead)
+		conn->qtail = NULL;
+	conn->sending = true;
+	pthread_mutex_unlock(&conn->qlock);
+
+	for (size_t i = 0; i < n; i++) {
+		struct nbd_req *req = batch[i];
+
+		/* the first may be partly out already (req->sent) */
+		build_reply(conn, req);
+		if (req->sent < req->hlen)
+			iov[niov++] = (struct iovec){ req->hdr + req->sent, req->hlen - req->sent };
+		if (req->dlen) {
+			size_t skip = req->sent > req->hlen ? req->sent - req->hlen : 0;
+
+			iov[niov++] = (struct iovec){ (void *)(req->data + skip), req->dlen - skip };
+		}
+	}
+	do
+		sent = sendmsg(conn->fd, &(struct msghdr){ .msg_iov = iov, .msg_iovlen = niov },
+			       MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	/* The replies the socket took whole; the next one may be partly out. */
+	if (sent > 0) {
+		size_t left = (size_t)sent;
+
+		while (done < n &&
+		       left >= batch[done]->hlen + batch[done]->dlen - batch[done]->sent) {
+			left -= batch[done]->hlen + batch[done]->dlen - batch[done]->sent;
+			done++;
+		}
+		if (done < n)
+			batch[done]->sent += left;
+	}
+
+	int err = sent < 0 ? errno : 0;
+
+	pthread_mutex_lock(&conn->qlock);
+	conn->sending = false;
+	if (err && err != EAGAIN && err != EWOULDBLOCK) {
+		/* the client is gone: these replies are dropped */
+		for (size_t i = 0; i < n; i++)
+			reply_gone(conn, batch[i], -err);
+		done = n;
+	} else {
+		for (size_t i = 0; i < done; i++)
+			reply_gone(conn, batch[i], 0);
+		if (done < n) {
+			/* back to the head, in order: the writer goes on */
+			batch[n - 1]->next = conn->qhead;
+			for (size_t i = n - 1; i > done; i--)
+				batch[i - 1]->next = batch[i];
+			conn->qhead = batch[done];
+			if (!conn->qtail)
+				conn->qtail = batch[n - 1];
+		}
+	}
+	if (conn->qhead)
+		pthread_cond_signal(&conn->wcond);
+	pthread_mutex_unlock(&conn->qlock);
+	for (size_t i = 0; i < done; i++)
+		req_free(batch[i]);
+}
+
+/* A request is complete (any thread).  On a library thread the reply
+ * waits for the completions that came with it and leaves with them
+ * (flush_replies); elsewhere, if nothing is being sent and no reply
+ * waits, it goes out from here, without blocking.  Either way that saves
  * waking the writer for every request.  What the socket does not take at
  * once goes to the head of the queue, for the writer to finish. */
 static void queue_reply(struct nbd_req *req)
@@ -292,6 +386,18 @@ static void queue_reply(struct nbd_req *req)
 	log_failure(conn, req);
 	nbd_metrics_done(req);
 	pthread_mutex_lock(&conn->qlock);
+	if (!conn->tls && !conn->dead &&
+	    (conn->flush_pending || atoll_defer(flush_replies, conn) == 1)) {
+		conn->flush_pending = true;
+		req->next = NULL;
+		if (conn->qtail)
+			conn->qtail->next = req;
+		else
+			conn->qhead = req;
+		conn->qtail = req;
+		pthread_mutex_unlock(&conn->qlock);
+		return;
+	}
 	direct = !conn->tls && !conn->qhead && !conn->sending && !conn->dead;
 	if (direct) {
 		conn->sending = true;
@@ -387,10 +493,10 @@ static void *writer_main(void *arg)
 		bool more;
 		int ret = 0;
 
-		while ((!conn->qhead || conn->sending) &&
-		       !(conn->reader_done && conn->inflight == 0))
+		while ((!conn->qhead || conn->sending || conn->flush_pending) &&
+		       !(conn->reader_done && conn->inflight == 0 && !conn->flush_pending))
 			pthread_cond_wait(&conn->wcond, &conn->qlock);
-		if (!conn->qhead || conn->sending)
+		if (!conn->qhead || conn->sending || conn->flush_pending)
 			break;
 		req = conn->qhead;
 		conn->qhead = req->next;
@@ -695,7 +801,14 @@ void nbd_transmit(struct nbd_conn *conn)
 		return;
 	}
 	conn->writer_started = true;
+	/* requests are read through a buffer (nbd_io.c); without one, one
+	 * receive per header as before */
+	conn->rbuf = malloc(sizeof(*conn->rbuf));
+	if (conn->rbuf)
+		conn->rbuf->pos = conn->rbuf->len = 0;
 	reader_loop(conn);
+	free(conn->rbuf);
+	conn->rbuf = NULL;
 
 	/* No more requests: let the writer drain what is in flight. */
 	pthread_mutex_lock(&conn->qlock);

@@ -64,13 +64,45 @@ static struct job *g_jobs;
 static bool g_started;
 static unsigned g_delay_us;
 
+/* atoll_defer: a worker is a library thread; what its callbacks defer
+ * runs once no job is left for it, before it waits (as libatoll's loop
+ * does before it waits for more events). */
+#define FAKE_DEFERS 256
+static __thread bool t_worker;
+static __thread struct { atoll_defer_t fn; void *arg; } t_defers[FAKE_DEFERS];
+static __thread size_t t_ndefers;
+
+int atoll_defer(atoll_defer_t fn, void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	if (!t_worker || t_ndefers == FAKE_DEFERS)
+		return 0;
+	t_defers[t_ndefers].fn = fn;
+	t_defers[t_ndefers++].arg = arg;
+	return 1;
+}
+
+static void run_defers(void)
+{
+	for (size_t i = 0; i < t_ndefers; i++)
+		t_defers[i].fn(t_defers[i].arg);
+	t_ndefers = 0;
+}
+
 static void *worker(void *arg)
 {
 	(void)arg;
+	t_worker = true;
 	for (;;) {
 		struct job *j;
 
 		pthread_mutex_lock(&g_lock);
+		if (!g_jobs && t_ndefers) {
+			pthread_mutex_unlock(&g_lock);
+			run_defers();
+			continue;
+		}
 		while (!g_jobs)
 			pthread_cond_wait(&g_cond, &g_lock);
 		j = g_jobs;

@@ -14,6 +14,7 @@ fresh per test (the fake makes a zeroed image for any name)."""
 import os
 import random
 import shutil
+import socket
 import struct
 import sys
 import tempfile
@@ -378,6 +379,39 @@ def test_client_that_never_reads_replies_does_not_stall_others(c):
     assert h.pread(4096, 0) == b"q" * 4096
     assert time.time() - t0 < 10
     h.shutdown()
+    r.close()
+
+
+def test_replies_to_a_slow_reader_come_back_whole_and_in_order(c):
+    """Many large reads at once, their replies read slowly: the server's
+    batched sends fill the socket and stop mid-reply, and what is left
+    must follow exactly once, never interleaved with another reply."""
+    name = c.new_image()
+    h = c.connect(name)
+    data = os.urandom(8 * MiB)
+    h.pwrite(data, 0)
+    h.shutdown()
+    r = raw(c)
+    r.greet()
+    r.go(name)
+    r.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    want = {}
+    for i in range(96):
+        off = random.randrange(0, 8 * MiB - 256 * 1024) & ~511
+        length = random.choice([4096, 65536, 256 * 1024])
+        want[i] = data[off:off + length]
+        r.request(0, offset=off, length=length, cookie=i)
+    time.sleep(0.5)      # let the server's socket fill
+    got = set()
+    for _ in range(96):
+        magic, err, cookie = struct.unpack(">IIQ", r.recv(16))
+        assert magic == nbdtest.SIMPLE_MAGIC, "bad reply magic %x" % magic
+        assert err == 0 and cookie in want and cookie not in got, (err, cookie)
+        got.add(cookie)
+        body = b""
+        while len(body) < len(want[cookie]):
+            body += r.s.recv(min(4096, len(want[cookie]) - len(body)))
+        assert body == want[cookie], cookie
     r.close()
 
 
