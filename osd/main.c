@@ -862,6 +862,9 @@ static int do_run(struct config *conf)
 	 * costs one kv commit, instead of a journaled block that must be
 	 * applied (written and flushed) again later. */
 	so.inline_max = (uint32_t)conf_size(conf, who, "osd_store_inline_max", 4096);
+	/* reads issued while the loop handles a burst of requests go to
+	 * the device in one submission */
+	so.defer = msgr_defer;
 	if (so.inline_max == 0 || so.inline_max > 65536)
 		die("osd_store_inline_max must be between 1 and 64K");
 	r = store_open(&so, &osd->store);

@@ -504,6 +504,11 @@ struct store {
 	bool read_running;
 	int reads_inflight;
 	bool read_stop;
+	/* reads queued for one io_submit (opt.defer; rsub_lock) */
+	pthread_mutex_t rsub_lock;
+	struct iocb **rsub;
+	size_t rsub_n, rsub_cap;
+	bool rsub_scheduled;
 };
 
 /* superblock.c */

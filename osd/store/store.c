@@ -281,6 +281,8 @@ static void store_free(struct store *st)
 	pthread_mutex_destroy(&st->rlock);
 	pthread_cond_destroy(&st->rcond);
 	pthread_cond_destroy(&st->rwork);
+	pthread_mutex_destroy(&st->rsub_lock);
+	free(st->rsub);
 	free(st->block_path);
 	free(st->kv_path);
 	free(st);
@@ -317,6 +319,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_mutex_init(&st->rlock, NULL);
 	pthread_cond_init(&st->rcond, NULL);
 	pthread_cond_init(&st->rwork, NULL);
+	pthread_mutex_init(&st->rsub_lock, NULL);
 	st->readers.next = st->readers.prev = &st->readers;
 	st->unsynced_from = UINT64_MAX;
 	r = opt_copy(opt_in, &st->opt);

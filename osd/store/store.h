@@ -104,6 +104,14 @@ struct store_options {
 	 * when its flush need not wait for the one before it.  0 = 2, at
 	 * most STORE_FLUSHERS_MAX. */
 	uint32_t flushers;
+	/* Gathering device reads: when set and it returns true (the caller
+	 * is on a thread that will run fn(arg) once it has handled the
+	 * requests at hand: the OSD gives msgr_defer), store_read_async
+	 * queues its reads and fn submits every queued one with one
+	 * io_submit (each submission of a virtual disk's queue is a trap to
+	 * the hypervisor).  NULL: every read is submitted at once.  Reads
+	 * over 128 KiB and store_read (which waits itself) never wait. */
+	bool (*defer)(void (*fn)(void *arg), void *arg);
 };
 
 #define STORE_FLUSHERS_MAX	8u

@@ -2709,6 +2709,80 @@ Test(aread, many_reads_in_flight)
 	free(model);
 }
 
+/* opt.defer: small reads wait for the deferred call and then go to the
+ * device together; a large one, or one made where nothing defers, goes at
+ * once. */
+static void (*deferred_fn)(void *);
+static void *deferred_arg;
+static int defer_calls;
+static bool defer_on = true;
+
+static bool test_defer(void (*fn)(void *arg), void *arg)
+{
+	if (!defer_on)
+		return false;
+	defer_calls++;
+	deferred_fn = fn;
+	deferred_arg = arg;
+	return true;
+}
+
+Test(aread, small_reads_wait_for_the_deferred_call_and_go_together)
+{
+	enum { N = 24, LEN = 8192 };
+	static uint8_t bufs[N][LEN], big[1 << 20];
+	static struct aread_slot slots[N], bigslot;
+	uint8_t *model = malloc(2 << 20);
+	struct waiter w, wb;
+
+	coll1();
+	pattern_fill(model, 2 << 20, 0, 9);
+	OK(do_write(ts.st, C1, "o", 0, model, 2 << 20, 0));
+	ts.opt.defer = test_defer;
+	OK(ts_reopen(&ts));
+	waiter_init(&w);
+	waiter_init(&wb);
+	waiter_add(&w, N);
+	for (int i = 0; i < N; i++) {
+		slots[i] = (struct aread_slot){ .w = &w, .r = -1 };
+		OK(store_read_async(ts.st, C1, "o", (uint64_t)i * 65536, LEN, bufs[i], aread_done,
+				    &slots[i]));
+	}
+	cr_assert_eq(defer_calls, 1, "one deferred call for the whole burst");
+	/* a large read does not wait */
+	waiter_add(&wb, 1);
+	bigslot = (struct aread_slot){ .w = &wb, .r = -1 };
+	OK(store_read_async(ts.st, C1, "o", 4096, sizeof(big), big, aread_done, &bigslot));
+	cr_assert(waiter_wait(&wb, 30));
+	cr_assert_eq(bigslot.r, (int64_t)sizeof(big));
+	cr_assert_arr_eq(big, model + 4096, sizeof(big));
+	usleep(50000);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(slots[i].calls, 0, "read %d went before the deferred call", i);
+	deferred_fn(deferred_arg);
+	cr_assert(waiter_wait(&w, 30));
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(slots[i].r, LEN, "read %d: %s", i, errstr(slots[i].r));
+		cr_assert_arr_eq(bufs[i], model + (size_t)i * 65536, LEN, "read %d", i);
+	}
+	/* a synchronous read never waits for a deferred call (on the OSD's
+	 * loop, recovery and scrub read so: it would wait for itself) */
+	cr_assert_eq(store_read(ts.st, C1, "o", 65536, LEN, bufs[0]), LEN);
+	cr_assert_arr_eq(bufs[0], model + 65536, LEN);
+	cr_assert_eq(defer_calls, 1);
+	/* where nothing defers, a read goes at once */
+	defer_on = false;
+	waiter_add(&w, 1);
+	slots[0] = (struct aread_slot){ .w = &w, .r = -1 };
+	OK(store_read_async(ts.st, C1, "o", 0, LEN, bufs[0], aread_done, &slots[0]));
+	cr_assert(waiter_wait(&w, 30));
+	cr_assert_eq(slots[0].r, LEN);
+	cr_assert_eq(defer_calls, 1);
+	waiter_destroy(&w);
+	waiter_destroy(&wb);
+	free(model);
+}
+
 /* Reads asked from read callbacks (a chained client, as atoll-storebench:
  * they are submitted from the read thread): 16 chains of 40 reads each,
  * every 5th read spanning many chunks (many pieces), each read checked
