@@ -12,12 +12,12 @@
 #   w4k    atoll bench default S write -b 4K -t 16   (+ CPU time per write)
 #   (every OSD restarted, caches dropped)
 #   r4m    atoll bench default S seq  -t 16         (4 MiB objects, whole)
-#   r4k    atoll bench default S rand -b 4K -t 16
+#   r4k    atoll bench default S rand -b 4K -t 32   (the QD32 reference's depth)
 # RUNS times, then prints the medians and the ratios to the issue's targets:
-#   4 MiB writes  >= 85% of replicated3_seq_write_limit_MBps
-#   4 MiB reads   >= 90% of seq_read_4M_MBps
-#   4 KiB writes  >= 70% of replicated3_durable_4K_limit_IOPS
-#   4 KiB reads   >= 30% of randread_4K_QD32_IOPS
+#   4 MiB writes  >= 90% of the durable ceiling (durable-ceiling.sh: dsync / 3)
+#   4 MiB reads   >= 80% of seq_read_4M_MBps, or 1,800 MB/s if lower
+#   4 KiB writes  >= 60% of replicated3_durable_4K_limit_IOPS, or 8,000 if lower
+#   4 KiB reads   >= 40% of randread_4K_QD32_IOPS, or 28,000 if lower
 #   CPU per op    machine-wide busy time (/proc/stat, less an idle baseline
 #                 measured just before) per op of every workload, beside
 #                 its split by process and, with --perf, by layer
@@ -236,7 +236,7 @@ for i in $(seq 1 "$runs"); do
 	echo "== run $i/$runs: restarting the OSDs before the reads" >&2
 	restart_osds
 	measure "r4m.$i" "$atoll" bench default "$seconds" seq -t 16 --run-name bench_reads --format json
-	measure "r4k.$i" "$atoll" bench default "$seconds" rand -b 4K -t 16 --run-name bench_reads --format json
+	measure "r4k.$i" "$atoll" bench default "$seconds" rand -b 4K -t 32 --run-name bench_reads --format json
 done
 
 roles > "$out/roles.after"
@@ -259,30 +259,34 @@ med = statistics.median
 b = {n: runs_of(n) for n in ("w4m", "w4k", "r4m", "r4k")}
 print("median of %d run%s (each run: reference, then the cluster)" % (runs, "" if runs == 1 else "s"))
 print()
-print("%-22s %10s  %-34s %10s  %6s  %7s  %s" % ("cluster", "value", "reference", "disk", "ratio", "target", "verdict"))
+print("%-22s %10s  %-40s %8s  %6s  %-16s %s" % ("cluster", "value", "reference", "disk", "ratio", "target", "verdict"))
 ok = True
-for name, key, label, r, target in (
-        ("w4m", "MBps", "4M write MB/s", "replicated3_seq_write_limit_MBps", 0.85),
-        ("r4m", "MBps", "4M read MB/s", "seq_read_4M_MBps", 0.90),
-        ("w4k", "iops", "4K write IOPS", "replicated3_durable_4K_limit_IOPS", 0.70),
-        ("r4k", "iops", "4K read IOPS", "randread_4K_QD32_IOPS", 0.30)):
+# Issue 36: each throughput target is the lower of a share of the disk's
+# figure and a fixed cap (what two cores can carry).
+for name, key, label, r, share, cap in (
+        ("w4m", "MBps", "4M write MB/s", "seq_write_4M_3x16_dsync_per_replica_MBps", 0.90, None),
+        ("r4m", "MBps", "4M read MB/s", "seq_read_4M_MBps", 0.80, 1800),
+        ("w4k", "iops", "4K write IOPS", "replicated3_durable_4K_limit_IOPS", 0.60, 8000),
+        ("r4k", "iops", "4K read IOPS", "randread_4K_QD32_IOPS", 0.40, 28000)):
     v = med([x[key] for x in b[name]])
     if r not in ref:    # --no-reference
-        print("%-22s %10.1f  %-34s %10s" % (label, v, "(no reference)", "-"))
+        print("%-22s %10.1f  %-40s %8s" % (label, v, "(no reference)", "-"))
         continue
     d = med(ref[r])
     ratio = v / d if d else 0
-    good = ratio >= target
+    need = share * d if cap is None else min(share * d, cap)
+    good = v >= need
     ok &= good
-    print("%-22s %10.1f  %-34s %10.0f  %5.0f%%  %6s  %s" % (label, v, r, d, ratio * 100,
-          ">=%d%%" % (target * 100), "MET" if good else "MISSED"))
-# Not a target: the 4 MiB writes against what the disk gives durable
-# writes of three writers (bench/durable-ceiling.sh, O_DSYNC).
+    tgt = ">=%d%%%s = %.0f" % (share * 100, "" if cap is None else " or %d" % cap, need)
+    print("%-22s %10.1f  %-40s %8.0f  %5.0f%%  %-16s %s" % (label, v, r, d, ratio * 100,
+          tgt, "MET" if good else "MISSED"))
+# Beside them, not a target: the 4 MiB writes against the disk's plain
+# sequential limit of three replicas.
 v = med([x["MBps"] for x in b["w4m"]])
-r = "seq_write_4M_3x16_dsync_per_replica_MBps"
+r = "replicated3_seq_write_limit_MBps"
 d = med(ref[r]) if r in ref else 0
-print("%-22s %10.1f  %-34s %10.0f  %5.0f%%  %7s  %s" % ("4M write MB/s", v, "durable-ceiling.sh: dsync / 3", d,
-      v / d * 100 if d else 0, "", "(durable ceiling, no target)"))
+print("%-22s %10.1f  %-40s %8.0f  %5.0f%%  %-16s %s" % ("4M write MB/s", v, r, d,
+      v / d * 100 if d else 0, "", "(no target)"))
 print()
 print("CPU per op (machine-wide, /proc/stat less the idle baseline; median of runs, us),")
 print("its split by process, and the issue-36 bound:")
