@@ -371,6 +371,17 @@ static void flush_replies(void *arg)
 		req_free(batch[i]);
 }
 
+/* Puts req at the end of the reply queue (qlock held). */
+static void enqueue_reply(struct nbd_conn *conn, struct nbd_req *req)
+{
+	req->next = NULL;
+	if (conn->qtail)
+		conn->qtail->next = req;
+	else
+		conn->qhead = req;
+	conn->qtail = req;
+}
+
 /* A request is complete (any thread).  On a library thread the reply
  * waits for the completions that came with it and leaves with them
  * (flush_replies); elsewhere, if nothing is being sent and no reply
@@ -389,12 +400,7 @@ static void queue_reply(struct nbd_req *req)
 	if (!conn->tls && !conn->dead &&
 	    (conn->flush_pending || atoll_defer(flush_replies, conn) == 1)) {
 		conn->flush_pending = true;
-		req->next = NULL;
-		if (conn->qtail)
-			conn->qtail->next = req;
-		else
-			conn->qhead = req;
-		conn->qtail = req;
+		enqueue_reply(conn, req);
 		pthread_mutex_unlock(&conn->qlock);
 		return;
 	}
@@ -402,12 +408,7 @@ static void queue_reply(struct nbd_req *req)
 	if (direct) {
 		conn->sending = true;
 	} else {
-		req->next = NULL;
-		if (conn->qtail)
-			conn->qtail->next = req;
-		else
-			conn->qhead = req;
-		conn->qtail = req;
+		enqueue_reply(conn, req);
 		if (!conn->sending)	/* else the sender signals when done */
 			pthread_cond_signal(&conn->wcond);
 	}
