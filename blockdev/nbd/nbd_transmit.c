@@ -12,10 +12,11 @@
  * reader waits for replies to go out before reading on, so one client
  * holds a bounded amount of memory however it behaves.
  *
- * Completions (libatoll threads) send the reply themselves when the
- * socket is free and takes it at once (MSG_DONTWAIT: they never block);
- * otherwise the reply goes onto the queue, and the writer thread sends
- * it.  Whoever sends it frees it and gives its bytes back to the budget.
+ * Completions queue their reply and send the queue themselves, as much
+ * as the socket takes at once (MSG_DONTWAIT: they never block), those on
+ * a libatoll thread once the completions that came together have run;
+ * the writer thread sends the rest.  Whoever sends a reply frees it and
+ * gives its bytes back to the budget.
  * Over TLS only the writer sends (a session cannot take a write without
  * blocking); it corks replies while more are queued.  No write is cached: an image write completes when it is
  * durable on every replica, so a write's reply means durable, FUA costs
@@ -162,8 +163,8 @@ static void build_reply(struct nbd_conn *conn, struct nbd_req *req)
 		build_block_status(req);
 }
 
-/* Sends what is left of req's reply.  0 once all of it is out; with
- * MSG_DONTWAIT in flags, -EAGAIN when the socket takes no more (req->sent
+/* Sends what is left of req's reply (writer thread, blocking).  0 once all
+ * of it is out; -ETIMEDOUT when the socket's send timeout passed (req->sent
  * says how far it got); another negative errno when the client is gone. */
 static int send_rest(int fd, struct nbd_req *req, int flags)
 {
@@ -188,7 +189,7 @@ static int send_rest(int fd, struct nbd_req *req, int flags)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return (flags & MSG_DONTWAIT) ? -EAGAIN : -ETIMEDOUT;
+				return -ETIMEDOUT;
 			return -errno;
 		}
 		req->sent += (size_t)n;
@@ -282,20 +283,21 @@ static void log_failure(struct nbd_conn *conn, const struct nbd_req *req)
 /* Replies sent by one sendmsg at most (a header and a payload each). */
 #define REPLY_BATCH 32
 
-/* Sends the queued replies (a library thread, deferred by queue_reply
- * until the completions that came together have run): up to REPLY_BATCH
- * of them in one sendmsg that does not block.  What the socket does not
- * take at once goes back to the head of the queue, for the writer. */
-static void flush_replies(void *arg)
+/* Sends the queued replies: up to REPLY_BATCH of them in one sendmsg that
+ * does not block.  What the socket does not take at once goes back to the
+ * head of the queue, for the writer; so does everything while the writer
+ * is sending.  deferred: this is the call queue_reply deferred (it clears
+ * conn->flush_pending, which keeps the writer, and so conn, alive). */
+static void flush_replies(struct nbd_conn *conn, bool deferred)
 {
-	struct nbd_conn *conn = arg;
 	struct nbd_req *batch[REPLY_BATCH];
 	struct iovec iov[2 * REPLY_BATCH];
 	size_t n = 0, niov = 0, done = 0;
 	ssize_t sent = 0;
 
 	pthread_mutex_lock(&conn->qlock);
-	conn->flush_pending = false;
+	if (deferred)
+		conn->flush_pending = false;
 	if (conn->sending || conn->dead || !conn->qhead) {
 		/* the writer sends (or drops) them, and may be waiting for
 		 * this flush to be over before it ends */
@@ -371,69 +373,43 @@ static void flush_replies(void *arg)
 		req_free(batch[i]);
 }
 
-/* Puts req at the end of the reply queue (qlock held). */
-static void enqueue_reply(struct nbd_conn *conn, struct nbd_req *req)
+static void flush_deferred(void *arg)
 {
+	flush_replies(arg, true);
+}
+
+/* A request is complete (any thread); its reply joins the queue.  On a
+ * library thread the queue is sent once the completions that came with it
+ * have run (atoll_defer), so their replies leave together; elsewhere it is
+ * sent from here.  Either way without blocking, and without waking the
+ * writer for every request.  Over TLS, or once the client is gone, the
+ * writer sends (or drops) them. */
+static void queue_reply(struct nbd_req *req)
+{
+	struct nbd_conn *conn = req->conn;
+	bool now = false;
+
+	log_failure(conn, req);
+	nbd_metrics_done(req);
+	pthread_mutex_lock(&conn->qlock);
 	req->next = NULL;
 	if (conn->qtail)
 		conn->qtail->next = req;
 	else
 		conn->qhead = req;
 	conn->qtail = req;
-}
-
-/* A request is complete (any thread).  On a library thread the reply
- * waits for the completions that came with it and leaves with them
- * (flush_replies); elsewhere, if nothing is being sent and no reply
- * waits, it goes out from here, without blocking.  Either way that saves
- * waking the writer for every request.  What the socket does not take at
- * once goes to the head of the queue, for the writer to finish. */
-static void queue_reply(struct nbd_req *req)
-{
-	struct nbd_conn *conn = req->conn;
-	bool direct;
-	int ret;
-
-	log_failure(conn, req);
-	nbd_metrics_done(req);
-	pthread_mutex_lock(&conn->qlock);
-	if (!conn->tls && !conn->dead &&
-	    (conn->flush_pending || atoll_defer(flush_replies, conn) == 1)) {
-		conn->flush_pending = true;
-		enqueue_reply(conn, req);
-		pthread_mutex_unlock(&conn->qlock);
-		return;
-	}
-	direct = !conn->tls && !conn->qhead && !conn->sending && !conn->dead;
-	if (direct) {
-		conn->sending = true;
-	} else {
-		enqueue_reply(conn, req);
+	if (conn->tls || conn->dead) {
 		if (!conn->sending)	/* else the sender signals when done */
 			pthread_cond_signal(&conn->wcond);
+	} else if (!conn->flush_pending) {
+		if (atoll_defer(flush_deferred, conn) == 1)
+			conn->flush_pending = true;
+		else
+			now = true;
 	}
 	pthread_mutex_unlock(&conn->qlock);
-	if (!direct)
-		return;
-
-	build_reply(conn, req);
-	ret = send_rest(conn->fd, req, MSG_DONTWAIT);
-	pthread_mutex_lock(&conn->qlock);
-	conn->sending = false;
-	if (ret == -EAGAIN) {
-		req->next = conn->qhead;
-		conn->qhead = req;
-		if (!conn->qtail)
-			conn->qtail = req;
-		pthread_cond_signal(&conn->wcond);
-		pthread_mutex_unlock(&conn->qlock);
-		return;
-	}
-	if (conn->qhead)	/* queued while we sent */
-		pthread_cond_signal(&conn->wcond);
-	reply_gone(conn, req, ret);
-	pthread_mutex_unlock(&conn->qlock);
-	req_free(req);
+	if (now)
+		flush_replies(conn, false);
 }
 
 /* One piece of a request finished with rc (from a library thread, or from

@@ -618,8 +618,8 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 }
 
 /* Submits n reads (pieces' iocbs); those the device refuses fail (-EIO)
- * and finish their request if they were its last.  Returns n. */
-static size_t read_submit(struct store *st, struct iocb **v, size_t n)
+ * and finish their request if they were its last. */
+static void read_submit(struct store *st, struct iocb **v, size_t n)
 {
 	size_t done = 0;
 
@@ -641,7 +641,6 @@ static size_t read_submit(struct store *st, struct iocb **v, size_t n)
 		}
 		done += (size_t)s;
 	}
-	return n;
 }
 
 /* Submits the queued reads (opt.defer ran it): one io_submit for all. */
@@ -660,8 +659,7 @@ static void read_flush(void *arg)
 	pthread_mutex_unlock(&st->rsub_lock);
 	/* the store may close once the last of them completes: st is not
 	 * touched after the last submission */
-	for (size_t i = 0; i < n; i += 128)
-		read_submit(st, v + i, min_u64(n - i, 128));
+	read_submit(st, v, n);
 	free(v);
 }
 
@@ -782,7 +780,8 @@ static int read_async(struct store *st, uint64_t coll, const char *oid, uint64_t
 
 			for (size_t i = 0; i < cnt; i++)
 				ptrs[i] = &q->pieces[done + i]->iocb;
-			done += read_submit(st, ptrs, cnt);
+			read_submit(st, ptrs, cnt);
+			done += cnt;
 		}
 	}
 	/* Drop the submitter's reference. */
