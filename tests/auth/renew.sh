@@ -37,12 +37,14 @@ grep -q "its ticket expired; it redials" "$cdir"/log/osd.*.log ||
 ok "OSDs closed expired clients' connections; the writes went on"
 
 # a cap change and `auth rm` reach a client's open connections:
-# client.chg and client.gone write for 14 s; 2 s in, client.chg's osd
-# caps become `allow r` (atoll auth caps) and client.gone is removed
-# (atoll auth rm).  Tickets
-# renew every 4.5 s and the OSDs close connections 2 s after their
-# ticket's expiry, so within 8 s of the change client.chg's writes get
-# -EPERM and client.gone's cannot go on (no new ticket: they time out).
+# client.chg and client.gone write for up to 30 s; 2 s in, client.chg's
+# osd caps become `allow r` (atoll auth caps) and client.gone is removed
+# (atoll auth rm).  Tickets renew every 4.5 s and the OSDs close
+# connections 2 s after their ticket's expiry, so within 8 s of the change
+# client.chg's writes get -EPERM and client.gone's cannot go on (no new
+# ticket; a write waits out client_op_timeout, 4 s): both stop about 12 s
+# in.  The 30 s leave room for a slow machine; a client the change did
+# not reach would write all of them.
 for who in chg gone; do
 	(umask 077; "$atoll_bin" auth add "client.$who" mon "allow r" osd "allow rw pool=default" \
 		>"$tmp/$who.kr") || fail "auth add client.$who"
@@ -50,9 +52,9 @@ for who in chg gone; do
 		-e "/^\[global\]/a auth_name = client.$who\nkeyring = $tmp/$who.kr\nclient_op_timeout = 4s" \
 		"$ATOLL_CONF" >"$tmp/$who.conf"
 done
-ATOLL_CONF=$tmp/chg.conf "$atoll_bin" bench default 14 write -t 4 -b 4096 >"$tmp/chg.out" 2>&1 &
+ATOLL_CONF=$tmp/chg.conf "$atoll_bin" bench default 30 write -t 4 -b 4096 >"$tmp/chg.out" 2>&1 &
 chg=$!
-ATOLL_CONF=$tmp/gone.conf "$atoll_bin" bench default 14 write -t 4 -b 4096 >"$tmp/gone.out" 2>&1 &
+ATOLL_CONF=$tmp/gone.conf "$atoll_bin" bench default 30 write -t 4 -b 4096 >"$tmp/gone.out" 2>&1 &
 gone=$!
 sleep 2
 "$atoll_bin" auth caps client.chg mon "allow r" osd "allow r pool=default" ||
