@@ -7,8 +7,8 @@
  * write: whole objects of SIZE (default 4 MiB) with write_full, N in
  * flight (default 16).  With --no-cleanup the objects stay and a small
  * metadata object (default "benchmark_last_metadata", or --run-name)
- * records their prefix, count and size, so that `seq` (read every object
- * once, in order, whole) and `rand` (reads of SIZE, default the object
+ * records their prefix, count and size, so that `seq` (every object in
+ * order, whole, starting over after the last, for SECONDS) and `rand` (reads of SIZE, default the object
  * size, at random aligned offsets of random objects) read them later;
  * `cleanup` removes them.  Without --no-cleanup write removes its objects
  * at the end, also when a write failed.
@@ -120,7 +120,7 @@ static bool more_ops(const struct bench *b)
 		return false;
 	if (b->max_ops && b->started >= b->max_ops)
 		return false;
-	if ((b->mode == B_SEQ || b->mode == B_REMOVE) && b->next_obj >= b->nobjects)
+	if (b->mode == B_REMOVE && b->next_obj >= b->nobjects)
 		return false;
 	return true;
 }
@@ -139,6 +139,8 @@ static int issue(struct bench *b, struct slot *s)
 		obj = rnd(&b->rng) % b->nobjects;
 		if (b->obj_size > b->op_size)
 			off = (rnd(&b->rng) % (b->obj_size / b->op_size)) * b->op_size;
+	} else if (b->mode == B_SEQ) {
+		obj = b->next_obj++ % b->nobjects;
 	} else {
 		obj = b->next_obj++;
 	}
@@ -587,8 +589,8 @@ const struct cli_cmd cli_bench_cmds[] = {
 	  "           them at the end unless --no-cleanup, which keeps them and\n"
 	  "           records them in the object 'benchmark_last_metadata' (or\n"
 	  "           --run-name NAME) for seq and rand\n"
-	  "  seq      reads every kept object once, whole, in order (stops early\n"
-	  "           when all are read)\n"
+	  "  seq      reads the kept objects whole, in order, starting over after\n"
+	  "           the last, for SECONDS\n"
 	  "  rand     reads SIZE bytes (-b, default the object size) at a random\n"
 	  "           aligned offset of a random kept object, for SECONDS\n"
 	  "  cleanup  removes the kept objects and their metadata (SECONDS unused)\n"
