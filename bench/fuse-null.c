@@ -9,9 +9,11 @@
  *
  * Beside "data", a namespace in memory: files and folders can be made,
  * listed and removed (their contents are dropped like data's), answered
- * with the timeouts atoll-fuse gives under leases, so that fsbench's
- * metadata workloads (touch, mkdir, rmdir, rm -rf) through it are the
- * ceiling of those too: the FUSE requests they cost and nothing else.
+ * with the timeouts atoll-fuse gives under leases, and no extended
+ * attributes (getxattr answers ENODATA, as atoll-fuse does for a file
+ * without any), so that fsbench's metadata workloads (touch, ls -l,
+ * mkdir, rmdir, rm -rf) through it are the ceiling of those too: the
+ * FUSE requests they cost and nothing else.
  *
  *   fuse-null MOUNTPOINT [-f] [-o OPTIONS]
  *
@@ -281,44 +283,49 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, true);
 }
 
-/* readdir: every name of the folder in one pass (fsbench's folders are
- * small enough for a scan of the table per call) */
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+/* readdir and readdirplus: every name of the folder in one pass
+ * (fsbench's folders are small enough for a scan of the table per call);
+ * readdirplus gives each entry with its attributes and the timeouts of a
+ * lookup, as atoll-fuse does, so that `ls -l` sends no lookups */
+static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	char *buf = malloc(size);
 	size_t used = 0;
-	struct stat st;
+	struct fuse_entry_param e;
 
-	(void)fi;
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	memset(&st, 0, sizeof(st));
 	pthread_mutex_lock(&ns_mu);
 	for (size_t i = (size_t)off; i < ns_n; i++) {
 		const char *name;
+		memset(&e, 0, sizeof(e));
 		if (i == 0 || i == 1) {
+			/* e.ino stays 0: the kernel makes no entry for them */
 			name = i ? ".." : ".";
-			st.st_ino = ino;
-			st.st_mode = S_IFDIR;
+			e.attr.st_ino = ino;
+			e.attr.st_mode = S_IFDIR;
 		} else if (i == NULL_INO) {
 			if (ino != FUSE_ROOT_ID)
 				continue;
 			name = NULL_NAME;
-			st.st_ino = NULL_INO;
-			st.st_mode = S_IFREG;
+			e.ino = NULL_INO;
+			e.attr_timeout = e.entry_timeout = 1.0;
+			fill_attr(NULL_INO, &e.attr);
 		} else {
 			const struct node *n = ns_ino[i];
 			if (!n->name || n->parent != ino)
 				continue;
 			name = n->name;
-			st.st_ino = n->ino;
-			st.st_mode = n->mode & S_IFMT;
+			e.ino = n->ino;
+			e.generation = 1;
+			e.attr_timeout = e.entry_timeout = ENTRY_TIMEOUT;
+			node_attr(n, &e.attr);
 		}
-		size_t len = fuse_add_direntry(req, buf + used, size - used, name, &st,
-					       (off_t)i + 1);
+		size_t len = plus ?
+			fuse_add_direntry_plus(req, buf + used, size - used, name, &e, (off_t)i + 1) :
+			fuse_add_direntry(req, buf + used, size - used, name, &e.attr, (off_t)i + 1);
 		if (len > size - used)
 			break;
 		used += len;
@@ -326,6 +333,40 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&ns_mu);
 	fuse_reply_buf(req, buf, used);
 	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	list_dir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	list_dir(req, ino, size, off, true);
+}
+
+/* No extended attributes, answered as atoll-fuse answers a file without
+ * any: `ls -l` asks for security.selinux and system.posix_acl_access of
+ * every file, and a file system that supports them (atoll-fuse does)
+ * gets those requests; one without getxattr would answer ENOSYS once
+ * and the kernel would stop asking, a cheaper stream than atoll's. */
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	(void)ino, (void)name, (void)size;
+	fuse_reply_err(req, ENODATA);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	(void)ino;
+	if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -447,6 +488,9 @@ static const struct fuse_lowlevel_ops ops = {
 	.unlink = op_unlink,
 	.rmdir = op_rmdir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
 	.flush = op_flush,
 	.release = op_release,
 };
