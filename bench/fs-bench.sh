@@ -18,10 +18,16 @@
 # 3; atoll-mds), mounts it with atoll-fuse, then per round, one after the
 # other: disklimit.sh on the cluster's folder (cluster idle; first round
 # only), bench/fsbench.sh on the mount (label atoll) and on a
-# local folder beside it (label local).  Prints a table: each workload's
-# median on atoll and local, atoll/local, and the best peer's figure from
-# the issue with atoll/peer.  Always unmounts and stops the cluster (its
-# stores are removed), on failure too; raw outputs stay in --out.
+# local folder beside it (label local), the cluster's own objects in
+# fs_data (`atoll bench fs_data`: 1 GiB of 4 MiB objects written 16 in
+# flight, then read with seq -t 16 for 10 s; removed after) and the
+# metadata workloads through FUSE alone (bench/fuse-ceiling.sh --meta).
+# Prints a table: each workload's median on atoll and local, atoll/local,
+# and the best peer's figure from the issue with atoll/peer; then issue
+# 36's targets: dd write >= 80% and dd read >= 60% of the objects' 4 MiB
+# figures of the same round, the metadata workloads within 1.3x the FUSE
+# ceiling.  Always unmounts and stops the cluster (its stores are
+# removed), on failure too; raw outputs stay in --out.
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--quick) quick=quick; shift ;;
 	--no-disk) disk=0; shift ;;
 	--fuse-opts) fopts=,$2; shift 2 ;;
-	-h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "unknown option '$1'; see: bench/fs-bench.sh --help" >&2; exit 2 ;;
 	*) build=$1; shift ;;
 	esac
@@ -50,7 +56,8 @@ command -v postmark >/dev/null || echo "postmark is missing: fsbench.sh skips it
 [ -f "$fsbench" ] || { echo "'$fsbench' is missing" >&2; exit 1; }
 cluster=$build/tools/atoll-cluster
 fuse=$build/posixfs/atoll-fuse
-for b in "$cluster" "$fuse" "$build/posixfs/atoll-mds"; do
+atoll=$build/tools/atoll
+for b in "$cluster" "$fuse" "$atoll" "$build/posixfs/atoll-mds" "$build/bench/fuse-null"; do
 	[ -x "$b" ] || { echo "'$b' is not built; run: ninja -C $build" >&2; exit 1; }
 done
 [ -n "$out" ] || out=$(mktemp -d /var/tmp/atoll-fs-bench.XXXXXX)
@@ -95,6 +102,24 @@ for r in $(seq 1 "$rounds"); do
 	"$fsbench" "$mnt" atoll $quick | tee "$out/atoll.$r.tsv"
 	echo "== fsbench local (round $r, $(load))"
 	"$fsbench" "$local" local $quick | tee "$out/local.$r.tsv"
+	echo "== objects of fs_data, 4 MiB, 16 in flight (round $r)"
+	ATOLL_CONF=$cdir/atoll.conf "$atoll" bench fs_data 600 write -b 4M -t 16 --max-ops 256 \
+		--no-cleanup --run-name fsbench --format json >"$out/objw.$r.json"
+	ATOLL_CONF=$cdir/atoll.conf "$atoll" bench fs_data 10 seq -t 16 \
+		--run-name fsbench --format json >"$out/objr.$r.json"
+	ATOLL_CONF=$cdir/atoll.conf "$atoll" bench fs_data 0 cleanup --run-name fsbench >/dev/null
+	python3 -c 'import json, sys
+for f, m in ((sys.argv[1], "write"), (sys.argv[2], "read")):
+    print("objects\tobj_%s_4M_MBps\t%.1f\tMB/s" % (m, json.load(open(f))["MBps"]))' \
+		"$out/objw.$r.json" "$out/objr.$r.json" | tee "$out/objects.$r.tsv"
+	echo "== FUSE alone, metadata (round $r)"
+	"$here/bench/fuse-ceiling.sh" --meta --rounds 1 "$build" >"$out/ceiling.$r.txt"
+	# "median<TAB>create_10000 1.390 s<TAB>..." -> fsbench.sh's names
+	grep '^median' "$out/ceiling.$r.txt" | tr '\t' '\n' | tail -n +2 |
+		awk '{ n = $1; sub(/^create_10000$/, "create_10000_empty_s", n)
+		       sub(/^ls_l_/, "ls_l_10000_", n); sub(/^rm_rf$/, "rm_rf_10000", n)
+		       if (n !~ /_s$/) n = n "_s"; printf "ceiling\t%s\t%s\ts\n", n, $2 }' |
+		tee "$out/ceiling.$r.tsv"
 done
 
 # the best peer of the issue's table (s, or MB/s for dd, tx/s for postmark)
@@ -123,6 +148,24 @@ peer() {
 		rl=$(awk -v a="$a" -v b="$l" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "-" }')
 		rp=$( [ "$p" = - ] && echo - || awk -v a="$a" -v b="$p" 'BEGIN { printf "%.2f", a / b }')
 		printf '%-26s %10.2f %10.2f %12s %10s %12s\n' "$metric" "$a" "$l" "$rl" "$p" "$rp"
+	done
+	echo
+	echo "issue 36 (medians over the rounds; objects and FUSE alone measured in each round)"
+	printf '%-26s %10s %14s %10s %s\n' workload atoll against ratio target
+	med_of() { cat "$out"/$1.*.tsv | awk -F'\t' -v m="$2" '$2 == m {print $3}' | median; }
+	target() {	# METRIC FILES REF-METRIC OP BOUND
+		local a o ratio verdict
+		a=$(med_of atoll "$1") o=$(med_of "$2" "$3")
+		[ -n "$a" ] && [ -n "$o" ] || { printf '%-26s %10s %14s %10s %s\n' "$1" "${a:--}" - - "no figure"; return; }
+		ratio=$(awk -v a="$a" -v b="$o" 'BEGIN { printf "%.2f", a / b }')
+		verdict=$(awk -v r="$ratio" -v op="$4" -v b="$5" 'BEGIN {
+			ok = (op == ">=") ? (r >= b) : (r <= b); print (ok ? "met" : "missed") }')
+		printf '%-26s %10.2f %14s %10s %s\n' "$1" "$a" "$o ($2)" "$ratio" "$4 $5: $verdict"
+	}
+	target dd_write_MBps objects obj_write_4M_MBps ">=" 0.80
+	target dd_read_MBps objects obj_read_4M_MBps ">=" 0.60
+	for m in create_10000_empty_s ls_l_10000_cold_s rm_rf_10000_s mkdir_1000_s rmdir_1000_s; do
+		target "$m" ceiling "$m" "<=" 1.3
 	done
 	[ -f "$out/disk.tsv" ] && { echo; cat "$out/disk.tsv"; }
 	echo "# ended $(date -u '+%H:%M UTC'), $(load)"
