@@ -8,8 +8,9 @@
  * flight (default 16).  With --no-cleanup the objects stay and a small
  * metadata object (default "benchmark_last_metadata", or --run-name)
  * records their prefix, count and size, so that `seq` (every object in
- * order, whole, starting over after the last, for SECONDS) and `rand` (reads of SIZE, default the object
- * size, at random aligned offsets of random objects) read them later;
+ * order, whole, starting over after the last, for SECONDS) and `rand`
+ * (reads of SIZE, default the object size, at random aligned offsets of
+ * random objects) read them later;
  * `cleanup` removes them.  Without --no-cleanup write removes its objects
  * at the end, also when a write failed.
  *
