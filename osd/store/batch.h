@@ -35,6 +35,16 @@ struct walb_ent {
 	uint32_t pad;
 };
 
+/* A run of data blocks a logged batch wrote copy-on-write, with the
+ * crc32c of all its bytes, in its record: a replay checks that such
+ * blocks landed before it trusts a record nothing proves durable.  The
+ * layout of the record's run table on disk. */
+struct walb_run {
+	uint64_t pblk;
+	uint32_t nblk;
+	uint32_t crc;
+};
+
 struct walb {
 	uint64_t seq;		/* the commit sequence number this batch will get */
 	uint32_t n, cap;
@@ -54,6 +64,8 @@ struct walb {
 	} *kvent;
 	uint32_t kvecap;
 	bool kvclear;		/* a clear among them */
+	struct walb_run *runs;	/* data written copy-on-write (wal.c) */
+	uint32_t nruns, runcap;
 	/* set by wal_prepare */
 	uint8_t *rec;		/* the record, aligned */
 	uint64_t vpos, nblocks;
@@ -91,6 +103,13 @@ bool pending_lookup(const struct pending *p, uint64_t pblk, void *out);
 bool walb_room(const struct batch *b, uint64_t k);
 int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
 	     const uint8_t *data, uint32_t crc);
+/* Sets in chunk idx of object id (to be logged) the crc of each block's
+ * newest logged content, the batch's own or the log's not yet written in
+ * place: a logged small overwrite leaves the chunk record's crc as it is
+ * until the checkpoint that writes the block in place, so a record built
+ * from it meanwhile would carry the old crc past that checkpoint. */
+void wal_chunk_crcs(struct store *st, const struct batch *b, uint64_t id, uint32_t idx,
+		    struct chunk *c);
 /* Copies the batch's logged content of block pblk; false if none. */
 bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
 void walb_free(struct walb *wb);
@@ -112,6 +131,11 @@ int kvo_batch_to_txn(struct batch *b);
  * -errno. */
 int kvo_exists(struct store *st, const struct batch *b, MDB_txn *t, int db, uint64_t id,
 	       const void *k, size_t kl, uint64_t rseq);
+/* Calls fn with the key of each of the batch's own mutations (set or
+ * remove) of id in db, in op order; stops at fn's first non-zero value,
+ * which it returns. */
+int kvo_batch_keys(const struct batch *b, int db, uint64_t id,
+		   int (*fn)(void *arg, const void *k, size_t kl), void *arg);
 /* Adds the batch's counters (stats, next id) to its record when they
  * changed: a replay restores them with the onodes that changed them. */
 int walb_kv_meta(struct batch *b);

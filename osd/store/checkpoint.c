@@ -3,8 +3,9 @@
  *
  * The newest logged version of each block is written in place (submitted
  * asynchronously while batches go on) and flushed; then one kv transaction
- * sets the chunk records' crcs, applies the logged kv mutations in log
- * order and moves the log's checkpoint (meta/wal, meta/seq), synced.  That
+ * applies the logged kv mutations (chunk records among them) in log
+ * order, sets the chunk records' crcs and moves the log's checkpoint
+ * (meta/wal, meta/seq), synced.  That
  * transaction runs on the checkpointer thread while the commit thread
  * applies the next batches read-only (commit.c); the commit thread then
  * retires what it covered under a new commit number, and the log space
@@ -42,18 +43,6 @@ static bool chunk_maps(const struct chunk *c, const struct wal_ent *e)
 
 	return !(c->flags & CHUNK_COMPRESSED) && (c->present & (1ull << i)) &&
 	       c->pblk[i] == e->pblk;
-}
-
-/* Does the chunk record in t still map e's block to e's physical block? */
-int wal_ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struct chunk *c)
-{
-	int r = chunk_load(t, kv, e->id, (uint32_t)(e->lblk / CHUNK_BLOCKS), c);
-
-	if (r == -ENOENT)
-		return 0;
-	if (r)
-		return r;
-	return chunk_maps(c, e);
 }
 
 /* A checkpoint runs in steps, the batches that follow going on meanwhile:
@@ -353,9 +342,9 @@ static int ckpt_prepare(struct store *st)
 	return 0;
 }
 
-/* The checkpoint's kv transaction: the chunk records' crcs, the logged kv
- * mutations in log order, the log's new tail and meta/seq, committed and
- * synced.  Runs on the checkpointer, or on the commit thread when there is
+/* The checkpoint's kv transaction: the logged kv mutations in log order,
+ * then the chunk records' crcs, the log's new tail and meta/seq, committed
+ * and synced.  Runs on the checkpointer, or on the commit thread when there is
  * none; it reads only what ckpt_prepare collected.  An error before the
  * commit gives the checkpoint up (tried again later); a failed commit or
  * sync stops the store. */
@@ -374,7 +363,9 @@ static int ckpt_kv_run(struct store *st, bool checkpointer)
 
 		nanosleep(&ts, NULL);	/* with the write lock */
 	}
-	r = ckpt_set_crcs(st, t);
+	/* The mutations first, chunk records among them: the crcs go into
+	 * the records as the log leaves them. */
+	r = 0;
 	for (size_t i = 0; i < ck->nops && !r; i++) {
 		const struct kvo_op *o = ck->ops[i];
 		MDB_dbi dbi = kvdb_dbi(&st->kv, o->db);
@@ -393,6 +384,8 @@ static int ckpt_kv_run(struct store *st, bool checkpointer)
 			r = n < 0 ? (int)n : 0;
 		}
 	}
+	if (!r)
+		r = ckpt_set_crcs(st, t);
 	if (!r)
 		r = wal_state_put(t, &st->kv, ck->lsn_last, ck->tail);
 	if (!r)

@@ -465,6 +465,7 @@ static void batch_reset(struct batch *b, bool undo)
 		free(b->bufs[i]);
 	b->nbufs = 0;
 	b->wal.n = 0;
+	b->wal.nruns = 0;
 	walb_kv_clear(&b->wal);
 	free(b->wal.rec);
 	b->wal.rec = NULL;
@@ -619,6 +620,15 @@ static void kv_measure(struct store *st, struct batch *b)
 	b->no_inline = st->kv_no_inline;
 }
 
+/* Does the batch commit the kv?  When it changed it, and when it wrote
+ * data copy-on-write: its record counts at replay only once the kv's
+ * meta/seq names it (flag KV), which a kv commit after the block's flush
+ * gives, so a record whose data did not land is never replayed. */
+static bool batch_needs_kv(const struct batch *b)
+{
+	return b->changed || b->pend.n || b->data_written;
+}
+
 /* Applies, writes and commits one batch; returns true if it committed
  * something to the kv (then it becomes *prev), false if nothing changed
  * or it failed (then its completions fire here, after *prev's). */
@@ -691,7 +701,7 @@ attempt:
 			continue;
 		r = apply_txn(&b, t);
 		/* Refused whatever error the apply code made of it. */
-		need_writer = b.ro && (kv_write_refused_take() || b.changed);
+		need_writer = b.ro && (kv_write_refused_take() || batch_needs_kv(&b));
 		if (need_writer)
 			break;
 		if (r && !(r == -EOVERFLOW && b.kvlog)) {
@@ -741,7 +751,7 @@ attempt:
 		goto out_unchanged;
 	}
 	st->perf.apply_ns += mono_now_ns() - t0;
-	bool kv = b.changed, deferred = false;
+	bool kv = batch_needs_kv(&b), deferred = false;
 	struct bio_write lw = { 0 };
 
 	/* A kv commit names its batch's seq in the kv (meta/seq), and a

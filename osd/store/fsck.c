@@ -24,12 +24,88 @@
 
 #define BS STORE_BLOCK_SIZE
 
+/* The runs of a chunk record's value (pv, pl) into runs; false if it is
+ * damaged or names blocks outside the data area. */
+static bool chunk_value_runs(struct store *st, const void *pv, size_t pl, struct runvec *runs,
+			     int *err)
+{
+	struct chunk ch;
+
+	*err = 0;
+	if (chunk_decode(&ch, pv, pl))
+		return false;
+	if (chunk_runs(&ch, runs)) {
+		*err = -ENOMEM;
+		return false;
+	}
+	for (size_t i = 0; i < runs->n; i++) {
+		const struct run *r = &runs->v[i];
+
+		if (r->start < st->data_start || r->start + r->len > st->nblocks ||
+		    r->start + r->len < r->start)
+			return false;
+	}
+	return true;
+}
+
+/* The chunk records the log holds (replayed into the overlay) replace the
+ * kv's: first every replaced record's blocks are freed, then every logged
+ * record's marked, since a block freed by one logged change may have gone
+ * to another chunk since. */
+static int alloc_logged_chunks(struct store *st, MDB_txn *t, uint64_t *used, uint64_t *bad)
+{
+	uint64_t *ids = NULL;
+	size_t n = 0;
+	int r = kvo_ids(st, KVDB_CHUNK, UINT64_MAX - 1, &ids, &n);
+
+	for (int pass = 0; pass < 2 && !r; pass++) {
+		for (size_t i = 0; i < n && !r; i++) {
+			struct kv_view ov;
+
+			r = kvo_view(st, KVDB_CHUNK, ids[i], UINT64_MAX - 1, &ov);
+			for (size_t j = 0; j < ov.n && !r; j++) {
+				uint8_t key[KVDB_KEY_MAX];
+				struct runvec runs = { 0 };
+				const void *pv = ov.e[j].v;
+				size_t pl = ov.e[j].vl;
+				bool ok;
+
+				if (pass == 0 &&
+				    kv_get(t, st->kv.chunks, key,
+					   kvdb_key(key, KVDB_CHUNK, ids[i], ov.e[j].k, ov.e[j].kl),
+					   &pv, &pl))
+					continue;	/* none in the kv (or damaged: counted) */
+				if (pass == 1 && ov.e[j].del)
+					continue;
+				ok = chunk_value_runs(st, pv, pl, &runs, &r);
+				for (size_t x = 0; ok && x < runs.n; x++) {
+					if (pass == 0) {
+						alloc_put(&st->alloc, runs.v[x].start, runs.v[x].len);
+						*used -= runs.v[x].len;
+					} else {
+						st->double_used += alloc_mark_used(&st->alloc,
+										   runs.v[x].start,
+										   runs.v[x].len);
+						*used += runs.v[x].len;
+					}
+				}
+				if (!ok && !r && pass == 1)
+					(*bad)++;
+				runvec_free(&runs);
+			}
+			kvo_view_free(&ov);
+		}
+	}
+	free(ids);
+	return r;
+}
+
 int store_rebuild_alloc(struct store *st, MDB_txn *t)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
 	uint64_t used = 0, bad = 0;
-	int rc;
+	int rc, lr;
 
 	rc = mdb_cursor_open(t, st->kv.chunks, &c);
 	if (rc)
@@ -64,6 +140,9 @@ int store_rebuild_alloc(struct store *st, MDB_txn *t)
 	mdb_cursor_close(c);
 	if (rc != MDB_NOTFOUND)
 		return kv_err(rc);
+	lr = alloc_logged_chunks(st, t, &used, &bad);
+	if (lr)
+		return lr;
 	if (bad || st->double_used)
 		log_error("store", "%" PRIu64 " damaged chunk records and %" PRIu64
 			  " blocks used twice: run fsck", bad, st->double_used);
@@ -343,21 +422,90 @@ static void deep_check(struct fsck *f, const struct oref *o, uint32_t idx, const
 	}
 }
 
-/* Pass 2: chunk records. */
+/* One chunk record (value pv, pl bytes; NULL: its crc is bad). */
+static void check_chunk(struct fsck *f, uint64_t id, uint32_t idx, const void *pv, size_t pl)
+{
+	struct oref *o = oref_find(f, id);
+	struct chunk ch;
+
+	if (!o) {
+		problem(f, "chunk %u of object id %" PRIu64 " belongs to no object", idx, id);
+		return;
+	}
+	if (!pv) {
+		problem(f, "object '%s': the record of chunk %u has a bad checksum", o->name, idx);
+		return;
+	}
+	if (chunk_decode(&ch, pv, pl)) {
+		problem(f, "object '%s': the record of chunk %u is malformed", o->name, idx);
+		return;
+	}
+	if (!o->chunked)
+		problem(f, "object '%s' keeps its data inline but has chunk %u", o->name, idx);
+	if ((uint64_t)idx * CHUNK_SIZE >= o->size)
+		problem(f, "object '%s': chunk %u lies past its size %" PRIu64, o->name, idx,
+			o->size);
+	if (ch.flags & CHUNK_COMPRESSED) {
+		mark_blocks(f, o, ch.pblk[0], ch.cblocks);
+		f->saved += (uint64_t)(ch.lblocks - ch.cblocks) * BS;
+	} else {
+		for (unsigned i = 0; i < CHUNK_BLOCKS; i++)
+			if (ch.present & (1ull << i))
+				mark_blocks(f, o, ch.pblk[i], 1);
+	}
+	if (f->deep)
+		deep_check(f, o, idx, &ch);
+}
+
+static uint32_t be32_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The chunk records only the log holds (written since its checkpoint). */
+static int check_logged_chunks(struct fsck *f)
+{
+	struct store *st = f->st;
+	uint64_t *ids = NULL;
+	size_t n = 0;
+	int r = kvo_ids(st, KVDB_CHUNK, f->rd.vseq, &ids, &n);
+
+	for (size_t i = 0; i < n && !r; i++) {
+		struct kv_view ov;
+
+		r = kvo_view(st, KVDB_CHUNK, ids[i], f->rd.vseq, &ov);
+		for (size_t j = 0; j < ov.n && !r; j++) {
+			uint8_t key[KVDB_KEY_MAX];
+			const void *v;
+			size_t vl;
+
+			if (ov.e[j].del || ov.e[j].kl != 4)
+				continue;
+			if (kv_get(f->t, st->kv.chunks, key,
+				   kvdb_key(key, KVDB_CHUNK, ids[i], ov.e[j].k, 4), &v, &vl) != -ENOENT)
+				continue;	/* the kv pass saw it */
+			check_chunk(f, ids[i], be32_get(ov.e[j].k), ov.e[j].v, ov.e[j].vl);
+		}
+		kvo_view_free(&ov);
+	}
+	free(ids);
+	return r;
+}
+
+/* Pass 2: chunk records, the kv's merged with the log's. */
 static int check_chunks(struct fsck *f)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
-	int rc;
+	int r = 0, rc;
 
 	rc = mdb_cursor_open(f->t, f->st->kv.chunks, &c);
 	if (rc)
 		return kv_err(rc);
-	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
+	while (!r && (rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0) {
 		const void *pv;
+		void *lv;
 		size_t pl;
-		struct chunk ch;
-		struct oref *o;
 		uint64_t id;
 		uint32_t idx;
 
@@ -366,38 +514,30 @@ static int check_chunks(struct fsck *f)
 			continue;
 		}
 		id = get_be64(k.mv_data);
-		idx = (uint32_t)get_be64((uint8_t *)k.mv_data + 4) & 0xffffffffu;
-		o = oref_find(f, id);
-		if (!o) {
-			problem(f, "chunk %u of object id %" PRIu64 " belongs to no object", idx, id);
+		idx = be32_get((uint8_t *)k.mv_data + 8);
+		/* A logged version (or removal) of the record is the newer. */
+		r = kvo_get(f->st, KVDB_CHUNK, id, (uint8_t *)k.mv_data + 8, 4, f->rd.vseq, &lv, &pl);
+		if (r >= 0) {
+			if (r > 0) {
+				check_chunk(f, id, idx, lv, pl);
+				free(lv);
+			}
+			r = 0;
 			continue;
 		}
-		if (kv_unwrap(&v, &pv, &pl)) {
-			problem(f, "object '%s': the record of chunk %u has a bad checksum", o->name, idx);
-			continue;
-		}
-		if (chunk_decode(&ch, pv, pl)) {
-			problem(f, "object '%s': the record of chunk %u is malformed", o->name, idx);
-			continue;
-		}
-		if (!o->chunked)
-			problem(f, "object '%s' keeps its data inline but has chunk %u", o->name, idx);
-		if ((uint64_t)idx * CHUNK_SIZE >= o->size)
-			problem(f, "object '%s': chunk %u lies past its size %" PRIu64, o->name, idx,
-				o->size);
-		if (ch.flags & CHUNK_COMPRESSED) {
-			mark_blocks(f, o, ch.pblk[0], ch.cblocks);
-			f->saved += (uint64_t)(ch.lblocks - ch.cblocks) * BS;
-		} else {
-			for (unsigned i = 0; i < CHUNK_BLOCKS; i++)
-				if (ch.present & (1ull << i))
-					mark_blocks(f, o, ch.pblk[i], 1);
-		}
-		if (f->deep)
-			deep_check(f, o, idx, &ch);
+		if (r != -ENOENT)
+			break;
+		r = 0;
+		if (kv_unwrap(&v, &pv, &pl))
+			pv = NULL;
+		check_chunk(f, id, idx, pv, pl);
 	}
 	mdb_cursor_close(c);
-	return rc == MDB_NOTFOUND ? 0 : kv_err(rc);
+	if (r)
+		return r;
+	if (rc != MDB_NOTFOUND)
+		return kv_err(rc);
+	return check_logged_chunks(f);
 }
 
 /* Pass 3: attributes and omap values: crc and owner. */
@@ -581,7 +721,7 @@ int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg)
 	if (!r)
 		check_counters(&f);
 	if (!r)
-		wal_check(st, f.t, wal_problem, &f);
+		wal_check(st, wal_problem, &f);
 	mdb_txn_abort(f.t);
 out_unlock:
 	pthread_mutex_unlock(&st->alloc_lock);

@@ -73,6 +73,8 @@ MDB_dbi kvdb_dbi(const struct kv *kv, int db)
 		return kv->onodes;
 	case KVDB_META:
 		return kv->meta;
+	case KVDB_CHUNK:
+		return kv->chunks;
 	default:
 		return kv->attrs;
 	}
@@ -81,7 +83,7 @@ MDB_dbi kvdb_dbi(const struct kv *kv, int db)
 int kvdb_of(const struct kv *kv, MDB_dbi dbi)
 {
 	return dbi == kv->omap ? KVDB_OMAP : dbi == kv->onodes ? KVDB_ONODE :
-	       dbi == kv->meta ? KVDB_META : KVDB_ATTR;
+	       dbi == kv->meta ? KVDB_META : dbi == kv->chunks ? KVDB_CHUNK : KVDB_ATTR;
 }
 
 size_t kvdb_key(uint8_t *out, int db, uint64_t id, const void *k, size_t kl)

@@ -1,13 +1,14 @@
 /*
  * kvoverlay.c - the overlay of logged kv mutations.
  *
- * Onode, attribute, omap and counter mutations that ride in a batch's log
- * record (wal.c) are kept here in memory until the log's checkpoint puts
- * them into the kv (checkpoint.c): by id (the object's; for onodes the
- * collection's), versions visible to readers whose snapshot lies in
- * [seq, end).  Every lookup and listing of read.c, the apply code's onode
- * loads and fsck merge it over the kv: values win, removals hide, a clear
- * hides every kv key of the object.  kvo_lookup() puts a batch's own
+ * Onode, attribute, omap, chunk record and counter mutations that ride in
+ * a batch's log record (wal.c) are kept here in memory until the log's
+ * checkpoint puts them into the kv (checkpoint.c): by id (the object's;
+ * for onodes the collection's), versions visible to readers whose
+ * snapshot lies in [seq, end).  Every lookup and listing of read.c, the
+ * apply code's onode and chunk loads and fsck merge it over the kv
+ * (kvo_lookup, kvo_walk): values win, removals hide, a clear hides every
+ * kv key of the object.  kvo_lookup() puts a batch's own
  * mutations not yet logged over it, and kvo_batch_to_txn() moves a
  * batch's mutations into its kv commit when the overlay allows.  The
  * functions carry the prefix kvo_ (the kv overlay); the overlay's state
@@ -446,6 +447,123 @@ out_unlock:
 	free(v);
 	if (r)
 		kvo_view_free(out);
+	return r;
+}
+
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c ? c : (al > bl) - (al < bl);
+}
+
+int kvo_walk(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
+	     const char *oid, const void *after, size_t alen, size_t max, kvo_walk_fn fn,
+	     void *arg)
+{
+	uint8_t key[KVDB_KEY_MAX];
+	struct kv_view ov;
+	size_t oi = 0;
+	MDB_cursor *c = NULL;
+	MDB_val k, v;
+	int r, rc = MDB_NOTFOUND, count = 0;
+
+	r = kvo_view(st, kvdb_of(&st->kv, dbi), id, rseq, &ov);
+	if (r)
+		return r;
+	while (after && oi < ov.n && key_cmp(ov.e[oi].k, ov.e[oi].kl, after, alen) <= 0)
+		oi++;
+	if (!ov.cleared) {
+		k.mv_size = key_id(key, id, after, after ? alen : 0);
+		k.mv_data = key;
+		rc = mdb_cursor_open(t, dbi, &c);
+		if (rc) {
+			r = kv_err(rc);
+			goto out;
+		}
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (!rc && after && k.mv_size == 8 + alen &&
+		    !memcmp((uint8_t *)k.mv_data + 8, after, alen))
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);	/* strictly after */
+	}
+	while (!max || (size_t)count < max) {
+		bool kv_ok = c && !rc && k.mv_size >= 8 && get_be64(k.mv_data) == id;
+		int cmp;
+
+		if (!kv_ok && oi == ov.n)
+			break;
+		if (kv_ok && oi < ov.n)
+			cmp = key_cmp((uint8_t *)k.mv_data + 8, k.mv_size - 8, ov.e[oi].k, ov.e[oi].kl);
+		else
+			cmp = kv_ok ? -1 : 1;
+		if (cmp < 0) {
+			const void *pv = NULL;
+			size_t pl = 0;
+
+			r = oid ? kv_unwrap(&v, &pv, &pl) : 0;
+			if (r) {
+				log_error("store", "checksum mismatch in a value of '%s'", oid);
+				break;
+			}
+			r = fn(arg, (uint8_t *)k.mv_data + 8, k.mv_size - 8, pv, pl);
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		} else {
+			const struct kv_view_ent *e = &ov.e[oi++];
+
+			if (cmp == 0)
+				rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+			if (e->del)
+				continue;
+			r = fn(arg, e->k, e->kl, e->v, e->vl);
+		}
+		if (r)
+			break;
+		count++;
+	}
+	if (!r && c && rc && rc != MDB_NOTFOUND)
+		r = kv_err(rc);
+	if (!r)
+		r = count;
+out:
+	if (c)
+		mdb_cursor_close(c);
+	kvo_view_free(&ov);
+	return r;
+}
+
+int kvo_chunk_get(struct store *st, const struct batch *b, MDB_txn *t, uint64_t id,
+		  uint32_t idx, uint64_t rseq, struct chunk *c)
+{
+	uint8_t k[4] = { (uint8_t)(idx >> 24), (uint8_t)(idx >> 16), (uint8_t)(idx >> 8),
+			 (uint8_t)idx };
+	const void *v;
+	void *owned;
+	size_t vl;
+	int r = kvo_lookup(st, b, t, KVDB_CHUNK, id, k, sizeof(k), rseq, &v, &vl, &owned);
+
+	if (r <= 0) {
+		memset(c, 0, sizeof(*c));
+		return r;
+	}
+	r = chunk_decode(c, v, vl) ? -EIO : 0;
+	free(owned);
+	return r;
+}
+
+int kvo_batch_keys(const struct batch *b, int db, uint64_t id,
+		   int (*fn)(void *arg, const void *k, size_t kl), void *arg)
+{
+	const struct walb *wb = &b->wal;
+	int r = 0;
+
+	for (size_t off = 0; off < wb->kvlen && !r;) {
+		struct kvop_hdr h;
+
+		memcpy(&h, wb->kv + off, sizeof(h));
+		if (h.db == db && h.id == id && h.type != KVOP_CLEAR)
+			r = fn(arg, wb->kv + off + sizeof(h), h.klen);
+		off += sizeof(h) + h.klen + h.vlen;
+	}
 	return r;
 }
 

@@ -169,28 +169,22 @@ static int onode_lookup(struct store *st, MDB_txn *t, uint64_t rseq, uint64_t co
 	return r;
 }
 
-static int chunk_lookup(struct store *st, MDB_txn *t, uint64_t id, uint32_t idx, struct chunk *c)
-{
-	uint8_t k[12];
-	const void *v;
-	size_t vl;
-	int r = kv_get(t, st->kv.chunks, k, key_chunk(k, id, idx), &v, &vl);
 
-	if (r == -ENOENT) {
-		memset(c, 0, sizeof(*c));
-		return 0;
-	}
-	if (r)
-		return r;
-	return chunk_decode(c, v, vl) ? -EIO : 0;
-}
-
-typedef int (*walk_fn)(void *arg, const void *k, size_t kl, const void *v, size_t vl);
 static int snap_begin(struct store *st, struct reader *rd, MDB_txn **t);
 static void snap_end(struct store *st, struct reader *rd, MDB_txn *t);
-static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
-			const char *oid, const void *after, size_t alen, size_t max,
-			walk_fn fn, void *arg);
+
+/* Adds a chunk record's blocks to *arg (a uint64_t). */
+static int chunk_blocks_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct chunk ch;
+
+	(void)k;
+	(void)kl;
+	if (chunk_decode(&ch, v, vl))
+		return -EIO;
+	*(uint64_t *)arg += chunk_used_blocks(&ch);
+	return 0;
+}
 
 static int count_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
 {
@@ -221,31 +215,14 @@ int store_stat(struct store *st, uint64_t coll, const char *oid, struct store_st
 	out->size = o.size;
 	out->is_inline = !(o.flags & ONODE_CHUNKED);
 	if (o.flags & ONODE_CHUNKED) {
-		MDB_cursor *c;
-		uint8_t k[12];
-		MDB_val key = { 12, k }, val;
+		int n = kvo_walk(st, t, rd.vseq, st->kv.chunks, o.id, oid, NULL, 0, 0,
+				 chunk_blocks_fn, &out->blocks);
 
-		key_chunk(k, o.id, 0);
-		if (!mdb_cursor_open(t, st->kv.chunks, &c)) {
-			int rc = mdb_cursor_get(c, &key, &val, MDB_SET_RANGE);
-
-			while (!rc && key.mv_size == 12 && get_be64(key.mv_data) == o.id) {
-				const void *v;
-				size_t vl;
-				struct chunk ch;
-
-				if (kv_unwrap(&val, &v, &vl) || chunk_decode(&ch, v, vl)) {
-					r = -EIO;
-					break;
-				}
-				out->blocks += chunk_used_blocks(&ch);
-				rc = mdb_cursor_get(c, &key, &val, MDB_NEXT);
-			}
-			mdb_cursor_close(c);
-		}
+		if (n < 0)
+			r = n;
 	}
 	if (!r) {
-		int n = id_walk_snap(st, t, rd.vseq, st->kv.attrs, o.id, oid, NULL, 0, 0,
+		int n = kvo_walk(st, t, rd.vseq, st->kv.attrs, o.id, oid, NULL, 0, 0,
 				     count_fn, NULL);
 
 		if (n < 0)
@@ -537,7 +514,7 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 		uint64_t lo = max_u64(q->off, cs), hi = min_u64(end, cs + CHUNK_SIZE);
 		struct chunk c;
 
-		r = chunk_lookup(st, t, o->id, (uint32_t)ci, &c);
+		r = kvo_chunk_get(st, NULL, t, o->id, (uint32_t)ci, q->rd.vseq, &c);
 		if (r)
 			return r;
 		if (c.flags & CHUNK_COMPRESSED) {
@@ -911,96 +888,8 @@ int store_omap_get(struct store *st, uint64_t coll, const char *oid, const void 
 	return id_get(st, st->kv.omap, coll, oid, key, klen, val, vlen);
 }
 
-/* Walks keys of dbi under the object's id after `after`; fn gets the key
- * without the id prefix.  Returns the count or fn's value or an error. */
-
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-
-	return c ? c : (al > bl) - (al < bl);
-}
-
-/* The walk inside snapshot (t, rseq) of object id: the kv's keys merged
- * with the overlay's view (its values win, its removals hide).  Without
- * oid (a listing of names), the kv's values are neither checked nor
- * passed. */
-static int id_walk_snap(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
-			const char *oid, const void *after, size_t alen, size_t max,
-			walk_fn fn, void *arg)
-{
-	uint8_t key[KVDB_KEY_MAX];
-	struct kv_view ov;
-	size_t oi = 0;
-	MDB_cursor *c = NULL;
-	MDB_val k, v;
-	int r, rc = MDB_NOTFOUND, count = 0;
-
-	r = kvo_view(st, kvdb_of(&st->kv, dbi), id, rseq, &ov);
-	if (r)
-		return r;
-	while (after && oi < ov.n && key_cmp(ov.e[oi].k, ov.e[oi].kl, after, alen) <= 0)
-		oi++;
-	if (!ov.cleared) {
-		k.mv_size = key_id(key, id, after, after ? alen : 0);
-		k.mv_data = key;
-		rc = mdb_cursor_open(t, dbi, &c);
-		if (rc) {
-			r = kv_err(rc);
-			goto out;
-		}
-		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (!rc && after && k.mv_size == 8 + alen &&
-		    !memcmp((uint8_t *)k.mv_data + 8, after, alen))
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);	/* strictly after */
-	}
-	while (!max || (size_t)count < max) {
-		bool kv_ok = c && !rc && k.mv_size >= 8 && get_be64(k.mv_data) == id;
-		int cmp;
-
-		if (!kv_ok && oi == ov.n)
-			break;
-		if (kv_ok && oi < ov.n)
-			cmp = key_cmp((uint8_t *)k.mv_data + 8, k.mv_size - 8, ov.e[oi].k, ov.e[oi].kl);
-		else
-			cmp = kv_ok ? -1 : 1;
-		if (cmp < 0) {
-			const void *pv = NULL;
-			size_t pl = 0;
-
-			r = oid ? kv_unwrap(&v, &pv, &pl) : 0;
-			if (r) {
-				log_error("store", "checksum mismatch in a value of '%s'", oid);
-				break;
-			}
-			r = fn(arg, (uint8_t *)k.mv_data + 8, k.mv_size - 8, pv, pl);
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-		} else {
-			const struct kv_view_ent *e = &ov.e[oi++];
-
-			if (cmp == 0)
-				rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-			if (e->del)
-				continue;
-			r = fn(arg, e->k, e->kl, e->v, e->vl);
-		}
-		if (r)
-			break;
-		count++;
-	}
-	if (!r && c && rc && rc != MDB_NOTFOUND)
-		r = kv_err(rc);
-	if (!r)
-		r = count;
-out:
-	if (c)
-		mdb_cursor_close(c);
-	kvo_view_free(&ov);
-	return r;
-}
-
 static int id_walk(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid,
-		   const void *after, size_t alen, size_t max, walk_fn fn, void *arg)
+		   const void *after, size_t alen, size_t max, kvo_walk_fn fn, void *arg)
 {
 	struct reader rd;
 	struct onode o;
@@ -1015,7 +904,7 @@ static int id_walk(struct store *st, MDB_dbi dbi, uint64_t coll, const char *oid
 	r = onode_lookup(st, t, rd.vseq, coll, oid, &o);
 	if (r)
 		goto out;
-	r = id_walk_snap(st, t, rd.vseq, dbi, o.id, oid, after, alen, max, fn, arg);
+	r = kvo_walk(st, t, rd.vseq, dbi, o.id, oid, after, alen, max, fn, arg);
 	onode_clear(&o);
 out:
 	snap_end(st, &rd, t);
@@ -1114,7 +1003,7 @@ int store_list(struct store *st, uint64_t coll, const char *after, size_t max,
 	r = kv_coll_get(&st->kv, t, coll, NULL);
 	/* The collection's onodes: the kv's merged with the logged ones. */
 	if (!r)
-		r = id_walk_snap(st, t, rd.vseq, st->kv.onodes, coll, NULL, after,
+		r = kvo_walk(st, t, rd.vseq, st->kv.onodes, coll, NULL, after,
 				 after ? strlen(after) : 0, max, list_walk_fn, &w);
 	snap_end(st, &rd, t);
 	return r;

@@ -29,7 +29,8 @@
 #define CHUNK_SIZE		(1u << CHUNK_SHIFT)	/* 256 KiB */
 #define CHUNK_BLOCKS		(CHUNK_SIZE / STORE_BLOCK_SIZE)	/* 64 */
 #define SB_DATA_START		16u	/* first data block: 64 KiB in */
-#define STORE_FORMAT_VERSION	2u	/* 2: the write-ahead log region */
+#define STORE_FORMAT_VERSION	3u	/* 2: the write-ahead log region; 3: chunk records in it */
+#define STORE_FORMAT_OLDEST	2u	/* opened too, and moved to the current format */
 #define WAL_MIN_BLOCKS		64u	/* log region: 256 KiB .. 64 MiB */
 #define WAL_MAX_BLOCKS		16384u
 #define IO_MAX_BYTES		(8u << 20)	/* largest single aio */
@@ -334,7 +335,8 @@ struct ckpt {			/* a checkpoint in progress (checkpoint.c) */
 /* The overlay of logged kv mutations (wal.c).  A mutation names a kv
  * database, an id and a key: attributes and omap under the object's id
  * (key: name or omap key), onodes under the collection (key: the object's
- * name), the store's counters under id 0 (key: "stats" or "next_id"). */
+ * name), the store's counters under id 0 (key: "stats" or "next_id"),
+ * chunk records under the object's id (key: the chunk's number). */
 #define KVOP_SET	1u
 #define KVOP_DEL	2u
 #define KVOP_CLEAR	3u	/* every key of the id (attributes and omap only) */
@@ -342,7 +344,8 @@ struct ckpt {			/* a checkpoint in progress (checkpoint.c) */
 #define KVDB_OMAP	1
 #define KVDB_ONODE	2
 #define KVDB_META	3
-#define KVDB_MAX	KVDB_META
+#define KVDB_CHUNK	4	/* chunk records: the object's id, key the chunk's number (4 bytes, big-endian) */
+#define KVDB_MAX	KVDB_CHUNK
 /* The longest key of a kv mutation, and of its kv key (with the id). */
 #define KVOP_KEY_MAX	(STORE_OMAP_KEY_MAX > STORE_NAME_MAX ? STORE_OMAP_KEY_MAX : STORE_NAME_MAX)
 #define KVDB_KEY_MAX	(8 + KVOP_KEY_MAX)
@@ -354,6 +357,10 @@ struct wal {
 	uint64_t rec_max;	/* largest record, blocks */
 	uint64_t head, tail;	/* next record; first record not checkpointed */
 	uint64_t next_lsn, ckpt_lsn;
+	/* Every record up to this lsn is durable (atomic): each record
+	 * carries it, and a replay checks the data runs only of records
+	 * past the largest it finds (wal.c). */
+	uint64_t durable_lsn;
 	/* lock guards the index and recs: readers look blocks up */
 	pthread_mutex_t lock;
 	bool lock_ok;
@@ -513,7 +520,10 @@ struct store {
 
 /* superblock.c */
 int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start);
-int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start);
+/* format (may be NULL): the store's format version, STORE_FORMAT_OLDEST
+ * .. STORE_FORMAT_VERSION (others are -EUCLEAN). */
+int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start,
+	    uint32_t *format);
 void uuid_format(const uint8_t u[16], char out[37]);
 
 /* blockio.c */
@@ -609,8 +619,11 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
 /* A log record's header, decoded (wal.c; the fuzz target uses these). */
 struct wal_hdr_info {
 	uint64_t lsn, seq;
+	uint64_t durable_lsn;	/* records up to it were durable when it was written */
 	uint32_t nent, nblocks, crc;
 	uint32_t kvbytes;	/* kv mutations after the entry table */
+	uint32_t nruns;		/* data runs after the kv mutations */
+	uint32_t hlen;		/* bytes of the header (with its extension) */
 	uint16_t flags;
 };
 /* The header in block hb (4 KiB), checked against the place it was read
@@ -654,6 +667,22 @@ struct kv_view {
 };
 int kvo_view(struct store *st, int db, uint64_t id, uint64_t rseq, struct kv_view *out);
 void kvo_view_free(struct kv_view *v);
+/* Walks the keys of dbi under id after `after` (alen bytes; NULL: from the
+ * first), at most max of them (0: all), inside snapshot (t, rseq): the
+ * kv's keys merged with the overlay's view (its values win, its removals
+ * hide).  fn gets each key without the id prefix, and its value; without
+ * oid (a listing of names) the kv's values are neither checked nor
+ * passed, with it oid names the object in the error of a bad crc.
+ * Returns the count, fn's non-zero value, or -errno. */
+typedef int (*kvo_walk_fn)(void *arg, const void *k, size_t kl, const void *v, size_t vl);
+int kvo_walk(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,
+	     const char *oid, const void *after, size_t alen, size_t max, kvo_walk_fn fn,
+	     void *arg);
+/* Chunk idx of object id as the batch (b, may be NULL), the overlay at
+ * snapshot rseq and then kv transaction t have it; an empty chunk (all
+ * zero) when there is none.  0, or -EIO (damaged) or -errno. */
+int kvo_chunk_get(struct store *st, const struct batch *b, MDB_txn *t, uint64_t id,
+		  uint32_t idx, uint64_t rseq, struct chunk *c);
 /* The ids with a mutation of db visible at rseq in the overlay, in no
  * order (malloc'd; fsck). */
 int kvo_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n);
@@ -672,8 +701,7 @@ struct wal_kvop {
 int wal_kvops_decode(const uint8_t *p, size_t len,
 		     int (*fn)(void *arg, const struct wal_kvop *op), void *arg);
 
-int wal_check(struct store *st, MDB_txn *t, void (*report)(void *arg, const char *msg),
-	      void *arg);
+int wal_check(struct store *st, void (*report)(void *arg, const char *msg), void *arg);
 int wal_state_put(MDB_txn *t, struct kv *kv, uint64_t ckpt_lsn, uint64_t tail);
 int kv_seq_put(MDB_txn *t, struct kv *kv, uint64_t seq);
 uint64_t kv_seq_get(MDB_txn *t, struct kv *kv);

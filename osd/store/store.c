@@ -153,7 +153,7 @@ int store_mkfs(const struct store_options *opt_in)
 	if (existed) {
 		uint8_t u[16];
 		uint64_t nb, ds;
-		int s = sb_read(fd, u, &nb, &ds);
+		int s = sb_read(fd, u, &nb, &ds, NULL);
 
 		if (s == 0 || s == -EUCLEAN) {
 			r = -EEXIST;	/* a store (maybe damaged) is there: never overwrite */
@@ -293,6 +293,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	struct store *st;
 	uint8_t kv_uuid[16];
 	uint64_t kv_nblocks, kv_max, bytes;
+	uint32_t format = STORE_FORMAT_VERSION;
 	MDB_txn *t;
 	const void *v;
 	size_t vl;
@@ -337,7 +338,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	r = bio_open(st->block_path, false, st->opt.readonly, &st->bfd);
 	if (r)
 		goto out_free;
-	r = sb_read(st->bfd, st->uuid, &st->nblocks, &st->data_start);
+	r = sb_read(st->bfd, st->uuid, &st->nblocks, &st->data_start, &format);
 	if (r) {
 		if (r == -ENODATA)
 			r = -EUCLEAN;	/* no magic: never a store, or its superblock is gone */
@@ -407,16 +408,17 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		r = -EUCLEAN;
 	if (!r)
 		memcpy(&st->next_id, v, 8);
-	if (!r)
-		r = alloc_init(&st->alloc, st->data_start, st->nblocks - st->data_start);
-	if (!r)
-		r = store_rebuild_alloc(st, t);
 	uint64_t jseq = 0;
 
 	if (!r)
 		r = wal_init(st);
 	if (!r)
 		r = wal_replay(st, t, &jseq);
+	/* After the replay: the log's chunk records count as the kv's. */
+	if (!r)
+		r = alloc_init(&st->alloc, st->data_start, st->nblocks - st->data_start);
+	if (!r)
+		r = store_rebuild_alloc(st, t);
 	mdb_txn_abort(t);
 	if (r) {
 		if (r == -ENOENT)
@@ -453,6 +455,20 @@ int store_open(const struct store_options *opt_in, struct store **out)
 				  st->block_path);
 			r = (int)n;
 			goto out_free;
+		}
+		/* The log is empty now: records of the current format may
+		 * follow once the superblock says so. */
+		if (format < STORE_FORMAT_VERSION) {
+			r = sb_write(st->bfd, st->uuid, st->nblocks, st->data_start);
+			if (!r && fdatasync(st->bfd))
+				r = -errno;
+			if (r) {
+				log_error("store", "cannot move '%s' to format %u: %s", st->block_path,
+					  STORE_FORMAT_VERSION, strerror(-r));
+				goto out_free;
+			}
+			log_info("store", "'%s' moved from format %u to format %u", st->block_path,
+				 format, STORE_FORMAT_VERSION);
 		}
 	} else {
 		st->commit_seq = jseq;

@@ -5,7 +5,8 @@
  * size, uuid, device blocks, first data block) and a crc32c of the first
  * 4092 bytes in the last four.  The kv keeps the same uuid, so that a
  * block and a kv of different stores are never opened together.  The
- * superblock is written once, by mkfs, and only read afterwards.
+ * superblock is written by mkfs, and again only when a read-write open
+ * moves a store of format 2 to format 3 (store.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -70,7 +71,8 @@ out:
 	return r;
 }
 
-int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
+int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start,
+	    uint32_t *format)
 {
 	uint8_t *blk = bio_alloc(STORE_BLOCK_SIZE);
 	struct dec d, body;
@@ -104,9 +106,10 @@ int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
 	r = dec_end(&d, &body);
 	if (r || !u)
 		goto out_unclean;
-	if (fmt != STORE_FORMAT_VERSION) {
-		log_error("store", "the store has on-disk format %u and this build reads format %u "
-			  "only; make a new store (mkfs) and move the data", fmt, STORE_FORMAT_VERSION);
+	if (fmt < STORE_FORMAT_OLDEST || fmt > STORE_FORMAT_VERSION) {
+		log_error("store", "the store has on-disk format %u and this build reads formats "
+			  "%u to %u only; make a new store (mkfs) and move the data", fmt,
+			  STORE_FORMAT_OLDEST, STORE_FORMAT_VERSION);
 		r = -EUCLEAN;
 		goto out;
 	}
@@ -116,6 +119,8 @@ int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start)
 		goto out;
 	}
 	memcpy(uuid, u, 16);
+	if (format)
+		*format = fmt;
 	r = 0;
 	goto out;
 out_unclean:

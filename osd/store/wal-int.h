@@ -73,8 +73,5 @@ void wal_ckpt_clear(struct ckpt *ck);
  * it has any), and its release; w->lock need not be held. */
 struct wal_ent *wal_ent_new(struct wal *w);
 void wal_ent_free(struct wal *w, struct wal_ent *e);
-/* 1 if the chunk record in t (loaded into *c) still maps e's block to
- * where it was logged, 0 if not (or no record), or -errno. */
-int wal_ent_current(MDB_txn *t, struct kv *kv, const struct wal_ent *e, struct chunk *c);
 
 #endif

@@ -160,37 +160,36 @@ static int obj_save(struct batch *b, struct obj *ob)
 	return 0;
 }
 
+/* Chunk idx of object id as the batch sees it: its own changes, the log's
+ * (kvoverlay.c), the kv's; empty when there is none. */
 static int chunk_get(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c)
 {
-	uint8_t k[12];
-	const void *v;
+	return kvo_chunk_get(b->st, b, b->txn, id, idx, UINT64_MAX - 1, c);
+}
+
+/* Saves chunk idx (an empty one: removes its record) in the batch's log
+ * record (kv log mode) or straight into the kv. */
+static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c)
+{
+	uint8_t k[12], v[CHUNK_REC_MAX];
+	bool empty = chunk_empty(c);
 	size_t vl;
 	int r;
 
 	key_chunk(k, id, idx);
-	r = kv_get(b->txn, b->st->kv.chunks, k, sizeof(k), &v, &vl);
-	if (r == -ENOENT) {
-		memset(c, 0, sizeof(*c));
-		return 0;
+	if (b->kvlog) {
+		if (!empty)
+			wal_chunk_crcs(b->st, b, id, idx, c);
+		vl = empty ? 0 : chunk_encode(c, v);
+		return walb_kv_add(b, empty ? KVOP_DEL : KVOP_SET, KVDB_CHUNK, id, k + 8, 4, v, vl);
 	}
-	if (r)
-		return r;
-	r = chunk_decode(c, v, vl);
-	return r == -EUCLEAN ? -EIO : r;
-}
-
-static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, const struct chunk *c)
-{
-	uint8_t k[12], v[CHUNK_REC_MAX];
-	int r;
-
-	key_chunk(k, id, idx);
+	vl = empty ? 0 : chunk_encode(c, v);
 	b->changed = true;
-	if (chunk_empty(c)) {
+	if (empty) {
 		r = kv_del(b->txn, b->st->kv.chunks, k, sizeof(k));
 		return r == -ENOENT ? 0 : r;
 	}
-	return kv_put(b->txn, b->st->kv.chunks, k, sizeof(k), v, chunk_encode(c, v));
+	return kv_put(b->txn, b->st->kv.chunks, k, sizeof(k), v, vl);
 }
 
 /* Frees a chunk's blocks (to the batch's freed list) and empties it. */
@@ -459,19 +458,26 @@ static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t n
 }
 
 /* Logs nblk logical blocks from lblk (content in buf) in the batch's log
- * record instead of writing them now (wal.c) when every one of them has a
- * block already: then the kv is not touched.  Otherwise (holes) they are
- * written copy-on-write, which needs a kv commit anyway. */
+ * record instead of writing them now (wal.c).  A block that has a place
+ * already keeps it (the chunk record is not touched); a hole gets a fresh
+ * block, which the chunk record names at once (in the record too, kv log
+ * mode) and the checkpoint writes in place.  A compressed chunk in the
+ * range is written copy-on-write instead (callers rewrite those whole). */
 static int log_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
 		      uint8_t *buf)
 {
 	uint64_t *pblk = malloc(nblk * sizeof(*pblk));
+	uint32_t *crc = malloc(nblk * sizeof(*crc));
+	struct runvec fresh = { 0 };
 	struct chunk c;
 	uint32_t have = UINT32_MAX;
+	uint64_t holes = 0;
 	int r = 0;
 
-	if (!pblk)
-		return -ENOMEM;
+	if (!pblk || !crc) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (uint64_t k = 0; k < nblk; k++) {
 		uint32_t idx = (uint32_t)((lblk + k) / CHUNK_BLOCKS);
 		unsigned i = (unsigned)((lblk + k) % CHUNK_BLOCKS);
@@ -482,18 +488,68 @@ static int log_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t n
 				goto out;
 			have = idx;
 		}
-		if ((c.flags & CHUNK_COMPRESSED) || !(c.present & (1ull << i))) {
+		if (c.flags & CHUNK_COMPRESSED) {
 			r = write_blocks(b, ob, lblk, nblk, buf);
 			goto out;
 		}
-		pblk[k] = c.pblk[i];
+		pblk[k] = c.present & (1ull << i) ? c.pblk[i] : UINT64_MAX;
+		holes += pblk[k] == UINT64_MAX;
+		crc[k] = atoll__crc32c(0, buf + k * BS, BS);
 	}
-	for (uint64_t k = 0; k < nblk && !r; k++)
-		r = walb_add(b, ob->o.id, lblk + k, pblk[k], buf + k * BS,
-			     atoll__crc32c(0, buf + k * BS, BS));
+	if (holes) {
+		size_t ri = 0;
+		uint64_t rdone = 0;
+
+		r = alloc_blocks(b, holes, false, &fresh);
+		if (r)
+			goto out;
+		have = UINT32_MAX;
+		for (uint64_t k = 0; k < nblk && !r; k++) {
+			uint32_t idx = (uint32_t)((lblk + k) / CHUNK_BLOCKS);
+			unsigned i = (unsigned)((lblk + k) % CHUNK_BLOCKS);
+
+			if (pblk[k] != UINT64_MAX)
+				continue;
+			if (idx != have) {
+				if (have != UINT32_MAX)
+					r = chunk_put(b, ob->o.id, have, &c);
+				if (!r)
+					r = chunk_get(b, ob->o.id, idx, &c);
+				have = idx;
+			}
+			pblk[k] = fresh.v[ri].start + rdone;
+			if (++rdone == fresh.v[ri].len) {
+				ri++;
+				rdone = 0;
+			}
+			c.present |= 1ull << i;
+			c.deferred &= ~(1ull << i);
+			c.pblk[i] = pblk[k];
+			c.crc[i] = crc[k];
+		}
+		if (!r)
+			r = chunk_put(b, ob->o.id, have, &c);
+	}
+	for (uint64_t k = 0; k < nblk && !r; k++) {
+		r = walb_add(b, ob->o.id, lblk + k, pblk[k], buf + k * BS, crc[k]);
+	}
 out:
+	runvec_free(&fresh);
 	free(pblk);
+	free(crc);
 	return r;
+}
+
+/* Writes nblk logical blocks from lblk: into the batch's log record when
+ * they are few (defer_max) and it has room, else copy-on-write. */
+static int put_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+		      uint8_t *buf)
+{
+	const struct store_options *o = &b->st->opt;
+
+	if (o->defer_max != STORE_DEFER_OFF && nblk * BS <= o->defer_max && walb_room(b, nblk))
+		return log_blocks(b, ob, lblk, nblk, buf);
+	return write_blocks(b, ob, lblk, nblk, buf);
 }
 
 /* Rewrites chunk idx whole from content (CHUNK_SIZE bytes; blocks past
@@ -631,7 +687,7 @@ static int make_chunked(struct batch *b, struct obj *ob)
 		memcpy(buf, ob->o.inl, ob->o.inline_len);
 		r = batch_keep_buf(b, buf);
 		if (!r)
-			r = write_blocks(b, ob, 0, nblk, buf);
+			r = put_blocks(b, ob, 0, nblk, buf);
 	}
 	free(ob->o.inl);
 	ob->o.inl = NULL;
@@ -860,7 +916,7 @@ static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
 			if (r)
 				return r;
 			memset(blk + zlo, 0, zhi - zlo);
-			r = write_blocks(b, ob, (uint64_t)ci * CHUNK_BLOCKS + i, 1, blk);
+			r = put_blocks(b, ob, (uint64_t)ci * CHUNK_BLOCKS + i, 1, blk);
 			if (r)
 				return r;
 		}
@@ -868,43 +924,90 @@ static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/* Frees chunks idx >= first. */
+/* The numbers of an object's chunk records (some maybe removed by the
+ * batch), collected before they change. */
+struct chunk_nums {
+	uint32_t *v;
+	size_t n, cap;
+	uint32_t first;
+};
+
+static int chunk_num_add(void *arg, const void *k, size_t kl)
+{
+	struct chunk_nums *cn = arg;
+	const uint8_t *p = k;
+	uint32_t idx;
+
+	if (kl != 4)
+		return -EIO;
+	idx = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	if (idx < cn->first)
+		return 0;
+	if (cn->n == cn->cap) {
+		size_t cap = cn->cap ? cn->cap * 2 : 16;
+		uint32_t *nv = realloc(cn->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		cn->v = nv;
+		cn->cap = cap;
+	}
+	cn->v[cn->n++] = idx;
+	return 0;
+}
+
+static int chunk_walk_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl)
+{
+	(void)v;
+	(void)vl;
+	return chunk_num_add(arg, k, kl);
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Frees chunks idx >= first: those of the kv and the log (kvo_walk) and
+ * those the batch made. */
 static int drop_chunks_from(struct batch *b, struct obj *ob, uint32_t first)
 {
-	MDB_cursor *cur;
-	uint8_t k[12];
-	MDB_val key = { sizeof(k), k }, val;
-	int rc, r = 0;
+	struct chunk_nums cn = { NULL, 0, 0, first };
+	uint8_t after[4];
+	int r;
 
-	key_chunk(k, ob->o.id, first);
-	rc = mdb_cursor_open(b->txn, b->st->kv.chunks, &cur);
-	if (rc)
-		return kv_err(rc);
-	rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
-	while (rc == 0 && key.mv_size == 12 && get_be64(key.mv_data) == ob->o.id) {
-		const void *v;
-		size_t vl;
+	if (first) {
+		uint32_t a = first - 1;
+
+		after[0] = (uint8_t)(a >> 24);
+		after[1] = (uint8_t)(a >> 16);
+		after[2] = (uint8_t)(a >> 8);
+		after[3] = (uint8_t)a;
+	}
+	r = kvo_walk(b->st, b->txn, UINT64_MAX - 1, b->st->kv.chunks, ob->o.id, NULL,
+		     first ? after : NULL, first ? 4 : 0, 0, chunk_walk_fn, &cn);
+	if (r >= 0)
+		r = kvo_batch_keys(b, KVDB_CHUNK, ob->o.id, chunk_num_add, &cn);
+	if (r > 0)
+		r = 0;
+	if (cn.n > 1)
+		qsort(cn.v, cn.n, sizeof(*cn.v), u32_cmp);
+	for (size_t i = 0; i < cn.n && !r; i++) {
 		struct chunk c;
 
-		r = kv_unwrap(&val, &v, &vl);
+		if (i && cn.v[i] == cn.v[i - 1])
+			continue;
+		r = chunk_get(b, ob->o.id, cn.v[i], &c);
+		if (r || chunk_empty(&c))
+			continue;
+		r = chunk_release(b, &c);
 		if (!r)
-			r = chunk_decode(&c, v, vl) ? -EIO : 0;
-		if (!r)
-			r = chunk_release(b, &c);
-		if (r)
-			break;
-		rc = kv_cursor_del(cur);
-		if (rc)
-			break;
-		b->changed = true;
-		rc = mdb_cursor_get(cur, &key, &val, MDB_GET_CURRENT);
+			r = chunk_put(b, ob->o.id, cn.v[i], &c);
 	}
-	mdb_cursor_close(cur);
-	if (r)
-		return r;
-	if (rc && rc != MDB_NOTFOUND && rc != EINVAL)
-		return kv_err(rc);
-	return 0;
+	free(cn.v);
+	return r;
 }
 
 static void patch_truncate_fn(uint8_t *content, const void *arg)
@@ -980,7 +1083,7 @@ static int do_truncate(struct batch *b, struct obj *ob, uint64_t size)
 					if (r)
 						return r;
 					memset(blk + keep % BS, 0, BS - keep % BS);
-					r = write_blocks(b, ob, (uint64_t)last * CHUNK_BLOCKS + kb - 1, 1, blk);
+					r = put_blocks(b, ob, (uint64_t)last * CHUNK_BLOCKS + kb - 1, 1, blk);
 					if (r)
 						return r;
 				}

@@ -480,10 +480,15 @@ bool waiter_wait(struct waiter *w, int timeout_s)
 
 int64_t file_find(const char *path, const void *pat, size_t patlen)
 {
+	return file_find_from(path, pat, patlen, 0);
+}
+
+int64_t file_find_from(const char *path, const void *pat, size_t patlen, uint64_t from)
+{
 	const size_t chunk = 1u << 20;
 	int64_t found = -1;
 	uint8_t *buf;
-	off_t off = 0, end;
+	off_t off = (off_t)from, end;
 	int fd;
 
 	if (patlen == 0 || patlen > chunk)

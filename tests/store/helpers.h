@@ -138,6 +138,8 @@ bool waiter_wait(struct waiter *w, int timeout_s);
 /* Finds the first occurrence of pat in a file (skipping holes); returns
  * its offset or -1. */
 int64_t file_find(const char *path, const void *pat, size_t patlen);
+/* The same, from byte offset from on. */
+int64_t file_find_from(const char *path, const void *pat, size_t patlen, uint64_t from);
 /* XORs the byte at off with mask and syncs the file; 0 or -errno. */
 int file_flip_byte(const char *path, uint64_t off, uint8_t mask);
 
