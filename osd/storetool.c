@@ -705,6 +705,81 @@ static int cmd_statfs(char **args, int nargs)
 	return EXIT_OK;
 }
 
+/* ---- log ---------------------------------------------------------------- */
+
+static const char *const log_dbs[STORE_LOG_NDB] = { "attr", "omap", "onode", "meta", "chunk" };
+
+static int log_one(void *arg, const struct store_log_record *rec)
+{
+	cJSON *arr = arg;
+
+	if (arr) {
+		cJSON *j = cJSON_CreateObject(), *m = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(j, "lsn", (double)rec->lsn);
+		cJSON_AddNumberToObject(j, "seq", (double)rec->seq);
+		cJSON_AddNumberToObject(j, "pos", (double)rec->pos);
+		cJSON_AddNumberToObject(j, "nblocks", (double)rec->nblocks);
+		cJSON_AddNumberToObject(j, "version", rec->version);
+		cJSON_AddNumberToObject(j, "blocks", rec->blocks);
+		cJSON_AddNumberToObject(j, "bad_blocks", rec->bad_blocks);
+		for (int d = 0; d < STORE_LOG_NDB; d++)
+			cJSON_AddNumberToObject(m, log_dbs[d], rec->mutations[d]);
+		cJSON_AddItemToObject(j, "mutations", m);
+		cJSON_AddBoolToObject(j, "kv", rec->kv);
+		if (rec->error)
+			cJSON_AddStringToObject(j, "error", errstr(rec->error));
+		cJSON_AddItemToArray(arr, j);
+		return 0;
+	}
+	printf("lsn %" PRIu64 " seq %" PRIu64 " at %" PRIu64 ", %u blocks", rec->lsn, rec->seq,
+	       rec->pos, rec->nblocks);
+	if (rec->error) {
+		printf(": does not read back whole (%s)\n", errstr(rec->error));
+		return 0;
+	}
+	printf(" (version %u%s): %u logged block%s", rec->version, rec->kv ? ", with a kv commit" : "",
+	       rec->blocks, rec->blocks == 1 ? "" : "s");
+	if (rec->bad_blocks)
+		printf(" (%u with a bad checksum)", rec->bad_blocks);
+	for (int d = 0; d < STORE_LOG_NDB; d++)
+		if (rec->mutations[d])
+			printf(", %u %s", rec->mutations[d], log_dbs[d]);
+	putchar('\n');
+	return 0;
+}
+
+static int cmd_log(char **args, int nargs)
+{
+	struct store *st = open_ro();
+	struct store_log_info info;
+	cJSON *arr = g.json ? cJSON_CreateArray() : NULL;
+	int r;
+
+	(void)args; (void)nargs;
+	r = store_log_list(st, &info, log_one, arr);
+	store_close(st);
+	if (r < 0) {
+		cJSON_Delete(arr);
+		err("cannot list the log: %s", errstr(r));
+		return EXIT_FAIL;
+	}
+	if (arr) {
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(j, "checkpoint_lsn", (double)info.ckpt_lsn);
+		cJSON_AddNumberToObject(j, "tail", (double)info.tail);
+		cJSON_AddNumberToObject(j, "head", (double)info.head);
+		cJSON_AddNumberToObject(j, "log_blocks", (double)info.blocks);
+		cJSON_AddItemToObject(j, "records", arr);
+		print_json(j);
+	} else {
+		printf("log: %" PRIu64 " blocks, checkpoint at lsn %" PRIu64 ", %" PRIu64
+		       " blocks in use\n", info.blocks, info.ckpt_lsn, info.head - info.tail);
+	}
+	return EXIT_OK;
+}
+
 /* ---- mkfs ------------------------------------------------------------- */
 
 static int cmd_mkfs(char **args, int nargs)
@@ -800,6 +875,14 @@ static const struct cmd cmds[] = {
 	  "an object's key/value map",
 	  "Prints the key/value map of object OID, in key order.",
 	  2, 2, O_AFTER | O_MAX, cmd_omap },
+	{ "log", "",
+	  "the write-ahead log's records not yet checkpointed",
+	  "Lists the log's records that a crash or kill left behind (a closed store\n"
+	  "has none: close checkpoints them), oldest first: number, commit number,\n"
+	  "place, size, record format, logged data blocks and kv mutations by kind\n"
+	  "(attr, omap, onode, meta, chunk).  The store is opened read-only: the\n"
+	  "records are read, not applied.",
+	  0, 0, 0, cmd_log },
 	{ "statfs", "",
 	  "space and object counts",
 	  "Prints space use: data area total/used/free, objects, logical bytes\n"
@@ -870,7 +953,7 @@ static const struct cmd *find_cmd(const char *name)
 
 static void unknown_cmd(const char *name)
 {
-	err("unknown command '%s'; the commands are fsck, colls, ls, stat, get, attrs, omap, "
+	err("unknown command '%s'; the commands are fsck, colls, ls, stat, get, attrs, omap, log, "
 	    "statfs and mkfs (see " PROG " --help)", name);
 }
 
@@ -991,7 +1074,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_OK;
 		}
-		err("no command given; the commands are fsck, colls, ls, stat, get, attrs, omap, "
+		err("no command given; the commands are fsck, colls, ls, stat, get, attrs, omap, log, "
 		    "statfs and mkfs (see " PROG " --help)");
 		return EXIT_USAGE;
 	}

@@ -35,16 +35,6 @@ struct walb_ent {
 	uint32_t pad;
 };
 
-/* A run of data blocks a logged batch wrote copy-on-write, with the
- * crc32c of all its bytes, in its record: a replay checks that such
- * blocks landed before it trusts a record nothing proves durable.  The
- * layout of the record's run table on disk. */
-struct walb_run {
-	uint64_t pblk;
-	uint32_t nblk;
-	uint32_t crc;
-};
-
 struct walb {
 	uint64_t seq;		/* the commit sequence number this batch will get */
 	uint32_t n, cap;
@@ -64,8 +54,6 @@ struct walb {
 	} *kvent;
 	uint32_t kvecap;
 	bool kvclear;		/* a clear among them */
-	struct walb_run *runs;	/* data written copy-on-write (wal.c) */
-	uint32_t nruns, runcap;
 	/* set by wal_prepare */
 	uint8_t *rec;		/* the record, aligned */
 	uint64_t vpos, nblocks;
@@ -85,7 +73,6 @@ struct batch {
 	bool kv_measured;
 	bool no_inline;			/* half the kv is in use: new data goes to blocks */
 	bool changed;			/* anything to commit */
-	bool data_written;		/* prewritten data to flush before the commit */
 	/* Onode, attribute, omap and counter mutations go into the log
 	 * record and the overlay (kvoverlay.c) rather than the kv; off: straight
 	 * into the kv (the overlay is empty then, commit.c sees to it). */

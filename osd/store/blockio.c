@@ -106,7 +106,12 @@ int bio_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 
 #define BIO_BATCH 64
 
-int bio_write_all(io_context_t ctx, int fd, const struct bio_write *w, size_t n)
+int bio_data_flags(const struct store *st)
+{
+	return st->opt.unsafe_skip_data_flush ? 0 : RWF_DSYNC;
+}
+
+int bio_write_all(io_context_t ctx, int fd, const struct bio_write *w, size_t n, int rw_flags)
 {
 	struct iocb cbs[BIO_BATCH], *ptrs[BIO_BATCH];
 	struct io_event ev[BIO_BATCH];
@@ -119,6 +124,7 @@ int bio_write_all(io_context_t ctx, int fd, const struct bio_write *w, size_t n)
 		for (size_t i = 0; i < cnt; i++) {
 			io_prep_pwrite(&cbs[i], fd, (void *)w[base + i].buf, w[base + i].len,
 				       (long long)w[base + i].off);
+			cbs[i].aio_rw_flags = rw_flags;
 			cbs[i].data = (void *)&w[base + i];
 			ptrs[i] = &cbs[i];
 		}

@@ -465,11 +465,9 @@ static void batch_reset(struct batch *b, bool undo)
 		free(b->bufs[i]);
 	b->nbufs = 0;
 	b->wal.n = 0;
-	b->wal.nruns = 0;
 	walb_kv_clear(&b->wal);
 	free(b->wal.rec);
 	b->wal.rec = NULL;
-	b->data_written = false;
 	b->pend.n = 0;
 	b->allocated.n = 0;
 	b->freed.n = 0;
@@ -501,55 +499,54 @@ static int write_meta(struct batch *b)
 	return r;
 }
 
-/* Writes the batch's data and its log record (if any) and flushes the
- * block once: after that every block the batch's records point at, and
- * every logged block, is durable.  With defer, a batch that only logged
- * is neither written nor flushed here: its record is prepared in *lw and
- * 1 returned; the flushers write and flush it (flusher_write). */
+/* Writes the batch's copy-on-write data, each write durable when it
+ * completes (RWF_DSYNC, as prewritten data is), then its log record (if
+ * any), and flushes the block once for the record: after that every block
+ * the batch's records point at, and every logged block, is durable.  The
+ * data is durable before the record is even written, so no crash leaves
+ * a record that names blocks whose data did not land.  With defer, a
+ * batch that does not commit the kv has its record prepared in *lw and
+ * neither written nor flushed here (1 returned): the flushers write and
+ * flush it (flusher_write). */
 static int write_data(struct batch *b, bool kv, bool defer, struct bio_write *lw)
 {
 	struct store *st = b->st;
-	struct bio_write *w;
-	size_t n = b->pend.n;
-	bool log_only = !b->pend.n && !b->data_written;
+	struct bio_write rw;
+	uint64_t t0 = mono_now_ns();
 	int r;
 
-	if (log_only && !walb_any(b))
-		return 0;
-	if (defer && log_only && !kv) {
-		r = wal_prepare(st, b, kv, lw);
-		if (r) {
-			log_error("store", "cannot build the batch's log record: %s", strerror(-r));
-			return -EIO;
-		}
-		return 1;
-	}
-	w = malloc((b->pend.n + 1) * sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->pend.n; i++) {
-		w[i].off = b->pend.v[i].pblk * STORE_BLOCK_SIZE;
-		w[i].len = b->pend.v[i].nblk * STORE_BLOCK_SIZE;
-		w[i].buf = b->pend.v[i].buf;
-	}
-	if (walb_any(b)) {
-		r = wal_prepare(st, b, kv, &w[n]);
-		if (r) {
-			free(w);
-			log_error("store", "cannot build the batch's log record: %s", strerror(-r));
-			return -EIO;
-		}
-		n++;
-	}
-	uint64_t t0 = mono_now_ns();
+	if (b->pend.n) {
+		struct bio_write *w = malloc(b->pend.n * sizeof(*w));
 
-	r = bio_write_all(st->wctx, st->bfd, w, n);
-	free(w);
+		if (!w)
+			return -ENOMEM;
+		for (size_t i = 0; i < b->pend.n; i++) {
+			w[i].off = b->pend.v[i].pblk * STORE_BLOCK_SIZE;
+			w[i].len = b->pend.v[i].nblk * STORE_BLOCK_SIZE;
+			w[i].buf = b->pend.v[i].buf;
+		}
+		r = bio_write_all(st->wctx, st->bfd, w, b->pend.n, bio_data_flags(st));
+		free(w);
+		st->perf.data_ns += mono_now_ns() - t0;
+		if (r)
+			return r;
+	}
+	if (!walb_any(b))
+		return 0;
+	r = wal_prepare(st, b, kv, defer && !kv ? lw : &rw);
+	if (r) {
+		log_error("store", "cannot build the batch's log record: %s", strerror(-r));
+		return -EIO;
+	}
+	if (defer && !kv)
+		return 1;
+	t0 = mono_now_ns();
+	r = bio_write_all(st->wctx, st->bfd, &rw, 1, 0);
 	st->perf.data_ns += mono_now_ns() - t0;
 	if (r)
 		return r;
 	t0 = mono_now_ns();
-	r = flush_block(st, log_only);
+	r = flush_block(st, true);
 	st->perf.flush_ns += mono_now_ns() - t0;
 	return r;
 }
@@ -618,15 +615,6 @@ static void kv_measure(struct store *st, struct batch *b)
 		mdb_txn_abort(rt);
 	}
 	b->no_inline = st->kv_no_inline;
-}
-
-/* Does the batch commit the kv?  When it changed it, and when it wrote
- * data copy-on-write: its record counts at replay only once the kv's
- * meta/seq names it (flag KV), which a kv commit after the block's flush
- * gives, so a record whose data did not land is never replayed. */
-static bool batch_needs_kv(const struct batch *b)
-{
-	return b->changed || b->pend.n || b->data_written;
 }
 
 /* Applies, writes and commits one batch; returns true if it committed
@@ -701,7 +689,7 @@ attempt:
 			continue;
 		r = apply_txn(&b, t);
 		/* Refused whatever error the apply code made of it. */
-		need_writer = b.ro && (kv_write_refused_take() || batch_needs_kv(&b));
+		need_writer = b.ro && (kv_write_refused_take() || b.changed);
 		if (need_writer)
 			break;
 		if (r && !(r == -EOVERFLOW && b.kvlog)) {
@@ -751,7 +739,7 @@ attempt:
 		goto out_unchanged;
 	}
 	st->perf.apply_ns += mono_now_ns() - t0;
-	bool kv = batch_needs_kv(&b), deferred = false;
+	bool kv = b.changed, deferred = false;
 	struct bio_write lw = { 0 };
 
 	/* A kv commit names its batch's seq in the kv (meta/seq), and a
@@ -791,6 +779,8 @@ attempt:
 		rc = mdb_txn_commit(b.txn);
 		st->perf.kv_ns += mono_now_ns() - t0;
 		b.txn = NULL;
+		if (!rc)
+			st->perf.kv_commits++;
 		if (rc) {
 			log_error("store", "key-value commit failed: %s", mdb_strerror(rc));
 			fail_all(list, kv_err(rc));
@@ -802,7 +792,7 @@ attempt:
 			goto out_unchanged;
 		}
 	} else {
-		/* Only logged overwrites: nothing for the kv. */
+		/* Only logged: nothing for the kv. */
 		mdb_txn_abort(b.txn);
 		b.txn = NULL;
 		st->perf.wal_only++;
@@ -836,7 +826,7 @@ attempt:
 			 * batches the flushers hold. */
 			uint64_t t1 = mono_now_ns();
 
-			r = bio_write_all(st->wctx, st->bfd, &lw, 1);
+			r = bio_write_all(st->wctx, st->bfd, &lw, 1, 0);
 			free(rec);
 			if (!r)
 				r = flush_block(st, true);

@@ -661,7 +661,7 @@ int kvo_publish(struct wal *w, const uint8_t *p, size_t len, uint32_t nkv, uint6
 	pb.ops = calloc(nkv, sizeof(*pb.ops));
 	if (!pb.ops)
 		return -ENOMEM;
-	r = wal_kvops_decode(p, len, kvpub_prep, &pb);
+	r = wal_kvops_decode(p, len, KVDB_MAX, kvpub_prep, &pb);
 	if (r >= 0 && (uint32_t)r != nkv)
 		r = -EIO;
 	if (r < 0)

@@ -5,10 +5,10 @@
  * the device would idle while a batch's metadata is applied and its kv
  * commit flushed.  So the whole blocks of a large, block-aligned write are
  * checksummed (or take the caller's crcs: store_txn_write_ref), allocated
- * and submitted (libaio, O_DIRECT) by the thread
- * that queues the transaction.  The commit thread waits for them when it
- * takes the transaction into a batch, points the chunk records at them,
- * and flushes the block before the kv commit as for any data write.
+ * and submitted (libaio, O_DIRECT, RWF_DSYNC: durable when complete) by
+ * the thread that queues the transaction.  The commit thread waits for
+ * them when it takes the transaction into a batch and points the chunk
+ * records (in the batch's log record) at them.
  * Blocks of a prewrite that ends up unused (the transaction failed, or the
  * chunk turned out to be compressed) go back to the allocator: no
  * committed record ever pointed at them.
@@ -107,6 +107,7 @@ static int prewrite_op(struct store *st, struct op *op)
 					       (uint8_t *)op->data + (boff + x) * STORE_BLOCK_SIZE,
 					       cnt * STORE_BLOCK_SIZE,
 					       (long long)((pw->runs.v[k].start + x) * STORE_BLOCK_SIZE));
+				pw->iocbs[n].aio_rw_flags = bio_data_flags(st);
 				pw->iocbs[n].data = pw;
 				ptrs[n] = &pw->iocbs[n];
 				n++;

@@ -277,7 +277,8 @@ struct commit_perf {
 	 * committed -> durable and completed */
 	uint64_t queue_ns, run_ns, durable_ns, fired;
 	uint64_t synced_by_next, synced_alone;	/* how batches became durable */
-	uint64_t wal_only;	/* batches that only logged overwrites (no kv commit) */
+	uint64_t wal_only;	/* batches that only logged (no kv commit) */
+	uint64_t kv_commits;	/* batches that committed the kv */
 	uint64_t ckpts, ckpt_blocks, ckpt_ns;	/* log checkpoints */
 	uint64_t ckpt_kv;	/* logged kv mutations checkpointed */
 	/* The flusher: batches it completed, flushes, their time. */
@@ -357,10 +358,6 @@ struct wal {
 	uint64_t rec_max;	/* largest record, blocks */
 	uint64_t head, tail;	/* next record; first record not checkpointed */
 	uint64_t next_lsn, ckpt_lsn;
-	/* Every record up to this lsn is durable (atomic): each record
-	 * carries it, and a replay checks the data runs only of records
-	 * past the largest it finds (wal.c). */
-	uint64_t durable_lsn;
 	/* lock guards the index and recs: readers look blocks up */
 	pthread_mutex_t lock;
 	bool lock_ok;
@@ -538,8 +535,12 @@ struct bio_write {
 	size_t len;
 	const void *buf;
 };
-/* Writes all of w with libaio on ctx and waits: 0 or -EIO. */
-int bio_write_all(io_context_t ctx, int fd, const struct bio_write *w, size_t n);
+/* Writes all of w with libaio on ctx and waits: 0 or -EIO.  rw_flags:
+ * RWF_* of every write (RWF_DSYNC: each is durable when it completes). */
+int bio_write_all(io_context_t ctx, int fd, const struct bio_write *w, size_t n, int rw_flags);
+/* The RWF_* flags of a data write that must be durable when it completes
+ * (RWF_DSYNC; 0 with the test option unsafe_skip_data_flush). */
+int bio_data_flags(const struct store *st);
 
 /* reader tracking (read.c) */
 void reader_enter(struct store *st, struct reader *r);
@@ -619,12 +620,9 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq);
 /* A log record's header, decoded (wal.c; the fuzz target uses these). */
 struct wal_hdr_info {
 	uint64_t lsn, seq;
-	uint64_t durable_lsn;	/* records up to it were durable when it was written */
 	uint32_t nent, nblocks, crc;
 	uint32_t kvbytes;	/* kv mutations after the entry table */
-	uint32_t nruns;		/* data runs after the kv mutations */
-	uint32_t hlen;		/* bytes of the header (with its extension) */
-	uint16_t flags;
+	uint16_t version, flags;
 };
 /* The header in block hb (4 KiB), checked against the place it was read
  * from (vpos; room: blocks from there to the log region's end) and the
@@ -689,16 +687,18 @@ int kvo_ids(struct store *st, int db, uint64_t rseq, uint64_t **ids, size_t *n);
 /* Has the overlay a clear of object id's db visible at rseq?  (fsck: the
  * kv may hold keys of a removed object until the checkpoint.) */
 bool kvo_cleared(struct store *st, int db, uint64_t id, uint64_t rseq);
-/* A record's kv mutations section (p, len bytes): calls fn (may be NULL)
- * for each; -ENOENT if malformed, else the count (the fuzz target uses
- * it). */
+/* A record's kv mutations section (p, len bytes), databases up to db_max
+ * (KVDB_META for records before version 3, KVDB_MAX after): calls fn (may
+ * be NULL) for each; -ENOENT if malformed (a chunk record mutation whose
+ * key is not a chunk number or whose value does not decode included),
+ * else the count (the fuzz target uses it). */
 struct wal_kvop {
 	uint8_t type, db;
 	uint64_t id;
 	const uint8_t *k, *v;
 	size_t kl, vl;
 };
-int wal_kvops_decode(const uint8_t *p, size_t len,
+int wal_kvops_decode(const uint8_t *p, size_t len, int db_max,
 		     int (*fn)(void *arg, const struct wal_kvop *op), void *arg);
 
 int wal_check(struct store *st, void (*report)(void *arg, const char *msg), void *arg);

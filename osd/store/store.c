@@ -514,11 +514,13 @@ void store_close(struct store *st)
 				 p->durable_ns / 1e3 / p->fired,
 				 (unsigned long long)p->synced_by_next,
 				 (unsigned long long)p->synced_alone);
-		log_info("store", "commit profile: %llu batches only logged (no kv commit); %llu log "
+		log_info("store", "commit profile: %llu batches only logged (no kv commit), %llu "
+			 "committed the kv; %llu log "
 			 "checkpoints of %.1f blocks and %.1f kv mutations, %.1f us each; %llu "
 			 "kv batches committed their attribute and omap mutations, %llu flushed "
 			 "the overlay to write them directly",
-			 (unsigned long long)p->wal_only, (unsigned long long)p->ckpts,
+			 (unsigned long long)p->wal_only, (unsigned long long)p->kv_commits,
+			 (unsigned long long)p->ckpts,
 			 p->ckpts ? (double)p->ckpt_blocks / p->ckpts : 0.0,
 			 p->ckpts ? (double)p->ckpt_kv / p->ckpts : 0.0,
 			 p->ckpts ? p->ckpt_ns / 1e3 / p->ckpts : 0.0,

@@ -84,9 +84,11 @@ struct store_options {
 	 * on every flush, which costs as much again as the write).  The
 	 * OSD and the benchmark set it; tests use sparse files. */
 	bool prefill;
-	/* Testing seam: skip the fdatasync of the block before the kv commit.
-	 * Breaks crash safety on purpose, so that the power-cut test can show
-	 * it catches a store without the flush.  Never set it otherwise. */
+	/* Testing seam: write data without RWF_DSYNC (copy-on-write and
+	 * prewritten blocks are then not durable when their writes complete)
+	 * and skip every fdatasync of the block.  Breaks crash safety on
+	 * purpose, so that the power-cut test can show it catches a store
+	 * without them.  Never set it otherwise. */
 	bool unsafe_skip_data_flush;
 	/* Testing seam: skip the fdatasync of the block for a batch whose only
 	 * block write is its log record (wal.c), so that the power-cut test
@@ -304,5 +306,32 @@ int store_statfs_quick(struct store *st, struct store_statfs *out);
  * could not run. */
 typedef void (*store_report_fn)(void *arg, const char *problem);
 int store_fsck(struct store *st, bool deep, store_report_fn report, void *arg);
+
+/* The write-ahead log's records not yet checkpointed, oldest first, as
+ * they read back from the device (offline inspection: atoll-store-tool
+ * log).  mutations[] counts the record's kv mutations by database. */
+enum { STORE_LOG_ATTR, STORE_LOG_OMAP, STORE_LOG_ONODE, STORE_LOG_META, STORE_LOG_CHUNK,
+       STORE_LOG_NDB };
+struct store_log_record {
+	uint64_t lsn;		/* record number */
+	uint64_t seq;		/* its batch's commit number */
+	uint64_t pos;		/* position in the log, blocks over its life */
+	uint32_t nblocks;	/* the record's size in blocks */
+	uint32_t version;	/* record format */
+	uint32_t blocks;	/* logged data blocks */
+	uint32_t bad_blocks;	/* of those, with a bad crc */
+	uint32_t mutations[STORE_LOG_NDB];
+	bool kv;		/* its batch also committed the kv */
+	int error;		/* 0, or -EIO: it no longer reads back whole */
+};
+struct store_log_info {
+	uint64_t ckpt_lsn;	/* the last record checkpointed */
+	uint64_t tail, head;	/* positions: the first record kept, the next record */
+	uint64_t blocks;	/* the log region's size */
+};
+/* Calls fn for each record (fn's non-zero return stops the walk and is
+ * returned); info (may be NULL) gets the log's state.  0 or -errno. */
+int store_log_list(struct store *st, struct store_log_info *info,
+		   int (*fn)(void *arg, const struct store_log_record *r), void *arg);
 
 #endif

@@ -71,13 +71,11 @@
 
 #define BS STORE_BLOCK_SIZE
 #define WAL_MAGIC 0x4c415741u	/* "AWAL" */
-/* 2: onode and counter mutations; 3: chunk records, the header's
- * extension (struct wal_hdr_ext).  1 and 2 are still read. */
+/* 2: onode and counter mutations; 3: chunk record mutations.  1 and 2
+ * are still read. */
 #define WAL_VERSION 3u
 #define WAL_HDR 64u
-#define WAL_HDR_EXT 32u
 #define WAL_ENT 32u
-#define WAL_RUN 16u
 #define WAL_F_KV 0x1u
 #define HASH_BITS 14u
 
@@ -95,37 +93,20 @@ struct wal_hdr {		/* little-endian, WAL_HDR bytes */
 	uint8_t reserved[16];
 };
 
-/* Version 3: right after the header, under its crc. */
-struct wal_hdr_ext {
-	uint64_t durable_lsn;	/* every record up to this one was durable when it was written */
-	uint32_t nruns;		/* data runs (struct wal_run) after the kv mutations */
-	uint32_t pad;
-	uint64_t reserved[2];
-};
-
 _Static_assert(sizeof(struct wal_hdr) == WAL_HDR, "log header layout");
-_Static_assert(sizeof(struct wal_hdr_ext) == WAL_HDR_EXT, "log header extension layout");
-_Static_assert(sizeof(struct walb_run) == WAL_RUN, "log data run layout");
 _Static_assert(sizeof(struct walb_ent) == WAL_ENT, "log entry layout");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "log records are little-endian");
 
 
-/* The header's bytes in a record of version v (its extension included). */
-static uint64_t hdr_len(unsigned v)
+/* Header, entry table and kv mutations; the data blocks follow. */
+static uint64_t table_bytes(uint64_t n, uint64_t kvbytes)
 {
-	return v >= 3 ? WAL_HDR + WAL_HDR_EXT : WAL_HDR;
+	return WAL_HDR + n * WAL_ENT + kvbytes;
 }
 
-/* Header, entry table, kv mutations and data runs of a record of the
- * current version; the data blocks follow. */
-static uint64_t table_bytes(uint64_t n, uint64_t kvbytes, uint64_t nruns)
+static uint64_t table_blocks(uint64_t n, uint64_t kvbytes)
 {
-	return hdr_len(WAL_VERSION) + n * WAL_ENT + kvbytes + nruns * WAL_RUN;
-}
-
-static uint64_t table_blocks(uint64_t n, uint64_t kvbytes, uint64_t nruns)
-{
-	return (table_bytes(n, kvbytes, nruns) + BS - 1) / BS;
+	return (table_bytes(n, kvbytes) + BS - 1) / BS;
 }
 
 
@@ -264,7 +245,7 @@ bool walb_room(const struct batch *b, uint64_t k)
 	const struct wal *w = &b->st->wal;
 	uint64_t n = b->wal.n + k;
 
-	return w->rec_max && table_blocks(n, b->wal.kvlen, b->wal.nruns) + n <= w->rec_max;
+	return w->rec_max && table_blocks(n, b->wal.kvlen) + n <= w->rec_max;
 }
 
 bool walb_any(const struct batch *b)
@@ -281,7 +262,7 @@ int walb_kv_add(struct batch *b, int type, int db, uint64_t id, const void *k, s
 	size_t need = sizeof(h) + kl + vl;
 
 	if (kl > UINT16_MAX || vl > UINT32_MAX ||
-	    !w->rec_max || table_blocks(wb->n, wb->kvlen + need, wb->nruns) + wb->n > w->rec_max)
+	    !w->rec_max || table_blocks(wb->n, wb->kvlen + need) + wb->n > w->rec_max)
 		return -EOVERFLOW;
 	if (wb->kvlen + need > wb->kvcap) {
 		size_t cap = wb->kvcap ? wb->kvcap : 4096;
@@ -348,7 +329,7 @@ int walb_kv_meta(struct batch *b)
 	return r;
 }
 
-int wal_kvops_decode(const uint8_t *p, size_t len,
+int wal_kvops_decode(const uint8_t *p, size_t len, int db_max,
 		     int (*fn)(void *arg, const struct wal_kvop *op), void *arg)
 {
 	size_t off = 0;
@@ -362,7 +343,7 @@ int wal_kvops_decode(const uint8_t *p, size_t len,
 			return -ENOENT;
 		memcpy(&h, p + off, sizeof(h));
 		off += sizeof(h);
-		if (h.db > KVDB_MAX || h.type < KVOP_SET || h.type > KVOP_CLEAR)
+		if (h.db > db_max || h.type < KVOP_SET || h.type > KVOP_CLEAR)
 			return -ENOENT;
 		if (h.type == KVOP_CLEAR ? h.klen || h.vlen || h.db > KVDB_OMAP :
 		    !h.klen || h.klen > KVOP_KEY_MAX || (h.type == KVOP_DEL && h.vlen))
@@ -439,7 +420,6 @@ void walb_free(struct walb *wb)
 	free(wb->kv);
 	free(wb->kvh);
 	free(wb->kvent);
-	free(wb->runs);
 	memset(wb, 0, sizeof(*wb));
 }
 
@@ -653,7 +633,8 @@ void wal_gc(struct store *st)
 
 /* ---- writing records ------------------------------------------------------ */
 
-/* Sets the crc of the record's first len bytes (header to data runs). */
+/* Sets the crc of the record's first len bytes (header, table, kv
+ * mutations). */
 static void hdr_seal(uint8_t *rec, size_t len)
 {
 	struct wal_hdr h;
@@ -671,10 +652,8 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 {
 	struct wal *w = &st->wal;
 	struct walb *wb = &b->wal;
-	uint64_t tb = table_blocks(wb->n, wb->kvlen, wb->nruns), nb = tb + wb->n, pos = w->head;
-	uint64_t hl = hdr_len(WAL_VERSION);
+	uint64_t tb = table_blocks(wb->n, wb->kvlen), nb = tb + wb->n, pos = w->head;
 	struct wal_hdr h;
-	struct wal_hdr_ext x;
 	uint8_t *rec;
 
 	if (nb > w->rec_max)
@@ -688,7 +667,7 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 		return -ENOMEM;
 	/* what the table blocks leave over goes to the device: zeros, not
 	 * old heap contents (the data blocks are written whole below) */
-	size_t used = table_bytes(wb->n, wb->kvlen, wb->nruns);
+	size_t used = table_bytes(wb->n, wb->kvlen);
 	memset(rec + used, 0, tb * BS - used);
 	memset(&h, 0, sizeof(h));
 	h.magic = WAL_MAGIC;
@@ -702,17 +681,10 @@ int wal_prepare(struct store *st, struct batch *b, bool kv, struct bio_write *ou
 	h.kvbytes = (uint32_t)wb->kvlen;
 	memcpy(h.reserved, st->uuid, 16);
 	memcpy(rec, &h, WAL_HDR);
-	memset(&x, 0, sizeof(x));
-	x.durable_lsn = __atomic_load_n(&w->durable_lsn, __ATOMIC_ACQUIRE);
-	x.nruns = wb->nruns;
-	memcpy(rec + WAL_HDR, &x, WAL_HDR_EXT);
 	if (wb->n)
-		memcpy(rec + hl, wb->ents, (size_t)wb->n * WAL_ENT);
+		memcpy(rec + WAL_HDR, wb->ents, (size_t)wb->n * WAL_ENT);
 	if (wb->kvlen)
-		memcpy(rec + hl + (size_t)wb->n * WAL_ENT, wb->kv, wb->kvlen);
-	if (wb->nruns)
-		memcpy(rec + hl + (size_t)wb->n * WAL_ENT + wb->kvlen, wb->runs,
-		       (size_t)wb->nruns * WAL_RUN);
+		memcpy(rec + WAL_HDR + (size_t)wb->n * WAL_ENT, wb->kv, wb->kvlen);
 	hdr_seal(rec, used);
 	if (wb->n)
 		memcpy(rec + tb * BS, wb->data, (size_t)wb->n * BS);
@@ -845,58 +817,43 @@ int wal_hdr_decode(const void *hb, uint64_t vpos, const uint8_t uuid[16], uint64
 	struct wal_hdr h;
 	uint64_t nb;
 
-	struct wal_hdr_ext x;
-
 	memcpy(&h, hb, WAL_HDR);
 	if (h.magic != WAL_MAGIC || h.version < 1 || h.version > WAL_VERSION || h.vpos != vpos ||
 	    memcmp(h.reserved, uuid, 16))
 		return -ENOENT;
-	memset(&x, 0, sizeof(x));
-	if (h.version >= 3)
-		memcpy(&x, (const uint8_t *)hb + WAL_HDR, WAL_HDR_EXT);
-	if (x.pad || x.reserved[0] || x.reserved[1] || x.durable_lsn >= h.lsn ||
-	    x.nruns > rec_max * BS / WAL_RUN)
-		return -ENOENT;
-	nb = (hdr_len(h.version) + (uint64_t)h.nent * WAL_ENT + h.kvbytes +
-	      (uint64_t)x.nruns * WAL_RUN + BS - 1) / BS + h.nent;
+	nb = table_blocks(h.nent, h.kvbytes) + h.nent;
 	if (h.nblocks != nb || nb > rec_max || nb > room)
 		return -ENOENT;
-	*out = (struct wal_hdr_info){ h.lsn, h.seq, x.durable_lsn, h.nent, h.nblocks, h.crc,
-				      h.kvbytes, x.nruns, (uint32_t)hdr_len(h.version), h.flags };
+	*out = (struct wal_hdr_info){ h.lsn, h.seq, h.nent, h.nblocks, h.crc, h.kvbytes,
+				      h.version, h.flags };
 	return 0;
 }
 
 int wal_rec_verify(const uint8_t *buf, const struct wal_hdr_info *h, bool *bad, uint64_t *nbad)
 {
-	size_t tlen = h->hlen + (size_t)h->nent * WAL_ENT + h->kvbytes + (size_t)h->nruns * WAL_RUN;
-	uint64_t tb = h->nblocks - h->nent;
+	uint64_t tb = table_blocks(h->nent, h->kvbytes);
 	struct wal_hdr hc;
 	uint32_t crc;
 
-	/* The header's crc covers the header (crc field 0), its extension,
-	 * the table, the kv mutations and the data runs. */
+	/* The header's crc covers the header (crc field 0), the table and
+	 * the kv mutations. */
 	memcpy(&hc, buf, WAL_HDR);
 	hc.crc = 0;
 	crc = atoll__crc32c(0, &hc, WAL_HDR);
-	crc = atoll__crc32c(crc, buf + WAL_HDR, tlen - WAL_HDR);
+	crc = atoll__crc32c(crc, buf + WAL_HDR, (size_t)h->nent * WAL_ENT + h->kvbytes);
 	if (crc != h->crc)
 		return -ENOENT;
-	/* A good crc over mutations that do not decode: not a record of ours. */
-	if (h->kvbytes && wal_kvops_decode(buf + h->hlen + (size_t)h->nent * WAL_ENT, h->kvbytes,
-					   NULL, NULL) < 0)
+	/* A good crc over mutations that do not decode: not a record of ours
+	 * (chunk record mutations only from version 3 on). */
+	if (h->kvbytes && wal_kvops_decode(buf + WAL_HDR + (size_t)h->nent * WAL_ENT, h->kvbytes,
+					   h->version >= 3 ? KVDB_CHUNK : KVDB_META, NULL,
+					   NULL) < 0)
 		return -ENOENT;
-	for (uint32_t j = 0; j < h->nruns; j++) {
-		struct walb_run run;
-
-		memcpy(&run, buf + tlen - (size_t)(h->nruns - j) * WAL_RUN, WAL_RUN);
-		if (!run.nblk || run.nblk > IO_MAX_BYTES / BS)
-			return -ENOENT;
-	}
 	*nbad = 0;
 	for (uint32_t j = 0; j < h->nent; j++) {
 		struct walb_ent de;
 
-		memcpy(&de, buf + h->hlen + (size_t)j * WAL_ENT, WAL_ENT);
+		memcpy(&de, buf + WAL_HDR + (size_t)j * WAL_ENT, WAL_ENT);
 		bad[j] = atoll__crc32c(0, buf + (tb + j) * BS, BS) != de.crc;
 		*nbad += bad[j];
 	}
@@ -998,7 +955,6 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 	if (r)
 		return r;
 	w->ckpt_lsn = ckpt;
-	w->durable_lsn = ckpt;
 	w->tail = w->head = pos;
 	lsn = ckpt + 1;
 	for (;;) {
@@ -1039,19 +995,19 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 		last = NULL;
 	}
 	for (struct loaded *l = head; l; l = l->next) {
-		uint64_t tb = l->h.nblocks - l->h.nent;
+		uint64_t tb = table_blocks(l->h.nent, l->h.kvbytes);
 
 		r = rec_push(w, &l->rec);
 		if (r)
 			goto out;
 		if (l->h.kvbytes) {
-			const uint8_t *kp = l->buf + l->h.hlen + (size_t)l->rec.nent * WAL_ENT;
-			int nk = wal_kvops_decode(kp, l->h.kvbytes, NULL, NULL);
+			const uint8_t *kp = l->buf + WAL_HDR + (size_t)l->rec.nent * WAL_ENT;
+			int nk = wal_kvops_decode(kp, l->h.kvbytes, KVDB_MAX, NULL, NULL);
 
 			r = nk < 0 ? -EIO : kvo_publish(w, kp, l->h.kvbytes, (uint32_t)nk, l->rec.seq,
 							l->rec.lsn);
 			if (!r)
-				r = wal_kvops_decode(kp, l->h.kvbytes, replay_meta, st);
+				r = wal_kvops_decode(kp, l->h.kvbytes, KVDB_MAX, replay_meta, st);
 			if (r < 0)
 				goto out;
 		}
@@ -1063,7 +1019,7 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 				r = -ENOMEM;
 				goto out;
 			}
-			memcpy(&de, l->buf + l->h.hlen + (size_t)j * WAL_ENT, WAL_ENT);
+			memcpy(&de, l->buf + WAL_HDR + (size_t)j * WAL_ENT, WAL_ENT);
 			e->pblk = de.pblk;
 			e->id = de.id;
 			e->lblk = de.lblk;
@@ -1081,7 +1037,6 @@ int wal_replay(struct store *st, MDB_txn *t, uint64_t *max_seq)
 			index_add(w, e);
 		}
 		w->head = l->rec.vpos + l->rec.nblocks;
-		w->durable_lsn = l->rec.lsn;
 	}
 	/* Continue numbering after everything seen, dropped records too, so
 	 * that a stale record never passes for a new one. */
@@ -1152,6 +1107,74 @@ int wal_check(struct store *st, void (*report)(void *arg, const char *msg), void
 	}
 	pthread_mutex_unlock(&w->lock);
 	return problems;
+}
+
+/* ---- offline inspection ----------------------------------------------------- */
+
+static int count_kvop(void *arg, const struct wal_kvop *op)
+{
+	uint32_t *m = arg;
+
+	if (op->db < STORE_LOG_NDB)
+		m[op->db]++;
+	return 0;
+}
+
+_Static_assert(KVDB_ATTR == STORE_LOG_ATTR && KVDB_OMAP == STORE_LOG_OMAP &&
+	       KVDB_ONODE == STORE_LOG_ONODE && KVDB_META == STORE_LOG_META &&
+	       KVDB_CHUNK == STORE_LOG_CHUNK, "the log listing counts mutations by KVDB_*");
+
+int store_log_list(struct store *st, struct store_log_info *info,
+		   int (*fn)(void *arg, const struct store_log_record *r), void *arg)
+{
+	struct wal *w;
+	struct wal_rec *recs;
+	size_t n;
+	int r = 0;
+
+	if (!st || !fn)
+		return -EINVAL;
+	w = &st->wal;
+	pthread_mutex_lock(&w->lock);
+	n = w->rn;
+	recs = malloc((n ? n : 1) * sizeof(*recs));
+	if (recs)
+		memcpy(recs, w->recs, n * sizeof(*recs));
+	if (info)
+		*info = (struct store_log_info){ w->ckpt_lsn, w->tail, w->head, w->blocks };
+	pthread_mutex_unlock(&w->lock);
+	if (!recs)
+		return -ENOMEM;
+	for (size_t k = 0; k < n && !r; k++) {
+		struct store_log_record out;
+		struct loaded *l = NULL;
+		uint64_t sl = 0, ss = 0;
+
+		memset(&out, 0, sizeof(out));
+		out.lsn = recs[k].lsn;
+		out.seq = recs[k].seq;
+		out.pos = recs[k].vpos;
+		out.nblocks = recs[k].nblocks;
+		out.blocks = recs[k].nent;
+		r = load_at(st, recs[k].vpos, recs[k].lsn, &l, &sl, &ss);
+		if (r == -ENOMEM)
+			break;
+		if (r) {
+			out.error = -EIO;
+		} else {
+			out.version = l->h.version;
+			out.kv = l->h.flags & WAL_F_KV;
+			out.bad_blocks = (uint32_t)l->nbad;
+			if (l->h.kvbytes &&
+			    wal_kvops_decode(l->buf + WAL_HDR + (size_t)l->h.nent * WAL_ENT,
+					     l->h.kvbytes, KVDB_MAX, count_kvop, out.mutations) < 0)
+				out.error = -EIO;
+		}
+		loaded_free(l);
+		r = fn(arg, &out);
+	}
+	free(recs);
+	return r;
 }
 
 void wal_reader_seq(struct store *st, MDB_txn *t, struct reader *r)

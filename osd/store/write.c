@@ -789,8 +789,7 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 		if (r)
 			return r;
 		b->stats.used_blocks += pw->nblk;
-		b->data_written = true;	/* the block flush must cover it */
-		pw->applied = true;
+		pw->applied = true;	/* durable already (RWF_DSYNC) */
 		if (len % BS == 0)
 			return 0;
 		off += pw->nblk * BS;

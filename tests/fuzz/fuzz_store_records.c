@@ -196,6 +196,17 @@ static int kvop_check(void *arg, const struct wal_kvop *op)
 	if (op->k < b->p || op->k + op->kl > b->p + b->len || op->v < op->k ||
 	    op->v + op->vl > b->p + b->len || op->kl > STORE_OMAP_KEY_MAX)
 		abort();
+	if (op->db == KVDB_CHUNK) {
+		/* What the overlay and the checkpoint take as it is: a chunk
+		 * number, and a record that decodes to a sound chunk. */
+		struct chunk c;
+
+		if (op->kl != 4 || op->type == KVOP_CLEAR ||
+		    (op->type == KVOP_SET && chunk_decode(&c, op->v, op->vl)))
+			abort();
+		if (op->type == KVOP_SET)
+			chunk_check_invariants(&c);
+	}
 	return 0;
 }
 
@@ -245,7 +256,7 @@ static void fuzz_walrec(const uint8_t *data, size_t size, bool fix_crc)
 			if (nbad > h.nent)
 				abort();
 			/* A verified record's kv mutations decode, inside their section. */
-			if (wal_kvops_decode(kb.p, kb.len, kvop_check, &kb) < 0)
+			if (wal_kvops_decode(kb.p, kb.len, KVDB_MAX, kvop_check, &kb) < 0)
 				abort();
 		}
 		free(bad);

@@ -472,7 +472,7 @@ static void init_small_objects(void)
 	ts_init();
 	ts.opt.block_size = 128 * MiB;
 	ts.opt.kv_max = 16 * MiB;
-	ts.opt.inline_max = 4096;	/* what an OSD sets */
+	ts.opt.inline_max = 4096;	/* 4 KiB objects inline (osd_store_inline_max=4K) */
 	OK(ts_mkfs_open(&ts));
 	OK(do_coll_create(ts.st, C1, 0));
 }

@@ -1,9 +1,9 @@
 /*
- * test_store_kvlog.c - attribute and omap mutations in the write-ahead log.
+ * test_store_kvlog.c - kv mutations in the write-ahead log.
  *
  * With kv_log on (the default) setattr, rmattr, omap_set, omap_rm,
- * omap_clear and the attribute/omap part of a remove go into the batch's
- * log record and an in-memory overlay, and reach the kv only at the log's
+ * omap_clear, the attribute/omap part of a remove, onodes and chunk
+ * records go into the batch's log record and an in-memory overlay, and reach the kv only at the log's
  * checkpoint (doc/store.md, "Writing").  These tests pin what that must
  * not change: every lookup and listing sees the overlay merged with the
  * kv (values win, removals hide, a clear hides every kv key of the
@@ -29,6 +29,7 @@
 #include "store-int.h"	/* the commit profile's counters */
 
 #define C1 1u
+#define C9 9u	/* made by the kv transaction beside a checkpoint */
 
 TestSuite(kvlog, .init = ts_init, .fini = ts_fini);
 
@@ -418,8 +419,8 @@ static void oname(char *buf, size_t n, int i)
 }
 
 /* Small objects created, grown, truncated, removed and recreated, one
- * grown past inline_max (its chunks go to the kv while its neighbours'
- * onodes are logged), and a second collection emptied and removed. */
+ * grown past inline_max (chunked), and a second collection emptied and
+ * removed. */
 static int onode_work(struct store *st, struct omodel *m)
 {
 	uint8_t buf[8192];
@@ -581,13 +582,174 @@ Test(kvlog, small_objects_live_in_the_log)
 	OK(do_coll_create(ts.st, C1, 0));
 	OK(onode_work(ts.st, &m));
 	/* About 250 single-transaction batches; all but a handful (the
-	 * collections, the chunked object) committed no kv. */
+	 * collections) committed no kv. */
 	cr_assert_gt(ts.st->perf.wal_only, 230, "only %llu of %llu batches were log-only",
 		     (unsigned long long)ts.st->perf.wal_only,
 		     (unsigned long long)ts.st->perf.batches);
 	expect_onodes(ts.st, &m);
 	OK(ts_reopen(&ts));
 	expect_onodes(ts.st, &m);
+}
+
+/* ---- chunked objects: chunk records in the log -------------------------- */
+
+#define NCHUNKY 12
+#define CH_MAX (1280u << 10)	/* the largest object the work makes */
+
+struct cmodel {
+	bool exists[NCHUNKY];
+	uint64_t size[NCHUNKY];
+	uint8_t *data[NCHUNKY];		/* CH_MAX bytes each */
+};
+
+static void cmodel_free(struct cmodel *m)
+{
+	for (int i = 0; i < NCHUNKY; i++)
+		free(m->data[i]);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Chunked objects written every way the store writes data (small writes
+ * into holes and over data: logged; large aligned ones: prewritten; large
+ * unaligned ones: copy-on-write at the commit), zeroed, truncated,
+ * removed and made again; with st NULL only the model is computed (the
+ * same every time). */
+static int chunk_work(struct store *st, struct cmodel *m)
+{
+	uint64_t seed = 0x5eedc0de;
+	uint8_t *buf = malloc(CH_MAX);
+	char name[32];
+	int r = 0;
+
+	memset(m, 0, sizeof(*m));
+	cr_assert_not_null(buf);
+	for (int i = 0; i < NCHUNKY; i++) {
+		m->data[i] = calloc(1, CH_MAX);
+		cr_assert_not_null(m->data[i]);
+	}
+	for (uint32_t step = 0; step < 400 && !r; step++) {
+		int i = (int)rng_below(&seed, NCHUNKY);
+		uint64_t kind = rng_below(&seed, 12), off, len, end;
+
+		snprintf(name, sizeof(name), "chunky.%02d", i);
+		if (kind < 5) {		/* small: logged */
+			off = rng_below(&seed, CH_MAX - 16384);
+			len = 1 + rng_below(&seed, 16384);
+		} else if (kind < 7) {	/* large and aligned: prewritten */
+			len = rng_below(&seed, 2) ? (1u << 20) : (256u << 10);
+			off = rng_below(&seed, (CH_MAX - len) / 4096 + 1) * 4096;
+		} else if (kind < 9) {	/* large, unaligned: copy-on-write */
+			len = 40000 + rng_below(&seed, 90000);
+			off = rng_below(&seed, CH_MAX - len);
+		} else if (kind == 9) {
+			off = rng_below(&seed, CH_MAX);
+			len = 1 + rng_below(&seed, min_u64(300000, CH_MAX - off));
+			if (!m->exists[i])
+				continue;
+			end = min_u64(off + len, m->size[i]);
+			if (off < end)
+				memset(m->data[i] + off, 0, end - off);
+			m->size[i] = max_u64(m->size[i], off + len);
+			if (st)
+				r = do_zero(st, C1, name, off, len);
+			continue;
+		} else if (kind == 10) {
+			uint64_t size = rng_below(&seed, CH_MAX);
+
+			if (!m->exists[i])
+				continue;
+			if (size < m->size[i])
+				memset(m->data[i] + size, 0, m->size[i] - size);
+			m->size[i] = size;
+			if (st)
+				r = do_truncate(st, C1, name, size);
+			continue;
+		} else {
+			if (!m->exists[i])
+				continue;
+			memset(m->data[i], 0, m->size[i]);
+			m->exists[i] = false;
+			m->size[i] = 0;
+			if (st)
+				r = do_remove(st, C1, name);
+			continue;
+		}
+		pattern_fill(buf, len, off, step);
+		memcpy(m->data[i] + off, buf, len);
+		m->exists[i] = true;
+		m->size[i] = max_u64(m->size[i], off + len);
+		if (st)
+			r = do_write(st, C1, name, off, buf, len, 0);
+	}
+	free(buf);
+	return r;
+}
+
+static int chunk_work_fn(struct store *st, void *arg)
+{
+	struct cmodel m;
+	int r = chunk_work(st, &m);
+
+	(void)arg;
+	cmodel_free(&m);
+	return r;
+}
+
+static void expect_chunky(struct store *st, const struct cmodel *m)
+{
+	char name[32];
+
+	for (int i = 0; i < NCHUNKY; i++) {
+		snprintf(name, sizeof(name), "chunky.%02d", i);
+		if (m->exists[i])
+			expect_content(st, C1, name, m->data[i], m->size[i]);
+		else
+			cr_assert_eq(obj_size(st, C1, name), -ENOENT, "%s is back", name);
+	}
+	expect_fsck_clean(st);
+}
+
+/* Chunked objects' chunk records ride in the log like onodes: their
+ * batches commit no kv, and what they wrote reads back on the open store,
+ * after a crash (a read-only open replays the records into the overlay,
+ * the allocator counting the log's chunk records; a read-write open
+ * checkpoints them), and after reopening, with fsck clean each time. */
+Test(kvlog, chunked_objects_live_in_the_log)
+{
+	struct cmodel m;
+
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+	ts_close(&ts);
+	OK(ts_run_and_die(&ts, chunk_work_fn, NULL));
+	chunk_work(NULL, &m);
+	ts.opt.readonly = true;
+	OK(ts_open(&ts));
+	expect_chunky(ts.st, &m);
+	ts_close(&ts);
+	ts.opt.readonly = false;
+	OK(ts_open(&ts));
+	expect_chunky(ts.st, &m);
+	cmodel_free(&m);
+	/* The same on an open store: no batch but the collection's
+	 * committed the kv. */
+	ts_close(&ts);
+	{
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s", ts.dir);
+		ts_setup(&ts, dir, "second");
+	}
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+	OK(chunk_work(ts.st, &m));
+	cr_assert_eq(ts.st->perf.kv_commits, 1, "%llu batches committed the kv, %llu only logged",
+		     (unsigned long long)ts.st->perf.kv_commits,
+		     (unsigned long long)ts.st->perf.wal_only);
+	expect_chunky(ts.st, &m);
+	OK(ts_reopen(&ts));
+	expect_chunky(ts.st, &m);
+	cmodel_free(&m);
 }
 
 /* ---- batches beside a checkpoint's kv commit -------------------------- */
@@ -705,8 +867,9 @@ static void beside_expect(struct store *st, bool chunky)
 	expect_fsck_clean(st);
 }
 
-/* A transaction that needs the kv (a new chunked object: chunk records),
- * queued while the checkpoint is held, and a log-only one behind it. */
+/* A transaction that needs the kv (a new collection, with a new chunked
+ * object), queued while the checkpoint is held, and a log-only one behind
+ * it. */
 static void queue_kv_txn(struct store *st, struct waiter *w)
 {
 	uint8_t *buf = malloc(CHUNKY_SIZE);
@@ -716,6 +879,7 @@ static void queue_kv_txn(struct store *st, struct waiter *w)
 	pattern_fill(buf, CHUNKY_SIZE, 0, 7);
 	waiter_add(w, 2);
 	t = store_txn_new();
+	OK(store_txn_coll_create(t, C9, 0));
 	OK(store_txn_write(t, C1, "chunky", 0, buf, CHUNKY_SIZE, 0));
 	OK(store_queue(st, t, waiter_done_cb, w));
 	t = store_txn_new();
