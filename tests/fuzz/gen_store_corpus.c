@@ -44,6 +44,24 @@ static size_t kvop_put(uint8_t *p, uint8_t type, uint8_t db, uint64_t id, const 
 	return 16u + kl + vl;
 }
 
+/* A chunk record mutation (database 4, record version 3): set chunk idx
+ * of object id to c (NULL: remove it); returns its bytes. */
+static size_t kvop_chunk(uint8_t *p, uint64_t id, uint32_t idx, const struct chunk *c)
+{
+	uint8_t k[4] = { (uint8_t)(idx >> 24), (uint8_t)(idx >> 16), (uint8_t)(idx >> 8),
+			 (uint8_t)idx };
+	uint16_t kl = 4;
+	uint32_t vl = c ? (uint32_t)chunk_encode(c, p + 20) : 0;
+
+	p[0] = c ? 1 : 2;
+	p[1] = 4;
+	memcpy(p + 2, &kl, 2);
+	memcpy(p + 4, &vl, 4);
+	memcpy(p + 8, &id, 8);
+	memcpy(p + 16, k, 4);
+	return 20u + vl;
+}
+
 /* The kv mutations of an OSD's replicated write and of a remove: set the
  * version attribute, a pg-log omap entry, remove an omap key, clear. */
 static size_t kvops_build(uint8_t *p)
@@ -60,14 +78,13 @@ static size_t kvops_build(uint8_t *p)
 }
 
 /* A write-ahead log record of nent data blocks and kvbytes of kv
- * mutations (kv) as doc/store-format.md lays it out (format 2, record
- * version 1) into buf; returns its bytes. */
-static size_t walrec_build_kv(uint8_t *buf, uint32_t nent, uint16_t flags, const uint8_t *kv,
-			      uint32_t kvbytes)
+ * mutations (kv) as doc/store-format.md lays it out (record version
+ * version) into buf; returns its bytes. */
+static size_t walrec_build_v(uint8_t *buf, uint16_t version, uint32_t nent, uint16_t flags,
+			     const uint8_t *kv, uint32_t kvbytes)
 {
 	uint32_t magic = 0x4c415741u, crc;
 	uint32_t tb = (uint32_t)((64 + nent * 32 + kvbytes + 4095) / 4096);
-	uint16_t version = 1;
 	uint64_t lsn = 7, vpos = 130, seq = 41;
 	uint32_t nblocks = tb + nent, pad = kvbytes;
 
@@ -99,6 +116,12 @@ static size_t walrec_build_kv(uint8_t *buf, uint32_t nent, uint16_t flags, const
 	crc = atoll__crc32c(0, buf, 64 + (size_t)nent * 32 + kvbytes);
 	memcpy(buf + 8, &crc, 4);
 	return (size_t)nblocks * 4096;
+}
+
+static size_t walrec_build_kv(uint8_t *buf, uint32_t nent, uint16_t flags, const uint8_t *kv,
+			      uint32_t kvbytes)
+{
+	return walrec_build_v(buf, 1, nent, flags, kv, kvbytes);
 }
 
 static size_t walrec_build(uint8_t *buf, uint32_t nent, uint16_t flags)
@@ -302,6 +325,25 @@ int main(int argc, char **argv)
 		rl = walrec_build_kv(rec, 0, 0, kv, kl);
 		memset(rec + 44, 0x7f, 2);	/* kvbytes beyond the record */
 		r |= write_file(dir, "walrec-fixcrc-kvops-huge", SEL_WALREC_FIXCRC, rec, rl);
+
+		/* Version 3: a small write into a hole (its block logged, its
+		 * chunk record set) and a removed chunk; the same mutations in
+		 * a version-2 record (refused); a chunk key cut to 3 bytes. */
+		struct chunk ck;
+		size_t cl = 0;
+
+		memset(&ck, 0, sizeof(ck));
+		chunk_run(&ck, 0, 1, 5000);
+		chunk_run(&ck, 5, 3, 7000);
+		cl += kvop_chunk(kv + cl, 3, 0, &ck);
+		cl += kvop_chunk(kv + cl, 3, 2, NULL);
+		rl = walrec_build_v(rec, 3, 1, 0, kv, (uint32_t)cl);
+		r |= write_file(dir, "walrec-v3-chunks", SEL_WALREC, rec, rl);
+		rl = walrec_build_v(rec, 2, 1, 0, kv, (uint32_t)cl);
+		r |= write_file(dir, "walrec-v2-chunks-refused", SEL_WALREC, rec, rl);
+		rl = walrec_build_v(rec, 3, 1, 0, kv, (uint32_t)cl);
+		rec[64 + 32 + 2] = 3;	/* the first chunk key of 3 bytes */
+		r |= write_file(dir, "walrec-fixcrc-v3-chunk-shortkey", SEL_WALREC_FIXCRC, rec, rl);
 	}
 	return r ? 1 : 0;
 }
