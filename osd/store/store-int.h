@@ -516,7 +516,9 @@ struct store {
 };
 
 /* superblock.c */
-int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start);
+/* Writes block 0 (format: STORE_FORMAT_VERSION; tests write older ones). */
+int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start,
+	     uint32_t format);
 /* format (may be NULL): the store's format version, STORE_FORMAT_OLDEST
  * .. STORE_FORMAT_VERSION (others are -EUCLEAN). */
 int sb_read(int fd, uint8_t uuid[16], uint64_t *nblocks, uint64_t *data_start,

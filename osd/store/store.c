@@ -232,7 +232,7 @@ int store_mkfs(const struct store_options *opt_in)
 		if (r)
 			goto out_kv;
 	}
-	r = sb_write(fd, uuid, nblocks, SB_DATA_START + wal_blocks);
+	r = sb_write(fd, uuid, nblocks, SB_DATA_START + wal_blocks, STORE_FORMAT_VERSION);
 out_kv:
 	kv_close(&kv);
 out_close:
@@ -459,7 +459,8 @@ int store_open(const struct store_options *opt_in, struct store **out)
 		/* The log is empty now: records of the current format may
 		 * follow once the superblock says so. */
 		if (format < STORE_FORMAT_VERSION) {
-			r = sb_write(st->bfd, st->uuid, st->nblocks, st->data_start);
+			r = sb_write(st->bfd, st->uuid, st->nblocks, st->data_start,
+				     STORE_FORMAT_VERSION);
 			if (!r && fdatasync(st->bfd))
 				r = -errno;
 			if (r) {

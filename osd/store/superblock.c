@@ -35,7 +35,8 @@ void uuid_format(const uint8_t u[16], char out[37])
 	*p = 0;
 }
 
-int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start)
+int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_start,
+	     uint32_t format)
 {
 	uint8_t *blk = bio_alloc(STORE_BLOCK_SIZE);
 	struct enc e;
@@ -48,7 +49,7 @@ int sb_write(int fd, const uint8_t uuid[16], uint64_t nblocks, uint64_t data_sta
 	enc_init(&e);
 	enc_raw(&e, sb_magic, sizeof(sb_magic));
 	h = enc_begin(&e, 1, 1);
-	enc_u32(&e, STORE_FORMAT_VERSION);
+	enc_u32(&e, format);
 	enc_u32(&e, STORE_BLOCK_SIZE);
 	enc_raw(&e, uuid, 16);
 	enc_u64(&e, nblocks);
