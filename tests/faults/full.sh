@@ -9,8 +9,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+# 4 KiB objects inline (the default is 2K), so that the last part fills
+# the kv before the data area
 faults_up --size 512M --set mon_osd_nearfull_ratio=0.2 \
-	--set mon_osd_backfillfull_ratio=0.25 --set mon_osd_full_ratio=0.3
+	--set mon_osd_backfillfull_ratio=0.25 --set mon_osd_full_ratio=0.3 \
+	--set osd_store_inline_max=4096
 wait_health HEALTH_OK
 ok "3 OSDs with 512 MiB stores, full ratio 0.3"
 

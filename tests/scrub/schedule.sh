@@ -63,9 +63,13 @@ import mmap, sys
 f = open(sys.argv[1], "r+b")
 m = mmap.mmap(f.fileno(), 0)
 marker = open(sys.argv[2], "rb").read()[4096:4096 + 256]
-i = m.find(marker)
-assert i >= 0 and m.find(marker, i + 1) < 0, "marker not found once"
-m[i + 100] ^= 0x5a
+# every copy: a small write's bytes stay in the store's log region too
+i, n = m.find(marker), 0
+while i >= 0:
+    m[i + 100] ^= 0x5a
+    n += 1
+    i = m.find(marker, i + 1)
+assert 1 <= n <= 2, "marker found %d times" % n
 m.flush()
 PY
 "$cluster_bin" osd start 1 --dir "$cdir" >/dev/null || fail "osd start 1"

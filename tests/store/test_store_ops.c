@@ -21,6 +21,7 @@
 
 #include "crc32c.h"
 #include "helpers.h"
+#include "store-int.h"	/* the superblock, to write an older format */
 
 #define C1 1u
 #define KiB 1024ull
@@ -132,6 +133,70 @@ Test(lifecycle, reopen_keeps_data)
 		cr_assert_eq(statfs_of().objects, 2);
 	}
 	expect_fsck_clean(true);
+}
+
+/* Rewrites the superblock of the closed store as format fmt. */
+static void superblock_as(uint32_t fmt)
+{
+	uint8_t uuid[16];
+	uint64_t nb, ds;
+	uint32_t was;
+	int fd = open(ts.block_path, O_RDWR);
+
+	cr_assert_geq(fd, 0);
+	OK(sb_read(fd, uuid, &nb, &ds, &was));
+	OK(sb_write(fd, uuid, nb, ds, fmt));
+	close(fd);
+}
+
+static uint32_t superblock_format(void)
+{
+	uint8_t uuid[16];
+	uint64_t nb, ds;
+	uint32_t fmt = 0;
+	int fd = open(ts.block_path, O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	OK(sb_read(fd, uuid, &nb, &ds, &fmt));
+	close(fd);
+	return fmt;
+}
+
+/* A store of format 2 (no chunk records in its log) opens; a read-only
+ * open leaves it so, a read-write one moves it to format 3 with its data;
+ * format 1 and formats from the future are refused. */
+Test(lifecycle, format_2_is_moved_to_3)
+{
+	uint8_t data[20000];
+
+	pattern_fill(data, sizeof(data), 0, 11);
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, 3, 0));
+	OK(do_write(ts.st, 3, "o", 0, data, sizeof(data), 0));
+	ts_close(&ts);
+	cr_assert_eq(superblock_format(), STORE_FORMAT_VERSION);
+	superblock_as(2);
+	ts.opt.readonly = true;
+	OK(ts_open(&ts));
+	expect_content(ts.st, 3, "o", data, sizeof(data));
+	ts_close(&ts);
+	cr_assert_eq(superblock_format(), 2, "a read-only open wrote the superblock");
+	ts.opt.readonly = false;
+	OK(ts_open(&ts));
+	cr_assert_eq(superblock_format(), 3, "a read-write open left format 2");
+	expect_content(ts.st, 3, "o", data, sizeof(data));
+	OK(do_write(ts.st, 3, "p", 0, data, 5000, 0));
+	OK(ts_reopen(&ts));
+	expect_content(ts.st, 3, "p", data, 5000);
+	expect_fsck_clean(true);
+	ts_close(&ts);
+	superblock_as(1);
+	FAILS(ts_open(&ts), -EUCLEAN);
+	superblock_as(STORE_FORMAT_VERSION + 1);
+	FAILS(ts_open(&ts), -EUCLEAN);
+	superblock_as(STORE_FORMAT_VERSION);
+	OK(ts_open(&ts));
+	expect_content(ts.st, 3, "o", data, sizeof(data));
 }
 
 Test(lifecycle, mkfs_twice_eexist)
