@@ -258,38 +258,48 @@ static int check_onode(struct fsck *f, uint64_t coll, const char *name, const vo
 	return 0;
 }
 
-/* The onodes only the log holds (created since its checkpoint): those
- * of every collection the overlay names that the kv does not have. */
-static int check_logged_onodes(struct fsck *f)
+/* Calls fn for each key of db that only the log holds (set since its
+ * checkpoint, missing from the kv, which the kv passes walk): those of
+ * every id the overlay names.  fn's non-zero value stops the walk. */
+static int each_logged_only(struct fsck *f, int db,
+			    int (*fn)(struct fsck *f, uint64_t id, const struct kv_view_ent *e))
 {
 	struct store *st = f->st;
-	uint64_t *colls = NULL;
+	uint64_t *ids = NULL;
 	size_t n = 0;
-	int r = kvo_ids(st, KVDB_ONODE, f->rd.vseq, &colls, &n);
+	int r = kvo_ids(st, db, f->rd.vseq, &ids, &n);
 
 	for (size_t i = 0; i < n && !r; i++) {
 		struct kv_view ov;
 
-		r = kvo_view(st, KVDB_ONODE, colls[i], f->rd.vseq, &ov);
+		r = kvo_view(st, db, ids[i], f->rd.vseq, &ov);
 		for (size_t j = 0; j < ov.n && !r; j++) {
 			uint8_t key[KVDB_KEY_MAX];
-			char name[STORE_NAME_MAX + 1];
 			const void *v;
 			size_t vl;
 
-			if (ov.e[j].del || !ov.e[j].kl || ov.e[j].kl > STORE_NAME_MAX)
+			if (ov.e[j].del || !ov.e[j].kl)
 				continue;
-			if (kv_get(f->t, st->kv.onodes, key,
-				   key_id(key, colls[i], ov.e[j].k, ov.e[j].kl), &v, &vl) != -ENOENT)
+			if (kv_get(f->t, kvdb_dbi(&st->kv, db), key,
+				   kvdb_key(key, db, ids[i], ov.e[j].k, ov.e[j].kl), &v, &vl) != -ENOENT)
 				continue;	/* the kv pass saw it */
-			memcpy(name, ov.e[j].k, ov.e[j].kl);
-			name[ov.e[j].kl] = 0;
-			r = check_onode(f, colls[i], name, ov.e[j].v, ov.e[j].vl);
+			r = fn(f, ids[i], &ov.e[j]);
 		}
 		kvo_view_free(&ov);
 	}
-	free(colls);
+	free(ids);
 	return r;
+}
+
+static int logged_onode(struct fsck *f, uint64_t coll, const struct kv_view_ent *e)
+{
+	char name[STORE_NAME_MAX + 1];
+
+	if (e->kl > STORE_NAME_MAX)
+		return 0;
+	memcpy(name, e->k, e->kl);
+	name[e->kl] = 0;
+	return check_onode(f, coll, name, e->v, e->vl);
 }
 
 /* Pass 1: onodes, the kv's merged with the log's.  Collects every
@@ -344,7 +354,7 @@ static int check_onodes(struct fsck *f)
 		return r;
 	if (rc != MDB_NOTFOUND)
 		return kv_err(rc);
-	r = check_logged_onodes(f);
+	r = each_logged_only(f, KVDB_ONODE, logged_onode);
 	if (r)
 		return r;
 	if (f->nobjs)
@@ -457,39 +467,11 @@ static void check_chunk(struct fsck *f, uint64_t id, uint32_t idx, const void *p
 		deep_check(f, o, idx, &ch);
 }
 
-static uint32_t be32_get(const uint8_t *p)
+static int logged_chunk(struct fsck *f, uint64_t id, const struct kv_view_ent *e)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* The chunk records only the log holds (written since its checkpoint). */
-static int check_logged_chunks(struct fsck *f)
-{
-	struct store *st = f->st;
-	uint64_t *ids = NULL;
-	size_t n = 0;
-	int r = kvo_ids(st, KVDB_CHUNK, f->rd.vseq, &ids, &n);
-
-	for (size_t i = 0; i < n && !r; i++) {
-		struct kv_view ov;
-
-		r = kvo_view(st, KVDB_CHUNK, ids[i], f->rd.vseq, &ov);
-		for (size_t j = 0; j < ov.n && !r; j++) {
-			uint8_t key[KVDB_KEY_MAX];
-			const void *v;
-			size_t vl;
-
-			if (ov.e[j].del || ov.e[j].kl != 4)
-				continue;
-			if (kv_get(f->t, st->kv.chunks, key,
-				   kvdb_key(key, KVDB_CHUNK, ids[i], ov.e[j].k, 4), &v, &vl) != -ENOENT)
-				continue;	/* the kv pass saw it */
-			check_chunk(f, ids[i], be32_get(ov.e[j].k), ov.e[j].v, ov.e[j].vl);
-		}
-		kvo_view_free(&ov);
-	}
-	free(ids);
-	return r;
+	if (e->kl == 4)
+		check_chunk(f, id, get_be32(e->k), e->v, e->vl);
+	return 0;
 }
 
 /* Pass 2: chunk records, the kv's merged with the log's. */
@@ -514,7 +496,7 @@ static int check_chunks(struct fsck *f)
 			continue;
 		}
 		id = get_be64(k.mv_data);
-		idx = be32_get((uint8_t *)k.mv_data + 8);
+		idx = get_be32((uint8_t *)k.mv_data + 8);
 		/* A logged version (or removal) of the record is the newer. */
 		r = kvo_get(f->st, KVDB_CHUNK, id, (uint8_t *)k.mv_data + 8, 4, f->rd.vseq, &lv, &pl);
 		if (r >= 0) {
@@ -537,7 +519,8 @@ static int check_chunks(struct fsck *f)
 		return r;
 	if (rc != MDB_NOTFOUND)
 		return kv_err(rc);
-	return check_logged_chunks(f);
+	/* The chunk records only the log holds (written since its checkpoint). */
+	return each_logged_only(f, KVDB_CHUNK, logged_chunk);
 }
 
 /* Pass 3: attributes and omap values: crc and owner. */

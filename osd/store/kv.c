@@ -39,6 +39,19 @@ uint64_t get_be64(const uint8_t *p)
 	return v;
 }
 
+void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 size_t key_onode(uint8_t *k, uint64_t coll, const char *oid, size_t len)
 {
 	put_be64(k, coll);
@@ -57,10 +70,7 @@ size_t key_id(uint8_t *k, uint64_t id, const void *suffix, size_t slen)
 size_t key_chunk(uint8_t *k, uint64_t id, uint32_t idx)
 {
 	put_be64(k, id);
-	k[8] = (uint8_t)(idx >> 24);
-	k[9] = (uint8_t)(idx >> 16);
-	k[10] = (uint8_t)(idx >> 8);
-	k[11] = (uint8_t)idx;
+	put_be32(k + 8, idx);
 	return 12;
 }
 

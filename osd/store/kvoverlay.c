@@ -534,13 +534,14 @@ out:
 int kvo_chunk_get(struct store *st, const struct batch *b, MDB_txn *t, uint64_t id,
 		  uint32_t idx, uint64_t rseq, struct chunk *c)
 {
-	uint8_t k[4] = { (uint8_t)(idx >> 24), (uint8_t)(idx >> 16), (uint8_t)(idx >> 8),
-			 (uint8_t)idx };
+	uint8_t k[4];
 	const void *v;
 	void *owned;
 	size_t vl;
-	int r = kvo_lookup(st, b, t, KVDB_CHUNK, id, k, sizeof(k), rseq, &v, &vl, &owned);
+	int r;
 
+	put_be32(k, idx);
+	r = kvo_lookup(st, b, t, KVDB_CHUNK, id, k, sizeof(k), rseq, &v, &vl, &owned);
 	if (r <= 0) {
 		memset(c, 0, sizeof(*c));
 		return r;

@@ -131,6 +131,8 @@ size_t key_id(uint8_t *k, uint64_t id, const void *suffix, size_t slen);
 size_t key_chunk(uint8_t *k, uint64_t id, uint32_t idx);
 void put_be64(uint8_t *p, uint64_t v);
 uint64_t get_be64(const uint8_t *p);
+void put_be32(uint8_t *p, uint32_t v);
+uint32_t get_be32(const uint8_t *p);
 
 /* ---- records (chunk.c): onodes and chunks, encode and decode --------- */
 

@@ -934,12 +934,11 @@ struct chunk_nums {
 static int chunk_num_add(void *arg, const void *k, size_t kl)
 {
 	struct chunk_nums *cn = arg;
-	const uint8_t *p = k;
 	uint32_t idx;
 
 	if (kl != 4)
 		return -EIO;
-	idx = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	idx = get_be32(k);
 	if (idx < cn->first)
 		return 0;
 	if (cn->n == cn->cap) {
@@ -977,14 +976,8 @@ static int drop_chunks_from(struct batch *b, struct obj *ob, uint32_t first)
 	uint8_t after[4];
 	int r;
 
-	if (first) {
-		uint32_t a = first - 1;
-
-		after[0] = (uint8_t)(a >> 24);
-		after[1] = (uint8_t)(a >> 16);
-		after[2] = (uint8_t)(a >> 8);
-		after[3] = (uint8_t)a;
-	}
+	if (first)
+		put_be32(after, first - 1);
 	r = kvo_walk(b->st, b->txn, UINT64_MAX - 1, b->st->kv.chunks, ob->o.id, NULL,
 		     first ? after : NULL, first ? 4 : 0, 0, chunk_walk_fn, &cn);
 	if (r >= 0)

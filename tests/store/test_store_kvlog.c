@@ -549,6 +549,19 @@ static void expect_onodes(struct store *st, const struct omodel *m)
 	expect_fsck_clean(st);
 }
 
+/* Closes the store under test and makes a second one beside it, with
+ * collection C1. */
+static void second_store(void)
+{
+	char dir[PATH_MAX];
+
+	ts_close(&ts);
+	snprintf(dir, sizeof(dir), "%s", ts.dir);
+	ts_setup(&ts, dir, "second");
+	OK(ts_mkfs_open(&ts));
+	OK(do_coll_create(ts.st, C1, 0));
+}
+
 /* Creations, growth, truncation and removals of small objects are logged
  * (no kv commit of their own): every read, listing and counter sees them
  * on the open store, after a crash (a read-only open replays them into
@@ -571,15 +584,7 @@ Test(kvlog, small_objects_live_in_the_log)
 	expect_onodes(ts.st, &m);
 	/* The same work on an open store of its own, checked before the
 	 * idle checkpoint has (most likely) run. */
-	ts_close(&ts);
-	{
-		char dir[PATH_MAX];
-
-		snprintf(dir, sizeof(dir), "%s", ts.dir);
-		ts_setup(&ts, dir, "second");
-	}
-	OK(ts_mkfs_open(&ts));
-	OK(do_coll_create(ts.st, C1, 0));
+	second_store();
 	OK(onode_work(ts.st, &m));
 	/* About 250 single-transaction batches; all but a handful (the
 	 * collections) committed no kv. */
@@ -733,15 +738,7 @@ Test(kvlog, chunked_objects_live_in_the_log)
 	cmodel_free(&m);
 	/* The same on an open store: no batch but the collection's
 	 * committed the kv. */
-	ts_close(&ts);
-	{
-		char dir[PATH_MAX];
-
-		snprintf(dir, sizeof(dir), "%s", ts.dir);
-		ts_setup(&ts, dir, "second");
-	}
-	OK(ts_mkfs_open(&ts));
-	OK(do_coll_create(ts.st, C1, 0));
+	second_store();
 	OK(chunk_work(ts.st, &m));
 	cr_assert_eq(ts.st->perf.kv_commits, 1, "%llu batches committed the kv, %llu only logged",
 		     (unsigned long long)ts.st->perf.kv_commits,
