@@ -94,9 +94,11 @@ int walb_add(struct batch *b, uint64_t id, uint64_t lblk, uint64_t pblk,
  * newest logged content, the batch's own or the log's not yet written in
  * place: a logged small overwrite leaves the chunk record's crc as it is
  * until the checkpoint that writes the block in place, so a record built
- * from it meanwhile would carry the old crc past that checkpoint. */
+ * from it meanwhile would carry the old crc past that checkpoint.  The
+ * blocks of fresh (just given a new place, never logged there since the
+ * place was freed: wal.c) keep theirs. */
 void wal_chunk_crcs(struct store *st, const struct batch *b, uint64_t id, uint32_t idx,
-		    struct chunk *c);
+		    struct chunk *c, uint64_t fresh);
 /* Copies the batch's logged content of block pblk; false if none. */
 bool walb_lookup(const struct batch *b, uint64_t pblk, void *out);
 void walb_free(struct walb *wb);

@@ -163,9 +163,9 @@ static void set_failed(struct store *st)
 /* Flushes the block (unless a test's unsafe option skips it): every write
  * completed before it is durable once it returns 0.  flush_gen counts the
  * flushes started. */
-static int flush_block(struct store *st, bool log_only)
+static int flush_block(struct store *st)
 {
-	if (st->opt.unsafe_skip_data_flush || (st->opt.unsafe_skip_log_flush && log_only))
+	if (st->opt.unsafe_skip_data_flush || st->opt.unsafe_skip_log_flush)
 		return 0;
 	__atomic_fetch_add(&st->flush_gen, 1, __ATOMIC_SEQ_CST);
 	if (fdatasync(st->bfd)) {
@@ -297,7 +297,7 @@ static void *flusher_main(void *arg)
 			pthread_mutex_unlock(&st->flock);
 
 			uint64_t t0 = mono_now_ns();
-			int fr = flush_block(st, true);
+			int fr = flush_block(st);
 
 			__atomic_fetch_add(&st->perf.fl_flush_ns, mono_now_ns() - t0, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&st->perf.fl_flushes, 1, __ATOMIC_RELAXED);
@@ -546,7 +546,7 @@ static int write_data(struct batch *b, bool kv, bool defer, struct bio_write *lw
 	if (r)
 		return r;
 	t0 = mono_now_ns();
-	r = flush_block(st, true);
+	r = flush_block(st);
 	st->perf.flush_ns += mono_now_ns() - t0;
 	return r;
 }
@@ -829,7 +829,7 @@ attempt:
 			r = bio_write_all(st->wctx, st->bfd, &lw, 1, 0);
 			free(rec);
 			if (!r)
-				r = flush_block(st, true);
+				r = flush_block(st);
 			st->perf.flush_ns += mono_now_ns() - t1;
 			commit_flush_wait(st);
 			if (r) {

@@ -362,16 +362,21 @@ struct kvo_ref {
 
 /* By key in the kv's order (memcmp, shorter first on a tie), then by log
  * order (mutations of one record share an lsn, hence the position). */
+/* The kv's order of keys: bytes, then the shorter first. */
+static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c ? c : (al > bl) - (al < bl);
+}
+
 static int kvo_ref_cmp(const void *a, const void *b)
 {
 	const struct kvo_ref *x = a, *y = b;
-	size_t n = x->o->klen < y->o->klen ? x->o->klen : y->o->klen;
-	int c = memcmp(x->o->data, y->o->data, n);
+	int c = key_cmp(x->o->data, x->o->klen, y->o->data, y->o->klen);
 
 	if (c)
 		return c;
-	if (x->o->klen != y->o->klen)
-		return x->o->klen < y->o->klen ? -1 : 1;
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
@@ -448,13 +453,6 @@ out_unlock:
 	if (r)
 		kvo_view_free(out);
 	return r;
-}
-
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-	int c = memcmp(a, b, al < bl ? al : bl);
-
-	return c ? c : (al > bl) - (al < bl);
 }
 
 int kvo_walk(struct store *st, MDB_txn *t, uint64_t rseq, MDB_dbi dbi, uint64_t id,

@@ -90,9 +90,10 @@ struct store_options {
 	 * purpose, so that the power-cut test can show it catches a store
 	 * without them.  Never set it otherwise. */
 	bool unsafe_skip_data_flush;
-	/* Testing seam: skip the fdatasync of the block for a batch whose only
-	 * block write is its log record (wal.c), so that the power-cut test
-	 * can show it catches a lost log flush.  Never set it otherwise. */
+	/* Testing seam: skip the fdatasync of the block that makes a batch's
+	 * log record (wal.c) durable (the data stays RWF_DSYNC), so that the
+	 * power-cut test can show it catches a lost log flush.  Never set it
+	 * otherwise. */
 	bool unsafe_skip_log_flush;
 	/* Attribute and omap mutations go into the write-ahead log with the
 	 * batch's small overwrites and reach the kv in bulk at the log's

@@ -446,7 +446,7 @@ static struct wal_ent *find_head(struct wal *w, uint64_t pblk, struct wal_ent **
 }
 
 void wal_chunk_crcs(struct store *st, const struct batch *b, uint64_t id, uint32_t idx,
-		    struct chunk *c)
+		    struct chunk *c, uint64_t fresh)
 {
 	struct wal *w = &st->wal;
 	const struct walb *wb = &b->wal;
@@ -458,7 +458,7 @@ void wal_chunk_crcs(struct store *st, const struct batch *b, uint64_t id, uint32
 		for (unsigned i = 0; i < CHUNK_BLOCKS; i++) {
 			const struct wal_ent *e;
 
-			if (!(c->present & (1ull << i)))
+			if (!(c->present & ~fresh & (1ull << i)))
 				continue;
 			e = find_head(w, c->pblk[i], NULL);
 			/* Live: not yet in place, so the kv's crc may be older. */
@@ -472,7 +472,8 @@ void wal_chunk_crcs(struct store *st, const struct batch *b, uint64_t id, uint32
 		const struct walb_ent *be = &wb->ents[j];
 		unsigned i = (unsigned)(be->lblk % CHUNK_BLOCKS);
 
-		if (be->id == id && be->lblk / CHUNK_BLOCKS == idx && (c->present & (1ull << i)) &&
+		if (be->id == id && be->lblk / CHUNK_BLOCKS == idx &&
+		    (c->present & ~fresh & (1ull << i)) &&
 		    c->pblk[i] == be->pblk)
 			c->crc[i] = be->crc;
 	}

@@ -168,8 +168,11 @@ static int chunk_get(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c
 }
 
 /* Saves chunk idx (an empty one: removes its record) in the batch's log
- * record (kv log mode) or straight into the kv. */
-static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c)
+ * record (kv log mode) or straight into the kv.  fresh: the blocks just
+ * given a new place, whose crcs are current (no logged version of them
+ * can be newer). */
+static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c,
+		     uint64_t fresh)
 {
 	uint8_t k[12], v[CHUNK_REC_MAX];
 	bool empty = chunk_empty(c);
@@ -179,7 +182,7 @@ static int chunk_put(struct batch *b, uint64_t id, uint32_t idx, struct chunk *c
 	key_chunk(k, id, idx);
 	if (b->kvlog) {
 		if (!empty)
-			wal_chunk_crcs(b->st, b, id, idx, c);
+			wal_chunk_crcs(b->st, b, id, idx, c, fresh);
 		vl = empty ? 0 : chunk_encode(c, v);
 		return walb_kv_add(b, empty ? KVOP_DEL : KVOP_SET, KVDB_CHUNK, id, k + 8, 4, v, vl);
 	}
@@ -343,7 +346,8 @@ static int read_lblock(struct batch *b, const struct obj *ob, uint64_t lblk, uin
  * chunks at them, freeing what they replace.  No chunk in the range may
  * be compressed (callers rewrite those whole first). */
 static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs);
+		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs,
+		      uint64_t *pblk);
 
 static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
 			uint8_t *buf)
@@ -368,63 +372,31 @@ static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t
 				goto out;
 		}
 	}
-	r = map_blocks(b, ob, lblk, nblk, buf, &runs, NULL);
+	r = map_blocks(b, ob, lblk, nblk, buf, &runs, NULL, NULL);
 out:
 	runvec_free(&runs);
 	return r;
-}
-
-/* Points logical blocks [lblk, lblk+nblk) at the blocks of given (in
- * order), with crcs (or computed from buf), freeing what they replace. */
-/* Calls fn once per chunk that logical blocks [lblk, lblk+nblk) touch,
- * with the chunk loaded, its blocks i0..i0+n-1 in the range, and the
- * range's index of block i0; saves the chunk after fn. */
-typedef int (*span_fn)(struct batch *b, struct obj *ob, uint32_t idx, struct chunk *c,
-		       unsigned i0, unsigned n, uint64_t k0, void *arg);
-
-static int for_each_span(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-			 span_fn fn, void *arg)
-{
-	uint64_t done = 0;
-	int r;
-
-	while (done < nblk) {
-		uint64_t cur = lblk + done;
-		uint32_t idx = (uint32_t)(cur / CHUNK_BLOCKS);
-		unsigned i0 = (unsigned)(cur % CHUNK_BLOCKS);
-		unsigned n = (unsigned)min_u64(CHUNK_BLOCKS - i0, nblk - done);
-		struct chunk c;
-
-		r = chunk_get(b, ob->o.id, idx, &c);
-		if (r)
-			return r;
-		r = fn(b, ob, idx, &c, i0, n, done, arg);
-		if (r)
-			return r;
-		r = chunk_put(b, ob->o.id, idx, &c);
-		if (r)
-			return r;
-		done += n;
-	}
-	return 0;
 }
 
 struct map_arg {
 	const uint8_t *buf;
 	const struct runvec *rv;
 	const uint32_t *crcs;
+	uint64_t *pblk;
 	size_t ri;		/* current run */
 	uint64_t rdone;		/* blocks of rv->v[ri] used so far */
 };
 
-static int map_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk *c, unsigned i0,
-		    unsigned n, uint64_t k0, void *arg)
+/* Points chunk c's blocks i0..i0+n-1 (the range's blocks k0..) at the next
+ * blocks of m->rv, freeing what they replace; with m->pblk, only the
+ * blocks the range has no place for (pblk[k] == UINT64_MAX), whose places
+ * it fills in.  *set: the blocks it pointed. */
+static int map_span(struct batch *b, struct chunk *c, unsigned i0, unsigned n, uint64_t k0,
+		    struct map_arg *m, uint64_t *set)
 {
-	struct map_arg *m = arg;
 	int r;
 
-	(void)ob;
-	(void)idx;
+	*set = 0;
 	if (c->flags & CHUNK_COMPRESSED) {
 		log_error("store", "write_blocks over a compressed chunk");
 		return -EIO;	/* caller bug: would leave a compressed chunk half replaced */
@@ -432,6 +404,8 @@ static int map_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk 
 	for (unsigned i = i0; i < i0 + n; i++) {
 		uint64_t k = k0 + (i - i0);
 
+		if (m->pblk && m->pblk[k] != UINT64_MAX)
+			continue;
 		if (c->present & (1ull << i)) {
 			r = free_block(b, c->pblk[i]);
 			if (r)
@@ -441,6 +415,9 @@ static int map_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk 
 		c->present |= 1ull << i;
 		c->pblk[i] = m->rv->v[m->ri].start + m->rdone;
 		c->crc[i] = m->crcs ? m->crcs[k] : atoll__crc32c(0, m->buf + k * BS, BS);
+		if (m->pblk)
+			m->pblk[k] = c->pblk[i];
+		*set |= 1ull << i;
 		if (++m->rdone == m->rv->v[m->ri].len) {
 			m->ri++;
 			m->rdone = 0;
@@ -450,11 +427,31 @@ static int map_span(struct batch *b, struct obj *ob, uint32_t idx, struct chunk 
 }
 
 static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs)
+		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs,
+		      uint64_t *pblk)
 {
-	struct map_arg m = { buf, given, crcs, 0, 0 };
+	struct map_arg m = { buf, given, crcs, pblk, 0, 0 };
+	uint64_t done = 0;
+	int r;
 
-	return for_each_span(b, ob, lblk, nblk, map_span, &m);
+	while (done < nblk) {
+		uint64_t cur = lblk + done, set;
+		uint32_t idx = (uint32_t)(cur / CHUNK_BLOCKS);
+		unsigned i0 = (unsigned)(cur % CHUNK_BLOCKS);
+		unsigned n = (unsigned)min_u64(CHUNK_BLOCKS - i0, nblk - done);
+		struct chunk c;
+
+		r = chunk_get(b, ob->o.id, idx, &c);
+		if (r)
+			return r;
+		r = map_span(b, &c, i0, n, done, &m, &set);
+		if (r)
+			return r;
+		if (set && (r = chunk_put(b, ob->o.id, idx, &c, set)))
+			return r;
+		done += n;
+	}
+	return 0;
 }
 
 /* Logs nblk logical blocks from lblk (content in buf) in the batch's log
@@ -497,38 +494,9 @@ static int log_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t n
 		crc[k] = atoll__crc32c(0, buf + k * BS, BS);
 	}
 	if (holes) {
-		size_t ri = 0;
-		uint64_t rdone = 0;
-
 		r = alloc_blocks(b, holes, false, &fresh);
-		if (r)
-			goto out;
-		have = UINT32_MAX;
-		for (uint64_t k = 0; k < nblk && !r; k++) {
-			uint32_t idx = (uint32_t)((lblk + k) / CHUNK_BLOCKS);
-			unsigned i = (unsigned)((lblk + k) % CHUNK_BLOCKS);
-
-			if (pblk[k] != UINT64_MAX)
-				continue;
-			if (idx != have) {
-				if (have != UINT32_MAX)
-					r = chunk_put(b, ob->o.id, have, &c);
-				if (!r)
-					r = chunk_get(b, ob->o.id, idx, &c);
-				have = idx;
-			}
-			pblk[k] = fresh.v[ri].start + rdone;
-			if (++rdone == fresh.v[ri].len) {
-				ri++;
-				rdone = 0;
-			}
-			c.present |= 1ull << i;
-			c.deferred &= ~(1ull << i);
-			c.pblk[i] = pblk[k];
-			c.crc[i] = crc[k];
-		}
 		if (!r)
-			r = chunk_put(b, ob->o.id, have, &c);
+			r = map_blocks(b, ob, lblk, nblk, NULL, &fresh, crc, pblk);
 	}
 	for (uint64_t k = 0; k < nblk && !r; k++) {
 		r = walb_add(b, ob->o.id, lblk + k, pblk[k], buf + k * BS, crc[k]);
@@ -541,13 +509,14 @@ out:
 }
 
 /* Writes nblk logical blocks from lblk: into the batch's log record when
- * they are few (defer_max) and it has room, else copy-on-write. */
+ * the bytes asked for are few (defer_max; an unaligned write of defer_max
+ * bytes touches a block more) and it has room, else copy-on-write. */
 static int put_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-		      uint8_t *buf)
+		      uint8_t *buf, uint64_t bytes)
 {
 	const struct store_options *o = &b->st->opt;
 
-	if (o->defer_max != STORE_DEFER_OFF && nblk * BS <= o->defer_max && walb_room(b, nblk))
+	if (o->defer_max != STORE_DEFER_OFF && bytes <= o->defer_max && walb_room(b, nblk))
 		return log_blocks(b, ob, lblk, nblk, buf);
 	return write_blocks(b, ob, lblk, nblk, buf);
 }
@@ -595,7 +564,7 @@ static int store_chunk_whole(struct batch *b, struct obj *ob, uint32_t idx, uint
 				if (r)
 					return r;
 				b->stats.compressed_saved += (uint64_t)(lblocks - cblocks) * BS;
-				return chunk_put(b, ob->o.id, idx, &c);
+				return chunk_put(b, ob->o.id, idx, &c, 0);
 			}
 			runvec_free(&run);
 			if (r != -ENOSPC)
@@ -636,7 +605,7 @@ static int rewrite_chunk(struct batch *b, struct obj *ob, uint32_t idx, patch_fn
 	r = chunk_release(b, &c);
 	if (r)
 		return r;
-	r = chunk_put(b, ob->o.id, idx, &c);	/* deletes the record */
+	r = chunk_put(b, ob->o.id, idx, &c, 0);	/* deletes the record */
 	if (r)
 		return r;
 	lblocks = ob->o.size > cs ? (unsigned)((min_u64(ob->o.size - cs, CHUNK_SIZE) + BS - 1) / BS) : 0;
@@ -687,7 +656,7 @@ static int make_chunked(struct batch *b, struct obj *ob)
 		memcpy(buf, ob->o.inl, ob->o.inline_len);
 		r = batch_keep_buf(b, buf);
 		if (!r)
-			r = put_blocks(b, ob, 0, nblk, buf);
+			r = put_blocks(b, ob, 0, nblk, buf, nblk * BS);
 	}
 	free(ob->o.inl);
 	ob->o.inl = NULL;
@@ -785,7 +754,7 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 	if (pw && pw->runs.n && pw->nblk) {
 		/* The whole blocks are on the device already (prewrite): point
 		 * the chunks at them; only a partial last block remains. */
-		r = map_blocks(b, ob, l0, pw->nblk, NULL, &pw->runs, pw->crc);
+		r = map_blocks(b, ob, l0, pw->nblk, NULL, &pw->runs, pw->crc, NULL);
 		if (r)
 			return r;
 		b->stats.used_blocks += pw->nblk;
@@ -829,10 +798,7 @@ static int do_write(struct batch *b, struct obj *ob, uint64_t off, uint8_t *data
 			return r;
 		memcpy(buf + (nblk - 1) * BS + end % BS, old + end % BS, BS - end % BS);
 	}
-	if (len <= b->st->opt.defer_max && b->st->opt.defer_max != STORE_DEFER_OFF &&
-	    walb_room(b, nblk))
-		return log_blocks(b, ob, l0, nblk, buf);
-	return write_blocks(b, ob, l0, nblk, buf);
+	return put_blocks(b, ob, l0, nblk, buf, len);
 }
 
 static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
@@ -894,7 +860,7 @@ static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
 			changed = true;
 		}
 		if (changed) {
-			r = chunk_put(b, ob->o.id, ci, &c);
+			r = chunk_put(b, ob->o.id, ci, &c, 0);
 			if (r)
 				return r;
 		}
@@ -915,7 +881,7 @@ static int do_zero(struct batch *b, struct obj *ob, uint64_t off, uint64_t len)
 			if (r)
 				return r;
 			memset(blk + zlo, 0, zhi - zlo);
-			r = put_blocks(b, ob, (uint64_t)ci * CHUNK_BLOCKS + i, 1, blk);
+			r = put_blocks(b, ob, (uint64_t)ci * CHUNK_BLOCKS + i, 1, blk, BS);
 			if (r)
 				return r;
 		}
@@ -996,7 +962,7 @@ static int drop_chunks_from(struct batch *b, struct obj *ob, uint32_t first)
 			continue;
 		r = chunk_release(b, &c);
 		if (!r)
-			r = chunk_put(b, ob->o.id, cn.v[i], &c);
+			r = chunk_put(b, ob->o.id, cn.v[i], &c, 0);
 	}
 	free(cn.v);
 	return r;
@@ -1060,7 +1026,7 @@ static int do_truncate(struct batch *b, struct obj *ob, uint64_t size)
 					c.deferred &= ~(1ull << i);
 					changed = true;
 				}
-				if (changed && (r = chunk_put(b, ob->o.id, last, &c)))
+				if (changed && (r = chunk_put(b, ob->o.id, last, &c, 0)))
 					return r;
 				/* Zero the tail of the last, partial block. */
 				if (keep % BS && (c.present & (1ull << (kb - 1)))) {
@@ -1075,7 +1041,7 @@ static int do_truncate(struct batch *b, struct obj *ob, uint64_t size)
 					if (r)
 						return r;
 					memset(blk + keep % BS, 0, BS - keep % BS);
-					r = put_blocks(b, ob, (uint64_t)last * CHUNK_BLOCKS + kb - 1, 1, blk);
+					r = put_blocks(b, ob, (uint64_t)last * CHUNK_BLOCKS + kb - 1, 1, blk, BS);
 					if (r)
 						return r;
 				}
