@@ -818,7 +818,7 @@ static void usage(FILE *f)
 "  --no-zero-fill       create a new block file without writing zeros over it\n"
 "                       (an OSD's mkfs writes them: see store.h, prefill)\n"
 "  --flushers N         flushes of the block at once for batches that only\n"
-"                       logged (default: the store's, 2; store.h, flushers)\n"
+"                       logged (default: the store's, 1; store.h, flushers)\n"
 "  --keep               keep the temporary folder\n"
 "  --seed N             random seed (default 0x5eed)\n"
 "  --stall-timeout N    give up when no op completes for N seconds (default 120)\n"

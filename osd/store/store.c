@@ -43,7 +43,7 @@ static int opt_copy(const struct store_options *in, struct store_options *out)
 	if (out->kv_log > STORE_KVLOG_OFF)
 		return -EINVAL;
 	if (!out->flushers)
-		out->flushers = 2;
+		out->flushers = 1;
 	if (out->flushers > STORE_FLUSHERS_MAX)
 		return -EINVAL;
 	return 0;

@@ -103,9 +103,10 @@ struct store_options {
 	uint32_t kv_log;
 	/* Flusher threads: how many flushes of the block may run at once for
 	 * batches that only logged (commit.c).  A device that serves flushes
-	 * side by side (most virtual disks, NVMe) completes a batch sooner
-	 * when its flush need not wait for the one before it.  0 = 2, at
-	 * most STORE_FLUSHERS_MAX. */
+	 * side by side may complete a batch sooner when its flush need not
+	 * wait for the one before it; on the VM measured, one flusher gave
+	 * 4 KiB writes ~11% more IOPS (fewer wake-ups, bigger flushes) and
+	 * 4 MiB writes the same.  0 = 1, at most STORE_FLUSHERS_MAX. */
 	uint32_t flushers;
 	/* Gathering device reads: when set and it returns true (the caller
 	 * is on a thread that will run fn(arg) once it has handled the
