@@ -49,6 +49,10 @@
 
 /* The messenger whose loop runs on this thread, if any. */
 static __thread struct msgr *tls_loop;
+/* msgr_hold: how deep this thread holds its wake-ups, and the messenger
+ * it owes one. */
+static __thread unsigned int tls_hold;
+static __thread struct msgr *tls_held;
 
 /* ---- waking the loop ---- */
 
@@ -59,6 +63,41 @@ void msgr__wake(struct msgr *m)
 	/* Only EAGAIN can fail (the counter is full, so the loop wakes). */
 	if (write(m->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_error("msgr", "cannot wake the messenger loop: %s", strerror(errno));
+}
+
+void msgr_hold(void)
+{
+	tls_hold++;
+}
+
+void msgr_hold_flush(void)
+{
+	struct msgr *m = tls_held;
+
+	tls_held = NULL;
+	if (m)
+		msgr__wake(m);
+}
+
+void msgr_release(void)
+{
+	if (!tls_hold || --tls_hold)
+		return;
+	msgr_hold_flush();
+}
+
+/* Under m->lock, for a kick that must wake m's loop: true when this
+ * thread holds its wake-ups and takes the wake-up for msgr_release (one
+ * messenger at a time: another one's is woken now).  The loop then does
+ * not count as woken (wake_pending), so another thread's kick still wakes
+ * it: a held message never keeps another thread's from leaving. */
+static bool hold_wake_locked(struct msgr *m)
+{
+	if (!tls_hold || (tls_held && tls_held != m))
+		return false;
+	tls_held = m;
+	m->wake_pending = false;
+	return true;
 }
 
 /* Under msgr->lock.  True when the caller must wake the loop after
@@ -1054,7 +1093,7 @@ int msg_conn__submit(struct msg_conn *c, struct msg *m, struct msgr_call *call)
 	c->outq_tailp = &m->q_next;
 	atomic_fetch_add(&c->queued, MSG_HEADER_LEN + (uint64_t)m->front_len +
 			 m->data_len + MSG_TRAILER_LEN);
-	wake = msgr__kick_locked(c, KICK_SEND);
+	wake = msgr__kick_locked(c, KICK_SEND) && !hold_wake_locked(mr);
 	pthread_mutex_unlock(&mr->lock);
 	if (wake)
 		msgr__wake(mr);
@@ -1111,6 +1150,7 @@ void msg_waiter_done(void *arg, struct msg *reply, int err)
 
 int msg_waiter_wait(struct msg_waiter *w, struct msg **reply)
 {
+	msgr_hold_flush();
 	pthread_mutex_lock(&w->lock);
 	while (!w->done)
 		pthread_cond_wait(&w->cond, &w->lock);

@@ -453,6 +453,20 @@ bool msgr_on_loop(const struct msgr *m);
  * false on any other thread, or out of memory: the caller does it now. */
 bool msgr_defer(void (*fn)(void *arg), void *arg);
 
+/* On a thread other than a loop's: between msgr_hold and msgr_release,
+ * the messages this thread queues wake their loop only at msgr_release,
+ * so that a row of them leaves in one pass of the loop (one system call
+ * per connection) and the loop wakes once.  Nests; the outermost release
+ * wakes.  A thread must release before it waits for anything those
+ * messages lead to (their replies): until then they may not have left.
+ * The messenger must outlive the hold. */
+void msgr_hold(void);
+void msgr_release(void);
+/* Wakes now the loop a hold owes a wake-up, and goes on holding: called
+ * before every wait of the library (a completion, a reply, the map, the
+ * throttle), which may wait for those very messages. */
+void msgr_hold_flush(void);
+
 /* "ip:port" or "[ipv6]:port" -> its parts (ip without brackets);
  * -EINVAL for a malformed address or a port over 65535, -ENAMETOOLONG
  * when ip does not fit in iplen. */

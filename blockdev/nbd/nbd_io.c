@@ -21,6 +21,18 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+void nbd_conn_unhold(struct nbd_conn *conn)
+{
+	if (conn->holding)
+		atoll_release();
+}
+
+void nbd_conn_rehold(struct nbd_conn *conn)
+{
+	if (conn->holding)
+		atoll_hold();
+}
+
 /* One receive of at most len bytes into buf: n > 0, 0 at EOF, or -errno
  * (-ETIMEDOUT when the socket's SO_RCVTIMEO passed with nothing read). */
 static ssize_t conn_recv(struct nbd_conn *conn, void *buf, size_t len)
@@ -28,9 +40,16 @@ static ssize_t conn_recv(struct nbd_conn *conn, void *buf, size_t len)
 	for (;;) {
 		ssize_t n;
 
-		if (conn->tls)
-			return nbd_tls_recv(conn->tls, buf, len);
+		/* The requests issued since the last receive leave now,
+		 * together: this may block. */
+		nbd_conn_unhold(conn);
+		if (conn->tls) {
+			n = nbd_tls_recv(conn->tls, buf, len);
+			nbd_conn_rehold(conn);
+			return n;
+		}
 		n = recv(conn->fd, buf, len, 0);
+		nbd_conn_rehold(conn);
 		if (n >= 0)
 			return n;
 		if (errno == EINTR)

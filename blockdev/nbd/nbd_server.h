@@ -192,6 +192,8 @@ struct nbd_conn {
 	/* transmission */
 	pthread_t writer;
 	bool writer_started;
+	bool holding;			/* the reader holds its requests' wake-ups
+					 * (atoll_hold; the reader's own) */
 	pthread_mutex_t qlock;		/* everything below */
 	pthread_cond_t qcond;		/* budget freed (the reader waits on it) */
 	pthread_cond_t wcond;		/* work for the writer: a reply queued, the
@@ -228,6 +230,11 @@ struct nbd_rbuf {
 #define NBD_NO_DEADLINE	UINT64_MAX
 int nbd_conn_read(struct nbd_conn *conn, void *buf, size_t len);
 int nbd_conn_read_by(struct nbd_conn *conn, void *buf, size_t len, uint64_t deadline_ms);
+/* The reader, holding its requests' wake-ups (conn->holding), lets them
+ * go before it blocks (a receive, a wait for budget) and holds again
+ * after; no-ops when it does not hold. */
+void nbd_conn_unhold(struct nbd_conn *conn);
+void nbd_conn_rehold(struct nbd_conn *conn);
 int nbd_conn_write(struct nbd_conn *conn, const void *buf, size_t len);
 
 /* nbd_main.c: the negotiation is about to end in transmission (before the

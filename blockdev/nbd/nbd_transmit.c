@@ -532,7 +532,9 @@ static bool server_budget_take(struct nbd_conn *conn, size_t bytes)
 
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
+		nbd_conn_unhold(conn);
 		pthread_cond_timedwait(&srv->budget_cond, &srv->budget_lock, &ts);
+		nbd_conn_rehold(conn);
 		if (__atomic_load_n(&conn->dead, __ATOMIC_RELAXED) || srv->stopping) {
 			ok = false;
 			break;
@@ -556,7 +558,9 @@ static bool budget_take(struct nbd_conn *conn, size_t bytes)
 			       (conn->budget_used &&
 				conn->budget_used + bytes > conn->srv->conn_budget_max))) {
 		conn->reader_waits = true;
+		nbd_conn_unhold(conn);	/* what it waits for may be held */
 		pthread_cond_wait(&conn->qcond, &conn->qlock);
+		nbd_conn_rehold(conn);
 		conn->reader_waits = false;
 	}
 	ok = !conn->dead;
@@ -783,7 +787,13 @@ void nbd_transmit(struct nbd_conn *conn)
 	conn->rbuf = malloc(sizeof(*conn->rbuf));
 	if (conn->rbuf)
 		conn->rbuf->pos = conn->rbuf->len = 0;
+	/* The requests of one receive leave together: the reader releases
+	 * them before each receive and each wait (conn_unhold). */
+	atoll_hold();
+	conn->holding = true;
 	reader_loop(conn);
+	conn->holding = false;
+	atoll_release();
 	free(conn->rbuf);
 	conn->rbuf = NULL;
 

@@ -230,6 +230,20 @@ void atoll_completion_finish(struct atoll_completion *comp, int64_t result,
 typedef void (*atoll_defer_t)(void *arg);
 int atoll_defer(atoll_defer_t fn, void *arg);
 
+/* Gathering what an application's thread issues.  A request issued on a
+ * thread that is not the library's is queued for the library's thread,
+ * which is woken to send it.  Between atoll_hold() and atoll_release()
+ * that wake-up waits for atoll_release(), or for the thread's next wait
+ * inside the library (atoll_completion_wait, a synchronous call, the
+ * in-flight throttle): the requests a thread issues in a row (a batch of
+ * them read from a socket) then leave together, one system call per
+ * connection, and the library's thread wakes once.  Calls nest; the
+ * outermost atoll_release() wakes.  Release before waiting elsewhere for
+ * anything those requests lead to (a callback's signal): until then they
+ * may not have left.  Release before atoll_cluster_shutdown. */
+void atoll_hold(void);
+void atoll_release(void);
+
 /* ---- object operations --------------------------------------------- */
 
 /* Each aio call returns 0 when the op was issued (the completion then

@@ -340,6 +340,7 @@ int client_wait_epoch(struct atoll_cluster *c, uint64_t epoch, uint64_t timeout_
 	struct timespec ts = deadline_ms(CLOCK_REALTIME, timeout_ms);
 	int r = 0;
 
+	msgr_hold_flush();
 	pthread_mutex_lock(&c->lock);
 	while (!c->map || c->map->epoch < epoch) {
 		if (c->shutting_down) {

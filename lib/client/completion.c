@@ -124,6 +124,8 @@ int64_t atoll_completion_wait(struct atoll_completion *comp)
 		pthread_mutex_unlock(&comp->lock);
 		return -EINVAL;
 	}
+	if (!comp->complete)
+		msgr_hold_flush();
 	while (!comp->complete)
 		pthread_cond_wait(&comp->cond, &comp->lock);
 	r = comp->rval;
@@ -172,6 +174,16 @@ void atoll_completion_release(struct atoll_completion *comp)
 	if (!comp)
 		return;
 	completion_put(comp);
+}
+
+void atoll_hold(void)
+{
+	msgr_hold();
+}
+
+void atoll_release(void)
+{
+	msgr_release();
 }
 
 int atoll_defer(atoll_defer_t fn, void *arg)

@@ -635,8 +635,10 @@ int client_submit(struct atoll_cluster *c, struct client_req *r)
 	 * than the byte window goes alone. */
 	while (!on_loop && !c->shutting_down &&
 	       (c->inflight_ops >= c->throttle_ops ||
-		(c->inflight_bytes && c->inflight_bytes + r->bytes > c->throttle_bytes)))
+		(c->inflight_bytes && c->inflight_bytes + r->bytes > c->throttle_bytes))) {
+		msgr_hold_flush();	/* what it waits for may be held */
 		pthread_cond_wait(&c->throttle_cond, &c->lock);
+	}
 	if (c->shutting_down) {
 		/* the header's shutdown rule: an op issued while shutdown runs
 		 * (from a completion callback) is refused at once; checked

@@ -119,6 +119,34 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* atoll_hold: the jobs a holding thread queues reach the workers only at
+ * its atoll_release (libatoll's strictest case: nothing else woke the
+ * loop meanwhile), so a reader that waited for them while holding hangs
+ * here. */
+static __thread unsigned t_hold;
+static __thread struct job *t_held;
+
+void atoll_hold(void)
+{
+	t_hold++;
+}
+
+void atoll_release(void)
+{
+	struct job *j;
+
+	if (!t_hold || --t_hold)
+		return;
+	pthread_mutex_lock(&g_lock);
+	while ((j = t_held)) {
+		t_held = j->next;
+		j->next = g_jobs;
+		g_jobs = j;
+	}
+	pthread_cond_broadcast(&g_cond);
+	pthread_mutex_unlock(&g_lock);
+}
+
 static int complete(struct atoll_completion *comp, int64_t result)
 {
 	struct job *j;
@@ -131,6 +159,11 @@ static int complete(struct atoll_completion *comp, int64_t result)
 	atomic_fetch_add(&comp->refs, 1);
 	j->comp = comp;
 	j->result = result;
+	if (t_hold && !t_worker) {
+		j->next = t_held;
+		t_held = j;
+		return 0;
+	}
 	pthread_mutex_lock(&g_lock);
 	/* push at the head: later requests tend to complete first */
 	j->next = g_jobs;
