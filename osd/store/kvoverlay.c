@@ -360,9 +360,7 @@ struct kvo_ref {
 	size_t i;		/* position in the object's list: log order */
 };
 
-/* By key in the kv's order (memcmp, shorter first on a tie), then by log
- * order (mutations of one record share an lsn, hence the position). */
-/* The kv's order of keys: bytes, then the shorter first. */
+/* The kv's order of keys: memcmp, the shorter first on a tie. */
 static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 {
 	int c = memcmp(a, b, al < bl ? al : bl);
@@ -370,6 +368,8 @@ static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
 	return c ? c : (al > bl) - (al < bl);
 }
 
+/* By key in the kv's order, then by log order (mutations of one record
+ * share an lsn, hence the position). */
 static int kvo_ref_cmp(const void *a, const void *b)
 {
 	const struct kvo_ref *x = a, *y = b;

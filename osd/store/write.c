@@ -341,43 +341,6 @@ static int read_lblock(struct batch *b, const struct obj *ob, uint64_t lblk, uin
 
 /* ---- writing blocks ----------------------------------------------------- */
 
-/* Writes nblk logical blocks from lblk (content in buf, which stays alive
- * until the batch's I/O is done) into fresh blocks, and points the
- * chunks at them, freeing what they replace.  No chunk in the range may
- * be compressed (callers rewrite those whole first). */
-static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs,
-		      uint64_t *pblk);
-
-static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
-			uint8_t *buf)
-{
-	struct runvec runs = { 0 };
-	int r;
-
-	r = alloc_blocks(b, nblk, false, &runs);
-	if (r)
-		goto out;
-	for (size_t k = 0; k < runs.n; k++) {
-		uint64_t boff = 0;
-
-		for (size_t j = 0; j < k; j++)
-			boff += runs.v[j].len;
-		/* One aio per run, at most IO_MAX_BYTES each. */
-		for (uint64_t x = 0; x < runs.v[k].len; x += IO_MAX_BYTES / BS) {
-			uint64_t n = min_u64(runs.v[k].len - x, IO_MAX_BYTES / BS);
-
-			r = pending_add(b, runs.v[k].start + x, n, buf + (boff + x) * BS);
-			if (r)
-				goto out;
-		}
-	}
-	r = map_blocks(b, ob, lblk, nblk, buf, &runs, NULL, NULL);
-out:
-	runvec_free(&runs);
-	return r;
-}
-
 struct map_arg {
 	const uint8_t *buf;
 	const struct runvec *rv;
@@ -426,6 +389,10 @@ static int map_span(struct batch *b, struct chunk *c, unsigned i0, unsigned n, u
 	return 0;
 }
 
+/* Points logical blocks [lblk, lblk+nblk) at the blocks of given, in
+ * order, with crcs (or computed from buf), freeing what they replace;
+ * with pblk, only those whose pblk[k] is UINT64_MAX (map_span).  Saves
+ * each chunk it changed. */
 static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
 		      const uint8_t *buf, const struct runvec *given, const uint32_t *crcs,
 		      uint64_t *pblk)
@@ -452,6 +419,39 @@ static int map_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t n
 		done += n;
 	}
 	return 0;
+}
+
+/* Writes nblk logical blocks from lblk (content in buf, which stays alive
+ * until the batch's I/O is done) into fresh blocks, and points the
+ * chunks at them, freeing what they replace.  No chunk in the range may
+ * be compressed (callers rewrite those whole first). */
+static int write_blocks(struct batch *b, struct obj *ob, uint64_t lblk, uint64_t nblk,
+			uint8_t *buf)
+{
+	struct runvec runs = { 0 };
+	int r;
+
+	r = alloc_blocks(b, nblk, false, &runs);
+	if (r)
+		goto out;
+	for (size_t k = 0; k < runs.n; k++) {
+		uint64_t boff = 0;
+
+		for (size_t j = 0; j < k; j++)
+			boff += runs.v[j].len;
+		/* One aio per run, at most IO_MAX_BYTES each. */
+		for (uint64_t x = 0; x < runs.v[k].len; x += IO_MAX_BYTES / BS) {
+			uint64_t n = min_u64(runs.v[k].len - x, IO_MAX_BYTES / BS);
+
+			r = pending_add(b, runs.v[k].start + x, n, buf + (boff + x) * BS);
+			if (r)
+				goto out;
+		}
+	}
+	r = map_blocks(b, ob, lblk, nblk, buf, &runs, NULL, NULL);
+out:
+	runvec_free(&runs);
+	return r;
 }
 
 /* Logs nblk logical blocks from lblk (content in buf) in the batch's log
