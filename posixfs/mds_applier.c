@@ -43,7 +43,7 @@
 
 #define SUB "mds"
 
-#define APPLY_BATCH 256u	/* changes the applier writes in one round */
+#define APPLY_BATCH 1024u	/* changes the applier writes in one round */
 
 /* Under alock, with something queued: waits until a batch is full, the
  * gathering time is over, someone drains or the MDS stops. */

@@ -20,7 +20,7 @@ struct mds_apply {
 	struct mds_packed p;
 };
 
-#define MDS_APPLY_MAX	512u	/* journaled changes not yet applied, at most */
+#define MDS_APPLY_MAX	2048u	/* journaled changes not yet applied, at most */
 /* Default of mds_apply_gather_ms (atoll.conf [mds]): how long the
  * applier's round waits for more changes.  50 ms, not 20: touch of
  * 10,000 files made the OSDs spend a fifth less CPU (each round writes

@@ -324,12 +324,12 @@ int mds_store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t 
 		if (!strcmp(u[i].oid, u[i + 1].oid) && u[i].klen == u[i + 1].klen &&
 		    !memcmp(u[i].key, u[i + 1].key, u[i].klen))
 			u[i].klen = SIZE_MAX;
-	p = calloc(2 * n, sizeof(*p));
+	p = calloc(n, sizeof(*p));
 	if (!p) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* per object: the sets, then the removals, one op each; or the
+	/* per object one op: its sets, then its removals (of other keys); or the
 	 * object's removal alone (nothing names it after: inode numbers are
 	 * not reused, so no later change of the batch sets a key of it) */
 	for (size_t i = 0; i < n;) {
@@ -357,35 +357,35 @@ int mds_store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t 
 			i = j;
 			continue;
 		}
-		for (int rm = 0; rm <= 1; rm++) {
-			size_t cnt = 0;
-			for (size_t k = i; k < j; k++)
-				cnt += u[k].klen != SIZE_MAX && u[k].rm == rm;
-			if (!cnt)
-				continue;
+		size_t nset = 0, nrm = 0;
+		for (size_t k = i; k < j; k++)
+			if (u[k].klen != SIZE_MAX)
+				*(u[k].rm ? &nrm : &nset) += 1;
+		if (nset + nrm) {
 			struct pop *q = &p[nops];
-			q->kv = calloc(cnt, sizeof(*q->kv));
+			q->kv = calloc(nset + nrm, sizeof(*q->kv));
 			q->op = atoll_op_create(0);
 			if (!q->kv || !q->op || atoll_completion_create(NULL, NULL, NULL, &q->c)) {
 				ret = -ENOMEM;
 				break;
 			}
 			nops++;
-			cnt = 0;
+			size_t s = 0, r = nset;
 			for (size_t k = i; k < j; k++)
-				if (u[k].klen != SIZE_MAX && u[k].rm == rm)
-					q->kv[cnt++] = (struct atoll_kv){
+				if (u[k].klen != SIZE_MAX)
+					q->kv[u[k].rm ? r++ : s++] = (struct atoll_kv){
 						u[k].key, u[k].klen,
-						rm ? NULL : u[k].val ? u[k].val : u[k].dval,
-						rm ? 0 : u[k].vlen };
-			q->rm = rm;
-			if (rm)
-				atoll_op_omap_rm(q->op, q->kv, cnt);
-			else
-				atoll_op_omap_set(q->op, q->kv, cnt);
-			int r = atoll_aio_op_operate(q->op, m->meta, u[i].oid, q->c, 0);
-			if (r) {
-				ret = r;
+						u[k].rm ? NULL : u[k].val ? u[k].val : u[k].dval,
+						u[k].rm ? 0 : u[k].vlen };
+			/* a removal alone may find the object gone */
+			q->rm = !nset;
+			if (nset)
+				atoll_op_omap_set(q->op, q->kv, nset);
+			if (nrm)
+				atoll_op_omap_rm(q->op, q->kv + nset, nrm);
+			int e = atoll_aio_op_operate(q->op, m->meta, u[i].oid, q->c, 0);
+			if (e) {
+				ret = e;
 				atoll_completion_release(q->c);
 				q->c = NULL;
 			}
@@ -405,7 +405,7 @@ int mds_store_apply_omap(struct mds *m, const struct mds_txn *const *ts, size_t 
 		}
 	}
 out:
-	for (size_t i = 0; p && i < 2 * n; i++) {
+	for (size_t i = 0; p && i < n; i++) {
 		atoll_op_release(p[i].op);
 		free(p[i].kv);
 	}
