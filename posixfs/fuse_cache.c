@@ -81,8 +81,7 @@ struct ldir {
 	uint64_t ino;
 	uint64_t exp;
 	uint64_t gen;
-	struct lc_ent *ents;	/* sorted by strcmp (the MDS's order) */
-	size_t n, cap;
+	struct dents ents;	/* in strcmp order (the MDS's) */
 	struct ldir *next;
 };
 
@@ -159,13 +158,6 @@ int lc_init(bool on, bool kn_track)
 bool lc_on(void)
 {
 	return lcache.on;
-}
-
-void lc_ents_free(struct lc_ent *ents, size_t n)
-{
-	for (size_t i = 0; ents && i < n; i++)
-		free(ents[i].name);
-	free(ents);
 }
 
 /* ---- the kernel ---------------------------------------------------------- */
@@ -566,8 +558,8 @@ static void dir_drop(uint64_t ino)
 	if (*pp) {
 		struct ldir *d = *pp;
 		*pp = d->next;
-		lcache.nents -= d->n;
-		lc_ents_free(d->ents, d->n);
+		lcache.nents -= d->ents.n;
+		dents_free(&d->ents);
 		free(d);
 	}
 }
@@ -587,9 +579,10 @@ static void drop_all(bool kernel)
 		while (lcache.dirs[b]) {
 			struct ldir *d = lcache.dirs[b];
 			lcache.dirs[b] = d->next;
-			for (size_t i = 0; kernel && i < d->n; i++)
-				kq_push(MDS_CHG_DENT, d->ino, d->ents[i].name);
-			lc_ents_free(d->ents, d->n);
+			for (size_t ci = 0; kernel && ci < d->ents.nc; ci++)
+				for (uint32_t i = 0; i < d->ents.c[ci]->n; i++)
+					kq_push(MDS_CHG_DENT, d->ino, d->ents.c[ci]->e[i].name);
+			dents_free(&d->ents);
 			free(d);
 		}
 	}
@@ -634,65 +627,22 @@ static void attr_put(const struct mds_inode *in, uint64_t exp, uint64_t now)
 	lcache.nattrs++;
 }
 
-/* Position of name in d (found: *hit) or where it would go. */
-static size_t ent_pos(const struct ldir *d, const char *name, bool *hit)
-{
-	size_t lo = 0, hi = d->n;
-
-	*hit = false;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, d->ents[mid].name);
-		if (!c) {
-			*hit = true;
-			return mid;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
-}
-
 /* The requester's own change of entry name of d: set to (ino, mode), or
  * removed (ino 0).  A new generation: copies of the listing taken before
  * (open directory handles) no longer give the kernel timeouts. */
 static bool dir_patch(struct ldir *d, const char *name, uint64_t ino, uint32_t mode)
 {
-	bool hit;
-	size_t i = ent_pos(d, name, &hit);
+	bool added;
 
 	if (!ino) {
-		if (hit) {
-			free(d->ents[i].name);
-			memmove(&d->ents[i], &d->ents[i + 1], (d->n - i - 1) * sizeof(*d->ents));
-			d->n--;
+		if (dents_remove(&d->ents, name))
 			lcache.nents--;
-		}
-	} else if (hit) {
-		d->ents[i].ino = ino;
-		d->ents[i].mode = mode;
+	} else if (dents_find(&d->ents, name) || lcache.nents < LC_ENT_MAX) {
+		if (dents_set(&d->ents, name, ino, mode, &added))
+			return false;
+		lcache.nents += added;
 	} else {
-		if (lcache.nents >= LC_ENT_MAX)
-			return false;
-		if (d->n == d->cap) {
-			size_t ncap = d->cap < 16 ? 16 : d->cap * 2;
-			struct lc_ent *ne = realloc(d->ents, ncap * sizeof(*ne));
-			if (!ne)
-				return false;
-			d->ents = ne;
-			d->cap = ncap;
-		}
-		char *nm = strdup(name);
-		if (!nm)
-			return false;
-		memmove(&d->ents[i + 1], &d->ents[i], (d->n - i) * sizeof(*d->ents));
-		d->ents[i].name = nm;
-		d->ents[i].ino = ino;
-		d->ents[i].mode = mode;
-		d->n++;
-		lcache.nents++;
+		return false;
 	}
 	d->gen = ++lcache.next_gen;
 	return true;
@@ -702,14 +652,13 @@ static bool dir_patch(struct ldir *d, const char *name, uint64_t ino, uint32_t m
 static int dir_peek(uint64_t dir, const char *name, uint64_t now, struct lc_ent *out)
 {
 	struct ldir *d = *dir_slot(dir);
-	bool hit;
 
 	if (!d || d->exp <= now)
 		return -1;
-	size_t i = ent_pos(d, name, &hit);
-	if (hit)
-		*out = d->ents[i];
-	return hit;
+	const struct lc_ent *e = dents_find(&d->ents, name);
+	if (e)
+		*out = *e;
+	return e != NULL;
 }
 
 /* What the requester's own reply did to entry (dir, name): true with
@@ -929,11 +878,10 @@ int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
 	uint64_t now = mono_now_ns();
 	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
-	bool hit = false;
-	size_t i = d && d->exp > now && excl_held(dir, now) ? ent_pos(d, name, &hit) : 0;
-	if (!hit)
+	struct lc_ent *e = d && d->exp > now && excl_held(dir, now) ? dents_find(&d->ents, name)
+								   : NULL;
+	if (!e)
 		goto out;
-	struct lc_ent *e = &d->ents[i];
 	if (is_dir != S_ISDIR(e->mode)) {
 		ret = is_dir ? -ENOTDIR : -EISDIR;
 		goto out;
@@ -944,7 +892,7 @@ int lc_remove_here(uint64_t dir, const char *name, bool is_dir, uint64_t *ino)
 		struct ldir *c = *dir_slot(victim);
 		if (!c || c->exp <= now || !excl_held(victim, now))
 			goto out;
-		if (c->n) {
+		if (c->ents.n) {
 			ret = -ENOTEMPTY;
 			goto out;
 		}
@@ -982,7 +930,6 @@ out:
 int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct lc_info *ci)
 {
 	int ret = 0;
-	bool hit;
 
 	memset(ci, 0, sizeof(*ci));
 	if (!lcache.on)
@@ -996,8 +943,7 @@ int lc_create_here(uint64_t dir, const char *name, struct mds_inode *in, struct 
 	if (!d || d->exp <= now || !excl_held(dir, now) || !pa || pa->exp <= now ||
 	    lcache.nattrs + 1 >= LC_ATTR_MAX)
 		goto out;
-	(void)ent_pos(d, name, &hit);
-	if (hit) {
+	if (dents_find(&d->ents, name)) {
 		ret = -EEXIST;	/* the listing is the MDS's, and nobody else's change */
 		goto out;
 	}
@@ -1128,11 +1074,6 @@ double lc_attr_new(uint64_t ino, uint64_t within_ns, struct mds_inode *out)
 	return attr_get(ino, within_ns, out);
 }
 
-static int ent_cmp(const void *k, const void *e)
-{
-	return strcmp(k, ((const struct lc_ent *)e)->name);
-}
-
 int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
 		  double *left)
 {
@@ -1144,9 +1085,7 @@ int lc_dir_lookup(uint64_t dir, const char *name, uint64_t *ino, uint32_t *mode,
 	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
-		/* an empty listing has no array (bsearch wants one) */
-		const struct lc_ent *e = d->n ? bsearch(name, d->ents, d->n, sizeof(*d->ents),
-							ent_cmp) : NULL;
+		const struct lc_ent *e = dents_find(&d->ents, name);
 		*left = (double)(d->exp - now) / 1e9;
 		ret = 0;
 		if (e) {
@@ -1171,22 +1110,9 @@ int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen)
 	pthread_mutex_lock(&lcache.lock);
 	struct ldir *d = *dir_slot(dir);
 	if (d && d->exp > now) {
-		struct lc_ent *e = calloc(d->n ? d->n : 1, sizeof(*e));
-		ret = e ? 0 : -ENOMEM;
-		for (size_t i = 0; e && i < d->n; i++) {
-			e[i] = d->ents[i];
-			e[i].name = strdup(d->ents[i].name);
-			if (!e[i].name) {
-				lc_ents_free(e, i);
-				e = NULL;
-				ret = -ENOMEM;
-			}
-		}
-		if (e) {
-			*ents = e;
-			*n = d->n;
+		ret = dents_copy(&d->ents, ents, n);
+		if (!ret)
 			*gen = d->gen;
-		}
 	}
 	pthread_mutex_unlock(&lcache.lock);
 	return ret;
@@ -1222,18 +1148,17 @@ uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc
 	dir_drop(dir);
 	if (lcache.nents + n > LC_ENT_MAX)
 		drop_all(false);
-	struct ldir *d = malloc(sizeof(*d));
-	if (!d) {
+	struct ldir *d = calloc(1, sizeof(*d));
+	if (!d || dents_adopt(&d->ents, ents, n)) {
 		pthread_mutex_unlock(&lcache.lock);
-		lc_ents_free(ents, n);
+		if (!d)
+			lc_ents_free(ents, n);
+		free(d);
 		return 0;
 	}
 	d->gen = gen = ++lcache.next_gen;
 	d->ino = dir;
 	d->exp = ci->exp;
-	d->ents = ents;
-	d->n = n;
-	d->cap = n;
 	d->next = lcache.dirs[dir % LC_BUCKETS];
 	lcache.dirs[dir % LC_BUCKETS] = d;
 	lcache.nents += n;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fuse_dirents.h"
 #include "mds_proto.h"
 
 struct fuse_session;
@@ -27,13 +28,6 @@ struct lc_info {
 	uint64_t exp;		/* CLOCK_MONOTONIC ns */
 	uint32_t lease_ms;
 	uint64_t dir_lease;
-};
-
-/* One entry of a cached listing. */
-struct lc_ent {
-	char *name;
-	uint64_t ino;
-	uint32_t mode;
 };
 
 /* on: leases; kn_track: atoll-fuse checks permissions itself (no
@@ -114,7 +108,6 @@ int lc_dir_get(uint64_t dir, struct lc_ent **ents, size_t *n, uint64_t *gen);
 uint64_t lc_dir_put(uint64_t dir, struct lc_ent *ents, size_t n, const struct lc_info *ci);
 /* Seconds the lease of listing gen of dir has left; 0 when it is gone. */
 double lc_dir_left(uint64_t dir, uint64_t gen);
-void lc_ents_free(struct lc_ent *ents, size_t n);
 /* An extended attribute of ino cached with its record: 1 (a malloc'd
  * copy in *val, *len), 0 cached as absent, -1 not cached. */
 int lc_xattr(uint64_t ino, const char *name, void **val, uint32_t *len);
