@@ -25,9 +25,10 @@ artifacts=${artifacts%/}
 # cdp URL STEP...: one page in headless Chromium driven through the
 # DevTools protocol (cdp.py: wait for a condition, dump the DOM, take a
 # screenshot, run a command); the page's console messages, exceptions and
-# browser log entries (failed loads, refused content) in $tmp/console
+# browser log entries (failed loads, refused content) in $tmp/console;
+# Chromium's own temporary folders go to $tmp too (removed with it)
 cdp() {
-	python3 "$here/cdp.py" --browser "$chromium_bin" --profile "$tmp/chromium" \
+	TMPDIR=$tmp python3 "$here/cdp.py" --browser "$chromium_bin" --profile "$tmp/chromium" \
 		--console "$tmp/console" "$@"
 }
 
