@@ -119,10 +119,14 @@ void cl_metrics_url(const struct cl_daemon *d, char *buf, size_t len);
 /* A monitor's dashboard URL ("" for other daemons or before its start). */
 void cl_dashboard_url(const struct cl_daemon *d, char *buf, size_t len);
 int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s);
+/* n daemons started at once, then waited for (those running: left alone). */
+int cl_start_daemons(struct cl_state *st, struct cl_daemon **d, int n, int timeout_s);
 /* atoll-mon --mkfs of every monitor in st (one --initial list). */
 int cl_mkfs_mon(struct cl_state *st);
-/* want_id >= 0: a new disk for that id (after atoll osd destroy). */
-int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id);
+/* atoll-osd --mkfs of n new OSDs, several at once; want_ids[k] >= 0 (or
+ * want_ids NULL: any): a new disk for that id (after atoll osd destroy).
+ * ids[k]: the id each got; folders D/osd.ID, keys in the keyring. */
+int cl_mkfs_osds(struct cl_state *st, int n, const int *want_ids, int *ids);
 
 /* cluster_keys.c: D/keyring.  create: mon., client.admin and
  * client.bootstrap-osd; add: one entity with a fresh key (nothing when
@@ -150,7 +154,8 @@ int cl_wait_health(struct cl_state *st, int timeout_s, bool quiet);
 int cl_print_health(struct cl_state *st);
 
 /* cluster_up.c / cluster_osd.c: the commands */
-int cl_add_osd(struct cl_state *st, int host, int timeout_s);
+/* mkfs + start n new OSDs; the k-th smallest new id on host hosts[k]. */
+int cl_add_osds(struct cl_state *st, int n, const int *hosts, int timeout_s);
 int cl_cmd_up(struct cl_opts *o);
 int cl_cmd_down(struct cl_opts *o);
 int cl_cmd_status(struct cl_opts *o);

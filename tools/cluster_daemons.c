@@ -9,10 +9,12 @@
 #include "cluster.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void cl_mon_addr(const struct cl_state *st, char *buf, size_t len)
@@ -67,71 +69,183 @@ int cl_mkfs_mon(struct cl_state *st)
 	return 0;
 }
 
-/* atoll-osd --mkfs --data D/osd.N --mon ADDR --size SZ --conf D/atoll.conf
- * [--id WANT]; the monitor gives the id, which the command prints.  The
- * data folder is made under a temporary name and renamed to osd.ID. */
-int cl_mkfs_osd(struct cl_state *st, int host, int want_id, int *id)
+/* The OSD id an atoll-osd --mkfs wrote to DATA/whoami, or -1. */
+static long read_whoami(const char *data)
 {
-	char want[16];
-	char bin[PATH_MAX], data[PATH_MAX + 16], final[PATH_MAX + 16];
-	char conf[PATH_MAX + 16], log[PATH_MAX + 32], finallog[PATH_MAX + 32];
-	char mon[CL_MON_ADDRS], out[256], *end, *p;
-	long v;
-	int ret;
+	char path[PATH_MAX + 32], buf[32], *end;
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/whoami", data);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f)) {
+		v = strtol(buf, &end, 10);
+		if (end == buf || (*end && *end != '\n') || v < 0 || v > 1000000)
+			v = -1;
+	}
+	fclose(f);
+	return v;
+}
+
+/* Makes at most this many OSD stores at once: each zero-fills its block
+ * file, and a disk gains nothing from more writers than that. */
+#define MKFS_PARALLEL 4
+
+struct mkfs_job {
+	char data[PATH_MAX + 32];	/* D/osd.new.PID.K, renamed to D/osd.ID */
+	char log[PATH_MAX + 48];
+	pid_t pid;			/* > 0 while it runs */
+	int status;			/* waitpid's; -1 = never ran or killed */
+};
+
+/* Runs every job's atoll-osd --mkfs, MKFS_PARALLEL at a time, at most
+ * timeout_s in all (or until interrupted: then the running ones are
+ * killed).  Returns 0, -ETIMEDOUT or -EINTR. */
+static int mkfs_run(struct mkfs_job *job, int n, const char *const *argv_of[], int timeout_s)
+{
+	double deadline = mono_now_s() + timeout_s;
+	int next = 0, running = 0, ret = 0;
+
+	while (next < n || running > 0) {
+		for (int k = 0; k < next; k++) {
+			if (job[k].pid <= 0 || waitpid(job[k].pid, &job[k].status, WNOHANG) != job[k].pid)
+				continue;
+			job[k].pid = 0;
+			running--;
+		}
+		if (cl_interrupted || mono_now_s() > deadline) {
+			ret = cl_interrupted ? -EINTR : -ETIMEDOUT;
+			break;
+		}
+		while (next < n && running < MKFS_PARALLEL) {
+			if (cl_spawn(argv_of[next], job[next].log, &job[next].pid) == 0)
+				running++;
+			next++;
+		}
+		if (running > 0)
+			usleep(20 * 1000);
+	}
+	for (int k = 0; k < next; k++) {
+		if (job[k].pid <= 0)
+			continue;
+		kill(job[k].pid, SIGKILL);
+		while (waitpid(job[k].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		job[k].pid = 0;
+		job[k].status = -1;
+	}
+	return ret;
+}
+
+/* atoll-osd --mkfs --data D/osd.new.PID.K --mon ADDR --size SZ --conf
+ * D/atoll.conf [--id WANT] for n new OSDs, several at once (each
+ * zero-fills its own block file: together they overlap their writes and
+ * their round trips to the monitor).  The monitor gives each its id,
+ * which mkfs writes to the folder's whoami; each folder is then renamed
+ * to osd.ID, its log to log/osd.ID.log, and the OSD's key added to the
+ * keyring.  want_ids (NULL: any) asks for ids; ids[] gets them in job
+ * order.  When a mkfs fails, none of the new folders is left. */
+int cl_mkfs_osds(struct cl_state *st, int n, const int *want_ids, int *ids)
+{
+	char bin[PATH_MAX], conf[PATH_MAX + 16], mon[CL_MON_ADDRS];
+	struct mkfs_job *job;
+	const char **argv;		/* n argument lists of 13 */
+	const char *const **argv_of;
+	char (*want)[16];
+	int ret, failed = 0;
 
 	if (cl_find_binary("atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
-	cl_path(data, sizeof(data), st, "osd.new.%d", (int)getpid());
+	job = calloc((size_t)n, sizeof(*job));
+	argv = calloc((size_t)n * 13, sizeof(*argv));
+	argv_of = calloc((size_t)n, sizeof(*argv_of));
+	want = calloc((size_t)n, sizeof(*want));
+	if (!job || !argv || !argv_of || !want) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	cl_path(conf, sizeof(conf), st, "%s", CL_CONF_FILE);
-	cl_path(log, sizeof(log), st, "log/osd.new.%d.log", (int)getpid());
 	cl_mon_addr(st, mon, sizeof(mon));
-	const char *argv[] = { bin, "--mkfs", "--data", data, "--mon", mon,
-			       "--size", st->size, "--conf", conf, NULL, NULL, NULL };
+	for (int k = 0; k < n; k++) {
+		const char **a = &argv[k * 13];
+		int i = 0;
 
-	snprintf(want, sizeof(want), "%d", want_id);
-	if (want_id >= 0) {
-		argv[10] = "--id";
-		argv[11] = want;
+		cl_path(job[k].data, sizeof(job[k].data), st, "osd.new.%d.%d", (int)getpid(), k);
+		cl_path(job[k].log, sizeof(job[k].log), st, "log/osd.new.%d.%d.log",
+			(int)getpid(), k);
+		job[k].status = -1;
+		a[i++] = bin;
+		a[i++] = "--mkfs";
+		a[i++] = "--data";
+		a[i++] = job[k].data;
+		a[i++] = "--mon";
+		a[i++] = mon;
+		a[i++] = "--size";
+		a[i++] = st->size;
+		a[i++] = "--conf";
+		a[i++] = conf;
+		if (want_ids && want_ids[k] >= 0) {
+			snprintf(want[k], sizeof(want[k]), "%d", want_ids[k]);
+			a[i++] = "--id";
+			a[i++] = want[k];
+		}
+		a[i] = NULL;
+		argv_of[k] = a;
 	}
-	ret = cl_run_capture(argv, log, 120, out, sizeof(out));
-	if (ret != 0) {
-		cl_err("'atoll-osd --mkfs' failed (%s %d)", ret < 0 ? "error" : "exit",
-		       ret < 0 ? -ret : ret);
-		cl_log_tail(log, 20);
-		cl_remove_tree(data);	/* what the refused mkfs made */
-		return ret < 0 ? ret : -EIO;
-	}
-	/* the id is the last number printed */
-	v = -1;
-	for (p = out; *p; p++) {
-		if (*p >= '0' && *p <= '9' && (p == out || !(p[-1] >= '0' && p[-1] <= '9'))) {
-			long x = strtol(p, &end, 10);
+	ret = mkfs_run(job, n, argv_of, 120);
+	if (ret == -ETIMEDOUT)
+		cl_err("'atoll-osd --mkfs' did not finish within 120 s");
+	for (int k = 0; k < n; k++) {
+		int s = job[k].status;
 
-			if (end != p)
-				v = x;
+		ids[k] = -1;
+		if (s == -1 || !WIFEXITED(s) || WEXITSTATUS(s) != 0) {
+			if (s != -1)
+				cl_err("'atoll-osd --mkfs' failed (%s %d)",
+				       WIFEXITED(s) ? "exit" : "signal",
+				       WIFEXITED(s) ? WEXITSTATUS(s) : WTERMSIG(s));
+			cl_log_tail(job[k].log, 20);
+			failed++;
+			continue;
+		}
+		ids[k] = (int)read_whoami(job[k].data);
+		if (ids[k] < 0) {
+			cl_err("'atoll-osd --mkfs' wrote no OSD id to '%s/whoami'; see '%s'",
+			       job[k].data, job[k].log);
+			failed++;
 		}
 	}
-	if (v < 0 || v > 1000000) {
-		cl_err("'atoll-osd --mkfs' printed no OSD id ('%s'); see '%s'", out, log);
-		return -EPROTO;
+	if (failed) {
+		/* what the refused (or the other) mkfs made */
+		for (int k = 0; k < n; k++)
+			cl_remove_tree(job[k].data);
+		if (!ret)
+			ret = -EIO;
+		goto out;
 	}
-	*id = (int)v;
-	{
-		char name[32];
+	for (int k = 0; k < n && ret == 0; k++) {
+		char name[32], final[PATH_MAX + 16], finallog[PATH_MAX + 32];
 
-		snprintf(name, sizeof(name), "osd.%d", *id);
+		snprintf(name, sizeof(name), "osd.%d", ids[k]);
 		ret = cl_keyring_add(st, name, "profile osd", "allow *", NULL);
 		if (ret)
-			return ret;
+			break;
+		cl_path(final, sizeof(final), st, "%s", name);
+		cl_path(finallog, sizeof(finallog), st, "log/%s.log", name);
+		if (rename(job[k].data, final) != 0 || rename(job[k].log, finallog) != 0) {
+			ret = -errno;
+			cl_err("cannot rename '%s' to '%s': %s", job[k].data, final,
+			       strerror(errno));
+		}
 	}
-	cl_path(final, sizeof(final), st, "osd.%d", *id);
-	cl_path(finallog, sizeof(finallog), st, "log/osd.%d.log", *id);
-	if (rename(data, final) != 0 || rename(log, finallog) != 0) {
-		cl_err("cannot rename '%s' to '%s': %s", data, final, strerror(errno));
-		return -errno;
-	}
-	(void)host;
-	return 0;
+out:
+	free(job);
+	free(argv);
+	free(argv_of);
+	free(want);
+	return ret;
 }
 
 static void conf_path(const struct cl_state *st, char *buf, size_t len)
@@ -197,16 +311,15 @@ static int assign_metrics(const struct cl_state *st, struct cl_daemon *d)
 	return ret;
 }
 
-/* Starts one daemon (no mkfs) and waits until it listens. */
-int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
+/* Starts one daemon (no mkfs) without waiting for it: d->pid, d->start
+ * and *from, where its log's new lines begin. */
+static int spawn_daemon(struct cl_state *st, struct cl_daemon *d, long *from)
 {
 	char bin[PATH_MAX], data[PATH_MAX + 16], conf[PATH_MAX + 16], log[PATH_MAX + 32];
 	char addr[64], mon[CL_MON_ADDRS], host[32];
 	pid_t pid;
 	int ret;
 
-	if (cl_alive(d))
-		return 0;
 	if (cl_find_binary(d->kind == CL_MON ? "atoll-mon" :
 			   d->kind == CL_NBD ? "atoll-nbd" :
 			   d->kind == CL_MDS ? "atoll-mds" : "atoll-osd", bin, sizeof(bin)))
@@ -227,7 +340,7 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	snprintf(host, sizeof(host), "host%d", d->host);
 	cl_mon_addr(st, mon, sizeof(mon));
 	struct stat sb;
-	long from = stat(log, &sb) == 0 ? (long)sb.st_size : 0;
+	*from = stat(log, &sb) == 0 ? (long)sb.st_size : 0;
 	if (d->kind == CL_MON) {
 		const char *argv[] = { bin, "--data", data, "--addr", addr,
 				       "--conf", conf, NULL };
@@ -266,15 +379,61 @@ int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 	/* the start time is what later commands check the PID against */
 	for (int i = 0; i < 100 && cl_proc_start_time(pid, &d->start) != 0; i++)
 		usleep(1000);
+	return 0;
+}
+
+/* Waits until a daemon spawn_daemon started serves; kills it when it
+ * does not. */
+static int wait_daemon(struct cl_state *st, struct cl_daemon *d, long from, int timeout_s)
+{
+	char log[PATH_MAX + 32];
+	int ret;
+
+	cl_path(log, sizeof(log), st, "log/%s.log", d->name);
 	if (d->kind == CL_MDS) {
 		/* a standby, or (the only one) active: cluster_mds.c */
-		ret = cl_mds_wait_started(st, d, pid, timeout_s, log, from);
+		ret = cl_mds_wait_started(st, d, d->pid, timeout_s, log, from);
 	} else {
-		ret = cl_wait_listening(d, pid, timeout_s, log);
+		ret = cl_wait_listening(d, d->pid, timeout_s, log);
 	}
 	if (ret) {
 		cl_stop(d, SIGKILL, 5);
 		return ret;
 	}
 	return 0;
+}
+
+/* Starts one daemon (no mkfs) and waits until it listens. */
+int cl_start_daemon(struct cl_state *st, struct cl_daemon *d, int timeout_s)
+{
+	long from;
+	int ret;
+
+	if (cl_alive(d))
+		return 0;
+	ret = spawn_daemon(st, d, &from);
+	return ret ? ret : wait_daemon(st, d, from, timeout_s);
+}
+
+/* Starts n daemons (no mkfs) at once, then waits until each listens;
+ * those already running are left alone.  On a failure the ones started
+ * here keep running: the caller stops the cluster. */
+int cl_start_daemons(struct cl_state *st, struct cl_daemon **d, int n, int timeout_s)
+{
+	long *from = calloc((size_t)n + 1, sizeof(*from));
+	bool *mine = calloc((size_t)n + 1, sizeof(*mine));
+	int ret = from && mine ? 0 : -ENOMEM;
+
+	for (int k = 0; k < n && ret == 0; k++) {
+		if (cl_alive(d[k]))
+			continue;
+		ret = spawn_daemon(st, d[k], &from[k]);
+		mine[k] = ret == 0;
+	}
+	for (int k = 0; k < n && ret == 0; k++)
+		if (mine[k])
+			ret = wait_daemon(st, d[k], from[k], timeout_s);
+	free(from);
+	free(mine);
+	return ret;
 }

@@ -101,7 +101,7 @@ static int replace_osd(struct cl_state *st, struct cl_daemon *d, int timeout_s)
 		cl_err("cannot rename '%s': %s", path, strerror(errno));
 		return -errno;
 	}
-	ret = cl_mkfs_osd(st, d->host, d->id, &id);
+	ret = cl_mkfs_osds(st, 1, &d->id, &id);
 	if (ret == 0 && id != d->id) {
 		cl_err("the monitor gave id %d, not %d", id, d->id);
 		ret = -EPROTO;
@@ -176,7 +176,7 @@ int cl_cmd_osd(struct cl_opts *o, const char *verb, const char *arg)
 		}
 		if (host >= st->hosts)
 			st->hosts = host + 1;
-		ret = cl_add_osd(st, host, o->timeout);
+		ret = cl_add_osds(st, 1, &host, o->timeout);
 		if (ret == 0)
 			printf("%s\n", st->d[st->n - 1].name);
 	} else if (strcmp(verb, "stop") == 0) {

@@ -138,44 +138,68 @@ static int append_osd_conf(const struct cl_state *st, const struct cl_daemon *d)
 	return fclose(f) == 0 ? 0 : -EIO;
 }
 
-/* mkfs + start one new OSD on host; adds it to st and atoll.conf. */
-int cl_add_osd(struct cl_state *st, int host, int timeout_s)
+static int cmp_int(const void *a, const void *b)
 {
-	struct cl_daemon *d;
-	char ip[16];
-	int id, port, ret;
+	int x = *(const int *)a, y = *(const int *)b;
 
-	if (st->n >= CL_MAX_DAEMONS) {
+	return (x > y) - (x < y);
+}
+
+/* mkfs + start n new OSDs, all at once; the one with the k-th smallest id
+ * goes on host hosts[k].  Adds them to st and atoll.conf. */
+int cl_add_osds(struct cl_state *st, int n, const int *hosts, int timeout_s)
+{
+	struct cl_daemon **d;
+	int *ids, ret;
+
+	if (st->n + n > CL_MAX_DAEMONS) {
 		cl_err("a local cluster holds at most %d daemons", CL_MAX_DAEMONS);
 		return -E2BIG;
 	}
-	ret = cl_mkfs_osd(st, host, -1, &id);
+	ids = calloc((size_t)n, sizeof(*ids));
+	d = calloc((size_t)n, sizeof(*d));
+	if (!ids || !d) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = cl_mkfs_osds(st, n, NULL, ids);
 	if (ret)
-		return ret;
-	if (cl_state_osd(st, id)) {
-		cl_err("the monitor gave id %d, which osd.%d already has", id, id);
-		return -EEXIST;
+		goto out;
+	qsort(ids, (size_t)n, sizeof(*ids), cmp_int);
+	for (int k = 0; k < n && ret == 0; k++) {
+		char ip[16];
+		int port;
+
+		if (cl_state_osd(st, ids[k]) || (k && ids[k] == ids[k - 1])) {
+			cl_err("the monitor gave id %d twice", ids[k]);
+			ret = -EEXIST;
+			break;
+		}
+		host_ip(hosts[k], ip, sizeof(ip));
+		port = cl_free_port(ip);
+		if (port < 0) {
+			cl_err("no free port on %s: %s", ip, strerror(-port));
+			ret = port;
+			break;
+		}
+		d[k] = &st->d[st->n++];
+		memset(d[k], 0, sizeof(*d[k]));
+		snprintf(d[k]->name, sizeof(d[k]->name), "osd.%d", ids[k]);
+		d[k]->kind = CL_OSD;
+		d[k]->id = ids[k];
+		d[k]->host = hosts[k];
+		snprintf(d[k]->ip, sizeof(d[k]->ip), "%s", ip);
+		d[k]->port = port;
+		ret = append_osd_conf(st, d[k]);
 	}
-	host_ip(host, ip, sizeof(ip));
-	port = cl_free_port(ip);
-	if (port < 0) {
-		cl_err("no free port on %s: %s", ip, strerror(-port));
-		return port;
-	}
-	d = &st->d[st->n++];
-	memset(d, 0, sizeof(*d));
-	snprintf(d->name, sizeof(d->name), "osd.%d", id);
-	d->kind = CL_OSD;
-	d->id = id;
-	d->host = host;
-	snprintf(d->ip, sizeof(d->ip), "%s", ip);
-	d->port = port;
-	ret = append_osd_conf(st, d);
 	if (ret == 0)
 		ret = cl_state_save(st);
 	if (ret == 0)
-		ret = cl_start_daemon(st, d, timeout_s);
+		ret = cl_start_daemons(st, d, n, timeout_s);
 	cl_state_save(st);
+out:
+	free(ids);
+	free(d);
 	return ret;
 }
 
@@ -304,6 +328,20 @@ static int count_osds(const struct cl_state *st)
 	return n;
 }
 
+/* Starts every daemon of one kind at once and waits for them. */
+static int start_kind(struct cl_state *st, enum cl_kind kind, int timeout_s)
+{
+	struct cl_daemon *d[CL_MAX_DAEMONS];
+	int n = 0, ret;
+
+	for (int i = 0; i < st->n; i++)
+		if (st->d[i].kind == kind)
+			d[n++] = &st->d[i];
+	ret = cl_start_daemons(st, d, n, timeout_s);
+	cl_state_save(st);
+	return ret;
+}
+
 /* Starts a stopped cluster again from its state file. */
 static int restart(struct cl_state *st, struct cl_opts *o)
 {
@@ -313,11 +351,7 @@ static int restart(struct cl_state *st, struct cl_opts *o)
 	static const enum cl_kind order[] = { CL_MON, CL_OSD, CL_NBD };
 
 	for (int pass = 0; pass < 3 && ret == 0; pass++) {
-		for (int i = 0; i < st->n && ret == 0; i++)
-			if (st->d[i].kind == order[pass]) {
-				ret = cl_start_daemon(st, &st->d[i], o->timeout);
-				cl_state_save(st);
-			}
+		ret = start_kind(st, order[pass], o->timeout);
 		if (pass == 0 && ret == 0) {
 			char leader[40];
 
@@ -427,10 +461,7 @@ int cl_cmd_up(struct cl_opts *o)
 	if (ret)
 		goto out_free;
 	started = 1;
-	for (int i = 0; i < st->n && ret == 0; i++)
-		if (st->d[i].kind == CL_MON)
-			ret = cl_start_daemon(st, &st->d[i], o->timeout);
-	cl_state_save(st);
+	ret = start_kind(st, CL_MON, o->timeout);
 	if (ret == 0) {
 		char leader[40];
 
@@ -439,8 +470,12 @@ int cl_cmd_up(struct cl_opts *o)
 	}
 	if (ret)
 		goto out_rollback;
-	for (int i = 0; i < o->osds; i++) {
-		ret = cl_add_osd(st, i % o->hosts, o->timeout);
+	{
+		int hosts[CL_MAX_DAEMONS];
+
+		for (int i = 0; i < o->osds && i < CL_MAX_DAEMONS; i++)
+			hosts[i] = i % o->hosts;
+		ret = cl_add_osds(st, o->osds, hosts, o->timeout);
 		if (ret)
 			goto out_rollback;
 	}

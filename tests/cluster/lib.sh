@@ -71,11 +71,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 
 # cluster_up [ATOLL-CLUSTER-UP-OPTIONS...]: a small, fast cluster.
-# Short heartbeat settings so that failures are noticed in seconds.
+# Short heartbeat settings so that failures are noticed in seconds; stores
+# not zero-filled at mkfs (osd_mkfs_prefill, doc/daemons.md: the fill
+# writes every store whole once, most of the time `up` takes; the tests
+# that keep it are tests/cluster/launcher.sh and tests/fs/fs.sh).
 cluster_up() {
 	"$cluster_bin" up --dir "$cdir" --size 1G --pg 16 --timeout "$timeout_s" \
 		--set osd_heartbeat_interval=500ms --set osd_heartbeat_grace=4s \
-		--set log_level=info "$@" >"$tmp/up.out" 2>"$tmp/up.err" ||
+		--set osd_mkfs_prefill=false --set log_level=info "$@" >"$tmp/up.out" 2>"$tmp/up.err" ||
 		{ cat "$tmp/up.out" "$tmp/up.err" >&2; fail "atoll-cluster up $*"; }
 }
 

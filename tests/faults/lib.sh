@@ -17,9 +17,7 @@ storetool_bin=${3:?}
 fc() { "$client_bin" "$@"; }
 
 # faults_up [ATOLL-CLUSTER-UP-OPTIONS...]: cluster_up without what these
-# tests do not use: no atoll-nbd, no file system (its pools and MDS), and
-# stores not zero-filled at mkfs (osd_mkfs_prefill, doc/daemons.md: the
-# fill writes every store whole once, most of the time `up` took).
+# tests do not use: no atoll-nbd, no file system (its pools and MDS).
 faults_up() {
-	cluster_up --no-nbd --no-mds --set osd_mkfs_prefill=false "$@"
+	cluster_up --no-nbd --no-mds "$@"
 }

@@ -85,10 +85,12 @@ fs_prepare() {
 
 # fs_setup [UP-OPTIONS]: fs_prepare, then a one-OSD cluster with its MDS
 # (UP-OPTIONS go to atoll-cluster up, e.g. --set mds_session_timeout_ms=2000).
+# The store is not zero-filled at mkfs (osd_mkfs_prefill, doc/daemons.md).
 fs_setup() {
 	fs_prepare
 	step "cluster: one OSD and the MDS"
-	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd --mds 1 "$@" >"$tmp/up.log" 2>&1 ||
+	"$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd --mds 1 \
+		--set osd_mkfs_prefill=false "$@" >"$tmp/up.log" 2>&1 ||
 		{ cat "$tmp/up.log"; fail "atoll-cluster up"; }
 }
 

@@ -58,7 +58,7 @@ trap ha_cleanup EXIT
 
 step "cluster: one OSD, mds.a and mds.b"
 "$cluster_bin" up --dir "$cdir" --osds 1 --size 2G --no-nbd --mds 2 \
-	--set "mds_beacon_grace=$grace" >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
+	--set "mds_beacon_grace=$grace" --set osd_mkfs_prefill=false >"$tmp/up.log" 2>&1 || { cat "$tmp/up.log"; fail "atoll-cluster up"; }
 
 # roles: "ACTIVE STANDBY..." (names without mds.) as the monitors say
 roles() {

@@ -8,7 +8,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 prog=${3:?usage: image.sh ATOLL-CLUSTER ATOLL IMAGE_CLUSTER}
 . "$here/../cluster/lib.sh" "$1" "$2"
 
-"$cluster_bin" up --dir "$cdir" --size 1G --timeout "$timeout_s" >/dev/null
+"$cluster_bin" up --dir "$cdir" --size 1G --timeout "$timeout_s" \
+	--set osd_mkfs_prefill=false >/dev/null
 "$prog"
 
 A=$atoll_bin

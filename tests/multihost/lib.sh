@@ -99,6 +99,8 @@ mh_conf() {
 	{
 		echo "[global]"
 		echo "mon_host = $mon"
+		# the stores are not zero-filled at mkfs (doc/daemons.md)
+		echo "osd_mkfs_prefill = false"
 		for l in "$@"; do echo "$l"; done
 	} > "$conf"
 }
