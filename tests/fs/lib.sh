@@ -159,14 +159,17 @@ ledger_writer() {
 # ledger says (contents, and no removed name back); fails naming WHEN
 # ("after the MDS restart").  ledger_n: the entries checked.
 ledger_check() {
-	local name val
+	local name val got
 	ledger_n=0
 	while read -r name val; do
 		ledger_n=$((ledger_n + 1))
 		if [ "$name" = - ]; then
 			[ ! -e "$3/$1.$2/$val" ] || fail "$3/$1.$2/$val is back $4"
 		else
-			[ "$(cat "$3/$1.$2/$name" 2>/dev/null)" = "$val" ] ||
+			# read, not $(cat): no fork per entry (thousands of them)
+			got=
+			{ IFS= read -r got <"$3/$1.$2/$name"; } 2>/dev/null
+			[ "$got" = "$val" ] ||
 				fail "$3/$1.$2/$name (acknowledged) is lost or wrong $4"
 		fi
 	done <"$tmp/$1.$2.ledger"
