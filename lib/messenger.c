@@ -467,6 +467,12 @@ static void loop_events(struct msgr *m, int timeout)
 		case EP_CONN:
 			msg_conn__event((struct msg_conn *)src, ev[i].events);
 			break;
+		case EP_WATCH: {
+			struct msgr_watch *w = (struct msgr_watch *)src;
+
+			w->fn(w->arg);
+			break;
+		}
 		}
 	}
 }
@@ -780,6 +786,12 @@ void msgr_destroy(struct msgr *m)
 		free(l);
 	}
 	free(m->defers);
+	while (m->watches) {
+		struct msgr_watch *w = m->watches;
+
+		m->watches = w->next;
+		free(w);
+	}
 	msg_admit__free(m);
 	msg_budget__put(m->budget);
 	/* Timers that never ran: only msgr_timer()s are left (connections
@@ -800,6 +812,35 @@ void msgr_destroy(struct msgr *m)
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->tlock);
 	free(m);
+}
+
+int msgr_watch_fd(struct msgr *m, int fd, void (*fn)(void *arg), void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct msgr_watch *w;
+
+	if (!m || fd < 0 || !fn)
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->ep.kind = EP_WATCH;
+	w->fd = fd;
+	w->fn = fn;
+	w->arg = arg;
+	ev.data.ptr = &w->ep;
+	pthread_mutex_lock(&m->lock);
+	if (epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int err = -errno;
+
+		pthread_mutex_unlock(&m->lock);
+		free(w);
+		return err;
+	}
+	w->next = m->watches;
+	m->watches = w;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
 }
 
 void msgr_set_fsid(struct msgr *m, const uint8_t fsid[16])

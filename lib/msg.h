@@ -446,6 +446,11 @@ uint64_t msgr_timer(struct msgr *m, uint32_t ms, msgr_timer_fn fn, void *arg);
 bool msgr_timer_cancel(struct msgr *m, uint64_t id);
 /* True on the loop thread. */
 bool msgr_on_loop(const struct msgr *m);
+/* fn(arg) runs on the loop thread whenever fd is readable (level
+ * triggered: fn must read what made it so, e.g. an eventfd's count),
+ * until msgr_destroy, which does not close fd.  Any thread.  0 or a
+ * negative errno. */
+int msgr_watch_fd(struct msgr *m, int fd, void (*fn)(void *arg), void *arg);
 /* On a messenger's loop thread: fn(arg) runs on that thread once the
  * events at hand are handled, before the loop waits for more (calls made
  * while they are handled -- replies, completions -- can gather there into

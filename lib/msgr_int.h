@@ -44,10 +44,20 @@ enum ep_kind {
 	EP_WAKE,
 	EP_LISTEN,
 	EP_CONN,
+	EP_WATCH,
 };
 
 struct ep_src {
 	enum ep_kind kind;
+};
+
+/* msgr_watch_fd: fn(arg) on the loop when fd is readable. */
+struct msgr_watch {
+	struct ep_src ep;
+	int fd;
+	void (*fn)(void *arg);
+	void *arg;
+	struct msgr_watch *next;
 };
 
 /* A timer of the loop: an embedded heap node and what to do when due.
@@ -325,6 +335,7 @@ struct msgr {
 	int epfd;
 	int wakefd;			/* eventfd: kicks and early timers */
 	struct ep_src wake_ep;
+	struct msgr_watch *watches;	/* [lock] msgr_watch_fd's */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -677,10 +678,32 @@ void osd_boot(struct osd *osd)
 	}
 }
 
+/* Loop: reads completed (osd->read_efd).  Once the loop leaves the store
+ * alone (closing) it only drains the count: store_close hands the reads
+ * left to the store's read thread. */
+static void reads_done(void *arg)
+{
+	struct osd *osd = arg;
+	uint64_t v;
+
+	if (!atomic_load(&osd->closing)) {
+		store_read_poll(osd->store);
+	} else if (read(osd->read_efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: drained already */
+	}
+}
+
 static void start_loop(void *arg)
 {
 	struct osd *osd = arg;
+	int r;
 
+	/* the store's reads complete on this thread (store_read_poll_start) */
+	r = store_read_poll_start(osd->store, osd->read_efd);
+	if (r == 0)
+		r = msgr_watch_fd(osd->msgr, osd->read_efd, reads_done, osd);
+	if (r)
+		die("cannot reap the store's reads on the loop: %s", strerror(-r));
 	monc_start(osd->monc);
 	osd_hb_start(osd);
 	osd_scrub_sched_start(osd);
@@ -929,6 +952,9 @@ static int do_run(struct config *conf)
 	r = msgr_create(&mc, &ops, osd, &osd->msgr);
 	if (r < 0)
 		die("cannot create the messenger: %s", strerror(-r));
+	osd->read_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (osd->read_efd < 0)
+		die("cannot create an eventfd: %s", strerror(errno));
 	if (!strchr(addr, ':')) {
 		snprintf(buf, sizeof(buf), "%s:0", addr);
 		addr = buf;
@@ -995,6 +1021,7 @@ static int do_run(struct config *conf)
 	osd->store = NULL;
 	msgr_destroy(osd->msgr);
 	osd->msgr = NULL;
+	close(osd->read_efd);	/* after the loop that polled it */
 	msg_auth_free(osd_auth);	/* after the messenger, which reads it */
 	osd_auth = NULL;
 	osd->auth = NULL;

@@ -182,6 +182,7 @@ struct osd {
 	/* any thread */
 	atomic_bool stopping;
 	atomic_bool closing;	/* shutting down: the loop leaves the store alone */
+	int read_efd;		/* the store's reads signal it: the loop reaps them */
 	atomic_bool local_full;	/* store used past osd_failsafe_full_ratio */
 	atomic_uint_fast64_t store_errors;
 	atomic_int ops_in_flight;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "log.h"
@@ -285,6 +286,7 @@ struct rreq {
 	uint64_t off;
 	uint64_t len;		/* bytes to return */
 	int pending;		/* aio not yet completed (completion thread) */
+	bool polled;		/* on st->rpctx (store_read_poll_start) */
 	size_t n, cap;
 	struct rpiece **pieces;
 	/* Most reads need one piece: it lives here, saving two allocations. */
@@ -422,54 +424,146 @@ static void rreq_complete(struct rreq *q)
 	}
 	if (r >= 0 && q->crc_out)
 		*q->crc_out = rreq_crc(q);
+	bool polled = q->polled;
+
 	reader_exit(st, &q->rd);
 	q->cb(q->arg, r);
 	rreq_free(q);
 	pthread_mutex_lock(&st->rlock);
+	if (!polled)
+		st->reads_thread--;
 	if (--st->reads_inflight == 0)
 		pthread_cond_broadcast(&st->rcond);
 	pthread_mutex_unlock(&st->rlock);
 }
 
+/* Finishes the pieces of n completed read events. */
+static void reap_events(struct io_event *ev, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct rpiece *p = (struct rpiece *)ev[i].obj;
+		struct rreq *q = p->req;
+
+		if ((long)ev[i].res != (long)((size_t)p->nblk * BS))
+			p->err = -EIO;
+		if (__atomic_sub_fetch(&q->pending, 1, __ATOMIC_ACQ_REL) == 0)
+			rreq_complete(q);
+	}
+}
+
+/* Reaps the reads of ctx that completed, at least min_nr of them
+ * (waiting at most timeout); returns io_getevents' result. */
+static int reap(io_context_t ctx, long min_nr, struct timespec *timeout)
+{
+	struct io_event ev[128];
+	int n = io_getevents(ctx, min_nr, 128, ev, timeout);
+
+	if (n > 0)
+		reap_events(ev, n);
+	return n;
+}
+
 static void *read_main(void *arg)
 {
 	struct store *st = arg;
-	struct io_event ev[128];
 
 	pthread_setname_np(pthread_self(), "store-read");
 	for (;;) {
 		/* Sleep on the condition variable while nothing is in flight
-		 * (a close then wakes us at once); wait in io_getevents only
-		 * when there are reads to reap.  The timeout covers a read
-		 * whose submission failed after it was counted. */
+		 * or the owner's loop reaps (a close then wakes us at once);
+		 * wait in io_getevents only when there are reads to reap.
+		 * The timeout covers a read whose submission failed after it
+		 * was counted. */
 		struct timespec ts = { 1, 0 };
 		bool stop;
 
 		pthread_mutex_lock(&st->rlock);
-		while (!st->reads_inflight && !st->read_stop)
+		while (!st->reads_thread && !st->read_stop)
 			pthread_cond_wait(&st->rwork, &st->rlock);
-		stop = st->read_stop && !st->reads_inflight;
+		stop = st->read_stop && !st->reads_thread;
 		pthread_mutex_unlock(&st->rlock);
 		if (stop)
 			break;
 
-		int n = io_getevents(st->rctx, 1, 128, ev, &ts);
+		int n = reap(st->rctx, 1, &ts);
 
 		if (n < 0 && n != -EINTR) {
 			log_error("store", "io_getevents on the read context failed: %s", strerror(-n));
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			struct rpiece *p = (struct rpiece *)ev[i].obj;
-			struct rreq *q = p->req;
-
-			if ((long)ev[i].res != (long)((size_t)p->nblk * BS))
-				p->err = -EIO;
-			if (__atomic_sub_fetch(&q->pending, 1, __ATOMIC_ACQ_REL) == 0)
-				rreq_complete(q);
-		}
 	}
 	return NULL;
+}
+
+int store_read_poll_start(struct store *st, int efd)
+{
+	int r;
+
+	if (!st || efd < 0 || !st->read_running)
+		return -EINVAL;
+	pthread_mutex_lock(&st->rlock);
+	if (st->read_poll || st->read_efd >= 0) {
+		pthread_mutex_unlock(&st->rlock);
+		return -EBUSY;
+	}
+	r = io_setup(512, &st->rpctx);
+	if (r) {
+		pthread_mutex_unlock(&st->rlock);
+		return r;
+	}
+	st->read_efd = efd;
+	st->read_poll_thread = pthread_self();
+	__atomic_store_n(&st->read_poll, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&st->rlock);
+	return 0;
+}
+
+void store_read_poll(struct store *st)
+{
+	struct timespec zero = { 0, 0 };
+	uint64_t v;
+
+	if (read(st->read_efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: reaped already by an earlier call */
+	}
+	while (reap(st->rpctx, 0, &zero) == 128)
+		;
+}
+
+/* Reads of up to this many bytes are gathered (read_queue) and, with
+ * store_read_poll_start, reaped by the poller; a larger one goes to the
+ * device at once (its own transfer dwarfs a submission, and waiting for
+ * the end of the loop's pass, which may be sending MiBs of replies, left
+ * the device idle: 4 MiB reads lost 13% of their rate) and is reaped by
+ * the read thread, whose crc checks of its blocks then run beside the
+ * loop instead of on it. */
+#define READ_GATHER_MAX (128u << 10)
+
+/* Whether a read of len bytes is reaped by the poller (rlock, or the
+ * poller's own thread). */
+static bool read_polled(const struct store *st, size_t len)
+{
+	return __atomic_load_n(&st->read_poll, __ATOMIC_ACQUIRE) && len <= READ_GATHER_MAX;
+}
+
+/* The read poller's thread, waiting for one of its own reads of len
+ * bytes: it reaps (every small read that completes meanwhile) until w is
+ * done. */
+static bool read_poll_wait(struct store *st, size_t len, struct sync_waiter *w)
+{
+	if (!read_polled(st, len) || !pthread_equal(pthread_self(), st->read_poll_thread))
+		return false;
+	for (;;) {
+		struct timespec ts = { 1, 0 };
+		bool done;
+
+		pthread_mutex_lock(&w->lock);
+		done = w->done;
+		pthread_mutex_unlock(&w->lock);
+		if (done)
+			return true;
+		reap(st->rpctx, 1, &ts);
+	}
 }
 
 int read_thread_start(struct store *st)
@@ -492,6 +586,18 @@ void read_thread_stop(struct store *st)
 	if (!st->read_running)
 		return;
 	pthread_mutex_lock(&st->rlock);
+	/* the poller may be gone: its reads left are reaped here */
+	if (st->read_poll) {
+		__atomic_store_n(&st->read_poll, false, __ATOMIC_RELEASE);
+		while (st->reads_inflight > st->reads_thread) {
+			struct timespec ts = { 1, 0 };
+
+			pthread_mutex_unlock(&st->rlock);
+			reap(st->rpctx, 1, &ts);
+			pthread_mutex_lock(&st->rlock);
+		}
+		io_destroy(st->rpctx);
+	}
 	while (st->reads_inflight)
 		pthread_cond_wait(&st->rcond, &st->rlock);
 	st->read_stop = true;
@@ -596,12 +702,12 @@ static int plan_reads(struct store *st, MDB_txn *t, struct rreq *q, const struct
 
 /* Submits n reads (pieces' iocbs); those the device refuses fail (-EIO)
  * and finish their request if they were its last. */
-static void read_submit(struct store *st, struct iocb **v, size_t n)
+static void read_submit(io_context_t ctx, struct iocb **v, size_t n)
 {
 	size_t done = 0;
 
 	while (done < n) {
-		int s = io_submit(st->rctx, (long)(n - done), v + done);
+		int s = io_submit(ctx, (long)(n - done), v + done);
 
 		if (s == -EAGAIN || s == -EINTR)
 			continue;
@@ -635,16 +741,13 @@ static void read_flush(void *arg)
 	st->rsub_scheduled = false;
 	pthread_mutex_unlock(&st->rsub_lock);
 	/* the store may close once the last of them completes: st is not
-	 * touched after the last submission */
-	read_submit(st, v, n);
+	 * touched after the last submission (gathered reads are small: the
+	 * poller's when there is one; read_queue gathers none across the
+	 * switch) */
+	read_submit(st->rsub_polled ? st->rpctx : st->rctx, v, n);
 	free(v);
 }
 
-/* Reads of up to this many bytes are gathered (read_queue); a larger one
- * goes to the device at once: its own transfer dwarfs a submission, and
- * waiting for the end of the loop's pass (which may be sending MiBs of
- * replies) left the device idle: 4 MiB reads lost 13% of their rate. */
-#define READ_GATHER_MAX (128u << 10)
 
 /* Queues q's reads for read_flush when the caller's thread defers it
  * (opt.defer); false: the caller submits them now. */
@@ -655,6 +758,10 @@ static bool read_queue(struct store *st, struct rreq *q)
 	if (!st->opt.defer || q->len > READ_GATHER_MAX)
 		return false;
 	pthread_mutex_lock(&st->rsub_lock);
+	/* one batch, one context: a read of the other kind goes at once */
+	if (st->rsub_n && st->rsub_polled != q->polled)
+		goto out;
+	st->rsub_polled = q->polled;
 	if (st->rsub_n + q->n > st->rsub_cap) {
 		size_t cap = st->rsub_cap ? st->rsub_cap : 64;
 		struct iocb **v;
@@ -743,8 +850,14 @@ static int read_async(struct store *st, uint64_t coll, const char *oid, uint64_t
 		return 0;
 	}
 	pthread_mutex_lock(&st->rlock);
-	if (st->reads_inflight++ == 0)
+	q->polled = read_polled(st, len);
+	st->reads_inflight++;
+	if (q->polled) {
+		for (size_t i = 0; i < q->n; i++)
+			io_set_eventfd(&q->pieces[i]->iocb, st->read_efd);
+	} else if (st->reads_thread++ == 0) {
 		pthread_cond_signal(&st->rwork);
+	}
 	pthread_mutex_unlock(&st->rlock);
 	/* pending counts every piece before the first submit, so that the
 	 * completion thread cannot finish the request while we still submit. */
@@ -757,7 +870,7 @@ static int read_async(struct store *st, uint64_t coll, const char *oid, uint64_t
 
 			for (size_t i = 0; i < cnt; i++)
 				ptrs[i] = &q->pieces[done + i]->iocb;
-			read_submit(st, ptrs, cnt);
+			read_submit(q->polled ? st->rpctx : st->rctx, ptrs, cnt);
 			done += cnt;
 		}
 	}
@@ -793,7 +906,10 @@ int64_t store_read(struct store *st, uint64_t coll, const char *oid, uint64_t of
 	 * deferred submission would wait for this very wait to end */
 	int r = read_async(st, coll, oid, off, len, buf, NULL, read_wait_done, &w, false);
 
-	return r ? r : sync_waiter_wait(&w);
+	if (r)
+		return r;
+	read_poll_wait(st, len, &w);
+	return sync_waiter_wait(&w);
 }
 
 /* ---- attributes and omap ------------------------------------------------- */

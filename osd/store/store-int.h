@@ -510,11 +510,21 @@ struct store {
 	bool read_running;
 	int reads_inflight;
 	bool read_stop;
+	/* store_read_poll_start: the owner's loop thread reaps the small
+	 * reads (read_poll_thread; read_efd in its poll) from their own
+	 * context, rpctx; the read thread the large ones (rctx).  [rlock]
+	 * reads_thread: those of reads_inflight on rctx. */
+	bool read_poll;
+	int read_efd;
+	pthread_t read_poll_thread;
+	io_context_t rpctx;
+	int reads_thread;
 	/* reads queued for one io_submit (opt.defer; rsub_lock) */
 	pthread_mutex_t rsub_lock;
 	struct iocb **rsub;
 	size_t rsub_n, rsub_cap;
 	bool rsub_scheduled;
+	bool rsub_polled;		/* the batch is for rpctx */
 };
 
 /* superblock.c */

@@ -322,6 +322,7 @@ int store_open(const struct store_options *opt_in, struct store **out)
 	pthread_cond_init(&st->rwork, NULL);
 	pthread_mutex_init(&st->rsub_lock, NULL);
 	st->readers.next = st->readers.prev = &st->readers;
+	st->read_efd = -1;
 	st->unsynced_from = UINT64_MAX;
 	r = opt_copy(opt_in, &st->opt);
 	if (r)

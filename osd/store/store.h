@@ -233,7 +233,8 @@ int store_size(struct store *st, uint64_t coll, const char *oid, uint64_t *size)
 int64_t store_read(struct store *st, uint64_t coll, const char *oid,
 		   uint64_t off, size_t len, void *buf);
 /* Asynchronous read: cb(arg, n) gets the byte count or a negative errno,
- * on the store's read-completion thread.  buf must stay valid until then. */
+ * on the store's read-completion thread (or the poller's: below).  buf
+ * must stay valid until then. */
 typedef void (*store_read_fn)(void *arg, int64_t r);
 int store_read_async(struct store *st, uint64_t coll, const char *oid,
 		     uint64_t off, size_t len, void *buf,
@@ -245,6 +246,23 @@ int store_read_async(struct store *st, uint64_t coll, const char *oid,
 int store_read_async_crc(struct store *st, uint64_t coll, const char *oid,
 			 uint64_t off, size_t len, void *buf, uint32_t *crc,
 			 store_read_fn cb, void *arg);
+/* Small reads completed on the caller's own event loop instead of the
+ * store's read-completion thread, which saves that thread's wake-up and
+ * the callback's hand-off per read.  After store_read_poll_start, called
+ * once on the loop's thread, every read of up to 128 KiB signals efd
+ * (the caller's eventfd, which it keeps and closes after store_close)
+ * when it completes; the loop, seeing efd readable, calls
+ * store_read_poll, which reads efd's count and runs the callbacks of the
+ * reads completed: on that thread, or as before on the issuing one when
+ * a read needs no device or completes before store_read_async returns.
+ * A small store_read on the loop's thread reaps while it waits.  Larger
+ * reads stay with the read thread (their blocks' crc checks then run
+ * beside the loop).  The loop polls until it stops using the store;
+ * store_close completes the reads left itself (efd may still be
+ * signalled).  0, -EINVAL, -EBUSY when called twice, or io_setup's
+ * error. */
+int store_read_poll_start(struct store *st, int efd);
+void store_read_poll(struct store *st);
 
 /* Attribute value into a malloc'd buffer (*val, *len), caller frees. */
 int store_getattr(struct store *st, uint64_t coll, const char *oid,

@@ -11,11 +11,14 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -2922,6 +2925,178 @@ Test(aread, reads_chained_from_callbacks)
 		free(ch[i].buf);
 	}
 	waiter_destroy(&w);
+	free(model);
+}
+
+/* store_read_poll_start: every small read's callback runs on the
+ * poller's thread once it calls store_read_poll (async reads issued there
+ * and on another thread, a synchronous read on another thread, which
+ * waits for the poller), a synchronous read on the poller reaps by itself
+ * (and completes the async read in flight beside it), large reads stay
+ * with the read thread, and a close with reads in flight and nobody
+ * polling completes them. */
+struct pread_slot {
+	uint8_t buf[8192];
+	uint64_t off;
+	int64_t r;
+	pthread_t ran_on;
+	char ran_name[16];
+	atomic_int calls;
+};
+
+static void pread_done(void *arg, int64_t r)
+{
+	struct pread_slot *s = arg;
+
+	s->r = r;
+	s->ran_on = pthread_self();
+	pthread_getname_np(s->ran_on, s->ran_name, sizeof(s->ran_name));
+	atomic_fetch_add(&s->calls, 1);
+}
+
+struct pread_thread {
+	struct pread_slot *slots;
+	int n;
+	bool sync;		/* one store_read per slot instead */
+	atomic_bool done;
+};
+
+static void *pread_thread_main(void *arg)
+{
+	struct pread_thread *t = arg;
+
+	for (int i = 0; i < t->n; i++) {
+		struct pread_slot *s = &t->slots[i];
+
+		if (t->sync) {
+			s->r = store_read(ts.st, C1, "o", s->off, sizeof(s->buf), s->buf);
+			atomic_fetch_add(&s->calls, 1);
+		} else if (store_read_async(ts.st, C1, "o", s->off, sizeof(s->buf), s->buf,
+					    pread_done, s)) {
+			s->r = -1;
+		}
+	}
+	atomic_store(&t->done, true);
+	return NULL;
+}
+
+/* Polls efd until every slot's callback ran (and *done, when given). */
+static void poll_until(int efd, struct pread_slot *v, int n, atomic_bool *done)
+{
+	for (int round = 0; round < 3000; round++) {
+		struct pollfd pf = { .fd = efd, .events = POLLIN };
+		int left = 0;
+
+		for (int i = 0; i < n; i++)
+			left += atomic_load(&v[i].calls) == 0;
+		if (!left && (!done || atomic_load(done)))
+			return;
+		if (poll(&pf, 1, 10) > 0)
+			store_read_poll(ts.st);
+	}
+	cr_assert_fail("the reads did not complete within 30 s of polling");
+}
+
+/* here: each callback ran on this thread, or on issuer's (a read whose
+ * blocks came before the issuer let go of it completes there, as does
+ * one answered without the device) */
+static void pread_check(const uint8_t *model, struct pread_slot *v, int n, bool here,
+			pthread_t issuer)
+{
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(atomic_load(&v[i].calls), 1, "read %d", i);
+		cr_assert_eq(v[i].r, (int64_t)sizeof(v[i].buf), "read %d: %s", i, errstr(v[i].r));
+		cr_assert_arr_eq(v[i].buf, model + v[i].off, sizeof(v[i].buf), "read %d", i);
+		if (here)
+			cr_assert(pthread_equal(v[i].ran_on, pthread_self()) ||
+				  pthread_equal(v[i].ran_on, issuer),
+				  "read %d's callback ran on thread '%s'", i, v[i].ran_name);
+	}
+}
+
+Test(aread, reads_reaped_by_a_poller)
+{
+	enum { N = 32, OBJ = 1 << 20 };
+	static struct pread_slot mine[N], theirs[N], sync[4], late[8];
+	static struct pread_thread th;
+	uint8_t *model = malloc(OBJ);
+	uint8_t buf[8192];
+	pthread_t tid;
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	cr_assert(model && efd >= 0);
+	coll1();
+	pattern_fill(model, OBJ, 0, 21);
+	OK(do_write(ts.st, C1, "o", 0, model, OBJ, 0));
+	OK(ts_reopen(&ts));	/* the data on its blocks, not in the log */
+	OK(store_read_poll_start(ts.st, efd));
+	cr_assert_eq(store_read_poll_start(ts.st, efd), -EBUSY);
+
+	/* async reads from this thread and from another one */
+	for (int i = 0; i < N; i++) {
+		mine[i] = (struct pread_slot){ .off = (uint64_t)i * 20000 % (OBJ - 8192) };
+		theirs[i] = (struct pread_slot){ .off = (uint64_t)i * 31337 % (OBJ - 8192) };
+		OK(store_read_async(ts.st, C1, "o", mine[i].off, sizeof(mine[i].buf),
+				    mine[i].buf, pread_done, &mine[i]));
+	}
+	th = (struct pread_thread){ .slots = theirs, .n = N };
+	cr_assert_eq(pthread_create(&tid, NULL, pread_thread_main, &th), 0);
+	poll_until(efd, mine, N, NULL);
+	poll_until(efd, theirs, N, &th.done);
+	pthread_join(tid, NULL);
+	pread_check(model, mine, N, true, pthread_self());
+	pread_check(model, theirs, N, true, tid);
+
+	/* a synchronous read here reaps by itself, and the async read in
+	 * flight beside it completes too */
+	mine[0] = (struct pread_slot){ .off = 4096 };
+	OK(store_read_async(ts.st, C1, "o", mine[0].off, sizeof(mine[0].buf), mine[0].buf,
+			    pread_done, &mine[0]));
+	cr_assert_eq(store_read(ts.st, C1, "o", 12345, sizeof(buf), buf), (int64_t)sizeof(buf));
+	cr_assert_arr_eq(buf, model + 12345, sizeof(buf));
+	poll_until(efd, mine, 1, NULL);
+	pread_check(model, mine, 1, true, pthread_self());
+
+	/* large reads (over 128 KiB) stay with the read thread: they
+	 * complete with nobody polling, synchronous or not */
+	{
+		uint8_t *big = aligned_alloc(4096, 512 << 10);
+		struct waiter w;
+		struct aread_slot bs;
+
+		cr_assert(big);
+		cr_assert_eq(store_read(ts.st, C1, "o", 4096, 512 << 10, big), 512 << 10);
+		cr_assert_arr_eq(big, model + 4096, 512 << 10);
+		waiter_init(&w);
+		bs = (struct aread_slot){ .w = &w, .r = -1 };
+		waiter_add(&w, 1);
+		OK(store_read_async(ts.st, C1, "o", 8192, 512 << 10, big, aread_done, &bs));
+		cr_assert(waiter_wait(&w, 30));
+		cr_assert_eq(bs.r, 512 << 10);
+		cr_assert_arr_eq(big, model + 8192, 512 << 10);
+		waiter_destroy(&w);
+		free(big);
+	}
+
+	/* synchronous reads on another thread wait for this one's polling */
+	for (int i = 0; i < 4; i++)
+		sync[i] = (struct pread_slot){ .off = (uint64_t)i * 77777 };
+	th = (struct pread_thread){ .slots = sync, .n = 4, .sync = true };
+	cr_assert_eq(pthread_create(&tid, NULL, pread_thread_main, &th), 0);
+	poll_until(efd, sync, 4, &th.done);
+	pthread_join(tid, NULL);
+	pread_check(model, sync, 4, false, tid);
+
+	/* reads in flight at a close, nobody polling: the read thread
+	 * completes them */
+	for (int i = 0; i < 8; i++) {
+		late[i] = (struct pread_slot){ .off = (uint64_t)i * 99991 };
+		OK(store_read_async(ts.st, C1, "o", late[i].off, sizeof(late[i].buf),
+				    late[i].buf, pread_done, &late[i]));
+	}
+	OK(ts_reopen(&ts));
+	pread_check(model, late, 8, false, tid);
+	close(efd);
 	free(model);
 }
 
