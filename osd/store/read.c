@@ -469,11 +469,11 @@ static void *read_main(void *arg)
 
 	pthread_setname_np(pthread_self(), "store-read");
 	for (;;) {
-		/* Sleep on the condition variable while nothing is in flight
-		 * or the owner's loop reaps (a close then wakes us at once);
-		 * wait in io_getevents only when there are reads to reap.
-		 * The timeout covers a read whose submission failed after it
-		 * was counted. */
+		/* Sleep on the condition variable while none of the reads in
+		 * flight is ours (the poller's are on rpctx; a close then
+		 * wakes us at once); wait in io_getevents only when there are
+		 * reads to reap.  The timeout covers a read whose submission
+		 * failed after it was counted. */
 		struct timespec ts = { 1, 0 };
 		bool stop;
 
