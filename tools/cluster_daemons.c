@@ -96,6 +96,8 @@ static long read_whoami(const char *data)
 struct mkfs_job {
 	char data[PATH_MAX + 32];	/* D/osd.new.PID.K, renamed to D/osd.ID */
 	char log[PATH_MAX + 48];
+	const char *argv[13];		/* atoll-osd --mkfs ... */
+	char want[16];			/* --id's value */
 	pid_t pid;			/* > 0 while it runs */
 	int status;			/* waitpid's; -1 = never ran or killed */
 };
@@ -103,7 +105,7 @@ struct mkfs_job {
 /* Runs every job's atoll-osd --mkfs, MKFS_PARALLEL at a time, at most
  * timeout_s in all (or until interrupted: then the running ones are
  * killed).  Returns 0, -ETIMEDOUT or -EINTR. */
-static int mkfs_run(struct mkfs_job *job, int n, const char *const *argv_of[], int timeout_s)
+static int mkfs_run(struct mkfs_job *job, int n, int timeout_s)
 {
 	double deadline = mono_now_s() + timeout_s;
 	int next = 0, running = 0, ret = 0;
@@ -120,7 +122,7 @@ static int mkfs_run(struct mkfs_job *job, int n, const char *const *argv_of[], i
 			break;
 		}
 		while (next < n && running < MKFS_PARALLEL) {
-			if (cl_spawn(argv_of[next], job[next].log, &job[next].pid) == 0)
+			if (cl_spawn(job[next].argv, job[next].log, &job[next].pid) == 0)
 				running++;
 			next++;
 		}
@@ -151,25 +153,17 @@ int cl_mkfs_osds(struct cl_state *st, int n, const int *want_ids, int *ids)
 {
 	char bin[PATH_MAX], conf[PATH_MAX + 16], mon[CL_MON_ADDRS];
 	struct mkfs_job *job;
-	const char **argv;		/* n argument lists of 13 */
-	const char *const **argv_of;
-	char (*want)[16];
 	int ret, failed = 0;
 
 	if (cl_find_binary("atoll-osd", bin, sizeof(bin)))
 		return -ENOENT;
 	job = calloc((size_t)n, sizeof(*job));
-	argv = calloc((size_t)n * 13, sizeof(*argv));
-	argv_of = calloc((size_t)n, sizeof(*argv_of));
-	want = calloc((size_t)n, sizeof(*want));
-	if (!job || !argv || !argv_of || !want) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!job)
+		return -ENOMEM;
 	cl_path(conf, sizeof(conf), st, "%s", CL_CONF_FILE);
 	cl_mon_addr(st, mon, sizeof(mon));
 	for (int k = 0; k < n; k++) {
-		const char **a = &argv[k * 13];
+		const char **a = job[k].argv;
 		int i = 0;
 
 		cl_path(job[k].data, sizeof(job[k].data), st, "osd.new.%d.%d", (int)getpid(), k);
@@ -187,14 +181,13 @@ int cl_mkfs_osds(struct cl_state *st, int n, const int *want_ids, int *ids)
 		a[i++] = "--conf";
 		a[i++] = conf;
 		if (want_ids && want_ids[k] >= 0) {
-			snprintf(want[k], sizeof(want[k]), "%d", want_ids[k]);
+			snprintf(job[k].want, sizeof(job[k].want), "%d", want_ids[k]);
 			a[i++] = "--id";
-			a[i++] = want[k];
+			a[i++] = job[k].want;
 		}
 		a[i] = NULL;
-		argv_of[k] = a;
 	}
-	ret = mkfs_run(job, n, argv_of, 120);
+	ret = mkfs_run(job, n, 120);
 	if (ret == -ETIMEDOUT)
 		cl_err("'atoll-osd --mkfs' did not finish within 120 s");
 	for (int k = 0; k < n; k++) {
@@ -242,9 +235,6 @@ int cl_mkfs_osds(struct cl_state *st, int n, const int *want_ids, int *ids)
 	}
 out:
 	free(job);
-	free(argv);
-	free(argv_of);
-	free(want);
 	return ret;
 }
 
