@@ -604,7 +604,7 @@ static int rx_hello_dialler(struct msg_conn *c, const struct msg_hello *h,
 	struct dec d;
 	int r;
 
-	if (!ac || ac->st != MA_HELLO_SENT)
+	if (!a || !ac || ac->st != MA_HELLO_SENT)
 		return -EPROTO;
 	dec_init(&d, h->auth, h->auth_len);
 	if (!h->auth_len || auth_hello_rep_decode(&d, &rp) < 0) {
