@@ -19,6 +19,7 @@
 #include "fuse_ops.h"
 #include "fuse_perm.h"
 #include "fuse_replay.h"
+#include "log.h"
 
 /* An open for execve (the kernel's __FMODE_EXEC in the open flags): the
  * file must be executable by the caller. */
@@ -51,6 +52,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint64_t gen0 = fr_gen();
 	ret = lc_ino_err(ino, fc_call(&rq, &rp));
 	if (ret) {
+		log_debug("fuse", "open of inode %llu: %s", (unsigned long long)ino,
+			  strerror(-ret));
 		fuse_reply_err(req, -ret);
 		return;
 	}

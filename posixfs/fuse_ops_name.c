@@ -20,6 +20,7 @@
 #include "fuse_here.h"
 #include "fuse_ops.h"
 #include "fuse_perm.h"
+#include "log.h"
 
 #define NEG_ENTRY_TIMEOUT 1.0	/* s: a name the kernel may know absent */
 
@@ -49,6 +50,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lc_kbar_enter();
 	int hit = lc_dir_lookup(parent, name, &ino, &mode, &dleft);
 	if (hit == 0) {
+		log_debug("fuse", "lookup of '%s' in %llu: not in the leased listing (%.3f s "
+			  "left): no such entry", name, (unsigned long long)parent, dleft);
 		/* not in the leased listing: ENOENT, and the kernel may keep
 		 * the negative entry (a revoke invalidates it: another
 		 * client's create in parent) for at most NEG_ENTRY_TIMEOUT:
@@ -75,10 +78,14 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	rq.ino = parent;
 	snprintf(rq.name, sizeof(rq.name), "%s", name);
 	ret = fc_call_ci(&rq, &rp, &ci);
-	if (ret)
+	if (ret) {
+		log_debug("fuse", "lookup of '%s' in %llu: the MDS answers %s (cached listing: %s)",
+			  name, (unsigned long long)parent, strerror(-ret),
+			  hit == 1 ? "has it" : "none");
 		fuse_reply_err(req, -ret);
-	else
+	} else {
 		fo_reply_entry(req, &rp.in[0], &ci, parent, name);
+	}
 }
 
 static void make_node_done(struct acall *a, int ret)
