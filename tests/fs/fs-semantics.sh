@@ -23,15 +23,28 @@ fs_setup
 
 A=$tmp/mnt1
 B=$tmp/mnt2
-mount_fs "$A" "$tmp/fuse1.log"
-mount_fs "$B" "$tmp/fuse2.log"
+# log_level=debug: a lookup or open that fails is logged with where its
+# answer came from (the leased listing or the MDS); fail_race shows them
+mount_fs "$A" "$tmp/fuse1.log" log_level=debug
+mount_fs "$B" "$tmp/fuse2.log" log_level=debug
+
+# fail_race MESSAGE: fail, with what each mount logged of its failed
+# lookups and opens and of creates the MDS refused
+fail_race() {
+	local f
+	for f in "$tmp"/fuse*.log; do
+		echo "---- $f: failed lookups and opens, refused changes" >&2
+		grep -E "lookup of|open of inode|refused" "$f" | tail -n 20 >&2
+	done
+	fail "$@"
+}
 
 # rename_race WDIR RDIR SECONDS: a writer renames fresh files over
 # WDIR/target for SECONDS while a reader opens and reads RDIR/target in a
 # loop (the same folder seen through RDIR's mount); fails at the first
 # ENOENT (or any error) the reader sees, or a partial content.
 rename_race() {
-	python3 - "$1" "$2" "$3" <<'EOF' || fail "rename over a file: $1 -> reader in $2"
+	python3 - "$1" "$2" "$3" <<'EOF' || fail_race "rename over a file: $1 -> reader in $2"
 import os, sys, time
 wdir, rdir, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
 target = os.path.join(wdir, "target")
@@ -118,13 +131,20 @@ step "rename over a file, both ways at once across the two mounts"
 mkdir "$A/both" || fail "mkdir"
 rename_race "$A/both" "$B/both" 5 &
 p1=$!
-sleep 0.5
+# the second reader starts once the writer has made the first version of
+# the target: on a busy machine the writer's python may start seconds
+# late, and an open before that is an ENOENT the file system owes nobody
 python3 -c 'import os, sys, time
+end = time.monotonic() + 10
+while not os.path.exists(sys.argv[1]):
+    if time.monotonic() > end:
+        sys.exit("the writer made no target in 10 s")
+    time.sleep(0.01)
 end = time.monotonic() + 5
 while time.monotonic() < end:
     with open(sys.argv[1]) as f:
-        f.read()' "$A/both/target" || fail "a second reader on the renaming mount saw the target missing"
-wait $p1 || fail "rename over a file with readers on both mounts"
+        f.read()' "$A/both/target" || fail_race "a second reader on the renaming mount saw the target missing"
+wait $p1 || fail_race "rename over a file with readers on both mounts"
 step "the files the renames replaced go once their moment to linger is over"
 settled 7
 
